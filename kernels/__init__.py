@@ -1,0 +1,1 @@
+"""The tirxpy kernel library, written with the public API only."""

@@ -1,0 +1,29 @@
+import os
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+settings.register_profile(
+    "ci", max_examples=int(os.environ.get("TIRXPY_HYPOTHESIS_EXAMPLES", "60")), deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.register_profile("thorough", max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile(os.environ.get("TIRXPY_HYPOTHESIS_PROFILE", "ci"))
+
+
+def _has_gpu() -> bool:
+    try:
+        import torch
+
+        return torch.cuda.is_available()
+    except Exception:
+        return False
+
+
+def pytest_collection_modifyitems(config, items):
+    if _has_gpu():
+        return
+    skip = pytest.mark.skip(reason="needs an NVIDIA GPU (marker gpu)")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)

@@ -1,0 +1,12 @@
+"""tirxpy: a storage-first, hardware-native kernel IR for NVIDIA GPUs.
+
+Layouts with explicit shard / replica / offset parts on named hardware axes attach to tiles;
+tile primitives dispatch by operand layout, execution scope and target to native instructions;
+lowering is local, to one CUDA C++ file with inline PTX.
+
+    >>> import tirxpy
+    >>> from tirxpy.layout import TileLayout, S, laneid
+    >>> TileLayout(S[(32, 2) : (1@laneid, 1)]).apply(5, 1, shape=(32, 2))
+    {'laneid': 5, 'm': 1}
+"""
+__version__ = "0.1.0"

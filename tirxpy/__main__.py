@@ -1,0 +1,37 @@
+"""``python -m tirxpy <command>``: demo, layout, compile."""
+from __future__ import annotations
+
+import sys
+
+COMMANDS = {
+    "demo": ("tirxpy.demo", "run the end-to-end demo"),
+    "layout": ("tirxpy.layout.cli", "inspect a layout: owners, table, plot"),
+    "compile": ("tirxpy.lower.cli", "compile kernels and print their resources"),
+}
+
+
+def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print("usage: python -m tirxpy <command> [args]\n\ncommands:")
+        for name, (_, text) in COMMANDS.items():
+            print(f"  {name:<8} {text}")
+        return 0 if argv else 2
+    cmd, rest = argv[0], argv[1:]
+    if cmd not in COMMANDS:
+        print(f"tirxpy: unknown command {cmd!r}; choose one of {', '.join(COMMANDS)}", file=sys.stderr)
+        return 2
+    import importlib
+
+    try:
+        mod = importlib.import_module(COMMANDS[cmd][0])
+    except ModuleNotFoundError as e:
+        if e.name == COMMANDS[cmd][0]:
+            print(f"tirxpy: command {cmd!r} is not available in this build", file=sys.stderr)
+            return 2
+        raise
+    return mod.main(rest)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""tirxpy.intrinsics (see DESIGN.md section 1)."""

@@ -1,0 +1,1 @@
+"""tirxpy.ir (see DESIGN.md section 1)."""

@@ -1,0 +1,12 @@
+"""tirxpy.layout: storage-first layouts on named hardware axes.
+
+    >>> from tirxpy.layout import TileLayout, S, R, laneid, warpid
+    >>> L = TileLayout(S[(8, 2, 4, 2) : (4@laneid, 1@warpid, 1@laneid, 1)] + R[2 : 4@warpid] + 5@warpid)
+    >>> L.owners(3, 9, shape=(8, 16))
+    [{'laneid': 12, 'warpid': 6, 'm': 1}, {'laneid': 12, 'warpid': 10, 'm': 1}]
+"""
+from .axis import Axis, Bank, F, P, TCol, TLane, bx, by, bz, cbx, cby, cbz, laneid, m, pid, tid_in_wg, tx, warpid, wgid, wid_in_wg
+from .errors import LayoutError
+from .iters import AxisStride, Iter, LayoutSpec, R, S
+from .swizzle import ComposeLayout, SwizzleLayout, bitxor, dtype_bits, swizzle_32B, swizzle_64B, swizzle_128B, swizzle_for
+from .tile import Layout, TileLayout

@@ -1,0 +1,264 @@
+"""XOR swizzles of the memory axis, and their composition with a tile layout.
+
+``SwizzleLayout(P, B, A)`` maps a memory coordinate ``m`` to
+``m ^ (((m >> (P + A)) & ((1 << B) - 1)) << P)`` (CuTe's ``Swizzle<B, P, A>``): the ``B``-bit
+field at bit ``P + A`` is XORed into the field at bit ``P``.
+
+    >>> from tirxpy.layout import SwizzleLayout, ComposeLayout, TileLayout, S
+    >>> SwizzleLayout(0, 2, 3).apply(10)
+    11
+    >>> L = ComposeLayout(0, 2, 3, TileLayout(S[(8, 8) : (8, 1)]))
+    >>> L.apply(1, 2, shape=(8, 8))
+    {'m': 11}
+"""
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+import sympy
+
+from .axis import Axis
+from .coords import is_int
+from .errors import LayoutError
+from .tile import Layout, TileLayout
+
+
+class bitxor(sympy.Function):
+    """Symbolic ``a ^ b`` on non-negative integers (evaluates when both are ints)."""
+
+    is_integer = True
+    is_nonnegative = True
+
+    @classmethod
+    def eval(cls, a, b):
+        if a.is_Integer and b.is_Integer:
+            return sympy.Integer(int(a) ^ int(b))
+        if b == 0:
+            return a
+        if a == 0:
+            return b
+
+
+class SwizzleLayout:
+    """The XOR permutation ``Swizzle<B=swizzle_len, P=per_element, A=atom_len>`` of ``m``.
+
+    Requires ``P >= 0``, ``B >= 0``, ``A >= B`` (else the two bit fields overlap and the map
+    is no bijection). Postcondition: a bijection of every aligned block of
+    ``2 ** (P + A + B)`` coordinates onto itself.
+    """
+
+    def __init__(self, per_element: int, swizzle_len: int, atom_len: int, axis="m"):
+        vals = []
+        for name, v in (("per_element", per_element), ("swizzle_len", swizzle_len), ("atom_len", atom_len)):
+            if not is_int(v) or v < 0:
+                raise LayoutError(f"swizzle {name} must be a non-negative int, got {v!r}")
+            vals.append(operator.index(v))
+        self.per_element, self.swizzle_len, self.atom_len = vals
+        if self.atom_len < self.swizzle_len:
+            raise LayoutError(
+                f"swizzle atom_len {self.atom_len} < swizzle_len {self.swizzle_len}: the XOR source and target "
+                "bit fields overlap; use atom_len >= swizzle_len"
+            )
+        ax = Axis.get(axis)
+        if ax.kind != "memory":
+            raise LayoutError(
+                f"a swizzle permutes a memory address, but {ax.name!r} is a {ax.kind} axis; swizzle 'm' instead"
+            )
+        self.axis = ax
+
+    @property
+    def period(self) -> int:
+        """Length of the aligned blocks the swizzle permutes."""
+        return 1 << (self.per_element + self.atom_len + self.swizzle_len)
+
+    def _mask(self):
+        return (1 << self.swizzle_len) - 1
+
+    def apply(self, m):
+        """Swizzle one coordinate: int, numpy array or sympy expression."""
+        P, B, A = self.per_element, self.swizzle_len, self.atom_len
+        if B == 0:
+            return m
+        if isinstance(m, np.ndarray) or is_int(m):
+            return m ^ (((m >> (P + A)) & self._mask()) << P)
+        field = sympy.Mod(sympy.floor(m / (1 << (P + A))), 1 << B)
+        return bitxor(m, field * (1 << P))
+
+    def __call__(self, m):
+        return self.apply(m)
+
+    def key(self):
+        return (self.per_element, self.swizzle_len, self.atom_len, self.axis.name)
+
+    def __eq__(self, other):
+        return isinstance(other, SwizzleLayout) and self.key() == other.key()
+
+    def __hash__(self):
+        return hash(self.key())
+
+    def __repr__(self):
+        return f"SwizzleLayout({self.per_element}, {self.swizzle_len}, {self.atom_len})"
+
+
+class ComposeLayout(Layout):
+    """A tile layout whose memory coordinate is then swizzled.
+
+    ``ComposeLayout(per_element, swizzle_len, atom_len, tile_layout, swizzle_inner=True)`` or
+    ``ComposeLayout(SwizzleLayout(...), tile_layout)``. With ``swizzle_inner=True`` (the
+    usual shared-memory case) the swizzle permutes the ``m`` coordinate the tile layout
+    produces. With ``swizzle_inner=False`` it permutes the logical linear index before the
+    tile layout sees it.
+    """
+
+    def __init__(self, *args, swizzle_inner: bool = True):
+        if len(args) == 2 and isinstance(args[0], SwizzleLayout):
+            swz, tile = args
+        elif len(args) == 4:
+            swz, tile = SwizzleLayout(*args[:3]), args[3]
+        else:
+            raise LayoutError(
+                "use ComposeLayout(per_element, swizzle_len, atom_len, tile_layout) or "
+                "ComposeLayout(SwizzleLayout(...), tile_layout)"
+            )
+        if not isinstance(tile, TileLayout):
+            raise LayoutError(f"ComposeLayout composes a swizzle with a TileLayout, got {type(tile).__name__}")
+        self.swizzle = swz
+        self.tile = tile
+        self.swizzle_inner = bool(swizzle_inner)
+        ax = swz.axis.name
+        if self.swizzle_inner:
+            if ax not in tile.axes():
+                raise LayoutError(
+                    f"the swizzle permutes {ax!r}, but {tile!r} places nothing on {ax!r}; a swizzle needs a "
+                    "layout with a memory component"
+                )
+            span = tile.offset.get(ax, 0) + tile.span(ax)
+            if span % swz.period and span > 1 << (swz.per_element + swz.atom_len):
+                # The swizzle must map the footprint onto itself.
+                raise LayoutError(
+                    f"the tile's {ax} footprint {span} is not a multiple of the swizzle period {swz.period}; "
+                    "pad the tile to whole swizzle atoms"
+                )
+        elif tile.size() % swz.period and tile.size() > 1 << (swz.per_element + swz.atom_len):
+            raise LayoutError(
+                f"layout size {tile.size()} is not a multiple of the swizzle period {swz.period}"
+            )
+
+    def size(self, axis=None) -> int:
+        return self.tile.size(axis)
+
+    def axes(self) -> tuple:
+        return self.tile.axes()
+
+    def apply(self, *coord, shape=None) -> dict:
+        if not self.swizzle_inner:
+            from .coords import flatten, normalize
+
+            c, shp = normalize(coord, shape, self.size())
+            return self.tile.apply(self.swizzle.apply(flatten(c, shp)))
+        out = self.tile.apply(*coord, shape=shape)
+        name = self.swizzle.axis.name
+        out[name] = self.swizzle.apply(out[name])
+        return out
+
+    def owners(self, *coord, shape=None) -> list[dict]:
+        if not self.swizzle_inner:
+            from .coords import flatten, normalize
+
+            c, shp = normalize(coord, shape, self.size())
+            return self.tile.owners(self.swizzle.apply(flatten(c, shp)))
+        name = self.swizzle.axis.name
+        res = self.tile.owners(*coord, shape=shape)
+        for d in res:
+            d[name] = self.swizzle.apply(d[name])
+        return res
+
+    def _owner_table(self):
+        names, t = self.tile.owner_table()
+        t = t.copy()
+        if self.swizzle_inner:
+            a = names.index(self.swizzle.axis.name)
+            t[:, :, a] = self.swizzle.apply(t[:, :, a])
+        else:
+            perm = self.swizzle.apply(np.arange(self.size(), dtype=np.int64))
+            t = t[perm]
+        return names, t
+
+    def check_well_formed(self) -> None:
+        self.tile.check_well_formed()
+
+    def identical(self, other) -> bool:
+        return (
+            isinstance(other, ComposeLayout)
+            and self.swizzle == other.swizzle
+            and self.tile.identical(other.tile)
+            and self.swizzle_inner == other.swizzle_inner
+        )
+
+    def __eq__(self, other):
+        return self.identical(other)
+
+    def __hash__(self):
+        return hash((self.swizzle, self.tile, self.swizzle_inner))
+
+    def __repr__(self):
+        s = self.swizzle
+        inner = "" if self.swizzle_inner else ", swizzle_inner=False"
+        return f"ComposeLayout({s.per_element}, {s.swizzle_len}, {s.atom_len}, {self.tile!r}{inner})"
+
+
+_SWIZZLE_BYTES = {32: 1, 64: 2, 128: 3}
+_DTYPE_BITS = {
+    "float64": 64, "float32": 32, "tfloat32": 32, "float16": 16, "bfloat16": 16,
+    "float8_e4m3": 8, "float8_e5m2": 8, "int8": 8, "uint8": 8, "int32": 32, "uint32": 32,
+    "int16": 16, "uint16": 16, "int64": 64, "uint64": 64,
+    "f64": 64, "f32": 32, "tf32": 32, "f16": 16, "bf16": 16, "e4m3": 8, "e5m2": 8,
+}
+
+
+def dtype_bits(dtype) -> int:
+    """Bits per element for a dtype name (``"bf16"``, ``"float32"``) or an int bit count."""
+    if is_int(dtype):
+        bits = operator.index(dtype)
+    else:
+        bits = _DTYPE_BITS.get(str(dtype))
+        if bits is None:
+            raise LayoutError(f"unknown dtype {dtype!r}; give the element size in bits (e.g. 16) or one of {sorted(_DTYPE_BITS)}")
+    if bits not in (4, 6, 8, 16, 32, 64):
+        raise LayoutError(f"element size {bits} bits is not supported by the shared-memory swizzles")
+    return bits
+
+
+def swizzle_for(swizzle_bytes: int, dtype) -> SwizzleLayout:
+    """The hardware 32B / 64B / 128B shared-memory swizzle for elements of ``dtype``.
+
+    The 16-byte chunks of each ``swizzle_bytes`` row are XORed with the row index modulo the
+    row count of the 1024-byte (128B), 512-byte (64B) or 256-byte (32B) atom: in bytes this is
+    ``Swizzle<B, 4, 3>`` with ``B = 1, 2, 3``; in elements of ``b`` bytes, ``P = log2(16 / b)``.
+
+        >>> swizzle_for(128, "bf16")
+        SwizzleLayout(3, 3, 3)
+    """
+    if swizzle_bytes not in _SWIZZLE_BYTES:
+        raise LayoutError(f"swizzle mode must be 32, 64 or 128 bytes, got {swizzle_bytes!r}")
+    bits = dtype_bits(dtype)
+    if bits < 8:
+        raise LayoutError("sub-byte element types are swizzled in bytes: pass dtype=8 with packed columns")
+    per = {8: 4, 16: 3, 32: 2, 64: 1}[bits]
+    return SwizzleLayout(per, _SWIZZLE_BYTES[swizzle_bytes], 3)
+
+
+def swizzle_32B(dtype) -> SwizzleLayout:
+    """32-byte swizzle for ``dtype``: ``swizzle_32B("bf16") == SwizzleLayout(3, 1, 3)``."""
+    return swizzle_for(32, dtype)
+
+
+def swizzle_64B(dtype) -> SwizzleLayout:
+    """64-byte swizzle for ``dtype``: ``swizzle_64B("bf16") == SwizzleLayout(3, 2, 3)``."""
+    return swizzle_for(64, dtype)
+
+
+def swizzle_128B(dtype) -> SwizzleLayout:
+    """128-byte swizzle for ``dtype``: ``swizzle_128B("bf16") == SwizzleLayout(3, 3, 3)``."""
+    return swizzle_for(128, dtype)

@@ -1,0 +1,299 @@
+"""``TileLayout``: shard / replica / offset placement of a logical tile on named axes.
+
+Semantics (DESIGN.md section 2). Shard iterators D = [Iter(e_k, s_k, a_k)], replica iterators
+R = [Iter(f_j, t_j, b_j)], offset O = {axis: o}:
+
+- ``size = prod(e_k)``; a linear index i in [0, size) splits row-major over the extents;
+- ``apply(i)[a] = O.get(a, 0) + sum_{k: a_k == a} i_k * s_k``;
+- ``owners(i) = {apply(i) + sum_j r_j * t_j on b_j : r in prod [0, f_j)}``.
+
+    >>> from tirxpy.layout import TileLayout, S, R, laneid, warpid
+    >>> L = TileLayout(S[(8, 2, 4, 2) : (4@laneid, 1@warpid, 1@laneid, 1)] + R[2 : 4@warpid] + 5@warpid)
+    >>> L.apply(3, 9, shape=(8, 16))
+    {'laneid': 12, 'warpid': 6, 'm': 1}
+    >>> L.owners(57)
+    [{'laneid': 12, 'warpid': 6, 'm': 1}, {'laneid': 12, 'warpid': 10, 'm': 1}]
+    >>> L.elements_at(laneid=12, warpid=10, shape=(8, 16))
+    [(3, 8), (3, 9)]
+"""
+from __future__ import annotations
+
+import itertools
+from functools import cached_property
+from math import prod
+
+import numpy as np
+
+from .axis import Axis
+from .coords import normalize, split, unflatten
+from .errors import LayoutError
+from .iters import Iter, LayoutSpec, _as_int
+
+
+def _fmt_iters(name, iters):
+    if len(iters) == 1:
+        it = iters[0]
+        return f"{name}[{it.extent} : {it.stride_text()}]"
+    ext = ", ".join(str(it.extent) for it in iters)
+    st = ", ".join(it.stride_text() for it in iters)
+    if len(iters) == 0:
+        return f"{name}[() : ()]"
+    return f"{name}[({ext}) : ({st})]"
+
+
+class Layout:
+    """What every layout answers (TileLayout, ComposeLayout). Subclasses define
+    ``size()``, ``axes()``, ``apply``, ``_owner_table()`` and ``__repr__``."""
+
+    def owners(self, *coord, shape=None) -> list[dict]:
+        """Every physical coordinate holding the element, base placement first, then the
+        replicas in row-major order of the replica iterators."""
+        raise NotImplementedError
+
+    # ---- table-based queries (vectorized over the whole domain) ----
+    def owner_table(self):
+        """``(axes, T)``: ``T[i, r, a]`` is the coordinate on ``axes[a]`` of replica ``r`` of
+        logical index ``i``. Computed once per layout."""
+        return self._owner_table_cached
+
+    @cached_property
+    def _owner_table_cached(self):
+        axes, t = self._owner_table()
+        t.setflags(write=False)
+        return axes, t
+
+    def elements_at(self, coord: dict | None = None, *, shape=None, **axes) -> list:
+        """Reverse query: the logical elements held at a physical coordinate.
+
+        Axes left out match any value (``elements_at(laneid=3)``: everything lane 3 holds);
+        axes the layout does not use must be 0. Returns sorted linear indices, or coordinate
+        tuples when ``shape`` is given.
+        """
+        want = dict(coord or {})
+        want.update(axes)
+        names, t = self.owner_table()
+        mask = np.ones(t.shape[:2], dtype=bool)
+        for name, v in want.items():
+            Axis.get(name)
+            v = _as_int(v, f"coordinate on {name}")
+            if name in names:
+                mask &= t[:, :, names.index(name)] == v
+            elif v != 0:
+                return []
+        idx = np.nonzero(mask.any(axis=1))[0].tolist()
+        if shape is None:
+            return idx
+        normalize((0,) * (len(shape) if not isinstance(shape, int) else 1), shape, self.size())
+        shp = (shape,) if isinstance(shape, int) else tuple(shape)
+        return [tuple(int(x) for x in unflatten(i, shp)) for i in idx]
+
+    def owner_sets(self, axes=None) -> list[frozenset]:
+        """For each linear index, the set of owner tuples over ``axes`` (missing axes read 0)."""
+        names, t = self.owner_table()
+        axes = list(names) if axes is None else list(axes)
+        cols = [t[:, :, names.index(a)] if a in names else np.zeros(t.shape[:2], dtype=np.int64) for a in axes]
+        stacked = np.stack(cols, axis=-1) if cols else np.zeros(t.shape[:2] + (0,), dtype=np.int64)
+        return [frozenset(map(tuple, row.tolist())) for row in stacked]
+
+    def is_injective(self) -> bool:
+        """True when no physical coordinate holds two different logical elements."""
+        names, t = self.owner_table()
+        n, r, a = t.shape
+        flat = t.reshape(n * r, a)
+        idx = np.repeat(np.arange(n), r)
+        pairs = np.unique(np.concatenate([flat, idx[:, None]], axis=1), axis=0)
+        coords = pairs[:, :-1]
+        return len(np.unique(coords, axis=0)) == len(coords)
+
+    def equivalent(self, other: "Layout") -> bool:
+        """Same size and the same set of owners for every logical index."""
+        if not isinstance(other, Layout):
+            raise LayoutError(f"equivalent() compares two layouts, got {type(other).__name__}")
+        if self.size() != other.size():
+            return False
+        axes = sorted(set(self.axes()) | set(other.axes()))
+        return self.owner_sets(axes) == other.owner_sets(axes)
+
+    def span(self, axis=None):
+        """Width of the coordinate range touched on ``axis`` (max - min + 1, offset excluded
+        from the width); without ``axis`` a dict over every axis the layout uses."""
+        names, t = self.owner_table()
+        if axis is None:
+            return {a: self.span(a) for a in names}
+        name = Axis.get(axis).name
+        if name not in names:
+            return 1
+        col = t[:, :, names.index(name)]
+        return int(col.max() - col.min() + 1)
+
+    def table(self, shape=None, **kw) -> str:
+        """Render as a terminal grid (see :func:`tirxpy.layout.pictures.table`)."""
+        from .pictures import table
+
+        return table(self, shape=shape, **kw)
+
+
+class TileLayout(Layout):
+    """An affine placement: ``TileLayout(S[extents : strides] + R[...] + k@axis)``.
+
+    Also ``TileLayout.from_iters(shard=[Iter...], replica=[Iter...], offset={"warpid": 5})``.
+    Every constructor checks the result (:meth:`check_well_formed`) and raises
+    :class:`LayoutError` on bad input.
+    """
+
+
+    def __init__(self, spec: LayoutSpec | None = None, *, shard=None, replica=(), offset=None):
+        if spec is not None:
+            if shard is not None or replica or offset:
+                raise LayoutError("pass either a spec (S[...] + R[...] + k@axis) or shard=/replica=/offset=, not both")
+            if isinstance(spec, TileLayout):
+                shard, replica, offset = spec.shard, spec.replica, spec.offset
+            elif isinstance(spec, LayoutSpec):
+                shard, replica, offset = spec.shard, spec.replica, spec.offset
+            else:
+                raise LayoutError(
+                    f"TileLayout takes S[extents : strides] (+ R[...] + k@axis), got {spec!r}; "
+                    "for iterator lists use TileLayout.from_iters(shard, replica, offset)"
+                )
+        shard = tuple(shard or ())
+        replica = tuple(replica or ())
+        for what, its in (("shard", shard), ("replica", replica)):
+            for it in its:
+                if not isinstance(it, Iter):
+                    raise LayoutError(f"{what} iterators must be Iter(extent, stride, axis), got {it!r}")
+        off = {}
+        for k, v in dict(offset or {}).items():
+            name = Axis.get(k).name
+            off[name] = off.get(name, 0) + _as_int(v, f"offset on {name}")
+        self.shard = shard
+        self.replica = replica
+        self._offset = tuple((k, v) for k, v in off.items() if v != 0)
+        self.check_well_formed()
+
+    @classmethod
+    def from_iters(cls, shard, replica=(), offset=None) -> "TileLayout":
+        """Build from iterator lists: ``from_iters([Iter(8, 1, "laneid")], [], {"warpid": 2})``."""
+        return cls(shard=shard, replica=replica, offset=offset)
+
+    @property
+    def offset(self) -> dict:
+        return dict(self._offset)
+
+    # ---- checks ----
+    def check_well_formed(self) -> None:
+        """Raise :class:`LayoutError` unless extents >= 1, strides >= 0, offsets >= 0 and
+        every bounded hardware axis (laneid < 32, TLane < 128, ...) stays in bounds."""
+        for what, its in (("shard", self.shard), ("replica", self.replica)):
+            for k, it in enumerate(its):
+                if it.extent < 1:
+                    raise LayoutError(
+                        f"{what} iterator {k} has extent {it.extent}; every extent must be a positive integer "
+                        "(drop the iterator or give it extent >= 1)"
+                    )
+                if it.stride < 0:
+                    raise LayoutError(
+                        f"{what} iterator {k} ({it!r}) has negative stride {it.stride}; strides must be >= 0"
+                    )
+        for name, v in self._offset:
+            if v < 0:
+                raise LayoutError(f"offset {v}@{name} is negative; offsets must be >= 0")
+        for name in self.axes():
+            ax = Axis.get(name)
+            if ax.bound is not None:
+                hi = self.offset.get(name, 0) + sum(
+                    (it.extent - 1) * it.stride for it in self.shard + self.replica if it.axis is ax
+                )
+                if hi >= ax.bound:
+                    raise LayoutError(
+                        f"layout reaches {name} = {hi}, but the hardware has only {ax.bound} values on {name} "
+                        f"(0..{ax.bound - 1}); shrink the extents/strides on {name} or move part to another axis"
+                    )
+
+    # ---- structure ----
+    def size(self, axis=None) -> int:
+        """Number of logical elements; with ``axis``, the product of the shard extents on it."""
+        if axis is None:
+            return prod(it.extent for it in self.shard)
+        ax = Axis.get(axis)
+        return prod(it.extent for it in self.shard if it.axis is ax)
+
+    def axes(self) -> tuple:
+        """Axis names used, in order of first appearance (shard, replica, offset)."""
+        seen = {}
+        for it in self.shard + self.replica:
+            seen.setdefault(it.axis.name, None)
+        for k, _ in self._offset:
+            seen.setdefault(k, None)
+        return tuple(seen)
+
+    @property
+    def replica_count(self) -> int:
+        return prod(it.extent for it in self.replica)
+
+    def identical(self, other) -> bool:
+        """Structural equality: same iterator lists and offset."""
+        return isinstance(other, TileLayout) and self._key() == other._key()
+
+    def _key(self):
+        return (self.shard, self.replica, tuple(sorted(self._offset)))
+
+    def __eq__(self, other):
+        return self.identical(other)
+
+    def __hash__(self):
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        parts = [_fmt_iters("S", self.shard)]
+        if self.replica:
+            parts.append(_fmt_iters("R", self.replica))
+        parts += [f"{v}@{k}" for k, v in self._offset]
+        return f"TileLayout({' + '.join(parts)})"
+
+    # ---- evaluation ----
+    def apply(self, *coord, shape=None) -> dict:
+        """Base physical coordinate of a logical element (replicas at 0).
+
+        ``apply(i)`` takes a linear index, ``apply(r, c, shape=(R, C))`` a coordinate. Ints
+        give ints; symbolic coordinates (sympy symbols or names) give index expressions::
+
+            >>> from tirxpy.layout import TileLayout, S, laneid
+            >>> TileLayout(S[(8, 4) : (1@laneid, 8)]).apply("i", "j", shape=(8, 4))
+            {'laneid': i, 'm': 8*j}
+        """
+        coord, shape = normalize(coord, shape, self.size())
+        comps = split(coord, shape, [it.extent for it in self.shard])
+        out = {name: 0 for name in self.axes()}
+        for c, it in zip(comps, self.shard):
+            if it.extent > 1 and it.stride != 0:
+                out[it.axis.name] = out[it.axis.name] + c * it.stride
+        for k, v in self._offset:
+            out[k] = out[k] + v
+        return out
+
+    def owners(self, *coord, shape=None) -> list[dict]:
+        base = self.apply(*coord, shape=shape)
+        res = []
+        for r in itertools.product(*(range(it.extent) for it in self.replica)):
+            d = dict(base)
+            for rj, it in zip(r, self.replica):
+                d[it.axis.name] = d[it.axis.name] + rj * it.stride
+            res.append(d)
+        return res
+
+    def _owner_table(self):
+        names = self.axes()
+        n = self.size()
+        idx = np.arange(n, dtype=np.int64)
+        base = np.zeros((n, len(names)), dtype=np.int64)
+        comps = unflatten(idx, [it.extent for it in self.shard])
+        for c, it in zip(comps, self.shard):
+            base[:, names.index(it.axis.name)] += c * it.stride
+        for k, v in self._offset:
+            base[:, names.index(k)] += v
+        reps = list(itertools.product(*(range(it.extent) for it in self.replica)))
+        radd = np.zeros((len(reps), len(names)), dtype=np.int64)
+        for ri, r in enumerate(reps):
+            for rj, it in zip(r, self.replica):
+                radd[ri, names.index(it.axis.name)] += rj * it.stride
+        return names, base[:, None, :] + radd[None, :, :]

@@ -1,0 +1,1 @@
+"""tirxpy.lower (see DESIGN.md section 1)."""

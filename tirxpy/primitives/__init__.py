@@ -1,0 +1,1 @@
+"""tirxpy.primitives (see DESIGN.md section 1)."""

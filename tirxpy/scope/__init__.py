@@ -1,0 +1,1 @@
+"""tirxpy.scope (see DESIGN.md section 1)."""
