@@ -10,3 +10,6 @@ from .errors import LayoutError
 from .iters import AxisStride, Iter, LayoutSpec, R, S
 from .swizzle import ComposeLayout, SwizzleLayout, bitxor, dtype_bits, swizzle_32B, swizzle_64B, swizzle_128B, swizzle_for
 from .tile import Layout, TileLayout
+from .canonical import canonicalize, equivalent, identical
+from .algebra import direct_sum, group, permute_dims, slice_layout, split_iter, tile_product
+from .algebra_compose import compose, pack, unpack

@@ -145,6 +145,14 @@ class ComposeLayout(Layout):
                 f"layout size {tile.size()} is not a multiple of the swizzle period {swz.period}"
             )
 
+    @classmethod
+    def _from_parts(cls, swizzle: SwizzleLayout, tile: TileLayout, swizzle_inner: bool = True) -> "ComposeLayout":
+        """Rebuild from parts without the footprint check: for views (slices, permutations) of
+        a layout that passed it; the swizzle maps their addresses inside the parent's footprint."""
+        obj = cls.__new__(cls)
+        obj.swizzle, obj.tile, obj.swizzle_inner = swizzle, tile, bool(swizzle_inner)
+        return obj
+
     def size(self, axis=None) -> int:
         return self.tile.size(axis)
 

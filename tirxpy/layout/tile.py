@@ -132,6 +132,68 @@ class Layout:
 
         return table(self, shape=shape, **kw)
 
+    # ---- algebra (tirxpy.layout.canonical / algebra / algebra_compose; raise instead of None) ----
+    def canonicalize(self) -> "Layout":
+        """:func:`tirxpy.layout.canonical.canonicalize` of this layout."""
+        from .canonical import canonicalize
+
+        return canonicalize(self)
+
+    def group(self, shape):
+        """:func:`tirxpy.layout.algebra.group`; raises :class:`LayoutError` when ``shape`` does not align."""
+        from . import algebra
+
+        return _or_raise(algebra._group(algebra._tile_of(self, "group"), algebra.check_shape(shape, self.size())), "group")
+
+    def slice(self, region, shape) -> "Layout":
+        """:func:`tirxpy.layout.algebra.slice_layout`; raises naming the dimension and why."""
+        from .algebra import _slice
+
+        return _or_raise(_slice(self, region, shape), "slice")
+
+    def permute_dims(self, shape, perm) -> "Layout":
+        """:func:`tirxpy.layout.algebra.permute_dims`; raises when ``shape`` does not align."""
+        from .algebra import _permute
+
+        return _or_raise(_permute(self, shape, perm), "permute_dims")
+
+    def tile(self, outer, inner_shape, outer_shape) -> "TileLayout":
+        """:func:`tirxpy.layout.algebra.tile_product` with this layout as the inner tile."""
+        from .algebra import _tile
+
+        return _or_raise(_tile(self, outer, inner_shape, outer_shape), "tile")
+
+    def direct_sum(self, other) -> "TileLayout":
+        """:func:`tirxpy.layout.algebra.direct_sum` of this layout and ``other``."""
+        from .algebra import direct_sum
+
+        return direct_sum(self, other)
+
+    def pack(self, factor) -> "TileLayout":
+        """:func:`tirxpy.layout.algebra_compose.pack`."""
+        from .algebra_compose import pack
+
+        return pack(self, factor)
+
+    def unpack(self, factor) -> "TileLayout":
+        """:func:`tirxpy.layout.algebra_compose.unpack`."""
+        from .algebra_compose import unpack
+
+        return unpack(self, factor)
+
+    def compose(self, inner) -> "TileLayout":
+        """:func:`tirxpy.layout.algebra_compose.compose`; raises when the result is not affine."""
+        from .algebra_compose import _compose
+
+        return _or_raise(_compose(self, inner), "compose")
+
+
+def _or_raise(result_why, op):
+    result, why = result_why
+    if result is None:
+        raise LayoutError(f"{op}: {why}")
+    return result
+
 
 class TileLayout(Layout):
     """An affine placement: ``TileLayout(S[extents : strides] + R[...] + k@axis)``.
