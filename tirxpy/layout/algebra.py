@@ -16,7 +16,7 @@ from __future__ import annotations
 import builtins
 from math import prod
 
-from .canonical import fuse_shard
+from .canonical import fuse_shard, rewrap as _rewrap
 from .coords import is_int, unflatten
 from .errors import LayoutError
 from .iters import Iter
@@ -137,17 +137,6 @@ def _slice_run(its, a, b):
     if a % inner or (b - a) % inner:
         return None
     return [Iter((b - a) // inner, its[k].stride, its[k].axis)] + list(its[k + 1:]), off
-
-
-def _rewrap(L, t):
-    """Put the swizzle of ComposeLayout ``L`` back on a view ``t`` of its tile."""
-    from .swizzle import ComposeLayout
-
-    if t is None:
-        return None
-    if L.swizzle.axis.name not in t.axes():  # keep the swizzled axis present (at 0)
-        t = TileLayout.from_iters(t.shard + (Iter(1, 1, L.swizzle.axis),), t.replica, t.offset)
-    return ComposeLayout._from_parts(L.swizzle, t)
 
 
 def _slice(L, region, shape):

@@ -84,6 +84,17 @@ def canonical_replica(replica) -> tuple:
     return tuple(sorted(out, key=lambda it: (it.axis.name, it.stride, it.extent)))
 
 
+def rewrap(L, t):
+    """Put the swizzle of ComposeLayout ``L`` back on a view ``t`` of its tile (None stays None)."""
+    from .swizzle import ComposeLayout
+
+    if t is None:
+        return None
+    if L.swizzle.axis.name not in t.axes():  # keep the swizzled axis present (at 0)
+        t = TileLayout.from_iters(t.shard + (Iter(1, 1, L.swizzle.axis),), t.replica, t.offset)
+    return ComposeLayout._from_parts(L.swizzle, t, L.swizzle_inner)
+
+
 def canonicalize(L: Layout) -> Layout:
     """The canonical representative of ``L``'s fusion/split class (same owners).
 
@@ -98,7 +109,7 @@ def canonicalize(L: Layout) -> Layout:
     from .swizzle import ComposeLayout
 
     if isinstance(L, ComposeLayout):
-        return ComposeLayout._from_parts(L.swizzle, canonicalize(L.tile), L.swizzle_inner)
+        return rewrap(L, canonicalize(L.tile))
     if not isinstance(L, TileLayout):
         raise LayoutError(f"canonicalize takes a TileLayout or ComposeLayout, got {type(L).__name__}")
     return TileLayout.from_iters(
