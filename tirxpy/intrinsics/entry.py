@@ -1,0 +1,350 @@
+"""One native instruction shape: its operands, PTX template, lowest target, scope and checks,
+and its rendering as a ``__device__ __forceinline__`` C++ helper with ``asm volatile``.
+
+The PTX template names operands in braces (``{bar}``); a vector operand renders as
+``{%0, %1, ...}``, a predicate operand as a PTX predicate register set from / stored to a
+32-bit value around the instruction. ``%`` in the template is literal PTX (``%clock``).
+
+    >>> e = Intrinsic("my_add", "add.u32 {d}, {a}, {b};",
+    ...               [Operand("d", "reg", "uint32", "w"), Operand("a", "reg", "uint32"), Operand("b", "reg", "uint32")],
+    ...               ret="d", memory=False)
+    >>> print(e.render_helper())
+    __device__ __forceinline__ unsigned tx_my_add(unsigned a, unsigned b) {
+      unsigned d;
+      asm volatile("add.u32 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+      return d;
+    }
+    >>> e.render_call(["x", "7u"])
+    'tx_my_add(x, 7u)'
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Callable, Mapping, Sequence
+
+from .errors import IntrinsicError, OperandError, TargetError
+from .target import Requirement
+
+#: Operand kinds: how codegen renders an argument and which C++ type / asm constraint it gets.
+KINDS = {
+    "reg": "a value of the operand's dtype in a register",
+    "imm": "a compile-time integer constant (C++ template argument, asm constraint \"n\")",
+    "pred": "a boolean (a PTX predicate inside the asm)",
+    "smem_addr": "32-bit shared::cta address (__cvta_generic_to_shared)",
+    "cluster_addr": "32-bit shared::cluster address (from mapa)",
+    "tmem_addr": "32-bit tensor-memory address (lane << 16 | column)",
+    "gmem_ptr": "generic pointer to global memory",
+    "tensormap": "pointer to a __grid_constant__ CUtensorMap kernel parameter",
+    "desc64": "64-bit matrix descriptor",
+}
+ACCESS = ("r", "w", "rw")
+SCOPES = ("thread", "warp", "warpgroup", "cta", "cluster")
+
+# dtype -> (C++ type, asm constraint)
+_REG_TYPES = {
+    "bool": ("unsigned", "r"),
+    "int8": ("int", "r"), "uint8": ("unsigned", "r"),
+    "int16": ("short", "h"), "uint16": ("unsigned short", "h"),
+    "int32": ("int", "r"), "uint32": ("unsigned", "r"),
+    "int64": ("long long", "l"), "uint64": ("unsigned long long", "l"),
+    "float16": ("unsigned short", "h"), "bfloat16": ("unsigned short", "h"),  # raw bits: __half_as_ushort(x)
+    "float32": ("float", "f"), "float64": ("double", "d"),
+}
+_KIND_DTYPE = {"smem_addr": "uint32", "cluster_addr": "uint32", "tmem_addr": "uint32", "desc64": "uint64",
+               "gmem_ptr": "uint64", "tensormap": "uint64", "pred": "bool", "imm": "int32"}
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+Check = Callable[[Mapping[str, int]], "str | None"]
+
+
+@dataclass(frozen=True)
+class Operand:
+    """One operand. ``vector`` (default: ``count > 1``) makes it a brace list of ``count`` registers
+    (a C++ array reference in the helper).
+
+    ``values``: the allowed values of an ``imm`` operand (checked when the value is known).
+    """
+
+    name: str
+    kind: str
+    dtype: str | None = None
+    access: str = "r"
+    count: int = 1
+    values: tuple = ()
+    vector: bool | None = None
+
+    def __post_init__(self):
+        if not isinstance(self.name, str) or not _IDENT.match(self.name):
+            raise OperandError(f"operand name {self.name!r} is not a C identifier")
+        if self.kind not in KINDS:
+            raise OperandError(f"operand {self.name!r}: unknown kind {self.kind!r}; use one of {sorted(KINDS)}")
+        if self.access not in ACCESS:
+            raise OperandError(f"operand {self.name!r}: access must be one of {ACCESS}, got {self.access!r}")
+        dt = self.dtype if self.dtype is not None else _KIND_DTYPE.get(self.kind)
+        if dt is None:
+            raise OperandError(f"operand {self.name!r} of kind 'reg' needs a dtype, e.g. 'uint32' or 'float32'")
+        if dt not in _REG_TYPES:
+            raise OperandError(f"operand {self.name!r}: dtype {dt!r} has no register form; use one of {sorted(_REG_TYPES)}")
+        object.__setattr__(self, "dtype", dt)
+        if not isinstance(self.count, int) or self.count < 1:
+            raise OperandError(f"operand {self.name!r}: count must be a positive int, got {self.count!r}")
+        if self.vector is None:
+            object.__setattr__(self, "vector", self.count > 1)
+        if self.kind in ("imm", "pred", "tensormap", "gmem_ptr") and self.vector:
+            raise OperandError(f"operand {self.name!r}: a {self.kind} operand cannot be a vector (count={self.count})")
+        if self.kind in ("imm", "tensormap") and self.access != "r":
+            raise OperandError(f"operand {self.name!r}: a {self.kind} operand is read-only")
+
+    @property
+    def ctype(self) -> str:
+        if self.kind in ("gmem_ptr", "tensormap"):
+            return "const void*" if self.access == "r" else "void*"
+        if self.kind == "pred":
+            return "bool"
+        return _REG_TYPES[self.dtype][0]
+
+    @property
+    def constraint(self) -> str:
+        if self.kind == "imm":
+            return "n"
+        if self.kind in ("gmem_ptr", "tensormap"):
+            return "l"
+        if self.kind == "pred":
+            return "r"
+        return _REG_TYPES[self.dtype][1]
+
+
+@dataclass(eq=False)
+class Intrinsic:
+    """A native instruction shape. ``name`` is a Python identifier (``T.ptx.<name>``).
+
+    ``ret`` names the write operand the helper returns (None: the helper returns void and
+    other write operands are C++ references). ``checks`` take the known constant call
+    arguments (by operand name) and return None or a reason the call is invalid.
+    """
+
+    name: str
+    template: str
+    operands: Sequence[Operand] = ()
+    ret: str | None = None
+    lowest: str = "sm_80"
+    highest: str | None = None
+    why_highest: str = ""
+    scope: str = "thread"
+    modifiers: tuple = ()
+    checks: Sequence[Check] = ()
+    memory: bool = True
+    ptx: str = ""
+    doc: str = ""
+    requirement: Requirement = field(init=False)
+
+    def __post_init__(self):
+        if not isinstance(self.name, str) or not _IDENT.match(self.name):
+            raise IntrinsicError(f"intrinsic name {self.name!r} must be a Python identifier (it is used as T.ptx.<name>)")
+        if self.scope not in SCOPES:
+            raise IntrinsicError(f"intrinsic {self.name}: scope must be one of {SCOPES}, got {self.scope!r}")
+        self.operands = tuple(self.operands)
+        self.checks = tuple(self.checks)
+        names = [o.name for o in self.operands]
+        if len(set(names)) != len(names):
+            raise IntrinsicError(f"intrinsic {self.name}: operand names repeat: {names}")
+        used = set(re.findall(r"\{(\w+)\}", self.template))
+        unknown = used - set(names)
+        if unknown:
+            raise IntrinsicError(f"intrinsic {self.name}: template names {sorted(unknown)} that are not operands {names}")
+        unused = [n for n in names if n not in used]
+        if unused:
+            raise IntrinsicError(f"intrinsic {self.name}: operands {unused} do not appear in the template")
+        if self.ret is not None:
+            o = self.operand(self.ret)
+            if o.access != "w" or o.vector:
+                raise IntrinsicError(f"intrinsic {self.name}: ret={self.ret!r} must name a scalar write operand")
+        self.requirement = Requirement(self.lowest, self.highest, self.why_highest)
+        if not self.ptx:
+            self.ptx = _mnemonic(self.template)
+        self.__tirx_intrinsic__ = self.name
+
+    # ----- metadata -------------------------------------------------------------------
+    def operand(self, name: str) -> Operand:
+        for o in self.operands:
+            if o.name == name:
+                return o
+        raise OperandError(f"intrinsic {self.name} has no operand {name!r}; its operands are {[o.name for o in self.operands]}")
+
+    @property
+    def args(self) -> tuple:
+        """Operands a call passes, in order (all but the returned one)."""
+        return tuple(o for o in self.operands if o.name != self.ret)
+
+    @property
+    def n_args(self) -> int:
+        return len(self.args)
+
+    @property
+    def ret_dtype(self) -> str | None:
+        return None if self.ret is None else self.operand(self.ret).dtype
+
+    def helper_name(self) -> str:
+        return f"tx_{self.name}"
+
+    def __repr__(self) -> str:
+        return f"Intrinsic({self.name}: {self.ptx}, {self.requirement}, scope={self.scope})"
+
+    def __call__(self, *args, **kwargs):
+        raise IntrinsicError(
+            f"{self.name} is a device instruction: call it inside a tirxpy kernel (T.ptx.{self.name}(...) or "
+            f"this object), not from Python")
+
+    # ----- checks ---------------------------------------------------------------------
+    def check_target(self, arch) -> None:
+        """Raise TargetError if ``arch`` does not have this instruction."""
+        reason = self.requirement.missing(arch)
+        if reason is not None:
+            raise TargetError(f"{self.ptx} {reason}")
+
+    def supports(self, arch) -> bool:
+        return self.requirement.missing(arch) is None
+
+    def check_args(self, known: Mapping[str, int] | Sequence) -> None:
+        """Validate the call arguments whose values are known at build time.
+
+        ``known`` maps operand names to Python ints, or is the positional argument list
+        (None for values not known). Immediate operands must be known.
+        """
+        if not isinstance(known, Mapping):
+            known = list(known)
+            if len(known) != self.n_args:
+                raise OperandError(f"{self.name} takes {self.n_args} arguments "
+                                   f"({', '.join(o.name for o in self.args)}), got {len(known)}")
+            known = {o.name: v for o, v in zip(self.args, known) if v is not None}
+        for o in self.args:
+            v = known.get(o.name)
+            if o.kind == "imm":
+                if v is None:
+                    raise OperandError(f"{self.name}: operand {o.name!r} must be a compile-time integer constant")
+                if not isinstance(v, int) or isinstance(v, bool) and False:
+                    raise OperandError(f"{self.name}: operand {o.name!r} must be an int, got {v!r}")
+                if o.values and v not in o.values:
+                    raise OperandError(f"{self.name}: operand {o.name!r} = {v} is not one of {list(o.values)}")
+        for chk in self.checks:
+            try:
+                reason = chk(known)
+            except KeyError:  # the check needs a value that is not known at build time
+                reason = None
+            if reason:
+                raise OperandError(f"{self.name}: {reason}")
+
+    # ----- rendering ------------------------------------------------------------------
+    def _numbering(self):
+        outs = [o for o in self.operands if o.access != "r"]
+        ins = [o for o in self.operands if o.access == "r"]
+        first, k = {}, 0
+        for o in outs + ins:
+            first[o.name] = k
+            k += o.count
+        return outs, ins, first
+
+    def render_helper(self) -> str:
+        """The C++ text of this instruction's ``__device__ __forceinline__`` helper."""
+        outs, ins, first = self._numbering()
+        preds_in = [o for o in ins if o.kind == "pred"]
+        preds_out = [o for o in outs if o.kind == "pred"]
+        pname = {o.name: f"P_{o.name}" for o in preds_in + preds_out}
+
+        def sub(m):
+            n = m.group(1)
+            if n in pname:
+                return pname[n]
+            o, k = self.operand(n), first[n]
+            if not o.vector:
+                return f"%{k}"
+            return "{" + ", ".join(f"%{k + i}" for i in range(o.count)) + "}"
+
+        body = re.sub(r"\{(\w+)\}", sub, self.template.replace("%", "%%"))
+        lines = []
+        if pname:
+            lines.append("{")
+            lines.append(".reg .pred " + ", ".join(pname.values()) + ";")
+            lines += [f"setp.ne.b32 {pname[o.name]}, %{first[o.name]}, 0;" for o in preds_in]
+        lines += [ln.strip() for ln in body.strip().splitlines() if ln.strip()]
+        if pname:
+            lines += [f"selp.u32 %{first[o.name]}, 1, 0, {pname[o.name]};" for o in preds_out]
+            lines.append("}")
+        asm = "\\n\\t".join(ln.replace('"', '\\"') for ln in lines) if len(lines) > 1 else lines[0].replace('"', '\\"')
+
+        def cexpr(o, i=None):
+            ref = o.name if i is None else f"{o.name}[{i}]"
+            if o.kind == "pred":
+                return f"(unsigned){ref}" if o.access == "r" else f"{o.name}_u32"
+            return ref
+
+        def cons(o):
+            pre = {"r": "", "w": "=", "rw": "+"}[o.access]
+            c = "r" if o.kind == "pred" else o.constraint
+            return [f'"{pre}{c}"({cexpr(o, i if o.vector else None)})' for i in range(o.count)]
+
+        out_c = [c for o in outs for c in cons(o)]
+        in_c = [c for o in ins for c in cons(o)]
+        clob = ' : "memory"' if self.memory else ""
+        if out_c or in_c or clob:
+            asm_stmt = f'asm volatile("{asm}" : {", ".join(out_c)} : {", ".join(in_c)}{clob});'
+            asm_stmt = asm_stmt.replace(" :  : ", " :: ").replace(" : )", ")").replace(" : )", ")")
+        else:
+            asm_stmt = f'asm volatile("{asm}");'
+
+        params = []
+        for o in self.args:
+            if o.kind == "imm":
+                continue
+            if o.vector:
+                const = "const " if o.access == "r" else ""
+                params.append(f"{const}{o.ctype} (&{o.name})[{o.count}]")
+            elif o.access == "r":
+                params.append(f"{o.ctype} {o.name}")
+            else:
+                params.append(f"{o.ctype}& {o.name}")
+        tmpl = [f"int {o.name}" for o in self.args if o.kind == "imm"]
+        rtype = "void" if self.ret is None else ("bool" if self.operand(self.ret).kind == "pred" else self.operand(self.ret).ctype)
+        head = (f"template <{', '.join(tmpl)}>\n" if tmpl else "")
+        head += f"__device__ __forceinline__ {rtype} {self.helper_name()}({', '.join(params)}) {{"
+        out = [head]
+        for o in outs:
+            if o.kind == "pred":
+                out.append(f"  unsigned {o.name}_u32;")
+            elif o.name == self.ret:
+                out.append(f"  {o.ctype} {o.name};")
+        out.append("  " + asm_stmt)
+        for o in preds_out:
+            if o.name != self.ret:
+                out.append(f"  {o.name} = {o.name}_u32 != 0;")
+        if self.ret is not None:
+            o = self.operand(self.ret)
+            out.append(f"  return {o.name}_u32 != 0;" if o.kind == "pred" else f"  return {o.name};")
+        out.append("}")
+        return "\n".join(out)
+
+    def render_call(self, args: Sequence[str]) -> str:
+        """C++ call of the helper with argument expressions in ``args`` order (immediates first
+        become template arguments)."""
+        args = list(args)
+        if len(args) != self.n_args:
+            raise OperandError(f"{self.name} takes {self.n_args} arguments "
+                               f"({', '.join(o.name for o in self.args)}), got {len(args)}")
+        tmpl = [a for o, a in zip(self.args, args) if o.kind == "imm"]
+        rest = [a for o, a in zip(self.args, args) if o.kind != "imm"]
+        t = f"<{', '.join(tmpl)}>" if tmpl else ""
+        return f"{self.helper_name()}{t}({', '.join(rest)})"
+
+
+def _mnemonic(template: str) -> str:
+    """The first instruction of a template without its operands: 'mbarrier.init.shared::cta.b64'."""
+    for ln in template.replace(";", "\n").splitlines():
+        ln = ln.strip()
+        if not ln or ln.startswith(("{", "}", ".reg")) or ln.endswith(":"):
+            continue
+        tok = ln.split()[0]
+        if tok.startswith("@"):
+            tok = ln.split()[1]
+        return ".".join(p for p in tok.split(".") if p not in ("sync", "aligned"))
+    return template.strip()

@@ -1,0 +1,30 @@
+"""Errors raised by the intrinsic table, user registration and matrix descriptors.
+
+Every message says what is wrong and what to do about it::
+
+    >>> from tirxpy.intrinsics import get
+    >>> get("wgmma_fence").check_target("sm_80")
+    Traceback (most recent call last):
+    ...
+    tirxpy.intrinsics.errors.TargetError: wgmma.fence needs sm_90a; the kernel targets sm_80 — compile with arch='sm_90a'
+"""
+
+
+class IntrinsicError(ValueError):
+    """Base class: an intrinsic is unknown, misused, or cannot be rendered."""
+
+
+class TargetError(IntrinsicError):
+    """An intrinsic is used on a target that does not have the instruction."""
+
+
+class OperandError(IntrinsicError):
+    """An operand (or a shape parameter of a generated family) is invalid."""
+
+
+class RegistrationError(IntrinsicError):
+    """``register_intrinsic`` got an inconsistent definition or a name already taken."""
+
+
+class DescriptorError(IntrinsicError):
+    """A matrix descriptor field is out of range or misaligned."""
