@@ -1,0 +1,32 @@
+"""python -m tirxpy demo."""
+import subprocess
+import sys
+
+from tirxpy import demo
+from tirxpy.layout.png import decode_png
+
+
+def test_demo_sections_and_files(tmp_path, capsys):
+    assert demo.main(["--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    titles = [line for line in out.splitlines() if line.startswith("== ")]
+    assert titles == [f"== {k}. {t}" for k, (t, _) in enumerate(demo.SECTIONS, 1)]
+    assert "owners of (3, 9) in the (8, 16) tile: {laneid: 12, warpid: 6, m: 1}, {laneid: 12, warpid: 10, m: 1}" in out
+    # WGMMA accumulator (37, 13): warp 2, rows 8*0 + lane/4 = 5, col 8 + 2*2 + 1 -> lane 22, reg 4 + 0 + 1.
+    assert "owners of (37, 13) in the (64, 16) tile: {wid_in_wg: 2, m: 5, laneid: 22}" in out
+    assert "L12 W6/10 r1" in out
+    png = tmp_path / "tirxpy_demo_layout.png"
+    assert decode_png(png.read_bytes()).shape[2] == 3
+    assert (tmp_path / "tirxpy_demo_layout.svg").read_text().startswith("<svg")
+    assert len(out.splitlines()) < 40
+
+
+def test_demo_bad_out(tmp_path, capsys):
+    assert demo.main(["--out", str(tmp_path / "missing")]) == 2
+    assert "is not a directory; create it first" in capsys.readouterr().err
+
+
+def test_demo_via_module(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "tirxpy", "demo", "--out", str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "tirxpy_demo_layout.png").exists()
