@@ -13,3 +13,9 @@ from .tile import Layout, TileLayout
 from .canonical import canonicalize, equivalent, identical
 from .algebra import direct_sum, group, permute_dims, slice_layout, split_iter, tile_product
 from .algebra_compose import compose, pack, unpack
+from .atoms import (
+    SmemStrides, WGMMA_N, ldmatrix_layout, mma_m16n8k16_a, mma_m16n8k16_b, mma_m16n8k16_c, mma_smem_layout,
+    smem_descriptor_strides, tcgen05_smem_layout, tmem_accumulator, tmem_ld_layout, tmem_ld_tile, tmem_ld_tmem_layout,
+    wgmma_a_fragment, wgmma_accumulator, wgmma_smem_layout,
+)
+from .pictures import plot, table
