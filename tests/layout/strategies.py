@@ -167,3 +167,23 @@ def norm(owners):
 def owner_set(owners):
     """Owner dicts as a set of sorted (axis, value) tuples, zeros dropped."""
     return {tuple(sorted(d.items())) for d in norm(owners)}
+
+
+@st.composite
+def bad_queries(draw, L):
+    """(coord, shape, message fragment) for an apply/owners call on ``L`` that must raise."""
+    size = L.size()
+    kind = draw(st.sampled_from(["index", "rank", "range", "product", "shape"]))
+    if kind == "index":
+        return (draw(st.one_of(st.integers(size, size + 50), st.integers(-50, -1))),), None, "out of range"
+    shape = draw(shapes(size, max_rank=2, rank=2))
+    if kind == "rank":
+        return (0,) * draw(st.sampled_from([1, 3])), shape, "rank"
+    if kind == "range":
+        d = draw(st.integers(0, 1))
+        c = [0, 0]
+        c[d] = shape[d] + draw(st.integers(0, 5))
+        return tuple(c), shape, f"dimension {d} is out of range"
+    if kind == "product":
+        return (0, 0), (shape[0] + 1, shape[1]), f"but the layout has {size}"
+    return (0, 0), (shape[0], 0), "positive ints"

@@ -266,3 +266,9 @@ def test_group_rejects_compose_layout():
     L = ComposeLayout(SwizzleLayout(0, 1, 1), TileLayout(S[(4, 4) : (4, 1)]))
     with pytest.raises(LayoutError, match="group takes a TileLayout, got ComposeLayout"):
         group(L, (4, 4))
+
+
+def test_slice_one_dimensional_pair_and_slice_forms():
+    L = TileLayout(S[32 : 1 @ laneid])
+    assert L.slice((8, 16), 32) == L.slice(slice(8, 16), (32,)) == L.slice([(8, 16)], (32,))
+    check_slice(L, (32,), [(8, 16)], L.slice((8, 16), 32))

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tirxpy.layout
-from .strategies import BOUNDS, aligned_shapes, domain, invalid_tile_inputs, norm, owner_set, shapes, tile_layouts
+from .strategies import BOUNDS, aligned_shapes, bad_queries, domain, invalid_tile_inputs, norm, owner_set, shapes, tile_layouts
 from tirxpy.layout import Iter, LayoutError, R, S, TCol, TileLayout, TLane, laneid, warpid, wid_in_wg
 
 
@@ -175,3 +175,12 @@ def test_bad_queries_raise(call, msg):
 def test_elements_at_examples():
     assert L0.elements_at(warpid=1) == []            # unused axes must be 0
     assert L0.elements_at(laneid=8, shape=(4, 8)) == [(1, c) for c in range(8)]
+
+
+@given(st.data())
+def test_random_bad_queries_raise(data):
+    L = data.draw(tile_layouts())
+    coord, shape, msg = data.draw(bad_queries(L))
+    for query in (L.apply, L.owners):
+        with pytest.raises(LayoutError, match=msg):
+            query(*coord, shape=shape)

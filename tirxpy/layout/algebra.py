@@ -101,7 +101,8 @@ def group(L: TileLayout, shape) -> tuple[TileLayout, list[tuple[int, int]]] | No
 
 def check_region(region, shape) -> list[tuple[int, int]]:
     """Validate a region: one ``(start, stop)`` pair or step-1 ``slice`` per dimension."""
-    if not isinstance(region, (tuple, list)) or isinstance(region, builtins.slice):
+    one_pair = len(shape) == 1 and isinstance(region, (tuple, list)) and len(region) == 2 and all(map(is_int, region))
+    if one_pair or not isinstance(region, (tuple, list)):
         region = (region,)
     if len(region) != len(shape):
         raise LayoutError(f"region {region!r} has {len(region)} entries but shape {shape} has {len(shape)} dimensions; give one (start, stop) per dimension")

@@ -16,7 +16,7 @@ from .canonical import fuse_shard
 from .coords import is_int
 from .errors import LayoutError
 from .iters import Iter
-from .tile import Layout, TileLayout
+from .tile import TileLayout
 
 _M = Axis.get("m")
 
