@@ -1,0 +1,204 @@
+"""Matrix descriptors: bit packing of the WGMMA shared-memory descriptor (PTX ISA 9.7.15.5.1.2.2
+"Matrix Descriptor Format") and the tcgen05 shared-memory and instruction descriptors (PTX ISA
+9.7.16.4.1 "Shared memory descriptor", 9.7.16.4.2 "Instruction descriptor", Tables 42-44).
+
+The ``*_from_layout`` entry points read swizzle / LBO / SBO off the operand's layout
+(tirxpy.layout.atoms.smem_descriptor_strides), so no offsets are typed in by hand.
+
+    >>> hex(wgmma_smem_desc(0x400, lbo=16, sbo=1024, swizzle=128))
+    '0x4000004000010040'
+    >>> hex(tcgen05_instr_desc("float32", "bfloat16", "bfloat16", m=128, n=256))
+    '0x8400490'
+"""
+from __future__ import annotations
+
+from .errors import DescriptorError
+
+# swizzle width in bytes -> 2-bit WGMMA field (bits 62-63)
+WGMMA_SWIZZLE = {0: 0, 128: 1, 64: 2, 32: 3}
+# swizzle -> 3-bit tcgen05 field (bits 61-63); "128B_base32B" is 128-byte swizzle with 32-byte atomicity
+TCGEN05_SWIZZLE = {0: 0, "128B_base32B": 1, 128: 2, 64: 4, 32: 6}
+
+
+def _field(value: int, bits: int, what: str) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < (1 << bits):
+        raise DescriptorError(f"{what} = {value!r} does not fit its {bits}-bit field (0..{(1 << bits) - 1})")
+    return value
+
+
+def _bytes16(value: int, what: str) -> int:
+    """A byte address / offset stored >> 4 in a 14-bit field (so < 256 KiB, 16-byte aligned)."""
+    if not isinstance(value, int) or value < 0 or value % 16:
+        raise DescriptorError(f"{what} = {value!r} bytes must be a non-negative multiple of 16")
+    return _field((value & 0x3FFFF) >> 4 if what == "start address" else value >> 4, 14,
+                  f"{what} >> 4 (bytes {value})")
+
+
+def wgmma_smem_desc(start_addr: int, lbo: int, sbo: int, swizzle: int = 128, base_offset: int = 0) -> int:
+    """64-bit WGMMA descriptor: start address (bits 0-13, >>4), LBO (16-29, >>4), SBO (32-45, >>4),
+    matrix base offset (49-51), swizzle mode (62-63: 0 none, 1 128B, 2 64B, 3 32B).
+
+    ``start_addr`` is the shared::cta byte address (only bits 4-17 are kept, as the hardware does).
+    """
+    if swizzle not in WGMMA_SWIZZLE:
+        raise DescriptorError(f"WGMMA swizzle must be one of {sorted(WGMMA_SWIZZLE)} bytes, got {swizzle!r}")
+    d = _bytes16(start_addr, "start address")
+    d |= _bytes16(lbo, "leading byte offset") << 16
+    d |= _bytes16(sbo, "stride byte offset") << 32
+    d |= _field(base_offset, 3, "matrix base offset") << 49
+    d |= WGMMA_SWIZZLE[swizzle] << 62
+    return d
+
+
+def tcgen05_smem_desc(start_addr: int, lbo: int, sbo: int, swizzle=128, base_offset: int = 0,
+                      lbo_absolute: bool = False) -> int:
+    """64-bit tcgen05 shared-memory descriptor: start (0-13), LBO (16-29), SBO (32-45) all >>4,
+    fixed 0b001 (46-48), base offset (49-51), LBO mode (52: 1 = absolute address),
+    swizzle (61-63: 0 none, 1 128B with 32B atoms, 2 128B, 4 64B, 6 32B)."""
+    if swizzle not in TCGEN05_SWIZZLE:
+        raise DescriptorError(f"tcgen05 swizzle must be one of {list(TCGEN05_SWIZZLE)}, got {swizzle!r}")
+    d = _bytes16(start_addr, "start address")
+    d |= _bytes16(lbo, "leading byte offset") << 16
+    d |= _bytes16(sbo, "stride byte offset") << 32
+    d |= 0b001 << 46
+    d |= _field(base_offset, 3, "matrix base offset") << 49
+    d |= int(bool(lbo_absolute)) << 52
+    d |= TCGEN05_SWIZZLE[swizzle] << 61
+    return d
+
+
+# ---------------------------------------------------------------- tcgen05 instruction descriptor
+_D_TYPE = {"float16": 0, "float32": 1, "int32": 2}
+_KIND_TYPES = {
+    "tf32": {"float32": 2},
+    "f16": {"float16": 0, "bfloat16": 1},
+    "f8f6f4": {"float8_e4m3": 0, "float8_e5m2": 1, "float6_e2m3": 3, "float6_e3m2": 4, "float4_e2m1": 5},
+    "i8": {"uint8": 0, "int8": 1},
+}
+
+
+def mma_kind(a: str, b: str) -> str:
+    """The tcgen05.mma ``.kind`` for input dtypes a, b (float32 means tf32)."""
+    for kind, types in _KIND_TYPES.items():
+        if a in types and b in types and (kind != "f16" or a == b):
+            return kind
+    raise DescriptorError(f"no tcgen05.mma kind takes A={a!r} with B={b!r}; kinds and their dtypes: {_KIND_TYPES}")
+
+
+def _mn(m: int, n: int, cta_group: int, block_scaled: bool = False):
+    ms = (64, 128) if cta_group == 1 else (128, 256)
+    if cta_group not in (1, 2):
+        raise DescriptorError(f"cta_group must be 1 or 2, got {cta_group!r}")
+    if m not in ms or (block_scaled and m == 64):
+        raise DescriptorError(f"M = {m!r} is not a tcgen05.mma shape for cta_group::{cta_group}; use one of {ms}")
+    step = 16 if m in (128, 256) else 8
+    if not isinstance(n, int) or n % step or not step <= n <= 256:
+        raise DescriptorError(f"N = {n!r} must be a multiple of {step} in [{step}, 256] for M = {m}")
+
+
+def tcgen05_instr_desc(d: str, a: str, b: str, m: int, n: int, *, a_major: str = "K", b_major: str = "K",
+                       negate_a: bool = False, negate_b: bool = False, saturate: bool = False,
+                       cta_group: int = 1, max_shift: int = 0) -> int:
+    """32-bit instruction descriptor for kinds tf32 / f16 / f8f6f4 / i8 (PTX ISA Table 42):
+    D type (4-5), A type (7-9), B type (10-12), negate A/B (13, 14), transpose A/B (15, 16:
+    1 = MN-major), N >> 3 (17-22), M >> 4 (24-28), max shift (30-31)."""
+    kind = mma_kind(a, b)
+    if d not in _D_TYPE or (kind == "i8") != (d == "int32") or (kind == "tf32" and d != "float32"):
+        raise DescriptorError(f"accumulator dtype {d!r} does not go with kind::{kind} "
+                              f"({'int32' if kind == 'i8' else 'float32' + ('' if kind == 'tf32' else ' or float16')})")
+    _mn(m, n, cta_group)
+    for what, v in (("a_major", a_major), ("b_major", b_major)):
+        if v not in ("K", "MN"):
+            raise DescriptorError(f"{what} must be 'K' or 'MN', got {v!r}")
+    if kind == "i8" and (negate_a or negate_b):
+        raise DescriptorError("kind::i8 cannot negate A or B")
+    types = _KIND_TYPES[kind]
+    x = _D_TYPE[d] << 4
+    x |= int(saturate) << 3
+    x |= types[a] << 7 | types[b] << 10
+    x |= int(negate_a) << 13 | int(negate_b) << 14
+    x |= int(a_major == "MN") << 15 | int(b_major == "MN") << 16
+    x |= (n >> 3) << 17
+    x |= (m >> 4) << 24
+    x |= _field(max_shift, 2, "max shift") << 30
+    return x
+
+
+_BS_TYPES = {
+    "mxf8f6f4": {"float8_e4m3": 0, "float8_e5m2": 1, "float6_e2m3": 3, "float6_e3m2": 4, "float4_e2m1": 5},
+    "mxf4": {"float4_e2m1": 1},
+    "mxf4nvf4": {"float4_e2m1": 1},
+}
+_SCALE_TYPE = {"float8_e4m3": 0, "ue4m3": 0, "ue8m0": 1}
+
+
+def tcgen05_block_scaled_instr_desc(kind: str, a: str, b: str, m: int, n: int, *, scale_dtype: str = "ue8m0",
+                                    a_major: str = "K", b_major: str = "K", a_scale_id: int = 0,
+                                    b_scale_id: int = 0, negate_a: bool = False, negate_b: bool = False,
+                                    cta_group: int = 1, k96: bool = False) -> int:
+    """32-bit instruction descriptor for kinds mxf8f6f4 / mxf4 / mxf4nvf4 (PTX ISA Tables 43-44):
+    B scale-factor id (4-5), A type (7-9), B type (10-12; 10-11 for mxf4*), negate (13, 14),
+    transpose (15, 16), N >> 3 (17-22), scale type (23: 0 UE4M3, 1 UE8M0), M >> 7 (27-28),
+    A scale-factor id (29-30), K = 96 (31, mxf4* only)."""
+    if kind not in _BS_TYPES:
+        raise DescriptorError(f"block-scaled kind must be one of {sorted(_BS_TYPES)}, got {kind!r}")
+    types = _BS_TYPES[kind]
+    for what, t in (("A", a), ("B", b)):
+        if t not in types:
+            raise DescriptorError(f"kind::{kind} takes {what} of dtype {sorted(types)}, got {t!r}")
+    if scale_dtype not in _SCALE_TYPE:
+        raise DescriptorError(f"scale dtype must be 'ue8m0' or 'ue4m3', got {scale_dtype!r}")
+    if kind == "mxf8f6f4" and _SCALE_TYPE[scale_dtype] != 1:
+        raise DescriptorError("kind::mxf8f6f4 takes UE8M0 scale factors only")
+    if kind == "mxf4" and _SCALE_TYPE[scale_dtype] != 1:
+        raise DescriptorError("kind::mxf4 takes UE8M0 scale factors only (use kind::mxf4nvf4 for UE4M3)")
+    _mn(m, n, cta_group, block_scaled=True)
+    ids = (0, 1, 2, 3) if kind == "mxf8f6f4" else (0, 2)
+    for what, v in (("a_scale_id", a_scale_id), ("b_scale_id", b_scale_id)):
+        if v not in ids:
+            raise DescriptorError(f"{what} = {v!r} must be one of {ids} for kind::{kind}")
+    if k96 and kind == "mxf8f6f4":
+        raise DescriptorError("the K = 96 bit exists only for kind::mxf4 / mxf4nvf4")
+    x = b_scale_id << 4
+    x |= types[a] << 7 | types[b] << 10
+    x |= int(negate_a) << 13 | int(negate_b) << 14
+    x |= int(a_major == "MN") << 15 | int(b_major == "MN") << 16
+    x |= (n >> 3) << 17
+    x |= _SCALE_TYPE[scale_dtype] << 23
+    x |= (m >> 7) << 27
+    x |= a_scale_id << 29
+    x |= int(k96) << 31
+    return x
+
+
+# ---------------------------------------------------------------- from layouts
+def _strides(layout, dtype, major, shape):
+    from tirxpy.layout.atoms import smem_descriptor_strides  # noqa: PLC0415 - layout atoms, one layer down
+
+    return smem_descriptor_strides(layout, dtype, major, shape=shape)
+
+
+def wgmma_smem_desc_from_layout(layout, dtype, start_addr: int = 0, *, major: str = "K", shape=None,
+                                base_offset: int = 0) -> int:
+    """WGMMA descriptor of an operand tile whose shared-memory layout is ``layout``.
+
+        >>> from tirxpy.layout.atoms import mma_smem_layout
+        >>> L = mma_smem_layout(64, 64, "bfloat16", "K", 128)
+        >>> wgmma_smem_desc_from_layout(L, "bfloat16") == wgmma_smem_desc(0, lbo=16, sbo=1024, swizzle=128)
+        True
+    """
+    s = _strides(layout, dtype, major, shape)
+    return wgmma_smem_desc(start_addr, 16 if s.lbo is None else s.lbo, s.sbo, s.swizzle, base_offset)
+
+
+def tcgen05_smem_desc_from_layout(layout, dtype, start_addr: int = 0, *, major: str = "K", shape=None,
+                                  base_offset: int = 0) -> int:
+    """tcgen05 shared-memory descriptor of an operand tile whose layout is ``layout``."""
+    s = _strides(layout, dtype, major, shape)
+    return tcgen05_smem_desc(start_addr, 16 if s.lbo is None else s.lbo, s.sbo, s.swizzle, base_offset)
+
+
+def desc_start_field(start_addr: int) -> int:
+    """The 14-bit start-address field for ``start_addr``: add this to a descriptor built at
+    address 0 to move it (codegen does this at run time: ``desc0 + ((addr & 0x3FFFF) >> 4)``)."""
+    return _bytes16(start_addr, "start address")
