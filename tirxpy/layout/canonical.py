@@ -92,7 +92,7 @@ def rewrap(L, t):
         return None
     if L.swizzle.axis.name not in t.axes():  # keep the swizzled axis present (at 0)
         t = TileLayout.from_iters(t.shard + (Iter(1, 1, L.swizzle.axis),), t.replica, t.offset)
-    return ComposeLayout._from_parts(L.swizzle, t, L.swizzle_inner)
+    return ComposeLayout(L.swizzle, t, swizzle_inner=L.swizzle_inner)
 
 
 def canonicalize(L: Layout) -> Layout:

@@ -108,7 +108,11 @@ class ComposeLayout(Layout):
     ``ComposeLayout(SwizzleLayout(...), tile_layout)``. With ``swizzle_inner=True`` (the
     usual shared-memory case) the swizzle permutes the ``m`` coordinate the tile layout
     produces. With ``swizzle_inner=False`` it permutes the logical linear index before the
-    tile layout sees it.
+    tile layout sees it (so the size must be a whole number of swizzle periods).
+
+    A swizzled layout may be a view of a larger allocation (a slice of a swizzled tile), so
+    its own ``m`` footprint need not be whole swizzle periods; whoever allocates storage
+    for it sizes the allocation with :meth:`footprint`.
     """
 
     def __init__(self, *args, swizzle_inner: bool = True):
@@ -133,28 +137,19 @@ class ComposeLayout(Layout):
                     f"the swizzle permutes {ax!r}, but {tile!r} places nothing on {ax!r}; a swizzle needs a "
                     "layout with a memory component"
                 )
-            span = tile.offset.get(ax, 0) + tile.span(ax)
-            if span % swz.period and span > 1 << (swz.per_element + swz.atom_len):
-                # The swizzle must map the footprint onto itself.
-                raise LayoutError(
-                    f"the tile's {ax} footprint {span} is not a multiple of the swizzle period {swz.period}; "
-                    "pad the tile to whole swizzle atoms"
-                )
         elif tile.size() % swz.period and tile.size() > 1 << (swz.per_element + swz.atom_len):
             raise LayoutError(
                 f"layout size {tile.size()} is not a multiple of the swizzle period {swz.period}"
             )
 
-    @classmethod
-    def _from_parts(cls, swizzle: SwizzleLayout, tile: TileLayout, swizzle_inner: bool = True) -> "ComposeLayout":
-        """Rebuild from parts without the footprint check: for views (slices, permutations) of
-        a layout that passed it; the swizzle maps their addresses inside the parent's footprint."""
-        obj = cls.__new__(cls)
-        obj.swizzle, obj.tile, obj.swizzle_inner = swizzle, tile, bool(swizzle_inner)
-        return obj
-
     def size(self, axis=None) -> int:
         return self.tile.size(axis)
+
+    def footprint(self) -> int:
+        """Storage an allocation needs on the swizzled axis: one past the largest swizzled
+        coordinate (offset included)."""
+        names, t = self.owner_table()
+        return int(t[:, :, names.index(self.swizzle.axis.name)].max()) + 1
 
     def axes(self) -> tuple:
         return self.tile.axes()
