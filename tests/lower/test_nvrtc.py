@@ -1,0 +1,64 @@
+import pytest
+
+from tirxpy.intrinsics import TargetError
+from tirxpy.lower.errors import CompileError
+from tirxpy.lower.nvrtc import compile_cuda, nvrtc_version, parse_ptxas_log
+
+SRC = r'''
+#include <cuda_bf16.h>
+struct alignas(64) CUtensorMap { unsigned long long opaque[16]; };
+extern "C" __global__ void k_smem(float* x) { __shared__ float s[256]; s[threadIdx.x] = x[threadIdx.x];
+  __syncthreads(); x[threadIdx.x] = s[255 - threadIdx.x]; }
+template <int N> __global__ void k_tmpl(__nv_bfloat16* x, const __grid_constant__ CUtensorMap tm) {
+  x[threadIdx.x] = __float2bfloat16((float)N + (float)tm.opaque[0]); }
+'''
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a", "sm_100a"])
+def test_compiles_for_each_target(arch):
+    mod = compile_cuda(SRC, arch, name_expressions=["k_tmpl<4>"], cache=False)
+    assert mod.cubin[:4] == b"\x7fELF"
+    low = mod.kernel_name("k_tmpl<4>")
+    assert low.startswith("_Z") and low in mod.resources
+    r = mod.resources_of("k_smem")
+    assert r.static_smem == 1024 and r.registers > 0 and r.spills == 0 and r.barriers == 1
+    assert mod.ptx is None and mod.cached is None
+
+
+def test_ptx_on_request():
+    mod = compile_cuda(SRC, "sm_90a", emit_ptx=True, cache=False)
+    assert ".target sm_90a" in mod.ptx and ".entry k_smem" in mod.ptx
+
+
+def test_compile_error_carries_log():
+    with pytest.raises(CompileError, match="NVRTC could not compile .* for sm_90a") as ei:
+        compile_cuda('extern "C" __global__ void k() { undefined_thing(); }', "sm_90a", cache=False)
+    assert "undefined_thing" in ei.value.log and "undefined_thing" in str(ei.value)
+
+
+def test_bad_arch_and_source():
+    with pytest.raises(TargetError, match="unknown target"):
+        compile_cuda("", "sm_90x")
+    with pytest.raises(TypeError, match="source must be a str"):
+        compile_cuda(b"x", "sm_90a")
+
+
+def test_unknown_kernel_resources():
+    mod = compile_cuda(SRC, "sm_80")
+    with pytest.raises(KeyError, match="no kernel 'nope'"):
+        mod.resources_of("nope")
+
+
+def test_parse_ptxas_log_spills():
+    log = """ptxas info    : Compiling entry function 'k' for 'sm_90a'
+ptxas info    : Function properties for k
+ptxas         .     24 bytes stack frame, 8 bytes spill stores, 12 bytes spill loads
+ptxas info    : Used 255 registers, used 1 barriers, 2048 bytes smem, 400 bytes cmem[0]
+"""
+    r = parse_ptxas_log(log)["k"]
+    assert (r.registers, r.barriers, r.static_smem, r.stack_bytes, r.spill_stores, r.spill_loads) == (255, 1, 2048, 24, 8, 12)
+    assert r.spills == 20
+
+
+def test_version():
+    assert nvrtc_version()[0] >= 12

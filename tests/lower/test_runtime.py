@@ -1,0 +1,132 @@
+"""Argument checks and packing (CPU: the checks run against device='cpu')."""
+import ctypes
+import struct
+
+import pytest
+import torch
+
+from tirxpy.lower.errors import LaunchError
+from tirxpy.lower.runtime import ArgPacker, ParamSpec, _dim3, _infer_specs, torch_dtype_name
+
+
+def packer(*specs, device="cpu"):
+    return ArgPacker(specs, device=device)
+
+
+def test_packs_pointers_and_scalars():
+    x = torch.zeros(64, dtype=torch.bfloat16)
+    p = packer(ParamSpec("x", dtype="bfloat16", shape=(64,)), ParamSpec("n", "scalar", "int32"),
+               ParamSpec("alpha", "scalar", "float32"), ParamSpec("flag", "scalar", "bool"))
+    addr = p.pack([x, -3, 1.5, True])
+    raw = p.packed_bytes()
+    assert struct.unpack_from("<Q", raw, 0)[0] == x.data_ptr()
+    assert struct.unpack_from("<i", raw, 8)[0] == -3
+    assert struct.unpack_from("<f", raw, 16)[0] == 1.5
+    assert raw[24] == 1
+    ptrs = (ctypes.c_void_p * 4).from_address(addr)
+    assert ctypes.c_int32.from_address(ptrs[1]).value == -3
+    assert ctypes.c_uint64.from_address(ptrs[0]).value == x.data_ptr()
+
+
+def test_tensormap_slot_is_64_byte_aligned_and_copied():
+    p = packer(ParamSpec("tm", "tensormap", box=(8, 8)), ParamSpec("n", "scalar", "int64"))
+    blob = bytes(range(128))
+    addr = p.pack([blob, 7])
+    ptrs = (ctypes.c_void_p * 2).from_address(addr)
+    assert ptrs[0] % 64 == 0 and ctypes.string_at(ptrs[0], 128) == blob
+    assert ctypes.c_int64.from_address(ptrs[1]).value == 7
+    with pytest.raises(LaunchError, match="parameter 'tm': an encoded tensor map is 128 bytes, got 3"):
+        p.pack([b"abc", 7])
+
+
+@pytest.mark.parametrize("spec, arg, msg", [
+    (ParamSpec("x", dtype="bfloat16"), torch.zeros(4), r"parameter 'x': dtype is float32, the kernel expects bfloat16 — convert with \.to\(torch\.bfloat16\)"),
+    (ParamSpec("x"), 3, "parameter 'x': expects a torch.Tensor, got int"),
+    (ParamSpec("x", shape=(4, None)), torch.zeros(4), r"shape is \(4,\), the kernel expects \(4, \*\)"),
+    (ParamSpec("x", shape=(4, 8)), torch.zeros(4, 9), r"shape is \(4, 9\), the kernel expects \(4, 8\)"),
+    (ParamSpec("x", strides=(None, 1)), torch.zeros(8, 4).t(), r"strides are \(1, 4\), the kernel expects \(\*, 1\)"),
+    (ParamSpec("x", dtype="float32", align=16), torch.zeros(8)[1:], "data pointer 0x[0-9a-f]+ is not 16-byte aligned"),
+    (ParamSpec("n", "scalar", "int32"), 2 ** 31, r"value 2147483648 does not fit int32"),
+    (ParamSpec("n", "scalar", "uint32"), -1, r"value -1 does not fit uint32"),
+    (ParamSpec("n", "scalar", "int32"), 1.5, r"expects an integer \(int32\), got float"),
+    (ParamSpec("n", "scalar", "int64"), True, r"expects an integer"),
+    (ParamSpec("a", "scalar", "float32"), "x", r"expects a number \(float32\), got str"),
+    (ParamSpec("b", "scalar", "bool"), 1.0, "expects a bool"),
+])
+def test_each_check_names_the_parameter(spec, arg, msg):
+    with pytest.raises(LaunchError, match=msg) as ei:
+        packer(spec).pack([arg])
+    assert ei.value.param == spec.name
+
+
+def test_device_mismatch():
+    p = packer(ParamSpec("x", dtype="float32"), device="cuda:0")
+    with pytest.raises(LaunchError, match=r"parameter 'x': tensor is on cpu, the kernel runs on cuda:0 — move it with \.to\('cuda:0'\)"):
+        p.pack([torch.zeros(4)])
+
+
+def test_arg_count():
+    with pytest.raises(LaunchError, match=r"the kernel takes 2 arguments \(x, n\), got 1"):
+        packer(ParamSpec("x"), ParamSpec("n", "scalar", "int32")).pack([torch.zeros(1)])
+
+
+def test_numpy_like_scalars_accepted():
+    import numpy as np
+
+    p = packer(ParamSpec("n", "scalar", "int32"), ParamSpec("a", "scalar", "float64"))
+    p.pack([np.int64(5), np.float32(0.5)])
+    assert struct.unpack_from("<i", p.packed_bytes(), 0)[0] == 5
+
+
+@pytest.mark.parametrize("kw, msg", [
+    (dict(kind="array"), "kind must be one of"), (dict(kind="scalar", dtype="float8_e4m3"), "scalar parameter needs a dtype"),
+    (dict(kind="tensormap"), "needs box="), (dict(align=3), "power of two"),
+])
+def test_bad_specs(kw, msg):
+    with pytest.raises(LaunchError, match=msg):
+        ParamSpec("p", **kw)
+
+
+def test_spec_dtype_without_torch_dtype():
+    with pytest.raises(LaunchError, match="has no torch dtype"):
+        packer(ParamSpec("x", dtype="float4_e2m1"))
+
+
+def test_dims_and_inference():
+    assert _dim3(4, "grid") == (4, 1, 1) and _dim3((2, 3), "grid") == (2, 3, 1)
+    with pytest.raises(LaunchError, match="parameter 'grid': must be 1-3 positive ints"):
+        _dim3((0,), "grid")
+    with pytest.raises(LaunchError, match="parameter 'block': must be an int or a tuple"):
+        _dim3("x", "block")
+    specs = _infer_specs([torch.zeros(1), ctypes.c_int32(3), ctypes.c_float(1.0), bytes(128)])
+    assert [(s.kind, s.dtype) for s in specs] == [("tensor", None), ("scalar", "int32"), ("scalar", "float32"),
+                                                  ("tensormap", None)]
+    with pytest.raises(LaunchError, match=r"parameter 'arg0': cannot tell the C type of int 5 without specs"):
+        _infer_specs([5])
+    assert torch_dtype_name(torch.float8_e4m3fn) == "float8_e4m3"
+    with pytest.raises(LaunchError, match="has no tirxpy dtype"):
+        torch_dtype_name(torch.complex64, "z")
+
+
+def test_launcher_dim_checks_without_gpu():
+    from tirxpy.lower.runtime import Launcher
+
+    ln = Launcher.__new__(Launcher)
+    ln._dims = {}
+    with pytest.raises(LaunchError, match="parameter 'block': .* has 2048 threads"):
+        ln._checked_dims((1,), (1024, 2), None)
+    with pytest.raises(LaunchError, match=r"parameter 'cluster': cluster dims \(2, 1, 1\) must divide the grid \(3, 1, 1\)"):
+        ln._checked_dims((3,), (128,), (2,))
+    with pytest.raises(LaunchError, match="a cluster has at most 16"):
+        ln._checked_dims((32,), (128,), (32,))
+    assert ln._checked_dims((4, 2), (128,), (2,)) == ((4, 2, 1), (128, 1, 1), (2, 1, 1))
+
+
+def test_no_gpu_is_a_clear_error():
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is present")
+    from tirxpy.lower.errors import DriverError
+    from tirxpy.lower.runtime import load_module
+
+    with pytest.raises(DriverError, match="no CUDA GPU is available"):
+        load_module(b"\x7fELF")

@@ -1,0 +1,39 @@
+"""Errors raised while compiling, caching, loading and launching kernels.
+
+    >>> raise LaunchError("x", "dtype is float32, the kernel expects bfloat16 — convert with x.to(torch.bfloat16)")
+    Traceback (most recent call last):
+    ...
+    tirxpy.lower.errors.LaunchError: parameter 'x': dtype is float32, the kernel expects bfloat16 — convert with x.to(torch.bfloat16)
+"""
+
+
+class LowerError(RuntimeError):
+    """Base class for compile / load / launch failures."""
+
+
+class ToolchainError(LowerError):
+    """NVRTC or the CUDA header wheels are missing or unusable."""
+
+
+class CompileError(LowerError):
+    """NVRTC rejected the source; the message carries the compiler log."""
+
+    def __init__(self, message: str, log: str = "", source: str = ""):
+        super().__init__(message)
+        self.log, self.source = log, source
+
+
+class DriverError(LowerError):
+    """A CUDA driver call failed (no GPU, bad cubin, launch failure, ...)."""
+
+
+class LaunchError(LowerError, ValueError):
+    """A kernel argument does not match the kernel's parameter spec (checked before launch)."""
+
+    def __init__(self, param: str, message: str):
+        super().__init__(f"parameter {param!r}: {message}")
+        self.param = param
+
+
+class TmaError(LowerError, ValueError):
+    """A TMA tensor map cannot describe the tensor / tile pair (alignment, box, swizzle, rank)."""

@@ -1,0 +1,216 @@
+"""Compile CUDA C++ to a cubin (and PTX on request) with NVRTC from the pip wheels, no system toolkit.
+
+``compile_cuda(source, arch)`` returns a CompiledModule with the cubin and per-kernel resources
+(registers, spills, stack, static shared memory) parsed from ptxas's verbose report. Results
+are cached in process and on disk (tirxpy.lower.cache).
+"""
+from __future__ import annotations
+
+import os
+import re
+import time
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from tirxpy.intrinsics.target import parse_arch
+
+from . import cache as _cache
+from .errors import CompileError, ToolchainError
+
+
+@dataclass(frozen=True)
+class KernelResources:
+    """What ptxas reports for one kernel (bytes unless said otherwise)."""
+
+    name: str
+    registers: int = 0
+    spill_stores: int = 0
+    spill_loads: int = 0
+    stack_bytes: int = 0
+    static_smem: int = 0
+    barriers: int = 0
+
+    @property
+    def spills(self) -> int:
+        return self.spill_stores + self.spill_loads
+
+
+@dataclass
+class CompiledModule:
+    """The output of one NVRTC compilation."""
+
+    cubin: bytes
+    arch: str
+    ptx: str | None = None
+    log: str = ""
+    resources: dict = field(default_factory=dict)  # kernel (lowered) name -> KernelResources
+    lowered_names: dict = field(default_factory=dict)  # name expression -> mangled name
+    key: str = ""
+    compile_seconds: float = 0.0
+    cached: str | None = None  # None (compiled now), "memory" or "disk"
+
+    def kernel_name(self, name: str) -> str:
+        """The symbol to load for ``name`` (a name expression's mangled name, or ``name`` itself)."""
+        return self.lowered_names.get(name, name)
+
+    def resources_of(self, name: str) -> KernelResources:
+        sym = self.kernel_name(name)
+        if sym not in self.resources:
+            raise KeyError(f"no kernel {name!r} in this module; kernels: {sorted(self.resources)}")
+        return self.resources[sym]
+
+
+def _nvrtc():
+    try:
+        from cuda.bindings import nvrtc  # noqa: PLC0415 - heavy, import on first compile
+    except ImportError as e:  # pragma: no cover - depends on the environment
+        raise ToolchainError("cuda-bindings is not installed: pip install 'cuda-bindings>=13.0,<14' "
+                             "nvidia-cuda-nvrtc==13.0.* nvidia-cuda-runtime==13.0.*") from e
+    return nvrtc
+
+
+@lru_cache(maxsize=1)
+def nvrtc_version() -> tuple:
+    nvrtc = _nvrtc()
+    err, major, minor = nvrtc.nvrtcVersion()
+    _ok(err, "nvrtcVersion")
+    return (major, minor)
+
+
+@lru_cache(maxsize=1)
+def include_dirs() -> tuple:
+    """CUDA header directories from the nvidia-* wheels (cuda_bf16.h, cuda/std, nv/target)."""
+    dirs = []
+    try:
+        import nvidia  # noqa: PLC0415
+
+        for root in nvidia.__path__:
+            for sub in ("cu13/include", "cuda_runtime/include", "cuda_nvrtc/include", "cuda_cccl/include",
+                        "cu13/include/cccl"):
+                p = os.path.join(root, sub)
+                if os.path.isdir(p):
+                    dirs.append(p)
+    except ImportError:
+        pass
+    extra = os.environ.get("TIRXPY_CUDA_INCLUDE")
+    if extra:
+        dirs = extra.split(os.pathsep) + dirs
+    return tuple(dirs)
+
+
+def _ok(err, call: str, prog=None, source: str = ""):
+    nvrtc = _nvrtc()
+    if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+        log = _log(prog) if prog is not None else ""
+        raise CompileError(f"{call} failed: {err.name}" + (f"\n{log}" if log else ""), log, source)
+
+
+def _log(prog) -> str:
+    nvrtc = _nvrtc()
+    err, n = nvrtc.nvrtcGetProgramLogSize(prog)
+    if err != nvrtc.nvrtcResult.NVRTC_SUCCESS or n <= 1:
+        return ""
+    buf = b" " * n
+    nvrtc.nvrtcGetProgramLog(prog, buf)
+    return buf.rstrip(b"\x00").decode(errors="replace")
+
+
+_ENTRY = re.compile(r"Compiling entry function '([^']+)'")
+_PROPS = re.compile(r"Function properties for (\S+)")
+_FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+_USED = re.compile(r"Used (\d+) registers(?:, used (\d+) barriers)?(?:, (\d+) bytes smem)?")
+
+
+def parse_ptxas_log(log: str) -> dict:
+    """ptxas -v report -> {kernel symbol: KernelResources} (entry functions only)."""
+    entries, current, props_of, frames = {}, None, None, {}
+    for line in log.splitlines():
+        m = _ENTRY.search(line)
+        if m:
+            current = m.group(1)
+            entries[current] = {}
+            continue
+        m = _PROPS.search(line)
+        if m:
+            props_of = m.group(1)
+            continue
+        m = _FRAME.search(line)
+        if m and props_of is not None:
+            frames[props_of] = tuple(int(g) for g in m.groups())
+            continue
+        m = _USED.search(line)
+        if m and current is not None:
+            entries[current] = dict(registers=int(m.group(1)), barriers=int(m.group(2) or 0),
+                                    static_smem=int(m.group(3) or 0))
+    out = {}
+    for name, used in entries.items():
+        stack, st, ld = frames.get(name, (0, 0, 0))
+        out[name] = KernelResources(name, spill_stores=st, spill_loads=ld, stack_bytes=stack, **used)
+    return out
+
+
+def build_options(arch: str, options=()) -> list:
+    a = parse_arch(arch)
+    opts = [f"--gpu-architecture={a}", "-std=c++17", "--ptxas-options=-v", "-default-device"]
+    opts += [f"-I{d}" for d in include_dirs()]
+    opts += [str(o) for o in options]
+    return opts
+
+
+def compile_cuda(source: str, arch: str, *, name_expressions=None, emit_ptx: bool = False, options=(),
+                 cache: bool = True, filename: str = "tirxpy_kernel.cu") -> CompiledModule:
+    """Compile ``source`` for ``arch`` ('sm_80' / 'sm_90a' / 'sm_100a'); cached by source + options + NVRTC version.
+
+    ``name_expressions`` (e.g. ``["my_kernel<128>"]``) are instantiated and their mangled names
+    recorded in ``lowered_names``. ``emit_ptx`` also keeps the PTX text.
+    """
+    if not isinstance(source, str):
+        raise TypeError(f"source must be a str of CUDA C++, got {type(source).__name__}")
+    opts = build_options(arch, options)
+    names = tuple(name_expressions or ())
+    key = _cache.make_key(source, opts, names, emit_ptx, nvrtc_version())
+    if cache:
+        hit = _cache.get(key)
+        if hit is not None:
+            return hit
+    mod = _compile(source, str(parse_arch(arch)), opts, names, emit_ptx, filename)
+    mod.key = key
+    if cache:
+        _cache.put(key, mod)
+    return mod
+
+
+def _compile(source, arch, opts, names, emit_ptx, filename) -> CompiledModule:
+    nvrtc = _nvrtc()
+    t0 = time.perf_counter()
+    err, prog = nvrtc.nvrtcCreateProgram(source.encode(), filename.encode(), 0, [], [])
+    _ok(err, "nvrtcCreateProgram")
+    try:
+        for n in names:
+            _ok(nvrtc.nvrtcAddNameExpression(prog, n.encode())[0], f"nvrtcAddNameExpression({n!r})", prog)
+        (err,) = nvrtc.nvrtcCompileProgram(prog, len(opts), [o.encode() for o in opts])
+        log = _log(prog)
+        if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+            errors = [ln for ln in log.splitlines() if "error" in ln][:10]
+            head = "\n".join(errors) if errors else log[:2000]
+            raise CompileError(f"NVRTC could not compile {filename} for {arch}:\n{head}\n(full log in .log)", log, source)
+        err, size = nvrtc.nvrtcGetCUBINSize(prog)
+        _ok(err, "nvrtcGetCUBINSize", prog)
+        cubin = b" " * size
+        _ok(nvrtc.nvrtcGetCUBIN(prog, cubin)[0], "nvrtcGetCUBIN", prog)
+        ptx = None
+        if emit_ptx:
+            err, size = nvrtc.nvrtcGetPTXSize(prog)
+            _ok(err, "nvrtcGetPTXSize", prog)
+            buf = b" " * size
+            _ok(nvrtc.nvrtcGetPTX(prog, buf)[0], "nvrtcGetPTX", prog)
+            ptx = buf.rstrip(b"\x00").decode()
+        lowered = {}
+        for n in names:
+            err, low = nvrtc.nvrtcGetLoweredName(prog, n.encode())
+            _ok(err, f"nvrtcGetLoweredName({n!r})", prog)
+            lowered[n] = low.decode() if isinstance(low, bytes) else str(low)
+    finally:
+        nvrtc.nvrtcDestroyProgram(prog)
+    return CompiledModule(cubin=cubin, arch=arch, ptx=ptx, log=log, resources=parse_ptxas_log(log),
+                          lowered_names=lowered, compile_seconds=time.perf_counter() - t0)

@@ -1,0 +1,491 @@
+"""Load cubins with the CUDA driver and launch kernels on torch's current stream.
+
+    mod = load_module(compile_cuda(src, "sm_90a"))
+    k = mod.function("my_kernel")
+    launch(k, grid=(132,), block=(128,), args=[x, y, 1.5],
+           specs=[ParamSpec("x", dtype="bfloat16"), ParamSpec("y", dtype="float32"), ParamSpec("alpha", "scalar", "float32")],
+           cluster=(2, 1, 1), smem_bytes=200_000)
+
+Every argument is checked against its ParamSpec before launch (device, dtype, shape, strides,
+alignment) and a LaunchError names the parameter. The launch path is lean: each Launcher
+owns one argument buffer and a fixed ``void*`` array; a launch packs values with one
+``struct.pack_into`` and passes the array's address to the driver.
+"""
+from __future__ import annotations
+
+import ctypes
+import struct
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from .errors import DriverError, LaunchError
+
+# ---------------------------------------------------------------- driver access
+_DRV = None
+
+
+def _driver():
+    global _DRV
+    if _DRV is None:
+        try:
+            from cuda.bindings import driver  # noqa: PLC0415
+        except ImportError as e:  # pragma: no cover
+            raise DriverError("cuda-bindings is not installed: pip install 'cuda-bindings>=13.0,<14'") from e
+        _DRV = driver
+    return _DRV
+
+
+def _check(err, call: str, what: str = ""):
+    drv = _driver()
+    if err != drv.CUresult.CUDA_SUCCESS:
+        try:
+            _, name = drv.cuGetErrorName(err)
+            _, text = drv.cuGetErrorString(err)
+            desc = f"{name.decode()}: {text.decode()}"
+        except Exception:  # noqa: BLE001 - the error name is best effort
+            desc = str(err)
+        raise DriverError(f"{call} failed ({desc})" + (f" for {what}" if what else ""))
+
+
+_CTX: dict = {}
+
+
+def ensure_context(device_index: int | None = None) -> int:
+    """Make torch's CUDA context (the device's primary context) current on this thread."""
+    import torch  # noqa: PLC0415
+
+    if not torch.cuda.is_available():
+        raise DriverError("no CUDA GPU is available (torch.cuda.is_available() is False); "
+                          "tirxpy kernels need an NVIDIA GPU to run")
+    torch.cuda.init()
+    idx = torch.cuda.current_device() if device_index is None else int(device_index)
+    drv = _driver()
+    ctx = _CTX.get(idx)
+    if ctx is None:
+        _check(drv.cuInit(0)[0], "cuInit")
+        err, dev = drv.cuDeviceGet(idx)
+        _check(err, "cuDeviceGet")
+        err, ctx = drv.cuDevicePrimaryCtxRetain(dev)
+        _check(err, "cuDevicePrimaryCtxRetain")
+        _CTX[idx] = ctx
+    _check(drv.cuCtxSetCurrent(ctx)[0], "cuCtxSetCurrent")
+    return idx
+
+
+def _stream_getter():
+    import torch  # noqa: PLC0415
+
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if raw is not None:
+        return raw
+    return lambda idx: torch.cuda.current_stream(idx).cuda_stream
+
+
+# ---------------------------------------------------------------- dtypes
+_TORCH_NAMES = {
+    "bool": "bool", "int8": "int8", "int16": "int16", "int32": "int32", "int64": "int64", "uint8": "uint8",
+    "uint16": "uint16", "uint32": "uint32", "uint64": "uint64", "float16": "float16", "bfloat16": "bfloat16",
+    "float32": "float32", "float64": "float64", "float8_e4m3fn": "float8_e4m3", "float8_e5m2": "float8_e5m2",
+}
+_SCALAR_FMT = {"bool": "?", "int8": "b", "uint8": "B", "int16": "h", "uint16": "H", "int32": "i", "uint32": "I",
+               "int64": "q", "uint64": "Q", "float16": "e", "float32": "f", "float64": "d"}
+_SCALAR_RANGE = {"int8": 7, "int16": 15, "int32": 31, "int64": 63}
+
+
+def torch_dtype_name(dt, param: str = "tensor") -> str:
+    """torch.dtype -> canonical dtype string ('bfloat16', 'float8_e4m3', ...)."""
+    name = str(dt).replace("torch.", "")
+    if name not in _TORCH_NAMES:
+        raise LaunchError(param, f"torch dtype {dt} has no tirxpy dtype; supported: {sorted(_TORCH_NAMES.values())}")
+    return _TORCH_NAMES[name]
+
+
+# ---------------------------------------------------------------- parameter specs
+KINDS = ("tensor", "scalar", "tensormap")
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    """What a kernel parameter accepts.
+
+    - ``tensor``: a torch tensor passed as a device pointer. ``dtype`` (None: any), ``shape`` /
+      ``strides`` (element strides; None or None entries: any), ``align`` (bytes of data_ptr).
+    - ``scalar``: a Python number of ``dtype``.
+    - ``tensormap``: a torch tensor turned into a TMA map for the shared tile ``box`` with
+      ``layout`` (or explicit ``swizzle``); or a ready 128-byte encoded map.
+    """
+
+    name: str
+    kind: str = "tensor"
+    dtype: str | None = None
+    shape: tuple | None = None
+    strides: tuple | None = None
+    align: int = 16
+    box: tuple | None = None
+    layout: Any = None
+    swizzle: int | None = None
+
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise LaunchError(self.name, f"kind must be one of {KINDS}, got {self.kind!r}")
+        if self.kind == "scalar" and self.dtype not in _SCALAR_FMT:
+            raise LaunchError(self.name, f"a scalar parameter needs a dtype among {sorted(_SCALAR_FMT)}, got {self.dtype!r}")
+        if self.kind == "tensormap" and self.box is None:
+            raise LaunchError(self.name, "a tensormap parameter needs box=(shared tile shape, outermost first)")
+        if not isinstance(self.align, int) or self.align < 1 or self.align & (self.align - 1):
+            raise LaunchError(self.name, f"align must be a power of two, got {self.align!r}")
+
+
+class ArgPacker:
+    """Checks launch arguments against specs and packs them into one buffer with a ``void*`` array.
+
+    ``device`` is a torch.device (or string) every tensor must be on; CPU tests pass "cpu".
+    """
+
+    def __init__(self, specs: Sequence[ParamSpec], device="cuda:0"):
+        import torch  # noqa: PLC0415
+
+        self.specs = tuple(specs)
+        self.device = torch.device(device)
+        self._torch_dtype = {}
+        fmt, off, slots, tmaps = "<", 0, [], []
+        for i, s in enumerate(self.specs):
+            if s.dtype is not None and s.kind != "scalar":
+                self._torch_dtype[i] = _torch_dtype(s.dtype, s.name)
+            if s.kind == "tensormap":
+                tmaps.append(i)
+                continue
+            code = "Q" if s.kind == "tensor" else _SCALAR_FMT[s.dtype]
+            pad = (-off) % 8
+            fmt += "x" * pad
+            off += pad
+            slots.append((i, off))
+            fmt += code
+            off += struct.calcsize("<" + code)
+        self._struct = struct.Struct(fmt)
+        tm_off = {}
+        off = (off + 63) // 64 * 64
+        for i in tmaps:
+            tm_off[i] = off
+            off += 128
+        self.nbytes = max(off, 8)
+        self._raw = (ctypes.c_char * (self.nbytes + 64))()
+        base = ctypes.addressof(self._raw)
+        self._shift = (-base) % 64
+        self._mv = memoryview(self._raw).cast("B")[self._shift:self._shift + self.nbytes]
+        addr = {i: base + self._shift + o for i, o in slots}
+        addr.update({i: base + self._shift + o for i, o in tm_off.items()})
+        self._ptrs = (ctypes.c_void_p * max(len(self.specs), 1))(*[addr[i] for i in range(len(self.specs))])
+        self.params_address = ctypes.addressof(self._ptrs)
+        self._tm_off = tm_off
+        self._tm_cache: dict = {}
+
+    # -- checks ----------------------------------------------------------------------
+    def _tensor(self, i, s, t):
+        import torch  # noqa: PLC0415
+
+        if not isinstance(t, torch.Tensor):
+            raise LaunchError(s.name, f"expects a torch.Tensor, got {type(t).__name__}")
+        want = self._torch_dtype.get(i)
+        if want is not None and t.dtype != want:
+            raise LaunchError(s.name, f"dtype is {torch_dtype_name(t.dtype, s.name)}, the kernel expects {s.dtype} — "
+                                      f"convert with .to({want})")
+        if t.device != self.device:
+            raise LaunchError(s.name, f"tensor is on {t.device}, the kernel runs on {self.device} — move it with "
+                                      f".to('{self.device}')")
+        if s.shape is not None:
+            shp = tuple(t.shape)
+            if len(shp) != len(s.shape) or any(e is not None and e != g for e, g in zip(s.shape, shp)):
+                raise LaunchError(s.name, f"shape is {shp}, the kernel expects {_fmt_dims(s.shape)}")
+        if s.strides is not None:
+            st = t.stride()
+            if len(st) != len(s.strides) or any(e is not None and e != g for e, g in zip(s.strides, st)):
+                raise LaunchError(s.name, f"strides are {st}, the kernel expects {_fmt_dims(s.strides)} "
+                                          f"(elements) — call .contiguous() or make a copy with the expected layout")
+        ptr = t.data_ptr()
+        if ptr % s.align:
+            raise LaunchError(s.name, f"data pointer 0x{ptr:x} is not {s.align}-byte aligned (offset {ptr % s.align}); "
+                                      f"TMA / vector accesses need it — use a fresh allocation or .clone()")
+        return ptr
+
+    def _tensormap(self, i, s, t) -> bytes:
+        if isinstance(t, (bytes, bytearray)):
+            if len(t) != 128:
+                raise LaunchError(s.name, f"an encoded tensor map is 128 bytes, got {len(t)}")
+            return bytes(t)
+        ptr = self._tensor(i, s, t)
+        key = (ptr, tuple(t.shape), t.stride(), t.dtype)
+        blob = self._tm_cache.get(key)
+        if blob is None:
+            from .errors import TmaError  # noqa: PLC0415
+            from .tma import tensor_map_for  # noqa: PLC0415
+
+            try:
+                blob = tensor_map_for(t, s.box, s.layout, swizzle=s.swizzle, param=s.name)
+            except TmaError as e:
+                raise LaunchError(s.name, str(e)) from e
+            if len(self._tm_cache) > 256:
+                self._tm_cache.clear()
+            self._tm_cache[key] = blob
+        return blob
+
+    def _scalar(self, s, v):
+        if s.dtype == "bool":
+            if not isinstance(v, (bool, int)):
+                raise LaunchError(s.name, f"expects a bool, got {type(v).__name__}")
+            return bool(v)
+        if s.dtype.startswith(("int", "uint")):
+            if isinstance(v, bool) or not isinstance(v, int):
+                if hasattr(v, "__index__") and not isinstance(v, bool):
+                    v = v.__index__()
+                else:
+                    raise LaunchError(s.name, f"expects an integer ({s.dtype}), got {type(v).__name__} {v!r}")
+            bits = _SCALAR_RANGE.get(s.dtype)
+            lo, hi = (-(1 << bits), (1 << bits) - 1) if bits else (0, (1 << int(s.dtype[4:])) - 1)
+            if not lo <= v <= hi:
+                raise LaunchError(s.name, f"value {v} does not fit {s.dtype} [{lo}, {hi}]")
+            return v
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            if hasattr(v, "__float__"):
+                return float(v)
+            raise LaunchError(s.name, f"expects a number ({s.dtype}), got {type(v).__name__}")
+        return float(v)
+
+    def pack(self, args) -> int:
+        """Check ``args`` and write them into the buffer; returns the ``void**`` address."""
+        specs = self.specs
+        if len(args) != len(specs):
+            names = ", ".join(s.name for s in specs)
+            raise LaunchError("args", f"the kernel takes {len(specs)} arguments ({names}), got {len(args)}")
+        vals = []
+        for i, (s, a) in enumerate(zip(specs, args)):
+            k = s.kind
+            if k == "tensor":
+                vals.append(self._tensor(i, s, a))
+            elif k == "scalar":
+                vals.append(self._scalar(s, a))
+            else:
+                off = self._tm_off[i]
+                self._mv[off:off + 128] = self._tensormap(i, s, a)
+        self._struct.pack_into(self._mv, 0, *vals)
+        return self.params_address
+
+    def packed_bytes(self) -> bytes:
+        return bytes(self._mv)
+
+
+def _fmt_dims(dims) -> str:
+    return "(" + ", ".join("*" if d is None else str(d) for d in dims) + ("," if len(dims) == 1 else "") + ")"
+
+
+def _torch_dtype(name: str, param: str):
+    import torch  # noqa: PLC0415
+
+    inv = {v: k for k, v in _TORCH_NAMES.items()}
+    if name not in inv or not hasattr(torch, inv[name]):
+        raise LaunchError(param, f"dtype {name!r} has no torch dtype; use one of {sorted(inv)}")
+    return getattr(torch, inv[name])
+
+
+# ---------------------------------------------------------------- modules and kernels
+class Module:
+    """A cubin loaded on one device."""
+
+    def __init__(self, cubin: bytes, device_index: int, compiled=None):
+        drv = _driver()
+        self.device_index = device_index
+        self.compiled = compiled
+        self._cubin = cubin  # keep the image alive
+        err, self.handle = drv.cuModuleLoadData(cubin)
+        _check(err, "cuModuleLoadData", "the cubin (was it compiled for this GPU's arch?)")
+        self._functions: dict = {}
+
+    def function(self, name: str) -> "Kernel":
+        k = self._functions.get(name)
+        if k is None:
+            sym = self.compiled.kernel_name(name) if self.compiled is not None else name
+            err, h = _driver().cuModuleGetFunction(self.handle, sym.encode())
+            if err != _driver().CUresult.CUDA_SUCCESS:
+                known = sorted(self.compiled.resources) if self.compiled is not None else []
+                raise DriverError(f"no kernel {name!r} in the module (cuModuleGetFunction: {err.name}); "
+                                  f"kernels: {known} — declare it extern \"C\" or pass name_expressions")
+            k = self._functions[name] = Kernel(self, name, h)
+        return k
+
+
+def load_module(cubin, device=None) -> Module:
+    """Load a cubin (bytes or CompiledModule) into torch's context on ``device`` (default: current)."""
+    compiled = None
+    if hasattr(cubin, "cubin"):
+        compiled, cubin = cubin, cubin.cubin
+    if isinstance(device, str) or device is not None and not isinstance(device, int):
+        import torch  # noqa: PLC0415
+
+        device = torch.device(device).index
+    idx = ensure_context(device)
+    return Module(bytes(cubin), idx, compiled)
+
+
+class Kernel:
+    """A kernel function handle plus its launch machinery."""
+
+    def __init__(self, module: Module, name: str, handle):
+        self.module, self.name, self.handle = module, name, handle
+        self.device_index = module.device_index
+        self._max_dyn_smem = 48 * 1024
+        self._launchers: dict = {}
+        self._configs: dict = {}
+        self._stream = _stream_getter()
+        self._optin = None
+
+    def attribute(self, attr: str) -> int:
+        drv = _driver()
+        err, v = drv.cuFuncGetAttribute(getattr(drv.CUfunction_attribute, f"CU_FUNC_ATTRIBUTE_{attr.upper()}"),
+                                        self.handle)
+        _check(err, "cuFuncGetAttribute", attr)
+        return v
+
+    def _smem_optin(self) -> int:
+        if self._optin is None:
+            drv = _driver()
+            err, dev = drv.cuDeviceGet(self.device_index)
+            _check(err, "cuDeviceGet")
+            err, v = drv.cuDeviceGetAttribute(
+                drv.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, dev)
+            _check(err, "cuDeviceGetAttribute")
+            self._optin = v
+        return self._optin
+
+    def set_max_dynamic_smem(self, nbytes: int) -> None:
+        """Raise the kernel's dynamic shared-memory limit (needed above 48 KiB)."""
+        limit = self._smem_optin() - self.attribute("shared_size_bytes")
+        if nbytes > limit:
+            raise LaunchError("smem_bytes", f"{nbytes} bytes of dynamic shared memory exceed this GPU's limit of "
+                                            f"{limit} (opt-in maximum minus the kernel's static shared memory)")
+        drv = _driver()
+        _check(drv.cuFuncSetAttribute(self.handle,
+                                      drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                      int(nbytes))[0], "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)")
+        self._max_dyn_smem = nbytes
+
+    def launcher(self, specs: Sequence[ParamSpec]) -> "Launcher":
+        key = tuple(specs)
+        ln = self._launchers.get(key)
+        if ln is None:
+            import torch  # noqa: PLC0415
+
+            ln = self._launchers[key] = Launcher(self, ArgPacker(key, torch.device("cuda", self.device_index)))
+        return ln
+
+    def _config(self, grid, block, smem, cluster):
+        key = (grid, block, smem, cluster)
+        cfg = self._configs.get(key)
+        if cfg is None:
+            drv = _driver()
+            cfg = drv.CUlaunchConfig()
+            cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = grid
+            cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = block
+            cfg.sharedMemBytes = smem
+            attr = drv.CUlaunchAttribute()
+            attr.id = drv.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+            attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = cluster
+            cfg.attrs = [attr]
+            cfg.numAttrs = 1
+            if cluster[0] * cluster[1] * cluster[2] > 8:
+                _check(drv.cuFuncSetAttribute(
+                    self.handle, drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1)[0],
+                    "cuFuncSetAttribute(NON_PORTABLE_CLUSTER_SIZE_ALLOWED)")
+            self._configs[key] = cfg
+        return cfg
+
+
+def _dim3(v, what) -> tuple:
+    if isinstance(v, int):
+        v = (v,)
+    try:
+        v = tuple(int(x) for x in v)
+    except (TypeError, ValueError):
+        raise LaunchError(what, f"must be an int or a tuple of up to 3 ints, got {v!r}") from None
+    if not 1 <= len(v) <= 3 or any(x < 1 for x in v):
+        raise LaunchError(what, f"must be 1-3 positive ints, got {v}")
+    return v + (1,) * (3 - len(v))
+
+
+class Launcher:
+    """A kernel bound to parameter specs; call it to launch."""
+
+    def __init__(self, kernel: Kernel, packer: ArgPacker):
+        self.kernel, self.packer = kernel, packer
+        self._dims: dict = {}
+
+    def _checked_dims(self, grid, block, cluster):
+        key = (grid, block, cluster)
+        d = self._dims.get(key)
+        if d is None:
+            g, b = _dim3(grid, "grid"), _dim3(block, "block")
+            if b[0] * b[1] * b[2] > 1024:
+                raise LaunchError("block", f"{b} has {b[0] * b[1] * b[2]} threads; a CTA has at most 1024")
+            c = None
+            if cluster is not None:
+                c = _dim3(cluster, "cluster")
+                if any(gi % ci for gi, ci in zip(g, c)):
+                    raise LaunchError("cluster", f"cluster dims {c} must divide the grid {g} in every dimension")
+                if c[0] * c[1] * c[2] > 16:
+                    raise LaunchError("cluster", f"{c} has {c[0] * c[1] * c[2]} CTAs; a cluster has at most 16")
+            d = self._dims[key] = (g, b, c)
+        return d
+
+    def __call__(self, grid, block, args, *, smem_bytes: int = 0, cluster=None, stream=None) -> None:
+        k = self.kernel
+        params = self.packer.pack(args)
+        g, b, c = self._checked_dims(grid, block, cluster)
+        if smem_bytes > k._max_dyn_smem:
+            k.set_max_dynamic_smem(smem_bytes)
+        if stream is None:
+            stream = k._stream(k.device_index)
+        elif not isinstance(stream, int):
+            stream = getattr(stream, "cuda_stream", stream)
+        drv = _driver()
+        if c is None:
+            (err,) = drv.cuLaunchKernel(k.handle, g[0], g[1], g[2], b[0], b[1], b[2], smem_bytes, stream, params, 0)
+        else:
+            cfg = k._config(g, b, smem_bytes, c)
+            cfg.hStream = stream
+            (err,) = drv.cuLaunchKernelEx(cfg, k.handle, params, 0)
+        if err != drv.CUresult.CUDA_SUCCESS:
+            if err == drv.CUresult.CUDA_ERROR_INVALID_CONTEXT:
+                ensure_context(k.device_index)
+                return self(grid, block, args, smem_bytes=smem_bytes, cluster=cluster, stream=stream)
+            _check(err, "cuLaunchKernelEx" if c else "cuLaunchKernel", f"kernel {k.name} grid {g} block {b}")
+
+
+def _infer_specs(args) -> tuple:
+    import torch  # noqa: PLC0415
+
+    specs = []
+    ctypes_dt = {ctypes.c_int32: "int32", ctypes.c_uint32: "uint32", ctypes.c_int64: "int64",
+                 ctypes.c_uint64: "uint64", ctypes.c_float: "float32", ctypes.c_double: "float64",
+                 ctypes.c_bool: "bool", ctypes.c_int8: "int8", ctypes.c_uint8: "uint8",
+                 ctypes.c_int16: "int16", ctypes.c_uint16: "uint16"}
+    for i, a in enumerate(args):
+        name = f"arg{i}"
+        if isinstance(a, torch.Tensor):
+            specs.append(ParamSpec(name, "tensor", align=1))
+        elif type(a) in ctypes_dt:
+            specs.append(ParamSpec(name, "scalar", ctypes_dt[type(a)]))
+        elif isinstance(a, (bytes, bytearray)) and len(a) == 128:
+            specs.append(ParamSpec(name, "tensormap", box=(1,)))
+        else:
+            raise LaunchError(name, f"cannot tell the C type of {type(a).__name__} {a!r} without specs; pass "
+                                    f"specs=[ParamSpec(...)] or a ctypes scalar such as ctypes.c_int32(5)")
+    return tuple(specs)
+
+
+def launch(kernel: Kernel, grid, block, args=(), *, specs: Sequence[ParamSpec] | None = None, cluster=None,
+           smem_bytes: int = 0, stream=None) -> None:
+    """Check ``args`` against ``specs`` and launch ``kernel`` on torch's current stream."""
+    args = list(args)
+    if specs is None:
+        specs = _infer_specs(args)
+        args = [a.value if isinstance(a, ctypes._SimpleCData) else a for a in args]
+    kernel.launcher(specs)(grid, block, args, smem_bytes=smem_bytes, cluster=cluster, stream=stream)
