@@ -10,3 +10,6 @@ lowering is local, to one CUDA C++ file with inline PTX.
     {'laneid': 5, 'm': 1}
 """
 __version__ = "0.1.0"
+from .ir import T  # noqa: E402  (authoring namespace; imports only layout / scope / ir)
+from .scope import Tx  # noqa: E402
+from .jit import jit  # noqa: E402

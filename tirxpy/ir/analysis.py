@@ -1,0 +1,216 @@
+"""Active-thread analysis: for every statement, which threads of a CTA run it.
+
+``annotate_active_threads(kernel)`` walks the kernel once; branches on thread ids
+(``T.warpgroup_id() == 1``, ``T.warp_id() < 2``, ``tid_in_wg // 32 == 0``, ...) narrow the
+set exactly; ``T.elect_one()`` narrows it to one thread; branches that do not depend on
+thread ids keep it (the condition is uniform across the CTA); branches mixing thread ids with
+run-time data give an upper bound (``exact=False``).
+
+    >>> from tirxpy import T, Tx
+    >>> from tirxpy.ir.analysis import annotate_active_threads
+    >>> from tirxpy.ir import IfThenElse
+    >>> k = T.parse_script('''
+    ... @T.prim_func
+    ... def k(A: T.Tensor((256,), "float32")):
+    ...     T.launch(grid=(1,), threads=256)
+    ...     if T.warpgroup_id() == 1:
+    ...         if T.elect_one():
+    ...             A[0] = T.float32(1.0)
+    ... ''')
+    >>> info = annotate_active_threads(k)
+    >>> outer = k.body.stmts[0]; inner = outer.then_body.stmts[0]; store = inner.then_body.stmts[0]
+    >>> info.layout(outer.then_body.stmts[0])
+    TileLayout(S[(4, 32) : (1@warpid, 1@laneid)] + 4@warpid)
+    >>> info.scope(store), info[store].describe()
+    (<Scope.THREAD: 0>, '1 thread (warp 4, lane 0)')
+"""
+from __future__ import annotations
+
+from tirxpy.scope import Scope, ThreadSet
+
+from . import expr as E
+from . import stmt as St
+from .errors import IRError
+
+
+class _Unknown(Exception):
+    pass
+
+
+class ActiveThreads:
+    """Map from statement to its :class:`~tirxpy.scope.ThreadSet` (and the branch that narrowed it)."""
+
+    def __init__(self, kernel):
+        self.kernel = kernel
+        self._sets: dict = {}
+        self._why: dict = {}
+
+    def _record(self, stmt, ts, why):
+        self._sets[id(stmt)] = (stmt, ts)
+        self._why[id(stmt)] = why
+
+    def __getitem__(self, stmt) -> ThreadSet:
+        ent = self._sets.get(id(stmt))
+        if ent is None or ent[0] is not stmt:
+            raise IRError(f"statement {stmt!r} is not part of kernel {self.kernel.name}")
+        return ent[1]
+
+    def get(self, stmt, default=None):
+        ent = self._sets.get(id(stmt))
+        return ent[1] if ent is not None and ent[0] is stmt else default
+
+    def scope(self, stmt) -> Scope:
+        """The widest scope whose units the statement's active set covers whole."""
+        return self[stmt].scope()
+
+    def layout(self, stmt):
+        """The active set as a layout over ``(warpid, laneid)`` (``None`` if irregular)."""
+        return self[stmt].layout()
+
+    def narrowed_by(self, stmt):
+        """The innermost branch condition that narrowed the active set (or ``None``)."""
+        return self._why.get(id(stmt))
+
+
+def active_threads(kernel, stmt) -> ThreadSet:
+    """The threads that run ``stmt`` in ``kernel``."""
+    return annotate_active_threads(kernel)[stmt]
+
+
+def annotate_active_threads(kernel) -> ActiveThreads:
+    """Compute the active set of every statement of ``kernel``."""
+    res = ActiveThreads(kernel)
+    n = kernel.launch.threads
+    if not isinstance(n, int) or not 1 <= n <= 1024:
+        raise IRError(f"cannot analyse threads: T.launch(threads={n}) is outside [1, 1024]")
+    _Walker(res).seq(kernel.body, ThreadSet.full(n), None, {})
+    return res
+
+
+_THREAD_FN = {
+    "lane_id": lambda t: t % 32, "warp_id": lambda t: t // 32, "warpgroup_id": lambda t: t // 128,
+    "warp_id_in_wg": lambda t: (t // 32) % 4, "thread_id": lambda t: t, "thread_id_in_wg": lambda t: t % 128,
+}
+
+
+def _deps(e, lets, acc):
+    """Collect dependency kinds of ``e``: 'thread', 'cta', 'data', 'elect'."""
+    if isinstance(e, E.ScopeId):
+        acc.add("thread" if e.is_thread_id else "cta")
+    elif isinstance(e, E.ElectOne):
+        acc.add("elect")
+    elif isinstance(e, E.Var):
+        if e in lets:
+            _deps(lets[e], lets, acc)
+        else:
+            acc.add("data")
+    elif isinstance(e, (E.BufferLoad, E.IntrinsicCall, E.AddressOf)):
+        acc.add("data")
+        for f, v in e.fields():
+            for x in (v if isinstance(v, tuple) else (v,)):
+                if isinstance(x, E.Expr):
+                    _deps(x, lets, acc)
+    else:
+        for f, v in e.fields():
+            for x in (v if isinstance(v, tuple) else (v,)):
+                if isinstance(x, E.Expr):
+                    _deps(x, lets, acc)
+    return acc
+
+
+def _eval(e, tid, lets):
+    if isinstance(e, (E.IntImm, E.BoolImm)):
+        return e.value
+    if isinstance(e, E.ScopeId):
+        if not e.is_thread_id:
+            raise _Unknown
+        return _THREAD_FN[e.kind](tid)
+    if isinstance(e, E.Var):
+        if e in lets:
+            return _eval(lets[e], tid, lets)
+        raise _Unknown
+    if isinstance(e, E.Not):
+        return not _eval(e.a, tid, lets)
+    if isinstance(e, E.Cast):
+        v = _eval(e.value, tid, lets)
+        return bool(v) if e.dtype.is_bool else (e.dtype.wrap(int(v)) if e.dtype.is_int else v)
+    if isinstance(e, E.Select):
+        return _eval(e.t, tid, lets) if _eval(e.cond, tid, lets) else _eval(e.f, tid, lets)
+    if isinstance(e, E.BinaryOp):
+        a, b = _eval(e.a, tid, lets), _eval(e.b, tid, lets)
+        fn = _BIN.get(type(e))
+        if fn is None:
+            raise _Unknown
+        return fn(a, b)
+    raise _Unknown
+
+
+_BIN = {
+    E.Add: lambda a, b: a + b, E.Sub: lambda a, b: a - b, E.Mul: lambda a, b: a * b,
+    E.FloorDiv: lambda a, b: a // b if b else 0, E.FloorMod: lambda a, b: a % b if b else 0,
+    E.Min: min, E.Max: max, E.Shl: lambda a, b: a << b, E.Shr: lambda a, b: a >> b,
+    E.BitAnd: lambda a, b: a & b, E.BitOr: lambda a, b: a | b, E.BitXor: lambda a, b: a ^ b,
+    E.EQ: lambda a, b: a == b, E.NE: lambda a, b: a != b, E.LT: lambda a, b: a < b, E.LE: lambda a, b: a <= b,
+    E.GT: lambda a, b: a > b, E.GE: lambda a, b: a >= b, E.And: lambda a, b: bool(a) and bool(b),
+    E.Or: lambda a, b: bool(a) or bool(b),
+}
+
+
+def _conjuncts(e):
+    if isinstance(e, E.And):
+        return _conjuncts(e.a) + _conjuncts(e.b)
+    return [e]
+
+
+def branch_sets(cond, cur: ThreadSet, lets) -> tuple:
+    """``(then_set, else_set)`` of a branch on ``cond`` entered by ``cur``."""
+    terms = _conjuncts(cond)
+    elect = [t for t in terms if isinstance(t, E.ElectOne)]
+    rest = [t for t in terms if not isinstance(t, E.ElectOne)]
+    deps = set()
+    for t in rest:
+        _deps(t, lets, deps)
+    if "elect" in deps:  # elect_one nested in or / not: only an upper bound
+        return cur.inexact(), cur.inexact()
+    if not rest:
+        then = cur
+    elif "thread" not in deps:
+        then = cur.narrow_ctas() if "cta" in deps else cur
+        if not elect:
+            return then, (cur.narrow_ctas() if "cta" in deps else cur)
+    elif deps & {"data", "cta"}:
+        return cur.inexact(), cur.inexact()
+    else:
+        then = cur.filter(lambda t: all(_eval(x, t, lets) for x in rest))
+    if elect:
+        one = then.elect_one()
+        return one, cur.minus(one) if cur.exact else cur
+    return then, cur.minus(then)
+
+
+class _Walker:
+    def __init__(self, res: ActiveThreads):
+        self.res = res
+
+    def seq(self, seq, cur, why, lets):
+        self.res._record(seq, cur, why)
+        lets = dict(lets)
+        for s in seq.stmts:
+            self.stmt(s, cur, why, lets)
+
+    def stmt(self, s, cur, why, lets):
+        self.res._record(s, cur, why)
+        if isinstance(s, St.LetStmt):
+            lets[s.var] = s.value
+        elif isinstance(s, St.IfThenElse):
+            then, other = branch_sets(s.cond, cur, lets)
+            self.seq(s.then_body, then, s, lets)
+            if s.else_body is not None:
+                self.seq(s.else_body, other, s, lets)
+        elif isinstance(s, St.For):
+            self.seq(s.body, cur, why, lets)
+        elif isinstance(s, St.While):
+            deps = _deps(s.cond, lets, set())
+            self.seq(s.body, cur.inexact() if deps & {"thread", "elect"} else cur, why, lets)
+        elif isinstance(s, St.SeqStmt):
+            self.seq(s, cur, why, lets)

@@ -1,0 +1,288 @@
+"""Tensors with a storage scope and a layout, and views (regions) of them.
+
+A :class:`Buffer` has a name, a static shape, a dtype, a storage scope (``global``,
+``shared``, ``shared::cluster``, ``local`` (registers), ``tmem``) and a layout of its logical
+shape (default: row-major on ``m``). Indexing reads elements or takes views:
+
+    >>> from tirxpy.ir import Buffer, Var
+    >>> A = Buffer("A", (256, 128), "bfloat16")
+    >>> A.layout
+    TileLayout(S[(256, 128) : (128@m, 1@m)])
+    >>> A[3, 4]
+    A[3, 4]
+    >>> v = A[64:128, 32:96]
+    >>> v.shape, v.layout
+    ((64, 64), TileLayout(S[(64, 64) : (128@m, 1@m)] + 8224@m))
+    >>> m0 = Var("m0")
+    >>> w = A[m0:m0 + 64, 0:64]
+    >>> w.layout, w.offset
+    (TileLayout(S[(64, 64) : (128@m, 1@m)]), {'m': m0 * 128})
+    >>> smem = Buffer("smem", (3, 128, 64), "float16", "shared")
+    >>> smem[Var("stage")].shape
+    (128, 64)
+"""
+from __future__ import annotations
+
+import operator
+from math import prod
+
+from tirxpy.layout import Iter, Layout, LayoutError, TileLayout
+
+from .dtype import DataType
+from .errors import IRError
+from .expr import Expr, IntImm
+from .node import Node
+
+STORAGE_SCOPES = ("global", "shared", "shared::cluster", "local", "tmem")
+_STORAGE_ALIASES = {
+    "register": "local", "registers": "local", "reg": "local", "tensor_memory": "tmem", "shared::cta": "shared",
+    "smem": "shared", "gmem": "global",
+}
+
+
+def check_storage(storage) -> str:
+    """Canonical storage scope name (``"registers"`` -> ``"local"``)."""
+    s = _STORAGE_ALIASES.get(storage, storage)
+    if s not in STORAGE_SCOPES:
+        raise IRError(f"unknown storage scope {storage!r}; use one of {', '.join(STORAGE_SCOPES)}")
+    return s
+
+
+def _check_shape(shape) -> tuple:
+    if isinstance(shape, int) and not isinstance(shape, bool):
+        shape = (shape,)
+    if not isinstance(shape, (tuple, list)) or not shape:
+        raise IRError(f"a tensor shape is a non-empty tuple of positive ints, got {shape!r}",
+                      hint="write e.g. (128, 64)")
+    out = []
+    for n in shape:
+        try:
+            n = operator.index(n)
+        except TypeError:
+            raise IRError(f"tensor shape {tuple(shape)} has the non-static extent {n!r}",
+                          hint="tensor shapes are compile-time ints; specialize the kernel on them with @tirxpy.jit") from None
+        if n < 1:
+            raise IRError(f"tensor shape {tuple(shape)} has extent {n}; extents must be >= 1")
+        out.append(n)
+    return tuple(out)
+
+
+def default_layout(shape, dtype, storage) -> Layout:
+    """Row-major on ``m``; for ``tmem`` a (lanes, columns) tile on ``TLane`` / ``TCol`` (32-bit types)."""
+    if storage == "tmem":
+        dt = DataType.get(dtype)
+        if len(shape) != 2 or shape[0] > 128 or dt.bits != 32:
+            raise IRError(
+                f"tensor memory of shape {shape} and dtype {dt} has no default layout",
+                hint="give layout=TileLayout(S[(rows, cols) : (1@TLane, 1@TCol)]) (rows <= 128; pack sub-32-bit types per column)",
+            )
+        return TileLayout.from_iters([Iter(shape[0], 1, "TLane"), Iter(shape[1], 1, "TCol")])
+    strides, acc = [], 1
+    for n in reversed(shape):
+        strides.append(acc)
+        acc *= n
+    return TileLayout.from_iters([Iter(n, s, "m") for n, s in zip(shape, reversed(strides))])
+
+
+class Buffer(Node):
+    """A tensor: ``Buffer(name, shape, dtype, storage="global", layout=None)``."""
+
+    _fields = ("name", "shape", "dtype", "storage", "layout")
+
+    def __init__(self, name: str, shape, dtype, storage: str = "global", layout=None, span=None):
+        super().__init__(span)
+        if not isinstance(name, str) or not name.isidentifier():
+            raise IRError(f"a tensor name must be a Python identifier, got {name!r}")
+        self.name = name
+        self.shape = _check_shape(shape)
+        self.dtype = DataType.get(dtype)
+        self.storage = check_storage(storage)
+        if layout is None:
+            layout = default_layout(self.shape, self.dtype, self.storage)
+        elif not isinstance(layout, Layout):
+            raise IRError(f"layout= takes a TileLayout or ComposeLayout, got {layout!r}",
+                          hint="build one with TileLayout(S[extents : strides]) from tirxpy.layout")
+        if layout.size() != prod(self.shape):
+            raise IRError(
+                f"layout {layout!r} has {layout.size()} elements but tensor {name} has shape {self.shape} "
+                f"({prod(self.shape)} elements)",
+                hint="give a layout whose extents multiply to the tensor's element count",
+            )
+        self.layout = layout
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def __getitem__(self, key):
+        from . import ops
+        from .expr import BufferLoad
+
+        if not isinstance(key, tuple):
+            key = (key,)
+        if len(key) > self.ndim:
+            raise IRError(f"{self.name} has {self.ndim} dimension(s) {self.shape} but is indexed with {len(key)}",
+                          hint=f"give at most {self.ndim} indices")
+        if len(key) == self.ndim and not any(isinstance(k, slice) for k in key):
+            idx = tuple(self._index(k, d) for d, k in enumerate(key))
+            return BufferLoad(self, idx)
+        starts, extents, squeeze = [], [], []
+        for d in range(self.ndim):
+            n = self.shape[d]
+            k = key[d] if d < len(key) else slice(None)
+            if isinstance(k, slice):
+                if k.step is not None:
+                    raise IRError(f"dimension {d} of {self.name}: strided slices are not supported",
+                                  hint="slice a contiguous range A[a:b] and give the stride in a layout")
+                lo = self._index(0 if k.start is None else k.start, d, bound=False)
+                hi = n if k.stop is None else k.stop
+                ext = ops.sub(hi, lo)
+                if not isinstance(ext, IntImm):
+                    raise IRError(
+                        f"dimension {d} of {self.name}: the slice extent `{ext}` is not a compile-time constant",
+                        hint="write the stop as start + constant, e.g. A[m0:m0 + 128]",
+                    )
+                e = ext.value
+                if e < 1 or (isinstance(lo, IntImm) and lo.value + e > n):
+                    raise IRError(f"dimension {d} of {self.name}: slice [{lo}, {lo} + {e}) is empty or outside [0, {n})")
+                starts.append(lo)
+                extents.append(e)
+                squeeze.append(False)
+            else:
+                starts.append(self._index(k, d))
+                extents.append(1)
+                squeeze.append(True)
+        return BufferRegion(self, starts, extents, squeeze)
+
+    def _index(self, k, d, bound=True):
+        from . import ops
+
+        if isinstance(k, Buffer) or isinstance(k, BufferRegion):
+            raise IRError(f"index {d} of {self.name} is a tensor; index with an integer expression, e.g. {k.name}[i]" if isinstance(k, Buffer) else f"index {d} of {self.name} is a tensor view")
+        e = ops.const(k) if not isinstance(k, Expr) else k
+        if e.dtype is None or not e.dtype.is_int:
+            raise IRError(f"index {d} of {self.name} has dtype {e.dtype}; indices are integers",
+                          hint="cast it with T.int32(x)")
+        if bound and isinstance(e, IntImm) and not 0 <= e.value < self.shape[d]:
+            raise IRError(f"index {e.value} is out of range [0, {self.shape[d]}) in dimension {d} of {self.name}")
+        return e
+
+    def __setitem__(self, key, value):
+        raise IRError(f"stores to {self.name} are written in a @T.prim_func body: `{self.name}[i] = value`")
+
+    def full(self) -> "BufferRegion":
+        """The whole tensor as a region."""
+        return BufferRegion(self, [IntImm(0)] * self.ndim, self.shape, [False] * self.ndim)
+
+    def bytes(self) -> int:
+        """Storage footprint in bytes: the highest ``m`` slot the layout touches, plus one."""
+        return -(-footprint(self.layout) * self.dtype.bits // 8)
+
+
+def footprint(layout, axis="m") -> int:
+    """Number of slots on ``axis`` a layout reaches (max coordinate + 1)."""
+    names, t = layout.owner_table()
+    if axis not in names:
+        return 1
+    return int(t[:, :, names.index(axis)].max()) + 1
+
+
+class BufferRegion(Node):
+    """A view ``A[m0:m0 + 128, k0:k0 + 64]`` or ``smem[stage]``.
+
+    ``starts`` are (possibly symbolic) index expressions, ``extents`` static ints, and
+    ``squeeze[d]`` is True where dimension ``d`` was indexed by a scalar (it is dropped from
+    :attr:`shape`). :attr:`layout` is the sliced layout; when some starts are symbolic the
+    layout is sliced at 0 there and :attr:`offset` holds the symbolic part, ``{axis: Expr}``
+    (for a swizzled layout, in the coordinate before the swizzle).
+    """
+
+    _fields = ("buffer", "starts", "extents", "squeeze")
+
+    def __init__(self, buffer: Buffer, starts, extents, squeeze=None, span=None):
+        super().__init__(span)
+        from . import ops
+
+        self.buffer = buffer
+        self.starts = tuple(ops.const(s) if not isinstance(s, Expr) else s for s in starts)
+        self.extents = tuple(int(e) for e in extents)
+        self.squeeze = tuple(bool(s) for s in (squeeze or [False] * len(self.extents)))
+        if not (len(self.starts) == len(self.extents) == len(self.squeeze) == buffer.ndim):
+            raise IRError(f"a region of {buffer.name} needs one start and extent per dimension ({buffer.ndim})")
+        self._layout = None
+
+    @property
+    def name(self) -> str:
+        return self.buffer.name
+
+    @property
+    def dtype(self) -> DataType:
+        return self.buffer.dtype
+
+    @property
+    def storage(self) -> str:
+        return self.buffer.storage
+
+    @property
+    def shape(self) -> tuple:
+        return tuple(e for e, s in zip(self.extents, self.squeeze) if not s)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def _compute(self):
+        if self._layout is None:
+            from .sym import from_sympy, to_sympy, SymTable
+
+            table = SymTable()
+            static = [s.value if isinstance(s, IntImm) else 0 for s in self.starts]
+            lay = slice_layout(self.buffer.layout, [(a, a + e) for a, e in zip(static, self.extents)], self.buffer.shape)
+            offset = {}
+            if any(not isinstance(s, IntImm) for s in self.starts):
+                base = _tile_part(self.buffer.layout)
+                sym = [to_sympy(s, table)[0] for s in self.starts]
+                hi = base.apply(*sym, shape=self.buffer.shape)
+                lo = base.apply(*static, shape=self.buffer.shape)
+                for ax in hi:
+                    d = hi[ax] - lo.get(ax, 0)
+                    if d != 0:
+                        offset[ax] = from_sympy(d, table)
+            self._layout = (lay, offset)
+        return self._layout
+
+    @property
+    def layout(self) -> Layout:
+        """The layout of the view (over its full rank, squeezed dimensions of extent 1 included)."""
+        return self._compute()[0]
+
+    @property
+    def offset(self) -> dict:
+        """Symbolic offset per axis added to :attr:`layout` (empty when every start is an int)."""
+        return dict(self._compute()[1])
+
+
+def _tile_part(layout):
+    from tirxpy.layout import ComposeLayout
+
+    return layout.tile if isinstance(layout, ComposeLayout) else layout
+
+
+def slice_layout(layout, region, shape):
+    """Layout of ``region`` (``[(start, stop)]``) of a tile of ``shape``: the layout library's
+    slice when available, else the row-major fallback."""
+    fn = getattr(layout, "slice", None)
+    if fn is not None:
+        try:
+            return fn(tuple(region), shape)
+        except LayoutError as e:
+            raise IRError(f"cannot view {region} of a tile {tuple(shape)} with layout {layout!r}: {e}") from None
+    if isinstance(layout, TileLayout) and layout.identical(default_layout(tuple(shape), "float32", "global")):
+        strides, acc = [], 1
+        for n in reversed(shape):
+            strides.append(acc)
+            acc *= n
+        strides.reverse()
+        off = sum(a * s for (a, _), s in zip(region, strides))
+        return TileLayout.from_iters([Iter(b - a, s, "m") for (a, b), s in zip(region, strides)], (), {"m": off})
+    raise IRError(f"views of non-row-major layouts need tirxpy.layout slice support (layout {layout!r})")

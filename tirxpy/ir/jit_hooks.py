@@ -1,0 +1,24 @@
+"""Entry points of the T namespace that live in the parser (kept apart to avoid import cycles)."""
+from __future__ import annotations
+
+
+def prim_func(fn=None, *, verify: bool = True):
+    """Decorator: parse the function's source into a :class:`~tirxpy.ir.kernel.Kernel`.
+
+    ``@T.prim_func`` or ``@T.prim_func(verify=False)`` (skip the verifier).
+    """
+    from .parser import parse_function
+
+    if fn is None:
+        return lambda f: parse_function(f, verify=verify)
+    return parse_function(fn, verify=verify)
+
+
+def parse_script(text: str, env: dict | None = None, verify: bool = True):
+    """Parse tirxpy script text (as ``print(kernel)`` shows it) back into a Kernel.
+
+    ``env`` adds names (e.g. custom layouts) to the script's namespace.
+    """
+    from .parser import parse_text
+
+    return parse_text(text, env=env, verify=verify)

@@ -1,0 +1,699 @@
+"""``@T.prim_func``: parse a Python function's source (``ast``) into a Kernel.
+
+Python values from the closure and globals are compile-time constants. Python-level ``if``
+on constants, ``for`` over Python iterables (``range(4)``, lists) and ``while`` on constants
+run at parse time (meta-programming); ``for i in T.serial(n)`` / ``T.unroll(n)``, ``if`` /
+``while`` on device values, ``x = <device expr>``, ``A[i] = v``, ``Tx.<scope>.<op>(...)`` and
+intrinsic calls become IR. Rebinding a device name makes a new variable (SSA), except across
+a device ``for`` / ``if`` / ``while`` boundary, where it is an error (use a local buffer).
+"""
+from __future__ import annotations
+
+import ast
+import builtins
+import contextvars
+import difflib
+import inspect
+import itertools
+import linecache
+import operator
+import textwrap
+
+from tirxpy.layout import LayoutError
+from tirxpy.scope import PrimitiveMarker, Scope
+
+from . import ops
+from . import script as Tmod
+from .buffer import Buffer, BufferRegion
+from .dtype import DataType
+from .errors import IRError, ParseError, Span, TirxError, at_span
+from .expr import Expr, Var
+from .kernel import Kernel, LaunchConfig
+from .stmt import (Allocate, BufferStore, Evaluate, For, IfThenElse, LetStmt, PrimitiveCall, SeqStmt, Stmt,
+                   While)
+
+_in_parse: contextvars.ContextVar = contextvars.ContextVar("tirxpy_in_parse", default=False)
+_script_counter = itertools.count()
+_META_WHILE_LIMIT = 100_000
+
+
+def in_parse() -> bool:
+    return _in_parse.get()
+
+
+_BINOPS = {
+    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.LShift: operator.lshift,
+    ast.RShift: operator.rshift, ast.BitAnd: operator.and_, ast.BitOr: operator.or_, ast.BitXor: operator.xor,
+    ast.MatMult: operator.matmul, ast.Pow: operator.pow,
+}
+_CMPOPS = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
+_PYCMP = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt,
+          ">=": operator.ge}
+
+
+def _is_ir(v) -> bool:
+    return isinstance(v, (Expr, Buffer, BufferRegion))
+
+
+class _Block:
+    """One lexical block of bindings. ``device`` blocks are bodies of IR for / if / while."""
+
+    def __init__(self, device: bool):
+        self.device = device
+        self.names: dict = {}
+
+
+class Parser:
+    def __init__(self, file: str, line_offset: int, col_offset: int, closure: dict, globals_: dict):
+        self.file = file
+        self.line_offset = line_offset
+        self.col_offset = col_offset
+        self.closure = closure
+        self.globals = globals_
+        self.blocks: list[_Block] = []
+        self.launch: LaunchConfig | None = None
+        self.emitted = False
+
+    # ---------------------------------------------------------------- spans / errors
+    def span(self, node) -> Span:
+        line = getattr(node, "lineno", 1) + self.line_offset
+        col = getattr(node, "col_offset", 0) + self.col_offset
+        end = getattr(node, "end_col_offset", None)
+        if end is not None and getattr(node, "end_lineno", None) == getattr(node, "lineno", None):
+            end += self.col_offset
+        else:
+            end = None
+        return Span(self.file, line, col, end)
+
+    def error(self, node, msg, hint=None):
+        return ParseError(msg, self.span(node), hint)
+
+    # ---------------------------------------------------------------- names
+    def lookup(self, name, node):
+        for b in reversed(self.blocks):
+            if name in b.names:
+                return b.names[name]
+        if name in self.closure:
+            return self.closure[name]
+        if name in self.globals:
+            return self.globals[name]
+        if hasattr(builtins, name):
+            return getattr(builtins, name)
+        known = [n for b in self.blocks for n in b.names] + list(self.closure) + list(self.globals)
+        close = difflib.get_close_matches(name, known, n=3)
+        hint = (f"did you mean {', '.join(close)}?" if close else
+                "define it before use (in the kernel, or as a Python constant around the @T.prim_func)")
+        raise self.error(node, f"name {name!r} is not defined", hint)
+
+    def bind(self, name, value, node):
+        cur = self.blocks[-1]
+        crossed = False
+        for b in reversed(self.blocks):
+            if name in b.names:
+                if crossed and (_is_ir(b.names[name]) or _is_ir(value)):
+                    raise self.error(
+                        node, f"{name!r} is bound outside this device loop / branch and cannot be reassigned inside it",
+                        f"device variables are immutable; for a value updated in a loop use a local buffer: "
+                        f"{name} = T.alloc_local((1,), \"int32\") before the loop, then {name}[0] = ... and read {name}[0]",
+                    )
+                break
+            if b.device:
+                crossed = True
+        cur.names[name] = value
+
+    # ---------------------------------------------------------------- statements
+    def visit_body(self, stmts, device: bool) -> SeqStmt:
+        self.blocks.append(_Block(device))
+        try:
+            out: list = []
+            for s in stmts:
+                self.visit_stmt(s, out)
+            return SeqStmt(out)
+        finally:
+            self.blocks.pop()
+
+    def visit_inline(self, stmts, out):
+        for s in stmts:
+            self.visit_stmt(s, out)
+
+    def visit_stmt(self, node, out: list):
+        with at_span(self.span(node)):
+            try:
+                fn = getattr(self, "stmt_" + type(node).__name__, None)
+                if fn is None:
+                    raise self.error(node, f"`{type(node).__name__}` statements are not supported in a kernel body",
+                                     _UNSUPPORTED.get(type(node).__name__, "write plain assignments, for / if / while, calls"))
+                n0 = len(out)
+                fn(node, out)
+                if len(out) > n0:
+                    self.emitted = True
+            except ParseError:
+                raise
+            except TirxError as e:
+                raise ParseError(getattr(e, "msg", str(e)), getattr(e, "span", None) or self.span(node),
+                                 getattr(e, "hint", None)) from None
+            except LayoutError as e:
+                raise ParseError(f"layout error: {e}", self.span(node)) from None
+
+    def stmt_Pass(self, node, out):
+        pass
+
+    def stmt_Expr(self, node, out):
+        v = self.eval(node.value, stmt=True)
+        if isinstance(v, Stmt):
+            out.append(v)
+        elif isinstance(v, Tmod.LaunchRequest):
+            self.set_launch(v, node)
+        elif isinstance(v, Expr):
+            out.append(Evaluate(v))
+        elif isinstance(v, Tmod.AllocRequest):
+            raise self.error(node, "an allocation must be assigned to a name", "write: buf = T.alloc_shared(...)")
+        elif isinstance(v, (Buffer, BufferRegion)):
+            raise self.error(node, "a tensor expression on its own does nothing",
+                             "pass it to a primitive, e.g. Tx.copy(dst, src)")
+
+    def set_launch(self, req, node):
+        if self.launch is not None:
+            raise self.error(node, "T.launch(...) appears twice", "keep one T.launch(...) at the top of the kernel")
+        if self.emitted or len(self.blocks) != 1:
+            raise self.error(node, "T.launch(...) must be the first statement of the kernel body",
+                             "move T.launch(grid=..., threads=...) to the top of the kernel")
+        self.launch = LaunchConfig(**req.kw)
+
+    def stmt_Assign(self, node, out):
+        if len(node.targets) != 1:
+            raise self.error(node, "chained assignment a = b = ... is not supported", "assign each name separately")
+        value = self.eval(node.value)
+        self.assign(node.targets[0], value, out, node)
+
+    def stmt_AnnAssign(self, node, out):
+        if node.value is None:
+            raise self.error(node, "a bare annotation declares nothing", "write name: T.int32 = value")
+        if not isinstance(node.target, ast.Name):
+            raise self.error(node, "annotated assignment needs a plain name on the left")
+        ann = self.eval(node.annotation)
+        try:
+            dt = DataType.get(ann)
+        except TirxError:
+            raise self.error(node.annotation, f"annotation {ann!r} is not a scalar type",
+                             "annotate scalars with T.int32, T.float32, ...") from None
+        value = self.eval(node.value)
+        if not isinstance(value, Expr):
+            value = ops.const(value, dt)
+        if value.dtype != dt:
+            raise self.error(node, f"{node.target.id}: annotated {dt} but the value is {value.dtype}",
+                             f"cast the value: T.cast(value, \"{dt}\")")
+        self.let(node.target.id, value, out, node)
+
+    def stmt_AugAssign(self, node, out):
+        op = _BINOPS.get(type(node.op))
+        if isinstance(node.target, ast.Name):
+            cur = self.lookup(node.target.id, node.target)
+            self.assign(node.target, self.apply_binop(op, cur, self.eval(node.value), node), out, node)
+        elif isinstance(node.target, ast.Subscript):
+            cur = self.eval(node.target)
+            self.assign(node.target, self.apply_binop(op, cur, self.eval(node.value), node), out, node)
+        else:
+            raise self.error(node, "augmented assignment needs a name or a buffer element on the left")
+
+    def let(self, name, value, out, node):
+        var = Var(name, value.dtype, span=self.span(node))
+        out.append(LetStmt(var, value, span=self.span(node)))
+        self.bind(name, var, node)
+
+    def assign(self, target, value, out, node):
+        if isinstance(target, ast.Name):
+            name = target.id
+            if isinstance(value, Tmod.AllocRequest):
+                buf = Buffer(name, value.shape, value.dtype, value.storage, value.layout, span=self.span(node))
+                out.append(Allocate(buf, span=self.span(node)))
+                self.bind(name, buf, node)
+            elif isinstance(value, Expr):
+                if value.dtype is None:
+                    raise self.error(node, f"{name}: this intrinsic returns nothing, so it has no value",
+                                     "call it as a statement on its own line")
+                self.let(name, value, out, node)
+            else:
+                self.bind(name, value, node)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            try:
+                vals = list(value)
+            except TypeError:
+                raise self.error(node, f"cannot unpack {value!r}") from None
+            if len(vals) != len(target.elts):
+                raise self.error(node, f"cannot unpack {len(vals)} values into {len(target.elts)} names")
+            for t, v in zip(target.elts, vals):
+                self.assign(t, v, out, node)
+        elif isinstance(target, ast.Subscript):
+            obj = self.eval(target.value)
+            key = self.eval_slice(target.slice)
+            if not isinstance(obj, Buffer):
+                if _is_ir(value):
+                    raise self.error(node, f"cannot store into {type(obj).__name__}",
+                                     "stores go to tensors: A[i, j] = value")
+                obj[key] = value
+                return
+            self.store(obj, key, value, node, out)
+        else:
+            raise self.error(node, f"cannot assign to `{ast.unparse(target)}`",
+                             "assign to a name (x = ...) or a tensor element (A[i] = ...)")
+
+    def store(self, buf, key, value, node, out):
+        if not isinstance(key, tuple):
+            key = (key,)
+        if len(key) != buf.ndim or any(isinstance(k, slice) for k in key):
+            raise self.error(node, f"A store writes one element of {buf.name} {buf.shape}: give {buf.ndim} indices",
+                             "to fill a region use a primitive: Tx.fill(A[a:b], value) or Tx.copy(dst, src)")
+        load = buf[key]
+        if isinstance(value, Tmod.AllocRequest) or not (isinstance(value, Expr) or isinstance(value, (bool, int, float))):
+            raise self.error(node, f"cannot store {value!r} into {buf.name}")
+        if not isinstance(value, Expr):
+            value = ops.const(value, buf.dtype)
+        if value.dtype != buf.dtype:
+            raise self.error(node, f"cannot store a {value.dtype} value into {buf.name} ({buf.dtype})",
+                             f"cast it: {buf.name}[...] = T.cast(value, \"{buf.dtype}\")")
+        out.append(BufferStore(buf, load.indices, value, span=self.span(node)))
+
+    def stmt_For(self, node, out):
+        if node.orelse:
+            raise self.error(node, "for ... else is not supported in a kernel")
+        it = self.eval(node.iter)
+        if isinstance(it, Tmod.LoopRange):
+            if not isinstance(node.target, ast.Name):
+                raise self.error(node.target, "a device loop binds one name", "write: for i in T.serial(n):")
+            start, stop = ops.const(it.start), ops.const(it.stop)
+            if not (start.dtype.is_int and stop.dtype.is_int):
+                raise self.error(node.iter, f"loop bounds must be integers, got {start.dtype} and {stop.dtype}")
+            start, stop = ops._pair(start, stop, "loop bounds")
+            var = Var(node.target.id, start.dtype, span=self.span(node.target))
+            self.blocks.append(_Block(True))
+            self.blocks[-1].names[node.target.id] = var
+            try:
+                body = []
+                for s in node.body:
+                    self.visit_stmt(s, body)
+            finally:
+                self.blocks.pop()
+            out.append(For(var, start, stop, it.kind, body, span=self.span(node)))
+            return
+        if _is_ir(it):
+            raise self.error(node.iter, "cannot loop over a device value at parse time",
+                             "write: for i in T.serial(n):")
+        try:
+            items = iter(it)
+        except TypeError:
+            raise self.error(node.iter, f"cannot iterate over {it!r}", "write: for i in T.serial(n): (device loop) "
+                             "or for i in range(4): (unrolled at parse time)") from None
+        for v in items:
+            self.assign(node.target, v, out, node)
+            self.visit_inline(node.body, out)
+
+    def cond_value(self, node):
+        c = self.eval(node)
+        if isinstance(c, Expr):
+            if c.dtype is None or not c.dtype.is_bool:
+                raise self.error(node, f"the condition `{c}` has dtype {c.dtype}, not bool",
+                                 f"compare explicitly, e.g. `{ast.unparse(node)} != 0`")
+            return c
+        if isinstance(c, (Buffer, BufferRegion)):
+            raise self.error(node, "a tensor is not a condition", "compare an element: if A[i] > 0:")
+        return bool(c)
+
+    def stmt_If(self, node, out):
+        c = self.cond_value(node.test)
+        if isinstance(c, bool):
+            self.visit_inline(node.body if c else node.orelse, out)
+            return
+        then = self.visit_body(node.body, True)
+        other = self.visit_body(node.orelse, True) if node.orelse else None
+        out.append(IfThenElse(c, then, other, span=self.span(node)))
+
+    def stmt_While(self, node, out):
+        if node.orelse:
+            raise self.error(node, "while ... else is not supported in a kernel")
+        c = self.cond_value(node.test)
+        if isinstance(c, bool):
+            n = 0
+            while c:
+                self.visit_inline(node.body, out)
+                n += 1
+                if n > _META_WHILE_LIMIT:
+                    raise self.error(node, "this parse-time while loop runs forever (more than 100000 iterations)",
+                                     "make the condition a device value, or use T.serial")
+                c = self.cond_value(node.test)
+                if not isinstance(c, bool):
+                    raise self.error(node.test, "the while condition changed from a Python value to a device value")
+            return
+        out.append(While(c, self.visit_body(node.body, True), span=self.span(node)))
+
+    def stmt_Assert(self, node, out):
+        c = self.eval(node.test)
+        if _is_ir(c):
+            raise self.error(node, "assert checks Python values at parse time; this condition is a device value",
+                             "branch on it with if, or check it on the host")
+        if not c:
+            msg = self.eval(node.msg) if node.msg is not None else f"assertion failed: {ast.unparse(node.test)}"
+            raise self.error(node, str(msg))
+
+    # ---------------------------------------------------------------- expressions
+    def eval(self, node, stmt: bool = False):
+        with at_span(self.span(node)):
+            fn = getattr(self, "expr_" + type(node).__name__, None)
+            if fn is None:
+                return self.py_eval(node)
+            if isinstance(node, ast.Call):
+                return fn(node, stmt)
+            return fn(node)
+
+    def py_eval(self, node):
+        env = dict(vars(builtins))
+        env.update(self.globals)
+        env.update(self.closure)
+        for b in self.blocks:
+            env.update(b.names)
+        try:
+            code = compile(ast.fix_missing_locations(ast.Expression(node)), self.file, "eval")
+            return eval(code, env)
+        except TirxError:
+            raise
+        except Exception as e:
+            raise self.error(node, f"evaluating `{ast.unparse(node)}` failed: {type(e).__name__}: {e}") from None
+
+    def expr_Constant(self, node):
+        return node.value
+
+    def expr_Name(self, node):
+        return self.lookup(node.id, node)
+
+    def expr_Attribute(self, node):
+        obj = self.eval(node.value)
+        try:
+            return getattr(obj, node.attr)
+        except TirxError:
+            raise
+        except AttributeError:
+            what = "T" if obj is Tmod.T else type(obj).__name__
+            raise self.error(node, f"{what} has no attribute {node.attr!r}") from None
+
+    def apply_binop(self, op, a, b, node):
+        try:
+            return op(a, b)
+        except TirxError:
+            raise
+        except TypeError as e:
+            raise self.error(node, f"unsupported operation: {e}",
+                             "device arithmetic supports + - * / // % << >> & | ^ and T.min / T.max") from None
+
+    def expr_BinOp(self, node):
+        return self.apply_binop(_BINOPS[type(node.op)], self.eval(node.left), self.eval(node.right), node)
+
+    def expr_UnaryOp(self, node):
+        v = self.eval(node.operand)
+        if isinstance(node.op, ast.Not):
+            return ops.logical_not(v) if isinstance(v, Expr) else (not v)
+        if isinstance(node.op, ast.USub):
+            return -v
+        if isinstance(node.op, ast.UAdd):
+            return +v
+        return ~v
+
+    def expr_BoolOp(self, node):
+        is_and = isinstance(node.op, ast.And)
+        acc = self.eval(node.values[0])
+        for vnode in node.values[1:]:
+            if not isinstance(acc, Expr):
+                if (not acc) if is_and else acc:
+                    return acc
+                acc = self.eval(vnode)
+                continue
+            v = self.eval(vnode)
+            acc = ops.logical_and(acc, v) if is_and else ops.logical_or(acc, v)
+        return acc
+
+    def expr_Compare(self, node):
+        left = self.eval(node.left)
+        result = True
+        for op, rnode in zip(node.ops, node.comparators):
+            right = self.eval(rnode)
+            sym = _CMPOPS.get(type(op))
+            if sym is None:
+                if _is_ir(left) or _is_ir(right):
+                    raise self.error(node, f"`{type(op).__name__}` does not apply to device values",
+                                     "use ==, !=, <, <=, >, >=")
+                r = {ast.Is: operator.is_, ast.IsNot: operator.is_not, ast.In: lambda a, b: a in b,
+                     ast.NotIn: lambda a, b: a not in b}[type(op)](left, right)
+            elif isinstance(left, Expr) or isinstance(right, Expr):
+                r = ops.compare(sym, left, right)
+            else:
+                r = _PYCMP[sym](left, right)
+            if isinstance(result, Expr) or isinstance(r, Expr):
+                result = ops.logical_and(result, r)
+            elif not r:
+                return False
+            left = right
+        return result
+
+    def expr_IfExp(self, node):
+        c = self.cond_value(node.test)
+        if isinstance(c, bool):
+            return self.eval(node.body if c else node.orelse)
+        return ops.select(c, self.eval(node.body), self.eval(node.orelse))
+
+    def expr_Tuple(self, node):
+        return tuple(self._elts(node.elts))
+
+    def expr_List(self, node):
+        return list(self._elts(node.elts))
+
+    def _elts(self, elts):
+        out = []
+        for e in elts:
+            if isinstance(e, ast.Starred):
+                out.extend(self.eval(e.value))
+            else:
+                out.append(self.eval(e))
+        return out
+
+    def expr_Dict(self, node):
+        out = {}
+        for k, v in zip(node.keys, node.values):
+            if k is None:
+                out.update(self.eval(v))
+            else:
+                out[self.eval(k)] = self.eval(v)
+        return out
+
+    def eval_slice(self, node):
+        if isinstance(node, ast.Slice):
+            return slice(*(None if p is None else self.eval(p) for p in (node.lower, node.upper, node.step)))
+        if isinstance(node, ast.Tuple):
+            return tuple(self.eval_slice(e) for e in node.elts)
+        return self.eval(node)
+
+    def expr_Subscript(self, node):
+        obj = self.eval(node.value)
+        key = self.eval_slice(node.slice)
+        try:
+            return obj[key]
+        except TirxError:
+            raise
+        except (TypeError, IndexError, KeyError) as e:
+            raise self.error(node, f"cannot index {obj!r} with {key!r}: {e}") from None
+
+    def expr_Call(self, node, stmt=False):
+        fn = self.eval(node.func)
+        args = []
+        for a in node.args:
+            if isinstance(a, ast.Starred):
+                args.extend(self.eval(a.value))
+            else:
+                args.append(self.eval(a))
+        kwargs = {}
+        for kw in node.keywords:
+            if kw.arg is None:
+                kwargs.update(self.eval(kw.value))
+            else:
+                kwargs[kw.arg] = self.eval(kw.value)
+        if isinstance(fn, PrimitiveMarker):
+            if not stmt:
+                raise self.error(node, f"{fn!r}(...) is a statement and has no value",
+                                 "write the primitive call on its own line")
+            return self.primitive(fn, args, kwargs, node)
+        name = getattr(fn, "__tirx_intrinsic__", None)
+        if isinstance(name, str) and not isinstance(fn, Tmod.IntrinsicRef):
+            return Tmod.call_intrin(name, *args, **kwargs)
+        try:
+            return fn(*args, **kwargs)
+        except TirxError:
+            raise
+        except LayoutError:
+            raise
+        except Exception as e:
+            raise self.error(node, f"calling `{ast.unparse(node.func)}` failed: {type(e).__name__}: {e}") from None
+
+    def primitive(self, marker, args, kwargs, node):
+        dispatch = kwargs.pop("dispatch", None)
+        operands = []
+        for k, a in enumerate(args):
+            if isinstance(a, (Buffer, BufferRegion, Expr)):
+                operands.append(a)
+            elif isinstance(a, (bool, int, float)):
+                operands.append(ops.const(a))
+            else:
+                raise self.error(node, f"operand {k} of {marker!r} is {a!r} ({type(a).__name__})",
+                                 "operands are tensors, regions (A[a:b]) or scalar expressions; options go in keywords")
+        attrs = {k: _attr_value(k, v, self, node) for k, v in kwargs.items()}
+        return PrimitiveCall(marker.op, operands, marker.scope, attrs, dispatch, span=self.span(node))
+
+    # ---------------------------------------------------------------- kernel
+    def parse_kernel(self, fdef: ast.FunctionDef, verify: bool) -> Kernel:
+        with at_span(self.span(fdef)):
+            a = fdef.args
+            if a.vararg or a.kwarg or a.kwonlyargs or a.defaults or a.posonlyargs:
+                raise self.error(fdef, "kernel parameters are plain annotated names (no defaults, *args or **kwargs)",
+                                 "specialize on Python values with @tirxpy.jit around a kernel factory")
+            self.blocks.append(_Block(False))
+            params = []
+            for arg in a.args:
+                if arg.annotation is None:
+                    raise self.error(arg, f"parameter {arg.arg!r} needs a type annotation",
+                                     f"write {arg.arg}: T.Tensor((M, N), \"float32\") or {arg.arg}: T.int32")
+                ann = self.eval(arg.annotation)
+                if isinstance(ann, Tmod.TensorSpec):
+                    p = ann.make(arg.arg, span=self.span(arg))
+                else:
+                    try:
+                        p = Var(arg.arg, DataType.get(ann), span=self.span(arg))
+                    except TirxError:
+                        raise self.error(arg.annotation, f"parameter {arg.arg!r} has annotation {ann!r}",
+                                         "annotate with T.Tensor(shape, dtype) or a scalar type like T.int32") from None
+                self.blocks[-1].names[arg.arg] = p
+                params.append(p)
+            body_nodes = list(fdef.body)
+            if body_nodes and isinstance(body_nodes[0], ast.Expr) and isinstance(getattr(body_nodes[0], "value", None), ast.Constant) \
+                    and isinstance(body_nodes[0].value.value, str):
+                body_nodes = body_nodes[1:]
+            out: list = []
+            for s in body_nodes:
+                self.visit_stmt(s, out)
+            self.blocks.pop()
+            if self.launch is None:
+                raise self.error(fdef, f"kernel {fdef.name!r} has no launch configuration",
+                                 "add T.launch(grid=(..., ), threads=...) as the first statement of the body")
+            kernel = Kernel(fdef.name, params, self.launch, out, span=self.span(fdef))
+        if verify:
+            from .verify import verify as run_verify
+
+            run_verify(kernel)
+        return kernel
+
+
+_UNSUPPORTED = {
+    "Return": "kernels return nothing; write results to an output tensor",
+    "With": "there are no context managers in kernels; use T.* calls and if / for",
+    "Try": "there is no exception handling on the device",
+    "Break": "device loops have fixed trip counts; use while with a condition",
+    "Continue": "guard the rest of the loop body with if",
+    "FunctionDef": "define helpers as Python functions outside the kernel (they run at parse time)",
+    "Import": "import at module level",
+    "ImportFrom": "import at module level",
+    "Global": "read globals directly; kernels cannot assign them",
+    "Nonlocal": "kernels cannot assign enclosing Python variables",
+    "Delete": "names cannot be deleted in a kernel",
+    "Raise": "use assert on Python values for parse-time checks",
+}
+
+
+def _attr_value(key, v, parser, node):
+    from tirxpy.layout import Layout
+
+    if isinstance(v, Tmod.DTypeCtor):
+        return v.dtype
+    if isinstance(v, (Expr, Buffer, BufferRegion, DataType, Layout)) or v is None or isinstance(v, (bool, int, float, str)):
+        return v
+    if isinstance(v, (tuple, list)):
+        return type(v)(_attr_value(key, x, parser, node) for x in v)
+    if isinstance(v, dict):
+        return {k: _attr_value(key, x, parser, node) for k, x in v.items()}
+    raise parser.error(node, f"attribute {key}={v!r} ({type(v).__name__}) cannot be printed or compared",
+                       "attribute values are Python literals, dtypes, layouts, tensors or expressions")
+
+
+def _closure_of(fn) -> dict:
+    out = {}
+    code = fn.__code__
+    for name, cell in zip(code.co_freevars, fn.__closure__ or ()):
+        try:
+            out[name] = cell.cell_contents
+        except ValueError:
+            pass
+    return out
+
+
+def _find_def(tree, name=None):
+    for n in ast.walk(tree):
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and (name is None or n.name == name):
+            return n
+    return None
+
+
+def parse_function(fn, verify: bool = True) -> Kernel:
+    """Parse a Python function into a Kernel (what ``@T.prim_func`` does)."""
+    if not callable(fn) or not hasattr(fn, "__code__"):
+        raise ParseError(f"@T.prim_func decorates a function, got {fn!r}")
+    try:
+        lines, first = inspect.getsourcelines(fn)
+        file = inspect.getsourcefile(fn) or fn.__code__.co_filename
+    except (OSError, TypeError):
+        raise ParseError(f"cannot read the source of {fn.__name__!r}",
+                         hint="define kernels in a .py file (or parse text with T.parse_script)") from None
+    src = "".join(lines)
+    dedented = textwrap.dedent(src)
+    indent = len(lines[0]) - len(lines[0].lstrip())
+    if indent and not dedented.startswith(lines[0][indent:indent + 1]):
+        indent = 0
+    tree = ast.parse(dedented)
+    fdef = _find_def(tree, fn.__name__)
+    if fdef is None:
+        raise ParseError(f"cannot find the definition of {fn.__name__!r} in its source")
+    if linecache.getline(file, first) == "" and file.startswith("<"):
+        linecache.cache[file] = (len(src), None, [""] * (first - 1) + lines, file)
+    parser = Parser(file, first - 1, indent, _closure_of(fn), fn.__globals__)
+    tok = _in_parse.set(True)
+    try:
+        return parser.parse_kernel(fdef, verify)
+    finally:
+        _in_parse.reset(tok)
+
+
+def script_env() -> dict:
+    """Names a printed script refers to: T, Tx, the layout library."""
+    import tirxpy.layout as L
+    from tirxpy.scope import Tx
+
+    env = {k: v for k, v in vars(L).items() if not k.startswith("_")}
+    env.update(T=Tmod.T, Tx=Tx)
+    return env
+
+
+def parse_text(text: str, env: dict | None = None, verify: bool = True) -> Kernel:
+    """Parse script text (one ``@T.prim_func`` def; import lines are ignored)."""
+    fname = f"<tirxpy-script-{next(_script_counter)}>"
+    lines = text.splitlines(keepends=True)
+    linecache.cache[fname] = (len(text), None, lines, fname)
+    try:
+        tree = ast.parse(text, fname)
+    except SyntaxError as e:
+        raise ParseError(f"syntax error: {e.msg}", Span(fname, e.lineno or 1, max(0, (e.offset or 1) - 1))) from None
+    fdefs = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
+    if len(fdefs) != 1:
+        raise ParseError(f"a script holds exactly one @T.prim_func def, found {len(fdefs)}")
+    g = script_env()
+    g.update(env or {})
+    parser = Parser(fname, 0, 0, {}, g)
+    tok = _in_parse.set(True)
+    try:
+        return parser.parse_kernel(fdefs[0], verify)
+    finally:
+        _in_parse.reset(tok)

@@ -1,0 +1,351 @@
+"""The verifier: rules a parsed (or hand-built) kernel must satisfy.
+
+Each failure raises :class:`~tirxpy.ir.errors.VerifyError` at the offending node's span:
+
+- undefined variables / tensors (used outside the block that defines them);
+- dtype mismatches (store value vs tensor, operands of an operator, non-bool conditions,
+  loop bounds, let types, void intrinsics used as values);
+- shape mismatches (index count, constant index out of range, primitive operand shapes);
+- scope: a primitive or intrinsic whose scope needs whole warps / warpgroups / the CTA where
+  fewer threads are active (e.g. ``Tx.wg.gemm_async`` under ``T.elect_one()``), unknown
+  primitives, scopes outside the op's range, cluster ops without a cluster launch;
+- storage: an operand in the wrong storage scope for the op, global allocations;
+- hardware limits: threads per CTA <= 1024, cluster size <= 16, shared memory per CTA
+  <= 227 KB, tensor memory <= 512 columns, registers per thread <= 255.
+"""
+from __future__ import annotations
+
+from math import prod
+
+from tirxpy.scope import Scope
+
+from . import expr as E
+from . import stmt as St
+from .analysis import annotate_active_threads
+from .buffer import Buffer, BufferRegion, footprint
+from .errors import VerifyError
+from .intrin_sig import lookup_intrinsic_signature
+from .op_spec import lookup_op_spec, op_names
+
+SMEM_LIMIT = 227 * 1024
+TMEM_COLUMNS = 512
+MAX_THREADS = 1024
+MAX_CLUSTER = 16
+MAX_REGISTERS = 255
+
+
+def _spelling(op, scope: Scope) -> str:
+    return f"Tx.{op}" if scope is Scope.THREAD else f"Tx.{scope.short}.{op}"
+
+
+class Verifier:
+    def __init__(self, kernel):
+        self.k = kernel
+        self.active = None
+
+    def fail(self, node, msg, hint=None):
+        span = getattr(node, "span", None) or self.k.span
+        raise VerifyError(msg, span, hint)
+
+    def run(self):
+        k = self.k
+        L = k.launch
+        if not 1 <= L.threads <= MAX_THREADS:
+            self.fail(L, f"T.launch(threads={L.threads}): a CTA has 1 to {MAX_THREADS} threads",
+                      "use at most 1024 threads per CTA (e.g. 128 per warpgroup) and more CTAs in the grid")
+        if L.cluster is not None and L.cluster_size > MAX_CLUSTER:
+            self.fail(L, f"T.launch(cluster={L.cluster}): {L.cluster_size} CTAs per cluster exceeds the limit of {MAX_CLUSTER}",
+                      "use at most 16 CTAs per cluster (8 is the portable maximum)")
+        for g in L.grid:
+            if isinstance(g, E.IntImm) and g.value < 1:
+                self.fail(L, f"T.launch grid extent {g.value} must be >= 1")
+            if g.dtype is None or not g.dtype.is_int:
+                self.fail(L, f"T.launch grid extent `{g}` must be an integer")
+        self.active = annotate_active_threads(k)
+        scope = {"vars": set(), "bufs": set()}
+        for p in k.params:
+            (scope["bufs"] if isinstance(p, Buffer) else scope["vars"]).add(p)
+        for g in L.grid:
+            self.expr(g, scope, L)
+        self.allocs = []
+        self.seq(k.body, scope)
+        self.limits()
+
+    # ---------------------------------------------------------------- statements
+    def seq(self, seq, scope):
+        scope = {"vars": set(scope["vars"]), "bufs": set(scope["bufs"])}
+        for s in seq.stmts:
+            self.stmt(s, scope)
+
+    def stmt(self, s, scope):
+        if isinstance(s, St.LetStmt):
+            self.expr(s.value, scope, s)
+            if s.var.dtype != s.value.dtype:
+                self.fail(s, f"{s.var.name} is declared {s.var.dtype} but bound to a {s.value.dtype} value",
+                          f"cast the value: T.cast(value, \"{s.var.dtype}\")")
+            scope["vars"].add(s.var)
+        elif isinstance(s, St.Allocate):
+            b = s.buffer
+            if b.storage == "global":
+                self.fail(s, f"{b.name}: kernels cannot allocate global memory",
+                          "pass global tensors as kernel parameters; allocate on chip with T.alloc_shared / T.alloc_local / T.alloc_tmem")
+            self.allocs.append(s)
+            scope["bufs"].add(b)
+        elif isinstance(s, St.BufferStore):
+            self.buffer_use(s.buffer, scope, s)
+            self.indices(s.buffer, s.indices, scope, s)
+            self.expr(s.value, scope, s)
+            if s.value.dtype != s.buffer.dtype:
+                self.fail(s, f"cannot store a {s.value.dtype} value into {s.buffer.name} ({s.buffer.dtype})",
+                          f"cast it: {s.buffer.name}[...] = T.cast(value, \"{s.buffer.dtype}\")")
+        elif isinstance(s, St.Evaluate):
+            self.expr(s.expr, scope, s, void_ok=True)
+            if isinstance(s.expr, E.IntrinsicCall):
+                self.intrinsic_scope(s.expr, s)
+        elif isinstance(s, St.For):
+            self.expr(s.start, scope, s)
+            self.expr(s.stop, scope, s)
+            for b in (s.start, s.stop):
+                if b.dtype != s.var.dtype:
+                    self.fail(s, f"loop {s.var.name} is {s.var.dtype} but a bound is {b.dtype}",
+                              f"cast the bound: T.cast(n, \"{s.var.dtype}\")")
+            inner = {"vars": scope["vars"] | {s.var}, "bufs": set(scope["bufs"])}
+            self.seq(s.body, inner)
+        elif isinstance(s, St.IfThenElse):
+            self.cond(s.cond, scope, s)
+            self.seq(s.then_body, scope)
+            if s.else_body is not None:
+                self.seq(s.else_body, scope)
+        elif isinstance(s, St.While):
+            self.cond(s.cond, scope, s)
+            self.seq(s.body, scope)
+        elif isinstance(s, St.PrimitiveCall):
+            self.primitive(s, scope)
+        elif isinstance(s, St.SeqStmt):
+            self.seq(s, scope)
+        else:
+            self.fail(s, f"unknown statement {type(s).__name__}")
+
+    def cond(self, c, scope, s):
+        self.expr(c, scope, s)
+        if c.dtype is None or not c.dtype.is_bool:
+            self.fail(s, f"the condition `{c}` is {c.dtype}, not bool", f"compare explicitly: `{c} != 0`")
+
+    def buffer_use(self, b, scope, node):
+        if b not in scope["bufs"]:
+            self.fail(node, f"tensor {b.name!r} is used but not defined here",
+                      f"pass {b.name} as a kernel parameter or allocate it (T.alloc_shared / T.alloc_local) before this point")
+
+    def indices(self, b, idx, scope, node):
+        if len(idx) != b.ndim:
+            self.fail(node, f"{b.name} has shape {b.shape} ({b.ndim} dimensions) but is indexed with {len(idx)}",
+                      f"give one index per dimension: {b.name}[{', '.join('i%d' % d for d in range(b.ndim))}]")
+        for d, (i, n) in enumerate(zip(idx, b.shape)):
+            self.expr(i, scope, node)
+            if i.dtype is None or not i.dtype.is_int:
+                self.fail(node, f"index {d} of {b.name} is {i.dtype}; indices are integers", "cast it: T.int32(x)")
+            if isinstance(i, E.IntImm) and not 0 <= i.value < n:
+                self.fail(node, f"index {i.value} is out of range [0, {n}) in dimension {d} of {b.name} {b.shape}")
+
+    def region(self, r, scope, node):
+        self.buffer_use(r.buffer, scope, node)
+        for d, (s, e, n) in enumerate(zip(r.starts, r.extents, r.buffer.shape)):
+            self.expr(s, scope, node)
+            if isinstance(s, E.IntImm) and not (0 <= s.value and s.value + e <= n):
+                self.fail(node, f"region [{s.value}, {s.value + e}) is outside [0, {n}) in dimension {d} of {r.buffer.name}")
+
+    # ---------------------------------------------------------------- expressions
+    def expr(self, e, scope, node, void_ok=False):
+        if isinstance(e, E.Var):
+            if e not in scope["vars"]:
+                self.fail(node, f"variable {e.name!r} is used but not defined here",
+                          f"define it before use ({e.name} = ...), bind it as a loop variable, or make it a kernel parameter")
+            return
+        if isinstance(e, (Buffer, BufferRegion)):
+            if isinstance(e, Buffer):
+                self.buffer_use(e, scope, node)
+            else:
+                self.region(e, scope, node)
+            return
+        if not isinstance(e, E.Expr):
+            return
+        if e.dtype is None and not void_ok:
+            self.fail(node, f"`{e}` returns nothing but is used as a value", "call it as a statement on its own line")
+        if isinstance(e, E.BufferLoad):
+            self.buffer_use(e.buffer, scope, node)
+            self.indices(e.buffer, e.indices, scope, node)
+            return
+        if isinstance(e, E.IntrinsicCall):
+            sig = lookup_intrinsic_signature(e.name)
+            if sig is None:
+                self.fail(node, f"intrinsic {e.name!r} has no registered signature",
+                          "register it (tirxpy.intrinsics.register_intrinsic) before building the kernel")
+            if sig.n_args is not None and len(e.args) != sig.n_args:
+                self.fail(node, f"intrinsic {e.name} takes {sig.n_args} argument(s), got {len(e.args)}")
+            for a in e.args:
+                self.expr(a, scope, node)
+            return
+        if isinstance(e, E.AddressOf):
+            self.expr(e.target, scope, node)
+            return
+        if isinstance(e, E.BinaryOp):
+            self.expr(e.a, scope, node)
+            self.expr(e.b, scope, node)
+            if e.a.dtype != e.b.dtype:
+                self.fail(node, f"operands of `{e}` have different dtypes: {e.a.dtype} and {e.b.dtype}",
+                          f"cast one side: T.cast(x, \"{e.a.dtype}\")")
+            if isinstance(e, (E.And, E.Or)) and not e.a.dtype.is_bool:
+                self.fail(node, f"`{e}` combines {e.a.dtype} values; `and` / `or` take bools")
+            return
+        if isinstance(e, E.Select):
+            for x in (e.cond, e.t, e.f):
+                self.expr(x, scope, node)
+            if e.t.dtype != e.f.dtype:
+                self.fail(node, f"T.select branches have different dtypes: {e.t.dtype} and {e.f.dtype}",
+                          f"cast one: T.cast(x, \"{e.t.dtype}\")")
+            if not e.cond.dtype.is_bool:
+                self.fail(node, f"T.select condition is {e.cond.dtype}, not bool")
+            return
+        for _, v in e.fields():
+            for x in (v if isinstance(v, tuple) else (v,)):
+                if isinstance(x, (E.Expr, Buffer, BufferRegion)):
+                    self.expr(x, scope, node)
+
+    # ---------------------------------------------------------------- scope checks
+    def need_scope(self, node, scope: Scope, what: str):
+        ts = self.active[node]
+        if scope is Scope.THREAD:
+            return
+        if scope is Scope.CLUSTER and self.k.launch.cluster is None:
+            self.fail(node, f"{what} runs at cluster scope but the kernel is not launched with a cluster",
+                      "add cluster=(n,) to T.launch(...), or use the CTA form")
+        if ts.covers(scope) and ts.exact:
+            return
+        why = self.active.narrowed_by(node)
+        where = ""
+        if why is not None:
+            where = f" (narrowed by `if {why.cond}` at {why.span})" if why.span else f" (narrowed by `if {why.cond}`)"
+        unit = {Scope.WARP: "whole warps", Scope.WARPGROUP: "whole warpgroups", Scope.CTA: "the whole CTA",
+                Scope.CLUSTER: "every thread of every CTA in the cluster"}[scope]
+        if not ts.exact:
+            msg = (f"{what} runs at {scope} scope and needs {unit}, but the enclosing branch depends on run-time "
+                   f"values, so the active threads ({ts.describe()}) cannot be proven to be {unit}{where}")
+        else:
+            msg = f"{what} runs at {scope} scope and needs {unit}, but only {ts.describe()} are active here{where}"
+        if ts.scope() is Scope.THREAD and len(ts) == 1:
+            msg = msg.replace(" are active", " is active")
+        narrow = ts.scope()
+        hint = (f"move the call outside the branch that narrows the threads, or use the form for the active scope "
+                f"({narrow})")
+        self.fail(node, msg, hint)
+
+    def intrinsic_scope(self, call, stmt):
+        sig = lookup_intrinsic_signature(call.name)
+        if sig is not None:
+            self.need_scope(stmt, sig.scope, f"intrinsic {call.name}")
+
+    def primitive(self, s, scope):
+        spec = lookup_op_spec(s.op)
+        what = _spelling(s.op, s.scope)
+        if spec is None:
+            import difflib
+
+            close = difflib.get_close_matches(s.op, op_names(), n=3)
+            self.fail(s, f"unknown primitive {s.op!r} in {what}(...)" + (f"; did you mean {', '.join(close)}?" if close else ""),
+                      "register it with tirxpy.ir.register_op_spec (the primitives layer does this for its ops)")
+        lo, hi = spec.n_operands
+        n = len(s.operands)
+        if n < lo or (hi is not None and n > hi):
+            want = str(lo) if lo == hi else f"{lo} to {hi if hi is not None else 'any'}"
+            self.fail(s, f"{what} takes {want} operands, got {n}")
+        if s.scope < spec.min_scope or s.scope > spec.max_scope:
+            self.fail(s, f"{what}: primitive {s.op} runs at {spec.min_scope} to {spec.max_scope} scope, not {s.scope}",
+                      f"write {_spelling(s.op, spec.min_scope)}(...)")
+        for k, o in enumerate(s.operands):
+            self.expr(o, scope, s)
+            allowed = spec.operand_storage.get(k)
+            if allowed and isinstance(o, (Buffer, BufferRegion)) and o.storage not in allowed:
+                self.fail(s, f"{what}: operand {k} ({o.name}) is in {o.storage} memory, but {s.op} needs it in "
+                          + " or ".join(allowed),
+                          f"allocate {o.name} with " + {"shared": "T.alloc_shared", "local": "T.alloc_local",
+                                                         "tmem": "T.alloc_tmem"}.get(allowed[0], "T.alloc_buffer") + "(...)")
+        for v in s.attrs.values():
+            for x in (v if isinstance(v, (tuple, list)) else (v,)):
+                if isinstance(x, (E.Expr, Buffer, BufferRegion)):
+                    self.expr(x, scope, s)
+        tensors = [o for o in s.operands if isinstance(o, (Buffer, BufferRegion))]
+        if spec.same_shape and len(tensors) >= 2:
+            shapes = [tuple(d for d in o.shape if d != 1) for o in tensors]
+            if any(sh != shapes[0] for sh in shapes[1:]):
+                desc = ", ".join(f"{o.name} {o.shape}" for o in tensors)
+                self.fail(s, f"{what}: operand shapes differ: {desc}",
+                          "slice the operands to the same tile shape, e.g. A[m0:m0 + 128, k0:k0 + 64]")
+        if spec.same_dtype and len(tensors) >= 2 and any(o.dtype != tensors[0].dtype for o in tensors):
+            self.fail(s, f"{what}: operand dtypes differ: " + ", ".join(f"{o.name} {o.dtype}" for o in tensors),
+                      "use Tx.cast to convert")
+        self.need_scope(s, s.scope, what)
+
+    # ---------------------------------------------------------------- limits
+    def limits(self):
+        smem, tmem, regs = [], [], []
+        for a in self.allocs:
+            b = a.buffer
+            if b.storage in ("shared", "shared::cluster"):
+                smem.append((a, b.bytes()))
+            elif b.storage == "tmem":
+                tmem.append((a, footprint(b.layout, "TCol") * max(1, b.dtype.bits // 32) if "TCol" in b.layout.axes() else 0))
+            elif b.storage == "local":
+                regs.append((a, -(-footprint(b.layout, "m") * b.dtype.bits // 32)))
+        total = 0
+        for a, nbytes in smem:
+            align = 1024 if type(a.buffer.layout).__name__ == "ComposeLayout" else 128
+            total = -(-total // align) * align + nbytes
+            if total > SMEM_LIMIT:
+                detail = ", ".join(f"{x.buffer.name} {n} B" for x, n in smem)
+                self.fail(a, f"shared memory allocations need {total} bytes by {a.buffer.name}, over the "
+                          f"{SMEM_LIMIT} B (227 KB) per-CTA limit ({detail})",
+                          "use fewer pipeline stages or smaller tiles")
+        L = self.k.launch
+        if L.smem is not None:
+            if L.smem > SMEM_LIMIT:
+                self.fail(L, f"T.launch(smem={L.smem}) is over the {SMEM_LIMIT} B (227 KB) per-CTA limit")
+            if L.smem < total:
+                self.fail(L, f"T.launch(smem={L.smem}) is smaller than the {total} B the shared allocations need",
+                          f"drop smem= (it is computed) or give smem={total}")
+        cols = 0
+        for a, c in tmem:
+            cols += c
+            if cols > TMEM_COLUMNS:
+                self.fail(a, f"tensor memory allocations need {cols} columns by {a.buffer.name}, over the "
+                          f"{TMEM_COLUMNS}-column limit", "use fewer or narrower TMEM tiles")
+        r = 0
+        for a, n in regs:
+            r += n
+            if r > MAX_REGISTERS:
+                self.fail(a, f"local allocations need {r} 32-bit registers per thread by {a.buffer.name}, over the "
+                          f"{MAX_REGISTERS}-register limit",
+                          "spread the tile over more threads with a layout on laneid / warpid, or use shared memory")
+
+
+def verify(kernel) -> None:
+    """Raise :class:`VerifyError` at the first rule ``kernel`` breaks."""
+    Verifier(kernel).run()
+
+
+def shared_bytes(kernel) -> int:
+    """Bytes of shared memory the kernel's allocations need (with 128 B / 1024 B alignment)."""
+    total = 0
+    for s in _walk(kernel.body):
+        if isinstance(s, St.Allocate) and s.buffer.storage in ("shared", "shared::cluster"):
+            align = 1024 if type(s.buffer.layout).__name__ == "ComposeLayout" else 128
+            total = -(-total // align) * align + s.buffer.bytes()
+    return total
+
+
+def _walk(seq):
+    for s in seq.stmts:
+        yield s
+        for f in ("body", "then_body", "else_body"):
+            sub = getattr(s, f, None)
+            if sub is not None:
+                yield from _walk(sub)
