@@ -93,3 +93,10 @@ def test_unknown_name():
     with pytest.raises(I.IntrinsicError, match="no intrinsic named 'mbarrier_nope'.*similar"):
         I.get("mbarrier_nope")
     assert I.lookup("nothing_like_this") is None
+
+
+def test_address_operands_are_inputs_even_when_memory_is_written():
+    h = I.get("atom_global_add_f32").render_helper()
+    assert "tx_atom_global_add_f32(void* ptr, float v)" in h and '"l"(ptr)' in h and '"=f"(old)' in h
+    assert "const void* src" in I.get("bulk_copy_g2s").render_helper()
+    assert I.get("red_global_add_u32").operand("ptr").is_output is False

@@ -18,7 +18,9 @@ def test_register_and_compile_new_instruction():
 
 
 def test_register_announces_signature_to_ir():
-    from tirxpy.ir.intrin_sig import lookup_intrinsic_signature
+    sigs = pytest.importorskip("tirxpy.ir.intrin_sig")
+    lookup_intrinsic_signature = sigs.lookup_intrinsic_signature
+    I.sync_ir_signatures()
 
     register_intrinsic("test_lop3", "lop3.b32 {r}, {a}, {b}, {c}, {lut};",
                        [("r", "reg", "uint32", "w"), ("a", "reg", "uint32"), ("b", "reg", "uint32"),

@@ -53,6 +53,8 @@ _REG_TYPES = {
 }
 _KIND_DTYPE = {"smem_addr": "uint32", "cluster_addr": "uint32", "tmem_addr": "uint32", "desc64": "uint64",
                "gmem_ptr": "uint64", "tensormap": "uint64", "pred": "bool", "imm": "int32"}
+#: Kinds that are addresses: always asm inputs; their access says how the memory is used.
+ADDRESS_KINDS = frozenset({"smem_addr", "cluster_addr", "tmem_addr", "gmem_ptr", "tensormap"})
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 Check = Callable[[Mapping[str, int]], "str | None"]
@@ -95,6 +97,11 @@ class Operand:
             raise OperandError(f"operand {self.name!r}: a {self.kind} operand cannot be a vector (count={self.count})")
         if self.kind in ("imm", "tensormap") and self.access != "r":
             raise OperandError(f"operand {self.name!r}: a {self.kind} operand is read-only")
+
+    @property
+    def is_output(self) -> bool:
+        """Written by the instruction as a register (an asm output); addresses never are."""
+        return self.access != "r" and self.kind not in ADDRESS_KINDS
 
     @property
     def ctype(self) -> str:
@@ -158,7 +165,7 @@ class Intrinsic:
             raise IntrinsicError(f"intrinsic {self.name}: operands {unused} do not appear in the template")
         if self.ret is not None:
             o = self.operand(self.ret)
-            if o.access != "w" or o.vector:
+            if not o.is_output or o.access != "w" or o.vector:
                 raise IntrinsicError(f"intrinsic {self.name}: ret={self.ret!r} must name a scalar write operand")
         self.requirement = Requirement(self.lowest, self.highest, self.why_highest)
         if not self.ptx:
@@ -237,8 +244,8 @@ class Intrinsic:
 
     # ----- rendering ------------------------------------------------------------------
     def _numbering(self):
-        outs = [o for o in self.operands if o.access != "r"]
-        ins = [o for o in self.operands if o.access == "r"]
+        outs = [o for o in self.operands if o.is_output]
+        ins = [o for o in self.operands if not o.is_output]
         first, k = {}, 0
         for o in outs + ins:
             first[o.name] = k
@@ -280,7 +287,7 @@ class Intrinsic:
             return ref
 
         def cons(o):
-            pre = {"r": "", "w": "=", "rw": "+"}[o.access]
+            pre = {"r": "", "w": "=", "rw": "+"}[o.access] if o.is_output else ""
             c = "r" if o.kind == "pred" else o.constraint
             return [f'"{pre}{c}"({cexpr(o, i if o.vector else None)})' for i in range(o.count)]
 
@@ -298,9 +305,9 @@ class Intrinsic:
             if o.kind == "imm":
                 continue
             if o.vector:
-                const = "const " if o.access == "r" else ""
+                const = "" if o.is_output else "const "
                 params.append(f"{const}{o.ctype} (&{o.name})[{o.count}]")
-            elif o.access == "r":
+            elif not o.is_output:
                 params.append(f"{o.ctype} {o.name}")
             else:
                 params.append(f"{o.ctype}& {o.name}")

@@ -38,10 +38,10 @@ def _call(e: Intrinsic) -> str:
             lines.append(f"{o.ctype} v{k}[{o.count}];")
             if o.access != "w":
                 lines.append(f"for (int j = 0; j < {o.count}; ++j) v{k}[j] = ({o.ctype})p[j + {k}];")
-            if o.access != "r":
+            if o.is_output:
                 after.append(f"for (int j = 0; j < {o.count}; ++j) p[j + 64] += (unsigned long long)v{k}[j];")
             args.append(f"v{k}")
-        elif o.access != "r":
+        elif o.is_output:
             lines.append(f"{'bool' if o.kind == 'pred' else o.ctype} v{k};")
             after.append(f"p[{k + 64}] = (unsigned long long)v{k};")
             args.append(f"v{k}")

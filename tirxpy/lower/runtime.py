@@ -295,8 +295,8 @@ class Module:
         drv = _driver()
         self.device_index = device_index
         self.compiled = compiled
-        self._cubin = cubin  # keep the image alive
-        err, self.handle = drv.cuModuleLoadData(cubin)
+        self._image = ctypes.create_string_buffer(cubin, len(cubin))  # keep the image alive
+        err, self.handle = drv.cuModuleLoadData(ctypes.addressof(self._image))
         _check(err, "cuModuleLoadData", "the cubin (was it compiled for this GPU's arch?)")
         self._functions: dict = {}
 
@@ -450,7 +450,7 @@ class Launcher:
             (err,) = drv.cuLaunchKernel(k.handle, g[0], g[1], g[2], b[0], b[1], b[2], smem_bytes, stream, params, 0)
         else:
             cfg = k._config(g, b, smem_bytes, c)
-            cfg.hStream = stream
+            cfg.hStream = drv.CUstream(stream)
             (err,) = drv.cuLaunchKernelEx(cfg, k.handle, params, 0)
         if err != drv.CUresult.CUDA_SUCCESS:
             if err == drv.CUresult.CUDA_ERROR_INVALID_CONTEXT:
