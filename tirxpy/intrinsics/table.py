@@ -12,20 +12,13 @@ from __future__ import annotations
 import re
 from typing import Callable, Iterator
 
+from tirxpy.ir.intrin_sig import register_intrinsic_signature
+
 from .entry import Intrinsic
 from .errors import IntrinsicError, RegistrationError
 
 _TABLE: dict[str, Intrinsic] = {}
 _FAMILIES: dict[str, "Family"] = {}
-
-
-def _ir_sig():
-    """The IR's signature registry (tirxpy.ir.intrin_sig), or None while it does not exist yet."""
-    try:
-        from tirxpy.ir import intrin_sig  # noqa: PLC0415 - lazily: ir imports nothing from here
-    except ImportError:
-        return None
-    return getattr(intrin_sig, "register_intrinsic_signature", None)
 
 
 def add(entry: Intrinsic, *, replace: bool = False) -> Intrinsic:
@@ -35,19 +28,14 @@ def add(entry: Intrinsic, *, replace: bool = False) -> Intrinsic:
         raise RegistrationError(
             f"an intrinsic named {entry.name!r} already exists ({old.ptx}); pick another name or pass replace=True")
     _TABLE[entry.name] = entry
-    reg = _ir_sig()
-    if reg is not None:
-        reg(entry.name, entry.ret_dtype, entry.n_args, entry.scope)
+    register_intrinsic_signature(entry.name, entry.ret_dtype, entry.n_args, entry.scope)
     return entry
 
 
 def sync_ir_signatures() -> int:
     """(Re-)register every known entry's signature with the IR parser; returns how many."""
-    reg = _ir_sig()
-    if reg is None:
-        return 0
     for e in _TABLE.values():
-        reg(e.name, e.ret_dtype, e.n_args, e.scope)
+        register_intrinsic_signature(e.name, e.ret_dtype, e.n_args, e.scope)
     return len(_TABLE)
 
 
