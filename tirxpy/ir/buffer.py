@@ -57,6 +57,8 @@ def _check_shape(shape) -> tuple:
     out = []
     for n in shape:
         try:
+            if isinstance(n, Expr):
+                raise TypeError
             n = operator.index(n)
         except TypeError:
             raise IRError(f"tensor shape {tuple(shape)} has the non-static extent {n!r}",

@@ -7,11 +7,16 @@ def prim_func(fn=None, *, verify: bool = True):
 
     ``@T.prim_func`` or ``@T.prim_func(verify=False)`` (skip the verifier).
     """
+    import sys
+
     from .parser import parse_function
 
+    frame = sys._getframe(1)
+    outer = dict(frame.f_locals) if frame.f_code.co_name != "<module>" else {}
+    del frame
     if fn is None:
-        return lambda f: parse_function(f, verify=verify)
-    return parse_function(fn, verify=verify)
+        return lambda f: parse_function(f, verify=verify, outer=outer)
+    return parse_function(fn, verify=verify, outer=outer)
 
 
 def parse_script(text: str, env: dict | None = None, verify: bool = True):

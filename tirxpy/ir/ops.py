@@ -72,9 +72,9 @@ def const(v, dtype=None) -> Expr:
 def _pair(a, b, what):
     """Convert Python constants against the other operand's dtype and check dtypes match."""
     if isinstance(a, Expr) and not isinstance(b, Expr):
-        b = const(b, a.dtype if not isinstance(b, float) or a.dtype.is_float else None)
+        b = const(b, a.dtype)
     elif isinstance(b, Expr) and not isinstance(a, Expr):
-        a = const(a, b.dtype if not isinstance(a, float) or b.dtype.is_float else None)
+        a = const(a, b.dtype)
     else:
         a, b = const(a), const(b)
     if a.dtype is None or b.dtype is None:

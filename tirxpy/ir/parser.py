@@ -638,8 +638,9 @@ def _find_def(tree, name=None):
     return None
 
 
-def parse_function(fn, verify: bool = True) -> Kernel:
-    """Parse a Python function into a Kernel (what ``@T.prim_func`` does)."""
+def parse_function(fn, verify: bool = True, outer: dict | None = None) -> Kernel:
+    """Parse a Python function into a Kernel (what ``@T.prim_func`` does). ``outer``: the
+    defining frame's locals (names used only in annotations are not in the closure)."""
     if not callable(fn) or not hasattr(fn, "__code__"):
         raise ParseError(f"@T.prim_func decorates a function, got {fn!r}")
     try:
@@ -659,7 +660,9 @@ def parse_function(fn, verify: bool = True) -> Kernel:
         raise ParseError(f"cannot find the definition of {fn.__name__!r} in its source")
     if linecache.getline(file, first) == "" and file.startswith("<"):
         linecache.cache[file] = (len(src), None, [""] * (first - 1) + lines, file)
-    parser = Parser(file, first - 1, indent, _closure_of(fn), fn.__globals__)
+    closure = dict(outer or {})
+    closure.update(_closure_of(fn))
+    parser = Parser(file, first - 1, indent, closure, fn.__globals__)
     tok = _in_parse.set(True)
     try:
         return parser.parse_kernel(fdef, verify)

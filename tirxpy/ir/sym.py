@@ -82,7 +82,7 @@ def from_sympy(s, table: SymTable, dtype="int32"):
             return table.sym_to_ir[s]
         return Var(str(s), dtype)
     if s.is_Add:
-        terms = sorted(s.args, key=lambda a: (a.is_number, sympy.default_sort_key(a)))
+        terms = sorted(s.args, key=lambda a: (a.is_number, -abs(a.as_coeff_Mul()[0]), sympy.default_sort_key(a)))
         out = None
         for a in terms:
             if a.is_Mul and a.args[0].is_number and a.args[0] < 0:

@@ -145,9 +145,9 @@ class ThreadSet:
         return whole and not self.cta_narrowed
 
     def scope(self) -> Scope:
-        """The widest scope whose units the set covers whole (``THREAD`` for a single thread)."""
+        """The widest scope (up to ``CTA``) whose units the set covers whole (``THREAD`` for a single thread)."""
         best = Scope.THREAD
-        for s in (Scope.WARP, Scope.WARPGROUP, Scope.CTA, Scope.CLUSTER):
+        for s in (Scope.WARP, Scope.WARPGROUP, Scope.CTA):
             if self.covers(s):
                 best = s
         return best

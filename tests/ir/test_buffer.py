@@ -1,0 +1,70 @@
+import pytest
+
+from tirxpy.ir import Buffer, BufferLoad, BufferRegion, IRError, Var
+from tirxpy.layout import ComposeLayout, S, TileLayout, TCol, TLane, laneid, swizzle_128B, warpid
+
+
+def test_defaults():
+    A = Buffer("A", (4, 8), "float16")
+    assert A.storage == "global" and A.layout.identical(TileLayout(S[(4, 8)]))
+    t = Buffer("t", (128, 64), "float32", "tmem")
+    assert t.layout.identical(TileLayout(S[(128, 64) : (1@TLane, 1@TCol)]))
+    assert Buffer("r", (8,), "f32", "registers").storage == "local"
+    assert Buffer("A", (4, 8), "float16").bytes() == 64
+
+
+def test_loads_and_regions():
+    A = Buffer("A", (256, 128), "bfloat16")
+    ld = A[3, Var("j")]
+    assert isinstance(ld, BufferLoad) and ld.dtype == A.dtype and str(ld) == "A[3, j]"
+    v = A[64:128, 32:96]
+    assert isinstance(v, BufferRegion) and v.shape == (64, 64) and v.offset == {}
+    assert v.layout.identical(TileLayout(S[(64, 64) : (128, 1)] + 8224@__import__("tirxpy").layout.m))
+    assert str(v) == "A[64:128, 32:96]"
+    assert A[:, 0:64].shape == (256, 64) and str(A[:, 0:64]) == "A[:, 0:64]"
+
+
+def test_symbolic_view_keeps_layout_and_offset():
+    A = Buffer("A", (256, 128), "bfloat16")
+    m0, k0 = Var("m0"), Var("k0")
+    v = A[m0:m0 + 64, k0:k0 + 32]
+    assert v.extents == (64, 32) and v.layout.identical(TileLayout(S[(64, 32) : (128, 1)]))
+    assert str(v.offset["m"]) == "m0 * 128 + k0"
+
+
+def test_partial_index_and_swizzled_stage():
+    sw = ComposeLayout(swizzle_128B("bf16"), TileLayout(S[(3, 128, 64)]))
+    smem = Buffer("smem", (3, 128, 64), "bfloat16", "shared", layout=sw)
+    st = smem[Var("stage")]
+    assert st.shape == (128, 64) and st.squeeze == (True, False, False) and str(st) == "smem[stage]"
+    assert str(st.offset["m"]) == "stage * 8192"
+    assert smem.bytes() == 3 * 128 * 64 * 2
+
+
+def test_thread_layout_on_registers():
+    frag = Buffer("frag", (32, 2), "float32", "local", layout=TileLayout(S[(32, 2) : (1@laneid, 1)]))
+    assert frag.layout.axes() == ("laneid", "m")
+    assert frag[Var("l"), 1].buffer is frag
+    assert frag.layout.apply(0, 1, shape=(32, 2)) == {"laneid": 0, "m": 1}
+    assert warpid.name == "warpid"
+
+
+def test_buffer_errors():
+    with pytest.raises(IRError, match=r"has 32 elements but tensor A has shape \(4, 4\)"):
+        Buffer("A", (4, 4), "float32", layout=TileLayout(S[32]))
+    with pytest.raises(IRError, match="non-static extent"):
+        Buffer("A", (Var("n"),), "float32")
+    A = Buffer("A", (8, 8), "float32")
+    with pytest.raises(IRError, match=r"index 9 is out of range \[0, 8\) in dimension 1 of A"):
+        A[0, 9]
+    with pytest.raises(IRError, match=r"A has 2 dimension\(s\) \(8, 8\) but is indexed with 3"):
+        A[0, 0, 0]
+    with pytest.raises(IRError, match="slice extent `n - m0` is not a compile-time constant") as e:
+        A[Var("m0"):Var("n"), 0]
+    assert "A[m0:m0 + 128]" in str(e.value)
+    with pytest.raises(IRError, match="strided slices are not supported"):
+        A[0:8:2, 0]
+    with pytest.raises(IRError, match="tensor memory of shape"):
+        Buffer("t", (256, 8), "float16", "tmem")
+    with pytest.raises(IRError, match="unknown storage scope 'sram'"):
+        Buffer("A", (8,), "float32", "sram")

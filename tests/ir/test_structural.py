@@ -1,0 +1,17 @@
+from tirxpy.ir import Buffer, LetStmt, SeqStmt, Var, structural_equal
+
+
+def test_alpha_equivalence_and_consistency():
+    i, j, k = Var("i"), Var("j"), Var("k")
+    assert structural_equal(i * 2 + j, j * 2 + i)  # consistent renaming i<->j
+    assert not structural_equal(i * 2 + i, j * 2 + k)
+    assert not structural_equal(i, Var("i", "int64"))
+    assert structural_equal(i, i, map_free_vars=False) and not structural_equal(i, j, map_free_vars=False)
+
+
+def test_buffers_and_statements():
+    A, B = Buffer("A", (4,), "float32"), Buffer("B", (4,), "float32")
+    assert structural_equal(A[1], B[1])
+    assert not structural_equal(A[1], Buffer("C", (4,), "float16")[1])
+    x, y = Var("x"), Var("y")
+    assert structural_equal(SeqStmt([LetStmt(x, x.__class__("z") * 0 + 1)]), SeqStmt([LetStmt(y, y.__class__("w") * 0 + 1)]))

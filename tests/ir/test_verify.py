@@ -1,0 +1,200 @@
+"""Every verifier error, each with its message and the source line it points at."""
+import pytest
+
+from tirxpy import T, Tx
+from tirxpy.ir import (EQ, Add, Buffer, BufferLoad, BufferStore, Evaluate, For, IfThenElse, IntImm, IntrinsicCall,
+                       Kernel, LaunchConfig, LetStmt, Select, Var, VerifyError, register_intrinsic_signature,
+                       register_op_spec, verify)
+from tirxpy.layout import S, TileLayout, laneid
+
+register_intrinsic_signature("test_warp_sync_op", None, 0, scope="warp")
+register_op_spec("test_wg_only", min_scope="warpgroup", n_operands=1)
+register_op_spec("test_same_dtype", n_operands=2, same_dtype=True)
+
+
+def script(body, params='A: T.Tensor((128,), "float32")', launch="grid=(1,), threads=256"):
+    lines = "\n".join("    " + l for l in body.strip("\n").splitlines())
+    return f"@T.prim_func\ndef k({params}):\n    T.launch({launch})\n{lines}\n"
+
+
+def fails(src, match, line=None, hint=None):
+    with pytest.raises(VerifyError, match=match) as e:
+        T.parse_script(src)
+    text = str(e.value)
+    if line is not None:
+        assert line in text and "^" in text, text
+    if hint is not None:
+        assert hint in text, text
+    return text
+
+
+# ---------------------------------------------------------------- scope
+def test_warpgroup_op_in_single_thread_region():
+    text = fails(script("""
+acc = T.alloc_local((8,), "float32")
+sm = T.alloc_shared((64, 16), "float16")
+if T.elect_one():
+    Tx.wg.gemm_async(acc, sm, sm)
+"""), r"Tx.wg.gemm_async runs at warpgroup scope and needs whole warpgroups, but only 1 thread \(warp 0, lane 0\) is active here",
+        line="Tx.wg.gemm_async(acc, sm, sm)", hint="move the call outside the branch")
+    assert "narrowed by `if T.elect_one()`" in text
+
+
+def test_cta_op_in_warpgroup_role():
+    fails(script("""
+if T.warpgroup_id() == 1:
+    Tx.cta.fill(A, T.float32(0))
+"""), r"Tx.cta.fill runs at cta scope and needs the whole CTA, but only warps 4..7 are active",
+        line="Tx.cta.fill(A, T.float32(0))")
+
+
+def test_warp_op_under_partial_warp():
+    fails(script("""
+if T.lane_id() < 16:
+    Tx.warp.fill(A, T.float32(0))
+"""), r"needs whole warps, but only 128 threads \(warps 0..7, some lanes\) are active")
+
+
+def test_scope_unprovable_under_data_dependent_branch():
+    fails(script("""
+if T.thread_id() < n:
+    Tx.wg.fill(A, T.float32(0))
+""", params='A: T.Tensor((128,), "float32"), n: T.int32'), r"depends on run-time values, so the active threads \(at most")
+
+
+def test_uniform_branch_keeps_scope():
+    T.parse_script(script("""
+for i in T.serial(4):
+    if i > 0:
+        Tx.cta.fill(A, T.float32(0))
+"""))
+
+
+def test_cluster_op_needs_cluster_launch():
+    fails(script("Tx.cluster.fill(A, T.float32(0))"), "runs at cluster scope but the kernel is not launched with a cluster",
+          hint="cluster=(n,)")
+
+
+def test_warp_intrinsic_in_single_thread():
+    fails(script("""
+if T.elect_one():
+    T.ptx.test_warp_sync_op()
+"""), r"intrinsic test_warp_sync_op runs at warp scope and needs whole warps, but only 1 thread", line="T.ptx.test_warp_sync_op()")
+
+
+def test_op_below_min_scope():
+    fails(script("Tx.test_wg_only(A)"), r"Tx.test_wg_only: primitive test_wg_only runs at warpgroup to cluster scope, not thread",
+          hint="write Tx.wg.test_wg_only(...)")
+
+
+def test_unknown_primitive_suggests():
+    fails(script("Tx.copyy(A, A)"), r"unknown primitive 'copyy' in Tx.copyy\(...\); did you mean copy", hint="register_op_spec")
+
+
+def test_operand_count():
+    fails(script("Tx.copy(A)"), r"Tx.copy takes 2 operands, got 1")
+
+
+# ---------------------------------------------------------------- storage and shapes
+def test_wrong_storage_scope():
+    fails(script("""
+r = T.alloc_local((128,), "float32")
+Tx.copy_async(r, A)
+"""), r"Tx.copy_async: operand 0 \(r\) is in local memory, but copy_async needs it in shared or shared::cluster or global",
+        line="Tx.copy_async(r, A)", hint="T.alloc_shared")
+
+
+def test_primitive_shape_mismatch():
+    fails(script("""
+sm = T.alloc_shared((64,), "float32")
+Tx.cta.copy(sm, A)
+"""), r"Tx.cta.copy: operand shapes differ: sm \(64,\), A \(128,\)", hint="A[m0:m0 + 128, k0:k0 + 64]")
+
+
+def test_primitive_dtype_mismatch():
+    fails(script("""
+sm = T.alloc_shared((128,), "float16")
+Tx.test_same_dtype(sm, A)
+"""), r"operand dtypes differ: sm float16, A float32")
+
+
+def test_global_allocation():
+    fails(script('g = T.alloc_buffer((4,), "float32", scope="global")'), "kernels cannot allocate global memory",
+          hint="pass global tensors as kernel parameters")
+
+
+# ---------------------------------------------------------------- limits
+def test_threads_limit():
+    fails(script("pass", launch="grid=(1,), threads=2048"), r"T.launch\(threads=2048\): a CTA has 1 to 1024 threads")
+
+
+def test_cluster_limit():
+    fails(script("pass", launch="grid=(1,), threads=128, cluster=(4, 8)"), r"32 CTAs per cluster exceeds the limit of 16")
+
+
+def test_shared_memory_limit():
+    text = fails(script("""
+a = T.alloc_shared((64, 512), "float32")
+b = T.alloc_shared((64, 512), "float32")
+"""), r"shared memory allocations need 262144 bytes by b, over the 232448 B \(227 KB\) per-CTA limit",
+        line='b = T.alloc_shared((64, 512), "float32")')
+    assert "a 131072 B, b 131072 B" in text
+
+
+def test_launch_smem_too_small_and_too_large():
+    fails(script('a = T.alloc_shared((1024,), "float32")', launch="grid=(1,), threads=128, smem=1000"),
+          r"T.launch\(smem=1000\) is smaller than the 4096 B", hint="give smem=4096")
+    fails(script("pass", launch="grid=(1,), threads=128, smem=300000"), r"over the 232448 B \(227 KB\) per-CTA limit")
+
+
+def test_tmem_columns():
+    fails(script("""
+t0 = T.alloc_tmem((128, 256), "float32")
+t1 = T.alloc_tmem((128, 512), "float32")
+"""), r"tensor memory allocations need 768 columns by t1, over the 512-column limit")
+
+
+def test_registers():
+    fails(script('r = T.alloc_local((16, 32), "float32")'), r"local allocations need 512 32-bit registers per thread by r, over the 255-register limit",
+          hint="layout on laneid / warpid")
+
+
+def test_registers_spread_over_lanes_fit():
+    L = TileLayout(S[(32, 4, 32) : (1@laneid, 32, 1)])  # 128 registers per thread
+    k = T.parse_script(script("r = T.alloc_local((32, 4, 32), \"float32\", layout=L)"), env={"L": L})
+    assert k.body.stmts[0].buffer.layout.identical(L)
+
+
+# ---------------------------------------------------------------- hand-built IR: names, dtypes, shapes
+def kernel(body, params=()):
+    return Kernel("k", list(params), LaunchConfig(grid=(1,), threads=128), body)
+
+
+A = Buffer("A", (8,), "float32")
+i = Var("i")
+
+
+@pytest.mark.parametrize("build,match", [
+    (lambda: kernel([BufferStore(A, [i], A[0])], [A]), r"variable 'i' is used but not defined here"),
+    (lambda: kernel([BufferStore(A, [IntImm(0)], A[1])]), r"tensor 'A' is used but not defined here"),
+    (lambda: kernel([BufferStore(A, [IntImm(0)], IntImm(1))], [A]), r"cannot store a int32 value into A \(float32\)"),
+    (lambda: kernel([LetStmt(i, Add(IntImm(1), IntImm(2, "int64")))]), r"operands of `1 \+ T.int64\(2\)` have different dtypes: int32 and int64"),
+    (lambda: kernel([LetStmt(Var("x", "int64"), IntImm(1))]), r"x is declared int64 but bound to a int32 value"),
+    (lambda: kernel([IfThenElse(IntImm(1), [])]), r"the condition `1` is int32, not bool"),
+    (lambda: kernel([For(i, IntImm(0, "int64"), IntImm(4, "int64"), "serial", [])]), r"loop i is int32 but a bound is int64"),
+    (lambda: kernel([BufferStore(A, [IntImm(0)], Add(A[0], IntrinsicCall("test_fence_v", [], None)))], [A]),
+     r"returns nothing but is used as a value"),
+    (lambda: kernel([Evaluate(IntrinsicCall("never_registered", [], None))]), r"intrinsic 'never_registered' has no registered signature"),
+    (lambda: kernel([BufferStore(A, [IntImm(0), IntImm(0)], A[0])], [A]), r"A has shape \(8,\) \(1 dimensions\) but is indexed with 2"),
+    (lambda: kernel([BufferStore(A, [IntImm(9)], A[0])], [A]), r"index 9 is out of range \[0, 8\) in dimension 0 of A"),
+    (lambda: kernel([BufferStore(A, [IntImm(0)], Select(EQ(IntImm(0), IntImm(1)), A[0], IntImm(1)))], [A]),
+     r"T.select branches have different dtypes: float32 and int32"),
+])
+def test_hand_built_ir_errors(build, match):
+    with pytest.raises(VerifyError, match=match):
+        verify(build())
+
+
+def test_grid_extent():
+    with pytest.raises(VerifyError, match=r"T.launch grid extent 0 must be >= 1"):
+        verify(Kernel("k", [], LaunchConfig(grid=(0,), threads=32), []))
