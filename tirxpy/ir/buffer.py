@@ -145,7 +145,7 @@ class Buffer(Node):
                         hint="write the stop as start + constant, e.g. A[m0:m0 + 128]",
                     )
                 e = ext.value
-                if e < 1 or (isinstance(lo, IntImm) and lo.value + e > n):
+                if e < 1 or (isinstance(lo, IntImm) and (lo.value < 0 or lo.value + e > n)):
                     raise IRError(f"dimension {d} of {self.name}: slice [{lo}, {lo} + {e}) is empty or outside [0, {n})")
                 starts.append(lo)
                 extents.append(e)

@@ -53,6 +53,7 @@ def _layout_axes(node, acc, seen) -> set:
 
 def _is_neg(e) -> bool:
     return (isinstance(e, E.Sub) and isinstance(e.a, (E.IntImm, E.FloatImm)) and e.a.value == 0
+            and not E.is_const(e.b)
             and not (isinstance(e.a, E.FloatImm) and math.copysign(1.0, e.a.value) < 0))
 
 
@@ -160,10 +161,16 @@ class Printer:
         return self.value(v)
 
     def value(self, v) -> str:
+        if isinstance(v, E.IntImm):  # keep IR constants apart from Python literals in attributes
+            return f"T.{v.dtype.name}({v.value})"
+        if isinstance(v, E.BoolImm):
+            return f"T.bool({v.value})"
         if isinstance(v, (Buffer, BufferRegion, E.Expr)):
             return self.operand(v)
         if isinstance(v, DataType):
-            return f"T.{v.name}" if v.name.isidentifier() and not v.is_tf32 else dtype_text(v)
+            if v.is_tf32:
+                return "T.tf32"
+            return f"T.{v.name}" if v.name.isidentifier() else dtype_text(v)
         if isinstance(v, Layout):
             return repr(v)
         if isinstance(v, Scope):
@@ -214,18 +221,18 @@ class Printer:
             self.emit(depth, f"for {var} in T.{s.kind}({rng}):")
             self.body(s.body, depth + 1)
         elif isinstance(s, St.IfThenElse):
-            self.emit(depth, f"if {self.expr(s.cond)}:")
+            self.emit(depth, f"if {self.cond(s.cond)}:")
             self.body(s.then_body, depth + 1)
             e = s.else_body
             while e is not None and len(e.stmts) == 1 and isinstance(e.stmts[0], St.IfThenElse):
-                self.emit(depth, f"elif {self.expr(e.stmts[0].cond)}:")
+                self.emit(depth, f"elif {self.cond(e.stmts[0].cond)}:")
                 self.body(e.stmts[0].then_body, depth + 1)
                 e = e.stmts[0].else_body
             if e is not None:
                 self.emit(depth, "else:")
                 self.body(e, depth + 1)
         elif isinstance(s, St.While):
-            self.emit(depth, f"while {self.expr(s.cond)}:")
+            self.emit(depth, f"while {self.cond(s.cond)}:")
             self.body(s.body, depth + 1)
         elif isinstance(s, St.PrimitiveCall):
             self.emit(depth, self.primitive(s))
@@ -233,6 +240,12 @@ class Printer:
             self.body(s, depth)
         else:
             self.emit(depth, f"# <{type(s).__name__}>")
+
+    def cond(self, c) -> str:
+        """A device condition; a constant is wrapped (``T.bool(False)``) so it stays IR."""
+        if isinstance(c, E.BoolImm):
+            return f"T.bool({c.value})"
+        return self.expr(c)
 
     def primitive(self, s) -> str:
         head = f"Tx.{s.op}" if s.scope is Scope.THREAD else f"Tx.{s.scope.short}.{s.op}"
@@ -273,7 +286,7 @@ class Printer:
         self.lines.append("@T.prim_func")
         self.lines.append(f"def {k.name}({', '.join(params)}):")
         L = k.launch
-        args = [f"grid={self.value(tuple(L.grid))}", f"threads={L.threads}"]
+        args = [f"grid={_tuple(self.expr(g) for g in L.grid)}", f"threads={L.threads}"]
         if L.cluster is not None:
             args.append(f"cluster={self.value(tuple(L.cluster))}")
         if L.smem is not None:
@@ -290,6 +303,11 @@ def _is_default(b: Buffer) -> bool:
     except Exception:
         return False
     return type(d) is type(b.layout) and d.identical(b.layout)
+
+
+def _tuple(items) -> str:
+    items = list(items)
+    return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
 
 
 def script(kernel) -> str:
@@ -311,7 +329,7 @@ def node_text(node) -> str:
     if isinstance(node, Buffer):
         return f"{node.name}: {p.tensor_type(node)}"
     if isinstance(node, LaunchConfig):
-        return f"T.launch(grid={p.value(tuple(node.grid))}, threads={node.threads})"
+        return f"T.launch(grid={_tuple(p.expr(g) for g in node.grid)}, threads={node.threads})"
     if isinstance(node, St.Stmt):
         p.stmt(node, 0)
         return "\n".join(p.lines)

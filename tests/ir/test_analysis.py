@@ -1,0 +1,69 @@
+from tirxpy import T
+from tirxpy.ir import IRError, Scope, active_threads, annotate_active_threads
+from tirxpy.layout import S, TileLayout, laneid, warpid
+
+import pytest
+
+SRC = '''@T.prim_func
+def k(A: T.Tensor((512,), "float32"), n: T.int32):
+    T.launch(grid=(1,), threads=256)
+    A[0] = T.float32(0)
+    wg = T.warpgroup_id()
+    w = T.warp_id_in_wg()
+    if wg == 1:
+        A[1] = T.float32(1)
+        if w == 2 and T.elect_one():
+            A[2] = T.float32(2)
+        else:
+            A[3] = T.float32(3)
+    else:
+        A[4] = T.float32(4)
+    if T.thread_id_in_wg() // 32 < 2:
+        A[5] = T.float32(5)
+    if T.thread_id() < n:
+        A[6] = T.float32(6)
+    for i in T.serial(4):
+        if i == 0:
+            A[7] = T.float32(7)
+    if T.cta_id(0) == 0:
+        A[8] = T.float32(8)
+'''
+
+
+def stores(k):
+    out = {}
+
+    def walk(seq):
+        for s in seq.stmts:
+            if type(s).__name__ == "BufferStore":
+                out[s.indices[0].value] = s
+            for f in ("body", "then_body", "else_body"):
+                if getattr(s, f, None) is not None:
+                    walk(getattr(s, f))
+    walk(k.body)
+    return out
+
+
+def test_active_sets_for_every_statement():
+    k = T.parse_script(SRC)
+    info = annotate_active_threads(k)
+    st = stores(k)
+    assert info.layout(st[0]).identical(TileLayout(S[(8, 32) : (1@warpid, 1@laneid)])) and info.scope(st[0]) is Scope.CTA
+    assert info.layout(st[1]).identical(TileLayout(S[(4, 32) : (1@warpid, 1@laneid)] + 4@warpid))
+    assert info.scope(st[1]) is Scope.WARPGROUP
+    assert info[st[2]].tids == {6 * 32} and info.scope(st[2]) is Scope.THREAD
+    assert len(info[st[3]]) == 127 and info.scope(st[3]) is Scope.THREAD   # the rest of warpgroup 1
+    assert info.layout(st[4]).identical(TileLayout(S[(4, 32) : (1@warpid, 1@laneid)]))
+    assert sorted(info[st[5]].warps()) == [0, 1, 4, 5] and info.scope(st[5]) is Scope.WARP
+    assert not info[st[6]].exact and info[st[6]].describe().startswith("at most")
+    assert info.scope(st[7]) is Scope.CTA                      # uniform branch on a loop variable
+    assert info[st[8]].cta_narrowed and info.scope(st[8]) is Scope.CTA and not info[st[8]].covers("cluster")
+    assert active_threads(k, st[2]).describe() == "1 thread (warp 6, lane 0)"
+    assert info.narrowed_by(st[2]).cond is not None
+
+
+def test_unknown_statement():
+    k = T.parse_script(SRC)
+    other = stores(T.parse_script(SRC))[0]
+    with pytest.raises(IRError, match="is not part of kernel k"):
+        annotate_active_threads(k)[other]
