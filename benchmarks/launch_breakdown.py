@@ -1,0 +1,61 @@
+"""Where the host time of one empty-kernel launch goes (GPU machine).
+
+    python benchmarks/launch_breakdown.py
+
+Times each piece of tirxpy's launch path on its own (median us per call over many calls):
+the driver call through cuda-bindings vs through ctypes on libcuda, the torch stream lookup,
+and argument packing. Used to choose the launcher's fast path; not a test.
+"""
+import ctypes
+import statistics
+import time
+
+import torch
+
+
+def per_call_us(fn, n=5000, reps=15):
+    for _ in range(200):
+        fn()
+    torch.cuda.synchronize()
+    out = []
+    for _ in range(reps):
+        t = time.perf_counter()
+        for _ in range(n):
+            fn()
+        out.append((time.perf_counter() - t) / n * 1e6)
+        torch.cuda.synchronize()
+    return statistics.median(out)
+
+
+def main():
+    from cuda.bindings import driver as drv
+
+    from tirxpy.lower.nvrtc import compile_cuda
+    from tirxpy.lower.runtime import load_module
+
+    mod = load_module(compile_cuda('extern "C" __global__ void empty() {}', "sm_90a"))
+    k = mod.function("empty")
+    ln = k.launcher([])
+    stream = torch.cuda.current_stream().cuda_stream
+    params = ln.packer.pack(())
+    handle = k.handle
+    lib = ctypes.CDLL("libcuda.so.1")
+    f = lib.cuLaunchKernel
+    u = ctypes.c_uint
+    f.argtypes = [ctypes.c_void_p, u, u, u, u, u, u, u, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+    f.restype = ctypes.c_int
+    h = int(handle)
+    raw = torch._C._cuda_getCurrentRawStream
+    rows = [
+        ("full Launcher call", lambda: ln(1, 32, ())),
+        ("drv.cuLaunchKernel (bindings)", lambda: drv.cuLaunchKernel(handle, 1, 1, 1, 32, 1, 1, 0, stream, params, 0)),
+        ("cuLaunchKernel via ctypes", lambda: f(h, 1, 1, 1, 32, 1, 1, 0, stream, params, None)),
+        ("torch raw stream lookup", lambda: raw(0)),
+        ("ArgPacker.pack(())", lambda: ln.packer.pack(())),
+    ]
+    for name, fn in rows:
+        print(f"{name:34s} {per_call_us(fn):8.2f} us")
+
+
+if __name__ == "__main__":
+    main()
