@@ -68,3 +68,14 @@ def test_buffer_errors():
         Buffer("t", (256, 8), "float16", "tmem")
     with pytest.raises(IRError, match="unknown storage scope 'sram'"):
         Buffer("A", (8,), "float32", "sram")
+
+
+def test_alias_shares_the_root_storage_and_is_bounded():
+    from tirxpy.ir import Buffer, IRError
+
+    acc = Buffer("acc", (64, 16), "float32", "local")
+    pairs = acc.alias((16,), "uint64", name="pairs")  # 16 x 8 bytes of 1024 bytes
+    assert pairs.root is acc and pairs.alias((4,)).root is acc
+    assert pairs.storage == "local" and pairs.dtype.bits == 64
+    with pytest.raises(IRError, match="needs 8200 bytes but acc has only 4096"):
+        acc.alias((1025,), "uint64")

@@ -111,6 +111,35 @@ class Buffer(Node):
                 hint="give a layout whose extents multiply to the tensor's element count",
             )
         self.layout = layout
+        self.base = None  # the buffer whose storage this one aliases (see alias())
+
+    @property
+    def root(self) -> "Buffer":
+        """The buffer that owns the storage (itself unless this is an :meth:`alias`)."""
+        return self if self.base is None else self.base
+
+    def alias(self, shape, dtype=None, layout=None, name=None) -> "Buffer":
+        """Another view of the same storage: a new shape, dtype and layout over the same bytes.
+
+        Lowering uses it to reach a thread's raw register slots of a distributed tile, or to
+        reinterpret storage (two bf16 as one uint32). The alias's ``m`` coordinate counts
+        elements of its own dtype from the start of the root's storage.
+
+            >>> from tirxpy.ir import Buffer
+            >>> acc = Buffer("acc", (64, 16), "float32", "local")
+            >>> slots = acc.alias((8,), name="acc_slots")
+            >>> slots.root is acc, slots.storage, slots.shape
+            (True, 'local', (8,))
+        """
+        root = self.root
+        a = Buffer(name or f"{root.name}_alias", shape, dtype or root.dtype, root.storage, layout, self.span)
+        if -(-footprint(a.layout) * a.dtype.bits // 8) > root.bytes():
+            raise IRError(
+                f"alias {a.name} {a.shape} {a.dtype} needs {a.bytes()} bytes but {root.name} has only {root.bytes()}",
+                hint="an alias views existing storage; make it no larger than the buffer it aliases",
+            )
+        a.base = root
+        return a
 
     @property
     def ndim(self) -> int:
