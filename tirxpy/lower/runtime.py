@@ -411,36 +411,12 @@ def _dim3(v, what) -> tuple:
     return v + (1,) * (3 - len(v))
 
 
-_FAST_LAUNCH = []
-
-
-def _fast_launch():
-    """libcuda's cuLaunchKernel through ctypes with its argument types bound once, or None.
-
-    cuda-bindings converts every argument on each call; the direct call is the lean path for
-    launches without cluster dimensions (benchmarks/launch_breakdown.py measures both)."""
-    if not _FAST_LAUNCH:
-        fn = None
-        try:
-            lib = ctypes.CDLL("libcuda.so.1")
-            fn = lib.cuLaunchKernel
-            u = ctypes.c_uint
-            fn.argtypes = [ctypes.c_void_p, u, u, u, u, u, u, u, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
-            fn.restype = ctypes.c_int
-        except (OSError, AttributeError):
-            fn = None
-        _FAST_LAUNCH.append(fn)
-    return _FAST_LAUNCH[0]
-
-
 class Launcher:
     """A kernel bound to parameter specs; call it to launch."""
 
     def __init__(self, kernel: Kernel, packer: ArgPacker):
         self.kernel, self.packer = kernel, packer
         self._dims: dict = {}
-        self._fast = _fast_launch()
-        self._handle = int(kernel.handle) if self._fast is not None else None
 
     def _checked_dims(self, grid, block, cluster):
         key = (grid, block, cluster)
@@ -469,15 +445,9 @@ class Launcher:
             stream = k._stream(k.device_index)
         elif not isinstance(stream, int):
             stream = getattr(stream, "cuda_stream", stream)
-        if c is None and self._fast is not None:
-            err = self._fast(self._handle, g[0], g[1], g[2], b[0], b[1], b[2], smem_bytes, stream, params, None)
-            if not err:
-                return
-            err = _driver().CUresult(err)
         drv = _driver()
         if c is None:
-            if self._fast is None:
-                (err,) = drv.cuLaunchKernel(k.handle, g[0], g[1], g[2], b[0], b[1], b[2], smem_bytes, stream, params, 0)
+            (err,) = drv.cuLaunchKernel(k.handle, g[0], g[1], g[2], b[0], b[1], b[2], smem_bytes, stream, params, 0)
         else:
             cfg = k._config(g, b, smem_bytes, c)
             cfg.hStream = drv.CUstream(stream)
