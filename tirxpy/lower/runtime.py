@@ -257,6 +257,8 @@ class ArgPacker:
         if len(args) != len(specs):
             names = ", ".join(s.name for s in specs)
             raise LaunchError("args", f"the kernel takes {len(specs)} arguments ({names}), got {len(args)}")
+        if not specs:
+            return self.params_address
         vals = []
         for i, (s, a) in enumerate(zip(specs, args)):
             k = s.kind
@@ -417,6 +419,10 @@ class Launcher:
     def __init__(self, kernel: Kernel, packer: ArgPacker):
         self.kernel, self.packer = kernel, packer
         self._dims: dict = {}
+        drv = _driver()
+        # Bound once: the launch path does no look-ups it can avoid (target <= 5 us per launch).
+        self._launch_plain = drv.cuLaunchKernel
+        self._success = drv.CUresult.CUDA_SUCCESS
 
     def _checked_dims(self, grid, block, cluster):
         key = (grid, block, cluster)
@@ -438,17 +444,20 @@ class Launcher:
     def __call__(self, grid, block, args, *, smem_bytes: int = 0, cluster=None, stream=None) -> None:
         k = self.kernel
         params = self.packer.pack(args)
-        g, b, c = self._checked_dims(grid, block, cluster)
+        d = self._dims.get((grid, block, cluster))
+        g, b, c = d if d is not None else self._checked_dims(grid, block, cluster)
         if smem_bytes > k._max_dyn_smem:
             k.set_max_dynamic_smem(smem_bytes)
         if stream is None:
             stream = k._stream(k.device_index)
         elif not isinstance(stream, int):
             stream = getattr(stream, "cuda_stream", stream)
-        drv = _driver()
         if c is None:
-            (err,) = drv.cuLaunchKernel(k.handle, g[0], g[1], g[2], b[0], b[1], b[2], smem_bytes, stream, params, 0)
-        else:
+            (err,) = self._launch_plain(k.handle, g[0], g[1], g[2], b[0], b[1], b[2], smem_bytes, stream, params, 0)
+            if err == self._success:
+                return
+        drv = _driver()
+        if c is not None:
             cfg = k._config(g, b, smem_bytes, c)
             cfg.hStream = drv.CUstream(stream)
             (err,) = drv.cuLaunchKernelEx(cfg, k.handle, params, 0)
