@@ -7,24 +7,12 @@ the driver call through cuda-bindings vs through ctypes on libcuda, the torch st
 and argument packing. Used to choose the launcher's fast path; not a test.
 """
 import ctypes
-import statistics
-import time
-
 import torch
+from launch_overhead import per_launch_us  # same timing loop (run from this folder or the repo root)
 
 
 def per_call_us(fn, n=5000, reps=15):
-    for _ in range(200):
-        fn()
-    torch.cuda.synchronize()
-    out = []
-    for _ in range(reps):
-        t = time.perf_counter()
-        for _ in range(n):
-            fn()
-        out.append((time.perf_counter() - t) / n * 1e6)
-        torch.cuda.synchronize()
-    return statistics.median(out)
+    return per_launch_us(fn, n, reps)
 
 
 def main():

@@ -1,6 +1,5 @@
 """The README / tutorial example kernel parses, verifies, prints and round-trips."""
 import pathlib
-import re
 import importlib.util
 
 from tirxpy import T

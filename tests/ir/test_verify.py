@@ -2,7 +2,7 @@
 import pytest
 
 from tirxpy import T, Tx
-from tirxpy.ir import (EQ, Add, Buffer, BufferLoad, BufferStore, Evaluate, For, IfThenElse, IntImm, IntrinsicCall,
+from tirxpy.ir import (EQ, Add, Buffer, BufferStore, Evaluate, For, IfThenElse, IntImm, IntrinsicCall,
                        Kernel, LaunchConfig, LetStmt, Select, Var, VerifyError, register_intrinsic_signature,
                        register_op_spec, verify)
 from tirxpy.layout import S, TileLayout, laneid

@@ -1,7 +1,6 @@
 """table() and plot(): cell contents from owners(), PNG pixels and SVG structure."""
 import xml.etree.ElementTree as ET
 
-import numpy as np
 import pytest
 
 from tirxpy.layout import LayoutError, R, S, TileLayout, laneid, warpid

@@ -300,20 +300,9 @@ def _tile_part(layout):
 
 
 def slice_layout(layout, region, shape):
-    """Layout of ``region`` (``[(start, stop)]``) of a tile of ``shape``: the layout library's
-    slice when available, else the row-major fallback."""
-    fn = getattr(layout, "slice", None)
-    if fn is not None:
-        try:
-            return fn(tuple(region), shape)
-        except LayoutError as e:
-            raise IRError(f"cannot view {region} of a tile {tuple(shape)} with layout {layout!r}: {e}") from None
-    if isinstance(layout, TileLayout) and layout.identical(default_layout(tuple(shape), "float32", "global")):
-        strides, acc = [], 1
-        for n in reversed(shape):
-            strides.append(acc)
-            acc *= n
-        strides.reverse()
-        off = sum(a * s for (a, _), s in zip(region, strides))
-        return TileLayout.from_iters([Iter(b - a, s, "m") for (a, b), s in zip(region, strides)], (), {"m": off})
-    raise IRError(f"views of non-row-major layouts need tirxpy.layout slice support (layout {layout!r})")
+    """Layout of ``region`` (``[(start, stop)]``) of a tile of ``shape`` (the layout library's
+    slice), as an IRError naming the view when the region is not representable."""
+    try:
+        return layout.slice(tuple(region), shape)
+    except LayoutError as e:
+        raise IRError(f"cannot view {region} of a tile {tuple(shape)} with layout {layout!r}: {e}") from None

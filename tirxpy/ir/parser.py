@@ -20,13 +20,13 @@ import operator
 import textwrap
 
 from tirxpy.layout import LayoutError
-from tirxpy.scope import PrimitiveMarker, Scope
+from tirxpy.scope import PrimitiveMarker
 
 from . import ops
 from . import script as Tmod
 from .buffer import Buffer, BufferRegion
 from .dtype import DataType
-from .errors import IRError, ParseError, Span, TirxError, at_span
+from .errors import ParseError, Span, TirxError, at_span
 from .expr import Expr, Var
 from .kernel import Kernel, LaunchConfig
 from .stmt import (Allocate, BufferStore, Evaluate, For, IfThenElse, LetStmt, PrimitiveCall, SeqStmt, Stmt,

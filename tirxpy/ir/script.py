@@ -27,7 +27,6 @@ types (``n: T.int32``). ``T.parse_script(text)`` parses printed kernels.
 from __future__ import annotations
 
 import difflib
-import math
 
 from . import ops
 from .dtype import CANONICAL, DataType

@@ -15,7 +15,6 @@ Each failure raises :class:`~tirxpy.ir.errors.VerifyError` at the offending node
 """
 from __future__ import annotations
 
-from math import prod
 
 from tirxpy.scope import Scope
 

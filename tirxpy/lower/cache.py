@@ -80,8 +80,6 @@ def clear_memory() -> None:
 
 
 def _write(path: str, mod) -> None:
-    from .nvrtc import KernelResources  # noqa: F401,PLC0415 - (documents the payload)
-
     meta = json.dumps({"arch": mod.arch, "log": mod.log, "lowered_names": mod.lowered_names,
                        "resources": {k: vars(v) for k, v in mod.resources.items()},
                        "compile_seconds": mod.compile_seconds}).encode()
