@@ -1,0 +1,1 @@
+"""tirxpy.primitives.copy: implementations (registered on import)."""

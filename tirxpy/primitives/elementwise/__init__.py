@@ -1,0 +1,1 @@
+"""tirxpy.primitives.elementwise: implementations (registered on import)."""

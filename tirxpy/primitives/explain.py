@@ -1,0 +1,67 @@
+"""``tirxpy.explain(kernel, arch="sm_90a") -> str``: per call site, the implementation chosen
+and the native instructions it emits.
+
+One block per call site, in source order::
+
+    kernel.py:14  Tx.wg.copy(C[...], acc)  [warpgroup; warps 4..7]
+      -> copy/reg_to_global_vec (priority 10, sm_80)
+         emits: st_global_v4_b32 x8
+         passed over: tma_store: dst is 'global' but src is 'local', TMA stores read 'shared'
+
+The kernel is lowered (as :func:`tirxpy.primitives.lower_calls` would) to find the choices;
+a call with no applicable implementation raises its :class:`DispatchError`.
+"""
+from __future__ import annotations
+
+from collections import Counter
+
+from tirxpy.ir import expr as E
+from tirxpy.ir import stmt as St
+
+
+def _walk_counts(s, acc: Counter):
+    """Count the native operations in lowered IR: intrinsics by name, element loads / stores by storage."""
+    if isinstance(s, E.IntrinsicCall):
+        acc[s.name] += 1
+    elif isinstance(s, E.BufferLoad):
+        acc[f"ld.{s.buffer.storage}"] += 1
+    elif isinstance(s, St.BufferStore):
+        acc[f"st.{s.buffer.storage}"] += 1
+    for _, v in s.fields():
+        for x in (v if isinstance(v, tuple) else (v,)):
+            if isinstance(x, (E.Expr, St.Stmt)):
+                _walk_counts(x, acc)
+    return acc
+
+
+def emitted_ops(stmt) -> Counter:
+    """Static count (loop bodies counted once) of intrinsics and element loads/stores in ``stmt``."""
+    return _walk_counts(stmt, Counter())
+
+
+def _call_text(call) -> str:
+    from tirxpy.ir.printer import node_text
+
+    try:
+        return node_text(call).strip().splitlines()[0]
+    except Exception:  # noqa: BLE001 - printing is best effort here
+        return f"Tx.{call.op}(...)"
+
+
+def explain(kernel, arch="sm_90a") -> str:
+    """Text: for every primitive call of ``kernel``, the chosen implementation and its instructions."""
+    from .lower_pass import lower_calls_traced
+
+    _, sites = lower_calls_traced(kernel, arch)
+    lines = [f"{kernel.name} for {arch}: {len(sites)} primitive call site(s)"]
+    for s in sites:
+        where = f"{s.call.span.file}:{s.call.span.line}" if s.call.span is not None else "<no source>"
+        lines.append(f"{where}  {_call_text(s.call)}  [{s.call.scope}; {s.threads.describe()}]")
+        i = s.impl
+        lines.append(f"  -> {i.op}/{i.variant} (priority {i.priority}, {i.target_text()})")
+        counts = emitted_ops(s.stmt)
+        if counts:
+            lines.append("     emits: " + ", ".join(f"{k} x{v}" for k, v in sorted(counts.items())))
+        for r, why in s.rejected:
+            lines.append(f"     passed over {r.variant}: {why}")
+    return "\n".join(lines)

@@ -1,0 +1,1 @@
+"""tirxpy.primitives.reduce: implementations (registered on import)."""
