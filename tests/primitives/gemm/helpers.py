@@ -1,0 +1,41 @@
+"""Small kernels around one gemm call, and walkers over the lowered IR."""
+from tirxpy import T
+from tirxpy.ir import IntrinsicCall
+from tirxpy.primitives import lower_calls
+
+
+def kernel(body: str, env: dict, threads: int = 128, cluster=None, params: str = 'G: T.Tensor((8,), "float32")'):
+    """A kernel whose body is ``body`` (4-space indented lines; the allocations it needs
+    included); names in ``env`` (layouts) are visible to it."""
+    cl = f", cluster={cluster}" if cluster else ""
+    src = f"@T.prim_func\ndef k({params}):\n    T.launch(grid=(1,){cl}, threads={threads})\n{body}"
+    return T.parse_script(src, env=dict(env))
+
+
+def calls(stmt) -> list:
+    """Every IntrinsicCall under ``stmt`` (outer calls before their arguments)."""
+    out = []
+
+    def walk(n):
+        if isinstance(n, IntrinsicCall):
+            out.append(n)
+        for _, v in n.fields():
+            for x in (v if isinstance(v, tuple) else (v,)):
+                if hasattr(x, "fields"):
+                    walk(x)
+
+    walk(stmt)
+    return out
+
+
+def names(stmt) -> list:
+    return [c.name for c in calls(stmt)]
+
+
+def lowered(k, arch):
+    return lower_calls(k, arch).body
+
+
+def slot_range(region):
+    """(start, count) of a 1-d region of a register-slot alias."""
+    return region.starts[0].value, region.extents[0]

@@ -1,0 +1,46 @@
+"""Matrix descriptors as IR: the static part from the operand's layout, the start address at run time.
+
+A descriptor's fields other than the start address (LBO, SBO, swizzle, version) are compile-time
+facts of the layout (``tirxpy.intrinsics.descriptors.*_from_layout``). The start address is the
+shared::cta address of the k-step's first element, known only at run time; the table entry
+``gemm_smem_desc`` ORs its 14-bit field (``(addr & 0x3FFFF) >> 4``, bits 0-13) into the static
+descriptor built at address 0:
+
+    >>> from tirxpy.intrinsics import get
+    >>> get("gemm_smem_desc").render_call(["A_addr", "0x4000004000010000ull"])
+    'tx_gemm_smem_desc(A_addr, 0x4000004000010000ull)'
+"""
+from __future__ import annotations
+
+from tirxpy.intrinsics import lookup, register_intrinsic
+from tirxpy.intrinsics.descriptors import tcgen05_smem_desc_from_layout, wgmma_smem_desc_from_layout
+from tirxpy.ir import ops
+from tirxpy.ir.expr import AddressOf
+
+NAME = "gemm_smem_desc"
+
+if lookup(NAME) is None:
+    register_intrinsic(
+        NAME,
+        """{
+        .reg .b64 tx_t;
+        cvt.u64.u32 tx_t, {addr};
+        and.b64 tx_t, tx_t, 0x3FFFF;
+        shr.b64 tx_t, tx_t, 4;
+        or.b64 {desc}, {desc0}, tx_t;
+        }""",
+        [("desc", "reg", "uint64", "w"), ("addr", "smem_addr"), ("desc0", "reg", "uint64")],
+        ret="desc", lowest="sm_90", memory=False, ptx="matrix descriptor start address",
+        doc="desc0 with its start-address field (bits 0-13) set from the shared::cta address addr.")
+
+
+def static_desc(family: str, op) -> int:
+    """The descriptor of checked operand ``op`` (:class:`~.checks.SmemOperand`) at address 0."""
+    fn = wgmma_smem_desc_from_layout if family == "wgmma" else tcgen05_smem_desc_from_layout
+    return fn(op.layout, op.dtype, 0, major=op.major, shape=op.shape)
+
+
+def desc_at(ctx, desc0: int, element):
+    """IR: the descriptor ``desc0`` started at ``element`` (a BufferLoad of shared memory):
+    ``gemm_smem_desc(T.address_of(element), desc0)``."""
+    return ctx.intrin(NAME, AddressOf(element), ops.const(desc0, "uint64"))

@@ -1,0 +1,211 @@
+"""gemm / gemm_async / gemm_wait on Hopper (sm_90a): ``wgmma.mma_async`` over a warpgroup.
+
+``Tx.wg.gemm_async(C, A, B, transpose_a=False, transpose_b=False, accumulate=True, wait=None)``
+issues, per warpgroup: ``wgmma.fence``; one ``wgmma.mma_async.m64nNk*`` per (64 x N) tile of C
+and k-step (k-step outermost); ``wgmma.commit_group``; and, with ``wait=n``, ``wgmma.wait_group n``
+(at most ``n`` committed groups still pending). ``Tx.wg.gemm_wait(n)`` is the wait alone, so a
+pipeline issues k-tile ``t``, waits with ``wait=1`` until k-tile ``t - 1`` has read its shared
+memory, releases that stage, and finishes with ``Tx.wg.gemm_wait(0)`` before reading C.
+``Tx.wg.gemm(...)`` is ``gemm_async`` followed by ``wait_group 0``.
+
+Operands: C in registers, float32, each 64 x N tile laid out as
+:func:`~tirxpy.layout.atoms.wgmma_accumulator` (on ``wid_in_wg`` / ``laneid``, any register
+slot base); A in shared memory (a canonical K- or MN-major layout, read through a descriptor)
+or in registers (each 64 x K-step tile laid out as :func:`~tirxpy.layout.atoms.wgmma_a_fragment`);
+B in shared memory. Inputs bf16 / f16 (both majors), tf32 (``float32``) and fp8 (K-major only).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tirxpy.layout.atoms import WGMMA_N, wgmma_a_fragment, wgmma_accumulator
+
+from ..dispatch import fail, register_impl
+from . import checks, desc
+from .operands import dtype_name, parse, static_int
+
+_K = {16: 16, 32: 8, 8: 32}
+_INPUTS = ("float16", "bfloat16", "float32", "float8_e4m3", "float8_e5m2")
+_FP8 = ("float8_e4m3", "float8_e5m2")
+
+
+@dataclass(frozen=True)
+class Plan:
+    g: object
+    n_inst: int
+    k_inst: int
+    c_tiles: tuple
+    a_smem: object  # SmemOperand or None
+    a_tiles: tuple  # register A tiles (or ())
+    b_smem: object
+    entry: str
+
+
+def _n_inst(N):
+    return max(n for n in WGMMA_N if N % n == 0)
+
+
+def plan(ctx) -> Plan | str:
+    cache = ctx.__dict__.setdefault("_tx_gemm_cache", {})
+    if "wgmma" not in cache:
+        cache["wgmma"] = _plan(ctx)
+    return cache["wgmma"]
+
+
+def _plan(ctx):
+    from tirxpy.intrinsics import wgmma as family
+
+    g = parse(ctx, ("wait",) if ctx.op == "gemm_async" else ())
+    if isinstance(g, str):
+        return g
+    C, A, B = g.C, g.A, g.B
+    if C.storage != "local":
+        return f"C ({C.name}) is in {C.storage} memory; wgmma accumulates in registers (T.alloc_local)"
+    if dtype_name(C) != "float32":
+        return f"C ({C.name}) is {C.dtype}; this wgmma implementation accumulates in float32"
+    if B.storage != "shared":
+        return f"B ({B.name}) is in {B.storage} memory; wgmma reads B from shared memory"
+    if A.storage not in ("shared", "local"):
+        return f"A ({A.name}) is in {A.storage} memory; wgmma reads A from shared memory or registers"
+    for t in (C, A):
+        if t.storage == "local" and t.offset:
+            return f"{t.name}: a register tile must be indexed with constants (its start is `{t.offset}`)"
+    a_dt, b_dt = dtype_name(A), dtype_name(B)
+    if a_dt not in _INPUTS or b_dt not in _INPUTS or not (a_dt == b_dt or (a_dt in _FP8 and b_dt in _FP8)):
+        return f"wgmma takes A and B of one dtype among {list(_INPUTS)} (float32 = tf32; fp8 may mix); got {a_dt} and {b_dt}"
+    bits = A.dtype.bits
+    k_inst = _K[bits]
+    if g.M % 64:
+        return f"C has M = {g.M} rows; wgmma covers 64 rows per instruction (M must be a multiple of 64)"
+    if g.N % 8:
+        return f"C has N = {g.N} columns; wgmma N is a multiple of 8"
+    if g.K % k_inst:
+        return f"K = {g.K} is not a multiple of the wgmma K = {k_inst} for {a_dt}"
+    n = _n_inst(g.N)
+    fr = checks.fragment_tiles("C", C.layout, (g.M, g.N), wgmma_accumulator(n), (64, n), "wgmma")
+    if fr.reason:
+        return fr.reason
+    majors = ("K", "MN") if bits == 16 else ("K",)
+    a_smem, a_tiles = None, ()
+    if A.storage == "shared":
+        a_smem = checks.smem_operand("A", A.layout, A.shape, a_dt, k_inst, "wgmma", k_dim=g.a_kdim, majors=majors)
+        if isinstance(a_smem, str):
+            return a_smem
+    else:
+        if bits not in (8, 16):
+            return f"A in registers must be 16-bit or 8-bit for wgmma; A is {a_dt} (put it in shared memory)"
+        fa = checks.fragment_tiles("A", A.layout, (g.M, g.K), wgmma_a_fragment(a_dt), (64, k_inst), "wgmma",
+                                   transposed=g.ta, align=32 // bits)
+        if fa.reason:
+            return fa.reason
+        a_tiles = fa.tiles
+    b_smem = checks.smem_operand("B", B.layout, B.shape, b_dt, k_inst, "wgmma", k_dim=g.b_kdim, majors=majors)
+    if isinstance(b_smem, str):
+        return b_smem
+    entry = family.get(n=n, d="float32", a=a_dt, b=b_dt, a_from="smem" if a_smem else "reg").name
+    return Plan(g, n, k_inst, fr.tiles, a_smem, a_tiles, b_smem, entry)
+
+
+# ---------------------------------------------------------------- predicates
+def warpgroup_scope(ctx):
+    if ctx.scope.short != "wg":
+        return f"wgmma is a warpgroup instruction; write Tx.wg.{ctx.op}(...) (the call is at {ctx.scope} scope)"
+    return None
+
+
+def whole_warpgroups(ctx):
+    return checks.warpgroups_reason(ctx.threads)
+
+
+def operands_fit(ctx):
+    p = plan(ctx)
+    return p if isinstance(p, str) else None
+
+
+def wait_attr(ctx):
+    w = ctx.attr("wait", None)
+    if w is None:
+        return None
+    n = static_int(w)
+    if n is None or not 0 <= n <= 7:
+        return (f"wait= is how many committed wgmma groups may stay pending (an int 0..7), got {w!r}; "
+                "wait for a TMA stage on its mbarrier before the call instead")
+    return None
+
+
+# ---------------------------------------------------------------- lowering
+def _user(coord, transposed):
+    return (coord[1], coord[0]) if transposed else coord
+
+
+def issue(ctx, p: Plan) -> list:
+    """fence; one mma per (tile of C, k-step); commit."""
+    g = p.g
+    out = [ctx.emit("wgmma_fence")]
+    c_slots = g.C.slots()
+    a_regs = g.A.slots("uint32") if p.a_tiles else None
+    a_per = 32 // g.A.dtype.bits
+    b_desc0 = desc.static_desc("wgmma", p.b_smem)
+    a_desc0 = desc.static_desc("wgmma", p.a_smem) if p.a_smem else None
+    n16 = g.A.dtype.bits == 16
+    for ks in range(g.K // p.k_inst):
+        k0 = ks * p.k_inst
+        scale_d = g.accumulate if ks == 0 else True
+        for t in p.c_tiles:
+            r0, c0 = t.origin
+            d = c_slots[t.base:t.base + p.n_inst // 2]
+            if p.a_smem:
+                a = desc.desc_at(ctx, a_desc0, g.A.load(_user((r0, k0), g.ta)))
+            else:
+                at = p.a_tiles[(r0 // 64) * (g.K // p.k_inst) + ks]
+                a = a_regs[at.base // a_per:at.base // a_per + 4]
+            b = desc.desc_at(ctx, b_desc0, g.B.load(_user((c0, k0), not g.tb)))
+            args = [d, a, b, scale_d, 1, 1]
+            if n16:
+                if p.a_smem:
+                    args.append(int(p.a_smem.major == "MN"))
+                args.append(int(p.b_smem.major == "MN"))
+            out.append(ctx.emit(p.entry, *args))
+    out.append(ctx.emit("wgmma_commit_group"))
+    return out
+
+
+def _lower(ctx, wait):
+    p = plan(ctx)
+    if isinstance(p, str):
+        fail(p)
+    stmts = issue(ctx, p)
+    if wait is not None:
+        stmts.append(ctx.emit("wgmma_wait_group", wait))
+    return ctx.seq(stmts)
+
+
+_WHEN = [warpgroup_scope, whole_warpgroups, operands_fit]
+_HOPPER = ("sm_90a", "sm_90a")
+
+
+@register_impl("gemm_async", _HOPPER, variant="wgmma", priority=20, when=_WHEN + [wait_attr],
+               doc="wgmma.mma_async: fence, one mma per 64xN tile and k-step, commit_group [, wait_group]")
+def gemm_async_wgmma(ctx):
+    w = ctx.attr("wait", None)
+    return _lower(ctx, None if w is None else static_int(w))
+
+
+@register_impl("gemm", _HOPPER, variant="wgmma", priority=20, when=_WHEN,
+               doc="wgmma.mma_async then wait_group 0 (C is ready after the call)")
+def gemm_wgmma(ctx):
+    return _lower(ctx, 0)
+
+
+def _wait_operand(ctx):
+    ops = ctx.operands
+    if len(ops) != 1 or static_int(ops[0]) is None or not 0 <= static_int(ops[0]) <= 7:
+        return "Tx.wg.gemm_wait(n) takes one int n in 0..7: the number of committed wgmma groups left pending"
+    return None
+
+
+@register_impl("gemm_wait", _HOPPER, variant="wgmma", priority=20, when=[warpgroup_scope, whole_warpgroups, _wait_operand],
+               doc="wgmma.wait_group n")
+def gemm_wait_wgmma(ctx):
+    return ctx.seq([ctx.emit("wgmma_wait_group", static_int(ctx.operands[0]))])
+
