@@ -13,3 +13,21 @@ __version__ = "0.1.0"
 from .ir import T  # noqa: E402  (authoring namespace; imports only layout / scope / ir)
 from .scope import Tx  # noqa: E402
 from .jit import jit  # noqa: E402
+
+
+def __getattr__(name):
+    """``tirxpy.compile`` / ``tirxpy.build`` (kernel -> CompiledKernel), imported on first use."""
+    if name in ("compile", "build"):
+        from .lower.build import build
+
+        return build
+    raise AttributeError(f"module 'tirxpy' has no attribute {name!r}")
+from .primitives import op_specs as _primitive_op_specs  # noqa: E402,F401  (verifier rules of primitive ops; light)
+
+
+def __getattr__(name):
+    if name == "explain":  # lazy: lowering machinery loads on first use
+        from .primitives.explain import explain
+
+        return explain
+    raise AttributeError(f"module 'tirxpy' has no attribute {name!r}")

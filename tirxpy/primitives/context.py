@@ -106,6 +106,9 @@ class Tile:
         """The thread's register slots of this local tile as a flat alias (``dtype`` reinterprets)."""
         if self.storage != "local":
             fail(f"{self.name} is in {self.storage} memory, not registers")
+        cache = self.__dict__.setdefault("_slots", {})
+        if dtype in cache:
+            return cache[dtype]
         from tirxpy.ir.buffer import footprint
 
         n = footprint(self.buffer.layout)
@@ -117,8 +120,9 @@ class Tile:
         if count < 1:
             fail(f"{self.name}: {n} slot(s) of {self.dtype} do not fill one {dt}")
         lay = TileLayout.from_iters([_iter(count, 1, "m")])
-        return self.buffer.alias((count,), dt, lay, name=f"{self.name}_{DataType.get(dt).name}_slots"
-                                 if dtype is not None else f"{self.name}_slots")
+        cache[dtype] = self.buffer.alias((count,), dt, lay, name=f"{self.name}_{DataType.get(dt).name}_slots"
+                                         if dtype is not None else f"{self.name}_slots")
+        return cache[dtype]
 
     def describe(self) -> str:
         return f"{self.name}{list(self.shape)} {self.dtype} in {self.storage}"

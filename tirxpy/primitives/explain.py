@@ -19,14 +19,27 @@ from tirxpy.ir import expr as E
 from tirxpy.ir import stmt as St
 
 
-def _walk_counts(s, acc: Counter):
-    """Count the native operations in lowered IR: intrinsics by name, element loads / stores by storage."""
+def _walk_counts(s, acc: Counter, operand=False):
+    """Count the native operations in lowered IR: intrinsics by name, element loads / stores by
+    storage, math builtins by name (register reads / writes and address computations are not counted)."""
     if isinstance(s, E.IntrinsicCall):
         acc[s.name] += 1
-    elif isinstance(s, E.BufferLoad):
+        for a in s.args:
+            if isinstance(a, (E.Expr, St.Stmt)):
+                _walk_counts(a, acc, operand=True)
+        return acc
+    if isinstance(s, E.AddressOf):
+        return acc
+    if isinstance(s, E.BufferLoad) and s.buffer.storage != "local":
         acc[f"ld.{s.buffer.storage}"] += 1
-    elif isinstance(s, St.BufferStore):
+    elif isinstance(s, St.BufferStore) and s.buffer.storage != "local":
         acc[f"st.{s.buffer.storage}"] += 1
+    elif isinstance(s, E.Call):
+        acc[s.name] += 1
+    elif isinstance(s, E.Cast) and s.value.dtype is not None and s.value.dtype != s.dtype:
+        acc[f"cvt.{s.dtype}.{s.value.dtype}"] += 1
+    elif isinstance(s, E.BinaryOp) and s.dtype is not None and s.dtype.is_float:
+        acc[f"{type(s).__name__.lower()}.{s.dtype}"] += 1
     for _, v in s.fields():
         for x in (v if isinstance(v, tuple) else (v,)):
             if isinstance(x, (E.Expr, St.Stmt)):

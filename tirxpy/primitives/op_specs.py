@@ -1,0 +1,9 @@
+"""Verifier rules (``tirxpy.ir.register_op_spec``) for the primitives this package adds beyond
+the IR's pre-registered ones. Imported by ``import tirxpy`` (light: no implementations load), so
+kernels that call them parse and verify before any lowering."""
+from tirxpy.ir.op_spec import lookup_op_spec, register_op_spec
+
+_ONCHIP = ("shared", "shared::cluster", "local", "tmem")
+for _op in ("log", "log2", "silu", "sigmoid", "tanh"):
+    if lookup_op_spec(_op) is None:
+        register_op_spec(_op, n_operands=2, operand_storage={0: _ONCHIP}, doc="element-wise dst <- f(src)")
