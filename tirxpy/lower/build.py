@@ -1,0 +1,294 @@
+"""``build(kernel, arch)``: verify, lower tile primitives, generate CUDA C++, compile (cached) and
+return a :class:`CompiledKernel` you can inspect on any machine and call on torch tensors.
+
+    >>> from tirxpy import T
+    >>> import tirxpy
+    >>> @T.prim_func
+    ... def scale(A: T.Tensor((256,), "float32"), B: T.Tensor((256,), "float32")):
+    ...     T.launch(grid=(2,), threads=128)
+    ...     i = T.cta_id(0) * 128 + T.thread_id()
+    ...     B[i] = A[i] * T.float32(2)
+    >>> k = tirxpy.compile(scale, arch="sm_90a")
+    >>> "__launch_bounds__(128) scale(" in k.cuda_source, k.resources.spills
+    (True, 0)
+    >>> [(s.name, s.kind, s.dtype, s.shape) for s in k.specs]
+    [('A', 'tensor', 'float32', (256,)), ('B', 'tensor', 'float32', (256,))]
+"""
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import subprocess
+import tempfile
+
+import numpy as np
+
+from tirxpy.ir import Buffer, Kernel, verify
+from tirxpy.scope import Scope
+
+from .codegen.errors import CodegenError
+from .codegen.kernel import CudaUnit, first_primitive_call, generate, unlowered
+from .errors import LaunchError, ToolchainError
+from .runtime import ParamSpec
+
+_SCALARS = ("bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float16", "float32",
+            "float64")
+
+
+class CompiledKernel:
+    """A built kernel: ``cuda_source``, ``ptx``, ``sass``, ``resources``; call it with torch tensors
+    and Python numbers in parameter order to launch on torch's current stream."""
+
+    def __init__(self, unit: CudaUnit, module, options=()):
+        self.unit, self.module, self.options = unit, module, tuple(options)
+        self.kernel = unit.kernel
+        self.name, self.arch = unit.name, unit.arch
+        self.smem_bytes = unit.smem_bytes
+        L = self.kernel.launch
+        self.threads = L.threads
+        self.cluster = None if L.cluster is None else tuple(L.cluster) + (1,) * (3 - len(L.cluster))
+        self.specs = host_specs(self.kernel, unit.tmaps)
+        self._nparams = len(self.kernel.params)
+        self._tm_index = tuple(t.param_index for t in unit.tmaps)
+        self._grid, self._grid_fn = grid_plan(self.kernel)
+        self._block = (self.threads, 1, 1)
+        self._launcher = None
+        self._ptx = None
+        self._sass = None
+
+    # ------------------------------------------------------------------ inspection
+    @property
+    def cuda_source(self) -> str:
+        return self.unit.source
+
+    @property
+    def resources(self):
+        """:class:`~tirxpy.lower.nvrtc.KernelResources` from ptxas: registers, spills, stack, smem."""
+        return self.module.resources_of(self.name)
+
+    @property
+    def ptx(self) -> str:
+        if self._ptx is None:
+            from .nvrtc import compile_cuda
+
+            self._ptx = compile_cuda(self.cuda_source, self.arch, emit_ptx=True, options=self.options).ptx
+        return self._ptx
+
+    @property
+    def sass(self) -> str:
+        """SASS from cuobjdump / nvdisasm (on PATH or in an nvidia-* wheel)."""
+        if self._sass is None:
+            self._sass = disassemble(self.module.cubin)
+        return self._sass
+
+    def summary(self) -> dict:
+        r = self.resources
+        return {"name": self.name, "arch": self.arch, "registers": r.registers, "spills": r.spills,
+                "stack": r.stack_bytes, "smem": self.smem_bytes + r.static_smem, "threads": self.threads}
+
+    def __repr__(self) -> str:
+        s = self.summary()
+        return (f"<CompiledKernel {s['name']} {s['arch']}: {s['registers']} registers, {s['spills']} B spilled, "
+                f"{s['smem']} B smem, {s['threads']} threads>")
+
+    # ------------------------------------------------------------------ launch
+    def _load(self):
+        from .runtime import load_module
+
+        fn = load_module(self.module).function(self.name)
+        self._launcher = fn.launcher(self.specs)
+        return self._launcher
+
+    def __call__(self, *args):
+        ln = self._launcher or self._load()
+        if len(args) != self._nparams:
+            names = ", ".join(p.name for p in self.kernel.params)
+            raise LaunchError("args", f"{self.name} takes {self._nparams} arguments ({names}), got {len(args)}")
+        if self._tm_index:
+            args = args + tuple(args[i] for i in self._tm_index)
+        grid = self._grid
+        if self._grid_fn is not None:
+            try:
+                grid = self._grid_fn(args)
+            except TypeError as e:
+                raise LaunchError("grid", f"cannot evaluate the grid from the arguments: {e}") from None
+        ln(grid, self._block, args, smem_bytes=self.smem_bytes, cluster=self.cluster)
+
+
+# ---------------------------------------------------------------------- host plan
+def tensor_strides(buf: Buffer):
+    """``(shape, strides)`` a torch tensor must have for a global buffer: the per-dimension
+    strides of a strided layout (row-major by default), else a 1-D contiguous storage of the
+    layout's footprint."""
+    from tirxpy.layout import TileLayout
+
+    lay = buf.layout
+    if isinstance(lay, TileLayout) and set(lay.axes()) <= {"m"} and not lay.replica:
+        shape = buf.shape
+        zero = lay.apply(*([0] * len(shape)), shape=shape).get("m", 0)
+        strides = []
+        for d, n in enumerate(shape):
+            if n == 1:
+                strides.append(None)
+                continue
+            c = [0] * len(shape)
+            c[d] = 1
+            strides.append(lay.apply(*c, shape=shape).get("m", 0) - zero)
+        names, t = lay.owner_table()
+        got = t[:, 0, names.index("m")] if "m" in names else np.zeros(lay.size(), dtype=np.int64)
+        idx = np.indices(shape).reshape(len(shape), -1)
+        want = sum(idx[d] * (s or 0) for d, s in enumerate(strides))
+        if zero == 0 and all(s is None or s > 0 for s in strides) and np.array_equal(got, want):
+            return tuple(shape), tuple(strides)
+    from tirxpy.ir.buffer import footprint
+
+    return (footprint(lay),), (1,)
+
+
+def host_specs(kernel, tmaps=()) -> tuple:
+    """One :class:`~tirxpy.lower.runtime.ParamSpec` per kernel parameter, then one per hidden
+    tensor map (fed the same tensor as its buffer)."""
+    specs = []
+    tm_bufs = {id(t.buffer) for t in tmaps}
+    for p in kernel.params:
+        if isinstance(p, Buffer):
+            shape, strides = tensor_strides(p)
+            align = 16 if id(p) in tm_bufs else max(1, p.dtype.bits // 8)
+            specs.append(ParamSpec(p.name, "tensor", p.dtype.name, shape, strides, align))
+        else:
+            if p.dtype.name not in _SCALARS:
+                raise CodegenError(f"scalar parameter {p.name} is {p.dtype}; the host passes scalars of "
+                                   f"{', '.join(_SCALARS)}", p.span or kernel.span,
+                                   hint=f"declare it T.float32 and cast inside the kernel: T.cast({p.name}, \"{p.dtype}\")")
+            specs.append(ParamSpec(p.name, "scalar", p.dtype.name))
+    for t in tmaps:
+        shape, strides = tensor_strides(t.buffer)
+        specs.append(ParamSpec(f"{t.buffer.name} (TMA box {t.box})", "tensormap", t.buffer.dtype.name, shape, strides,
+                               16, box=t.box, swizzle=t.swizzle))
+    return tuple(specs)
+
+
+def grid_plan(kernel):
+    """``(static grid, None)`` or ``(None, fn(args) -> grid)`` evaluating grid expressions of
+    scalar parameters on the host (floor semantics, like the IR)."""
+    from tirxpy.ir import IntImm
+
+    grid = list(kernel.launch.grid) + [IntImm(1)] * (3 - len(kernel.launch.grid))
+    if all(isinstance(g, IntImm) for g in grid):
+        return tuple(g.value for g in grid), None
+    index = {id(p): i for i, p in enumerate(kernel.params)}
+    text = "lambda a: (" + ", ".join(_py(g, index, kernel) for g in grid) + ",)"
+    return None, eval(text, {"max": max, "min": min})  # noqa: S307 - text built from IR nodes only
+
+
+def _py(e, index, kernel) -> str:
+    from tirxpy.ir import expr as E
+
+    ops = {E.Add: "+", E.Sub: "-", E.Mul: "*", E.FloorDiv: "//", E.FloorMod: "%", E.Shl: "<<", E.Shr: ">>",
+           E.BitAnd: "&", E.BitOr: "|", E.BitXor: "^"}
+    if isinstance(e, E.IntImm):
+        return str(e.value)
+    if isinstance(e, E.Var) and id(e) in index:
+        return f"a[{index[id(e)]}]"
+    if type(e) in ops:
+        return f"({_py(e.a, index, kernel)} {ops[type(e)]} {_py(e.b, index, kernel)})"
+    if isinstance(e, (E.Min, E.Max)):
+        return f"{'min' if isinstance(e, E.Min) else 'max'}({_py(e.a, index, kernel)}, {_py(e.b, index, kernel)})"
+    if isinstance(e, E.Cast) and e.dtype.is_int:
+        return f"int({_py(e.value, index, kernel)})"
+    raise CodegenError(f"the grid extent `{e}` is not an integer expression of scalar parameters",
+                       e.span or kernel.launch.span or kernel.span,
+                       hint="compute grid extents from scalar kernel parameters with + - * // % min max")
+
+
+# ---------------------------------------------------------------------- build
+def lower_primitives(kernel, arch: str):
+    """Replace tile-primitive calls by native IR (``tirxpy.primitives.lower_calls``)."""
+    call = first_primitive_call(kernel.body)
+    if call is None:
+        return kernel
+    what = f"Tx.{call.op}" if call.scope is Scope.THREAD else f"Tx.{call.scope.short}.{call.op}"
+    try:
+        from tirxpy.primitives import lower_calls
+    except ImportError as e:
+        raise CodegenError(f"{what}(...) needs the tile-primitive lowering (tirxpy.primitives.lower_calls), which "
+                           f"is not available ({e})", call.span,
+                           hint="write the native instructions (T.ptx.*) and loops for this call") from None
+    lowered = lower_calls(kernel, arch)
+    left = first_primitive_call(lowered.body)
+    if left is not None:
+        raise unlowered(left)
+    return lowered
+
+
+def build(kernel, arch: str = "sm_90a", *, options=()) -> CompiledKernel:
+    """Verify ``kernel``, lower its primitives, generate CUDA C++ and compile it for ``arch``.
+
+    Builds are memoized on the kernel object per (arch, options); NVRTC output is cached on
+    disk and in process by source text.
+    """
+    from tirxpy.intrinsics.target import parse_arch
+
+    from .nvrtc import compile_cuda
+
+    if not isinstance(kernel, Kernel):
+        hint = ("call the @tirxpy.jit factory with its arguments first: build(make_kernel(...))"
+                if hasattr(kernel, "factory") else "decorate the kernel function with @T.prim_func")
+        raise CodegenError(f"build() takes a kernel (a @T.prim_func), got {type(kernel).__name__}", None, hint=hint)
+    arch = str(parse_arch(arch))
+    key = (arch, tuple(str(o) for o in options))
+    memo = kernel.__dict__.setdefault("_tirxpy_builds", {})
+    hit = memo.get(key)
+    if hit is not None:
+        return hit
+    verify(kernel)
+    lowered = lower_primitives(kernel, arch)
+    if lowered is not kernel:
+        verify(lowered)
+    unit = generate(lowered, arch)
+    mod = compile_cuda(unit.source, arch, options=options, filename=f"{unit.name}.cu")
+    ck = memo[key] = CompiledKernel(unit, mod, options)
+    return ck
+
+
+compile = build  # noqa: A001 - tirxpy.compile(kernel, arch=...) reads naturally
+
+
+# ---------------------------------------------------------------------- SASS
+def find_disassembler():
+    """Path of ``cuobjdump`` or ``nvdisasm`` (PATH, $CUDA_HOME/bin, nvidia-* wheels), or None."""
+    for tool in ("cuobjdump", "nvdisasm"):
+        p = shutil.which(tool)
+        if p:
+            return p
+    roots = [os.environ.get("CUDA_HOME", ""), os.environ.get("CUDA_PATH", ""), "/usr/local/cuda"]
+    try:
+        import nvidia
+
+        roots += [os.path.join(r, "*") for r in nvidia.__path__]
+    except ImportError:
+        pass
+    for root in filter(None, roots):
+        for tool in ("cuobjdump", "nvdisasm"):
+            hits = sorted(glob.glob(os.path.join(root, "bin", tool)))
+            if hits:
+                return hits[0]
+    return None
+
+
+def disassemble(cubin: bytes) -> str:
+    tool = find_disassembler()
+    if tool is None:
+        raise ToolchainError("no SASS disassembler found: put the CUDA toolkit's cuobjdump or nvdisasm on PATH "
+                             "(or set CUDA_HOME), or pip install 'nvidia-cuda-cuobjdump==13.0.*'; "
+                             "cuda_source, ptx and resources work without it")
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "kernel.cubin")
+        with open(path, "wb") as f:
+            f.write(cubin)
+        args = [tool, "-sass", path] if os.path.basename(tool).startswith("cuobjdump") else [tool, "-c", path]
+        res = subprocess.run(args, capture_output=True, text=True, check=False)
+    if res.returncode != 0:
+        raise ToolchainError(f"{os.path.basename(tool)} failed ({res.returncode}): {res.stderr.strip()[:500]}")
+    return res.stdout

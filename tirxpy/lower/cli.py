@@ -1,0 +1,120 @@
+"""``python -m tirxpy compile FILE_OR_MODULE --arch sm_90a|sm_100a [--emit cuda|ptx|sass]``.
+
+Imports a Python file (or a dotted module), builds every kernel object it defines at module
+level (``@tirxpy.jit`` factories only when they take no arguments) and prints a resources
+table; ``--emit`` also prints each kernel's CUDA source, PTX or SASS. Errors exit 2 with a
+message, never a traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import inspect
+import os
+import sys
+
+from tirxpy.scope.errors import TirxError
+
+from .errors import LowerError
+
+COLUMNS = ("kernel", "arch", "registers", "spills", "stack", "smem", "threads")
+
+
+def _load(target: str):
+    if target.endswith(".py") or os.path.sep in target or os.path.exists(target):
+        if not os.path.isfile(target):
+            raise FileNotFoundError(f"no such file: {target}")
+        name = "_tirxpy_compile_" + os.path.splitext(os.path.basename(target))[0].replace("-", "_")
+        spec = importlib.util.spec_from_file_location(name, target)
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[name] = mod
+        sys.path.insert(0, os.path.dirname(os.path.abspath(target)))
+        try:
+            spec.loader.exec_module(mod)
+        finally:
+            sys.path.pop(0)
+        return mod
+    return importlib.import_module(target)
+
+
+def find_kernels(mod) -> list:
+    """``[(name, Kernel)]`` defined in ``mod``: kernel objects, and zero-argument jit factories' results."""
+    from tirxpy.ir import Kernel
+    from tirxpy.jit import JitFunction
+
+    out, seen = [], set()
+    for name, obj in vars(mod).items():
+        if name.startswith("_"):
+            continue
+        if isinstance(obj, JitFunction):
+            params = inspect.signature(obj.factory).parameters.values()
+            if any(p.default is inspect.Parameter.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+                   for p in params):
+                continue
+            obj = obj()
+        if isinstance(obj, Kernel) and id(obj) not in seen:
+            seen.add(id(obj))
+            out.append((name, obj))
+    return out
+
+
+def table(rows) -> str:
+    widths = [max(len(str(r[i])) for r in [COLUMNS, *rows]) for i in range(len(COLUMNS))]
+    lines = ["  ".join(str(c).ljust(w) if i < 2 else str(c).rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
+             for r in [COLUMNS, *rows]]
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    ap = argparse.ArgumentParser(prog="python -m tirxpy compile",
+                                 description="Build every kernel in a file or module and print its resources.")
+    ap.add_argument("target", help="a .py file or a dotted module name")
+    ap.add_argument("--arch", default="sm_90a", help="compile target: sm_90a (Hopper) or sm_100a (Blackwell)")
+    ap.add_argument("--emit", choices=("cuda", "ptx", "sass"), help="also print each kernel's CUDA source, PTX or SASS")
+    try:
+        args = ap.parse_args(argv)
+    except SystemExit as e:
+        return int(e.code or 0)
+    from .build import build
+
+    try:
+        from tirxpy.intrinsics.target import parse_arch
+
+        parse_arch(args.arch)
+        mod = _load(args.target)
+    except TirxError as e:
+        print(f"tirxpy compile: error: {e}", file=sys.stderr)
+        return 2
+    except (ImportError, OSError, SyntaxError) as e:
+        print(f"tirxpy compile: error: cannot import {args.target!r}: {type(e).__name__}: {e}", file=sys.stderr)
+        return 2
+    except Exception as e:  # noqa: BLE001 - the user's module failed while importing
+        print(f"tirxpy compile: error: importing {args.target!r} raised {type(e).__name__}: {e}", file=sys.stderr)
+        return 2
+    kernels = find_kernels(mod)
+    if not kernels:
+        print(f"tirxpy compile: error: {args.target!r} defines no kernels (@T.prim_func objects or zero-argument "
+              f"@tirxpy.jit factories at module level)", file=sys.stderr)
+        return 2
+    rows, status = [], 0
+    for name, k in kernels:
+        try:
+            ck = build(k, args.arch)
+            s = ck.summary()
+            rows.append((s["name"], s["arch"], s["registers"], s["spills"], s["stack"], s["smem"], s["threads"]))
+            if args.emit:
+                text = {"cuda": lambda: ck.cuda_source, "ptx": lambda: ck.ptx, "sass": lambda: ck.sass}[args.emit]()
+                print(f"// ===== {s['name']} ({args.emit}, {s['arch']}) =====")
+                print(text)
+        except (TirxError, LowerError) as e:
+            print(f"tirxpy compile: error in kernel {name!r}:\n{e}", file=sys.stderr)
+            status = 2
+    if rows:
+        print(table(rows))
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

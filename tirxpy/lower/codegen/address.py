@@ -1,0 +1,180 @@
+"""Element addresses from layouts.
+
+The address of ``A[i, j]`` is the ``m`` coordinate the buffer's layout gives the element
+(swizzle included): the layout is applied to bounded coordinate symbols ``c_d`` in
+``[0, shape[d])`` (an index is in range by contract), the result is tightened with those
+bounds (``c % 64 -> c`` for ``c < 64``, ``c // 64 -> 0``), the index expressions are
+substituted (through :mod:`tirxpy.ir.sym`), tightened again with what codegen knows of loop
+variables and hardware ids, and rebuilt as simplified IR.
+
+    >>> from tirxpy.ir import Buffer, Var
+    >>> from tirxpy.layout.atoms import mma_smem_layout
+    >>> i, j = Var("i"), Var("j")
+    >>> element_m(Buffer("A", (64, 32), "float32").layout, (64, 32), [i, j])
+    i * 32 + j
+    >>> L = mma_smem_layout(64, 64, "bfloat16", "K", 128)          # 128B-swizzled tile
+    >>> element_m(L, (64, 64), [i, j])
+    i * 64 + j ^ i % 8 * 8
+    >>> element_m(L, (64, 64), [i, j], swizzle=False)
+    i * 64 + j
+"""
+from __future__ import annotations
+
+from math import prod
+
+import sympy
+
+from tirxpy.ir.sym import SymTable, from_sympy, to_sympy
+from tirxpy.layout import ComposeLayout, TileLayout, bitxor
+
+from .errors import CodegenError
+
+
+# ---------------------------------------------------------------- interval bounds on sympy
+def bound(e, b: dict):
+    """``(lo, hi)`` integer bounds of sympy expression ``e`` given symbol bounds ``b`` (or None)."""
+    if e.is_Integer:
+        return int(e), int(e)
+    if e.is_Symbol:
+        return b.get(e)
+    if e.is_Add or e.is_Mul:
+        parts = [bound(a, b) for a in e.args]
+        if any(p is None for p in parts):
+            return None
+        lo, hi = parts[0]
+        for plo, phi in parts[1:]:
+            if e.is_Add:
+                lo, hi = lo + plo, hi + phi
+            else:
+                c = (lo * plo, lo * phi, hi * plo, hi * phi)
+                lo, hi = min(c), max(c)
+        return lo, hi
+    if isinstance(e, sympy.Mod):
+        a, n = e.args
+        if not n.is_Integer or int(n) <= 0:
+            return None
+        ba = bound(a, b)
+        if ba is not None and 0 <= ba[0] and ba[1] < int(n):
+            return ba
+        return 0, int(n) - 1
+    if isinstance(e, sympy.floor):
+        num, den = sympy.fraction(sympy.together(e.args[0]))
+        if not den.is_Integer or int(den) <= 0:
+            return None
+        bn = bound(num, b)
+        return None if bn is None else (bn[0] // int(den), bn[1] // int(den))
+    if isinstance(e, bitxor):
+        ba, bb = bound(e.args[0], b), bound(e.args[1], b)
+        if ba is None or bb is None or ba[0] < 0 or bb[0] < 0:
+            return None
+        return 0, (1 << max(ba[1], bb[1], 1).bit_length()) - 1
+    return None
+
+
+def tighten(e, b: dict):
+    """Rewrite ``e`` with bounds ``b``: drop ``Mod`` / ``floor`` that cannot change the value and
+    fuse ``c*n*floor(a/n) + c*Mod(a, n)`` into ``c*a``."""
+    if e.is_Atom:
+        return e
+    e = e.func(*[tighten(a, b) for a in e.args])
+    if isinstance(e, sympy.Mod):
+        a, n = e.args
+        ba = bound(a, b)
+        if n.is_Integer and ba is not None and 0 <= ba[0] and ba[1] < int(n):
+            return a
+    elif isinstance(e, sympy.floor):
+        num, den = sympy.fraction(sympy.together(e.args[0]))
+        bn = bound(num, b)
+        if den.is_Integer and bn is not None and 0 <= bn[0] and bn[1] < int(den):
+            return sympy.Integer(0)
+    elif e.is_Add:
+        return _fuse_divmod(e)
+    return e
+
+
+def _fuse_divmod(e):
+    terms = list(e.args)
+    changed = True
+    while changed:
+        changed = False
+        for x in terms:
+            cx, fx = x.as_coeff_Mul()
+            if not isinstance(fx, sympy.floor):
+                continue
+            num, den = sympy.fraction(sympy.together(fx.args[0]))
+            if not den.is_Integer:
+                continue
+            for y in terms:
+                cy, fy = y.as_coeff_Mul()
+                if isinstance(fy, sympy.Mod) and fy.args[1] == den and fy.args[0] == num and cx == cy * den:
+                    terms.remove(x)
+                    terms.remove(y)
+                    terms.append(cy * num)
+                    changed = True
+                    break
+            if changed:
+                break
+    return sympy.Add(*terms)
+
+
+# ---------------------------------------------------------------- addresses
+def _coords(shape):
+    syms = [sympy.Symbol(f"_c{d}", integer=True, nonnegative=True) for d in range(len(shape))]
+    return syms, {s: (0, n - 1) for s, n in zip(syms, shape)}
+
+
+def element_m(layout, shape, indices, *, swizzle: bool = True, ranges=None, axis: str = "m", span=None):
+    """IR expression of the ``axis`` coordinate of element ``indices`` of a tile of ``shape``.
+
+    ``ranges(ir_expr) -> (lo, hi) | None`` tells what is known of the leaves of the index
+    expressions (loop variables, hardware ids); ``swizzle=False`` gives the coordinate before a
+    :class:`~tirxpy.layout.ComposeLayout`'s swizzle (what matrix descriptors start from).
+    """
+    shape = tuple(shape)
+    if len(indices) != len(shape):
+        raise CodegenError(f"{len(indices)} indices for a tile of rank {len(shape)} {shape}", span)
+    if layout.size() != prod(shape):
+        raise CodegenError(f"layout {layout!r} has {layout.size()} elements, the tile {shape} has {prod(shape)}", span)
+    syms, b = _coords(shape)
+    if isinstance(layout, ComposeLayout):
+        if not layout.swizzle_inner:
+            raise CodegenError(f"layout {layout!r} swizzles the logical index (swizzle_inner=False); codegen "
+                               "addresses swizzles of the memory coordinate only", span,
+                               hint="build the ComposeLayout with swizzle_inner=True (the shared-memory swizzle)")
+        pre = layout.tile.apply(*syms, shape=shape).get(axis, 0)
+        m = layout.swizzle.apply(tighten(sympy.sympify(pre), b)) if swizzle and axis == layout.swizzle.axis.name else pre
+    elif isinstance(layout, TileLayout):
+        m = layout.apply(*syms, shape=shape).get(axis, 0)
+    else:
+        raise CodegenError(f"cannot address elements through a {type(layout).__name__}", span)
+    m = tighten(sympy.sympify(m), b)
+    table = SymTable()
+    sub = {s: to_sympy(i, table)[0] for s, i in zip(syms, indices)}
+    m = sympy.sympify(m).xreplace(sub)
+    leaf = {}
+    if ranges is not None:
+        for s, ir in table.sym_to_ir.items():
+            r = ranges(ir)
+            if r is not None:
+                leaf[s] = r
+    for s, i in zip(syms, indices):  # an index that is one leaf is in range by contract
+        t = sub[s]
+        if t.is_Symbol:
+            lo, hi = b[s]
+            old = leaf.get(t)
+            leaf[t] = (lo, hi) if old is None else (max(lo, old[0]), min(hi, old[1]))
+    m = tighten(sympy.expand(m) if not m.has(bitxor) else m, leaf)
+    try:
+        return from_sympy(m, table)
+    except Exception as e:  # noqa: BLE001 - IRError from an index sympy cannot express as IR
+        raise CodegenError(f"cannot turn the address {m} into integer arithmetic: {e}", span) from None
+
+
+def slot_span(layout, axis: str = "m"):
+    """``(lo, count, contiguous)`` of the ``axis`` slots a (static) layout touches."""
+    names, t = layout.owner_table()
+    if axis not in names:
+        return 0, 1, True
+    vals = sorted(set(int(v) for v in t[:, :, names.index(axis)].ravel()))
+    lo, hi = vals[0], vals[-1]
+    return lo, hi - lo + 1, len(vals) == hi - lo + 1

@@ -1,0 +1,323 @@
+"""Intrinsic calls -> helper calls, with each argument rendered by its operand kind.
+
+- ``imm``: a compile-time int (a template argument); ``pred``: a bool expression.
+- ``reg``: a value; a written scalar takes a buffer element (``x[i]``); a vector of ``count``
+  registers takes a register tile whose slots are consecutive and exactly as many bytes
+  (``*reinterpret_cast<uint32_t(*)[4]>(&frag[0])``).
+- ``smem_addr``: a shared tile, element or ``T.address_of(...)`` -> ``tx_smem_addr(&s[off])``.
+- ``gmem_ptr``: a global tile / element -> ``&A[off]``.
+- ``tensormap``: a *global view* ``A[m0:m0 + 64, k0:k0 + 64]``. Codegen adds a hidden
+  ``const __grid_constant__ CUtensorMap`` parameter for (A, box = the view's extents, swizzle of
+  the call's shared tile); the host encodes it at launch. TMA coordinates are the call's
+  coordinate arguments *plus* the view's starts, innermost dimension first (``c0`` is the last
+  dimension): write the position either in the view (coordinates 0) or in the coordinates
+  (a view at the origin), or split it between them.
+- ``desc64``: a shared tile -> its WGMMA / tcgen05 matrix descriptor, static fields from the
+  tile's layout folded at compile time, the start address added at run time.
+"""
+from __future__ import annotations
+
+import re
+from math import prod
+
+from tirxpy.intrinsics import IntrinsicError, lookup
+from tirxpy.ir import expr as E
+from tirxpy.ir import ops
+from tirxpy.ir.buffer import Buffer, BufferRegion
+
+from .address import element_m, slot_span
+from .context import TensorMapParam
+from .expr import EQ, UNARY, is_tile
+from .types import ctype
+
+_COORD = re.compile(r"c\d")
+
+
+def _region(a):
+    return a.full() if isinstance(a, Buffer) else a
+
+
+class IntrinsicRenderer:
+    def __init__(self, r):
+        self.r = r
+        self.ctx = r.ctx
+
+    def fail(self, msg, node=None, hint=None):
+        self.r.fail(msg, node, hint)
+
+    def entry(self, name, node):
+        e = lookup(name)
+        if e is None:
+            self.fail(f"T.ptx.{name} is not in the intrinsic table", node,
+                      hint="register it with tirxpy.intrinsics.register_intrinsic(...) before building")
+        try:
+            e.check_target(self.ctx.arch)
+        except IntrinsicError as err:
+            self.fail(f"T.ptx.{name}: {err}", node,
+                      hint="build for a target that has the instruction, or use another instruction on this one")
+        return e
+
+    def use_entry(self, name, node):
+        e = self.entry(name, node)
+        self.ctx.use(e)
+        return e
+
+    def render(self, call) -> str:
+        e = self.entry(call.name, call)
+        if len(call.args) != e.n_args:
+            self.fail(f"T.ptx.{call.name} takes {e.n_args} arguments ({', '.join(o.name for o in e.args)}), "
+                      f"got {len(call.args)}", call)
+        known = {o.name: (int(a.value)) for o, a in zip(e.args, call.args) if isinstance(a, (E.IntImm, E.BoolImm))}
+        try:
+            e.check_args(known)
+        except IntrinsicError as err:
+            self.fail(f"T.ptx.{call.name}: {err}", call)
+        self.ctx.use(e)
+        fixed = self.tma(e, call)
+        args = [fixed[o.name] if o.name in fixed else self.operand(e, o, a, call) for o, a in zip(e.args, call.args)]
+        return e.render_call(args)
+
+    # ------------------------------------------------------------------ operands
+    def operand(self, e, o, a, call) -> str:
+        r, k = self.r, o.kind
+        where = f"operand {o.name} of T.ptx.{call.name}"
+        if k == "imm":
+            if not isinstance(a, (E.IntImm, E.BoolImm)):
+                self.fail(f"{where} must be a compile-time integer, got `{a}`", call)
+            return str(int(a.value))
+        if k == "pred":
+            self.scalar(a, where, call)
+            return r(a) if a.dtype.is_bool else f"{r.paren(a, EQ)} != 0"
+        if k == "reg":
+            if o.vector:
+                return self.vector(o, a, where, call)
+            if o.is_output:
+                return self.lvalue(o, a, where, call)
+            if is_tile(a):
+                return self.packed(o, a, where, call)
+            self.scalar(a, where, call)
+            if a.dtype.name in ("float16", "bfloat16") and o.dtype == a.dtype.name:
+                fn = "__half_as_ushort" if a.dtype.name == "float16" else "__bfloat16_as_ushort"
+                return f"{fn}({r(a)})"
+            return r(a)
+        if k == "smem_addr":
+            if is_tile(a) or isinstance(a, E.BufferLoad):
+                buf = a.buffer if not isinstance(a, Buffer) else a
+                if not buf.storage.startswith("shared"):
+                    self.fail(f"{where} is a shared-memory address, but {buf.name} is in {buf.storage} memory", call,
+                              hint="pass a tile allocated with T.alloc_shared (or an element of one)")
+                return f"tx_smem_addr(&{self.first(a, call)})"
+            self.scalar(a, where, call)
+            return r(a)
+        if k == "gmem_ptr":
+            if is_tile(a) or isinstance(a, E.BufferLoad):
+                buf = a.buffer if not isinstance(a, Buffer) else a
+                if buf.storage != "global":
+                    self.fail(f"{where} is a global-memory pointer, but {buf.name} is in {buf.storage} memory", call)
+                if o.access != "r":
+                    self.ctx.written.add(id(buf.root))
+                return f"&{self.first(a, call)}"
+            self.scalar(a, where, call)
+            return r(a)
+        if k == "desc64" and is_tile(a):
+            return self.descriptor(e, o, a, where, call)
+        if is_tile(a):
+            if k == "tmem_addr" or a.storage == "tmem":
+                self.fail(f"{where} is a tensor-memory address; codegen does not know where {a.name} lives in "
+                          f"tensor memory", call,
+                          hint="pass the 32-bit TMEM address tcgen05.alloc wrote to shared memory "
+                               "((lane << 16) | column), e.g. taddr_smem[0] + column")
+            self.fail(f"{where} takes a {k} value, not the tile {a.name}", call)
+        self.scalar(a, where, call)
+        return r(a)
+
+    def scalar(self, a, where, call):
+        if not isinstance(a, E.Expr) or a.dtype is None:
+            self.fail(f"{where} takes a value, got `{a}`", call)
+
+    def first(self, a, call) -> str:
+        """``name[off]`` of the first element of a tile or of an element."""
+        if isinstance(a, E.BufferLoad):
+            return self.r.element(a.buffer, a.indices, call)
+        reg = _region(a)
+        return self.r.element(reg.buffer, reg.starts, call)
+
+    def slots(self, a, where, call):
+        """``(cname, base offset text, slot count, dtype)`` of a tile's consecutive slots."""
+        reg = _region(a)
+        buf = reg.buffer
+        info = self.r.info(buf, call)
+        lo, count, contiguous = slot_span(reg.layout)
+        if not contiguous:
+            self.fail(f"{where}: the elements of {buf.name}{'' if isinstance(a, Buffer) else ' (view)'} are not "
+                      f"consecutive slots of this thread", call,
+                      hint="pass a view whose elements sit in consecutive registers (see the layout's m strides)")
+        base = ops.add(ops.const(lo), reg.offset["m"]) if "m" in reg.offset else ops.const(lo)
+        return info, self.r(base), count, buf
+
+    def vector(self, o, a, where, call) -> str:
+        if not is_tile(a):
+            self.fail(f"{where} is {o.count} registers of {o.dtype}: pass a register tile (a T.alloc_local buffer or "
+                      f"a view of one), got `{a}`", call)
+        info, base, count, buf = self.slots(a, where, call)
+        have, need = count * buf.dtype.bits // 8, o.count * _bytes(o.dtype)
+        if have != need:
+            self.fail(f"{where} takes {o.count} x {o.dtype} ({need} bytes) but {buf.name} gives {count} x {buf.dtype} "
+                      f"({have} bytes) per thread", call,
+                      hint=f"pass a view of exactly {need} bytes per thread")
+        if o.access != "r" and buf.storage == "global":
+            self.ctx.written.add(id(buf.root))
+        root = buf.root
+        if (buf is root and base == "0" and ctype(buf.dtype) == ctype(o.dtype) and buf.storage == "local"
+                and count * buf.dtype.bits == root.bytes() * 8):
+            return info.cname
+        return f"*reinterpret_cast<{ctype(o.dtype)}(*)[{o.count}]>(&{info.cname}[{base}])"
+
+    def packed(self, o, a, where, call) -> str:
+        info, base, count, buf = self.slots(a, where, call)
+        if count * buf.dtype.bits != _bytes(o.dtype) * 8:
+            self.fail(f"{where} is one {o.dtype} but {buf.name} gives {count} x {buf.dtype}", call)
+        return f"*reinterpret_cast<const {ctype(o.dtype)}*>(&{info.cname}[{base}])"
+
+    def lvalue(self, o, a, where, call) -> str:
+        if isinstance(a, E.BufferLoad) or is_tile(a):
+            buf = a.buffer if not isinstance(a, Buffer) else a
+            if buf.storage == "global":
+                self.ctx.written.add(id(buf.root))
+            if is_tile(a):
+                info, base, count, buf = self.slots(a, where, call)
+                ref = f"{info.cname}[{base}]"
+                nbits = count * buf.dtype.bits
+            else:
+                ref = self.first(a, call)
+                nbits = buf.dtype.bits
+            if ctype(buf.dtype) == ctype(o.dtype) and nbits == _bytes(o.dtype) * 8:
+                return ref
+            if nbits != _bytes(o.dtype) * 8:
+                self.fail(f"{where} writes one {o.dtype}, but the target holds {nbits} bits", call)
+            return f"*reinterpret_cast<{ctype(o.dtype)}*>(&{ref})"
+        self.fail(f"{where} is written by the instruction: pass a buffer element (x[i]) to receive it, got `{a}`",
+                  call, hint="scalar variables are immutable; allocate a register tile with T.alloc_local((1,), dtype)")
+
+    # ------------------------------------------------------------------ TMA
+    def tma(self, e, call) -> dict:
+        tms = [(o, a) for o, a in zip(e.args, call.args) if o.kind == "tensormap"]
+        if not tms:
+            return {}
+        o, a = tms[0]
+        where = f"operand {o.name} of T.ptx.{call.name}"
+        if not is_tile(a) or a.storage != "global":
+            self.fail(f"{where} takes the global tensor view the TMA box covers, e.g. A[m0:m0 + 64, k0:k0 + 64]; "
+                      f"got `{a}`", call,
+                      hint="codegen derives the tensor map from the view; do not build CUtensorMaps by hand")
+        reg = _region(a)
+        buf = reg.buffer
+        params = list(self.ctx.kernel.params)
+        if not any(p is buf for p in params):
+            self.fail(f"{where}: {buf.name} is not a kernel parameter", call)
+        coords = [(op, arg) for op, arg in zip(e.args, call.args) if _COORD.fullmatch(op.name)]
+        if coords and len(coords) != buf.ndim:
+            self.fail(f"T.ptx.{call.name} moves a {len(coords)}-D box but {buf.name} has rank {buf.ndim}", call,
+                      hint=f"use the {buf.ndim}-D form (e.g. tma_load_{buf.ndim}d)")
+        box = tuple(reg.extents)
+        sw = 0
+        smem = [(op, arg) for op, arg in zip(e.args, call.args)
+                if op.kind == "smem_addr" and op.name != "bar" and not isinstance(arg, E.BufferLoad)]
+        if smem:
+            sop, sarg = smem[0]
+            if not is_tile(sarg):
+                self.fail(f"operand {sop.name} of T.ptx.{call.name}: pass the shared tile itself (e.g. sA or "
+                          f"sA[stage]) so codegen can read its swizzle for the tensor map", call)
+            sreg = _region(sarg)
+            if sreg.dtype != buf.dtype:
+                self.fail(f"T.ptx.{call.name}: {buf.name} is {buf.dtype} but the shared tile {sreg.name} is "
+                          f"{sreg.dtype}", call)
+            n = prod(sreg.shape)
+            if n != prod(box):
+                self.fail(f"T.ptx.{call.name}: the box {box} of {buf.name} has {prod(box)} elements but the shared "
+                          f"tile {sreg.name} {sreg.shape} has {n}", call,
+                          hint="slice the global view to the shared tile's shape")
+            from ..errors import TmaError
+            from ..tma import swizzle_of_layout
+
+            try:
+                sw = swizzle_of_layout(sreg.layout, buf.dtype.name, box)
+            except TmaError as err:
+                self.fail(f"T.ptx.{call.name}: the shared tile {sreg.name} cannot be a TMA box: {err}", call)
+        key = (id(buf), box, sw)
+        tm = next((t for t in self.ctx.tmaps if (id(t.buffer), t.box, t.swizzle) == key), None)
+        if tm is None:
+            idx = next(i for i, p in enumerate(params) if p is buf)
+            tm = TensorMapParam(self.ctx.name(("tmap",) + key, f"tmap_{buf.name}"), buf, idx, box, sw)
+            self.ctx.tmaps.append(tm)
+        out = {o.name: f"&{tm.cname}"}
+        for i, (op, arg) in enumerate(coords):
+            start = reg.starts[buf.ndim - 1 - i]
+            if not isinstance(arg, E.Expr) or arg.dtype is None or not arg.dtype.is_int:
+                self.fail(f"TMA coordinate {op.name} of T.ptx.{call.name} must be an integer, got `{arg}`", call)
+            out[op.name] = self.r(ops.add(ops.cast(arg, "int32"), ops.cast(start, "int32")))
+        return out
+
+    # ------------------------------------------------------------------ descriptors
+    def descriptor(self, e, o, a, where, call) -> str:
+        from tirxpy.intrinsics.descriptors import tcgen05_smem_desc_from_layout, wgmma_smem_desc_from_layout
+        from tirxpy.layout import LayoutError
+
+        reg = _region(a)
+        buf = reg.buffer
+        if not buf.storage.startswith("shared"):
+            self.fail(f"{where} is a matrix descriptor of a shared-memory tile; {buf.name} is in {buf.storage}", call)
+        shape = reg.shape
+        if len(shape) != 2:
+            self.fail(f"{where}: the operand tile {buf.name} {shape} must be 2-D (mn, k)", call)
+        major = "K"
+        args = dict(zip((x.name for x in e.args), call.args))
+        if e.name.startswith("wgmma"):
+            t = args.get({"a_desc": "trans_a", "b_desc": "trans_b"}.get(o.name, ""))
+            if isinstance(t, E.IntImm) and t.value == 1:
+                major = "MN"
+            fn = wgmma_smem_desc_from_layout
+        else:
+            idesc = args.get("idesc")
+            bit = {"a_desc": 15, "b_desc": 16}.get(o.name)
+            if isinstance(idesc, E.IntImm) and bit is not None and (idesc.value >> bit) & 1:
+                major = "MN"
+            fn = tcgen05_smem_desc_from_layout
+        try:
+            d0 = fn(reg.layout, buf.dtype.name, 0, major=major, shape=shape)
+        except (LayoutError, IntrinsicError) as err:
+            # a K-slice narrower than the swizzle atom (wgmma k16 of a 64-wide 128B tile): the descriptor
+            # of the whole K extent, started at the slice (what the hardware expects for k-steps)
+            wide = _widen_k(reg, major)
+            try:
+                if wide is None:
+                    raise err
+                d0 = fn(wide.layout, buf.dtype.name, 0, major=major, shape=wide.shape)
+            except (LayoutError, IntrinsicError) as err2:
+                self.fail(f"{where}: the layout of {buf.name} cannot be described by a matrix descriptor: {err2}",
+                          call, hint="use a canonical operand layout (tirxpy.layout.atoms.mma_smem_layout)")
+        info = self.r.info(buf, call)
+        m0 = element_m(buf.layout, buf.shape, list(reg.starts), swizzle=False, ranges=self.ctx.ranges.of)
+        off = self.r(ops.mul(m0, ops.const(buf.dtype.bits // 8))) if buf.dtype.bits >= 8 else "0"
+        addr = f"tx_smem_addr({info.cname})" + ("" if off == "0" else f" + {off}")
+        return f"0x{d0:x}ull + (uint64_t)((({addr}) & 0x3FFFFu) >> 4)"
+
+
+def _widen_k(reg, major):
+    """The view extended to the buffer's whole K extent (K: the last kept dimension, MN-major:
+    the one before it), or None when that changes nothing."""
+    kept = [d for d, sq in enumerate(reg.squeeze) if not sq]
+    if len(kept) != 2:
+        return None
+    d = kept[1] if major == "K" else kept[0]
+    buf = reg.buffer
+    if reg.extents[d] == buf.shape[d]:
+        return None
+    starts, extents = list(reg.starts), list(reg.extents)
+    starts[d], extents[d] = ops.const(0), buf.shape[d]
+    return BufferRegion(buf, starts, extents, reg.squeeze)
+
+
+def _bytes(dtype: str) -> int:
+    return {"bool": 4, "int8": 4, "uint8": 4, "int16": 2, "uint16": 2, "float16": 2, "bfloat16": 2, "int64": 8,
+            "uint64": 8, "float64": 8}.get(dtype, 4)

@@ -1,0 +1,145 @@
+"""Assemble one CUDA C++ translation unit for a lowered kernel.
+
+The unit has the fixed-width typedefs and fp16 / bf16 / fp8 headers, the intrinsic prelude
+(``CUtensorMap``, ``tx_smem_addr``), one ``__device__ __forceinline__`` helper per intrinsic
+used, and the ``extern "C" __global__`` entry with ``__launch_bounds__``: global tensors as
+``T* __restrict__`` (``const`` when never written; parameters must not alias), scalars by
+value, then one ``const __grid_constant__ CUtensorMap`` per distinct TMA box. Shared tiles are
+carved from one ``extern __shared__ __align__(1024)`` array at static offsets (1024-byte aligned
+for swizzled tiles, 128 otherwise: the plan :func:`tirxpy.ir.verify.shared_bytes` sizes).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tirxpy.ir import expr as E
+from tirxpy.ir import stmt as St
+from tirxpy.ir.analysis import annotate_active_threads
+from tirxpy.ir.buffer import Buffer
+from tirxpy.scope import Scope
+
+from .context import BufferInfo, Context
+from .errors import CodegenError
+from .expr import FLOOR_HELPERS, ExprRenderer
+from .ranges import Ranges
+from .stmt import StmtRenderer
+from .types import TYPES_PRELUDE, ctype
+
+
+@dataclass
+class CudaUnit:
+    """Generated source plus what the host needs to launch it."""
+
+    source: str
+    name: str
+    arch: str
+    kernel: object  # the lowered Kernel
+    tmaps: list = field(default_factory=list)  # TensorMapParam, in signature order after the params
+    smem_bytes: int = 0
+    written: frozenset = frozenset()  # names of global tensors the kernel writes
+
+
+def unlowered(s) -> CodegenError:
+    what = f"Tx.{s.op}" if s.scope is Scope.THREAD else f"Tx.{s.scope.short}.{s.op}"
+    return CodegenError(f"{what}(...) is a tile primitive that was not lowered to native IR", s.span,
+                        hint="build through tirxpy.lower.build (it runs tirxpy.primitives.lower_calls), or write the "
+                             "native instructions (T.ptx.*) and loops yourself")
+
+
+def smem_plan(kernel) -> tuple:
+    """``({id(Allocate): byte offset}, total bytes)``, in the walk order of ``shared_bytes``."""
+    offs, total = {}, 0
+
+    def walk(seq):
+        nonlocal total
+        for s in seq.stmts:
+            if isinstance(s, St.Allocate) and s.buffer.storage in ("shared", "shared::cluster"):
+                align = 1024 if type(s.buffer.layout).__name__ == "ComposeLayout" else 128
+                start = -(-total // align) * align
+                offs[id(s)] = start
+                total = start + s.buffer.bytes()
+            for f in ("body", "then_body", "else_body"):
+                sub = getattr(s, f, None)
+                if sub is not None:
+                    walk(sub)
+
+    walk(kernel.body)
+    return offs, total
+
+
+def generate(kernel, arch: str = "sm_90a") -> CudaUnit:
+    """CUDA C++ for a verified kernel without primitive calls."""
+    from tirxpy.intrinsics import render_helpers
+    from tirxpy.intrinsics.target import parse_arch
+
+    arch = str(parse_arch(arch))
+    L = kernel.launch
+    ctx = Context(kernel, arch, Ranges(L.threads, L.cluster_size))
+    ctx.active = annotate_active_threads(kernel)
+    kname = ctx.name(kernel, kernel.name)
+    params = []
+    for p in kernel.params:
+        name = ctx.name(p, p.name)
+        if isinstance(p, Buffer):
+            if p.storage != "global":
+                raise CodegenError(f"kernel parameter {p.name} is declared in {p.storage} memory; parameters are "
+                                   f"global tensors", p.span or kernel.span,
+                                   hint="declare it T.Tensor(shape, dtype) and copy it on chip in the kernel")
+            ctx.buffers[id(p)] = BufferInfo(p, name, "global")
+        params.append((p, name))
+    offsets, smem = smem_plan(kernel)
+    er = ExprRenderer(ctx)
+    sr = StmtRenderer(ctx, er, offsets)
+    sr.seq(kernel.body)
+
+    sig = []
+    for p, name in params:
+        if isinstance(p, Buffer):
+            const = "" if id(p) in ctx.written else "const "
+            sig.append(f"{const}{ctype(p.dtype, p.span)}* __restrict__ {name}")
+        else:
+            sig.append(f"const {ctype(p.dtype, p.span)} {name}")
+    for tm in ctx.tmaps:
+        sig.append(f"const __grid_constant__ CUtensorMap {tm.cname}")
+
+    out = [f"// tirxpy kernel `{kernel.name}` for {arch}" + (f" ({kernel.span})" if kernel.span else ""),
+           TYPES_PRELUDE.rstrip("\n"), render_helpers(list(ctx.intrinsics.values()), arch).rstrip("\n")]
+    if "floor" in ctx.helpers:
+        out.append(FLOOR_HELPERS.rstrip("\n"))
+    head = f'extern "C" __global__ void __launch_bounds__({L.threads}) {kname}('
+    if len(", ".join(sig)) + len(head) <= 110:
+        head += ", ".join(sig) + ") {"
+    else:
+        head += "\n    " + ",\n    ".join(sig) + ") {"
+    body = [head]
+    if smem:
+        body.append(f"  extern __shared__ __align__(1024) unsigned char tx_smem[];  // {smem} bytes")
+    for var, init in ctx.ids.items():
+        body.append(f"  const int {var} = {init};")
+    body += sr.lines
+    body.append("}")
+    out.append("\n".join(body))
+    source = "\n\n".join(out) + "\n"
+    written = frozenset(p.name for p, _ in params if isinstance(p, Buffer) and id(p) in ctx.written)
+    total = max(smem, L.smem or 0)
+    return CudaUnit(source, kname, arch, kernel, list(ctx.tmaps), total, written)
+
+
+def has_primitive_calls(kernel) -> bool:
+    return first_primitive_call(kernel.body) is not None
+
+
+def first_primitive_call(seq):
+    for s in seq.stmts:
+        if isinstance(s, St.PrimitiveCall):
+            return s
+        for f in ("body", "then_body", "else_body"):
+            sub = getattr(s, f, None)
+            if sub is not None:
+                hit = first_primitive_call(sub)
+                if hit is not None:
+                    return hit
+    return None
+
+
+__all__ = ["CudaUnit", "generate", "smem_plan", "has_primitive_calls", "first_primitive_call", "unlowered", "E"]
