@@ -14,14 +14,6 @@ from .ir import T  # noqa: E402  (authoring namespace; imports only layout / sco
 from .scope import Tx  # noqa: E402
 from .jit import jit  # noqa: E402
 
-
-def __getattr__(name):
-    """``tirxpy.compile`` / ``tirxpy.build`` (kernel -> CompiledKernel), imported on first use."""
-    if name in ("compile", "build"):
-        from .lower.build import build
-
-        return build
-    raise AttributeError(f"module 'tirxpy' has no attribute {name!r}")
 from .primitives import op_specs as _primitive_op_specs  # noqa: E402,F401  (verifier rules of primitive ops; light)
 
 
@@ -30,4 +22,8 @@ def __getattr__(name):
         from .primitives.explain import explain
 
         return explain
+    if name in ("compile", "build"):  # tirxpy.compile(kernel, arch=...) -> CompiledKernel, imported on first use
+        from .lower.build import build
+
+        return build
     raise AttributeError(f"module 'tirxpy' has no attribute {name!r}")
