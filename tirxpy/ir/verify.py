@@ -131,6 +131,7 @@ class Verifier:
             self.fail(s, f"the condition `{c}` is {c.dtype}, not bool", f"compare explicitly: `{c} != 0`")
 
     def buffer_use(self, b, scope, node):
+        b = b.root  # an alias (Buffer.alias) is defined where the storage it views is
         if b not in scope["bufs"]:
             self.fail(node, f"tensor {b.name!r} is used but not defined here",
                       f"pass {b.name} as a kernel parameter or allocate it (T.alloc_shared / T.alloc_local) before this point")
