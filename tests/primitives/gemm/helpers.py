@@ -4,12 +4,14 @@ from tirxpy.ir import IntrinsicCall
 from tirxpy.primitives import lower_calls
 
 
-def kernel(body: str, env: dict, threads: int = 128, cluster=None, params: str = 'G: T.Tensor((8,), "float32")'):
+def kernel(body: str, env: dict, threads: int = 128, cluster=None, params: str = 'G: T.Tensor((8,), "float32")',
+           verify: bool = True):
     """A kernel whose body is ``body`` (4-space indented lines; the allocations it needs
-    included); names in ``env`` (layouts) are visible to it."""
+    included); names in ``env`` (layouts) are visible to it. ``verify=False`` skips the IR
+    verifier (to reach the dispatcher's own reasons for calls the verifier also rejects)."""
     cl = f", cluster={cluster}" if cluster else ""
     src = f"@T.prim_func\ndef k({params}):\n    T.launch(grid=(1,){cl}, threads={threads})\n{body}"
-    return T.parse_script(src, env=dict(env))
+    return T.parse_script(src, env=dict(env), verify=verify)
 
 
 def calls(stmt) -> list:

@@ -92,7 +92,8 @@ def fragment_tiles(operand: str, layout, shape, atom, atom_shape, what: str, *, 
     if t.shape[1] != et.shape[1]:
         return FragmentCheck(f"{operand}: element {(0,) * len(ushape)} is held by {t.shape[1]} owners (the layout has replicas), "
                              f"{what} expects {et.shape[1]}")
-    axes = sorted(set(names) | set(enames), key=_axis_key)
+    # the instruction's axes first: a mismatch is told in the words of what the instruction wants
+    axes = sorted(enames, key=_axis_key) + sorted(set(names) - set(enames), key=_axis_key)
 
     def cols(nm, tab):
         return np.stack([tab[:, 0, nm.index(a)] if a in nm else np.zeros(tab.shape[0], np.int64) for a in axes], -1)

@@ -1,11 +1,14 @@
 """gemm_async on Blackwell (sm_100a): ``tcgen05.mma`` issued by one thread, C in tensor memory.
 
-``Tx.gemm_async(C, A, B, transpose_a=False, transpose_b=False, accumulate=True, cta_group=1,
-mbar=None, cta_mask=None)`` under ``if T.elect_one():`` issues one ``tcgen05.mma`` per
+``Tx.gemm_async(C, A, B, taddr=..., transpose_a=False, transpose_b=False, accumulate=True,
+cta_group=1, mbar=None, cta_mask=None)`` under ``if T.elect_one():`` issues one ``tcgen05.mma`` per
 (N-tile, k-step) and, with ``mbar=bar``, ``tcgen05.commit`` so ``bar`` gets one arrival when
 all of them (and every earlier tcgen05 op of this thread) have completed; ``cta_mask=`` makes
 the commit arrive on ``bar`` in every CTA of the mask (``.multicast::cluster``). The waiting
 is the author's: an ``mbarrier`` wait on ``bar`` before C (or A / B's stage) is touched.
+``taddr`` is the tensor-memory address of C's buffer (lane 0, column 0 of its layout: the value
+``tcgen05.alloc`` wrote to shared memory, e.g. ``taddr=tmem_base[0]``); each instruction's D
+address adds the lane / column its tile starts at, read off C's layout.
 
 - ``cta_group=1``: C is the CTA's ``(M, N)`` accumulator, M = 128 (PTX data-path Layout D:
   row i in TMEM lane i) or M = 64 (Layout F: rows 16w..16w+15 in lanes 32w + {0 or 16}..),
@@ -35,7 +38,7 @@ from . import checks, desc
 from .operands import dtype_name, parse, static_int
 
 _K_BYTES = 32  # every dense kind reads 32 bytes of K per instruction
-_ATTRS = ("cta_group", "mbar", "cta_mask")
+_ATTRS = ("cta_group", "mbar", "cta_mask", "taddr")
 
 
 @dataclass(frozen=True)
@@ -154,6 +157,10 @@ def _bar_element(v):
 
 
 def commit_attrs(ctx):
+    ta = ctx.attr("taddr", None)
+    if not (isinstance(ta, Expr) and ta.dtype is not None and ta.dtype.is_int):
+        return ("taddr= is required: the 32-bit tensor-memory address of C's buffer (what tcgen05.alloc wrote to "
+                f"shared memory, e.g. taddr=tmem_base[0]); got {ta!r}")
     bar = ctx.attr("mbar", None)
     if bar is not None:
         el = _bar_element(bar)
@@ -178,6 +185,16 @@ def _user(coord, transposed):
     return (coord[1], coord[0]) if transposed else coord
 
 
+def _tmem_addr(taddr, C, origin):
+    """``taddr + (lane << 16) + column`` of C's element ``origin`` (from C's layout and view offset)."""
+    at = C.layout.apply(*origin, shape=C.shape)
+    lane, col = at.get("TLane", 0), at.get("TCol", 0)
+    e = ops.add(ops.cast(taddr, "uint32"), ops.const((lane << 16) + col, "uint32"))
+    for ax, v in C.offset.items():
+        e = ops.add(e, ops.cast(ops.mul(v, 1 << 16) if ax == "TLane" else v, "uint32"))
+    return e
+
+
 @register_impl("gemm_async", "sm_100a", variant="tcgen05", priority=30,
                when=[thread_scope, one_thread, operands_fit, commit_attrs],
                doc="tcgen05.mma per N-tile and k-step from one thread, then tcgen05.commit to mbar")
@@ -196,7 +213,7 @@ def gemm_async_tcgen05(ctx):
         k0 = ks * p.k_inst
         enable = g.accumulate if ks == 0 else True
         for j, t in enumerate(p.c_tiles):
-            d = AddressOf(g.C.load(t.origin))
+            d = _tmem_addr(ctx.attr("taddr"), g.C, t.origin)
             a = desc.desc_at(ctx, a0, g.A.load(_user((0, k0), g.ta)))
             b = desc.desc_at(ctx, b0, g.B.load(_user((j * bn, k0), not g.tb)))
             out.append(ctx.emit(entry, d, a, b, idesc, enable))
