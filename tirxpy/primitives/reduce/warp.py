@@ -71,20 +71,39 @@ def _dst_coord(row, dst, src, ax):
 @register_impl("reduce", "sm_80", variant="warp_shuffle", priority=10, when=[is_register_reduce])
 def warp_shuffle(ctx):
     """Register tile reduction: in-thread fold, then shfl.bfly over the axis's lane bits."""
+    return _reduce(ctx, cross_warp=False)
+
+
+def _reduce(ctx, cross_warp: bool):
     dst, src = ctx.operands
     kind = _kind(ctx)
     comb = COMBINE[kind]
     ax = _axis(ctx, src)
     sf = register_fragment(ctx, src)
     df = register_fragment(ctx, dst)
+    warp_terms = [t for t in sf.thread_terms[ax] if t[0] != "laneid"]
     for a, s, e, w, o in sf.thread_terms[ax]:
-        if a != "laneid":
-            fail(f"{src.name}: axis {ax} is spread over {a}; a reduction across warps needs shared memory "
-                 "(reduce per warp here, then combine the warps' results through a shared tile)")
-        if e & (e - 1):
+        if a != "laneid" and not cross_warp:
+            fail(f"{src.name}: axis {ax} is spread over {a}; combining warps needs shared memory "
+                 "(the cta_smem variant does it for a whole-CTA call)")
+        if a == "laneid" and e & (e - 1):
             fail(f"{src.name}: axis {ax} spans {e} lanes; butterfly shuffles need a power of two")
+    if cross_warp:
+        if not warp_terms:
+            fail(f"{src.name}: axis {ax} is not spread over warps (the warp_shuffle variant applies)")
+        if len(warp_terms) > 1 or warp_terms[0][0] not in ("warpid", "wid_in_wg"):
+            fail(f"{src.name}: axis {ax} is spread over {[t[0] for t in warp_terms]}; cross-warp reduction "
+                 "supports one warpid / wid_in_wg iterator")
+        if sf.guard is not None:
+            fail(f"{src.name}: only some threads hold the tile ({sf.guard}); a cross-warp reduction synchronizes "
+                 "every thread of the CTA")
+        if len(ctx.threads) != ctx.threads_per_cta:
+            fail(f"a cross-warp reduction synchronizes the CTA; the call runs on {ctx.threads.describe()} "
+                 "(call it where every thread of the CTA runs, e.g. Tx.cta.sum)")
     masks = []
     for a, s, e, w, o in sf.thread_terms[ax]:
+        if a != "laneid":
+            continue
         b = 1
         while b < e:
             masks.append(s * b)
@@ -151,6 +170,8 @@ def warp_shuffle(ctx):
             acc_var, let = ctx.let("red", comb(acc_var, shuffled))
             stmts.append(let)
         accs[rk] = acc_var
+    if cross_warp:
+        stmts += _combine_warps(ctx, src, sf, ax, rows, accs, warp_terms[0], comb, cdt)
     for dslot, rk in sorted(dmap.items()):
         val = accs[rk]
         if ctx.attr("accum", False):
@@ -161,7 +182,61 @@ def warp_shuffle(ctx):
     return IfThenElse(sf.guard, out) if sf.guard is not None else out
 
 
-for _op in ("sum", "max", "min"):
-    register_impl(_op, "sm_80", variant="warp_shuffle", priority=10, when=[is_register_reduce])(warp_shuffle)
+def _combine_warps(ctx, src, sf, ax, rows, accs, wterm, comb, cdt):
+    """Warp partials -> shared scratch[row, warp digit] -> barrier -> every thread folds its rows."""
+    from tirxpy.ir.buffer import Buffer
+    from tirxpy.ir.stmt import Allocate
 
-__all__ = ["warp_shuffle", "IntrinsicCall"]
+    from ..fragment import _id_expr
+
+    a, s, e, w, o = wterm
+    other = [n for d, n in enumerate(src.shape) if d != ax]
+    nrows = 1
+    for n in other:
+        nrows *= n
+    scratch = Buffer(ctx.fresh("red_smem"), (max(1, nrows), e), cdt, "shared")
+    stmts = [Allocate(scratch)]
+    idv = _id_expr(a)
+    x = ops.sub(idv, o) if o else idv
+    digit = ops.floormod(ops.floordiv(x, s) if s > 1 else x, e)
+    lane_zero = None
+    for la, ls, le, lw, lo in sf.thread_terms[ax]:
+        if la == "laneid":
+            lx = _id_expr("laneid")
+            c = ops.eq(ops.floormod(ops.floordiv(lx, ls) if ls > 1 else lx, le), 0)
+            lane_zero = c if lane_zero is None else ops.logical_and(lane_zero, c)
+    first = {}
+    for k in range(sf.nslots):
+        first.setdefault(_row(sf.const_coords[k], ax), k)
+    row_lin = {}
+    for rk in accs:
+        coord = _row(sf.coords[first[rk]], ax)
+        lin = ops.const(0)
+        for c, n in zip(coord, other):
+            lin = ops.add(ops.mul(lin, n), c)
+        row_lin[rk] = lin
+    writes = [BufferStore(scratch, (row_lin[rk], digit), accs[rk]) for rk in accs]
+    stmts.append(IfThenElse(lane_zero, writes) if lane_zero is not None else ctx.seq(writes))
+    stmts.append(ctx.emit("syncthreads"))
+    for rk in list(accs):
+        vals = [scratch[row_lin[rk], j] for j in range(e)]
+        while len(vals) > 1:
+            vals = [comb(vals[i], vals[i + 1]) if i + 1 < len(vals) else vals[i] for i in range(0, len(vals), 2)]
+        v, let = ctx.let("red", vals[0])
+        stmts.append(let)
+        accs[rk] = v
+    stmts.append(ctx.emit("syncthreads"))  # the scratch may be reused (loops) only after every thread read it
+    return stmts
+
+
+def cta_smem(ctx):
+    """Axis spread over warps: warp butterflies, then partials through shared memory (whole-CTA call)."""
+    return _reduce(ctx, cross_warp=True)
+
+
+for _op in ("sum", "max", "min", "reduce"):
+    if _op != "reduce":
+        register_impl(_op, "sm_80", variant="warp_shuffle", priority=10, when=[is_register_reduce])(warp_shuffle)
+    register_impl(_op, "sm_80", variant="cta_smem", priority=5, when=[is_register_reduce])(cta_smem)
+
+__all__ = ["warp_shuffle", "cta_smem", "IntrinsicCall"]
