@@ -84,7 +84,7 @@ class CompiledKernel:
 
     def summary(self) -> dict:
         r = self.resources
-        return {"name": self.name, "arch": self.arch, "registers": r.registers, "spills": r.spills,
+        return {"name": self.kernel.name, "arch": self.arch, "registers": r.registers, "spills": r.spills,
                 "stack": r.stack_bytes, "smem": self.smem_bytes + r.static_smem, "threads": self.threads}
 
     def __repr__(self) -> str:

@@ -202,7 +202,7 @@ class ExprRenderer:
         if dst.is_bool:
             return f"{self.paren(e.value, EQ)} != {'0' if not _narrow(src) else ctype(src) + '(0.0f)'}", EQ
         if _narrow(dst) or _narrow(src):
-            inner = self.as_float(e.value)
+            inner = self.as_float(e.value) if _narrow(src) or not dst.name.startswith("float") else self(e.value)
             if _narrow(dst):
                 return self.from_float(inner, dst), PRIMARY
             if dst.name == "float32" and _narrow(src):

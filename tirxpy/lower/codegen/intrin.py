@@ -71,7 +71,9 @@ class IntrinsicRenderer:
         try:
             e.check_args(known)
         except IntrinsicError as err:
-            self.fail(f"T.ptx.{call.name}: {err}", call)
+            msg = str(err)
+            msg = msg[len(e.name) + 2:] if msg.startswith(f"{e.name}: ") else msg
+            self.fail(f"T.ptx.{call.name}: {msg}", call)
         self.ctx.use(e)
         fixed = self.tma(e, call)
         args = [fixed[o.name] if o.name in fixed else self.operand(e, o, a, call) for o, a in zip(e.args, call.args)]

@@ -1,0 +1,143 @@
+"""build(): pipeline, memoization, inspection, the host launch plan and its errors (CPU)."""
+import sys
+import time
+
+import pytest
+
+import tirxpy
+import tirxpy.intrinsics  # noqa: F401
+from tirxpy import T, Tx
+from tirxpy.ir import Buffer
+from tirxpy.layout import S, TileLayout
+from tirxpy.lower import CodegenError, CompiledKernel, build
+from tirxpy.lower.build import grid_plan, host_specs, lower_primitives, tensor_strides
+from tirxpy.lower.errors import LaunchError, ToolchainError
+
+
+@T.prim_func
+def saxpy(X: T.Tensor((4096,), "float32"), Y: T.Tensor((4096,), "float32"), a: T.float32, n: T.int32):
+    T.launch(grid=(T.ceildiv(n, 256), 1), threads=256)
+    i = T.cta_id(0) * 256 + T.thread_id()
+    if i < n:
+        Y[i] = a * X[i] + Y[i]
+
+
+@pytest.mark.parametrize("arch", ["sm_90a", "sm_100a"])
+def test_build_inspect(arch):
+    k = build(saxpy, arch)
+    assert isinstance(k, CompiledKernel) and k.arch == arch and k.name == "saxpy"
+    assert "Y[i] = a * X[i] + Y[i];" in k.cuda_source
+    r = k.resources
+    assert r.registers > 0 and r.spills == 0
+    assert k.summary() == {"name": "saxpy", "arch": arch, "registers": r.registers, "spills": 0, "stack": 0,
+                           "smem": 0, "threads": 256}
+    assert f".target {arch}" in k.ptx
+    assert repr(k).startswith(f"<CompiledKernel saxpy {arch}:")
+
+
+def test_build_is_memoized_and_compile_alias():
+    k1 = tirxpy.compile(saxpy, arch="sm_90a")
+    t = time.perf_counter()
+    k2 = build(saxpy, "sm_90a")
+    assert k1 is k2 and time.perf_counter() - t < 0.002
+    assert build(saxpy, "sm_90a", options=["-lineinfo"]) is not k1
+
+
+def test_host_plan_specs_and_grid():
+    k = build(saxpy, "sm_90a")
+    assert [(s.name, s.kind, s.dtype, s.shape, s.strides) for s in k.specs] == [
+        ("X", "tensor", "float32", (4096,), (1,)), ("Y", "tensor", "float32", (4096,), (1,)),
+        ("a", "scalar", "float32", None, None), ("n", "scalar", "int32", None, None)]
+    assert k._grid is None and k._grid_fn((None, None, 1.0, 1000)) == (4, 1, 1)
+
+
+@T.prim_func
+def tma_copy(A: T.Tensor((256, 64), "bfloat16"), n: T.int32):
+    T.launch(grid=(n // 64,), threads=128)
+    s = T.alloc_shared((64, 64), "bfloat16")
+    bar = T.alloc_shared((1,), "uint64")
+    if T.thread_id() == 0:
+        T.ptx.tma_load_2d(s, A[T.cta_id(0) * 64:T.cta_id(0) * 64 + 64, 0:64], 0, 0, bar[0])
+
+
+def test_call_appends_tensor_maps_and_evaluates_the_grid():
+    k = build(tma_copy, "sm_90a")
+    assert k.specs[-1].kind == "tensormap" and k.specs[-1].box == (64, 64) and k.specs[-1].swizzle == 0
+    assert k.smem_bytes == 64 * 64 * 2 + 8
+    seen = []
+    k._launcher = lambda grid, block, args, **kw: seen.append((grid, args, kw["smem_bytes"]))
+    try:
+        k("A", 256)
+    finally:
+        k._launcher = None
+    assert seen == [((4, 1, 1), ("A", 256, "A"), 8200)]
+
+
+def test_tensor_strides_from_layouts():
+    assert tensor_strides(Buffer("A", (4, 8), "float32")) == ((4, 8), (8, 1))
+    assert tensor_strides(Buffer("B", (4, 8), "float32", layout=TileLayout(S[(4, 8) : (1, 4)]))) == ((4, 8), (1, 4))
+    assert tensor_strides(Buffer("C", (4, 8), "float32", layout=TileLayout(S[(4, 8) : (16, 1)]))) == ((4, 8), (16, 1))
+    odd = Buffer("D", (4, 8), "float32", layout=TileLayout(S[(2, 2, 8) : (8, 32, 1)]))
+    assert tensor_strides(odd) == ((48,), (1,))  # rows split 2 x 2 with strides 8, 32: not one stride per dim
+
+
+def test_wrapper_checks_argument_count_and_grid(monkeypatch):
+    k = build(saxpy, "sm_90a")
+    calls = []
+    k._launcher = lambda grid, block, args, **kw: calls.append((grid, block, args, kw))
+    try:
+        k("x", "y", 2.0, 1000)
+        assert calls == [((4, 1, 1), (256, 1, 1), ("x", "y", 2.0, 1000), {"smem_bytes": 0, "cluster": None})]
+        with pytest.raises(LaunchError, match=r"saxpy takes 4 arguments \(X, Y, a, n\), got 2"):
+            k("x", "y")
+        with pytest.raises(LaunchError, match="cannot evaluate the grid"):
+            k("x", "y", 2.0, "many")
+        t = time.perf_counter()
+        for _ in range(1000):
+            k("x", "y", 2.0, 1000)
+        per_call = (time.perf_counter() - t) / 1000
+        assert per_call < 20e-6  # the wrapper's own share of the 5 us launch budget is well under it
+    finally:
+        k._launcher = None
+
+
+def test_build_errors():
+    with pytest.raises(CodegenError, match=r"build\(\) takes a kernel \(a @T.prim_func\), got function"):
+        build(lambda: None)
+
+    @tirxpy.jit
+    def factory(n):
+        return saxpy
+
+    with pytest.raises(CodegenError, match="call the @tirxpy.jit factory with its arguments first"):
+        build(factory)
+
+
+def test_sass_needs_a_disassembler(monkeypatch):
+    B = sys.modules["tirxpy.lower.build"]
+
+    k = build(saxpy, "sm_90a")
+    monkeypatch.setattr(B, "find_disassembler", lambda: None)
+    k._sass = None
+    with pytest.raises(ToolchainError, match="no SASS disassembler found: put the CUDA toolkit's cuobjdump"):
+        k.sass
+
+
+@T.prim_func
+def with_copy(A: T.Tensor((128,), "float32"), B: T.Tensor((128,), "float32")):
+    T.launch(grid=(1,), threads=128)
+    s = T.alloc_shared((128,), "float32")
+    Tx.cta.copy(s, A)
+    Tx.cta.copy(B, s)
+
+
+def test_primitive_lowering_is_required(monkeypatch):
+    import tirxpy.primitives as P
+
+    monkeypatch.setattr(P, "lower_calls", lambda k, arch: k)
+    with pytest.raises(CodegenError, match=r"test_build.py:\d+:\d+: error: Tx.cta.copy\(...\) is a tile primitive "
+                                           r"that was not lowered"):
+        lower_primitives(with_copy, "sm_90a")
+    monkeypatch.setitem(sys.modules, "tirxpy.primitives", None)
+    with pytest.raises(CodegenError, match=r"Tx.cta.copy\(...\) needs the tile-primitive lowering"):
+        lower_primitives(with_copy, "sm_90a")
