@@ -18,6 +18,8 @@ def test_demo_sections_and_files(tmp_path, capsys):
     png = tmp_path / "tirxpy_demo_layout.png"
     assert decode_png(png.read_bytes()).shape[2] == 3
     assert (tmp_path / "tirxpy_demo_layout.svg").read_text().startswith("<svg")
+    assert "sm_90a: " in out and "sm_100a: " in out and "0 B spilled" in out
+    assert '| extern "C" __global__ void __launch_bounds__(128) axpb(' in out and "|   Y[i] = a * X[i] + 1.0f;" in out
     assert len(out.splitlines()) < 40
 
 

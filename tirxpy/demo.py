@@ -12,6 +12,8 @@ import sys
 
 from .layout import R, S, TileLayout, laneid, warpid
 from .layout.errors import LayoutError
+from .lower.errors import LowerError
+from .scope.errors import TirxError
 
 DESIGN_SPEC = "S[(8, 2, 4, 2) : (4@laneid, 1@warpid, 1@laneid, 1)] + R[2 : 4@warpid] + 5@warpid"
 
@@ -52,11 +54,33 @@ def section_atom(ctx):
     print("  owners of (37, 13) in the (64, 16) tile: " + ", ".join(_fmt(o) for o in A.owners(37, 13, shape=(64, 16))))
 
 
+def section_codegen(ctx):
+    """A small IR kernel built for Hopper and Blackwell on the CPU: its CUDA C++ and resources."""
+    from .ir import T
+    from .lower import build
+
+    @T.prim_func
+    def axpb(X: T.Tensor((1024,), "float32"), Y: T.Tensor((1024,), "float32"), a: T.float32):
+        T.launch(grid=(8,), threads=128)
+        i = T.cta_id(0) * 128 + T.thread_id()
+        Y[i] = a * X[i] + T.float32(1)
+
+    for arch in ("sm_90a", "sm_100a"):
+        k = build(axpb, arch)
+        s = k.summary()
+        print(f"  {arch}: {s['registers']} registers, {s['spills']} B spilled, {s['smem']} B smem, {s['threads']} threads")
+    src = k.cuda_source
+    entry = src[src.index('extern "C"'):].splitlines()
+    for line in entry[:5] + entry[-2:]:
+        print("  | " + line)
+
+
 SECTIONS = [
     ("Layouts: shard, replica, offset", section_layout),
     ("Table", section_table),
     ("Plot", section_plot),
     ("Hardware atoms", section_atom),
+    ("Kernel -> CUDA C++ (built on the CPU)", section_codegen),
 ]
 
 
@@ -76,7 +100,7 @@ def main(argv=None) -> int:
         print(f"== {k}. {title}")
         try:
             fn(ctx)
-        except (LayoutError, OSError) as e:
+        except (LayoutError, OSError, TirxError, LowerError) as e:
             print(f"tirxpy demo: error in section {title!r}: {e}", file=sys.stderr)
             return 1
     return 0
