@@ -146,7 +146,8 @@ def thread_fragment(layout, shape, threads) -> Fragment:
             slot += dg * it.stride
         slots.append(slot)
         const_coords.append(tuple(coord))
-    guard_terms = _guard_terms(G, {t[0] for terms in thread_terms for t in terms} | {it.axis.name for it in G.replica})
+    guard_terms = _guard_terms(G, {t[0] for terms in thread_terms for t in terms} | {it.axis.name for it in G.replica}
+                               | {a for a in G.offset if a in THREAD_AXES})
     coords = []
     for k in range(n_m):
         cs = []
@@ -187,6 +188,9 @@ def _guard_terms(G, axes) -> list:
         o = G.offset.get(a, 0)
         idv = _id_expr(a)
         x = ops.sub(idv, o) if o else idv
+        if not its:  # only an offset: the tile lives at that one id
+            out.append((lambda ids, a=a, o=o: ids[a] == o, ops.eq(idv, o)))
+            continue
         if o:
             out.append((lambda ids, a=a, o=o: ids[a] >= o, ops.ge(idv, o)))
         s0 = its[0].stride
