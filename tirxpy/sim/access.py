@@ -1,0 +1,98 @@
+"""Element loads, stores and addresses of buffers in every storage scope, per lane, with
+bounds checks (global, shared, registers) and shared-memory race recording."""
+from __future__ import annotations
+
+import numpy as np
+
+from .errors import UnsupportedError
+from .memory import element_slots, in_bounds
+from .races import GENERIC
+from .values import nbytes
+
+GPTR_SHIFT = 40
+
+
+def _bounds(w, m, buf, idx, node, what):
+    ok = in_bounds(buf, idx)
+    bad = m & ~ok
+    if bad.any():
+        lane = int(np.argmax(bad))
+        coords = tuple(int(np.asarray(i)[lane]) if np.ndim(i) else int(i) for i in idx)
+        w.cta.machine.report(f"oob_{buf.storage.split(':')[0]}",
+                             f"{what} of {buf.name}{list(coords)} is outside its shape {buf.shape}",
+                             node.span, w.describe(bad))
+    return m & ok
+
+
+def byte_offsets(w, buf, idx):
+    """Byte offsets (per lane) of element ``idx`` from the start of the root's storage."""
+    return element_slots(buf, idx) * nbytes(buf.dtype)
+
+
+def shared_base(w, buf, node=None):
+    root = buf.root
+    base = w.cta.plan.get(root)
+    if base is None:
+        raise UnsupportedError(f"shared buffer {root.name} is not allocated in this kernel (T.alloc_shared)")
+    return base
+
+
+def load(w, m, buf, idx, node):
+    st = buf.storage
+    ok = _bounds(w, m, buf, idx, node, "read")
+    if st == "local":
+        off = np.where(ok, byte_offsets(w, buf, idx), 0)
+        regs = w.local(buf.root)
+        k = nbytes(buf.dtype)
+        return w.read_regs(regs, off, buf.dtype, k, ok, node)
+    if st == "global":
+        mem = w.cta.machine.globals[buf.root]
+        off = np.where(ok, byte_offsets(w, buf, idx), 0)
+        return mem.read(off, buf.dtype)
+    if st.startswith("shared"):
+        off = shared_base(w, buf) + np.where(ok, byte_offsets(w, buf, idx), 0)
+        w.smem_access(off[ok], nbytes(buf.dtype), False, GENERIC, node)
+        return w.cta.smem.read(off, buf.dtype)
+    raise UnsupportedError(f"element reads of {st} buffer {buf.name} (use tcgen05.ld for tensor memory)")
+
+
+def store(w, m, buf, idx, value, node):
+    st = buf.storage
+    ok = _bounds(w, m, buf, idx, node, "write")
+    if not ok.any():
+        return
+    val = np.broadcast_to(value, (32,))[ok]
+    if st == "local":
+        off = byte_offsets(w, buf, idx)[ok]
+        w.write_regs(buf.root, np.nonzero(ok)[0], off, val, buf.dtype, node)
+        return
+    if st == "global":
+        off = byte_offsets(w, buf, idx)[ok]
+        w.cta.machine.globals[buf.root].write(off, val, buf.dtype)
+        return
+    if st.startswith("shared"):
+        off = shared_base(w, buf) + byte_offsets(w, buf, idx)[ok]
+        w.smem_access(off, nbytes(buf.dtype), True, GENERIC, node)
+        w.cta.smem.write(off, val, buf.dtype)
+        return
+    raise UnsupportedError(f"element writes of {st} buffer {buf.name} (use tcgen05.st for tensor memory)")
+
+
+def address(w, m, buf, idx, node):
+    st = buf.storage
+    ok = _bounds(w, m, buf, idx, node, "address")
+    off = np.where(ok, byte_offsets(w, buf, idx), 0)
+    if st.startswith("shared"):
+        return (shared_base(w, buf) + off).astype(np.uint32)
+    if st == "global":
+        return (np.uint64(w.cta.machine.gtag[buf.root]) + off.astype(np.uint64)).astype(np.uint64)
+    raise UnsupportedError(f"T.address_of on a {st} buffer ({buf.name})")
+
+
+def global_target(machine, ptrs):
+    """``(param buffer, byte offsets)`` of tagged global pointers (all in one tensor)."""
+    p = np.asarray(ptrs).astype(np.uint64)
+    tags = (p >> np.uint64(GPTR_SHIFT)).astype(np.int64)
+    t = int(tags.ravel()[0]) if p.size else 0
+    buf = machine.gtag_buf.get(t)
+    return buf, (p & np.uint64((1 << GPTR_SHIFT) - 1)).astype(np.int64)

@@ -1,0 +1,104 @@
+"""cp.async (4 / 8 / 16 bytes per thread, optional zero fill) with commit / wait groups and the
+mbarrier arrive that fires when a thread's copies land (PTX ISA 9.7.9.25.3)."""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from . import mbarrier as MB
+from .access import global_target
+from .asyncops import agent, issue_vc
+from .interp import Block
+from .races import GENERIC
+from .registry import register_model
+from .scheduler import Event
+
+
+def _copy(ctx):
+    size = int(re.search(r"_(4|8|16)", ctx.call.name[9:]).group(1))
+    dst, src = ctx.arg("dst"), ctx.arg("src")
+    zf = ctx.arg("src_bytes") if ctx.has("src_bytes") else None
+    m, w = ctx.machine, ctx.w
+    a = agent(m, ("cp.async", w.cta.rank, w.wid), f"cp.async unit of {w.describe()}")
+    vc = issue_vc(w, a)
+    buf, off = global_target(m, src)
+    mem = m.globals[buf]
+    data = np.zeros((32, size), np.uint8)
+    for l in ctx.lanes:
+        n = size if zf is None else min(int(zf[l]), size)
+        o = int(off[l])
+        if o < 0 or o + n > mem.size:
+            ctx.report("oob_global", f"cp.async reads {n} bytes at byte {o} of {buf.name} ({mem.size} bytes)")
+            continue
+        data[l, :n] = mem.data[o:o + n]
+    lanes = ctx.lanes.copy()
+    op = {"done": False, "vc": vc}
+
+    def fire():
+        idx = dst[lanes].astype(np.int64)[:, None] + np.arange(size)
+        m.check_access(w.cta, idx.ravel(), a, vc, True, GENERIC, ctx.call, w)
+        w.cta.smem.data[np.clip(idx, 0, w.cta.smem.size - 1)] = data[lanes]
+        op["done"] = True
+    m.events.append(Event(fire, "cp.async"))
+    w.cp_async_open.append(op)
+
+
+for _s in (4, 8, 16):
+    register_model(f"cp_async_ca_{_s}", _copy)
+    register_model(f"cp_async_ca_{_s}_zfill", _copy)
+register_model("cp_async_cg_16", _copy)
+register_model("cp_async_cg_16_zfill", _copy)
+
+
+@register_model("cp_async_commit_group")
+def _commit(ctx):
+    ctx.w.cp_async_groups.append(ctx.w.cp_async_open)
+    ctx.w.cp_async_open = []
+
+
+def _wait_n(ctx, n):
+    w = ctx.w
+    old = w.cp_async_groups[:max(len(w.cp_async_groups) - n, 0)]
+    if n == 0 and w.cp_async_open and ctx.call.name == "cp_async_wait_all":
+        old = old + [w.cp_async_open]
+        w.cp_async_open = []
+    ops = [op for g in old for op in g]
+    if not all(op["done"] for op in ops):
+        yield Block(lambda: all(op["done"] for op in ops), f"{len(ops)} cp.async copies to land", ctx.span)
+    for op in ops:
+        w.acquire(op["vc"])
+    w.cp_async_groups = w.cp_async_groups[len(old):] if ctx.call.name != "cp_async_wait_all" else []
+
+
+@register_model("cp_async_wait_group")
+def _wait(ctx):
+    yield from _wait_n(ctx, ctx.imm("n"))
+
+
+@register_model("cp_async_wait_all")
+def _wait_all(ctx):
+    yield from _wait_n(ctx, 0)
+
+
+@register_model("cp_async_mbarrier_arrive_noinc")
+def _arrive_noinc(ctx):
+    w, m = ctx.w, ctx.machine
+    ops = [op for g in w.cp_async_groups for op in g] + list(w.cp_async_open)
+    addr = ctx.arg("bar")
+    lanes = list(ctx.lanes)
+
+    def fire():
+        vc = w.vc.copy()
+        for op in ops:
+            MB.join(vc, op["vc"]) if False else None
+        for l in lanes:
+            b = m.cluster[w.cta.rank].mbarriers.get(int(addr[l]))
+            if b is not None:
+                from .races import join
+
+                v = vc
+                for op in ops:
+                    v = join(v, op["vc"])
+                MB.arrive(ctx, b, 1, v)
+    m.events.append(Event(fire, "cp.async arrive", ready=lambda: all(op["done"] for op in ops)))

@@ -1,0 +1,273 @@
+"""Machine state of one simulated cluster: CTAs (shared memory, mbarriers, TMEM, named
+barriers), warps (lane values, registers, vector clock), agents and the problem list."""
+from __future__ import annotations
+
+import numpy as np
+
+from tirxpy.ir import stmt as St
+
+from .errors import Problem, lanes_text
+from .memory import Bytes, TensorMemory, layout_is_swizzled
+from .races import Clocks, Shadow, join
+
+WARP = 32
+
+
+def shared_allocs(kernel):
+    """Every shared Allocate of the kernel body, in source order."""
+    out = []
+
+    def walk(s):
+        if isinstance(s, St.Allocate):
+            if s.buffer.storage.startswith("shared") and s.buffer.base is None:
+                out.append(s.buffer)
+        for _, v in s.fields():
+            for x in (v if isinstance(v, tuple) else (v,)):
+                if isinstance(x, St.Stmt):
+                    walk(x)
+
+    walk(kernel.body)
+    return out
+
+
+def plan_shared(kernel):
+    """``({root buffer: byte offset}, total bytes)``: swizzled tiles 1024-aligned, others 128."""
+    off, plan = 0, {}
+    for b in shared_allocs(kernel):
+        align = 1024 if layout_is_swizzled(b.layout) else (8 if b.bytes() <= 64 else 128)
+        off = -(-off // align) * align
+        plan[b] = off
+        off += b.bytes()
+    return plan, max(off, 16)
+
+
+class CTA:
+    def __init__(self, machine, cta_id, rank, plan, size):
+        self.machine = machine
+        self.cta_id = cta_id  # (bx, by, bz)
+        self.rank = rank
+        self.cid = tuple(c % n for c, n in zip(cta_id, machine.cluster_dims))
+        self.smem = Bytes(size, "shared")
+        self.plan = plan
+        self.shadow = Shadow(size)
+        self.mbarriers: dict = {}
+        self.named: dict = {}
+        self.tmem = TensorMemory()
+        self.warps: list = []
+        self.collectives: dict = {}
+
+    def describe(self):
+        return f"cta {self.cta_id}"
+
+
+class Warp:
+    def __init__(self, cta, wid, agent, nthreads):
+        self.cta = cta
+        self.wid = wid
+        self.agent = agent
+        self.tid = wid * WARP + np.arange(WARP)
+        self.alive = self.tid < nthreads
+        self.env: dict = {}
+        self.regs: dict = {}
+        self.vc = cta.machine.clocks.fresh()
+        self.vc[agent] = 1
+        self.results: dict = {}
+        self.coll_seq: dict = {}
+        self.done = False
+        self.block = None  # (cond, what, span) while blocked
+        self.last_phase: dict = {}
+        self.cp_async_groups: list = []
+        self.cp_async_open: list = []
+        self.bulk_groups: list = []
+        self.bulk_open: list = []
+        self.tc_pending: list = []  # tcgen05 ops not yet committed
+        self.maxnreg = None
+        self.where = None
+
+        self.lane_ids = np.arange(WARP, dtype=np.int32)
+        self.tid32 = self.tid.astype(np.int32)
+        self.inflight: dict = {}  # root -> bool[nbytes]: wgmma accumulator bytes not yet waited for
+        self.dirty: dict = {}  # root -> bool[nbytes]: written by ordinary code since wgmma.fence
+
+    @property
+    def wgid(self):
+        return self.wid // 4
+
+    # ---- registers ----
+    def _flag(self, table, root):
+        f = table.get(root)
+        if f is None:
+            f = np.zeros(max(root.bytes(), 1), bool)
+            table[root] = f
+        return f
+
+    def check_inflight(self, root, byte_idx, node, what):
+        f = self.inflight.get(root)
+        if f is not None and f[np.clip(byte_idx, 0, f.size - 1)].any():
+            self.cta.machine.report(
+                "wgmma_accumulator_before_wait",
+                f"{what} of register tile {root.name} while a wgmma writing it is still in flight",
+                getattr(node, "span", None), self.describe(),
+                ["wgmma results are visible only after wgmma.commit_group + wgmma.wait_group"])
+
+    def read_regs(self, regs, off, dt, k, ok, node):
+        from .values import from_bits, storage_dtype
+
+        root = getattr(node, "buffer", None)
+        root = root.root if root is not None else None
+        idx = off[:, None] + np.arange(k)
+        if root is not None and ok.any():
+            self.check_inflight(root, idx[ok].ravel(), node, "read")
+        idx = np.clip(idx, 0, regs.shape[1] - 1)
+        raw = regs[np.arange(WARP)[:, None], idx].reshape(-1).view(storage_dtype(dt))
+        return from_bits(raw, dt)
+
+    def write_regs(self, root, lanes, off, val, dt, node, ordinary=True):
+        from .values import to_bits
+
+        k = int(np.dtype(to_bits(np.zeros(1), dt).dtype).itemsize)
+        regs = self.local(root)
+        idx = np.asarray(off, np.int64)[:, None] + np.arange(k)
+        if ordinary:
+            self.check_inflight(root, idx.ravel(), node, "write")
+            self._flag(self.dirty, root)[np.clip(idx.ravel(), 0, regs.shape[1] - 1)] = True
+        bad = (idx < 0) | (idx >= regs.shape[1])
+        if bad.any():
+            self.cta.machine.report("oob_local", f"register access past the end of {root.name} ({regs.shape[1]} bytes)",
+                                    getattr(node, "span", None), self.describe())
+            return
+        raw = np.ascontiguousarray(to_bits(np.asarray(val), dt)).reshape(-1).view(np.uint8).reshape(len(lanes), k)
+        regs[np.asarray(lanes)[:, None], idx] = raw
+
+    # ---- shared memory accesses (race checking) ----
+    def smem_access(self, offsets, k, write, proxy, node, agent=None, vc=None):
+        off = np.asarray(offsets, np.int64).ravel()
+        if off.size == 0:
+            return
+        sh = self.cta.shadow
+        bad = (off < 0) | (off + k > sh.size)
+        if bad.any():
+            self.cta.machine.report("oob_shared", f"shared-memory {'write' if write else 'read'} at byte "
+                                    f"{int(off[bad][0])} is outside the {sh.size}-byte allocation",
+                                    getattr(node, "span", None), self.describe())
+            off = off[~bad]
+        idx = off[:, None] + np.arange(k)
+        self.cta.machine.check_access(self.cta, idx, self.agent if agent is None else agent,
+                                      self.vc if vc is None else vc, write, proxy, node, self)
+
+    def elect(self, node, mask):
+        tids = self.cta.machine.elected.get(id(node))
+        if tids is not None:
+            return mask & np.isin(self.tid, tids)
+        out = np.zeros(WARP, bool)
+        if mask.any():
+            out[int(np.argmax(mask))] = True
+        return out
+
+    def describe(self, mask=None):
+        lanes = "" if mask is None else " " + lanes_text(mask)
+        return f"{self.cta.describe()} warp {self.wid}{lanes}"
+
+    def tick(self):
+        """Advance this agent's clock (after a release)."""
+        self.vc[self.agent] += 1
+
+    def acquire(self, vc):
+        if vc is not None:
+            self.vc = join(self.vc, vc)
+
+    def release(self):
+        v = self.vc.copy()
+        self.tick()
+        return v
+
+    def local(self, root):
+        r = self.regs.get(root)
+        if r is None:
+            r = np.zeros((WARP, max(root.bytes(), 1)), np.uint8)
+            self.regs[root] = r
+        return r
+
+
+class Machine:
+    """Whole-run state: kernel, arguments, global memory, problems, agents, seed."""
+
+    def __init__(self, kernel, arch, rng, max_steps):
+        self.kernel = kernel
+        self.arch = arch
+        self.rng = rng
+        self.max_steps = max_steps
+        self.problems: list = []
+        self._seen: set = set()
+        self.globals: dict = {}  # param Buffer -> Bytes
+        self.gbase: dict = {}  # param Buffer -> pointer tag
+        self.scalars: dict = {}
+        self.cluster_dims = tuple(kernel.launch.cluster or (1,)) + (1,) * (3 - len(kernel.launch.cluster or (1,)))
+        self.clocks = Clocks()
+        self.sites: list = []
+        self.events: list = []
+        self.clock = 0
+        self.gtag: dict = {}
+        self.gtag_buf: dict = {}
+        self.elected: dict = {}
+        self.wg_pending: dict = {}
+        self.cluster_state: dict = {}
+
+    def site(self, span, who):
+        self.sites.append((span, who))
+        return len(self.sites) - 1
+
+    def report(self, kind, msg, span=None, threads="", notes=(), key=None):
+        k = key if key is not None else (kind, getattr(span, "line", None), msg)
+        if k in self._seen:
+            return
+        self._seen.add(k)
+        self.problems.append(Problem(kind, msg, span, threads, list(notes)))
+
+    def scalar(self, var, span):
+        v = self.scalars.get(var)
+        if v is None:
+            from .errors import UnsupportedError
+
+            raise UnsupportedError(f"variable {var.name} has no value here (used before it is bound)")
+        return v
+
+    def check_access(self, cta, idx, agent, vc, write, proxy, node, warp):
+        site = self.site(getattr(node, "span", None), warp.describe() if agent == warp.agent else self.agent_name(agent))
+        found = cta.shadow.access(idx, agent, vc, write, proxy, site)
+        if found is None:
+            return
+        kind, other, osite = found
+        span = getattr(node, "span", None)
+        me = warp.describe() if agent == warp.agent else f"{self.agent_name(agent)} (issued by {warp.describe()})"
+        ospan, owho = self.sites[osite] if osite >= 0 else (None, self.agent_name(other))
+        if kind == "fence":
+            self.report("missing_fence_proxy_async",
+                        "async-proxy read of shared memory written by ordinary (generic-proxy) stores "
+                        "without a fence.proxy.async between them", span, me,
+                        [f"the write: {ospan} by {owho}", "add T.ptx.fence_proxy_async() after the stores "
+                         "(and before the barrier that orders them with the async operation)"])
+            return
+        acc = "write" if write else "read"
+        prev = {"write": "write", "read": "read"}[kind]
+        self.report("race", f"shared-memory {acc} is not ordered after a {prev} by {owho if kind == 'write' else self.agent_name(other)}"
+                    " (no barrier / mbarrier wait between them)", span, me,
+                    [f"the other access: {ospan}"] if ospan is not None else [],
+                    key=("race", getattr(span, "line", None), getattr(ospan, "line", None), kind))
+
+    def agent_name(self, a):
+        return self.clocks.names[a] if 0 <= a < len(self.clocks.names) else f"agent {a}"
+
+
+def _on_exit(self):
+    """A warp finished: what it leaves behind that can never complete."""
+    m = self.cta.machine
+    if getattr(self, "wg_groups", None) or getattr(self, "wg_open", None):
+        m.report("wgmma_not_waited", "a warp exits with wgmma operations never waited for "
+                 "(wgmma.commit_group + wgmma.wait_group missing)", None, self.describe(),
+                 key=("wgmma_not_waited", self.cta.rank))
+    if self.bulk_open or any(not op["done"] for g in self.bulk_groups for op in g):
+        pass  # the copies still complete; a kernel may exit with bulk stores in flight
+
+
+Warp.on_exit = _on_exit

@@ -1,0 +1,216 @@
+"""mbarrier models: init, arrive (counts, expect_tx), complete_tx, phases and parity waits
+(PTX ISA 9.7.13.15). A phase completes when its pending arrival count and its transaction
+count are both zero; ``test_wait / try_wait.parity(P)`` is true when the phase with parity
+``P`` just before the current one has completed, i.e. ``P != current_phase % 2``.
+
+Checks: use before init, arrivals beyond the expected count, complete_tx with no expect_tx
+(the tx-count goes negative), a wait that observes the same completed phase twice (parity
+not flipped), and (at the end) barriers whose arrivals / transaction bytes never balanced."""
+from __future__ import annotations
+
+import numpy as np
+
+from .interp import Block
+from .races import join
+from .registry import register_model
+
+CLUSTER_SHIFT = 24
+
+
+class MBar:
+    def __init__(self, addr, count, span):
+        self.addr, self.expected, self.pending, self.tx = addr, count, count, 0
+        self.phase = 0
+        self.vc = None
+        self.done_vc: dict = {}
+        self.span = span
+        self.expect_seen = False
+        self.last_span = span
+
+    def join(self, vc):
+        self.vc = vc.copy() if self.vc is None else join(self.vc, vc)
+
+    def complete_if_ready(self):
+        if self.pending == 0 and self.tx == 0:
+            self.done_vc[self.phase] = self.vc
+            self.phase += 1
+            self.pending = self.expected
+            self.vc = None
+            self.expect_seen = False
+            return True
+        return False
+
+
+def _cta_and_addr(ctx, addr):
+    addr = int(addr)
+    if ctx.entry.operand("bar").kind == "cluster_addr" or addr >> CLUSTER_SHIFT:
+        rank = addr >> CLUSTER_SHIFT
+        return ctx.machine.cluster[rank], addr & ((1 << CLUSTER_SHIFT) - 1)
+    return ctx.cta, addr
+
+
+def lookup(ctx, addr, what):
+    cta, a = _cta_and_addr(ctx, addr)
+    b = cta.mbarriers.get(a)
+    if b is None:
+        ctx.report("mbarrier_uninitialized", f"{what} on shared address {a:#x}, which holds no initialized mbarrier",
+                   ["initialize it with T.ptx.mbarrier_init(bar, count) (and fence + barrier) first"])
+    return b
+
+
+def name_of(ctx, b):
+    return f"mbarrier at smem {b.addr:#x} (initialized at {b.span})"
+
+
+def arrive(ctx, b, n, vc):
+    b.join(vc)
+    b.pending -= n
+    if b.pending < 0:
+        ctx.report("mbarrier_over_arrive", f"{n} arrival(s) on the {name_of(ctx, b)} exceed its expected count "
+                   f"{b.expected} in phase {b.phase}", key=("over", b.addr, b.phase))
+        b.pending = 0
+    b.complete_if_ready()
+
+
+def complete_tx(machine, cta, addr, nbytes, vc, span, who):
+    b = cta.mbarriers.get(addr)
+    if b is None:
+        machine.report("mbarrier_uninitialized", f"complete_tx of {nbytes} bytes on shared address {addr:#x}, "
+                       "which holds no initialized mbarrier", span, who)
+        return
+    b.join(vc)
+    b.tx -= nbytes
+    if b.tx < 0 and not b.expect_seen:
+        machine.report("tx_underflow", f"complete_tx of {nbytes} bytes drove the transaction count of the mbarrier at "
+                       f"smem {addr:#x} to {b.tx} in phase {b.phase}: no expect_tx announced these bytes",
+                       span, who, ["arrive with T.ptx.mbarrier_arrive_expect_tx(bar, bytes) (or mbarrier_expect_tx) "
+                                   "before the TMA / bulk copy that completes on it"], key=("txu", addr))
+    b.complete_if_ready()
+
+
+def _mask_one(ctx):
+    return ctx.lanes
+
+
+@register_model("mbarrier_init")
+def _init(ctx):
+    addr = ctx.arg("bar")
+    cnt = ctx.arg("count")
+    for l in ctx.lanes:
+        a = int(addr[l])
+        cta, a = _cta_and_addr(ctx, a)
+        if cta.shadow is not None:
+            ctx.w.smem_access([a], 8, True, 0, ctx.call)
+        cta.mbarriers[a] = MBar(a, int(cnt[l]), ctx.span)
+
+
+@register_model("mbarrier_inval")
+def _inval(ctx):
+    addr = ctx.arg("bar")
+    for l in ctx.lanes:
+        cta, a = _cta_and_addr(ctx, int(addr[l]))
+        cta.mbarriers.pop(a, None)
+
+
+def _arrive_lanes(ctx, counts=None, tx=None):
+    addr = ctx.arg("bar")
+    state = np.zeros(32, np.uint64)
+    by_addr = {}
+    for l in ctx.lanes:
+        by_addr.setdefault(int(addr[l]), []).append(l)
+    vc = ctx.w.release()
+    for a, lanes in by_addr.items():
+        b = lookup(ctx, a, "arrive")
+        if b is None:
+            continue
+        if tx is not None:
+            for l in lanes:
+                b.tx += int(tx[l])
+                b.expect_seen = True
+        n = sum(int(counts[l]) for l in lanes) if counts is not None else len(lanes)
+        ph = b.phase
+        arrive(ctx, b, n, vc)
+        for l in lanes:
+            state[l] = ph
+    return state
+
+
+@register_model("mbarrier_arrive")
+def _arrive(ctx):
+    return _arrive_lanes(ctx)
+
+
+@register_model("mbarrier_arrive_count")
+def _arrive_count(ctx):
+    return _arrive_lanes(ctx, counts=ctx.arg("count"))
+
+
+@register_model("mbarrier_arrive_expect_tx")
+def _arrive_tx(ctx):
+    return _arrive_lanes(ctx, tx=ctx.arg("tx_bytes"))
+
+
+@register_model("mbarrier_arrive_remote")
+def _arrive_remote(ctx):
+    _arrive_lanes(ctx)
+
+
+@register_model("mbarrier_expect_tx")
+def _expect(ctx):
+    addr, tx = ctx.arg("bar"), ctx.arg("tx_bytes")
+    for l in ctx.lanes:
+        b = lookup(ctx, int(addr[l]), "expect_tx")
+        if b is not None:
+            b.tx += int(tx[l])
+            b.expect_seen = True
+
+
+def _observe(ctx, b):
+    """Acquire the completed phase and check the wait advanced (parity flipped)."""
+    ph = b.phase - 1
+    ctx.w.acquire(b.done_vc.get(ph))
+    key = b.addr
+    last = ctx.w.last_phase.get((id(ctx.cta), key))
+    if last is not None and ph <= last and ph >= 0:
+        ctx.report("mbarrier_stale_wait", f"this wait on the mbarrier at smem {b.addr:#x} returned for phase {ph}, "
+                   f"which this warp already waited for: the parity passed did not flip between waits",
+                   ["waiting on the wrong parity passes without synchronizing with the producer"],
+                   key=("stale", b.addr, ctx.span.line if ctx.span else None))
+    ctx.w.last_phase[(id(ctx.cta), key)] = max(ph, last if last is not None else -1)
+
+
+def _wait(ctx, blocking):
+    addr, par = ctx.arg("bar"), ctx.arg("parity")
+    l0 = ctx.lanes
+    a = int(addr[l0[0]])
+    p = int(par[l0[0]]) & 1
+    b = lookup(ctx, a, "wait")
+    if b is None:
+        return np.zeros(32, bool)
+    done = (b.phase % 2) != p
+    if not done and blocking:
+        yield Block(lambda: (b.phase % 2) != p, f"phase with parity {p} of the mbarrier at smem {a:#x} "
+                    f"(current phase {b.phase}: {b.pending} of {b.expected} arrivals pending, tx-count {b.tx})",
+                    ctx.span)
+        done = True
+    if done:
+        _observe(ctx, b)
+    return np.full(32, done)
+
+
+@register_model("mbarrier_wait_parity")
+def _wait_parity(ctx):
+    yield from _wait(ctx, True)
+
+
+@register_model("mbarrier_try_wait_parity")
+def _try_wait(ctx):
+    return (yield from _wait(ctx, True))
+
+
+register_model("mbarrier_try_wait_parity_cluster", _try_wait)
+
+
+@register_model("mbarrier_test_wait_parity")
+def _test_wait(ctx):
+    return (yield from _wait(ctx, False))

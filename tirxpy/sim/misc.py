@@ -1,0 +1,206 @@
+"""elect.sync, setmaxnreg, shuffles, atomics, clocks, special registers, cluster ids and DSMEM."""
+from __future__ import annotations
+
+import numpy as np
+
+from .access import global_target
+from .interp import Block
+from .registry import register_model
+from .values import nbytes
+
+WARP = 32
+
+
+@register_model("elect_sync")
+def _elect(ctx):
+    out = np.zeros(WARP, bool)
+    mask = ctx.arg("mask").astype(np.int64)
+    cand = [l for l in ctx.lanes if (int(mask[l]) >> l) & 1]
+    if cand:
+        out[cand[0]] = True
+    return out
+
+
+@register_model("setmaxnreg_inc")
+def _inc(ctx):
+    ctx.w.maxnreg = ctx.imm("nregs")
+
+
+register_model("setmaxnreg_dec", _inc)
+
+
+def _shfl(mode):
+    def model(ctx):
+        v = ctx.arg("v")
+        b = ctx.arg("lane").astype(np.int64)
+        lane = np.arange(WARP)
+        if mode == "idx":
+            j = b & 31
+        elif mode == "up":
+            j = np.where(lane - b >= 0, lane - b, lane)
+        elif mode == "down":
+            j = np.where(lane + b <= 31, lane + b, lane)
+        else:
+            j = lane ^ (b & 31)
+        src_ok = ctx.mask[j]
+        bad = ctx.mask & ~src_ok
+        if bad.any():
+            ctx.report("shfl_inactive_source", f"shfl.sync.{mode} reads lanes that do not take part in the shuffle",
+                       mask=bad)
+        return np.where(ctx.mask, v[j], v)
+    return model
+
+
+for _m in ("idx", "up", "down", "bfly"):
+    for _t in ("b32", "f32"):
+        register_model(f"shfl_sync_{_m}_{_t}", _shfl(_m))
+
+_ATOM = {"add": np.add, "max": np.maximum, "min": np.minimum, "exch": lambda a, b: b, "or": np.bitwise_or,
+         "and": np.bitwise_and}
+
+
+def _atom(op, dt, ret=True):
+    fn = _ATOM[op]
+
+    def model(ctx):
+        ptr = ctx.arg("ptr")
+        v = ctx.arg("v")
+        buf, off = global_target(ctx.machine, ptr)
+        out = np.zeros(WARP, v.dtype)
+        if buf is None:
+            ctx.report("oob_global", "atomic on a pointer that is not inside a tensor argument")
+            return out
+        mem = ctx.machine.globals[buf]
+        for l in ctx.lanes:
+            if off[l] < 0 or off[l] + nbytes(dt) > mem.size:
+                ctx.report("oob_global", f"atomic at byte {off[l]} is outside {buf.name}")
+                continue
+            old = mem.read(np.array([off[l]]), dt)
+            out[l] = old[0]
+            mem.write(np.array([off[l]]), fn(old, np.asarray([v[l]]).astype(old.dtype)), dt)
+        return out if ret else None
+    return model
+
+
+for _op, _t, _dt in (("add", "u32", "uint32"), ("add", "s32", "int32"), ("add", "f32", "float32"),
+                     ("add", "u64", "uint64"), ("max", "s32", "int32"), ("min", "s32", "int32"),
+                     ("max", "u32", "uint32"), ("exch", "b32", "uint32"), ("or", "b32", "uint32"),
+                     ("and", "b32", "uint32")):
+    register_model(f"atom_global_{_op}_{_t}", _atom(_op, _dt))
+    if _op != "exch":
+        register_model(f"red_global_{_op}_{_t}", _atom(_op, _dt, ret=False))
+register_model("red_global_add_release_gpu_u32", _atom("add", "uint32", ret=False))
+
+
+@register_model("atom_global_cas_b32")
+def _cas(ctx):
+    ptr, cmp, v = ctx.arg("ptr"), ctx.arg("cmp"), ctx.arg("v")
+    buf, off = global_target(ctx.machine, ptr)
+    mem = ctx.machine.globals[buf]
+    out = np.zeros(WARP, np.uint32)
+    for l in ctx.lanes:
+        old = mem.read(np.array([off[l]]), "uint32")
+        out[l] = old[0]
+        if old[0] == cmp[l]:
+            mem.write(np.array([off[l]]), np.array([v[l]], np.uint32), "uint32")
+    return out
+
+
+@register_model("ld_acquire_gpu_u32")
+def _ld_acq(ctx):
+    buf, off = global_target(ctx.machine, ctx.arg("ptr"))
+    return ctx.machine.globals[buf].read(np.where(ctx.mask, off, 0), "uint32")
+
+
+def _atom_shared(dt):
+    def model(ctx):
+        addr, v = ctx.arg("addr"), ctx.arg("v")
+        out = np.zeros(WARP, v.dtype)
+        for l in ctx.lanes:
+            a = np.array([int(addr[l])])
+            old = ctx.cta.smem.read(a, dt)
+            out[l] = old[0]
+            ctx.cta.smem.write(a, old + np.asarray([v[l]]).astype(old.dtype), dt)
+        return out
+    return model
+
+
+register_model("atom_shared_add_u32", _atom_shared("uint32"))
+register_model("atom_shared_add_f32", _atom_shared("float32"))
+
+
+def _tick(ctx):
+    ctx.machine.clock += 1 + int(ctx.machine.rng.integers(16))
+    return ctx.machine.clock
+
+
+register_model("clock", lambda ctx: np.full(WARP, _tick(ctx) & 0xFFFFFFFF, np.uint32))
+register_model("clock64", lambda ctx: np.full(WARP, _tick(ctx), np.uint64))
+register_model("globaltimer", lambda ctx: np.full(WARP, _tick(ctx) * 1000, np.uint64))
+
+
+@register_model("nanosleep")
+def _sleep(ctx):
+    yield None
+
+
+register_model("laneid", lambda ctx: np.arange(WARP, dtype=np.uint32))
+register_model("warpid", lambda ctx: np.full(WARP, ctx.w.wid, np.uint32))
+register_model("smid", lambda ctx: np.full(WARP, ctx.cta.rank, np.uint32))
+register_model("nsmid", lambda ctx: np.full(WARP, 132, np.uint32))
+
+
+@register_model("trap")
+def _trap(ctx):
+    ctx.report("trap", "the kernel executed trap")
+    yield Block(lambda: False, "nothing (trapped)", ctx.span)
+
+
+def _cl(fn):
+    return lambda ctx: np.full(WARP, fn(ctx), np.uint32)
+
+
+register_model("cluster_ctarank", _cl(lambda c: c.cta.rank))
+register_model("cluster_nctarank", _cl(lambda c: len(c.machine.cluster)))
+for _i, _a in enumerate("xyz"):
+    register_model(f"cluster_ctaid_{_a}", _cl(lambda c, i=_i: c.cta.cid[i]))
+    register_model(f"clusterid_{_a}", _cl(lambda c, i=_i: c.cta.cta_id[i] // c.machine.cluster_dims[i]))
+    register_model(f"cluster_nctaid_{_a}", _cl(lambda c, i=_i: c.machine.cluster_dims[i]))
+
+
+@register_model("mapa_shared")
+def _mapa(ctx):
+    addr = ctx.arg("addr").astype(np.int64)
+    cta = ctx.arg("cta").astype(np.int64)
+    return ((cta << 24) | (addr & 0xFFFFFF)).astype(np.uint32)
+
+
+def _remote(ctx, addr):
+    addr = int(addr)
+    return ctx.machine.cluster[addr >> 24], addr & 0xFFFFFF
+
+
+def _ld_cluster(dt):
+    def model(ctx):
+        addr = ctx.arg("addr")
+        out = np.zeros(WARP, np.float32 if dt == "float32" else np.uint32)
+        for l in ctx.lanes:
+            cta, a = _remote(ctx, addr[l])
+            out[l] = cta.smem.read(np.array([a]), dt)[0]
+        return out
+    return model
+
+
+def _st_cluster(dt):
+    def model(ctx):
+        addr, v = ctx.arg("addr"), ctx.arg("v")
+        for l in ctx.lanes:
+            cta, a = _remote(ctx, addr[l])
+            cta.smem.write(np.array([a]), np.array([v[l]]), dt)
+    return model
+
+
+register_model("ld_shared_cluster_u32", _ld_cluster("uint32"))
+register_model("ld_shared_cluster_f32", _ld_cluster("float32"))
+register_model("st_shared_cluster_u32", _st_cluster("uint32"))
+register_model("st_shared_cluster_f32", _st_cluster("float32"))

@@ -1,0 +1,204 @@
+"""Intrinsic operands given as IR, interpreted the way codegen renders them.
+
+- ``reg`` / ``pred`` scalars: expression values (32 lanes), reinterpreted to the operand dtype;
+- ``reg`` vectors (``{r0, r1, ...}``) and written registers: a register tile element / region /
+  whole buffer names consecutive 32-bit (or operand-sized) slots of the thread's storage from
+  that element on (:class:`RegRef`);
+- ``smem_addr``: a shared element / region / buffer is the byte address of its first element
+  (layout ``m`` times element size, from the buffer's base); an expression is the address;
+- ``tmem_addr``: a tensor-memory region is ``lane << 16 | column`` of its first element;
+- ``gmem_ptr``: a global element / region is a (tagged) pointer to it;
+- ``tensormap``: a global region is a tensor map with box = region extents and the swizzle of
+  the call's shared operand's layout (:class:`TensorMap`);
+- ``desc64``: a shared region is the matrix descriptor computed from its layout
+  (tirxpy.intrinsics.descriptors), plus the region's start address.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from tirxpy.ir import expr as E
+from tirxpy.ir.buffer import Buffer, BufferRegion
+from tirxpy.layout import ComposeLayout, LayoutError
+from tirxpy.layout.swizzle import swizzle_for
+
+from . import access
+from .errors import UnsupportedError
+from .expr import compile_expr
+from .memory import element_slots
+from .values import nbytes, storage_dtype
+
+WARP = 32
+
+
+def target_of(node):
+    """``(buffer, start index expressions)`` of an element / region / buffer operand."""
+    if isinstance(node, Buffer):
+        return node, [E.IntImm(0)] * node.ndim
+    if isinstance(node, BufferRegion):
+        return node.buffer, list(node.starts)
+    if isinstance(node, E.BufferLoad):
+        return node.buffer, list(node.indices)
+    if isinstance(node, E.AddressOf):
+        return target_of(node.target)
+    return None, None
+
+
+def start_bytes(w, mask, buf, starts):
+    idx = [compile_expr(s)(w, mask) for s in starts]
+    return element_slots(buf, idx) * nbytes(buf.dtype)
+
+
+@dataclass
+class RegRef:
+    """``count`` consecutive operand-sized slots of a register tile, per lane."""
+
+    w: object
+    root: Buffer
+    offsets: np.ndarray  # (32,) byte offsets of the first slot
+    count: int
+    dtype: str
+    node: object
+
+    @property
+    def k(self):
+        return nbytes(self.dtype)
+
+    def byte_index(self):
+        return self.offsets[:, None] + np.arange(self.count * self.k)
+
+    def read(self, mask, check=True):
+        regs = self.w.local(self.root)
+        idx = self.byte_index()
+        if check and mask.any():
+            self.w.check_inflight(self.root, idx[mask].ravel(), self.node, "read")
+        if (idx >= regs.shape[1]).any() or (idx < 0).any():
+            self.w.cta.machine.report("oob_local", f"register vector of {self.count} x {self.dtype} runs past "
+                                      f"{self.root.name} ({regs.shape[1]} bytes)", getattr(self.node, "span", None),
+                                      self.w.describe(mask))
+            idx = np.clip(idx, 0, regs.shape[1] - 1)
+        raw = regs[np.arange(WARP)[:, None], idx]
+        from .values import from_bits
+
+        return from_bits(np.ascontiguousarray(raw).view(storage_dtype(self.dtype)).reshape(WARP, self.count), self.dtype)
+
+    def write(self, mask, values, ordinary=False):
+        lanes = np.nonzero(mask)[0]
+        if lanes.size == 0:
+            return
+        vals = np.asarray(values).reshape(WARP, self.count)[lanes]
+        offs = (self.offsets[lanes, None] + np.arange(self.count) * self.k).ravel()
+        lane_rep = np.repeat(lanes, self.count)
+        # one call per distinct lane set keeps write_regs simple: rows are lanes
+        for j in range(self.count):
+            self.w.write_regs(self.root, lanes, self.offsets[lanes] + j * self.k, vals[:, j], self.dtype, self.node,
+                              ordinary=ordinary)
+        del offs, lane_rep
+
+
+@dataclass
+class TensorMap:
+    """A tensor map as codegen derives it: the global tensor, the box (outermost first) and the
+    shared-side swizzle width in bytes."""
+
+    buffer: Buffer
+    box: tuple
+    swizzle: int
+    node: object
+
+    @property
+    def box_bytes(self):
+        n = nbytes(self.buffer.dtype)
+        for b in self.box:
+            n *= b
+        return n
+
+
+def swizzle_bytes(layout, dtype) -> int:
+    if not isinstance(layout, ComposeLayout) or layout.swizzle.swizzle_len == 0:
+        return 0
+    for b in (32, 64, 128):
+        if swizzle_for(b, dtype) == layout.swizzle:
+            return b
+    raise UnsupportedError(f"swizzle {layout.swizzle!r} is not a TMA swizzle mode for {dtype}")
+
+
+def tensor_map(call, entry, node):
+    buf, _ = target_of(node)
+    if buf is None or buf.storage != "global":
+        raise UnsupportedError(f"{call.name}: the tensormap operand must be a global tensor region, got {node!r}")
+    box = tuple(node.extents) if isinstance(node, BufferRegion) else tuple(buf.shape)
+    sw = 0
+    for o, a in zip(entry.args, call.args):
+        if o.kind == "smem_addr" and o.name in ("dst", "src"):
+            sb, _ = target_of(a)
+            if sb is not None:
+                sw = swizzle_bytes(sb.root.layout if sb.base is None else sb.layout, sb.dtype)
+    return TensorMap(buf, box, sw, node)
+
+
+def _region_layout(buf, starts, extents):
+    r = BufferRegion(buf, starts, extents)
+    return r.layout
+
+
+def descriptor(w, mask, call, name, node, flavor, major):
+    """The 64-bit descriptor (per lane) of a shared region operand, from its layout."""
+    from tirxpy.intrinsics import descriptors as D
+
+    if not isinstance(node, (BufferRegion, Buffer)):
+        raise UnsupportedError(f"{call.name}: descriptor operand {name} must be a shared region or a 64-bit value")
+    region = node if isinstance(node, BufferRegion) else node.full()
+    buf = region.buffer
+    dt = str(buf.dtype)
+    zero = [E.IntImm(0)] * buf.ndim
+    shape = tuple(e for e, s in zip(region.extents, region.squeeze) if not s)
+    shape2 = (int(np.prod(shape[:-1])), shape[-1])
+    lay = _region_layout(buf, zero, region.extents)
+    try:
+        s = _strides(lay, dt, major, shape2)
+    except LayoutError:
+        ext = list(region.extents)
+        ext[-1] = buf.shape[-1]
+        lay = _region_layout(buf, zero, ext)
+        s = _strides(lay, dt, major, (shape2[0], buf.shape[-1]))
+    lbo = 16 if s.lbo is None else s.lbo
+    if flavor == "wgmma":
+        d0 = D.wgmma_smem_desc(0, lbo, s.sbo, s.swizzle)
+    else:
+        d0 = D.tcgen05_smem_desc(0, lbo, s.sbo, s.swizzle)
+    tile = buf.layout.tile if isinstance(buf.layout, ComposeLayout) else buf.layout
+    idx = [compile_expr(x)(w, mask) for x in region.starts]
+    from .memory import slot_table, flat_index
+
+    flat = flat_index(buf.shape, idx)
+    tab = slot_table(tile, int(np.prod(buf.shape)))
+    addr = access.shared_base(w, buf) + tab[np.clip(flat, 0, len(tab) - 1)] * nbytes(buf.dtype)
+    return (np.uint64(d0) + ((addr.astype(np.uint64) & np.uint64(0x3FFFF)) >> np.uint64(4))).astype(np.uint64)
+
+
+def _strides(layout, dtype, major, shape):
+    from tirxpy.layout.atoms import smem_descriptor_strides
+
+    return smem_descriptor_strides(layout, dtype, major, shape=shape)
+
+
+def scalar_value(w, mask, node, dtype):
+    v = compile_expr(node)(w, mask) if isinstance(node, E.Expr) else None
+    if v is None:
+        buf, starts = target_of(node)
+        raise UnsupportedError(f"operand `{node}` is not a value")
+    st = storage_dtype(dtype)
+    if v.dtype == np.bool_:
+        return v.astype(st)
+    if v.dtype.kind in "iu" and st.kind in "iu":
+        return v.astype(st)
+    if v.dtype.kind == "f" and st.kind == "f":
+        return v.astype(st)
+    if v.dtype.kind in "iu" and st.kind == "f":
+        return v.astype(st)
+    if v.dtype.kind == "f" and st.kind in "iu":  # raw bits of a float in an integer register
+        return np.ascontiguousarray(v.astype(np.float32)).view(np.uint32).astype(st)
+    return v.astype(st)

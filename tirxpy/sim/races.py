@@ -1,0 +1,109 @@
+"""Happens-before checking of shared memory: vector clocks per agent and a shadow per byte.
+
+Agents are the warps of a cluster plus asynchronous units (the TMA engine per mbarrier it
+completes on, the tensor cores per warpgroup / issuing warp, bulk-copy groups per warp).
+Synchronization (mbarrier arrive -> wait, named barriers, wgmma / bulk wait_group) joins
+clocks. An access races when the last write (or a read, for a write) by another agent is not
+ordered before it. Async-proxy reads of bytes last written by the generic proxy need a
+``fence.proxy.async`` by the writer after the write.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+GENERIC, ASYNC = 0, 1
+
+
+class Clocks:
+    """Agent registry of a cluster: names and vector-clock width."""
+
+    def __init__(self):
+        self.names: list = []
+        self.width = 0
+
+    def add(self, name: str) -> int:
+        self.names.append(name)
+        return len(self.names) - 1
+
+    def fresh(self):
+        return np.zeros(max(len(self.names), 1) + 64, np.int64)
+
+
+def join(a, b):
+    if len(a) < len(b):
+        a = np.concatenate([a, np.zeros(len(b) - len(a), a.dtype)])
+    n = len(b)
+    a[:n] = np.maximum(a[:n], b)
+    return a
+
+
+def fit(vc, n):
+    return vc if len(vc) >= n else np.concatenate([vc, np.zeros(n - len(vc) + 64, vc.dtype)])
+
+
+class Shadow:
+    """Per-byte last-write epoch, proxy, fence state and per-agent read clocks of one CTA's smem."""
+
+    def __init__(self, size: int):
+        self.size = size
+        self.w_agent = np.full(size, -1, np.int32)
+        self.w_clock = np.zeros(size, np.int64)
+        self.w_proxy = np.zeros(size, np.int8)
+        self.fenced = np.ones(size, bool)
+        self.w_site = np.full(size, -1, np.int32)
+        self.reads = np.zeros((size, 8), np.int64)
+
+    def _grow(self, n):
+        if self.reads.shape[1] < n:
+            extra = np.zeros((self.size, n - self.reads.shape[1] + 8), np.int64)
+            self.reads = np.concatenate([self.reads, extra], axis=1)
+
+    def access(self, idx, agent, vc, write, proxy, site):
+        """Record an access to byte indices ``idx``; returns (kind, other_agent, other_site) of the
+        first conflict or None."""
+        idx = np.unique(np.asarray(idx, np.int64).ravel())
+        idx = idx[(idx >= 0) & (idx < self.size)]
+        if idx.size == 0:
+            return None
+        self._grow(len(vc))
+        vcl = fit(vc, self.reads.shape[1])
+        found = None
+        wa = self.w_agent[idx]
+        other = (wa >= 0) & (wa != agent)
+        if other.any():
+            bad = other & (self.w_clock[idx] > vcl[np.maximum(wa, 0)])
+            if bad.any():
+                j = int(np.argmax(bad))
+                found = ("write", int(wa[j]), int(self.w_site[idx[j]]))
+        if found is None and proxy == ASYNC and not write:
+            nf = (self.w_proxy[idx] == GENERIC) & (~self.fenced[idx]) & (wa >= 0)
+            if nf.any():
+                j = int(np.argmax(nf))
+                found = ("fence", int(wa[j]), int(self.w_site[idx[j]]))
+        if write:
+            if found is None:
+                r = self.reads[idx][:, :len(vcl)] > vcl[None, :self.reads.shape[1]]
+                r[:, agent] = False
+                if r.any():
+                    row, col = np.argwhere(r)[0]
+                    found = ("read", int(col), -1)
+            self.w_agent[idx] = agent
+            self.w_clock[idx] = vcl[agent]
+            self.w_proxy[idx] = proxy
+            self.fenced[idx] = proxy == ASYNC
+            self.w_site[idx] = site
+            self.reads[idx] = 0
+        else:
+            self.reads[idx, agent] = vcl[agent]
+        return found
+
+    def fence_proxy(self, agent, vc):
+        """fence.proxy.async by ``agent``: generic writes ordered before it (its own, or others'
+        it has synchronized with) become visible to the async proxy."""
+        vcl = fit(vc, int(self.w_agent.max()) + 1)
+        wa = self.w_agent
+        m = (wa >= 0) & (self.w_proxy == GENERIC) & ~self.fenced
+        if m.any():
+            idx = np.nonzero(m)[0]
+            ok = (wa[idx] == agent) | (self.w_clock[idx] <= vcl[wa[idx]])
+            self.fenced[idx[ok]] = True

@@ -1,0 +1,213 @@
+"""Semantic models of intrinsics, by name, and the call machinery that feeds them operands.
+
+A model is ``fn(ctx)`` returning the call's value (an array over the 32 lanes, or None) or a
+generator that may ``yield Block(...)`` to wait. ``register_model(name, fn)`` attaches a model
+to an intrinsic (for example one added with ``register_intrinsic``); ``register_family(regex,
+fn)`` covers generated names (``wgmma_m64n128k16_...``).
+
+    >>> from tirxpy.sim import register_model, has_model
+    >>> has_model("mbarrier_init"), has_model("no_such_instruction")
+    (True, False)
+"""
+from __future__ import annotations
+
+import inspect
+import re
+
+import numpy as np
+
+from tirxpy.intrinsics import lookup
+
+from . import operands as O
+from .errors import UnsupportedError
+
+_MODELS: dict = {}
+_FAMILIES: list = []
+WARP = 32
+
+
+def register_model(name: str, fn=None):
+    """Attach simulator model ``fn(ctx)`` to intrinsic ``name`` (usable as a decorator)."""
+    if fn is None:
+        return lambda f: register_model(name, f)
+    _MODELS[name] = fn
+    return fn
+
+
+def register_family(pattern: str, fn):
+    _FAMILIES.append((re.compile(pattern), fn))
+    return fn
+
+
+def model_of(name: str):
+    fn = _MODELS.get(name)
+    if fn is not None:
+        return fn, None
+    for pat, f in _FAMILIES:
+        m = pat.fullmatch(name)
+        if m:
+            return f, m
+    return None, None
+
+
+def has_model(name: str) -> bool:
+    _load()
+    return model_of(name)[0] is not None
+
+
+_LOADED = False
+
+
+def _load():
+    global _LOADED
+    if not _LOADED:
+        _LOADED = True
+        from . import cp_async, ldst_matrix, mbarrier, misc, mma_sync, sync, tcgen05, tma, wgmma  # noqa: F401
+
+
+class Ctx:
+    """What a model sees: the warp, active lanes, the call, its table entry and operand values."""
+
+    def __init__(self, w, mask, call, entry, match):
+        self.w, self.mask, self.call, self.entry, self.match = w, mask, call, entry, match
+        self.cta = w.cta
+        self.machine = w.cta.machine
+        self.span = call.span
+        self._nodes = {o.name: a for o, a in zip(entry.args, call.args)}
+        self._cache: dict = {}
+
+    @property
+    def lanes(self):
+        return np.nonzero(self.mask)[0]
+
+    def node(self, name):
+        return self._nodes[name]
+
+    def has(self, name):
+        return name in self._nodes
+
+    def threads(self, mask=None):
+        return self.w.describe(self.mask if mask is None else mask)
+
+    def report(self, kind, msg, notes=(), mask=None, key=None):
+        self.machine.report(kind, msg, self.span, self.threads(mask), notes, key=key)
+
+    def imm(self, name):
+        v = self.arg(name)
+        return int(np.asarray(v).ravel()[int(np.argmax(self.mask))] if np.ndim(v) else v)
+
+    def arg(self, name):
+        if name in self._cache:
+            return self._cache[name]
+        o = self.entry.operand(name)
+        node = self._nodes[name]
+        w, mask = self.w, self.mask
+        k = o.kind
+        if k in ("reg", "pred", "imm") and not o.vector and not o.is_output:
+            v = O.scalar_value(w, mask, node, o.dtype)
+        elif k == "reg" or (k == "pred" and o.is_output):
+            buf, starts = O.target_of(node)
+            if buf is None or buf.storage != "local":
+                raise UnsupportedError(f"{self.call.name}: register operand {name} must be a register tile "
+                                       f"(T.alloc_local) element or region, got `{node}`")
+            v = O.RegRef(w, buf.root, O.start_bytes(w, mask, buf, starts), o.count, o.dtype, node)
+        elif k == "smem_addr":
+            v = self._address(node, o, "shared")
+        elif k in ("cluster_addr",):
+            v = self._address(node, o, "shared")
+        elif k == "tmem_addr":
+            v = self._tmem(node)
+        elif k == "gmem_ptr":
+            v = self._address(node, o, "global")
+        elif k == "tensormap":
+            v = O.tensor_map(self.call, self.entry, node)
+        elif k == "desc64":
+            if isinstance(node, E_Expr()):
+                v = O.scalar_value(w, mask, node, "uint64")
+            else:
+                v = O.descriptor(w, mask, self.call, name, node, self.desc_flavor(), self.desc_major(name))
+        else:
+            raise UnsupportedError(f"{self.call.name}: operand kind {k}")
+        self._cache[name] = v
+        return v
+
+    def desc_flavor(self):
+        return "tcgen05" if self.call.name.startswith("tcgen05") else "wgmma"
+
+    def desc_major(self, name):
+        if self.desc_flavor() == "wgmma":
+            t = {"a_desc": "trans_a", "b_desc": "trans_b"}.get(name)
+            return "MN" if t and self.has(t) and self.imm(t) == 1 else "K"
+        idesc = int(np.asarray(self.arg("idesc")).ravel()[int(np.argmax(self.mask))])
+        bit = {"a_desc": 15, "b_desc": 16}.get(name, 15)
+        return "MN" if (idesc >> bit) & 1 else "K"
+
+    def _address(self, node, o, where):
+        from tirxpy.ir import expr as E
+
+        if isinstance(node, E.Expr) and not isinstance(node, E.BufferLoad):
+            return O.scalar_value(self.w, self.mask, node, "uint64" if where == "global" else "uint32").astype(np.int64)
+        if isinstance(node, E.BufferLoad) and node.buffer.storage == "local":
+            return O.scalar_value(self.w, self.mask, node, "uint32").astype(np.int64)
+        buf, starts = O.target_of(node)
+        if buf is None:
+            raise UnsupportedError(f"{self.call.name}: operand {o.name} must be an address or a buffer element / region")
+        from . import access
+
+        idx = [O.compile_expr(s)(self.w, self.mask) for s in starts]
+        if where == "global":
+            if buf.storage != "global":
+                raise UnsupportedError(f"{self.call.name}: operand {o.name} must be in global memory, {buf.name} is {buf.storage}")
+            return access.address(self.w, self.mask, buf, idx, self.call).astype(np.uint64).view(np.int64)
+        if not buf.storage.startswith("shared"):
+            raise UnsupportedError(f"{self.call.name}: operand {o.name} must be in shared memory, {buf.name} is {buf.storage}")
+        return access.address(self.w, self.mask, buf, idx, self.call).astype(np.int64)
+
+    def _tmem(self, node):
+        from tirxpy.ir import expr as E
+
+        if isinstance(node, E.Expr) and not isinstance(node, E.BufferLoad):
+            return O.scalar_value(self.w, self.mask, node, "uint32").astype(np.int64)
+        if isinstance(node, E.BufferLoad) and node.buffer.storage != "tmem":
+            return O.scalar_value(self.w, self.mask, node, "uint32").astype(np.int64)
+        buf, starts = O.target_of(node)
+        if buf is None or buf.storage != "tmem":
+            raise UnsupportedError(f"{self.call.name}: tensor-memory operand must be a tmem region or an address")
+        from .memory import element_slots_axis
+
+        idx = [O.compile_expr(s)(self.w, self.mask) for s in starts]
+        lane = element_slots_axis(buf, idx, "TLane")
+        col = element_slots_axis(buf, idx, "TCol")
+        return ((lane << 16) | col).astype(np.int64)
+
+
+def E_Expr():
+    from tirxpy.ir import expr as E
+
+    return E.Expr
+
+
+def execute_call(w, call, mask):
+    """Run one intrinsic call for the active lanes of ``w`` (a generator)."""
+    _load()
+    entry = lookup(call.name)
+    fn, match = model_of(call.name)
+    if entry is None or fn is None:
+        w.cta.machine.report("unsupported", f"intrinsic {call.name} has no simulator model"
+                             + ("" if entry is not None else " (and is not in the intrinsic table)"), call.span,
+                             w.describe(mask), ["attach one with tirxpy.sim.register_model(name, fn)"],
+                             key=("unsupported", call.name))
+        w.results[id(call)] = np.zeros(WARP, np.uint32)
+        return
+    ctx = Ctx(w, mask, call, entry, match)
+    try:
+        r = fn(ctx)
+        if inspect.isgenerator(r):
+            r = yield from r
+    except UnsupportedError as e:
+        w.cta.machine.report("unsupported", str(e), call.span, w.describe(mask), key=("unsupported", call.name, str(e)))
+        r = None
+    if r is None and entry.ret is not None:
+        r = np.zeros(WARP, np.uint32)
+    if r is not None:
+        w.results[id(call)] = np.broadcast_to(np.asarray(r), (WARP,)).copy()

@@ -1,0 +1,112 @@
+"""Named CTA barriers, __syncthreads, warp sync, cluster barriers and fences.
+
+``barrier.sync / arrive id, n`` count 32 per arriving warp (PTX: the warp size, whatever the
+active lanes); the barrier's generation completes at ``n`` threads. Cluster barriers complete
+when every warp of every CTA of the cluster arrived. ``fence.proxy.async`` makes generic-proxy
+shared-memory writes ordered before it visible to TMA / wgmma / tcgen05 reads."""
+from __future__ import annotations
+
+from .interp import Block
+from .races import join
+from .registry import register_model
+
+
+class Gen:
+    def __init__(self):
+        self.gen, self.count, self.vc, self.done, self.need = 0, 0, None, {}, None
+
+    def arrive(self, vc, k, need):
+        g = self.gen
+        self.vc = vc.copy() if self.vc is None else join(self.vc, vc)
+        self.count += k
+        self.need = need
+        if self.count >= need:
+            self.done[g] = self.vc
+            self.gen += 1
+            self.count, self.vc = 0, None
+        return g
+
+
+def _named(ctx, bid, n, wait):
+    st = ctx.cta.named.setdefault(bid, Gen())
+    g = st.arrive(ctx.w.release(), 32, n)
+    if wait:
+        yield Block(lambda: st.gen > g, f"named barrier {bid} ({st.count} of {n} threads arrived)", ctx.span)
+        ctx.w.acquire(st.done.get(g))
+
+
+def _cta_threads(ctx):
+    return -(-ctx.machine.kernel.launch.threads // 32) * 32
+
+
+@register_model("syncthreads")
+def _syncthreads(ctx):
+    yield from _named(ctx, 0, _cta_threads(ctx), True)
+
+
+@register_model("barrier_sync_all")
+def _sync_all(ctx):
+    yield from _named(ctx, ctx.imm("barrier_id"), _cta_threads(ctx), True)
+
+
+@register_model("barrier_sync")
+def _barrier_sync(ctx):
+    yield from _named(ctx, ctx.imm("barrier_id"), ctx.imm("nthreads"), True)
+
+
+@register_model("barrier_arrive")
+def _barrier_arrive(ctx):
+    yield from _named(ctx, ctx.imm("barrier_id"), ctx.imm("nthreads"), False)
+
+
+@register_model("bar_warp_sync")
+def _warp_sync(ctx):
+    return None
+
+
+def _cluster_gen(ctx):
+    return ctx.machine.cluster_state.setdefault("cluster_barrier", Gen())
+
+
+def _cluster_warps(ctx):
+    return sum(1 for c in ctx.machine.cluster for w in c.warps if w.alive.any())
+
+
+@register_model("cluster_arrive")
+def _cluster_arrive(ctx):
+    st = _cluster_gen(ctx)
+    ctx.w.cluster_gen = st.arrive(ctx.w.release(), 1, _cluster_warps(ctx))
+
+
+register_model("cluster_arrive_relaxed", _cluster_arrive)
+
+
+@register_model("cluster_wait")
+def _cluster_wait(ctx):
+    st = _cluster_gen(ctx)
+    g = getattr(ctx.w, "cluster_gen", None)
+    if g is None:
+        ctx.report("cluster_barrier_misuse", "barrier.cluster.wait without a preceding barrier.cluster.arrive")
+        return
+    yield Block(lambda: st.gen > g, f"cluster barrier ({st.count} of {_cluster_warps(ctx)} warps arrived)", ctx.span)
+    ctx.w.acquire(st.done.get(g))
+    ctx.w.cluster_gen = None
+
+
+@register_model("cluster_sync")
+def _cluster_sync(ctx):
+    _cluster_arrive(ctx)
+    yield from _cluster_wait(ctx)
+
+
+@register_model("fence_proxy_async")
+def _fence_proxy_async(ctx):
+    ctx.cta.shadow.fence_proxy(ctx.w.agent, ctx.w.vc)
+
+
+register_model("fence_proxy_async_all", _fence_proxy_async)
+
+for _n in ("fence_proxy_async_global", "fence_mbarrier_init", "fence_acq_rel_cluster", "fence_acq_rel_gpu",
+           "fence_acq_rel_cta", "fence_sc_gpu", "fence_proxy_tensormap_acquire", "griddepcontrol_wait",
+           "griddepcontrol_launch_dependents", "prefetch_tensormap"):
+    register_model(_n, lambda ctx: None)

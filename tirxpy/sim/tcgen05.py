@@ -1,0 +1,234 @@
+"""tcgen05 (sm_100a): TMEM alloc / dealloc column accounting, ld / st with the register layouts
+of ``tirxpy.layout.atoms.tmem_ld_layout`` (a warp reaches only its quarter of the 128 lanes),
+mma (kinds f16, tf32, f8f6f4 with fp8, i8; A and B through tcgen05 shared-memory descriptors,
+D in TMEM as ``tmem_accumulator``), commit (arrives on an mbarrier once the thread's earlier
+mma ops completed) and the wait / fence instructions.
+
+Checks: TMEM accesses outside the allocated columns or the warp's lane quarter, reading TMEM
+written by an mma before a commit -> mbarrier wait ordered it (``tmem_read_before_commit``),
+allocations never freed. ``tcgen05.cp`` / ``shift``, block-scaled kinds, ``.ts`` A operands
+and the 2-CTA (``cta_group::2``) forms are reported as unsupported by name."""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from tirxpy.layout.atoms import tmem_accumulator, tmem_ld_layout, tmem_ld_tmem_layout
+
+from . import mbarrier as MB
+from .asyncops import agent, issue_vc
+from .interp import Block
+from .races import ASYNC, fit, join
+from .registry import register_family, register_model
+from .scheduler import Event
+from .smem_matrix import operand_addresses, read_operand
+
+WARP = 32
+
+
+def _shadow(cta):
+    if not hasattr(cta, "tmem_agent"):
+        cta.tmem_agent = np.full((128, 512), -1, np.int32)
+        cta.tmem_clock = np.zeros((128, 512), np.int64)
+    return cta.tmem_agent, cta.tmem_clock
+
+
+def _check_cols(ctx, lanes, cols, what):
+    ok = ctx.cta.tmem.allocated(cols) & (lanes >= 0) & (lanes < 128)
+    if not ok.all():
+        ctx.report("tmem_oob", f"{what} touches TMEM columns {int(cols[~ok].min())}..{int(cols[~ok].max())} outside the "
+                   f"allocated ones {sorted(ctx.cta.tmem.allocs.items())} (start, ncols)")
+    return ok
+
+
+@register_model("tcgen05_alloc_cg1")
+def _alloc(ctx):
+    n = int(ctx.arg("ncols")[ctx.lanes[0]])
+    dst = int(ctx.arg("dst")[ctx.lanes[0]])
+    if n < 32 or n > 512 or n & (n - 1):
+        ctx.report("tmem_misuse", f"tcgen05.alloc of {n} columns: must be a power of two in [32, 512]")
+        return
+    col = ctx.cta.tmem.alloc(n)
+    if col is None:
+        yield Block(lambda: ctx.cta.tmem.alloc(n) is not None and bool(ctx.cta.tmem.allocs.pop(
+            max(ctx.cta.tmem.allocs), None) or True), f"{n} free TMEM columns "
+            f"(allocated: {sorted(ctx.cta.tmem.allocs.items())})", ctx.span)
+        col = ctx.cta.tmem.alloc(n)
+    ctx.w.smem_access([dst], 4, True, 0, ctx.call)
+    ctx.cta.smem.write(np.array([dst]), np.array([col], np.uint32), "uint32")
+
+
+@register_model("tcgen05_dealloc_cg1")
+def _dealloc(ctx):
+    addr = int(ctx.arg("taddr")[ctx.lanes[0]])
+    n = int(ctx.arg("ncols")[ctx.lanes[0]])
+    col = addr & 0xFFFF
+    have = ctx.cta.tmem.allocs.get(col)
+    if have != n:
+        ctx.report("tmem_misuse", f"tcgen05.dealloc of {n} columns at column {col}, but the allocation there is "
+                   f"{have} columns" if have else f"tcgen05.dealloc at column {col}, which is not allocated")
+        return
+    del ctx.cta.tmem.allocs[col]
+
+
+register_model("tcgen05_relinquish_alloc_permit_cg1", lambda ctx: None)
+for _n in ("tcgen05_wait_ld", "tcgen05_wait_st", "tcgen05_fence_before_thread_sync", "tcgen05_fence_after_thread_sync"):
+    register_model(_n, lambda ctx: None)
+
+
+def _ldst_place(ctx, shape, rep):
+    addr = int(ctx.arg("taddr")[ctx.lanes[0]])
+    lane, col = addr >> 16, addr & 0xFFFF
+    q = ctx.w.wid % 4
+    base = lane - 32 * q
+    lanes16 = shape != "32x32b"
+    if base not in ((0, 16) if lanes16 else (0,)):
+        ctx.report("tmem_lane_access", f"warp {ctx.w.wid} (quarter {q} of its warpgroup) addresses TMEM lane {lane}; "
+                   f"it may reach lanes {32 * q}..{32 * q + 31} only" + (" at offset 0 or 16" if lanes16 else ""))
+        return None
+    R = tmem_ld_layout(shape, rep)
+    M = tmem_ld_tmem_layout(shape, rep, lane_base=base, col=col)
+    rn, rt = R.owner_table()
+    mn, mt = M.owner_table()
+    sel = rt[:, 0, rn.index("wid_in_wg")] == q
+    return (rt[sel, 0, rn.index("laneid")], rt[sel, 0, rn.index("m")], mt[sel, 0, mn.index("TLane")],
+            mt[sel, 0, mn.index("TCol")])
+
+
+def _ldst(ctx):
+    store, shape, rep, pack = ctx.match.group(1) == "st", ctx.match.group(2), int(ctx.match.group(3)), ctx.match.group(4)
+    if pack or shape == "16x32bx2":
+        ctx.report("unsupported", f"intrinsic {ctx.call.name} has no simulator model", key=("unsupported", ctx.call.name))
+        return
+    p = _ldst_place(ctx, shape, rep)
+    if p is None:
+        return
+    tl, tm_, L, C = p
+    ok = _check_cols(ctx, L, C, ctx.call.name)
+    ag, cl = _shadow(ctx.cta)
+    cells = ctx.cta.tmem.cells
+    if store:
+        vals = ctx.arg("v").read(ctx.mask).astype(np.uint32)
+        cells[L[ok], C[ok]] = vals[tl[ok], tm_[ok]]
+        ag[L[ok], C[ok]] = ctx.w.agent
+        cl[L[ok], C[ok]] = ctx.w.vc[ctx.w.agent]
+        return
+    a = ag[L, C]
+    vc = fit(ctx.w.vc, int(max(a.max(), 0)) + 1)
+    bad = (a >= 0) & (a != ctx.w.agent) & (cl[L, C] > vc[np.maximum(a, 0)])
+    if bad.any():
+        ctx.report("tmem_read_before_commit", f"{ctx.call.name} reads TMEM written by "
+                   f"{ctx.machine.agent_name(int(a[bad][0]))} before a tcgen05.commit -> mbarrier wait ordered it",
+                   ["commit the mma with tcgen05.commit on an mbarrier and wait on it before tcgen05.ld"])
+    out = np.zeros((WARP, tmem_ld_layout(shape, rep).size() // 128), np.uint32)
+    out[tl, tm_] = np.where(ok, cells[np.clip(L, 0, 127), np.clip(C, 0, 511)], 0)
+    ctx.arg("d").write(ctx.mask, out, ordinary=True)
+
+
+register_family(r"tcgen05_(ld|st)_(32x32b|16x64b|16x128b|16x256b|16x32bx2)_x(\d+)(_pack16|_unpack16)?", _ldst)
+
+_D = {0: "float16", 1: "float32", 2: "int32"}
+_AB = {"f16": {0: "float16", 1: "bfloat16"}, "tf32": {2: "float32"}, "f8f6f4": {0: "float8_e4m3", 1: "float8_e5m2"},
+       "i8": {0: "uint8", 1: "int8"}}
+
+
+def _mma(ctx):
+    kind = ctx.match.group(1)
+    idesc = int(ctx.arg("idesc")[ctx.lanes[0]])
+    da, db = _AB[kind].get((idesc >> 7) & 7), _AB[kind].get((idesc >> 10) & 7)
+    dd = _D.get((idesc >> 4) & 3)
+    if da is None or db is None or dd is None:
+        ctx.report("unsupported", f"{ctx.call.name}: instruction descriptor {idesc:#x} names operand types the "
+                   "simulator does not model")
+        return
+    n, mm = ((idesc >> 17) & 0x3F) << 3, ((idesc >> 24) & 0x1F) << 4
+    from .values import nbytes
+
+    k = 32 // nbytes(da)
+    maj_a = "MN" if (idesc >> 15) & 1 else "K"
+    maj_b = "MN" if (idesc >> 16) & 1 else "K"
+    m, w, cta = ctx.machine, ctx.w, ctx.cta
+    a_id = agent(m, ("tcgen05", cta.rank, w.wid), f"tensor cores (tcgen05) issued by {w.describe()}")
+    for l in ctx.lanes[:1]:
+        vc = issue_vc(w, a_id)
+        addr_a = operand_addresses(int(ctx.arg("a_desc")[l]), mm, k, da, maj_a, "tcgen05")
+        addr_b = operand_addresses(int(ctx.arg("b_desc")[l]), n, k, db, maj_b, "tcgen05")
+        d = int(ctx.arg("d")[l])
+        en = bool(ctx.arg("enable_d")[l])
+        neg_a, neg_b = (idesc >> 13) & 1, (idesc >> 14) & 1
+        try:
+            lay = tmem_accumulator(mm, n, lane_base=d >> 16, col=d & 0xFFFF)
+        except Exception as e:  # noqa: BLE001 - LayoutError names the bad shape
+            ctx.report("tcgen05_misuse", f"{ctx.call.name}: {e}")
+            return
+        names, t = lay.owner_table()
+        L = t[:, 0, names.index("TLane")].reshape(mm, n)
+        C = t[:, 0, names.index("TCol")].reshape(mm, n)
+        ok = _check_cols(ctx, L.ravel(), C.ravel(), ctx.call.name)
+        if not ok.all():
+            return
+        op = {"done": False, "vc": vc}
+        call = ctx.call
+
+        def fire():
+            for addrs, dt in ((addr_a, da), (addr_b, db)):
+                idx = addrs.ravel()[:, None] + np.arange(nbytes(dt))
+                m.check_access(cta, idx.ravel(), a_id, vc, False, ASYNC, call, w)
+            A = read_operand(cta.smem, addr_a, da).astype(np.float64) * (-1 if neg_a else 1)
+            B = read_operand(cta.smem, addr_b, db).astype(np.float64) * (-1 if neg_b else 1)
+            if kind == "tf32":
+                from .wgmma import _trunc_tf32
+
+                A, B = _trunc_tf32(A).astype(np.float64), _trunc_tf32(B).astype(np.float64)
+            cells = cta.tmem.cells
+            old = cells[L, C]
+            if dd == "float32":
+                D = old.view(np.float32).astype(np.float64)
+            elif dd == "int32":
+                D = old.view(np.int32).astype(np.float64)
+            else:
+                D = old.astype(np.uint16).view(np.float16).astype(np.float64)
+            out = A @ B.T + (D if en else 0)
+            if dd == "float32":
+                cells[L, C] = out.astype(np.float32).view(np.uint32)
+            elif dd == "int32":
+                cells[L, C] = out.astype(np.int64).astype(np.int32).view(np.uint32)
+            else:
+                cells[L, C] = out.astype(np.float16).view(np.uint16).astype(np.uint32)
+            ag, cl = _shadow(cta)
+            ag[L, C] = a_id
+            cl[L, C] = vc[a_id]
+            op["done"] = True
+        m.events.append(Event(fire, "tcgen05.mma"))
+        w.tc_pending.append(op)
+
+
+register_family(r"tcgen05_mma_cg1_(f16|tf32|f8f6f4|i8)_ss", _mma)
+
+
+def _commit(ctx):
+    w, m = ctx.w, ctx.machine
+    ops = list(w.tc_pending)
+    w.tc_pending = []
+    addr = int(ctx.arg("bar")[ctx.lanes[0]])
+    mask = int(ctx.arg("cta_mask")[ctx.lanes[0]]) if ctx.has("cta_mask") else None
+    vc0 = w.release()
+
+    def fire():
+        vc = vc0
+        for op in ops:
+            vc = join(vc, op["vc"])
+        ranks = [w.cta.rank] if mask is None else [r for r in range(len(m.cluster)) if (mask >> r) & 1]
+        for r in ranks:
+            b = m.cluster[r].mbarriers.get(addr)
+            if b is None:
+                m.report("mbarrier_uninitialized", f"tcgen05.commit arrives on smem {addr:#x}, which holds no mbarrier",
+                         ctx.span, w.describe())
+                continue
+            MB.arrive(ctx, b, 1, vc)
+    m.events.append(Event(fire, "tcgen05.commit", ready=lambda: all(op["done"] for op in ops)))
+
+
+register_model("tcgen05_commit_cg1", _commit)
+register_model("tcgen05_commit_cg1_multicast", _commit)
