@@ -50,8 +50,8 @@ def pipeline_gemm(M=64, N=64, K=256, drop=None):
                         T.ptx.mbarrier_arrive_expect_tx(full[s], BYTES)
                     else:
                         T.ptx.mbarrier_arrive(full[s])
-                    T.ptx.tma_load_2d(As[s], A[0:64, k * 64:k * 64 + 64], k * 64, 0, full[s])
-                    T.ptx.tma_load_2d(Bs[s], B[0:N, k * 64:k * 64 + 64], k * 64, 0, full[s])
+                    T.ptx.tma_load_2d(As[s], A[0:64, k * 64:k * 64 + 64], 0, 0, full[s])
+                    T.ptx.tma_load_2d(Bs[s], B[0:N, k * 64:k * 64 + 64], 0, 0, full[s])
         else:
             if zero_fill:
                 for i in T.serial(N // 2):

@@ -46,7 +46,17 @@ def target_of(node):
     return None, None
 
 
-def start_bytes(w, mask, buf, starts):
+def start_bytes(w, mask, buf, starts, node=None):
+    """Byte offset of a register operand: an element's slot, or (tiles, as codegen) the lowest
+    slot of the view's layout plus its symbolic ``m`` offset."""
+    if isinstance(node, (Buffer, BufferRegion)):
+        from tirxpy.lower.codegen.address import slot_span
+
+        reg = node if isinstance(node, BufferRegion) else node.full()
+        lo = slot_span(reg.layout)[0]
+        off = reg.offset.get("m")
+        m = np.full(WARP, lo, np.int64) + (compile_expr(off)(w, mask).astype(np.int64) if off is not None else 0)
+        return m * nbytes(buf.dtype)
     idx = [compile_expr(s)(w, mask) for s in starts]
     return element_slots(buf, idx) * nbytes(buf.dtype)
 
@@ -107,6 +117,7 @@ class TensorMap:
     box: tuple
     swizzle: int
     node: object
+    starts: tuple = ()
 
     @property
     def box_bytes(self):
@@ -129,14 +140,21 @@ def tensor_map(call, entry, node):
     buf, _ = target_of(node)
     if buf is None or buf.storage != "global":
         raise UnsupportedError(f"{call.name}: the tensormap operand must be a global tensor region, got {node!r}")
-    box = tuple(node.extents) if isinstance(node, BufferRegion) else tuple(buf.shape)
+    reg = node if isinstance(node, BufferRegion) else buf.full()
+    box = tuple(reg.extents)
     sw = 0
     for o, a in zip(entry.args, call.args):
-        if o.kind == "smem_addr" and o.name in ("dst", "src"):
-            sb, _ = target_of(a)
-            if sb is not None:
-                sw = swizzle_bytes(sb.root.layout if sb.base is None else sb.layout, sb.dtype)
-    return TensorMap(buf, box, sw, node)
+        if o.kind == "smem_addr" and o.name != "bar" and isinstance(a, (Buffer, BufferRegion)):
+            from tirxpy.lower.errors import TmaError
+            from tirxpy.lower.tma import swizzle_of_layout
+
+            sreg = a if isinstance(a, BufferRegion) else a.full()
+            try:
+                sw = swizzle_of_layout(sreg.layout, str(buf.dtype), box)
+            except TmaError as e:
+                raise UnsupportedError(f"{call.name}: the shared tile {sreg.name} cannot be a TMA box: {e}") from None
+            break
+    return TensorMap(buf, box, sw, node, tuple(reg.starts))
 
 
 def _region_layout(buf, starts, extents):
@@ -150,25 +168,26 @@ def descriptor(w, mask, call, name, node, flavor, major):
 
     if not isinstance(node, (BufferRegion, Buffer)):
         raise UnsupportedError(f"{call.name}: descriptor operand {name} must be a shared region or a 64-bit value")
+    from tirxpy.intrinsics import IntrinsicError
+
     region = node if isinstance(node, BufferRegion) else node.full()
     buf = region.buffer
     dt = str(buf.dtype)
-    zero = [E.IntImm(0)] * buf.ndim
-    shape = tuple(e for e, s in zip(region.extents, region.squeeze) if not s)
-    shape2 = (int(np.prod(shape[:-1])), shape[-1])
-    lay = _region_layout(buf, zero, region.extents)
+    fn = D.wgmma_smem_desc_from_layout if flavor == "wgmma" else D.tcgen05_smem_desc_from_layout
+    if len(region.shape) != 2:
+        raise UnsupportedError(f"{call.name}: operand {name} tile {buf.name} {region.shape} must be 2-D (mn, k)")
     try:
-        s = _strides(lay, dt, major, shape2)
-    except LayoutError:
-        ext = list(region.extents)
-        ext[-1] = buf.shape[-1]
-        lay = _region_layout(buf, zero, ext)
-        s = _strides(lay, dt, major, (shape2[0], buf.shape[-1]))
-    lbo = 16 if s.lbo is None else s.lbo
-    if flavor == "wgmma":
-        d0 = D.wgmma_smem_desc(0, lbo, s.sbo, s.swizzle)
-    else:
-        d0 = D.tcgen05_smem_desc(0, lbo, s.sbo, s.swizzle)
+        d0 = fn(region.layout, dt, 0, major=major, shape=region.shape)
+    except (LayoutError, IntrinsicError) as err:  # a K-slice narrower than the swizzle atom: widen (as codegen)
+        from tirxpy.lower.codegen.intrin import _widen_k
+
+        wide = _widen_k(region, major)
+        if wide is None:
+            raise UnsupportedError(f"{call.name}: {buf.name} has no matrix descriptor: {err}") from None
+        try:
+            d0 = fn(wide.layout, dt, 0, major=major, shape=wide.shape)
+        except (LayoutError, IntrinsicError) as err2:
+            raise UnsupportedError(f"{call.name}: {buf.name} has no matrix descriptor: {err2}") from None
     tile = buf.layout.tile if isinstance(buf.layout, ComposeLayout) else buf.layout
     idx = [compile_expr(x)(w, mask) for x in region.starts]
     from .memory import slot_table, flat_index

@@ -110,7 +110,7 @@ class Ctx:
             if buf is None or buf.storage != "local":
                 raise UnsupportedError(f"{self.call.name}: register operand {name} must be a register tile "
                                        f"(T.alloc_local) element or region, got `{node}`")
-            v = O.RegRef(w, buf.root, O.start_bytes(w, mask, buf, starts), o.count, o.dtype, node)
+            v = O.RegRef(w, buf.root, O.start_bytes(w, mask, buf, starts, node), o.count, o.dtype, node)
         elif k == "smem_addr":
             v = self._address(node, o, "shared")
         elif k in ("cluster_addr",):

@@ -36,6 +36,20 @@ def _box_coords(tm, coords):
     return flat, ok
 
 
+def _coords(ctx, tm, d):
+    """Coordinates (innermost first): the call's coordinate arguments plus the view's starts, as
+    codegen renders them."""
+    from .expr import compile_expr
+
+    out = []
+    for i in range(d):
+        c = ctx.arg(f"c{i}").astype(np.int64)
+        if tm.starts:
+            c = c + compile_expr(tm.starts[d - 1 - i])(ctx.w, ctx.mask).astype(np.int64)
+        out.append(c)
+    return out
+
+
 def _check_map(ctx, tm, d):
     if len(tm.box) != d or tm.buffer.ndim != d:
         ctx.report("tma_misuse", f"{ctx.call.name} takes {d} coordinates but the tensor map of {tm.buffer.name} "
@@ -62,7 +76,7 @@ def _load(ctx, d, multicast=False):
     if not _check_map(ctx, tm, d):
         return
     dst, bar = ctx.arg("dst"), ctx.arg("bar")
-    cs = [ctx.arg(f"c{i}").astype(np.int64) for i in range(d)]
+    cs = _coords(ctx, tm, d)
     mask = ctx.arg("cta_mask").astype(np.int64) if multicast else None
     m = ctx.machine
     esz = nbytes(tm.buffer.dtype)
@@ -103,7 +117,7 @@ def _store(ctx, d, reduce=False):
     if not _check_map(ctx, tm, d):
         return
     src = ctx.arg("src")
-    cs = [ctx.arg(f"c{i}").astype(np.int64) for i in range(d)]
+    cs = _coords(ctx, tm, d)
     m = ctx.machine
     esz = nbytes(tm.buffer.dtype)
     w = ctx.w
