@@ -6,6 +6,8 @@ import pathlib
 
 import pytest
 
+from tirxpy.lower.runtime import device_arch
+
 pytestmark = pytest.mark.gpu
 
 _PATH = pathlib.Path(__file__).resolve().parents[1] / "primitives" / "gemm" / "gemm_kernels.py"
@@ -35,7 +37,7 @@ def _run(kernel, arch, M, N, K, b_nk, dtype="bfloat16"):
 @pytest.mark.parametrize("M, N, K", [(32, 16, 16), (32, 16, 64), (40, 24, 32), (100, 50, 48)])
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
 def test_mma_sync(M, N, K, dtype):
-    _run(g.mma_sync_gemm(M, N, K, dtype=dtype), "sm_80", M, N, K, b_nk=False, dtype=dtype)
+    _run(g.mma_sync_gemm(M, N, K, dtype=dtype), device_arch(), M, N, K, b_nk=False, dtype=dtype)
 
 
 @pytest.mark.parametrize("M, N, K, BN", [(64, 64, 64, 64), (72, 80, 128, 64), (130, 256, 64, 128), (64, 256, 192, 256)])

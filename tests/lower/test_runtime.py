@@ -130,3 +130,30 @@ def test_no_gpu_is_a_clear_error():
 
     with pytest.raises(DriverError, match="no CUDA GPU is available"):
         load_module(b"\x7fELF")
+
+
+@pytest.mark.parametrize("arch, cap, ok", [
+    ("sm_80", (8, 0), True), ("sm_80", (8, 6), True), ("sm_86", (8, 0), False), ("sm_80", (9, 0), False),
+    ("sm_90a", (9, 0), True), ("sm_90", (9, 0), True), ("sm_90a", (10, 0), False), ("sm_100a", (10, 0), True),
+    ("sm_100a", (10, 3), False),
+])
+def test_cubin_runs_only_on_its_own_architecture(arch, cap, ok):
+    from tirxpy.lower.runtime import cubin_runs_on
+
+    assert cubin_runs_on(arch, cap) is ok
+
+
+def test_loading_a_cubin_for_another_arch_says_which_arch_to_build(monkeypatch):
+    import torch
+
+    from tirxpy.lower import runtime
+
+    class Compiled:
+        arch, cubin = "sm_80", b"\0"
+
+    monkeypatch.setattr(runtime, "ensure_context", lambda device: 0)
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda idx=None: (9, 0))
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda idx=None: "NVIDIA H100")
+    with pytest.raises(LaunchError, match=r"compiled for sm_80, but GPU 0 \(NVIDIA H100\) is sm_90.*arch='sm_90a'"):
+        runtime.load_module(Compiled())
+    assert runtime.arch_for((9, 0)) == "sm_90a" and runtime.arch_for((8, 9)) == "sm_89"

@@ -315,6 +315,39 @@ class Module:
         return k
 
 
+def _parse_arch(arch: str) -> tuple:
+    digits = arch.removeprefix("sm_").rstrip("af")
+    return int(digits[:-1]), int(digits[-1]), arch.endswith(("a", "f"))
+
+
+def cubin_runs_on(arch: str, capability: tuple) -> bool:
+    """Whether a cubin compiled for ``arch`` ("sm_80", "sm_90a") runs on a GPU of compute
+    ``capability`` ((9, 0) for an H100): same major version and no newer minor version; an
+    arch-specific target ("sm_90a") only on exactly that GPU.
+
+        >>> cubin_runs_on("sm_80", (8, 6)), cubin_runs_on("sm_80", (9, 0)), cubin_runs_on("sm_90a", (9, 0))
+        (True, False, True)
+    """
+    major, minor, specific = _parse_arch(arch)
+    if specific:
+        return (major, minor) == tuple(capability)
+    return major == capability[0] and minor <= capability[1]
+
+
+def arch_for(capability: tuple) -> str:
+    """The target to build for a GPU of this compute capability: (9, 0) -> "sm_90a",
+    (10, 0) -> "sm_100a" (the arch-specific targets that have wgmma / tcgen05), else "sm_XY"."""
+    major, minor = capability
+    return {(9, 0): "sm_90a", (10, 0): "sm_100a"}.get((major, minor), f"sm_{major}{minor}")
+
+
+def device_arch(device=None) -> str:
+    """The arch to build for torch's current (or the given) CUDA device."""
+    import torch  # noqa: PLC0415
+
+    return arch_for(torch.cuda.get_device_capability(device))
+
+
 def load_module(cubin, device=None) -> Module:
     """Load a cubin (bytes or CompiledModule) into torch's context on ``device`` (default: current)."""
     compiled = None
@@ -325,6 +358,16 @@ def load_module(cubin, device=None) -> Module:
 
         device = torch.device(device).index
     idx = ensure_context(device)
+    arch = getattr(compiled, "arch", None)
+    if arch:
+        import torch  # noqa: PLC0415
+
+        cap = torch.cuda.get_device_capability(idx)
+        if not cubin_runs_on(arch, cap):
+            raise LaunchError("arch", f"the kernel was compiled for {arch}, but GPU {idx} "
+                                      f"({torch.cuda.get_device_name(idx)}) is sm_{cap[0]}{cap[1]}; a cubin runs only "
+                                      f"on its own architecture. Build with arch='{arch_for(cap)}' (instructions "
+                                      f"whose lowest target is older run there too)")
     return Module(bytes(cubin), idx, compiled)
 
 
