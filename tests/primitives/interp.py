@@ -145,8 +145,8 @@ class Machine:
         return self.regs[t].setdefault(id(root), bytearray(root.bytes() + 16))
 
     def _offset(self, buf, idx):
-        if buf.storage == "local" and buf.base is None:
-            raise NotImplementedError("register tiles are reached through slot aliases")
+        if buf.storage == "local" and buf.base is None and set(buf.layout.axes()) - {"m"}:
+            raise NotImplementedError("distributed register tiles are reached through slot aliases")
         m = buf.layout.apply(*idx, shape=buf.shape).get("m", 0)
         return m * buf.dtype.bits // 8
 

@@ -241,6 +241,13 @@ def dispatch_call(ctx) -> Choice:
             except ImplRejected as e:
                 ctx._reset(mark)
                 reason = e.reason
+            except TirxError:
+                raise
+            except Exception as e:  # a bug in the implementation: report it at the user's line
+                raise DispatchError(f"{what}: implementation {impl.op}/{impl.variant} failed internally: "
+                                    f"{type(e).__name__}: {e}", call.span,
+                                    hint="this is a bug in the implementation; pass dispatch= another variant "
+                                         "to work around it") from e
             else:
                 if not isinstance(stmt, Stmt):
                     raise DispatchError(f"{what}: implementation {impl.variant!r} returned {stmt!r}, not a statement",

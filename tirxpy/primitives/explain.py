@@ -25,7 +25,7 @@ def _walk_counts(s, acc: Counter, operand=False):
     if isinstance(s, E.IntrinsicCall):
         acc[s.name] += 1
         for a in s.args:
-            if isinstance(a, (E.Expr, St.Stmt)):
+            if isinstance(a, (E.Expr, St.Stmt)) and not isinstance(a, E.BufferLoad):  # element operands are addresses
                 _walk_counts(a, acc, operand=True)
         return acc
     if isinstance(s, E.AddressOf):

@@ -1,5 +1,9 @@
 """tirxpy.primitives.copy: implementations of ``copy`` / ``copy_async`` (registered on import).
 
 - :mod:`.reg_mem`: registers <-> global / shared, per-thread, vectorized from the layouts
+- :mod:`.mem_mem`: global/shared <-> shared by all active threads (vectors), cp.async
+- :mod:`.tma`: TMA box loads (mbarrier expect_tx, multicast), stores and reduce-adds by one thread
 """
 from . import reg_mem  # noqa: F401
+from . import mem_mem  # noqa: F401,E402
+from . import tma  # noqa: F401,E402
