@@ -1,7 +1,12 @@
 import os
+import sys
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+# the simulator's --sim option and sim_mode fixture (tests/ has no __init__.py; importlib mode)
+sys.path.insert(0, os.path.dirname(__file__))
+pytest_plugins = ["sim_plugin"]
 
 settings.register_profile(
     "ci", max_examples=int(os.environ.get("TIRXPY_HYPOTHESIS_EXAMPLES", "60")), deadline=None,

@@ -6,12 +6,16 @@ from tirxpy import T
 from tirxpy.layout import ComposeLayout, S, TileLayout, swizzle_128B
 
 
-def pipeline_gemm(M=64, N=64, K=256, drop=None):
-    """C[M, N] = A[M, K] @ B[N, K]^T (bf16 in, f32 out), M = 64 (one consumer warpgroup)."""
-    assert M == 64 and K % 64 == 0
+def pipeline_gemm(M=64, N=64, K=256, drop=None, BN=None):
+    """C[M, N] = A[M, K] @ B[N, K]^T (bf16 in, f32 out): CTA (bx, by) computes the 64 x BN tile
+    (by, bx) with one consumer warpgroup."""
+    BN = N if BN is None else BN
+    assert M % 64 == 0 and N % BN == 0 and K % 64 == 0
     KT = K // 64
     from tirxpy.intrinsics import wgmma
 
+    NT = N
+    N = BN
     WG = wgmma.get(n=N, d="float32", a="bfloat16", b="bfloat16", a_from="smem")
     SMA = ComposeLayout(swizzle_128B("bf16"), TileLayout(S[(2, 64, 64)]))
     SMB = ComposeLayout(swizzle_128B("bf16"), TileLayout(S[(2, N, 64)]))
@@ -25,8 +29,10 @@ def pipeline_gemm(M=64, N=64, K=256, drop=None):
     zero_fill = drop == "wgmma_fence"
 
     @T.prim_func
-    def gemm(A: T.Tensor((64, K), "bfloat16"), B: T.Tensor((N, K), "bfloat16"), C: T.Tensor((64, N), "float32")):
-        T.launch(grid=(1,), threads=256)
+    def gemm(A: T.Tensor((M, K), "bfloat16"), B: T.Tensor((NT, K), "bfloat16"), C: T.Tensor((M, NT), "float32")):
+        T.launch(grid=(NT // BN, M // 64), threads=256)
+        bx = T.cta_id(0)
+        by = T.cta_id(1)
         As = T.alloc_shared((2, 64, 64), "bfloat16", layout=SMA)
         Bs = T.alloc_shared((2, N, 64), "bfloat16", layout=SMB)
         Cs = T.alloc_shared((64, N), "float32")
@@ -50,8 +56,8 @@ def pipeline_gemm(M=64, N=64, K=256, drop=None):
                         T.ptx.mbarrier_arrive_expect_tx(full[s], BYTES)
                     else:
                         T.ptx.mbarrier_arrive(full[s])
-                    T.ptx.tma_load_2d(As[s], A[0:64, k * 64:k * 64 + 64], 0, 0, full[s])
-                    T.ptx.tma_load_2d(Bs[s], B[0:N, k * 64:k * 64 + 64], 0, 0, full[s])
+                    T.ptx.tma_load_2d(As[s], A[by * 64:by * 64 + 64, k * 64:k * 64 + 64], 0, 0, full[s])
+                    T.ptx.tma_load_2d(Bs[s], B[bx * N:bx * N + N, k * 64:k * 64 + 64], 0, 0, full[s])
         else:
             if zero_fill:
                 for i in T.serial(N // 2):
@@ -79,7 +85,7 @@ def pipeline_gemm(M=64, N=64, K=256, drop=None):
                 T.ptx.fence_proxy_async()
             T.ptx.barrier_sync(1, 128)
             if T.thread_id_in_wg() == 0:
-                T.ptx.tma_store_2d(C[0:64, 0:N], 0, 0, Cs)
+                T.ptx.tma_store_2d(C[by * 64:by * 64 + 64, bx * N:bx * N + N], 0, 0, Cs)
                 T.ptx.bulk_commit_group()
                 T.ptx.bulk_wait_group(0)
     return gemm

@@ -51,3 +51,14 @@ def test_mutation_is_reported(drop, kind):
     assert kind & ei.value.kinds(), str(ei.value)
     text = str(ei.value)
     assert "pipeline_kernels.py" in text and "warp" in text
+
+
+def test_multi_cta_grid_matches_float64():
+    rng = np.random.default_rng(5)
+    from tirxpy.sim.values import to_bits
+
+    a = to_bits(rng.standard_normal((128, 128)).astype(np.float32), "bfloat16")
+    b = to_bits(rng.standard_normal((128, 128)).astype(np.float32), "bfloat16")
+    c = np.zeros((128, 128), np.float32)
+    run(pk.pipeline_gemm(M=128, N=128, K=128, BN=64), a, b, c, seed=3)
+    np.testing.assert_allclose(c, _ref(a, b), rtol=1e-5, atol=1e-4)

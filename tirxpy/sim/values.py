@@ -124,7 +124,10 @@ def from_bits(raw, dt):
     if n == "bool":
         return np.asarray(raw) != 0
     if n == "float16":
-        return np.asarray(raw).astype(np.float32)
+        raw = np.asarray(raw)
+        if raw.dtype == np.uint16 or raw.dtype == np.int16:
+            raw = np.ascontiguousarray(raw).view(np.float16)
+        return raw.astype(np.float32)
     return np.asarray(raw)
 
 
