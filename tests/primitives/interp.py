@@ -183,7 +183,42 @@ class Machine:
                         area[off + 4 * j: off + 4 * j + 4] = struct.pack("<I", int(self.ev(o, t)) & 0xFFFFFFFF)
             del nw
             return
+        if n.startswith(("ldmatrix_", "stmatrix_")):
+            return self._matrix(c, act)
         raise NotImplementedError(n)
+
+    def _matrix(self, c, act):
+        """ldmatrix / stmatrix .x{n}(.trans), per warp: lane l addresses row l % 8 of matrix l / 8."""
+        load = c.name.startswith("ldmatrix")
+        nmat = int(c.name.split("_x")[1][0])
+        trans = c.name.endswith("_trans")
+        vec, addr = (c.args[0], c.args[1]) if load else (c.args[1], c.args[0])
+        warps = {}
+        for t in act:
+            warps.setdefault(t // 32, []).append(t)
+        for w, ts in warps.items():
+            assert len(ts) == 32, "ldmatrix / stmatrix need the whole warp"
+            rows = {t % 32: self._addr(addr, t) for t in ts}
+            for t in ts:
+                l = t % 32
+                for j in range(nmat):
+                    r0 = self.ev(vec.starts[0], t) + j
+                    if not trans:
+                        buf, off = rows[8 * j + l // 4]
+                        parts = [(buf, off + 4 * (l % 4), 4)]
+                    else:
+                        parts = [(rows[8 * j + 2 * (l % 4) + h][0], rows[8 * j + 2 * (l % 4) + h][1] + 2 * (l // 4), 2)
+                                 for h in (0, 1)]
+                    reg_area = self._area(vec.buffer, t)
+                    roff = r0 * 4
+                    pos = 0
+                    for buf, off, nb in parts:
+                        area = self._area(buf, t)
+                        if load:
+                            reg_area[roff + pos: roff + pos + nb] = area[off: off + nb]
+                        else:
+                            area[off: off + nb] = reg_area[roff + pos: roff + pos + nb]
+                        pos += nb
 
     def _addr(self, a, t):
         assert isinstance(a, E.AddressOf) and isinstance(a.target, E.BufferLoad)

@@ -80,6 +80,23 @@ class Fragment:
             cond = c if cond is None else ops.logical_and(cond, c)
         return cond
 
+    def coord_expr(self, k: int, ids: dict | None = None) -> tuple:
+        """The coordinate of slot ``k`` as IR, with thread ids taken from ``ids`` (axis -> Expr;
+        missing axes read the hardware id)."""
+        ids = ids or {}
+        out = []
+        for d, c in enumerate(self.const_coords[k]):
+            e = ops.const(c)
+            for a, s, ext, w, o in self.thread_terms[d]:
+                idv = ids.get(a)
+                if idv is None:
+                    idv = _id_expr(a)
+                x = ops.sub(idv, o) if o else idv
+                digit = ops.floormod(ops.floordiv(x, s) if s > 1 else x, ext)
+                e = ops.add(e, ops.mul(digit, w) if w != 1 else digit)
+            out.append(e)
+        return tuple(out)
+
     def static_coord(self, k: int, ids: dict) -> tuple:
         """The coordinate of slot ``k`` for a thread with axis values ``ids`` (Python ints)."""
         out = []
