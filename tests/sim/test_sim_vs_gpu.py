@@ -19,8 +19,9 @@ _spec.loader.exec_module(pk)
 
 
 def _arch():
-    major, _ = torch.cuda.get_device_capability()
-    return {9: "sm_90a", 10: "sm_100a"}.get(major, "sm_90a")
+    from tirxpy.lower.runtime import device_arch
+
+    return device_arch()
 
 
 def _gpu(kernel, *args):
@@ -50,10 +51,10 @@ def k(A: T.Tensor((256,), "uint32"), B: T.Tensor((256,), "uint32")):
     a_np = np.random.default_rng(int(torch.randint(0, 2**31, (1,)))).integers(0, 2**32, 256, dtype=np.uint64).astype(np.uint32)
     b_sim = np.zeros(256, np.uint32)
     run(k, a_np, b_sim)
-    a_gpu = torch.from_numpy(a_np.view(np.int32)).cuda()
-    b_gpu = torch.full((256,), -1, dtype=torch.int32, device="cuda")
+    a_gpu = torch.from_numpy(a_np.view(np.int32)).cuda().view(torch.uint32)  # the kernel takes uint32
+    b_gpu = torch.full((256,), -1, dtype=torch.int32, device="cuda").view(torch.uint32)  # poisoned
     _gpu(k, a_gpu, b_gpu)
-    assert np.array_equal(b_gpu.cpu().numpy().view(np.uint32), b_sim)
+    assert np.array_equal(b_gpu.view(torch.int32).cpu().numpy().view(np.uint32), b_sim)
 
 
 @pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] != 9,
