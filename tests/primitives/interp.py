@@ -258,6 +258,10 @@ class Machine:
         if isinstance(e, E.Select):
             return self.ev(e.t, t) if self.ev(e.cond, t) else self.ev(e.f, t)
         if isinstance(e, E.IntrinsicCall):
+            if e.name == "ex2_approx_f32":
+                return _round(2.0 ** self.ev(e.args[0], t), e.dtype)
+            if e.name == "rcp_approx_f32":
+                return _round(1.0 / self.ev(e.args[0], t), e.dtype)
             if e.name.startswith("shfl_sync_bfly"):
                 mask = self.ev(e.args[1], t)
                 return self.ev(e.args[0], (t & ~31) | ((t % 32) ^ mask))

@@ -27,7 +27,7 @@ def test_explain_lists_sites_choices_and_instructions():
     assert "     passed over local_fill: dst is in 'shared'; this variant fills register tiles" in lines
     assert "  -> copy/reg_mem_vec (priority 20, sm_80)" in lines
     assert "     emits: vld_global_v2_b32 x1" in lines
-    assert "     emits: exp2 x2" in lines
+    assert "     emits: ex2_approx_f32 x2" in lines
     assert ":11  Tx.warp.exp2(x, x)" in text
 
 

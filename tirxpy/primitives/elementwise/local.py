@@ -11,7 +11,9 @@ Operands are register tiles that broadcast to ``dst`` (numpy rules: align right,
 broadcasts: ``Tx.mul(x, x, rstd)`` with ``rstd`` of shape ``(rows, 1)`` scales rows) or scalar
 expressions. Every destination element a thread holds must be read from operand elements the
 same thread holds (checked for every active thread; the reason names the element and its
-owner). Math runs in float32 when the destination is a narrower float (``compute=`` overrides).
+owner). Math runs in float32 when the destination is a narrower float (``compute=`` overrides);
+float32 ``exp2`` / ``exp`` / ``sigmoid`` / ``silu`` use the SFU (``ex2.approx.ftz``,
+``rcp.approx.ftz``: about 2 ulp), the way attention and activation kernels do.
 """
 from __future__ import annotations
 
@@ -34,10 +36,43 @@ def _f(name, *xs):
     return Call(name, list(xs), xs[0].dtype)
 
 
+def _register_fast_math():
+    from tirxpy.intrinsics import lookup, register_intrinsic
+
+    for name, ptx in (("ex2_approx_f32", "ex2.approx.ftz.f32"), ("rcp_approx_f32", "rcp.approx.ftz.f32")):
+        if lookup(name) is None:
+            register_intrinsic(name, f"{ptx} {{r}}, {{x}};", [("r", "reg", "float32", "w"), ("x", "reg", "float32")],
+                               ret="r", memory=False, doc=f"{ptx}: the SFU approximation (2 ulp), flush-to-zero")
+
+
+_register_fast_math()
+_LOG2E = 1.4426950408889634
+
+
+def _ex2(x):
+    from tirxpy.ir.expr import IntrinsicCall
+
+    return IntrinsicCall("ex2_approx_f32", [x], "float32")
+
+
+def _rcp(x):
+    from tirxpy.ir.expr import IntrinsicCall
+
+    return IntrinsicCall("rcp_approx_f32", [x], "float32")
+
+
+def _fast(x) -> bool:
+    return x.dtype is not None and x.dtype.name == "float32"
+
+
 def apply_fn(fn: str, xs):
     """The IR expression of ``fn`` on operands ``xs`` (all of one dtype)."""
     x = xs[0]
     dt = x.dtype
+    if fn == "exp2" and _fast(x):
+        return _ex2(x)
+    if fn == "exp" and _fast(x):
+        return _ex2(ops.mul(x, ops.const(_LOG2E, dt)))
     if fn in ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "abs", "tanh"):
         return _f(fn, x)
     if fn == "neg":
@@ -46,6 +81,9 @@ def apply_fn(fn: str, xs):
         return x
     if fn == "relu":
         return ops.maximum(x, ops.const(0.0, dt))
+    if fn in ("sigmoid", "silu") and _fast(x):
+        sig = _rcp(ops.add(ops.const(1.0, dt), _ex2(ops.mul(x, ops.const(-_LOG2E, dt)))))
+        return sig if fn == "sigmoid" else ops.mul(x, sig)
     if fn == "sigmoid":
         return ops.div(ops.const(1.0, dt), ops.add(ops.const(1.0, dt), _f("exp", ops.neg(x))))
     if fn == "silu":
