@@ -8,7 +8,7 @@ from tirxpy.ir import IntrinsicCall
 from tirxpy.primitives import DispatchError, lower_calls_traced
 
 
-def kernel(params: str, body: str, threads: int = 128, grid: int = 1, prelude: str = ""):
+def kernel(params: str, body: str, threads: int = 128, grid: int = 1, prelude: str = "", verify: bool = True):
     """A kernel from a parameter list and an indented body (4 spaces)."""
     src = f"""
 from tirxpy.layout import *
@@ -17,7 +17,7 @@ def k({params}):
     T.launch(grid=({grid},), threads={threads})
 {body}
 """
-    return T.parse_script(src)
+    return T.parse_script(src, verify=verify)
 
 
 def choices(k, arch="sm_90a"):
