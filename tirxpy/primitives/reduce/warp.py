@@ -91,9 +91,9 @@ def _reduce(ctx, cross_warp: bool):
     if cross_warp:
         if not warp_terms:
             fail(f"{src.name}: axis {ax} is not spread over warps (the warp_shuffle variant applies)")
-        if len(warp_terms) > 1 or warp_terms[0][0] not in ("warpid", "wid_in_wg"):
+        if len({t[0] for t in warp_terms}) > 1 or warp_terms[0][0] not in ("warpid", "wid_in_wg"):
             fail(f"{src.name}: axis {ax} is spread over {[t[0] for t in warp_terms]}; cross-warp reduction "
-                 "supports one warpid / wid_in_wg iterator")
+                 "supports warpid or wid_in_wg iterators (one of them)")
         if sf.guard is not None:
             fail(f"{src.name}: only some threads hold the tile ({sf.guard}); a cross-warp reduction synchronizes "
                  "every thread of the CTA")
@@ -171,7 +171,7 @@ def _reduce(ctx, cross_warp: bool):
             stmts.append(let)
         accs[rk] = acc_var
     if cross_warp:
-        stmts += _combine_warps(ctx, src, sf, ax, rows, accs, warp_terms[0], comb, cdt)
+        stmts += _combine_warps(ctx, src, sf, ax, rows, accs, warp_terms, comb, cdt)
     for dslot, rk in sorted(dmap.items()):
         val = accs[rk]
         if ctx.attr("accum", False):
@@ -189,16 +189,19 @@ def _combine_warps(ctx, src, sf, ax, rows, accs, wterm, comb, cdt):
 
     from ..fragment import _id_expr
 
-    a, s, e, w, o = wterm
+    e = 1
+    digit = ops.const(0)
+    for a, s, ext, w, o in wterm:  # the warp digits of the axis, as one mixed-radix partial index
+        idv = _id_expr(a)
+        x = ops.sub(idv, o) if o else idv
+        digit = ops.add(ops.mul(digit, ext), ops.floormod(ops.floordiv(x, s) if s > 1 else x, ext))
+        e *= ext
     other = [n for d, n in enumerate(src.shape) if d != ax]
     nrows = 1
     for n in other:
         nrows *= n
     scratch = Buffer(ctx.fresh("red_smem"), (max(1, nrows), e), cdt, "shared")
     stmts = [Allocate(scratch)]
-    idv = _id_expr(a)
-    x = ops.sub(idv, o) if o else idv
-    digit = ops.floormod(ops.floordiv(x, s) if s > 1 else x, e)
     lane_zero = None
     for la, ls, le, lw, lo in sf.thread_terms[ax]:
         if la == "laneid":
