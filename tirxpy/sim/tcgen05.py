@@ -200,7 +200,11 @@ def _mma(ctx):
             ag[L, C] = a_id
             cl[L, C] = vc[a_id]
             op["done"] = True
-        m.events.append(Event(fire, "tcgen05.mma"))
+        # tcgen05.mma ops of one thread execute in issue order (an accumulate=False MMA must not
+        # overtake the one before it into the same accumulator)
+        prev = getattr(w, "tc_last", None)
+        w.tc_last = op
+        m.events.append(Event(fire, "tcgen05.mma", ready=lambda prev=prev: prev is None or prev["done"]))
         w.tc_pending.append(op)
 
 
@@ -209,14 +213,20 @@ register_family(r"tcgen05_mma_cg1_(f16|tf32|f8f6f4|i8)_ss", _mma)
 
 def _commit(ctx):
     w, m = ctx.w, ctx.machine
+    # a commit tracks *every* earlier tcgen05 op of the thread, including ones an earlier commit
+    # already tracked: keep the unfinished ones, fold the finished ones' clocks into tc_done_vc
+    done = [op for op in w.tc_pending if op["done"]]
+    w.tc_pending = [op for op in w.tc_pending if not op["done"]]
+    w.tc_done_vc = getattr(w, "tc_done_vc", np.zeros(0, np.int64))
+    for op in done:
+        w.tc_done_vc = join(w.tc_done_vc.copy(), op["vc"])
     ops = list(w.tc_pending)
-    w.tc_pending = []
     addr = int(ctx.arg("bar")[ctx.lanes[0]])
     mask = int(ctx.arg("cta_mask")[ctx.lanes[0]]) if ctx.has("cta_mask") else None
-    vc0 = w.release()
+    vc0 = join(np.array(w.release(), copy=True), w.tc_done_vc)
 
     def fire():
-        vc = vc0
+        vc = vc0.copy()
         for op in ops:
             vc = join(vc, op["vc"])
         ranks = [w.cta.rank] if mask is None else [r for r in range(len(m.cluster)) if (mask >> r) & 1]
