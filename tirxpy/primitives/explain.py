@@ -3,10 +3,14 @@ and the native instructions it emits.
 
 One block per call site, in source order::
 
-    kernel.py:14  Tx.wg.copy(C[...], acc)  [warpgroup; warps 4..7]
-      -> copy/reg_to_global_vec (priority 10, sm_80)
-         emits: st_global_v4_b32 x8
-         passed over: tma_store: dst is 'global' but src is 'local', TMA stores read 'shared'
+    kernel.py:81  Tx.cta.copy(Y[row], xf)  [cta; the whole CTA (256 threads)]
+      -> copy/reg_mem_vec (priority 20, sm_80)
+         emits: cvt.bfloat16.float32 x16, vst_global_v4_b32 x2
+         passed over ldmatrix: dst is 'global' and src is 'local'; ldmatrix moves registers <- shared
+
+"emits" counts intrinsics by table name, element loads / stores of global and shared memory,
+conversions and float math, statically (a loop body counts once). Up to ``verbose`` candidates
+passed over are listed with their reasons (those for other targets are only counted).
 
 The kernel is lowered (as :func:`tirxpy.primitives.lower_calls` would) to find the choices;
 a call with no applicable implementation raises its :class:`DispatchError`.
@@ -61,8 +65,10 @@ def _call_text(call) -> str:
         return f"Tx.{call.op}(...)"
 
 
-def explain(kernel, arch="sm_90a") -> str:
-    """Text: for every primitive call of ``kernel``, the chosen implementation and its instructions."""
+def explain(kernel, arch="sm_90a", verbose: int = 2) -> str:
+    """Text: for every primitive call of ``kernel``, the chosen implementation and its instructions,
+    and up to ``verbose`` candidates passed over before it (candidates for other targets are
+    only counted)."""
     from .lower_pass import lower_calls_traced
 
     _, sites = lower_calls_traced(kernel, arch)
@@ -75,6 +81,10 @@ def explain(kernel, arch="sm_90a") -> str:
         counts = emitted_ops(s.stmt)
         if counts:
             lines.append("     emits: " + ", ".join(f"{k} x{v}" for k, v in sorted(counts.items())))
-        for r, why in s.rejected:
+        shown = [(r, why) for r, why in s.rejected if not why.startswith("target ")]  # other targets: noise here
+        for r, why in shown[:verbose]:
             lines.append(f"     passed over {r.variant}: {why}")
+        if len(s.rejected) > min(len(shown), verbose):
+            lines.append(f"     (+{len(s.rejected) - min(len(shown), verbose)} more candidates passed over; "
+                         "see DispatchError with dispatch= or explain(..., verbose=99))")
     return "\n".join(lines)
