@@ -205,7 +205,6 @@ def gemm_sm100(M: int, N: int, K: int, BN: int = 256, BK: int = 64, STAGES: int 
                             s = g % STAGES
                             if d != "full_wait":
                                 T.ptx.mbarrier_wait_parity(full[s], (g // STAGES) % 2)
-                            T.ptx.tcgen05_fence_after_thread_sync()
                             if CG == 2:
                                 Tx.gemm_async(acc[a], As[s], Bs[s], taddr=taddr, transpose_b=True, accumulate=kb > 0,
                                               cta_group=2, mbar=empty[s], cta_mask=MASK)
@@ -227,7 +226,8 @@ def gemm_sm100(M: int, N: int, K: int, BN: int = 256, BK: int = 64, STAGES: int 
                 a = i % 2
                 if d != "tmem_full_wait":
                     T.ptx.mbarrier_wait_parity(tmem_full[a], (i // 2) % 2)
-                T.ptx.tcgen05_fence_after_thread_sync()
+                if d != "tcgen05_fence":
+                    T.ptx.tcgen05_fence_after_thread_sync()
                 for c in T.unroll(NCHUNK):
                     Tx.wg.copy(regs, acc[a, 0:128, c * EPI:c * EPI + EPI], taddr=taddr)
                     if c == NCHUNK - 1:  # the accumulator is in registers: the MMA warp may reuse it

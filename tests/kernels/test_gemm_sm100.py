@@ -72,3 +72,24 @@ def test_sim_ragged_persistent_matches_float64(seed):
 def test_sim_float16_one_cta_many_tiles():
     a, b, c, out = _sim(128, 192, 64, 3, dtype="float16", BN=32, STAGES=2, EPI=16, ctas=1)
     np.testing.assert_allclose(c, _ref(a, b, "float16"), rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("drop, kinds", [
+    ("full_wait", {"race"}),                                   # MMA reads a stage TMA is still writing
+    ("empty_wait", {"race", "mbarrier_over_arrive"}),          # producer laps the ring
+    ("tmem_full_wait", {"tmem_read_before_commit"}),           # epilogue reads TMEM before the commit
+    ("tmem_empty_wait", {"tmem_overwrite_before_read"}),       # MMA overwrites an accumulator being drained
+    ("mma_commit", {"deadlock"}),                              # tmem_full never arrives
+    ("fence_proxy_async", {"missing_fence_proxy_async"}),      # st.shared -> TMA store without proxy fence
+    ("store_wait", {"race"}),                                  # staging tile rewritten under a TMA store
+    ("dealloc", {"tmem_leak"}),
+    ("tcgen05_fence", {"missing_tcgen05_fence"}),              # no fence::after_thread_sync after the waits
+])
+def test_mutation_is_reported(drop, kinds):
+    rng = np.random.default_rng()
+    a, b = _inputs(260, 100, 136, rng)
+    with pytest.raises(SimReportError) as ei:
+        run(gemm_sm100(260, 100, 136, BN=64, STAGES=2, ctas=2, drop=drop), a, b, np.zeros((260, 100), np.float32),
+            arch="sm_100a", seed=0)
+    assert kinds & ei.value.kinds(), str(ei.value)
+    assert "gemm_sm100.py" in str(ei.value)

@@ -218,6 +218,7 @@ def test_tcgen05_alloc_mma_commit_ld_matches_float64_and_read_before_commit_is_r
                 T.ptx.tcgen05_commit_cg1(bar[0])
             if wait:
                 T.ptx.mbarrier_wait_parity(bar[0], 0)
+            T.ptx.tcgen05_fence_after_thread_sync()
             LD(taddr[0] + T.cast((T.warp_id() * 32) << 16, "uint32"), d)
             T.ptx.tcgen05_wait_ld()
             for j in T.serial(32):

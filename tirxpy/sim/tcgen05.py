@@ -31,7 +31,33 @@ def _shadow(cta):
     if not hasattr(cta, "tmem_agent"):
         cta.tmem_agent = np.full((128, 512), -1, np.int32)
         cta.tmem_clock = np.zeros((128, 512), np.int64)
+        cta.tmem_reader = np.full((128, 512), -1, np.int32)  # last tcgen05.ld: warp agent and its clock
+        cta.tmem_rclock = np.zeros((128, 512), np.int64)
     return cta.tmem_agent, cta.tmem_clock
+
+
+def _fence_vc(w):
+    """What warp ``w`` knew at its last ``tcgen05.fence::after_thread_sync``: a TMEM access ordered
+    after another thread's only through a thread sync (mbarrier wait, barrier) needs that fence
+    between the sync and the access (PTX ISA 9.7.16.6.4, the tcgen05 memory-consistency model)."""
+    return getattr(w, "tc_fence_vc", np.zeros(0, np.int64))
+
+
+def _ordered(w, agents, clocks):
+    """Per cell: 0 = ordered (or no other agent), 1 = not ordered at all, 2 = ordered by a thread
+    sync but with no ``tcgen05.fence::after_thread_sync`` after it."""
+    other = (agents >= 0) & (agents != w.agent)
+    n = int(max(agents.max(initial=-1), 0)) + 1
+    vc, fv = fit(w.vc, n), fit(_fence_vc(w), n)
+    a = np.maximum(agents, 0)
+    out = np.zeros(agents.shape, np.int8)
+    out[other & (clocks > fv[a])] = 2
+    out[other & (clocks > vc[a])] = 1
+    return out
+
+
+_FENCE_NOTE = ("after the mbarrier wait that orders it, issue T.ptx.tcgen05_fence_after_thread_sync() before the "
+               "tcgen05 instruction")
 
 
 def _check_cols(ctx, lanes, cols, what):
@@ -73,8 +99,13 @@ def _dealloc(ctx):
 
 
 register_model("tcgen05_relinquish_alloc_permit_cg1", lambda ctx: None)
-for _n in ("tcgen05_wait_ld", "tcgen05_wait_st", "tcgen05_fence_before_thread_sync", "tcgen05_fence_after_thread_sync"):
+for _n in ("tcgen05_wait_ld", "tcgen05_wait_st", "tcgen05_fence_before_thread_sync"):
     register_model(_n, lambda ctx: None)
+
+
+@register_model("tcgen05_fence_after_thread_sync")
+def _fence_after(ctx):
+    ctx.w.tc_fence_vc = ctx.w.vc.copy()
 
 
 def _ldst_place(ctx, shape, rep):
@@ -115,12 +146,19 @@ def _ldst(ctx):
         cl[L[ok], C[ok]] = ctx.w.vc[ctx.w.agent]
         return
     a = ag[L, C]
-    vc = fit(ctx.w.vc, int(max(a.max(), 0)) + 1)
-    bad = (a >= 0) & (a != ctx.w.agent) & (cl[L, C] > vc[np.maximum(a, 0)])
+    order = _ordered(ctx.w, a, cl[L, C])
+    bad = order == 1
     if bad.any():
         ctx.report("tmem_read_before_commit", f"{ctx.call.name} reads TMEM written by "
                    f"{ctx.machine.agent_name(int(a[bad][0]))} before a tcgen05.commit -> mbarrier wait ordered it",
                    ["commit the mma with tcgen05.commit on an mbarrier and wait on it before tcgen05.ld"])
+    elif (order == 2).any():
+        ctx.report("missing_tcgen05_fence", f"{ctx.call.name} reads TMEM written by "
+                   f"{ctx.machine.agent_name(int(a[order == 2][0]))}, ordered by a thread sync with no "
+                   "tcgen05.fence::after_thread_sync after it", [_FENCE_NOTE])
+    sh_r, sh_rc = ctx.cta.tmem_reader, ctx.cta.tmem_rclock
+    sh_r[L[ok], C[ok]] = ctx.w.agent
+    sh_rc[L[ok], C[ok]] = ctx.w.vc[ctx.w.agent]
     out = np.zeros((WARP, tmem_ld_layout(shape, rep).size() // 128), np.uint32)
     out[tl, tm_] = np.where(ok, cells[np.clip(L, 0, 127), np.clip(C, 0, 511)], 0)
     ctx.arg("d").write(ctx.mask, out, ordinary=True)
@@ -168,6 +206,18 @@ def _mma(ctx):
         ok = _check_cols(ctx, L.ravel(), C.ravel(), ctx.call.name)
         if not ok.all():
             return
+        _shadow(cta)
+        order = _ordered(w, cta.tmem_reader[L, C], cta.tmem_rclock[L, C])
+        if (order == 1).any():
+            r = int(cta.tmem_reader[L, C][order == 1][0])
+            ctx.report("tmem_overwrite_before_read", f"{ctx.call.name} overwrites TMEM that "
+                       f"{m.agent_name(r)} reads with tcgen05.ld, with no mbarrier wait ordering that read first",
+                       ["have the reader arrive on an mbarrier (after tcgen05.fence::before_thread_sync) once its "
+                        "tcgen05.ld are done, and wait on it before the mma"])
+        elif (order == 2).any():
+            ctx.report("missing_tcgen05_fence", f"{ctx.call.name} overwrites TMEM read by "
+                       f"{m.agent_name(int(cta.tmem_reader[L, C][order == 2][0]))}, ordered by a thread sync with no "
+                       "tcgen05.fence::after_thread_sync after it", [_FENCE_NOTE])
         op = {"done": False, "vc": vc}
         call = ctx.call
 
