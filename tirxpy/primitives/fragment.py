@@ -65,6 +65,7 @@ class Fragment:
     guard: object
     nslots: int
     holders: frozenset = frozenset()
+    pinned: dict = None
 
     def replica_guard(self):
         """True only in the base replica of each element (None when the layout has no thread replicas)."""
@@ -116,8 +117,25 @@ def _id_expr(axis):
     return ScopeId(THREAD_AXES[axis][0])
 
 
-def thread_fragment(layout, shape, threads) -> Fragment:
-    """Closed-form per-thread slots of a register tile (see the module docstring)."""
+def pinned_axes(tile) -> dict:
+    """Thread axes a register *view* is pinned to: axes its buffer's layout uses that the view's
+    layout lost because the view sits at id 0 on them (``acc[0:16, :]`` of a warpgroup tile lives
+    in warp 0 only; a zero offset does not show in a layout)."""
+    if tile.storage != "local" or tile.buffer.layout is tile.layout:
+        return {}
+    root = set(tile.buffer.layout.axes()) & set(THREAD_AXES)
+    return {a: 0 for a in sorted(root - set(tile.layout.axes()))}
+
+
+def tile_fragment(tile, threads) -> Fragment:
+    """:func:`thread_fragment` of a register tile or view (pinned axes included)."""
+    return thread_fragment(tile.layout, tile.shape, threads, pinned_axes(tile))
+
+
+def thread_fragment(layout, shape, threads, pinned=None) -> Fragment:
+    """Closed-form per-thread slots of a register tile (see the module docstring); ``pinned``
+    ({axis: id}) restricts the holders to threads with those ids."""
+    pinned = dict(pinned or {})
     if isinstance(layout, ComposeLayout):
         raise FragmentError("a register tile cannot be swizzled")
     if not isinstance(layout, TileLayout):
@@ -181,8 +199,11 @@ def thread_fragment(layout, shape, threads) -> Fragment:
             cs.append(e)
         coords.append(tuple(cs))
     frag = Fragment(G, shape, slots, coords, const_coords, thread_terms, None, n_m)
-    holders = _check(frag, layout, shape, threads)
+    for a, v in sorted(pinned.items()):
+        guard_terms.append((lambda ids, a=a, v=v: ids[a] == v, ops.eq(_id_expr(a), v)))
+    holders = _check(frag, layout, shape, threads, pinned)
     frag.holders = frozenset(holders)
+    frag.pinned = pinned
     active = sorted(threads.tids)
     needed = [(fn, ex) for fn, ex in guard_terms if not all(fn(thread_ids(t)) for t in active)]
     for t in active:
@@ -230,7 +251,7 @@ def _guard_terms(G, axes) -> list:
     return out
 
 
-def _check(frag, layout, shape, threads) -> set:
+def _check(frag, layout, shape, threads, pinned=None) -> set:
     """Brute force: every active thread's closed-form slots agree with the owner table."""
     names, t = layout.owner_table()
     holds: dict = {}
@@ -245,6 +266,8 @@ def _check(frag, layout, shape, threads) -> set:
     holders = set()
     for tid in sorted(threads.tids):
         ids = thread_ids(tid)
+        if any(ids[a] != v for a, v in (pinned or {}).items()):
+            continue
         key = tuple(ids[a] for a in thread_axes)
         have = holds.get(key)
         if have is None:

@@ -101,3 +101,25 @@ def test_rejections_name_the_fact():
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90a", "sm_100a"])
 def test_compiles(arch):
     compile_ok(_row_copy(), arch)
+
+
+def test_register_views_are_pinned_to_their_warps():
+    # acc[0:16, :] of a warpgroup accumulator lives in warp 0 only (its wid_in_wg offset is 0)
+    k = kernel('A: T.Tensor((64, 16), "float32"), O: T.Tensor((64, 16), "float32")', """
+    acc = T.alloc_local((64, 16), "float32", layout=wgmma_accumulator(16))
+    Tx.wg.copy(acc, A[0:64, 0:16])
+    Tx.wg.copy(O[16:32, 0:8], acc[16:32, 8:16])
+    Tx.wg.exp2(acc[0:16, :], acc[0:16, :])
+    Tx.wg.fill(acc[48:64, 0:8], T.float32(5))
+    Tx.wg.copy(O[0:16, 0:16], acc[0:16, :])
+    Tx.wg.copy(O[48:64, 0:16], acc[48:64, :])""", threads=128)
+    ch = choices(k)
+    assert "T.warp_id_in_wg() == 0" in str(ch[2][1])
+    a = np.random.default_rng(9).standard_normal((64, 16)).astype(np.float32)
+    out = run_lowered(k, A=a, O=np.zeros((64, 16), np.float32)).result("O")
+    want = np.zeros((64, 16), np.float32)
+    want[16:32, 0:8] = a[16:32, 8:16]
+    want[0:16] = 2.0 ** a[0:16]
+    want[48:64] = a[48:64]
+    want[48:64, 0:8] = 5
+    np.testing.assert_allclose(out, want, rtol=1e-6)

@@ -20,7 +20,7 @@ from tirxpy.ir import ops
 from tirxpy.ir.expr import AddressOf, ScopeId
 
 from ..dispatch import fail, register_impl
-from ..fragment import FragmentError, thread_fragment, thread_ids
+from ..fragment import FragmentError, thread_ids, tile_fragment
 from .common import max_vector, same_logical_shape
 
 
@@ -61,7 +61,7 @@ def _pred(load):
 def _plan(ctx, reg):
     """[(register r, trans)] for every register of the fragment, checked for every thread."""
     try:
-        f = thread_fragment(reg.layout, reg.shape, ctx.threads)
+        f = tile_fragment(reg, ctx.threads)
     except FragmentError as e:
         fail(f"{reg.name}: {e.reason}")
     if f.guard is not None:

@@ -19,7 +19,7 @@ from tirxpy.ir.expr import Cast
 from tirxpy.ir.stmt import BufferStore, Evaluate, IfThenElse
 
 from ..dispatch import fail, register_impl
-from ..fragment import FragmentError, thread_fragment, thread_ids
+from ..fragment import FragmentError, thread_ids, tile_fragment
 from .common import edge_guard, map_coord, max_vector, same_logical_shape, vector_intrinsic
 
 
@@ -46,7 +46,7 @@ def _fragment(ctx, reg):
     if not reg.static_starts:
         fail(f"{reg.name}: a register view needs static starts (register slots are compile-time)")
     try:
-        return thread_fragment(reg.layout, reg.shape, ctx.threads)
+        return tile_fragment(reg, ctx.threads)
     except FragmentError as e:
         fail(f"{reg.name}: {e.reason}")
 
@@ -60,10 +60,14 @@ def owners_active(ctx):
     if not axes:
         return None
     need = {tuple(int(x) for x in row) for row in t[:, :, [names.index(a) for a in axes]].reshape(-1, len(axes)).tolist()}
+    from ..fragment import pinned_axes
+
+    pin = pinned_axes(reg)
     have = set()
     for tid in ctx.threads.tids:
         ids = thread_ids(tid)
-        have.add(tuple(ids[a] for a in axes))
+        if all(ids[a] == v for a, v in pin.items()):
+            have.add(tuple(ids[a] for a in axes))
     missing = sorted(need - have)
     if missing:
         who = ", ".join(f"{a}={v}" for a, v in zip(axes, missing[0]))

@@ -16,7 +16,7 @@ from tirxpy.ir import ops
 from tirxpy.ir.expr import ScopeId
 
 from ..dispatch import fail, register_impl
-from ..fragment import FragmentError, thread_fragment, thread_ids
+from ..fragment import FragmentError, thread_ids, tile_fragment
 
 
 def _pair(ctx, load):
@@ -53,7 +53,7 @@ def _pred(load):
 
 def _check(ctx, reg, tm):
     try:
-        f = thread_fragment(reg.layout, reg.shape, ctx.threads)
+        f = tile_fragment(reg, ctx.threads)
     except FragmentError as e:
         fail(f"{reg.name}: {e.reason}")
     if sorted(f.slots) != list(range(f.nslots)):

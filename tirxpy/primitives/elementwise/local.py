@@ -196,7 +196,11 @@ def local_fill(ctx):
     val = ctx.operands[1]
     val = _conv(val if isinstance(val, Expr) else ops.const(val), dst.dtype)
     s = dst.slots()
-    return ctx.seq([BufferStore(s, (ops.const(r),), val) for r in all_slots(dst)])
+    if dst.is_whole:  # every register of the tile, in every thread (registers a thread does not own are unused)
+        return ctx.seq([BufferStore(s, (ops.const(r),), val) for r in all_slots(dst)])
+    frag = register_fragment(ctx, dst)  # a view: only the slots (and threads) that hold it
+    out = ctx.seq([BufferStore(s, (ops.const(r),), val) for r in sorted(set(frag.slots))])
+    return IfThenElse(frag.guard, out) if frag.guard is not None else out
 
 
 # ------------------------------------------------------------------ cast

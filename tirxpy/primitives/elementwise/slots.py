@@ -12,7 +12,7 @@ from __future__ import annotations
 from tirxpy.ir.buffer import footprint
 
 from ..dispatch import fail
-from ..fragment import FragmentError, thread_fragment, thread_ids
+from ..fragment import FragmentError, thread_ids, tile_fragment
 
 
 def _owner_index(tile):
@@ -60,7 +60,7 @@ def register_fragment(ctx, tile):
     if not tile.static_starts:
         fail(f"{tile.name}: a register view needs static starts")
     try:
-        return thread_fragment(tile.layout, tile.shape, ctx.threads)
+        return tile_fragment(tile, ctx.threads)
     except FragmentError as e:
         fail(f"{tile.name}: {e.reason}")
 
@@ -79,6 +79,9 @@ def slot_map(ctx, dst, operands):
         if why:
             fail(why)
         axes, idx, owners = _owner_index(op)
+        from ..fragment import pinned_axes
+
+        pin = pinned_axes(op)
         per_slot = [None] * frag.nslots
         for tid in sorted(ctx.threads.tids):
             ids = thread_ids(tid)
@@ -89,10 +92,11 @@ def slot_map(ctx, dst, operands):
                 c = frag.static_coord(k, ids)
                 oc = _op_coord(c, dst, op)
                 lin = _linear(oc, op.shape)
-                s = idx.get((key, lin))
+                s = idx.get((key, lin)) if all(ids[a] == v for a, v in pin.items()) else None
                 if s is None:
-                    who = ", ".join(f"{a} {v}" for a, v in zip(axes, owners[lin][0])) or "no thread"
-                    mine = ", ".join(f"{a} {v}" for a, v in zip(axes, key))
+                    who = ", ".join([f"{a} {v}" for a, v in zip(axes, owners[lin][0])]
+                                    + [f"{a} {v}" for a, v in pin.items()]) or "no thread"
+                    mine = ", ".join([f"{a} {v}" for a, v in zip(axes, key)] + [f"{a} {ids[a]}" for a in pin])
                     fail(f"{op.name}: element {oc} is owned by ({who}), but thread {tid} ({mine}) needs it "
                                  f"for element {c} of {dst.name}")
                 if per_slot[k] is None:
