@@ -92,4 +92,5 @@ def test_mutation_is_reported(drop, kinds):
         run(gemm_sm100(260, 100, 136, BN=64, STAGES=2, ctas=2, drop=drop), a, b, np.zeros((260, 100), np.float32),
             arch="sm_100a", seed=0)
     assert kinds & ei.value.kinds(), str(ei.value)
-    assert "gemm_sm100.py" in str(ei.value)
+    if drop != "dealloc":  # a leak is found at CTA exit, not at a line
+        assert "gemm_sm100.py" in str(ei.value)
