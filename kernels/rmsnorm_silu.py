@@ -2,15 +2,17 @@
 
 ``y[r, :] = silu(x[r, :] / sqrt(mean(x[r, :]**2) + eps) * w)``, bf16 in and out, float32 math.
 
-One CTA per row: every thread holds ``vecs`` 16-byte (or narrower, when ``d`` demands) vectors
-of the row in registers (one pass over ``x``), the sum of squares is a CTA reduction (warp
-butterflies, then one shared-memory exchange), and the result leaves with vector stores. Works
+One CTA per row (rows of up to 512 elements: one warp per row, 8 rows per CTA): every thread
+holds ``vecs`` 16-byte (or narrower, when ``d`` demands) vectors of the row in registers (one
+pass over ``x``), the sum of squares is a CTA reduction (warp butterflies, then one
+shared-memory exchange; just the butterflies for a warp per row), and the result leaves with
+vector stores. Works
 for any ``d`` that is a multiple of 32 (vector width ``v``: the largest power of two <= 8 that
 divides ``d / 32``; rows of up to 1024 threads).
 
     >>> k = rmsnorm_silu(64, 4096)
-    >>> k.launch.threads, plan(4096), plan(96), plan(8192)
-    (256, (8, 2, 256), (1, 3, 32), (8, 2, 512))
+    >>> k.launch.threads, plan(4096), plan(96), plan(8192), rmsnorm_silu(64, 256).launch.threads
+    (256, (8, 2, 256), (1, 3, 32), (8, 2, 512), 256)
 """
 from __future__ import annotations
 
@@ -39,6 +41,8 @@ def row_layout(d: int) -> TileLayout:
     """Element ``((i * warps + w) * 32 + l) * v + j`` of the row lives in warp ``w``, lane ``l``, slot ``i * v + j``."""
     v, vecs, threads = plan(d)
     nw = threads // 32
+    if nw == 1:  # a warp per row: lanes only, so every warp holds its own row
+        return TileLayout(S[(vecs, 32, v) : (v @ m, 1 @ laneid, 1 @ m)])
     return TileLayout(S[(vecs, nw, 32, v) : (v @ m, 1 @ warpid, 1 @ laneid, 1 @ m)])
 
 
@@ -53,16 +57,20 @@ def scalar_layout(d: int) -> TileLayout:
 @tirxpy.jit
 def rmsnorm_silu(n_rows: int, d: int, eps: float = 1e-6):
     """The kernel for ``n_rows`` rows of width ``d``: call it as ``k(x, w, y)`` (bf16 tensors
-    ``(n_rows, d)``, ``(d,)``, ``(n_rows, d)``)."""
+    ``(n_rows, d)``, ``(d,)``, ``(n_rows, d)``). The primitives run at CTA scope; with one warp
+    per row each warp works on its own row (the row tiles' layouts name only lanes)."""
     _, _, threads = plan(d)
     XL, SL = row_layout(d), scalar_layout(d)
     inv_d = 1.0 / d
+    # one warp per row (d <= 512): 8 rows per CTA, each warp its own instance of the row tiles
+    rpc = 8 if threads == 32 else 1
+    wpr = threads // 32
 
     @T.prim_func
     def rmsnorm_silu_kernel(X: T.Tensor((n_rows, d), "bfloat16"), W: T.Tensor((d,), "bfloat16"),
                             Y: T.Tensor((n_rows, d), "bfloat16")):
-        T.launch(grid=(n_rows,), threads=threads)
-        row = T.cta_id(0)
+        T.launch(grid=((n_rows + rpc - 1) // rpc,), threads=threads * rpc)
+        row = T.cta_id(0) * rpc + T.warp_id() // wpr
         x = T.alloc_local((d,), "bfloat16", layout=XL)
         w = T.alloc_local((d,), "bfloat16", layout=XL)
         xf = T.alloc_local((d,), "float32", layout=XL)

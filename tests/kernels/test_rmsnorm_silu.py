@@ -25,7 +25,7 @@ def test_plan_covers_every_multiple_of_32():
         plan(100)
 
 
-@pytest.mark.parametrize("rows,d", [(3, 96), (2, 512), (2, 2048)])
+@pytest.mark.parametrize("rows,d", [(3, 96), (11, 256), (2, 512), (2, 2048)])
 def test_interpreted_matches_float64(rows, d):
     rng = np.random.default_rng(d)
     x = bf16_array(rng.standard_normal((rows, d)) * 3)
