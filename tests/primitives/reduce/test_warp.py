@@ -119,3 +119,18 @@ def test_reasons():
 
 def test_compiles():
     compile_ok(_acc_rows("max"), "sm_90a")
+
+
+def test_cta_reduction_of_per_warpgroup_tiles_uses_separate_scratch():
+    # a (wid_in_wg, laneid) tile is one instance per warpgroup: two rows reduced at once
+    k = kernel('X: T.Tensor((2, 256), "float32"), O: T.Tensor((2,), "float32")', """
+    x = T.alloc_local((256,), "float32", layout=TileLayout(S[(4, 32, 2) : (1@wid_in_wg, 1@laneid, 1@m)]))
+    s = T.alloc_local((1,), "float32", layout=TileLayout(S[1 : 1@m] + R[(4, 32) : (1@wid_in_wg, 1@laneid)]))
+    wg = T.warpgroup_id()
+    Tx.cta.copy(x, X[wg, :])
+    Tx.cta.sum(s, x, axis=0)
+    Tx.cta.copy(O[wg:wg + 1], s)""", threads=256)
+    assert choices(k)[1][0] == "cta_smem"
+    x = np.random.default_rng(10).integers(-50, 50, (2, 256)).astype(np.float32)
+    out = run_lowered(k, X=x, O=np.zeros(2, np.float32)).result("O")
+    np.testing.assert_array_equal(out, x.sum(1))

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from tirxpy.ir import ops
 from tirxpy.ir.dtype import DataType
-from tirxpy.ir.expr import Cast, IntrinsicCall
+from tirxpy.ir.expr import Cast, IntrinsicCall, ScopeId
 from tirxpy.ir.stmt import BufferStore, IfThenElse
 
 from ..context import Tile
@@ -200,7 +200,12 @@ def _combine_warps(ctx, src, sf, ax, rows, accs, wterm, comb, cdt):
     nrows = 1
     for n in other:
         nrows *= n
-    scratch = Buffer(ctx.fresh("red_smem"), (max(1, nrows), e), cdt, "shared")
+    # a layout on wid_in_wg alone is one instance per warpgroup: each gets its own scratch rows
+    axes = set(src.layout.axes())
+    inst, ninst = None, 1
+    if wterm[0][0] == "wid_in_wg" and not axes & {"warpid", "wgid", "tx"} and ctx.threads_per_cta > 128:
+        inst, ninst = ScopeId("warpgroup_id"), -(-ctx.threads_per_cta // 128)
+    scratch = Buffer(ctx.fresh("red_smem"), (max(1, nrows) * ninst, e), cdt, "shared")
     stmts = [Allocate(scratch)]
     lane_zero = None
     for la, ls, le, lw, lo in sf.thread_terms[ax]:
@@ -217,7 +222,7 @@ def _combine_warps(ctx, src, sf, ax, rows, accs, wterm, comb, cdt):
         lin = ops.const(0)
         for c, n in zip(coord, other):
             lin = ops.add(ops.mul(lin, n), c)
-        row_lin[rk] = lin
+        row_lin[rk] = lin if inst is None else ops.add(ops.mul(inst, max(1, nrows)), lin)
     writes = [BufferStore(scratch, (row_lin[rk], digit), accs[rk]) for rk in accs]
     stmts.append(IfThenElse(lane_zero, writes) if lane_zero is not None else ctx.seq(writes))
     stmts.append(ctx.emit("syncthreads"))
