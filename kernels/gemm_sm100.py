@@ -150,7 +150,7 @@ def gemm_sm100(M: int, N: int, K: int, BN: int = 256, BK: int = 64, STAGES: int 
         ntile = (TILES - cid + G - 1) // G  # tiles of this CTA (pair): cid, cid + G, ...
         if T.thread_id() == 0:
             for s in T.unroll(STAGES):
-                T.ptx.mbarrier_init(full[s], 2 * CG)  # one arrive.expect_tx per TMA box (both CTAs' with cta_group=2)
+                T.ptx.mbarrier_init(full[s], 2 * CG)  # one arrive.expect_tx per TMA box (both CTAs' boxes with cta_group=2)
                 T.ptx.mbarrier_init(empty[s], 1)  # one tcgen05.commit
             for a in T.unroll(2):
                 T.ptx.mbarrier_init(tmem_full[a], 1)  # one tcgen05.commit

@@ -53,7 +53,7 @@ def test_every_tile_primitive_dispatches_to_tma_tcgen05_or_tmem():
         assert want in text, text
 
 
-@pytest.mark.parametrize("cta_group,stages", [(1, 4)])
+@pytest.mark.parametrize("cta_group,stages", [(1, 4), (2, 6)])
 def test_compiles_for_sm100a_without_spills(cta_group, stages):
     ck = compile_ok(gemm_sm100(8192, 8192, 8192, BN=256, STAGES=stages, cta_group=cta_group), "sm_100a")
     assert ck.resources.registers <= 168
@@ -94,3 +94,25 @@ def test_mutation_is_reported(drop, kinds):
     assert kinds & ei.value.kinds(), str(ei.value)
     if drop != "dealloc":  # a leak is found at CTA exit, not at a line
         assert "gemm_sm100.py" in str(ei.value)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_sim_cta_pair_matches_float64(seed):
+    # cta_group::2 on one 2-CTA cluster: 2 x 2 tiles of 256 x 64 (TMEM double buffer turns over),
+    # ragged M / N / K; each CTA loads half of B, the leader's MMA reads both CTAs' shared memory
+    # and writes both CTAs' TMEM, commits multicast to both; both epilogues arrive on the leader
+    a, b, c, out = _sim(260, 100, 136, seed, BN=64, STAGES=2, ctas=2, cta_group=2)
+    np.testing.assert_allclose(c, _ref(a, b), rtol=1e-5, atol=1e-4)
+    assert out.problems == []
+
+
+@pytest.mark.parametrize("drop, kinds", [
+    ("tmem_empty_wait", {"tmem_overwrite_before_read"}),  # the peer's accumulator is overwritten too
+    ("full_wait", {"race"}),
+])
+def test_cta_pair_mutation_is_reported(drop, kinds):
+    a, b = _inputs(260, 100, 136, np.random.default_rng())
+    with pytest.raises(SimReportError) as ei:
+        run(gemm_sm100(260, 100, 136, BN=64, STAGES=2, ctas=2, cta_group=2, drop=drop), a, b,
+            np.zeros((260, 100), np.float32), arch="sm_100a", seed=0)
+    assert kinds & ei.value.kinds(), str(ei.value)

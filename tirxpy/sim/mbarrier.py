@@ -43,8 +43,8 @@ class MBar:
 
 def _cta_and_addr(ctx, addr):
     addr = int(addr)
-    if ctx.entry.operand("bar").kind == "cluster_addr" or addr >> CLUSTER_SHIFT:
-        rank = addr >> CLUSTER_SHIFT
+    if addr >> 31:  # tagged by mapa: (1 << 31) | rank << 24 | offset
+        rank = (addr >> CLUSTER_SHIFT) & 0x7F
         return ctx.machine.cluster[rank], addr & ((1 << CLUSTER_SHIFT) - 1)
     return ctx.cta, addr
 
@@ -148,6 +148,11 @@ def _arrive_count(ctx):
 @register_model("mbarrier_arrive_expect_tx")
 def _arrive_tx(ctx):
     return _arrive_lanes(ctx, tx=ctx.arg("tx_bytes"))
+
+
+@register_model("mbarrier_arrive_expect_tx_remote")
+def _arrive_tx_remote(ctx):
+    _arrive_lanes(ctx, tx=ctx.arg("tx_bytes"))
 
 
 @register_model("mbarrier_arrive_remote")

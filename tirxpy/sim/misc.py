@@ -172,12 +172,15 @@ for _i, _a in enumerate("xyz"):
 def _mapa(ctx):
     addr = ctx.arg("addr").astype(np.int64)
     cta = ctx.arg("cta").astype(np.int64)
-    return ((cta << 24) | (addr & 0xFFFFFF)).astype(np.uint32)
+    # bit 31 tags a shared::cluster address so that rank 0 differs from a plain shared::cta address
+    return ((1 << 31) | (cta << 24) | (addr & 0xFFFFFF)).astype(np.uint32)
 
 
 def _remote(ctx, addr):
     addr = int(addr)
-    return ctx.machine.cluster[addr >> 24], addr & 0xFFFFFF
+    if not addr >> 31:  # a shared::cta address names this CTA
+        return ctx.cta, addr & 0xFFFFFF
+    return ctx.machine.cluster[(addr >> 24) & 0x7F], addr & 0xFFFFFF
 
 
 def _ld_cluster(dt):

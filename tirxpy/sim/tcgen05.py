@@ -7,7 +7,8 @@ mma ops completed) and the wait / fence instructions.
 Checks: TMEM accesses outside the allocated columns or the warp's lane quarter, reading TMEM
 written by an mma before a commit -> mbarrier wait ordered it (``tmem_read_before_commit``),
 allocations never freed. ``tcgen05.cp`` / ``shift``, block-scaled kinds, ``.ts`` A operands
-and the 2-CTA (``cta_group::2``) forms are reported as unsupported by name."""
+are reported as unsupported by name. ``cta_group::2`` mma (M = 256) reads A / B from the issuing
+even CTA and its peer and writes D to both CTAs' TMEM; its alloc / dealloc act per CTA."""
 from __future__ import annotations
 
 import re
@@ -172,7 +173,7 @@ _AB = {"f16": {0: "float16", 1: "bfloat16"}, "tf32": {2: "float32"}, "f8f6f4": {
 
 
 def _mma(ctx):
-    kind = ctx.match.group(1)
+    cg, kind = int(ctx.match.group(1)), ctx.match.group(2)
     idesc = int(ctx.arg("idesc")[ctx.lanes[0]])
     da, db = _AB[kind].get((idesc >> 7) & 7), _AB[kind].get((idesc >> 10) & 7)
     dd = _D.get((idesc >> 4) & 3)
@@ -187,68 +188,90 @@ def _mma(ctx):
     maj_a = "MN" if (idesc >> 15) & 1 else "K"
     maj_b = "MN" if (idesc >> 16) & 1 else "K"
     m, w, cta = ctx.machine, ctx.w, ctx.cta
+    # cta_group::2: the issuing (even) CTA and its peer each hold 128 rows of A, N / 2 rows of B
+    # and 128 rows of D at the same shared / tensor memory addresses (PTX ISA 9.7.16.10.5, Layout A)
+    if cg == 2:
+        if cta.rank % 2 or cta.rank + 1 >= len(m.cluster):
+            ctx.report("tcgen05_misuse", f"{ctx.call.name} is issued by cluster rank {cta.rank}; cta_group::2 is "
+                       "issued by the even CTA of a pair (launch with cluster=(2,) and issue from rank 0)")
+            return
+        if mm != 256:
+            ctx.report("unsupported", f"{ctx.call.name}: cta_group::2 with M = {mm} is not modelled (M = 256 is)")
+            return
+        pair, rows, brows = [cta, m.cluster[cta.rank + 1]], 128, n // 2
+    else:
+        pair, rows, brows = [cta], mm, n
     a_id = agent(m, ("tcgen05", cta.rank, w.wid), f"tensor cores (tcgen05) issued by {w.describe()}")
     for l in ctx.lanes[:1]:
         vc = issue_vc(w, a_id)
-        addr_a = operand_addresses(int(ctx.arg("a_desc")[l]), mm, k, da, maj_a, "tcgen05")
-        addr_b = operand_addresses(int(ctx.arg("b_desc")[l]), n, k, db, maj_b, "tcgen05")
+        addr_a = operand_addresses(int(ctx.arg("a_desc")[l]), rows, k, da, maj_a, "tcgen05")
+        addr_b = operand_addresses(int(ctx.arg("b_desc")[l]), brows, k, db, maj_b, "tcgen05")
         d = int(ctx.arg("d")[l])
         en = bool(ctx.arg("enable_d")[l])
         neg_a, neg_b = (idesc >> 13) & 1, (idesc >> 14) & 1
         try:
-            lay = tmem_accumulator(mm, n, lane_base=d >> 16, col=d & 0xFFFF)
+            lay = tmem_accumulator(rows, n, lane_base=d >> 16, col=d & 0xFFFF)
         except Exception as e:  # noqa: BLE001 - LayoutError names the bad shape
             ctx.report("tcgen05_misuse", f"{ctx.call.name}: {e}")
             return
         names, t = lay.owner_table()
-        L = t[:, 0, names.index("TLane")].reshape(mm, n)
-        C = t[:, 0, names.index("TCol")].reshape(mm, n)
-        ok = _check_cols(ctx, L.ravel(), C.ravel(), ctx.call.name)
-        if not ok.all():
-            return
-        _shadow(cta)
-        order = _ordered(w, cta.tmem_reader[L, C], cta.tmem_rclock[L, C])
-        if (order == 1).any():
-            r = int(cta.tmem_reader[L, C][order == 1][0])
-            ctx.report("tmem_overwrite_before_read", f"{ctx.call.name} overwrites TMEM that "
-                       f"{m.agent_name(r)} reads with tcgen05.ld, with no mbarrier wait ordering that read first",
-                       ["have the reader arrive on an mbarrier (after tcgen05.fence::before_thread_sync) once its "
-                        "tcgen05.ld are done, and wait on it before the mma"])
-        elif (order == 2).any():
-            ctx.report("missing_tcgen05_fence", f"{ctx.call.name} overwrites TMEM read by "
-                       f"{m.agent_name(int(cta.tmem_reader[L, C][order == 2][0]))}, ordered by a thread sync with no "
-                       "tcgen05.fence::after_thread_sync after it", [_FENCE_NOTE])
+        L = t[:, 0, names.index("TLane")].reshape(rows, n)
+        C = t[:, 0, names.index("TCol")].reshape(rows, n)
+        for c in pair:
+            ok = c.tmem.allocated(C.ravel())
+            if not ok.all():
+                ctx.report("tmem_oob", f"{ctx.call.name} writes TMEM columns {int(C.min())}..{int(C.max())} of "
+                           f"{c.describe()} outside its allocated ones {sorted(c.tmem.allocs.items())} (start, ncols)")
+                return
+            _shadow(c)
+            order = _ordered(w, c.tmem_reader[L, C], c.tmem_rclock[L, C])
+            if (order == 1).any():
+                r = int(c.tmem_reader[L, C][order == 1][0])
+                ctx.report("tmem_overwrite_before_read", f"{ctx.call.name} overwrites TMEM that "
+                           f"{m.agent_name(r)} reads with tcgen05.ld, with no mbarrier wait ordering that read first",
+                           ["have the reader arrive on an mbarrier (after tcgen05.fence::before_thread_sync) once its "
+                            "tcgen05.ld are done, and wait on it before the mma"])
+            elif (order == 2).any():
+                ctx.report("missing_tcgen05_fence", f"{ctx.call.name} overwrites TMEM read by "
+                           f"{m.agent_name(int(c.tmem_reader[L, C][order == 2][0]))}, ordered by a thread sync with "
+                           "no tcgen05.fence::after_thread_sync after it", [_FENCE_NOTE])
         op = {"done": False, "vc": vc}
         call = ctx.call
 
         def fire():
-            for addrs, dt in ((addr_a, da), (addr_b, db)):
-                idx = addrs.ravel()[:, None] + np.arange(nbytes(dt))
-                m.check_access(cta, idx.ravel(), a_id, vc, False, ASYNC, call, w)
-            A = read_operand(cta.smem, addr_a, da).astype(np.float64) * (-1 if neg_a else 1)
-            B = read_operand(cta.smem, addr_b, db).astype(np.float64) * (-1 if neg_b else 1)
+            As, Bs = [], []
+            for c in pair:
+                for addrs, dt in ((addr_a, da), (addr_b, db)):
+                    idx = addrs.ravel()[:, None] + np.arange(nbytes(dt))
+                    m.check_access(c, idx.ravel(), a_id, vc, False, ASYNC, call, w)
+                As.append(read_operand(c.smem, addr_a, da).astype(np.float64))
+                Bs.append(read_operand(c.smem, addr_b, db).astype(np.float64))
+            A = np.concatenate(As) * (-1 if neg_a else 1)
+            B = np.concatenate(Bs) * (-1 if neg_b else 1)
             if kind == "tf32":
                 from .wgmma import _trunc_tf32
 
                 A, B = _trunc_tf32(A).astype(np.float64), _trunc_tf32(B).astype(np.float64)
-            cells = cta.tmem.cells
-            old = cells[L, C]
-            if dd == "float32":
-                D = old.view(np.float32).astype(np.float64)
-            elif dd == "int32":
-                D = old.view(np.int32).astype(np.float64)
-            else:
-                D = old.astype(np.uint16).view(np.float16).astype(np.float64)
-            out = A @ B.T + (D if en else 0)
-            if dd == "float32":
-                cells[L, C] = out.astype(np.float32).view(np.uint32)
-            elif dd == "int32":
-                cells[L, C] = out.astype(np.int64).astype(np.int32).view(np.uint32)
-            else:
-                cells[L, C] = out.astype(np.float16).view(np.uint16).astype(np.uint32)
-            ag, cl = _shadow(cta)
-            ag[L, C] = a_id
-            cl[L, C] = vc[a_id]
+            prod = A @ B.T
+            for r, c in enumerate(pair):
+                cells = c.tmem.cells
+                old = cells[L, C]
+                if dd == "float32":
+                    D = old.view(np.float32).astype(np.float64)
+                elif dd == "int32":
+                    D = old.view(np.int32).astype(np.float64)
+                else:
+                    D = old.astype(np.uint16).view(np.float16).astype(np.float64)
+                out = prod[r * rows:(r + 1) * rows] + (D if en else 0)
+                if dd == "float32":
+                    cells[L, C] = out.astype(np.float32).view(np.uint32)
+                elif dd == "int32":
+                    cells[L, C] = out.astype(np.int64).astype(np.int32).view(np.uint32)
+                else:
+                    cells[L, C] = out.astype(np.float16).view(np.uint16).astype(np.uint32)
+                ag, cl = _shadow(c)
+                ag[L, C] = a_id
+                cl[L, C] = vc[a_id]
             op["done"] = True
         # tcgen05.mma ops of one thread execute in issue order (an accumulate=False MMA must not
         # overtake the one before it into the same accumulator)
@@ -258,7 +281,7 @@ def _mma(ctx):
         w.tc_pending.append(op)
 
 
-register_family(r"tcgen05_mma_cg1_(f16|tf32|f8f6f4|i8)_ss", _mma)
+register_family(r"tcgen05_mma_cg([12])_(f16|tf32|f8f6f4|i8)_ss", _mma)
 
 
 def _commit(ctx):
@@ -290,5 +313,10 @@ def _commit(ctx):
     m.events.append(Event(fire, "tcgen05.commit", ready=lambda: all(op["done"] for op in ops)))
 
 
-register_model("tcgen05_commit_cg1", _commit)
-register_model("tcgen05_commit_cg1_multicast", _commit)
+for _cg in (1, 2):
+    register_model(f"tcgen05_commit_cg{_cg}", _commit)
+    register_model(f"tcgen05_commit_cg{_cg}_multicast", _commit)
+# cta_group::2 alloc / dealloc: one warp of each CTA of the pair, each in its own TMEM
+register_model("tcgen05_alloc_cg2", _alloc)
+register_model("tcgen05_dealloc_cg2", _dealloc)
+register_model("tcgen05_relinquish_alloc_permit_cg2", lambda ctx: None)

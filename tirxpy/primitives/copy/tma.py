@@ -6,6 +6,9 @@ box between a global view and a shared tile.
   with the box's bytes (initialize the barrier with the number of copies per phase), or with
   ``arrive=False`` only ``mbarrier.expect_tx`` (arrive yourself). ``multicast=mask`` (sm_90a)
   writes the box into the shared tile of every CTA of the cluster in the 16-bit mask.
+  ``cta_group=2`` (sm_100a, a tcgen05 CTA pair): the box lands in this CTA's tile but completes
+  on ``mbar``'s barrier in the pair's even (leader) CTA (``.cta_group::2``, address from
+  ``mapa``), with a remote ``arrive.expect_tx`` there (or none with ``arrive=False``).
 - store ``Tx.copy_async(A[...], s_tile)``: ``cp.async.bulk.tensor`` shared -> global, then
   ``cp.async.bulk.commit_group`` (wait with ``T.ptx.bulk_wait_group(0)``); ``reduce="add"``
   makes it ``cp.reduce.async.bulk.tensor ... .add``.
@@ -130,6 +133,22 @@ def tma_load(ctx):
     coords = [ops.const(0)] * n
     mc = ctx.attr("multicast")
     stmts = []
+    cg = ctx.attr("cta_group", 1)
+    if cg not in (1, 2):
+        fail(f"cta_group={cg!r}: a TMA load takes cta_group=1 (default) or 2 (a tcgen05 CTA pair)")
+    if cg == 2:
+        # completes on the barrier at mbar's offset in the pair's even (leader) CTA, where the
+        # cta_group::2 MMA is issued: a shared::cluster address from mapa
+        if mc is not None:
+            fail("cta_group=2 with multicast= is not implemented here; load each CTA's share separately")
+        rank = ctx.intrin("cluster_ctarank")
+        leader = ops.sub(rank, ops.floormod(rank, 2))
+        lbar, let = ctx.let("leader_bar", ctx.intrin("mapa_shared", bar, leader))
+        stmts.append(let)
+        if ctx.attr("arrive", True):
+            stmts.append(ctx.emit("mbarrier_arrive_expect_tx_remote", lbar, ops.const(nbytes, "uint32")))
+        stmts.append(ctx.emit(f"tma_load_{n}d_cta_group2", _tile_arg(dst), _tile_arg(src), *coords, lbar))
+        return ctx.seq(stmts)
     if ctx.attr("arrive", True):
         from tirxpy.ir.stmt import LetStmt  # noqa: F401
 
