@@ -37,30 +37,31 @@ def plan(d: int, target_elems: int = 16) -> tuple:
     return v, vecs, d // (v * vecs)
 
 
-def row_layout(d: int) -> TileLayout:
+def row_layout(d: int, elems_per_thread: int = 16) -> TileLayout:
     """Element ``((i * warps + w) * 32 + l) * v + j`` of the row lives in warp ``w``, lane ``l``, slot ``i * v + j``."""
-    v, vecs, threads = plan(d)
+    v, vecs, threads = plan(d, elems_per_thread)
     nw = threads // 32
     if nw == 1:  # a warp per row: lanes only, so every warp holds its own row
         return TileLayout(S[(vecs, 32, v) : (v @ m, 1 @ laneid, 1 @ m)])
     return TileLayout(S[(vecs, nw, 32, v) : (v @ m, 1 @ warpid, 1 @ laneid, 1 @ m)])
 
 
-def scalar_layout(d: int) -> TileLayout:
+def scalar_layout(d: int, elems_per_thread: int = 16) -> TileLayout:
     """One float held (replicated) by every thread of the CTA."""
-    nw = plan(d)[2] // 32
+    nw = plan(d, elems_per_thread)[2] // 32
     if nw == 1:
         return TileLayout(S[1 : 1 @ m] + R[32 : 1 @ laneid])
     return TileLayout(S[1 : 1 @ m] + R[(32, nw) : (1 @ laneid, 1 @ warpid)])
 
 
 @tirxpy.jit
-def rmsnorm_silu(n_rows: int, d: int, eps: float = 1e-6):
+def rmsnorm_silu(n_rows: int, d: int, eps: float = 1e-6, elems_per_thread: int = 16):
     """The kernel for ``n_rows`` rows of width ``d``: call it as ``k(x, w, y)`` (bf16 tensors
     ``(n_rows, d)``, ``(d,)``, ``(n_rows, d)``). The primitives run at CTA scope; with one warp
-    per row each warp works on its own row (the row tiles' layouts name only lanes)."""
-    _, _, threads = plan(d)
-    XL, SL = row_layout(d), scalar_layout(d)
+    per row each warp works on its own row (the row tiles' layouts name only lanes).
+    ``elems_per_thread`` sets how much of the row each thread holds (bytes in flight)."""
+    _, _, threads = plan(d, elems_per_thread)
+    XL, SL = row_layout(d, elems_per_thread), scalar_layout(d, elems_per_thread)
     inv_d = 1.0 / d
     # one warp per row (d <= 512): 8 rows per CTA, each warp its own instance of the row tiles
     rpc = 8 if threads == 32 else 1
