@@ -1,7 +1,9 @@
 """Models of the helper instructions tile primitives emit (``tirxpy.primitives``): 4 / 8 /
 16-byte vector loads and stores of b32 words in global and shared memory
-(``vld_{global,shared}_v{1,2,4}_b32`` / ``vst_...``) and ``gemm_smem_desc`` (a matrix
-descriptor whose start-address field is set at run time: ``desc0 | (addr & 0x3FFFF) >> 4``).
+(``vld_{global,shared}_v{1,2,4}_b32`` / ``vst_...``), ``gemm_smem_desc`` (a matrix
+descriptor whose start-address field is set at run time: ``desc0 | (addr & 0x3FFFF) >> 4``) and
+the SFU approximations ``ex2_approx_f32`` / ``rcp_approx_f32`` (modelled as the correctly
+rounded float32 result with flush-to-zero; the hardware is within 2 ulp of it).
 Shared-memory accesses go through the race / proxy checks like element stores do."""
 from __future__ import annotations
 
@@ -21,6 +23,23 @@ def _desc(ctx):
     addr = ctx.arg("addr").astype(np.uint64)
     d0 = ctx.arg("desc0").astype(np.uint64)
     return d0 | ((addr & np.uint64(0x3FFFF)) >> np.uint64(4))
+
+
+def _ftz(x):
+    x = np.asarray(x, np.float32)
+    return np.where(np.abs(x) < np.finfo(np.float32).tiny, np.copysign(np.float32(0), x), x).astype(np.float32)
+
+
+@register_model("ex2_approx_f32")
+def _ex2(ctx):
+    with np.errstate(over="ignore", under="ignore"):
+        return _ftz(np.exp2(_ftz(ctx.arg("x"))))
+
+
+@register_model("rcp_approx_f32")
+def _rcp(ctx):
+    with np.errstate(divide="ignore", over="ignore", under="ignore"):
+        return _ftz(np.float32(1) / _ftz(ctx.arg("x")))
 
 
 def _vec(ctx):

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from tests.primitives.helpers import choices, compile_ok, intrinsics, kernel, reason, rejected
-from tests.primitives.interp import Machine, bf16_array, run_lowered
+from tests.primitives.interp import bf16_array, run_lowered
 from tirxpy.primitives import lower_calls
 
 ROWL = "TileLayout(S[(2, 32, 8) : (8@m, 1@laneid, 1@m)])"
