@@ -246,3 +246,19 @@ def test_kernel_level_parse_errors(src, match):
 def test_launch_outside_kernel():
     with pytest.raises(ParseError, match=r"T.launch\(...\) only works inside a @T.prim_func body"):
         T.launch(grid=(1,))
+
+
+def test_parameter_annotated_none_is_dropped_and_dead_branches_may_use_it():
+    # a jit factory specializes its signature: SF exists only when scaled
+    for scaled in (False, True):
+        SPEC = T.Tensor((8,), "float32") if scaled else None
+
+        @T.prim_func
+        def k(A: T.Tensor((8,), "float32"), SF: SPEC):
+            T.launch(grid=(1,), threads=8)
+            if scaled:
+                A[T.thread_id()] = SF[T.thread_id()]
+            else:
+                A[T.thread_id()] = T.float32(0)
+
+        assert [p.name for p in k.params] == (["A", "SF"] if scaled else ["A"])

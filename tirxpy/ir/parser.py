@@ -560,6 +560,8 @@ class Parser:
                     raise self.error(arg, f"parameter {arg.arg!r} needs a type annotation",
                                      f"write {arg.arg}: T.Tensor((M, N), \"float32\") or {arg.arg}: T.int32")
                 ann = self.eval(arg.annotation)
+                if ann is None:  # this specialization of a jit factory has no such parameter
+                    continue
                 if isinstance(ann, Tmod.TensorSpec):
                     p = ann.make(arg.arg, span=self.span(arg))
                 else:
