@@ -19,6 +19,11 @@ row("mbarrier_arrive_expect_tx", "mbarrier.arrive.expect_tx.shared::cta.b64 {sta
     doc="Arrive once and add tx_bytes to the barrier's expected transaction count (TMA completion).")
 row("mbarrier_expect_tx", "mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [{bar}], {tx_bytes};",
     [smem("bar"), reg("tx_bytes")], lowest="sm_90")
+row("mbarrier_arrive_expect_tx_remote",
+    "mbarrier.arrive.expect_tx.release.cluster.shared::cluster.b64 _, [{bar}], {tx_bytes};",
+    [cluster("bar"), reg("tx_bytes")], lowest="sm_90",
+    doc="Arrive once on a barrier of another CTA of the cluster (address from mapa) and add tx_bytes to its "
+        "expected transaction count: announce the bytes a multicast TMA load will complete there.")
 row("mbarrier_arrive_remote", "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [{bar}];", [cluster("bar")],
     lowest="sm_90", doc="Arrive on a barrier of another CTA of the cluster (address from mapa).")
 row("mbarrier_test_wait_parity", "mbarrier.test_wait.parity.shared::cta.b64 {done}, [{bar}], {parity};",

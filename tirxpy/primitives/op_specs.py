@@ -7,3 +7,5 @@ _ONCHIP = ("shared", "shared::cluster", "local", "tmem")
 for _op in ("log", "log2", "silu", "sigmoid", "tanh"):
     if lookup_op_spec(_op) is None:
         register_op_spec(_op, n_operands=2, operand_storage={0: _ONCHIP}, doc="element-wise dst <- f(src)")
+if lookup_op_spec("gemm_wait") is None:
+    register_op_spec("gemm_wait", n_operands=1, doc="wait until at most n committed async gemm groups are pending")

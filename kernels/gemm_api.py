@@ -1,0 +1,185 @@
+"""``kernels.gemm(a, b, out=None, ...)``: ``act(a @ b + bias)`` on torch tensors with the Hopper
+kernel of :mod:`kernels.gemm_sm90`.
+
+Checks its arguments first (typed errors that say what to change), then maps the operands onto
+the kernel without copies where it can: a row-major ``a`` is read K-major, a column-major one
+(``a.T`` contiguous) MN-major; ``b`` likewise (``w.t()`` of an ``nn.Linear`` weight is the K-major
+case). Rows that are not a multiple of 16 bytes (TMA's rule) are padded with zeros along K, or the
+operand is made contiguous the other way; the output is computed into a padded buffer when its
+rows are misaligned.
+"""
+from __future__ import annotations
+
+import torch
+
+from .gemm_sm90 import ACTIVATIONS, gemm_sm90
+
+_IN = {torch.bfloat16: "bfloat16", torch.float16: "float16"}
+_OUT = {torch.bfloat16: "bfloat16", torch.float16: "float16", torch.float32: "float32"}
+_DUMMY: dict = {}
+_FAST: dict = {}
+
+
+def _bias_arg(bias, out_dtype, device):
+    if bias is not None:
+        return bias.to(out_dtype).reshape(1, -1)
+    key = (device, out_dtype)
+    t = _DUMMY.get(key)
+    if t is None:
+        t = _DUMMY[key] = torch.zeros((1, 1), dtype=out_dtype, device=device)
+    return t
+
+
+class GemmArgumentError(ValueError):
+    """A bad argument to :func:`gemm` (wrong type, dtype, shape, device or layout)."""
+
+
+class GemmDeviceError(RuntimeError):
+    """The GPU cannot run this kernel (it needs Hopper, sm_90)."""
+
+
+def _check(a, b, out, bias, activation, out_dtype):
+    for name, t in (("a", a), ("b", b)):
+        if not isinstance(t, torch.Tensor):
+            raise GemmArgumentError(f"gemm: {name} must be a torch.Tensor, got {type(t).__name__}")
+        if t.dim() != 2:
+            raise GemmArgumentError(f"gemm: {name} must be 2-D (a matrix), got shape {tuple(t.shape)}")
+        if t.dtype not in _IN:
+            raise GemmArgumentError(f"gemm: {name} has dtype {t.dtype}; the kernel takes torch.bfloat16 or "
+                                    f"torch.float16 inputs (convert with {name}.to(torch.bfloat16))")
+    if a.dtype != b.dtype:
+        raise GemmArgumentError(f"gemm: a is {a.dtype} and b is {b.dtype}; convert both to one dtype")
+    M, K = a.shape
+    K2, N = b.shape
+    if K != K2:
+        raise GemmArgumentError(f"gemm: shapes do not chain: a {tuple(a.shape)} @ b {tuple(b.shape)} "
+                                f"(a.shape[1] = {K} != b.shape[0] = {K2}); pass b.T if b is stored (N, K)")
+    if min(M, N, K) == 0:
+        raise GemmArgumentError(f"gemm: empty problem a {tuple(a.shape)} @ b {tuple(b.shape)}")
+    if activation not in ACTIVATIONS:
+        raise GemmArgumentError(f"gemm: activation must be one of {ACTIVATIONS}, got {activation!r}")
+    if out is not None:
+        if not isinstance(out, torch.Tensor):
+            raise GemmArgumentError(f"gemm: out must be a torch.Tensor, got {type(out).__name__}")
+        if tuple(out.shape) != (M, N):
+            raise GemmArgumentError(f"gemm: out has shape {tuple(out.shape)}, the product is ({M}, {N})")
+        if out.dtype not in _OUT:
+            raise GemmArgumentError(f"gemm: out has dtype {out.dtype}; it must be bfloat16, float16 or float32")
+        if out_dtype is not None and out_dtype != out.dtype:
+            raise GemmArgumentError(f"gemm: out_dtype={out_dtype} but out is {out.dtype}; pass one of them")
+        if not out.is_contiguous():
+            raise GemmArgumentError("gemm: out must be contiguous (row-major); pass a fresh tensor or None")
+        out_dtype = out.dtype
+    out_dtype = out_dtype or a.dtype
+    if out_dtype not in _OUT:
+        raise GemmArgumentError(f"gemm: out_dtype {out_dtype} must be torch.bfloat16, torch.float16 or torch.float32")
+    if bias is not None:
+        if not isinstance(bias, torch.Tensor) or tuple(bias.shape) != (N,):
+            got = tuple(bias.shape) if isinstance(bias, torch.Tensor) else type(bias).__name__
+            raise GemmArgumentError(f"gemm: bias must be a tensor of shape ({N},) (one value per output column), got {got}")
+        if not bias.is_floating_point():
+            raise GemmArgumentError(f"gemm: bias must be floating point, got {bias.dtype}")
+    devs = {t.device for t in (a, b, out, bias) if t is not None}
+    if len(devs) != 1:
+        raise GemmArgumentError(f"gemm: all tensors must be on one device, got {sorted(map(str, devs))}")
+    dev = devs.pop()
+    if dev.type != "cuda":
+        raise GemmArgumentError(f"gemm: tensors are on {dev}; the kernel runs on a CUDA GPU (move them with .cuda())")
+    cap = torch.cuda.get_device_capability(dev)
+    if cap[0] != 9:
+        raise GemmDeviceError(f"gemm: this kernel needs a Hopper GPU (sm_90a: wgmma, setmaxnreg); {dev} is "
+                              f"sm_{cap[0]}{cap[1]} ({torch.cuda.get_device_name(dev)})")
+    return M, N, K, out_dtype
+
+
+def _aligned(n, dtype):
+    return n * torch.empty((), dtype=dtype).element_size() % 16 == 0
+
+
+def _operand(t, kdim):
+    """(tensor handed to the kernel, major) for operand ``t`` whose K dimension is ``kdim``."""
+    if kdim == 1:   # a (M, K)
+        if t.stride(1) == 1 and _aligned(t.size(1), t.dtype) and t.is_contiguous():
+            return t, "K"
+        if t.stride(0) == 1 and _aligned(t.size(0), t.dtype) and t.t().is_contiguous():
+            return t.t(), "MN"
+        if _aligned(t.size(0), t.dtype) and not _aligned(t.size(1), t.dtype):
+            return t.t().contiguous(), "MN"
+        return t.contiguous(), "K"
+    # b (K, N)
+    if t.stride(0) == 1 and _aligned(t.size(0), t.dtype) and t.t().is_contiguous():
+        return t.t(), "K"
+    if t.stride(1) == 1 and _aligned(t.size(1), t.dtype) and t.is_contiguous():
+        return t, "MN"
+    if _aligned(t.size(1), t.dtype) and not _aligned(t.size(0), t.dtype):
+        return t.contiguous(), "MN"
+    return t.t().contiguous(), "K"
+
+
+def gemm(a, b, out=None, *, bias=None, activation=None, out_dtype=None, **tuning):
+    """``act(a @ b + bias)`` for ``a`` ``(M, K)`` and ``b`` ``(K, N)`` (bf16 or f16, row- or
+    column-major), float32 accumulation, output ``out_dtype`` (default ``a.dtype``; bf16, f16 or
+    f32) written to ``out`` when given. ``activation``: None, ``"relu"`` or ``"silu"``.
+    ``tuning`` goes to :func:`kernels.gemm_sm90.gemm_sm90` (``BN``, ``STAGES``, ``CM``, ``group``)."""
+    tensors = all(isinstance(t, torch.Tensor) for t in (a, b, out, bias) if t is not None)
+    key = (a.shape, a.stride(), b.shape, b.stride(), a.dtype, b.dtype, a.device, out_dtype, activation,
+           bias is None, None if out is None else (out.shape, out.stride(), out.dtype),
+           tuple(sorted(tuning.items()))) if tensors else None
+    fast = _FAST.get(key) if tensors else None
+    if fast is not None and (bias is None or bias.device == a.device):
+        ck, fa, fb = fast      # same shapes, layouts and dtypes as an earlier call: checked then
+        if out is None:
+            out = torch.empty((a.shape[0], b.shape[1]), dtype=out_dtype or a.dtype, device=a.device)
+        ck(fa(a), fb(b), _bias_arg(bias, out.dtype, a.device), out)
+        return out
+    M, N, K, out_dtype = _check(a, b, out, bias, activation, out_dtype)
+    A, a_major = _operand(a, 1)
+    B, b_major = _operand(b, 0)
+    Kp = K
+    if (a_major == "K" and not _aligned(K, a.dtype)) or (b_major == "K" and not _aligned(K, b.dtype)):
+        Kp = -(-K // 8) * 8
+        if a_major == "K":
+            A = torch.nn.functional.pad(A, (0, Kp - K))
+        else:
+            A = torch.nn.functional.pad(A, (0, 0, 0, Kp - K))
+        if b_major == "K":
+            B = torch.nn.functional.pad(B, (0, Kp - K))
+        else:
+            B = torch.nn.functional.pad(B, (0, 0, 0, Kp - K))
+    Np = N if _aligned(N, out_dtype) else -(-N // 8) * 8
+    if Np != N:     # the kernel's N is Np: zero rows of B^T give zero columns, sliced off below
+        B = torch.nn.functional.pad(B, (0, 0, 0, Np - N)) if b_major == "K" else torch.nn.functional.pad(B, (0, Np - N))
+    dst = out if out is not None and Np == N else torch.empty((M, Np), dtype=out_dtype, device=a.device)
+    bias_t = _bias_arg(bias, out_dtype, a.device)
+    if bias is not None and Np != N:
+        bias_t = torch.nn.functional.pad(bias_t, (0, Np - N))
+    sms = tuning.pop("sms", None) or torch.cuda.get_device_properties(a.device).multi_processor_count
+    k = gemm_sm90(M, Np, Kp, a_major=a_major, b_major=b_major, dtype=_IN[a.dtype], out_dtype=_OUT[out_dtype],
+                  bias=bias is not None, activation=activation, sms=sms, **tuning)
+    ck = _compiled(k)
+    ck(A, B, bias_t, dst)
+    if Kp == K and Np == N and (out is None or dst is out):
+        # no padding or copies were needed: later calls like this one skip the checks and planning
+        fa = (lambda t: t) if A is a else (lambda t: t.t()) if a_major == "MN" and A.data_ptr() == a.data_ptr() else None
+        fb = (lambda t: t) if B is b else (lambda t: t.t()) if b_major == "K" and B.data_ptr() == b.data_ptr() else None
+        if fa is not None and fb is not None:
+            _FAST[key] = (ck, fa, fb)
+    if dst is out:
+        return out
+    res = dst[:, :N]
+    if out is not None:
+        out.copy_(res)
+        return out
+    return res if Np == N else res.contiguous()
+
+
+_BUILT: dict = {}
+
+
+def _compiled(k):
+    ck = _BUILT.get(id(k))
+    if ck is None:
+        import tirxpy  # noqa: PLC0415
+
+        ck = _BUILT[id(k)] = (tirxpy.compile(k, arch="sm_90a"), k)
+    return ck[0]

@@ -1,0 +1,282 @@
+"""Warp-specialized persistent GEMM for Hopper (sm_90a): TMA -> wgmma -> registers -> TMA.
+
+``C[M, N] = act(A @ B + bias)`` with bf16 / f16 inputs, float32 accumulation, and a bf16 / f16 /
+f32 output. Written only with tirxpy's public API: tile primitives for every data movement and
+MMA (``Tx.copy_async`` -> TMA load with multicast / TMA store, ``Tx.wg.gemm_async`` ->
+``wgmma.mma_async`` m64nBNk16, ``Tx.wg.copy`` -> ``stmatrix``), intrinsics (``T.ptx.*``) for the
+orchestration (mbarriers, named barriers, ``setmaxnreg``, cluster addressing).
+
+Operands (``a_major`` / ``b_major`` say which dimension is contiguous in memory):
+
+- ``a_major="K"``: ``A`` is ``(M, K)`` row-major; ``"MN"``: the kernel takes ``At = A^T``, ``(K, M)``.
+- ``b_major="K"``: the kernel takes ``Bt = B^T``, ``(N, K)`` (an ``nn.Linear`` weight);
+  ``"MN"``: ``B`` is ``(K, N)`` row-major.
+
+Roles (``threads = 384``, three warpgroups; ``setmaxnreg`` moves registers to the consumers):
+
+- warpgroup 0, **producer** (``setmaxnreg.dec 40``): one elected thread of warp 0 walks the
+  CTA's tiles and k-blocks; for k-block ``g`` (counted over all tiles of the CTA) it waits
+  ``empty[g % STAGES]`` (parity of the previous round) and issues the TMA loads: its
+  ``(BM, BK)`` box of A and its ``1 / CM`` share of B's ``(BN, BK)`` box, multicast to the
+  ``CM`` CTAs of the cluster (they all compute the same N columns, so each loads a slice of B
+  once for all of them). Every CTA's ``full[s]`` waits for ``CM`` arrivals: its own producer's
+  (``arrive.expect_tx`` of its own boxes) and one remote ``arrive.expect_tx`` (through ``mapa``)
+  from each peer, announcing the slice it multicasts *before* issuing it. So a phase cannot
+  complete before every byte of the stage has been announced, and no byte lands unannounced.
+- warpgroups 1, 2, **consumers** (``setmaxnreg.inc 232``): consumer ``c`` owns rows
+  ``64 c .. 64 c + 63`` of the ``BM = 128`` tile, a ``(64, BN)`` float32 accumulator in
+  registers. Per k-block: wait ``full[s]``, ``wgmma`` (``BK / 16`` instructions of
+  ``m64nBNk16``), ``wait_group 1`` so the previous k-block's wgmma has finished reading its
+  stage, then one lane per warp arrives on ``empty`` of that stage in every CTA of the cluster
+  (``mapa`` + remote arrive). Epilogue per tile: ``EPI``-column chunks (128 bytes of output)
+  are optionally biased / activated in float32, converted, written with ``stmatrix`` (or plain
+  stores for f32) into a double-buffered 128B-swizzled staging tile, fenced to the async proxy
+  and stored by one thread with a TMA store, which also clips the ragged edges.
+
+Schedule: persistent; cluster ``u`` of ``G`` takes cluster tiles ``u, u + G, ...`` of the
+``ceil(M / (CM BM)) x ceil(N / BN)`` grid in the grouped order of :mod:`kernels.schedule`.
+Every barrier phase is a closed form of the loop counters (k-block ``g = i * KT + k`` of the
+CTA's ``i``-th tile: stage ``g % STAGES``, parity ``(g / STAGES) % 2``), so the pipeline runs
+across tile boundaries: the producer fills stages of the next tile while consumers store this
+one. Ragged M, N, K need no guard: TMA zero-fills out-of-range loads and drops out-of-range
+stores.
+
+    >>> k = gemm_sm90(256, 256, 128, BN=128, STAGES=2)
+    >>> k.launch.threads, k.launch.cluster, plan(256, 256, 128, BN=128)["tiles"]
+    (384, (2,), 2)
+"""
+from __future__ import annotations
+
+import tirxpy
+import tirxpy.intrinsics  # noqa: F401  (T.ptx.* signatures)
+from tirxpy import T, Tx
+from tirxpy.layout import ComposeLayout, R, S, TileLayout, laneid, m, swizzle_for, wid_in_wg
+from tirxpy.layout.atoms import mma_smem_layout, wgmma_accumulator
+
+from .schedule import grouped_tile, persistent_units, tiles_of_unit
+
+SM_COUNT_H100 = 132
+SMEM_LIMIT = 232448  # sm_90 dynamic shared memory per CTA (227 KiB)
+IN_DTYPES = ("bfloat16", "float16")
+OUT_DTYPES = ("bfloat16", "float16", "float32")
+ACTIVATIONS = (None, "relu", "silu")
+_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4}
+
+
+def _cdiv(a, b):
+    return -(-a // b)
+
+
+def plan(M, N, K, BM=128, BN=256, BK=64, STAGES=4, CM=2, sms=SM_COUNT_H100, group=8,
+         dtype="bfloat16", out_dtype="bfloat16"):
+    """Checked tile plan: tile counts, persistent grid and shared-memory bytes (raises ValueError)."""
+    if dtype not in IN_DTYPES:
+        raise ValueError(f"gemm_sm90: inputs must be one of {IN_DTYPES}, got {dtype!r}")
+    if out_dtype not in OUT_DTYPES:
+        raise ValueError(f"gemm_sm90: the output dtype must be one of {OUT_DTYPES}, got {out_dtype!r}")
+    if BM != 128:
+        raise ValueError(f"gemm_sm90: BM = {BM}; the kernel has two consumer warpgroups of 64 rows (BM = 128)")
+    if BK != 64:
+        raise ValueError(f"gemm_sm90: BK = {BK} must be 64 (one 128-byte swizzle atom of 16-bit elements)")
+    epi = 128 // _BYTES[out_dtype]
+    if not (64 <= BN <= 256 and BN % 64 == 0):
+        raise ValueError(f"gemm_sm90: BN = {BN} must be 64, 128, 192 or 256 (wgmma N, whole 64-column chunks)")
+    if CM not in (1, 2):
+        raise ValueError(f"gemm_sm90: the cluster size CM = {CM} must be 1 or 2")
+    if (BN // 64) % CM:
+        raise ValueError(f"gemm_sm90: BN = {BN} must split into {CM} multicast slices of 64 columns")
+    if STAGES < 2:
+        raise ValueError(f"gemm_sm90: STAGES = {STAGES}; a pipeline needs at least 2 stages")
+    if min(M, N, K) <= 0:
+        raise ValueError(f"gemm_sm90: M, N, K must be positive, got {(M, N, K)}")
+    stage = (BM + BN) * BK * 2
+    smem = STAGES * stage + 2 * BM * epi * _BYTES[out_dtype] + 1024 + 2 * STAGES * 8
+    if smem > SMEM_LIMIT:
+        raise ValueError(f"gemm_sm90: {STAGES} stages of {stage} bytes plus the epilogue need {smem} bytes of "
+                         f"shared memory, over the {SMEM_LIMIT} a CTA may have: use fewer stages or a smaller BN")
+    tm, tn = _cdiv(M, BM), _cdiv(N, BN)
+    tmc = _cdiv(tm, CM)
+    tiles = tmc * tn
+    units = persistent_units(tiles, sms, CM)
+    return {"tiles_m": tm, "tiles_n": tn, "cluster_tiles_m": tmc, "tiles": tiles, "units": units,
+            "grid": units * CM, "kt": _cdiv(K, BK), "smem": smem, "epi": epi, "group": group}
+
+
+def _mn_major_stages(stages, k, mn, dtype):
+    """``(stages, k, mn)`` MN-major operand tiles made of dense ``(k, 64)`` TMA boxes: 64-element
+    column chunks one after another, each a canonical 128B-swizzled MN-major tile (8-row K groups
+    1024 bytes apart; the chunks are wgmma's 'leading dimension' stride apart)."""
+    w = 64
+    return ComposeLayout(swizzle_for(128, dtype),
+                         TileLayout(S[(stages, k, mn // w, w) : (k * mn, w, k * w, 1)]))
+
+
+def _k_major_stages(stages, mn, k, dtype):
+    return ComposeLayout(swizzle_for(128, dtype), TileLayout(S[(stages, mn, k)]))
+
+
+def bias_layout(epi):
+    """A ``(1, epi)`` row of bias held the way the wgmma accumulator holds its columns: column
+    ``8 nb + 2 (lane % 4) + c`` in slot ``2 nb + c`` of every thread of the warpgroup."""
+    return TileLayout(S[(1, epi // 8, 4, 2) : (1 @ m, 2 @ m, 1 @ laneid, 1 @ m)]
+                      + R[(4, 8) : (1 @ wid_in_wg, 4 @ laneid)])
+
+
+@tirxpy.jit
+def gemm_sm90(M, N, K, BN=256, STAGES=4, CM=2, a_major="K", b_major="K", dtype="bfloat16",
+              out_dtype="bfloat16", bias=False, activation=None, sms=SM_COUNT_H100, group=8):
+    """The kernel for one problem: ``k(A, B, C)`` (``k(A, B, Bias, C)`` with ``bias=True``); see the
+    module docstring for the operand orientations."""
+    BM, BK = 128, 64
+    p = plan(M, N, K, BM, BN, BK, STAGES, CM, sms, group, dtype, out_dtype)
+    if a_major not in ("K", "MN") or b_major not in ("K", "MN"):
+        raise ValueError(f"gemm_sm90: a_major / b_major must be 'K' or 'MN', got {a_major!r}, {b_major!r}")
+    if activation not in ACTIVATIONS:
+        raise ValueError(f"gemm_sm90: activation must be one of {ACTIVATIONS}, got {activation!r}")
+    for name, inner in (("A", K if a_major == "K" else M), ("B", K if b_major == "K" else N), ("C", N)):
+        if inner * _BYTES[dtype if name != "C" else out_dtype] % 16:
+            raise ValueError(f"gemm_sm90: the rows of {name} ({inner} elements) are not a multiple of 16 bytes, "
+                             "which TMA needs: pad that dimension (kernels.gemm does this for you)")
+    KT, EPI, UNITS = p["kt"], p["epi"], p["units"]
+    TMC, TN, TILES = p["cluster_tiles_m"], p["tiles_n"], p["tiles"]
+    BNS = BN // CM                      # rows of B's box each CTA of the cluster loads
+    STAGE_BYTES = (BM + BN) * BK * 2
+    SLICE_BYTES = BNS * BK * 2            # B bytes each CTA multicasts into every CTA of the cluster
+
+    if a_major == "K":
+        a_shape, as_shape, SA = (M, K), (STAGES, BM, BK), _k_major_stages(STAGES, BM, BK, dtype)
+    else:
+        a_shape, as_shape, SA = (K, M), (STAGES, BK, BM), _mn_major_stages(STAGES, BK, BM, dtype)
+    if b_major == "K":
+        b_shape, bs_shape, SB = (N, K), (STAGES, BN, BK), _k_major_stages(STAGES, BN, BK, dtype)
+    else:
+        b_shape, bs_shape, SB = (K, N), (STAGES, BK, BN), _mn_major_stages(STAGES, BK, BN, dtype)
+    SC = ComposeLayout(swizzle_for(128, out_dtype), TileLayout(S[(2, BM, EPI)]))
+    ACC = wgmma_accumulator(BN)
+    CHUNK = wgmma_accumulator(EPI)
+    BIAS = bias_layout(EPI)
+    ta, tb = a_major == "MN", b_major == "K"
+    NA = 1 if a_major == "K" else BM // 64      # TMA boxes of A per stage
+    NB = 1 if b_major == "K" else BNS // 64     # TMA boxes of B per stage and CTA
+    MASK = (1 << CM) - 1
+    cluster = (CM,) if CM > 1 else None
+    bias_shape = (1, N) if bias else (1, 1)
+
+    @T.prim_func
+    def gemm_sm90_kernel(A: T.Tensor(a_shape, dtype), B: T.Tensor(b_shape, dtype),
+                         Bias: T.Tensor(bias_shape, out_dtype), C: T.Tensor((M, N), out_dtype)):
+        T.launch(grid=(p["grid"],), threads=384, cluster=cluster)
+        As = T.alloc_shared(as_shape, dtype, layout=SA)
+        Bs = T.alloc_shared(bs_shape, dtype, layout=SB)
+        Cs = T.alloc_shared((2, BM, EPI), out_dtype, layout=SC)
+        full = T.alloc_shared((STAGES,), "uint64")
+        empty = T.alloc_shared((STAGES,), "uint64")
+        acc = T.alloc_local((64, BN), "float32", layout=ACC)
+        out = T.alloc_local((64, EPI), out_dtype, layout=CHUNK)
+        brow = T.alloc_local((1, EPI), out_dtype, layout=BIAS)
+        unit = T.cta_id(0) // CM
+        rank = T.cta_id(0) % CM
+        n_tiles = tiles_of_unit(unit, UNITS, TILES)
+        if T.thread_id() == 0:
+            for s in T.serial(STAGES):
+                T.ptx.mbarrier_init(full[s], CM)       # our producer + one remote arrival per peer
+                T.ptx.mbarrier_init(empty[s], 8 * CM)
+            T.ptx.fence_mbarrier_init()
+        if CM > 1:
+            T.ptx.cluster_sync()
+        else:
+            T.ptx.syncthreads()
+        wg = T.warpgroup_id()
+        if wg == 0:
+            T.ptx.setmaxnreg_dec(40)
+            if T.warp_id_in_wg() == 0:
+                if T.elect_one():
+                    for i in T.serial(n_tiles):
+                        tmc, tn = grouped_tile(unit + i * UNITS, TMC, TN, group)
+                        m0 = (tmc * CM + rank) * BM
+                        n0 = tn * BN
+                        for k in T.serial(KT):
+                            g = i * KT + k
+                            s = g % STAGES
+                            if g >= STAGES:
+                                T.ptx.mbarrier_wait_parity(empty[s], (g // STAGES + 1) % 2)
+                            k0 = k * BK
+                            for r in range(1, CM):       # arrive on the peers' full[s], announcing our B slice
+                                T.ptx.mbarrier_arrive_expect_tx_remote(T.ptx.mapa_shared(full[s], (rank + r) % CM),
+                                                                       SLICE_BYTES)
+                            for j in range(NB):
+                                c0 = rank * BNS + j * 64
+                                if b_major == "K":
+                                    dst_b = Bs[s, rank * BNS:rank * BNS + BNS, :]
+                                    src_b = B[n0 + rank * BNS:n0 + rank * BNS + BNS, k0:k0 + BK]
+                                else:
+                                    dst_b = Bs[s, :, c0:c0 + 64]
+                                    src_b = B[k0:k0 + BK, n0 + c0:n0 + c0 + 64]
+                                if CM > 1:
+                                    Tx.copy_async(dst_b, src_b, mbar=full[s], arrive=False, multicast=MASK)
+                                else:
+                                    Tx.copy_async(dst_b, src_b, mbar=full[s], arrive=False)
+                            for j in range(NA):
+                                if a_major == "K":
+                                    Tx.copy_async(As[s], A[m0:m0 + BM, k0:k0 + BK], mbar=full[s],
+                                                  arrive=j == NA - 1)
+                                else:
+                                    Tx.copy_async(As[s, :, j * 64:j * 64 + 64], A[k0:k0 + BK, m0 + j * 64:m0 + j * 64 + 64],
+                                                  mbar=full[s], arrive=j == NA - 1)
+        else:
+            T.ptx.setmaxnreg_inc(232)
+            c = wg - 1
+            lane = T.lane_id()
+            for i in T.serial(n_tiles):
+                tmc, tn = grouped_tile(unit + i * UNITS, TMC, TN, group)
+                m0 = (tmc * CM + rank) * BM
+                n0 = tn * BN
+                for k in T.serial(KT):
+                    g = i * KT + k
+                    s = g % STAGES
+                    T.ptx.mbarrier_wait_parity(full[s], (g // STAGES) % 2)
+                    if a_major == "K":
+                        Tx.wg.gemm_async(acc, As[s, c * 64:c * 64 + 64, :], Bs[s], transpose_b=tb,
+                                         accumulate=k > 0, wait=1)
+                    else:
+                        Tx.wg.gemm_async(acc, As[s, :, c * 64:c * 64 + 64], Bs[s], transpose_a=ta,
+                                         transpose_b=tb, accumulate=k > 0, wait=1)
+                    if k > 0:
+                        if lane == 0:
+                            if CM == 1:
+                                T.ptx.mbarrier_arrive(empty[(g + STAGES - 1) % STAGES])
+                            else:
+                                for r in range(CM):     # every CTA of the cluster multicasts into this stage
+                                    T.ptx.mbarrier_arrive_remote(T.ptx.mapa_shared(empty[(g + STAGES - 1) % STAGES], r))
+                Tx.wg.gemm_wait(0)
+                if lane == 0:
+                    if CM == 1:
+                        T.ptx.mbarrier_arrive(empty[(i * KT + KT - 1) % STAGES])
+                    else:
+                        for r in range(CM):     # every CTA of the cluster multicasts into this stage
+                            T.ptx.mbarrier_arrive_remote(T.ptx.mapa_shared(empty[(i * KT + KT - 1) % STAGES], r))
+                for j in range(BN // EPI):
+                    chunk = acc[:, j * EPI:j * EPI + EPI]
+                    if bias:
+                        Tx.wg.fill(brow, T.cast(0, out_dtype))
+                        Tx.wg.copy(brow, Bias[0:1, n0 + j * EPI:n0 + j * EPI + EPI])
+                        Tx.wg.add(chunk, chunk, brow)
+                    if activation == "relu":
+                        Tx.wg.relu(chunk, chunk)
+                    if activation == "silu":
+                        Tx.wg.silu(chunk, chunk)
+                    Tx.wg.cast(out, chunk)
+                    if T.thread_id() == 128:
+                        T.ptx.bulk_wait_group_read(1)    # the store that last read this buffer is done
+                    T.ptx.barrier_sync(1, 256)
+                    Tx.wg.copy(Cs[j % 2, c * 64:c * 64 + 64, :], out)
+                    T.ptx.fence_proxy_async()
+                    T.ptx.barrier_sync(1, 256)
+                    if T.thread_id() == 128:
+                        Tx.copy_async(C[m0:m0 + BM, n0 + j * EPI:n0 + j * EPI + EPI], Cs[j % 2])
+            if T.thread_id() == 128:
+                T.ptx.bulk_wait_group(0)
+        if CM > 1:
+            T.ptx.cluster_sync()     # no CTA leaves while a peer may still multicast into it / arrive on it
+
+    return gemm_sm90_kernel

@@ -1,0 +1,49 @@
+"""Persistent tile schedulers, written as plain Python that builds device expressions.
+
+A persistent kernel launches about one CTA (or cluster) per SM and walks a list of output tiles:
+unit ``u`` of ``G`` takes tiles ``u, u + G, u + 2 G, ...``. The order of that list decides how
+well the operand tiles are reused from L2: going row-major over a wide ``N`` streams the whole of
+``B`` through L2 for every band of ``A``. :func:`grouped_tile` walks ``group`` rows of tiles
+column by column instead (the "grouped" / "swizzled" order of Triton and CUTLASS), so the
+``G`` tiles in flight at one time touch ``group`` bands of ``A`` and ``~G / group`` bands of
+``B``.
+
+The functions take and return Python ints or tirxpy expressions alike (they only use ``//``,
+``%``, ``*``, ``+`` and ``T.min``), so a kernel calls them inside ``@T.prim_func``:
+
+    >>> grouped_tile(0, 4, 3, 2), grouped_tile(1, 4, 3, 2), grouped_tile(2, 4, 3, 2)
+    ((0, 0), (1, 0), (0, 1))
+    >>> sorted(grouped_tile(t, 5, 3, 2) for t in range(15)) == [(m, n) for m in range(5) for n in range(3)]
+    True
+"""
+from __future__ import annotations
+
+
+def _min(a, b):
+    if isinstance(a, int) and isinstance(b, int):
+        return min(a, b)
+    from tirxpy import T  # noqa: PLC0415
+
+    return T.min(a, b)
+
+
+def grouped_tile(t, num_m: int, num_n: int, group: int):
+    """``(tile_m, tile_n)`` of linear tile ``t`` in the grouped order over a ``num_m x num_n``
+    grid of tiles: bands of ``group`` tile rows, each walked column by column (the last band
+    may be shorter). A bijection of ``[0, num_m * num_n)``."""
+    per_group = group * num_n
+    first_m = (t // per_group) * group
+    size = _min(num_m - first_m, group)
+    r = t % per_group
+    return first_m + r % size, r // size
+
+
+def tiles_of_unit(unit, units: int, total: int):
+    """How many tiles unit ``unit`` of ``units`` takes from ``total`` (``ceil((total - unit) / units)``,
+    0 when ``unit >= total``)."""
+    return (total - unit + units - 1) // units
+
+
+def persistent_units(total: int, sms: int, cluster: int = 1) -> int:
+    """Units (clusters) to launch: at most one CTA per SM, no more than there are tiles."""
+    return max(1, min(total, sms // cluster))

@@ -1,0 +1,61 @@
+"""CPU tests of the Hopper GEMM: it compiles for sm_90a without register spills (NVRTC's ptxas
+report), uses wgmma m64n256k16 / setmaxnreg / multicast TMA, the plan refuses bad tilings, the
+tile scheduler is a bijection, and kernels.gemm raises typed errors for bad arguments."""
+import pytest
+import torch
+
+import kernels
+import tirxpy
+from kernels.gemm_api import GemmArgumentError
+from kernels.gemm_sm90 import gemm_sm90, plan
+from kernels.schedule import grouped_tile, tiles_of_unit
+
+
+def test_compiles_for_sm90a_without_spills():
+    ck = tirxpy.compile(gemm_sm90(4096, 4096, 4096), arch="sm_90a")
+    r = ck.resources
+    assert r.spill_stores == 0 and r.spill_loads == 0 and r.stack_bytes == 0, r
+    src = ck.cuda_source
+    for needle in ("wgmma_m64n256k16", "setmaxnreg_inc<232>", "setmaxnreg_dec<40>", "tma_load_2d_multicast",
+                   "mbarrier_arrive_expect_tx_remote", "stmatrix_x4", "tma_store_2d", "__launch_bounds__(384)"):
+        assert needle in src, needle
+    assert "C7508" not in ck.module.log       # setmaxnreg was not ignored
+
+
+def test_plan_rejects_bad_tilings():
+    assert plan(4096, 4096, 4096)["grid"] == 132
+    for kw, msg in ((dict(BN=96), "BN = 96"), (dict(CM=3), "CM = 3"), (dict(STAGES=1), "STAGES = 1"),
+                    (dict(STAGES=6), "shared memory"), (dict(BK=32), "BK = 32")):
+        with pytest.raises(ValueError, match=msg):
+            plan(512, 512, 512, **kw)
+    with pytest.raises(ValueError, match="16 bytes"):
+        gemm_sm90(128, 128, 100)
+
+
+@pytest.mark.parametrize("num_m,num_n,group", [(5, 3, 2), (16, 7, 8), (1, 9, 8), (9, 1, 4)])
+def test_grouped_order_is_a_bijection(num_m, num_n, group):
+    got = [grouped_tile(t, num_m, num_n, group) for t in range(num_m * num_n)]
+    assert sorted(got) == [(m, n) for m in range(num_m) for n in range(num_n)]
+    assert sum(tiles_of_unit(u, 4, num_m * num_n) for u in range(4)) == num_m * num_n
+
+
+def _bf(*shape):
+    return torch.randn(*shape).to(torch.bfloat16)
+
+
+@pytest.mark.parametrize("args,kw,msg", [
+    ((_bf(4, 8), "x"), {}, "b must be a torch.Tensor"),
+    ((_bf(4, 8, 2), _bf(8, 4)), {}, "a must be 2-D"),
+    ((torch.randn(4, 8), _bf(8, 4)), {}, "torch.bfloat16 or torch.float16"),
+    ((_bf(4, 8), _bf(8, 4).half()), {}, "convert both to one dtype"),
+    ((_bf(4, 8), _bf(7, 4)), {}, "shapes do not chain"),
+    ((_bf(4, 8), _bf(8, 4)), dict(activation="gelu"), "activation must be one of"),
+    ((_bf(4, 8), _bf(8, 4), torch.empty(4, 5)), {}, "out has shape"),
+    ((_bf(4, 8), _bf(8, 4), torch.empty(4, 4, dtype=torch.int32)), {}, "out has dtype"),
+    ((_bf(4, 8), _bf(8, 4), torch.empty(4, 4).t()), {}, "out must be contiguous"),
+    ((_bf(4, 8), _bf(8, 4)), dict(bias=torch.randn(5)), r"bias must be a tensor of shape \(4,\)"),
+    ((_bf(4, 8), _bf(8, 4)), {}, "the kernel runs on a CUDA GPU"),
+])
+def test_gemm_argument_errors(args, kw, msg):
+    with pytest.raises(GemmArgumentError, match=msg):
+        kernels.gemm(*args, **kw)
