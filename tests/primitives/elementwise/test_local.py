@@ -105,3 +105,11 @@ def test_shape_and_storage_reasons():
 
 def test_compiles_sm80():
     compile_ok(_prog("    Tx.warp.fma(o, a, b, v)\n    Tx.warp.silu(o, o)"), "sm_80")
+
+
+def test_unknown_function_names_the_choices():
+    from tirxpy.ir import Var
+    from tirxpy.primitives.elementwise.local import apply_fn
+
+    with pytest.raises(ValueError, match="unknown element-wise function 'frob'; use one of exp, exp2"):
+        apply_fn("frob", [Var("x", "float32")])

@@ -65,8 +65,14 @@ def _fast(x) -> bool:
     return x.dtype is not None and x.dtype.name == "float32"
 
 
+FUNCTIONS = ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "abs", "tanh", "neg", "copy", "relu", "sigmoid", "silu",
+             "add", "sub", "mul", "div", "maximum", "minimum", "fma")
+
+
 def apply_fn(fn: str, xs):
     """The IR expression of ``fn`` on operands ``xs`` (all of one dtype)."""
+    if fn not in FUNCTIONS:
+        raise ValueError(f"unknown element-wise function {fn!r}; use one of {', '.join(FUNCTIONS)}")
     x = xs[0]
     dt = x.dtype
     if fn == "exp2" and _fast(x):
@@ -103,7 +109,7 @@ def apply_fn(fn: str, xs):
         return ops.minimum(a, b)
     if fn == "fma":
         return _f("fma", a, b, xs[2])
-    raise ValueError(fn)
+    raise AssertionError(fn)  # unreachable: FUNCTIONS is checked on entry
 
 
 def compute_dtype(ctx, dst):
