@@ -7,7 +7,7 @@ layer registers more; the IR pre-registers the common ones with minimal rules.
     >>> from tirxpy.ir.op_spec import lookup_op_spec
     >>> spec = lookup_op_spec("copy_async")
     >>> spec.operand_storage[0]
-    ('shared', 'shared::cluster', 'global')
+    ('shared', 'shared::cluster', 'global', 'tmem')
 """
 from __future__ import annotations
 
@@ -68,8 +68,8 @@ _ANY = ("global", "shared", "shared::cluster", "local", "tmem")
 _ONCHIP = ("shared", "shared::cluster", "local", "tmem")
 register_op_spec("copy", n_operands=2, same_shape=True, doc="dst <- src, synchronous")
 register_op_spec("copy_async", n_operands=2, same_shape=True,
-                 operand_storage={0: ("shared", "shared::cluster", "global"), 1: ("global", "shared", "shared::cluster")},
-                 doc="asynchronous bulk/TMA/cp.async copy dst <- src; one side is shared memory")
+                 operand_storage={0: ("shared", "shared::cluster", "global", "tmem"), 1: ("global", "shared", "shared::cluster")},
+                 doc="asynchronous bulk/TMA/cp.async/tcgen05.cp copy dst <- src; one side is shared memory")
 register_op_spec("fill", n_operands=(1, 2), doc="dst <- value")
 register_op_spec("cast", n_operands=2, same_shape=True, doc="dst <- cast(src)")
 register_op_spec("gemm", n_operands=(3, 4), operand_storage={0: ("local", "shared", "tmem")},

@@ -16,6 +16,7 @@ from .algebra_compose import compose, pack, unpack
 from .atoms import (
     SmemStrides, WGMMA_N, ldmatrix_layout, mma_m16n8k16_a, mma_m16n8k16_b, mma_m16n8k16_c, mma_smem_layout,
     smem_descriptor_strides, tcgen05_smem_layout, tmem_accumulator, tmem_ld_layout, tmem_ld_tile, tmem_ld_tmem_layout,
+    tmem_warpx4_layout,
     wgmma_a_fragment, wgmma_accumulator, wgmma_smem_layout,
 )
 from .pictures import plot, table

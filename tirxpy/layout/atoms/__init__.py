@@ -12,13 +12,13 @@ from .mma_sync import mma_m16n8k16_a, mma_m16n8k16_b, mma_m16n8k16_c
 from .smem import (
     MAJORS, SWIZZLE_MODES, SmemStrides, mma_smem_layout, smem_descriptor_strides, tcgen05_smem_layout, wgmma_smem_layout,
 )
-from .tmem import TMEM_LD_SHAPES, tmem_accumulator, tmem_ld_layout, tmem_ld_tile, tmem_ld_tmem_layout
+from .tmem import TMEM_LD_SHAPES, tmem_accumulator, tmem_ld_layout, tmem_ld_tile, tmem_ld_tmem_layout, tmem_warpx4_layout
 from .wgmma import WGMMA_N, wgmma_a_fragment, wgmma_accumulator
 
 __all__ = [
     "ldmatrix_layout", "mma_m16n8k16_a", "mma_m16n8k16_b", "mma_m16n8k16_c",
     "MAJORS", "SWIZZLE_MODES", "SmemStrides", "mma_smem_layout", "smem_descriptor_strides",
     "tcgen05_smem_layout", "wgmma_smem_layout",
-    "TMEM_LD_SHAPES", "tmem_accumulator", "tmem_ld_layout", "tmem_ld_tile", "tmem_ld_tmem_layout",
+    "TMEM_LD_SHAPES", "tmem_accumulator", "tmem_ld_layout", "tmem_ld_tile", "tmem_ld_tmem_layout", "tmem_warpx4_layout",
     "WGMMA_N", "wgmma_a_fragment", "wgmma_accumulator",
 ]

@@ -16,12 +16,16 @@
   (M = 128, cta_group::1, Figure 211: row i in lane i, column j in column j) and Layout F
   (M = 64, not .ws, Figure 215: rows 16w .. 16w + 15 in lanes 32w + base .. 32w + base + 15,
   base = 0 or 16, half the datapath used).
+- ``tcgen05.cp .32x128b.warpx4`` (PTX ISA 9.7.16.2.3 shapes, 9.7.16.9.1 ``tcgen05.cp``): 32 rows of
+  128 bits from shared memory land in TMEM lanes ``t``, ``t + 32``, ``t + 64``, ``t + 96`` (one
+  copy per warp quarter), four 32-bit columns per row: :func:`tmem_warpx4_layout`. The block
+  scale factors of ``tcgen05.mma ... .block_scale`` live there.
 """
 from __future__ import annotations
 
 from ..axis import TCol, TLane, laneid, m, wid_in_wg
 from ..errors import LayoutError
-from ..iters import S
+from ..iters import R, S
 from ..tile import TileLayout
 from ._check import choice
 
@@ -118,3 +122,20 @@ def tmem_accumulator(m: int, n: int, lane_base: int = 0, col: int = 0) -> TileLa
     if lane_base not in (0, 16) or isinstance(lane_base, bool):
         raise LayoutError(f"M = 64 (Layout F) uses 16 of each warp's 32 lanes; lane_base must be 0 or 16, got {lane_base!r}")
     return TileLayout(S[(4, 16, n) : (32 @ TLane, 1 @ TLane, 1 @ TCol)] + lane_base @ TLane + col @ TCol)
+
+
+def tmem_warpx4_layout(ncols: int = 4, col: int = 0) -> TileLayout:
+    """The ``(32, ncols)`` tile of 32-bit words ``tcgen05.cp.32x128b.warpx4`` writes: word
+    ``(t, j)`` at lane ``t`` (and its replicas at ``t + 32``, ``t + 64``, ``t + 96``), column ``col + j``.
+
+    For block scaling (``kind::mxf8f6f4``, ``scale_vec::1X``) word ``(t, j)`` holds the four ue8m0
+    scale factors (byte ``c`` scales K elements ``32c .. 32c + 31``) of matrix row ``32 j + t``.
+
+        >>> tmem_warpx4_layout(4, col=256).owners(3, 1, shape=(32, 4))[2]
+        {'TLane': 67, 'TCol': 257}
+    """
+    if isinstance(ncols, bool) or not isinstance(ncols, int) or ncols < 1:
+        raise LayoutError(f"ncols must be a positive int (32-bit TMEM columns), got {ncols!r}")
+    if isinstance(col, bool) or not isinstance(col, int) or col < 0:
+        raise LayoutError(f"col must be a non-negative int TMEM column, got {col!r}")
+    return TileLayout(S[(32, ncols) : (1 @ TLane, 1 @ TCol)] + R[4 : 32 @ TLane] + col @ TCol)

@@ -4,6 +4,7 @@
 - :mod:`.mem_mem`: global/shared <-> shared by all active threads (vectors), cp.async
 - :mod:`.ldmatrix`: shared <-> registers with ldmatrix / stmatrix when the layout is their fragments
 - :mod:`.tmem`: registers <-> tensor memory with tcgen05.ld / st .32x32b
+- :mod:`.tmem_cp`: shared -> tensor memory with tcgen05.cp .32x128b.warpx4 (scale factors)
 - :mod:`.tma`: TMA box loads (mbarrier expect_tx, multicast), stores and reduce-adds by one thread
 """
 from . import reg_mem  # noqa: F401
@@ -11,3 +12,4 @@ from . import mem_mem  # noqa: F401,E402
 from . import tma  # noqa: F401,E402
 from . import ldmatrix  # noqa: F401,E402
 from . import tmem  # noqa: F401,E402
+from . import tmem_cp  # noqa: F401,E402
