@@ -20,7 +20,11 @@ def test_demo_sections_and_files(tmp_path, capsys):
     assert (tmp_path / "tirxpy_demo_layout.svg").read_text().startswith("<svg")
     assert "sm_90a: " in out and "sm_100a: " in out and "0 B spilled" in out
     assert '| extern "C" __global__ void __launch_bounds__(128) axpb(' in out and "|   Y[i] = a * X[i] + 1.0f;" in out
-    assert len(out.splitlines()) < 40
+    # tile primitives: the warp's 16-byte-per-lane row tile loads with one vector load per lane
+    assert "-> copy/reg_mem_vec" in out and "emits: vld_global_v4_b32 x1" in out
+    assert "tirxpy.sim.run: 64 CTAs x 1 warp, no problems reported" in out and "(ok: bf16 output)" in out
+    assert "== 8. On the GPU" in out
+    assert len(out.splitlines()) < 50
 
 
 def test_demo_bad_out(tmp_path, capsys):
