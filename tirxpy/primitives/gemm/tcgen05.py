@@ -19,7 +19,12 @@ address adds the lane / column its tile starts at, read off C's layout.
   addresses.
 
 Kinds: ``f16`` (bf16 / f16 inputs, K-step 16), ``tf32`` (float32 inputs, 8), ``f8f6f4`` (fp8
-inputs, 32); float32 accumulators. A and B are canonical shared-memory layouts (K- or
+inputs, 32); float32 accumulators. Block scaling: ``sfa=`` / ``sfb=`` (fp8 A and B, M = 128,
+cta_group=1) make it ``kind::mxf8f6f4.block_scale.scale_vec::1X``: each is a ``(32, rows / 32)``
+uint32 TMEM tile in :func:`~tirxpy.layout.atoms.tmem_warpx4_layout` (what ``tcgen05.cp``
+``.32x128b.warpx4`` writes), word ``(t, j)`` holding the four ue8m0 scales of row ``32 j + t``;
+k-step ``ks`` (K elements ``32 ks ..``) uses byte ``ks`` (the instruction descriptor's scale ids),
+so K <= 128 per call. A and B are canonical shared-memory layouts (K- or
 MN-major, read through descriptors built from the layouts); the instruction descriptor is
 :func:`~tirxpy.intrinsics.descriptors.tcgen05_instr_desc` of the call.
 """
@@ -27,7 +32,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tirxpy.intrinsics.descriptors import DescriptorError, mma_kind, tcgen05_instr_desc
+from tirxpy.intrinsics.descriptors import (DescriptorError, mma_kind, tcgen05_block_scaled_instr_desc,
+                                           tcgen05_instr_desc)
 from tirxpy.ir import ops
 from tirxpy.ir.buffer import Buffer, BufferRegion
 from tirxpy.ir.expr import AddressOf, BufferLoad, Expr
@@ -38,7 +44,7 @@ from . import checks, desc
 from .operands import dtype_name, parse, static_int
 
 _K_BYTES = 32  # every dense kind reads 32 bytes of K per instruction
-_ATTRS = ("cta_group", "mbar", "cta_mask", "taddr")
+_ATTRS = ("cta_group", "mbar", "cta_mask", "taddr", "sfa", "sfb")
 
 
 @dataclass(frozen=True)
@@ -53,6 +59,7 @@ class Plan:
     a_smem: object
     b_smem: object
     idesc: int
+    scaled: tuple = ()  # (sfa Tile, sfb Tile) for kind::mxf8f6f4.block_scale
 
 
 def _cta_group(ctx):
@@ -125,8 +132,52 @@ def _plan(ctx):
     b = checks.smem_operand("B", B.layout, B.shape, b_dt, k_inst, "tcgen05.mma", k_dim=g.b_kdim)
     if isinstance(b, str):
         return b
+    if ctx.attr("sfa") is not None or ctx.attr("sfb") is not None:
+        sc = _scales(ctx, g, kind, cg, a_dt)
+        if isinstance(sc, str):
+            return sc
+        return Plan(g, cg, m_inst, n, k_inst, "mxf8f6f4", fr.tiles, a, b, 0, sc)
     idesc = tcgen05_instr_desc("float32", a_dt, b_dt, m=m_inst, n=n, a_major=a.major, b_major=b.major, cta_group=cg)
     return Plan(g, cg, m_inst, n, k_inst, kind, fr.tiles, a, b, idesc)
+
+
+def _scales(ctx, g, kind, cg, a_dt):
+    """Block scaling (``sfa=``, ``sfb=``): the two scale-factor TMEM tiles, or the reason not."""
+    from ..context import Tile
+    from ..copy.tmem_cp import warpx4_reason
+
+    sfa, sfb = ctx.attr("sfa"), ctx.attr("sfb")
+    if sfa is None or sfb is None:
+        return "block scaling takes both sfa= and sfb= (TMEM scale-factor tiles of A and B)"
+    if kind != "f8f6f4" or g.A.dtype.bits != 8:
+        return (f"sfa= / sfb= (block scaling, kind::mxf8f6f4) need 8-bit float A and B; A is {a_dt} "
+                "(other block-scaled kinds are not implemented here)")
+    if cg != 1:
+        return "block-scaled tcgen05.mma with cta_group=2 is not implemented here (cta_group=1 is)"
+    if g.M != 128:
+        return f"C has M = {g.M} rows; block-scaled tcgen05.mma here takes M = 128"
+    if g.N % 32:
+        return f"C has N = {g.N} columns; B's scale words cover 32 columns each, so N must be a multiple of 32"
+    if g.K > 128:
+        return (f"K = {g.K}: a scale word holds the 4 scale factors of K = 128 (scale_vec::1X, one per 32 elements); "
+                "issue one call per 128 elements of K")
+    tiles = []
+    for what, v, rows in (("sfa", sfa, g.M), ("sfb", sfb, g.N)):
+        if not isinstance(v, (Buffer, BufferRegion)):
+            return f"{what}= takes a TMEM tile of scale words, got {v!r}"
+        t = Tile(v, -1)
+        if t.storage != "tmem":
+            return (f"{what} ({t.name}) is in {t.storage} memory; tcgen05.mma reads scale factors from tensor memory "
+                    "(copy them there with Tx.copy_async: tcgen05.cp)")
+        r = warpx4_reason(what, t, rows // 32)
+        if r:
+            return r
+        tiles.append(t)
+    try:
+        tcgen05_block_scaled_instr_desc("mxf8f6f4", a_dt, dtype_name(g.B), m=g.M, n=_n_inst(g.N, 16))
+    except DescriptorError as e:
+        return f"tcgen05.mma block_scale: {e}"
+    return tuple(tiles)
 
 
 # ---------------------------------------------------------------- predicates
@@ -203,6 +254,8 @@ def gemm_async_tcgen05(ctx):
     if isinstance(p, str):
         fail(p)
     g = p.g
+    if p.scaled:
+        return ctx.seq(_lower_scaled(ctx, p))
     entry = f"tcgen05_mma_cg{p.cta_group}_{p.kind}_ss"
     a0 = desc.static_desc("tcgen05", p.a_smem)
     b0 = desc.static_desc("tcgen05", p.b_smem)
@@ -217,6 +270,37 @@ def gemm_async_tcgen05(ctx):
             a = desc.desc_at(ctx, a0, g.A.load(_user((0, k0), g.ta)))
             b = desc.desc_at(ctx, b0, g.B.load(_user((j * bn, k0), not g.tb)))
             out.append(ctx.emit(entry, d, a, b, idesc, enable))
+    return ctx.seq(out + _commit(ctx, p))
+
+
+def _lower_scaled(ctx, p):
+    """``tcgen05.mma.kind::mxf8f6f4.block_scale.scale_vec::1X``: k-step ``ks`` uses byte ``ks`` of each
+    scale word (the instruction descriptor's scale-factor ids), the N-tile ``j`` the words from
+    column ``j * n / 32`` of sfb."""
+    g = p.g
+    sfa, sfb = p.scaled
+    a0 = desc.static_desc("tcgen05", p.a_smem)
+    b0 = desc.static_desc("tcgen05", p.b_smem)
+    a_addr = _tmem_addr(ctx.attr("taddr"), sfa, (0, 0))
+    out = []
+    for ks in range(g.K // p.k_inst):
+        k0 = ks * p.k_inst
+        enable = g.accumulate if ks == 0 else True
+        idesc = tcgen05_block_scaled_instr_desc("mxf8f6f4", dtype_name(g.A), dtype_name(g.B), m=p.m_inst, n=p.n_inst,
+                                                a_major=p.a_smem.major, b_major=p.b_smem.major, a_scale_id=ks,
+                                                b_scale_id=ks)
+        for j, t in enumerate(p.c_tiles):
+            d = _tmem_addr(ctx.attr("taddr"), g.C, t.origin)
+            a = desc.desc_at(ctx, a0, g.A.load(_user((0, k0), g.ta)))
+            b = desc.desc_at(ctx, b0, g.B.load(_user((j * p.n_inst, k0), not g.tb)))
+            b_addr = _tmem_addr(ctx.attr("taddr"), sfb, (0, j * p.n_inst // 32))
+            out.append(ctx.emit("tcgen05_mma_cg1_mxf8f6f4_block_scale", d, a, b, ops.const(idesc, "uint32"), a_addr,
+                                b_addr, enable))
+    return out + _commit(ctx, p)
+
+
+def _commit(ctx, p):
+    out = []
     bar = ctx.attr("mbar", None)
     if bar is not None:
         addr = AddressOf(_bar_element(bar))
@@ -225,7 +309,7 @@ def gemm_async_tcgen05(ctx):
             out.append(ctx.emit(f"tcgen05_commit_cg{p.cta_group}", addr))
         else:
             out.append(ctx.emit(f"tcgen05_commit_cg{p.cta_group}_multicast", addr, ops.const(mask, "uint16")))
-    return ctx.seq(out)
+    return out
 
 
 def not_async(ctx):
