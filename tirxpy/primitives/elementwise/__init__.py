@@ -2,5 +2,6 @@
 
 - :mod:`.local`: on register tiles, per thread and slot, with broadcasting
 - :mod:`.memory`: fill of shared / global tiles by the active threads
+- :mod:`.mask`: column-bound / causal masks of 2-D register tiles (attention scores)
 """
-from . import local, memory  # noqa: F401
+from . import local, mask, memory  # noqa: F401
