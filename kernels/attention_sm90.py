@@ -1,0 +1,234 @@
+"""Flash attention forward for Hopper (sm_90a): TMA -> wgmma -> online softmax -> wgmma RS -> TMA.
+
+``O = softmax(scale * Q K^T [+ mask]) V`` and ``LSE = logsumexp(scale * Q K^T [+ mask])`` per row,
+for tensors in ``(batch, seq, heads, dim)`` layout, bf16 / f16, head dims 64 / 128 / 256,
+grouped-query attention (``H`` query heads over ``HKV`` key / value heads, ``H % HKV == 0``:
+query head ``h`` reads key / value head ``h // (H // HKV)``), any sequence lengths (ragged edges
+masked), causal masking aligned top-left like ``torch.nn.functional.scaled_dot_product_attention``
+(query row ``r`` sees keys ``0 .. r``). Written with tirxpy's public API only.
+
+Grid ``(ceil(SQ / BM), H, B)``; one CTA computes ``BM = 64 * NC`` query rows of one head.
+
+Roles (``threads = 128 * (1 + NC)``):
+
+- warpgroup 0, **producer** (``setmaxnreg.dec``): one elected thread loads the CTA's Q tile once
+  (``D / 64`` TMA boxes of ``(BM, 64)`` into a 128B-swizzled tile, on ``q_full``), then key /
+  value block ``i`` (``BN`` rows) into stage ``i % STAGES`` of a ring: K on ``k_full[s]``, V on
+  ``v_full[s]``, after waiting ``kv_empty[s]`` (parity of the previous round) from the second
+  round on.
+- warpgroups 1 .. NC, **consumers** (``setmaxnreg.inc``): consumer ``c`` owns query rows
+  ``64 c .. 64 c + 63`` of the tile. Per key block: ``S = Q K^T`` (wgmma SS, ``(64, BN)``
+  float32 in registers), the ragged / causal mask where the block needs it (``Tx.wg.mask``),
+  online softmax on the accumulator fragment (row max / row sum by quad-lane shuffles; scale
+  folded into the ``exp2`` argument: ``p = exp2(s * scale * log2(e) - m * scale * log2(e))``),
+  ``O *= exp2((m_old - m_new) * scale * log2(e))``, ``P`` converted to bf16 / f16 *in registers*
+  (the accumulator fragment of ``S`` is the wgmma A fragment of ``P``), ``O += P V`` (wgmma RS),
+  then one lane per warp arrives on ``kv_empty[s]``. Epilogue: ``O / l`` converted and written
+  with ``stmatrix`` over the consumer's own rows of the Q tile (no longer read), fenced to the
+  async proxy and stored with TMA (which drops rows past ``SQ``); ``LSE = (m * scale * log2(e)
+  + log2(l)) * ln(2)`` stored from registers (guarded at the ragged edge).
+
+Barrier phases are closed forms of the block counter (stage ``i % STAGES``, parity
+``(i / STAGES) % 2``). Causal CTAs run heaviest-first (the last query tile on the lowest CTA id).
+
+    >>> k = attention_sm90(1, 2, 1, 80, 80, 64, causal=True, BN=32, STAGES=2)
+    >>> k.launch.threads, k.launch.grid
+    (384, (1, 2, 1))
+"""
+from __future__ import annotations
+
+import math
+
+import tirxpy
+import tirxpy.intrinsics  # noqa: F401  (T.ptx.* signatures)
+from tirxpy import T, Tx
+from tirxpy.layout import ComposeLayout, R, S, TileLayout, laneid, m, swizzle_for, wid_in_wg
+from tirxpy.layout.atoms import wgmma_accumulator
+
+DTYPES = ("bfloat16", "float16")
+HEAD_DIMS = (64, 128, 256)
+SMEM_LIMIT = 232448  # sm_90 dynamic shared memory per CTA (227 KiB)
+LOG2E = 1.4426950408889634
+LN2 = 0.6931471805599453
+
+ROW = TileLayout(S[(4, 2, 8) : (1 @ wid_in_wg, 1 @ m, 4 @ laneid)] + R[4 : 1 @ laneid])
+"""One float per accumulator row, ``(64, 1)``: row ``16 w + 8 h + lane / 4`` in slot ``h`` of the
+four lanes of its quad (the lanes that hold that row of the wgmma accumulator)."""
+
+
+def _cdiv(a, b):
+    return -(-a // b)
+
+
+def default_config(D):
+    """``(BN, STAGES, NC)`` per head dim: key block rows, ring stages, consumer warpgroups."""
+    return {64: (128, 2, 2), 128: (128, 2, 2), 256: (64, 2, 2)}[D]
+
+
+def plan(B, H, HKV, SQ, SK, D, dtype="bfloat16", BN=None, STAGES=None, NC=None):
+    """Checked launch plan (raises ValueError with what to change)."""
+    bn, st, nc = default_config(D) if D in HEAD_DIMS else (None, None, None)
+    BN, STAGES, NC = BN or bn, STAGES or st, NC or nc
+    if dtype not in DTYPES:
+        raise ValueError(f"attention_sm90: dtype must be one of {DTYPES}, got {dtype!r}")
+    if D not in HEAD_DIMS:
+        raise ValueError(f"attention_sm90: head dim {D} is not supported; use one of {HEAD_DIMS}")
+    if min(B, H, HKV, SQ, SK) <= 0:
+        raise ValueError(f"attention_sm90: B, H, HKV, SQ, SK must be positive, got {(B, H, HKV, SQ, SK)}")
+    if H % HKV:
+        raise ValueError(f"attention_sm90: {H} query heads do not split into {HKV} key / value head groups "
+                         "(grouped-query attention needs H % HKV == 0)")
+    if not (16 <= BN <= 256 and BN % 16 == 0):
+        raise ValueError(f"attention_sm90: BN = {BN} must be a multiple of 16 in [16, 256] (the k of P V)")
+    if NC not in (1, 2, 3):
+        raise ValueError(f"attention_sm90: NC = {NC} consumer warpgroups; use 1, 2 or 3")
+    if STAGES < 1:
+        raise ValueError(f"attention_sm90: STAGES = {STAGES} must be at least 1")
+    BM = 64 * NC
+    smem = (BM * D + 2 * STAGES * BN * D) * 2 + 1024 + 8 * (1 + 3 * STAGES)
+    if smem > SMEM_LIMIT:
+        raise ValueError(f"attention_sm90: Q ({BM} x {D}) and {STAGES} K / V stages of {BN} rows need {smem} bytes "
+                         f"of shared memory, over the {SMEM_LIMIT} a CTA may have: use fewer stages or a smaller BN")
+    return {"BM": BM, "BN": BN, "STAGES": STAGES, "NC": NC, "smem": smem,
+            "grid": (_cdiv(SQ, BM), H, B), "threads": 128 * (1 + NC)}
+
+
+def _tile_layout(rows, D, stages=None):
+    """``(rows, D)`` tiles (``(stages, rows, D)``) made of dense 128B-swizzled ``(rows, 64)`` boxes
+    one after another: K-major for Q and K (wgmma A / transposed B), MN-major for V (wgmma B)."""
+    inner = S[(rows, D // 64, 64) : (64, rows * 64, 1)] if stages is None else \
+        S[(stages, rows, D // 64, 64) : (rows * D, 64, rows * 64, 1)]
+    return ComposeLayout(swizzle_for(128, "bf16"), TileLayout(inner))
+
+
+@tirxpy.jit
+def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat16", BN=None, STAGES=None, NC=None):
+    """The kernel for one problem: ``k(Q, K, V, O, LSE)`` with ``Q, O: (B, SQ, H, D)``,
+    ``K, V: (B, SK, HKV, D)``, ``LSE: (B, H, SQ, 1)`` float32."""
+    p = plan(B, H, HKV, SQ, SK, D, dtype, BN, STAGES, NC)
+    BM, BN, STAGES, NC = p["BM"], p["BN"], p["STAGES"], p["NC"]
+    scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
+    SL2 = scale * LOG2E
+    GROUP = H // HKV
+    DC = D // 64
+    NKV = _cdiv(SK, BN)
+    MT = p["grid"][0]
+    QL, KVL = _tile_layout(BM, D), _tile_layout(BN, D, STAGES)
+    SACC, OACC, OCH = wgmma_accumulator(BN), wgmma_accumulator(D), wgmma_accumulator(64)
+    RAGGED = SK % BN != 0
+    NEG_INF = float("-inf")
+    regs_dec, regs_inc = {1: (40, 232), 2: (24, 240), 3: (32, 160)}[NC]
+
+    @T.prim_func
+    def attention_sm90_kernel(Q: T.Tensor((B, SQ, H, D), dtype), K: T.Tensor((B, SK, HKV, D), dtype),
+                              V: T.Tensor((B, SK, HKV, D), dtype), O: T.Tensor((B, SQ, H, D), dtype),
+                              LSE: T.Tensor((B, H, SQ, 1), "float32")):
+        T.launch(grid=p["grid"], threads=p["threads"])
+        Qs = T.alloc_shared((BM, D), dtype, layout=QL)
+        Ks = T.alloc_shared((STAGES, BN, D), dtype, layout=KVL)
+        Vs = T.alloc_shared((STAGES, BN, D), dtype, layout=KVL)
+        q_full = T.alloc_shared((1,), "uint64")
+        k_full = T.alloc_shared((STAGES,), "uint64")
+        v_full = T.alloc_shared((STAGES,), "uint64")
+        kv_empty = T.alloc_shared((STAGES,), "uint64")
+        sacc = T.alloc_local((64, BN), "float32", layout=SACC)
+        pfr = T.alloc_local((64, BN), dtype, layout=SACC)
+        oacc = T.alloc_local((64, D), "float32", layout=OACC)
+        och = T.alloc_local((64, 64), dtype, layout=OCH)
+        mrow = T.alloc_local((64, 1), "float32", layout=ROW)
+        mprev = T.alloc_local((64, 1), "float32", layout=ROW)
+        nms = T.alloc_local((64, 1), "float32", layout=ROW)
+        lrow = T.alloc_local((64, 1), "float32", layout=ROW)
+        alpha = T.alloc_local((64, 1), "float32", layout=ROW)
+        mt = T.cta_id(0)
+        if causal:
+            mt = MT - 1 - T.cta_id(0)       # heaviest tiles first
+        h = T.cta_id(1)
+        b = T.cta_id(2)
+        hk = h // GROUP
+        m0 = mt * BM
+        nkv = NKV
+        if causal:
+            nkv = T.min(NKV, T.ceildiv(T.min(m0 + BM, SQ), BN))
+        if T.thread_id() == 0:
+            T.ptx.mbarrier_init(q_full[0], 1)
+            for s in T.serial(STAGES):
+                T.ptx.mbarrier_init(k_full[s], 1)
+                T.ptx.mbarrier_init(v_full[s], 1)
+                T.ptx.mbarrier_init(kv_empty[s], 4 * NC)
+            T.ptx.fence_mbarrier_init()
+        T.ptx.syncthreads()
+        wg = T.warpgroup_id()
+        if wg == 0:
+            T.ptx.setmaxnreg_dec(regs_dec)
+            if T.warp_id_in_wg() == 0:
+                if T.elect_one():
+                    for j in range(DC):
+                        Tx.copy_async(Qs[:, j * 64:j * 64 + 64], Q[b, m0:m0 + BM, h, j * 64:j * 64 + 64],
+                                      mbar=q_full[0], arrive=j == DC - 1)
+                    for i in T.serial(nkv):
+                        s = i % STAGES
+                        if i >= STAGES:
+                            T.ptx.mbarrier_wait_parity(kv_empty[s], (i // STAGES + 1) % 2)
+                        n0 = i * BN
+                        for j in range(DC):
+                            Tx.copy_async(Ks[s, :, j * 64:j * 64 + 64], K[b, n0:n0 + BN, hk, j * 64:j * 64 + 64],
+                                          mbar=k_full[s], arrive=j == DC - 1)
+                        for j in range(DC):
+                            Tx.copy_async(Vs[s, :, j * 64:j * 64 + 64], V[b, n0:n0 + BN, hk, j * 64:j * 64 + 64],
+                                          mbar=v_full[s], arrive=j == DC - 1)
+        else:
+            T.ptx.setmaxnreg_inc(regs_inc)
+            c = wg - 1
+            r0 = m0 + c * 64
+            Tx.wg.fill(oacc, T.float32(0))
+            Tx.wg.fill(mrow, T.float32(NEG_INF))
+            Tx.wg.fill(lrow, T.float32(0))
+            T.ptx.mbarrier_wait_parity(q_full[0], 0)
+            for i in T.serial(nkv):
+                s = i % STAGES
+                n0 = i * BN
+                T.ptx.mbarrier_wait_parity(k_full[s], (i // STAGES) % 2)
+                Tx.wg.gemm_async(sacc, Qs[c * 64:c * 64 + 64, :], Ks[s], transpose_b=True, accumulate=False, wait=0)
+                if causal:
+                    if n0 + BN > m0 + 1 or n0 + BN > SK:     # CTA-uniform (the verifier proves it)
+                        Tx.wg.mask(sacc, sacc, T.float32(NEG_INF), cols=SK - n0, diag=r0 - n0)
+                elif RAGGED:
+                    if i == NKV - 1:
+                        Tx.wg.mask(sacc, sacc, T.float32(NEG_INF), cols=SK - n0)
+                Tx.wg.unary(mprev, mrow, fn="copy")
+                Tx.wg.max(mrow, sacc, axis=1, accum=True)
+                Tx.wg.mul(nms, mrow, T.float32(-SL2))
+                Tx.wg.fma(alpha, mprev, T.float32(SL2), nms)
+                Tx.wg.exp2(alpha, alpha)
+                Tx.wg.fma(sacc, sacc, T.float32(SL2), nms)
+                Tx.wg.exp2(sacc, sacc)
+                Tx.wg.mul(lrow, lrow, alpha)
+                Tx.wg.sum(lrow, sacc, axis=1, accum=True)
+                Tx.wg.mul(oacc, oacc, alpha)
+                Tx.wg.cast(pfr, sacc)
+                T.ptx.mbarrier_wait_parity(v_full[s], (i // STAGES) % 2)
+                Tx.wg.gemm_async(oacc, pfr, Vs[s], accumulate=True, wait=0)
+                if T.lane_id() == 0:
+                    T.ptx.mbarrier_arrive(kv_empty[s])
+            # epilogue: O / l -> this consumer's rows of Qs -> TMA; LSE from registers
+            Tx.wg.div(alpha, T.float32(1), lrow)
+            Tx.wg.mul(oacc, oacc, alpha)
+            for j in range(DC):
+                Tx.wg.cast(och, oacc[:, j * 64:j * 64 + 64])
+                Tx.wg.copy(Qs[c * 64:c * 64 + 64, j * 64:j * 64 + 64], och)
+            T.ptx.fence_proxy_async()
+            T.ptx.barrier_sync(1 + c, 128)
+            for cc in range(NC):                    # one issuing thread per call site
+                if T.thread_id() == 128 * (cc + 1):
+                    for j in range(DC):
+                        Tx.copy_async(O[b, m0 + cc * 64:m0 + cc * 64 + 64, h, j * 64:j * 64 + 64],
+                                      Qs[cc * 64:cc * 64 + 64, j * 64:j * 64 + 64])
+            Tx.wg.log2(lrow, lrow)
+            Tx.wg.fma(lrow, mrow, T.float32(SL2), lrow)
+            Tx.wg.mul(lrow, lrow, T.float32(LN2))
+            Tx.wg.copy(LSE[b, h, r0:r0 + 64, 0:1], lrow)
+            if T.thread_id_in_wg() == 0:
+                T.ptx.bulk_wait_group(0)
+
+    return attention_sm90_kernel
