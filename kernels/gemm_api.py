@@ -133,6 +133,23 @@ def gemm(a, b, out=None, *, bias=None, activation=None, out_dtype=None, **tuning
         ck(fa(a), fb(b), _bias_arg(bias, out.dtype, a.device), out)
         return out
     M, N, K, out_dtype = _check(a, b, out, bias, activation, out_dtype)
+    if M < 128 or N < 256 or K < 64:
+        # a problem smaller than one tile: the TMA boxes must fit inside the tensors, so compute it
+        # on zero-padded K-major copies (small, so the copies are cheap) and slice the result
+        Mp, Np_, Kp_ = max(M, 128), max(-(-N // 8) * 8, 256), max(-(-K // 8) * 8, 64)
+        ap = torch.zeros((Mp, Kp_), dtype=a.dtype, device=a.device)
+        ap[:M, :K] = a
+        bp = torch.zeros((Np_, Kp_), dtype=b.dtype, device=b.device)
+        bp[:N, :K] = b.t()
+        bias_p = None
+        if bias is not None:
+            bias_p = torch.zeros(Np_, dtype=bias.dtype, device=bias.device)
+            bias_p[:N] = bias
+        res = gemm(ap, bp.t(), None, bias=bias_p, activation=activation, out_dtype=out_dtype, **tuning)[:M, :N]
+        if out is not None:
+            out.copy_(res)
+            return out
+        return res.contiguous()
     A, a_major = _operand(a, 1)
     B, b_major = _operand(b, 0)
     Kp = K
