@@ -45,7 +45,7 @@ from __future__ import annotations
 import tirxpy
 import tirxpy.intrinsics  # noqa: F401  (T.ptx.* signatures)
 from tirxpy import T, Tx
-from tirxpy.layout import ComposeLayout, S, TCol, TileLayout, TLane, swizzle_for
+from tirxpy.layout import ComposeLayout, R, S, TCol, TileLayout, TLane, swizzle_for
 from tirxpy.layout.atoms import tmem_ld_layout
 
 SM_COUNT_B200 = 148
@@ -56,16 +56,26 @@ def _cdiv(a, b):
     return -(-a // b)
 
 
+FP8 = ("float8_e4m3", "float8_e5m2")
+
+
 def _elem_bytes(dtype):
-    return {"bfloat16": 2, "float16": 2}[dtype]
+    return 1 if dtype in FP8 else {"bfloat16": 2, "float16": 2}[dtype]
 
 
-def plan(M, N, K, BN=256, BK=64, STAGES=4, EPI=32, ctas=SM_COUNT_B200, cta_group=1, dtype="bfloat16"):
+def plan(M, N, K, BN=256, BK=None, STAGES=4, EPI=32, ctas=SM_COUNT_B200, cta_group=1, dtype="bfloat16"):
     """Checked tile plan: tile counts, grid, TMEM columns and shared-memory bytes."""
-    if dtype not in ("bfloat16", "float16"):
-        raise ValueError(f"gemm_sm100: inputs must be bfloat16 or float16 (kind::f16), got {dtype!r}")
+    if dtype not in ("bfloat16", "float16") + FP8:
+        raise ValueError(f"gemm_sm100: inputs must be bfloat16 or float16 (kind::f16) or float8_e4m3 / float8_e5m2 "
+                         f"(block-scaled kind::mxf8f6f4), got {dtype!r}")
     if cta_group not in (1, 2):
         raise ValueError(f"gemm_sm100: cta_group must be 1 or 2, got {cta_group!r}")
+    scaled = dtype in FP8
+    BK = 128 // _elem_bytes(dtype) if BK is None else BK
+    if scaled and (cta_group != 1 or BN not in (32, 64, 128)):
+        raise ValueError(f"gemm_sm100: block-scaled fp8 runs with cta_group=1 and BN in (32, 64, 128) (one 128-row "
+                         f"scale tile of B per k-block, TMEM for two accumulators and the staged scales); got "
+                         f"cta_group={cta_group}, BN={BN}")
     if BK * _elem_bytes(dtype) != 128:
         raise ValueError(f"gemm_sm100: BK = {BK} must span the 128-byte swizzle atom ({128 // _elem_bytes(dtype)} "
                          f"{dtype} elements)")
@@ -85,23 +95,55 @@ def plan(M, N, K, BN=256, BK=64, STAGES=4, EPI=32, ctas=SM_COUNT_B200, cta_group
     mt, nt = _cdiv(M, BM), _cdiv(N, BN)
     tiles = mt * nt
     clusters = max(1, min(tiles, ctas // cta_group))
-    cols = 2 * BN
+    cols = 2 * BN + (8 * STAGES if scaled else 0)  # accumulators, then per stage 4 + 4 scale-word columns
+    if cols > 512:
+        raise ValueError(f"gemm_sm100: {cols} TMEM columns (2 x BN = {2 * BN} + 8 x STAGES = {8 * STAGES} for the "
+                         "scales) exceed 512; use fewer stages")
     tmem_cols = 32
     while tmem_cols < cols:
         tmem_cols *= 2
     eb = _elem_bytes(dtype)
-    smem = STAGES * (128 * BK + (BN // cta_group) * BK) * eb + 2 * 128 * EPI * 4 + 1024
+    smem = STAGES * ((128 * BK + (BN // cta_group) * BK) * eb + (1024 if scaled else 0)) + 2 * 128 * EPI * 4 + 1024
     if smem > SMEM_LIMIT:
         raise ValueError(f"gemm_sm100: {smem} bytes of shared memory (STAGES = {STAGES}, BN = {BN}) exceed the "
                          f"{SMEM_LIMIT}-byte sm_100 limit; use fewer stages")
-    return dict(BM=BM, mt=mt, nt=nt, tiles=tiles, grid=clusters * cta_group, clusters=clusters,
-                per_cta=_cdiv(tiles, clusters), KB=_cdiv(K, BK), tmem_cols=tmem_cols, smem=smem)
+    return dict(BM=BM, BK=BK, mt=mt, nt=nt, tiles=tiles, grid=clusters * cta_group, clusters=clusters,
+                per_cta=_cdiv(tiles, clusters), KB=_cdiv(K, BK), tmem_cols=tmem_cols, smem=smem, scaled=scaled)
+
+
+def scale_rows(rows, K):
+    """Rows of the packed scale tensor for a ``(rows, K)`` operand: one (32, 4) uint32 tile per
+    128 rows and 128 elements of K."""
+    return _cdiv(rows, 128) * _cdiv(K, 128) * 32
+
+
+def pack_scales(sf):
+    """Host side: ue8m0 scales ``sf[r, c]`` (uint8; scales elements ``32 c .. 32 c + 31`` of row
+    ``r``) -> the ``(scale_rows, 4)`` uint32 tensor the kernel loads: for 128-row block ``rb`` and
+    k-block ``kb``, row ``(rb * KB + kb) * 32 + t`` holds in word ``j`` the bytes ``c = 0..3`` of
+    row ``rb * 128 + 32 j + t``, chunk ``4 kb + c`` (the 128 x 4 scale tile of cuBLAS's block-scaled
+    layout). Padding is 127 (scale 1)."""
+    import numpy as np  # noqa: PLC0415 - host helper only
+
+    sf = np.asarray(sf, np.uint8)
+    rows, chunks = sf.shape
+    RB, KB = _cdiv(rows, 128), _cdiv(chunks, 4)
+    pad = np.full((RB * 128, KB * 4), 127, np.uint8)
+    pad[:rows, :chunks] = sf
+    t = pad.reshape(RB, 4, 32, KB, 4)  # rb, j, t, kb, c
+    return np.ascontiguousarray(t.transpose(0, 3, 2, 1, 4)).reshape(RB * KB * 32, 16).view(np.uint32)
 
 
 @tirxpy.jit
-def gemm_sm100(M: int, N: int, K: int, BN: int = 256, BK: int = 64, STAGES: int = 4, EPI: int = 32,
+def gemm_sm100(M: int, N: int, K: int, BN: int = 256, BK: int | None = None, STAGES: int = 4, EPI: int = 32,
                ctas: int = SM_COUNT_B200, cta_group: int = 1, dtype: str = "bfloat16", drop: str | None = None):
     """The kernel for ``C (M, N) f32 = A (M, K) @ B (N, K)^T``; call it as ``k(A, B, C)``.
+
+    ``dtype="float8_e4m3"`` / ``"float8_e5m2"``: block-scaled MXFP8, ``C = (A * SA) @ (B * SB)^T``
+    with one ue8m0 scale per 32 elements of K; call it as ``k(A, B, SFA, SFB, C)`` with the scales
+    packed by :func:`pack_scales`. Per k-block the producer also loads the two 512-byte scale
+    tiles, the MMA warp copies them to TMEM (``tcgen05.cp``, stage-indexed columns after the
+    accumulators) and issues ``kind::mxf8f6f4.block_scale``.
 
     ``ctas``: the persistent grid's size (the GPU's SM count; fewer when there are fewer tiles).
     ``drop=`` removes one synchronization step (``"full_wait"``, ``"empty_wait"``,
@@ -110,6 +152,7 @@ def gemm_sm100(M: int, N: int, K: int, BN: int = 256, BK: int = 64, STAGES: int 
     """
     p = plan(M, N, K, BN, BK, STAGES, EPI, ctas, cta_group, dtype)
     BM, KB, NT, TILES, G, PER = p["BM"], p["KB"], p["nt"], p["tiles"], p["clusters"], p["per_cta"]
+    BK, BS = p["BK"], p["scaled"]
     NCOLS = p["tmem_cols"]
     CG = cta_group
     BNc = BN // CG  # B rows (N columns) this CTA loads per stage
@@ -126,9 +169,18 @@ def gemm_sm100(M: int, N: int, K: int, BN: int = 256, BK: int = 64, STAGES: int 
         raise ValueError(f"gemm_sm100: unknown drop={drop!r}")
     MASK = 3 if CG == 2 else 1
     cluster = (2,) if CG == 2 else None
+    # block-scaled fp8: packed scale tensors (pack_scales), their stages in shared memory and TMEM
+    SFA_T = T.Tensor((scale_rows(M, K), 4), "uint32") if BS else None
+    SFB_T = T.Tensor((scale_rows(N, K), 4), "uint32") if BS else None
+    SF_COLS = 2 * BN  # the scale columns start after the accumulators: their layouts are relative to taddr + SF_COLS
+    SFA_L = TileLayout(S[(STAGES, 32, 4) : (8 @ TCol, 1 @ TLane, 1 @ TCol)] + R[4 : 32 @ TLane])  # stage s: 8s..8s+3
+    SFB_L = TileLayout(S[(STAGES, 32, 4) : (8 @ TCol, 1 @ TLane, 1 @ TCol)] + R[4 : 32 @ TLane] + 4 @ TCol)
+    KBs = _cdiv(K, 128)  # k-blocks of the scale tensors (BK = 128 for fp8)
+    NW = BN // 32  # scale words of B per tile
 
     @T.prim_func
-    def gemm_sm100(A: T.Tensor((M, K), dtype), B: T.Tensor((N, K), dtype), C: T.Tensor((M, N), "float32")):
+    def gemm_sm100(A: T.Tensor((M, K), dtype), B: T.Tensor((N, K), dtype), SFA: SFA_T, SFB: SFB_T,
+                   C: T.Tensor((M, N), "float32")):
         T.launch(grid=(G * CG,), threads=192, cluster=cluster)
         As = T.alloc_shared((STAGES, 128, BK), dtype, layout=SA)
         Bs = T.alloc_shared((STAGES, BNc, BK), dtype, layout=SB)
@@ -140,6 +192,11 @@ def gemm_sm100(M: int, N: int, K: int, BN: int = 256, BK: int = 64, STAGES: int 
         tbase = T.alloc_shared((1,), "uint32")
         acc = T.alloc_tmem((2, 128, BN), "float32", layout=ACC)
         regs = T.alloc_local((128, EPI), "float32", layout=REGS)
+        if BS:
+            SAs = T.alloc_shared((STAGES, 32, 4), "uint32")
+            SBs = T.alloc_shared((STAGES, 32, 4), "uint32")
+            sfa = T.alloc_tmem((STAGES, 32, 4), "uint32", layout=SFA_L)
+            sfb = T.alloc_tmem((STAGES, 32, 4), "uint32", layout=SFB_L)
         warp = T.warp_id()
         if CG == 2:
             rank = T.cluster_rank()
@@ -150,7 +207,7 @@ def gemm_sm100(M: int, N: int, K: int, BN: int = 256, BK: int = 64, STAGES: int 
         ntile = (TILES - cid + G - 1) // G  # tiles of this CTA (pair): cid, cid + G, ...
         if T.thread_id() == 0:
             for s in T.unroll(STAGES):
-                T.ptx.mbarrier_init(full[s], 2 * CG)  # one arrive.expect_tx per TMA box (both CTAs' boxes with cta_group=2)
+                T.ptx.mbarrier_init(full[s], 4 if BS else 2 * CG)  # one arrive.expect_tx per TMA box (both CTAs' boxes with cta_group=2)
                 T.ptx.mbarrier_init(empty[s], 1)  # one tcgen05.commit
             for a in T.unroll(2):
                 T.ptx.mbarrier_init(tmem_full[a], 1)  # one tcgen05.commit
@@ -189,6 +246,11 @@ def gemm_sm100(M: int, N: int, K: int, BN: int = 256, BK: int = 64, STAGES: int 
                         else:
                             Tx.copy_async(As[s], A[m0:m0 + 128, kb * BK:kb * BK + BK], mbar=full[s])
                             Tx.copy_async(Bs[s], B[n0:n0 + BNc, kb * BK:kb * BK + BK], mbar=full[s])
+                        if BS:
+                            ra = ((m0 // 128) * KBs + kb) * 32
+                            rb = ((n0 // 128) * KBs + kb) * 32
+                            Tx.copy_async(SAs[s], SFA[ra:ra + 32, 0:4], mbar=full[s])
+                            Tx.copy_async(SBs[s], SFB[rb:rb + 32, 0:4], mbar=full[s])
         elif warp == 5:
             # ---------------------------------------------------------------- MMA issuer (leader CTA)
             if rank == 0:
@@ -208,6 +270,15 @@ def gemm_sm100(M: int, N: int, K: int, BN: int = 256, BK: int = 64, STAGES: int 
                             if CG == 2:
                                 Tx.gemm_async(acc[a], As[s], Bs[s], taddr=taddr, transpose_b=True, accumulate=kb > 0,
                                               cta_group=2, mbar=empty[s], cta_mask=MASK)
+                            elif BS:
+                                # scales -> TMEM (tcgen05.cp runs before the mma s in issue order), then
+                                # the block-scaled mma s read B's words from column (tile's 32-row group % 4)
+                                Tx.copy_async(sfa[s], SAs[s], taddr=taddr + SF_COLS)
+                                Tx.copy_async(sfb[s], SBs[s], taddr=taddr + SF_COLS)
+                                w = ((cid + i * G) % NT * NW) % 4
+                                Tx.gemm_async(acc[a], As[s], Bs[s], taddr=taddr, transpose_b=True, accumulate=kb > 0,
+                                              mbar=empty[s], sfa=sfa[s], sfb=sfb[s, 0:32, w:w + NW],
+                                              sf_taddr=taddr + SF_COLS)
                             else:
                                 Tx.gemm_async(acc[a], As[s], Bs[s], taddr=taddr, transpose_b=True, accumulate=kb > 0,
                                               mbar=empty[s])

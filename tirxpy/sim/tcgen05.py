@@ -4,10 +4,22 @@ mma (kinds f16, tf32, f8f6f4 with fp8, i8; A and B through tcgen05 shared-memory
 D in TMEM as ``tmem_accumulator``), commit (arrives on an mbarrier once the thread's earlier
 mma ops completed) and the wait / fence instructions.
 
+Block scaling: ``kind::mxf8f6f4.block_scale.scale_vec::1X`` (cta_group::1, M = 128) multiplies
+every 32-element K chunk of A row ``m`` by ``2^(e - 127)`` (ue8m0 byte ``e``, 255 = NaN) read
+from TMEM lane ``m``, column ``sfa + m / 32``, byte = the descriptor's A scale id, and of B column
+``n`` by the byte at column ``sfb + n / 32`` of lane ``32 q + n % 32`` in the datapath quarter
+``q`` computing the row (PTX ISA 9.7.16.10.7 Block Scaling; the layout ``tcgen05.cp
+.32x128b.warpx4`` writes, :func:`~tirxpy.layout.atoms.tmem_warpx4_layout`). ``tcgen05.cp
+.32x128b.warpx4`` reads 32 rows x 16 bytes through a no-swizzle descriptor and writes them to
+lanes ``t + 32 q`` of all four quarters; it runs in issue order with the thread's mma s (one
+tensor-core pipe) and is tracked by the next commit.
+
 Checks: TMEM accesses outside the allocated columns or the warp's lane quarter, reading TMEM
-written by an mma before a commit -> mbarrier wait ordered it (``tmem_read_before_commit``),
-allocations never freed. ``tcgen05.cp`` / ``shift``, block-scaled kinds, ``.ts`` A operands
-are reported as unsupported by name. ``cta_group::2`` mma (M = 256) reads A / B from the issuing
+written by an mma before a commit -> mbarrier wait ordered it (``tmem_read_before_commit``,
+also for an mma reading scale factors another thread's ``tcgen05.cp`` wrote), shared memory
+read by ``tcgen05.cp`` while TMA writes it (``race``), allocations never freed. Other
+``tcgen05.cp`` shapes, ``shift``, other block-scaled kinds, ``.ts`` A operands are reported as
+unsupported by name. ``cta_group::2`` mma (M = 256) reads A / B from the issuing
 even CTA and its peer and writes D to both CTAs' TMEM; its alloc / dealloc act per CTA."""
 from __future__ import annotations
 
@@ -175,13 +187,25 @@ _AB = {"f16": {0: "float16", 1: "bfloat16"}, "tf32": {2: "float32"}, "f8f6f4": {
 def _mma(ctx):
     cg, kind = int(ctx.match.group(1)), ctx.match.group(2)
     idesc = int(ctx.arg("idesc")[ctx.lanes[0]])
-    da, db = _AB[kind].get((idesc >> 7) & 7), _AB[kind].get((idesc >> 10) & 7)
-    dd = _D.get((idesc >> 4) & 3)
+    scaled = kind == "mxf8f6f4"
+    tk = "f8f6f4" if scaled else kind
+    da, db = _AB[tk].get((idesc >> 7) & 7), _AB[tk].get((idesc >> 10) & 7)
+    dd = "float32" if scaled else _D.get((idesc >> 4) & 3)
     if da is None or db is None or dd is None:
         ctx.report("unsupported", f"{ctx.call.name}: instruction descriptor {idesc:#x} names operand types the "
                    "simulator does not model")
         return
     n, mm = ((idesc >> 17) & 0x3F) << 3, ((idesc >> 24) & 0x1F) << 4
+    if scaled:
+        mm = ((idesc >> 27) & 3) << 7
+        if cg != 1 or mm != 128:
+            ctx.report("unsupported", f"{ctx.call.name}: block scaling is modelled for cta_group::1, M = 128 "
+                       f"(got cta_group::{cg}, M = {mm})")
+            return
+        if not (idesc >> 23) & 1:
+            ctx.report("tcgen05_misuse", f"{ctx.call.name}: instruction descriptor {idesc:#x} selects UE4M3 scale "
+                       "factors; kind::mxf8f6f4 takes UE8M0 only (bit 23 = 1)")
+            return
     from .values import nbytes
 
     k = 32 // nbytes(da)
@@ -235,6 +259,9 @@ def _mma(ctx):
                 ctx.report("missing_tcgen05_fence", f"{ctx.call.name} overwrites TMEM read by "
                            f"{m.agent_name(int(c.tmem_reader[L, C][order == 2][0]))}, ordered by a thread sync with "
                            "no tcgen05.fence::after_thread_sync after it", [_FENCE_NOTE])
+        sf = _scale_cells(ctx, cta, idesc, n) if scaled else None
+        if scaled and sf is None:
+            return
         op = {"done": False, "vc": vc}
         call = ctx.call
 
@@ -252,7 +279,7 @@ def _mma(ctx):
                 from .wgmma import _trunc_tf32
 
                 A, B = _trunc_tf32(A).astype(np.float64), _trunc_tf32(B).astype(np.float64)
-            prod = A @ B.T
+            prod = A @ B.T if sf is None else _scaled_product(cta, A, B, sf)
             for r, c in enumerate(pair):
                 cells = c.tmem.cells
                 old = cells[L, C]
@@ -282,6 +309,82 @@ def _mma(ctx):
 
 
 register_family(r"tcgen05_mma_cg([12])_(f16|tf32|f8f6f4|i8)_ss", _mma)
+register_family(r"tcgen05_mma_cg([12])_(mxf8f6f4)_block_scale", _mma)
+
+
+def _ue8m0(byte):
+    """ue8m0 scale bytes -> 2^(e - 127) (255 is NaN)."""
+    e = byte.astype(np.float64)
+    return np.where(byte == 255, np.nan, np.exp2(e - 127))
+
+
+def _scale_cells(ctx, cta, idesc, n):
+    """Where the mma reads its scale factors: (A lanes, A columns, A byte, B columns, B byte), after
+    the column and ordering checks; None when reported."""
+    sa, sb = int(ctx.arg("sfa")[ctx.lanes[0]]), int(ctx.arg("sfb")[ctx.lanes[0]])
+    if sa >> 16 or sb >> 16:
+        ctx.report("tcgen05_misuse", f"{ctx.call.name}: scale-factor addresses {sa:#x}, {sb:#x} name lane "
+                   f"{max(sa >> 16, sb >> 16)}; they start at lane 0 (the layout tcgen05.cp .32x128b.warpx4 writes)")
+        return None
+    rows = np.arange(128)
+    la, ca = rows, (sa & 0xFFFF) + rows // 32
+    cols = np.arange(n)
+    lb = (32 * (rows[:, None] // 32) + cols[None, :] % 32)  # (128, n): quarter of row m, lane n % 32
+    cb = np.broadcast_to((sb & 0xFFFF) + cols[None, :] // 32, lb.shape)
+    for L, C in ((la, ca), (lb.ravel(), cb.ravel())):
+        if not _check_cols(ctx, L, C, f"{ctx.call.name} (scale factors)").all():
+            return None
+        ag, cl = _shadow(cta)
+        order = _ordered(ctx.w, ag[L, C], cl[L, C])
+        mine = ag[L, C] == agent(ctx.machine, ("tcgen05", cta.rank, ctx.w.wid), "")
+        if ((order == 1) & ~mine).any():
+            ctx.report("tmem_read_before_commit", f"{ctx.call.name} reads scale factors written by "
+                       f"{ctx.machine.agent_name(int(ag[L, C][(order == 1) & ~mine][0]))} before a tcgen05.commit -> "
+                       "mbarrier wait ordered it", ["issue tcgen05.cp from the thread that issues the mma (they run in "
+                                                    "order), or commit it to an mbarrier and wait"])
+    return la, ca, (idesc >> 29) & 3, lb, cb, (idesc >> 4) & 3
+
+
+def _scaled_product(cta, A, B, sf):
+    la, ca, ia, lb, cb, ib = sf
+    cells = cta.tmem.cells
+    s_a = _ue8m0((cells[la, ca] >> (8 * ia)) & 0xFF)  # (128,)
+    s_b = _ue8m0((cells[lb, cb] >> (8 * ib)) & 0xFF)  # (128, n): B's scale as seen by row m's datapath quarter
+    return (A @ B.T) * s_a[:, None] * s_b
+
+
+@register_model("tcgen05_cp_cg1_32x128b_warpx4")
+def _cp(ctx):
+    m, w, cta = ctx.machine, ctx.w, ctx.cta
+    a_id = agent(m, ("tcgen05", cta.rank, w.wid), f"tensor cores (tcgen05) issued by {w.describe()}")
+    l = ctx.lanes[0]
+    taddr = int(ctx.arg("taddr")[l])
+    if taddr >> 16:
+        ctx.report("tcgen05_misuse", f"{ctx.call.name} targets TMEM lane {taddr >> 16}; .32x128b.warpx4 writes lanes "
+                   "t + 32 q of every quarter, so the address's lane is 0")
+        return
+    addrs = operand_addresses(int(ctx.arg("src_desc")[l]), 32, 16, "uint8", "K", "tcgen05")  # (32 rows, 16 bytes)
+    t, j, q = np.meshgrid(np.arange(32), np.arange(4), np.arange(4), indexing="ij")
+    L, C = (t + 32 * q).ravel(), ((taddr & 0xFFFF) + j).ravel()
+    if not _check_cols(ctx, L, C, ctx.call.name).all():
+        return
+    vc = issue_vc(w, a_id)
+    op = {"done": False, "vc": vc}
+    call = ctx.call
+
+    def fire():
+        m.check_access(cta, addrs.ravel(), a_id, vc, False, ASYNC, call, w)
+        raw = cta.smem.data[np.clip(addrs, 0, cta.smem.size - 1)].astype(np.uint8)
+        words = np.ascontiguousarray(raw).view(np.uint32).reshape(32, 4)
+        cta.tmem.cells[L, C] = words[t.ravel(), j.ravel()]
+        ag, cl = _shadow(cta)
+        ag[L, C] = a_id
+        cl[L, C] = vc[a_id]
+        op["done"] = True
+    prev = getattr(w, "tc_last", None)
+    w.tc_last = op
+    m.events.append(Event(fire, "tcgen05.cp", ready=lambda prev=prev: prev is None or prev["done"]))
+    w.tc_pending.append(op)
 
 
 def _commit(ctx):

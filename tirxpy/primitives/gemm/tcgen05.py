@@ -24,7 +24,8 @@ cta_group=1) make it ``kind::mxf8f6f4.block_scale.scale_vec::1X``: each is a ``(
 uint32 TMEM tile in :func:`~tirxpy.layout.atoms.tmem_warpx4_layout` (what ``tcgen05.cp``
 ``.32x128b.warpx4`` writes), word ``(t, j)`` holding the four ue8m0 scales of row ``32 j + t``;
 k-step ``ks`` (K elements ``32 ks ..``) uses byte ``ks`` (the instruction descriptor's scale ids),
-so K <= 128 per call. A and B are canonical shared-memory layouts (K- or
+so K <= 128 per call. ``sf_taddr=`` (default ``taddr``) is the TMEM address the scale tiles'
+layouts are relative to. A and B are canonical shared-memory layouts (K- or
 MN-major, read through descriptors built from the layouts); the instruction descriptor is
 :func:`~tirxpy.intrinsics.descriptors.tcgen05_instr_desc` of the call.
 """
@@ -44,7 +45,7 @@ from . import checks, desc
 from .operands import dtype_name, parse, static_int
 
 _K_BYTES = 32  # every dense kind reads 32 bytes of K per instruction
-_ATTRS = ("cta_group", "mbar", "cta_mask", "taddr", "sfa", "sfb")
+_ATTRS = ("cta_group", "mbar", "cta_mask", "taddr", "sfa", "sfb", "sf_taddr")
 
 
 @dataclass(frozen=True)
@@ -281,7 +282,8 @@ def _lower_scaled(ctx, p):
     sfa, sfb = p.scaled
     a0 = desc.static_desc("tcgen05", p.a_smem)
     b0 = desc.static_desc("tcgen05", p.b_smem)
-    a_addr = _tmem_addr(ctx.attr("taddr"), sfa, (0, 0))
+    sf_base = ctx.attr("sf_taddr", ctx.attr("taddr"))
+    a_addr = _tmem_addr(sf_base, sfa, (0, 0))
     out = []
     for ks in range(g.K // p.k_inst):
         k0 = ks * p.k_inst
@@ -293,7 +295,7 @@ def _lower_scaled(ctx, p):
             d = _tmem_addr(ctx.attr("taddr"), g.C, t.origin)
             a = desc.desc_at(ctx, a0, g.A.load(_user((0, k0), g.ta)))
             b = desc.desc_at(ctx, b0, g.B.load(_user((j * p.n_inst, k0), not g.tb)))
-            b_addr = _tmem_addr(ctx.attr("taddr"), sfb, (0, j * p.n_inst // 32))
+            b_addr = _tmem_addr(sf_base, sfb, (0, j * p.n_inst // 32))
             out.append(ctx.emit("tcgen05_mma_cg1_mxf8f6f4_block_scale", d, a, b, ops.const(idesc, "uint32"), a_addr,
                                 b_addr, enable))
     return out + _commit(ctx, p)
