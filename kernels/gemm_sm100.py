@@ -346,3 +346,9 @@ def b200_bf16_cg1():
 def b200_bf16_cg2():
     """8192^3 bf16 on a B200, CTA pairs per 256 x 256 tile (cta_group::2), 6 stages."""
     return gemm_sm100(8192, 8192, 8192, BN=256, STAGES=6, cta_group=2)
+
+
+@tirxpy.jit
+def b200_mxfp8_cg1():
+    """8192^3 block-scaled MXFP8 (e4m3, ue8m0 scale per 32 of K) on a B200: 128 x 128 tiles, 5 stages."""
+    return gemm_sm100(8192, 8192, 8192, BN=128, STAGES=5, dtype="float8_e4m3")
