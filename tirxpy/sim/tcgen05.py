@@ -300,12 +300,7 @@ def _mma(ctx):
                 ag[L, C] = a_id
                 cl[L, C] = vc[a_id]
             op["done"] = True
-        # tcgen05.mma ops of one thread execute in issue order (an accumulate=False MMA must not
-        # overtake the one before it into the same accumulator)
-        prev = getattr(w, "tc_last", None)
-        w.tc_last = op
-        m.events.append(Event(fire, "tcgen05.mma", ready=lambda prev=prev: prev is None or prev["done"]))
-        w.tc_pending.append(op)
+        _in_order(m, w, op, fire, "tcgen05.mma")
 
 
 register_family(r"tcgen05_mma_cg([12])_(f16|tf32|f8f6f4|i8)_ss", _mma)
@@ -381,9 +376,16 @@ def _cp(ctx):
         ag[L, C] = a_id
         cl[L, C] = vc[a_id]
         op["done"] = True
+    _in_order(m, w, op, fire, "tcgen05.cp")
+
+
+def _in_order(m, w, op, fire, what):
+    """Queue an async tcgen05 op: the mma / cp ops of one thread execute in issue order (an
+    accumulate=False MMA must not overtake the one before it; a cp lands before the mma after it),
+    and the thread's next commit tracks it."""
     prev = getattr(w, "tc_last", None)
     w.tc_last = op
-    m.events.append(Event(fire, "tcgen05.cp", ready=lambda prev=prev: prev is None or prev["done"]))
+    m.events.append(Event(fire, what, ready=lambda prev=prev: prev is None or prev["done"]))
     w.tc_pending.append(op)
 
 
