@@ -248,7 +248,7 @@ def gemm_sm90(M, N, K, BN=256, STAGES=4, CM=2, a_major="K", b_major="K", dtype="
                             else:
                                 for r in range(CM):     # every CTA of the cluster multicasts into this stage
                                     T.ptx.mbarrier_arrive_remote(T.ptx.mapa_shared(empty[(g + STAGES - 1) % STAGES], r))
-                Tx.wg.gemm_wait(0)
+                Tx.wg.gemm_wait(0, acc)
                 if lane == 0:
                     if CM == 1:
                         T.ptx.mbarrier_arrive(empty[(i * KT + KT - 1) % STAGES])

@@ -8,7 +8,9 @@ for _op in ("log", "log2", "silu", "sigmoid", "tanh"):
     if lookup_op_spec(_op) is None:
         register_op_spec(_op, n_operands=2, operand_storage={0: _ONCHIP}, doc="element-wise dst <- f(src)")
 if lookup_op_spec("gemm_wait") is None:
-    register_op_spec("gemm_wait", n_operands=1, doc="wait until at most n committed async gemm groups are pending")
+    register_op_spec("gemm_wait", min_scope="warpgroup", max_scope="warpgroup", n_operands=(1, None),
+                     doc="gemm_wait(n, C, ...): wait until at most n committed async gemm groups are pending, "
+                         "then fence the accumulators C")
 if lookup_op_spec("mask") is None:
     register_op_spec("mask", n_operands=3, operand_storage={0: ("local",)},
                      doc="dst <- src where col < cols and col <= row + diag, else value (2-D register tiles)")

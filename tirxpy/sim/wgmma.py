@@ -169,3 +169,7 @@ def _wait(ctx):
     for g in keep + [getattr(w, "wg_open", [])]:
         for op in g:
             w._flag(w.inflight, op["root"])[op["bytes"]] = True
+
+
+# A compiler fence on accumulator registers (no instruction): nothing happens at run time.
+register_family(r"wgmma_fence_operand_\w+_x\d+", lambda ctx: None)

@@ -40,8 +40,9 @@ def _desc_start(c):
 def test_ss_k_major_fence_mmas_commit_and_wait():
     body = lowered(_k("Tx.wg.gemm_async(acc, As, Bs, transpose_b=True, accumulate=False, wait=1)"), "sm_90a")
     top = [c.name for c in calls(body) if c.name != "gemm_smem_desc"]
-    assert top == ["wgmma_fence"] + ["wgmma_m64n64k16_f32_bf16_bf16_ss"] * 4 + ["wgmma_commit_group", "wgmma_wait_group"]
-    assert calls(body)[-1].args[0].value == 1
+    assert top == ["wgmma_fence"] + ["wgmma_m64n64k16_f32_bf16_bf16_ss"] * 4 + [
+        "wgmma_commit_group", "wgmma_wait_group", "wgmma_fence_operand_float32_x32"]
+    assert calls(body)[-2].args[0].value == 1
     desc0 = wgmma_smem_desc(0, lbo=16, sbo=1024, swizzle=128)          # PTX: 128B swizzle, 8 rows x 128 B
     for ks, mma in enumerate(_mmas(body)):
         d, a, b, scale_d, sa, sb, ta, tb = mma.args
@@ -71,7 +72,7 @@ def test_a_from_registers_and_two_m_tiles():
     body = lowered(k, "sm_90a")
     mmas = _mmas(body)
     assert [c.name for c in mmas] == ["wgmma_m64n64k16_f32_bf16_bf16_rs"] * 4
-    assert names(body)[-1] == "wgmma_wait_group"
+    assert names(body)[-3:] == ["wgmma_wait_group"] + ["wgmma_fence_operand_float32_x32"] * 2  # 64 registers
     A = env["AREG2"]
     for i, mma in enumerate(mmas):
         ks, mt = divmod(i, 2)                                          # k-step outer, M tiles inner
@@ -171,12 +172,36 @@ def test_wrong_target_lists_candidates_at_the_users_line():
 
 
 def test_gemm_wait_and_explain():
-    k = _k("Tx.wg.gemm_wait(0)")
-    assert names(lowered(k, "sm_90a")) == ["wgmma_wait_group"]
+    k = _k("Tx.wg.gemm_wait(0, acc)")
+    # 64 x 64 f32 accumulator over a warpgroup: 32 registers per thread, fenced after the wait
+    assert names(lowered(k, "sm_90a")) == ["wgmma_wait_group", "wgmma_fence_operand_float32_x32"]
     assert "gemm_wait/wgmma" in explain(k, "sm_90a")
     with pytest.raises(DispatchError) as e:
-        lower_calls(_k("Tx.wg.gemm_wait(12)"), "sm_90a")
-    assert "takes one int n in 0..7" in str(e.value)
+        lower_calls(_k("Tx.wg.gemm_wait(12, acc)"), "sm_90a")
+    assert "takes an int n in 0..7" in str(e.value)
+
+
+def test_gemm_wait_must_name_its_accumulators():
+    with pytest.raises(DispatchError) as e:
+        lower_calls(_k("Tx.wg.gemm_wait(0)"), "sm_90a")
+    assert "must name the accumulators it waits for, e.g. Tx.wg.gemm_wait(0, C)" in str(e.value)
+    with pytest.raises(DispatchError) as e:
+        lower_calls(_k("Tx.wg.gemm_wait(0, As)"), "sm_90a")
+    assert "operand 1 of gemm_wait must be a register accumulator (local); it is shared" in str(e.value)
+
+
+def test_every_wait_fences_the_accumulator_registers_in_the_cuda_source():
+    """wgmma.wait_group names no registers: without a fence the compiler may read C before it."""
+    from tirxpy.lower import build
+
+    for call in ("Tx.wg.gemm(acc, As, Bs, transpose_b=True)", "Tx.wg.gemm_async(acc, As, Bs, transpose_b=True, wait=0)"):
+        src = build(_k(call), "sm_90a").cuda_source
+        body = src[src.index('extern "C"'):]
+        wait = body.index("tx_wgmma_wait_group")
+        fence = body.index("tx_wgmma_fence_operand_float32_x32", wait)
+        assert fence > wait and '"+f"' in src[src.index("tx_wgmma_fence_operand_float32_x32"):]
+    lowered_names = names(lowered(_k("Tx.wg.gemm_async(acc, As, Bs, transpose_b=True)"), "sm_90a"))
+    assert "wgmma_fence_operand_float32_x32" not in lowered_names  # no wait, nothing to fence yet
 
 
 def test_run_time_accumulate_flag_goes_to_scale_d():

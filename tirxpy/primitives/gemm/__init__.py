@@ -9,10 +9,5 @@
 Legality (:mod:`.checks`) compares each operand's layout with the instruction's, element by
 element, and names the first element whose owner differs. See docs/tutorial/05-gemm-primitives.md.
 """
-from tirxpy.ir.op_spec import lookup_op_spec, register_op_spec
-
-if lookup_op_spec("gemm_wait") is None:
-    register_op_spec("gemm_wait", min_scope="warpgroup", max_scope="warpgroup", n_operands=1,
-                     doc="wait until at most n committed asynchronous gemm groups are pending (wgmma.wait_group)")
-
+from .. import op_specs  # noqa: F401  (gemm_wait's verifier rule)
 from . import checks, desc, mma_sync, tcgen05, wgmma  # noqa: E402,F401  (registration side effects)

@@ -3,10 +3,16 @@
 ``Tx.wg.gemm_async(C, A, B, transpose_a=False, transpose_b=False, accumulate=True, wait=None)``
 issues, per warpgroup: ``wgmma.fence``; one ``wgmma.mma_async.m64nNk*`` per (64 x N) tile of C
 and k-step (k-step outermost); ``wgmma.commit_group``; and, with ``wait=n``, ``wgmma.wait_group n``
-(at most ``n`` committed groups still pending). ``Tx.wg.gemm_wait(n)`` is the wait alone, so a
-pipeline issues k-tile ``t``, waits with ``wait=1`` until k-tile ``t - 1`` has read its shared
-memory, releases that stage, and finishes with ``Tx.wg.gemm_wait(0)`` before reading C.
-``Tx.wg.gemm(...)`` is ``gemm_async`` followed by ``wait_group 0``.
+(at most ``n`` committed groups still pending). ``Tx.wg.gemm_wait(n, C, ...)`` is the wait alone
+for the accumulators it names, so a pipeline issues k-tile ``t``, waits with ``wait=1`` until
+k-tile ``t - 1`` has read its shared memory, releases that stage, and finishes with
+``Tx.wg.gemm_wait(0, C)`` before reading C. ``Tx.wg.gemm(...)`` is ``gemm_async`` followed by
+``wait_group 0``.
+
+Every wait is followed by a compiler fence on the accumulators' registers (an empty
+``asm volatile`` that takes each as a ``"+f"`` operand): ``wgmma.wait_group`` itself names no
+registers, so without the fence the compiler may move reads (or new writes) of C above the
+wait, while the tensor cores still write it. That is why ``gemm_wait`` must name C.
 
 Operands: C in registers, float32, each 64 x N tile laid out as
 :func:`~tirxpy.layout.atoms.wgmma_accumulator` (on ``wid_in_wg`` / ``laneid``, any register
@@ -170,6 +176,32 @@ def issue(ctx, p: Plan) -> list:
     return out
 
 
+_FENCE_CHUNK = 32  # registers per fence statement
+
+
+def _fence_entry(dtype: str, n: int) -> str:
+    from tirxpy.intrinsics import lookup, register_intrinsic
+
+    name = f"wgmma_fence_operand_{dtype}_x{n}"
+    if lookup(name) is None:
+        register_intrinsic(name, "// tx: accumulator registers fenced {r}", [("r", "reg", dtype, "rw", n)],
+                           memory=True, ptx="(no instruction: a compiler fence on registers)",
+                           doc="Orders reads and writes of these registers after the preceding wgmma.wait_group.")
+    return name
+
+
+def fence_accumulators(ctx, tiles) -> list:
+    """Compiler fences on every register slot of ``tiles`` (accumulators of in-flight wgmma)."""
+    out = []
+    for t in tiles:
+        slots = t.slots()
+        n = slots.shape[0]
+        for lo in range(0, n, _FENCE_CHUNK):
+            k = min(_FENCE_CHUNK, n - lo)
+            out.append(ctx.emit(_fence_entry(slots.dtype.name, k), slots[lo:lo + k]))
+    return out
+
+
 def _lower(ctx, wait):
     p = plan(ctx)
     if isinstance(p, str):
@@ -177,6 +209,7 @@ def _lower(ctx, wait):
     stmts = issue(ctx, p)
     if wait is not None:
         stmts.append(ctx.emit("wgmma_wait_group", wait))
+        stmts += fence_accumulators(ctx, [p.g.C])
     return ctx.seq(stmts)
 
 
@@ -199,13 +232,22 @@ def gemm_wgmma(ctx):
 
 def _wait_operand(ctx):
     ops = ctx.operands
-    if len(ops) != 1 or static_int(ops[0]) is None or not 0 <= static_int(ops[0]) <= 7:
-        return "Tx.wg.gemm_wait(n) takes one int n in 0..7: the number of committed wgmma groups left pending"
+    if not ops or static_int(ops[0]) is None or not 0 <= static_int(ops[0]) <= 7:
+        return ("Tx.wg.gemm_wait(n, C, ...) takes an int n in 0..7 (the number of committed wgmma groups left "
+                "pending) and the accumulators it waits for")
+    if len(ops) == 1:
+        return ("Tx.wg.gemm_wait(n) must name the accumulators it waits for, e.g. Tx.wg.gemm_wait(0, C): their "
+                "registers are fenced so the compiler cannot move reads of C above the wait")
+    for i, t in enumerate(ops[1:], 1):
+        if getattr(t, "storage", None) != "local":
+            where = getattr(t, "storage", None) or "not a tensor"
+            return f"operand {i} of gemm_wait must be a register accumulator (local); it is {where}"
     return None
 
 
 @register_impl("gemm_wait", _HOPPER, variant="wgmma", priority=20, when=[warpgroup_scope, whole_warpgroups, _wait_operand],
-               doc="wgmma.wait_group n")
+               doc="wgmma.wait_group n, then a compiler fence on the named accumulators' registers")
 def gemm_wait_wgmma(ctx):
-    return ctx.seq([ctx.emit("wgmma_wait_group", static_int(ctx.operands[0]))])
+    return ctx.seq([ctx.emit("wgmma_wait_group", static_int(ctx.operands[0]))]
+                   + fence_accumulators(ctx, ctx.operands[1:]))
 
