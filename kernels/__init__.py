@@ -1,6 +1,8 @@
 """The tirxpy kernel library, written with the public API only.
 
 ``kernels.gemm(a, b, out=None, ...)``: Hopper GEMM (:mod:`kernels.gemm_sm90`) on torch tensors.
+``kernels.attention(q, k, v, causal=False, scale=None)``: Hopper flash attention forward
+(:mod:`kernels.attention_sm90`) on ``(batch, seq, heads, dim)`` torch tensors.
 """
 
 
@@ -9,3 +11,10 @@ def gemm(a, b, out=None, **kw):
     from .gemm_api import gemm as _gemm  # noqa: PLC0415  (imports torch lazily)
 
     return _gemm(a, b, out, **kw)
+
+
+def attention(q, k, v, causal=False, scale=None, **kw):
+    """Attention forward on a Hopper GPU; see :func:`kernels.attention_api.attention`."""
+    from .attention_api import attention as _attention  # noqa: PLC0415  (imports torch lazily)
+
+    return _attention(q, k, v, causal=causal, scale=scale, **kw)

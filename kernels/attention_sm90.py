@@ -31,9 +31,9 @@ Roles (``threads = 128 * (1 + NC)``):
 Barrier phases are closed forms of the block counter (stage ``i % STAGES``, parity
 ``(i / STAGES) % 2``). Causal CTAs run heaviest-first (the last query tile on the lowest CTA id).
 
-    >>> k = attention_sm90(1, 2, 1, 80, 80, 64, causal=True, BN=32, STAGES=2)
+    >>> k = attention_sm90(1, 2, 1, 200, 80, 64, causal=True, BN=32, STAGES=2)
     >>> k.launch.threads, k.launch.grid
-    (384, (1, 2, 1))
+    (384, (2, 2, 1))
 """
 from __future__ import annotations
 
@@ -68,7 +68,7 @@ def default_config(D):
 def plan(B, H, HKV, SQ, SK, D, dtype="bfloat16", BN=None, STAGES=None, NC=None):
     """Checked launch plan (raises ValueError with what to change)."""
     bn, st, nc = default_config(D) if D in HEAD_DIMS else (None, None, None)
-    BN, STAGES, NC = BN or bn, STAGES or st, NC or nc
+    BN, STAGES, NC = (bn if BN is None else BN), (st if STAGES is None else STAGES), (nc if NC is None else NC)
     if dtype not in DTYPES:
         raise ValueError(f"attention_sm90: dtype must be one of {DTYPES}, got {dtype!r}")
     if D not in HEAD_DIMS:
@@ -102,10 +102,18 @@ def _tile_layout(rows, D, stages=None):
 
 
 @tirxpy.jit
-def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat16", BN=None, STAGES=None, NC=None):
-    """The kernel for one problem: ``k(Q, K, V, O, LSE)`` with ``Q, O: (B, SQ, H, D)``,
-    ``K, V: (B, SK, HKV, D)``, ``LSE: (B, H, SQ, 1)`` float32."""
+def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat16", BN=None, STAGES=None, NC=None,
+                   SQT=None, SKT=None):
+    """The kernel for one problem: ``k(Q, K, V, O, LSE)`` with ``Q, O: (B, SQT, H, D)``,
+    ``K, V: (B, SKT, HKV, D)``, ``LSE: (B, H, SQT, 1)`` float32. ``SQ`` / ``SK`` are the valid
+    lengths; the tensors may have more rows (``SQT >= SQ``, ``SKT >= SK``, default equal): a TMA
+    box may not be larger than its tensor, so :func:`kernels.attention` pads sequences shorter than
+    one tile (rows past ``SK`` are masked, rows past ``SQ`` are computed and dropped)."""
     p = plan(B, H, HKV, SQ, SK, D, dtype, BN, STAGES, NC)
+    SQT, SKT = SQT or SQ, SKT or SK
+    if SQT < max(SQ, p["BM"]) or SKT < max(SK, p["BN"]):
+        raise ValueError(f"attention_sm90: tensors of {SQT} query / {SKT} key rows are shorter than one tile "
+                         f"({p['BM']} / {p['BN']}) or than SQ = {SQ} / SK = {SK}: pad the sequences")
     BM, BN, STAGES, NC = p["BM"], p["BN"], p["STAGES"], p["NC"]
     scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
     SL2 = scale * LOG2E
@@ -120,9 +128,9 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
     regs_dec, regs_inc = {1: (40, 232), 2: (24, 240), 3: (32, 160)}[NC]
 
     @T.prim_func
-    def attention_sm90_kernel(Q: T.Tensor((B, SQ, H, D), dtype), K: T.Tensor((B, SK, HKV, D), dtype),
-                              V: T.Tensor((B, SK, HKV, D), dtype), O: T.Tensor((B, SQ, H, D), dtype),
-                              LSE: T.Tensor((B, H, SQ, 1), "float32")):
+    def attention_sm90_kernel(Q: T.Tensor((B, SQT, H, D), dtype), K: T.Tensor((B, SKT, HKV, D), dtype),
+                              V: T.Tensor((B, SKT, HKV, D), dtype), O: T.Tensor((B, SQT, H, D), dtype),
+                              LSE: T.Tensor((B, H, SQT, 1), "float32")):
         T.launch(grid=p["grid"], threads=p["threads"])
         Qs = T.alloc_shared((BM, D), dtype, layout=QL)
         Ks = T.alloc_shared((STAGES, BN, D), dtype, layout=KVL)

@@ -1,0 +1,116 @@
+"""``kernels.attention(q, k, v, causal=False, scale=None)``: attention forward on torch tensors
+with the Hopper kernel of :mod:`kernels.attention_sm90`.
+
+Tensors are ``(batch, seq, heads, dim)``: ``q`` is ``(B, SQ, H, D)``, ``k`` and ``v`` are
+``(B, SK, HKV, D)`` with ``H % HKV == 0`` (grouped-query attention). Returns ``out`` ``(B, SQ, H,
+D)`` in ``q``'s dtype, or ``(out, lse)`` with ``return_lse=True`` (``lse`` ``(B, H, SQ)`` float32,
+natural log). ``causal=True`` masks key ``j > i`` for query row ``i`` (top-left aligned, as
+``torch.nn.functional.scaled_dot_product_attention(is_causal=True)``). ``scale`` defaults to
+``1 / sqrt(D)``.
+
+Arguments are checked first (:class:`AttentionArgumentError` says what to change). Sequences
+shorter than one tile are zero-padded (a TMA box may not exceed its tensor); non-contiguous
+inputs are made contiguous.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from .attention_sm90 import HEAD_DIMS, attention_sm90, plan
+
+_DT = {torch.bfloat16: "bfloat16", torch.float16: "float16"}
+
+
+class AttentionArgumentError(ValueError):
+    """A bad argument to :func:`attention` (type, dtype, shape, device, scale)."""
+
+
+class AttentionDeviceError(RuntimeError):
+    """The GPU cannot run this kernel (it needs Hopper, sm_90)."""
+
+
+def _check(q, k, v, causal, scale):
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if not isinstance(t, torch.Tensor):
+            raise AttentionArgumentError(f"attention: {name} must be a torch.Tensor, got {type(t).__name__}")
+        if t.dim() != 4:
+            raise AttentionArgumentError(f"attention: {name} must be 4-D (batch, seq, heads, dim), got shape "
+                                         f"{tuple(t.shape)}")
+        if t.dtype not in _DT:
+            raise AttentionArgumentError(f"attention: {name} has dtype {t.dtype}; the kernel takes torch.bfloat16 or "
+                                         f"torch.float16 (convert with {name}.to(torch.bfloat16))")
+    if not (q.dtype == k.dtype == v.dtype):
+        raise AttentionArgumentError(f"attention: q, k, v have dtypes {q.dtype}, {k.dtype}, {v.dtype}; use one dtype")
+    if not (q.device == k.device == v.device):
+        raise AttentionArgumentError(f"attention: q, k, v are on {q.device}, {k.device}, {v.device}; "
+                                     "move them to one CUDA device")
+    if k.shape != v.shape:
+        raise AttentionArgumentError(f"attention: k {tuple(k.shape)} and v {tuple(v.shape)} must have one shape "
+                                     "(batch, seq_k, kv_heads, dim)")
+    B, SQ, H, D = q.shape
+    Bk, SK, HKV, Dk = k.shape
+    if Bk != B:
+        raise AttentionArgumentError(f"attention: q has batch {B} but k / v have batch {Bk}")
+    if Dk != D:
+        raise AttentionArgumentError(f"attention: q has head dim {D} but k / v have {Dk}; they must match")
+    if D not in HEAD_DIMS:
+        raise AttentionArgumentError(f"attention: head dim {D} is not supported; use one of {HEAD_DIMS}")
+    if min(B, SQ, H, SK, HKV) == 0:
+        raise AttentionArgumentError(f"attention: empty input q {tuple(q.shape)}, k {tuple(k.shape)}")
+    if H % HKV:
+        raise AttentionArgumentError(f"attention: {H} query heads do not split into {HKV} key / value heads "
+                                     "(grouped-query attention needs heads(q) % heads(k) == 0)")
+    if not isinstance(causal, bool):
+        raise AttentionArgumentError(f"attention: causal must be True or False, got {causal!r}")
+    if scale is not None:
+        if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not math.isfinite(scale) or scale <= 0:
+            raise AttentionArgumentError(f"attention: scale must be a positive finite number or None "
+                                         f"(1 / sqrt(head dim)), got {scale!r}")
+    if q.device.type != "cuda":
+        raise AttentionArgumentError(f"attention: the tensors are on {q.device}; move them to a CUDA device "
+                                     "(q.cuda())")
+    cap = torch.cuda.get_device_capability(q.device)
+    if cap[0] != 9:
+        raise AttentionDeviceError(f"attention: the kernel is for Hopper (sm_90a); {torch.cuda.get_device_name(q.device)} "
+                                   f"is sm_{cap[0]}{cap[1]}")
+    return B, SQ, H, D, SK, HKV
+
+
+def _pad(t, rows):
+    if t.shape[1] >= rows:
+        return t.contiguous()
+    out = t.new_zeros((t.shape[0], rows) + tuple(t.shape[2:]))
+    out[:, :t.shape[1]] = t
+    return out
+
+
+def attention(q, k, v, causal=False, scale=None, return_lse=False, **tuning):
+    """Attention forward on a Hopper GPU; see the module docstring. ``tuning`` passes ``BN``,
+    ``STAGES``, ``NC`` to :func:`kernels.attention_sm90.attention_sm90`."""
+    B, SQ, H, D, SK, HKV = _check(q, k, v, causal, scale)
+    p = plan(B, H, HKV, SQ, SK, D, _DT[q.dtype], **tuning)
+    SQT, SKT = max(SQ, p["BM"]), max(SK, p["BN"])
+    kern = attention_sm90(B, H, HKV, SQ, SK, D, causal=causal, scale=None if scale is None else float(scale),
+                          dtype=_DT[q.dtype], SQT=SQT, SKT=SKT, **tuning)
+    with torch.cuda.device(q.device):
+        qp, kp, vp = _pad(q, SQT), _pad(k, SKT), _pad(v, SKT)
+        out = torch.empty((B, SQT, H, D), dtype=q.dtype, device=q.device)
+        lse = torch.empty((B, H, SQT, 1), dtype=torch.float32, device=q.device)
+        arch = "sm_90a"
+        _compiled(kern, arch)(qp, kp, vp, out, lse)
+    out = out[:, :SQ].contiguous() if SQT != SQ else out
+    return (out, lse[:, :, :SQ, 0]) if return_lse else out
+
+
+_CACHE: dict = {}
+
+
+def _compiled(kern, arch):
+    c = _CACHE.get((id(kern), arch))
+    if c is None or c[0] is not kern:
+        import tirxpy
+
+        c = _CACHE[(id(kern), arch)] = (kern, tirxpy.compile(kern, arch=arch))
+    return c[1]

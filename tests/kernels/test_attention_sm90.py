@@ -1,0 +1,45 @@
+"""kernels/attention_sm90.py on the CPU: plan checks (each error), NVRTC compile for sm_90a with
+zero local-memory spills for every head dim, and what the kernel's calls dispatch to."""
+import pytest
+
+import tirxpy
+from kernels.attention_sm90 import attention_sm90, plan
+
+
+@pytest.mark.parametrize("D,causal", [(64, False), (128, True), (256, False)])
+def test_compiles_for_sm90a_without_spills(D, causal):
+    c = tirxpy.compile(attention_sm90(2, 16, 4, 4096, 4096, D, causal=causal), arch="sm_90a")
+    assert c.resources.spills == 0
+    assert c.resources.stack_bytes == 0
+    ptx = c.ptx
+    assert "wgmma.mma_async" in ptx and "cp.async.bulk.tensor.4d" in ptx and "ex2.approx.ftz.f32" in ptx
+    assert "setmaxnreg.inc" in ptx
+
+
+def test_dispatch_choices():
+    text = tirxpy.explain(attention_sm90(1, 2, 1, 200, 200, 64, causal=True, BN=64), "sm_90a")
+    for variant in ("tma_load", "tma_store", "wgmma", "local_mask", "warp_shuffle", "stmatrix"):
+        assert variant in text
+
+
+@pytest.mark.parametrize("kw,msg", [
+    (dict(dtype="float32"), "dtype must be one of ('bfloat16', 'float16')"),
+    (dict(D=96), "head dim 96 is not supported; use one of (64, 128, 256)"),
+    (dict(H=6, HKV=4), "6 query heads do not split into 4 key / value head groups"),
+    (dict(BN=40), "BN = 40 must be a multiple of 16 in [16, 256]"),
+    (dict(NC=4), "NC = 4 consumer warpgroups; use 1, 2 or 3"),
+    (dict(STAGES=0), "STAGES = 0 must be at least 1"),
+    (dict(D=256, BN=128, STAGES=3), "over the 232448 a CTA may have"),
+    (dict(SQ=0), "must be positive"),
+])
+def test_plan_errors(kw, msg):
+    args = dict(B=1, H=4, HKV=2, SQ=256, SK=256, D=128)
+    args.update(kw)
+    with pytest.raises(ValueError) as e:
+        plan(**args)
+    assert msg in str(e.value)
+
+
+def test_tensors_shorter_than_a_tile_are_refused():
+    with pytest.raises(ValueError, match="shorter than one tile"):
+        attention_sm90(1, 2, 2, 40, 200, 64)
