@@ -127,6 +127,7 @@ def sim_gemm(args):
 
 
 BENCHES = {"gemm": bench_gemm}
+BENCHES["attention"] = lambda args: __import__("kernels.bench_attention", fromlist=["_"]).bench_attention(args)
 
 
 def main(argv=None):

@@ -1,0 +1,105 @@
+"""``python -m kernels.bench attention [--shapes 4096x128,...] [--reps 30] [--tune BN=128,NC=2] [--sim]``
+
+TFLOPS (``4 B H S^2 D``, halved when causal) of :func:`kernels.attention` and of
+``torch.nn.functional.scaled_dot_product_attention`` with the cuDNN backend and with the flash
+backend, measured in the same process on the same random bf16 inputs in ``(batch, seq, heads,
+dim)`` layout (SDPA gets the ``(B, H, S, D)`` transposed views), each the median of ``--reps``
+CUDA-event timings after warm-up; ratios to cuDNN. Default sweep: head dim 64 / 128 / 256 x
+seqlen 1k / 4k / 8k / 16k, batch x seqlen = 32k tokens, 16 heads, causal and not. ``--shapes``
+takes ``SxD`` items. ``--sim`` runs the kernel through the CPU simulator at a small shape.
+"""
+from __future__ import annotations
+
+import time
+
+SEQLENS = (1024, 4096, 8192, 16384)
+HEAD_DIMS = (64, 128, 256)
+TOKENS, HEADS = 32768, 16
+
+
+def _sdpa(backend):
+    import torch
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    be = {"cudnn": SDPBackend.CUDNN_ATTENTION, "flash": SDPBackend.FLASH_ATTENTION}[backend]
+
+    def run(q, k, v, causal):
+        with sdpa_kernel(be):
+            return torch.nn.functional.scaled_dot_product_attention(
+                q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), is_causal=causal)
+    return run
+
+
+def bench_attention(args):
+    if args.sim:
+        return sim_attention(args)
+    import torch
+
+    import kernels
+
+    from .bench import _env, _median_ms
+
+    shapes = [tuple(int(x) for x in s.split("x")) for s in args.shapes.split(",")] if args.shapes else \
+        [(s, d) for d in HEAD_DIMS for s in SEQLENS]
+    tuning = {k: int(v) for k, v in (kv.split("=") for kv in args.tune.split(",") if kv)} if args.tune else {}
+    print(_env())
+    rows = []
+    for S, D in shapes:
+        B = max(1, TOKENS // S)
+        q = torch.randn(B, S, HEADS, D, device="cuda").to(torch.bfloat16)
+        k = torch.randn(B, S, HEADS, D, device="cuda").to(torch.bfloat16)
+        v = torch.randn(B, S, HEADS, D, device="cuda").to(torch.bfloat16)
+        for causal in (False, True):
+            flop = 4 * B * HEADS * S * S * D / (2 if causal else 1)
+            t0 = time.time()
+            o = kernels.attention(q, k, v, causal=causal, **tuning)
+            build = time.time() - t0
+            res = {}
+            for name, fn in (("tirxpy", lambda q, k, v: kernels.attention(q, k, v, causal=causal, **tuning)),
+                             ("cudnn", lambda q, k, v, f=_sdpa("cudnn"): f(q, k, v, causal)),
+                             ("flash", lambda q, k, v, f=_sdpa("flash"): f(q, k, v, causal))):
+                try:
+                    res[name] = flop / _median_ms(fn, [(q, k, v)], args.reps, inner=3) / 1e9
+                except RuntimeError as e:  # a backend that does not take this shape
+                    res[name] = float("nan")
+                    print(f"  {name}: {str(e).splitlines()[0]}")
+            ref = _sdpa("flash")(q, k, v, causal).transpose(1, 2)
+            err = ((o.float() - ref.float()).norm() / ref.float().norm()).item()
+            r = res["tirxpy"] / res["cudnn"]
+            rows.append((S, D, B, causal, res, r, err))
+            print(f"S={S} D={D} B={B} H={HEADS} causal={causal}: tirxpy {res['tirxpy']:.0f}, cuDNN {res['cudnn']:.0f}, "
+                  f"flash {res['flash']:.0f} TFLOPS; vs cuDNN {r:.3f} (relerr vs flash {err:.1e}, build {build:.1f} s)",
+                  flush=True)
+    print("\n| seqlen | head dim | batch | causal | tirxpy TFLOPS | cuDNN TFLOPS | flash TFLOPS | tirxpy / cuDNN |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    for S, D, B, causal, res, r, _ in rows:
+        print(f"| {S} | {D} | {B} | {causal} | {res['tirxpy']:.0f} | {res['cudnn']:.0f} | {res['flash']:.0f} | {r:.3f} |")
+    return rows
+
+
+def sim_attention(args):
+    """The kernel through tirxpy.sim at a small ragged causal GQA shape, against float64."""
+    import torch
+
+    from tirxpy.sim import run
+
+    from .attention_sm90 import attention_sm90
+
+    B, H, HKV, S, D = 1, 4, 2, 150, 64
+    kern = attention_sm90(B, H, HKV, S, S, D, causal=True, BN=64, STAGES=2, NC=2)
+    g = torch.Generator().manual_seed(int(time.time()))
+    q = torch.randn(B, S, H, D, generator=g).bfloat16()
+    k = torch.randn(B, S, HKV, D, generator=g).bfloat16()
+    v = torch.randn(B, S, HKV, D, generator=g).bfloat16()
+    o = torch.full_like(q, float("nan"))
+    lse = torch.full((B, H, S, 1), float("nan"))
+    t0 = time.time()
+    res = run(kern, q, k, v, o, lse)
+    dt = time.time() - t0
+    s = (q.double().transpose(1, 2) @ k.double().transpose(1, 2).repeat_interleave(H // HKV, 1).transpose(-1, -2)) * D ** -0.5
+    s = s.masked_fill(torch.ones(S, S, dtype=torch.bool).triu(1), float("-inf"))
+    ref = (torch.softmax(s, -1) @ v.double().transpose(1, 2).repeat_interleave(H // HKV, 1)).transpose(1, 2)
+    err = ((o.double() - ref).norm() / ref.norm()).item()
+    print(f"tirxpy.sim attention_sm90 B={B} H={H} HKV={HKV} S={S} D={D} causal: {dt:.1f} s, relerr vs float64 "
+          f"{err:.2e}, problems: {res.problems or 'none'}")
+    return err
