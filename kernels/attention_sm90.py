@@ -28,6 +28,14 @@ Roles (``threads = 128 * (1 + NC)``):
   async proxy and stored with TMA (which drops rows past ``SQ``); ``LSE = (m * scale * log2(e)
   + log2(l)) * ln(2)`` stored from registers (guarded at the ragged edge).
 
+Schedule (``OVERLAP=True``, the default): intra-warpgroup overlap -- after block 0, iteration
+``i`` issues ``S_i = Q K_i^T`` and ``O += P_{i-1} V_{i-1}`` back to back, waits only for ``S_i``
+(``wait_group 1``), runs the softmax of block ``i`` while ``P_{i-1} V_{i-1}`` is still on the
+tensor cores, then waits for it, releases stage ``i - 1``, rescales ``O`` and converts ``P_i``.
+With ``NC = 2`` (``PINGPONG``) the two consumers take turns issuing their GEMMs (named barriers
+3 and 4: wait for our turn, issue, hand the turn over), so one warpgroup's softmax runs under
+the other's GEMMs. ``OVERLAP=False`` is the plain loop (S, softmax, P V, one block at a time).
+
 Barrier phases are closed forms of the block counter (stage ``i % STAGES``, parity
 ``(i / STAGES) % 2``). Causal CTAs run heaviest-first (the last query tile on the lowest CTA id).
 
@@ -103,7 +111,7 @@ def _tile_layout(rows, D, stages=None):
 
 @tirxpy.jit
 def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat16", BN=None, STAGES=None, NC=None,
-                   SQT=None, SKT=None):
+                   SQT=None, SKT=None, OVERLAP=True, PINGPONG=None):
     """The kernel for one problem: ``k(Q, K, V, O, LSE)`` with ``Q, O: (B, SQT, H, D)``,
     ``K, V: (B, SKT, HKV, D)``, ``LSE: (B, H, SQT, 1)`` float32. ``SQ`` / ``SK`` are the valid
     lengths; the tensors may have more rows (``SQT >= SQ``, ``SKT >= SK``, default equal): a TMA
@@ -124,6 +132,10 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
     QL, KVL = _tile_layout(BM, D), _tile_layout(BN, D, STAGES)
     SACC, OACC, OCH = wgmma_accumulator(BN), wgmma_accumulator(D), wgmma_accumulator(64)
     RAGGED = SK % BN != 0
+    PINGPONG = (NC == 2) if PINGPONG is None else bool(PINGPONG)
+    if PINGPONG and (NC != 2 or not OVERLAP):
+        raise ValueError("attention_sm90: PINGPONG schedules two consumer warpgroups (NC = 2) in the overlapped "
+                         "loop (OVERLAP=True)")
     NEG_INF = float("-inf")
     regs_dec, regs_inc = {1: (40, 232), 2: (24, 240), 3: (32, 160)}[NC]
 
@@ -193,32 +205,94 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
             Tx.wg.fill(mrow, T.float32(NEG_INF))
             Tx.wg.fill(lrow, T.float32(0))
             T.ptx.mbarrier_wait_parity(q_full[0], 0)
-            for i in T.serial(nkv):
-                s = i % STAGES
-                n0 = i * BN
-                T.ptx.mbarrier_wait_parity(k_full[s], (i // STAGES) % 2)
-                Tx.wg.gemm_async(sacc, Qs[c * 64:c * 64 + 64, :], Ks[s], transpose_b=True, accumulate=False, wait=0)
+            if not OVERLAP:
+                for i in T.serial(nkv):
+                    s = i % STAGES
+                    n0 = i * BN
+                    T.ptx.mbarrier_wait_parity(k_full[s], (i // STAGES) % 2)
+                    Tx.wg.gemm_async(sacc, Qs[c * 64:c * 64 + 64, :], Ks[s], transpose_b=True, accumulate=False,
+                                     wait=0)
+                    if causal:
+                        if n0 + BN > m0 + 1 or n0 + BN > SK:     # CTA-uniform (the verifier proves it)
+                            Tx.wg.mask(sacc, sacc, T.float32(NEG_INF), cols=SK - n0, diag=r0 - n0)
+                    elif RAGGED:
+                        if i == NKV - 1:
+                            Tx.wg.mask(sacc, sacc, T.float32(NEG_INF), cols=SK - n0)
+                    Tx.wg.unary(mprev, mrow, fn="copy")
+                    Tx.wg.max(mrow, sacc, axis=1, accum=True)
+                    Tx.wg.mul(nms, mrow, T.float32(-SL2))
+                    Tx.wg.fma(alpha, mprev, T.float32(SL2), nms)
+                    Tx.wg.exp2(alpha, alpha)
+                    Tx.wg.fma(sacc, sacc, T.float32(SL2), nms)
+                    Tx.wg.exp2(sacc, sacc)
+                    Tx.wg.mul(lrow, lrow, alpha)
+                    Tx.wg.sum(lrow, sacc, axis=1, accum=True)
+                    Tx.wg.mul(oacc, oacc, alpha)
+                    Tx.wg.cast(pfr, sacc)
+                    T.ptx.mbarrier_wait_parity(v_full[s], (i // STAGES) % 2)
+                    Tx.wg.gemm_async(oacc, pfr, Vs[s], accumulate=True, wait=0)
+                    if T.lane_id() == 0:
+                        T.ptx.mbarrier_arrive(kv_empty[s])
+            else:
+                # block 0: S_0 and its softmax (O is still zero: no rescale)
+                T.ptx.mbarrier_wait_parity(k_full[0], 0)
+                Tx.wg.gemm_async(sacc, Qs[c * 64:c * 64 + 64, :], Ks[0], transpose_b=True, accumulate=False, wait=0)
                 if causal:
-                    if n0 + BN > m0 + 1 or n0 + BN > SK:     # CTA-uniform (the verifier proves it)
-                        Tx.wg.mask(sacc, sacc, T.float32(NEG_INF), cols=SK - n0, diag=r0 - n0)
-                elif RAGGED:
-                    if i == NKV - 1:
-                        Tx.wg.mask(sacc, sacc, T.float32(NEG_INF), cols=SK - n0)
-                Tx.wg.unary(mprev, mrow, fn="copy")
-                Tx.wg.max(mrow, sacc, axis=1, accum=True)
+                    if BN > m0 + 1 or BN > SK:
+                        Tx.wg.mask(sacc, sacc, T.float32(NEG_INF), cols=SK, diag=r0)
+                elif NKV == 1 and RAGGED:
+                    Tx.wg.mask(sacc, sacc, T.float32(NEG_INF), cols=SK)
+                Tx.wg.max(mrow, sacc, axis=1)
                 Tx.wg.mul(nms, mrow, T.float32(-SL2))
-                Tx.wg.fma(alpha, mprev, T.float32(SL2), nms)
-                Tx.wg.exp2(alpha, alpha)
                 Tx.wg.fma(sacc, sacc, T.float32(SL2), nms)
                 Tx.wg.exp2(sacc, sacc)
-                Tx.wg.mul(lrow, lrow, alpha)
-                Tx.wg.sum(lrow, sacc, axis=1, accum=True)
-                Tx.wg.mul(oacc, oacc, alpha)
+                Tx.wg.sum(lrow, sacc, axis=1)
                 Tx.wg.cast(pfr, sacc)
-                T.ptx.mbarrier_wait_parity(v_full[s], (i // STAGES) % 2)
-                Tx.wg.gemm_async(oacc, pfr, Vs[s], accumulate=True, wait=0)
+                if PINGPONG:
+                    if wg == 2:
+                        T.ptx.barrier_arrive(3, 256)             # consumer 0 takes the first turn
+                for i in T.serial(1, nkv):
+                    s = i % STAGES
+                    sp = (i - 1) % STAGES
+                    n0 = i * BN
+                    T.ptx.mbarrier_wait_parity(k_full[s], (i // STAGES) % 2)
+                    if PINGPONG:
+                        T.ptx.barrier_sync(3 + c, 256)           # our turn on the tensor cores
+                    # S_i = Q K_i^T, then O += P_{i-1} V_{i-1}, both in flight at once
+                    Tx.wg.gemm_async(sacc, Qs[c * 64:c * 64 + 64, :], Ks[s], transpose_b=True, accumulate=False)
+                    T.ptx.mbarrier_wait_parity(v_full[sp], ((i - 1) // STAGES) % 2)
+                    Tx.wg.gemm_async(oacc, pfr, Vs[sp], accumulate=True)
+                    if PINGPONG:
+                        if wg == 1:
+                            T.ptx.barrier_arrive(4, 256)         # the other consumer's turn
+                        elif i < nkv - 1:                        # (no turn follows consumer 1's last)
+                            T.ptx.barrier_arrive(3, 256)
+                    Tx.wg.gemm_wait(1, sacc)                     # S_i done; P V still running
+                    if causal:
+                        if n0 + BN > m0 + 1 or n0 + BN > SK:
+                            Tx.wg.mask(sacc, sacc, T.float32(NEG_INF), cols=SK - n0, diag=r0 - n0)
+                    elif RAGGED:
+                        if i == NKV - 1:
+                            Tx.wg.mask(sacc, sacc, T.float32(NEG_INF), cols=SK - n0)
+                    Tx.wg.unary(mprev, mrow, fn="copy")
+                    Tx.wg.max(mrow, sacc, axis=1, accum=True)
+                    Tx.wg.mul(nms, mrow, T.float32(-SL2))
+                    Tx.wg.fma(alpha, mprev, T.float32(SL2), nms)
+                    Tx.wg.exp2(alpha, alpha)
+                    Tx.wg.fma(sacc, sacc, T.float32(SL2), nms)
+                    Tx.wg.exp2(sacc, sacc)
+                    Tx.wg.mul(lrow, lrow, alpha)
+                    Tx.wg.sum(lrow, sacc, axis=1, accum=True)
+                    Tx.wg.gemm_wait(0, oacc)                     # P_{i-1} V_{i-1} done: stage free
+                    if T.lane_id() == 0:
+                        T.ptx.mbarrier_arrive(kv_empty[sp])
+                    Tx.wg.mul(oacc, oacc, alpha)
+                    Tx.wg.cast(pfr, sacc)
+                last = (nkv - 1) % STAGES
+                T.ptx.mbarrier_wait_parity(v_full[last], ((nkv - 1) // STAGES) % 2)
+                Tx.wg.gemm_async(oacc, pfr, Vs[last], accumulate=True, wait=0)
                 if T.lane_id() == 0:
-                    T.ptx.mbarrier_arrive(kv_empty[s])
+                    T.ptx.mbarrier_arrive(kv_empty[last])
             # epilogue: O / l -> this consumer's rows of Qs -> TMA; LSE from registers
             Tx.wg.div(alpha, T.float32(1), lrow)
             Tx.wg.mul(oacc, oacc, alpha)

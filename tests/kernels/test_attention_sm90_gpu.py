@@ -84,14 +84,16 @@ def test_matches_torch_sdpa():
         assert err < 1e-2, (causal, err)
 
 
-@pytest.mark.parametrize("D,causal,NC,BN", [(128, True, 2, 128), (64, False, 1, 64), (256, True, 2, 64)])
-def test_direct_launch_poisoned(D, causal, NC, BN):
+@pytest.mark.parametrize("D,causal,NC,BN,overlap", [(128, True, 2, 128, True), (64, False, 1, 64, True),
+                                                    (256, True, 2, 64, True), (128, True, 2, 128, False),
+                                                    (64, False, 1, 128, False)])
+def test_direct_launch_poisoned(D, causal, NC, BN, overlap):
     import tirxpy
     from kernels.attention_sm90 import attention_sm90
 
     B, S, H = 2, 700, 4
     q, k, v = _inputs(B, S, S, H, H, D, torch.bfloat16)
-    kern = tirxpy.compile(attention_sm90(B, H, H, S, S, D, causal=causal, NC=NC, BN=BN), arch="sm_90a")
+    kern = tirxpy.compile(attention_sm90(B, H, H, S, S, D, causal=causal, NC=NC, BN=BN, OVERLAP=overlap), arch="sm_90a")
     o = torch.full_like(q, float("nan"))
     lse = torch.full((B, H, S, 1), float("nan"), device="cuda")
     kern(q, k, v, o, lse)

@@ -21,16 +21,18 @@ def reference(q, k, v, causal, scale):
     return (torch.softmax(s, -1) @ vd).transpose(1, 2), torch.logsumexp(s, -1)
 
 
-@pytest.mark.parametrize("B,H,HKV,SQ,SK,D,causal,BN,NC,dtype", [
-    (1, 2, 1, 80, 80, 64, False, 32, 1, "bfloat16"),     # ragged: 3 key blocks, last one 16 wide; ring wraps
-    (1, 2, 1, 80, 80, 64, True, 32, 1, "bfloat16"),      # causal diagonal blocks
-    (1, 4, 2, 100, 72, 64, True, 48, 1, "float16"),      # GQA, SQ > SK (rows past SK see every key)
-    (2, 2, 2, 150, 130, 128, True, 64, 2, "bfloat16"),   # two consumer warpgroups, batch 2, D = 128
+@pytest.mark.parametrize("B,H,HKV,SQ,SK,D,causal,BN,NC,dtype,overlap", [
+    (1, 2, 1, 80, 80, 64, False, 32, 1, "bfloat16", True),    # ragged: 3 key blocks, last one 16 wide; ring wraps
+    (1, 2, 1, 80, 80, 64, True, 32, 1, "bfloat16", True),     # causal diagonal blocks
+    (1, 4, 2, 100, 72, 64, True, 48, 1, "float16", True),     # GQA, SQ > SK (rows past SK see every key)
+    (2, 2, 2, 150, 130, 128, True, 64, 2, "bfloat16", True),  # two consumer warpgroups in ping-pong, D = 128
+    (1, 2, 1, 80, 80, 64, True, 32, 1, "bfloat16", False),    # the plain (non-overlapped) loop
+    (1, 4, 2, 100, 72, 64, False, 48, 1, "float16", False),
 ])
-def test_attention_sim_matches_float64(B, H, HKV, SQ, SK, D, causal, BN, NC, dtype):
+def test_attention_sim_matches_float64(B, H, HKV, SQ, SK, D, causal, BN, NC, dtype, overlap):
     g = torch.Generator().manual_seed(int(torch.randint(0, 2**31 - 1, (1,))))
     tdt = {"bfloat16": torch.bfloat16, "float16": torch.float16}[dtype]
-    kern = attention_sm90(B, H, HKV, SQ, SK, D, causal=causal, BN=BN, STAGES=2, NC=NC, dtype=dtype)
+    kern = attention_sm90(B, H, HKV, SQ, SK, D, causal=causal, BN=BN, STAGES=2, NC=NC, dtype=dtype, OVERLAP=overlap)
     q = torch.randn(B, SQ, H, D, generator=g).to(tdt)
     k = torch.randn(B, SK, HKV, D, generator=g).to(tdt)
     v = torch.randn(B, SK, HKV, D, generator=g).to(tdt)
