@@ -121,6 +121,8 @@ def gemm(a, b, out=None, *, bias=None, activation=None, out_dtype=None, **tuning
     column-major), float32 accumulation, output ``out_dtype`` (default ``a.dtype``; bf16, f16 or
     f32) written to ``out`` when given. ``activation``: None, ``"relu"`` or ``"silu"``.
     ``tuning`` goes to :func:`kernels.gemm_sm90.gemm_sm90` (``BN``, ``STAGES``, ``CM``, ``group``)."""
+    if "drop" in tuning:     # gemm_sm90's mutation-test switch: never reachable from here
+        raise TypeError("kernels.gemm() got an unexpected keyword argument 'drop'")
     tensors = all(isinstance(t, torch.Tensor) for t in (a, b, out, bias) if t is not None)
     key = (a.shape, a.stride(), b.shape, b.stride(), a.dtype, b.dtype, a.device, out_dtype, activation,
            bias is None, None if out is None else (out.shape, out.stride(), out.dtype),

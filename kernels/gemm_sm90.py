@@ -61,6 +61,8 @@ IN_DTYPES = ("bfloat16", "float16")
 OUT_DTYPES = ("bfloat16", "float16", "float32")
 ACTIVATIONS = (None, "relu", "silu")
 _BYTES = {"bfloat16": 2, "float16": 2, "float32": 4}
+# protocol steps ``drop=`` can remove (the simulator's mutation tests only; kernels.gemm refuses it)
+DROPS = ("full_wait", "empty_wait", "expect_tx", "wgmma_wait", "acc_wait", "fence_proxy_async", "store_wait")
 
 
 def _cdiv(a, b):
@@ -124,9 +126,15 @@ def bias_layout(epi):
 
 @tirxpy.jit
 def gemm_sm90(M, N, K, BN=256, STAGES=4, CM=2, a_major="K", b_major="K", dtype="bfloat16",
-              out_dtype="bfloat16", bias=False, activation=None, sms=SM_COUNT_H100, group=8):
+              out_dtype="bfloat16", bias=False, activation=None, sms=SM_COUNT_H100, group=8, drop=None):
     """The kernel for one problem: ``k(A, B, C)`` (``k(A, B, Bias, C)`` with ``bias=True``); see the
-    module docstring for the operand orientations."""
+    module docstring for the operand orientations.
+
+    ``drop=`` removes one protocol step, for the simulator's mutation tests only: ``"full_wait"``
+    (consumers' wait on ``full``), ``"empty_wait"`` (producer's wait on ``empty``), ``"expect_tx"``
+    (the TMA loads announce no bytes), ``"wgmma_wait"`` (the k-loop's ``wait=1`` before a stage is
+    released), ``"acc_wait"`` (``gemm_wait(0)`` before the epilogue), ``"fence_proxy_async"``
+    (before the TMA store) or ``"store_wait"`` (the staging buffer's bulk read-wait)."""
     BM, BK = 128, 64
     p = plan(M, N, K, BM, BN, BK, STAGES, CM, sms, group, dtype, out_dtype)
     if a_major not in ("K", "MN") or b_major not in ("K", "MN"):
@@ -137,6 +145,11 @@ def gemm_sm90(M, N, K, BN=256, STAGES=4, CM=2, a_major="K", b_major="K", dtype="
         if inner * _BYTES[dtype if name != "C" else out_dtype] % 16:
             raise ValueError(f"gemm_sm90: the rows of {name} ({inner} elements) are not a multiple of 16 bytes, "
                              "which TMA needs: pad that dimension (kernels.gemm does this for you)")
+    if drop is not None and drop not in DROPS:
+        raise ValueError(f"gemm_sm90: unknown drop={drop!r}; one of {DROPS}")
+    d = drop
+    XT = d != "expect_tx"
+    W1 = None if d == "wgmma_wait" else 1
     KT, EPI, UNITS = p["kt"], p["epi"], p["units"]
     TMC, TN, TILES = p["cluster_tiles_m"], p["tiles_n"], p["tiles"]
     BNS = BN // CM                      # rows of B's box each CTA of the cluster loads
@@ -198,8 +211,9 @@ def gemm_sm90(M, N, K, BN=256, STAGES=4, CM=2, a_major="K", b_major="K", dtype="
                         for k in T.serial(KT):
                             g = i * KT + k
                             s = g % STAGES
-                            if g >= STAGES:
-                                T.ptx.mbarrier_wait_parity(empty[s], (g // STAGES + 1) % 2)
+                            if d != "empty_wait":
+                                if g >= STAGES:
+                                    T.ptx.mbarrier_wait_parity(empty[s], (g // STAGES + 1) % 2)
                             k0 = k * BK
                             for r in range(1, CM):       # arrive on the peers' full[s], announcing our B slice
                                 T.ptx.mbarrier_arrive_expect_tx_remote(T.ptx.mapa_shared(full[s], (rank + r) % CM),
@@ -213,16 +227,16 @@ def gemm_sm90(M, N, K, BN=256, STAGES=4, CM=2, a_major="K", b_major="K", dtype="
                                     dst_b = Bs[s, :, c0:c0 + 64]
                                     src_b = B[k0:k0 + BK, n0 + c0:n0 + c0 + 64]
                                 if CM > 1:
-                                    Tx.copy_async(dst_b, src_b, mbar=full[s], arrive=False, multicast=MASK)
+                                    Tx.copy_async(dst_b, src_b, mbar=full[s], arrive=False, multicast=MASK, expect_tx=XT)
                                 else:
-                                    Tx.copy_async(dst_b, src_b, mbar=full[s], arrive=False)
+                                    Tx.copy_async(dst_b, src_b, mbar=full[s], arrive=False, expect_tx=XT)
                             for j in range(NA):
                                 if a_major == "K":
                                     Tx.copy_async(As[s], A[m0:m0 + BM, k0:k0 + BK], mbar=full[s],
-                                                  arrive=j == NA - 1)
+                                                  arrive=j == NA - 1, expect_tx=XT)
                                 else:
                                     Tx.copy_async(As[s, :, j * 64:j * 64 + 64], A[k0:k0 + BK, m0 + j * 64:m0 + j * 64 + 64],
-                                                  mbar=full[s], arrive=j == NA - 1)
+                                                  mbar=full[s], arrive=j == NA - 1, expect_tx=XT)
         else:
             T.ptx.setmaxnreg_inc(232)
             c = wg - 1
@@ -234,13 +248,14 @@ def gemm_sm90(M, N, K, BN=256, STAGES=4, CM=2, a_major="K", b_major="K", dtype="
                 for k in T.serial(KT):
                     g = i * KT + k
                     s = g % STAGES
-                    T.ptx.mbarrier_wait_parity(full[s], (g // STAGES) % 2)
+                    if d != "full_wait":
+                        T.ptx.mbarrier_wait_parity(full[s], (g // STAGES) % 2)
                     if a_major == "K":
                         Tx.wg.gemm_async(acc, As[s, c * 64:c * 64 + 64, :], Bs[s], transpose_b=tb,
-                                         accumulate=k > 0, wait=1)
+                                         accumulate=k > 0, wait=W1)
                     else:
                         Tx.wg.gemm_async(acc, As[s, :, c * 64:c * 64 + 64], Bs[s], transpose_a=ta,
-                                         transpose_b=tb, accumulate=k > 0, wait=1)
+                                         transpose_b=tb, accumulate=k > 0, wait=W1)
                     if k > 0:
                         if lane == 0:
                             if CM == 1:
@@ -248,7 +263,8 @@ def gemm_sm90(M, N, K, BN=256, STAGES=4, CM=2, a_major="K", b_major="K", dtype="
                             else:
                                 for r in range(CM):     # every CTA of the cluster multicasts into this stage
                                     T.ptx.mbarrier_arrive_remote(T.ptx.mapa_shared(empty[(g + STAGES - 1) % STAGES], r))
-                Tx.wg.gemm_wait(0, acc)
+                if d != "acc_wait":
+                    Tx.wg.gemm_wait(0, acc)
                 if lane == 0:
                     if CM == 1:
                         T.ptx.mbarrier_arrive(empty[(i * KT + KT - 1) % STAGES])
@@ -266,11 +282,13 @@ def gemm_sm90(M, N, K, BN=256, STAGES=4, CM=2, a_major="K", b_major="K", dtype="
                     if activation == "silu":
                         Tx.wg.silu(chunk, chunk)
                     Tx.wg.cast(out, chunk)
-                    if T.thread_id() == 128:
-                        T.ptx.bulk_wait_group_read(1)    # the store that last read this buffer is done
+                    if d != "store_wait":
+                        if T.thread_id() == 128:
+                            T.ptx.bulk_wait_group_read(1)    # the store that last read this buffer is done
                     T.ptx.barrier_sync(1, 256)
                     Tx.wg.copy(Cs[j % 2, c * 64:c * 64 + 64, :], out)
-                    T.ptx.fence_proxy_async()
+                    if d != "fence_proxy_async":
+                        T.ptx.fence_proxy_async()
                     T.ptx.barrier_sync(1, 256)
                     if T.thread_id() == 128:
                         Tx.copy_async(C[m0:m0 + BM, n0 + j * EPI:n0 + j * EPI + EPI], Cs[j % 2])

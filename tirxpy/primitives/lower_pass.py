@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from tirxpy.ir import stmt as St
 from tirxpy.ir.analysis import annotate_active_threads
+from tirxpy.ir.errors import at_span
 from tirxpy.ir.kernel import Kernel
 
 from .context import CallContext
@@ -95,7 +96,8 @@ class _Lowerer:
                                 s.span, hint="an implementation must eventually return native IR")
         self.count += 1
         ctx = CallContext(s, self.kernel, threads, self.arch, prefix=f"tx{self.count}")
-        choice = dispatch_call(ctx)
+        with at_span(s.span):   # native statements an implementation builds name the call's line
+            choice = dispatch_call(ctx)
         site = Site(s, threads, choice.impl, choice.rejected, list(ctx.emitted), None)
         self.sites.append(site)
         site.stmt = self.nested(choice.stmt, threads, depth + 1)

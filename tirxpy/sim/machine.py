@@ -107,7 +107,7 @@ class Warp:
             self.cta.machine.report(
                 "wgmma_accumulator_before_wait",
                 f"{what} of register tile {root.name} while a wgmma writing it is still in flight",
-                getattr(node, "span", None), self.describe(),
+                getattr(node, "span", None) or getattr(self.where, "span", None), self.describe(),
                 ["wgmma results are visible only after wgmma.commit_group + wgmma.wait_group"])
 
     def read_regs(self, regs, off, dt, k, ok, node):

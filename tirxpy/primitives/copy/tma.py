@@ -9,6 +9,9 @@ box between a global view and a shared tile.
   ``cta_group=2`` (sm_100a, a tcgen05 CTA pair): the box lands in this CTA's tile but completes
   on ``mbar``'s barrier in the pair's even (leader) CTA (``.cta_group::2``, address from
   ``mapa``), with a remote ``arrive.expect_tx`` there (or none with ``arrive=False``).
+  ``expect_tx=False``: the copy announces no bytes (a plain ``mbarrier.arrive``, or nothing with
+  ``arrive=False``) -- for a stage whose bytes you announced yourself with one
+  ``T.ptx.mbarrier_arrive_expect_tx`` (and for the simulator's mutation tests).
 - store ``Tx.copy_async(A[...], s_tile)``: ``cp.async.bulk.tensor`` shared -> global, then
   ``cp.async.bulk.commit_group`` (wait with ``T.ptx.bulk_wait_group(0)``); ``reduce="add"``
   makes it ``cp.reduce.async.bulk.tensor ... .add``.
@@ -146,10 +149,16 @@ def tma_load(ctx):
         lbar, let = ctx.let("leader_bar", ctx.intrin("mapa_shared", bar, leader))
         stmts.append(let)
         if ctx.attr("arrive", True):
-            stmts.append(ctx.emit("mbarrier_arrive_expect_tx_remote", lbar, ops.const(nbytes, "uint32")))
+            if ctx.attr("expect_tx", True):
+                stmts.append(ctx.emit("mbarrier_arrive_expect_tx_remote", lbar, ops.const(nbytes, "uint32")))
+            else:
+                stmts.append(ctx.emit("mbarrier_arrive_remote", lbar))
         stmts.append(ctx.emit(f"tma_load_{n}d_cta_group2", _tile_arg(dst), _tile_arg(src), *coords, lbar))
         return ctx.seq(stmts)
-    if ctx.attr("arrive", True):
+    if not ctx.attr("expect_tx", True):
+        if ctx.attr("arrive", True):
+            stmts.append(ctx.let("tma_state", ctx.intrin("mbarrier_arrive", bar))[1])
+    elif ctx.attr("arrive", True):
         from tirxpy.ir.stmt import LetStmt  # noqa: F401
 
         state = ctx.intrin("mbarrier_arrive_expect_tx", bar, ops.const(nbytes, "uint32"))
