@@ -1,6 +1,7 @@
 """kernels/rmsnorm_silu.py: plan, CPU interpretation of the lowered kernel, NVRTC compile, GPU check.
 
 GPU (marker gpu): python -m pytest -q -m gpu tests/kernels/test_rmsnorm_silu.py
+(``--sim``: the GPU test's small shapes in the simulator, on any machine)
 """
 import numpy as np
 import pytest
@@ -8,6 +9,7 @@ import pytest
 from kernels.rmsnorm_silu import plan, rmsnorm_silu
 from tests.primitives.helpers import compile_ok
 from tests.primitives.interp import bf16_array, run_lowered
+from tests.sim_plugin import device, launch, skip_large
 
 
 def reference(x, w, eps=1e-6):
@@ -43,21 +45,17 @@ def test_compiles_without_spills(d, arch):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("rows,d", [(1, 32), (7, 96), (333, 1024), (1000, 4096), (129, 8192), (64, 12288)])
-def test_gpu_matches_float64_torch(rows, d):
+@pytest.mark.parametrize("rows,d", [(1, 32), (7, 96), (3, 256), (333, 1024), (1000, 4096), (129, 8192), (64, 12288)])
+def test_gpu_matches_float64_torch(rows, d, sim_mode):
     import torch
 
-    from tirxpy.lower.build import build
-
-    g = torch.Generator(device="cuda").manual_seed(torch.seed() % 2 ** 31)
-    x = (torch.randn(rows, d, device="cuda", generator=g) * 2).to(torch.bfloat16)
-    w = torch.randn(d, device="cuda", generator=g).to(torch.bfloat16)
+    skip_large(sim_mode, rows * d, 1 << 10)
+    dev = device(sim_mode)
+    g = torch.Generator(device=dev).manual_seed(torch.seed() % 2 ** 31)
+    x = (torch.randn(rows, d, device=dev, generator=g) * 2).to(torch.bfloat16)
+    w = torch.randn(d, device=dev, generator=g).to(torch.bfloat16)
     y = torch.full_like(x, float("nan"))  # poisoned: every element must be written
-    from tirxpy.lower.runtime import device_arch
-
-    k = build(rmsnorm_silu(rows, d), device_arch())
-    k(x, w, y)
-    torch.cuda.synchronize()
+    launch(rmsnorm_silu(rows, d), x, w, y, sim=sim_mode)
     xd, wd = x.double(), w.double()
     z = xd * torch.rsqrt((xd * xd).mean(-1, keepdim=True) + 1e-6) * wd
     ref = z * torch.sigmoid(z)
