@@ -62,6 +62,13 @@ class StmtRenderer:
             name = ctx.name(s.var, s.var.name)
             if s.kind == "unroll":
                 self.emit("#pragma unroll")
+            elif issues_wgmma(s.body):
+                # ptxas (13.0 and 13.4 seen) may unroll such a loop, leave it from the middle of the
+                # unrolled body and then schedule reads of the accumulators of the still-running
+                # wgmma group above the WARPGROUP.DEPBAR of the wait_group after the loop (wrong
+                # 8x8 blocks in gemm_sm90, see kernels/NOTES_gemm_sm90.md). A loop it does not
+                # unroll keeps the wait ahead of the reads.
+                self.emit("#pragma unroll 1")
             self.emit(f"for ({ctype(s.var.dtype, s.span)} {name} = {start}; {name} < {stop}; ++{name}) {{")
             self.block(s.body)
             self.emit("}")
@@ -109,3 +116,16 @@ class StmtRenderer:
             self.emit(f"// {b.name}: tensor memory {b.shape} {b.dtype}, addressed through tcgen05 intrinsics")
         else:
             self.er.fail(f"{b.name}: kernels cannot allocate {b.storage} memory", s)
+
+
+def issues_wgmma(node) -> bool:
+    """Whether ``node`` (a statement) contains a ``wgmma.commit_group`` at any depth."""
+    if isinstance(node, E.IntrinsicCall):
+        return node.name == "wgmma_commit_group"
+    if isinstance(node, St.Stmt):
+        return any(issues_wgmma(getattr(node, f, None)) for f in node._fields)
+    if isinstance(node, (list, tuple)):
+        return any(issues_wgmma(x) for x in node)
+    if isinstance(node, E.Expr):
+        return False
+    return False
