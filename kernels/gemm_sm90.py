@@ -41,9 +41,11 @@ across tile boundaries: the producer fills stages of the next tile while consume
 one. Ragged M, N, K need no guard: TMA zero-fills out-of-range loads and drops out-of-range
 stores.
 
-    >>> k = gemm_sm90(256, 256, 128, BN=128, STAGES=2)
+    >>> k = gemm_sm90(256, 256, 128, BN=128, STAGES=2)           # default: no cluster (CM=1)
     >>> k.launch.threads, k.launch.cluster, plan(256, 256, 128, BN=128)["tiles"]
-    (384, (2,), 2)
+    (384, None, 4)
+    >>> gemm_sm90(256, 256, 128, BN=128, STAGES=2, CM=2).launch.cluster
+    (2,)
 """
 from __future__ import annotations
 
@@ -69,7 +71,7 @@ def _cdiv(a, b):
     return -(-a // b)
 
 
-def plan(M, N, K, BM=128, BN=256, BK=64, STAGES=4, CM=2, sms=SM_COUNT_H100, group=8,
+def plan(M, N, K, BM=128, BN=256, BK=64, STAGES=4, CM=1, sms=SM_COUNT_H100, group=8,
          dtype="bfloat16", out_dtype="bfloat16"):
     """Checked tile plan: tile counts, persistent grid and shared-memory bytes (raises ValueError)."""
     if dtype not in IN_DTYPES:
@@ -125,7 +127,7 @@ def bias_layout(epi):
 
 
 @tirxpy.jit
-def gemm_sm90(M, N, K, BN=256, STAGES=4, CM=2, a_major="K", b_major="K", dtype="bfloat16",
+def gemm_sm90(M, N, K, BN=256, STAGES=4, CM=1, a_major="K", b_major="K", dtype="bfloat16",
               out_dtype="bfloat16", bias=False, activation=None, sms=SM_COUNT_H100, group=8, drop=None):
     """The kernel for one problem: ``k(A, B, C)`` (``k(A, B, Bias, C)`` with ``bias=True``); see the
     module docstring for the operand orientations.

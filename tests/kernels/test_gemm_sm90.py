@@ -11,8 +11,15 @@ from kernels.gemm_sm90 import gemm_sm90, plan
 from kernels.schedule import grouped_tile, tiles_of_unit
 
 
-def test_compiles_for_sm90a_without_spills():
-    ck = tirxpy.compile(gemm_sm90(4096, 4096, 4096), arch="sm_90a")
+def test_default_kernel_compiles_without_spills_and_keeps_wgmma_loops_rolled():
+    ck = tirxpy.compile(gemm_sm90(4096, 4096, 4096), arch="sm_90a")  # default: no cluster (CM=1)
+    r = ck.resources
+    assert r.spill_stores == 0 and r.spill_loads == 0 and r.stack_bytes == 0, r
+    assert "#pragma unroll 1" in ck.cuda_source and "tma_load_2d_multicast" not in ck.cuda_source
+
+
+def test_cluster_kernel_compiles_for_sm90a_without_spills():
+    ck = tirxpy.compile(gemm_sm90(4096, 4096, 4096, CM=2), arch="sm_90a")
     r = ck.resources
     assert r.spill_stores == 0 and r.spill_loads == 0 and r.stack_bytes == 0, r
     src = ck.cuda_source
