@@ -33,10 +33,12 @@ def main():
     f.argtypes = [ctypes.c_void_p, u, u, u, u, u, u, u, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
     f.restype = ctypes.c_int
     h = int(handle)
+    cu_stream = drv.CUstream(stream)
     raw = torch._C._cuda_getCurrentRawStream
     rows = [
         ("full Launcher call", lambda: ln(1, 32, ())),
         ("drv.cuLaunchKernel (bindings)", lambda: drv.cuLaunchKernel(handle, 1, 1, 1, 32, 1, 1, 0, stream, params, 0)),
+        ("same, CUstream object reused", lambda: drv.cuLaunchKernel(handle, 1, 1, 1, 32, 1, 1, 0, cu_stream, params, 0)),
         ("cuLaunchKernel via ctypes", lambda: f(h, 1, 1, 1, 32, 1, 1, 0, stream, params, None)),
         ("torch raw stream lookup", lambda: raw(0)),
         ("ArgPacker.pack(())", lambda: ln.packer.pack(())),

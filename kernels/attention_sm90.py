@@ -132,7 +132,7 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
     QL, KVL = _tile_layout(BM, D), _tile_layout(BN, D, STAGES)
     SACC, OACC, OCH = wgmma_accumulator(BN), wgmma_accumulator(D), wgmma_accumulator(64)
     RAGGED = SK % BN != 0
-    PINGPONG = (NC == 2) if PINGPONG is None else bool(PINGPONG)
+    PINGPONG = (NC == 2 and OVERLAP) if PINGPONG is None else bool(PINGPONG)  # ping-pong needs the overlapped loop
     if PINGPONG and (NC != 2 or not OVERLAP):
         raise ValueError("attention_sm90: PINGPONG schedules two consumer warpgroups (NC = 2) in the overlapped "
                          "loop (OVERLAP=True)")

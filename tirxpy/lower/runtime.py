@@ -466,6 +466,7 @@ class Launcher:
         # Bound once: the launch path does no look-ups it can avoid (target <= 5 us per launch).
         self._launch_plain = drv.cuLaunchKernel
         self._success = drv.CUresult.CUDA_SUCCESS
+        self._streams: dict = {}
 
     def _checked_dims(self, grid, block, cluster):
         key = (grid, block, cluster)
@@ -496,7 +497,10 @@ class Launcher:
         elif not isinstance(stream, int):
             stream = getattr(stream, "cuda_stream", stream)
         if c is None:
-            (err,) = self._launch_plain(k.handle, g[0], g[1], g[2], b[0], b[1], b[2], smem_bytes, stream, params, 0)
+            st = self._streams.get(stream)  # a CUstream object per handle: the binding converts ints each call
+            if st is None:
+                st = self._streams[stream] = _driver().CUstream(stream)
+            (err,) = self._launch_plain(k.handle, g[0], g[1], g[2], b[0], b[1], b[2], smem_bytes, st, params, 0)
             if err == self._success:
                 return
         drv = _driver()
