@@ -49,7 +49,7 @@ def test_plain_loop_with_two_consumers_needs_no_pingpong_argument():
     """PINGPONG defaults to the overlapped loop only: OVERLAP=False with NC=2 builds as is."""
     from kernels.attention_sm90 import attention_sm90
 
-    k = attention_sm90(1, 2, 2, 80, 80, 64, causal=False, OVERLAP=False)
+    k = attention_sm90(1, 2, 2, 200, 200, 64, causal=False, OVERLAP=False)
     assert k.launch.threads == 384
     with pytest.raises(ValueError, match="PINGPONG schedules two consumer warpgroups"):
-        attention_sm90(1, 2, 2, 80, 80, 64, causal=False, OVERLAP=False, PINGPONG=True)
+        attention_sm90(1, 2, 2, 200, 200, 64, causal=False, OVERLAP=False, PINGPONG=True)
