@@ -10,21 +10,11 @@ import torch
 
 import kernels
 
+from tests.kernels.attention_reference import reference
+
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] != 9,
                                  reason="the sm_90a kernel needs a Hopper GPU")]
-
-
-def reference(q, k, v, causal, scale):
-    """float64 attention (B, SQ, H, D) and log-sum-exp (B, H, SQ); GQA by head groups."""
-    G = q.shape[2] // k.shape[2]
-    qd = q.double().transpose(1, 2)
-    kd = k.double().transpose(1, 2).repeat_interleave(G, 1)
-    vd = v.double().transpose(1, 2).repeat_interleave(G, 1)
-    s = qd @ kd.transpose(-1, -2) * scale
-    if causal:
-        s = s.masked_fill(torch.ones(s.shape[-2:], dtype=torch.bool, device=s.device).triu(1), float("-inf"))
-    return (torch.softmax(s, -1) @ vd).transpose(1, 2), torch.logsumexp(s, -1)
 
 
 def _inputs(B, SQ, SK, H, HKV, D, dtype):

@@ -8,17 +8,7 @@ import torch
 from kernels.attention_sm90 import attention_sm90
 from tirxpy.sim import run
 
-
-def reference(q, k, v, causal, scale):
-    """float64 attention and log-sum-exp, (B, S, H, D) tensors, GQA by head groups."""
-    G = q.shape[2] // k.shape[2]
-    qd = q.double().transpose(1, 2)
-    kd = k.double().transpose(1, 2).repeat_interleave(G, 1)
-    vd = v.double().transpose(1, 2).repeat_interleave(G, 1)
-    s = qd @ kd.transpose(-1, -2) * scale
-    if causal:
-        s = s.masked_fill(torch.ones(s.shape[-2:], dtype=torch.bool).triu(1), float("-inf"))
-    return (torch.softmax(s, -1) @ vd).transpose(1, 2), torch.logsumexp(s, -1)
+from tests.kernels.attention_reference import reference
 
 
 @pytest.mark.parametrize("B,H,HKV,SQ,SK,D,causal,BN,NC,dtype,overlap", [

@@ -26,18 +26,24 @@ def choices(k, arch="sm_90a"):
     return [(s.impl.variant, s.stmt) for s in sites]
 
 
-def intrinsics(node) -> list:
+def calls(node) -> list:
+    """Every IntrinsicCall under ``node`` (outer calls before their arguments)."""
     out = []
 
     def walk(n):
         if isinstance(n, IntrinsicCall):
-            out.append(n.name)
+            out.append(n)
         for _, v in n.fields():
             for x in (v if isinstance(v, tuple) else (v,)):
                 if hasattr(x, "fields"):
                     walk(x)
     walk(node)
     return out
+
+
+def intrinsics(node) -> list:
+    """Names of every IntrinsicCall under ``node``, in order."""
+    return [c.name for c in calls(node)]
 
 
 def rejected(k, arch="sm_90a") -> DispatchError:

@@ -2,10 +2,12 @@
 import pytest
 
 from tirxpy import T, Tx
-from tirxpy.ir import Evaluate, IntrinsicCall, SeqStmt
+from tirxpy.ir import SeqStmt
 from tirxpy.primitives import (
     DispatchError, explain, fail, implementations, lower_calls, register_impl, unregister_impl,
 )
+
+from tests.primitives.helpers import intrinsics
 
 
 def _shared_only(ctx):
@@ -48,27 +50,13 @@ def k(G: T.Tensor((128,), "float32")):
     return T.parse_script(src)
 
 
-def _intrinsics(stmt):
-    out = []
-
-    def walk(n):
-        if isinstance(n, IntrinsicCall):
-            out.append(n.name)
-        for _, v in n.fields():
-            for x in (v if isinstance(v, tuple) else (v,)):
-                if hasattr(x, "fields"):
-                    walk(x)
-    walk(stmt)
-    return out
-
-
 def test_priority_order_and_target(demo_op):
     assert [i.variant for i in implementations(demo_op)] == ["hopper", "fast", "slow"]
     k = _kernel(f"Tx.cta.{demo_op}(A)", "shared")
-    assert _intrinsics(lower_calls(k, "sm_80").body) == ["syncthreads"]
-    assert _intrinsics(lower_calls(k, "sm_90a").body) == ["syncthreads"]  # hopper fails late
+    assert intrinsics(lower_calls(k, "sm_80").body) == ["syncthreads"]
+    assert intrinsics(lower_calls(k, "sm_90a").body) == ["syncthreads"]  # hopper fails late
     kg = _kernel(f"Tx.cta.{demo_op}(G)")
-    assert _intrinsics(lower_calls(kg, "sm_80").body) == ["fence_acq_rel_cta"]
+    assert intrinsics(lower_calls(kg, "sm_80").body) == ["fence_acq_rel_cta"]
 
 
 def test_dispatch_variant_restricts(demo_op):
@@ -118,7 +106,7 @@ def test_user_primitive_takes_part_at_once():
     try:
         k = _kernel("Tx.cta.tdemo_new_prim(G)")
         out = lower_calls(k, "sm_80")
-        assert _intrinsics(out.body) == ["syncthreads"]
+        assert intrinsics(out.body) == ["syncthreads"]
         assert "tdemo_new_prim/mine" in explain(k, "sm_80")
     finally:
         unregister_impl("tdemo_new_prim", "mine")

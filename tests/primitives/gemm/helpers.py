@@ -1,7 +1,8 @@
 """Small kernels around one gemm call, and walkers over the lowered IR."""
 from tirxpy import T
-from tirxpy.ir import IntrinsicCall
 from tirxpy.primitives import lower_calls
+
+from tests.primitives.helpers import calls  # noqa: F401  (re-exported for the gemm tests)
 
 
 def kernel(body: str, env: dict, threads: int = 128, cluster=None, params: str = 'G: T.Tensor((8,), "float32")',
@@ -12,22 +13,6 @@ def kernel(body: str, env: dict, threads: int = 128, cluster=None, params: str =
     cl = f", cluster={cluster}" if cluster else ""
     src = f"@T.prim_func\ndef k({params}):\n    T.launch(grid=(1,){cl}, threads={threads})\n{body}"
     return T.parse_script(src, env=dict(env), verify=verify)
-
-
-def calls(stmt) -> list:
-    """Every IntrinsicCall under ``stmt`` (outer calls before their arguments)."""
-    out = []
-
-    def walk(n):
-        if isinstance(n, IntrinsicCall):
-            out.append(n)
-        for _, v in n.fields():
-            for x in (v if isinstance(v, tuple) else (v,)):
-                if hasattr(x, "fields"):
-                    walk(x)
-
-    walk(stmt)
-    return out
 
 
 def names(stmt) -> list:

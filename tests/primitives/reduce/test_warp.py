@@ -3,7 +3,7 @@ axis (replicas not counted twice), CTA reductions through shared memory; results
 import numpy as np
 import pytest
 
-from tests.primitives.helpers import choices, compile_ok, intrinsics, kernel, reason, rejected
+from tests.primitives.helpers import calls, choices, compile_ok, intrinsics, kernel, reason, rejected
 from tests.primitives.interp import run_lowered
 
 ACC = "wgmma_accumulator(16)"
@@ -31,7 +31,7 @@ def test_row_reductions_on_wgmma_accumulator(op, ref):
     ch = choices(k)
     assert ch[2][0] == "warp_shuffle"
     assert intrinsics(ch[2][1]) == [f"shfl_sync_bfly_f32"] * 4  # 2 rows x lane bits {1, 2}
-    masks = [a.args[1].value for a in _calls(ch[2][1])]
+    masks = [a.args[1].value for a in calls(ch[2][1])]
     assert sorted(set(masks)) == [1, 2]
     out = run_lowered(k, A=A, O=np.zeros(64, np.float32)).result("O")
     np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5)
@@ -43,21 +43,6 @@ def test_accumulate_and_kept_dim():
     np.testing.assert_allclose(out, A.sum(1) + 1, rtol=1e-5, atol=1e-5)
 
 
-def _calls(stmt):
-    from tirxpy.ir import IntrinsicCall
-    out = []
-
-    def walk(n):
-        if isinstance(n, IntrinsicCall):
-            out.append(n)
-        for _, v in n.fields():
-            for x in (v if isinstance(v, tuple) else (v,)):
-                if hasattr(x, "fields"):
-                    walk(x)
-    walk(stmt)
-    return out
-
-
 def test_replicas_are_not_summed_twice():
     # every element held by two lanes (replica on lane bit 4): only lane bits 0..3 are reduced
     k = kernel('X: T.Tensor((16,), "float32"), O: T.Tensor((1,), "float32")', """
@@ -67,7 +52,7 @@ def test_replicas_are_not_summed_twice():
     Tx.warp.sum(s, x, axis=0)
     Tx.warp.copy(O[0:1], s)""", threads=32)
     ch = choices(k)
-    assert sorted(c.args[1].value for c in _calls(ch[1][1])) == [1, 2, 4, 8]
+    assert sorted(c.args[1].value for c in calls(ch[1][1])) == [1, 2, 4, 8]
     x = np.arange(16, dtype=np.float32)
     assert run_lowered(k, X=x, O=np.zeros(1, np.float32)).result("O")[0] == x.sum()
 
