@@ -99,3 +99,12 @@ def test_dispatcher_runs_compile(kfile, capsys):
 
     assert top(["compile", kfile, "--arch", "sm_90a"]) == 0
     assert "double" in capsys.readouterr().out
+
+
+def test_kernels_bound_to_other_names_are_told_apart(tmp_path, capsys):
+    p = tmp_path / "variants.py"
+    src = 'T.parse_script(\'@T.prim_func\\ndef twin(A: T.Tensor((32,), "float32")):\\n    T.launch(grid=(1,), threads=32)\\n    A[T.thread_id()] = T.float32({})\\n\')'
+    p.write_text("from tirxpy import T\nsmall = " + src.format(1) + "\nlarge = " + src.format(2) + "\n")
+    assert main([str(p)]) == 0
+    names = [ln.split()[0] for ln in capsys.readouterr().out.splitlines()[1:]]
+    assert names == ["small:twin", "large:twin"]

@@ -99,14 +99,19 @@ def main(argv=None) -> int:
               f"@tirxpy.jit factories at module level)", file=sys.stderr)
         return 2
     rows, status = [], 0
+    counts = {}
+    for _, k in kernels:
+        counts[k.name] = counts.get(k.name, 0) + 1
     for name, k in kernels:
         try:
             ck = build(k, args.arch)
             s = ck.summary()
-            rows.append((s["name"], s["arch"], s["registers"], s["spills"], s["stack"], s["smem"], s["threads"]))
+            # variants of one kernel (same name) are told apart by the module attribute they are bound to
+            label = f"{name}:{s['name']}" if counts[k.name] > 1 else s["name"]
+            rows.append((label, s["arch"], s["registers"], s["spills"], s["stack"], s["smem"], s["threads"]))
             if args.emit:
                 text = {"cuda": lambda: ck.cuda_source, "ptx": lambda: ck.ptx, "sass": lambda: ck.sass}[args.emit]()
-                print(f"// ===== {s['name']} ({args.emit}, {s['arch']}) =====")
+                print(f"// ===== {label} ({args.emit}, {s['arch']}) =====")
                 print(text)
         except (TirxError, LowerError) as e:
             print(f"tirxpy compile: error in kernel {name!r}:\n{e}", file=sys.stderr)
