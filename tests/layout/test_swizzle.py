@@ -147,3 +147,20 @@ def test_footprint_is_one_past_the_largest_swizzled_address():
     L = ComposeLayout(sw, TileLayout(S[(3, 8) : (8, 1)] + 5 @ tirxpy.layout.m))
     brute = max(sw.apply(5 + 8 * r + c) for r in range(3) for c in range(8)) + 1
     assert L.footprint() == brute
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float8_e4m3", "float64"])
+def test_hardware_swizzle_bytes_inverts_swizzle_for(dtype):
+    from tirxpy.layout import hardware_swizzle_bytes
+
+    for mode in (32, 64, 128):
+        assert hardware_swizzle_bytes(swizzle_for(mode, dtype), dtype) == mode
+    assert hardware_swizzle_bytes(SwizzleLayout(0, 0, 3), dtype) == 0        # the identity: no swizzle
+    assert hardware_swizzle_bytes(SwizzleLayout(5, 3, 3), dtype) is None     # not a hardware mode
+
+
+def test_dense_box_mismatch_ignores_the_swizzle_and_names_the_first_element():
+    sw = swizzle_128B("bf16")
+    assert ComposeLayout(sw, TileLayout(S[(64, 64) : (64, 1)])).dense_box_mismatch((64, 64)) is None
+    # rows padded to 72 elements: the first element off the dense box is (1, 0) at 72, not 64
+    assert ComposeLayout(sw, TileLayout(S[(64, 64) : (72, 1)])).dense_box_mismatch((64, 64)) == ((1, 0), 72, 64)

@@ -8,7 +8,7 @@
 from .axis import Axis, Bank, F, P, TCol, TLane, bx, by, bz, cbx, cby, cbz, laneid, m, pid, tid_in_wg, tx, warpid, wgid, wid_in_wg
 from .errors import LayoutError
 from .iters import AxisStride, Iter, LayoutSpec, R, S
-from .swizzle import ComposeLayout, SwizzleLayout, bitxor, dtype_bits, swizzle_32B, swizzle_64B, swizzle_128B, swizzle_for
+from .swizzle import ComposeLayout, SwizzleLayout, bitxor, dtype_bits, hardware_swizzle_bytes, swizzle_32B, swizzle_64B, swizzle_128B, swizzle_for
 from .tile import Layout, TileLayout
 from .canonical import canonicalize, equivalent, identical
 from .algebra import direct_sum, group, permute_dims, slice_layout, split_iter, tile_product

@@ -145,6 +145,10 @@ class ComposeLayout(Layout):
     def size(self, axis=None) -> int:
         return self.tile.size(axis)
 
+    def dense_box_mismatch(self, box):
+        """The unswizzled tile's :meth:`~tirxpy.layout.tile.Layout.dense_box_mismatch`."""
+        return self.tile.dense_box_mismatch(box)
+
     def footprint(self) -> int:
         """Storage an allocation needs on the swizzled axis: one past the largest swizzled
         coordinate (offset included)."""
@@ -250,6 +254,21 @@ def swizzle_for(swizzle_bytes: int, dtype) -> SwizzleLayout:
         raise LayoutError("sub-byte element types are swizzled in bytes: pass dtype=8 with packed columns")
     per = {8: 4, 16: 3, 32: 2, 64: 1}[bits]
     return SwizzleLayout(per, _SWIZZLE_BYTES[swizzle_bytes], 3)
+
+
+def hardware_swizzle_bytes(swizzle: SwizzleLayout, dtype) -> int | None:
+    """Which shared-memory swizzle mode (0 / 32 / 64 / 128 bytes) ``swizzle`` is for elements of
+    ``dtype``, or None when it is none of the hardware's (TMA / matrix-descriptor) modes.
+
+        >>> hardware_swizzle_bytes(SwizzleLayout(3, 3, 3), "bf16"), hardware_swizzle_bytes(SwizzleLayout(1, 1, 1), "bf16")
+        (128, None)
+    """
+    if swizzle.swizzle_len == 0:
+        return 0
+    for mode in (32, 64, 128):
+        if swizzle_for(mode, dtype) == swizzle:
+            return mode
+    return None
 
 
 def swizzle_32B(dtype) -> SwizzleLayout:

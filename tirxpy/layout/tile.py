@@ -126,6 +126,32 @@ class Layout:
         col = t[:, :, names.index(name)]
         return int(col.max() - col.min() + 1)
 
+    def dense_box_mismatch(self, box) -> tuple | None:
+        """None when the ``m`` coordinate of this layout over the logical tile ``box`` is the dense
+        row-major box (what a TMA copy writes / reads, up to a base offset); otherwise the first
+        element found out of place as ``(element, its offset, the dense box's offset)``. A swizzled
+        layout is checked before its swizzle.
+
+            >>> from tirxpy.layout import TileLayout, S
+            >>> TileLayout(S[(4, 8) : (8, 1)]).dense_box_mismatch((4, 8)) is None
+            True
+            >>> TileLayout(S[(4, 8) : (16, 1)]).dense_box_mismatch((4, 8))
+            ((1, 0), 16, 8)
+        """
+        lay = self
+        box = tuple(box)
+        rm = [prod(box[d + 1:]) for d in range(len(box))]
+        origin = [0] * len(box)
+        base = lay.apply(*origin, shape=box).get("m", 0)
+        for d in range(len(box)):
+            for step in sorted({s for s in (1, box[d] - 1) if 0 < s < box[d]}):
+                c = list(origin)
+                c[d] = step
+                got = lay.apply(*c, shape=box).get("m", 0) - base
+                if got != step * rm[d]:
+                    return tuple(c), int(got), step * rm[d]
+        return None
+
     def table(self, shape=None, **kw) -> str:
         """Render as a terminal grid (see :func:`tirxpy.layout.pictures.table`)."""
         from .pictures import table

@@ -130,39 +130,23 @@ def _gcd(a, b):
 def swizzle_of_layout(layout, dtype: str, box) -> int:
     """Swizzle width (0 / 32 / 64 / 128 bytes) of the shared tile's layout, after checking that its
     unswizzled part is the dense row-major box TMA writes."""
-    from tirxpy.layout import ComposeLayout, TileLayout, swizzle_for  # noqa: PLC0415
+    from tirxpy.layout import ComposeLayout, TileLayout, hardware_swizzle_bytes, swizzle_for  # noqa: PLC0415
 
     box = _ints(box, "box")
     if isinstance(layout, ComposeLayout):
-        tile, sw = layout.tile, layout.swizzle
-        mode = None
-        if sw.swizzle_len == 0:
-            mode = 0
-        else:
-            for m in (32, 64, 128):
-                if swizzle_for(m, dtype) == sw:
-                    mode = m
+        mode = hardware_swizzle_bytes(layout.swizzle, dtype)
         if mode is None:
-            raise TmaError(f"the shared tile's swizzle {sw!r} is not a TMA swizzle for {dtype} "
+            raise TmaError(f"the shared tile's swizzle {layout.swizzle!r} is not a TMA swizzle for {dtype} "
                            f"(those are {[swizzle_for(m, dtype) for m in (32, 64, 128)]})")
     elif isinstance(layout, TileLayout):
-        tile, mode = layout, 0
+        mode = 0
     else:
         raise TmaError(f"the shared tile layout must be a TileLayout or ComposeLayout, got {type(layout).__name__}")
-    # TMA writes the box densely, row-major (innermost box dimension fastest).
-    rm = [1] * len(box)
-    for i in range(len(box) - 2, -1, -1):
-        rm[i] = rm[i + 1] * box[i + 1]
-    origin = [0] * len(box)
-    base = tile.apply(*origin, shape=box).get("m", 0)
-    for d in range(len(box)):
-        for step in sorted({s for s in (1, box[d] - 1) if 0 < s < box[d]}):
-            c = list(origin)
-            c[d] = step
-            got = tile.apply(*c, shape=box).get("m", 0) - base
-            if got != step * rm[d]:
-                raise TmaError(f"the shared tile layout is not the dense row-major box {box} TMA writes: element "
-                               f"{tuple(c)} is at offset {got}, TMA puts it at {step * rm[d]}")
+    wrong = layout.dense_box_mismatch(box)
+    if wrong:
+        el, got, want = wrong
+        raise TmaError(f"the shared tile layout is not the dense row-major box {box} TMA writes: element "
+                       f"{el} is at offset {got}, TMA puts it at {want}")
     return mode
 
 

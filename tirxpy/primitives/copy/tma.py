@@ -28,7 +28,7 @@ from math import prod
 
 from tirxpy.ir import ops
 from tirxpy.ir.expr import BufferLoad
-from tirxpy.layout import ComposeLayout, TileLayout, swizzle_for
+from tirxpy.layout import ComposeLayout, TileLayout, hardware_swizzle_bytes
 
 from ..dispatch import fail, register_impl
 
@@ -40,27 +40,17 @@ def box_swizzle(tile, box) -> int | str:
     mode = 0
     dt = tile.dtype.name
     if isinstance(lay, ComposeLayout):
-        sw, lay = lay.swizzle, lay.tile
-        if sw.swizzle_len:
-            modes = [mb for mb in (32, 64, 128) if swizzle_for(mb, dt) == sw]
-            if not modes:
-                return f"{tile.name}'s swizzle {sw!r} is not a TMA swizzle for {dt}"
-            mode = modes[0]
-    if not isinstance(lay, TileLayout):
+        mode = hardware_swizzle_bytes(lay.swizzle, dt)
+        if mode is None:
+            return f"{tile.name}'s swizzle {lay.swizzle!r} is not a TMA swizzle for {dt}"
+    elif not isinstance(lay, TileLayout):
         return f"{tile.name}'s layout is not a tile layout"
-    if tile.offset:
-        pass  # a symbolic stage offset moves the whole box: checked by codegen's alignment
-    rm = [prod(box[d + 1:]) for d in range(len(box))]
-    origin = [0] * len(box)
-    base = lay.apply(*origin, shape=box).get("m", 0)
-    for d in range(len(box)):
-        for step in sorted({s for s in (1, box[d] - 1) if 0 < s < box[d]}):
-            c = list(origin)
-            c[d] = step
-            got = lay.apply(*c, shape=box).get("m", 0) - base
-            if got != step * rm[d]:
-                return (f"{tile.name} is not the dense row-major box {tuple(box)} TMA writes: element {tuple(c)} "
-                        f"is at offset {got}, TMA puts it at {step * rm[d]}")
+    # (a symbolic stage offset moves the whole box: checked by codegen's alignment)
+    wrong = lay.dense_box_mismatch(box)
+    if wrong:
+        el, got, want = wrong
+        return (f"{tile.name} is not the dense row-major box {tuple(box)} TMA writes: element {el} "
+                f"is at offset {got}, TMA puts it at {want}")
     inner = box[-1] * tile.dtype.bits // 8
     if inner % 16:
         return f"the box's inner extent is {inner} bytes; TMA needs a multiple of 16"
