@@ -16,19 +16,21 @@ Roles (``threads = 384``, three warpgroups; ``setmaxnreg`` moves registers to th
 
 - warpgroup 0, **producer** (``setmaxnreg.dec 40``): one elected thread of warp 0 walks the
   CTA's tiles and k-blocks; for k-block ``g`` (counted over all tiles of the CTA) it waits
-  ``empty[g % STAGES]`` (parity of the previous round) and issues the TMA loads: its
-  ``(BM, BK)`` box of A and its ``1 / CM`` share of B's ``(BN, BK)`` box, multicast to the
-  ``CM`` CTAs of the cluster (they all compute the same N columns, so each loads a slice of B
-  once for all of them). Every CTA's ``full[s]`` waits for ``CM`` arrivals: its own producer's
-  (``arrive.expect_tx`` of its own boxes) and one remote ``arrive.expect_tx`` (through ``mapa``)
-  from each peer, announcing the slice it multicasts *before* issuing it. So a phase cannot
-  complete before every byte of the stage has been announced, and no byte lands unannounced.
+  ``empty[g % STAGES]`` (parity of the previous round), arms its own ``full[s]`` with one
+  ``arrive.expect_tx`` of every byte that will land in the stage (its ``(BM, BK)`` box of A and
+  all of B's ``(BN, BK)`` box: its own ``1 / CM`` share plus the shares its peers multicast), and
+  issues the TMA loads: A, and its share of B multicast to the ``CM`` CTAs of the cluster (they
+  all compute the same N columns, so each loads a slice of B once for all of them). A peer's
+  bytes may land before this CTA arms the stage (the tx-count goes negative for a while, which
+  PTX allows); they cannot land in an earlier round, because a peer refills stage ``s`` only
+  after this CTA's consumers have released it.
 - warpgroups 1, 2, **consumers** (``setmaxnreg.inc 232``): consumer ``c`` owns rows
   ``64 c .. 64 c + 63`` of the ``BM = 128`` tile, a ``(64, BN)`` float32 accumulator in
   registers. Per k-block: wait ``full[s]``, ``wgmma`` (``BK / 16`` instructions of
   ``m64nBNk16``), ``wait_group 1`` so the previous k-block's wgmma has finished reading its
   stage, then one lane per warp arrives on ``empty`` of that stage in every CTA of the cluster
-  (``mapa`` + remote arrive). Epilogue per tile: ``EPI``-column chunks (128 bytes of output)
+  (``mapa`` + ``mbarrier.arrive.shared::cluster``, release at CTA scope: the cluster-scope release
+  is a GPU-wide fence per arrival, which made the 2-CTA kernel 2.5x slower). Epilogue per tile: ``EPI``-column chunks (128 bytes of output)
   are optionally biased / activated in float32, converted, written with ``stmatrix`` (or plain
   stores for f32) into a double-buffered 128B-swizzled staging tile, fenced to the async proxy
   and stored by one thread with a TMA store, which also clips the ragged edges.
@@ -156,7 +158,6 @@ def gemm_sm90(M, N, K, BN=256, STAGES=4, CM=1, a_major="K", b_major="K", dtype="
     TMC, TN, TILES = p["cluster_tiles_m"], p["tiles_n"], p["tiles"]
     BNS = BN // CM                      # rows of B's box each CTA of the cluster loads
     STAGE_BYTES = (BM + BN) * BK * 2
-    SLICE_BYTES = BNS * BK * 2            # B bytes each CTA multicasts into every CTA of the cluster
 
     if a_major == "K":
         a_shape, as_shape, SA = (M, K), (STAGES, BM, BK), _k_major_stages(STAGES, BM, BK, dtype)
@@ -194,7 +195,7 @@ def gemm_sm90(M, N, K, BN=256, STAGES=4, CM=1, a_major="K", b_major="K", dtype="
         n_tiles = tiles_of_unit(unit, UNITS, TILES)
         if T.thread_id() == 0:
             for s in T.serial(STAGES):
-                T.ptx.mbarrier_init(full[s], CM)       # our producer + one remote arrival per peer
+                T.ptx.mbarrier_init(full[s], 1)        # our producer's arrive.expect_tx
                 T.ptx.mbarrier_init(empty[s], 8 * CM)
             T.ptx.fence_mbarrier_init()
         if CM > 1:
@@ -217,9 +218,10 @@ def gemm_sm90(M, N, K, BN=256, STAGES=4, CM=1, a_major="K", b_major="K", dtype="
                                 if g >= STAGES:
                                     T.ptx.mbarrier_wait_parity(empty[s], (g // STAGES + 1) % 2)
                             k0 = k * BK
-                            for r in range(1, CM):       # arrive on the peers' full[s], announcing our B slice
-                                T.ptx.mbarrier_arrive_expect_tx_remote(T.ptx.mapa_shared(full[s], (rank + r) % CM),
-                                                                       SLICE_BYTES)
+                            if XT:    # every byte landing in this stage: A, our B slice, the peers' slices
+                                T.ptx.mbarrier_arrive_expect_tx(full[s], STAGE_BYTES)
+                            else:
+                                T.ptx.mbarrier_arrive(full[s])
                             for j in range(NB):
                                 c0 = rank * BNS + j * 64
                                 if b_major == "K":
@@ -229,16 +231,16 @@ def gemm_sm90(M, N, K, BN=256, STAGES=4, CM=1, a_major="K", b_major="K", dtype="
                                     dst_b = Bs[s, :, c0:c0 + 64]
                                     src_b = B[k0:k0 + BK, n0 + c0:n0 + c0 + 64]
                                 if CM > 1:
-                                    Tx.copy_async(dst_b, src_b, mbar=full[s], arrive=False, multicast=MASK, expect_tx=XT)
+                                    Tx.copy_async(dst_b, src_b, mbar=full[s], arrive=False, multicast=MASK, expect_tx=False)
                                 else:
-                                    Tx.copy_async(dst_b, src_b, mbar=full[s], arrive=False, expect_tx=XT)
+                                    Tx.copy_async(dst_b, src_b, mbar=full[s], arrive=False, expect_tx=False)
                             for j in range(NA):
                                 if a_major == "K":
                                     Tx.copy_async(As[s], A[m0:m0 + BM, k0:k0 + BK], mbar=full[s],
-                                                  arrive=j == NA - 1, expect_tx=XT)
+                                                  arrive=False, expect_tx=False)
                                 else:
                                     Tx.copy_async(As[s, :, j * 64:j * 64 + 64], A[k0:k0 + BK, m0 + j * 64:m0 + j * 64 + 64],
-                                                  mbar=full[s], arrive=j == NA - 1, expect_tx=XT)
+                                                  mbar=full[s], arrive=False, expect_tx=False)
         else:
             T.ptx.setmaxnreg_inc(232)
             c = wg - 1
@@ -264,7 +266,7 @@ def gemm_sm90(M, N, K, BN=256, STAGES=4, CM=1, a_major="K", b_major="K", dtype="
                                 T.ptx.mbarrier_arrive(empty[(g + STAGES - 1) % STAGES])
                             else:
                                 for r in range(CM):     # every CTA of the cluster multicasts into this stage
-                                    T.ptx.mbarrier_arrive_remote(T.ptx.mapa_shared(empty[(g + STAGES - 1) % STAGES], r))
+                                    T.ptx.mbarrier_arrive_cluster(T.ptx.mapa_shared(empty[(g + STAGES - 1) % STAGES], r))
                 if d != "acc_wait":
                     Tx.wg.gemm_wait(0, acc)
                 if lane == 0:
@@ -272,7 +274,7 @@ def gemm_sm90(M, N, K, BN=256, STAGES=4, CM=1, a_major="K", b_major="K", dtype="
                         T.ptx.mbarrier_arrive(empty[(i * KT + KT - 1) % STAGES])
                     else:
                         for r in range(CM):     # every CTA of the cluster multicasts into this stage
-                            T.ptx.mbarrier_arrive_remote(T.ptx.mapa_shared(empty[(i * KT + KT - 1) % STAGES], r))
+                            T.ptx.mbarrier_arrive_cluster(T.ptx.mapa_shared(empty[(i * KT + KT - 1) % STAGES], r))
                 for j in range(BN // EPI):
                     chunk = acc[:, j * EPI:j * EPI + EPI]
                     if bias:

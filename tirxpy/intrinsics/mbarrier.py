@@ -26,6 +26,12 @@ row("mbarrier_arrive_expect_tx_remote",
         "expected transaction count: announce the bytes a multicast TMA load will complete there.")
 row("mbarrier_arrive_remote", "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [{bar}];", [cluster("bar")],
     lowest="sm_90", doc="Arrive on a barrier of another CTA of the cluster (address from mapa).")
+row("mbarrier_arrive_cluster", "mbarrier.arrive.shared::cluster.b64 _, [{bar}];", [cluster("bar")],
+    lowest="sm_90", doc="Arrive on a barrier of any CTA of the cluster (address from mapa) with the default "
+                        ".release.cta semantics: what a pipeline uses to hand a stage back to a peer's producer "
+                        "(the data was read by wgmma / TMA, already complete). mbarrier_arrive_remote's "
+                        ".release.cluster also orders this thread's earlier memory accesses cluster-wide, a "
+                        "GPU-scope fence in SASS that costs hundreds of cycles per arrival.")
 row("mbarrier_test_wait_parity", "mbarrier.test_wait.parity.shared::cta.b64 {done}, [{bar}], {parity};",
     [pred("done", "w"), smem("bar"), reg("parity")], ret="done")
 row("mbarrier_try_wait_parity", "mbarrier.try_wait.parity.shared::cta.b64 {done}, [{bar}], {parity};",

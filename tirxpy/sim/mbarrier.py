@@ -3,8 +3,8 @@
 count are both zero; ``test_wait / try_wait.parity(P)`` is true when the phase with parity
 ``P`` just before the current one has completed, i.e. ``P != current_phase % 2``.
 
-Checks: use before init, arrivals beyond the expected count, complete_tx with no expect_tx
-(the tx-count goes negative), a wait that observes the same completed phase twice (parity
+Checks: use before init, arrivals beyond the expected count, transaction bytes that land after
+the phase they were issued in has completed (no expect_tx announced them), a wait that observes the same completed phase twice (parity
 not flipped), and (at the end) barriers whose arrivals / transaction bytes never balanced."""
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ class MBar:
         self.span = span
         self.expect_seen = False
         self.last_span = span
+        self.early = None      # (span, who) of the first bytes that drove this phase's tx-count below zero
 
     def join(self, vc):
         self.vc = vc.copy() if self.vc is None else join(self.vc, vc)
@@ -37,6 +38,7 @@ class MBar:
             self.pending = self.expected
             self.vc = None
             self.expect_seen = False
+            self.early = None
             return True
         return False
 
@@ -72,7 +74,15 @@ def arrive(ctx, b, n, vc):
     b.complete_if_ready()
 
 
-def complete_tx(machine, cta, addr, nbytes, vc, span, who):
+def complete_tx(machine, cta, addr, nbytes, vc, span, who, issue_phase=None):
+    """Complete ``nbytes`` of transactions on the mbarrier at ``addr`` of ``cta``.
+
+    The tx-count may go below zero for a while (PTX: its range is +-(2**20 - 1)): bytes may land
+    before the arrival that announces them, as with a peer's multicast into a stage our producer
+    has not armed yet. What is wrong is bytes landing in a *later* phase than the one current
+    when their copy was issued (``issue_phase``): that phase completed without waiting for them,
+    i.e. no expect_tx announced them. Without ``issue_phase``: bytes with no expect_tx yet in the
+    phase."""
     b = cta.mbarriers.get(addr)
     if b is None:
         machine.report("mbarrier_uninitialized", f"complete_tx of {nbytes} bytes on shared address {addr:#x}, "
@@ -80,12 +90,24 @@ def complete_tx(machine, cta, addr, nbytes, vc, span, who):
         return
     b.join(vc)
     b.tx -= nbytes
-    if b.tx < 0 and not b.expect_seen:
-        machine.report("tx_underflow", f"complete_tx of {nbytes} bytes drove the transaction count of the mbarrier at "
-                       f"smem {addr:#x} to {b.tx} in phase {b.phase}: no expect_tx announced these bytes",
+    if b.tx < 0 and b.early is None:
+        b.early = (span, who)     # legal for now; finish_cluster reports it if nothing ever announces them
+    late = issue_phase is not None and b.phase != issue_phase
+    if late or (issue_phase is None and b.tx < 0 and not b.expect_seen):
+        when = (f"issued during phase {issue_phase}, which completed before they landed (now phase {b.phase})"
+                if late else f"drove the transaction count to {b.tx} in phase {b.phase}")
+        machine.report("tx_underflow", f"complete_tx of {nbytes} bytes on the mbarrier at smem {addr:#x} {when}: "
+                       f"no expect_tx announced these bytes",
                        span, who, ["arrive with T.ptx.mbarrier_arrive_expect_tx(bar, bytes) (or mbarrier_expect_tx) "
-                                   "before the TMA / bulk copy that completes on it"], key=("txu", addr))
+                                   "before the phase can complete, counting every byte that completes on it"],
+                       key=("txu", addr))
     b.complete_if_ready()
+
+
+def phase_of(cta, addr):
+    """The current phase of the mbarrier at ``addr`` of ``cta`` (None when there is none)."""
+    b = cta.mbarriers.get(addr)
+    return None if b is None else b.phase
 
 
 def _mask_one(ctx):
@@ -156,6 +178,7 @@ def _arrive_tx_remote(ctx):
 
 
 @register_model("mbarrier_arrive_remote")
+@register_model("mbarrier_arrive_cluster")
 def _arrive_remote(ctx):
     _arrive_lanes(ctx)
 

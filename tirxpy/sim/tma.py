@@ -98,8 +98,9 @@ def _load(ctx, d, multicast=False):
             nb = flat.size * esz
             w = ctx.w
             call = ctx.call
+            ph = MB.phase_of(bc, b_off)
 
-            def fire(cta=cta, bc=bc, addrs=addrs, raw=raw.copy(), a=a, vc=vc, nb=nb):
+            def fire(cta=cta, bc=bc, addrs=addrs, raw=raw.copy(), a=a, vc=vc, nb=nb, ph=ph):
                 idx = addrs[:, None] + np.arange(esz)
                 bad = (idx < 0) | (idx >= cta.smem.size)
                 if bad.any():
@@ -108,7 +109,7 @@ def _load(ctx, d, multicast=False):
                     return
                 m.check_access(cta, idx.ravel(), a, vc, True, ASYNC, call, w)
                 cta.smem.data[idx] = raw
-                MB.complete_tx(m, bc, b_off, nb, vc, call.span, w.describe())
+                MB.complete_tx(m, bc, b_off, nb, vc, call.span, w.describe(), ph)
             m.events.append(Event(fire, f"TMA load into cta {cta.cta_id}"))
 
 
@@ -182,11 +183,12 @@ def _g2s(ctx):
         vc = issue_vc(w, a)
         raw = m.globals[buf].data[int(off[0]):int(off[0]) + n].copy()
         d0 = int(dst[l])
+        ph = MB.phase_of(w.cta, b_off)
 
-        def fire(raw=raw, d0=d0, n=n, b_off=b_off, vc=vc, a=a):
+        def fire(raw=raw, d0=d0, n=n, b_off=b_off, vc=vc, a=a, ph=ph):
             w.smem_access(np.arange(d0, d0 + n), 1, True, ASYNC, ctx.call, agent=a, vc=vc)
             w.cta.smem.data[d0:d0 + n] = raw
-            MB.complete_tx(m, w.cta, b_off, n, vc, ctx.call.span, w.describe())
+            MB.complete_tx(m, w.cta, b_off, n, vc, ctx.call.span, w.describe(), ph)
         m.events.append(Event(fire, "bulk copy"))
 
 
