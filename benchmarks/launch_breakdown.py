@@ -33,6 +33,12 @@ def main():
     f.argtypes = [ctypes.c_void_p, u, u, u, u, u, u, u, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
     f.restype = ctypes.c_int
     h = int(handle)
+    from tirxpy.lower.runtime import _launch_ex_ctypes, _make_config
+    fx = _launch_ex_ctypes()
+    fxc = lib.cuLaunchKernelEx
+    fxc.argtypes, fxc.restype = [ctypes.c_void_p] * 4, ctypes.c_int
+    cfg_keep = _make_config((1, 1, 1), (32, 1, 1), 0, stream, None)
+    cfg_addr = cfg_keep[2]
     cu_stream = drv.CUstream(stream)
     raw = torch._C._cuda_getCurrentRawStream
     rows = [
@@ -40,6 +46,8 @@ def main():
         ("drv.cuLaunchKernel (bindings)", lambda: drv.cuLaunchKernel(handle, 1, 1, 1, 32, 1, 1, 0, stream, params, 0)),
         ("same, CUstream object reused", lambda: drv.cuLaunchKernel(handle, 1, 1, 1, 32, 1, 1, 0, cu_stream, params, 0)),
         ("cuLaunchKernel via ctypes", lambda: f(h, 1, 1, 1, 32, 1, 1, 0, stream, params, None)),
+        ("cuLaunchKernelEx via ctypes (PyDLL)", lambda: fx(cfg_addr, h, params, None)),
+        ("cuLaunchKernelEx via ctypes (CDLL)", lambda: fxc(cfg_addr, h, params, None)),
         ("torch raw stream lookup", lambda: raw(0)),
         ("ArgPacker.pack(())", lambda: ln.packer.pack(())),
     ]

@@ -58,12 +58,26 @@ def main():
     mod = load_module(compile_cuda(src, arch))
     empty, args3 = mod.function("empty"), mod.function("args3")
     ln0 = empty.launcher([])
+    lnb = empty.launcher([], backend="bindings")
+    print(f"default launcher backend: {ln0.backend}")
     x, y = torch.zeros(1024, device="cuda"), torch.zeros(1024, device="cuda")
     ln3 = args3.launcher([ParamSpec("x", dtype="float32"), ParamSpec("y", dtype="float32"), ParamSpec("n", "scalar", "int32")])
+    import tirxpy
+    from tirxpy import T
+
+    @T.prim_func
+    def touch(X: T.Tensor((1024,), "float32")):
+        T.launch(grid=(1,), threads=32)
+        if T.thread_id() == 1024:
+            X[0] = T.float32(1)
+
+    ck = tirxpy.compile(touch, arch=arch)
     rows = [
         ("tirxpy empty (Launcher)", lambda: ln0(1, 32, ())),
+        ("tirxpy empty (Launcher, bindings)", lambda: lnb(1, 32, ())),
         ("tirxpy empty (launch())", lambda: launch(empty, 1, 32, (), specs=())),
         ("tirxpy 3 args, checked", lambda: ln3(1, 32, (x, y, 1024))),
+        ("tirxpy.compile(prim_func)(x)", lambda: ck(x)),
         ("tirxpy empty, cluster (2,1,1)", lambda: ln0(2, 32, (), cluster=(2, 1, 1))),
     ]
     try:

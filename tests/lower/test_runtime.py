@@ -157,3 +157,39 @@ def test_loading_a_cubin_for_another_arch_says_which_arch_to_build(monkeypatch):
     with pytest.raises(LaunchError, match=r"compiled for sm_80, but GPU 0 \(NVIDIA H100\) is sm_90.*arch='sm_90a'"):
         runtime.load_module(Compiled())
     assert runtime.arch_for((9, 0)) == "sm_90a" and runtime.arch_for((8, 9)) == "sm_89"
+
+
+def test_launch_config_struct_matches_cuda_bindings_layout():
+    """The ctypes CUlaunchConfig / CUlaunchAttribute the fast launcher passes to cuLaunchKernelEx
+    lay out their fields exactly as cuda-bindings' own structs (read from their C memory)."""
+    import ctypes
+
+    from cuda.bindings import driver as drv
+
+    from tirxpy.lower.runtime import _LaunchAttr, _LaunchConfig, _make_config
+
+    ref = drv.CUlaunchConfig()
+    ref.gridDimX, ref.gridDimY, ref.gridDimZ = 3, 5, 7
+    ref.blockDimX, ref.blockDimY, ref.blockDimZ = 32, 2, 1
+    ref.sharedMemBytes = 1234
+    ref.numAttrs = 1
+    raw = ctypes.string_at(ref.getPtr(), ctypes.sizeof(_LaunchConfig))
+    ours, attr, addr = _make_config((3, 5, 7), (32, 2, 1), 1234, 0, (2, 1, 1))
+    assert addr == ctypes.addressof(ours) and ours.attrs == ctypes.addressof(attr)
+    mine = ctypes.string_at(addr, ctypes.sizeof(_LaunchConfig))
+    assert mine[:28] == raw[:28]                                        # grid, block, smem
+    off = _LaunchConfig.numAttrs.offset
+    assert mine[off:off + 4] == raw[off:off + 4]
+    a = drv.CUlaunchAttribute()
+    a.id = drv.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+    a.value.clusterDim.x, a.value.clusterDim.y, a.value.clusterDim.z = 2, 1, 1
+    raw_a = ctypes.string_at(a.getPtr(), ctypes.sizeof(_LaunchAttr))
+    mine_a = ctypes.string_at(ctypes.addressof(attr), ctypes.sizeof(_LaunchAttr))
+    assert mine_a[:4] == raw_a[:4] and mine_a[8:20] == raw_a[8:20]      # id; clusterDim x, y, z
+
+
+def test_launcher_backend_is_checked():
+    from tirxpy.lower.runtime import Launcher
+
+    with pytest.raises(LaunchError, match="parameter 'backend': must be 'ctypes' or 'bindings'"):
+        Launcher(None, None, backend="cffi")

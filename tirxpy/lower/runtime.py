@@ -413,13 +413,15 @@ class Kernel:
                                       int(nbytes))[0], "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)")
         self._max_dyn_smem = nbytes
 
-    def launcher(self, specs: Sequence[ParamSpec]) -> "Launcher":
-        key = tuple(specs)
+    def launcher(self, specs: Sequence[ParamSpec], backend: str | None = None) -> "Launcher":
+        """The Launcher for these parameter specs (made once; ``backend``: see Launcher)."""
+        key = (tuple(specs), backend)
         ln = self._launchers.get(key)
         if ln is None:
             import torch  # noqa: PLC0415
 
-            ln = self._launchers[key] = Launcher(self, ArgPacker(key, torch.device("cuda", self.device_index)))
+            ln = self._launchers[key] = Launcher(self, ArgPacker(key[0], torch.device("cuda", self.device_index)),
+                                                 backend)
         return ln
 
     def _config(self, grid, block, smem, cluster):
@@ -456,14 +458,74 @@ def _dim3(v, what) -> tuple:
     return v + (1,) * (3 - len(v))
 
 
-class Launcher:
-    """A kernel bound to parameter specs; call it to launch."""
+class _LaunchAttr(ctypes.Structure):
+    """``CUlaunchAttribute`` (cuda.h): an id, padding to 8 bytes, a 64-byte value union."""
+    _fields_ = [("id", ctypes.c_int), ("pad", ctypes.c_char * 4), ("value", ctypes.c_uint * 16)]
 
-    def __init__(self, kernel: Kernel, packer: ArgPacker):
+
+class _LaunchConfig(ctypes.Structure):
+    """``CUlaunchConfig`` (cuda.h), passed by address to ``cuLaunchKernelEx``."""
+    _fields_ = [("gridDimX", ctypes.c_uint), ("gridDimY", ctypes.c_uint), ("gridDimZ", ctypes.c_uint),
+                ("blockDimX", ctypes.c_uint), ("blockDimY", ctypes.c_uint), ("blockDimZ", ctypes.c_uint),
+                ("sharedMemBytes", ctypes.c_uint), ("hStream", ctypes.c_void_p), ("attrs", ctypes.c_void_p),
+                ("numAttrs", ctypes.c_uint)]
+
+
+def _make_config(grid, block, smem, stream, cluster):
+    """A ``CUlaunchConfig`` for ``cuLaunchKernelEx`` with an optional cluster-dimension attribute;
+    returns ``(struct, attr, address)`` (keep the first two alive while the address is used)."""
+    cfg = _LaunchConfig(*grid, *block, smem, stream or None, None, 0)
+    attr = None
+    if cluster is not None:
+        attr = _LaunchAttr()
+        attr.id = int(_driver().CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION)
+        attr.value[0], attr.value[1], attr.value[2] = cluster
+        cfg.attrs, cfg.numAttrs = ctypes.addressof(attr), 1
+    return cfg, attr, ctypes.addressof(cfg)
+
+
+_LAUNCH_EX = []
+
+
+def _launch_ex_ctypes():
+    """libcuda's ``cuLaunchKernelEx`` as a ctypes function that keeps the GIL (PyDLL: no release /
+    re-acquire around a ~2 us call), or None where libcuda cannot be opened this way."""
+    if not _LAUNCH_EX:
+        fn = None
+        try:
+            fn = ctypes.PyDLL("libcuda.so.1").cuLaunchKernelEx
+            fn.argtypes = [ctypes.c_void_p] * 4
+            fn.restype = ctypes.c_int
+        except (OSError, AttributeError):
+            fn = None
+        _LAUNCH_EX.append(fn)
+    return _LAUNCH_EX[0]
+
+
+class Launcher:
+    """A kernel bound to parameter specs; call it to launch.
+
+    The launch path: pack the arguments (checked) into the bound buffer, look up a prepared
+    ``CUlaunchConfig`` by ``(grid, block, cluster, smem, stream)`` and make one ctypes call to
+    libcuda's ``cuLaunchKernelEx`` with four pointer arguments (``backend="ctypes"``, the
+    default). ``backend="bindings"`` goes through cuda-bindings instead (about 1-2 us slower per
+    launch on the H100 host: the binding converts each of cuLaunchKernel's 11 arguments); it is
+    also the fallback where libcuda cannot be opened with ctypes.
+    """
+
+    def __init__(self, kernel: Kernel, packer: ArgPacker, backend: str | None = None):
+        if backend not in (None, "ctypes", "bindings"):
+            raise LaunchError("backend", f"must be 'ctypes' or 'bindings', got {backend!r}")
         self.kernel, self.packer = kernel, packer
         self._dims: dict = {}
+        self._cfgs: dict = {}
         drv = _driver()
-        # Bound once: the launch path does no look-ups it can avoid (target <= 5 us per launch).
+        fn = _launch_ex_ctypes() if backend != "bindings" else None
+        if backend == "ctypes" and fn is None:
+            raise LaunchError("backend", "libcuda.so.1 could not be opened with ctypes; use backend='bindings'")
+        self.backend = "ctypes" if fn is not None else "bindings"
+        self._fn = fn
+        self._fh = int(kernel.handle) if fn is not None else None
         self._launch_plain = drv.cuLaunchKernel
         self._success = drv.CUresult.CUDA_SUCCESS
         self._streams: dict = {}
@@ -485,34 +547,68 @@ class Launcher:
             d = self._dims[key] = (g, b, c)
         return d
 
+    def _prepare(self, key, grid, block, cluster, smem_bytes, stream):
+        """Checked dims, the dynamic shared-memory limit raised, a CUlaunchConfig for the key."""
+        g, b, c = self._checked_dims(grid, block, cluster)
+        k = self.kernel
+        if smem_bytes > k._max_dyn_smem:
+            k.set_max_dynamic_smem(smem_bytes)
+        if c is not None:
+            k._config(g, b, smem_bytes, c)   # sets the non-portable cluster attribute when needed
+        if len(self._cfgs) > 64:
+            self._cfgs.clear()
+        entry = self._cfgs[key] = _make_config(g, b, smem_bytes, stream, c)
+        return entry
+
     def __call__(self, grid, block, args, *, smem_bytes: int = 0, cluster=None, stream=None) -> None:
         k = self.kernel
         params = self.packer.pack(args)
-        d = self._dims.get((grid, block, cluster))
-        g, b, c = d if d is not None else self._checked_dims(grid, block, cluster)
-        if smem_bytes > k._max_dyn_smem:
-            k.set_max_dynamic_smem(smem_bytes)
         if stream is None:
             stream = k._stream(k.device_index)
         elif not isinstance(stream, int):
             stream = getattr(stream, "cuda_stream", stream)
+        fn = self._fn
+        if fn is not None:
+            key = (grid, block, cluster, smem_bytes, stream)
+            entry = self._cfgs.get(key)
+            if entry is None:
+                entry = self._prepare(key, grid, block, cluster, smem_bytes, stream)
+            err = fn(entry[2], self._fh, params, None)
+            if err == 0:
+                return
+            self._error(err, grid, block, args, smem_bytes, cluster, stream)
+            return
+        d = self._dims.get((grid, block, cluster))
+        g, b, c = d if d is not None else self._checked_dims(grid, block, cluster)
+        if smem_bytes > k._max_dyn_smem:
+            k.set_max_dynamic_smem(smem_bytes)
+        drv = _driver()
         if c is None:
             st = self._streams.get(stream)  # a CUstream object per handle: the binding converts ints each call
             if st is None:
-                st = self._streams[stream] = _driver().CUstream(stream)
+                st = self._streams[stream] = drv.CUstream(stream)
             (err,) = self._launch_plain(k.handle, g[0], g[1], g[2], b[0], b[1], b[2], smem_bytes, st, params, 0)
-            if err == self._success:
-                return
-        drv = _driver()
-        if c is not None:
+        else:
             cfg = k._config(g, b, smem_bytes, c)
             cfg.hStream = drv.CUstream(stream)
             (err,) = drv.cuLaunchKernelEx(cfg, k.handle, params, 0)
-        if err != drv.CUresult.CUDA_SUCCESS:
-            if err == drv.CUresult.CUDA_ERROR_INVALID_CONTEXT:
-                ensure_context(k.device_index)
+        if err != self._success:
+            self._error(int(err), grid, block, args, smem_bytes, cluster, stream)
+
+    def _error(self, err, grid, block, args, smem_bytes, cluster, stream):
+        drv = _driver()
+        k = self.kernel
+        code = drv.CUresult(err)
+        if code == drv.CUresult.CUDA_ERROR_INVALID_CONTEXT and not getattr(self, "_retrying", False):
+            ensure_context(k.device_index)     # e.g. a new thread: make torch's context current, retry once
+            self._retrying = True
+            try:
                 return self(grid, block, args, smem_bytes=smem_bytes, cluster=cluster, stream=stream)
-            _check(err, "cuLaunchKernelEx" if c else "cuLaunchKernel", f"kernel {k.name} grid {g} block {b}")
+            finally:
+                self._retrying = False
+        g, b, _ = self._checked_dims(grid, block, cluster)
+        _check(code, "cuLaunchKernelEx" if (cluster is not None or self._fn is not None) else "cuLaunchKernel",
+               f"kernel {k.name} grid {g} block {b}")
 
 
 def _infer_specs(args) -> tuple:
