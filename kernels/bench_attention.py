@@ -42,7 +42,11 @@ def bench_attention(args):
     shapes = [tuple(int(x) for x in s.split("x")) for s in args.shapes.split(",")] if args.shapes else \
         [(s, d) for d in HEAD_DIMS for s in SEQLENS]
     tuning = {k: int(v) for k, v in (kv.split("=") for kv in args.tune.split(",") if kv)} if args.tune else {}
-    print(_env())
+    from .prebuild import prebuild
+
+    dt = prebuild([("attention", max(1, TOKENS // S), HEADS, HEADS, S, S, D, c, tuning)
+                   for S, D in shapes for c in (False, True)], args.jobs)
+    print(_env() + (f" (kernels prebuilt in {dt:.0f} s)" if dt else ""))
     rows = []
     for S, D in shapes:
         B = max(1, TOKENS // S)

@@ -83,3 +83,27 @@ def test_unwritable_dir_does_not_break_compile(monkeypatch, tmp_path):
     C.clear_memory()
     assert compile_cuda(SRC % 5, "sm_80").cached is None
     C.clear_memory()
+
+
+def test_cache_key_names_header_packages_not_their_paths(tmp_path):
+    """-I options enter the key as the wheels (name==version) that ship the headers, so a cache
+    directory copied to another machine or venv with the same wheels still hits; a custom include
+    directory enters as its path plus a digest of its files, which changes when a header does."""
+    from tirxpy.lower import nvrtc
+
+    opts = nvrtc.build_options("sm_90a")
+    keyed = nvrtc.key_options(opts)
+    wheel_dirs = [o for o in opts if o.startswith("-I") and "nvidia" in o]
+    assert wheel_dirs, opts
+    for o in keyed:
+        if o.startswith("-I") and "==" in o:
+            assert os.sep + "site-packages" not in o and "/" not in o.split(":")[0], o
+    d = tmp_path / "inc"
+    d.mkdir()
+    (d / "my.h").write_text("#define A 1\n")
+    first = nvrtc._header_identity(str(d))
+    nvrtc._header_identity.cache_clear()
+    (d / "my.h").write_text("#define A 22\n")
+    second = nvrtc._header_identity(str(d))
+    nvrtc._header_identity.cache_clear()
+    assert first.startswith(str(d)) and first != second

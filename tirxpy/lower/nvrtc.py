@@ -6,6 +6,8 @@ are cached in process and on disk (tirxpy.lower.cache).
 """
 from __future__ import annotations
 
+import glob
+import hashlib
 import os
 import re
 import time
@@ -157,6 +159,58 @@ def build_options(arch: str, options=()) -> list:
     return opts
 
 
+def _wheel_id(info: str) -> str:
+    """``name==version`` from a ``*.dist-info`` directory name (``nvidia_cuda_crt-13.0.88.dist-info``)."""
+    name, _, version = os.path.basename(info)[:-len(".dist-info")].partition("-")
+    return f"{name.replace('_', '-')}=={version}"
+
+
+def _ships(info: str, prefix: str) -> bool:
+    try:
+        with open(os.path.join(info, "RECORD"), encoding="utf-8") as f:
+            return any(line.startswith(prefix) for line in f)
+    except OSError:
+        return False
+
+
+@lru_cache(maxsize=None)
+def _header_identity(d: str) -> str:
+    """What the headers under include directory ``d`` are, independent of where they are installed:
+    ``name==version+...:relative/dir`` of the nvidia-* wheels that ship them, else ``d`` plus a digest
+    of its files' relative paths, sizes and modification times."""
+    try:
+        import nvidia  # noqa: PLC0415
+
+        for root in nvidia.__path__:
+            rel = os.path.relpath(d, root)
+            if rel.startswith(".."):
+                continue
+            prefix = "nvidia/" + rel.replace(os.sep, "/") + "/"
+            owners = sorted(_wheel_id(info) for info in glob.glob(os.path.join(os.path.dirname(root), "nvidia*.dist-info"))
+                            if _ships(info, prefix))
+            if owners:       # several wheels share a directory (cu13/include: runtime, crt, nvrtc, ...)
+                return "+".join(owners) + ":" + rel
+    except ImportError:
+        pass
+    h = hashlib.sha256()
+    for base, dirs, files in os.walk(d):
+        dirs.sort()
+        for f in sorted(files):
+            p = os.path.join(base, f)
+            try:
+                st = os.stat(p)
+            except OSError:
+                continue
+            h.update(f"{os.path.relpath(p, d)}:{st.st_size}:{st.st_mtime_ns}\n".encode())
+    return f"{d}#{h.hexdigest()[:16]}"
+
+
+def key_options(opts) -> list:
+    """The options as the cache key sees them: ``-I<dir>`` names the headers' package and version
+    (see _header_identity), so a cache directory stays valid when the environment moves."""
+    return ["-I" + _header_identity(o[2:]) if o.startswith("-I") else o for o in opts]
+
+
 def compile_cuda(source: str, arch: str, *, name_expressions=None, emit_ptx: bool = False, options=(),
                  cache: bool = True, filename: str = "tirxpy_kernel.cu") -> CompiledModule:
     """Compile ``source`` for ``arch`` ('sm_80' / 'sm_90a' / 'sm_100a'); cached by source + options + NVRTC version.
@@ -168,7 +222,7 @@ def compile_cuda(source: str, arch: str, *, name_expressions=None, emit_ptx: boo
         raise TypeError(f"source must be a str of CUDA C++, got {type(source).__name__}")
     opts = build_options(arch, options)
     names = tuple(name_expressions or ())
-    key = _cache.make_key(source, opts, names, emit_ptx, nvrtc_version())
+    key = _cache.make_key(source, key_options(opts), names, emit_ptx, nvrtc_version())
     if cache:
         hit = _cache.get(key)
         if hit is not None:

@@ -1,0 +1,56 @@
+"""Compile the kernels a benchmark will launch, in parallel worker processes, before timing.
+
+Each worker builds one kernel (``tirxpy.compile``), which stores the cubin in the disk cache
+(:mod:`tirxpy.lower.cache`); the benchmark's own build of the same kernel is then a cache hit.
+NVRTC compiles of these kernels take seconds each and run on one core, so a machine with many
+cores builds a whole benchmark sweep in the time of a few kernels.
+
+    >>> specs = [("gemm", 256, 256, 128, {"BN": 128}, 132)]
+    >>> [prebuild_one(s)[0] for s in specs]   # doctest: +SKIP
+    ['gemm']
+"""
+from __future__ import annotations
+
+import os
+import time
+
+
+def prebuild_one(spec):
+    """Build one kernel: ``("gemm", M, N, K, tuning, sms)`` as :func:`kernels.gemm` builds it for
+    row-major bf16 ``a`` and ``b = w.t()``, or ``("attention", B, H, HKV, SQ, SK, D, causal,
+    tuning)`` as :func:`kernels.attention` builds it for bf16 tensors. Returns ``(kind, seconds)``."""
+    import tirxpy
+
+    t0 = time.time()
+    if spec[0] == "gemm":
+        from .gemm_sm90 import gemm_sm90
+
+        _, M, N, K, tuning, sms = spec
+        k = gemm_sm90(M, N, K, a_major="K", b_major="K", dtype="bfloat16", out_dtype="bfloat16", bias=False,
+                      activation=None, sms=sms, **tuning)
+    elif spec[0] == "attention":
+        from .attention_sm90 import attention_sm90, plan
+
+        _, B, H, HKV, SQ, SK, D, causal, tuning = spec
+        p = plan(B, H, HKV, SQ, SK, D, "bfloat16", **tuning)
+        k = attention_sm90(B, H, HKV, SQ, SK, D, causal=causal, scale=None, dtype="bfloat16",
+                           SQT=max(SQ, p["BM"]), SKT=max(SK, p["BN"]), **tuning)
+    else:
+        raise ValueError(f"prebuild: unknown kernel kind {spec[0]!r}; 'gemm' or 'attention'")
+    tirxpy.compile(k, arch="sm_90a")
+    return spec[0], time.time() - t0
+
+
+def prebuild(specs, jobs=None):
+    """Build ``specs`` in ``jobs`` spawned processes (default: one per core, at most 16); returns
+    the wall seconds. ``jobs <= 1`` does nothing (the benchmark then builds as it goes)."""
+    jobs = min(16, os.cpu_count() or 1) if jobs is None else jobs
+    if jobs <= 1 or not specs:
+        return 0.0
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
+
+    t0 = time.time()
+    with ProcessPoolExecutor(max_workers=min(jobs, len(specs)), mp_context=mp.get_context("spawn")) as ex:
+        list(ex.map(prebuild_one, specs))
+    return time.time() - t0
