@@ -82,3 +82,22 @@ def test_compiles(arch):
     s = T.alloc_shared((64, 64), "bfloat16", layout={SW})
     r0 = T.cta_id(0) * 64
     Tx.cta.copy_async(s, A[r0:r0 + 64, 0:64])""", threads=128, grid=2), arch)
+
+
+def test_vector_copy_refuses_to_convert_and_scalar_copy_converts():
+    """A float32 -> int32 copy must convert values: the raw-bit vector copy is rejected with the
+    reason, and the scalar copy it falls back to converts each element."""
+    body = """
+    s = T.alloc_shared((64, 64), "int32")
+    Tx.cta.copy(s, A[0:64, 0:64]{d})
+    T.ptx.syncthreads()
+    Tx.cta.copy(B[0:64, 0:64], s)"""
+    sig = 'A: T.Tensor((64, 64), "float32"), B: T.Tensor((64, 64), "int32")'
+    err = rejected(kernel(sig, body.format(d=", dispatch='mem_mem_vec'"), threads=128))
+    assert reason(err, "mem_mem_vec") == ("A is float32 and s is int32: vector loads / stores move raw bits and "
+                                          "cannot convert (mem_mem_scalar converts element by element)")
+    k = kernel(sig, body.format(d=""), threads=128)
+    assert [c[0] for c in choices(k)] == ["mem_mem_scalar", "mem_mem_vec"]
+    a = np.random.default_rng(8).uniform(-1000, 1000, (64, 64)).astype(np.float32)
+    out = run_lowered(k, A=a, B=np.zeros((64, 64), np.int32)).result("B")
+    np.testing.assert_array_equal(out, np.trunc(a).astype(np.int32))

@@ -111,7 +111,16 @@ def _guarded(ctx, dst, src, scoord, dcoord, load_stmt, zero_stmts):
     return stmt
 
 
-@register_impl("copy", "sm_80", variant="mem_mem_vec", priority=15, when=[is_mem_mem, regular_threads])
+def same_dtype(ctx):
+    """Vector copies move raw bits: source and destination must have one dtype."""
+    dst, src = ctx.tensor(0), ctx.tensor(1)
+    if dst.dtype != src.dtype:
+        return (f"{src.name} is {src.dtype} and {dst.name} is {dst.dtype}: vector loads / stores move raw bits and "
+                "cannot convert (mem_mem_scalar converts element by element)")
+    return None
+
+
+@register_impl("copy", "sm_80", variant="mem_mem_vec", priority=15, when=[is_mem_mem, same_dtype, regular_threads])
 def mem_mem_vec(ctx):
     """global/shared <-> shared by all active threads, 4/8/16-byte vectors through registers."""
     dst, src = ctx.tensor(0), ctx.tensor(1)
