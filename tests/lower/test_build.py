@@ -3,6 +3,8 @@ import sys
 import time
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import tirxpy
 import tirxpy.intrinsics  # noqa: F401
@@ -141,3 +143,35 @@ def test_primitive_lowering_is_required(monkeypatch):
     monkeypatch.setitem(sys.modules, "tirxpy.primitives", None)
     with pytest.raises(CodegenError, match=r"Tx.cta.copy\(...\) needs the tile-primitive lowering"):
         lower_primitives(with_copy, "sm_90a")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from([1, 2, 3, 4, 6, 8]), min_size=1, max_size=4), st.randoms(use_true_random=False))
+def test_merged_strides_closed_form_agrees_with_enumeration(dims, rnd):
+    """_merged_strides either declines (None) or returns exactly the strides an element-by-element
+    walk of the layout finds; a row-major layout (split into factors or not) is always decided."""
+    import numpy as np
+
+    from tirxpy.layout import S, TileLayout
+    from tirxpy.lower.build import _merged_strides
+
+    shape = tuple(dims)
+    extents = []
+    for n in shape:                        # split each dimension into 1-2 factors
+        f = rnd.choice([d for d in range(1, n + 1) if n % d == 0])
+        extents += [n // f, f]
+    dense = []
+    acc = 1
+    for e in reversed(extents):
+        dense.append(acc)
+        acc *= e
+    dense = list(reversed(dense))
+    strides = dense if rnd.random() < 0.5 else rnd.sample(dense, len(dense))   # row-major or permuted
+    lay = TileLayout(S[tuple(extents) : tuple(strides)])
+    got = _merged_strides(lay, shape)
+    if strides == dense:
+        assert got is not None
+    if got is not None:
+        table = lay.owner_table()[1][:, 0, 0]
+        idx = np.indices(shape).reshape(len(shape), -1)
+        assert np.array_equal(table, sum(idx[d] * (s or 0) for d, s in enumerate(got)))

@@ -117,6 +117,30 @@ class CompiledKernel:
 
 
 # ---------------------------------------------------------------------- host plan
+def _merged_strides(lay, shape):
+    """Per-dimension strides (None for extent-1 dimensions) when the layout's shard iterators
+    split exactly at the dimensions of ``shape`` (innermost first) and the iterators inside each
+    dimension merge into one (outer stride = inner stride x inner extent): then the layout is
+    that strided map, exactly. None when this closed form does not decide."""
+    its = [(i.extent, i.stride) for i in lay.shard if i.extent != 1]
+    strides, j = [], len(its)
+    for n in reversed(shape):
+        if n == 1:
+            strides.append(None)
+            continue
+        need, first, expect = n, None, None
+        while need > 1:
+            if j == 0:
+                return None
+            e, st = its[j - 1]
+            if need % e or (expect is not None and st != expect):
+                return None
+            first = st if first is None else first
+            expect, need, j = st * e, need // e, j - 1
+        strides.append(first)
+    return None if j else list(reversed(strides))
+
+
 def tensor_strides(buf: Buffer):
     """``(shape, strides)`` a torch tensor must have for a global buffer: the per-dimension
     strides of a strided layout (row-major by default), else a 1-D contiguous storage of the
@@ -135,12 +159,15 @@ def tensor_strides(buf: Buffer):
             c = [0] * len(shape)
             c[d] = 1
             strides.append(lay.apply(*c, shape=shape).get("m", 0) - zero)
-        names, t = lay.owner_table()
-        got = t[:, 0, names.index("m")] if "m" in names else np.zeros(lay.size(), dtype=np.int64)
-        idx = np.indices(shape).reshape(len(shape), -1)
-        want = sum(idx[d] * (s or 0) for d, s in enumerate(strides))
-        if zero == 0 and all(s is None or s > 0 for s in strides) and np.array_equal(got, want):
-            return tuple(shape), tuple(strides)
+        if zero == 0 and all(s is None or s > 0 for s in strides):
+            if _merged_strides(lay, shape) == strides:     # closed form: no walk over every element
+                return tuple(shape), tuple(strides)
+            names, t = lay.owner_table()
+            got = t[:, 0, names.index("m")] if "m" in names else np.zeros(lay.size(), dtype=np.int64)
+            idx = np.indices(shape).reshape(len(shape), -1)
+            want = sum(idx[d] * (s or 0) for d, s in enumerate(strides))
+            if np.array_equal(got, want):
+                return tuple(shape), tuple(strides)
     from tirxpy.ir.buffer import footprint
 
     return (footprint(lay),), (1,)
