@@ -66,7 +66,8 @@ def bench_gemm(args):
     import kernels
 
     shapes = [tuple(int(x) for x in s.split("x")) for s in args.shapes.split(",")] if args.shapes else GEMM_SHAPES
-    tunings = [{k: int(v) for k, v in (kv.split("=") for kv in t.split(",") if kv)} for t in args.tune.split(";")]
+    tunings = [{k: int(v) if v.lstrip("-").isdigit() else v for k, v in (kv.split("=") for kv in t.split(",") if kv)}
+               for t in args.tune.split(";")]
     from .prebuild import prebuild
 
     sms = torch.cuda.get_device_properties(0).multi_processor_count

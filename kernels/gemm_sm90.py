@@ -30,10 +30,13 @@ Roles (``threads = 384``, three warpgroups; ``setmaxnreg`` moves registers to th
   ``m64nBNk16``), ``wait_group 1`` so the previous k-block's wgmma has finished reading its
   stage, then one lane per warp arrives on ``empty`` of that stage in every CTA of the cluster
   (``mapa`` + ``mbarrier.arrive.shared::cluster``, release at CTA scope: the cluster-scope release
-  is a GPU-wide fence per arrival, which made the 2-CTA kernel 2.5x slower). Epilogue per tile: ``EPI``-column chunks (128 bytes of output)
-  are optionally biased / activated in float32, converted, written with ``stmatrix`` (or plain
-  stores for f32) into a double-buffered 128B-swizzled staging tile, fenced to the async proxy
-  and stored by one thread with a TMA store, which also clips the ragged edges.
+  is a GPU-wide fence per arrival, which made the 2-CTA kernel 2.5x slower). Epilogue per tile:
+  ``EPI``-column chunks (128 bytes of output) are optionally biased / activated in float32,
+  converted, written with ``stmatrix`` (or plain stores for f32) into the consumer's 64 rows of
+  a double-buffered 128B-swizzled staging tile, fenced to the async proxy and stored with a TMA
+  store (which also clips the ragged edges) by the consumer's first thread after a 128-thread
+  named barrier (``STORE="wg"``, the default: the two consumers never wait for each other), or
+  for the whole ``(BM, EPI)`` box by one thread after a 256-thread barrier (``STORE="cta"``).
 
 Schedule: persistent; cluster ``u`` of ``G`` takes cluster tiles ``u, u + G, ...`` of the
 ``ceil(M / (CM BM)) x ceil(N / BN)`` grid in the grouped order of :mod:`kernels.schedule`.
@@ -130,7 +133,7 @@ def bias_layout(epi):
 
 @tirxpy.jit
 def gemm_sm90(M, N, K, BN=256, STAGES=4, CM=1, a_major="K", b_major="K", dtype="bfloat16",
-              out_dtype="bfloat16", bias=False, activation=None, sms=SM_COUNT_H100, group=8, drop=None):
+              out_dtype="bfloat16", bias=False, activation=None, sms=SM_COUNT_H100, group=8, STORE="wg", drop=None):
     """The kernel for one problem: ``k(A, B, C)`` (``k(A, B, Bias, C)`` with ``bias=True``); see the
     module docstring for the operand orientations.
 
@@ -149,6 +152,9 @@ def gemm_sm90(M, N, K, BN=256, STAGES=4, CM=1, a_major="K", b_major="K", dtype="
         if inner * _BYTES[dtype if name != "C" else out_dtype] % 16:
             raise ValueError(f"gemm_sm90: the rows of {name} ({inner} elements) are not a multiple of 16 bytes, "
                              "which TMA needs: pad that dimension (kernels.gemm does this for you)")
+    if STORE not in ("wg", "cta"):
+        raise ValueError(f"gemm_sm90: STORE must be 'wg' (each consumer warpgroup stores its 64 rows) or 'cta' "
+                         f"(both consumers sync, one thread stores the tile's rows), got {STORE!r}")
     if drop is not None and drop not in DROPS:
         raise ValueError(f"gemm_sm90: unknown drop={drop!r}; one of {DROPS}")
     d = drop
@@ -286,17 +292,31 @@ def gemm_sm90(M, N, K, BN=256, STAGES=4, CM=1, a_major="K", b_major="K", dtype="
                     if activation == "silu":
                         Tx.wg.silu(chunk, chunk)
                     Tx.wg.cast(out, chunk)
-                    if d != "store_wait":
+                    if STORE == "wg":       # each consumer stages and stores its own 64 rows
+                        if d != "store_wait":
+                            if T.thread_id_in_wg() == 0:
+                                T.ptx.bulk_wait_group_read(1)    # our store that last read this buffer is done
+                        T.ptx.barrier_sync(1 + c, 128)
+                        Tx.wg.copy(Cs[j % 2, c * 64:c * 64 + 64, :], out)
+                        if d != "fence_proxy_async":
+                            T.ptx.fence_proxy_async()
+                        T.ptx.barrier_sync(1 + c, 128)
+                        for cc in range(2):         # one issuing thread per call site
+                            if T.thread_id() == 128 * (cc + 1):
+                                Tx.copy_async(C[m0 + cc * 64:m0 + cc * 64 + 64, n0 + j * EPI:n0 + j * EPI + EPI],
+                                              Cs[j % 2, cc * 64:cc * 64 + 64, :])
+                    else:                   # both consumers stage, one thread stores the (BM, EPI) box
+                        if d != "store_wait":
+                            if T.thread_id() == 128:
+                                T.ptx.bulk_wait_group_read(1)    # the store that last read this buffer is done
+                        T.ptx.barrier_sync(1, 256)
+                        Tx.wg.copy(Cs[j % 2, c * 64:c * 64 + 64, :], out)
+                        if d != "fence_proxy_async":
+                            T.ptx.fence_proxy_async()
+                        T.ptx.barrier_sync(1, 256)
                         if T.thread_id() == 128:
-                            T.ptx.bulk_wait_group_read(1)    # the store that last read this buffer is done
-                    T.ptx.barrier_sync(1, 256)
-                    Tx.wg.copy(Cs[j % 2, c * 64:c * 64 + 64, :], out)
-                    if d != "fence_proxy_async":
-                        T.ptx.fence_proxy_async()
-                    T.ptx.barrier_sync(1, 256)
-                    if T.thread_id() == 128:
-                        Tx.copy_async(C[m0:m0 + BM, n0 + j * EPI:n0 + j * EPI + EPI], Cs[j % 2])
-            if T.thread_id() == 128:
+                            Tx.copy_async(C[m0:m0 + BM, n0 + j * EPI:n0 + j * EPI + EPI], Cs[j % 2])
+            if T.thread_id_in_wg() == 0:
                 T.ptx.bulk_wait_group(0)
         if CM > 1:
             T.ptx.cluster_sync()     # no CTA leaves while a peer may still multicast into it / arrive on it
