@@ -37,7 +37,7 @@ def bench_attention(args):
 
     import kernels
 
-    from .bench import _env, _median_ms
+    from .bench import _env, _median_ms, warm_gpu
 
     shapes = [tuple(int(x) for x in s.split("x")) for s in args.shapes.split(",")] if args.shapes else \
         [(s, d) for d in HEAD_DIMS for s in SEQLENS]
@@ -47,6 +47,7 @@ def bench_attention(args):
     dt = prebuild([("attention", max(1, TOKENS // S), HEADS, HEADS, S, S, D, c, tuning)
                    for S, D in shapes for c in (False, True)], args.jobs)
     print(_env() + (f" (kernels prebuilt in {dt:.0f} s)" if dt else ""))
+    warm_gpu()
     rows = []
     for S, D in shapes:
         B = max(1, TOKENS // S)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import torch
 
-from .gemm_sm90 import ACTIVATIONS, gemm_sm90
+from .gemm_sm90 import ACTIVATIONS, choose_bn, gemm_sm90
 
 _IN = {torch.bfloat16: "bfloat16", torch.float16: "float16"}
 _OUT = {torch.bfloat16: "bfloat16", torch.float16: "float16", torch.float32: "float32"}
@@ -120,7 +120,8 @@ def gemm(a, b, out=None, *, bias=None, activation=None, out_dtype=None, **tuning
     """``act(a @ b + bias)`` for ``a`` ``(M, K)`` and ``b`` ``(K, N)`` (bf16 or f16, row- or
     column-major), float32 accumulation, output ``out_dtype`` (default ``a.dtype``; bf16, f16 or
     f32) written to ``out`` when given. ``activation``: None, ``"relu"`` or ``"silu"``.
-    ``tuning`` goes to :func:`kernels.gemm_sm90.gemm_sm90` (``BN``, ``STAGES``, ``CM``, ``group``)."""
+    ``tuning`` goes to :func:`kernels.gemm_sm90.gemm_sm90` (``BN``, ``STAGES``, ``CM``, ``group``,
+    ``STORE``); without ``BN`` the tile width is :func:`kernels.gemm_sm90.choose_bn`'s."""
     if "drop" in tuning:     # gemm_sm90's mutation-test switch: never reachable from here
         raise TypeError("kernels.gemm() got an unexpected keyword argument 'drop'")
     tensors = all(isinstance(t, torch.Tensor) for t in (a, b, out, bias) if t is not None)
@@ -173,6 +174,8 @@ def gemm(a, b, out=None, *, bias=None, activation=None, out_dtype=None, **tuning
     if bias is not None and Np != N:
         bias_t = torch.nn.functional.pad(bias_t, (0, Np - N))
     sms = tuning.pop("sms", None) or torch.cuda.get_device_properties(a.device).multi_processor_count
+    if "BN" not in tuning:
+        tuning = dict(tuning, BN=choose_bn(M, Np, sms, tuning.get("CM", 1)))
     k = gemm_sm90(M, Np, Kp, a_major=a_major, b_major=b_major, dtype=_IN[a.dtype], out_dtype=_OUT[out_dtype],
                   bias=bias is not None, activation=activation, sms=sms, **tuning)
     ck = _compiled(k)

@@ -111,6 +111,32 @@ def plan(M, N, K, BM=128, BN=256, BK=64, STAGES=4, CM=1, sms=SM_COUNT_H100, grou
             "grid": units * CM, "kt": _cdiv(K, BK), "smem": smem, "epi": epi, "group": group}
 
 
+# Relative per-SM throughput of a 128 x BN tile (estimated: narrower tiles move more operand bytes
+# per FLOP -- 128 + BN rows per 128 x BN products -- and issue narrower wgmma)
+_BN_EFFICIENCY = {256: 1.0, 192: 0.97, 128: 0.90}
+
+
+def choose_bn(M, N, sms=SM_COUNT_H100, CM=1):
+    """The tile width ``BN`` with the least estimated time on ``sms`` SMs: rounds of the persistent
+    schedule (``ceil(tiles / units)``, every round as long as its slowest tile) times ``BN`` over
+    the tile's relative efficiency. Wave quantization decides narrow-N shapes: N = 2112 has 8.25
+    tiles of 256 columns (9 launched, the last one 3/4 empty) but exactly 11 of 192.
+
+        >>> choose_bn(4096, 4096), choose_bn(4096, 2112), choose_bn(4096, 2112, CM=2)
+        (256, 192, 128)
+    """
+    best = None
+    for bn in (256, 192, 128):
+        if (bn // 64) % CM:
+            continue
+        tiles = _cdiv(_cdiv(M, 128), CM) * _cdiv(N, bn)
+        rounds = _cdiv(tiles, persistent_units(tiles, sms, CM))
+        cost = rounds * bn / _BN_EFFICIENCY[bn]
+        if best is None or cost < best[0]:
+            best = (cost, bn)
+    return best[1]
+
+
 def _mn_major_stages(stages, k, mn, dtype):
     """``(stages, k, mn)`` MN-major operand tiles made of dense ``(k, 64)`` TMA boxes: 64-element
     column chunks one after another, each a canonical 128B-swizzled MN-major tile (8-row K groups

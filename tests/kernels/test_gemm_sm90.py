@@ -66,3 +66,22 @@ def _bf(*shape):
 def test_gemm_argument_errors(args, kw, msg):
     with pytest.raises(GemmArgumentError, match=msg):
         kernels.gemm(*args, **kw)
+
+
+def test_choose_bn_minimizes_rounds_times_width():
+    """choose_bn against a brute-force evaluation of its own cost model over every allowed width,
+    and the cases it exists for: narrow N picks a width that divides it into whole tiles."""
+    from kernels.gemm_sm90 import _BN_EFFICIENCY, choose_bn
+    from kernels.schedule import persistent_units
+
+    def cost(M, N, bn, sms, cm):
+        tiles = -(-(-(-M // 128)) // cm) * -(-N // bn)
+        return -(-tiles // persistent_units(tiles, sms, cm)) * bn / _BN_EFFICIENCY[bn]
+
+    for M, N, sms, cm in [(4096, 4096, 132, 1), (4096, 2112, 132, 1), (8192, 8192, 132, 2), (300, 900, 8, 1),
+                          (4096, 24576, 132, 1), (128, 64, 132, 2)]:
+        bn = choose_bn(M, N, sms, cm)
+        allowed = [b for b in (256, 192, 128) if (b // 64) % cm == 0]
+        assert bn in allowed and cost(M, N, bn, sms, cm) == min(cost(M, N, b, sms, cm) for b in allowed)
+    assert choose_bn(4096, 2112) == 192 and 2112 % 192 == 0
+    assert choose_bn(4096, 4096) == choose_bn(8192, 8192) == 256
