@@ -11,7 +11,6 @@ at 4096^3. Each level is compared with torch.matmul at its own shape (float32 ou
 """
 import importlib.util
 import pathlib
-import statistics
 import sys
 
 import torch
@@ -28,19 +27,9 @@ def _load(rel, name):
 
 
 def median_ms(fn, reps=30, inner=10):
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    out = []
-    for _ in range(reps):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        for _ in range(inner):
-            fn()
-        e.record()
-        e.synchronize()
-        out.append(s.elapsed_time(e) / inner)
-    return statistics.median(out)
+    from kernels.bench import _median_ms
+
+    return _median_ms(lambda: fn(), [()], reps, inner=inner)
 
 
 def main():
