@@ -193,3 +193,11 @@ def test_launcher_backend_is_checked():
 
     with pytest.raises(LaunchError, match="parameter 'backend': must be 'ctypes' or 'bindings'"):
         Launcher(None, None, backend="cffi")
+
+
+def test_ctypes_backend_without_libcuda_says_what_to_use(monkeypatch):
+    from tirxpy.lower import runtime
+
+    monkeypatch.setattr(runtime, "_LAUNCH_EX", [None])      # as where libcuda.so.1 cannot be opened
+    with pytest.raises(LaunchError, match="libcuda.so.1 could not be opened with ctypes; use backend='bindings'"):
+        runtime.Launcher(None, None, backend="ctypes")
