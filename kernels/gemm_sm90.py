@@ -207,6 +207,7 @@ def gemm_sm90(M, N, K, BN=256, STAGES=4, CM=1, a_major="K", b_major="K", dtype="
     NA = 1 if a_major == "K" else BM // 64      # TMA boxes of A per stage
     NB = 1 if b_major == "K" else BNS // 64     # TMA boxes of B per stage and CTA
     MASK = (1 << CM) - 1
+    WG_STORE = STORE == "wg"
     cluster = (CM,) if CM > 1 else None
     bias_shape = (1, N) if bias else (1, 1)
 
@@ -318,28 +319,22 @@ def gemm_sm90(M, N, K, BN=256, STAGES=4, CM=1, a_major="K", b_major="K", dtype="
                     if activation == "silu":
                         Tx.wg.silu(chunk, chunk)
                     Tx.wg.cast(out, chunk)
-                    if STORE == "wg":       # each consumer stages and stores its own 64 rows
-                        if d != "store_wait":
-                            if T.thread_id_in_wg() == 0:
-                                T.ptx.bulk_wait_group_read(1)    # our store that last read this buffer is done
-                        T.ptx.barrier_sync(1 + c, 128)
-                        Tx.wg.copy(Cs[j % 2, c * 64:c * 64 + 64, :], out)
-                        if d != "fence_proxy_async":
-                            T.ptx.fence_proxy_async()
-                        T.ptx.barrier_sync(1 + c, 128)
+                    # STORE "wg": each consumer stages and stores its own 64 rows behind its own
+                    # barrier; "cta": both consumers stage, one thread stores the (BM, EPI) box
+                    if d != "store_wait":
+                        if (T.thread_id_in_wg() == 0) if WG_STORE else (T.thread_id() == 128):
+                            T.ptx.bulk_wait_group_read(1)    # the store that last read this buffer is done
+                    T.ptx.barrier_sync(1 + c if WG_STORE else 1, 128 if WG_STORE else 256)
+                    Tx.wg.copy(Cs[j % 2, c * 64:c * 64 + 64, :], out)
+                    if d != "fence_proxy_async":
+                        T.ptx.fence_proxy_async()
+                    T.ptx.barrier_sync(1 + c if WG_STORE else 1, 128 if WG_STORE else 256)
+                    if WG_STORE:
                         for cc in range(2):         # one issuing thread per call site
                             if T.thread_id() == 128 * (cc + 1):
                                 Tx.copy_async(C[m0 + cc * 64:m0 + cc * 64 + 64, n0 + j * EPI:n0 + j * EPI + EPI],
                                               Cs[j % 2, cc * 64:cc * 64 + 64, :])
-                    else:                   # both consumers stage, one thread stores the (BM, EPI) box
-                        if d != "store_wait":
-                            if T.thread_id() == 128:
-                                T.ptx.bulk_wait_group_read(1)    # the store that last read this buffer is done
-                        T.ptx.barrier_sync(1, 256)
-                        Tx.wg.copy(Cs[j % 2, c * 64:c * 64 + 64, :], out)
-                        if d != "fence_proxy_async":
-                            T.ptx.fence_proxy_async()
-                        T.ptx.barrier_sync(1, 256)
+                    else:
                         if T.thread_id() == 128:
                             Tx.copy_async(C[m0:m0 + BM, n0 + j * EPI:n0 + j * EPI + EPI], Cs[j % 2])
             if T.thread_id_in_wg() == 0:
