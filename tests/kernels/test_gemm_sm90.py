@@ -85,3 +85,12 @@ def test_choose_bn_minimizes_rounds_times_width():
         assert bn in allowed and cost(M, N, bn, sms, cm) == min(cost(M, N, b, sms, cm) for b in allowed)
     assert choose_bn(4096, 2112) == 192 and 2112 % 192 == 0
     assert choose_bn(4096, 4096) == choose_bn(8192, 8192) == 256
+
+
+def test_store_mode_is_checked():
+    import pytest
+
+    from kernels.gemm_sm90 import gemm_sm90
+
+    with pytest.raises(ValueError, match="STORE must be 'wg' .* or 'cta' .*got 'tile'"):
+        gemm_sm90(256, 256, 128, BN=128, STAGES=2, STORE="tile")
