@@ -93,7 +93,7 @@ def plan(B, H, HKV, SQ, SK, D, dtype="bfloat16", BN=None, STAGES=None, NC=None):
     if STAGES < 1:
         raise ValueError(f"attention_sm90: STAGES = {STAGES} must be at least 1")
     BM = 64 * NC
-    smem = (BM * D + 2 * STAGES * BN * D) * 2 + 1024 + 8 * (1 + 3 * STAGES)
+    smem = (BM * D + 2 * STAGES * BN * D) * 2 + 1024 + 8 * (1 + 4 * STAGES)
     if smem > SMEM_LIMIT:
         raise ValueError(f"attention_sm90: Q ({BM} x {D}) and {STAGES} K / V stages of {BN} rows need {smem} bytes "
                          f"of shared memory, over the {SMEM_LIMIT} a CTA may have: use fewer stages or a smaller BN")
@@ -150,7 +150,8 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
         q_full = T.alloc_shared((1,), "uint64")
         k_full = T.alloc_shared((STAGES,), "uint64")
         v_full = T.alloc_shared((STAGES,), "uint64")
-        kv_empty = T.alloc_shared((STAGES,), "uint64")
+        k_empty = T.alloc_shared((STAGES,), "uint64")
+        v_empty = T.alloc_shared((STAGES,), "uint64")
         sacc = T.alloc_local((64, BN), "float32", layout=SACC)
         pfr = T.alloc_local((64, BN), dtype, layout=SACC)
         oacc = T.alloc_local((64, D), "float32", layout=OACC)
@@ -175,7 +176,8 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
             for s in T.serial(STAGES):
                 T.ptx.mbarrier_init(k_full[s], 1)
                 T.ptx.mbarrier_init(v_full[s], 1)
-                T.ptx.mbarrier_init(kv_empty[s], 4 * NC)
+                T.ptx.mbarrier_init(k_empty[s], 4 * NC)
+                T.ptx.mbarrier_init(v_empty[s], 4 * NC)
             T.ptx.fence_mbarrier_init()
         T.ptx.syncthreads()
         wg = T.warpgroup_id()
@@ -186,17 +188,24 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
                     for j in range(DC):
                         Tx.copy_async(Qs[:, j * 64:j * 64 + 64], Q[b, m0:m0 + BM, h, j * 64:j * 64 + 64],
                                       mbar=q_full[0], arrive=j == DC - 1)
-                    for i in T.serial(nkv):
-                        s = i % STAGES
-                        if i >= STAGES:
-                            T.ptx.mbarrier_wait_parity(kv_empty[s], (i // STAGES + 1) % 2)
-                        n0 = i * BN
-                        for j in range(DC):
-                            Tx.copy_async(Ks[s, :, j * 64:j * 64 + 64], K[b, n0:n0 + BN, hk, j * 64:j * 64 + 64],
-                                          mbar=k_full[s], arrive=j == DC - 1)
-                        for j in range(DC):
-                            Tx.copy_async(Vs[s, :, j * 64:j * 64 + 64], V[b, n0:n0 + BN, hk, j * 64:j * 64 + 64],
-                                          mbar=v_full[s], arrive=j == DC - 1)
+                    # K_i goes out one block ahead of V_{i-1}: K's stage frees as soon as S = Q K^T is
+                    # done, V's only after P V, so neither load queues behind the other's slot
+                    for i in T.serial(nkv + 1):
+                        if i < nkv:
+                            s = i % STAGES
+                            if i >= STAGES:
+                                T.ptx.mbarrier_wait_parity(k_empty[s], (i // STAGES + 1) % 2)
+                            for j in range(DC):
+                                Tx.copy_async(Ks[s, :, j * 64:j * 64 + 64], K[b, i * BN:i * BN + BN, hk, j * 64:j * 64 + 64],
+                                              mbar=k_full[s], arrive=j == DC - 1)
+                        if i > 0:
+                            v = i - 1
+                            sv = v % STAGES
+                            if v >= STAGES:
+                                T.ptx.mbarrier_wait_parity(v_empty[sv], (v // STAGES + 1) % 2)
+                            for j in range(DC):
+                                Tx.copy_async(Vs[sv, :, j * 64:j * 64 + 64], V[b, v * BN:v * BN + BN, hk, j * 64:j * 64 + 64],
+                                              mbar=v_full[sv], arrive=j == DC - 1)
         else:
             T.ptx.setmaxnreg_inc(regs_inc)
             c = wg - 1
@@ -212,6 +221,8 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
                     T.ptx.mbarrier_wait_parity(k_full[s], (i // STAGES) % 2)
                     Tx.wg.gemm_async(sacc, Qs[c * 64:c * 64 + 64, :], Ks[s], transpose_b=True, accumulate=False,
                                      wait=0)
+                    if T.lane_id() == 0:
+                        T.ptx.mbarrier_arrive(k_empty[s])
                     if causal:
                         if n0 + BN > m0 + 1 or n0 + BN > SK:     # CTA-uniform (the verifier proves it)
                             Tx.wg.mask(sacc, sacc, T.float32(NEG_INF), cols=SK - n0, diag=r0 - n0)
@@ -232,11 +243,13 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
                     T.ptx.mbarrier_wait_parity(v_full[s], (i // STAGES) % 2)
                     Tx.wg.gemm_async(oacc, pfr, Vs[s], accumulate=True, wait=0)
                     if T.lane_id() == 0:
-                        T.ptx.mbarrier_arrive(kv_empty[s])
+                        T.ptx.mbarrier_arrive(v_empty[s])
             else:
                 # block 0: S_0 and its softmax (O is still zero: no rescale)
                 T.ptx.mbarrier_wait_parity(k_full[0], 0)
                 Tx.wg.gemm_async(sacc, Qs[c * 64:c * 64 + 64, :], Ks[0], transpose_b=True, accumulate=False, wait=0)
+                if T.lane_id() == 0:
+                    T.ptx.mbarrier_arrive(k_empty[0])
                 if causal:
                     if BN > m0 + 1 or BN > SK:
                         Tx.wg.mask(sacc, sacc, T.float32(NEG_INF), cols=SK, diag=r0)
@@ -248,6 +261,7 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
                 Tx.wg.exp2(sacc, sacc)
                 Tx.wg.sum(lrow, sacc, axis=1)
                 Tx.wg.cast(pfr, sacc)
+                Tx.wg.fill(alpha, T.float32(1))                  # O is zero: nothing to rescale yet
                 if PINGPONG:
                     if wg == 2:
                         T.ptx.barrier_arrive(3, 256)             # consumer 0 takes the first turn
@@ -260,6 +274,7 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
                         T.ptx.barrier_sync(3 + c, 256)           # our turn on the tensor cores
                     # S_i = Q K_i^T, then O += P_{i-1} V_{i-1}, both in flight at once
                     Tx.wg.gemm_async(sacc, Qs[c * 64:c * 64 + 64, :], Ks[s], transpose_b=True, accumulate=False)
+                    Tx.wg.mul(oacc, oacc, alpha)                 # O *= alpha_{i-1} while S_i runs
                     T.ptx.mbarrier_wait_parity(v_full[sp], ((i - 1) // STAGES) % 2)
                     Tx.wg.gemm_async(oacc, pfr, Vs[sp], accumulate=True)
                     if PINGPONG:
@@ -267,7 +282,9 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
                             T.ptx.barrier_arrive(4, 256)         # the other consumer's turn
                         elif i < nkv - 1:                        # (no turn follows consumer 1's last)
                             T.ptx.barrier_arrive(3, 256)
-                    Tx.wg.gemm_wait(1, sacc)                     # S_i done; P V still running
+                    Tx.wg.gemm_wait(1, sacc)                     # S_i done (K_i free); P V still running
+                    if T.lane_id() == 0:
+                        T.ptx.mbarrier_arrive(k_empty[s])
                     if causal:
                         if n0 + BN > m0 + 1 or n0 + BN > SK:
                             Tx.wg.mask(sacc, sacc, T.float32(NEG_INF), cols=SK - n0, diag=r0 - n0)
@@ -283,16 +300,16 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
                     Tx.wg.exp2(sacc, sacc)
                     Tx.wg.mul(lrow, lrow, alpha)
                     Tx.wg.sum(lrow, sacc, axis=1, accum=True)
-                    Tx.wg.gemm_wait(0, oacc)                     # P_{i-1} V_{i-1} done: stage free
+                    Tx.wg.gemm_wait(0, oacc)                     # P_{i-1} V_{i-1} done: V_{i-1} free
                     if T.lane_id() == 0:
-                        T.ptx.mbarrier_arrive(kv_empty[sp])
-                    Tx.wg.mul(oacc, oacc, alpha)
+                        T.ptx.mbarrier_arrive(v_empty[sp])
                     Tx.wg.cast(pfr, sacc)
                 last = (nkv - 1) % STAGES
+                Tx.wg.mul(oacc, oacc, alpha)
                 T.ptx.mbarrier_wait_parity(v_full[last], ((nkv - 1) // STAGES) % 2)
                 Tx.wg.gemm_async(oacc, pfr, Vs[last], accumulate=True, wait=0)
                 if T.lane_id() == 0:
-                    T.ptx.mbarrier_arrive(kv_empty[last])
+                    T.ptx.mbarrier_arrive(v_empty[last])
             # epilogue: O / l -> this consumer's rows of Qs -> TMA; LSE from registers
             Tx.wg.div(alpha, T.float32(1), lrow)
             Tx.wg.mul(oacc, oacc, alpha)

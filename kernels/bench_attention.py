@@ -1,10 +1,11 @@
-"""``python -m kernels.bench attention [--shapes 4096x128,...] [--reps 30] [--tune BN=128,NC=2] [--sim]``
+"""``python -m kernels.bench attention [--shapes 4096x128,...] [--reps 30] [--tune "BN=128,NC=2;STAGES=3"] [--sim]``
 
 TFLOPS (``4 B H S^2 D``, halved when causal) of :func:`kernels.attention` and of
 ``torch.nn.functional.scaled_dot_product_attention`` with the cuDNN backend and with the flash
 backend, measured in the same process on the same random bf16 inputs in ``(batch, seq, heads,
 dim)`` layout (SDPA gets the ``(B, H, S, D)`` transposed views), each the median of ``--reps``
-CUDA-event timings after warm-up; ratios to cuDNN. Default sweep: head dim 64 / 128 / 256 x
+CUDA-event timings after warm-up; ratios to cuDNN. ``--tune`` takes ``;``-separated tunings
+(``BN``, ``STAGES``, ``NC``; an empty one is the default plan), each timed as its own row. Default sweep: head dim 64 / 128 / 256 x
 seqlen 1k / 4k / 8k / 16k, batch x seqlen = 32k tokens, 16 heads, causal and not. ``--shapes``
 takes ``SxD`` items. ``--sim`` runs the kernel through the CPU simulator at a small shape.
 """
@@ -41,11 +42,11 @@ def bench_attention(args):
 
     shapes = [tuple(int(x) for x in s.split("x")) for s in args.shapes.split(",")] if args.shapes else \
         [(s, d) for d in HEAD_DIMS for s in SEQLENS]
-    tuning = {k: int(v) for k, v in (kv.split("=") for kv in args.tune.split(",") if kv)} if args.tune else {}
+    tunings = [{k: int(v) for k, v in (kv.split("=") for kv in t.split(",") if kv)} for t in args.tune.split(";")]
     from .prebuild import prebuild
 
-    dt = prebuild([("attention", max(1, TOKENS // S), HEADS, HEADS, S, S, D, c, tuning)
-                   for S, D in shapes for c in (False, True)], args.jobs)
+    dt = prebuild([("attention", max(1, TOKENS // S), HEADS, HEADS, S, S, D, c, t)
+                   for S, D in shapes for c in (False, True) for t in tunings], args.jobs)
     print(_env() + (f" (kernels prebuilt in {dt:.0f} s)" if dt else ""))
     warm_gpu()
     rows = []
@@ -56,29 +57,34 @@ def bench_attention(args):
         v = torch.randn(B, S, HEADS, D, device="cuda").to(torch.bfloat16)
         for causal in (False, True):
             flop = 4 * B * HEADS * S * S * D / (2 if causal else 1)
-            t0 = time.time()
-            o = kernels.attention(q, k, v, causal=causal, **tuning)
-            build = time.time() - t0
-            res = {}
-            for name, fn in (("tirxpy", lambda q, k, v: kernels.attention(q, k, v, causal=causal, **tuning)),
-                             ("cudnn", lambda q, k, v, f=_sdpa("cudnn"): f(q, k, v, causal)),
-                             ("flash", lambda q, k, v, f=_sdpa("flash"): f(q, k, v, causal))):
+            peers = {}
+            for name in ("cudnn", "flash"):
                 try:
-                    res[name] = flop / _median_ms(fn, [(q, k, v)], args.reps, inner=3) / 1e9
+                    peers[name] = flop / _median_ms(lambda q, k, v, f=_sdpa(name): f(q, k, v, causal), [(q, k, v)],
+                                                    args.reps, inner=3) / 1e9
                 except RuntimeError as e:  # a backend that does not take this shape
-                    res[name] = float("nan")
+                    peers[name] = float("nan")
                     print(f"  {name}: {str(e).splitlines()[0]}")
             ref = _sdpa("flash")(q, k, v, causal).transpose(1, 2)
-            err = ((o.float() - ref.float()).norm() / ref.float().norm()).item()
-            r = res["tirxpy"] / res["cudnn"]
-            rows.append((S, D, B, causal, res, r, err))
-            print(f"S={S} D={D} B={B} H={HEADS} causal={causal}: tirxpy {res['tirxpy']:.0f}, cuDNN {res['cudnn']:.0f}, "
-                  f"flash {res['flash']:.0f} TFLOPS; vs cuDNN {r:.3f} (relerr vs flash {err:.1e}, build {build:.1f} s)",
-                  flush=True)
-    print("\n| seqlen | head dim | batch | causal | tirxpy TFLOPS | cuDNN TFLOPS | flash TFLOPS | tirxpy / cuDNN |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
-    for S, D, B, causal, res, r, _ in rows:
-        print(f"| {S} | {D} | {B} | {causal} | {res['tirxpy']:.0f} | {res['cudnn']:.0f} | {res['flash']:.0f} | {r:.3f} |")
+            for tuning in tunings:
+                t0 = time.time()
+                o = kernels.attention(q, k, v, causal=causal, **tuning)
+                build = time.time() - t0
+                res = dict(peers, tirxpy=flop / _median_ms(
+                    lambda q, k, v: kernels.attention(q, k, v, causal=causal, **tuning), [(q, k, v)], args.reps,
+                    inner=3) / 1e9)
+                err = ((o.float() - ref.float()).norm() / ref.float().norm()).item()
+                r = res["tirxpy"] / res["cudnn"]
+                tag = ",".join(f"{k}={v}" for k, v in tuning.items()) or "default"
+                rows.append((S, D, B, causal, tag, res, r, err))
+                print(f"S={S} D={D} B={B} H={HEADS} causal={causal} [{tag}]: tirxpy {res['tirxpy']:.0f}, "
+                      f"cuDNN {res['cudnn']:.0f}, flash {res['flash']:.0f} TFLOPS; vs cuDNN {r:.3f} "
+                      f"(relerr vs flash {err:.1e}, build {build:.1f} s)", flush=True)
+    print("\n| seqlen | head dim | batch | causal | tuning | tirxpy TFLOPS | cuDNN TFLOPS | flash TFLOPS | tirxpy / cuDNN |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for S, D, B, causal, tag, res, r, _ in rows:
+        print(f"| {S} | {D} | {B} | {causal} | {tag} | {res['tirxpy']:.0f} | {res['cudnn']:.0f} | {res['flash']:.0f} "
+              f"| {r:.3f} |")
     return rows
 
 
