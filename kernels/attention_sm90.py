@@ -13,28 +13,37 @@ Roles (``threads = 128 * (1 + NC)``):
 
 - warpgroup 0, **producer** (``setmaxnreg.dec``): one elected thread loads the CTA's Q tile once
   (``D / 64`` TMA boxes of ``(BM, 64)`` into a 128B-swizzled tile, on ``q_full``), then key /
-  value block ``i`` (``BN`` rows) into stage ``i % STAGES`` of a ring: K on ``k_full[s]``, V on
-  ``v_full[s]``, after waiting ``kv_empty[s]`` (parity of the previous round) from the second
-  round on.
+  value block ``i`` (``BN`` rows) into stage ``i % STAGES`` of two rings: K on ``k_full[s]``
+  after ``k_empty[s]``, V on ``v_full[s]`` after ``v_empty[s]`` (parity of the previous round,
+  from the second round on), in the order ``K_0, K_1, V_0, K_2, V_1, ...``. K and V have their
+  own empty barriers because a K stage is free as soon as ``S = Q K^T`` is done, a V stage only
+  after ``P V``: with one shared barrier, ``K_{i+2}`` waited for ``P_i V_i`` and every block
+  paid a load latency (head dim 128 ran at 0.70-0.76 of cuDNN; split, 0.98-1.11).
 - warpgroups 1 .. NC, **consumers** (``setmaxnreg.inc``): consumer ``c`` owns query rows
   ``64 c .. 64 c + 63`` of the tile. Per key block: ``S = Q K^T`` (wgmma SS, ``(64, BN)``
   float32 in registers), the ragged / causal mask where the block needs it (``Tx.wg.mask``),
   online softmax on the accumulator fragment (row max / row sum by quad-lane shuffles; scale
   folded into the ``exp2`` argument: ``p = exp2(s * scale * log2(e) - m * scale * log2(e))``),
   ``O *= exp2((m_old - m_new) * scale * log2(e))``, ``P`` converted to bf16 / f16 *in registers*
-  (the accumulator fragment of ``S`` is the wgmma A fragment of ``P``), ``O += P V`` (wgmma RS),
-  then one lane per warp arrives on ``kv_empty[s]``. Epilogue: ``O / l`` converted and written
+  (the accumulator fragment of ``S`` is the wgmma A fragment of ``P``), ``O += P V`` (wgmma RS);
+  one lane per warp arrives on ``k_empty[s]`` once ``S`` is done and on ``v_empty[s]`` once
+  ``P V`` is. Epilogue: ``O / l`` converted and written
   with ``stmatrix`` over the consumer's own rows of the Q tile (no longer read), fenced to the
   async proxy and stored with TMA (which drops rows past ``SQ``); ``LSE = (m * scale * log2(e)
   + log2(l)) * ln(2)`` stored from registers (guarded at the ragged edge).
 
 Schedule (``OVERLAP=True``, the default): intra-warpgroup overlap -- after block 0, iteration
-``i`` issues ``S_i = Q K_i^T`` and ``O += P_{i-1} V_{i-1}`` back to back, waits only for ``S_i``
-(``wait_group 1``), runs the softmax of block ``i`` while ``P_{i-1} V_{i-1}`` is still on the
-tensor cores, then waits for it, releases stage ``i - 1``, rescales ``O`` and converts ``P_i``.
-With ``NC = 2`` (``PINGPONG``) the two consumers take turns issuing their GEMMs (named barriers
-3 and 4: wait for our turn, issue, hand the turn over), so one warpgroup's softmax runs under
-the other's GEMMs. ``OVERLAP=False`` is the plain loop (S, softmax, P V, one block at a time).
+``i`` waits for ``P_{i-2} V_{i-2}`` (``wait_group 0``), converts ``P_{i-1}``, issues ``S_i = Q
+K_i^T``, rescales ``O`` by the previous block's factor while ``S_i`` runs, issues ``O += P_{i-1}
+V_{i-1}``, waits only for ``S_i`` (``wait_group 1``) and runs the softmax of block ``i`` while
+``P_{i-1} V_{i-1}`` is still on the tensor cores. The ``wait_group 0`` opens the loop body on
+purpose: at the end of the body, after the softmax, ptxas 13.0 scheduled it above the softmax
+(it may move a wait earlier), which serialized the softmax behind ``P V`` (in SASS: the
+``WARPGROUP.DEPBAR.LE gsb0, 0x0`` before the ``MUFU.EX2``\ s; tests/kernels/test_attention_sm90.py
+checks the order). With ``NC = 2`` and ``PINGPONG`` (the default for causal masks and head dim
+256, :func:`default_pingpong`) the two consumers take turns issuing their GEMMs (named barriers
+3 and 4: wait for our turn, issue, hand the turn over), so one warpgroup's softmax runs under the
+other's GEMMs. ``OVERLAP=False`` is the plain loop (S, softmax, P V, one block at a time).
 
 Barrier phases are closed forms of the block counter (stage ``i % STAGES``, parity
 ``(i / STAGES) % 2``). Causal CTAs run heaviest-first (the last query tile on the lowest CTA id).
@@ -69,11 +78,23 @@ def _cdiv(a, b):
 
 
 def default_config(D):
-    """``(BN, STAGES, NC)`` per head dim: key block rows, ring stages, consumer warpgroups."""
-    return {64: (128, 2, 2), 128: (128, 2, 2), 256: (64, 2, 2)}[D]
+    """``(BN, STAGES, NC)`` per head dim: key block rows, ring stages, consumer warpgroups.
+
+    Measured on the H100 (docs/performance.md, 2026-11-22, third session): 3 stages or BN = 176
+    at head dim 128 and 4 stages or BN = 176 at head dim 64 were within noise of these or slower
+    across sequence lengths; at head dim 256, BN = 80 beat BN = 64 by 2-8%."""
+    return {64: (128, 2, 2), 128: (128, 2, 2), 256: (80, 2, 2)}[D]
 
 
-def plan(B, H, HKV, SQ, SK, D, dtype="bfloat16", BN=None, STAGES=None, NC=None):
+def default_pingpong(D, causal, NC=2, OVERLAP=True):
+    """Whether the two consumer warpgroups take turns on the tensor cores by default: for causal
+    masks and head dim 256. With the softmax overlapping the warpgroup's own P V (the loop below),
+    non-causal head dims 64 / 128 ran 2-6% faster without the turn-taking barriers on the H100."""
+    return NC == 2 and OVERLAP and (causal or D == 256)
+
+
+def plan(B, H, HKV, SQ, SK, D, dtype="bfloat16", BN=None, STAGES=None, NC=None, causal=False, OVERLAP=True,
+         PINGPONG=None):
     """Checked launch plan (raises ValueError with what to change)."""
     bn, st, nc = default_config(D) if D in HEAD_DIMS else (None, None, None)
     BN, STAGES, NC = (bn if BN is None else BN), (st if STAGES is None else STAGES), (nc if NC is None else NC)
@@ -92,13 +113,17 @@ def plan(B, H, HKV, SQ, SK, D, dtype="bfloat16", BN=None, STAGES=None, NC=None):
         raise ValueError(f"attention_sm90: NC = {NC} consumer warpgroups; use 1, 2 or 3")
     if STAGES < 1:
         raise ValueError(f"attention_sm90: STAGES = {STAGES} must be at least 1")
+    PINGPONG = default_pingpong(D, causal, NC, OVERLAP) if PINGPONG is None else bool(PINGPONG)
+    if PINGPONG and (NC != 2 or not OVERLAP):
+        raise ValueError("attention_sm90: PINGPONG schedules two consumer warpgroups (NC = 2) in the overlapped "
+                         "loop (OVERLAP=True)")
     BM = 64 * NC
     smem = (BM * D + 2 * STAGES * BN * D) * 2 + 1024 + 8 * (1 + 4 * STAGES)
     if smem > SMEM_LIMIT:
         raise ValueError(f"attention_sm90: Q ({BM} x {D}) and {STAGES} K / V stages of {BN} rows need {smem} bytes "
                          f"of shared memory, over the {SMEM_LIMIT} a CTA may have: use fewer stages or a smaller BN")
     return {"BM": BM, "BN": BN, "STAGES": STAGES, "NC": NC, "smem": smem,
-            "grid": (_cdiv(SQ, BM), H, B), "threads": 128 * (1 + NC)}
+            "grid": (_cdiv(SQ, BM), H, B), "threads": 128 * (1 + NC), "pingpong": PINGPONG}
 
 
 def _tile_layout(rows, D, stages=None):
@@ -117,7 +142,7 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
     lengths; the tensors may have more rows (``SQT >= SQ``, ``SKT >= SK``, default equal): a TMA
     box may not be larger than its tensor, so :func:`kernels.attention` pads sequences shorter than
     one tile (rows past ``SK`` are masked, rows past ``SQ`` are computed and dropped)."""
-    p = plan(B, H, HKV, SQ, SK, D, dtype, BN, STAGES, NC)
+    p = plan(B, H, HKV, SQ, SK, D, dtype, BN, STAGES, NC, causal, OVERLAP, PINGPONG)
     SQT, SKT = SQT or SQ, SKT or SK
     if SQT < max(SQ, p["BM"]) or SKT < max(SK, p["BN"]):
         raise ValueError(f"attention_sm90: tensors of {SQT} query / {SKT} key rows are shorter than one tile "
@@ -132,10 +157,7 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
     QL, KVL = _tile_layout(BM, D), _tile_layout(BN, D, STAGES)
     SACC, OACC, OCH = wgmma_accumulator(BN), wgmma_accumulator(D), wgmma_accumulator(64)
     RAGGED = SK % BN != 0
-    PINGPONG = (NC == 2 and OVERLAP) if PINGPONG is None else bool(PINGPONG)  # ping-pong needs the overlapped loop
-    if PINGPONG and (NC != 2 or not OVERLAP):
-        raise ValueError("attention_sm90: PINGPONG schedules two consumer warpgroups (NC = 2) in the overlapped "
-                         "loop (OVERLAP=True)")
+    PINGPONG = p["pingpong"]
     NEG_INF = float("-inf")
     regs_dec, regs_inc = {1: (40, 232), 2: (24, 240), 3: (32, 160)}[NC]
 
@@ -260,7 +282,6 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
                 Tx.wg.fma(sacc, sacc, T.float32(SL2), nms)
                 Tx.wg.exp2(sacc, sacc)
                 Tx.wg.sum(lrow, sacc, axis=1)
-                Tx.wg.cast(pfr, sacc)
                 Tx.wg.fill(alpha, T.float32(1))                  # O is zero: nothing to rescale yet
                 if PINGPONG:
                     if wg == 2:
@@ -269,6 +290,14 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
                     s = i % STAGES
                     sp = (i - 1) % STAGES
                     n0 = i * BN
+                    # P_{i-2} V_{i-2} done, V_{i-2} free. This wait opens the loop body so that ptxas
+                    # cannot hoist it above the previous block's softmax (it does when both share a
+                    # basic block), which would serialize the softmax behind P V
+                    Tx.wg.gemm_wait(0, oacc)
+                    if i >= 2:
+                        if T.lane_id() == 0:
+                            T.ptx.mbarrier_arrive(v_empty[(i - 2) % STAGES])
+                    Tx.wg.cast(pfr, sacc)                        # P_{i-1}, the A operand of P V
                     T.ptx.mbarrier_wait_parity(k_full[s], (i // STAGES) % 2)
                     if PINGPONG:
                         T.ptx.barrier_sync(3 + c, 256)           # our turn on the tensor cores
@@ -300,10 +329,11 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
                     Tx.wg.exp2(sacc, sacc)
                     Tx.wg.mul(lrow, lrow, alpha)
                     Tx.wg.sum(lrow, sacc, axis=1, accum=True)
-                    Tx.wg.gemm_wait(0, oacc)                     # P_{i-1} V_{i-1} done: V_{i-1} free
+                Tx.wg.gemm_wait(0, oacc)
+                if nkv >= 2:
                     if T.lane_id() == 0:
-                        T.ptx.mbarrier_arrive(v_empty[sp])
-                    Tx.wg.cast(pfr, sacc)
+                        T.ptx.mbarrier_arrive(v_empty[(nkv - 2) % STAGES])
+                Tx.wg.cast(pfr, sacc)
                 last = (nkv - 1) % STAGES
                 Tx.wg.mul(oacc, oacc, alpha)
                 T.ptx.mbarrier_wait_parity(v_full[last], ((nkv - 1) // STAGES) % 2)

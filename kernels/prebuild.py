@@ -34,7 +34,7 @@ def prebuild_one(spec):
         from .attention_sm90 import attention_sm90, plan
 
         _, B, H, HKV, SQ, SK, D, causal, tuning = spec
-        p = plan(B, H, HKV, SQ, SK, D, "bfloat16", **tuning)
+        p = plan(B, H, HKV, SQ, SK, D, "bfloat16", causal=causal, **tuning)
         k = attention_sm90(B, H, HKV, SQ, SK, D, causal=causal, scale=None, dtype="bfloat16",
                            SQT=max(SQ, p["BM"]), SKT=max(SK, p["BN"]), **tuning)
     else:

@@ -31,6 +31,7 @@ def test_dispatch_choices():
     (dict(STAGES=0), "STAGES = 0 must be at least 1"),
     (dict(D=256, BN=128, STAGES=3), "over the 232448 a CTA may have"),
     (dict(SQ=0), "must be positive"),
+    (dict(NC=1, PINGPONG=True), "PINGPONG schedules two consumer warpgroups (NC = 2)"),
 ])
 def test_plan_errors(kw, msg):
     args = dict(B=1, H=4, HKV=2, SQ=256, SK=256, D=128)
@@ -53,3 +54,26 @@ def test_plain_loop_with_two_consumers_needs_no_pingpong_argument():
     assert k.launch.threads == 384
     with pytest.raises(ValueError, match="PINGPONG schedules two consumer warpgroups"):
         attention_sm90(1, 2, 2, 200, 200, 64, causal=False, OVERLAP=False, PINGPONG=True)
+
+
+@pytest.mark.parametrize("D,causal", [(64, False), (128, False), (128, True), (256, True)])
+def test_softmax_runs_while_p_v_is_in_flight_in_sass(D, causal):
+    """In the SASS of the overlapped loop, the block's exponentials (``MUFU.EX2``) lie between the
+    wait for ``S`` (``WARPGROUP.DEPBAR.LE gsb0, 0x1``) and the next wait for ``P V`` (``... 0x0``).
+    With that wait at the end of the loop body, ptxas 13.0 hoisted it above the softmax and this
+    count was 0. Needs a disassembler (cuobjdump / nvdisasm)."""
+    from tirxpy.lower.build import ToolchainError
+
+    k = tirxpy.compile(attention_sm90(2, 16, 16, 4096, 4096, D, causal=causal), arch="sm_90a")
+    try:
+        sass = k.sass
+    except ToolchainError:
+        pytest.skip("no SASS disassembler (pip install nvidia-cuda-nvdisasm, or the CUDA toolkit on PATH)")
+    lines = sass.splitlines()
+    waits_for_s = [i for i, ln in enumerate(lines) if "WARPGROUP.DEPBAR.LE gsb0, 0x1" in ln]
+    assert waits_for_s, "no wait_group 1 in the SASS: the overlapped loop is missing"
+    BN = plan(2, 16, 16, 4096, 4096, D)["BN"]
+    for i in waits_for_s:
+        j = next(j for j in range(i + 1, len(lines)) if "WARPGROUP.DEPBAR.LE gsb0, 0x0" in lines[j])
+        ex2 = sum("MUFU.EX2" in ln for ln in lines[i:j])
+        assert ex2 >= BN // 2, f"only {ex2} of the block's {BN // 2} exponentials per thread run before P V is waited for"

@@ -16,6 +16,7 @@ from tests.kernels.attention_reference import reference
     (1, 2, 1, 80, 80, 64, True, 32, 1, "bfloat16", True),     # causal diagonal blocks
     (1, 4, 2, 100, 72, 64, True, 48, 1, "float16", True),     # GQA, SQ > SK (rows past SK see every key)
     (2, 2, 2, 150, 130, 128, True, 64, 2, "bfloat16", True),  # two consumer warpgroups in ping-pong, D = 128
+    (1, 2, 2, 130, 200, 64, False, 32, 2, "bfloat16", True),  # two consumers without turns; 7 blocks, ring wraps
     (1, 2, 1, 80, 80, 64, True, 32, 1, "bfloat16", False),    # the plain (non-overlapped) loop
     (1, 4, 2, 100, 72, 64, False, 48, 1, "float16", False),
 ])
