@@ -24,7 +24,9 @@ TOKENS, HEADS, ROUNDS, LAUNCHES = 32768, 16, 7, 5
 
 
 def _load(path):
-    spec = importlib.util.spec_from_file_location("attn_" + str(abs(hash(os.path.abspath(path)))), path)
+    import kernels  # noqa: F401  (the package the copies' relative imports resolve in)
+
+    spec = importlib.util.spec_from_file_location(f"kernels._ab_{abs(hash(os.path.abspath(path)))}", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod

@@ -5,7 +5,7 @@ TFLOPS (``4 B H S^2 D``, halved when causal) of :func:`kernels.attention` and of
 backend, measured in the same process on the same random bf16 inputs in ``(batch, seq, heads,
 dim)`` layout (SDPA gets the ``(B, H, S, D)`` transposed views), each the median of ``--reps``
 CUDA-event timings after warm-up; ratios to cuDNN. ``--tune`` takes ``;``-separated tunings
-(``BN``, ``STAGES``, ``NC``; an empty one is the default plan), each timed as its own row. Default sweep: head dim 64 / 128 / 256 x
+(``BN``, ``STAGES``, ``NC``, ``PINGPONG``, ``PERSIST``; an empty one is the default plan), each timed as its own row. Default sweep: head dim 64 / 128 / 256 x
 seqlen 1k / 4k / 8k / 16k, batch x seqlen = 32k tokens, 16 heads, causal and not. ``--shapes``
 takes ``SxD`` items. ``--sim`` runs the kernel through the CPU simulator at a small shape.
 """
@@ -45,7 +45,8 @@ def bench_attention(args):
     tunings = [{k: int(v) for k, v in (kv.split("=") for kv in t.split(",") if kv)} for t in args.tune.split(";")]
     from .prebuild import prebuild
 
-    dt = prebuild([("attention", max(1, TOKENS // S), HEADS, HEADS, S, S, D, c, t)
+    sms = torch.cuda.get_device_properties(0).multi_processor_count      # as kernels.attention builds them
+    dt = prebuild([("attention", max(1, TOKENS // S), HEADS, HEADS, S, S, D, c, dict(t, sms=t.get("sms", sms)))
                    for S, D in shapes for c in (False, True) for t in tunings], args.jobs)
     print(_env() + (f" (kernels prebuilt in {dt:.0f} s)" if dt else ""))
     warm_gpu()

@@ -32,6 +32,8 @@ def test_dispatch_choices():
     (dict(D=256, BN=128, STAGES=3), "over the 232448 a CTA may have"),
     (dict(SQ=0), "must be positive"),
     (dict(NC=1, PINGPONG=True), "PINGPONG schedules two consumer warpgroups (NC = 2)"),
+    (dict(D=256, BN=80, PERSIST=True), "PERSIST stages O in its own (128 x 256) buffer"),
+    (dict(sms=0), "sms = 0 must be the GPU's SM count"),
 ])
 def test_plan_errors(kw, msg):
     args = dict(B=1, H=4, HKV=2, SQ=256, SK=256, D=128)
@@ -77,3 +79,16 @@ def test_softmax_runs_while_p_v_is_in_flight_in_sass(D, causal):
         j = next(j for j in range(i + 1, len(lines)) if "WARPGROUP.DEPBAR.LE gsb0, 0x0" in lines[j])
         ex2 = sum("MUFU.EX2" in ln for ln in lines[i:j])
         assert ex2 >= BN // 2, f"only {ex2} of the block's {BN // 2} exponentials per thread run before P V is waited for"
+
+
+def test_persistent_plan_launches_at_most_one_cta_per_sm():
+    """Persistent by default for non-causal attention where the O staging buffer fits (head dims
+    64 / 128); not at 256, not for causal masks."""
+    p = plan(8, 16, 16, 4096, 4096, 128, sms=132)
+    assert p["persist"] and p["grid"] == (132, 1, 1) and p["tiles"] == 32 * 16 * 8
+    assert plan(1, 1, 1, 256, 256, 64, sms=132)["grid"] == (2, 1, 1)       # fewer tiles than SMs
+    q = plan(8, 16, 16, 4096, 4096, 256)
+    assert not q["persist"] and q["grid"] == (32, 16, 8)
+    assert plan(8, 16, 16, 4096, 4096, 128, PERSIST=False)["grid"] == (32, 16, 8)
+    assert plan(8, 16, 16, 4096, 4096, 128, causal=True)["grid"] == (32, 16, 8)
+    assert plan(8, 16, 16, 4096, 4096, 128, causal=True, PERSIST=True, sms=100)["grid"] == (100, 1, 1)

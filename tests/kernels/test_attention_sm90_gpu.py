@@ -91,3 +91,22 @@ def test_direct_launch_poisoned(D, causal, NC, BN, overlap, pingpong):
     kern(q, k, v, o, lse)
     torch.cuda.synchronize()
     _check(o, lse[..., 0], q, k, v, causal, D ** -0.5)
+
+
+@pytest.mark.parametrize("D,causal", [(64, True), (128, False), (128, True)])
+def test_persistent_ctas_walk_many_tiles(D, causal):
+    """Five persistent CTAs over 3 x 4 x 6 ragged tiles: the K / V ring, Q and the O staging buffer
+    carry over from tile to tile (causal: tiles of unequal length)."""
+    import tirxpy
+    from kernels.attention_sm90 import attention_sm90
+
+    B, S, H = 3, 700, 4
+    q, k, v = _inputs(B, S, S, H, H, D, torch.bfloat16)
+    spec = attention_sm90(B, H, H, S, S, D, causal=causal, PERSIST=True, sms=5)
+    assert spec.launch.grid == (5, 1, 1)
+    kern = tirxpy.compile(spec, arch="sm_90a")
+    o = torch.full_like(q, float("nan"))
+    lse = torch.full((B, H, S, 1), float("nan"), device="cuda")
+    kern(q, k, v, o, lse)
+    torch.cuda.synchronize()
+    _check(o, lse[..., 0], q, k, v, causal, D ** -0.5)

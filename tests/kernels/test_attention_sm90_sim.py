@@ -11,19 +11,25 @@ from tirxpy.sim import run
 from tests.kernels.attention_reference import reference
 
 
-@pytest.mark.parametrize("B,H,HKV,SQ,SK,D,causal,BN,NC,dtype,overlap", [
-    (1, 2, 1, 80, 80, 64, False, 32, 1, "bfloat16", True),    # ragged: 3 key blocks, last one 16 wide; ring wraps
-    (1, 2, 1, 80, 80, 64, True, 32, 1, "bfloat16", True),     # causal diagonal blocks
-    (1, 4, 2, 100, 72, 64, True, 48, 1, "float16", True),     # GQA, SQ > SK (rows past SK see every key)
-    (2, 2, 2, 150, 130, 128, True, 64, 2, "bfloat16", True),  # two consumer warpgroups in ping-pong, D = 128
-    (1, 2, 2, 130, 200, 64, False, 32, 2, "bfloat16", True),  # two consumers without turns; 7 blocks, ring wraps
-    (1, 2, 1, 80, 80, 64, True, 32, 1, "bfloat16", False),    # the plain (non-overlapped) loop
-    (1, 4, 2, 100, 72, 64, False, 48, 1, "float16", False),
+@pytest.mark.parametrize("B,H,HKV,SQ,SK,D,causal,BN,NC,dtype,overlap,kw", [
+    (1, 2, 1, 80, 80, 64, False, 32, 1, "bfloat16", True, {}),    # ragged: 3 key blocks, last one 16 wide; ring wraps
+    (1, 2, 1, 80, 80, 64, True, 32, 1, "bfloat16", True, {}),     # causal diagonal blocks
+    (1, 4, 2, 100, 72, 64, True, 48, 1, "float16", True, {}),     # GQA, SQ > SK (rows past SK see every key)
+    (2, 2, 2, 150, 130, 128, True, 64, 2, "bfloat16", True, {}),  # two consumer warpgroups in ping-pong, D = 128
+    (1, 2, 2, 130, 200, 64, False, 32, 2, "bfloat16", True, {}),  # two consumers without turns; 7 blocks, ring wraps
+    (1, 2, 1, 80, 80, 64, True, 32, 1, "bfloat16", False, {}),    # the plain (non-overlapped) loop
+    (1, 4, 2, 100, 72, 64, False, 48, 1, "float16", False, {}),
+    # persistent CTAs walking several tiles: the K / V ring and the Q / O buffers carry over tiles
+    (1, 2, 1, 150, 130, 64, True, 32, 2, "bfloat16", True, dict(sms=2, PERSIST=True)),  # causal ping-pong
+    (2, 2, 1, 80, 200, 64, False, 32, 1, "bfloat16", True, dict(sms=3)),   # 8 tiles over 3 CTAs
+    (2, 2, 1, 80, 100, 64, True, 32, 1, "bfloat16", False, dict(sms=3, PERSIST=True)),  # plain loop
+    (1, 2, 1, 150, 130, 64, True, 32, 2, "bfloat16", True, dict(PERSIST=False)),  # one tile per CTA
 ])
-def test_attention_sim_matches_float64(B, H, HKV, SQ, SK, D, causal, BN, NC, dtype, overlap):
+def test_attention_sim_matches_float64(B, H, HKV, SQ, SK, D, causal, BN, NC, dtype, overlap, kw):
     g = torch.Generator().manual_seed(int(torch.randint(0, 2**31 - 1, (1,))))
     tdt = {"bfloat16": torch.bfloat16, "float16": torch.float16}[dtype]
-    kern = attention_sm90(B, H, HKV, SQ, SK, D, causal=causal, BN=BN, STAGES=2, NC=NC, dtype=dtype, OVERLAP=overlap)
+    kern = attention_sm90(B, H, HKV, SQ, SK, D, causal=causal, BN=BN, STAGES=2, NC=NC, dtype=dtype, OVERLAP=overlap,
+                          **kw)
     q = torch.randn(B, SQ, H, D, generator=g).to(tdt)
     k = torch.randn(B, SK, HKV, D, generator=g).to(tdt)
     v = torch.randn(B, SK, HKV, D, generator=g).to(tdt)
