@@ -100,3 +100,14 @@ def test_math_calls():
     with pytest.raises(IRError, match="T.exp works on floats, got int32"):
         T.exp(i)
     assert T.ceildiv(10, 4) == 3 and str(T.ceildiv(i, 4)) == "(i + 3) // 4"
+
+
+def test_constants_are_compile_time_ints_and_device_values_are_not():
+    """An ``IntImm`` (e.g. a kernel's launch grid entry) converts with ``int()`` / ``range()``; a
+    device variable still refuses, naming itself."""
+    from tirxpy.ir.errors import IRError
+    from tirxpy.ir.expr import IntImm, Var
+
+    assert int(IntImm(7)) == 7 and list(range(IntImm(3))) == [0, 1, 2]
+    with pytest.raises(IRError, match="the device value `n` is not a compile-time int"):
+        int(Var("n", "int32"))

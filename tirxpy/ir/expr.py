@@ -159,6 +159,16 @@ class IntImm(Expr):
             raise IRError(f"IntImm needs an integer dtype, got {self.dtype}")
         self.value = int(value)
 
+    def __index__(self):
+        """A constant is a compile-time int: ``range(c)``, ``int(c)`` and ``tuple[c]`` work.
+
+        >>> int(IntImm(5)), list(range(IntImm(2)))
+        (5, [0, 1])
+        """
+        return self.value
+
+    __int__ = __index__
+
 
 class FloatImm(Expr):
     """A floating-point constant (``value`` is a Python float)."""
