@@ -93,13 +93,15 @@ def attention(q, k, v, causal=False, scale=None, return_lse=False, **tuning):
     """Attention forward on a Hopper GPU; see the module docstring. ``tuning`` passes ``BN``,
     ``STAGES``, ``NC``, ``PINGPONG``, ``PERSIST`` and ``sms`` (default: the device's SM count) to
     :func:`kernels.attention_sm90.attention_sm90` (defaults: :func:`~kernels.attention_sm90.default_config`,
-    :func:`~kernels.attention_sm90.default_pingpong`, persistent wherever it fits)."""
+    :func:`~kernels.attention_sm90.default_pingpong`; persistent for non-causal attention where it fits,
+    see :func:`~kernels.attention_sm90.plan`)."""
     unknown = sorted(set(tuning) - set(TUNING))
     if unknown:
         raise AttentionArgumentError(f"attention: unknown tuning argument(s) {unknown}; the kernel takes {TUNING}")
     B, SQ, H, D, SK, HKV = _check(q, k, v, causal, scale)
     tuning = dict(tuning)
-    tuning["sms"] = tuning.get("sms") or torch.cuda.get_device_properties(q.device).multi_processor_count
+    if tuning.get("sms") is None:
+        tuning["sms"] = torch.cuda.get_device_properties(q.device).multi_processor_count
     p = plan(B, H, HKV, SQ, SK, D, _DT[q.dtype], causal=causal, **tuning)
     SQT, SKT = max(SQ, p["BM"]), max(SK, p["BN"])
     kern = attention_sm90(B, H, HKV, SQ, SK, D, causal=causal, scale=None if scale is None else float(scale),

@@ -8,11 +8,11 @@ masked), causal masking aligned top-left like ``torch.nn.functional.scaled_dot_p
 (query row ``r`` sees keys ``0 .. r``). Written with tirxpy's public API only.
 
 A tile is ``BM = 64 * NC`` query rows of one head. Persistent (``PERSIST``, the default for
-non-causal attention at head dims 64 and 128, see :func:`plan`): ``min(tiles, sms)`` CTAs, CTA ``u`` taking tiles ``u, u + G, ...``
-of the ``(ceil(SQ / BM), H, B)`` tiles (query tile fastest); the K / V ring, its barrier phases and
-the Q buffer carry over from tile to tile, so the next tile's Q and first K / V blocks load while
-this tile finishes, and O is staged in its own buffer. Otherwise the grid is ``(ceil(SQ / BM),
-H, B)``, one tile per CTA, and O is staged over Q.
+non-causal attention at head dims 64 and 128, see :func:`plan`): ``G = min(tiles, sms)`` CTAs,
+CTA ``u`` taking tiles ``u, u + G, ...`` of the ``(ceil(SQ / BM), H, B)`` tiles (query tile
+fastest); the K / V ring, its barrier phases and the Q buffer carry over from tile to tile, so the
+next tile's Q and first K / V blocks load while this tile finishes, and O is staged in its own
+buffer. Otherwise the grid is ``(ceil(SQ / BM), H, B)``, one tile per CTA, and O is staged over Q.
 
 Roles (``threads = 128 * (1 + NC)``):
 
@@ -33,8 +33,8 @@ Roles (``threads = 128 * (1 + NC)``):
   ``O *= exp2((m_old - m_new) * scale * log2(e))``, ``P`` converted to bf16 / f16 *in registers*
   (the accumulator fragment of ``S`` is the wgmma A fragment of ``P``), ``O += P V`` (wgmma RS);
   one lane per warp arrives on ``k_empty[s]`` once ``S`` is done and on ``v_empty[s]`` once
-  ``P V`` is. Epilogue: ``O / l`` converted and written
-  with ``stmatrix`` over the consumer's own rows of the Q tile (no longer read), fenced to the
+  ``P V`` is. Epilogue: ``O / l`` converted and written with ``stmatrix`` over the consumer's
+  own rows of the O staging buffer (after the previous tile's store has read them), fenced to the
   async proxy and stored with TMA (which drops rows past ``SQ``); ``LSE = (m * scale * log2(e)
   + log2(l)) * ln(2)`` stored from registers (guarded at the ragged edge).
 
@@ -71,12 +71,11 @@ from tirxpy import T, Tx
 from tirxpy.layout import ComposeLayout, R, S, TileLayout, laneid, m, swizzle_for, wid_in_wg
 from tirxpy.layout.atoms import wgmma_accumulator
 
-from .schedule import persistent_units, tiles_of_unit
+from .schedule import SM_COUNT_H100, persistent_units, tiles_of_unit
 
 DTYPES = ("bfloat16", "float16")
 HEAD_DIMS = (64, 128, 256)
 SMEM_LIMIT = 232448  # sm_90 dynamic shared memory per CTA (227 KiB)
-SM_COUNT_H100 = 132
 LOG2E = 1.4426950408889634
 LN2 = 0.6931471805599453
 

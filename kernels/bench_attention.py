@@ -5,9 +5,9 @@ TFLOPS (``4 B H S^2 D``, halved when causal) of :func:`kernels.attention` and of
 backend, measured in the same process on the same random bf16 inputs in ``(batch, seq, heads,
 dim)`` layout (SDPA gets the ``(B, H, S, D)`` transposed views), each the median of ``--reps``
 CUDA-event timings after warm-up; ratios to cuDNN. ``--tune`` takes ``;``-separated tunings
-(``BN``, ``STAGES``, ``NC``, ``PINGPONG``, ``PERSIST``; an empty one is the default plan), each timed as its own row. Default sweep: head dim 64 / 128 / 256 x
-seqlen 1k / 4k / 8k / 16k, batch x seqlen = 32k tokens, 16 heads, causal and not. ``--shapes``
-takes ``SxD`` items. ``--sim`` runs the kernel through the CPU simulator at a small shape.
+(``BN``, ``STAGES``, ``NC``, ``PINGPONG``, ``PERSIST``; an empty one is the default plan), each
+timed as its own row. Default sweep: head dim 64 / 128 / 256 x seqlen 1k / 4k / 8k / 16k, batch x
+seqlen = 32k tokens, 16 heads, causal and not. ``--shapes`` takes ``SxD`` items. ``--sim`` runs the kernel through the CPU simulator at a small shape.
 """
 from __future__ import annotations
 

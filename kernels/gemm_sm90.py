@@ -60,9 +60,8 @@ from tirxpy import T, Tx
 from tirxpy.layout import ComposeLayout, R, S, TileLayout, laneid, m, swizzle_for, wid_in_wg
 from tirxpy.layout.atoms import mma_smem_layout, wgmma_accumulator
 
-from .schedule import grouped_tile, persistent_units, tiles_of_unit
+from .schedule import SM_COUNT_H100, grouped_tile, persistent_units, tiles_of_unit
 
-SM_COUNT_H100 = 132
 SMEM_LIMIT = 232448  # sm_90 dynamic shared memory per CTA (227 KiB)
 IN_DTYPES = ("bfloat16", "float16")
 OUT_DTYPES = ("bfloat16", "float16", "float32")

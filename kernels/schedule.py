@@ -18,6 +18,10 @@ The functions take and return Python ints or tirxpy expressions alike (they only
 """
 from __future__ import annotations
 
+SM_COUNT_H100 = 132
+"""SMs of an H100 SXM: the default unit count of the persistent kernels (the torch entry points pass
+the device's own count)."""
+
 
 def _min(a, b):
     if isinstance(a, int) and isinstance(b, int):
