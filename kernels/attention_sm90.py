@@ -7,10 +7,10 @@ query head ``h`` reads key / value head ``h // (H // HKV)``), any sequence lengt
 masked), causal masking aligned top-left like ``torch.nn.functional.scaled_dot_product_attention``
 (query row ``r`` sees keys ``0 .. r``). Written with tirxpy's public API only.
 
-A tile is ``BM = 64 * NC`` query rows of one head. Persistent (``PERSIST``, the default for
-non-causal attention at head dims 64 and 128, see :func:`plan`): ``G = min(tiles, sms)`` CTAs,
-CTA ``u`` taking tiles ``u, u + G, ...`` of the ``(ceil(SQ / BM), H, B)`` tiles (query tile
-fastest); the K / V ring, its barrier phases and the Q buffer carry over from tile to tile, so the
+A tile is ``BM = 64 * NC`` query rows of one head. Persistent (``PERSIST``, the default at head
+dims 64 and 128 up to 32 key blocks, see :func:`plan`): ``G = min(tiles, sms)`` CTAs, CTA ``u``
+taking tiles ``u, u + G, ...`` of the ``(ceil(SQ / BM), H, B)`` tiles (query tile fastest; causal:
+pairs of query tiles, see :func:`_tile_of`); the K / V ring, its barrier phases and the Q buffer carry over from tile to tile, so the
 next tile's Q and first K / V blocks load while this tile finishes, and O is staged in its own
 buffer. Otherwise the grid is ``(ceil(SQ / BM), H, B)``, one tile per CTA, and O is staged over Q.
 
@@ -55,11 +55,13 @@ Barrier phases are closed forms of the CTA's key block counter ``g`` (its earlie
 blocks plus ``i``): stage ``g % STAGES``, parity ``(g / STAGES) % 2``; ``q_full`` / ``q_empty``
 use the CTA's tile counter. Causal query tiles of a head run from the last (heaviest) down.
 
-    >>> k = attention_sm90(1, 2, 1, 200, 80, 64, causal=True, BN=32, STAGES=2)
+    >>> k = attention_sm90(1, 2, 1, 200, 80, 64, causal=True, BN=32, STAGES=2, PERSIST=False)
     >>> k.launch.threads, k.launch.grid
     (384, (2, 2, 1))
     >>> attention_sm90(1, 2, 1, 200, 80, 64, BN=32, STAGES=2, sms=3).launch.grid   # 4 tiles on 3 CTAs
     (3, 1, 1)
+    >>> attention_sm90(1, 2, 1, 200, 80, 64, causal=True, BN=32, STAGES=2).launch.grid   # 2 pairs
+    (2, 1, 1)
 """
 from __future__ import annotations
 
@@ -110,10 +112,11 @@ def plan(B, H, HKV, SQ, SK, D, dtype="bfloat16", BN=None, STAGES=None, NC=None, 
 
     ``PERSIST`` launches at most ``sms`` CTAs that walk the ``(query tile, head, batch)`` tiles; it
     needs a ``(BM, D)`` shared buffer for staging ``O`` apart from ``Q``, so that the next tile's
-    ``Q`` can load during this tile's epilogue. Default: on for non-causal attention where it fits
-    (head dims 64 / 128). Measured on the H100: +13-15% at S = 1k, +2% at 4k, even at 16k; for causal
-    masks the static tile walk lost 3-14% to the hardware's dynamic CTA scheduling (query tiles
-    of unequal length), so causal stays one tile per CTA."""
+    ``Q`` can load during this tile's epilogue. Causal CTAs walk pairs of query tiles ``(MT - 1 - j,
+    j)``, which hold equal numbers of key blocks (a plain static walk lost 3-14% to the hardware's
+    dynamic CTA scheduling). Default: on where it fits (head dims 64 / 128) and a tile has at most
+    32 key blocks. Measured on the H100, persistent vs one tile per CTA: S = 1k +13-23%, 4k +2-5%,
+    16k -2-3% (so off there)."""
     bn, st, nc = default_config(D) if D in HEAD_DIMS else (None, None, None)
     BN, STAGES, NC = (bn if BN is None else BN), (st if STAGES is None else STAGES), (nc if NC is None else NC)
     if dtype not in DTYPES:
@@ -143,15 +146,17 @@ def plan(B, H, HKV, SQ, SK, D, dtype="bfloat16", BN=None, STAGES=None, NC=None, 
         raise ValueError(f"attention_sm90: Q ({BM} x {D}) and {STAGES} K / V stages of {BN} rows need {smem} bytes "
                          f"of shared memory, over the {SMEM_LIMIT} a CTA may have: use fewer stages or a smaller BN")
     fits = smem + BM * D * 2 <= SMEM_LIMIT
-    PERSIST = (fits and not causal) if PERSIST is None else bool(PERSIST)
+    PERSIST = (fits and _cdiv(SK, BN) <= 32) if PERSIST is None else bool(PERSIST)
     if PERSIST and not fits:
         raise ValueError(f"attention_sm90: PERSIST stages O in its own ({BM} x {D}) buffer, {smem + BM * D * 2} bytes "
                          f"of shared memory in all, over the {SMEM_LIMIT} a CTA may have: use PERSIST=False, fewer "
                          "stages or a smaller BN")
     tiles = _cdiv(SQ, BM) * H * B
-    grid = (persistent_units(tiles, sms), 1, 1) if PERSIST else (_cdiv(SQ, BM), H, B)
+    work = _cdiv(_cdiv(SQ, BM), 2) * H * B if causal else tiles     # causal: pairs of query tiles
+    grid = (persistent_units(work, sms), 1, 1) if PERSIST else (_cdiv(SQ, BM), H, B)
     return {"BM": BM, "BN": BN, "STAGES": STAGES, "NC": NC, "smem": smem + (BM * D * 2 if PERSIST else 0),
-            "grid": grid, "threads": 128 * (1 + NC), "pingpong": PINGPONG, "persist": PERSIST, "tiles": tiles}
+            "grid": grid, "threads": 128 * (1 + NC), "pingpong": PINGPONG, "persist": PERSIST, "tiles": tiles,
+            "work": work}
 
 
 def _tile_layout(rows, D, stages=None):
@@ -163,15 +168,26 @@ def _tile_layout(rows, D, stages=None):
 
 
 def _tile_of(t, persist, units, MT, H, causal):
-    """``(query tile, head, batch)`` of this CTA's tile ``t``: tile ``cta + t * units`` of the
-    ``(MT, H, B)`` tiles (query tile fastest) when persistent, else the CTA's own grid position.
-    Causal query tiles run from the last (heaviest) down. Python ints or device expressions."""
+    """``(query tile, head, batch, valid)`` of step ``t`` of this CTA's walk; Python ints or device
+    expressions. One tile per CTA: the CTA's grid position. Persistent: tile ``cta + t * units`` of
+    the ``(MT, H, B)`` tiles (query tile fastest). Persistent and causal: the walk takes pairs of
+    query tiles ``(MT - 1 - j, j)`` of one head, ``j < ceil(MT / 2)`` -- pair ``cta + (t / 2) *
+    units``, heavy tile first -- so that every pair holds the same number of key blocks and CTAs
+    stay balanced; when ``MT`` is odd the middle pair has one tile (``valid`` is false for its
+    second step). Causal query tiles otherwise run from the last (heaviest) down."""
+    if persist and causal:
+        NP = -(-MT // 2)
+        pair = T.cta_id(0) + (t // 2) * units
+        j, h, b = pair % NP, (pair // NP) % H, pair // (NP * H)
+        mt = T.select(t % 2 < 1, MT - 1 - j, j)      # (`<`, not `==`: plain Python here, not the parser)
+        valid = True if MT % 2 == 0 else (1 - t % 2) + (MT - 1 - 2 * j) > 0
+        return mt, h, b, valid
     if persist:
         lin = T.cta_id(0) + t * units
         mt, h, b = lin % MT, (lin // MT) % H, lin // (MT * H)
     else:
         mt, h, b = T.cta_id(0), T.cta_id(1), T.cta_id(2)
-    return (MT - 1 - mt if causal else mt), h, b
+    return (MT - 1 - mt if causal else mt), h, b, True
 
 
 def _blocks(m0, NKV, BM, BN, SQ, causal):
@@ -202,7 +218,7 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
     QL, KVL = _tile_layout(BM, D), _tile_layout(BN, D, STAGES)
     SACC, OACC, OCH = wgmma_accumulator(BN), wgmma_accumulator(D), wgmma_accumulator(64)
     RAGGED = SK % BN != 0
-    PINGPONG, PERSIST, TILES = p["pingpong"], p["persist"], p["tiles"]
+    PINGPONG, PERSIST, WORK = p["pingpong"], p["persist"], p["work"]
     UNITS = p["grid"][0] if PERSIST else 1
     NEG_INF = float("-inf")
     regs_dec, regs_inc = {1: (40, 232), 2: (24, 240), 3: (32, 160)}[NC]
@@ -234,9 +250,10 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
         lrow = T.alloc_local((64, 1), "float32", layout=ROW)
         alpha = T.alloc_local((64, 1), "float32", layout=ROW)
         gb = T.alloc_local((1,), "int32")       # key blocks of this CTA's earlier tiles: ring position
+        tc = T.alloc_local((1,), "int32")       # tiles this CTA has done: q_full / q_empty parity
         n_tiles = 1
         if PERSIST:
-            n_tiles = tiles_of_unit(T.cta_id(0), UNITS, TILES)
+            n_tiles = tiles_of_unit(T.cta_id(0), UNITS, WORK) * (2 if causal else 1)
         if T.thread_id() == 0:
             T.ptx.mbarrier_init(q_full[0], 1)
             T.ptx.mbarrier_init(q_empty[0], 4 * NC)
@@ -253,186 +270,192 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
             if T.warp_id_in_wg() == 0:
                 if T.elect_one():
                     gb[0] = 0
+                    tc[0] = 0
                     for t in T.serial(n_tiles):
-                        mt, h, b = _tile_of(t, PERSIST, UNITS, MT, H, causal)
-                        hk = h // GROUP
-                        m0 = mt * BM
-                        nkv = _blocks(m0, NKV, BM, BN, SQ, causal)
-                        if t >= 1:                      # the consumers' last S of the previous tile is done
-                            T.ptx.mbarrier_wait_parity(q_empty[0], (t - 1) % 2)
-                        for j in range(DC):
-                            Tx.copy_async(Qs[:, j * 64:j * 64 + 64], Q[b, m0:m0 + BM, h, j * 64:j * 64 + 64],
-                                          mbar=q_full[0], arrive=j == DC - 1)
-                        # K_i goes out one block ahead of V_{i-1}: K's stage frees as soon as S = Q K^T
-                        # is done, V's only after P V, so neither load queues behind the other's slot
-                        for i in T.serial(nkv + 1):
-                            if i < nkv:
-                                g = gb[0] + i
-                                s = g % STAGES
-                                if g >= STAGES:
-                                    T.ptx.mbarrier_wait_parity(k_empty[s], (g // STAGES + 1) % 2)
-                                for j in range(DC):
-                                    Tx.copy_async(Ks[s, :, j * 64:j * 64 + 64],
-                                                  K[b, i * BN:i * BN + BN, hk, j * 64:j * 64 + 64],
-                                                  mbar=k_full[s], arrive=j == DC - 1)
-                            if i > 0:
-                                gv = gb[0] + i - 1
-                                sv = gv % STAGES
-                                if gv >= STAGES:
-                                    T.ptx.mbarrier_wait_parity(v_empty[sv], (gv // STAGES + 1) % 2)
-                                for j in range(DC):
-                                    Tx.copy_async(Vs[sv, :, j * 64:j * 64 + 64],
-                                                  V[b, (i - 1) * BN:(i - 1) * BN + BN, hk, j * 64:j * 64 + 64],
-                                                  mbar=v_full[sv], arrive=j == DC - 1)
-                        gb[0] = gb[0] + nkv
+                        mt, h, b, valid = _tile_of(t, PERSIST, UNITS, MT, H, causal)
+                        if valid:
+                            hk = h // GROUP
+                            m0 = mt * BM
+                            nkv = _blocks(m0, NKV, BM, BN, SQ, causal)
+                            if tc[0] >= 1:                  # the consumers' last S of the previous tile is done
+                                T.ptx.mbarrier_wait_parity(q_empty[0], (tc[0] - 1) % 2)
+                            for j in range(DC):
+                                Tx.copy_async(Qs[:, j * 64:j * 64 + 64], Q[b, m0:m0 + BM, h, j * 64:j * 64 + 64],
+                                              mbar=q_full[0], arrive=j == DC - 1)
+                            # K_i goes out one block ahead of V_{i-1}: K's stage frees as soon as S = Q K^T
+                            # is done, V's only after P V, so neither load queues behind the other's slot
+                            for i in T.serial(nkv + 1):
+                                if i < nkv:
+                                    g = gb[0] + i
+                                    s = g % STAGES
+                                    if g >= STAGES:
+                                        T.ptx.mbarrier_wait_parity(k_empty[s], (g // STAGES + 1) % 2)
+                                    for j in range(DC):
+                                        Tx.copy_async(Ks[s, :, j * 64:j * 64 + 64],
+                                                      K[b, i * BN:i * BN + BN, hk, j * 64:j * 64 + 64],
+                                                      mbar=k_full[s], arrive=j == DC - 1)
+                                if i > 0:
+                                    gv = gb[0] + i - 1
+                                    sv = gv % STAGES
+                                    if gv >= STAGES:
+                                        T.ptx.mbarrier_wait_parity(v_empty[sv], (gv // STAGES + 1) % 2)
+                                    for j in range(DC):
+                                        Tx.copy_async(Vs[sv, :, j * 64:j * 64 + 64],
+                                                      V[b, (i - 1) * BN:(i - 1) * BN + BN, hk, j * 64:j * 64 + 64],
+                                                      mbar=v_full[sv], arrive=j == DC - 1)
+                            gb[0] = gb[0] + nkv
+                            tc[0] = tc[0] + 1
         else:
             T.ptx.setmaxnreg_inc(regs_inc)
             c = wg - 1
             gb[0] = 0
+            tc[0] = 0
             for t in T.serial(n_tiles):
-                mt, h, b = _tile_of(t, PERSIST, UNITS, MT, H, causal)
-                m0 = mt * BM
-                r0 = m0 + c * 64
-                nkv = _blocks(m0, NKV, BM, BN, SQ, causal)
-                g0 = gb[0]
-                Tx.wg.fill(oacc, T.float32(0))
-                Tx.wg.fill(mrow, T.float32(NEG_INF))
-                Tx.wg.fill(lrow, T.float32(0))
-                T.ptx.mbarrier_wait_parity(q_full[0], t % 2)
-                if not OVERLAP:
-                    for i in T.serial(nkv):
-                        s = (g0 + i) % STAGES
-                        ph = ((g0 + i) // STAGES) % 2
-                        n0 = i * BN
-                        T.ptx.mbarrier_wait_parity(k_full[s], ph)
-                        Tx.wg.gemm_async(sacc, Qs[c * 64:c * 64 + 64, :], Ks[s], transpose_b=True, accumulate=False,
-                                         wait=0)
-                        if T.lane_id() == 0:
-                            T.ptx.mbarrier_arrive(k_empty[s])
-                        if causal:
-                            if n0 + BN > m0 + 1 or n0 + BN > SK:     # CTA-uniform (the verifier proves it)
-                                Tx.wg.mask(sacc, sacc, T.float32(NEG_INF), cols=SK - n0, diag=r0 - n0)
-                        elif RAGGED:
-                            if i == NKV - 1:
-                                Tx.wg.mask(sacc, sacc, T.float32(NEG_INF), cols=SK - n0)
-                        Tx.wg.unary(mprev, mrow, fn="copy")
-                        Tx.wg.max(mrow, sacc, axis=1, accum=True)
-                        Tx.wg.mul(nms, mrow, T.float32(-SL2))
-                        Tx.wg.fma(alpha, mprev, T.float32(SL2), nms)
-                        Tx.wg.exp2(alpha, alpha)
-                        Tx.wg.fma(sacc, sacc, T.float32(SL2), nms)
-                        Tx.wg.exp2(sacc, sacc)
-                        Tx.wg.mul(lrow, lrow, alpha)
-                        Tx.wg.sum(lrow, sacc, axis=1, accum=True)
-                        Tx.wg.mul(oacc, oacc, alpha)
-                        Tx.wg.cast(pfr, sacc)
-                        T.ptx.mbarrier_wait_parity(v_full[s], ph)
-                        Tx.wg.gemm_async(oacc, pfr, Vs[s], accumulate=True, wait=0)
-                        if T.lane_id() == 0:
-                            T.ptx.mbarrier_arrive(v_empty[s])
-                    if T.lane_id() == 0:
-                        T.ptx.mbarrier_arrive(q_empty[0])    # every S of this tile is done: Q may reload
-                else:
-                    # block 0: S_0 and its softmax (O is still zero: no rescale)
-                    T.ptx.mbarrier_wait_parity(k_full[g0 % STAGES], (g0 // STAGES) % 2)
-                    Tx.wg.gemm_async(sacc, Qs[c * 64:c * 64 + 64, :], Ks[g0 % STAGES], transpose_b=True,
-                                     accumulate=False, wait=0)
-                    if T.lane_id() == 0:
-                        T.ptx.mbarrier_arrive(k_empty[g0 % STAGES])
-                    if causal:
-                        if BN > m0 + 1 or BN > SK:
-                            Tx.wg.mask(sacc, sacc, T.float32(NEG_INF), cols=SK, diag=r0)
-                    elif NKV == 1 and RAGGED:
-                        Tx.wg.mask(sacc, sacc, T.float32(NEG_INF), cols=SK)
-                    Tx.wg.max(mrow, sacc, axis=1)
-                    Tx.wg.mul(nms, mrow, T.float32(-SL2))
-                    Tx.wg.fma(sacc, sacc, T.float32(SL2), nms)
-                    Tx.wg.exp2(sacc, sacc)
-                    Tx.wg.sum(lrow, sacc, axis=1)
-                    Tx.wg.fill(alpha, T.float32(1))                  # O is zero: nothing to rescale yet
-                    if PINGPONG:
-                        if wg == 2:
-                            if nkv > 1:                              # a turn is taken only in the loop
-                                T.ptx.barrier_arrive(3, 256)         # consumer 0 takes the first turn
-                    for i in T.serial(1, nkv):
-                        g = g0 + i
-                        s = g % STAGES
-                        sp = (g - 1) % STAGES
-                        n0 = i * BN
-                        # P_{i-2} V_{i-2} done, V_{i-2} free. This wait opens the loop body so that
-                        # ptxas cannot hoist it above the previous block's softmax (it does when both
-                        # share a basic block), which would serialize the softmax behind P V
-                        Tx.wg.gemm_wait(0, oacc)
-                        if i >= 2:
+                mt, h, b, valid = _tile_of(t, PERSIST, UNITS, MT, H, causal)
+                if valid:
+                    m0 = mt * BM
+                    r0 = m0 + c * 64
+                    nkv = _blocks(m0, NKV, BM, BN, SQ, causal)
+                    g0 = gb[0]
+                    Tx.wg.fill(oacc, T.float32(0))
+                    Tx.wg.fill(mrow, T.float32(NEG_INF))
+                    Tx.wg.fill(lrow, T.float32(0))
+                    T.ptx.mbarrier_wait_parity(q_full[0], tc[0] % 2)
+                    if not OVERLAP:
+                        for i in T.serial(nkv):
+                            s = (g0 + i) % STAGES
+                            ph = ((g0 + i) // STAGES) % 2
+                            n0 = i * BN
+                            T.ptx.mbarrier_wait_parity(k_full[s], ph)
+                            Tx.wg.gemm_async(sacc, Qs[c * 64:c * 64 + 64, :], Ks[s], transpose_b=True, accumulate=False,
+                                             wait=0)
                             if T.lane_id() == 0:
-                                T.ptx.mbarrier_arrive(v_empty[(g - 2) % STAGES])
-                        Tx.wg.cast(pfr, sacc)                        # P_{i-1}, the A operand of P V
-                        T.ptx.mbarrier_wait_parity(k_full[s], (g // STAGES) % 2)
-                        if PINGPONG:
-                            T.ptx.barrier_sync(3 + c, 256)           # our turn on the tensor cores
-                        # S_i = Q K_i^T, then O += P_{i-1} V_{i-1}, both in flight at once
-                        Tx.wg.gemm_async(sacc, Qs[c * 64:c * 64 + 64, :], Ks[s], transpose_b=True, accumulate=False)
-                        Tx.wg.mul(oacc, oacc, alpha)                 # O *= alpha_{i-1} while S_i runs
-                        T.ptx.mbarrier_wait_parity(v_full[sp], ((g - 1) // STAGES) % 2)
-                        Tx.wg.gemm_async(oacc, pfr, Vs[sp], accumulate=True)
-                        if PINGPONG:
-                            if wg == 1:
-                                T.ptx.barrier_arrive(4, 256)         # the other consumer's turn
-                            elif i < nkv - 1:                        # (no turn follows consumer 1's last)
-                                T.ptx.barrier_arrive(3, 256)
-                        Tx.wg.gemm_wait(1, sacc)                     # S_i done (K_i free); P V still running
+                                T.ptx.mbarrier_arrive(k_empty[s])
+                            if causal:
+                                if n0 + BN > m0 + 1 or n0 + BN > SK:     # CTA-uniform (the verifier proves it)
+                                    Tx.wg.mask(sacc, sacc, T.float32(NEG_INF), cols=SK - n0, diag=r0 - n0)
+                            elif RAGGED:
+                                if i == NKV - 1:
+                                    Tx.wg.mask(sacc, sacc, T.float32(NEG_INF), cols=SK - n0)
+                            Tx.wg.unary(mprev, mrow, fn="copy")
+                            Tx.wg.max(mrow, sacc, axis=1, accum=True)
+                            Tx.wg.mul(nms, mrow, T.float32(-SL2))
+                            Tx.wg.fma(alpha, mprev, T.float32(SL2), nms)
+                            Tx.wg.exp2(alpha, alpha)
+                            Tx.wg.fma(sacc, sacc, T.float32(SL2), nms)
+                            Tx.wg.exp2(sacc, sacc)
+                            Tx.wg.mul(lrow, lrow, alpha)
+                            Tx.wg.sum(lrow, sacc, axis=1, accum=True)
+                            Tx.wg.mul(oacc, oacc, alpha)
+                            Tx.wg.cast(pfr, sacc)
+                            T.ptx.mbarrier_wait_parity(v_full[s], ph)
+                            Tx.wg.gemm_async(oacc, pfr, Vs[s], accumulate=True, wait=0)
+                            if T.lane_id() == 0:
+                                T.ptx.mbarrier_arrive(v_empty[s])
                         if T.lane_id() == 0:
-                            T.ptx.mbarrier_arrive(k_empty[s])
+                            T.ptx.mbarrier_arrive(q_empty[0])    # every S of this tile is done: Q may reload
+                    else:
+                        # block 0: S_0 and its softmax (O is still zero: no rescale)
+                        T.ptx.mbarrier_wait_parity(k_full[g0 % STAGES], (g0 // STAGES) % 2)
+                        Tx.wg.gemm_async(sacc, Qs[c * 64:c * 64 + 64, :], Ks[g0 % STAGES], transpose_b=True,
+                                         accumulate=False, wait=0)
+                        if T.lane_id() == 0:
+                            T.ptx.mbarrier_arrive(k_empty[g0 % STAGES])
                         if causal:
-                            if n0 + BN > m0 + 1 or n0 + BN > SK:
-                                Tx.wg.mask(sacc, sacc, T.float32(NEG_INF), cols=SK - n0, diag=r0 - n0)
-                        elif RAGGED:
-                            if i == NKV - 1:
-                                Tx.wg.mask(sacc, sacc, T.float32(NEG_INF), cols=SK - n0)
-                        Tx.wg.unary(mprev, mrow, fn="copy")
-                        Tx.wg.max(mrow, sacc, axis=1, accum=True)
+                            if BN > m0 + 1 or BN > SK:
+                                Tx.wg.mask(sacc, sacc, T.float32(NEG_INF), cols=SK, diag=r0)
+                        elif NKV == 1 and RAGGED:
+                            Tx.wg.mask(sacc, sacc, T.float32(NEG_INF), cols=SK)
+                        Tx.wg.max(mrow, sacc, axis=1)
                         Tx.wg.mul(nms, mrow, T.float32(-SL2))
-                        Tx.wg.fma(alpha, mprev, T.float32(SL2), nms)
-                        Tx.wg.exp2(alpha, alpha)
                         Tx.wg.fma(sacc, sacc, T.float32(SL2), nms)
                         Tx.wg.exp2(sacc, sacc)
-                        Tx.wg.mul(lrow, lrow, alpha)
-                        Tx.wg.sum(lrow, sacc, axis=1, accum=True)
-                    if T.lane_id() == 0:
-                        T.ptx.mbarrier_arrive(q_empty[0])        # every S of this tile is done: Q may reload
-                    Tx.wg.gemm_wait(0, oacc)
-                    if nkv >= 2:
+                        Tx.wg.sum(lrow, sacc, axis=1)
+                        Tx.wg.fill(alpha, T.float32(1))                  # O is zero: nothing to rescale yet
+                        if PINGPONG:
+                            if wg == 2:
+                                if nkv > 1:                              # a turn is taken only in the loop
+                                    T.ptx.barrier_arrive(3, 256)         # consumer 0 takes the first turn
+                        for i in T.serial(1, nkv):
+                            g = g0 + i
+                            s = g % STAGES
+                            sp = (g - 1) % STAGES
+                            n0 = i * BN
+                            # P_{i-2} V_{i-2} done, V_{i-2} free. This wait opens the loop body so that
+                            # ptxas cannot hoist it above the previous block's softmax (it does when both
+                            # share a basic block), which would serialize the softmax behind P V
+                            Tx.wg.gemm_wait(0, oacc)
+                            if i >= 2:
+                                if T.lane_id() == 0:
+                                    T.ptx.mbarrier_arrive(v_empty[(g - 2) % STAGES])
+                            Tx.wg.cast(pfr, sacc)                        # P_{i-1}, the A operand of P V
+                            T.ptx.mbarrier_wait_parity(k_full[s], (g // STAGES) % 2)
+                            if PINGPONG:
+                                T.ptx.barrier_sync(3 + c, 256)           # our turn on the tensor cores
+                            # S_i = Q K_i^T, then O += P_{i-1} V_{i-1}, both in flight at once
+                            Tx.wg.gemm_async(sacc, Qs[c * 64:c * 64 + 64, :], Ks[s], transpose_b=True, accumulate=False)
+                            Tx.wg.mul(oacc, oacc, alpha)                 # O *= alpha_{i-1} while S_i runs
+                            T.ptx.mbarrier_wait_parity(v_full[sp], ((g - 1) // STAGES) % 2)
+                            Tx.wg.gemm_async(oacc, pfr, Vs[sp], accumulate=True)
+                            if PINGPONG:
+                                if wg == 1:
+                                    T.ptx.barrier_arrive(4, 256)         # the other consumer's turn
+                                elif i < nkv - 1:                        # (no turn follows consumer 1's last)
+                                    T.ptx.barrier_arrive(3, 256)
+                            Tx.wg.gemm_wait(1, sacc)                     # S_i done (K_i free); P V still running
+                            if T.lane_id() == 0:
+                                T.ptx.mbarrier_arrive(k_empty[s])
+                            if causal:
+                                if n0 + BN > m0 + 1 or n0 + BN > SK:
+                                    Tx.wg.mask(sacc, sacc, T.float32(NEG_INF), cols=SK - n0, diag=r0 - n0)
+                            elif RAGGED:
+                                if i == NKV - 1:
+                                    Tx.wg.mask(sacc, sacc, T.float32(NEG_INF), cols=SK - n0)
+                            Tx.wg.unary(mprev, mrow, fn="copy")
+                            Tx.wg.max(mrow, sacc, axis=1, accum=True)
+                            Tx.wg.mul(nms, mrow, T.float32(-SL2))
+                            Tx.wg.fma(alpha, mprev, T.float32(SL2), nms)
+                            Tx.wg.exp2(alpha, alpha)
+                            Tx.wg.fma(sacc, sacc, T.float32(SL2), nms)
+                            Tx.wg.exp2(sacc, sacc)
+                            Tx.wg.mul(lrow, lrow, alpha)
+                            Tx.wg.sum(lrow, sacc, axis=1, accum=True)
                         if T.lane_id() == 0:
-                            T.ptx.mbarrier_arrive(v_empty[(g0 + nkv - 2) % STAGES])
-                    Tx.wg.cast(pfr, sacc)
-                    last = (g0 + nkv - 1) % STAGES
+                            T.ptx.mbarrier_arrive(q_empty[0])        # every S of this tile is done: Q may reload
+                        Tx.wg.gemm_wait(0, oacc)
+                        if nkv >= 2:
+                            if T.lane_id() == 0:
+                                T.ptx.mbarrier_arrive(v_empty[(g0 + nkv - 2) % STAGES])
+                        Tx.wg.cast(pfr, sacc)
+                        last = (g0 + nkv - 1) % STAGES
+                        Tx.wg.mul(oacc, oacc, alpha)
+                        T.ptx.mbarrier_wait_parity(v_full[last], ((g0 + nkv - 1) // STAGES) % 2)
+                        Tx.wg.gemm_async(oacc, pfr, Vs[last], accumulate=True, wait=0)
+                        if T.lane_id() == 0:
+                            T.ptx.mbarrier_arrive(v_empty[last])
+                    gb[0] = g0 + nkv
+                    tc[0] = tc[0] + 1
+                    # epilogue: O / l -> this consumer's rows of Os -> TMA; LSE from registers
+                    Tx.wg.div(alpha, T.float32(1), lrow)
                     Tx.wg.mul(oacc, oacc, alpha)
-                    T.ptx.mbarrier_wait_parity(v_full[last], ((g0 + nkv - 1) // STAGES) % 2)
-                    Tx.wg.gemm_async(oacc, pfr, Vs[last], accumulate=True, wait=0)
-                    if T.lane_id() == 0:
-                        T.ptx.mbarrier_arrive(v_empty[last])
-                gb[0] = g0 + nkv
-                # epilogue: O / l -> this consumer's rows of Os -> TMA; LSE from registers
-                Tx.wg.div(alpha, T.float32(1), lrow)
-                Tx.wg.mul(oacc, oacc, alpha)
-                if PERSIST:                             # the previous tile's store has read our rows of Os
-                    if T.thread_id_in_wg() == 0:
-                        T.ptx.bulk_wait_group_read(0)
+                    if PERSIST:                             # the previous tile's store has read our rows of Os
+                        if T.thread_id_in_wg() == 0:
+                            T.ptx.bulk_wait_group_read(0)
+                        T.ptx.barrier_sync(1 + c, 128)
+                    for j in range(DC):
+                        Tx.wg.cast(och, oacc[:, j * 64:j * 64 + 64])
+                        Tx.wg.copy(Os[c * 64:c * 64 + 64, j * 64:j * 64 + 64], och)
+                    T.ptx.fence_proxy_async()
                     T.ptx.barrier_sync(1 + c, 128)
-                for j in range(DC):
-                    Tx.wg.cast(och, oacc[:, j * 64:j * 64 + 64])
-                    Tx.wg.copy(Os[c * 64:c * 64 + 64, j * 64:j * 64 + 64], och)
-                T.ptx.fence_proxy_async()
-                T.ptx.barrier_sync(1 + c, 128)
-                for cc in range(NC):                    # one issuing thread per call site
-                    if T.thread_id() == 128 * (cc + 1):
-                        for j in range(DC):
-                            Tx.copy_async(O[b, m0 + cc * 64:m0 + cc * 64 + 64, h, j * 64:j * 64 + 64],
-                                          Os[cc * 64:cc * 64 + 64, j * 64:j * 64 + 64])
-                Tx.wg.log2(lrow, lrow)
-                Tx.wg.fma(lrow, mrow, T.float32(SL2), lrow)
-                Tx.wg.mul(lrow, lrow, T.float32(LN2))
-                Tx.wg.copy(LSE[b, h, r0:r0 + 64, 0:1], lrow)
+                    for cc in range(NC):                    # one issuing thread per call site
+                        if T.thread_id() == 128 * (cc + 1):
+                            for j in range(DC):
+                                Tx.copy_async(O[b, m0 + cc * 64:m0 + cc * 64 + 64, h, j * 64:j * 64 + 64],
+                                              Os[cc * 64:cc * 64 + 64, j * 64:j * 64 + 64])
+                    Tx.wg.log2(lrow, lrow)
+                    Tx.wg.fma(lrow, mrow, T.float32(SL2), lrow)
+                    Tx.wg.mul(lrow, lrow, T.float32(LN2))
+                    Tx.wg.copy(LSE[b, h, r0:r0 + 64, 0:1], lrow)
             if T.thread_id_in_wg() == 0:
                 T.ptx.bulk_wait_group(0)
 

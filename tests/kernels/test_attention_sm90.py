@@ -82,13 +82,16 @@ def test_softmax_runs_while_p_v_is_in_flight_in_sass(D, causal):
 
 
 def test_persistent_plan_launches_at_most_one_cta_per_sm():
-    """Persistent by default for non-causal attention where the O staging buffer fits (head dims
-    64 / 128); not at 256, not for causal masks."""
+    """Persistent by default where the O staging buffer fits (head dims 64 / 128) and a tile reads
+    at most 32 key blocks; not at 256, not for long keys."""
     p = plan(8, 16, 16, 4096, 4096, 128, sms=132)
     assert p["persist"] and p["grid"] == (132, 1, 1) and p["tiles"] == 32 * 16 * 8
     assert plan(1, 1, 1, 256, 256, 64, sms=132)["grid"] == (2, 1, 1)       # fewer tiles than SMs
     q = plan(8, 16, 16, 4096, 4096, 256)
     assert not q["persist"] and q["grid"] == (32, 16, 8)
     assert plan(8, 16, 16, 4096, 4096, 128, PERSIST=False)["grid"] == (32, 16, 8)
-    assert plan(8, 16, 16, 4096, 4096, 128, causal=True)["grid"] == (32, 16, 8)
+    assert plan(2, 16, 16, 16384, 16384, 128)["grid"] == (128, 16, 2)     # 128 key blocks per tile
+    assert plan(8, 16, 16, 4096, 4096, 128, causal=True)["grid"] == (132, 1, 1)
     assert plan(8, 16, 16, 4096, 4096, 128, causal=True, PERSIST=True, sms=100)["grid"] == (100, 1, 1)
+    # causal persistent CTAs walk pairs of query tiles: 3 query tiles -> 2 pairs per head
+    assert plan(1, 2, 2, 300, 300, 64, causal=True, PERSIST=True)["work"] == 4

@@ -93,14 +93,15 @@ def test_direct_launch_poisoned(D, causal, NC, BN, overlap, pingpong):
     _check(o, lse[..., 0], q, k, v, causal, D ** -0.5)
 
 
-@pytest.mark.parametrize("D,causal", [(64, True), (128, False), (128, True)])
-def test_persistent_ctas_walk_many_tiles(D, causal):
-    """Five persistent CTAs over 3 x 4 x 6 ragged tiles: the K / V ring, Q and the O staging buffer
-    carry over from tile to tile (causal: tiles of unequal length)."""
+@pytest.mark.parametrize("D,causal,S", [(64, True, 700), (128, False, 700), (128, True, 700), (128, True, 600)])
+def test_persistent_ctas_walk_many_tiles(D, causal, S):
+    """Five persistent CTAs over 3 x 4 x 6 (S = 600: 5) ragged query tiles: the K / V ring, Q and the
+    O staging buffer carry over from tile to tile; causal walks pairs of query tiles (an odd count
+    leaves a lone middle tile)."""
     import tirxpy
     from kernels.attention_sm90 import attention_sm90
 
-    B, S, H = 3, 700, 4
+    B, H = 3, 4
     q, k, v = _inputs(B, S, S, H, H, D, torch.bfloat16)
     spec = attention_sm90(B, H, H, S, S, D, causal=causal, PERSIST=True, sms=5)
     assert tuple(int(x) for x in spec.launch.grid) == (5, 1, 1)

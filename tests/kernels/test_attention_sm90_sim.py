@@ -23,6 +23,7 @@ from tests.kernels.attention_reference import reference
     (1, 2, 1, 150, 130, 64, True, 32, 2, "bfloat16", True, dict(sms=2, PERSIST=True)),  # causal ping-pong
     (2, 2, 1, 80, 200, 64, False, 32, 1, "bfloat16", True, dict(sms=3)),   # 8 tiles over 3 CTAs
     (2, 2, 1, 80, 100, 64, True, 32, 1, "bfloat16", False, dict(sms=3, PERSIST=True)),  # plain loop
+    (1, 2, 1, 150, 150, 64, True, 32, 1, "bfloat16", True, dict(sms=2, PERSIST=True)),  # 3 query tiles: a lone middle
     (1, 2, 1, 150, 130, 64, True, 32, 2, "bfloat16", True, dict(PERSIST=False)),  # one tile per CTA
 ])
 def test_attention_sim_matches_float64(B, H, HKV, SQ, SK, D, causal, BN, NC, dtype, overlap, kw):
