@@ -10,9 +10,9 @@ masked), causal masking aligned top-left like ``torch.nn.functional.scaled_dot_p
 A tile is ``BM = 64 * NC`` query rows of one head. Persistent (``PERSIST``, the default at head
 dims 64 and 128 up to 32 key blocks, see :func:`plan`): ``G = min(tiles, sms)`` CTAs, CTA ``u``
 taking tiles ``u, u + G, ...`` of the ``(ceil(SQ / BM), H, B)`` tiles (query tile fastest; causal:
-pairs of query tiles, see :func:`_tile_of`); the K / V ring, its barrier phases and the Q buffer carry over from tile to tile, so the
-next tile's Q and first K / V blocks load while this tile finishes, and O is staged in its own
-buffer. Otherwise the grid is ``(ceil(SQ / BM), H, B)``, one tile per CTA, and O is staged over Q.
+pairs of query tiles, see :func:`_tile_of`); the K / V ring, its barrier phases and the Q buffer
+carry over from tile to tile, so the next tile's Q and first K / V blocks load while this tile
+finishes, and O is staged in its own buffer. Otherwise the grid is ``(ceil(SQ / BM), H, B)``, one tile per CTA, and O is staged over Q.
 
 Roles (``threads = 128 * (1 + NC)``):
 
@@ -113,7 +113,7 @@ def plan(B, H, HKV, SQ, SK, D, dtype="bfloat16", BN=None, STAGES=None, NC=None, 
     ``PERSIST`` launches at most ``sms`` CTAs that walk the ``(query tile, head, batch)`` tiles; it
     needs a ``(BM, D)`` shared buffer for staging ``O`` apart from ``Q``, so that the next tile's
     ``Q`` can load during this tile's epilogue. Causal CTAs walk pairs of query tiles ``(MT - 1 - j,
-    j)``, which hold equal numbers of key blocks (a plain static walk lost 3-14% to the hardware's
+    j)``, which hold about equal numbers of key blocks (a plain static walk lost 3-14% to the hardware's
     dynamic CTA scheduling). Default: on where it fits (head dims 64 / 128) and a tile has at most
     32 key blocks. Measured on the H100, persistent vs one tile per CTA: S = 1k +13-23%, 4k +2-5%,
     16k -2-3% (so off there)."""
@@ -172,8 +172,8 @@ def _tile_of(t, persist, units, MT, H, causal):
     expressions. One tile per CTA: the CTA's grid position. Persistent: tile ``cta + t * units`` of
     the ``(MT, H, B)`` tiles (query tile fastest). Persistent and causal: the walk takes pairs of
     query tiles ``(MT - 1 - j, j)`` of one head, ``j < ceil(MT / 2)`` -- pair ``cta + (t / 2) *
-    units``, heavy tile first -- so that every pair holds the same number of key blocks and CTAs
-    stay balanced; when ``MT`` is odd the middle pair has one tile (``valid`` is false for its
+    units``, heavy tile first -- so that every pair holds about the same number of key blocks and
+    CTAs stay balanced; when ``MT`` is odd the middle pair has one tile (``valid`` is false for its
     second step). Causal query tiles otherwise run from the last (heaviest) down."""
     if persist and causal:
         NP = -(-MT // 2)
