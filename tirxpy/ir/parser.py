@@ -35,6 +35,7 @@ from .stmt import (Allocate, BufferStore, Evaluate, For, IfThenElse, LetStmt, Pr
 _in_parse: contextvars.ContextVar = contextvars.ContextVar("tirxpy_in_parse", default=False)
 _script_counter = itertools.count()
 _META_WHILE_LIMIT = 100_000
+_MACRO_DEPTH_LIMIT = 64
 
 
 def in_parse() -> bool:
@@ -74,6 +75,7 @@ class Parser:
         self.blocks: list[_Block] = []
         self.launch: LaunchConfig | None = None
         self.emitted = False
+        self.macros: list[str] = []   # names of the macros being expanded, outermost first
 
     # ---------------------------------------------------------------- spans / errors
     def span(self, node) -> Span:
@@ -174,6 +176,9 @@ class Parser:
                              "pass it to a primitive, e.g. Tx.copy(dst, src)")
 
     def set_launch(self, req, node):
+        if self.macros:
+            raise self.error(node, f"T.launch(...) inside macro {self.macros[-1]!r}",
+                             "the launch configuration belongs to the kernel: call T.launch(...) in the @T.prim_func body")
         if self.launch is not None:
             raise self.error(node, "T.launch(...) appears twice", "keep one T.launch(...) at the top of the kernel")
         if self.emitted or len(self.blocks) != 1:
@@ -515,6 +520,11 @@ class Parser:
                 kwargs.update(self.eval(kw.value))
             else:
                 kwargs[kw.arg] = self.eval(kw.value)
+        if getattr(type(fn), "__tirx_macro__", False):
+            if not stmt:
+                raise self.error(node, f"macro {fn.__name__!r} expands to statements and has no value",
+                                 f"call it on its own line: {ast.unparse(node)}")
+            return self.expand_macro(fn, args, kwargs, node)
         if isinstance(fn, PrimitiveMarker):
             if not stmt:
                 raise self.error(node, f"{fn!r}(...) is a statement and has no value",
@@ -531,6 +541,44 @@ class Parser:
             raise
         except Exception as e:
             raise self.error(node, f"calling `{ast.unparse(node.func)}` failed: {type(e).__name__}: {e}") from None
+
+    def expand_macro(self, mac, args, kwargs, node) -> SeqStmt:
+        """Parse the macro's body in its own scope (parameters, its closure and globals) into statements."""
+        try:
+            params = mac.bind(args, kwargs)
+        except TypeError as e:
+            raise self.error(node, f"macro {mac.__name__!r}: {e}", f"its parameters are {mac.__name__}{mac.signature}") from None
+        if len(self.macros) >= _MACRO_DEPTH_LIMIT:
+            raise self.error(node, f"macro expansion is {_MACRO_DEPTH_LIMIT} levels deep ({' -> '.join(self.macros[-3:])} -> "
+                             f"{mac.__name__}): a macro calls itself without end",
+                             "stop the recursion with a Python condition on a parameter")
+        body, file, line_offset, col_offset, closure, globals_ = mac.parsed()
+        for s in body:
+            if isinstance(s, ast.Return):
+                raise ParseError(f"macro {mac.__name__!r} has a return statement",
+                                 Span(file, s.lineno + line_offset, s.col_offset + col_offset),
+                                 "a macro expands to statements and returns nothing; write results into a buffer")
+        call_span = self.span(node)
+        saved = (self.file, self.line_offset, self.col_offset, self.closure, self.globals, self.blocks)
+        self.file, self.line_offset, self.col_offset, self.closure, self.globals = file, line_offset, col_offset, closure, globals_
+        self.blocks = [_Block(False)]
+        self.blocks[0].names.update(params)
+        self.macros.append(mac.__name__)
+        out: list = []
+        try:
+            for s in body:
+                self.visit_stmt(s, out)
+        except ParseError as e:
+            if getattr(e, "_macro_note", False):
+                raise
+            note = f"{e.msg} (in macro {mac.__name__!r}, expanded at {call_span.file}:{call_span.line})"
+            err = ParseError(note, e.span, e.hint)
+            err._macro_note = True
+            raise err from None
+        finally:
+            self.macros.pop()
+            self.file, self.line_offset, self.col_offset, self.closure, self.globals, self.blocks = saved
+        return SeqStmt(out)
 
     def primitive(self, marker, args, kwargs, node):
         dispatch = kwargs.pop("dispatch", None)

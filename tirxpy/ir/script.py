@@ -15,6 +15,9 @@ Inside a ``@T.prim_func`` body (see :mod:`tirxpy.ir.parser`):
 - intrinsics ``T.ptx.<name>(args...)`` / ``T.call_intrin("name", args...)``,
   ``T.address_of(buf[idx])``, ``T.evaluate(expr)``.
 
+Statement macros: ``@T.macro`` marks a function whose body expands inline at each call in a kernel
+body (see :mod:`tirxpy.ir.macro`).
+
 Parameter annotations: ``T.Tensor(shape, dtype, scope="global", layout=None)`` and scalar
 types (``n: T.int32``). ``T.parse_script(text)`` parses printed kernels.
 
@@ -318,6 +321,7 @@ class _TNamespace:
 
     def __init__(self):
         from .jit_hooks import prim_func, parse_script
+        from .macro import macro
 
         d = self.__dict__
         for fn in (Tensor, launch, alloc_buffer, alloc_shared, alloc_local, alloc_tmem, serial, unroll, cta_id,
@@ -330,6 +334,7 @@ class _TNamespace:
         d["fma"] = _math("fma", 3)
         d["ptx"] = _Ptx()
         d["prim_func"] = prim_func
+        d["macro"] = macro
         d["parse_script"] = parse_script
         names = set(CANONICAL) | {"bf16", "f16", "f32", "f64", "tf32", "e4m3", "e5m2", "i8", "i16", "i32", "i64",
                                   "u8", "u16", "u32", "u64", "pred"}

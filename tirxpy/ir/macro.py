@@ -1,0 +1,98 @@
+"""``@T.macro``: a named, parameterized piece of kernel body, expanded inline where it is called.
+
+A macro is written like a kernel body (device loops, branches, primitives ``Tx.*``, intrinsics)
+and called as a statement inside a ``@T.prim_func`` or another macro. Each call parses the
+macro's body again with its parameters bound to the call's arguments, so Python arguments
+(tile indices, flags) specialize it at parse time and device arguments (buffers, expressions)
+become part of the IR. Expansion is hygienic: the body sees its parameters, its own closure and
+module globals, never the caller's local names, and its assignments do not leak to the caller.
+
+    >>> from tirxpy import T
+    >>> @T.macro
+    ... def add_to(dst, src, i, scale):
+    ...     dst[i] = dst[i] + src[i] * T.float32(scale)
+    >>> @T.prim_func
+    ... def axpy(X: T.Tensor((64,), "float32"), Y: T.Tensor((64,), "float32")):
+    ...     T.launch(grid=(1,), threads=64)
+    ...     add_to(Y, X, T.thread_id(), 2.0)
+    >>> print(axpy)
+    @T.prim_func
+    def axpy(X: T.Tensor((64,), "float32"), Y: T.Tensor((64,), "float32")):
+        T.launch(grid=(1,), threads=64)
+        Y[T.thread_id()] = Y[T.thread_id()] + X[T.thread_id()] * T.float32(2.0)
+"""
+from __future__ import annotations
+
+import ast
+import inspect
+import linecache
+import textwrap
+
+from .errors import ParseError
+
+
+class Macro:
+    """A function marked ``@T.macro``; call it inside a kernel body as a statement."""
+
+    __tirx_macro__ = True   # how the parser knows it (also across re-imports of this module)
+
+    def __init__(self, fn, outer: dict):
+        if not callable(fn) or not hasattr(fn, "__code__"):
+            raise ParseError(f"@T.macro decorates a function, got {fn!r}")
+        self.fn = fn
+        self.__name__ = fn.__name__
+        self.__doc__ = fn.__doc__
+        self.signature = inspect.signature(fn)
+        self.outer = outer
+        self._parsed = None
+
+    def parsed(self):
+        """``(body statements, file, line offset, column offset, closure, globals)``, parsed once."""
+        if self._parsed is None:
+            from .parser import _closure_of, _find_def
+
+            fn = self.fn
+            try:
+                lines, first = inspect.getsourcelines(fn)
+                file = inspect.getsourcefile(fn) or fn.__code__.co_filename
+            except (OSError, TypeError):
+                raise ParseError(f"cannot read the source of macro {fn.__name__!r}",
+                                 hint="define macros in a .py file") from None
+            src = "".join(lines)
+            indent = len(lines[0]) - len(lines[0].lstrip())
+            fdef = _find_def(ast.parse(textwrap.dedent(src)), fn.__name__)
+            if fdef is None:
+                raise ParseError(f"cannot find the definition of macro {fn.__name__!r} in its source")
+            if linecache.getline(file, first) == "" and file.startswith("<"):
+                linecache.cache[file] = (len(src), None, [""] * (first - 1) + lines, file)
+            body = list(fdef.body)
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+                    and isinstance(body[0].value.value, str):
+                body = body[1:]
+            closure = dict(self.outer)
+            closure.update(_closure_of(fn))
+            self._parsed = (body, file, first - 1, indent, closure, fn.__globals__)
+        return self._parsed
+
+    def bind(self, args, kwargs) -> dict:
+        """The call's arguments by parameter name (defaults applied); TypeError when they do not fit."""
+        bound = self.signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        return dict(bound.arguments)
+
+    def __call__(self, *args, **kwargs):
+        raise ParseError(f"macro {self.__name__!r} only expands inside a @T.prim_func body (or another macro)",
+                         hint=f"call {self.__name__}(...) as a statement in a kernel")
+
+    def __repr__(self):
+        return f"<T.macro {self.__name__}{self.signature}>"
+
+
+def macro(fn):
+    """Decorator: mark ``fn`` as a statement macro (see :mod:`tirxpy.ir.macro`)."""
+    import sys
+
+    frame = sys._getframe(1)
+    outer = dict(frame.f_locals) if frame.f_code.co_name != "<module>" else {}
+    del frame
+    return Macro(fn, outer)
