@@ -121,7 +121,7 @@ def gemm(a, b, out=None, *, bias=None, activation=None, out_dtype=None, **tuning
     column-major), float32 accumulation, output ``out_dtype`` (default ``a.dtype``; bf16, f16 or
     f32) written to ``out`` when given. ``activation``: None, ``"relu"`` or ``"silu"``.
     ``tuning`` goes to :func:`kernels.gemm_sm90.gemm_sm90` (``BN``, ``STAGES``, ``CM``, ``group``,
-    ``STORE``); without ``BN`` the tile width is :func:`kernels.gemm_sm90.choose_bn`'s."""
+    ``STORE``, ``DEFER``, ``sms``); without ``BN`` the tile width is :func:`kernels.gemm_sm90.choose_bn`'s."""
     if "drop" in tuning:     # gemm_sm90's mutation-test switch: never reachable from here
         raise TypeError("kernels.gemm() got an unexpected keyword argument 'drop'")
     tensors = all(isinstance(t, torch.Tensor) for t in (a, b, out, bias) if t is not None)

@@ -158,7 +158,8 @@ def bias_layout(epi):
 
 @tirxpy.jit
 def gemm_sm90(M, N, K, BN=256, STAGES=4, CM=1, a_major="K", b_major="K", dtype="bfloat16",
-              out_dtype="bfloat16", bias=False, activation=None, sms=SM_COUNT_H100, group=8, STORE="wg", drop=None):
+              out_dtype="bfloat16", bias=False, activation=None, sms=SM_COUNT_H100, group=8, STORE="wg", DEFER=None,
+              drop=None):
     """The kernel for one problem: ``k(A, B, C)`` (``k(A, B, Bias, C)`` with ``bias=True``); see the
     module docstring for the operand orientations.
 
@@ -180,12 +181,22 @@ def gemm_sm90(M, N, K, BN=256, STAGES=4, CM=1, a_major="K", b_major="K", dtype="
     if STORE not in ("wg", "cta"):
         raise ValueError(f"gemm_sm90: STORE must be 'wg' (each consumer warpgroup stores its 64 rows) or 'cta' "
                          f"(both consumers sync, one thread stores the tile's rows), got {STORE!r}")
+    if DEFER is None:
+        DEFER = out_dtype != "float32"
+    if DEFER not in (True, False, 0, 1):
+        raise ValueError(f"gemm_sm90: DEFER must be True or False, got {DEFER!r}")
+    if DEFER and out_dtype == "float32":
+        raise ValueError("gemm_sm90: DEFER keeps a converted tile in registers until the next tile's k-loop, which "
+                         "a float32 output (as many registers as the accumulator) does not leave room for: "
+                         "use DEFER=False or a 16-bit output")
+    DEFER = bool(DEFER)
     if drop is not None and drop not in DROPS:
         raise ValueError(f"gemm_sm90: unknown drop={drop!r}; one of {DROPS}")
     d = drop
     XT = d != "expect_tx"
     W1 = None if d == "wgmma_wait" else 1
     KT, EPI, UNITS = p["kt"], p["epi"], p["units"]
+    NCH = BN // EPI                     # output chunks per tile (one 128-byte TMA box wide each)
     TMC, TN, TILES = p["cluster_tiles_m"], p["tiles_n"], p["tiles"]
     BNS = BN // CM                      # rows of B's box each CTA of the cluster loads
     STAGE_BYTES = (BM + BN) * BK * 2
@@ -210,6 +221,32 @@ def gemm_sm90(M, N, K, BN=256, STAGES=4, CM=1, a_major="K", b_major="K", dtype="
     cluster = (CM,) if CM > 1 else None
     bias_shape = (1, N) if bias else (1, 1)
 
+    @T.macro
+    def store_chunk(C, Cs, src, t, j, c, m0, n0):
+        """Output columns ``j EPI ..`` of the CTA's ``t``-th tile, at ``(m0, n0)``: ``src`` (this consumer's
+        ``(64, EPI)`` values, accumulator layout) -> staging buffer -> TMA store. The two buffers
+        alternate over the CTA's chunk sequence ``t NCH + j`` (with an odd ``NCH``, ``j % 2`` would give a
+        tile's first chunk the buffer its previous tile's last store may still read)."""
+        b = (t * NCH + j) % 2 if NCH % 2 else j % 2
+        # STORE "wg": each consumer stages and stores its own 64 rows behind its own barrier; "cta":
+        # both consumers stage, one thread stores the (BM, EPI) box
+        if d != "store_wait":
+            if (T.thread_id_in_wg() == 0) if WG_STORE else (T.thread_id() == 128):
+                T.ptx.bulk_wait_group_read(1)    # the store that last read this buffer is done
+        T.ptx.barrier_sync(1 + c if WG_STORE else 1, 128 if WG_STORE else 256)
+        Tx.wg.copy(Cs[b, c * 64:c * 64 + 64, :], src)
+        if d != "fence_proxy_async":
+            T.ptx.fence_proxy_async()
+        T.ptx.barrier_sync(1 + c if WG_STORE else 1, 128 if WG_STORE else 256)
+        if WG_STORE:
+            for cc in range(2):         # one issuing thread per call site
+                if T.thread_id() == 128 * (cc + 1):
+                    Tx.copy_async(C[m0 + cc * 64:m0 + cc * 64 + 64, n0 + j * EPI:n0 + j * EPI + EPI],
+                                  Cs[b, cc * 64:cc * 64 + 64, :])
+        else:
+            if T.thread_id() == 128:
+                Tx.copy_async(C[m0:m0 + BM, n0 + j * EPI:n0 + j * EPI + EPI], Cs[b])
+
     @T.prim_func
     def gemm_sm90_kernel(A: T.Tensor(a_shape, dtype), B: T.Tensor(b_shape, dtype),
                          Bias: T.Tensor(bias_shape, out_dtype), C: T.Tensor((M, N), out_dtype)):
@@ -220,7 +257,10 @@ def gemm_sm90(M, N, K, BN=256, STAGES=4, CM=1, a_major="K", b_major="K", dtype="
         full = T.alloc_shared((STAGES,), "uint64")
         empty = T.alloc_shared((STAGES,), "uint64")
         acc = T.alloc_local((64, BN), "float32", layout=ACC)
-        out = T.alloc_local((64, EPI), out_dtype, layout=CHUNK)
+        if DEFER:
+            pk = T.alloc_local((64, BN), out_dtype, layout=ACC)     # the whole tile, converted
+        else:
+            out = T.alloc_local((64, EPI), out_dtype, layout=CHUNK)
         brow = T.alloc_local((1, EPI), out_dtype, layout=BIAS)
         unit = T.cta_id(0) // CM
         rank = T.cta_id(0) % CM
@@ -281,6 +321,8 @@ def gemm_sm90(M, N, K, BN=256, STAGES=4, CM=1, a_major="K", b_major="K", dtype="
                 tmc, tn = grouped_tile(unit + i * UNITS, TMC, TN, group)
                 m0 = (tmc * CM + rank) * BM
                 n0 = tn * BN
+                if DEFER:       # the previous tile, whose bf16 / f16 values wait in pk
+                    ptmc, ptn = grouped_tile(unit + (i - 1) * UNITS, TMC, TN, group)
                 for k in T.serial(KT):
                     g = i * KT + k
                     s = g % STAGES
@@ -299,6 +341,15 @@ def gemm_sm90(M, N, K, BN=256, STAGES=4, CM=1, a_major="K", b_major="K", dtype="
                             else:
                                 for r in range(CM):     # every CTA of the cluster multicasts into this stage
                                     T.ptx.mbarrier_arrive_cluster(T.ptx.mapa_shared(empty[(g + STAGES - 1) % STAGES], r))
+                    if DEFER:   # chunk k of the previous tile is stored while this k-block's wgmma runs
+                        for j in range(min(NCH, KT)):
+                            if k == j:
+                                if i > 0:
+                                    store_chunk(C, Cs, pk[:, j * EPI:j * EPI + EPI], i - 1, j, c, (ptmc * CM + rank) * BM, ptn * BN)
+                if DEFER:       # chunks left over when the tile has fewer k-blocks than chunks
+                    for j in range(KT, NCH):
+                        if i > 0:
+                            store_chunk(C, Cs, pk[:, j * EPI:j * EPI + EPI], i - 1, j, c, (ptmc * CM + rank) * BM, ptn * BN)
                 if d != "acc_wait":
                     Tx.wg.gemm_wait(0, acc)
                 if lane == 0:
@@ -307,7 +358,7 @@ def gemm_sm90(M, N, K, BN=256, STAGES=4, CM=1, a_major="K", b_major="K", dtype="
                     else:
                         for r in range(CM):     # every CTA of the cluster multicasts into this stage
                             T.ptx.mbarrier_arrive_cluster(T.ptx.mapa_shared(empty[(i * KT + KT - 1) % STAGES], r))
-                for j in range(BN // EPI):
+                for j in range(NCH):
                     chunk = acc[:, j * EPI:j * EPI + EPI]
                     if bias:
                         Tx.wg.fill(brow, T.cast(0, out_dtype))
@@ -317,25 +368,16 @@ def gemm_sm90(M, N, K, BN=256, STAGES=4, CM=1, a_major="K", b_major="K", dtype="
                         Tx.wg.relu(chunk, chunk)
                     if activation == "silu":
                         Tx.wg.silu(chunk, chunk)
-                    Tx.wg.cast(out, chunk)
-                    # STORE "wg": each consumer stages and stores its own 64 rows behind its own
-                    # barrier; "cta": both consumers stage, one thread stores the (BM, EPI) box
-                    if d != "store_wait":
-                        if (T.thread_id_in_wg() == 0) if WG_STORE else (T.thread_id() == 128):
-                            T.ptx.bulk_wait_group_read(1)    # the store that last read this buffer is done
-                    T.ptx.barrier_sync(1 + c if WG_STORE else 1, 128 if WG_STORE else 256)
-                    Tx.wg.copy(Cs[j % 2, c * 64:c * 64 + 64, :], out)
-                    if d != "fence_proxy_async":
-                        T.ptx.fence_proxy_async()
-                    T.ptx.barrier_sync(1 + c if WG_STORE else 1, 128 if WG_STORE else 256)
-                    if WG_STORE:
-                        for cc in range(2):         # one issuing thread per call site
-                            if T.thread_id() == 128 * (cc + 1):
-                                Tx.copy_async(C[m0 + cc * 64:m0 + cc * 64 + 64, n0 + j * EPI:n0 + j * EPI + EPI],
-                                              Cs[j % 2, cc * 64:cc * 64 + 64, :])
-                    else:
-                        if T.thread_id() == 128:
-                            Tx.copy_async(C[m0:m0 + BM, n0 + j * EPI:n0 + j * EPI + EPI], Cs[j % 2])
+                    if not DEFER:
+                        Tx.wg.cast(out, chunk)
+                        store_chunk(C, Cs, out, i, j, c, m0, n0)
+                if DEFER:
+                    Tx.wg.cast(pk, acc)     # frees acc for the next tile's first wgmma
+            if DEFER:
+                if n_tiles > 0:             # the CTA's last tile
+                    ltmc, ltn = grouped_tile(unit + (n_tiles - 1) * UNITS, TMC, TN, group)
+                    for j in range(NCH):
+                        store_chunk(C, Cs, pk[:, j * EPI:j * EPI + EPI], n_tiles - 1, j, c, (ltmc * CM + rank) * BM, ltn * BN)
             if T.thread_id_in_wg() == 0:
                 T.ptx.bulk_wait_group(0)
         if CM > 1:

@@ -12,12 +12,14 @@ from tirxpy.sim import SimReportError, run
 M, N, K = 130, 128, 72      # 2 tiles of 128 x 64 (ragged M), 2 k-blocks (ragged K)
 
 
-def _run(drop, CM=1, seed=0, M=M, N=N, K=K):
+def _run(drop, CM=1, seed=0, M=M, N=N, K=K, out_dtype="float32"):
     g = torch.Generator().manual_seed(int(torch.randint(0, 2**31 - 1, (1,))))
     a = torch.randn(M, K, generator=g).bfloat16()
     b = torch.randn(N, K, generator=g).bfloat16()
     c = torch.full((M, N), float("nan"))       # poisoned: every element must be written
-    k = gemm_sm90(M, N, K, BN=64 if CM == 1 else 128, STAGES=2, CM=CM, sms=2, out_dtype="float32", drop=drop)
+    if out_dtype == "bfloat16":
+        c = c.bfloat16()
+    k = gemm_sm90(M, N, K, BN=64 if CM == 1 else 128, STAGES=2, CM=CM, sms=2, out_dtype=out_dtype, drop=drop)
     return a, b, c, run(k, a, b, torch.zeros(1, 1), c, seed=seed)
 
 
@@ -84,3 +86,23 @@ def test_public_wrapper_cannot_drop():
     x = torch.zeros(128, 256, dtype=torch.bfloat16)
     with pytest.raises(TypeError, match="drop"):
         kernels.gemm(x, x.t(), drop="full_wait")
+
+
+# with a bf16 output the epilogue is deferred: the tile's converted values wait in registers and
+# are stored during the next tile's k-loop (the accumulator is read by the bulk conversion)
+DEFERRED = {
+    "acc_wait": ("wgmma_accumulator_before_wait", ("Tx.wg.cast(pk, acc)",)),
+    "fence_proxy_async": CASES["fence_proxy_async"],
+    "store_wait": CASES["store_wait"],
+}
+
+
+@pytest.mark.parametrize("drop", sorted(DEFERRED))
+def test_dropped_epilogue_step_is_reported_when_deferred(drop):
+    # 6 tiles of 128 x 64 on two CTAs (3 each), one chunk each: stores overlap the next tile's k-loop
+    kind, lines = DEFERRED[drop]
+    a, b, c, res = _run(None, M=300, out_dtype="bfloat16")
+    assert res.problems == [] and not torch.isnan(c).any()
+    with pytest.raises(SimReportError) as ei:
+        _run(drop, M=300, out_dtype="bfloat16")
+    _check(ei.value, kind, lines)

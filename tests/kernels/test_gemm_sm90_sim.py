@@ -1,6 +1,8 @@
 """The Hopper GEMM (kernels/gemm_sm90.py) under the CPU simulator at small shapes: a 2-CTA
 cluster with TMA multicast, a persistent unit taking two tiles, ragged M / N / K edges, both
-operand majors, against float64 on fresh random inputs with a NaN-poisoned output."""
+operand majors, against float64 on fresh random inputs with a NaN-poisoned output. A bf16 output
+runs the deferred epilogue (a tile's chunks stored during the next tile's k-loop, leftovers after
+it when the tile has fewer k-blocks than chunks, the last tile after the tile loop)."""
 import pytest
 import torch
 
@@ -27,4 +29,27 @@ def test_gemm_sm90_sim_matches_float64(M, N, K, a_major, b_major, CM, sms):
     assert not torch.isnan(c).any()
     ref = a.double() @ b.double()
     bound = K * 2.0 ** -23 * (a.double().abs() @ b.double().abs()) + 1e-30
+    assert torch.all((c.double() - ref).abs() <= bound)
+
+
+@pytest.mark.parametrize("M,N,K,BN,CM,sms,DEFER", [
+    (300, 136, 136, 64, 1, 1, True),     # 3 tiles of 1 chunk on one CTA: chunk 0 rides under k-block 0
+    (260, 200, 64, 128, 1, 2, True),     # K = 64: one k-block, 2 chunks: chunk 1 is stored after the k-loop
+    (520, 256, 200, 128, 2, 2, True),    # cluster, 2 tiles per CTA, 4 k-blocks > 2 chunks
+    # an odd number of chunks per tile (3): the staging buffers alternate across tiles (a tile's
+    # first chunk took buffer 0 while its predecessor's last store still read it, before the fix)
+    (300, 200, 136, 192, 1, 1, False),
+    (300, 200, 136, 192, 1, 1, True),
+])
+def test_bf16_epilogue_sim_matches_float64(M, N, K, BN, CM, sms, DEFER):
+    g = torch.Generator().manual_seed(int(torch.randint(0, 2**31 - 1, (1,))))
+    k = gemm_sm90(M, N, K, BN=BN, STAGES=2, CM=CM, sms=sms, DEFER=DEFER)
+    a = torch.randn(M, K, generator=g).bfloat16()
+    b = torch.randn(N, K, generator=g).bfloat16()
+    c = torch.full((M, N), float("nan")).bfloat16()
+    res = run(k, a, b, torch.zeros(1, 1).bfloat16(), c, seed=int(torch.randint(0, 1000, (1,))))
+    assert res.problems == []
+    assert not torch.isnan(c).any()
+    ref = a.double() @ b.double().t()
+    bound = 2.0 ** -8 * ref.abs() + K * 2.0 ** -23 * (a.double().abs() @ b.double().abs().t()) + 1e-30
     assert torch.all((c.double() - ref).abs() <= bound)
