@@ -39,6 +39,23 @@ def test_tensormap_slot_is_64_byte_aligned_and_copied():
         p.pack([b"abc", 7])
 
 
+def test_one_tensor_behind_two_tensormap_slots_gets_each_slots_box(monkeypatch):
+    # a kernel that loads B with a (64, 64) and a (256, 64) box: the maps must not share a cache entry
+    from tirxpy.lower import tma
+
+    monkeypatch.setattr(tma, "tensor_map_for", lambda t, box, layout, swizzle=None, param=None:
+                        bytes(str(box).ljust(128), "ascii"))
+    b = torch.zeros(512, 64, dtype=torch.bfloat16)
+    spec = dict(dtype="bfloat16", shape=(512, 64), box=None)
+    p = packer(ParamSpec("B", **spec), ParamSpec("B (64, 64)", "tensormap", "bfloat16", (512, 64), box=(64, 64)),
+               ParamSpec("B (256, 64)", "tensormap", "bfloat16", (512, 64), box=(256, 64)))
+    for _ in range(2):      # the second launch comes from the cache
+        addr = p.pack([b, b, b])
+        ptrs = (ctypes.c_void_p * 3).from_address(addr)
+        assert ctypes.string_at(ptrs[1], 128).rstrip() == b"(64, 64)"
+        assert ctypes.string_at(ptrs[2], 128).rstrip() == b"(256, 64)"
+
+
 @pytest.mark.parametrize("spec, arg, msg", [
     (ParamSpec("x", dtype="bfloat16"), torch.zeros(4), r"parameter 'x': dtype is float32, the kernel expects bfloat16 — convert with \.to\(torch\.bfloat16\)"),
     (ParamSpec("x"), 3, "parameter 'x': expects a torch.Tensor, got int"),

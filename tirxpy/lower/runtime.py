@@ -214,7 +214,8 @@ class ArgPacker:
                 raise LaunchError(s.name, f"an encoded tensor map is 128 bytes, got {len(t)}")
             return bytes(t)
         ptr = self._tensor(i, s, t)
-        key = (ptr, tuple(t.shape), t.stride(), t.dtype)
+        # one map per parameter slot: a tensor behind two slots (two TMA boxes of one operand) needs both
+        key = (i, ptr, tuple(t.shape), t.stride(), t.dtype)
         blob = self._tm_cache.get(key)
         if blob is None:
             from .errors import TmaError  # noqa: PLC0415
