@@ -223,6 +223,27 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
     NEG_INF = float("-inf")
     regs_dec, regs_inc = {1: (40, 232), 2: (24, 240), 3: (32, 160)}[NC]
 
+    @T.macro
+    def online_softmax(sacc, mrow, mprev, nms, alpha, lrow, i, n0, m0, r0):
+        """Block ``i`` (key columns ``n0 ..``) of the online softmax, in place on the S fragment:
+        mask it, raise the row max, ``alpha = exp2((m_old - m_new) scale log2 e)``, ``S -> P`` and
+        ``l = alpha l + rowsum(P)``. The caller rescales O by ``alpha``."""
+        if causal:
+            if n0 + BN > m0 + 1 or n0 + BN > SK:     # CTA-uniform (the verifier proves it)
+                Tx.wg.mask(sacc, sacc, T.float32(NEG_INF), cols=SK - n0, diag=r0 - n0)
+        elif RAGGED:
+            if i == NKV - 1:
+                Tx.wg.mask(sacc, sacc, T.float32(NEG_INF), cols=SK - n0)
+        Tx.wg.unary(mprev, mrow, fn="copy")
+        Tx.wg.max(mrow, sacc, axis=1, accum=True)
+        Tx.wg.mul(nms, mrow, T.float32(-SL2))
+        Tx.wg.fma(alpha, mprev, T.float32(SL2), nms)
+        Tx.wg.exp2(alpha, alpha)
+        Tx.wg.fma(sacc, sacc, T.float32(SL2), nms)
+        Tx.wg.exp2(sacc, sacc)
+        Tx.wg.mul(lrow, lrow, alpha)
+        Tx.wg.sum(lrow, sacc, axis=1, accum=True)
+
     @T.prim_func
     def attention_sm90_kernel(Q: T.Tensor((B, SQT, H, D), dtype), K: T.Tensor((B, SKT, HKV, D), dtype),
                               V: T.Tensor((B, SKT, HKV, D), dtype), O: T.Tensor((B, SQT, H, D), dtype),
@@ -331,21 +352,7 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
                                              wait=0)
                             if T.lane_id() == 0:
                                 T.ptx.mbarrier_arrive(k_empty[s])
-                            if causal:
-                                if n0 + BN > m0 + 1 or n0 + BN > SK:     # CTA-uniform (the verifier proves it)
-                                    Tx.wg.mask(sacc, sacc, T.float32(NEG_INF), cols=SK - n0, diag=r0 - n0)
-                            elif RAGGED:
-                                if i == NKV - 1:
-                                    Tx.wg.mask(sacc, sacc, T.float32(NEG_INF), cols=SK - n0)
-                            Tx.wg.unary(mprev, mrow, fn="copy")
-                            Tx.wg.max(mrow, sacc, axis=1, accum=True)
-                            Tx.wg.mul(nms, mrow, T.float32(-SL2))
-                            Tx.wg.fma(alpha, mprev, T.float32(SL2), nms)
-                            Tx.wg.exp2(alpha, alpha)
-                            Tx.wg.fma(sacc, sacc, T.float32(SL2), nms)
-                            Tx.wg.exp2(sacc, sacc)
-                            Tx.wg.mul(lrow, lrow, alpha)
-                            Tx.wg.sum(lrow, sacc, axis=1, accum=True)
+                            online_softmax(sacc, mrow, mprev, nms, alpha, lrow, i, n0, m0, r0)
                             Tx.wg.mul(oacc, oacc, alpha)
                             Tx.wg.cast(pfr, sacc)
                             T.ptx.mbarrier_wait_parity(v_full[s], ph)
@@ -405,21 +412,7 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
                             Tx.wg.gemm_wait(1, sacc)                     # S_i done (K_i free); P V still running
                             if T.lane_id() == 0:
                                 T.ptx.mbarrier_arrive(k_empty[s])
-                            if causal:
-                                if n0 + BN > m0 + 1 or n0 + BN > SK:
-                                    Tx.wg.mask(sacc, sacc, T.float32(NEG_INF), cols=SK - n0, diag=r0 - n0)
-                            elif RAGGED:
-                                if i == NKV - 1:
-                                    Tx.wg.mask(sacc, sacc, T.float32(NEG_INF), cols=SK - n0)
-                            Tx.wg.unary(mprev, mrow, fn="copy")
-                            Tx.wg.max(mrow, sacc, axis=1, accum=True)
-                            Tx.wg.mul(nms, mrow, T.float32(-SL2))
-                            Tx.wg.fma(alpha, mprev, T.float32(SL2), nms)
-                            Tx.wg.exp2(alpha, alpha)
-                            Tx.wg.fma(sacc, sacc, T.float32(SL2), nms)
-                            Tx.wg.exp2(sacc, sacc)
-                            Tx.wg.mul(lrow, lrow, alpha)
-                            Tx.wg.sum(lrow, sacc, axis=1, accum=True)
+                            online_softmax(sacc, mrow, mprev, nms, alpha, lrow, i, n0, m0, r0)
                         if T.lane_id() == 0:
                             T.ptx.mbarrier_arrive(q_empty[0])        # every S of this tile is done: Q may reload
                         Tx.wg.gemm_wait(0, oacc)

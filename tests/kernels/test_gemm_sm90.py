@@ -94,3 +94,21 @@ def test_store_mode_is_checked():
 
     with pytest.raises(ValueError, match="STORE must be 'wg' .* or 'cta' .*got 'tile'"):
         gemm_sm90(256, 256, 128, BN=128, STAGES=2, STORE="tile")
+
+
+@pytest.mark.parametrize("shape,kw", [
+    ((1104, 904, 704), dict(a_major="MN", b_major="MN")),      # deferred epilogue, ragged N
+    ((1104, 1024, 704), dict(activation="silu")),
+    ((1104, 1024, 704), dict(bias=True, activation="silu")),  # a fused bias keeps the plain epilogue
+])
+def test_epilogue_variants_compile_without_spills(shape, kw):
+    ck = tirxpy.compile(gemm_sm90(*shape, **kw), arch="sm_90a")
+    r = ck.resources
+    assert r.spill_stores == 0 and r.spill_loads == 0 and r.stack_bytes == 0, (shape, kw, r)
+
+
+def test_defer_is_checked():
+    with pytest.raises(ValueError, match="float32 output .* use DEFER=False"):
+        gemm_sm90(256, 256, 128, BN=128, STAGES=2, out_dtype="float32", DEFER=True)
+    with pytest.raises(ValueError, match="DEFER must be True or False"):
+        gemm_sm90(256, 256, 128, BN=128, STAGES=2, DEFER="yes")

@@ -23,10 +23,7 @@ module globals, never the caller's local names, and its assignments do not leak 
 """
 from __future__ import annotations
 
-import ast
 import inspect
-import linecache
-import textwrap
 
 from .errors import ParseError
 
@@ -49,29 +46,14 @@ class Macro:
     def parsed(self):
         """``(body statements, file, line offset, column offset, closure, globals)``, parsed once."""
         if self._parsed is None:
-            from .parser import _closure_of, _find_def
+            from .parser import _closure_of, body_without_docstring, function_source
 
             fn = self.fn
-            try:
-                lines, first = inspect.getsourcelines(fn)
-                file = inspect.getsourcefile(fn) or fn.__code__.co_filename
-            except (OSError, TypeError):
-                raise ParseError(f"cannot read the source of macro {fn.__name__!r}",
-                                 hint="define macros in a .py file") from None
-            src = "".join(lines)
-            indent = len(lines[0]) - len(lines[0].lstrip())
-            fdef = _find_def(ast.parse(textwrap.dedent(src)), fn.__name__)
-            if fdef is None:
-                raise ParseError(f"cannot find the definition of macro {fn.__name__!r} in its source")
-            if linecache.getline(file, first) == "" and file.startswith("<"):
-                linecache.cache[file] = (len(src), None, [""] * (first - 1) + lines, file)
-            body = list(fdef.body)
-            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
-                    and isinstance(body[0].value.value, str):
-                body = body[1:]
+            fdef, file, line_offset, indent = function_source(fn, f"macro {fn.__name__}", "define macros in a .py file")
+            body = body_without_docstring(fdef)
             closure = dict(self.outer)
             closure.update(_closure_of(fn))
-            self._parsed = (body, file, first - 1, indent, closure, fn.__globals__)
+            self._parsed = (body, file, line_offset, indent, closure, fn.__globals__)
         return self._parsed
 
     def bind(self, args, kwargs) -> dict:

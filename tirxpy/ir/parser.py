@@ -620,10 +620,7 @@ class Parser:
                                          "annotate with T.Tensor(shape, dtype) or a scalar type like T.int32") from None
                 self.blocks[-1].names[arg.arg] = p
                 params.append(p)
-            body_nodes = list(fdef.body)
-            if body_nodes and isinstance(body_nodes[0], ast.Expr) and isinstance(getattr(body_nodes[0], "value", None), ast.Constant) \
-                    and isinstance(body_nodes[0].value.value, str):
-                body_nodes = body_nodes[1:]
+            body_nodes = body_without_docstring(fdef)
             out: list = []
             for s in body_nodes:
                 self.visit_stmt(s, out)
@@ -688,31 +685,46 @@ def _find_def(tree, name=None):
     return None
 
 
-def parse_function(fn, verify: bool = True, outer: dict | None = None) -> Kernel:
-    """Parse a Python function into a Kernel (what ``@T.prim_func`` does). ``outer``: the
-    defining frame's locals (names used only in annotations are not in the closure)."""
-    if not callable(fn) or not hasattr(fn, "__code__"):
-        raise ParseError(f"@T.prim_func decorates a function, got {fn!r}")
+def function_source(fn, what: str, hint: str):
+    """``(def node, file, line offset, column offset)`` of a Python function's source (``what`` and
+    ``hint`` word the error when it cannot be read)."""
     try:
         lines, first = inspect.getsourcelines(fn)
         file = inspect.getsourcefile(fn) or fn.__code__.co_filename
     except (OSError, TypeError):
-        raise ParseError(f"cannot read the source of {fn.__name__!r}",
-                         hint="define kernels in a .py file (or parse text with T.parse_script)") from None
+        raise ParseError(f"cannot read the source of {what!r}", hint=hint) from None
     src = "".join(lines)
     dedented = textwrap.dedent(src)
     indent = len(lines[0]) - len(lines[0].lstrip())
     if indent and not dedented.startswith(lines[0][indent:indent + 1]):
         indent = 0
-    tree = ast.parse(dedented)
-    fdef = _find_def(tree, fn.__name__)
+    fdef = _find_def(ast.parse(dedented), fn.__name__)
     if fdef is None:
-        raise ParseError(f"cannot find the definition of {fn.__name__!r} in its source")
+        raise ParseError(f"cannot find the definition of {what!r} in its source")
     if linecache.getline(file, first) == "" and file.startswith("<"):
         linecache.cache[file] = (len(src), None, [""] * (first - 1) + lines, file)
+    return fdef, file, first - 1, indent
+
+
+def body_without_docstring(fdef) -> list:
+    """The statements of a def, less a leading docstring."""
+    body = list(fdef.body)
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+            and isinstance(body[0].value.value, str):
+        body = body[1:]
+    return body
+
+
+def parse_function(fn, verify: bool = True, outer: dict | None = None) -> Kernel:
+    """Parse a Python function into a Kernel (what ``@T.prim_func`` does). ``outer``: the
+    defining frame's locals (names used only in annotations are not in the closure)."""
+    if not callable(fn) or not hasattr(fn, "__code__"):
+        raise ParseError(f"@T.prim_func decorates a function, got {fn!r}")
+    fdef, file, line_offset, indent = function_source(
+        fn, fn.__name__, "define kernels in a .py file (or parse text with T.parse_script)")
     closure = dict(outer or {})
     closure.update(_closure_of(fn))
-    parser = Parser(file, first - 1, indent, closure, fn.__globals__)
+    parser = Parser(file, line_offset, indent, closure, fn.__globals__)
     tok = _in_parse.set(True)
     try:
         return parser.parse_kernel(fdef, verify)
