@@ -2,21 +2,35 @@
 from __future__ import annotations
 
 
+def _decorating_frame_locals() -> dict:
+    """Locals of the frame that applies the decorator calling this (names a kernel or macro uses
+    only in annotations are not in its closure); empty at module level."""
+    import sys
+
+    frame = sys._getframe(2)
+    outer = dict(frame.f_locals) if frame.f_code.co_name != "<module>" else {}
+    del frame
+    return outer
+
+
 def prim_func(fn=None, *, verify: bool = True):
     """Decorator: parse the function's source into a :class:`~tirxpy.ir.kernel.Kernel`.
 
     ``@T.prim_func`` or ``@T.prim_func(verify=False)`` (skip the verifier).
     """
-    import sys
-
     from .parser import parse_function
 
-    frame = sys._getframe(1)
-    outer = dict(frame.f_locals) if frame.f_code.co_name != "<module>" else {}
-    del frame
+    outer = _decorating_frame_locals()
     if fn is None:
         return lambda f: parse_function(f, verify=verify, outer=outer)
     return parse_function(fn, verify=verify, outer=outer)
+
+
+def macro(fn):
+    """Decorator: mark ``fn`` as a statement macro (see :mod:`tirxpy.ir.macro`)."""
+    from .macro import Macro
+
+    return Macro(fn, _decorating_frame_locals())
 
 
 def parse_script(text: str, env: dict | None = None, verify: bool = True):

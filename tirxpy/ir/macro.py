@@ -69,12 +69,3 @@ class Macro:
     def __repr__(self):
         return f"<T.macro {self.__name__}{self.signature}>"
 
-
-def macro(fn):
-    """Decorator: mark ``fn`` as a statement macro (see :mod:`tirxpy.ir.macro`)."""
-    import sys
-
-    frame = sys._getframe(1)
-    outer = dict(frame.f_locals) if frame.f_code.co_name != "<module>" else {}
-    del frame
-    return Macro(fn, outer)

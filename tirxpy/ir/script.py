@@ -320,8 +320,7 @@ class _TNamespace:
     """The ``T`` namespace (``from tirxpy import T``)."""
 
     def __init__(self):
-        from .jit_hooks import prim_func, parse_script
-        from .macro import macro
+        from .jit_hooks import macro, prim_func, parse_script
 
         d = self.__dict__
         for fn in (Tensor, launch, alloc_buffer, alloc_shared, alloc_local, alloc_tmem, serial, unroll, cta_id,
