@@ -86,18 +86,31 @@ def _pad(t, rows):
     return out
 
 
-TUNING = ("BN", "STAGES", "NC", "PINGPONG", "PERSIST", "sms")
+TUNING = ("BN", "STAGES", "NC", "PINGPONG", "PERSIST", "CHAIN", "sms")
 
 
 def attention(q, k, v, causal=False, scale=None, return_lse=False, **tuning):
     """Attention forward on a Hopper GPU; see the module docstring. ``tuning`` passes ``BN``,
-    ``STAGES``, ``NC``, ``PINGPONG``, ``PERSIST`` and ``sms`` (default: the device's SM count) to
-    :func:`kernels.attention_sm90.attention_sm90` (defaults: :func:`~kernels.attention_sm90.default_config`,
-    :func:`~kernels.attention_sm90.default_pingpong`; persistent for non-causal attention where it fits,
-    see :func:`~kernels.attention_sm90.plan`)."""
+    ``STAGES``, ``NC``, ``PINGPONG``, ``PERSIST``, ``CHAIN`` and ``sms`` (default: the device's SM count)
+    to :func:`kernels.attention_sm90.attention_sm90` (defaults: :func:`~kernels.attention_sm90.default_config`,
+    :func:`~kernels.attention_sm90.default_pingpong`; persistent and chained where it fits, see
+    :func:`~kernels.attention_sm90.plan`)."""
     unknown = sorted(set(tuning) - set(TUNING))
     if unknown:
         raise AttentionArgumentError(f"attention: unknown tuning argument(s) {unknown}; the kernel takes {TUNING}")
+    key = None
+    if all(isinstance(t, torch.Tensor) for t in (q, k, v)) and isinstance(causal, bool) \
+            and type(scale) in (type(None), int, float) \
+            and all(type(x) in (type(None), int, bool) for x in tuning.values()):
+        key = (q.shape, q.stride(), k.shape, k.stride(), v.shape, v.stride(), q.dtype, k.dtype, v.dtype, q.device,
+               k.device, v.device, causal, scale, tuple(sorted(tuning.items())))
+        ck = _FAST.get(key)
+        if ck is not None:      # contiguous, unpadded and checked by an earlier call with these shapes and layouts
+            B, SQ, H, D = q.shape
+            out = torch.empty_like(q)
+            lse = torch.empty((B, H, SQ, 1), dtype=torch.float32, device=q.device)
+            ck(q, k, v, out, lse)
+            return (out, lse[:, :, :, 0]) if return_lse else out
     B, SQ, H, D, SK, HKV = _check(q, k, v, causal, scale)
     tuning = dict(tuning)
     if tuning.get("sms") is None:
@@ -110,13 +123,16 @@ def attention(q, k, v, causal=False, scale=None, return_lse=False, **tuning):
         qp, kp, vp = _pad(q, SQT), _pad(k, SKT), _pad(v, SKT)
         out = torch.empty((B, SQT, H, D), dtype=q.dtype, device=q.device)
         lse = torch.empty((B, H, SQT, 1), dtype=torch.float32, device=q.device)
-        arch = "sm_90a"
-        _compiled(kern, arch)(qp, kp, vp, out, lse)
+        ck = _compiled(kern, "sm_90a")
+        ck(qp, kp, vp, out, lse)
+    if key is not None and SQT == SQ and SKT == SK and all(t.is_contiguous() for t in (q, k, v)):
+        _FAST[key] = ck       # later calls like this one skip the checks, the plan and the padding
     out = out[:, :SQ].contiguous() if SQT != SQ else out
     return (out, lse[:, :, :SQ, 0]) if return_lse else out
 
 
 _CACHE: dict = {}
+_FAST: dict = {}
 
 
 def _compiled(kern, arch):

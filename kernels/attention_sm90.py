@@ -18,7 +18,7 @@ Roles (``threads = 128 * (1 + NC)``):
 
 - warpgroup 0, **producer** (``setmaxnreg.dec``): one elected thread loads each tile's Q
   (``D / 64`` TMA boxes of ``(BM, 64)`` into a 128B-swizzled tile, on ``q_full``, after
-  ``q_empty``: every consumer's last ``S`` of the previous tile is done), then key /
+  ``q_empty``: every consumer's last ``S`` of the buffer's previous tile is done), then key /
   value block ``i`` (``BN`` rows) into stage ``i % STAGES`` of two rings: K on ``k_full[s]``
   after ``k_empty[s]``, V on ``v_full[s]`` after ``v_empty[s]`` (parity of the previous round,
   from the second round on), in the order ``K_0, K_1, V_0, K_2, V_1, ...``. K and V have their
@@ -46,14 +46,23 @@ V_{i-1}``, waits only for ``S_i`` (``wait_group 1``) and runs the softmax of blo
 purpose: at the end of the body, after the softmax, ptxas 13.0 scheduled it above the softmax
 (it may move a wait earlier), which serialized the softmax behind ``P V`` (in SASS: the
 ``WARPGROUP.DEPBAR.LE gsb0, 0x0`` before every ``MUFU.EX2``; tests/kernels/test_attention_sm90.py
-checks the order). With ``NC = 2`` and ``PINGPONG`` (the default for causal masks and head dim
-256, :func:`default_pingpong`) the two consumers take turns issuing their GEMMs (named barriers
-3 and 4: wait for our turn, issue, hand the turn over), so one warpgroup's softmax runs under the
-other's GEMMs. ``OVERLAP=False`` is the plain loop (S, softmax, P V, one block at a time).
+checks the order). With ``NC = 2`` and ``PINGPONG`` (the default for head dim 256 and for
+causal masks without ``CHAIN``, :func:`default_pingpong`) the two consumers take turns issuing
+their GEMMs (named barriers 3 and 4: wait for our turn, issue, hand the turn over), so one
+warpgroup's softmax runs under the other's GEMMs. ``OVERLAP=False`` is the plain loop (S,
+softmax, P V, one block at a time).
+
+Across tiles (``CHAIN``, the default for persistent CTAs where a second Q buffer fits: head dims
+64 and 128): Q is double-buffered (``q_full`` / ``q_empty`` per buffer), and a tile's last ``P V``
+goes out together with the *next* tile's ``S_0 = Q' K_0^T``; the next tile's block-0 softmax runs
+while that ``P V`` does, and only then is this tile's ``O`` finished and stored (its row max / sum
+kept in ``mfin`` / ``lfin``). Without it the tensor cores idled through every tile's first ``S``
+and softmax: at S = 1k (8 key blocks per tile) it gained 2-7% on the H100.
 
 Barrier phases are closed forms of the CTA's key block counter ``g`` (its earlier tiles'
 blocks plus ``i``): stage ``g % STAGES``, parity ``(g / STAGES) % 2``; ``q_full`` / ``q_empty``
-use the CTA's tile counter. Causal query tiles of a head run from the last (heaviest) down.
+use the CTA's tile counter ``tc`` (buffer ``tc % QB``, parity ``(tc / QB) % 2``). Causal query
+tiles of a head run from the last (heaviest) down.
 
     >>> k = attention_sm90(1, 2, 1, 200, 80, 64, causal=True, BN=32, STAGES=2, PERSIST=False)
     >>> k.launch.threads, k.launch.grid
@@ -93,21 +102,24 @@ def _cdiv(a, b):
 def default_config(D):
     """``(BN, STAGES, NC)`` per head dim: key block rows, ring stages, consumer warpgroups.
 
-    Measured on the H100 (docs/performance.md, 2026-11-22, third session): 3 stages or BN = 176
-    at head dim 128 and 4 stages or BN = 176 at head dim 64 were within noise of these or slower
-    across sequence lengths; at head dim 256, BN = 80 beat BN = 64 by 2-8%."""
-    return {64: (128, 2, 2), 128: (128, 2, 2), 256: (80, 2, 2)}[D]
+    Measured on the H100 (docs/performance.md, 2026-11-22): 3 stages or BN = 176 at head dim 128
+    were within noise of these or slower across sequence lengths; at head dim 64, 3 stages gained
+    8% at S = 1k with CHAIN and were even elsewhere, 3 consumers (NC = 3) lost up to 30% causal; at
+    head dim 256, BN = 80 beat BN = 64 by 2-8%."""
+    return {64: (128, 3, 2), 128: (128, 2, 2), 256: (80, 2, 2)}[D]
 
 
-def default_pingpong(D, causal, NC=2, OVERLAP=True):
-    """Whether the two consumer warpgroups take turns on the tensor cores by default: for causal
-    masks and head dim 256. With the softmax overlapping the warpgroup's own P V (the loop below),
-    non-causal head dims 64 / 128 ran 2-6% faster without the turn-taking barriers on the H100."""
-    return NC == 2 and OVERLAP and (causal or D == 256)
+def default_pingpong(D, causal, NC=2, OVERLAP=True, CHAIN=False):
+    """Whether the two consumer warpgroups take turns on the tensor cores by default: for head dim
+    256, and for causal masks without CHAIN. With the softmax overlapping the warpgroup's own P V
+    (the loop below), non-causal head dims 64 / 128 ran 2-6% faster without the turn-taking
+    barriers on the H100; with CHAIN, causal head dims 64 / 128 ran 2-4% faster without them (S =
+    4k), one tile per CTA (S = 16k) causal ran faster with them."""
+    return NC == 2 and OVERLAP and (D == 256 or (causal and not CHAIN))
 
 
 def plan(B, H, HKV, SQ, SK, D, dtype="bfloat16", BN=None, STAGES=None, NC=None, causal=False, OVERLAP=True,
-         PINGPONG=None, PERSIST=None, sms=SM_COUNT_H100):
+         PINGPONG=None, PERSIST=None, CHAIN=None, sms=SM_COUNT_H100):
     """Checked launch plan (raises ValueError with what to change).
 
     ``PERSIST`` launches at most ``sms`` CTAs that walk the ``(query tile, head, batch)`` tiles; it
@@ -118,7 +130,10 @@ def plan(B, H, HKV, SQ, SK, D, dtype="bfloat16", BN=None, STAGES=None, NC=None, 
     32 key blocks. Measured on the H100, persistent vs one tile per CTA: S = 1k +13-23%, 4k +2-5%,
     16k -2-3% (so off there)."""
     bn, st, nc = default_config(D) if D in HEAD_DIMS else (None, None, None)
-    BN, STAGES, NC = (bn if BN is None else BN), (st if STAGES is None else STAGES), (nc if NC is None else NC)
+    BN = bn if BN is None else BN
+    if STAGES is None and D == 64 and isinstance(BN, int) and BN > 0 and _cdiv(SK, BN) > 32:
+        st = 2      # the third stage pays off with CHAIN (S = 1k +6%); one tile per CTA it lost 4% (16k)
+    STAGES, NC = (st if STAGES is None else STAGES), (nc if NC is None else NC)
     if dtype not in DTYPES:
         raise ValueError(f"attention_sm90: dtype must be one of {DTYPES}, got {dtype!r}")
     if D not in HEAD_DIMS:
@@ -134,10 +149,6 @@ def plan(B, H, HKV, SQ, SK, D, dtype="bfloat16", BN=None, STAGES=None, NC=None, 
         raise ValueError(f"attention_sm90: NC = {NC} consumer warpgroups; use 1, 2 or 3")
     if STAGES < 1:
         raise ValueError(f"attention_sm90: STAGES = {STAGES} must be at least 1")
-    PINGPONG = default_pingpong(D, causal, NC, OVERLAP) if PINGPONG is None else bool(PINGPONG)
-    if PINGPONG and (NC != 2 or not OVERLAP):
-        raise ValueError("attention_sm90: PINGPONG schedules two consumer warpgroups (NC = 2) in the overlapped "
-                         "loop (OVERLAP=True)")
     if not isinstance(sms, int) or sms < 1:
         raise ValueError(f"attention_sm90: sms = {sms!r} must be the GPU's SM count (a positive int)")
     BM = 64 * NC
@@ -151,12 +162,27 @@ def plan(B, H, HKV, SQ, SK, D, dtype="bfloat16", BN=None, STAGES=None, NC=None, 
         raise ValueError(f"attention_sm90: PERSIST stages O in its own ({BM} x {D}) buffer, {smem + BM * D * 2} bytes "
                          f"of shared memory in all, over the {SMEM_LIMIT} a CTA may have: use PERSIST=False, fewer "
                          "stages or a smaller BN")
+    chain_smem = smem + 2 * BM * D * 2 + 16     # the O buffer, a second Q buffer and its two barriers
+    if CHAIN is None:
+        CHAIN = PERSIST and OVERLAP and chain_smem <= SMEM_LIMIT
+    CHAIN = bool(CHAIN)
+    if CHAIN and not (PERSIST and OVERLAP):
+        raise ValueError("attention_sm90: CHAIN runs a tile's first key block under the previous tile's last P V, "
+                         "which needs persistent CTAs (PERSIST=True) and the overlapped loop (OVERLAP=True)")
+    if CHAIN and chain_smem > SMEM_LIMIT:
+        raise ValueError(f"attention_sm90: CHAIN double-buffers Q ({BM} x {D}) next to the O buffer, {chain_smem} "
+                         f"bytes of shared memory in all, over the {SMEM_LIMIT} a CTA may have: use CHAIN=False, "
+                         "fewer stages or a smaller BN")
+    PINGPONG = default_pingpong(D, causal, NC, OVERLAP, CHAIN) if PINGPONG is None else bool(PINGPONG)
+    if PINGPONG and (NC != 2 or not OVERLAP):
+        raise ValueError("attention_sm90: PINGPONG schedules two consumer warpgroups (NC = 2) in the overlapped "
+                         "loop (OVERLAP=True)")
     tiles = _cdiv(SQ, BM) * H * B
     work = _cdiv(_cdiv(SQ, BM), 2) * H * B if causal else tiles     # causal: pairs of query tiles
     grid = (persistent_units(work, sms), 1, 1) if PERSIST else (_cdiv(SQ, BM), H, B)
-    return {"BM": BM, "BN": BN, "STAGES": STAGES, "NC": NC, "smem": smem + (BM * D * 2 if PERSIST else 0),
-            "grid": grid, "threads": 128 * (1 + NC), "pingpong": PINGPONG, "persist": PERSIST, "tiles": tiles,
-            "work": work}
+    used = chain_smem if CHAIN else smem + (BM * D * 2 if PERSIST else 0)
+    return {"BM": BM, "BN": BN, "STAGES": STAGES, "NC": NC, "smem": used, "grid": grid, "threads": 128 * (1 + NC),
+            "pingpong": PINGPONG, "persist": PERSIST, "chain": CHAIN, "tiles": tiles, "work": work}
 
 
 def _tile_layout(rows, D, stages=None):
@@ -195,15 +221,23 @@ def _blocks(m0, NKV, BM, BN, SQ, causal):
     return T.min(NKV, T.ceildiv(T.min(m0 + BM, SQ), BN)) if causal else NKV
 
 
+def _next_step(t, units, MT, H, causal):
+    """The step after ``t`` of a persistent CTA's walk that holds a tile: ``t + 1``, or ``t + 2`` when
+    ``t + 1`` is the missing second tile of a causal walk's lone middle pair (odd ``MT``)."""
+    if causal and MT % 2:
+        return T.select(_tile_of(t + 1, True, units, MT, H, causal)[3], t + 1, t + 2)
+    return t + 1
+
+
 @tirxpy.jit
 def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat16", BN=None, STAGES=None, NC=None,
-                   SQT=None, SKT=None, OVERLAP=True, PINGPONG=None, PERSIST=None, sms=SM_COUNT_H100):
+                   SQT=None, SKT=None, OVERLAP=True, PINGPONG=None, PERSIST=None, CHAIN=None, sms=SM_COUNT_H100):
     """The kernel for one problem: ``k(Q, K, V, O, LSE)`` with ``Q, O: (B, SQT, H, D)``,
     ``K, V: (B, SKT, HKV, D)``, ``LSE: (B, H, SQT, 1)`` float32. ``SQ`` / ``SK`` are the valid
     lengths; the tensors may have more rows (``SQT >= SQ``, ``SKT >= SK``, default equal): a TMA
     box may not be larger than its tensor, so :func:`kernels.attention` pads sequences shorter than
     one tile (rows past ``SK`` are masked, rows past ``SQ`` are computed and dropped)."""
-    p = plan(B, H, HKV, SQ, SK, D, dtype, BN, STAGES, NC, causal, OVERLAP, PINGPONG, PERSIST, sms)
+    p = plan(B, H, HKV, SQ, SK, D, dtype, BN, STAGES, NC, causal, OVERLAP, PINGPONG, PERSIST, CHAIN, sms)
     SQT, SKT = SQT or SQ, SKT or SK
     if SQT < max(SQ, p["BM"]) or SKT < max(SK, p["BN"]):
         raise ValueError(f"attention_sm90: tensors of {SQT} query / {SKT} key rows are shorter than one tile "
@@ -215,10 +249,11 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
     DC = D // 64
     NKV = _cdiv(SK, BN)
     MT = _cdiv(SQ, BM)
-    QL, KVL = _tile_layout(BM, D), _tile_layout(BN, D, STAGES)
+    PINGPONG, PERSIST, CHAIN, WORK = p["pingpong"], p["persist"], p["chain"], p["work"]
+    QB = 2 if CHAIN else 1                  # Q buffers: the next tile's Q loads while this tile runs
+    QL, KVL = _tile_layout(BM, D, QB), _tile_layout(BN, D, STAGES)
     SACC, OACC, OCH = wgmma_accumulator(BN), wgmma_accumulator(D), wgmma_accumulator(64)
     RAGGED = SK % BN != 0
-    PINGPONG, PERSIST, WORK = p["pingpong"], p["persist"], p["work"]
     UNITS = p["grid"][0] if PERSIST else 1
     NEG_INF = float("-inf")
     regs_dec, regs_inc = {1: (40, 232), 2: (24, 240), 3: (32, 160)}[NC]
@@ -244,19 +279,66 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
         Tx.wg.mul(lrow, lrow, alpha)
         Tx.wg.sum(lrow, sacc, axis=1, accum=True)
 
+    @T.macro
+    def first_softmax(sacc, mrow, nms, alpha, lrow, m0, r0):
+        """Block 0 of the tile at row ``m0`` (this consumer's rows from ``r0``): mask, row max, ``S -> P``,
+        ``l = rowsum(P)``; ``alpha = 1``, as O is still zero."""
+        if causal:
+            if BN > m0 + 1 or BN > SK:
+                Tx.wg.mask(sacc, sacc, T.float32(NEG_INF), cols=SK, diag=r0)
+        elif NKV == 1 and RAGGED:
+            Tx.wg.mask(sacc, sacc, T.float32(NEG_INF), cols=SK)
+        Tx.wg.max(mrow, sacc, axis=1)
+        Tx.wg.mul(nms, mrow, T.float32(-SL2))
+        Tx.wg.fma(sacc, sacc, T.float32(SL2), nms)
+        Tx.wg.exp2(sacc, sacc)
+        Tx.wg.sum(lrow, sacc, axis=1)
+        Tx.wg.fill(alpha, T.float32(1))
+
+    @T.macro
+    def epilogue(O, Os, LSE, oacc, och, mfin, lfin, linv, b, h, m0, r0, c, v_empty, last, chained):
+        """``O / l`` -> this consumer's rows of ``Os`` (``stmatrix``) -> TMA store; ``LSE`` from registers.
+        ``chained``: the tile's last P V (stage ``last``) is still in flight; it is waited for here, behind
+        the branch of the staging buffer's wait, so that ptxas cannot hoist the wait above the next tile's
+        block-0 softmax (it does within one basic block)."""
+        Tx.wg.div(linv, T.float32(1), lfin)
+        if PERSIST:                             # the previous tile's store has read our rows of Os
+            if T.thread_id_in_wg() == 0:
+                T.ptx.bulk_wait_group_read(0)
+            T.ptx.barrier_sync(1 + c, 128)
+        if chained:
+            Tx.wg.gemm_wait(0, oacc)
+            if T.lane_id() == 0:
+                T.ptx.mbarrier_arrive(v_empty[last])
+        Tx.wg.mul(oacc, oacc, linv)
+        for j in range(DC):
+            Tx.wg.cast(och, oacc[:, j * 64:j * 64 + 64])
+            Tx.wg.copy(Os[0, c * 64:c * 64 + 64, j * 64:j * 64 + 64], och)
+        T.ptx.fence_proxy_async()
+        T.ptx.barrier_sync(1 + c, 128)
+        for cc in range(NC):                    # one issuing thread per call site
+            if T.thread_id() == 128 * (cc + 1):
+                for j in range(DC):
+                    Tx.copy_async(O[b, m0 + cc * 64:m0 + cc * 64 + 64, h, j * 64:j * 64 + 64],
+                                  Os[0, cc * 64:cc * 64 + 64, j * 64:j * 64 + 64])
+        Tx.wg.log2(lfin, lfin)
+        Tx.wg.fma(lfin, mfin, T.float32(SL2), lfin)
+        Tx.wg.mul(lfin, lfin, T.float32(LN2))
+        Tx.wg.copy(LSE[b, h, r0:r0 + 64, 0:1], lfin)
+
     @T.prim_func
     def attention_sm90_kernel(Q: T.Tensor((B, SQT, H, D), dtype), K: T.Tensor((B, SKT, HKV, D), dtype),
                               V: T.Tensor((B, SKT, HKV, D), dtype), O: T.Tensor((B, SQT, H, D), dtype),
                               LSE: T.Tensor((B, H, SQT, 1), "float32")):
         T.launch(grid=p["grid"], threads=p["threads"])
-        Qs = T.alloc_shared((BM, D), dtype, layout=QL)
+        Qs = T.alloc_shared((QB, BM, D), dtype, layout=QL)
         Ks = T.alloc_shared((STAGES, BN, D), dtype, layout=KVL)
         Vs = T.alloc_shared((STAGES, BN, D), dtype, layout=KVL)
         Os = Qs                                 # one tile per CTA: O is staged over Q (no longer read)
         if PERSIST:
-            Os = T.alloc_shared((BM, D), dtype, layout=QL)
-        q_full = T.alloc_shared((1,), "uint64")
-        q_empty = T.alloc_shared((1,), "uint64")
+            Os = T.alloc_shared((1, BM, D), dtype, layout=_tile_layout(BM, D, 1))
+        q_full = T.alloc_shared((QB,), "uint64")
+        q_empty = T.alloc_shared((QB,), "uint64")
         k_full = T.alloc_shared((STAGES,), "uint64")
         v_full = T.alloc_shared((STAGES,), "uint64")
         k_empty = T.alloc_shared((STAGES,), "uint64")
@@ -270,14 +352,18 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
         nms = T.alloc_local((64, 1), "float32", layout=ROW)
         lrow = T.alloc_local((64, 1), "float32", layout=ROW)
         alpha = T.alloc_local((64, 1), "float32", layout=ROW)
+        linv = T.alloc_local((64, 1), "float32", layout=ROW)
+        mfin = T.alloc_local((64, 1), "float32", layout=ROW)     # CHAIN: the finished tile's max / sum, kept
+        lfin = T.alloc_local((64, 1), "float32", layout=ROW)     # while the next tile's block 0 runs
         gb = T.alloc_local((1,), "int32")       # key blocks of this CTA's earlier tiles: ring position
-        tc = T.alloc_local((1,), "int32")       # tiles this CTA has done: q_full / q_empty parity
+        tc = T.alloc_local((1,), "int32")       # tiles this CTA has done: Q buffer, q_full / q_empty parity
         n_tiles = 1
         if PERSIST:
             n_tiles = tiles_of_unit(T.cta_id(0), UNITS, WORK) * (2 if causal else 1)
         if T.thread_id() == 0:
-            T.ptx.mbarrier_init(q_full[0], 1)
-            T.ptx.mbarrier_init(q_empty[0], 4 * NC)
+            for qb in T.serial(QB):
+                T.ptx.mbarrier_init(q_full[qb], 1)
+                T.ptx.mbarrier_init(q_empty[qb], 4 * NC)
             for s in T.serial(STAGES):
                 T.ptx.mbarrier_init(k_full[s], 1)
                 T.ptx.mbarrier_init(v_full[s], 1)
@@ -298,11 +384,12 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
                             hk = h // GROUP
                             m0 = mt * BM
                             nkv = _blocks(m0, NKV, BM, BN, SQ, causal)
-                            if tc[0] >= 1:                  # the consumers' last S of the previous tile is done
-                                T.ptx.mbarrier_wait_parity(q_empty[0], (tc[0] - 1) % 2)
+                            qb = tc[0] % QB
+                            if tc[0] >= QB:                 # every consumer's last S of the buffer's previous tile is done
+                                T.ptx.mbarrier_wait_parity(q_empty[qb], (tc[0] // QB + 1) % 2)
                             for j in range(DC):
-                                Tx.copy_async(Qs[:, j * 64:j * 64 + 64], Q[b, m0:m0 + BM, h, j * 64:j * 64 + 64],
-                                              mbar=q_full[0], arrive=j == DC - 1)
+                                Tx.copy_async(Qs[qb, :, j * 64:j * 64 + 64], Q[b, m0:m0 + BM, h, j * 64:j * 64 + 64],
+                                              mbar=q_full[qb], arrive=j == DC - 1)
                             # K_i goes out one block ahead of V_{i-1}: K's stage frees as soon as S = Q K^T
                             # is done, V's only after P V, so neither load queues behind the other's slot
                             for i in T.serial(nkv + 1):
@@ -338,18 +425,19 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
                     r0 = m0 + c * 64
                     nkv = _blocks(m0, NKV, BM, BN, SQ, causal)
                     g0 = gb[0]
-                    Tx.wg.fill(oacc, T.float32(0))
-                    Tx.wg.fill(mrow, T.float32(NEG_INF))
-                    Tx.wg.fill(lrow, T.float32(0))
-                    T.ptx.mbarrier_wait_parity(q_full[0], tc[0] % 2)
+                    qb = tc[0] % QB
                     if not OVERLAP:
+                        Tx.wg.fill(oacc, T.float32(0))
+                        Tx.wg.fill(mrow, T.float32(NEG_INF))
+                        Tx.wg.fill(lrow, T.float32(0))
+                        T.ptx.mbarrier_wait_parity(q_full[qb], (tc[0] // QB) % 2)
                         for i in T.serial(nkv):
                             s = (g0 + i) % STAGES
                             ph = ((g0 + i) // STAGES) % 2
                             n0 = i * BN
                             T.ptx.mbarrier_wait_parity(k_full[s], ph)
-                            Tx.wg.gemm_async(sacc, Qs[c * 64:c * 64 + 64, :], Ks[s], transpose_b=True, accumulate=False,
-                                             wait=0)
+                            Tx.wg.gemm_async(sacc, Qs[qb, c * 64:c * 64 + 64, :], Ks[s], transpose_b=True,
+                                             accumulate=False, wait=0)
                             if T.lane_id() == 0:
                                 T.ptx.mbarrier_arrive(k_empty[s])
                             online_softmax(sacc, mrow, mprev, nms, alpha, lrow, i, n0, m0, r0)
@@ -360,29 +448,30 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
                             if T.lane_id() == 0:
                                 T.ptx.mbarrier_arrive(v_empty[s])
                         if T.lane_id() == 0:
-                            T.ptx.mbarrier_arrive(q_empty[0])    # every S of this tile is done: Q may reload
+                            T.ptx.mbarrier_arrive(q_empty[qb])   # every S of this tile is done: Q may reload
+                        epilogue(O, Os, LSE, oacc, och, mrow, lrow, linv, b, h, m0, r0, c, v_empty, 0, False)
                     else:
+                        # CHAIN: a tile's block 0 ran under the previous tile's last P V (below), except the first
+                        more = 0                                 # 1: a next tile follows (CHAIN)
+                        if CHAIN:
+                            nt = _next_step(t, UNITS, MT, H, causal)
+                            more = T.cast(nt < n_tiles, "int32")
                         # block 0: S_0 and its softmax (O is still zero: no rescale)
-                        T.ptx.mbarrier_wait_parity(k_full[g0 % STAGES], (g0 // STAGES) % 2)
-                        Tx.wg.gemm_async(sacc, Qs[c * 64:c * 64 + 64, :], Ks[g0 % STAGES], transpose_b=True,
-                                         accumulate=False, wait=0)
-                        if T.lane_id() == 0:
-                            T.ptx.mbarrier_arrive(k_empty[g0 % STAGES])
-                        if causal:
-                            if BN > m0 + 1 or BN > SK:
-                                Tx.wg.mask(sacc, sacc, T.float32(NEG_INF), cols=SK, diag=r0)
-                        elif NKV == 1 and RAGGED:
-                            Tx.wg.mask(sacc, sacc, T.float32(NEG_INF), cols=SK)
-                        Tx.wg.max(mrow, sacc, axis=1)
-                        Tx.wg.mul(nms, mrow, T.float32(-SL2))
-                        Tx.wg.fma(sacc, sacc, T.float32(SL2), nms)
-                        Tx.wg.exp2(sacc, sacc)
-                        Tx.wg.sum(lrow, sacc, axis=1)
-                        Tx.wg.fill(alpha, T.float32(1))                  # O is zero: nothing to rescale yet
+                        if t == 0 or not CHAIN:
+                            Tx.wg.fill(oacc, T.float32(0))
+                            T.ptx.mbarrier_wait_parity(q_full[qb], (tc[0] // QB) % 2)
+                            T.ptx.mbarrier_wait_parity(k_full[g0 % STAGES], (g0 // STAGES) % 2)
+                            Tx.wg.gemm_async(sacc, Qs[qb, c * 64:c * 64 + 64, :], Ks[g0 % STAGES], transpose_b=True,
+                                             accumulate=False, wait=0)
+                            if T.lane_id() == 0:
+                                T.ptx.mbarrier_arrive(k_empty[g0 % STAGES])
+                            first_softmax(sacc, mrow, nms, alpha, lrow, m0, r0)
                         if PINGPONG:
+                            # turns on the tensor cores this tile: one per loop iteration, and the chained
+                            # tail's; consumer 0 takes the first, consumer 1 passes none on after its last
                             if wg == 2:
-                                if nkv > 1:                              # a turn is taken only in the loop
-                                    T.ptx.barrier_arrive(3, 256)         # consumer 0 takes the first turn
+                                if nkv - 1 + more > 0:
+                                    T.ptx.barrier_arrive(3, 256)
                         for i in T.serial(1, nkv):
                             g = g0 + i
                             s = g % STAGES
@@ -400,55 +489,64 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
                             if PINGPONG:
                                 T.ptx.barrier_sync(3 + c, 256)           # our turn on the tensor cores
                             # S_i = Q K_i^T, then O += P_{i-1} V_{i-1}, both in flight at once
-                            Tx.wg.gemm_async(sacc, Qs[c * 64:c * 64 + 64, :], Ks[s], transpose_b=True, accumulate=False)
+                            Tx.wg.gemm_async(sacc, Qs[qb, c * 64:c * 64 + 64, :], Ks[s], transpose_b=True,
+                                             accumulate=False)
                             Tx.wg.mul(oacc, oacc, alpha)                 # O *= alpha_{i-1} while S_i runs
                             T.ptx.mbarrier_wait_parity(v_full[sp], ((g - 1) // STAGES) % 2)
                             Tx.wg.gemm_async(oacc, pfr, Vs[sp], accumulate=True)
                             if PINGPONG:
                                 if wg == 1:
                                     T.ptx.barrier_arrive(4, 256)         # the other consumer's turn
-                                elif i < nkv - 1:                        # (no turn follows consumer 1's last)
+                                elif i < nkv - 1 + more:             # (none follows consumer 1's last)
                                     T.ptx.barrier_arrive(3, 256)
                             Tx.wg.gemm_wait(1, sacc)                     # S_i done (K_i free); P V still running
                             if T.lane_id() == 0:
                                 T.ptx.mbarrier_arrive(k_empty[s])
                             online_softmax(sacc, mrow, mprev, nms, alpha, lrow, i, n0, m0, r0)
                         if T.lane_id() == 0:
-                            T.ptx.mbarrier_arrive(q_empty[0])        # every S of this tile is done: Q may reload
+                            T.ptx.mbarrier_arrive(q_empty[qb])       # every S of this tile is done: Q may reload
                         Tx.wg.gemm_wait(0, oacc)
                         if nkv >= 2:
                             if T.lane_id() == 0:
                                 T.ptx.mbarrier_arrive(v_empty[(g0 + nkv - 2) % STAGES])
                         Tx.wg.cast(pfr, sacc)
                         last = (g0 + nkv - 1) % STAGES
-                        Tx.wg.mul(oacc, oacc, alpha)
-                        T.ptx.mbarrier_wait_parity(v_full[last], ((g0 + nkv - 1) // STAGES) % 2)
-                        Tx.wg.gemm_async(oacc, pfr, Vs[last], accumulate=True, wait=0)
-                        if T.lane_id() == 0:
-                            T.ptx.mbarrier_arrive(v_empty[last])
+                        if more > 0:
+                            # the next tile's S_0 = Q' K_0^T goes out with this tile's last P V, and its
+                            # softmax runs while P V does; this tile's max / sum move to mfin / lfin
+                            mt2, _, _, _ = _tile_of(nt, PERSIST, UNITS, MT, H, causal)
+                            g2 = g0 + nkv
+                            s2 = g2 % STAGES
+                            qb2 = (tc[0] + 1) % QB
+                            Tx.wg.unary(mfin, mrow, fn="copy")
+                            Tx.wg.unary(lfin, lrow, fn="copy")
+                            T.ptx.mbarrier_wait_parity(q_full[qb2], ((tc[0] + 1) // QB) % 2)
+                            T.ptx.mbarrier_wait_parity(k_full[s2], (g2 // STAGES) % 2)
+                            if PINGPONG:
+                                T.ptx.barrier_sync(3 + c, 256)
+                            Tx.wg.gemm_async(sacc, Qs[qb2, c * 64:c * 64 + 64, :], Ks[s2], transpose_b=True,
+                                             accumulate=False)
+                            Tx.wg.mul(oacc, oacc, alpha)
+                            T.ptx.mbarrier_wait_parity(v_full[last], ((g0 + nkv - 1) // STAGES) % 2)
+                            Tx.wg.gemm_async(oacc, pfr, Vs[last], accumulate=True)
+                            if PINGPONG:
+                                if wg == 1:
+                                    T.ptx.barrier_arrive(4, 256)
+                            Tx.wg.gemm_wait(1, sacc)
+                            if T.lane_id() == 0:
+                                T.ptx.mbarrier_arrive(k_empty[s2])
+                            first_softmax(sacc, mrow, nms, alpha, lrow, mt2 * BM, mt2 * BM + c * 64)
+                            epilogue(O, Os, LSE, oacc, och, mfin, lfin, linv, b, h, m0, r0, c, v_empty, last, True)
+                            Tx.wg.fill(oacc, T.float32(0))           # the next tile's O
+                        else:
+                            Tx.wg.mul(oacc, oacc, alpha)
+                            T.ptx.mbarrier_wait_parity(v_full[last], ((g0 + nkv - 1) // STAGES) % 2)
+                            Tx.wg.gemm_async(oacc, pfr, Vs[last], accumulate=True, wait=0)
+                            if T.lane_id() == 0:
+                                T.ptx.mbarrier_arrive(v_empty[last])
+                            epilogue(O, Os, LSE, oacc, och, mrow, lrow, linv, b, h, m0, r0, c, v_empty, 0, False)
                     gb[0] = g0 + nkv
                     tc[0] = tc[0] + 1
-                    # epilogue: O / l -> this consumer's rows of Os -> TMA; LSE from registers
-                    Tx.wg.div(alpha, T.float32(1), lrow)
-                    Tx.wg.mul(oacc, oacc, alpha)
-                    if PERSIST:                             # the previous tile's store has read our rows of Os
-                        if T.thread_id_in_wg() == 0:
-                            T.ptx.bulk_wait_group_read(0)
-                        T.ptx.barrier_sync(1 + c, 128)
-                    for j in range(DC):
-                        Tx.wg.cast(och, oacc[:, j * 64:j * 64 + 64])
-                        Tx.wg.copy(Os[c * 64:c * 64 + 64, j * 64:j * 64 + 64], och)
-                    T.ptx.fence_proxy_async()
-                    T.ptx.barrier_sync(1 + c, 128)
-                    for cc in range(NC):                    # one issuing thread per call site
-                        if T.thread_id() == 128 * (cc + 1):
-                            for j in range(DC):
-                                Tx.copy_async(O[b, m0 + cc * 64:m0 + cc * 64 + 64, h, j * 64:j * 64 + 64],
-                                              Os[cc * 64:cc * 64 + 64, j * 64:j * 64 + 64])
-                    Tx.wg.log2(lrow, lrow)
-                    Tx.wg.fma(lrow, mrow, T.float32(SL2), lrow)
-                    Tx.wg.mul(lrow, lrow, T.float32(LN2))
-                    Tx.wg.copy(LSE[b, h, r0:r0 + 64, 0:1], lrow)
             if T.thread_id_in_wg() == 0:
                 T.ptx.bulk_wait_group(0)
 

@@ -4,8 +4,10 @@ TFLOPS (``4 B H S^2 D``, halved when causal) of :func:`kernels.attention` and of
 ``torch.nn.functional.scaled_dot_product_attention`` with the cuDNN backend and with the flash
 backend, measured in the same process on the same random bf16 inputs in ``(batch, seq, heads,
 dim)`` layout (SDPA gets the ``(B, H, S, D)`` transposed views), each the median of ``--reps``
-CUDA-event timings after warm-up; ratios to cuDNN. ``--tune`` takes ``;``-separated tunings
-(``BN``, ``STAGES``, ``NC``, ``PINGPONG``, ``PERSIST``; an empty one is the default plan), each
+CUDA-event timings of 10 back-to-back calls after warm-up (as :mod:`kernels.bench` times GEMMs: the
+first call's host time, before the GPU has work, is spread over ten kernels, not three); ratios
+to cuDNN. ``--tune`` takes ``;``-separated tunings
+(``BN``, ``STAGES``, ``NC``, ``PINGPONG``, ``PERSIST``, ``CHAIN``; an empty one is the default plan), each
 timed as its own row. Default sweep: head dim 64 / 128 / 256 x seqlen 1k / 4k / 8k / 16k, batch x
 seqlen = 32k tokens, 16 heads, causal and not. ``--shapes`` takes ``SxD`` items. ``--sim`` runs the kernel through the CPU simulator at a small shape.
 """
@@ -62,7 +64,7 @@ def bench_attention(args):
             for name in ("cudnn", "flash"):
                 try:
                     peers[name] = flop / _median_ms(lambda q, k, v, f=_sdpa(name): f(q, k, v, causal), [(q, k, v)],
-                                                    args.reps, inner=3) / 1e9
+                                                    args.reps) / 1e9
                 except RuntimeError as e:  # a backend that does not take this shape
                     peers[name] = float("nan")
                     print(f"  {name}: {str(e).splitlines()[0]}")
@@ -72,8 +74,7 @@ def bench_attention(args):
                 o = kernels.attention(q, k, v, causal=causal, **tuning)
                 build = time.time() - t0
                 res = dict(peers, tirxpy=flop / _median_ms(
-                    lambda q, k, v: kernels.attention(q, k, v, causal=causal, **tuning), [(q, k, v)], args.reps,
-                    inner=3) / 1e9)
+                    lambda q, k, v: kernels.attention(q, k, v, causal=causal, **tuning), [(q, k, v)], args.reps) / 1e9)
                 err = ((o.float() - ref.float()).norm() / ref.float().norm()).item()
                 r = res["tirxpy"] / res["cudnn"]
                 tag = ",".join(f"{k}={v}" for k, v in tuning.items()) or "default"

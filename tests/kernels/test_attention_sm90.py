@@ -33,6 +33,9 @@ def test_dispatch_choices():
     (dict(SQ=0), "must be positive"),
     (dict(NC=1, PINGPONG=True), "PINGPONG schedules two consumer warpgroups (NC = 2)"),
     (dict(D=256, BN=80, PERSIST=True), "PERSIST stages O in its own (128 x 256) buffer"),
+    (dict(PERSIST=False, CHAIN=True), "CHAIN runs a tile's first key block under the previous tile's last P V"),
+    (dict(OVERLAP=False, PERSIST=True, CHAIN=True), "needs persistent CTAs (PERSIST=True) and the overlapped loop"),
+    (dict(BN=144, PERSIST=True, CHAIN=True), "CHAIN double-buffers Q (128 x 128) next to the O buffer"),
     (dict(sms=0), "sms = 0 must be the GPU's SM count"),
 ])
 def test_plan_errors(kw, msg):
@@ -41,6 +44,18 @@ def test_plan_errors(kw, msg):
     with pytest.raises(ValueError) as e:
         plan(**args)
     assert msg in str(e.value)
+
+
+def test_chain_is_the_default_where_it_fits():
+    """CHAIN (double-buffered Q, the next tile's block 0 under this tile's last P V) comes with persistence
+    where shared memory allows: not with BN = 144 at head dim 128, nor without persistent CTAs."""
+    assert plan(1, 4, 2, 1024, 1024, 128)["chain"] and plan(1, 4, 2, 1024, 1024, 64, causal=True)["chain"]
+    assert not plan(1, 4, 2, 1024, 1024, 128, BN=144)["chain"]      # persistent, but no room for a second Q
+    assert plan(1, 4, 2, 1024, 1024, 128, BN=144)["persist"]
+    assert not plan(1, 4, 2, 1024, 1024, 128, PERSIST=False)["chain"]
+    assert not plan(1, 4, 2, 1024, 1024, 128, OVERLAP=False)["chain"]
+    p = plan(1, 4, 2, 1024, 1024, 128)
+    assert p["smem"] <= 232448 and p["smem"] - plan(1, 4, 2, 1024, 1024, 128, CHAIN=False)["smem"] == 128 * 128 * 2 + 16
 
 
 def test_tensors_shorter_than_a_tile_are_refused():

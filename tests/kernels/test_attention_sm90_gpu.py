@@ -93,17 +93,19 @@ def test_direct_launch_poisoned(D, causal, NC, BN, overlap, pingpong):
     _check(o, lse[..., 0], q, k, v, causal, D ** -0.5)
 
 
+@pytest.mark.parametrize("chain", [True, False])
 @pytest.mark.parametrize("D,causal,S", [(64, True, 700), (128, False, 700), (128, True, 700), (128, True, 600)])
-def test_persistent_ctas_walk_many_tiles(D, causal, S):
+def test_persistent_ctas_walk_many_tiles(D, causal, S, chain):
     """Five persistent CTAs over 3 x 4 x 6 (S = 600: 5) ragged query tiles: the K / V ring, Q and the
     O staging buffer carry over from tile to tile; causal walks pairs of query tiles (an odd count
-    leaves a lone middle tile)."""
+    leaves a lone middle tile). ``chain``: each tile's first key block runs under the previous tile's
+    last P V, with Q double-buffered."""
     import tirxpy
     from kernels.attention_sm90 import attention_sm90
 
     B, H = 3, 4
     q, k, v = _inputs(B, S, S, H, H, D, torch.bfloat16)
-    spec = attention_sm90(B, H, H, S, S, D, causal=causal, PERSIST=True, sms=5)
+    spec = attention_sm90(B, H, H, S, S, D, causal=causal, PERSIST=True, CHAIN=chain, sms=5)
     assert tuple(int(x) for x in spec.launch.grid) == (5, 1, 1)
     kern = tirxpy.compile(spec, arch="sm_90a")
     o = torch.full_like(q, float("nan"))
@@ -111,3 +113,24 @@ def test_persistent_ctas_walk_many_tiles(D, causal, S):
     kern(q, k, v, o, lse)
     torch.cuda.synchronize()
     _check(o, lse[..., 0], q, k, v, causal, D ** -0.5)
+
+
+def test_repeated_calls_take_the_checked_fast_path():
+    """A second call with the shapes and layouts of a checked one skips the checks and the planning
+    (kernels.attention_api._FAST) and still computes on its own fresh inputs; a call with other strides
+    (a transposed view) or one that needs padding goes the checked way."""
+    from kernels import attention_api
+
+    for _ in range(2):
+        q, k, v = _inputs(2, 512, 512, 4, 2, 128, torch.bfloat16)
+        o, lse = kernels.attention(q, k, v, causal=True, return_lse=True)
+        torch.cuda.synchronize()
+        _check(o, lse, q, k, v, True, 128 ** -0.5)
+    key = next(key for key in attention_api._FAST if key[0] == q.shape and key[12] is True)
+    assert key[1] == q.stride()
+    qt = q.transpose(1, 2).contiguous().transpose(1, 2)      # same shape, other strides: not the cached key
+    o = kernels.attention(qt, k, v, causal=True)
+    torch.cuda.synchronize()
+    _check(o, kernels.attention(q, k, v, causal=True, return_lse=True)[1], q, k, v, True, 128 ** -0.5)
+    with pytest.raises(attention_api.AttentionArgumentError, match="causal must be True or False"):
+        kernels.attention(q, k, v, causal=1)          # 1 == True as a key: the fast path must not take it

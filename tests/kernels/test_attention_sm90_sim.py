@@ -20,11 +20,15 @@ from tests.kernels.attention_reference import reference
     (1, 2, 1, 80, 80, 64, True, 32, 1, "bfloat16", False, {}),    # the plain (non-overlapped) loop
     (1, 4, 2, 100, 72, 64, False, 48, 1, "float16", False, {}),
     # persistent CTAs walking several tiles: the K / V ring and the Q / O buffers carry over tiles
-    (1, 2, 1, 150, 130, 64, True, 32, 2, "bfloat16", True, dict(sms=2, PERSIST=True)),  # causal ping-pong
+    (1, 2, 1, 150, 130, 64, True, 32, 2, "bfloat16", True, dict(sms=2, PERSIST=True, PINGPONG=True)),  # ping-pong, chained
     (2, 2, 1, 80, 200, 64, False, 32, 1, "bfloat16", True, dict(sms=3)),   # 8 tiles over 3 CTAs
     (2, 2, 1, 80, 100, 64, True, 32, 1, "bfloat16", False, dict(sms=3, PERSIST=True)),  # plain loop
     (1, 2, 1, 150, 150, 64, True, 32, 1, "bfloat16", True, dict(sms=2, PERSIST=True)),  # 3 query tiles: a lone middle
     (1, 2, 1, 150, 130, 64, True, 32, 2, "bfloat16", True, dict(PERSIST=False)),  # one tile per CTA
+    # CHAIN (the default with persistence) vs not: the same walks with each tile's block 0 run on its own
+    (2, 2, 1, 80, 200, 64, False, 32, 1, "bfloat16", True, dict(sms=3, CHAIN=False)),
+    (1, 2, 1, 150, 150, 64, True, 32, 2, "bfloat16", True, dict(sms=2, PERSIST=True, CHAIN=False)),
+    (2, 2, 1, 100, 32, 64, False, 32, 1, "bfloat16", True, dict(sms=3)),  # one key block per tile, chained
 ])
 def test_attention_sim_matches_float64(B, H, HKV, SQ, SK, D, causal, BN, NC, dtype, overlap, kw):
     g = torch.Generator().manual_seed(int(torch.randint(0, 2**31 - 1, (1,))))
