@@ -128,7 +128,11 @@ def plan(B, H, HKV, SQ, SK, D, dtype="bfloat16", BN=None, STAGES=None, NC=None, 
     j)``, which hold about equal numbers of key blocks (a plain static walk lost 3-14% to the hardware's
     dynamic CTA scheduling). Default: on where it fits (head dims 64 / 128) and a tile has at most
     32 key blocks. Measured on the H100, persistent vs one tile per CTA: S = 1k +13-23%, 4k +2-5%,
-    16k -2-3% (so off there)."""
+    16k -2-3% (so off there).
+
+    ``CHAIN`` (persistent, overlapped loop only) adds a second ``(BM, D)`` Q buffer so that each
+    tile's first key block runs under the previous tile's last ``P V`` (module docstring); default:
+    on where that buffer fits (head dims 64 / 128 at the default tiles)."""
     bn, st, nc = default_config(D) if D in HEAD_DIMS else (None, None, None)
     BN = bn if BN is None else BN
     if STAGES is None and D == 64 and isinstance(BN, int) and BN > 0 and _cdiv(SK, BN) > 32:
