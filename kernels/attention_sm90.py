@@ -134,10 +134,7 @@ def plan(B, H, HKV, SQ, SK, D, dtype="bfloat16", BN=None, STAGES=None, NC=None, 
     tile's first key block runs under the previous tile's last ``P V`` (module docstring); default:
     on where that buffer fits (head dims 64 / 128 at the default tiles)."""
     bn, st, nc = default_config(D) if D in HEAD_DIMS else (None, None, None)
-    BN = bn if BN is None else BN
-    if STAGES is None and D == 64 and isinstance(BN, int) and BN > 0 and _cdiv(SK, BN) > 32:
-        st = 2      # the third stage pays off with CHAIN (S = 1k +6%); one tile per CTA it lost 4% (16k)
-    STAGES, NC = (st if STAGES is None else STAGES), (nc if NC is None else NC)
+    BN, NC = (bn if BN is None else BN), (nc if NC is None else NC)
     if dtype not in DTYPES:
         raise ValueError(f"attention_sm90: dtype must be one of {DTYPES}, got {dtype!r}")
     if D not in HEAD_DIMS:
@@ -151,6 +148,8 @@ def plan(B, H, HKV, SQ, SK, D, dtype="bfloat16", BN=None, STAGES=None, NC=None, 
         raise ValueError(f"attention_sm90: BN = {BN} must be a multiple of 16 in [16, 256] (the k of P V)")
     if NC not in (1, 2, 3):
         raise ValueError(f"attention_sm90: NC = {NC} consumer warpgroups; use 1, 2 or 3")
+    if STAGES is None:      # head dim 64: the third stage pays off with CHAIN (S = 1k +6%), not one tile per
+        STAGES = 2 if D == 64 and _cdiv(SK, BN) > 32 else st     # CTA (16k: -4%), past 32 key blocks
     if STAGES < 1:
         raise ValueError(f"attention_sm90: STAGES = {STAGES} must be at least 1")
     if not isinstance(sms, int) or sms < 1:

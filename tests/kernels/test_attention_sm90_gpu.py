@@ -118,7 +118,7 @@ def test_persistent_ctas_walk_many_tiles(D, causal, S, chain):
 def test_repeated_calls_take_the_checked_fast_path():
     """A second call with the shapes and layouts of a checked one skips the checks and the planning
     (kernels.attention_api._FAST) and still computes on its own fresh inputs; a call with other strides
-    (a transposed view) or one that needs padding goes the checked way."""
+    (a transposed view) goes the checked way, and a non-bool ``causal`` still gets its error."""
     from kernels import attention_api
 
     for _ in range(2):
