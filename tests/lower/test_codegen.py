@@ -113,6 +113,27 @@ def test_expression_rendering_and_floor_semantics():
     assert mod.resources_of("exprs").spills == 0
 
 
+
+@T.prim_func
+def loop_bounds(N: T.Tensor((4,), "int32"), Out: T.Tensor((4,), "int32")):
+    T.launch(grid=(1,), threads=32)
+    n = N[0]
+    cnt = T.alloc_local((1,), "int32")
+    cnt[0] = 0
+    for i in T.serial(T.select(n > 2, n, 1)):       # a ternary bound
+        cnt[0] = cnt[0] + 1
+    for i in T.serial(n >> 1):                      # binds tighter than `<`: no parentheses needed
+        cnt[0] = cnt[0] + 100
+    Out[T.thread_id() % 4] = cnt[0]
+
+
+def test_loop_bound_is_parenthesized_as_the_right_operand_of_less_than():
+    """`for (i = 0; i < c ? a : b; ++i)` is `(i < c) ? a : b` in C++: never false, a loop that does
+    not end (the stream-K GEMM hung on the GPU while the simulator, which reads the IR, passed)."""
+    src = generate(loop_bounds, "sm_90a").source
+    assert "i < (n > 2 ? n : 1); ++i)" in src, src
+    assert "i_1 < n >> 1; ++i_1)" in src, src
+
 @T.prim_func
 def locals_aliases(A: T.Tensor((128, 8), "bfloat16"), B: T.Tensor((128, 4), "uint32")):
     T.launch(grid=(1,), threads=128)

@@ -146,3 +146,15 @@ def _sass_or_none(k):
         return k.sass
     except ToolchainError:
         return None
+
+
+@pytest.mark.parametrize("n", [0, 1, 3, 7])
+def test_loop_bounds_run_their_trip_counts(n):
+    """A ternary loop bound runs its count on the GPU (unparenthesized, `i < c ? a : b` never ended)."""
+    from tests.lower.test_codegen import loop_bounds
+
+    ck = tirxpy.compile(loop_bounds, arch="sm_90a")
+    out = torch.full((4,), -1, dtype=torch.int32, device="cuda")
+    ck(torch.tensor([n, 0, 0, 0], dtype=torch.int32, device="cuda"), out)
+    torch.cuda.synchronize()
+    assert out.tolist() == [(n if n > 2 else 1) + 100 * (n >> 1)] * 4

@@ -13,6 +13,7 @@ from tirxpy.ir import stmt as St
 from tirxpy.ir.buffer import footprint
 
 from .context import BufferInfo
+from .expr import REL
 from .types import ctype
 
 
@@ -56,7 +57,9 @@ class StmtRenderer:
             elif not isinstance(s.expr, (E.IntImm, E.BoolImm, E.FloatImm)):
                 self.emit(f"(void)({r(s.expr)});")
         elif isinstance(s, St.For):
-            start, stop = r(s.start), r(s.stop)
+            # the bound is the right operand of `<`: a ternary, comparison or shift there needs parentheses
+            # (`i < c ? a : b` is `(i < c) ? a : b` in C++)
+            start, stop = r(s.start), r.paren(s.stop, REL, right=True)
             lo, hi = ctx.ranges.of(s.start), ctx.ranges.of(s.stop)
             ctx.ranges.bind(s.var, None if lo is None or hi is None else (lo[0], max(lo[0], hi[1] - 1)))
             name = ctx.name(s.var, s.var.name)
