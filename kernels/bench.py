@@ -5,7 +5,7 @@
 ``gemm``: TFLOPS of :func:`kernels.gemm` and of ``torch.matmul`` (cuBLAS) on the same random
 inputs (``a`` row-major ``(M, K)``, ``b = w.t()`` for a row-major ``w`` ``(N, K)``: the ``nn.Linear``
 layout), each the median of ``--reps`` CUDA-event timings after warm-up, rotating through enough
-input sets to exceed L2, and their ratio. ``--sim`` instead runs the kernel through the CPU
+input sets to exceed L2, the two sampled in turn (:func:`median_ms`), and their ratio. ``--sim`` instead runs the kernel through the CPU
 simulator (:mod:`tirxpy.sim`) at a small shape and checks it against float64.
 
 New benchmarks register a function in ``BENCHES`` (name -> fn(args)).
@@ -21,27 +21,37 @@ GEMM_SHAPES = [(2048, 2048, 2048), (4096, 4096, 4096), (8192, 8192, 8192),
                (4096, 7168, 7168), (4096, 2112, 7168), (4096, 24576, 1536), (4096, 7168, 2048)]
 
 
-def _median_ms(fn, sets, reps, inner=10, warmup=3):
-    """Median over ``reps`` samples of the mean time of ``inner`` back-to-back calls (CUDA events),
-    cycling through the input ``sets``; back-to-back launches keep the host's launch cost off the
-    GPU's critical path, as in a real model."""
+def median_ms(fns, sets, reps, inner=10, warmup=3):
+    """``{name: median ms}`` for the functions ``fns`` (``name -> fn(*inputs)``): each sample is the
+    mean time of ``inner`` back-to-back calls (CUDA events), cycling through the input ``sets``, and
+    the functions take their samples in turn (sample ``i`` of each, then sample ``i + 1``), so a
+    drift of the GPU's clock or temperature during the run reaches all of them alike and their
+    ratio stays fair. Back-to-back launches keep the host's launch cost off the GPU's critical
+    path, as in a real model."""
     import torch
 
-    for i in range(warmup):
-        fn(*sets[i % len(sets)])
+    for fn in fns.values():
+        for i in range(warmup):
+            fn(*sets[i % len(sets)])
     torch.cuda.synchronize()
-    times = []
+    times = {name: [] for name in fns}
     n = 0
     for _ in range(reps):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        for _ in range(inner):
-            fn(*sets[n % len(sets)])
-            n += 1
-        e.record()
-        e.synchronize()
-        times.append(s.elapsed_time(e) / inner)
-    return statistics.median(times)
+        for name, fn in fns.items():
+            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            s.record()
+            for _ in range(inner):
+                fn(*sets[n % len(sets)])
+                n += 1
+            e.record()
+            e.synchronize()
+            times[name].append(s.elapsed_time(e) / inner)
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
+def _median_ms(fn, sets, reps, inner=10, warmup=3):
+    """:func:`median_ms` of one function."""
+    return median_ms({"fn": fn}, sets, reps, inner, warmup)["fn"]
 
 
 def warm_gpu(seconds=1.0):
@@ -100,18 +110,15 @@ def bench_gemm(args):
             sets.append((a, w.t()))
         out = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
         flop = 2 * M * N * K
-        ms_c = _median_ms(lambda a, b: torch.matmul(a, b, out=out), sets, args.reps)
-        tc = flop / ms_c / 1e9
         for tuning in tunings:
             t0 = time.time()
             c = kernels.gemm(sets[0][0], sets[0][1], out, **tuning)
             build = time.time() - t0
             ref = sets[0][0].float() @ sets[0][1].float()
             err = ((c.float() - ref).norm() / ref.norm()).item()
-            ms_t = _median_ms(lambda a, b: kernels.gemm(a, b, out, **tuning), sets, args.reps)
-            ms_c2 = _median_ms(lambda a, b: torch.matmul(a, b, out=out), sets, args.reps)
-            tc = max(tc, flop / ms_c2 / 1e9)
-            tt = flop / ms_t / 1e9
+            ms = median_ms({"tirxpy": lambda a, b: kernels.gemm(a, b, out, **tuning),
+                            "cublas": lambda a, b: torch.matmul(a, b, out=out)}, sets, args.reps)
+            tt, tc = flop / ms["tirxpy"] / 1e9, flop / ms["cublas"] / 1e9
             rows.append((M, N, K, tuning, tt, tc, tt / tc, err))
             print(f"{M}x{N}x{K} {tuning or 'defaults'}: tirxpy {tt:.0f} TFLOPS, cuBLAS {tc:.0f} TFLOPS, "
                   f"ratio {tt / tc:.3f} (relerr {err:.1e}, build {build:.1f} s)", flush=True)

@@ -5,8 +5,8 @@ TFLOPS (``4 B H S^2 D``, halved when causal) of :func:`kernels.attention` and of
 backend, measured in the same process on the same random bf16 inputs in ``(batch, seq, heads,
 dim)`` layout (SDPA gets the ``(B, H, S, D)`` transposed views), each the median of ``--reps``
 CUDA-event timings of 10 back-to-back calls after warm-up (as :mod:`kernels.bench` times GEMMs: the
-first call's host time, before the GPU has work, is spread over ten kernels, not three); ratios
-to cuDNN. ``--tune`` takes ``;``-separated tunings
+first call's host time, before the GPU has work, is spread over ten kernels, not three), the three
+sampled in turn (:func:`kernels.bench.median_ms`); ratios to cuDNN. ``--tune`` takes ``;``-separated tunings
 (``BN``, ``STAGES``, ``NC``, ``PINGPONG``, ``PERSIST``, ``CHAIN``; an empty one is the default plan), each
 timed as its own row. Default sweep: head dim 64 / 128 / 256 x seqlen 1k / 4k / 8k / 16k, batch x
 seqlen = 32k tokens, 16 heads, causal and not. ``--shapes`` takes ``SxD`` items. ``--sim`` runs the kernel through the CPU simulator at a small shape.
@@ -40,7 +40,7 @@ def bench_attention(args):
 
     import kernels
 
-    from .bench import _env, _median_ms, warm_gpu
+    from .bench import _env, median_ms, warm_gpu
 
     shapes = [tuple(int(x) for x in s.split("x")) for s in args.shapes.split(",")] if args.shapes else \
         [(s, d) for d in HEAD_DIMS for s in SEQLENS]
@@ -63,18 +63,20 @@ def bench_attention(args):
             peers = {}
             for name in ("cudnn", "flash"):
                 try:
-                    peers[name] = flop / _median_ms(lambda q, k, v, f=_sdpa(name): f(q, k, v, causal), [(q, k, v)],
-                                                    args.reps) / 1e9
+                    _sdpa(name)(q, k, v, causal)
+                    peers[name] = _sdpa(name)
                 except RuntimeError as e:  # a backend that does not take this shape
-                    peers[name] = float("nan")
                     print(f"  {name}: {str(e).splitlines()[0]}")
             ref = _sdpa("flash")(q, k, v, causal).transpose(1, 2)
             for tuning in tunings:
                 t0 = time.time()
                 o = kernels.attention(q, k, v, causal=causal, **tuning)
                 build = time.time() - t0
-                res = dict(peers, tirxpy=flop / _median_ms(
-                    lambda q, k, v: kernels.attention(q, k, v, causal=causal, **tuning), [(q, k, v)], args.reps) / 1e9)
+                fns = {name: (lambda q, k, v, f=f: f(q, k, v, causal)) for name, f in peers.items()}
+                fns["tirxpy"] = lambda q, k, v: kernels.attention(q, k, v, causal=causal, **tuning)
+                ms = median_ms(fns, [(q, k, v)], args.reps)      # sampled in turn: drift reaches all alike
+                res = {name: flop / ms[name] / 1e9 if name in ms else float("nan")
+                       for name in ("cudnn", "flash", "tirxpy")}
                 err = ((o.float() - ref.float()).norm() / ref.float().norm()).item()
                 r = res["tirxpy"] / res["cudnn"]
                 tag = ",".join(f"{k}={v}" for k, v in tuning.items()) or "default"
