@@ -27,9 +27,9 @@ def _load(rel, name):
 
 
 def median_ms(fn, reps=30, inner=10):
-    from kernels.bench import _median_ms
+    from kernels.bench import median_ms as _median_ms
 
-    return _median_ms(lambda: fn(), [()], reps, inner=inner)
+    return _median_ms({"fn": lambda: fn()}, [()], reps, inner=inner)["fn"]
 
 
 def main():

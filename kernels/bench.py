@@ -5,8 +5,9 @@
 ``gemm``: TFLOPS of :func:`kernels.gemm` and of ``torch.matmul`` (cuBLAS) on the same random
 inputs (``a`` row-major ``(M, K)``, ``b = w.t()`` for a row-major ``w`` ``(N, K)``: the ``nn.Linear``
 layout), each the median of ``--reps`` CUDA-event timings after warm-up, rotating through enough
-input sets to exceed L2, the two sampled in turn (:func:`median_ms`), and their ratio. ``--sim`` instead runs the kernel through the CPU
-simulator (:mod:`tirxpy.sim`) at a small shape and checks it against float64.
+input sets to exceed L2, the two sampled in turn (:func:`median_ms`), and their ratio. ``--sim``
+instead runs the kernel through the CPU simulator (:mod:`tirxpy.sim`) at a small shape and checks
+it against float64.
 
 New benchmarks register a function in ``BENCHES`` (name -> fn(args)).
 """
@@ -47,11 +48,6 @@ def median_ms(fns, sets, reps, inner=10, warmup=3):
             e.synchronize()
             times[name].append(s.elapsed_time(e) / inner)
     return {name: statistics.median(t) for name, t in times.items()}
-
-
-def _median_ms(fn, sets, reps, inner=10, warmup=3):
-    """:func:`median_ms` of one function."""
-    return median_ms({"fn": fn}, sets, reps, inner, warmup)["fn"]
 
 
 def warm_gpu(seconds=1.0):

@@ -63,8 +63,9 @@ def bench_attention(args):
             peers = {}
             for name in ("cudnn", "flash"):
                 try:
-                    _sdpa(name)(q, k, v, causal)
-                    peers[name] = _sdpa(name)
+                    f = _sdpa(name)
+                    f(q, k, v, causal)
+                    peers[name] = f
                 except RuntimeError as e:  # a backend that does not take this shape
                     print(f"  {name}: {str(e).splitlines()[0]}")
             ref = _sdpa("flash")(q, k, v, causal).transpose(1, 2)
