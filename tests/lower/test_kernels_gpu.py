@@ -148,6 +148,9 @@ def _sass_or_none(k):
         return None
 
 
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] != 9,
+                    reason="built for sm_90a (Hopper)")
 @pytest.mark.parametrize("n", [0, 1, 3, 7])
 def test_loop_bounds_run_their_trip_counts(n):
     """A ternary loop bound runs its count on the GPU (unparenthesized, `i < c ? a : b` never ended)."""
