@@ -113,7 +113,6 @@ def test_expression_rendering_and_floor_semantics():
     assert mod.resources_of("exprs").spills == 0
 
 
-
 @T.prim_func
 def loop_bounds(N: T.Tensor((4,), "int32"), Out: T.Tensor((4,), "int32")):
     T.launch(grid=(1,), threads=32)
@@ -133,6 +132,7 @@ def test_loop_bound_is_parenthesized_as_the_right_operand_of_less_than():
     src = generate(loop_bounds, "sm_90a").source
     assert "i < (n > 2 ? n : 1); ++i)" in src, src
     assert "i_1 < n >> 1; ++i_1)" in src, src
+
 
 @T.prim_func
 def locals_aliases(A: T.Tensor((128, 8), "bfloat16"), B: T.Tensor((128, 4), "uint32")):

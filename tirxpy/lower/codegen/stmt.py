@@ -57,7 +57,7 @@ class StmtRenderer:
             elif not isinstance(s.expr, (E.IntImm, E.BoolImm, E.FloatImm)):
                 self.emit(f"(void)({r(s.expr)});")
         elif isinstance(s, St.For):
-            # the bound is the right operand of `<`: a ternary, comparison or shift there needs parentheses
+            # the bound is the right operand of `<`: a ternary or a comparison there needs parentheses
             # (`i < c ? a : b` is `(i < c) ? a : b` in C++)
             start, stop = r(s.start), r.paren(s.stop, REL, right=True)
             lo, hi = ctx.ranges.of(s.start), ctx.ranges.of(s.stop)
