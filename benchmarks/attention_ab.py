@@ -1,10 +1,10 @@
 """Time attention kernels built from several versions of the kernel source side by side, in one process.
 
-    python benchmarks/attention_ab.py SxD[,SxD...] FILE[:KEY=INT,...] FILE[:KEY=INT,...] ...
+    python benchmarks/attention_ab.py SxD[,SxD...] FILE[:KEY=VALUE,...] FILE[:KEY=VALUE,...] ...
 
 Each ``FILE`` is a copy of ``kernels/attention_sm90.py`` (e.g. ``git show REV:kernels/attention_sm90.py
-> A.py``); ``KEY=INT`` items are passed to its ``attention_sm90`` (``BN``, ``STAGES``, ``NC``,
-``PINGPONG=0/1``). For each shape (32k tokens, 16 heads, bf16; non-causal and causal) the variants
+> A.py``); ``KEY=VALUE`` items are passed to its ``attention_sm90`` (``BN``, ``STAGES``, ``NC``,
+``PINGPONG=0/1``, ``OSTORE=direct``; integers where the value is one). For each shape (32k tokens, 16 heads, bf16; non-causal and causal) the variants
 are timed in 7 interleaved rounds of 5 back-to-back launches each and the median is printed in
 TFLOPS, so machine drift between separate benchmark runs does not enter the comparison. Kernels are
 compiled first in parallel processes (filling tirxpy's disk cache).
@@ -37,7 +37,7 @@ def _build(job):
 
     variant, S, D, causal = job
     path, _, kw = variant.partition(":")
-    kw = {k: int(v) for k, v in (item.split("=") for item in kw.split(",") if item)}
+    kw = {k: int(v) if v.lstrip("-").isdigit() else v for k, v in (item.split("=") for item in kw.split(",") if item)}
     kern = _load(path).attention_sm90(max(1, TOKENS // S), HEADS, HEADS, S, S, D, causal=causal, **kw)
     return tirxpy.compile(kern, arch="sm_90a")
 

@@ -31,7 +31,8 @@ Roles (``threads = 384``, three warpgroups; ``setmaxnreg`` moves registers to th
   stage, then one lane per warp arrives on ``empty`` of that stage in every CTA of the cluster
   (``mapa`` + ``mbarrier.arrive.shared::cluster``, release at CTA scope: the cluster-scope release
   is a GPU-wide fence per arrival, which made the 2-CTA kernel 2.5x slower). Epilogue per tile:
-  ``EPI``-column chunks (128 bytes of output) are optionally biased / activated in float32,
+  ``EPI``-column chunks (128 bytes of output; when that does not divide ``BN``, the widest
+  power-of-two share of it: 16 columns at ``BN = 176``) are optionally biased / activated in float32,
   converted, written with ``stmatrix`` (or plain stores for f32) into the consumer's 64 rows of
   a double-buffered 128B-swizzled staging tile, fenced to the async proxy and stored with a TMA
   store (which also clips the ragged edges) by the consumer's first thread after a 128-thread
@@ -95,13 +96,13 @@ def plan(M, N, K, BM=128, BN=256, BK=64, STAGES=4, CM=1, sms=SM_COUNT_H100, grou
         raise ValueError(f"gemm_sm90: BM = {BM}; the kernel has two consumer warpgroups of 64 rows (BM = 128)")
     if BK != 64:
         raise ValueError(f"gemm_sm90: BK = {BK} must be 64 (one 128-byte swizzle atom of 16-bit elements)")
-    epi = 128 // _BYTES[out_dtype]
-    if not (64 <= BN <= 256 and BN % 64 == 0):
-        raise ValueError(f"gemm_sm90: BN = {BN} must be 64, 128, 192 or 256 (wgmma N, whole 64-column chunks)")
+    if not (isinstance(BN, int) and 64 <= BN <= 256 and BN % 16 == 0):
+        raise ValueError(f"gemm_sm90: BN = {BN!r} must be a multiple of 16 in [64, 256] (the wgmma N)")
+    epi = 128 // _BYTES[out_dtype]          # output chunk: 128 bytes, or the widest 2^k share of BN below
+    while BN % epi:
+        epi //= 2
     if CM not in (1, 2):
         raise ValueError(f"gemm_sm90: the cluster size CM = {CM} must be 1 or 2")
-    if (BN // 64) % CM:
-        raise ValueError(f"gemm_sm90: BN = {BN} must split into {CM} multicast slices of 64 columns")
     if STAGES < 2:
         raise ValueError(f"gemm_sm90: STAGES = {STAGES}; a pipeline needs at least 2 stages")
     if min(M, N, K) <= 0:
@@ -172,6 +173,12 @@ def gemm_sm90(M, N, K, BN=256, STAGES=4, CM=1, a_major="K", b_major="K", dtype="
     """The kernel for one problem: ``k(A, B, C)`` (``k(A, B, Bias, C)`` with ``bias=True``); see the
     module docstring for the operand orientations.
 
+    ``BN``: any multiple of 16 in [64, 256] (the wgmma N); with an MN-major ``B``, a multiple of
+    ``64 CM`` (64-column TMA boxes, split over the cluster). Widths that are not a multiple of 64
+    store narrower output chunks. ``BN = 176`` (cuBLAS's tile at N = 2112) measured slower than the
+    default 192 there on the H100 (627-666 vs 695-713 TFLOPS, with and without a cluster;
+    kernels/NOTES_gemm_sm90.md).
+
     ``drop=`` removes one protocol step, for the simulator's mutation tests only: ``"full_wait"``
     (consumers' wait on ``full``), ``"empty_wait"`` (producer's wait on ``empty``), ``"expect_tx"``
     (the TMA loads announce no bytes), ``"wgmma_wait"`` (the k-loop's ``wait=1`` before a stage is
@@ -186,6 +193,11 @@ def gemm_sm90(M, N, K, BN=256, STAGES=4, CM=1, a_major="K", b_major="K", dtype="
         raise ValueError(f"gemm_sm90: a_major / b_major must be 'K' or 'MN', got {a_major!r}, {b_major!r}")
     if activation not in ACTIVATIONS:
         raise ValueError(f"gemm_sm90: activation must be one of {ACTIVATIONS}, got {activation!r}")
+    if b_major == "MN" and BN % (64 * CM):
+        raise ValueError(f"gemm_sm90: BN = {BN}: an MN-major B is loaded in 64-column boxes, "
+                         + ("so BN must be a multiple of 64" if CM == 1 else
+                            f"{CM} multicast slices of them, so BN must be a multiple of {64 * CM}")
+                         + " (or pass B K-major)")
     for name, inner in (("A", K if a_major == "K" else M), ("B", K if b_major == "K" else N), ("C", N)):
         if inner * _BYTES[dtype if name != "C" else out_dtype] % 16:
             raise ValueError(f"gemm_sm90: the rows of {name} ({inner} elements) are not a multiple of 16 bytes, "
@@ -210,7 +222,7 @@ def gemm_sm90(M, N, K, BN=256, STAGES=4, CM=1, a_major="K", b_major="K", dtype="
     XT = d != "expect_tx"
     W1 = None if d == "wgmma_wait" else 1
     KT, EPI, UNITS = p["kt"], p["epi"], p["units"]
-    NCH = BN // EPI                     # output chunks per tile (one 128-byte TMA box wide each)
+    NCH = BN // EPI                     # output chunks per tile (one TMA box of up to 128 bytes wide each)
     TMC, TN, TILES = p["cluster_tiles_m"], p["tiles_n"], p["tiles"]
     BNS = BN // CM                      # rows of B's box each CTA of the cluster loads
     STAGE_BYTES = (BM + BN) * BK * 2
@@ -223,7 +235,7 @@ def gemm_sm90(M, N, K, BN=256, STAGES=4, CM=1, a_major="K", b_major="K", dtype="
         b_shape, bs_shape, SB = (N, K), (STAGES, BN, BK), _k_major_stages(STAGES, BN, BK, dtype)
     else:
         b_shape, bs_shape, SB = (K, N), (STAGES, BK, BN), _mn_major_stages(STAGES, BK, BN, dtype)
-    SC = ComposeLayout(swizzle_for(128, out_dtype), TileLayout(S[(2, BM, EPI)]))
+    SC = ComposeLayout(swizzle_for(EPI * _BYTES[out_dtype], out_dtype), TileLayout(S[(2, BM, EPI)]))
     ACC = wgmma_accumulator(BN)
     CHUNK = wgmma_accumulator(EPI)
     BIAS = bias_layout(EPI)

@@ -31,12 +31,28 @@ def test_cluster_kernel_compiles_for_sm90a_without_spills():
 
 def test_plan_rejects_bad_tilings():
     assert plan(4096, 4096, 4096)["grid"] == 132
-    for kw, msg in ((dict(BN=96), "BN = 96"), (dict(CM=3), "CM = 3"), (dict(STAGES=1), "STAGES = 1"),
+    for kw, msg in ((dict(BN=100), "BN = 100 must be a multiple of 16"), (dict(BN=320), "BN = 320"),
+                    (dict(BN=48), "BN = 48"), (dict(CM=3), "CM = 3"), (dict(STAGES=1), "STAGES = 1"),
                     (dict(STAGES=6), "shared memory"), (dict(BK=32), "BK = 32")):
         with pytest.raises(ValueError, match=msg):
             plan(512, 512, 512, **kw)
     with pytest.raises(ValueError, match="16 bytes"):
         gemm_sm90(128, 128, 100)
+    with pytest.raises(ValueError, match="MN-major B is loaded in 64-column boxes, so BN must be a multiple of 64"):
+        gemm_sm90(256, 256, 128, BN=176, b_major="MN")
+    with pytest.raises(ValueError, match="2 multicast slices of them, so BN must be a multiple of 128"):
+        gemm_sm90(256, 256, 128, BN=192, CM=2, b_major="MN")
+    assert gemm_sm90(256, 256, 128, BN=176, CM=2).launch.cluster == (2,)     # K-major B: 88-row slices
+
+
+@pytest.mark.parametrize("BN,out_dtype,epi", [(256, "bfloat16", 64), (192, "bfloat16", 64), (176, "bfloat16", 16),
+                                              (80, "bfloat16", 16), (96, "float16", 32), (96, "float32", 32),
+                                              (176, "float32", 16), (112, "float32", 16)])
+def test_output_chunks_divide_the_tile(BN, out_dtype, epi):
+    """An output chunk is 128 bytes wide, or the widest power-of-two share of BN below that (a TMA box
+    with a 32 / 64 / 128-byte swizzle)."""
+    got = plan(512, 512, 512, BN=BN, out_dtype=out_dtype)["epi"]
+    assert got == epi and BN % got == 0
 
 
 @pytest.mark.parametrize("num_m,num_n,group", [(5, 3, 2), (16, 7, 8), (1, 9, 8), (9, 1, 4)])

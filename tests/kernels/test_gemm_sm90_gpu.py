@@ -79,7 +79,9 @@ def test_gemm_bias_activation(act):
 # (ptxas read the accumulators above the final wait_group: kernels/NOTES_gemm_sm90.md)
 @pytest.mark.parametrize("tune", [dict(CM=1), dict(BN=128, STAGES=3), dict(BN=128, CM=1, group=1), dict(CM=2),
                                   dict(BN=192), dict(BN=192, STORE="cta"), dict(CM=2, STORE="cta"), dict(DEFER=False),
-                                  dict(BN=192, DEFER=False), dict(CM=2, DEFER=False), dict(BN=64, sms=3)])
+                                  dict(BN=192, DEFER=False), dict(CM=2, DEFER=False), dict(BN=64, sms=3),
+                                  dict(BN=176), dict(BN=80, DEFER=False), dict(BN=112, STORE="cta"),
+                                  dict(BN=176, CM=2), dict(BN=80, CM=2, DEFER=False)])
 def test_gemm_tunings(tune):
     M, N, K = 1100, 900, 700
     a = torch.randn(M, K, device="cuda").to(torch.bfloat16)

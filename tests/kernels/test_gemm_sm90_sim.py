@@ -10,15 +10,15 @@ from kernels.gemm_sm90 import gemm_sm90
 from tirxpy.sim import run
 
 
-@pytest.mark.parametrize("M,N,K,a_major,b_major,CM,sms", [
-    (200, 136, 104, "K", "K", 2, 2),      # ragged everywhere; one cluster takes both tiles (persistent)
-    (136, 200, 136, "MN", "MN", 2, 4),    # column-major A and row-major B
-    (130, 128, 72, "K", "MN", 1, 2),      # no cluster
+@pytest.mark.parametrize("M,N,K,a_major,b_major,CM,sms,BN", [
+    (200, 136, 104, "K", "K", 2, 2, 128),     # ragged everywhere; one cluster takes both tiles (persistent)
+    (136, 200, 136, "MN", "MN", 2, 4, 128),   # column-major A and row-major B
+    (130, 128, 72, "K", "MN", 1, 2, 64),      # no cluster
+    (152, 200, 136, "MN", "K", 1, 2, 176),    # BN = 176: 64-byte (16-column) float32 output chunks
 ])
-def test_gemm_sm90_sim_matches_float64(M, N, K, a_major, b_major, CM, sms):
+def test_gemm_sm90_sim_matches_float64(M, N, K, a_major, b_major, CM, sms, BN):
     g = torch.Generator().manual_seed(int(torch.randint(0, 2**31 - 1, (1,))))
-    k = gemm_sm90(M, N, K, BN=128 if CM == 2 else 64, STAGES=2, CM=CM, sms=sms, a_major=a_major,
-                  b_major=b_major, out_dtype="float32")
+    k = gemm_sm90(M, N, K, BN=BN, STAGES=2, CM=CM, sms=sms, a_major=a_major, b_major=b_major, out_dtype="float32")
     a = torch.randn(M, K, generator=g).bfloat16()
     b = torch.randn(K, N, generator=g).bfloat16()
     A = a if a_major == "K" else a.t().contiguous()
@@ -40,6 +40,11 @@ def test_gemm_sm90_sim_matches_float64(M, N, K, a_major, b_major, CM, sms):
     # first chunk took buffer 0 while its predecessor's last store still read it, before the fix)
     (300, 200, 136, 192, 1, 1, False),
     (300, 200, 136, 192, 1, 1, True),
+    # BN not a multiple of 64: 32-byte output chunks (11 per tile at BN = 176, more than the 3 k-blocks,
+    # so 8 are stored after the k-loop), ragged last tile column
+    (300, 360, 136, 176, 1, 1, True),
+    (300, 200, 136, 80, 1, 2, False),
+    (520, 360, 200, 176, 2, 2, True),    # cluster: each CTA multicasts 88 of B's 176 rows
 ])
 def test_bf16_epilogue_sim_matches_float64(M, N, K, BN, CM, sms, DEFER):
     g = torch.Generator().manual_seed(int(torch.randint(0, 2**31 - 1, (1,))))
