@@ -175,7 +175,7 @@ def gemm(a, b, out=None, *, bias=None, activation=None, out_dtype=None, **tuning
         bias_t = torch.nn.functional.pad(bias_t, (0, Np - N))
     sms = tuning.pop("sms", None) or torch.cuda.get_device_properties(a.device).multi_processor_count
     if "BN" not in tuning:
-        tuning = dict(tuning, BN=choose_bn(M, Np, sms, tuning.get("CM", 1)))
+        tuning = dict(tuning, BN=choose_bn(M, Np, sms, tuning.get("CM", 1), b_major))
     k = gemm_sm90(M, Np, Kp, a_major=a_major, b_major=b_major, dtype=_IN[a.dtype], out_dtype=_OUT[out_dtype],
                   bias=bias is not None, activation=activation, sms=sms, **tuning)
     ck = _compiled(k)

@@ -46,7 +46,8 @@ Roles (``threads = 384``, three warpgroups; ``setmaxnreg`` moves registers to th
   chunk ``j`` of that converted tile is staged and TMA-stored while the next tile's k-block
   ``j`` runs its wgmma, so the tensor cores do not idle during stores (+5-20% on the H100). The
   CTA's last tile is stored after its tile loop; chunks a short k-loop (``KT < BN / EPI``) has
-  no k-block for are stored right after it.
+  no k-block for are stored right after it. Narrow chunks (``EPI`` below 128 bytes) go out in
+  rounds of 128 bytes of columns (e.g. four 16-column boxes at ``BN = 176``), one barrier pair each.
 
 Schedule: persistent; cluster ``u`` of ``G`` takes cluster tiles ``u, u + G, ...`` of the
 ``ceil(M / (CM BM)) x ceil(N / BN)`` grid in the grouped order of :mod:`kernels.schedule`.
@@ -108,7 +109,7 @@ def plan(M, N, K, BM=128, BN=256, BK=64, STAGES=4, CM=1, sms=SM_COUNT_H100, grou
     if min(M, N, K) <= 0:
         raise ValueError(f"gemm_sm90: M, N, K must be positive, got {(M, N, K)}")
     stage = (BM + BN) * BK * 2
-    smem = STAGES * stage + 2 * BM * epi * _BYTES[out_dtype] + 1024 + 2 * STAGES * 8
+    smem = STAGES * stage + 2 * BM * 128 + 1024 + 2 * STAGES * 8   # two 128-byte-wide staging buffers
     if smem > SMEM_LIMIT:
         raise ValueError(f"gemm_sm90: {STAGES} stages of {stage} bytes plus the epilogue need {smem} bytes of "
                          f"shared memory, over the {SMEM_LIMIT} a CTA may have: use fewer stages or a smaller BN")
@@ -121,23 +122,37 @@ def plan(M, N, K, BM=128, BN=256, BK=64, STAGES=4, CM=1, sms=SM_COUNT_H100, grou
 
 
 # Relative per-SM throughput of a 128 x BN tile (estimated: narrower tiles move more operand bytes
-# per FLOP -- 128 + BN rows per 128 x BN products -- and issue narrower wgmma)
-_BN_EFFICIENCY = {256: 1.0, 192: 0.97, 128: 0.90}
+# per FLOP -- 128 + BN rows per 128 x BN products -- and issue narrower wgmma). 176: measured on the
+# H100 at N = 2112, 1.05-1.07x BN = 192's speed with 12 / 11 column tiles (kernels/NOTES_gemm_sm90.md)
+_BN_EFFICIENCY = {256: 1.0, 192: 0.97, 176: 0.95, 128: 0.90}
 
 
-def choose_bn(M, N, sms=SM_COUNT_H100, CM=1):
+def bn_candidates(CM=1, b_major="K"):
+    """Tile widths :func:`choose_bn` picks from: 256, 192, 176 (K-major ``B`` only: an MN-major one is
+    loaded in 64-column boxes) and 128 without a cluster; widths of whole 64-column multicast slices
+    (256, 128) with ``CM = 2``.
+
+        >>> bn_candidates(), bn_candidates(b_major="MN"), bn_candidates(CM=2)
+        ((256, 192, 176, 128), (256, 192, 128), (256, 128))
+    """
+    return tuple(b for b in (256, 192, 176, 128)
+                 if (b % 64 == 0 and (b // 64) % CM == 0) or (b == 176 and CM == 1 and b_major == "K"))
+
+
+def choose_bn(M, N, sms=SM_COUNT_H100, CM=1, b_major="K"):
     """The tile width ``BN`` with the least estimated time on ``sms`` SMs: rounds of the persistent
     schedule (``ceil(tiles / units)``, every round as long as its slowest tile) times ``BN`` over
     the tile's relative efficiency. Wave quantization decides narrow-N shapes: N = 2112 has 8.25
-    tiles of 256 columns (9 launched, the last one 3/4 empty) but exactly 11 of 192.
+    tiles of 256 columns (9 launched, the last one 3/4 empty), exactly 11 of 192 (2.67 waves on
+    132 SMs) and exactly 12 of 176 (2.91 waves; cuBLAS's tile there too).
 
-        >>> choose_bn(4096, 4096), choose_bn(4096, 2112), choose_bn(4096, 2112, CM=2)
-        (256, 192, 128)
+        >>> choose_bn(4096, 4096), choose_bn(4096, 2112), choose_bn(4096, 2112, b_major="MN")
+        (256, 176, 192)
+        >>> choose_bn(4096, 2112, CM=2)
+        128
     """
     best = None
-    for bn in (256, 192, 128):
-        if (bn // 64) % CM:
-            continue
+    for bn in bn_candidates(CM, b_major):
         tiles = _cdiv(_cdiv(M, 128), CM) * _cdiv(N, bn)
         rounds = _cdiv(tiles, persistent_units(tiles, sms, CM))
         cost = rounds * bn / _BN_EFFICIENCY[bn]
@@ -175,9 +190,8 @@ def gemm_sm90(M, N, K, BN=256, STAGES=4, CM=1, a_major="K", b_major="K", dtype="
 
     ``BN``: any multiple of 16 in [64, 256] (the wgmma N); with an MN-major ``B``, a multiple of
     ``64 CM`` (64-column TMA boxes, split over the cluster). Widths that are not a multiple of 64
-    store narrower output chunks. ``BN = 176`` (cuBLAS's tile at N = 2112) measured slower than the
-    default 192 there on the H100 (627-666 vs 695-713 TFLOPS, with and without a cluster;
-    kernels/NOTES_gemm_sm90.md).
+    store narrower output chunks, several per barrier round (``BN = 176``, cuBLAS's tile at N = 2112
+    and :func:`choose_bn`'s there: 16-column chunks, four per round; kernels/NOTES_gemm_sm90.md).
 
     ``drop=`` removes one protocol step, for the simulator's mutation tests only: ``"full_wait"``
     (consumers' wait on ``full``), ``"empty_wait"`` (producer's wait on ``empty``), ``"expect_tx"``
@@ -223,6 +237,10 @@ def gemm_sm90(M, N, K, BN=256, STAGES=4, CM=1, a_major="K", b_major="K", dtype="
     W1 = None if d == "wgmma_wait" else 1
     KT, EPI, UNITS = p["kt"], p["epi"], p["units"]
     NCH = BN // EPI                     # output chunks per tile (one TMA box of up to 128 bytes wide each)
+    # the deferred epilogue stores 128 bytes of columns per round (G boxes when chunks are narrower), so a
+    # tile takes as many barrier rounds in the next tile's k-loop as a 64-multiple BN would
+    G = 128 // _BYTES[out_dtype] // EPI if DEFER else 1
+    NR = _cdiv(NCH, G)                  # store rounds per tile
     TMC, TN, TILES = p["cluster_tiles_m"], p["tiles_n"], p["tiles"]
     BNS = BN // CM                      # rows of B's box each CTA of the cluster loads
     STAGE_BYTES = (BM + BN) * BK * 2
@@ -235,7 +253,8 @@ def gemm_sm90(M, N, K, BN=256, STAGES=4, CM=1, a_major="K", b_major="K", dtype="
         b_shape, bs_shape, SB = (N, K), (STAGES, BN, BK), _k_major_stages(STAGES, BN, BK, dtype)
     else:
         b_shape, bs_shape, SB = (K, N), (STAGES, BK, BN), _mn_major_stages(STAGES, BK, BN, dtype)
-    SC = ComposeLayout(swizzle_for(EPI * _BYTES[out_dtype], out_dtype), TileLayout(S[(2, BM, EPI)]))
+    SC = ComposeLayout(swizzle_for(EPI * _BYTES[out_dtype], out_dtype),
+                       TileLayout(S[(2, BM, EPI)] if G == 1 else S[(2, G, BM, EPI)]))
     ACC = wgmma_accumulator(BN)
     CHUNK = wgmma_accumulator(EPI)
     BIAS = bias_layout(EPI)
@@ -248,30 +267,45 @@ def gemm_sm90(M, N, K, BN=256, STAGES=4, CM=1, a_major="K", b_major="K", dtype="
     bias_shape = (1, N) if bias else (1, 1)
 
     @T.macro
-    def store_chunk(C, Cs, src, t, j, c, m0, n0):
-        """Output columns ``j EPI ..`` of the CTA's ``t``-th tile, at ``(m0, n0)``: ``src`` (this consumer's
-        ``(64, EPI)`` values, accumulator layout) -> staging buffer -> TMA store. The two buffers
-        alternate over the CTA's chunk sequence ``t NCH + j`` (with an odd ``NCH``, ``j % 2`` would give a
-        tile's first chunk the buffer its previous tile's last store may still read)."""
-        b = (t * NCH + j) % 2 if NCH % 2 else j % 2
+    def store_chunk(C, Cs, src, s0, t, j, nper, nb, c, m0, n0):
+        """Round ``j`` (of ``nper`` per tile) of the CTA's ``t``-th tile, at ``(m0, n0)``: ``nb`` chunks of
+        ``EPI`` columns from column ``j G EPI`` (this consumer's values, accumulator layout, in columns
+        ``s0 ..`` of ``src``) -> staging buffer -> TMA stores. The two buffers alternate over the CTA's
+        round sequence ``t nper + j`` (with an odd ``nper``, ``j % 2`` would give a tile's first round the
+        buffer its previous tile's last store may still read)."""
+        b = (t * nper + j) % 2 if nper % 2 else j % 2
+        col = j * G * EPI
         # STORE "wg": each consumer stages and stores its own 64 rows behind its own barrier; "cta":
         # both consumers stage, one thread stores the (BM, EPI) box
         if d != "store_wait":
             if (T.thread_id_in_wg() == 0) if WG_STORE else (T.thread_id() == 128):
                 T.ptx.bulk_wait_group_read(1)    # the store that last read this buffer is done
         T.ptx.barrier_sync(1 + c if WG_STORE else 1, 128 if WG_STORE else 256)
-        Tx.wg.copy(Cs[b, c * 64:c * 64 + 64, :], src)
+        if G == 1:
+            Tx.wg.copy(Cs[b, c * 64:c * 64 + 64, :], src[:, s0:s0 + EPI])
+        else:
+            for g in range(nb):
+                Tx.wg.copy(Cs[b, g, c * 64:c * 64 + 64, :], src[:, s0 + g * EPI:s0 + g * EPI + EPI])
         if d != "fence_proxy_async":
             T.ptx.fence_proxy_async()
         T.ptx.barrier_sync(1 + c if WG_STORE else 1, 128 if WG_STORE else 256)
         if WG_STORE:
             for cc in range(2):         # one issuing thread per call site
                 if T.thread_id() == 128 * (cc + 1):
-                    Tx.copy_async(C[m0 + cc * 64:m0 + cc * 64 + 64, n0 + j * EPI:n0 + j * EPI + EPI],
-                                  Cs[b, cc * 64:cc * 64 + 64, :])
+                    if G == 1:
+                        Tx.copy_async(C[m0 + cc * 64:m0 + cc * 64 + 64, n0 + col:n0 + col + EPI],
+                                      Cs[b, cc * 64:cc * 64 + 64, :])
+                    else:
+                        for g in range(nb):
+                            Tx.copy_async(C[m0 + cc * 64:m0 + cc * 64 + 64, n0 + col + g * EPI:n0 + col + g * EPI + EPI],
+                                          Cs[b, g, cc * 64:cc * 64 + 64, :])
         else:
             if T.thread_id() == 128:
-                Tx.copy_async(C[m0:m0 + BM, n0 + j * EPI:n0 + j * EPI + EPI], Cs[b])
+                if G == 1:
+                    Tx.copy_async(C[m0:m0 + BM, n0 + col:n0 + col + EPI], Cs[b])
+                else:
+                    for g in range(nb):
+                        Tx.copy_async(C[m0:m0 + BM, n0 + col + g * EPI:n0 + col + g * EPI + EPI], Cs[b, g])
 
     @T.prim_func
     def gemm_sm90_kernel(A: T.Tensor(a_shape, dtype), B: T.Tensor(b_shape, dtype),
@@ -279,7 +313,7 @@ def gemm_sm90(M, N, K, BN=256, STAGES=4, CM=1, a_major="K", b_major="K", dtype="
         T.launch(grid=(p["grid"],), threads=384, cluster=cluster)
         As = T.alloc_shared(as_shape, dtype, layout=SA)
         Bs = T.alloc_shared(bs_shape, dtype, layout=SB)
-        Cs = T.alloc_shared((2, BM, EPI), out_dtype, layout=SC)
+        Cs = T.alloc_shared((2, BM, EPI) if G == 1 else (2, G, BM, EPI), out_dtype, layout=SC)
         full = T.alloc_shared((STAGES,), "uint64")
         empty = T.alloc_shared((STAGES,), "uint64")
         acc = T.alloc_local((64, BN), "float32", layout=ACC)
@@ -368,14 +402,16 @@ def gemm_sm90(M, N, K, BN=256, STAGES=4, CM=1, a_major="K", b_major="K", dtype="
                                 for r in range(CM):     # every CTA of the cluster multicasts into this stage
                                     T.ptx.mbarrier_arrive_cluster(T.ptx.mapa_shared(empty[(g + STAGES - 1) % STAGES], r))
                     if DEFER:   # chunk k of the previous tile is stored while this k-block's wgmma runs
-                        for j in range(min(NCH, KT)):
+                        for j in range(min(NR, KT)):
                             if k == j:
                                 if i > 0:
-                                    store_chunk(C, Cs, pk[:, j * EPI:j * EPI + EPI], i - 1, j, c, (ptmc * CM + rank) * BM, ptn * BN)
+                                    store_chunk(C, Cs, pk, j * G * EPI, i - 1, j, NR, min(G, NCH - j * G), c,
+                                                (ptmc * CM + rank) * BM, ptn * BN)
                 if DEFER:       # chunks left over when the tile has fewer k-blocks than chunks
-                    for j in range(KT, NCH):
+                    for j in range(KT, NR):
                         if i > 0:
-                            store_chunk(C, Cs, pk[:, j * EPI:j * EPI + EPI], i - 1, j, c, (ptmc * CM + rank) * BM, ptn * BN)
+                            store_chunk(C, Cs, pk, j * G * EPI, i - 1, j, NR, min(G, NCH - j * G), c,
+                                        (ptmc * CM + rank) * BM, ptn * BN)
                 if d != "acc_wait":
                     Tx.wg.gemm_wait(0, acc)
                 if lane == 0:
@@ -396,14 +432,15 @@ def gemm_sm90(M, N, K, BN=256, STAGES=4, CM=1, a_major="K", b_major="K", dtype="
                         Tx.wg.silu(chunk, chunk)
                     if not DEFER:
                         Tx.wg.cast(out, chunk)
-                        store_chunk(C, Cs, out, i, j, c, m0, n0)
+                        store_chunk(C, Cs, out, 0, i, j, NCH, 1, c, m0, n0)
                 if DEFER:
                     Tx.wg.cast(pk, acc)     # frees acc for the next tile's first wgmma
             if DEFER:
                 if n_tiles > 0:             # the CTA's last tile
                     ltmc, ltn = grouped_tile(unit + (n_tiles - 1) * UNITS, TMC, TN, group)
-                    for j in range(NCH):
-                        store_chunk(C, Cs, pk[:, j * EPI:j * EPI + EPI], n_tiles - 1, j, c, (ltmc * CM + rank) * BM, ltn * BN)
+                    for j in range(NR):
+                        store_chunk(C, Cs, pk, j * G * EPI, n_tiles - 1, j, NR, min(G, NCH - j * G), c,
+                                    (ltmc * CM + rank) * BM, ltn * BN)
             if T.thread_id_in_wg() == 0:
                 T.ptx.bulk_wait_group(0)
         if CM > 1:

@@ -40,10 +40,11 @@ def test_gemm_sm90_sim_matches_float64(M, N, K, a_major, b_major, CM, sms, BN):
     # first chunk took buffer 0 while its predecessor's last store still read it, before the fix)
     (300, 200, 136, 192, 1, 1, False),
     (300, 200, 136, 192, 1, 1, True),
-    # BN not a multiple of 64: 32-byte output chunks (11 per tile at BN = 176, more than the 3 k-blocks,
-    # so 8 are stored after the k-loop), ragged last tile column
+    # BN not a multiple of 64: 32-byte output chunks (11 per tile at BN = 176), deferred in 3 rounds of
+    # 4 / 4 / 3 boxes under the next tile's first 3 k-blocks; ragged last tile column
     (300, 360, 136, 176, 1, 1, True),
-    (300, 200, 136, 80, 1, 2, False),
+    (260, 360, 64, 176, 1, 2, True),     # one k-block: rounds 1 and 2 after the k-loop
+    (300, 200, 136, 80, 1, 2, False),    # not deferred: one 16-column box per round, 5 per tile
     (520, 360, 200, 176, 2, 2, True),    # cluster: each CTA multicasts 88 of B's 176 rows
 ])
 def test_bf16_epilogue_sim_matches_float64(M, N, K, BN, CM, sms, DEFER):
