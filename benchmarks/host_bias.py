@@ -1,6 +1,6 @@
 """Does the host's launch cost bias the benchmarks' ratios? (GPU machine; a diagnostic, not a test.)
 
-    python benchmarks/host_bias.py
+    python benchmarks/host_bias.py [MxNxK,...]     (GEMM shapes only, when given)
 
 ``kernels.bench.median_ms`` times 10 back-to-back calls per sample; the first call's host time lies
 on the GPU's critical path (the start event fires on an idle GPU), so a peer with a shorter host
@@ -92,7 +92,9 @@ def main():
     from kernels.bench import warm_gpu
 
     warm_gpu()
-    for M, N, K in ((4096, 4096, 4096), (8192, 8192, 8192), (4096, 2112, 7168)):
+    shapes = [tuple(int(x) for x in sh.split("x")) for sh in sys.argv[1].split(",")] if len(sys.argv) > 1 else \
+        [(4096, 4096, 4096), (8192, 8192, 8192), (4096, 2112, 7168)]
+    for M, N, K in shapes:
         sets = [(torch.randn(M, K, device="cuda").bfloat16(), torch.randn(N, K, device="cuda").bfloat16().t())
                 for _ in range(4)]
         out = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
@@ -105,7 +107,8 @@ def main():
         compare(f"{M}x{N}x{K}", fns, sets, 2 * M * N * K, 20)
         if M == N == K == 4096:
             profile(lambda: kernels.gemm(a, b, out))
-    for S, D, causal in ((1024, 64, True), (1024, 64, False), (4096, 128, False), (1024, 256, True)):
+    for S, D, causal in ((1024, 64, True), (1024, 64, False), (4096, 128, False), (1024, 256, True)) \
+            if len(sys.argv) == 1 else ():
         B = 32768 // S
         sets = [tuple(torch.randn(B, S, 16, D, device="cuda").bfloat16() for _ in range(3)) for _ in range(2)]
         both = [s + tuple(x.transpose(1, 2) for x in s) for s in sets]    # ours (B, S, H, D), SDPA's (B, H, S, D)
