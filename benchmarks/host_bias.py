@@ -14,7 +14,6 @@ import cProfile
 import io
 import os
 import pstats
-import statistics
 import sys
 import time
 
@@ -35,36 +34,18 @@ def host_us(fn, n=200):
     return dt
 
 
-def median_ms_busy(fns, sets, reps, inner=10, warmup=3):
-    """``kernels.bench.median_ms`` with a sleep kernel (~1.7 ms) queued before each start event."""
+def _sleep():
     import torch
 
-    for fn in fns.values():
-        for i in range(warmup):
-            fn(*sets[i % len(sets)])
-    torch.cuda.synchronize()
-    times = {name: [] for name in fns}
-    n = 0
-    for _ in range(reps):
-        for name, fn in fns.items():
-            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            torch.cuda._sleep(3_000_000)
-            s.record()
-            for _ in range(inner):
-                fn(*sets[n % len(sets)])
-                n += 1
-            e.record()
-            e.synchronize()
-            times[name].append(s.elapsed_time(e) / inner)
-    return {name: statistics.median(t) for name, t in times.items()}
+    torch.cuda._sleep(3_000_000)     # ~1.7 ms: every call of the sample is queued before the GPU gets to it
 
 
 def compare(label, fns, sets, flop, reps):
     from kernels.bench import median_ms
 
     peer = [n for n in fns if n != "tirxpy"][0]
-    for meth, f in (("plain", median_ms), ("busy", median_ms_busy)) * 2:
-        ms = f(fns, sets, reps)
+    for meth, before in (("plain", None), ("busy", _sleep)) * 2:
+        ms = median_ms(fns, sets, reps, before=before)
         print(f"  {label} {meth}: tirxpy {flop / ms['tirxpy'] / 1e9:.0f} {peer} {flop / ms[peer] / 1e9:.0f} "
               f"TFLOPS, ratio {ms[peer] / ms['tirxpy']:.3f}", flush=True)
 

@@ -22,13 +22,15 @@ GEMM_SHAPES = [(2048, 2048, 2048), (4096, 4096, 4096), (8192, 8192, 8192),
                (4096, 7168, 7168), (4096, 2112, 7168), (4096, 24576, 1536), (4096, 7168, 2048)]
 
 
-def median_ms(fns, sets, reps, inner=10, warmup=3):
+def median_ms(fns, sets, reps, inner=10, warmup=3, before=None):
     """``{name: median ms}`` for the functions ``fns`` (``name -> fn(*inputs)``): each sample is the
     mean time of ``inner`` back-to-back calls (CUDA events), cycling through the input ``sets``, and
     the functions take their samples in turn (sample ``i`` of each, then sample ``i + 1``), so a
     drift of the GPU's clock or temperature during the run reaches all of them alike and their
     ratio stays fair. Back-to-back launches keep the host's launch cost off the GPU's critical
-    path, as in a real model."""
+    path, as in a real model, but for the first call's. ``before()`` runs ahead of each start
+    event (``benchmarks/host_bias.py`` queues a sleep kernel there, so that only device time is
+    timed)."""
     import torch
 
     for fn in fns.values():
@@ -40,6 +42,8 @@ def median_ms(fns, sets, reps, inner=10, warmup=3):
     for _ in range(reps):
         for name, fn in fns.items():
             s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            if before is not None:
+                before()
             s.record()
             for _ in range(inner):
                 fn(*sets[n % len(sets)])
