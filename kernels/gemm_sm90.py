@@ -34,8 +34,9 @@ Roles (``threads = 384``, three warpgroups; ``setmaxnreg`` moves registers to th
   ``EPI``-column chunks (128 bytes of output; when that does not divide ``BN``, the widest
   power-of-two share of it: 16 columns at ``BN = 176``) are optionally biased / activated in float32,
   converted, written with ``stmatrix`` (or plain stores for f32) into the consumer's 64 rows of
-  a double-buffered 128B-swizzled staging tile, fenced to the async proxy and stored with a TMA
-  store (which also clips the ragged edges) by the consumer's first thread after a 128-thread
+  a double-buffered swizzled staging tile (128B swizzle; 32B for 16-column chunks), fenced to the
+  async proxy and stored with a TMA store (which also clips the ragged edges) by the consumer's
+  first thread after a 128-thread
   named barrier (``STORE="wg"``, the default: the two consumers never wait for each other), or
   for the whole ``(BM, EPI)`` box by one thread after a 256-thread barrier (``STORE="cta"``).
   The two staging buffers alternate over the CTA's sequence of chunks (not the chunk index: with
