@@ -5,9 +5,10 @@
 Each ``FILE`` is a copy of ``kernels/attention_sm90.py`` (e.g. ``git show REV:kernels/attention_sm90.py
 > A.py``); ``KEY=VALUE`` items are passed to its ``attention_sm90`` (``BN``, ``STAGES``, ``NC``,
 ``PINGPONG=0/1``, ``PERSIST=0/1``, ...; a value that is not an integer is passed as a string). For
-each shape (32k tokens, 16 heads, bf16; non-causal and causal) the variants are timed in 7 interleaved rounds of 5 back-to-back launches each and the median is printed in
-TFLOPS, so machine drift between separate benchmark runs does not enter the comparison. Kernels are
-compiled first in parallel processes (filling tirxpy's disk cache).
+each shape (32k tokens, 16 heads, bf16; non-causal and causal) the variants are timed in 7
+interleaved rounds of 5 back-to-back launches each and the median is printed in TFLOPS, so machine
+drift between separate benchmark runs does not enter the comparison. Kernels are compiled first in
+parallel processes (filling tirxpy's disk cache).
 """
 from __future__ import annotations
 
