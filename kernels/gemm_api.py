@@ -124,10 +124,12 @@ def gemm(a, b, out=None, *, bias=None, activation=None, out_dtype=None, **tuning
     ``STORE``, ``DEFER``, ``sms``); without ``BN`` the tile width is :func:`kernels.gemm_sm90.choose_bn`'s."""
     if "drop" in tuning:     # gemm_sm90's mutation-test switch: never reachable from here
         raise TypeError("kernels.gemm() got an unexpected keyword argument 'drop'")
-    tensors = all(isinstance(t, torch.Tensor) for t in (a, b, out, bias) if t is not None)
+    Tensor = torch.Tensor
+    tensors = isinstance(a, Tensor) and isinstance(b, Tensor) and (out is None or isinstance(out, Tensor)) \
+        and (bias is None or isinstance(bias, Tensor))
     key = (a.shape, a.stride(), b.shape, b.stride(), a.dtype, b.dtype, a.device, out_dtype, activation,
            bias is None, None if out is None else (out.shape, out.stride(), out.dtype),
-           tuple(sorted(tuning.items()))) if tensors else None
+           tuple(sorted(tuning.items())) if tuning else ()) if tensors else None
     fast = _FAST.get(key) if tensors else None
     if fast is not None and (bias is None or bias.device == a.device):
         ck, fa, fb = fast      # same shapes, layouts and dtypes as an earlier call: checked then

@@ -218,3 +218,60 @@ def test_ctypes_backend_without_libcuda_says_what_to_use(monkeypatch):
     monkeypatch.setattr(runtime, "_LAUNCH_EX", [None])      # as where libcuda.so.1 cannot be opened
     with pytest.raises(LaunchError, match="libcuda.so.1 could not be opened with ctypes; use backend='bindings'"):
         runtime.Launcher(None, None, backend="ctypes")
+
+
+# -- the fast check (a spec that fixes dtype and shape) agrees with the full one ------------------
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_DT = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+@st.composite
+def _spec_and_tensor(draw):
+    """A spec fixing dtype and shape (strides fully or partly fixed) and a tensor near it: maybe
+    another dtype, shape, a transposed or sliced view, an offset (misaligned) pointer."""
+    shape = tuple(draw(st.lists(st.integers(1, 5), min_size=1, max_size=3)))
+    dtype = draw(st.sampled_from(sorted(_DT)))
+    strides, acc = [], 1
+    for n in reversed(shape):
+        strides.insert(0, acc)
+        acc *= n
+    strides = tuple(None if draw(st.booleans()) and n == 1 else s for n, s in zip(shape, strides))
+    spec = ParamSpec("x", dtype=dtype, shape=shape, strides=strides, align=draw(st.sampled_from([1, 2, 16])))
+    tshape = tuple(n + draw(st.sampled_from([0, 0, 0, 1])) for n in shape)
+    tdtype = _DT[draw(st.sampled_from([dtype, dtype, dtype, "float32"]))]
+    base = torch.zeros(sum(tshape) * 64 + 64, dtype=tdtype)
+    off = draw(st.sampled_from([0, 0, 1]))
+    t = base[off:off + torch.Size(tshape).numel()].view(tshape)
+    if len(tshape) >= 2 and draw(st.booleans()):
+        t = t.transpose(-1, -2)
+    return spec, t
+
+
+def _outcome(fn):
+    try:
+        return fn()
+    except LaunchError as e:
+        return str(e)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_spec_and_tensor())
+def test_fast_tensor_check_agrees_with_the_full_check(case):
+    spec, t = case
+    p = packer(spec)
+    assert 0 in p._exact        # the spec fixes dtype and shape: the fast check applies
+    assert _outcome(lambda: p._tensor(0, spec, t, {})) == _outcome(lambda: p._tensor_checked(0, spec, t))
+
+
+def test_a_tensor_accepted_for_one_slot_is_still_checked_against_another():
+    # the per-launch memo may only skip checks between slots with equal requirements
+    x = torch.zeros(4, 8)
+    p = packer(ParamSpec("x", dtype="float32", shape=(4, 8), strides=(8, 1)),
+               ParamSpec("y", dtype="float32", shape=(8, 4), strides=(4, 1)))
+    with pytest.raises(LaunchError, match=r"parameter 'y': shape is \(4, 8\), the kernel expects \(8, 4\)"):
+        p.pack([x, x])
+    p.pack([x, torch.zeros(8, 4)])
+    with pytest.raises(LaunchError, match=r"parameter 'x': strides are \(1, 4\)"):  # a later launch re-checks
+        p.pack([torch.zeros(8, 4).t(), torch.zeros(8, 4)])

@@ -106,7 +106,7 @@ class CompiledKernel:
             names = ", ".join(p.name for p in self.kernel.params)
             raise LaunchError("args", f"{self.name} takes {self._nparams} arguments ({names}), got {len(args)}")
         if self._tm_index:
-            args = args + tuple(args[i] for i in self._tm_index)
+            args = args + tuple([args[i] for i in self._tm_index])
         grid = self._grid
         if self._grid_fn is not None:
             try:

@@ -148,10 +148,21 @@ class ArgPacker:
         self.specs = tuple(specs)
         self.device = torch.device(device)
         self._torch_dtype = {}
+        # slot -> (dtype, shape, strides, positions of the fixed strides or None for all, align)
+        # when the spec fixes dtype and shape: the fast check of _tensor. Equal requirements share
+        # one tuple, so a tensor accepted for one slot is accepted for the next by identity.
+        self._exact = {}
+        interned: dict = {}
         fmt, off, slots, tmaps = "<", 0, [], []
         for i, s in enumerate(self.specs):
             if s.dtype is not None and s.kind != "scalar":
                 self._torch_dtype[i] = _torch_dtype(s.dtype, s.name)
+                if s.shape is not None and None not in s.shape and s.strides is not None \
+                        and len(s.strides) == len(s.shape):
+                    fixed = tuple(d for d, st in enumerate(s.strides) if st is not None)
+                    ex = (self._torch_dtype[i], torch.Size(s.shape), tuple(s.strides),
+                          None if len(fixed) == len(s.strides) else fixed, s.align)
+                    self._exact[i] = interned.setdefault(ex, ex)
             if s.kind == "tensormap":
                 tmaps.append(i)
                 continue
@@ -179,9 +190,33 @@ class ArgPacker:
         self.params_address = ctypes.addressof(self._ptrs)
         self._tm_off = tm_off
         self._tm_cache: dict = {}
+        self._tm_last: dict = {}    # slot -> the map object last written into the buffer
 
     # -- checks ----------------------------------------------------------------------
-    def _tensor(self, i, s, t):
+    def _tensor(self, i, s, t, seen=None):
+        """``t``'s data pointer once it meets spec ``s`` of slot ``i`` (LaunchError otherwise).
+
+        The common case is fast: a spec that fixes dtype and shape, met exactly, is accepted with a
+        few comparisons, and ``seen`` (``id -> (requirements, pointer)`` for this launch's
+        arguments) accepts a tensor already accepted for equal requirements at once. Anything else
+        takes the full check, which names what is wrong."""
+        ex = self._exact.get(i)
+        if ex is not None:
+            if seen is not None:
+                hit = seen.get(id(t))
+                if hit is not None and hit[0] is ex:
+                    return hit[1]
+            if isinstance(t, _Tensor()) and t.dtype is ex[0] and t.shape == ex[1] and t.device == self.device:
+                st = t.stride()
+                if st == ex[2] if ex[3] is None else all(st[d] == ex[2][d] for d in ex[3]):
+                    ptr = t.data_ptr()
+                    if not ptr % ex[4]:
+                        if seen is not None:
+                            seen[id(t)] = (ex, ptr)
+                        return ptr
+        return self._tensor_checked(i, s, t)
+
+    def _tensor_checked(self, i, s, t):
         import torch  # noqa: PLC0415
 
         if not isinstance(t, torch.Tensor):
@@ -208,14 +243,16 @@ class ArgPacker:
                                       f"TMA / vector accesses need it — use a fresh allocation or .clone()")
         return ptr
 
-    def _tensormap(self, i, s, t) -> bytes:
+    def _tensormap(self, i, s, t, seen=None) -> bytes:
         if isinstance(t, (bytes, bytearray)):
             if len(t) != 128:
                 raise LaunchError(s.name, f"an encoded tensor map is 128 bytes, got {len(t)}")
             return bytes(t)
-        ptr = self._tensor(i, s, t)
-        # one map per parameter slot: a tensor behind two slots (two TMA boxes of one operand) needs both
-        key = (i, ptr, tuple(t.shape), t.stride(), t.dtype)
+        ptr = self._tensor(i, s, t, seen)
+        # one map per parameter slot: a tensor behind two slots (two TMA boxes of one operand) needs
+        # both; when the spec fixes dtype, shape and every stride the pointer alone tells maps apart
+        ex = self._exact.get(i)
+        key = (i, ptr) if ex is not None and ex[3] is None else (i, ptr, tuple(t.shape), t.stride(), t.dtype)
         blob = self._tm_cache.get(key)
         if blob is None:
             from .errors import TmaError  # noqa: PLC0415
@@ -260,21 +297,36 @@ class ArgPacker:
             raise LaunchError("args", f"the kernel takes {len(specs)} arguments ({names}), got {len(args)}")
         if not specs:
             return self.params_address
-        vals = []
+        vals, seen, last = [], {}, self._tm_last
         for i, (s, a) in enumerate(zip(specs, args)):
             k = s.kind
             if k == "tensor":
-                vals.append(self._tensor(i, s, a))
+                vals.append(self._tensor(i, s, a, seen))
             elif k == "scalar":
                 vals.append(self._scalar(s, a))
             else:
-                off = self._tm_off[i]
-                self._mv[off:off + 128] = self._tensormap(i, s, a)
+                blob = self._tensormap(i, s, a, seen)
+                if blob is not last.get(i):     # the buffer already holds this map otherwise
+                    off = self._tm_off[i]
+                    self._mv[off:off + 128] = blob
+                    last[i] = blob
         self._struct.pack_into(self._mv, 0, *vals)
         return self.params_address
 
     def packed_bytes(self) -> bytes:
         return bytes(self._mv)
+
+
+_TENSOR_TYPE: list = []
+
+
+def _Tensor():
+    """``torch.Tensor``, imported once (the launch path calls this on every tensor argument)."""
+    if not _TENSOR_TYPE:
+        import torch  # noqa: PLC0415
+
+        _TENSOR_TYPE.append(torch.Tensor)
+    return _TENSOR_TYPE[0]
 
 
 def _fmt_dims(dims) -> str:
