@@ -86,13 +86,14 @@ def _pad(t, rows):
     return out
 
 
-TUNING = ("BN", "STAGES", "NC", "PINGPONG", "PERSIST", "CHAIN", "sms")
+TUNING = ("BN", "STAGES", "NC", "PINGPONG", "PERSIST", "CHAIN", "OSTAGE", "sms")
 
 
 def attention(q, k, v, causal=False, scale=None, return_lse=False, **tuning):
     """Attention forward on a Hopper GPU; see the module docstring. ``tuning`` passes ``BN``,
-    ``STAGES``, ``NC``, ``PINGPONG``, ``PERSIST``, ``CHAIN`` and ``sms`` (default: the device's SM count)
-    to :func:`kernels.attention_sm90.attention_sm90` (defaults: :func:`~kernels.attention_sm90.default_config`,
+    ``STAGES``, ``NC``, ``PINGPONG``, ``PERSIST``, ``CHAIN``, ``OSTAGE`` and ``sms`` (default: the
+    device's SM count) to :func:`kernels.attention_sm90.attention_sm90` (defaults:
+    :func:`~kernels.attention_sm90.default_config`,
     :func:`~kernels.attention_sm90.default_pingpong`; persistent and chained where it fits, see
     :func:`~kernels.attention_sm90.plan`)."""
     unknown = sorted(set(tuning) - set(TUNING))

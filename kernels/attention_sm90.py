@@ -82,7 +82,7 @@ from tirxpy import T, Tx
 from tirxpy.layout import ComposeLayout, R, S, TileLayout, laneid, m, swizzle_for, wid_in_wg
 from tirxpy.layout.atoms import wgmma_accumulator
 
-from .schedule import SM_COUNT_H100, persistent_units, tiles_of_unit
+from .schedule import SM_COUNT_H100, persistent_units, register_split, tiles_of_unit
 
 DTYPES = ("bfloat16", "float16")
 HEAD_DIMS = (64, 128, 256)
@@ -119,7 +119,7 @@ def default_pingpong(D, causal, NC=2, OVERLAP=True, CHAIN=False):
 
 
 def plan(B, H, HKV, SQ, SK, D, dtype="bfloat16", BN=None, STAGES=None, NC=None, causal=False, OVERLAP=True,
-         PINGPONG=None, PERSIST=None, CHAIN=None, sms=SM_COUNT_H100):
+         PINGPONG=None, PERSIST=None, CHAIN=None, sms=SM_COUNT_H100, OSTAGE=None):
     """Checked launch plan (raises ValueError with what to change).
 
     ``PERSIST`` launches at most ``sms`` CTAs that walk the ``(query tile, head, batch)`` tiles; it
@@ -132,7 +132,14 @@ def plan(B, H, HKV, SQ, SK, D, dtype="bfloat16", BN=None, STAGES=None, NC=None, 
 
     ``CHAIN`` (persistent, overlapped loop only) adds a second ``(BM, D)`` Q buffer so that each
     tile's first key block runs under the previous tile's last ``P V`` (module docstring); default:
-    on where that buffer fits (head dims 64 / 128 at the default tiles)."""
+    on where that buffer fits (head dims 64 / 128 at the default tiles).
+
+    ``OSTAGE``: where ``O`` is staged for its TMA store. ``"own"``: a ``(BM, D)`` buffer of its own
+    (persistent only; the next tile's Q loads while this tile's O is stored); ``"q"``: over the
+    tile's Q, which every ``S`` of the tile has finished reading. A persistent CTA then reloads Q
+    only once the store has read it (``q_empty`` waits for that), while the next tile's first K / V
+    blocks load under the epilogue. Default: ``"own"`` where persistent and it fits, else ``"q"``
+    (this lets head dim 256 run persistent)."""
     bn, st, nc = default_config(D) if D in HEAD_DIMS else (None, None, None)
     BN, NC = (bn if BN is None else BN), (nc if NC is None else NC)
     if dtype not in DTYPES:
@@ -161,13 +168,21 @@ def plan(B, H, HKV, SQ, SK, D, dtype="bfloat16", BN=None, STAGES=None, NC=None, 
                          f"of shared memory, over the {SMEM_LIMIT} a CTA may have: use fewer stages or a smaller BN")
     fits = smem + BM * D * 2 <= SMEM_LIMIT
     PERSIST = (fits and _cdiv(SK, BN) <= 32) if PERSIST is None else bool(PERSIST)
-    if PERSIST and not fits:
-        raise ValueError(f"attention_sm90: PERSIST stages O in its own ({BM} x {D}) buffer, {smem + BM * D * 2} bytes "
-                         f"of shared memory in all, over the {SMEM_LIMIT} a CTA may have: use PERSIST=False, fewer "
-                         "stages or a smaller BN")
+    if OSTAGE is None:
+        OSTAGE = "own" if PERSIST and fits else "q"
+    if OSTAGE not in ("own", "q"):
+        raise ValueError(f"attention_sm90: OSTAGE = {OSTAGE!r}; use 'own' (O staged in its own buffer) or 'q' "
+                         "(over the tile's Q)")
+    if OSTAGE == "own" and not PERSIST:
+        raise ValueError("attention_sm90: OSTAGE='own' is for persistent CTAs (PERSIST=True); one tile per CTA "
+                         "stages O over Q, which needs no buffer of its own")
+    if OSTAGE == "own" and not fits:
+        raise ValueError(f"attention_sm90: OSTAGE='own' stages O in its own ({BM} x {D}) buffer, {smem + BM * D * 2} "
+                         f"bytes of shared memory in all, over the {SMEM_LIMIT} a CTA may have: use OSTAGE='q', "
+                         "fewer stages or a smaller BN")
     chain_smem = smem + 2 * BM * D * 2 + 16     # the O buffer, a second Q buffer and its two barriers
     if CHAIN is None:
-        CHAIN = PERSIST and OVERLAP and chain_smem <= SMEM_LIMIT
+        CHAIN = PERSIST and OVERLAP and OSTAGE == "own" and chain_smem <= SMEM_LIMIT
     CHAIN = bool(CHAIN)
     if CHAIN and not (PERSIST and OVERLAP):
         raise ValueError("attention_sm90: CHAIN runs a tile's first key block under the previous tile's last P V, "
@@ -176,6 +191,9 @@ def plan(B, H, HKV, SQ, SK, D, dtype="bfloat16", BN=None, STAGES=None, NC=None, 
         raise ValueError(f"attention_sm90: CHAIN double-buffers Q ({BM} x {D}) next to the O buffer, {chain_smem} "
                          f"bytes of shared memory in all, over the {SMEM_LIMIT} a CTA may have: use CHAIN=False, "
                          "fewer stages or a smaller BN")
+    if CHAIN and OSTAGE != "own":
+        raise ValueError("attention_sm90: CHAIN stores a tile's O while the next tile's Q is in use, so O needs "
+                         "its own buffer: use OSTAGE='own' (or CHAIN=False)")
     PINGPONG = default_pingpong(D, causal, NC, OVERLAP, CHAIN) if PINGPONG is None else bool(PINGPONG)
     if PINGPONG and (NC != 2 or not OVERLAP):
         raise ValueError("attention_sm90: PINGPONG schedules two consumer warpgroups (NC = 2) in the overlapped "
@@ -183,9 +201,10 @@ def plan(B, H, HKV, SQ, SK, D, dtype="bfloat16", BN=None, STAGES=None, NC=None, 
     tiles = _cdiv(SQ, BM) * H * B
     work = _cdiv(_cdiv(SQ, BM), 2) * H * B if causal else tiles     # causal: pairs of query tiles
     grid = (persistent_units(work, sms), 1, 1) if PERSIST else (_cdiv(SQ, BM), H, B)
-    used = chain_smem if CHAIN else smem + (BM * D * 2 if PERSIST else 0)
+    used = chain_smem if CHAIN else smem + (BM * D * 2 if OSTAGE == "own" else 0)
     return {"BM": BM, "BN": BN, "STAGES": STAGES, "NC": NC, "smem": used, "grid": grid, "threads": 128 * (1 + NC),
-            "pingpong": PINGPONG, "persist": PERSIST, "chain": CHAIN, "tiles": tiles, "work": work}
+            "pingpong": PINGPONG, "persist": PERSIST, "chain": CHAIN, "ostage": OSTAGE, "tiles": tiles,
+            "work": work}
 
 
 def _tile_layout(rows, D, stages=None):
@@ -234,13 +253,14 @@ def _next_step(t, units, MT, H, causal):
 
 @tirxpy.jit
 def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat16", BN=None, STAGES=None, NC=None,
-                   SQT=None, SKT=None, OVERLAP=True, PINGPONG=None, PERSIST=None, CHAIN=None, sms=SM_COUNT_H100):
+                   SQT=None, SKT=None, OVERLAP=True, PINGPONG=None, PERSIST=None, CHAIN=None, sms=SM_COUNT_H100,
+                   OSTAGE=None):
     """The kernel for one problem: ``k(Q, K, V, O, LSE)`` with ``Q, O: (B, SQT, H, D)``,
     ``K, V: (B, SKT, HKV, D)``, ``LSE: (B, H, SQT, 1)`` float32. ``SQ`` / ``SK`` are the valid
     lengths; the tensors may have more rows (``SQT >= SQ``, ``SKT >= SK``, default equal): a TMA
     box may not be larger than its tensor, so :func:`kernels.attention` pads sequences shorter than
     one tile (rows past ``SK`` are masked, rows past ``SQ`` are computed and dropped)."""
-    p = plan(B, H, HKV, SQ, SK, D, dtype, BN, STAGES, NC, causal, OVERLAP, PINGPONG, PERSIST, CHAIN, sms)
+    p = plan(B, H, HKV, SQ, SK, D, dtype, BN, STAGES, NC, causal, OVERLAP, PINGPONG, PERSIST, CHAIN, sms, OSTAGE)
     SQT, SKT = SQT or SQ, SKT or SK
     if SQT < max(SQ, p["BM"]) or SKT < max(SK, p["BN"]):
         raise ValueError(f"attention_sm90: tensors of {SQT} query / {SKT} key rows are shorter than one tile "
@@ -254,12 +274,17 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
     MT = _cdiv(SQ, BM)
     PINGPONG, PERSIST, CHAIN, WORK = p["pingpong"], p["persist"], p["chain"], p["work"]
     QB = 2 if CHAIN else 1                  # Q buffers: the next tile's Q loads while this tile runs
+    OWN_O = p["ostage"] == "own"
+    Q_AFTER_O = PERSIST and not OWN_O       # Q reloads once this tile's O (staged over it) is read
     QL, KVL = _tile_layout(BM, D, QB), _tile_layout(BN, D, STAGES)
     SACC, OACC, OCH = wgmma_accumulator(BN), wgmma_accumulator(D), wgmma_accumulator(64)
     RAGGED = SK % BN != 0
     UNITS = p["grid"][0] if PERSIST else 1
     NEG_INF = float("-inf")
     regs_dec, regs_inc = {1: (40, 232), 2: (24, 240), 3: (32, 160)}[NC]
+    if NC == 2 and PERSIST and D == 256:
+        regs_dec, regs_inc = 48, 224        # the persistent producer's tile walk spills below 48
+    regs_dec, regs_inc = register_split(p["threads"], regs_dec, regs_inc, "attention_sm90")
 
     @T.macro
     def online_softmax(sacc, mrow, mprev, nms, alpha, lrow, i, n0, m0, r0):
@@ -299,13 +324,25 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
         Tx.wg.fill(alpha, T.float32(1))
 
     @T.macro
-    def epilogue(O, Os, LSE, oacc, och, mfin, lfin, linv, b, h, m0, r0, c, v_empty, last, chained):
+    def load_q(Qs, Q, q_full, q_empty, qb, tcv, b, m0, h):
+        """Tile ``tcv`` of this CTA's Q (rows ``m0 ..`` of head ``h``) into buffer ``qb`` on
+        ``q_full[qb]``, once ``q_empty[qb]`` says its previous tile is done with the buffer."""
+        if tcv >= QB:
+            T.ptx.mbarrier_wait_parity(q_empty[qb], (tcv // QB + 1) % 2)
+        for j in range(DC):
+            Tx.copy_async(Qs[qb, :, j * 64:j * 64 + 64], Q[b, m0:m0 + BM, h, j * 64:j * 64 + 64],
+                          mbar=q_full[qb], arrive=j == DC - 1)
+
+    @T.macro
+    def epilogue(O, Os, LSE, oacc, och, mfin, lfin, linv, b, h, m0, r0, c, v_empty, last, chained, q_empty,
+                 qb):
         """``O / l`` -> this consumer's rows of ``Os`` (``stmatrix``) -> TMA store; ``LSE`` from registers.
         ``chained``: the tile's last P V (stage ``last``) is still in flight; it is waited for here, behind
         the branch of the staging buffer's wait, so that ptxas cannot hoist the wait above the next tile's
-        block-0 softmax (it does within one basic block)."""
+        block-0 softmax (it does within one basic block). ``Q_AFTER_O``: O goes over this consumer's
+        rows of Q, and once the store has read them the consumer arrives on ``q_empty[qb]``."""
         Tx.wg.div(linv, T.float32(1), lfin)
-        if PERSIST:                             # the previous tile's store has read our rows of Os
+        if OWN_O:                               # the previous tile's store has read our rows of Os
             if T.thread_id_in_wg() == 0:
                 T.ptx.bulk_wait_group_read(0)
             T.ptx.barrier_sync(1 + c, 128)
@@ -324,6 +361,9 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
                 for j in range(DC):
                     Tx.copy_async(O[b, m0 + cc * 64:m0 + cc * 64 + 64, h, j * 64:j * 64 + 64],
                                   Os[0, cc * 64:cc * 64 + 64, j * 64:j * 64 + 64])
+                if Q_AFTER_O:
+                    T.ptx.bulk_wait_group_read(0)
+                    T.ptx.mbarrier_arrive(q_empty[qb])   # our rows of Q (and of O) are free
         Tx.wg.log2(lfin, lfin)
         Tx.wg.fma(lfin, mfin, T.float32(SL2), lfin)
         Tx.wg.mul(lfin, lfin, T.float32(LN2))
@@ -337,8 +377,8 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
         Qs = T.alloc_shared((QB, BM, D), dtype, layout=QL)
         Ks = T.alloc_shared((STAGES, BN, D), dtype, layout=KVL)
         Vs = T.alloc_shared((STAGES, BN, D), dtype, layout=KVL)
-        Os = Qs                                 # one tile per CTA: O is staged over Q (no longer read)
-        if PERSIST:
+        Os = Qs                                 # O is staged over Q (no longer read), or:
+        if OWN_O:
             Os = T.alloc_shared((1, BM, D), dtype, layout=_tile_layout(BM, D, 1))
         q_full = T.alloc_shared((QB,), "uint64")
         q_empty = T.alloc_shared((QB,), "uint64")
@@ -366,7 +406,7 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
         if T.thread_id() == 0:
             for qb in T.serial(QB):
                 T.ptx.mbarrier_init(q_full[qb], 1)
-                T.ptx.mbarrier_init(q_empty[qb], 4 * NC)
+                T.ptx.mbarrier_init(q_empty[qb], NC if Q_AFTER_O else 4 * NC)
             for s in T.serial(STAGES):
                 T.ptx.mbarrier_init(k_full[s], 1)
                 T.ptx.mbarrier_init(v_full[s], 1)
@@ -388,11 +428,10 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
                             m0 = mt * BM
                             nkv = _blocks(m0, NKV, BM, BN, SQ, causal)
                             qb = tc[0] % QB
-                            if tc[0] >= QB:                 # every consumer's last S of the buffer's previous tile is done
-                                T.ptx.mbarrier_wait_parity(q_empty[qb], (tc[0] // QB + 1) % 2)
-                            for j in range(DC):
-                                Tx.copy_async(Qs[qb, :, j * 64:j * 64 + 64], Q[b, m0:m0 + BM, h, j * 64:j * 64 + 64],
-                                              mbar=q_full[qb], arrive=j == DC - 1)
+                            if not Q_AFTER_O:
+                                load_q(Qs, Q, q_full, q_empty, qb, tc[0], b, m0, h)
+                            elif tc[0] == 0:
+                                load_q(Qs, Q, q_full, q_empty, qb, tc[0], b, m0, h)
                             # K_i goes out one block ahead of V_{i-1}: K's stage frees as soon as S = Q K^T
                             # is done, V's only after P V, so neither load queues behind the other's slot
                             for i in T.serial(nkv + 1):
@@ -414,6 +453,12 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
                                         Tx.copy_async(Vs[sv, :, j * 64:j * 64 + 64],
                                                       V[b, (i - 1) * BN:(i - 1) * BN + BN, hk, j * 64:j * 64 + 64],
                                                       mbar=v_full[sv], arrive=j == DC - 1)
+                                if Q_AFTER_O:
+                                    # K_0, K_1 and V_0 load under the previous tile's epilogue, then Q
+                                    # once that tile's O store has read the buffer
+                                    if i == 1:
+                                        if tc[0] > 0:
+                                            load_q(Qs, Q, q_full, q_empty, qb, tc[0], b, m0, h)
                             gb[0] = gb[0] + nkv
                             tc[0] = tc[0] + 1
         else:
@@ -450,9 +495,11 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
                             Tx.wg.gemm_async(oacc, pfr, Vs[s], accumulate=True, wait=0)
                             if T.lane_id() == 0:
                                 T.ptx.mbarrier_arrive(v_empty[s])
-                        if T.lane_id() == 0:
-                            T.ptx.mbarrier_arrive(q_empty[qb])   # every S of this tile is done: Q may reload
-                        epilogue(O, Os, LSE, oacc, och, mrow, lrow, linv, b, h, m0, r0, c, v_empty, 0, False)
+                        if not Q_AFTER_O:
+                            if T.lane_id() == 0:
+                                T.ptx.mbarrier_arrive(q_empty[qb])   # every S of this tile is done: Q may reload
+                        epilogue(O, Os, LSE, oacc, och, mrow, lrow, linv, b, h, m0, r0, c, v_empty, 0, False,
+                                 q_empty, qb)
                     else:
                         # CHAIN: a tile's block 0 ran under the previous tile's last P V (below), except the first
                         more = 0                                 # 1: a next tile follows (CHAIN)
@@ -506,8 +553,9 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
                             if T.lane_id() == 0:
                                 T.ptx.mbarrier_arrive(k_empty[s])
                             online_softmax(sacc, mrow, mprev, nms, alpha, lrow, i, n0, m0, r0)
-                        if T.lane_id() == 0:
-                            T.ptx.mbarrier_arrive(q_empty[qb])       # every S of this tile is done: Q may reload
+                        if not Q_AFTER_O:
+                            if T.lane_id() == 0:
+                                T.ptx.mbarrier_arrive(q_empty[qb])   # every S of this tile is done: Q may reload
                         Tx.wg.gemm_wait(0, oacc)
                         if nkv >= 2:
                             if T.lane_id() == 0:
@@ -539,7 +587,8 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
                             if T.lane_id() == 0:
                                 T.ptx.mbarrier_arrive(k_empty[s2])
                             first_softmax(sacc, mrow, nms, alpha, lrow, mt2 * BM, mt2 * BM + c * 64)
-                            epilogue(O, Os, LSE, oacc, och, mfin, lfin, linv, b, h, m0, r0, c, v_empty, last, True)
+                            epilogue(O, Os, LSE, oacc, och, mfin, lfin, linv, b, h, m0, r0, c, v_empty, last, True,
+                                     q_empty, qb)
                             Tx.wg.fill(oacc, T.float32(0))           # the next tile's O
                         else:
                             Tx.wg.mul(oacc, oacc, alpha)
@@ -547,7 +596,8 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
                             Tx.wg.gemm_async(oacc, pfr, Vs[last], accumulate=True, wait=0)
                             if T.lane_id() == 0:
                                 T.ptx.mbarrier_arrive(v_empty[last])
-                            epilogue(O, Os, LSE, oacc, och, mrow, lrow, linv, b, h, m0, r0, c, v_empty, 0, False)
+                            epilogue(O, Os, LSE, oacc, och, mrow, lrow, linv, b, h, m0, r0, c, v_empty, 0, False,
+                                     q_empty, qb)
                     gb[0] = g0 + nkv
                     tc[0] = tc[0] + 1
             if T.thread_id_in_wg() == 0:

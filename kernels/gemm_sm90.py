@@ -72,7 +72,7 @@ from tirxpy import T, Tx
 from tirxpy.layout import ComposeLayout, R, S, TileLayout, laneid, m, swizzle_for, wid_in_wg
 from tirxpy.layout.atoms import mma_smem_layout, wgmma_accumulator
 
-from .schedule import SM_COUNT_H100, grouped_tile, persistent_units, tiles_of_unit
+from .schedule import SM_COUNT_H100, grouped_tile, persistent_units, register_split, tiles_of_unit
 
 SMEM_LIMIT = 232448  # sm_90 dynamic shared memory per CTA (227 KiB)
 IN_DTYPES = ("bfloat16", "float16")
@@ -308,10 +308,13 @@ def gemm_sm90(M, N, K, BN=256, STAGES=4, CM=1, a_major="K", b_major="K", dtype="
                     for g in range(nb):
                         Tx.copy_async(C[m0:m0 + BM, n0 + col + g * EPI:n0 + col + g * EPI + EPI], Cs[b, g])
 
+    THREADS = 384                               # producer + two consumer warpgroups
+    REG_DEC, REG_INC = register_split(THREADS, 40, 232, "gemm_sm90")
+
     @T.prim_func
     def gemm_sm90_kernel(A: T.Tensor(a_shape, dtype), B: T.Tensor(b_shape, dtype),
                          Bias: T.Tensor(bias_shape, out_dtype), C: T.Tensor((M, N), out_dtype)):
-        T.launch(grid=(p["grid"],), threads=384, cluster=cluster)
+        T.launch(grid=(p["grid"],), threads=THREADS, cluster=cluster)
         As = T.alloc_shared(as_shape, dtype, layout=SA)
         Bs = T.alloc_shared(bs_shape, dtype, layout=SB)
         Cs = T.alloc_shared((2, BM, EPI) if G == 1 else (2, G, BM, EPI), out_dtype, layout=SC)
@@ -337,7 +340,7 @@ def gemm_sm90(M, N, K, BN=256, STAGES=4, CM=1, a_major="K", b_major="K", dtype="
             T.ptx.syncthreads()
         wg = T.warpgroup_id()
         if wg == 0:
-            T.ptx.setmaxnreg_dec(40)
+            T.ptx.setmaxnreg_dec(REG_DEC)
             if T.warp_id_in_wg() == 0:
                 if T.elect_one():
                     for i in T.serial(n_tiles):
@@ -375,7 +378,7 @@ def gemm_sm90(M, N, K, BN=256, STAGES=4, CM=1, a_major="K", b_major="K", dtype="
                                     Tx.copy_async(As[s, :, j * 64:j * 64 + 64], A[k0:k0 + BK, m0 + j * 64:m0 + j * 64 + 64],
                                                   mbar=full[s], arrive=False, expect_tx=False)
         else:
-            T.ptx.setmaxnreg_inc(232)
+            T.ptx.setmaxnreg_inc(REG_INC)
             c = wg - 1
             lane = T.lane_id()
             for i in T.serial(n_tiles):

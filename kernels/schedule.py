@@ -51,3 +51,34 @@ def tiles_of_unit(unit, units: int, total: int):
 def persistent_units(total: int, sms: int, cluster: int = 1) -> int:
     """Units (clusters) to launch: at most one CTA per SM, no more than there are tiles."""
     return max(1, min(total, sms // cluster))
+
+
+def register_split(threads: int, dec: int, inc: int, kernel: str = "kernel") -> tuple:
+    """Check a ``setmaxnreg`` split of one producer warpgroup (``setmaxnreg.dec dec``) and
+    ``threads / 128 - 1`` consumer warpgroups (``setmaxnreg.inc inc``) and return ``(dec, inc)``.
+
+    ``setmaxnreg`` only moves registers inside the CTA's launch allocation: ``threads`` times the
+    per-thread count of ``__launch_bounds__(threads, 1)`` (65536 / threads, rounded down to a
+    multiple of 8, at most 255). An ``inc`` that the ``dec`` does not pay for waits for registers
+    that never come: the GPU hangs. So the split must fit, and the counts must be multiples of 8
+    in [24, 256] (PTX).
+
+    >>> register_split(384, 40, 232)        # 40 * 128 + 2 * 232 * 128 = 64512 = 384 * 168
+    (40, 232)
+    >>> register_split(384, 48, 232)
+    Traceback (most recent call last):
+    ...
+    ValueError: kernel: setmaxnreg 48 / 232 needs 65536 registers, over the CTA's 64512 (384 threads x 168): lower one of them
+    """
+    if threads % 128 or threads < 256:
+        raise ValueError(f"{kernel}: a producer / consumer register split needs whole warpgroups, at least two; "
+                         f"got {threads} threads")
+    for name, v in (("dec", dec), ("inc", inc)):
+        if not (24 <= v <= 256 and v % 8 == 0):
+            raise ValueError(f"{kernel}: setmaxnreg {name} = {v} must be a multiple of 8 in [24, 256]")
+    per_thread = min(65536 // threads // 8 * 8, 255 // 8 * 8)
+    need = 128 * dec + (threads - 128) * inc
+    if need > threads * per_thread:
+        raise ValueError(f"{kernel}: setmaxnreg {dec} / {inc} needs {need} registers, over the CTA's "
+                         f"{threads * per_thread} ({threads} threads x {per_thread}): lower one of them")
+    return dec, inc

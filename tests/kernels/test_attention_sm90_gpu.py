@@ -100,12 +100,23 @@ def test_persistent_ctas_walk_many_tiles(D, causal, S, chain):
     O staging buffer carry over from tile to tile; causal walks pairs of query tiles (an odd count
     leaves a lone middle tile). ``chain``: each tile's first key block runs under the previous tile's
     last P V, with Q double-buffered."""
+    _persistent(D, causal, S, CHAIN=chain)
+
+
+@pytest.mark.parametrize("D,causal,S", [(64, True, 700), (128, False, 700), (256, True, 700), (256, False, 600)])
+def test_persistent_ctas_stage_o_over_q(D, causal, S):
+    """``OSTAGE='q'`` (the persistent default at head dim 256, where O has no room of its own): each
+    tile's O is staged over its Q, and the next tile's Q loads once the O store has read it."""
+    _persistent(D, causal, S, OSTAGE="q")
+
+
+def _persistent(D, causal, S, **kw):
     import tirxpy
     from kernels.attention_sm90 import attention_sm90
 
     B, H = 3, 4
     q, k, v = _inputs(B, S, S, H, H, D, torch.bfloat16)
-    spec = attention_sm90(B, H, H, S, S, D, causal=causal, PERSIST=True, CHAIN=chain, sms=5)
+    spec = attention_sm90(B, H, H, S, S, D, causal=causal, PERSIST=True, sms=5, **kw)
     assert tuple(int(x) for x in spec.launch.grid) == (5, 1, 1)
     kern = tirxpy.compile(spec, arch="sm_90a")
     o = torch.full_like(q, float("nan"))

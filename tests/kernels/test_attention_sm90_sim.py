@@ -29,6 +29,11 @@ from tests.kernels.attention_reference import reference
     (2, 2, 1, 80, 200, 64, False, 32, 1, "bfloat16", True, dict(sms=3, CHAIN=False)),
     (1, 2, 1, 150, 150, 64, True, 32, 2, "bfloat16", True, dict(sms=2, PERSIST=True, CHAIN=False)),
     (2, 2, 1, 100, 32, 64, False, 32, 1, "bfloat16", True, dict(sms=3)),  # one key block per tile, chained
+    # OSTAGE="q": persistent, O staged over Q, Q reloaded after the store has read it
+    (2, 2, 1, 80, 200, 64, False, 32, 1, "bfloat16", True, dict(sms=3, OSTAGE="q")),
+    (1, 2, 1, 150, 150, 64, True, 32, 2, "bfloat16", True, dict(sms=2, PERSIST=True, PINGPONG=True, OSTAGE="q")),
+    (2, 2, 1, 80, 100, 64, True, 32, 1, "bfloat16", False, dict(sms=3, PERSIST=True, OSTAGE="q")),  # plain loop
+    (2, 2, 1, 130, 32, 64, False, 32, 2, "bfloat16", True, dict(sms=3, OSTAGE="q")),  # one key block per tile
 ])
 def test_attention_sim_matches_float64(B, H, HKV, SQ, SK, D, causal, BN, NC, dtype, overlap, kw):
     g = torch.Generator().manual_seed(int(torch.randint(0, 2**31 - 1, (1,))))
