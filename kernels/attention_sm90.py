@@ -7,18 +7,22 @@ query head ``h`` reads key / value head ``h // (H // HKV)``), any sequence lengt
 masked), causal masking aligned top-left like ``torch.nn.functional.scaled_dot_product_attention``
 (query row ``r`` sees keys ``0 .. r``). Written with tirxpy's public API only.
 
-A tile is ``BM = 64 * NC`` query rows of one head. Persistent (``PERSIST``, the default at head
-dims 64 and 128 up to 32 key blocks, see :func:`plan`): ``G = min(tiles, sms)`` CTAs, CTA ``u``
+A tile is ``BM = 64 * NC`` query rows of one head. Persistent (``PERSIST``, the default up to 32
+key blocks, see :func:`plan`): ``G = min(tiles, sms)`` CTAs, CTA ``u``
 taking tiles ``u, u + G, ...`` of the ``(ceil(SQ / BM), H, B)`` tiles (query tile fastest; causal:
 pairs of query tiles, see :func:`_tile_of`); the K / V ring, its barrier phases and the Q buffer
 carry over from tile to tile, so the next tile's Q and first K / V blocks load while this tile
-finishes, and O is staged in its own buffer. Otherwise the grid is ``(ceil(SQ / BM), H, B)``, one tile per CTA, and O is staged over Q.
+finishes, and O is staged in its own buffer (head dims 64 / 128) or over the tile's Q (``OSTAGE``,
+head dim 256: the next tile's K / V still load under the epilogue, its Q once the O store has read
+the buffer). Otherwise the grid is ``(ceil(SQ / BM), H, B)``, one tile per CTA, and O is staged
+over Q.
 
 Roles (``threads = 128 * (1 + NC)``):
 
 - warpgroup 0, **producer** (``setmaxnreg.dec``): one elected thread loads each tile's Q
   (``D / 64`` TMA boxes of ``(BM, 64)`` into a 128B-swizzled tile, on ``q_full``, after
-  ``q_empty``: every consumer's last ``S`` of the buffer's previous tile is done), then key /
+  ``q_empty``: every consumer's last ``S`` of the buffer's previous tile is done, or with
+  ``OSTAGE="q"`` its O store has read the buffer, so Q then goes out after ``K_0, K_1, V_0``), then key /
   value block ``i`` (``BN`` rows) into stage ``i % STAGES`` of two rings: K on ``k_full[s]``
   after ``k_empty[s]``, V on ``v_full[s]`` after ``v_empty[s]`` (parity of the previous round,
   from the second round on), in the order ``K_0, K_1, V_0, K_2, V_1, ...``. K and V have their
@@ -126,9 +130,11 @@ def plan(B, H, HKV, SQ, SK, D, dtype="bfloat16", BN=None, STAGES=None, NC=None, 
     needs a ``(BM, D)`` shared buffer for staging ``O`` apart from ``Q``, so that the next tile's
     ``Q`` can load during this tile's epilogue. Causal CTAs walk pairs of query tiles ``(MT - 1 - j,
     j)``, which hold about equal numbers of key blocks (a plain static walk lost 3-14% to the hardware's
-    dynamic CTA scheduling). Default: on where it fits (head dims 64 / 128) and a tile has at most
-    32 key blocks. Measured on the H100, persistent vs one tile per CTA: S = 1k +13-23%, 4k +2-5%,
-    16k -2-3% (so off there).
+    dynamic CTA scheduling). Default: on where a tile has at most 32 key blocks, except, where O
+    has no buffer of its own (head dim 256, ``OSTAGE="q"``), causal tiles of at most 16 blocks.
+    Measured on the H100, persistent vs one tile per CTA: head dim 128, S = 1k +13-23%, 4k +2-5%,
+    16k -2-3% (so off there); head dim 256 (same process, ratio to cuDNN), S = 1k 0.98 -> 1.05,
+    2k 1.05 -> 1.10, causal 1k 0.88 -> 0.86, causal 2k 0.98 -> 1.04.
 
     ``CHAIN`` (persistent, overlapped loop only) adds a second ``(BM, D)`` Q buffer so that each
     tile's first key block runs under the previous tile's last ``P V`` (module docstring); default:
@@ -167,7 +173,10 @@ def plan(B, H, HKV, SQ, SK, D, dtype="bfloat16", BN=None, STAGES=None, NC=None, 
         raise ValueError(f"attention_sm90: Q ({BM} x {D}) and {STAGES} K / V stages of {BN} rows need {smem} bytes "
                          f"of shared memory, over the {SMEM_LIMIT} a CTA may have: use fewer stages or a smaller BN")
     fits = smem + BM * D * 2 <= SMEM_LIMIT
-    PERSIST = (fits and _cdiv(SK, BN) <= 32) if PERSIST is None else bool(PERSIST)
+    if PERSIST is None:         # O over Q (head dim 256): measured to pay off non-causal, and causal at 2k
+        nb = _cdiv(SK, BN)
+        PERSIST = nb <= 32 and (fits or not causal or nb > 16)
+    PERSIST = bool(PERSIST)
     if OSTAGE is None:
         OSTAGE = "own" if PERSIST and fits else "q"
     if OSTAGE not in ("own", "q"):

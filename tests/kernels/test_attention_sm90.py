@@ -6,9 +6,11 @@ import tirxpy
 from kernels.attention_sm90 import attention_sm90, plan
 
 
-@pytest.mark.parametrize("D,causal", [(64, False), (128, True), (256, False)])
-def test_compiles_for_sm90a_without_spills(D, causal):
-    c = tirxpy.compile(attention_sm90(2, 16, 4, 4096, 4096, D, causal=causal), arch="sm_90a")
+@pytest.mark.parametrize("D,causal,S", [(64, False, 4096), (128, True, 4096), (256, False, 4096), (256, False, 1024),
+                                         (256, True, 2048)])
+def test_compiles_for_sm90a_without_spills(D, causal, S):
+    # head dim 256 at S = 1k / 2k is persistent with O over Q (setmaxnreg 48 / 224)
+    c = tirxpy.compile(attention_sm90(2, 16, 4, S, S, D, causal=causal), arch="sm_90a")
     assert c.resources.spills == 0
     assert c.resources.stack_bytes == 0
     ptx = c.ptx
@@ -113,3 +115,15 @@ def test_persistent_plan_launches_at_most_one_cta_per_sm():
     assert plan(8, 16, 16, 4096, 4096, 128, causal=True, PERSIST=True, sms=100)["grid"] == (100, 1, 1)
     # causal persistent CTAs walk pairs of query tiles: 3 query tiles -> 2 pairs per head
     assert plan(1, 2, 2, 300, 300, 64, causal=True, PERSIST=True)["work"] == 4
+
+
+def test_head_dim_256_persists_with_o_over_q_where_measured_faster():
+    """Head dim 256 has no room for an O buffer of its own: persistent CTAs stage O over Q. Default
+    (H100 measurements in plan's docstring): non-causal up to 32 key blocks, causal from 17 to 32."""
+    for S, causal, persist in [(1024, False, True), (2048, False, True), (4096, False, False),
+                               (1024, True, False), (2048, True, True), (4096, True, False)]:
+        p = plan(1, 16, 16, S, S, 256, causal=causal)
+        assert (p["persist"], p["ostage"], p["chain"]) == (persist, "q", False), (S, causal, p)
+        if persist:
+            assert p["smem"] == plan(1, 16, 16, S, S, 256, causal=causal, PERSIST=False)["smem"]
+    assert plan(1, 16, 16, 1024, 1024, 128)["ostage"] == "own"          # head dim 128 keeps its own buffer
