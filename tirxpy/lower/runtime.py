@@ -147,6 +147,7 @@ class ArgPacker:
 
         self.specs = tuple(specs)
         self.device = torch.device(device)
+        self._tensor_type = torch.Tensor
         self._torch_dtype = {}
         # slot -> (dtype, shape, strides, positions of the fixed strides or None for all, align)
         # when the spec fixes dtype and shape: the fast check of _tensor. Equal requirements share
@@ -206,7 +207,7 @@ class ArgPacker:
                 hit = seen.get(id(t))
                 if hit is not None and hit[0] is ex:
                     return hit[1]
-            if isinstance(t, _Tensor()) and t.dtype is ex[0] and t.shape == ex[1] and t.device == self.device:
+            if isinstance(t, self._tensor_type) and t.dtype is ex[0] and t.shape == ex[1] and t.device == self.device:
                 st = t.stride()
                 if st == ex[2] if ex[3] is None else all(st[d] == ex[2][d] for d in ex[3]):
                     ptr = t.data_ptr()
@@ -315,18 +316,6 @@ class ArgPacker:
 
     def packed_bytes(self) -> bytes:
         return bytes(self._mv)
-
-
-_TENSOR_TYPE: list = []
-
-
-def _Tensor():
-    """``torch.Tensor``, imported once (the launch path calls this on every tensor argument)."""
-    if not _TENSOR_TYPE:
-        import torch  # noqa: PLC0415
-
-        _TENSOR_TYPE.append(torch.Tensor)
-    return _TENSOR_TYPE[0]
 
 
 def _fmt_dims(dims) -> str:
