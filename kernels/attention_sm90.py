@@ -130,11 +130,12 @@ def plan(B, H, HKV, SQ, SK, D, dtype="bfloat16", BN=None, STAGES=None, NC=None, 
     needs a ``(BM, D)`` shared buffer for staging ``O`` apart from ``Q``, so that the next tile's
     ``Q`` can load during this tile's epilogue. Causal CTAs walk pairs of query tiles ``(MT - 1 - j,
     j)``, which hold about equal numbers of key blocks (a plain static walk lost 3-14% to the hardware's
-    dynamic CTA scheduling). Default: on where a tile has at most 32 key blocks, except, where O
-    has no buffer of its own (head dim 256, ``OSTAGE="q"``), causal tiles of at most 16 blocks.
-    Measured on the H100, persistent vs one tile per CTA: head dim 128, S = 1k +13-23%, 4k +2-5%,
-    16k -2-3% (so off there); head dim 256 (same process, ratio to cuDNN), S = 1k 0.98 -> 1.05,
-    2k 1.05 -> 1.10, causal 1k 0.88 -> 0.86, causal 2k 0.98 -> 1.04.
+    dynamic CTA scheduling). Default: on where a tile has at most 32 key blocks (64 when causal),
+    except, where O has no buffer of its own (head dim 256, ``OSTAGE="q"``): there up to 32
+    blocks, and causal only past 16. Measured on the H100, persistent vs one tile per CTA: head dim
+    128, S = 1k +13-23%, 4k +2-5%, 16k -2-3% (so off there); causal S = 8k +3-4% at head dims 64
+    and 128; head dim 256 (same process, ratio to cuDNN), S = 1k 0.98 -> 1.05, 2k 1.05 -> 1.10,
+    causal 1k 0.88 -> 0.86, causal 2k 0.98 -> 1.04.
 
     ``CHAIN`` (persistent, overlapped loop only) adds a second ``(BM, D)`` Q buffer so that each
     tile's first key block runs under the previous tile's last ``P V`` (module docstring); default:
@@ -173,9 +174,9 @@ def plan(B, H, HKV, SQ, SK, D, dtype="bfloat16", BN=None, STAGES=None, NC=None, 
         raise ValueError(f"attention_sm90: Q ({BM} x {D}) and {STAGES} K / V stages of {BN} rows need {smem} bytes "
                          f"of shared memory, over the {SMEM_LIMIT} a CTA may have: use fewer stages or a smaller BN")
     fits = smem + BM * D * 2 <= SMEM_LIMIT
-    if PERSIST is None:         # O over Q (head dim 256): measured to pay off non-causal, and causal at 2k
+    if PERSIST is None:         # the H100 measurements in the docstring
         nb = _cdiv(SK, BN)
-        PERSIST = nb <= 32 and (fits or not causal or nb > 16)
+        PERSIST = nb <= (64 if causal else 32) if fits else nb <= 32 and (not causal or nb > 16)
     PERSIST = bool(PERSIST)
     if OSTAGE is None:
         OSTAGE = "own" if PERSIST and fits else "q"

@@ -103,7 +103,7 @@ def test_softmax_runs_while_p_v_is_in_flight_in_sass(D, causal):
 
 def test_persistent_plan_launches_at_most_one_cta_per_sm():
     """Persistent by default where the O staging buffer fits (head dims 64 / 128) and a tile reads
-    at most 32 key blocks; not at 256, not for long keys."""
+    at most 32 key blocks (64 when causal); not at 256 past 32 blocks, not for long keys."""
     p = plan(8, 16, 16, 4096, 4096, 128, sms=132)
     assert p["persist"] and p["grid"] == (132, 1, 1) and p["tiles"] == 32 * 16 * 8
     assert plan(1, 1, 1, 256, 256, 64, sms=132)["grid"] == (2, 1, 1)       # fewer tiles than SMs
@@ -112,6 +112,10 @@ def test_persistent_plan_launches_at_most_one_cta_per_sm():
     assert plan(8, 16, 16, 4096, 4096, 128, PERSIST=False)["grid"] == (32, 16, 8)
     assert plan(2, 16, 16, 16384, 16384, 128)["grid"] == (128, 16, 2)     # 128 key blocks per tile
     assert plan(8, 16, 16, 4096, 4096, 128, causal=True)["grid"] == (132, 1, 1)
+    for D in (64, 128):     # causal 8k (64 key blocks) persists, non-causal 8k and causal 16k do not
+        assert plan(4, 16, 16, 8192, 8192, D, causal=True)["persist"]
+        assert not plan(4, 16, 16, 8192, 8192, D)["persist"]
+        assert not plan(2, 16, 16, 16384, 16384, D, causal=True)["persist"]
     assert plan(8, 16, 16, 4096, 4096, 128, causal=True, PERSIST=True, sms=100)["grid"] == (100, 1, 1)
     # causal persistent CTAs walk pairs of query tiles: 3 query tiles -> 2 pairs per head
     assert plan(1, 2, 2, 300, 300, 64, causal=True, PERSIST=True)["work"] == 4
