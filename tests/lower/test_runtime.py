@@ -4,6 +4,8 @@ import struct
 
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tirxpy.lower.errors import LaunchError
 from tirxpy.lower.runtime import ArgPacker, ParamSpec, _dim3, _infer_specs, torch_dtype_name
@@ -221,9 +223,6 @@ def test_ctypes_backend_without_libcuda_says_what_to_use(monkeypatch):
 
 
 # -- the fast check (a spec that fixes dtype and shape) agrees with the full one ------------------
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-
 _DT = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
