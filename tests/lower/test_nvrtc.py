@@ -1,3 +1,5 @@
+import warnings
+
 import pytest
 
 from tirxpy.intrinsics import TargetError
@@ -58,6 +60,38 @@ ptxas info    : Used 255 registers, used 1 barriers, 2048 bytes smem, 400 bytes 
     r = parse_ptxas_log(log)["k"]
     assert (r.registers, r.barriers, r.static_smem, r.stack_bytes, r.spill_stores, r.spill_loads) == (255, 1, 2048, 24, 8, 12)
     assert r.spills == 20
+
+
+def test_parse_ptxas_log_performance_remarks():
+    # the line ptxas 13.0 printed for a kernel whose wgmmas it serialized
+    log = """ptxas info    : Compiling entry function 'k' for 'sm_90a'
+ptxas info    : (C7515) Potential Performance Loss: wgmma.mma_async instructions are serialized due to non wgmma \
+instructions defining accumulator registers of a wgmma between start and end of the pipeline stage in the function 'k'
+ptxas info    : Used 168 registers, used 16 barriers
+ptxas info    : Compiling entry function 'other' for 'sm_90a'
+ptxas info    : Used 32 registers
+"""
+    res = parse_ptxas_log(log)
+    (remark,) = res["k"].perf_warnings
+    assert remark.startswith("(C7515) wgmma.mma_async instructions are serialized due to non wgmma instructions")
+    assert res["k"].registers == 168 and res["other"].perf_warnings == ()
+
+
+def test_build_warns_on_performance_remarks():
+    from types import SimpleNamespace
+
+    from tirxpy.lower.build import _warn_performance
+    from tirxpy.lower.errors import PerformanceWarning
+    from tirxpy.lower.nvrtc import KernelResources
+
+    ck = SimpleNamespace(name="k", resources=KernelResources("k", perf_warnings=("(C7515) wgmma.mma_async "
+                                                                                 "instructions are serialized",)))
+    with pytest.warns(PerformanceWarning, match=r"k: ptxas: \(C7515\) wgmma.mma_async instructions are serialized "
+                                                r".*ptxas waits after every wgmma"):
+        _warn_performance(ck)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _warn_performance(SimpleNamespace(name="k", resources=KernelResources("k")))   # no remark, no warning
 
 
 def test_version():

@@ -21,6 +21,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import warnings
 
 import numpy as np
 
@@ -29,7 +30,7 @@ from tirxpy.scope import Scope
 
 from .codegen.errors import CodegenError
 from .codegen.kernel import CudaUnit, first_primitive_call, generate, unlowered
-from .errors import LaunchError, ToolchainError
+from .errors import LaunchError, PerformanceWarning, ToolchainError
 from .runtime import ParamSpec
 
 _SCALARS = ("bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float16", "float32",
@@ -276,7 +277,21 @@ def build(kernel, arch: str = "sm_90a", *, options=()) -> CompiledKernel:
     unit = generate(lowered, arch)
     mod = compile_cuda(unit.source, arch, options=options, filename=f"{unit.name}.cu")
     ck = memo[key] = CompiledKernel(unit, mod, options)
+    _warn_performance(ck)
     return ck
+
+
+def _warn_performance(ck) -> None:
+    """A :class:`~tirxpy.lower.errors.PerformanceWarning` for each ptxas performance remark on the kernel."""
+    try:
+        remarks = ck.resources.perf_warnings
+    except KeyError:        # no ptxas report for this symbol (nothing to say)
+        return
+    for r in remarks:
+        hint = (" -- ptxas waits after every wgmma of the kernel when it cannot follow each one's accumulator "
+                "registers from issue to wait (e.g. wgmmas of different shapes on one accumulator under "
+                "run-time branches); look for the branch or write that breaks the pipeline" if "C7515" in r else "")
+        warnings.warn(f"{ck.name}: ptxas: {r}{hint}", PerformanceWarning, stacklevel=3)
 
 
 compile = build  # noqa: A001 - tirxpy.compile(kernel, arch=...) reads naturally

@@ -116,7 +116,8 @@ def _read(path: str, key: str):
         meta = json.loads(body[off:off + nm])
         cubin = body[off + nm:off + nm + nc]
         ptx = body[off + nm + nc:off + nm + nc + np_].decode() if has_ptx else None
-        res = {k: KernelResources(**v) for k, v in meta["resources"].items()}
+        res = {k: KernelResources(**{**v, "perf_warnings": tuple(v.get("perf_warnings", ()))})
+               for k, v in meta["resources"].items()}
         return CompiledModule(cubin=cubin, arch=meta["arch"], ptx=ptx, log=meta["log"], resources=res,
                               lowered_names=meta["lowered_names"], key=key,
                               compile_seconds=meta.get("compile_seconds", 0.0))

@@ -35,5 +35,11 @@ class LaunchError(LowerError, ValueError):
         self.param = param
 
 
+class PerformanceWarning(UserWarning):
+    """ptxas compiled the kernel but reported a "Potential Performance Loss" (for example C7515:
+    every ``wgmma.mma_async`` of the function serialized, several times slower). The message names
+    the kernel and ptxas's reason; ``CompiledKernel.resources.perf_warnings`` holds the remarks."""
+
+
 class TmaError(LowerError, ValueError):
     """A TMA tensor map cannot describe the tensor / tile pair (alignment, box, swizzle, rank)."""

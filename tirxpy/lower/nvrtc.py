@@ -31,6 +31,7 @@ class KernelResources:
     stack_bytes: int = 0
     static_smem: int = 0
     barriers: int = 0
+    perf_warnings: tuple = ()   # ptxas "Potential Performance Loss" remarks, e.g. serialized wgmma (C7515)
 
     @property
     def spills(self) -> int:
@@ -121,12 +122,17 @@ _ENTRY = re.compile(r"Compiling entry function '([^']+)'")
 _PROPS = re.compile(r"Function properties for (\S+)")
 _FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
 _USED = re.compile(r"Used (\d+) registers(?:, used (\d+) barriers)?(?:, (\d+) bytes smem)?")
+_PERF = re.compile(r"(\(C\d+\) )?Potential Performance Loss: (.*?) in the function '([^']+)'")
 
 
 def parse_ptxas_log(log: str) -> dict:
     """ptxas -v report -> {kernel symbol: KernelResources} (entry functions only)."""
-    entries, current, props_of, frames = {}, None, None, {}
+    entries, current, props_of, frames, perf = {}, None, None, {}, {}
     for line in log.splitlines():
+        m = _PERF.search(line)
+        if m:
+            perf.setdefault(m.group(3), []).append(((m.group(1) or "") + m.group(2)).strip())
+            continue
         m = _ENTRY.search(line)
         if m:
             current = m.group(1)
@@ -147,7 +153,8 @@ def parse_ptxas_log(log: str) -> dict:
     out = {}
     for name, used in entries.items():
         stack, st, ld = frames.get(name, (0, 0, 0))
-        out[name] = KernelResources(name, spill_stores=st, spill_loads=ld, stack_bytes=stack, **used)
+        out[name] = KernelResources(name, spill_stores=st, spill_loads=ld, stack_bytes=stack,
+                                    perf_warnings=tuple(perf.get(name, ())), **used)
     return out
 
 
