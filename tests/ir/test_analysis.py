@@ -27,6 +27,10 @@ def k(A: T.Tensor((512,), "float32"), n: T.int32):
             A[7] = T.float32(7)
     if T.cta_id(0) == 0:
         A[8] = T.float32(8)
+    if wg * 64 < n:
+        A[9] = T.float32(9)
+        if T.warp_id_in_wg() == 1:
+            A[10] = T.float32(10)
 '''
 
 
@@ -56,6 +60,10 @@ def test_active_sets_for_every_statement():
     assert info.layout(st[4]).identical(TileLayout(S[(4, 32) : (1@warpid, 1@laneid)]))
     assert sorted(info[st[5]].warps()) == [0, 1, 4, 5] and info.scope(st[5]) is Scope.WARP
     assert not info[st[6]].exact and info[st[6]].describe().startswith("at most")
+    assert info[st[6]].grain is Scope.THREAD and not info[st[6]].whole("warp")   # thread id vs data
+    assert info[st[9]].grain is Scope.WARPGROUP and info[st[9]].whole("warpgroup") and not info[st[9]].exact
+    # a thread-id branch inside it keeps the grain: the warps 1 of the warpgroups that run
+    assert info[st[10]].whole("warp") and not info[st[10]].whole("warpgroup") and sorted(info[st[10]].warps()) == [1, 5]
     assert info.scope(st[7]) is Scope.CTA                      # uniform branch on a loop variable
     assert info[st[8]].cta_narrowed and info.scope(st[8]) is Scope.CTA and not info[st[8]].covers("cluster")
     assert active_threads(k, st[2]).describe() == "1 thread (warp 6, lane 0)"

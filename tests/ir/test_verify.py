@@ -62,6 +62,26 @@ if T.thread_id() < n:
 """, params='A: T.Tensor((128,), "float32"), n: T.int32'), r"depends on run-time values, so the active threads \(at most")
 
 
+def test_warpgroup_uniform_data_branch_keeps_warpgroup_scope():
+    # a condition that reads only T.warpgroup_id() of the thread ids (plus run-time data) keeps or drops
+    # whole warpgroups, so a warpgroup op under it is fine (each consumer warpgroup of a kernel with its
+    # own per-warpgroup bound)
+    T.parse_script(script("""
+if T.warpgroup_id() * 64 + 64 <= n:
+    Tx.wg.fill(A, T.float32(0))
+""", params='A: T.Tensor((128,), "float32"), n: T.int32'))
+
+
+@pytest.mark.parametrize("cond,scope", [("T.warp_id() * 32 < n", "warpgroup"), ("T.lane_id() < n", "warp"),
+                                        ("T.warpgroup_id() < n and T.lane_id() < 3", "warp")])
+def test_finer_thread_data_branch_is_not_warpgroup_uniform(cond, scope):
+    op = "Tx.wg.fill" if scope == "warpgroup" else "Tx.warp.fill"
+    fails(script(f"""
+if {cond}:
+    {op}(A, T.float32(0))
+""", params='A: T.Tensor((128,), "float32"), n: T.int32'), r"depends on run-time values, so the active threads \(at most")
+
+
 def test_uniform_branch_keeps_scope():
     T.parse_script(script("""
 for i in T.serial(4):

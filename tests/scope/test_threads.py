@@ -34,6 +34,18 @@ def test_inexact_and_cta_narrowed():
     assert not ThreadSet.full(128).narrow_ctas().covers(Scope.CLUSTER)
 
 
+def test_inexact_grain():
+    # an upper bound made of whole warpgroups stays whole warpgroups; a finer grain wins when combined
+    s = ThreadSet(384, range(128, 384)).inexact("warpgroup")
+    assert s.whole("warpgroup") and s.whole("warp") and not s.whole("cta")
+    assert s.inexact("warp").grain is Scope.WARP and not s.inexact("warp").whole("warpgroup")
+    assert not ThreadSet(384, range(128, 384)).inexact().whole("warp")
+    half = ThreadSet(384, range(128, 192)).inexact("warpgroup")      # not a whole warpgroup at all
+    assert not half.whole("warpgroup") and half.whole("warp")
+    assert s.intersect(ThreadSet(384, range(384)).inexact("warp")).grain is Scope.WARP
+    assert ThreadSet(384, range(384)).whole("cta") and s != ThreadSet(384, range(128, 384)).inexact("warp")
+
+
 def test_bad_thread_count():
     with pytest.raises(ScopeError, match=r"threads per CTA must be an int in \[1, 1024\], got 2048"):
         ThreadSet.full(2048)

@@ -4,7 +4,8 @@
 (``T.warpgroup_id() == 1``, ``T.warp_id() < 2``, ``tid_in_wg // 32 == 0``, ...) narrow the
 set exactly; ``T.elect_one()`` narrows it to one thread; branches that do not depend on
 thread ids keep it (the condition is uniform across the CTA); branches mixing thread ids with
-run-time data give an upper bound (``exact=False``).
+run-time data give an upper bound (``exact=False``) that still knows its grain: a condition
+that reads only ``T.warpgroup_id()`` of the thread ids keeps or drops whole warpgroups.
 
     >>> from tirxpy import T, Tx
     >>> from tirxpy.ir.analysis import annotate_active_threads
@@ -156,6 +157,23 @@ _BIN = {
 }
 
 
+_GRAIN = {"warpgroup_id": Scope.WARPGROUP, "warp_id": Scope.WARP, "warp_id_in_wg": Scope.WARP}
+
+
+def _thread_grain(e, lets) -> Scope:
+    """The widest scope whose units every thread id read by ``e`` is constant over."""
+    if isinstance(e, E.ScopeId):
+        return _GRAIN.get(e.kind, Scope.THREAD) if e.is_thread_id else Scope.KERNEL
+    if isinstance(e, E.Var):
+        return _thread_grain(lets[e], lets) if e in lets else Scope.KERNEL
+    g = Scope.KERNEL
+    for _, v in e.fields():
+        for x in (v if isinstance(v, tuple) else (v,)):
+            if isinstance(x, E.Expr):
+                g = min(g, _thread_grain(x, lets))
+    return g
+
+
 def _conjuncts(e):
     if isinstance(e, E.And):
         return _conjuncts(e.a) + _conjuncts(e.b)
@@ -179,7 +197,8 @@ def branch_sets(cond, cur: ThreadSet, lets) -> tuple:
         if not elect:
             return then, (cur.narrow_ctas() if "cta" in deps else cur)
     elif deps & {"data", "cta"}:
-        return cur.inexact(), cur.inexact()
+        grain = min(_thread_grain(t, lets) for t in rest)
+        return cur.inexact(grain), cur.inexact(grain)
     else:
         then = cur.filter(lambda t: all(_eval(x, t, lets) for x in rest))
     if elect:

@@ -219,7 +219,7 @@ class Verifier:
         if scope is Scope.CLUSTER and self.k.launch.cluster is None:
             self.fail(node, f"{what} runs at cluster scope but the kernel is not launched with a cluster",
                       "add cluster=(n,) to T.launch(...), or use the CTA form")
-        if ts.covers(scope) and ts.exact:
+        if ts.whole(scope):
             return
         why = self.active.narrowed_by(node)
         where = ""

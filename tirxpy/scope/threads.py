@@ -51,31 +51,36 @@ class ThreadSet:
     """The threads of one CTA (``threads_per_cta`` of them) that execute a statement.
 
     ``exact`` is False when a branch condition depends on run-time data as well as on thread
-    ids: the set is then an upper bound. ``cta_narrowed`` is True under a branch on CTA or
-    cluster ids (only some CTAs run the statement).
+    ids: the set is then an upper bound. ``grain`` says what is still known then: the threads that
+    run are whole units of that scope of the upper bound (a condition on ``T.warpgroup_id()`` and
+    run-time data keeps or drops whole warpgroups; ``Scope.THREAD``: nothing is known).
+    ``cta_narrowed`` is True under a branch on CTA or cluster ids (only some CTAs run the statement).
     """
 
-    __slots__ = ("threads_per_cta", "tids", "exact", "cta_narrowed")
+    __slots__ = ("threads_per_cta", "tids", "exact", "cta_narrowed", "grain")
 
-    def __init__(self, threads_per_cta: int, tids, exact: bool = True, cta_narrowed: bool = False):
+    def __init__(self, threads_per_cta: int, tids, exact: bool = True, cta_narrowed: bool = False,
+                 grain: Scope = Scope.THREAD):
         if not isinstance(threads_per_cta, int) or not 1 <= threads_per_cta <= 1024:
             raise ScopeError(f"threads per CTA must be an int in [1, 1024], got {threads_per_cta!r}")
         self.threads_per_cta = threads_per_cta
         self.tids = frozenset(tids)
         self.exact = bool(exact)
         self.cta_narrowed = bool(cta_narrowed)
+        self.grain = Scope.get(grain)
 
     @classmethod
     def full(cls, threads_per_cta: int) -> "ThreadSet":
         """Every thread of the CTA."""
         return cls(threads_per_cta, range(threads_per_cta))
 
-    def _with(self, tids=None, exact=None, cta_narrowed=None) -> "ThreadSet":
+    def _with(self, tids=None, exact=None, cta_narrowed=None, grain=None) -> "ThreadSet":
         return ThreadSet(
             self.threads_per_cta,
             self.tids if tids is None else tids,
             self.exact if exact is None else exact,
             self.cta_narrowed if cta_narrowed is None else cta_narrowed,
+            self.grain if grain is None else grain,
         )
 
     def filter(self, pred) -> "ThreadSet":
@@ -83,15 +88,24 @@ class ThreadSet:
         return self._with(tids=[t for t in self.tids if pred(t)])
 
     def intersect(self, other: "ThreadSet") -> "ThreadSet":
+        grain = min(s.grain if not s.exact else Scope.KERNEL for s in (self, other))
         return self._with(tids=self.tids & other.tids, exact=self.exact and other.exact,
-                          cta_narrowed=self.cta_narrowed or other.cta_narrowed)
+                          cta_narrowed=self.cta_narrowed or other.cta_narrowed,
+                          grain=grain if grain is not Scope.KERNEL else Scope.THREAD)
 
     def minus(self, other: "ThreadSet") -> "ThreadSet":
         return self._with(tids=self.tids - other.tids)
 
-    def inexact(self) -> "ThreadSet":
-        """The same set marked as an upper bound (a data-dependent branch narrowed it further)."""
-        return self._with(exact=False)
+    def inexact(self, grain=Scope.THREAD) -> "ThreadSet":
+        """The same set marked as an upper bound (a data-dependent branch narrowed it further), made of
+        whole units of ``grain`` (and of this set's grain, if it already was an upper bound).
+
+            >>> s = ThreadSet(384, range(128, 384)).inexact("warpgroup")
+            >>> s.whole("warpgroup"), s.whole("warp"), s.inexact().whole("warp")
+            (True, True, False)
+        """
+        grain = Scope.get(grain)
+        return self._with(exact=False, grain=grain if self.exact else min(grain, self.grain))
 
     def narrow_ctas(self) -> "ThreadSet":
         return self._with(cta_narrowed=True)
@@ -110,7 +124,8 @@ class ThreadSet:
 
     def __eq__(self, other):
         return (isinstance(other, ThreadSet) and self.tids == other.tids and self.exact == other.exact
-                and self.threads_per_cta == other.threads_per_cta and self.cta_narrowed == other.cta_narrowed)
+                and self.threads_per_cta == other.threads_per_cta and self.cta_narrowed == other.cta_narrowed
+                and self.grain == other.grain)
 
     def __hash__(self):
         return hash((self.tids, self.exact, self.threads_per_cta))
@@ -143,6 +158,12 @@ class ThreadSet:
         if scope is Scope.CTA:
             return whole
         return whole and not self.cta_narrowed
+
+    def whole(self, scope) -> bool:
+        """True when the threads that run are certainly a union of whole units of ``scope``: the set
+        covers them (:meth:`covers`) and, for an upper bound, its ``grain`` is at least that scope."""
+        scope = Scope.get(scope)
+        return self.covers(scope) and (self.exact or self.grain >= scope)
 
     def scope(self) -> Scope:
         """The widest scope (up to ``CTA``) whose units the set covers whole (``THREAD`` for a single thread)."""

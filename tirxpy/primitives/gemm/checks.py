@@ -272,7 +272,7 @@ def _canonical(major, mode, st, nbytes):
 # ---------------------------------------------------------------- who issues the instruction
 def whole_warps_reason(ts, what: str = "mma.sync") -> str | None:
     """None when ``ts`` (a ThreadSet) is a union of whole warps, else the reason."""
-    if ts.exact and ts.tids and ts.covers("warp"):
+    if ts.tids and ts.whole("warp"):
         return None
     return f"{what} needs whole warps (all 32 lanes of each); the call runs on {ts.describe()}"
 
@@ -281,7 +281,7 @@ def warpgroups_reason(ts, what: str = "wgmma") -> str | None:
     """None when ``ts`` is a union of whole warpgroups, each 4 consecutive warps starting at a
     multiple of 4 (the hardware's warpgroups), else the reason."""
     ws = ts.warps()
-    ok = ts.exact and ws and ts.covers("warp")
+    ok = ws and ts.whole("warpgroup")
     if ok:
         groups = {w // 4 for w in ws}
         ok = all(all(4 * g + i in ws for i in range(4)) for g in groups)
