@@ -12,10 +12,10 @@ key blocks, see :func:`plan`): ``G = min(tiles, sms)`` CTAs, CTA ``u``
 taking tiles ``u, u + G, ...`` of the ``(ceil(SQ / BM), H, B)`` tiles (query tile fastest; causal:
 pairs of query tiles, see :func:`_tile_of`); the K / V ring, its barrier phases and the Q buffer
 carry over from tile to tile, so the next tile's Q and first K / V blocks load while this tile
-finishes, and O is staged in its own buffer (head dims 64 / 128) or over the tile's Q (``OSTAGE``,
-head dim 256: the next tile's K / V still load under the epilogue, its Q once the O store has read
-the buffer). Otherwise the grid is ``(ceil(SQ / BM), H, B)``, one tile per CTA, and O is staged
-over Q.
+finishes, and O is staged in its own buffer (head dims 64 / 128) or over the last key block's K /
+V stages (``OSTAGE="kv"``, head dim 256, which has no room for an O buffer: those two stages go back
+to the producer once the O store has read them). Otherwise the grid is ``(ceil(SQ / BM), H, B)``,
+one tile per CTA, and O is staged over Q.
 
 Roles (``threads = 128 * (1 + NC)``):
 
@@ -126,16 +126,15 @@ def plan(B, H, HKV, SQ, SK, D, dtype="bfloat16", BN=None, STAGES=None, NC=None, 
          PINGPONG=None, PERSIST=None, CHAIN=None, sms=SM_COUNT_H100, OSTAGE=None):
     """Checked launch plan (raises ValueError with what to change).
 
-    ``PERSIST`` launches at most ``sms`` CTAs that walk the ``(query tile, head, batch)`` tiles; it
-    needs a ``(BM, D)`` shared buffer for staging ``O`` apart from ``Q``, so that the next tile's
-    ``Q`` can load during this tile's epilogue. Causal CTAs walk pairs of query tiles ``(MT - 1 - j,
+    ``PERSIST`` launches at most ``sms`` CTAs that walk the ``(query tile, head, batch)`` tiles;
+    ``O`` is staged apart from ``Q`` (``OSTAGE``), so that the next tile's ``Q`` can load during this
+    tile's epilogue. Causal CTAs walk pairs of query tiles ``(MT - 1 - j,
     j)``, which hold about equal numbers of key blocks (a plain static walk lost 3-14% to the hardware's
-    dynamic CTA scheduling). Default: on where a tile has at most 32 key blocks (64 when causal),
-    except, where O has no buffer of its own (head dim 256, ``OSTAGE="q"``): there up to 32
-    blocks, and causal only past 16. Measured on the H100, persistent vs one tile per CTA: head dim
-    128, S = 1k +13-23%, 4k +2-5%, 16k -2-3% (so off there); causal S = 8k +3-4% at head dims 64
-    and 128; head dim 256 (same process, ratio to cuDNN), S = 1k 0.98 -> 1.05, 2k 1.05 -> 1.10,
-    causal 1k 0.88 -> 0.86, causal 2k 0.98 -> 1.04.
+    dynamic CTA scheduling). Default: on where a tile has at most 32 key blocks (64 when causal).
+    Measured on the H100, persistent vs one tile per CTA: head dim 128, S = 1k +13-23%, 4k +2-5%,
+    16k -2-3% (so off there); causal S = 8k +3-4% at head dims 64 and 128; head dim 256 (same
+    process), S = 1k +6%, 2k +4%, causal 1k / 2k / 4k +2 / +3 / +4% (with ``OSTAGE="kv"``; over
+    Q it was -3% causal at 1k).
 
     ``CHAIN`` (persistent, overlapped loop only) adds a second ``(BM, D)`` Q buffer so that each
     tile's first key block runs under the previous tile's last ``P V`` (module docstring); default:
@@ -145,8 +144,13 @@ def plan(B, H, HKV, SQ, SK, D, dtype="bfloat16", BN=None, STAGES=None, NC=None, 
     (persistent only; the next tile's Q loads while this tile's O is stored); ``"q"``: over the
     tile's Q, which every ``S`` of the tile has finished reading. A persistent CTA then reloads Q
     only once the store has read it (``q_empty`` waits for that), while the next tile's first K / V
-    blocks load under the epilogue. Default: ``"own"`` where persistent and it fits, else ``"q"``
-    (this lets head dim 256 run persistent)."""
+    blocks load under the epilogue. ``"kv"``: consumer 0's rows over the tile's last K stage and
+    consumer 1's over its last V stage (``BN >= 64``, ``NC <= 2``, overlapped loop), once both
+    consumers are done with them (named barrier 5); each stage goes back to the producer when its
+    store has read it, so Q reloads as early as with ``"own"`` and only the next tile's second K /
+    V block waits for the store. Default: ``"own"`` where persistent and it fits, ``"kv"`` where
+    persistent and it does not (head dim 256: same process, causal 1k / 2k / 4k +2.5 / +2.7 / +1%
+    over ``"q"``, non-causal within 1%), else ``"q"``."""
     bn, st, nc = default_config(D) if D in HEAD_DIMS else (None, None, None)
     BN, NC = (bn if BN is None else BN), (nc if NC is None else NC)
     if dtype not in DTYPES:
@@ -176,13 +180,17 @@ def plan(B, H, HKV, SQ, SK, D, dtype="bfloat16", BN=None, STAGES=None, NC=None, 
     fits = smem + BM * D * 2 <= SMEM_LIMIT
     if PERSIST is None:         # the H100 measurements in the docstring
         nb = _cdiv(SK, BN)
-        PERSIST = nb <= (64 if causal else 32) if fits else nb <= 32 and (not causal or nb > 16)
+        PERSIST = nb <= (64 if causal else 32)
     PERSIST = bool(PERSIST)
     if OSTAGE is None:
-        OSTAGE = "own" if PERSIST and fits else "q"
-    if OSTAGE not in ("own", "q"):
-        raise ValueError(f"attention_sm90: OSTAGE = {OSTAGE!r}; use 'own' (O staged in its own buffer) or 'q' "
-                         "(over the tile's Q)")
+        OSTAGE = ("own" if fits else "kv") if PERSIST else "q"
+    if OSTAGE not in ("own", "q", "kv"):
+        raise ValueError(f"attention_sm90: OSTAGE = {OSTAGE!r}; use 'own' (O staged in its own buffer), 'q' "
+                         "(over the tile's Q) or 'kv' (over the last key block's K / V stages)")
+    if OSTAGE == "kv" and not (OVERLAP and NC <= 2 and BN >= 64):
+        raise ValueError(f"attention_sm90: OSTAGE='kv' stages consumer 0's O rows over the last K stage and consumer "
+                         f"1's over the last V stage: it needs the overlapped loop, NC <= 2 and BN >= 64 "
+                         f"(got OVERLAP={OVERLAP}, NC={NC}, BN={BN})")
     if OSTAGE == "own" and not PERSIST:
         raise ValueError("attention_sm90: OSTAGE='own' is for persistent CTAs (PERSIST=True); one tile per CTA "
                          "stages O over Q, which needs no buffer of its own")
@@ -285,7 +293,8 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
     PINGPONG, PERSIST, CHAIN, WORK = p["pingpong"], p["persist"], p["chain"], p["work"]
     QB = 2 if CHAIN else 1                  # Q buffers: the next tile's Q loads while this tile runs
     OWN_O = p["ostage"] == "own"
-    Q_AFTER_O = PERSIST and not OWN_O       # Q reloads once this tile's O (staged over it) is read
+    KV_O = p["ostage"] == "kv"              # O over the last block's K (consumer 0) and V (consumer 1) stages
+    Q_AFTER_O = PERSIST and p["ostage"] == "q"  # Q reloads once this tile's O (staged over it) is read
     QL, KVL = _tile_layout(BM, D, QB), _tile_layout(BN, D, STAGES)
     SACC, OACC, OCH = wgmma_accumulator(BN), wgmma_accumulator(D), wgmma_accumulator(64)
     RAGGED = SK % BN != 0
@@ -345,7 +354,7 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
 
     @T.macro
     def epilogue(O, Os, LSE, oacc, och, mfin, lfin, linv, b, h, m0, r0, c, v_empty, last, chained, q_empty,
-                 qb):
+                 qb, Ks, Vs, k_empty):
         """``O / l`` -> this consumer's rows of ``Os`` (``stmatrix``) -> TMA store; ``LSE`` from registers.
         ``chained``: the tile's last P V (stage ``last``) is still in flight; it is waited for here, behind
         the branch of the staging buffer's wait, so that ptxas cannot hoist the wait above the next tile's
@@ -361,16 +370,34 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
             if T.lane_id() == 0:
                 T.ptx.mbarrier_arrive(v_empty[last])
         Tx.wg.mul(oacc, oacc, linv)
+        if KV_O:                                # every S and P V of the tile is done in both consumers
+            T.ptx.barrier_sync(5, 128 * NC)
         for j in range(DC):
             Tx.wg.cast(och, oacc[:, j * 64:j * 64 + 64])
-            Tx.wg.copy(Os[0, c * 64:c * 64 + 64, j * 64:j * 64 + 64], och)
+            if KV_O:
+                if NC == 1:
+                    Tx.wg.copy(Ks[last, 0:64, j * 64:j * 64 + 64], och)
+                elif c == 0:
+                    Tx.wg.copy(Ks[last, 0:64, j * 64:j * 64 + 64], och)
+                else:
+                    Tx.wg.copy(Vs[last, 0:64, j * 64:j * 64 + 64], och)
+            else:
+                Tx.wg.copy(Os[0, c * 64:c * 64 + 64, j * 64:j * 64 + 64], och)
         T.ptx.fence_proxy_async()
         T.ptx.barrier_sync(1 + c, 128)
         for cc in range(NC):                    # one issuing thread per call site
             if T.thread_id() == 128 * (cc + 1):
                 for j in range(DC):
-                    Tx.copy_async(O[b, m0 + cc * 64:m0 + cc * 64 + 64, h, j * 64:j * 64 + 64],
-                                  Os[0, cc * 64:cc * 64 + 64, j * 64:j * 64 + 64])
+                    if KV_O:
+                        Tx.copy_async(O[b, m0 + cc * 64:m0 + cc * 64 + 64, h, j * 64:j * 64 + 64],
+                                      (Ks if cc == 0 else Vs)[last, 0:64, j * 64:j * 64 + 64])
+                    else:
+                        Tx.copy_async(O[b, m0 + cc * 64:m0 + cc * 64 + 64, h, j * 64:j * 64 + 64],
+                                      Os[0, cc * 64:cc * 64 + 64, j * 64:j * 64 + 64])
+                if KV_O:                        # the stage is free once the store has read it: the 4
+                    T.ptx.bulk_wait_group_read(0)   # arrivals this consumer's warps held back
+                    for w in range(4):
+                        T.ptx.mbarrier_arrive((k_empty if cc == 0 else v_empty)[last])
                 if Q_AFTER_O:
                     T.ptx.bulk_wait_group_read(0)
                     T.ptx.mbarrier_arrive(q_empty[qb])   # our rows of Q (and of O) are free
@@ -509,7 +536,7 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
                             if T.lane_id() == 0:
                                 T.ptx.mbarrier_arrive(q_empty[qb])   # every S of this tile is done: Q may reload
                         epilogue(O, Os, LSE, oacc, och, mrow, lrow, linv, b, h, m0, r0, c, v_empty, 0, False,
-                                 q_empty, qb)
+                                 q_empty, qb, Ks, Vs, k_empty)
                     else:
                         # CHAIN: a tile's block 0 ran under the previous tile's last P V (below), except the first
                         more = 0                                 # 1: a next tile follows (CHAIN)
@@ -524,7 +551,8 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
                             Tx.wg.gemm_async(sacc, Qs[qb, c * 64:c * 64 + 64, :], Ks[g0 % STAGES], transpose_b=True,
                                              accumulate=False, wait=0)
                             if T.lane_id() == 0:
-                                T.ptx.mbarrier_arrive(k_empty[g0 % STAGES])
+                                if not KV_O or c > 0 or nkv > 1:    # KV_O: consumer 0's O goes over K[last]
+                                    T.ptx.mbarrier_arrive(k_empty[g0 % STAGES])
                             first_softmax(sacc, mrow, nms, alpha, lrow, m0, r0)
                         if PINGPONG:
                             # turns on the tensor cores this tile: one per loop iteration, and the chained
@@ -561,7 +589,8 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
                                     T.ptx.barrier_arrive(3, 256)
                             Tx.wg.gemm_wait(1, sacc)                     # S_i done (K_i free); P V still running
                             if T.lane_id() == 0:
-                                T.ptx.mbarrier_arrive(k_empty[s])
+                                if not KV_O or c > 0 or i < nkv - 1:
+                                    T.ptx.mbarrier_arrive(k_empty[s])
                             online_softmax(sacc, mrow, mprev, nms, alpha, lrow, i, n0, m0, r0)
                         if not Q_AFTER_O:
                             if T.lane_id() == 0:
@@ -598,16 +627,17 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
                                 T.ptx.mbarrier_arrive(k_empty[s2])
                             first_softmax(sacc, mrow, nms, alpha, lrow, mt2 * BM, mt2 * BM + c * 64)
                             epilogue(O, Os, LSE, oacc, och, mfin, lfin, linv, b, h, m0, r0, c, v_empty, last, True,
-                                     q_empty, qb)
+                                     q_empty, qb, Ks, Vs, k_empty)
                             Tx.wg.fill(oacc, T.float32(0))           # the next tile's O
                         else:
                             Tx.wg.mul(oacc, oacc, alpha)
                             T.ptx.mbarrier_wait_parity(v_full[last], ((g0 + nkv - 1) // STAGES) % 2)
                             Tx.wg.gemm_async(oacc, pfr, Vs[last], accumulate=True, wait=0)
                             if T.lane_id() == 0:
-                                T.ptx.mbarrier_arrive(v_empty[last])
-                            epilogue(O, Os, LSE, oacc, och, mrow, lrow, linv, b, h, m0, r0, c, v_empty, 0, False,
-                                     q_empty, qb)
+                                if not KV_O or c == 0:      # KV_O: consumer 1's O goes over V[last]
+                                    T.ptx.mbarrier_arrive(v_empty[last])
+                            epilogue(O, Os, LSE, oacc, och, mrow, lrow, linv, b, h, m0, r0, c, v_empty, last, False,
+                                     q_empty, qb, Ks, Vs, k_empty)
                     gb[0] = g0 + nkv
                     tc[0] = tc[0] + 1
             if T.thread_id_in_wg() == 0:

@@ -62,6 +62,13 @@ if T.thread_id() < n:
 """, params='A: T.Tensor((128,), "float32"), n: T.int32'), r"depends on run-time values, so the active threads \(at most")
 
 
+def test_warpgroup_op_no_thread_can_reach():
+    fails(script("""
+if T.warpgroup_id() == 2:
+    Tx.wg.fill(A, T.float32(0))
+"""), r"Tx.wg.fill runs at warpgroup scope, but no thread can reach it \(narrowed by `if", hint="exclude every thread")
+
+
 def test_warpgroup_uniform_data_branch_keeps_warpgroup_scope():
     # a condition that reads only T.warpgroup_id() of the thread ids (plus run-time data) keeps or drops
     # whole warpgroups, so a warpgroup op under it is fine (each consumer warpgroup of a kernel with its

@@ -125,13 +125,17 @@ def test_persistent_plan_launches_at_most_one_cta_per_sm():
     assert plan(1, 2, 2, 300, 300, 64, causal=True, PERSIST=True)["work"] == 4
 
 
-def test_head_dim_256_persists_with_o_over_q_where_measured_faster():
-    """Head dim 256 has no room for an O buffer of its own: persistent CTAs stage O over Q. Default
-    (H100 measurements in plan's docstring): non-causal up to 32 key blocks, causal from 17 to 32."""
+def test_head_dim_256_persists_with_o_over_the_last_k_v_stages():
+    """Head dim 256 has no room for an O buffer of its own: persistent CTAs stage O over the tile's last
+    K / V stages. Default (H100 measurements in plan's docstring): persistent up to 32 key blocks, 64
+    when causal; one tile per CTA stages O over Q."""
     for S, causal, persist in [(1024, False, True), (2048, False, True), (4096, False, False),
-                               (1024, True, False), (2048, True, True), (4096, True, False)]:
+                               (1024, True, True), (4096, True, True), (8192, True, False)]:
         p = plan(1, 16, 16, S, S, 256, causal=causal)
-        assert (p["persist"], p["ostage"], p["chain"]) == (persist, "q", False), (S, causal, p)
-        if persist:
-            assert p["smem"] == plan(1, 16, 16, S, S, 256, causal=causal, PERSIST=False)["smem"]
+        assert (p["persist"], p["ostage"], p["chain"]) == (persist, "kv" if persist else "q", False), (S, causal, p)
+        assert p["smem"] == plan(1, 16, 16, S, S, 256, causal=causal, PERSIST=False)["smem"]
+    for kw, msg in [(dict(OVERLAP=False), "OSTAGE='kv' stages consumer 0's O rows over the last K stage"),
+                    (dict(BN=48), "NC <= 2 and BN >= 64"), (dict(NC=3, BN=64), "NC <= 2")]:
+        with pytest.raises(ValueError, match=msg):
+            plan(1, 16, 16, 1024, 1024, 128 if "NC" in kw else 256, OSTAGE="kv", PERSIST=True, **kw)
     assert plan(1, 16, 16, 1024, 1024, 128)["ostage"] == "own"          # head dim 128 keeps its own buffer

@@ -110,6 +110,13 @@ def test_persistent_ctas_stage_o_over_q(D, causal, S):
     _persistent(D, causal, S, OSTAGE="q")
 
 
+@pytest.mark.parametrize("D,causal,S", [(64, True, 700), (128, False, 700), (256, True, 700), (256, False, 600)])
+def test_persistent_ctas_stage_o_over_the_last_k_v_stages(D, causal, S):
+    """``OSTAGE='kv'``: consumer 0's O rows are staged over the tile's last K stage, consumer 1's over its
+    last V stage, and those stages go back to the producer once the O store has read them."""
+    _persistent(D, causal, S, OSTAGE="kv")
+
+
 def _persistent(D, causal, S, **kw):
     import tirxpy
     from kernels.attention_sm90 import attention_sm90

@@ -34,6 +34,11 @@ from tests.kernels.attention_reference import reference
     (1, 2, 1, 150, 150, 64, True, 32, 2, "bfloat16", True, dict(sms=2, PERSIST=True, PINGPONG=True, OSTAGE="q")),
     (2, 2, 1, 80, 100, 64, True, 32, 1, "bfloat16", False, dict(sms=3, PERSIST=True, OSTAGE="q")),  # plain loop
     (2, 2, 1, 130, 32, 64, False, 32, 2, "bfloat16", True, dict(sms=3, OSTAGE="q")),  # one key block per tile
+    # OSTAGE="kv": O over the last block's K (consumer 0) / V (consumer 1) stage, released after the store's read
+    (1, 2, 1, 150, 150, 64, True, 64, 2, "bfloat16", True, dict(sms=2, PERSIST=True, PINGPONG=True, OSTAGE="kv")),
+    (2, 2, 1, 130, 200, 64, False, 64, 2, "bfloat16", True, dict(sms=3, OSTAGE="kv")),
+    (2, 2, 1, 130, 64, 64, False, 64, 2, "float16", True, dict(sms=3, OSTAGE="kv")),    # one key block per tile
+    (2, 2, 1, 80, 200, 64, False, 64, 1, "bfloat16", True, dict(sms=3, OSTAGE="kv")),   # one consumer
 ])
 def test_attention_sim_matches_float64(B, H, HKV, SQ, SK, D, causal, BN, NC, dtype, overlap, kw):
     g = torch.Generator().manual_seed(int(torch.randint(0, 2**31 - 1, (1,))))

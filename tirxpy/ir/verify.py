@@ -237,6 +237,10 @@ class Verifier:
         narrow = ts.scope()
         hint = (f"move the call outside the branch that narrows the threads, or use the form for the active scope "
                 f"({narrow})")
+        if not ts.tids:
+            msg = f"{what} runs at {scope} scope, but no thread can reach it{where}"
+            hint = ("the branch conditions exclude every thread of the launch (a role with no warps?): remove the "
+                    "branch, or decide it in Python (a constant condition) so that it is not built")
         self.fail(node, msg, hint)
 
     def intrinsic_scope(self, call, stmt):
