@@ -375,9 +375,7 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
         for j in range(DC):
             Tx.wg.cast(och, oacc[:, j * 64:j * 64 + 64])
             if KV_O:
-                if NC == 1:
-                    Tx.wg.copy(Ks[last, 0:64, j * 64:j * 64 + 64], och)
-                elif c == 0:
+                if NC == 1 or c == 0:           # (decided in Python with one consumer)
                     Tx.wg.copy(Ks[last, 0:64, j * 64:j * 64 + 64], och)
                 else:
                     Tx.wg.copy(Vs[last, 0:64, j * 64:j * 64 + 64], och)

@@ -280,12 +280,7 @@ def whole_warps_reason(ts, what: str = "mma.sync") -> str | None:
 def warpgroups_reason(ts, what: str = "wgmma") -> str | None:
     """None when ``ts`` is a union of whole warpgroups, each 4 consecutive warps starting at a
     multiple of 4 (the hardware's warpgroups), else the reason."""
-    ws = ts.warps()
-    ok = ws and ts.whole("warpgroup")
-    if ok:
-        groups = {w // 4 for w in ws}
-        ok = all(all(4 * g + i in ws for i in range(4)) for g in groups)
-    if ok:
+    if ts.tids and ts.whole("warpgroup"):      # whole groups of 128 threads from a multiple of 128
         return None
     return (f"{what} needs a full warpgroup (4 consecutive warps starting at a multiple of 4); "
             f"the call runs on {ts.describe()}")
