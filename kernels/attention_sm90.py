@@ -93,6 +93,9 @@ HEAD_DIMS = (64, 128, 256)
 SMEM_LIMIT = 232448  # sm_90 dynamic shared memory per CTA (227 KiB)
 LOG2E = 1.4426950408889634
 LN2 = 0.6931471805599453
+LAZY_LOG2 = 8.0
+"""``LAZY``: a row's running max moves (and O is rescaled) only when it rises by more than this, in
+units of ``scale * log2(e) * S``; until then ``P = exp2(...)`` stays below ``2^8 = 256``."""
 
 ROW = TileLayout(S[(4, 2, 8) : (1 @ wid_in_wg, 1 @ m, 4 @ laneid)] + R[4 : 1 @ laneid])
 """One float per accumulator row, ``(64, 1)``: row ``16 w + 8 h + lane / 4`` in slot ``h`` of the
@@ -103,23 +106,42 @@ def _cdiv(a, b):
     return -(-a // b)
 
 
-def default_config(D):
+def default_config(D, causal=False, SK=None):
     """``(BN, STAGES, NC)`` per head dim: key block rows, ring stages, consumer warpgroups.
 
     Measured on the H100 (docs/performance.md, 2026-11-22): 3 stages or BN = 176 at head dim 128
     were within noise of these or slower across sequence lengths; at head dim 64, 3 stages gained
     8% at S = 1k with CHAIN and were even elsewhere, 3 consumers (NC = 3) lost up to 30% causal; at
-    head dim 256, BN = 80 beat BN = 64 by 2-8%."""
+    head dim 256, BN = 80 beat BN = 64 by 2-8%, except causal with at most 1024 keys: there 64-key
+    blocks end where the 128-row query tiles do, so the diagonal blocks hold 6% fewer computed
+    scores than 80-key ones (S = 1k: +6-9% over BN = 80; 1.5k: -2%; 2k: -7%).
+
+        >>> default_config(256), default_config(256, causal=True, SK=1024)
+        ((80, 2, 2), (64, 2, 2))
+    """
+    if D == 256 and causal and SK is not None and SK <= 1024:
+        return 64, 2, 2
     return {64: (128, 3, 2), 128: (128, 2, 2), 256: (80, 2, 2)}[D]
 
 
-def default_pingpong(D, causal, NC=2, OVERLAP=True, CHAIN=False):
+def default_pingpong(D, causal, NC=2, OVERLAP=True, CHAIN=False, BN=None):
     """Whether the two consumer warpgroups take turns on the tensor cores by default: for head dim
     256, and for causal masks without CHAIN. With the softmax overlapping the warpgroup's own P V
     (the loop below), non-causal head dims 64 / 128 ran 2-6% faster without the turn-taking
     barriers on the H100; with CHAIN, causal head dims 64 / 128 ran 2-4% faster without them (S =
-    4k), one tile per CTA (S = 16k) causal ran faster with them."""
+    4k), one tile per CTA (S = 16k) causal ran faster with them. Not for causal head dim 256 with
+    64-key blocks (:func:`default_config`'s short causal case: +1-2.5% without the turns, S = 1k)."""
+    if D == 256 and causal and BN == 64:
+        return False
     return NC == 2 and OVERLAP and (D == 256 or (causal and not CHAIN))
+
+
+def default_lazy(D):
+    """Whether O is rescaled lazily by default (:func:`attention_sm90`'s ``LAZY``): at head dim 256,
+    where the rescale is 128 multiplies per thread and key block, 3.2 per score of an 80-key block
+    (H100, same process: +0.5-3.5%). At head dims 64 / 128 the branch around the rescale cost more
+    than it saved (-1-4% at 128, -20% at 64)."""
+    return D == 256
 
 
 def plan(B, H, HKV, SQ, SK, D, dtype="bfloat16", BN=None, STAGES=None, NC=None, causal=False, OVERLAP=True,
@@ -151,7 +173,7 @@ def plan(B, H, HKV, SQ, SK, D, dtype="bfloat16", BN=None, STAGES=None, NC=None, 
     V block waits for the store. Default: ``"own"`` where persistent and it fits, ``"kv"`` where
     persistent and it does not (head dim 256: same process, causal 1k / 2k / 4k +2.5 / +2.7 / +1%
     over ``"q"``, non-causal within 1%), else ``"q"``."""
-    bn, st, nc = default_config(D) if D in HEAD_DIMS else (None, None, None)
+    bn, st, nc = default_config(D, causal, SK) if D in HEAD_DIMS else (None, None, None)
     BN, NC = (bn if BN is None else BN), (nc if NC is None else NC)
     if dtype not in DTYPES:
         raise ValueError(f"attention_sm90: dtype must be one of {DTYPES}, got {dtype!r}")
@@ -212,7 +234,7 @@ def plan(B, H, HKV, SQ, SK, D, dtype="bfloat16", BN=None, STAGES=None, NC=None, 
     if CHAIN and OSTAGE != "own":
         raise ValueError("attention_sm90: CHAIN stores a tile's O while the next tile's Q is in use, so O needs "
                          "its own buffer: use OSTAGE='own' (or CHAIN=False)")
-    PINGPONG = default_pingpong(D, causal, NC, OVERLAP, CHAIN) if PINGPONG is None else bool(PINGPONG)
+    PINGPONG = default_pingpong(D, causal, NC, OVERLAP, CHAIN, BN) if PINGPONG is None else bool(PINGPONG)
     if PINGPONG and (NC != 2 or not OVERLAP):
         raise ValueError("attention_sm90: PINGPONG schedules two consumer warpgroups (NC = 2) in the overlapped "
                          "loop (OVERLAP=True)")
@@ -272,18 +294,31 @@ def _next_step(t, units, MT, H, causal):
 @tirxpy.jit
 def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat16", BN=None, STAGES=None, NC=None,
                    SQT=None, SKT=None, OVERLAP=True, PINGPONG=None, PERSIST=None, CHAIN=None, sms=SM_COUNT_H100,
-                   OSTAGE=None):
+                   OSTAGE=None, LAZY=None):
     """The kernel for one problem: ``k(Q, K, V, O, LSE)`` with ``Q, O: (B, SQT, H, D)``,
     ``K, V: (B, SKT, HKV, D)``, ``LSE: (B, H, SQT, 1)`` float32. ``SQ`` / ``SK`` are the valid
     lengths; the tensors may have more rows (``SQT >= SQ``, ``SKT >= SK``, default equal): a TMA
     box may not be larger than its tensor, so :func:`kernels.attention` pads sequences shorter than
-    one tile (rows past ``SK`` are masked, rows past ``SQ`` are computed and dropped)."""
+    one tile (rows past ``SK`` are masked, rows past ``SQ`` are computed and dropped).
+
+    ``LAZY`` (default :func:`default_lazy`: head dim 256): a row's running max, and with it ``O``'s
+    scale, moves only when a block raises it by more than ``LAZY_LOG2 = 8`` (in ``scale * log2(e)``
+    units); otherwise the block's ``P = exp2(s - m)`` is taken against the stale max, at most ``2^8``,
+    which bf16 / f16 and the float32 sums hold exactly as well, and ``O`` is not multiplied at all.
+    ``O / l`` and the log-sum-exp ``m + log2(l)`` come out the same, as ``O`` and ``l`` always share
+    one scale. A thread decides for its two rows (each row's quad decides alike), so some warps
+    rescale while others skip."""
     p = plan(B, H, HKV, SQ, SK, D, dtype, BN, STAGES, NC, causal, OVERLAP, PINGPONG, PERSIST, CHAIN, sms, OSTAGE)
     SQT, SKT = SQT or SQ, SKT or SK
     if SQT < max(SQ, p["BM"]) or SKT < max(SK, p["BN"]):
         raise ValueError(f"attention_sm90: tensors of {SQT} query / {SKT} key rows are shorter than one tile "
                          f"({p['BM']} / {p['BN']}) or than SQ = {SQ} / SK = {SK}: pad the sequences")
     BM, BN, STAGES, NC = p["BM"], p["BN"], p["STAGES"], p["NC"]
+    if LAZY is None:
+        LAZY = default_lazy(D)
+    if LAZY not in (True, False, 0, 1):
+        raise ValueError(f"attention_sm90: LAZY must be True or False (or None: the default), got {LAZY!r}")
+    LAZY = bool(LAZY)
     scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
     SL2 = scale * LOG2E
     GROUP = H // HKV
@@ -306,10 +341,11 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
     regs_dec, regs_inc = register_split(p["threads"], regs_dec, regs_inc, "attention_sm90")
 
     @T.macro
-    def online_softmax(sacc, mrow, mprev, nms, alpha, lrow, i, n0, m0, r0):
+    def online_softmax(sacc, mrow, mprev, nms, alpha, lrow, i, n0, m0, r0, resc):
         """Block ``i`` (key columns ``n0 ..``) of the online softmax, in place on the S fragment:
         mask it, raise the row max, ``alpha = exp2((m_old - m_new) scale log2 e)``, ``S -> P`` and
-        ``l = alpha l + rowsum(P)``. The caller rescales O by ``alpha``."""
+        ``l = alpha l + rowsum(P)``. The caller rescales O by ``alpha`` (with ``LAZY``: only where
+        ``resc[0]`` is set, see :func:`attention_sm90`)."""
         if causal:
             if n0 + BN > m0 + 1 or n0 + BN > SK:     # CTA-uniform (the verifier proves it)
                 Tx.wg.mask(sacc, sacc, T.float32(NEG_INF), cols=SK - n0, diag=r0 - n0)
@@ -318,16 +354,37 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
                 Tx.wg.mask(sacc, sacc, T.float32(NEG_INF), cols=SK - n0)
         Tx.wg.unary(mprev, mrow, fn="copy")
         Tx.wg.max(mrow, sacc, axis=1, accum=True)
+        if LAZY:
+            # this thread's two rows (slots 0 and 1: rows 8 h + lane / 4 of its warp); the four lanes of
+            # a row's quad hold the same maxima, so they decide alike. Selects, not a branch: a branch here
+            # splits the softmax's basic block, and ptxas then schedules it worse (-20% at head dim 64)
+            rise = T.max(mrow[0, 0] - mprev[0, 0], mrow[8, 0] - mprev[8, 0])
+            resc[0] = T.select(rise * SL2 > LAZY_LOG2, 1, 0)
+            for h in range(2):                  # keep the stale max: P stays below 2^LAZY_LOG2
+                mrow[8 * h, 0] = T.select(resc[0] != 0, mrow[8 * h, 0], mprev[8 * h, 0])
         Tx.wg.mul(nms, mrow, T.float32(-SL2))
         Tx.wg.fma(alpha, mprev, T.float32(SL2), nms)
         Tx.wg.exp2(alpha, alpha)
+        if LAZY:                                # exactly 1 where the max stays (l and O both keep their scale)
+            for h in range(2):
+                alpha[8 * h, 0] = T.select(resc[0] != 0, alpha[8 * h, 0], T.float32(1))
         Tx.wg.fma(sacc, sacc, T.float32(SL2), nms)
         Tx.wg.exp2(sacc, sacc)
         Tx.wg.mul(lrow, lrow, alpha)
         Tx.wg.sum(lrow, sacc, axis=1, accum=True)
 
     @T.macro
-    def first_softmax(sacc, mrow, nms, alpha, lrow, m0, r0):
+    def rescale_o(oacc, alpha, resc):
+        """``O *= alpha`` of the previous block (with ``LAZY``, only in threads whose row max rose past
+        the threshold: the others kept their max, so their O stays as it is)."""
+        if LAZY:
+            if resc[0] != 0:
+                Tx.mul(oacc, oacc, alpha)
+        else:
+            Tx.wg.mul(oacc, oacc, alpha)
+
+    @T.macro
+    def first_softmax(sacc, mrow, nms, alpha, lrow, m0, r0, resc):
         """Block 0 of the tile at row ``m0`` (this consumer's rows from ``r0``): mask, row max, ``S -> P``,
         ``l = rowsum(P)``; ``alpha = 1``, as O is still zero."""
         if causal:
@@ -341,6 +398,8 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
         Tx.wg.exp2(sacc, sacc)
         Tx.wg.sum(lrow, sacc, axis=1)
         Tx.wg.fill(alpha, T.float32(1))
+        if LAZY:
+            resc[0] = 0                         # O is zero: nothing to rescale
 
     @T.macro
     def load_q(Qs, Q, q_full, q_empty, qb, tcv, b, m0, h):
@@ -433,6 +492,7 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
         linv = T.alloc_local((64, 1), "float32", layout=ROW)
         mfin = T.alloc_local((64, 1), "float32", layout=ROW)     # CHAIN: the finished tile's max / sum, kept
         lfin = T.alloc_local((64, 1), "float32", layout=ROW)     # while the next tile's block 0 runs
+        resc = T.alloc_local((1,), "int32")     # LAZY: this thread rescales O after the block
         gb = T.alloc_local((1,), "int32")       # key blocks of this CTA's earlier tiles: ring position
         tc = T.alloc_local((1,), "int32")       # tiles this CTA has done: Q buffer, q_full / q_empty parity
         n_tiles = 1
@@ -523,8 +583,8 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
                                              accumulate=False, wait=0)
                             if T.lane_id() == 0:
                                 T.ptx.mbarrier_arrive(k_empty[s])
-                            online_softmax(sacc, mrow, mprev, nms, alpha, lrow, i, n0, m0, r0)
-                            Tx.wg.mul(oacc, oacc, alpha)
+                            online_softmax(sacc, mrow, mprev, nms, alpha, lrow, i, n0, m0, r0, resc)
+                            rescale_o(oacc, alpha, resc)
                             Tx.wg.cast(pfr, sacc)
                             T.ptx.mbarrier_wait_parity(v_full[s], ph)
                             Tx.wg.gemm_async(oacc, pfr, Vs[s], accumulate=True, wait=0)
@@ -551,7 +611,7 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
                             if T.lane_id() == 0:
                                 if not KV_O or c > 0 or nkv > 1:    # KV_O: consumer 0's O goes over K[last]
                                     T.ptx.mbarrier_arrive(k_empty[g0 % STAGES])
-                            first_softmax(sacc, mrow, nms, alpha, lrow, m0, r0)
+                            first_softmax(sacc, mrow, nms, alpha, lrow, m0, r0, resc)
                         if PINGPONG:
                             # turns on the tensor cores this tile: one per loop iteration, and the chained
                             # tail's; consumer 0 takes the first, consumer 1 passes none on after its last
@@ -577,7 +637,7 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
                             # S_i = Q K_i^T, then O += P_{i-1} V_{i-1}, both in flight at once
                             Tx.wg.gemm_async(sacc, Qs[qb, c * 64:c * 64 + 64, :], Ks[s], transpose_b=True,
                                              accumulate=False)
-                            Tx.wg.mul(oacc, oacc, alpha)                 # O *= alpha_{i-1} while S_i runs
+                            rescale_o(oacc, alpha, resc)                 # O *= alpha_{i-1} while S_i runs
                             T.ptx.mbarrier_wait_parity(v_full[sp], ((g - 1) // STAGES) % 2)
                             Tx.wg.gemm_async(oacc, pfr, Vs[sp], accumulate=True)
                             if PINGPONG:
@@ -589,7 +649,7 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
                             if T.lane_id() == 0:
                                 if not KV_O or c > 0 or i < nkv - 1:
                                     T.ptx.mbarrier_arrive(k_empty[s])
-                            online_softmax(sacc, mrow, mprev, nms, alpha, lrow, i, n0, m0, r0)
+                            online_softmax(sacc, mrow, mprev, nms, alpha, lrow, i, n0, m0, r0, resc)
                         if not Q_AFTER_O:
                             if T.lane_id() == 0:
                                 T.ptx.mbarrier_arrive(q_empty[qb])   # every S of this tile is done: Q may reload
@@ -614,7 +674,7 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
                                 T.ptx.barrier_sync(3 + c, 256)
                             Tx.wg.gemm_async(sacc, Qs[qb2, c * 64:c * 64 + 64, :], Ks[s2], transpose_b=True,
                                              accumulate=False)
-                            Tx.wg.mul(oacc, oacc, alpha)
+                            rescale_o(oacc, alpha, resc)
                             T.ptx.mbarrier_wait_parity(v_full[last], ((g0 + nkv - 1) // STAGES) % 2)
                             Tx.wg.gemm_async(oacc, pfr, Vs[last], accumulate=True)
                             if PINGPONG:
@@ -623,12 +683,12 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
                             Tx.wg.gemm_wait(1, sacc)
                             if T.lane_id() == 0:
                                 T.ptx.mbarrier_arrive(k_empty[s2])
-                            first_softmax(sacc, mrow, nms, alpha, lrow, mt2 * BM, mt2 * BM + c * 64)
+                            first_softmax(sacc, mrow, nms, alpha, lrow, mt2 * BM, mt2 * BM + c * 64, resc)
                             epilogue(O, Os, LSE, oacc, och, mfin, lfin, linv, b, h, m0, r0, c, v_empty, last, True,
                                      q_empty, qb, Ks, Vs, k_empty)
                             Tx.wg.fill(oacc, T.float32(0))           # the next tile's O
                         else:
-                            Tx.wg.mul(oacc, oacc, alpha)
+                            rescale_o(oacc, alpha, resc)
                             T.ptx.mbarrier_wait_parity(v_full[last], ((g0 + nkv - 1) // STAGES) % 2)
                             Tx.wg.gemm_async(oacc, pfr, Vs[last], accumulate=True, wait=0)
                             if T.lane_id() == 0:

@@ -139,3 +139,27 @@ def test_head_dim_256_persists_with_o_over_the_last_k_v_stages():
         with pytest.raises(ValueError, match=msg):
             plan(1, 16, 16, 1024, 1024, 128 if "NC" in kw else 256, OSTAGE="kv", PERSIST=True, **kw)
     assert plan(1, 16, 16, 1024, 1024, 128)["ostage"] == "own"          # head dim 128 keeps its own buffer
+
+
+def test_short_causal_head_dim_256_takes_64_key_blocks_without_turns():
+    """Causal head dim 256 with at most 1024 keys: 64-key blocks (they end where the 128-row query tiles
+    do) and no ping-pong turns; longer or non-causal: 80-key blocks with turns (H100 measurements in
+    :func:`kernels.attention_sm90.default_config`)."""
+    short = plan(B=32, H=16, HKV=16, SQ=1024, SK=1024, D=256, causal=True)
+    assert (short["BN"], short["pingpong"], short["persist"], short["ostage"]) == (64, False, True, "kv")
+    for kw in (dict(SQ=2048, SK=2048, causal=True), dict(SQ=1024, SK=1024, causal=False)):
+        p = plan(B=16, H=16, HKV=16, D=256, **kw)
+        assert (p["BN"], p["pingpong"]) == (80, True), kw
+    assert plan(B=32, H=16, HKV=16, SQ=1024, SK=1024, D=256, causal=True, BN=80)["pingpong"] is True
+    assert plan(B=32, H=16, HKV=16, SQ=1024, SK=1024, D=128, causal=True)["BN"] == 128
+
+
+def test_lazy_rescale_is_the_head_dim_256_default_and_is_checked():
+    """``LAZY`` defaults on at head dim 256 only: its kernel branches around O's rescale (a ``resc`` flag
+    per thread); other head dims multiply O every block. A value that is not a bool is refused."""
+    lazy = str(attention_sm90(1, 2, 1, 256, 256, 256, BN=64))
+    eager = str(attention_sm90(1, 2, 1, 256, 256, 128))
+    assert "resc[0]" in lazy and "resc[0]" not in eager
+    assert "resc[0]" in str(attention_sm90(1, 2, 1, 256, 256, 128, LAZY=True))
+    with pytest.raises(ValueError, match="LAZY must be True or False"):
+        attention_sm90(1, 2, 1, 256, 256, 64, LAZY="yes")

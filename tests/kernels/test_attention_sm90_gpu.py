@@ -117,6 +117,23 @@ def test_persistent_ctas_stage_o_over_the_last_k_v_stages(D, causal, S):
     _persistent(D, causal, S, OSTAGE="kv")
 
 
+@pytest.mark.parametrize("lazy", [False, True])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("D", [64, 128, 256])
+def test_rising_scores_with_and_without_lazy_rescale(D, causal, lazy):
+    """Keys that grow along the sequence (row ``j`` scaled by ``1 + j / 8``) raise every big query row's
+    max by far more than ``LAZY_LOG2`` from block to block, while every other query row (scaled down
+    50x) stays under it: with ``LAZY`` some warps rescale O and some keep their stale max, block by
+    block, and both must match float64 (as must the eager rescale on such inputs)."""
+    B, S, H = 2, 1000, 4
+    q, k, v = _inputs(B, S, S, H, H, D, torch.bfloat16)
+    q[:, 1::2] = (q[:, 1::2].float() * 0.02).to(q.dtype)
+    k = (k.float() * (1 + torch.arange(S, device="cuda").float() / 8).view(1, S, 1, 1)).to(k.dtype)
+    o, lse = kernels.attention(q, k, v, causal=causal, return_lse=True, LAZY=lazy)
+    torch.cuda.synchronize()
+    _check(o, lse, q, k, v, causal, D ** -0.5)
+
+
 def _persistent(D, causal, S, **kw):
     import tirxpy
     from kernels.attention_sm90 import attention_sm90

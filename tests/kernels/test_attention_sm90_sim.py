@@ -58,3 +58,45 @@ def test_attention_sim_matches_float64(B, H, HKV, SQ, SK, D, causal, BN, NC, dty
     tol = 2e-2 if dtype == "bfloat16" else 4e-3
     assert (o.double() - ref).abs().max().item() < tol
     assert (lse[..., 0].double() - ref_lse).abs().max().item() < 1e-4
+
+
+def _rising(B, S, H, D, g, tdt, steep):
+    """Keys whose scores grow along the sequence (row ``j`` scaled by ``1 + steep * j``), so that a row's
+    running max rises by far more than ``LAZY_LOG2`` from block to block; every other query row is
+    scaled down 50x, so that its max rises by less and its warp-mates rescale while it need not."""
+    x = torch.randn(B, S, H, D, generator=g)
+    if steep:
+        x = x * (1 + steep * torch.arange(S, dtype=torch.float32)).view(1, S, 1, 1)
+    return x.to(tdt)
+
+
+@pytest.mark.parametrize("B,H,HKV,SQ,SK,D,causal,BN,NC,dtype,overlap,kw", [
+    (1, 2, 1, 80, 130, 64, False, 32, 1, "bfloat16", True, {}),           # overlapped loop, one consumer
+    (1, 2, 1, 130, 130, 64, True, 32, 2, "float16", True, dict(PINGPONG=True)),
+    (1, 2, 1, 80, 100, 64, True, 32, 1, "bfloat16", False, {}),           # the plain loop
+    (1, 2, 1, 150, 150, 64, True, 32, 2, "bfloat16", True, dict(sms=2, PERSIST=True, PINGPONG=True)),  # chained
+    (2, 2, 1, 130, 200, 64, False, 64, 2, "bfloat16", True, dict(sms=3, OSTAGE="kv")),
+])
+@pytest.mark.parametrize("steep", [0.0, 0.5])
+def test_lazy_rescale_sim_matches_float64(B, H, HKV, SQ, SK, D, causal, BN, NC, dtype, overlap, kw, steep):
+    """``LAZY``: O is rescaled only when a row's max rises past the threshold. With plain random inputs
+    (``steep = 0``) almost no block rescales; with keys that grow along the sequence most blocks do,
+    in some warps and not in others (query rows of two magnitudes): both must match float64."""
+    g = torch.Generator().manual_seed(int(torch.randint(0, 2**31 - 1, (1,))))
+    tdt = {"bfloat16": torch.bfloat16, "float16": torch.float16}[dtype]
+    kern = attention_sm90(B, H, HKV, SQ, SK, D, causal=causal, BN=BN, STAGES=2, NC=NC, dtype=dtype, OVERLAP=overlap,
+                          LAZY=True, **kw)
+    q = torch.randn(B, SQ, H, D, generator=g)
+    q[:, 1::2] *= 0.02                       # every other row: small scores, a max that hardly moves
+    q = q.to(tdt)
+    k = _rising(B, SK, HKV, D, g, tdt, steep)
+    v = torch.randn(B, SK, HKV, D, generator=g).to(tdt)
+    o = torch.full((B, SQ, H, D), float("nan")).to(tdt)
+    lse = torch.full((B, H, SQ, 1), float("nan"))
+    res = run(kern, q, k, v, o, lse, seed=int(torch.randint(0, 1000, (1,))))
+    assert res.problems == []
+    assert not torch.isnan(o).any() and not torch.isnan(lse).any()
+    ref, ref_lse = reference(q, k, v, causal, D ** -0.5)
+    tol = 2e-2 if dtype == "bfloat16" else 4e-3
+    assert (o.double() - ref).abs().max().item() < tol
+    assert ((lse[..., 0].double() - ref_lse).abs() / ref_lse.abs().clamp(min=1)).max().item() < 1e-4
