@@ -116,7 +116,8 @@ def attention(q, k, v, causal=False, scale=None, return_lse=False, **tuning):
     tuning = dict(tuning)
     if tuning.get("sms") is None:
         tuning["sms"] = torch.cuda.get_device_properties(q.device).multi_processor_count
-    p = plan(B, H, HKV, SQ, SK, D, _DT[q.dtype], causal=causal, **{k: v for k, v in tuning.items() if k != "LAZY"})
+    p = plan(B, H, HKV, SQ, SK, D, _DT[q.dtype], causal=causal,
+             **{k: v for k, v in tuning.items() if k != "LAZY"})      # LAZY does not change the plan
     SQT, SKT = max(SQ, p["BM"]), max(SK, p["BN"])
     kern = attention_sm90(B, H, HKV, SQ, SK, D, causal=causal, scale=None if scale is None else float(scale),
                           dtype=_DT[q.dtype], SQT=SQT, SKT=SKT, **tuning)

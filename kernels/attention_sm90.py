@@ -34,7 +34,8 @@ Roles (``threads = 128 * (1 + NC)``):
   float32 in registers), the ragged / causal mask where the block needs it (``Tx.wg.mask``),
   online softmax on the accumulator fragment (row max / row sum by quad-lane shuffles; scale
   folded into the ``exp2`` argument: ``p = exp2(s * scale * log2(e) - m * scale * log2(e))``),
-  ``O *= exp2((m_old - m_new) * scale * log2(e))``, ``P`` converted to bf16 / f16 *in registers*
+  ``O *= exp2((m_old - m_new) * scale * log2(e))`` (with ``LAZY``, the head dim 256 default, only once
+  the max has risen past ``2^8``: :func:`attention_sm90`), ``P`` converted to bf16 / f16 *in registers*
   (the accumulator fragment of ``S`` is the wgmma A fragment of ``P``), ``O += P V`` (wgmma RS);
   one lane per warp arrives on ``k_empty[s]`` once ``S`` is done and on ``v_empty[s]`` once
   ``P V`` is. Epilogue: ``O / l`` converted and written with ``stmatrix`` over the consumer's
@@ -50,8 +51,9 @@ V_{i-1}``, waits only for ``S_i`` (``wait_group 1``) and runs the softmax of blo
 purpose: at the end of the body, after the softmax, ptxas 13.0 scheduled it above the softmax
 (it may move a wait earlier), which serialized the softmax behind ``P V`` (in SASS: the
 ``WARPGROUP.DEPBAR.LE gsb0, 0x0`` before every ``MUFU.EX2``; tests/kernels/test_attention_sm90.py
-checks the order). With ``NC = 2`` and ``PINGPONG`` (the default for head dim 256 and for
-causal masks without ``CHAIN``, :func:`default_pingpong`) the two consumers take turns issuing
+checks the order). With ``NC = 2`` and ``PINGPONG`` (the default for head dim 256, but for its
+short causal case, and for causal masks without ``CHAIN``, :func:`default_pingpong`) the two
+consumers take turns issuing
 their GEMMs (named barriers 3 and 4: wait for our turn, issue, hand the turn over), so one
 warpgroup's softmax runs under the other's GEMMs. ``OVERLAP=False`` is the plain loop (S,
 softmax, P V, one block at a time).
@@ -139,8 +141,8 @@ def default_pingpong(D, causal, NC=2, OVERLAP=True, CHAIN=False, BN=None):
 def default_lazy(D):
     """Whether O is rescaled lazily by default (:func:`attention_sm90`'s ``LAZY``): at head dim 256,
     where the rescale is 128 multiplies per thread and key block, 3.2 per score of an 80-key block
-    (H100, same process: +0.5-3.5%). At head dims 64 / 128 the branch around the rescale cost more
-    than it saved (-1-4% at 128, -20% at 64)."""
+    (H100, same process: +0-3.5%). At head dims 64 / 128 the branch around the rescale cost more
+    than it saved (-1-4% at 128, -15-25% at 64)."""
     return D == 256
 
 
