@@ -53,10 +53,9 @@ purpose: at the end of the body, after the softmax, ptxas 13.0 scheduled it abov
 ``WARPGROUP.DEPBAR.LE gsb0, 0x0`` before every ``MUFU.EX2``; tests/kernels/test_attention_sm90.py
 checks the order). With ``NC = 2`` and ``PINGPONG`` (the default for head dim 256, but for its
 short causal case, and for causal masks without ``CHAIN``, :func:`default_pingpong`) the two
-consumers take turns issuing
-their GEMMs (named barriers 3 and 4: wait for our turn, issue, hand the turn over), so one
-warpgroup's softmax runs under the other's GEMMs. ``OVERLAP=False`` is the plain loop (S,
-softmax, P V, one block at a time).
+consumers take turns issuing their GEMMs (named barriers 3 and 4: wait for our turn, issue, hand
+the turn over), so one warpgroup's softmax runs under the other's GEMMs. ``OVERLAP=False`` is the
+plain loop (S, softmax, P V, one block at a time).
 
 Across tiles (``CHAIN``, the default for persistent CTAs where a second Q buffer fits: head dims
 64 and 128): Q is double-buffered (``q_full`` / ``q_empty`` per buffer), and a tile's last ``P V``
@@ -97,7 +96,7 @@ LOG2E = 1.4426950408889634
 LN2 = 0.6931471805599453
 LAZY_LOG2 = 8.0
 """``LAZY``: a row's running max moves (and O is rescaled) only when it rises by more than this, in
-units of ``scale * log2(e) * S``; until then ``P = exp2(...)`` stays below ``2^8 = 256``."""
+units of ``scale * log2(e)`` times a score; until then ``P = exp2(...)`` stays below ``2^8 = 256``."""
 
 ROW = TileLayout(S[(4, 2, 8) : (1 @ wid_in_wg, 1 @ m, 4 @ laneid)] + R[4 : 1 @ laneid])
 """One float per accumulator row, ``(64, 1)``: row ``16 w + 8 h + lane / 4`` in slot ``h`` of the
@@ -305,8 +304,9 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
 
     ``LAZY`` (default :func:`default_lazy`: head dim 256): a row's running max, and with it ``O``'s
     scale, moves only when a block raises it by more than ``LAZY_LOG2 = 8`` (in ``scale * log2(e)``
-    units); otherwise the block's ``P = exp2(s - m)`` is taken against the stale max, at most ``2^8``,
-    which bf16 / f16 and the float32 sums hold exactly as well, and ``O`` is not multiplied at all.
+    units); otherwise the block's ``P = exp2(s - m)`` is taken against the stale max, at most ``2^8``
+    (bf16 / f16 and the float32 sums hold it to the same relative precision as values below 1), and
+    ``O`` is not multiplied at all.
     ``O / l`` and the log-sum-exp ``m + log2(l)`` come out the same, as ``O`` and ``l`` always share
     one scale. A thread decides for its two rows (each row's quad decides alike), so some warps
     rescale while others skip."""
