@@ -86,15 +86,16 @@ def _pad(t, rows):
     return out
 
 
-TUNING = ("BN", "STAGES", "NC", "PINGPONG", "PERSIST", "CHAIN", "OSTAGE", "LAZY", "sms")
+TUNING = ("BN", "STAGES", "NC", "PINGPONG", "PERSIST", "CHAIN", "OSTAGE", "LAZY", "TRIM", "sms")
 
 
 def attention(q, k, v, causal=False, scale=None, return_lse=False, **tuning):
     """Attention forward on a Hopper GPU; see the module docstring. ``tuning`` passes ``BN``,
-    ``STAGES``, ``NC``, ``PINGPONG``, ``PERSIST``, ``CHAIN``, ``OSTAGE``, ``LAZY`` and ``sms`` (default:
-    the device's SM count) to :func:`kernels.attention_sm90.attention_sm90` (defaults:
+    ``STAGES``, ``NC``, ``PINGPONG``, ``PERSIST``, ``CHAIN``, ``OSTAGE``, ``LAZY``, ``TRIM`` and ``sms``
+    (default: the device's SM count) to :func:`kernels.attention_sm90.attention_sm90` (defaults:
     :func:`~kernels.attention_sm90.default_config`, :func:`~kernels.attention_sm90.default_pingpong`,
-    :func:`~kernels.attention_sm90.default_lazy`; persistent and chained where it fits, see
+    :func:`~kernels.attention_sm90.default_lazy`, :func:`~kernels.attention_sm90.default_trim`;
+    persistent and chained where it fits, see
     :func:`~kernels.attention_sm90.plan`)."""
     unknown = sorted(set(tuning) - set(TUNING))
     if unknown:
@@ -117,7 +118,7 @@ def attention(q, k, v, causal=False, scale=None, return_lse=False, **tuning):
     if tuning.get("sms") is None:
         tuning["sms"] = torch.cuda.get_device_properties(q.device).multi_processor_count
     p = plan(B, H, HKV, SQ, SK, D, _DT[q.dtype], causal=causal,
-             **{k: v for k, v in tuning.items() if k != "LAZY"})      # LAZY does not change the plan
+             **{k: v for k, v in tuning.items() if k not in ("LAZY", "TRIM")})   # (they do not change it)
     SQT, SKT = max(SQ, p["BM"]), max(SK, p["BN"])
     kern = attention_sm90(B, H, HKV, SQ, SK, D, causal=causal, scale=None if scale is None else float(scale),
                           dtype=_DT[q.dtype], SQT=SQT, SKT=SKT, **tuning)

@@ -145,6 +145,13 @@ def default_lazy(D):
     return D == 256
 
 
+def default_trim(D, causal, SK, BN, PINGPONG, CHAIN, OVERLAP=True):
+    """Whether each consumer stops at its own rows' last key block by default (:func:`attention_sm90`'s
+    ``TRIM``): for the short causal head dim 256 case of :func:`default_config` (64-key blocks, no
+    turns), where the first consumer of a 128-row tile skips one block in every tile."""
+    return D == 256 and causal and BN == 64 and SK <= 1024 and OVERLAP and not PINGPONG and not CHAIN
+
+
 def plan(B, H, HKV, SQ, SK, D, dtype="bfloat16", BN=None, STAGES=None, NC=None, causal=False, OVERLAP=True,
          PINGPONG=None, PERSIST=None, CHAIN=None, sms=SM_COUNT_H100, OSTAGE=None):
     """Checked launch plan (raises ValueError with what to change).
@@ -295,7 +302,7 @@ def _next_step(t, units, MT, H, causal):
 @tirxpy.jit
 def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat16", BN=None, STAGES=None, NC=None,
                    SQT=None, SKT=None, OVERLAP=True, PINGPONG=None, PERSIST=None, CHAIN=None, sms=SM_COUNT_H100,
-                   OSTAGE=None, LAZY=None):
+                   OSTAGE=None, LAZY=None, TRIM=None):
     """The kernel for one problem: ``k(Q, K, V, O, LSE)`` with ``Q, O: (B, SQT, H, D)``,
     ``K, V: (B, SKT, HKV, D)``, ``LSE: (B, H, SQT, 1)`` float32. ``SQ`` / ``SK`` are the valid
     lengths; the tensors may have more rows (``SQT >= SQ``, ``SKT >= SK``, default equal): a TMA
@@ -309,7 +316,13 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
     ``O`` is not multiplied at all.
     ``O / l`` and the log-sum-exp ``m + log2(l)`` come out the same, as ``O`` and ``l`` always share
     one scale. A thread decides for its two rows (each row's quad decides alike), so some warps
-    rescale while others skip."""
+    rescale while others skip.
+
+    ``TRIM`` (default :func:`default_trim`: the short causal head dim 256 plan): in a causal tile each
+    consumer stops at its own rows' last key block; the first consumer's rows end 64 rows before the
+    tile's, so it skips the tile's last block at BN = 64 (more at narrower blocks) and hands those K / V
+    stages back unread, once each one's load has landed. It needs the overlapped loop without ping-pong
+    turns and without CHAIN (ValueError otherwise); without a causal mask it changes nothing."""
     p = plan(B, H, HKV, SQ, SK, D, dtype, BN, STAGES, NC, causal, OVERLAP, PINGPONG, PERSIST, CHAIN, sms, OSTAGE)
     SQT, SKT = SQT or SQ, SKT or SK
     if SQT < max(SQ, p["BM"]) or SKT < max(SK, p["BN"]):
@@ -321,6 +334,16 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
     if LAZY not in (True, False, 0, 1):
         raise ValueError(f"attention_sm90: LAZY must be True or False (or None: the default), got {LAZY!r}")
     LAZY = bool(LAZY)
+    if TRIM is None:
+        TRIM = default_trim(D, causal, SK, p["BN"], p["pingpong"], p["chain"], OVERLAP)
+    if TRIM not in (True, False, 0, 1):
+        raise ValueError(f"attention_sm90: TRIM must be True or False (or None: the default), got {TRIM!r}")
+    TRIM = bool(TRIM) and causal        # without a causal mask every consumer reads every key block
+    if TRIM and (p["pingpong"] or p["chain"] or not OVERLAP):
+        raise ValueError("attention_sm90: TRIM lets each consumer stop at its own rows' last key block, which needs "
+                         "the overlapped loop without ping-pong turns (they count one turn per block) and without "
+                         f"CHAIN; got PINGPONG={p['pingpong']}, CHAIN={p['chain']}, OVERLAP={OVERLAP}: pass "
+                         "PINGPONG=False, CHAIN=False")
     scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
     SL2 = scale * LOG2E
     GROUP = H // HKV
@@ -412,6 +435,25 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
         for j in range(DC):
             Tx.copy_async(Qs[qb, :, j * 64:j * 64 + 64], Q[b, m0:m0 + BM, h, j * 64:j * 64 + 64],
                           mbar=q_full[qb], arrive=j == DC - 1)
+
+    @T.macro
+    def skip_blocks(g0, nkc, nkv, k_full, v_full, k_empty, v_empty):
+        """``TRIM``: hand back the K / V stages of the tile's blocks ``nkc .. nkv - 1``, which this consumer's
+        rows do not see. Each arrival waits for its round's load first: that load was issued only after
+        the stage's previous round was released, so the arrival cannot count towards that round while the
+        other consumer may still read it. With ``KV_O`` the last K stage is handed back by the epilogue,
+        once the O store that goes over it has read it; this consumer waits for its load all the same,
+        before writing over it."""
+        for j in T.serial(nkc, nkv):
+            gj = g0 + j
+            sj = gj % STAGES
+            T.ptx.mbarrier_wait_parity(k_full[sj], (gj // STAGES) % 2)
+            if T.lane_id() == 0:
+                if not KV_O or j < nkv - 1:
+                    T.ptx.mbarrier_arrive(k_empty[sj])
+            T.ptx.mbarrier_wait_parity(v_full[sj], (gj // STAGES) % 2)
+            if T.lane_id() == 0:
+                T.ptx.mbarrier_arrive(v_empty[sj])
 
     @T.macro
     def epilogue(O, Os, LSE, oacc, och, mfin, lfin, linv, b, h, m0, r0, c, v_empty, last, chained, q_empty,
@@ -569,6 +611,8 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
                     m0 = mt * BM
                     r0 = m0 + c * 64
                     nkv = _blocks(m0, NKV, BM, BN, SQ, causal)
+                    # TRIM: this consumer's own rows end at r0 + 64, and it stops at their last key block
+                    nkc = _blocks(r0, NKV, 64, BN, SQ, causal) if TRIM else nkv
                     g0 = gb[0]
                     qb = tc[0] % QB
                     if not OVERLAP:
@@ -620,7 +664,7 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
                             if wg == 2:
                                 if nkv - 1 + more > 0:
                                     T.ptx.barrier_arrive(3, 256)
-                        for i in T.serial(1, nkv):
+                        for i in T.serial(1, nkc):
                             g = g0 + i
                             s = g % STAGES
                             sp = (g - 1) % STAGES
@@ -656,11 +700,12 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
                             if T.lane_id() == 0:
                                 T.ptx.mbarrier_arrive(q_empty[qb])   # every S of this tile is done: Q may reload
                         Tx.wg.gemm_wait(0, oacc)
-                        if nkv >= 2:
+                        if nkc >= 2:
                             if T.lane_id() == 0:
-                                T.ptx.mbarrier_arrive(v_empty[(g0 + nkv - 2) % STAGES])
+                                T.ptx.mbarrier_arrive(v_empty[(g0 + nkc - 2) % STAGES])
                         Tx.wg.cast(pfr, sacc)
-                        last = (g0 + nkv - 1) % STAGES
+                        last = (g0 + nkv - 1) % STAGES          # the tile's last block (KV_O stages O there)
+                        lastc = (g0 + nkc - 1) % STAGES         # this consumer's (TRIM: maybe an earlier one)
                         if more > 0:
                             # the next tile's S_0 = Q' K_0^T goes out with this tile's last P V, and its
                             # softmax runs while P V does; this tile's max / sum move to mfin / lfin
@@ -691,11 +736,13 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
                             Tx.wg.fill(oacc, T.float32(0))           # the next tile's O
                         else:
                             rescale_o(oacc, alpha, resc)
-                            T.ptx.mbarrier_wait_parity(v_full[last], ((g0 + nkv - 1) // STAGES) % 2)
-                            Tx.wg.gemm_async(oacc, pfr, Vs[last], accumulate=True, wait=0)
+                            T.ptx.mbarrier_wait_parity(v_full[lastc], ((g0 + nkc - 1) // STAGES) % 2)
+                            Tx.wg.gemm_async(oacc, pfr, Vs[lastc], accumulate=True, wait=0)
                             if T.lane_id() == 0:
                                 if not KV_O or c == 0:      # KV_O: consumer 1's O goes over V[last]
-                                    T.ptx.mbarrier_arrive(v_empty[last])
+                                    T.ptx.mbarrier_arrive(v_empty[lastc])
+                            if TRIM:
+                                skip_blocks(g0, nkc, nkv, k_full, v_full, k_empty, v_empty)
                             epilogue(O, Os, LSE, oacc, och, mrow, lrow, linv, b, h, m0, r0, c, v_empty, last, False,
                                      q_empty, qb, Ks, Vs, k_empty)
                     gb[0] = g0 + nkv

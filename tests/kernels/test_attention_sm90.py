@@ -163,3 +163,25 @@ def test_lazy_rescale_is_the_head_dim_256_default_and_is_checked():
     assert "resc[0]" in str(attention_sm90(1, 2, 1, 256, 256, 128, LAZY=True))
     with pytest.raises(ValueError, match="LAZY must be True or False"):
         attention_sm90(1, 2, 1, 256, 256, 64, LAZY="yes")
+
+
+def test_trim_is_the_short_causal_head_dim_256_default_and_needs_its_own_schedule():
+    """``TRIM`` (each consumer stops at its own rows' last key block) comes with the short causal head dim
+    256 plan (64-key blocks, no turns, no CHAIN); asking for it with ping-pong turns, CHAIN or the plain
+    loop is refused with what to pass instead."""
+    from kernels.attention_sm90 import default_trim
+
+    short = (2, 16, 16, 1024, 1024, 256)
+    assert str(attention_sm90(*short, causal=True)) == str(attention_sm90(*short, causal=True, TRIM=True))
+    assert str(attention_sm90(*short, causal=True)) != str(attention_sm90(*short, causal=True, TRIM=False))
+    assert default_trim(256, True, 1024, 64, False, False)
+    assert not default_trim(256, True, 2048, 80, True, False) and not default_trim(256, False, 1024, 80, True, False)
+    assert not default_trim(128, True, 1024, 128, True, False)
+    for kw in (dict(PINGPONG=True), dict(D=64, CHAIN=True, PERSIST=True),
+               dict(D=64, OVERLAP=False, PINGPONG=False, PERSIST=False)):
+        args = dict(B=1, H=2, HKV=1, SQ=256, SK=256, D=256, causal=True, BN=64, TRIM=True)
+        args.update(kw)
+        with pytest.raises(ValueError, match="TRIM lets each consumer stop at its own rows' last key block"):
+            attention_sm90(**args)
+    with pytest.raises(ValueError, match="TRIM must be True or False"):
+        attention_sm90(1, 2, 1, 256, 256, 256, causal=True, TRIM="yes")

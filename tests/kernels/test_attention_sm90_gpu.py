@@ -134,20 +134,37 @@ def test_rising_scores_with_and_without_lazy_rescale(D, causal, lazy):
     _check(o, lse, q, k, v, causal, D ** -0.5)
 
 
+@pytest.mark.parametrize("D,S,kw", [(256, 700, dict(BN=64)), (64, 700, dict(BN=32, OSTAGE="own")),
+                                     (128, 600, dict(BN=32, OSTAGE="q")), (64, 700, dict(BN=16, PERSIST=False))])
+def test_trim_first_consumer_stops_at_its_own_last_key_block(D, S, kw):
+    """``TRIM``: in every causal tile the first consumer stops at its own rows' last key block (1, 2 or 4
+    blocks before the tile's last at BN = 64 / 32 / 16) and hands the rest of the K / V stages back."""
+    kw = dict(dict(PERSIST=True, sms=5), **kw)
+    if not kw["PERSIST"]:
+        kw.pop("sms")
+    _launch(D, True, S, PINGPONG=False, CHAIN=False, TRIM=True, **kw)
+
+
 def _persistent(D, causal, S, **kw):
+    spec = _launch(D, causal, S, PERSIST=True, sms=5, **kw)
+    assert tuple(int(x) for x in spec.launch.grid) == (5, 1, 1)
+
+
+def _launch(D, causal, S, **kw):
+    """``attention_sm90(3, 4, 4, S, S, D, **kw)`` on NaN-poisoned outputs, checked against float64."""
     import tirxpy
     from kernels.attention_sm90 import attention_sm90
 
     B, H = 3, 4
     q, k, v = _inputs(B, S, S, H, H, D, torch.bfloat16)
-    spec = attention_sm90(B, H, H, S, S, D, causal=causal, PERSIST=True, sms=5, **kw)
-    assert tuple(int(x) for x in spec.launch.grid) == (5, 1, 1)
+    spec = attention_sm90(B, H, H, S, S, D, causal=causal, **kw)
     kern = tirxpy.compile(spec, arch="sm_90a")
     o = torch.full_like(q, float("nan"))
     lse = torch.full((B, H, S, 1), float("nan"), device="cuda")
     kern(q, k, v, o, lse)
     torch.cuda.synchronize()
     _check(o, lse[..., 0], q, k, v, causal, D ** -0.5)
+    return spec
 
 
 def test_repeated_calls_take_the_checked_fast_path():

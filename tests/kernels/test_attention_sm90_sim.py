@@ -101,3 +101,21 @@ def test_lazy_rescale_sim_matches_float64(B, H, HKV, SQ, SK, D, causal, BN, NC, 
     v = torch.randn(B, SK, HKV, D, generator=g).to(tdt)
     lse, ref_lse = _run_and_check_o(kern, q, k, v, causal, D, dtype)
     assert ((lse - ref_lse).abs() / ref_lse.abs().clamp(min=1)).max().item() < 1e-4    # LSE reaches ~100 here
+
+
+@pytest.mark.parametrize("B,H,HKV,SQ,SK,BN,kw", [
+    (1, 2, 1, 150, 150, 64, dict(PERSIST=True, sms=2, OSTAGE="kv")),   # the head dim 256 default, in small
+    (1, 2, 1, 200, 200, 16, dict(PERSIST=False)),                      # the first consumer skips 4 blocks
+    (2, 2, 1, 130, 130, 32, dict(PERSIST=True, sms=3, OSTAGE="own")),  # 2 skipped per tile, O in its own buffer
+    (2, 4, 2, 150, 100, 32, dict(PERSIST=True, sms=3, OSTAGE="q")),    # SQ > SK: rows past SK see every block
+])
+def test_trim_sim_matches_float64(B, H, HKV, SQ, SK, BN, kw):
+    """``TRIM``: the first consumer of each causal tile stops at its own rows' last key block and hands the
+    rest of the tile's K / V stages back unread (without the waits that precede those arrivals the
+    simulator reports a race at BN = 16 / 32, without the arrivals a deadlock)."""
+    g = torch.Generator().manual_seed(int(torch.randint(0, 2**31 - 1, (1,))))
+    kern = attention_sm90(B, H, HKV, SQ, SK, 64, causal=True, BN=BN, STAGES=2, NC=2, PINGPONG=False, CHAIN=False,
+                          TRIM=True, **kw)
+    q, k, v = (torch.randn(B, n, h, 64, generator=g).bfloat16() for n, h in ((SQ, H), (SK, HKV), (SK, HKV)))
+    lse, ref_lse = _run_and_check_o(kern, q, k, v, True, 64, "bfloat16")
+    assert (lse - ref_lse).abs().max().item() < 1e-4
