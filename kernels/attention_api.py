@@ -117,8 +117,7 @@ def attention(q, k, v, causal=False, scale=None, return_lse=False, **tuning):
     tuning = dict(tuning)
     if tuning.get("sms") is None:
         tuning["sms"] = torch.cuda.get_device_properties(q.device).multi_processor_count
-    p = plan(B, H, HKV, SQ, SK, D, _DT[q.dtype], causal=causal,
-             **{k: v for k, v in tuning.items() if k not in ("LAZY", "TRIM")})   # (they do not change it)
+    p = plan(B, H, HKV, SQ, SK, D, _DT[q.dtype], causal=causal, **tuning)
     SQT, SKT = max(SQ, p["BM"]), max(SK, p["BN"])
     kern = attention_sm90(B, H, HKV, SQ, SK, D, causal=causal, scale=None if scale is None else float(scale),
                           dtype=_DT[q.dtype], SQT=SQT, SKT=SKT, **tuning)

@@ -153,8 +153,10 @@ def default_trim(D, causal, SK, BN, PINGPONG, CHAIN, OVERLAP=True):
 
 
 def plan(B, H, HKV, SQ, SK, D, dtype="bfloat16", BN=None, STAGES=None, NC=None, causal=False, OVERLAP=True,
-         PINGPONG=None, PERSIST=None, CHAIN=None, sms=SM_COUNT_H100, OSTAGE=None):
-    """Checked launch plan (raises ValueError with what to change).
+         PINGPONG=None, PERSIST=None, CHAIN=None, sms=SM_COUNT_H100, OSTAGE=None, LAZY=None, TRIM=None):
+    """Checked launch plan (raises ValueError with what to change). ``LAZY`` and ``TRIM`` (the
+    schedule's, see :func:`attention_sm90`; defaults :func:`default_lazy`, :func:`default_trim`) are
+    resolved and checked here too.
 
     ``PERSIST`` launches at most ``sms`` CTAs that walk the ``(query tile, head, batch)`` tiles;
     ``O`` is staged apart from ``Q`` (``OSTAGE``), so that the next tile's ``Q`` can load during this
@@ -246,13 +248,27 @@ def plan(B, H, HKV, SQ, SK, D, dtype="bfloat16", BN=None, STAGES=None, NC=None, 
     if PINGPONG and (NC != 2 or not OVERLAP):
         raise ValueError("attention_sm90: PINGPONG schedules two consumer warpgroups (NC = 2) in the overlapped "
                          "loop (OVERLAP=True)")
+    if LAZY is None:
+        LAZY = default_lazy(D)
+    if LAZY not in (True, False, 0, 1):
+        raise ValueError(f"attention_sm90: LAZY must be True or False (or None: the default), got {LAZY!r}")
+    if TRIM is None:
+        TRIM = default_trim(D, causal, SK, BN, PINGPONG, CHAIN, OVERLAP)
+    if TRIM not in (True, False, 0, 1):
+        raise ValueError(f"attention_sm90: TRIM must be True or False (or None: the default), got {TRIM!r}")
+    TRIM = bool(TRIM) and causal        # without a causal mask every consumer reads every key block
+    if TRIM and (PINGPONG or CHAIN or not OVERLAP):
+        raise ValueError("attention_sm90: TRIM lets each consumer stop at its own rows' last key block, which needs "
+                         "the overlapped loop without ping-pong turns (they count one turn per block) and without "
+                         f"CHAIN; got PINGPONG={PINGPONG}, CHAIN={CHAIN}, OVERLAP={OVERLAP}: pass "
+                         "PINGPONG=False, CHAIN=False")
     tiles = _cdiv(SQ, BM) * H * B
     work = _cdiv(_cdiv(SQ, BM), 2) * H * B if causal else tiles     # causal: pairs of query tiles
     grid = (persistent_units(work, sms), 1, 1) if PERSIST else (_cdiv(SQ, BM), H, B)
     used = chain_smem if CHAIN else smem + (BM * D * 2 if OSTAGE == "own" else 0)
     return {"BM": BM, "BN": BN, "STAGES": STAGES, "NC": NC, "smem": used, "grid": grid, "threads": 128 * (1 + NC),
             "pingpong": PINGPONG, "persist": PERSIST, "chain": CHAIN, "ostage": OSTAGE, "tiles": tiles,
-            "work": work}
+            "work": work, "lazy": bool(LAZY), "trim": TRIM}
 
 
 def _tile_layout(rows, D, stages=None):
@@ -323,27 +339,14 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
     tile's, so it skips the tile's last block at BN = 64 (more at narrower blocks) and hands those K / V
     stages back unread, once each one's load has landed. It needs the overlapped loop without ping-pong
     turns and without CHAIN (ValueError otherwise); without a causal mask it changes nothing."""
-    p = plan(B, H, HKV, SQ, SK, D, dtype, BN, STAGES, NC, causal, OVERLAP, PINGPONG, PERSIST, CHAIN, sms, OSTAGE)
+    p = plan(B, H, HKV, SQ, SK, D, dtype, BN, STAGES, NC, causal, OVERLAP, PINGPONG, PERSIST, CHAIN, sms, OSTAGE,
+             LAZY, TRIM)
     SQT, SKT = SQT or SQ, SKT or SK
     if SQT < max(SQ, p["BM"]) or SKT < max(SK, p["BN"]):
         raise ValueError(f"attention_sm90: tensors of {SQT} query / {SKT} key rows are shorter than one tile "
                          f"({p['BM']} / {p['BN']}) or than SQ = {SQ} / SK = {SK}: pad the sequences")
     BM, BN, STAGES, NC = p["BM"], p["BN"], p["STAGES"], p["NC"]
-    if LAZY is None:
-        LAZY = default_lazy(D)
-    if LAZY not in (True, False, 0, 1):
-        raise ValueError(f"attention_sm90: LAZY must be True or False (or None: the default), got {LAZY!r}")
-    LAZY = bool(LAZY)
-    if TRIM is None:
-        TRIM = default_trim(D, causal, SK, p["BN"], p["pingpong"], p["chain"], OVERLAP)
-    if TRIM not in (True, False, 0, 1):
-        raise ValueError(f"attention_sm90: TRIM must be True or False (or None: the default), got {TRIM!r}")
-    TRIM = bool(TRIM) and causal        # without a causal mask every consumer reads every key block
-    if TRIM and (p["pingpong"] or p["chain"] or not OVERLAP):
-        raise ValueError("attention_sm90: TRIM lets each consumer stop at its own rows' last key block, which needs "
-                         "the overlapped loop without ping-pong turns (they count one turn per block) and without "
-                         f"CHAIN; got PINGPONG={p['pingpong']}, CHAIN={p['chain']}, OVERLAP={OVERLAP}: pass "
-                         "PINGPONG=False, CHAIN=False")
+    LAZY, TRIM = p["lazy"], p["trim"]
     scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
     SL2 = scale * LOG2E
     GROUP = H // HKV
