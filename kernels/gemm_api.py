@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import torch
 
-from .gemm_sm90 import ACTIVATIONS, choose_bn, gemm_sm90
+from .gemm_sm90 import ACTIVATIONS, choose_tile, gemm_sm90
 
 _IN = {torch.bfloat16: "bfloat16", torch.float16: "float16"}
 _OUT = {torch.bfloat16: "bfloat16", torch.float16: "float16", torch.float32: "float32"}
@@ -121,7 +121,8 @@ def gemm(a, b, out=None, *, bias=None, activation=None, out_dtype=None, **tuning
     column-major), float32 accumulation, output ``out_dtype`` (default ``a.dtype``; bf16, f16 or
     f32) written to ``out`` when given. ``activation``: None, ``"relu"`` or ``"silu"``.
     ``tuning`` goes to :func:`kernels.gemm_sm90.gemm_sm90` (``BN``, ``STAGES``, ``CM``, ``group``,
-    ``STORE``, ``DEFER``, ``sms``); without ``BN`` the tile width is :func:`kernels.gemm_sm90.choose_bn`'s."""
+    ``STORE``, ``DEFER``, ``PINGPONG``, ``sms``); without ``BN`` the tile width and the schedule are
+    :func:`kernels.gemm_sm90.choose_tile`'s (ping-pong at 8192^3 and at N = 2112, for example)."""
     if "drop" in tuning:     # gemm_sm90's mutation-test switch: never reachable from here
         raise TypeError("kernels.gemm() got an unexpected keyword argument 'drop'")
     Tensor = torch.Tensor
@@ -176,8 +177,7 @@ def gemm(a, b, out=None, *, bias=None, activation=None, out_dtype=None, **tuning
     if bias is not None and Np != N:
         bias_t = torch.nn.functional.pad(bias_t, (0, Np - N))
     sms = tuning.pop("sms", None) or torch.cuda.get_device_properties(a.device).multi_processor_count
-    if "BN" not in tuning:
-        tuning = dict(tuning, BN=choose_bn(M, Np, sms, tuning.get("CM", 1), b_major))
+    tuning = _tile(tuning, M, Np, Kp, sms, b_major)
     k = gemm_sm90(M, Np, Kp, a_major=a_major, b_major=b_major, dtype=_IN[a.dtype], out_dtype=_OUT[out_dtype],
                   bias=bias is not None, activation=activation, sms=sms, **tuning)
     ck = _compiled(k)
@@ -195,6 +195,20 @@ def gemm(a, b, out=None, *, bias=None, activation=None, out_dtype=None, **tuning
         out.copy_(res)
         return out
     return res if Np == N else res.contiguous()
+
+
+def _tile(tuning, M, N, K, sms, b_major="K"):
+    """``tuning`` with ``BN`` (and ``PINGPONG``) filled in as :func:`kernels.gemm` runs it: both from
+    :func:`kernels.gemm_sm90.choose_tile` when neither is given (the cooperative schedule when ``DEFER`` or
+    ``STORE`` asks for it), ``BN`` for the given schedule otherwise; a given ``BN`` alone keeps the
+    cooperative schedule (``choose_bn``'s widths)."""
+    if "BN" in tuning:
+        return tuning
+    pp = tuning.get("PINGPONG")
+    if pp is None and ("DEFER" in tuning or "STORE" in tuning):
+        pp = False          # options of the cooperative schedule
+    bn, pp = choose_tile(M, N, K, sms, tuning.get("CM", 1), b_major, pp)
+    return dict(tuning, BN=bn, PINGPONG=pp)
 
 
 _BUILT: dict = {}

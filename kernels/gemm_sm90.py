@@ -49,6 +49,16 @@ Roles (``threads = 384``, three warpgroups; ``setmaxnreg`` moves registers to th
   CTA's last tile is stored after its tile loop; chunks a short k-loop (``KT < BN / EPI``) has
   no k-block for are stored right after it. Narrow chunks (``EPI`` below 128 bytes) go out in
   rounds of 128 bytes of columns (e.g. four 16-column boxes at ``BN = 176``), one barrier pair each.
+- **Ping-pong** (``PINGPONG``; :func:`choose_tile` picks it where it measured faster, e.g. 8192^3 at
+  ``BN = 192``, N = 2112 at 176): consumer ``c`` takes the CTA's tiles ``c, c + 2, ...`` whole, a
+  ``(128, BN)`` accumulator (two ``(64, BN)`` halves, two ``m64nBNk16`` per k-step, ``wait_group 2``
+  before a stage is released; ``BN <= 192`` for the registers), and each k-block's stage is read by
+  one warpgroup (``empty`` counts its 4 warps). The k-loops take turns (named barriers 3 / 4: a tile's
+  k-loop starts once the previous tile's has waited for all of its stages), so one consumer's
+  epilogue (chunks staged in its own two buffers, TMA-stored by its first thread) runs under the
+  other's k-loop. The turns also keep the parity waits sound: a stage's earlier rounds belong to the
+  other consumer, and without them a wait for round ``r`` passed on its parity while round ``r - 1``
+  was still loading (the simulator reports that race, ``drop="turn"``).
 
 Schedule: persistent; cluster ``u`` of ``G`` takes cluster tiles ``u, u + G, ...`` of the
 ``ceil(M / (CM BM)) x ceil(N / BN)`` grid in the grouped order of :mod:`kernels.schedule`.
@@ -80,7 +90,7 @@ OUT_DTYPES = ("bfloat16", "float16", "float32")
 ACTIVATIONS = (None, "relu", "silu")
 _BYTES = {"bfloat16": 2, "float16": 2, "float32": 4}
 # protocol steps ``drop=`` can remove (the simulator's mutation tests only; kernels.gemm refuses it)
-DROPS = ("full_wait", "empty_wait", "expect_tx", "wgmma_wait", "acc_wait", "fence_proxy_async", "store_wait")
+DROPS = ("full_wait", "empty_wait", "expect_tx", "wgmma_wait", "acc_wait", "fence_proxy_async", "store_wait", "turn")
 
 
 def _cdiv(a, b):
@@ -88,8 +98,9 @@ def _cdiv(a, b):
 
 
 def plan(M, N, K, BM=128, BN=256, BK=64, STAGES=4, CM=1, sms=SM_COUNT_H100, group=8,
-         dtype="bfloat16", out_dtype="bfloat16"):
-    """Checked tile plan: tile counts, persistent grid and shared-memory bytes (raises ValueError)."""
+         dtype="bfloat16", out_dtype="bfloat16", PINGPONG=False):
+    """Checked tile plan: tile counts, persistent grid and shared-memory bytes (raises ValueError).
+    ``PINGPONG``: each consumer warpgroup stages its own ``(BM, EPI)`` output chunks (two buffers each)."""
     if dtype not in IN_DTYPES:
         raise ValueError(f"gemm_sm90: inputs must be one of {IN_DTYPES}, got {dtype!r}")
     if out_dtype not in OUT_DTYPES:
@@ -110,9 +121,11 @@ def plan(M, N, K, BM=128, BN=256, BK=64, STAGES=4, CM=1, sms=SM_COUNT_H100, grou
     if min(M, N, K) <= 0:
         raise ValueError(f"gemm_sm90: M, N, K must be positive, got {(M, N, K)}")
     stage = (BM + BN) * BK * 2
-    smem = STAGES * stage + 2 * BM * 128 + 1024 + 2 * STAGES * 8   # two 128-byte-wide staging buffers
+    # two 128-byte-wide staging buffers; with PINGPONG two per consumer, each as wide as one output chunk
+    staging = 2 * 2 * BM * epi * _BYTES[out_dtype] if PINGPONG else 2 * BM * 128
+    smem = STAGES * stage + staging + 1024 + 2 * STAGES * 8
     if smem > SMEM_LIMIT:
-        raise ValueError(f"gemm_sm90: {STAGES} stages of {stage} bytes plus the epilogue need {smem} bytes of "
+        raise ValueError(f"gemm_sm90: {STAGES} stages of {stage} bytes plus the epilogue ({staging} bytes) need {smem} bytes of "
                          f"shared memory, over the {SMEM_LIMIT} a CTA may have: use fewer stages or a smaller BN")
     tm, tn = _cdiv(M, BM), _cdiv(N, BN)
     tmc = _cdiv(tm, CM)
@@ -162,6 +175,58 @@ def choose_bn(M, N, sms=SM_COUNT_H100, CM=1, b_major="K"):
     return best[1]
 
 
+# Ping-pong tiles (PINGPONG: one consumer warpgroup per 128 x BN tile, two m64 wgmma per k-step) and the
+# cooperative schedule's exposed time per tile (the deferred epilogue's barrier rounds and the turn between
+# tiles, in k-blocks of a 256-wide tile; ping-pong hides its epilogue under the other consumer's k-loop): fitted
+# to same-process A/B runs on the H100 (benchmarks/gemm_ab.py, 2026-11-24; kernels/NOTES_gemm_sm90.md). They
+# rank the six large benchmark shapes as measured: ping-pong 1.5-5% ahead at 8192^3 (BN 192), N = 2112,
+# 24576 x 1536 and 7168 x 2048 (BN 176), 3-4% behind at 4096^3 and 4096 x 7168 x 7168.
+_PP_EFFICIENCY = {192: 0.965, 176: 0.946}
+_TILE_OVERHEAD = 3.2
+
+
+def tile_cost(M, N, K, BN, PINGPONG=False, sms=SM_COUNT_H100, CM=1):
+    """Estimated time of the persistent schedule, in units of one 256-wide tile's k-block over its
+    efficiency: rounds (``ceil(tiles / units)``, every round as long as its slowest tile) times a tile's
+    k-blocks times ``BN`` over the width's efficiency (``_BN_EFFICIENCY``; ``_PP_EFFICIENCY`` with
+    ``PINGPONG``), plus ``_TILE_OVERHEAD`` k-blocks per tile for the cooperative schedule.
+
+        >>> round(tile_cost(4096, 4096, 4096, 256)), round(tile_cost(4096, 4096, 4096, 176, PINGPONG=True))
+        (68813, 71442)
+    """
+    tiles = _cdiv(_cdiv(M, 128), CM) * _cdiv(N, BN)
+    rounds = _cdiv(tiles, persistent_units(tiles, sms, CM))
+    eff = _PP_EFFICIENCY[BN] if PINGPONG else _BN_EFFICIENCY[BN]
+    return rounds * (_cdiv(K, 64) * BN / eff + (0 if PINGPONG else _TILE_OVERHEAD * 256))
+
+
+def choose_tile(M, N, K, sms=SM_COUNT_H100, CM=1, b_major="K", PINGPONG=None):
+    """``(BN, PINGPONG)`` with the least :func:`tile_cost`: the widths of :func:`bn_candidates` in the
+    cooperative schedule, those of them in ``_PP_EFFICIENCY`` (192, 176) in ping-pong (``PINGPONG``
+    True / False restricts the choice to one schedule). What :func:`kernels.gemm` runs when given
+    neither ``BN`` nor ``PINGPONG``.
+
+        >>> choose_tile(4096, 4096, 4096), choose_tile(8192, 8192, 8192), choose_tile(4096, 2112, 7168)
+        ((256, False), (192, True), (176, True))
+        >>> choose_tile(4096, 2112, 7168, PINGPONG=False)
+        (176, False)
+    """
+    best = None
+    for pp in (False, True):
+        if PINGPONG is not None and bool(PINGPONG) != pp:
+            continue
+        for bn in bn_candidates(CM, b_major):
+            if pp and bn not in _PP_EFFICIENCY:
+                continue
+            cost = tile_cost(M, N, K, bn, pp, sms, CM)
+            if best is None or cost < best[0]:
+                best = (cost, bn, pp)
+    if best is None:
+        raise ValueError(f"gemm_sm90: no ping-pong tile width for CM = {CM} with a {b_major}-major B (ping-pong takes "
+                         f"{tuple(_PP_EFFICIENCY)}; {bn_candidates(CM, b_major)} fit here): pass BN, or PINGPONG=False")
+    return best[1], best[2]
+
+
 def _mn_major_stages(stages, k, mn, dtype):
     """``(stages, k, mn)`` MN-major operand tiles made of dense ``(k, 64)`` TMA boxes: 64-element
     column chunks one after another, each a canonical 128B-swizzled MN-major tile (8-row K groups
@@ -185,7 +250,7 @@ def bias_layout(epi):
 @tirxpy.jit
 def gemm_sm90(M, N, K, BN=256, STAGES=4, CM=1, a_major="K", b_major="K", dtype="bfloat16",
               out_dtype="bfloat16", bias=False, activation=None, sms=SM_COUNT_H100, group=8, STORE="wg", DEFER=None,
-              drop=None):
+              PINGPONG=False, drop=None):
     """The kernel for one problem: ``k(A, B, C)`` (``k(A, B, Bias, C)`` with ``bias=True``); see the
     module docstring for the operand orientations.
 
@@ -198,12 +263,24 @@ def gemm_sm90(M, N, K, BN=256, STAGES=4, CM=1, a_major="K", b_major="K", dtype="
     (consumers' wait on ``full``), ``"empty_wait"`` (producer's wait on ``empty``), ``"expect_tx"``
     (the TMA loads announce no bytes), ``"wgmma_wait"`` (the k-loop's ``wait=1`` before a stage is
     released), ``"acc_wait"`` (``gemm_wait(0)`` before the epilogue), ``"fence_proxy_async"``
-    (before the TMA store) or ``"store_wait"`` (the staging buffer's bulk read-wait).
+    (before the TMA store), ``"store_wait"`` (the staging buffer's bulk read-wait) or ``"turn"``
+    (``PINGPONG``'s turn barriers between the consumers' k-loops).
 
     ``DEFER``: store each tile during the next tile's k-loop (module docstring); ``None`` picks it
-    for 16-bit outputs without ``bias``. A float32 output has no room for it (ValueError)."""
+    for 16-bit outputs without ``bias``. A float32 output has no room for it (ValueError).
+
+    ``PINGPONG``: the two consumer warpgroups take whole tiles in turn (consumer ``c`` the CTA's tiles
+    ``c, c + 2, ...``, a ``(128, BN)`` accumulator each: two ``m64nBNk16`` per k-step, ``BN`` registers per
+    thread), so one warpgroup's epilogue runs while the other's k-loop keeps the tensor cores busy; each
+    k-block's stage is read by one warpgroup. ``BN <= 192`` (the accumulator's registers); no ``DEFER``."""
     BM, BK = 128, 64
-    p = plan(M, N, K, BM, BN, BK, STAGES, CM, sms, group, dtype, out_dtype)
+    if PINGPONG not in (True, False, 0, 1):
+        raise ValueError(f"gemm_sm90: PINGPONG must be True or False, got {PINGPONG!r}")
+    PP = bool(PINGPONG)
+    if PP and isinstance(BN, int) and BN > 192:
+        raise ValueError(f"gemm_sm90: PINGPONG keeps a whole (128, {BN}) float32 tile in each consumer's registers, "
+                         f"{BN} per thread, more than fit next to the rest (at most 240): use BN <= 192 or PINGPONG=False")
+    p = plan(M, N, K, BM, BN, BK, STAGES, CM, sms, group, dtype, out_dtype, PP)
     if a_major not in ("K", "MN") or b_major not in ("K", "MN"):
         raise ValueError(f"gemm_sm90: a_major / b_major must be 'K' or 'MN', got {a_major!r}, {b_major!r}")
     if activation not in ACTIVATIONS:
@@ -220,10 +297,13 @@ def gemm_sm90(M, N, K, BN=256, STAGES=4, CM=1, a_major="K", b_major="K", dtype="
     if STORE not in ("wg", "cta"):
         raise ValueError(f"gemm_sm90: STORE must be 'wg' (each consumer warpgroup stores its 64 rows) or 'cta' "
                          f"(both consumers sync, one thread stores the tile's rows), got {STORE!r}")
+    if PP and (DEFER or STORE != "wg"):
+        raise ValueError("gemm_sm90: with PINGPONG each consumer stores its own tile while the other one's k-loop runs, "
+                         f"so DEFER and STORE='cta' do not apply (got DEFER={DEFER!r}, STORE={STORE!r})")
     if DEFER is None:
         # not with a fused bias: ptxas hoists its predicated loads, which (with silu) do not fit in the
         # registers next to a deferred tile and spill
-        DEFER = out_dtype != "float32" and not bias
+        DEFER = out_dtype != "float32" and not bias and not PP
     if DEFER not in (True, False, 0, 1):
         raise ValueError(f"gemm_sm90: DEFER must be True or False, got {DEFER!r}")
     if DEFER and out_dtype == "float32":
@@ -233,6 +313,8 @@ def gemm_sm90(M, N, K, BN=256, STAGES=4, CM=1, a_major="K", b_major="K", dtype="
     DEFER = bool(DEFER)
     if drop is not None and drop not in DROPS:
         raise ValueError(f"gemm_sm90: unknown drop={drop!r}; one of {DROPS}")
+    if drop == "turn" and not PP:
+        raise ValueError("gemm_sm90: drop='turn' removes the ping-pong turns, which only PINGPONG=True has")
     d = drop
     XT = d != "expect_tx"
     W1 = None if d == "wgmma_wait" else 1
@@ -255,7 +337,7 @@ def gemm_sm90(M, N, K, BN=256, STAGES=4, CM=1, a_major="K", b_major="K", dtype="
     else:
         b_shape, bs_shape, SB = (K, N), (STAGES, BK, BN), _mn_major_stages(STAGES, BK, BN, dtype)
     SC = ComposeLayout(swizzle_for(EPI * _BYTES[out_dtype], out_dtype),
-                       TileLayout(S[(2, BM, EPI)] if G == 1 else S[(2, G, BM, EPI)]))
+                       TileLayout(S[(2, 2, BM, EPI)] if PP else S[(2, BM, EPI)] if G == 1 else S[(2, G, BM, EPI)]))
     ACC = wgmma_accumulator(BN)
     CHUNK = wgmma_accumulator(EPI)
     BIAS = bias_layout(EPI)
@@ -308,6 +390,16 @@ def gemm_sm90(M, N, K, BN=256, STAGES=4, CM=1, a_major="K", b_major="K", dtype="
                     for g in range(nb):
                         Tx.copy_async(C[m0:m0 + BM, n0 + col + g * EPI:n0 + col + g * EPI + EPI], Cs[b, g])
 
+    @T.macro
+    def release(empty, s):
+        """Stage ``s`` is read: arrive on its ``empty`` barrier in every CTA of the cluster (each multicasts
+        into it)."""
+        if CM == 1:
+            T.ptx.mbarrier_arrive(empty[s])
+        else:
+            for r in range(CM):
+                T.ptx.mbarrier_arrive_cluster(T.ptx.mapa_shared(empty[s], r))
+
     THREADS = 384                               # producer + two consumer warpgroups
     REG_DEC, REG_INC = register_split(THREADS, 40, 232, "gemm_sm90")
 
@@ -317,10 +409,13 @@ def gemm_sm90(M, N, K, BN=256, STAGES=4, CM=1, a_major="K", b_major="K", dtype="
         T.launch(grid=(p["grid"],), threads=THREADS, cluster=cluster)
         As = T.alloc_shared(as_shape, dtype, layout=SA)
         Bs = T.alloc_shared(bs_shape, dtype, layout=SB)
-        Cs = T.alloc_shared((2, BM, EPI) if G == 1 else (2, G, BM, EPI), out_dtype, layout=SC)
+        Cs = T.alloc_shared((2, 2, BM, EPI) if PP else (2, BM, EPI) if G == 1 else (2, G, BM, EPI), out_dtype,
+                            layout=SC)
         full = T.alloc_shared((STAGES,), "uint64")
         empty = T.alloc_shared((STAGES,), "uint64")
         acc = T.alloc_local((64, BN), "float32", layout=ACC)
+        if PP:
+            acc2 = T.alloc_local((64, BN), "float32", layout=ACC)   # rows 64 .. 127 of the consumer's tile
         if DEFER:
             pk = T.alloc_local((64, BN), out_dtype, layout=ACC)     # the whole tile, converted
         else:
@@ -332,7 +427,7 @@ def gemm_sm90(M, N, K, BN=256, STAGES=4, CM=1, a_major="K", b_major="K", dtype="
         if T.thread_id() == 0:
             for s in T.serial(STAGES):
                 T.ptx.mbarrier_init(full[s], 1)        # our producer's arrive.expect_tx
-                T.ptx.mbarrier_init(empty[s], 8 * CM)
+                T.ptx.mbarrier_init(empty[s], (4 if PP else 8) * CM)   # each consumer warp (PP: of one consumer)
             T.ptx.fence_mbarrier_init()
         if CM > 1:
             T.ptx.cluster_sync()
@@ -377,6 +472,73 @@ def gemm_sm90(M, N, K, BN=256, STAGES=4, CM=1, a_major="K", b_major="K", dtype="
                                 else:
                                     Tx.copy_async(As[s, :, j * 64:j * 64 + 64], A[k0:k0 + BK, m0 + j * 64:m0 + j * 64 + 64],
                                                   mbar=full[s], arrive=False, expect_tx=False)
+        elif PP:
+            T.ptx.setmaxnreg_inc(REG_INC)
+            c = wg - 1
+            lane = T.lane_id()
+            for j2 in T.serial((n_tiles + 1 - c) // 2):       # this consumer's tiles: c, c + 2, ...
+                i = c + 2 * j2
+                tmc, tn = grouped_tile(unit + i * UNITS, TMC, TN, group)
+                m0 = (tmc * CM + rank) * BM
+                n0 = tn * BN
+                # turns: tile i's k-loop starts once tile i - 1's has waited for all of its stages (named
+                # barriers 3: consumer 1's turn, 4: consumer 0's). Besides keeping the k-loops apart, this is
+                # what makes the parity waits below sound: a stage's earlier rounds belong to the other
+                # consumer, and a wait for round r with round r - 1 still loading would pass on its parity
+                if d != "turn":
+                    if i > 0:
+                        T.ptx.barrier_sync(4 - c, 256)
+                for k in T.serial(KT):
+                    g = i * KT + k
+                    s = g % STAGES
+                    if d != "full_wait":
+                        T.ptx.mbarrier_wait_parity(full[s], (g // STAGES) % 2)
+                    for hh in range(2):         # rows 0 .. 63 and 64 .. 127: two commit groups per k-block
+                        dst = acc if hh == 0 else acc2
+                        wt = None if hh == 0 else (None if d == "wgmma_wait" else 2)
+                        if a_major == "K":
+                            Tx.wg.gemm_async(dst, As[s, hh * 64:hh * 64 + 64, :], Bs[s], transpose_b=tb,
+                                             accumulate=k > 0, wait=wt)
+                        else:
+                            Tx.wg.gemm_async(dst, As[s, :, hh * 64:hh * 64 + 64], Bs[s], transpose_a=ta,
+                                             transpose_b=tb, accumulate=k > 0, wait=wt)
+                    if k > 0:                   # the previous k-block's two groups are done with its stage
+                        if lane == 0:
+                            release(empty, (g + STAGES - 1) % STAGES)
+                if d != "turn":
+                    if i + 1 < n_tiles:         # the other consumer's turn
+                        T.ptx.barrier_arrive(3 + c, 256)
+                if d != "acc_wait":
+                    Tx.wg.gemm_wait(0, acc, acc2)
+                if lane == 0:
+                    release(empty, (i * KT + KT - 1) % STAGES)
+                for j in range(NCH):
+                    b = (j2 * NCH + j) % 2      # this consumer's buffers alternate over its chunk sequence
+                    if d != "store_wait":
+                        if T.thread_id_in_wg() == 0:
+                            T.ptx.bulk_wait_group_read(1)    # the store that last read buffer b is done
+                    T.ptx.barrier_sync(1 + c, 128)
+                    if bias:
+                        Tx.wg.fill(brow, T.cast(0, out_dtype))
+                        Tx.wg.copy(brow, Bias[0:1, n0 + j * EPI:n0 + j * EPI + EPI])
+                    for hh in range(2):
+                        chunk = (acc if hh == 0 else acc2)[:, j * EPI:j * EPI + EPI]
+                        if bias:
+                            Tx.wg.add(chunk, chunk, brow)
+                        if activation == "relu":
+                            Tx.wg.relu(chunk, chunk)
+                        if activation == "silu":
+                            Tx.wg.silu(chunk, chunk)
+                        Tx.wg.cast(out, chunk)
+                        Tx.wg.copy(Cs[c, b, hh * 64:hh * 64 + 64, :], out)
+                    if d != "fence_proxy_async":
+                        T.ptx.fence_proxy_async()
+                    T.ptx.barrier_sync(1 + c, 128)
+                    for cc in range(2):         # one issuing thread per call site
+                        if T.thread_id() == 128 * (cc + 1):
+                            Tx.copy_async(C[m0:m0 + BM, n0 + j * EPI:n0 + j * EPI + EPI], Cs[cc, b])
+            if T.thread_id_in_wg() == 0:
+                T.ptx.bulk_wait_group(0)
         else:
             T.ptx.setmaxnreg_inc(REG_INC)
             c = wg - 1

@@ -23,11 +23,11 @@ def prebuild_one(spec):
 
     t0 = time.time()
     if spec[0] == "gemm":
-        from .gemm_sm90 import choose_bn, gemm_sm90
+        from .gemm_api import _tile
+        from .gemm_sm90 import gemm_sm90
 
         _, M, N, K, tuning, sms = spec
-        if "BN" not in tuning:        # as kernels.gemm chooses it
-            tuning = dict(tuning, BN=choose_bn(M, N, sms, tuning.get("CM", 1)))
+        tuning = _tile(tuning, M, N, K, sms)          # as kernels.gemm chooses it
         k = gemm_sm90(M, N, K, a_major="K", b_major="K", dtype="bfloat16", out_dtype="bfloat16", bias=False,
                       activation=None, sms=sms, **tuning)
     elif spec[0] == "attention":

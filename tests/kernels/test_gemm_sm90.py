@@ -141,3 +141,75 @@ def test_defer_is_checked():
         gemm_sm90(256, 256, 128, BN=128, STAGES=2, out_dtype="float32", DEFER=True)
     with pytest.raises(ValueError, match="DEFER must be True or False"):
         gemm_sm90(256, 256, 128, BN=128, STAGES=2, DEFER="yes")
+
+
+@pytest.mark.parametrize("shape,kw", [
+    ((4096, 2112, 7168), dict(BN=176, PINGPONG=True)),                      # choose_tile's N = 2112 tile
+    ((8192, 8192, 8192), dict(BN=192, PINGPONG=True)),                      # and its 8192^3 one (4 stages)
+    ((1104, 904, 704), dict(BN=192, PINGPONG=True, a_major="MN", b_major="MN")),
+    ((1104, 1024, 704), dict(BN=176, PINGPONG=True, bias=True, activation="silu", out_dtype="float32")),
+    ((1104, 1024, 704), dict(BN=128, PINGPONG=True, CM=2)),
+])
+def test_pingpong_compiles_without_spills(shape, kw):
+    """Ping-pong keeps a whole (128, BN) float32 tile per consumer thread (BN registers, up to 192):
+    no spills, no serialized wgmma, two m64 wgmma per k-step, the turn barriers."""
+    ck = tirxpy.compile(gemm_sm90(*shape, **kw), arch="sm_90a")
+    r = ck.resources
+    assert r.spill_stores == 0 and r.spill_loads == 0 and r.stack_bytes == 0, (shape, kw, r)
+    assert r.perf_warnings == (), r.perf_warnings
+    src = ck.cuda_source
+    assert f"wgmma_m64n{kw['BN']}k16" in src and "barrier.arrive" in src.replace("barrier_arrive", "barrier.arrive")
+
+
+def test_pingpong_is_checked():
+    with pytest.raises(ValueError, match=r"PINGPONG keeps a whole \(128, 256\) float32 tile .* use BN <= 192"):
+        gemm_sm90(512, 512, 128, BN=256, PINGPONG=True)
+    for kw in (dict(DEFER=True), dict(STORE="cta")):
+        with pytest.raises(ValueError, match="with PINGPONG each consumer stores its own tile"):
+            gemm_sm90(512, 512, 128, BN=128, PINGPONG=True, **kw)
+    with pytest.raises(ValueError, match="PINGPONG must be True or False"):
+        gemm_sm90(512, 512, 128, BN=128, PINGPONG="yes")
+    with pytest.raises(ValueError, match="drop='turn' removes the ping-pong turns"):
+        gemm_sm90(512, 512, 128, BN=128, drop="turn")
+    # each consumer's two staging buffers are one output chunk wide: 5 stages fit at BN = 176 (16 columns)
+    assert plan(4096, 2112, 7168, BN=176, STAGES=5, PINGPONG=True)["smem"] <= 232448
+    with pytest.raises(ValueError, match="shared memory"):
+        plan(4096, 4096, 4096, BN=192, STAGES=5, PINGPONG=True)
+
+
+def test_choose_tile_minimizes_its_cost_model():
+    """choose_tile against a brute-force evaluation of tile_cost over every schedule and allowed width, and
+    the rankings the model was fitted to (same-process A/B runs on the H100, kernels/NOTES_gemm_sm90.md):
+    ping-pong at 8192^3 (192), N = 2112, 24576 x 1536 and 7168 x 2048 (176); cooperative 256 at 4096^3 and
+    4096 x 7168 x 7168."""
+    from kernels.gemm_sm90 import _PP_EFFICIENCY, bn_candidates, choose_tile, tile_cost
+
+    for M, N, K, cm, bm in [(4096, 4096, 4096, 1, "K"), (8192, 8192, 8192, 1, "K"), (4096, 2112, 7168, 1, "MN"),
+                            (4096, 2112, 7168, 2, "K"), (300, 904, 64, 1, "K"), (4096, 24576, 1536, 1, "K")]:
+        options = [(bn, pp) for pp in (False, True) for bn in bn_candidates(cm, bm) if not pp or bn in _PP_EFFICIENCY]
+        bn, pp = choose_tile(M, N, K, 132, cm, bm)
+        assert (bn, pp) in options
+        assert tile_cost(M, N, K, bn, pp, 132, cm) == min(tile_cost(M, N, K, b, p, 132, cm) for b, p in options)
+        gemm_sm90(M, N, K, BN=bn, PINGPONG=pp, CM=cm, b_major=bm)      # builds
+        for only in (False, True):
+            if any(p == only for _, p in options):
+                assert choose_tile(M, N, K, 132, cm, bm, only)[1] is only
+            else:
+                with pytest.raises(ValueError, match="no ping-pong tile width for CM = 2"):
+                    choose_tile(M, N, K, 132, cm, bm, only)
+    expected = {(4096, 4096, 4096): (256, False), (4096, 7168, 7168): (256, False), (8192, 8192, 8192): (192, True),
+                (4096, 2112, 7168): (176, True), (4096, 24576, 1536): (176, True), (4096, 7168, 2048): (176, True)}
+    for shape, tile in expected.items():
+        assert choose_tile(*shape) == tile, shape
+
+
+def test_gemm_api_fills_in_the_tile():
+    """kernels.gemm takes BN and PINGPONG from choose_tile when given neither, the width for a given
+    schedule, the cooperative schedule for a given BN or a cooperative-only option (DEFER, STORE)."""
+    from kernels.gemm_api import _tile
+
+    assert _tile({}, 8192, 8192, 8192, 132) == dict(BN=192, PINGPONG=True)
+    assert _tile({}, 4096, 4096, 4096, 132) == dict(BN=256, PINGPONG=False)
+    assert _tile(dict(PINGPONG=False), 4096, 2112, 7168, 132) == dict(BN=176, PINGPONG=False)
+    assert _tile(dict(DEFER=False), 8192, 8192, 8192, 132) == dict(DEFER=False, BN=256, PINGPONG=False)
+    assert _tile(dict(BN=128), 8192, 8192, 8192, 132) == dict(BN=128)

@@ -47,27 +47,29 @@ def test_gemm_bf16_matches_float64(M, N, K):
     _check(c, _ref(a, w.t()), torch.bfloat16, K)
 
 
+@pytest.mark.parametrize("pingpong", [False, True])
 @pytest.mark.parametrize("a_col,b_col", [(False, False), (True, False), (True, True), (False, True)])
 @pytest.mark.parametrize("out_dtype", [torch.bfloat16, torch.float16, torch.float32])
-def test_gemm_majors_and_outputs(a_col, b_col, out_dtype):
+def test_gemm_majors_and_outputs(a_col, b_col, out_dtype, pingpong):
     M, N, K = 320, 384, 200
     dt = torch.float16 if out_dtype == torch.float16 else torch.bfloat16
     a = torch.randn(K, M, device="cuda").to(dt).t() if a_col else torch.randn(M, K, device="cuda").to(dt)
     b = torch.randn(N, K, device="cuda").to(dt).t() if b_col else torch.randn(K, N, device="cuda").to(dt)
     out = torch.full((M, N), float("nan"), device="cuda", dtype=out_dtype)
-    kernels.gemm(a, b, out)
+    kernels.gemm(a, b, out, PINGPONG=pingpong)
     torch.cuda.synchronize()
     _check(out, _ref(a, b), out_dtype, K)
 
 
+@pytest.mark.parametrize("pingpong", [False, True])
 @pytest.mark.parametrize("act", [None, "relu", "silu"])
-def test_gemm_bias_activation(act):
+def test_gemm_bias_activation(act, pingpong):
     M, N, K = 300, 520, 256
     a = torch.randn(M, K, device="cuda").to(torch.bfloat16)
     w = torch.randn(N, K, device="cuda").to(torch.bfloat16)
     bias = torch.randn(N, device="cuda").to(torch.bfloat16)
     out = torch.full((M, N), float("nan"), device="cuda", dtype=torch.float32)
-    kernels.gemm(a, w.t(), out, bias=bias, activation=act)
+    kernels.gemm(a, w.t(), out, bias=bias, activation=act, PINGPONG=pingpong)
     torch.cuda.synchronize()
     ref = _ref(a, w.t(), bias, act)
     assert not torch.isnan(out).any()
@@ -81,7 +83,9 @@ def test_gemm_bias_activation(act):
                                   dict(BN=192), dict(BN=192, STORE="cta"), dict(CM=2, STORE="cta"), dict(DEFER=False),
                                   dict(BN=192, DEFER=False), dict(CM=2, DEFER=False), dict(BN=64, sms=3),
                                   dict(BN=176), dict(BN=80, DEFER=False), dict(BN=112, STORE="cta"),
-                                  dict(BN=176, CM=2), dict(BN=80, CM=2, DEFER=False)])
+                                  dict(BN=176, CM=2), dict(BN=80, CM=2, DEFER=False),
+                                  dict(PINGPONG=True), dict(PINGPONG=True, BN=192), dict(PINGPONG=True, BN=176, STAGES=5),
+                                  dict(PINGPONG=True, BN=128, CM=2), dict(PINGPONG=True, BN=80, sms=3)])
 def test_gemm_tunings(tune):
     M, N, K = 1100, 900, 700
     a = torch.randn(M, K, device="cuda").to(torch.bfloat16)

@@ -12,14 +12,15 @@ from tirxpy.sim import SimReportError, run
 M, N, K = 130, 128, 72      # 2 tiles of 128 x 64 (ragged M), 2 k-blocks (ragged K)
 
 
-def _run(drop, CM=1, seed=0, M=M, N=N, K=K, out_dtype="float32"):
+def _run(drop, CM=1, seed=0, M=M, N=N, K=K, out_dtype="float32", **kw):
     g = torch.Generator().manual_seed(int(torch.randint(0, 2**31 - 1, (1,))))
     a = torch.randn(M, K, generator=g).bfloat16()
     b = torch.randn(N, K, generator=g).bfloat16()
     c = torch.full((M, N), float("nan"))       # poisoned: every element must be written
     if out_dtype == "bfloat16":
         c = c.bfloat16()
-    k = gemm_sm90(M, N, K, BN=64 if CM == 1 else 128, STAGES=2, CM=CM, sms=2, out_dtype=out_dtype, drop=drop)
+    kw = dict(dict(sms=2), **kw)
+    k = gemm_sm90(M, N, K, BN=64 if CM == 1 else 128, STAGES=2, CM=CM, out_dtype=out_dtype, drop=drop, **kw)
     return a, b, c, run(k, a, b, torch.zeros(1, 1), c, seed=seed)
 
 
@@ -50,7 +51,7 @@ CASES = {
 
 
 def test_every_drop_has_a_case():
-    assert set(CASES) == set(DROPS)
+    assert set(CASES) | set(PINGPONG) == set(DROPS)
     with pytest.raises(ValueError, match="unknown drop"):
         gemm_sm90(M, N, K, BN=64, CM=1, drop="nothing")
 
@@ -60,6 +61,11 @@ def _check(err, kind, lines):
     found = [p for p in err.problems if p.kind == kind]
     sites = [(str(p.span), p.span.source_line().strip()) for p in found if p.span is not None]
     assert any("gemm_sm90.py" in where and src.startswith(lines) for where, src in sites), str(err)
+
+
+# PINGPONG: one consumer per tile; "turn": no turns between the consumers' k-loops, so a consumer's parity
+# wait for round r of a stage passes while round r - 1 (the other consumer's) is still loading
+PINGPONG = {"turn": ("race", ("Tx.wg.gemm_async(", "Tx.copy_async("))}
 
 
 @pytest.mark.parametrize("drop", sorted(CASES))
@@ -105,4 +111,16 @@ def test_dropped_epilogue_step_is_reported_when_deferred(drop):
     assert res.problems == [] and not torch.isnan(c).any()
     with pytest.raises(SimReportError) as ei:
         _run(drop, M=300, out_dtype="bfloat16")
+    _check(ei.value, kind, lines)
+
+
+@pytest.mark.parametrize("drop", ["turn", "full_wait", "wgmma_wait", "acc_wait", "fence_proxy_async", "store_wait"])
+def test_dropped_step_is_reported_with_pingpong(drop):
+    # 6 tiles of 128 x 64 on one CTA (3 per consumer), 3 k-blocks each through the 2-stage ring
+    kind, lines = PINGPONG.get(drop) or CASES[drop]
+    shape = dict(M=300, K=136, sms=1, PINGPONG=True)
+    a, b, c, res = _run(None, **shape)
+    assert res.problems == [] and not torch.isnan(c).any()
+    with pytest.raises(SimReportError) as ei:
+        _run(drop, **shape)
     _check(ei.value, kind, lines)

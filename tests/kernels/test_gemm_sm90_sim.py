@@ -59,3 +59,29 @@ def test_bf16_epilogue_sim_matches_float64(M, N, K, BN, CM, sms, DEFER):
     ref = a.double() @ b.double().t()
     bound = 2.0 ** -8 * ref.abs() + K * 2.0 ** -23 * (a.double().abs() @ b.double().abs().t()) + 1e-30
     assert torch.all((c.double() - ref).abs() <= bound)
+
+
+@pytest.mark.parametrize("M,N,K,BN,CM,sms,a_major,b_major,out_dtype", [
+    (300, 360, 136, 176, 1, 1, "K", "K", "bfloat16"),    # 3 x 3 tiles on one CTA: the consumers alternate, odd count
+    (520, 256, 200, 128, 2, 2, "K", "K", "bfloat16"),    # cluster: B multicast, both CTAs' empty barriers
+    (256, 200, 64, 128, 1, 2, "MN", "MN", "float32"),     # one k-block per tile; float32 output
+])
+def test_pingpong_sim_matches_float64(M, N, K, BN, CM, sms, a_major, b_major, out_dtype):
+    """``PINGPONG``: each consumer warpgroup takes every other tile of its CTA whole (a (128, BN) accumulator
+    in two halves), the k-loops take turns, each consumer stages and stores its own chunks."""
+    g = torch.Generator().manual_seed(int(torch.randint(0, 2**31 - 1, (1,))))
+    k = gemm_sm90(M, N, K, BN=BN, STAGES=2, CM=CM, sms=sms, a_major=a_major, b_major=b_major, out_dtype=out_dtype,
+                  PINGPONG=True)
+    a = torch.randn(M, K, generator=g).bfloat16()
+    b = torch.randn(K, N, generator=g).bfloat16()
+    A = a if a_major == "K" else a.t().contiguous()
+    B = b.t().contiguous() if b_major == "K" else b
+    tdt = torch.float32 if out_dtype == "float32" else torch.bfloat16
+    c = torch.full((M, N), float("nan")).to(tdt)
+    res = run(k, A, B, torch.zeros(1, 1).to(tdt), c, seed=int(torch.randint(0, 1000, (1,))))
+    assert res.problems == []
+    assert not torch.isnan(c).any()
+    ref = a.double() @ b.double()
+    bound = (2.0 ** -8 * ref.abs() if out_dtype != "float32" else 0) \
+        + K * 2.0 ** -23 * (a.double().abs() @ b.double().abs()) + 1e-30
+    assert torch.all((c.double() - ref).abs() <= bound)

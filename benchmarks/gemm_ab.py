@@ -1,0 +1,68 @@
+"""Time several tunings of ``kernels.gemm`` and cuBLAS side by side, interleaved, in one process.
+
+    python benchmarks/gemm_ab.py MxNxK[,MxNxK...] "TUNING;TUNING;..." [--reps 40] [--passes 2]
+
+A ``TUNING`` is ``KEY=VALUE,...`` for :func:`kernels.gemm_sm90.gemm_sm90` (``BN``, ``STAGES``, ``CM``,
+``PINGPONG``, ``group``, ...; an empty one is the defaults). For each shape every tuning and
+``torch.matmul`` (cuBLAS) take their samples in turn (``kernels.bench.median_ms``: 10 back-to-back
+launches per sample, cycling through input sets larger than L2), so the GPU's clock drift reaches all
+alike; ``kernels.bench gemm --tune`` instead times each tuning against cuBLAS in a separate loop, and
+on this power-limited GPU cuBLAS alone then reads 660-770 TFLOPS at one shape. Each pass prints the
+median TFLOPS and the ratio to cuBLAS of every tuning; several passes show the noise.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+
+def _tuning(text):
+    return {k: int(v) if v.lstrip("-").isdigit() else v for k, v in (kv.split("=") for kv in text.split(",") if kv)}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("shapes")
+    ap.add_argument("tunings")
+    ap.add_argument("--reps", type=int, default=40)
+    ap.add_argument("--passes", type=int, default=2)
+    args = ap.parse_args(argv)
+
+    import torch
+
+    import kernels
+    from kernels.bench import _env, median_ms, warm_gpu
+
+    shapes = [tuple(int(x) for x in s.split("x")) for s in args.shapes.split(",")]
+    tunings = [_tuning(t) for t in args.tunings.split(";")]
+    print(_env())
+    warm_gpu()
+    l2 = torch.cuda.get_device_properties(0).L2_cache_size
+    for M, N, K in shapes:
+        nsets = max(1, min(8, -(-3 * l2 // ((M * K + N * K) * 2))))
+        sets = [(torch.randn(M, K, device="cuda").to(torch.bfloat16),
+                 torch.randn(N, K, device="cuda").to(torch.bfloat16).t()) for _ in range(nsets)]
+        out = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
+        ref = sets[0][0].float() @ sets[0][1].float()
+        fns = {"cublas": lambda a, b: torch.matmul(a, b, out=out)}
+        for i, t in enumerate(tunings):
+            c = kernels.gemm(sets[0][0], sets[0][1], out, **t)
+            err = ((c.float() - ref).norm() / ref.norm()).item()
+            if not err < 4e-3:
+                raise SystemExit(f"{M}x{N}x{K} {t}: relative error {err:.1e}")
+            fns[f"t{i}"] = (lambda tt: lambda a, b: kernels.gemm(a, b, out, **tt))(t)
+        flop = 2 * M * N * K
+        for p in range(args.passes):
+            ms = median_ms(fns, sets, args.reps)
+            tc = flop / ms["cublas"] / 1e9
+            cells = [f"{t or 'defaults'} {flop / ms[f't{i}'] / 1e9:.0f} ({flop / ms[f't{i}'] / 1e9 / tc:.3f})"
+                     for i, t in enumerate(tunings)]
+            print(f"{M}x{N}x{K} pass {p}: cuBLAS {tc:.0f} TFLOPS; " + "; ".join(cells), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
