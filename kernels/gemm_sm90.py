@@ -97,7 +97,7 @@ def _cdiv(a, b):
     return -(-a // b)
 
 
-def plan(M, N, K, BM=128, BN=256, BK=64, STAGES=4, CM=1, sms=SM_COUNT_H100, group=8,
+def plan(M, N, K, BM=128, BN=256, BK=64, STAGES=4, CM=1, sms=SM_COUNT_H100, group=4,
          dtype="bfloat16", out_dtype="bfloat16", PINGPONG=False):
     """Checked tile plan: tile counts, persistent grid and shared-memory bytes (raises ValueError).
     ``PINGPONG``: each consumer warpgroup stages its own ``(BM, EPI)`` output chunks (two buffers each)."""
@@ -249,7 +249,7 @@ def bias_layout(epi):
 
 @tirxpy.jit
 def gemm_sm90(M, N, K, BN=256, STAGES=4, CM=1, a_major="K", b_major="K", dtype="bfloat16",
-              out_dtype="bfloat16", bias=False, activation=None, sms=SM_COUNT_H100, group=8, STORE="wg", DEFER=None,
+              out_dtype="bfloat16", bias=False, activation=None, sms=SM_COUNT_H100, group=4, STORE="wg", DEFER=None,
               PINGPONG=False, drop=None):
     """The kernel for one problem: ``k(A, B, C)`` (``k(A, B, Bias, C)`` with ``bias=True``); see the
     module docstring for the operand orientations.
