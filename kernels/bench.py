@@ -22,7 +22,7 @@ GEMM_SHAPES = [(2048, 2048, 2048), (4096, 4096, 4096), (8192, 8192, 8192),
                (4096, 7168, 7168), (4096, 2112, 7168), (4096, 24576, 1536), (4096, 7168, 2048)]
 
 
-def median_ms(fns, sets, reps, inner=10, warmup=3, before=None):
+def median_ms(fns, sets, reps, inner=10, warmup=3, before=None, settle=1.5):
     """``{name: median ms}`` for the functions ``fns`` (``name -> fn(*inputs)``): each sample is the
     mean time of ``inner`` back-to-back calls (CUDA events), cycling through the input ``sets``, and
     the functions take their samples in turn (sample ``i`` of each, then sample ``i + 1``), so a
@@ -30,13 +30,26 @@ def median_ms(fns, sets, reps, inner=10, warmup=3, before=None):
     ratio stays fair. Back-to-back launches keep the host's launch cost off the GPU's critical
     path, as in a real model, but for the first call's. ``before()`` runs ahead of each start
     event (``benchmarks/host_bias.py`` queues a sleep kernel there, so that only device time is
-    timed)."""
+    timed).
+
+    ``settle``: seconds of the functions run in turn before the first sample, so that sampling starts
+    at the clocks this work sustains. Without it the first measurement after a change of shape ran
+    in a clock transient that favoured cuBLAS: one GEMM timed five times in a row on the H100 read
+    0.977, then 0.982-0.993 of cuBLAS (4096 x 2112 x 7168), and 1.001, then 1.034-1.051
+    (4096 x 7168 x 2048; docs/performance.md, 2026-11-24)."""
     import torch
 
     for fn in fns.values():
         for i in range(warmup):
             fn(*sets[i % len(sets)])
     torch.cuda.synchronize()
+    t_end, n = time.time() + settle, 0
+    while time.time() < t_end:
+        for fn in fns.values():
+            for _ in range(inner):
+                fn(*sets[n % len(sets)])
+                n += 1
+        torch.cuda.synchronize()
     times = {name: [] for name in fns}
     n = 0
     for _ in range(reps):
