@@ -201,7 +201,7 @@ def _tile(tuning, M, N, K, sms, b_major="K"):
     """``tuning`` with ``BN`` (and ``PINGPONG``) filled in as :func:`kernels.gemm` runs it: both from
     :func:`kernels.gemm_sm90.choose_tile` when neither is given (the cooperative schedule when ``DEFER`` or
     ``STORE`` asks for it), ``BN`` for the given schedule otherwise; a given ``BN`` alone keeps the
-    cooperative schedule (``choose_bn``'s widths)."""
+    cooperative schedule."""
     if "BN" in tuning:
         return tuning
     pp = tuning.get("PINGPONG")

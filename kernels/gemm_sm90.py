@@ -142,7 +142,7 @@ _BN_EFFICIENCY = {256: 1.0, 192: 0.97, 176: 0.95, 128: 0.90}
 
 
 def bn_candidates(CM=1, b_major="K"):
-    """Tile widths :func:`choose_bn` picks from: 256, 192, 176 (K-major ``B`` only: an MN-major one is
+    """Tile widths :func:`choose_tile` picks from: 256, 192, 176 (K-major ``B`` only: an MN-major one is
     loaded in 64-column boxes) and 128 without a cluster; widths of whole 64-column multicast slices
     (256, 128) with ``CM = 2``.
 
@@ -151,28 +151,6 @@ def bn_candidates(CM=1, b_major="K"):
     """
     return tuple(b for b in (256, 192, 176, 128)
                  if (b % 64 == 0 and (b // 64) % CM == 0) or (b == 176 and CM == 1 and b_major == "K"))
-
-
-def choose_bn(M, N, sms=SM_COUNT_H100, CM=1, b_major="K"):
-    """The tile width ``BN`` with the least estimated time on ``sms`` SMs: rounds of the persistent
-    schedule (``ceil(tiles / units)``, every round as long as its slowest tile) times ``BN`` over
-    the tile's relative efficiency. Wave quantization decides narrow-N shapes: N = 2112 has 8.25
-    tiles of 256 columns (9 launched, the last one 3/4 empty), exactly 11 of 192 (2.67 waves on
-    132 SMs) and exactly 12 of 176 (2.91 waves; cuBLAS's tile there too).
-
-        >>> choose_bn(4096, 4096), choose_bn(4096, 2112), choose_bn(4096, 2112, b_major="MN")
-        (256, 176, 192)
-        >>> choose_bn(4096, 2112, CM=2)
-        128
-    """
-    best = None
-    for bn in bn_candidates(CM, b_major):
-        tiles = _cdiv(_cdiv(M, 128), CM) * _cdiv(N, bn)
-        rounds = _cdiv(tiles, persistent_units(tiles, sms, CM))
-        cost = rounds * bn / _BN_EFFICIENCY[bn]
-        if best is None or cost < best[0]:
-            best = (cost, bn)
-    return best[1]
 
 
 # Ping-pong tiles (PINGPONG: one consumer warpgroup per 128 x BN tile, two m64 wgmma per k-step) and the
@@ -189,7 +167,10 @@ def tile_cost(M, N, K, BN, PINGPONG=False, sms=SM_COUNT_H100, CM=1):
     """Estimated time of the persistent schedule, in units of one 256-wide tile's k-block over its
     efficiency: rounds (``ceil(tiles / units)``, every round as long as its slowest tile) times a tile's
     k-blocks times ``BN`` over the width's efficiency (``_BN_EFFICIENCY``; ``_PP_EFFICIENCY`` with
-    ``PINGPONG``), plus ``_TILE_OVERHEAD`` k-blocks per tile for the cooperative schedule.
+    ``PINGPONG``), plus ``_TILE_OVERHEAD`` k-blocks per tile for the cooperative schedule. Wave
+    quantization decides narrow-N shapes: N = 2112 has 8.25 tiles of 256 columns (9 launched, the
+    last one 3/4 empty), exactly 11 of 192 (2.67 waves on 132 SMs) and exactly 12 of 176 (2.91
+    waves; cuBLAS's tile there too).
 
         >>> round(tile_cost(4096, 4096, 4096, 256)), round(tile_cost(4096, 4096, 4096, 176, PINGPONG=True))
         (68813, 71442)
@@ -257,7 +238,7 @@ def gemm_sm90(M, N, K, BN=256, STAGES=4, CM=1, a_major="K", b_major="K", dtype="
     ``BN``: any multiple of 16 in [64, 256] (the wgmma N); with an MN-major ``B``, a multiple of
     ``64 CM`` (64-column TMA boxes, split over the cluster). Widths that are not a multiple of 64
     store narrower output chunks, several per barrier round (``BN = 176``, cuBLAS's tile at N = 2112
-    and :func:`choose_bn`'s there: 16-column chunks, four per round; kernels/NOTES_gemm_sm90.md).
+    and :func:`choose_tile`'s there: 16-column chunks, four per round; kernels/NOTES_gemm_sm90.md).
 
     ``drop=`` removes one protocol step, for the simulator's mutation tests only: ``"full_wait"``
     (consumers' wait on ``full``), ``"empty_wait"`` (producer's wait on ``empty``), ``"expect_tx"``
@@ -562,11 +543,7 @@ def gemm_sm90(M, N, K, BN=256, STAGES=4, CM=1, a_major="K", b_major="K", dtype="
                                          transpose_b=tb, accumulate=k > 0, wait=W1)
                     if k > 0:
                         if lane == 0:
-                            if CM == 1:
-                                T.ptx.mbarrier_arrive(empty[(g + STAGES - 1) % STAGES])
-                            else:
-                                for r in range(CM):     # every CTA of the cluster multicasts into this stage
-                                    T.ptx.mbarrier_arrive_cluster(T.ptx.mapa_shared(empty[(g + STAGES - 1) % STAGES], r))
+                            release(empty, (g + STAGES - 1) % STAGES)
                     if DEFER:   # chunk k of the previous tile is stored while this k-block's wgmma runs
                         for j in range(min(NR, KT)):
                             if k == j:
@@ -581,11 +558,7 @@ def gemm_sm90(M, N, K, BN=256, STAGES=4, CM=1, a_major="K", b_major="K", dtype="
                 if d != "acc_wait":
                     Tx.wg.gemm_wait(0, acc)
                 if lane == 0:
-                    if CM == 1:
-                        T.ptx.mbarrier_arrive(empty[(i * KT + KT - 1) % STAGES])
-                    else:
-                        for r in range(CM):     # every CTA of the cluster multicasts into this stage
-                            T.ptx.mbarrier_arrive_cluster(T.ptx.mapa_shared(empty[(i * KT + KT - 1) % STAGES], r))
+                    release(empty, (i * KT + KT - 1) % STAGES)
                 for j in range(NCH):
                     chunk = acc[:, j * EPI:j * EPI + EPI]
                     if bias:

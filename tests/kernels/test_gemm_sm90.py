@@ -86,36 +86,6 @@ def test_gemm_argument_errors(args, kw, msg):
         kernels.gemm(*args, **kw)
 
 
-def test_choose_bn_minimizes_rounds_times_width():
-    """choose_bn against a brute-force evaluation of its own cost model over every allowed width,
-    and the cases it exists for: narrow N picks a width that divides it into whole tiles."""
-    from kernels.gemm_sm90 import _BN_EFFICIENCY, choose_bn, gemm_sm90, plan
-    from kernels.schedule import persistent_units
-
-    def cost(M, N, bn, sms, cm):
-        tiles = -(-(-(-M // 128)) // cm) * -(-N // bn)
-        return -(-tiles // persistent_units(tiles, sms, cm)) * bn / _BN_EFFICIENCY[bn]
-
-    def builds(bn, cm, b_major):
-        try:
-            gemm_sm90(512, 512, 128, BN=bn, CM=cm, b_major=b_major)
-            return True
-        except ValueError:
-            return False
-
-    for M, N, sms, cm, bm in [(4096, 4096, 132, 1, "K"), (4096, 2112, 132, 1, "K"), (4096, 2112, 132, 1, "MN"),
-                              (8192, 8192, 132, 2, "K"), (300, 900, 8, 1, "K"), (4096, 24576, 132, 1, "K"),
-                              (128, 64, 132, 2, "MN"), (4096, 7168, 132, 1, "K")]:
-        bn = choose_bn(M, N, sms, cm, bm)
-        allowed = [b for b in (256, 192, 176, 128) if (b == 176 and cm == 1 and bm == "K") or (b // 64) % cm == 0
-                   and b % 64 == 0]
-        assert bn in allowed and cost(M, N, bn, sms, cm) == min(cost(M, N, b, sms, cm) for b in allowed)
-        assert builds(bn, cm, bm)
-    assert choose_bn(4096, 2112) == 176 and 2112 % 176 == 0 and plan(4096, 2112, 64, BN=176)["tiles"] == 32 * 12
-    assert choose_bn(4096, 2112, b_major="MN") == 192 and not builds(176, 1, "MN")
-    assert choose_bn(4096, 4096) == choose_bn(8192, 8192) == choose_bn(4096, 7168) == 256
-
-
 def test_store_mode_is_checked():
     import pytest
 
@@ -197,6 +167,12 @@ def test_choose_tile_minimizes_its_cost_model():
             else:
                 with pytest.raises(ValueError, match="no ping-pong tile width for CM = 2"):
                     choose_tile(M, N, K, 132, cm, bm, only)
+    # the cooperative widths: whole tiles at N = 2112 (12 of 176, K-major B only; 11 of 192 otherwise)
+    assert choose_tile(4096, 2112, 7168, PINGPONG=False) == (176, False) and plan(4096, 2112, 64, BN=176)["tiles"] == 32 * 12
+    assert choose_tile(4096, 2112, 7168, b_major="MN", PINGPONG=False) == (192, False)
+    with pytest.raises(ValueError, match="MN-major B is loaded in 64-column boxes"):
+        gemm_sm90(4096, 2112, 7168, BN=176, b_major="MN")
+    assert choose_tile(4096, 2112, 7168, CM=2) == (128, False)
     expected = {(4096, 4096, 4096): (256, False), (4096, 7168, 7168): (256, False), (8192, 8192, 8192): (192, True),
                 (4096, 2112, 7168): (176, True), (4096, 24576, 1536): (176, True), (4096, 7168, 2048): (176, True)}
     for shape, tile in expected.items():
