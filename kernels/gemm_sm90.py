@@ -372,6 +372,16 @@ def gemm_sm90(M, N, K, BN=256, STAGES=4, CM=1, a_major="K", b_major="K", dtype="
                         Tx.copy_async(C[m0:m0 + BM, n0 + col + g * EPI:n0 + col + g * EPI + EPI], Cs[b, g])
 
     @T.macro
+    def mma(dst, As, Bs, s, r0, k, wt):
+        """``dst (+)= A[r0 .. r0 + 63] B`` from stage ``s`` (wgmma, A K- or MN-major), accumulating from
+        k-block 1 on; ``wt``: the ``wait_group`` after it, or None."""
+        if a_major == "K":
+            Tx.wg.gemm_async(dst, As[s, r0:r0 + 64, :], Bs[s], transpose_b=tb, accumulate=k > 0, wait=wt)
+        else:
+            Tx.wg.gemm_async(dst, As[s, :, r0:r0 + 64], Bs[s], transpose_a=ta, transpose_b=tb, accumulate=k > 0,
+                             wait=wt)
+
+    @T.macro
     def release(empty, s):
         """Stage ``s`` is read: arrive on its ``empty`` barrier in every CTA of the cluster (each multicasts
         into it)."""
@@ -475,14 +485,8 @@ def gemm_sm90(M, N, K, BN=256, STAGES=4, CM=1, a_major="K", b_major="K", dtype="
                     if d != "full_wait":
                         T.ptx.mbarrier_wait_parity(full[s], (g // STAGES) % 2)
                     for hh in range(2):         # rows 0 .. 63 and 64 .. 127: two commit groups per k-block
-                        dst = acc if hh == 0 else acc2
-                        wt = None if hh == 0 else (None if d == "wgmma_wait" else 2)
-                        if a_major == "K":
-                            Tx.wg.gemm_async(dst, As[s, hh * 64:hh * 64 + 64, :], Bs[s], transpose_b=tb,
-                                             accumulate=k > 0, wait=wt)
-                        else:
-                            Tx.wg.gemm_async(dst, As[s, :, hh * 64:hh * 64 + 64], Bs[s], transpose_a=ta,
-                                             transpose_b=tb, accumulate=k > 0, wait=wt)
+                        mma(acc if hh == 0 else acc2, As, Bs, s, hh * 64, k,
+                            None if hh == 0 else (None if d == "wgmma_wait" else 2))
                     if k > 0:                   # the previous k-block's two groups are done with its stage
                         if lane == 0:
                             release(empty, (g + STAGES - 1) % STAGES)
@@ -535,12 +539,7 @@ def gemm_sm90(M, N, K, BN=256, STAGES=4, CM=1, a_major="K", b_major="K", dtype="
                     s = g % STAGES
                     if d != "full_wait":
                         T.ptx.mbarrier_wait_parity(full[s], (g // STAGES) % 2)
-                    if a_major == "K":
-                        Tx.wg.gemm_async(acc, As[s, c * 64:c * 64 + 64, :], Bs[s], transpose_b=tb,
-                                         accumulate=k > 0, wait=W1)
-                    else:
-                        Tx.wg.gemm_async(acc, As[s, :, c * 64:c * 64 + 64], Bs[s], transpose_a=ta,
-                                         transpose_b=tb, accumulate=k > 0, wait=W1)
+                    mma(acc, As, Bs, s, c * 64, k, W1)
                     if k > 0:
                         if lane == 0:
                             release(empty, (g + STAGES - 1) % STAGES)
