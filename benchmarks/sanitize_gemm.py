@@ -1,6 +1,7 @@
 """One small Hopper GEMM launch for compute-sanitizer (GPU machine).
 
     compute-sanitizer --tool memcheck --report-api-errors no python benchmarks/sanitize_gemm.py --CM 2
+    compute-sanitizer --tool racecheck python benchmarks/sanitize_gemm.py --pingpong
 
 Runs kernels.gemm once at a small ragged shape (more tiles than CTAs, so the persistent loop and
 the pipeline's ring wrap) and checks it against float64; exits non-zero if the result is wrong.
@@ -15,6 +16,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--CM", type=int, default=1)
     ap.add_argument("--shape", default="384x640x200")
+    ap.add_argument("--pingpong", action="store_true", help="the ping-pong consumer schedule (PINGPONG=True)")
     a = ap.parse_args()
     import kernels
 
@@ -23,11 +25,11 @@ def main():
     x = torch.randn(M, K, device="cuda", generator=g).to(torch.bfloat16)
     w = torch.randn(N, K, device="cuda", generator=g).to(torch.bfloat16)
     out = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
-    kernels.gemm(x, w.t(), out, CM=a.CM, STAGES=3, sms=4)
+    kernels.gemm(x, w.t(), out, CM=a.CM, STAGES=3, sms=4, **({"PINGPONG": True} if a.pingpong else {}))
     torch.cuda.synchronize()
     ref = x.double() @ w.double().t()
     err = ((out.double() - ref).norm() / ref.norm()).item()
-    print(f"gemm {M}x{N}x{K} CM={a.CM} on 4 CTAs: relerr {err:.2e}")
+    print(f"gemm {M}x{N}x{K} CM={a.CM}{' PINGPONG' if a.pingpong else ''} on 4 CTAs: relerr {err:.2e}")
     return 0 if err < 1e-2 else 1
 
 
