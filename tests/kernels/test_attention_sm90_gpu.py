@@ -117,6 +117,14 @@ def test_persistent_ctas_stage_o_over_the_last_k_v_stages(D, causal, S):
     _persistent(D, causal, S, OSTAGE="kv")
 
 
+@pytest.mark.parametrize("D,S,kw", [(64, 700, {}), (128, 600, {}), (256, 700, dict(BN=64)), (64, 1000, dict(CHAIN=False))])
+def test_persistent_causal_walk_deals_its_tail_as_single_tiles(D, S, kw):
+    """``TAIL``: five persistent CTAs walk pairs of query tiles, then the last pairs' tiles one by one,
+    heaviest first (S = 600: an odd number of query tiles, a lone middle tile in the pairs and in the
+    tail)."""
+    _persistent(D, True, S, TAIL=True, **kw)
+
+
 @pytest.mark.parametrize("lazy", [False, True])
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("D", [64, 128, 256])
