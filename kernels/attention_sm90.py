@@ -10,9 +10,9 @@ masked), causal masking aligned top-left like ``torch.nn.functional.scaled_dot_p
 A tile is ``BM = 64 * NC`` query rows of one head. Persistent (``PERSIST``, the default up to 32
 key blocks, see :func:`plan`): ``G = min(tiles, sms)`` CTAs, CTA ``u``
 taking tiles ``u, u + G, ...`` of the ``(ceil(SQ / BM), H, B)`` tiles (query tile fastest; causal:
-pairs of query tiles, the last ones dealt as single tiles with ``TAIL``, see :func:`_tile_of`); the K / V ring, its barrier phases and the Q buffer
-carry over from tile to tile, so the next tile's Q and first K / V blocks load while this tile
-finishes, and O is staged in its own buffer (head dims 64 / 128) or over the last key block's K /
+pairs of query tiles, the last ones dealt as single tiles with ``TAIL``, see :func:`_tile_of`); the
+K / V ring, its barrier phases and the Q buffer carry over from tile to tile, so the next tile's Q
+and first K / V blocks load while this tile finishes, and O is staged in its own buffer (head dims 64 / 128) or over the last key block's K /
 V stages (``OSTAGE="kv"``, head dim 256, which has no room for an O buffer: those two stages go back
 to the producer once the O store has read them). Otherwise the grid is ``(ceil(SQ / BM), H, B)``,
 one tile per CTA, and O is staged over Q.
@@ -344,8 +344,9 @@ def _tile_of(t, persist, units, MT, H, causal, B=1, tail=False):
         pair = u + (t // 2) * units
         if tail:
             S0, n = causal_tail(MT, H, B, units)
-            head = t < tiles_of_unit(u, units, S0) * 2
-            ts = t - tiles_of_unit(u, units, S0) * 2         # step of the dealt tail
+            paired = tiles_of_unit(u, units, S0) * 2        # this CTA's steps before the dealt tail
+            head = t < paired
+            ts = t - paired
             r = ts * units + T.select(ts % 2 < 1, u, units - 1 - u)
             mtt = MT - 1 - r // n                           # rank r: query tile mtt, its (r % n)-th pair
             pair = T.select(head, pair, S0 + (r % n) * NP + T.min(mtt, MT - 1 - mtt))
