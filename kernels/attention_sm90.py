@@ -14,8 +14,8 @@ pairs of query tiles, the last ones dealt as single tiles with ``TAIL``, see :fu
 K / V ring, its barrier phases and the Q buffer carry over from tile to tile, so the next tile's Q
 and first K / V blocks load while this tile finishes, and O is staged in its own buffer (head dims
 64 / 128) or over the last key block's K / V stages (``OSTAGE="kv"``, head dim 256, which has no room
-for an O buffer: those two stages go back to the producer once the O store has read them). Otherwise the grid is ``(ceil(SQ / BM), H, B)``,
-one tile per CTA, and O is staged over Q.
+for an O buffer: those two stages go back to the producer once the O store has read them).
+Otherwise the grid is ``(ceil(SQ / BM), H, B)``, one tile per CTA, and O is staged over Q.
 
 Roles (``threads = 128 * (1 + NC)``):
 
