@@ -53,10 +53,10 @@ Roles (``threads = 384``, three warpgroups; ``setmaxnreg`` moves registers to th
   ``BN = 192``, N = 2112 at 176): consumer ``c`` takes the CTA's tiles ``c, c + 2, ...`` whole, a
   ``(128, BN)`` accumulator (two ``(64, BN)`` halves, two ``m64nBNk16`` per k-step, ``wait_group 2``
   before a stage is released; ``BN <= 192`` for the registers), and each k-block's stage is read by
-  one warpgroup (``empty`` counts one arrival per CTA of the cluster). The k-loops take turns (named barriers 3 / 4: a tile's
-  k-loop starts once the previous tile's has waited for all of its stages), so one consumer's
-  epilogue (chunks staged in its own two buffers, TMA-stored by its first thread) runs under the
-  other's k-loop. The turns also keep the parity waits sound: a stage's earlier rounds belong to the
+  one warpgroup (``empty`` counts one arrival per CTA of the cluster). The k-loops take turns (named
+  barriers 3 / 4: a tile's k-loop starts once the previous tile's has waited for all of its stages),
+  so one consumer's epilogue (chunks staged in its own two buffers, TMA-stored by its first thread)
+  runs under the other's k-loop. The turns also keep the parity waits sound: a stage's earlier rounds belong to the
   other consumer, and without them a wait for round ``r`` passed on its parity while round ``r - 1``
   was still loading (the simulator reports that race, ``drop="turn"``).
 
@@ -125,8 +125,8 @@ def plan(M, N, K, BM=128, BN=256, BK=64, STAGES=4, CM=1, sms=SM_COUNT_H100, grou
     staging = 2 * 2 * BM * epi * _BYTES[out_dtype] if PINGPONG else 2 * BM * 128
     smem = STAGES * stage + staging + 1024 + 2 * STAGES * 8
     if smem > SMEM_LIMIT:
-        raise ValueError(f"gemm_sm90: {STAGES} stages of {stage} bytes plus the epilogue ({staging} bytes) need {smem} bytes of "
-                         f"shared memory, over the {SMEM_LIMIT} a CTA may have: use fewer stages or a smaller BN")
+        raise ValueError(f"gemm_sm90: {STAGES} stages of {stage} bytes plus the epilogue ({staging} bytes) need "
+                         f"{smem} bytes of shared memory, over the {SMEM_LIMIT} a CTA may have: use fewer stages or a smaller BN")
     tm, tn = _cdiv(M, BM), _cdiv(N, BN)
     tmc = _cdiv(tm, CM)
     tiles = tmc * tn
@@ -420,7 +420,7 @@ def gemm_sm90(M, N, K, BN=256, STAGES=4, CM=1, a_major="K", b_major="K", dtype="
         if T.thread_id() == 0:
             for s in T.serial(STAGES):
                 T.ptx.mbarrier_init(full[s], 1)        # our producer's arrive.expect_tx
-                T.ptx.mbarrier_init(empty[s], (1 if PP else 2) * CM)   # one arrival per consumer (PP: the one reading it)
+                T.ptx.mbarrier_init(empty[s], (1 if PP else 2) * CM)   # per consumer (PP: the one reading it)
             T.ptx.fence_mbarrier_init()
         if CM > 1:
             T.ptx.cluster_sync()
