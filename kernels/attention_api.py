@@ -91,10 +91,11 @@ TUNING = ("BN", "STAGES", "NC", "PINGPONG", "PERSIST", "CHAIN", "OSTAGE", "LAZY"
 
 def attention(q, k, v, causal=False, scale=None, return_lse=False, **tuning):
     """Attention forward on a Hopper GPU; see the module docstring. ``tuning`` passes ``BN``,
-    ``STAGES``, ``NC``, ``PINGPONG``, ``PERSIST``, ``CHAIN``, ``OSTAGE``, ``LAZY``, ``TRIM``, ``TAIL`` and ``sms``
-    (default: the device's SM count) to :func:`kernels.attention_sm90.attention_sm90` (defaults:
-    :func:`~kernels.attention_sm90.default_config`, :func:`~kernels.attention_sm90.default_pingpong`,
-    :func:`~kernels.attention_sm90.default_lazy`, :func:`~kernels.attention_sm90.default_trim`;
+    ``STAGES``, ``NC``, ``PINGPONG``, ``PERSIST``, ``CHAIN``, ``OSTAGE``, ``LAZY``, ``TRIM``, ``TAIL``
+    and ``sms`` (default: the device's SM count) to :func:`kernels.attention_sm90.attention_sm90`
+    (defaults: :func:`~kernels.attention_sm90.default_config`,
+    :func:`~kernels.attention_sm90.default_pingpong`, :func:`~kernels.attention_sm90.default_lazy`,
+    :func:`~kernels.attention_sm90.default_trim`, :func:`~kernels.attention_sm90.default_tail`;
     persistent and chained where it fits, see
     :func:`~kernels.attention_sm90.plan`)."""
     unknown = sorted(set(tuning) - set(TUNING))
