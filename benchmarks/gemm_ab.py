@@ -19,10 +19,6 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 
-def _tuning(text):
-    return {k: int(v) if v.lstrip("-").isdigit() else v for k, v in (kv.split("=") for kv in text.split(",") if kv)}
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("shapes")
@@ -34,17 +30,14 @@ def main(argv=None):
     import torch
 
     import kernels
-    from kernels.bench import _env, median_ms, warm_gpu
+    from kernels.bench import _env, gemm_inputs, median_ms, parse_tunings, warm_gpu
 
     shapes = [tuple(int(x) for x in s.split("x")) for s in args.shapes.split(",")]
-    tunings = [_tuning(t) for t in args.tunings.split(";")]
+    tunings = parse_tunings(args.tunings)
     print(_env())
     warm_gpu()
-    l2 = torch.cuda.get_device_properties(0).L2_cache_size
     for M, N, K in shapes:
-        nsets = max(1, min(8, -(-3 * l2 // ((M * K + N * K) * 2))))
-        sets = [(torch.randn(M, K, device="cuda").to(torch.bfloat16),
-                 torch.randn(N, K, device="cuda").to(torch.bfloat16).t()) for _ in range(nsets)]
+        sets = gemm_inputs(M, N, K)
         out = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
         ref = sets[0][0].float() @ sets[0][1].float()
         fns = {"cublas": lambda a, b: torch.matmul(a, b, out=out)}

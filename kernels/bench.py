@@ -94,6 +94,27 @@ def _env():
     return f"{torch.cuda.get_device_name()} / driver {drv} / torch {torch.__version__} / CUDA {torch.version.cuda}"
 
 
+def parse_tunings(text):
+    """``"K=V,K=V;K=V"`` -> a list of tuning dicts (integer values as ints; an empty tuning is the defaults).
+
+        >>> parse_tunings(";BN=192,STORE=cta")
+        [{}, {'BN': 192, 'STORE': 'cta'}]
+    """
+    return [{k: int(v) if v.lstrip("-").isdigit() else v for k, v in (kv.split("=") for kv in t.split(",") if kv)}
+            for t in text.split(";")]
+
+
+def gemm_inputs(M, N, K):
+    """Fresh bf16 input pairs ``(a, w.t())`` for an ``M x N x K`` GEMM, as many (up to 8) as it takes to
+    hold three times the L2 in all, so that cycling through them times operands from memory."""
+    import torch
+
+    l2 = torch.cuda.get_device_properties(0).L2_cache_size
+    nsets = max(1, min(8, -(-3 * l2 // ((M * K + N * K) * 2))))
+    return [(torch.randn(M, K, device="cuda").to(torch.bfloat16),
+             torch.randn(N, K, device="cuda").to(torch.bfloat16).t()) for _ in range(nsets)]
+
+
 def bench_gemm(args):
     if args.sim:
         return sim_gemm(args)
@@ -102,8 +123,7 @@ def bench_gemm(args):
     import kernels
 
     shapes = [tuple(int(x) for x in s.split("x")) for s in args.shapes.split(",")] if args.shapes else GEMM_SHAPES
-    tunings = [{k: int(v) if v.lstrip("-").isdigit() else v for k, v in (kv.split("=") for kv in t.split(",") if kv)}
-               for t in args.tune.split(";")]
+    tunings = parse_tunings(args.tune)
     from .prebuild import prebuild
 
     sms = torch.cuda.get_device_properties(0).multi_processor_count
@@ -112,15 +132,8 @@ def bench_gemm(args):
     print(_env() + (f" (kernels prebuilt in {dt:.0f} s)" if dt else ""))
     warm_gpu()
     rows = []
-    l2 = torch.cuda.get_device_properties(0).L2_cache_size
     for M, N, K in shapes:
-        nbytes = (M * K + N * K) * 2
-        nsets = max(1, min(8, -(-3 * l2 // nbytes)))
-        sets = []
-        for _ in range(nsets):
-            a = torch.randn(M, K, device="cuda").to(torch.bfloat16)
-            w = torch.randn(N, K, device="cuda").to(torch.bfloat16)
-            sets.append((a, w.t()))
+        sets = gemm_inputs(M, N, K)
         out = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
         flop = 2 * M * N * K
         for tuning in tunings:
