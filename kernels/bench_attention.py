@@ -6,10 +6,12 @@ backend, measured in the same process on the same random bf16 inputs in ``(batch
 dim)`` layout (SDPA gets the ``(B, H, S, D)`` transposed views), each the median of ``--reps``
 CUDA-event timings of 10 back-to-back calls after warm-up (as :mod:`kernels.bench` times GEMMs: the
 first call's host time, before the GPU has work, is spread over ten kernels, not three), the three
-sampled in turn (:func:`kernels.bench.median_ms`); ratios to cuDNN. ``--tune`` takes ``;``-separated tunings
-(``BN``, ``STAGES``, ``NC``, ``PINGPONG``, ``PERSIST``, ``CHAIN``; an empty one is the default plan), each
-timed as its own row. Default sweep: head dim 64 / 128 / 256 x seqlen 1k / 4k / 8k / 16k, batch x
-seqlen = 32k tokens, 16 heads, causal and not. ``--shapes`` takes ``SxD`` items. ``--sim`` runs the kernel through the CPU simulator at a small shape.
+sampled in turn (:func:`kernels.bench.median_ms`); ratios to cuDNN. ``--tune`` takes ``;``-separated
+tunings of ``KEY=VALUE`` items, the tuning arguments of :func:`kernels.attention` (``BN=64,OSTAGE=kv;TAIL=0``:
+integers as ints, other values as strings; an empty tuning is the default plan), each timed as its own
+row. Default sweep: head dim 64 / 128 / 256 x seqlen 1k / 4k / 8k / 16k, batch x seqlen = 32k tokens,
+16 heads, causal and not. ``--shapes`` takes ``SxD`` items. ``--sim`` runs the kernel through the CPU
+simulator at a small shape.
 """
 from __future__ import annotations
 
@@ -40,11 +42,11 @@ def bench_attention(args):
 
     import kernels
 
-    from .bench import _env, median_ms, warm_gpu
+    from .bench import _env, median_ms, parse_tunings, warm_gpu
 
     shapes = [tuple(int(x) for x in s.split("x")) for s in args.shapes.split(",")] if args.shapes else \
         [(s, d) for d in HEAD_DIMS for s in SEQLENS]
-    tunings = [{k: int(v) for k, v in (kv.split("=") for kv in t.split(",") if kv)} for t in args.tune.split(";")]
+    tunings = parse_tunings(args.tune)
     from .prebuild import prebuild
 
     sms = torch.cuda.get_device_properties(0).multi_processor_count      # as kernels.attention builds them
@@ -73,8 +75,8 @@ def bench_attention(args):
                 t0 = time.time()
                 o = kernels.attention(q, k, v, causal=causal, **tuning)
                 build = time.time() - t0
-                fns = {name: (lambda q, k, v, f=f: f(q, k, v, causal)) for name, f in peers.items()}
-                fns["tirxpy"] = lambda q, k, v: kernels.attention(q, k, v, causal=causal, **tuning)
+                fns = {name: (lambda q, k, v, f=f, c=causal: f(q, k, v, c)) for name, f in peers.items()}
+                fns["tirxpy"] = lambda q, k, v, c=causal, t=tuning: kernels.attention(q, k, v, causal=c, **t)
                 ms = median_ms(fns, [(q, k, v)], args.reps)      # sampled in turn: drift reaches all alike
                 res = {name: flop / ms[name] / 1e9 if name in ms else float("nan")
                        for name in ("cudnn", "flash", "tirxpy")}
