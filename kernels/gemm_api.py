@@ -177,7 +177,7 @@ def gemm(a, b, out=None, *, bias=None, activation=None, out_dtype=None, **tuning
     if bias is not None and Np != N:
         bias_t = torch.nn.functional.pad(bias_t, (0, Np - N))
     sms = tuning.pop("sms", None) or torch.cuda.get_device_properties(a.device).multi_processor_count
-    tuning = _tile(tuning, M, Np, Kp, sms, b_major)
+    tuning = _tile(tuning, M, Np, Kp, sms, b_major, bias is not None, activation, _OUT[out_dtype])
     k = gemm_sm90(M, Np, Kp, a_major=a_major, b_major=b_major, dtype=_IN[a.dtype], out_dtype=_OUT[out_dtype],
                   bias=bias is not None, activation=activation, sms=sms, **tuning)
     ck = _compiled(k)
@@ -197,17 +197,18 @@ def gemm(a, b, out=None, *, bias=None, activation=None, out_dtype=None, **tuning
     return res if Np == N else res.contiguous()
 
 
-def _tile(tuning, M, N, K, sms, b_major="K"):
+def _tile(tuning, M, N, K, sms, b_major="K", bias=False, activation=None, out_dtype="bfloat16"):
     """``tuning`` with ``BN`` (and ``PINGPONG``) filled in as :func:`kernels.gemm` runs it: both from
     :func:`kernels.gemm_sm90.choose_tile` when neither is given (the cooperative schedule when ``DEFER`` or
     ``STORE`` asks for it), ``BN`` for the given schedule otherwise; a given ``BN`` alone keeps the
-    cooperative schedule."""
+    cooperative schedule. The epilogue (``bias``, ``activation``, ``out_dtype``) caps the width
+    (:func:`kernels.gemm_sm90.widest_bn`)."""
     if "BN" in tuning:
         return tuning
     pp = tuning.get("PINGPONG")
     if pp is None and ("DEFER" in tuning or "STORE" in tuning):
         pp = False          # options of the cooperative schedule
-    bn, pp = choose_tile(M, N, K, sms, tuning.get("CM", 1), b_major, pp)
+    bn, pp = choose_tile(M, N, K, sms, tuning.get("CM", 1), b_major, pp, bias, activation, out_dtype)
     return dict(tuning, BN=bn, PINGPONG=pp)
 
 

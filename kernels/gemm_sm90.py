@@ -181,23 +181,40 @@ def tile_cost(M, N, K, BN, PINGPONG=False, sms=SM_COUNT_H100, CM=1):
     return rounds * (_cdiv(K, 64) * BN / eff + (0 if PINGPONG else _TILE_OVERHEAD * 256))
 
 
-def choose_tile(M, N, K, sms=SM_COUNT_H100, CM=1, b_major="K", PINGPONG=None):
+def widest_bn(PINGPONG=False, bias=False, activation=None, out_dtype="bfloat16"):
+    """The widest ``BN`` whose kernel compiles without register spills (NVRTC 13.0, sm_90a): 256 cooperative,
+    192 ping-pong; with a fused bias *and* silu into a 16-bit output (the bias row, silu's temporaries and the
+    converted chunk live next to the accumulator) 192 and 176 (256 spilled 28 bytes, ping-pong 192 48 bytes;
+    tests/kernels/test_gemm_sm90.py compiles each).
+
+        >>> widest_bn(), widest_bn(bias=True, activation="silu"), widest_bn(True, True, "silu", "float32")
+        (256, 192, 192)
+    """
+    heavy = bias and activation == "silu" and out_dtype != "float32"
+    if PINGPONG:
+        return 176 if heavy else 192
+    return 192 if heavy else 256
+
+
+def choose_tile(M, N, K, sms=SM_COUNT_H100, CM=1, b_major="K", PINGPONG=None, bias=False, activation=None,
+                out_dtype="bfloat16"):
     """``(BN, PINGPONG)`` with the least :func:`tile_cost`: the widths of :func:`bn_candidates` in the
     cooperative schedule, those of them in ``_PP_EFFICIENCY`` (192, 176) in ping-pong (``PINGPONG``
-    True / False restricts the choice to one schedule). What :func:`kernels.gemm` runs when given
+    True / False restricts the choice to one schedule), none wider than :func:`widest_bn` for the
+    epilogue (``bias``, ``activation``, ``out_dtype``). What :func:`kernels.gemm` runs when given
     neither ``BN`` nor ``PINGPONG``.
 
         >>> choose_tile(4096, 4096, 4096), choose_tile(8192, 8192, 8192), choose_tile(4096, 2112, 7168)
         ((256, False), (192, True), (176, True))
-        >>> choose_tile(4096, 2112, 7168, PINGPONG=False)
-        (176, False)
+        >>> choose_tile(4096, 2112, 7168, PINGPONG=False), choose_tile(4096, 4096, 4096, bias=True, activation="silu")
+        ((176, False), (176, True))
     """
     best = None
     for pp in (False, True):
         if PINGPONG is not None and bool(PINGPONG) != pp:
             continue
         for bn in bn_candidates(CM, b_major):
-            if pp and bn not in _PP_EFFICIENCY:
+            if (pp and bn not in _PP_EFFICIENCY) or bn > widest_bn(pp, bias, activation, out_dtype):
                 continue
             cost = tile_cost(M, N, K, bn, pp, sms, CM)
             if best is None or cost < best[0]:

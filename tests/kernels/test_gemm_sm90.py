@@ -190,3 +190,24 @@ def test_gemm_api_fills_in_the_tile():
     assert _tile(dict(PINGPONG=False), 4096, 2112, 7168, 132) == dict(BN=176, PINGPONG=False)
     assert _tile(dict(DEFER=False), 8192, 8192, 8192, 132) == dict(DEFER=False, BN=256, PINGPONG=False)
     assert _tile(dict(BN=128), 8192, 8192, 8192, 132) == dict(BN=128)
+
+
+@pytest.mark.parametrize("cm,pp", [(1, False), (1, True), (2, False)])
+def test_fused_bias_silu_tile_is_the_widest_without_spills(cm, pp):
+    """A fused bias + silu into a 16-bit output needs registers next to the accumulator: the tile kernels.gemm
+    picks for it (capped by widest_bn) compiles without spills, and the next wider width of the same
+    schedule does spill -- the cap is where the compiler puts it, not a guess."""
+    from kernels.gemm_api import _tile
+    from kernels.gemm_sm90 import bn_candidates, widest_bn
+
+    t = _tile(dict(CM=cm, PINGPONG=pp), 4096, 4096, 4096, 132, "K", True, "silu", "bfloat16")
+    cap = max(b for b in bn_candidates(cm) if b <= widest_bn(pp, True, "silu", "bfloat16"))
+    assert t["BN"] <= cap
+    fused = dict(bias=True, activation="silu", CM=cm, PINGPONG=pp)
+    for bn in {t["BN"], cap}:
+        assert tirxpy.compile(gemm_sm90(4096, 4096, 4096, **dict(fused, BN=bn)), arch="sm_90a").resources.spills == 0
+    wider = min(b for b in (192, 256) if b > cap and b in bn_candidates(cm))
+    assert tirxpy.compile(gemm_sm90(4096, 4096, 4096, **dict(fused, BN=wider)), arch="sm_90a").resources.spills > 0
+    # the cap only binds for that epilogue: plain outputs, f32 outputs and relu keep the full widths
+    assert _tile({}, 4096, 4096, 4096, 132, "K", True, "silu", "float32") == dict(BN=256, PINGPONG=False)
+    assert _tile({}, 4096, 4096, 4096, 132, "K", True, "relu", "bfloat16") == dict(BN=256, PINGPONG=False)
