@@ -122,7 +122,8 @@ def gemm(a, b, out=None, *, bias=None, activation=None, out_dtype=None, **tuning
     f32) written to ``out`` when given. ``activation``: None, ``"relu"`` or ``"silu"``.
     ``tuning`` goes to :func:`kernels.gemm_sm90.gemm_sm90` (``BN``, ``STAGES``, ``CM``, ``group``,
     ``STORE``, ``DEFER``, ``PINGPONG``, ``sms``); without ``BN`` the tile width and the schedule are
-    :func:`kernels.gemm_sm90.choose_tile`'s (ping-pong at 8192^3 and at N = 2112, for example)."""
+    :func:`kernels.gemm_sm90.choose_tile`'s (ping-pong at 8192^3 and at N = 2112, for example; no wider
+    than :func:`kernels.gemm_sm90.widest_bn` allows for the epilogue)."""
     if "drop" in tuning:     # gemm_sm90's mutation-test switch: never reachable from here
         raise TypeError("kernels.gemm() got an unexpected keyword argument 'drop'")
     Tensor = torch.Tensor
