@@ -275,7 +275,7 @@ def gemm_sm90(M, N, K, BN=256, STAGES=4, CM=1, a_major="K", b_major="K", dtype="
     if PINGPONG not in (True, False, 0, 1):
         raise ValueError(f"gemm_sm90: PINGPONG must be True or False, got {PINGPONG!r}")
     PP = bool(PINGPONG)
-    if PP and isinstance(BN, int) and BN > 192:
+    if PP and isinstance(BN, int) and BN > widest_bn(True):
         raise ValueError(f"gemm_sm90: PINGPONG keeps a whole (128, {BN}) float32 tile in each consumer's registers, "
                          f"{BN} per thread, more than fit next to the rest (at most 240): use BN <= 192 or PINGPONG=False")
     p = plan(M, N, K, BM, BN, BK, STAGES, CM, sms, group, dtype, out_dtype, PP)
