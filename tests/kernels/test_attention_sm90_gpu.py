@@ -125,6 +125,16 @@ def test_persistent_causal_walk_deals_its_tail_as_single_tiles(D, S, kw):
     _persistent(D, True, S, TAIL=True, **kw)
 
 
+def test_causal_head_dim_64_past_16_key_blocks_runs_two_stages():
+    """The default ring at head dim 64 is 2 stages for a causal mask past 16 key blocks (3 below):
+    S = 2100 (17 blocks, the last ragged) on five persistent CTAs, with the chained walk."""
+    from kernels.attention_sm90 import plan
+
+    assert plan(3, 4, 4, 2100, 2100, 64, causal=True, sms=5)["STAGES"] == 2
+    assert plan(3, 4, 4, 2048, 2048, 64, causal=True, sms=5)["STAGES"] == 3
+    _persistent(64, True, 2100)
+
+
 @pytest.mark.parametrize("lazy", [False, True])
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("D", [64, 128, 256])

@@ -98,6 +98,12 @@ class Fragment:
             out.append(e)
         return tuple(out)
 
+    def thread_part(self, d: int):
+        """The thread-dependent part of dimension ``d``'s coordinate, as IR: every slot's coordinate
+        is ``const_coords[k][d] + thread_part(d)``, so a bound on the coordinate becomes one bound
+        on this expression, computed once, against each slot's compile-time constant."""
+        return _thread_part(self.thread_terms[d])
+
     def static_coord(self, k: int, ids: dict) -> tuple:
         """The coordinate of slot ``k`` for a thread with axis values ``ids`` (Python ints)."""
         out = []
@@ -107,6 +113,20 @@ class Fragment:
                 v += ((ids[a] - off) // s) % e * w
             out.append(v)
         return tuple(out)
+
+
+def _thread_part(terms, const=0):
+    """``const`` plus the thread digits ``terms`` of one dimension, as IR."""
+    e = ops.const(const)
+    for a, s, ext, w, o in terms:
+        idv = _id_expr(a)
+        if o:
+            idv = ops.sub(idv, o)
+        digit = ops.floordiv(idv, s) if s != 1 else idv
+        if not (o == 0 and _AXIS_RANGE.get(a) is not None and s * ext >= _AXIS_RANGE[a]):
+            digit = ops.floormod(digit, ext)
+        e = ops.add(e, ops.mul(digit, w) if w != 1 else digit)
+    return e
 
 
 def thread_ids(tid: int) -> dict:
@@ -183,21 +203,7 @@ def thread_fragment(layout, shape, threads, pinned=None) -> Fragment:
         const_coords.append(tuple(coord))
     guard_terms = _guard_terms(G, {t[0] for terms in thread_terms for t in terms} | {it.axis.name for it in G.replica}
                                | {a for a in G.offset if a in THREAD_AXES})
-    coords = []
-    for k in range(n_m):
-        cs = []
-        for d in range(len(shape)):
-            e = ops.const(const_coords[k][d])
-            for a, s, ext, w, o in thread_terms[d]:
-                idv = _id_expr(a)
-                if o:
-                    idv = ops.sub(idv, o)
-                digit = ops.floordiv(idv, s) if s != 1 else idv
-                if not (o == 0 and _AXIS_RANGE.get(a) is not None and s * ext >= _AXIS_RANGE[a]):
-                    digit = ops.floormod(digit, ext)
-                e = ops.add(e, ops.mul(digit, w) if w != 1 else digit)
-            cs.append(e)
-        coords.append(tuple(cs))
+    coords = [tuple(_thread_part(thread_terms[d], const_coords[k][d]) for d in range(len(shape))) for k in range(n_m)]
     frag = Fragment(G, shape, slots, coords, const_coords, thread_terms, None, n_m)
     for a, v in sorted(pinned.items()):
         guard_terms.append((lambda ids, a=a, v=v: ids[a] == v, ops.eq(_id_expr(a), v)))

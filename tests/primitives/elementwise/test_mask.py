@@ -2,6 +2,8 @@
 fragment, device-valued bounds, results by simulation; rejection reasons."""
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.primitives.helpers import choices, kernel, reason, rejected
 from tests.primitives.interp import run_lowered
@@ -42,6 +44,35 @@ def test_mask_device_bounds():
     k = _prog("Tx.wg.mask(acc, acc, T.float32(0), cols=n - 3, diag=d)", ", n: T.int32, d: T.int32")
     keep = (C < 20) & (C <= R - 40)
     np.testing.assert_array_equal(_run(k, n=23, d=-40), np.where(keep, A, 0))
+
+
+_KERNELS = {}
+
+
+def _device_kernel(which, dtype):
+    """One kernel per (bounds given, bound dtype), built once: the bounds are kernel parameters."""
+    if (which, dtype) not in _KERNELS:
+        args = {"cols": "cols=n", "diag": "diag=d", "both": "cols=n, diag=d"}[which]
+        _KERNELS[which, dtype] = _prog(f"Tx.wg.mask(acc, acc, T.float32(0), {args})", f", n: T.{dtype}, d: T.{dtype}")
+    return _KERNELS[which, dtype]
+
+
+@settings(max_examples=30, deadline=None)
+@given(which=st.sampled_from(["cols", "diag", "both"]), dtype=st.sampled_from(["int32", "int64"]), data=st.data())
+def test_mask_matches_exact_integer_bounds(which, dtype, data):
+    """Any run-time bound, up to the extremes of its type, keeps exactly the elements with
+    ``c < cols`` and ``c <= r + diag`` in exact integer arithmetic (the lowering's per-row limits
+    clamp the bounds first, so they cannot overflow)."""
+    bits = 31 if dtype == "int32" else 63
+    near = st.integers(-100, 100)
+    value = st.one_of(near, st.integers(-2 ** bits, 2 ** bits - 1), st.sampled_from([-2 ** bits, 2 ** bits - 1]))
+    n, d = data.draw(value, "cols"), data.draw(value, "diag")
+    keep = np.ones_like(A, bool)
+    if which in ("cols", "both"):
+        keep &= C < n
+    if which in ("diag", "both"):
+        keep &= C - R <= d              # (not R + d: that overflows int64 in numpy at the extremes)
+    np.testing.assert_array_equal(_run(_device_kernel(which, dtype), n=n, d=d), np.where(keep, A, 0))
 
 
 def test_mask_rejections():

@@ -8,8 +8,8 @@
 ``cols`` and ``diag`` are scalar expressions (device values allowed); ``None`` drops that
 bound. ``dst`` and ``src`` are register tiles of one 2-D shape held slot for slot by the same
 threads (``dst`` may be ``src``). Each slot's coordinate comes from the layout in closed form
-(:mod:`tirxpy.primitives.fragment`), so the test is a few integer ops and one select per
-register: the ragged-key and causal masks of attention on a WGMMA accumulator fragment.
+(:mod:`tirxpy.primitives.fragment`), so the test is one compare with a constant and one select
+per register: the ragged-key and causal masks of attention on a WGMMA accumulator fragment.
 
     Tx.wg.mask(S, S, T.float32(float("-inf")), cols=n_keys - n0, diag=m0 - n0)
 """
@@ -48,28 +48,48 @@ def _expr(v, what):
     return e
 
 
+def _clamp(e, lo, hi):
+    """``e`` clamped to ``[lo, hi]`` in its own integer type, then as int32."""
+    t = e.dtype.name
+    lo = max(lo, 0) if e.dtype.is_uint else lo
+    return ops.cast(ops.minimum(ops.maximum(e, ops.const(lo, t)), ops.const(hi, t)), "int32")
+
+
 @register_impl("mask", "any", variant="local_mask", priority=10, when=[is_local_mask])
 def local_mask(ctx):
-    """Per slot: select(c < cols and c <= r + diag, src, value) with (r, c) from the layout."""
+    """Per slot: select(c <= limit(r), src, value) with ``limit(r) = min(cols - 1, r + diag)``.
+
+    Slot ``k`` sits at ``(r_k + TR, c_k + TC)``: compile-time ``r_k, c_k`` plus thread parts
+    ``TR, TC`` common to all slots (:meth:`~tirxpy.primitives.fragment.Fragment.thread_part`). So
+    ``c < cols and c <= r + diag`` is ``c_k <= min(cols - 1 - TC, r_k + diag + TR - TC)``: the
+    bound is computed once per distinct row constant ``r_k`` and each register costs one compare
+    with an immediate and one select. ``cols`` and ``diag`` are first clamped to the range where
+    they decide anything (``[0, ncols]`` and ``[-nrows - ncols, ncols]``), so the bound
+    arithmetic cannot overflow int32 whatever their run-time values."""
     dst, src, value = ctx.operands
     cols, diag = ctx.attr("cols"), ctx.attr("diag")
     cols = None if cols is None else _expr(cols, "cols")
     diag = None if diag is None else _expr(diag, "diag")
     frag, (mp,) = slot_map(ctx, dst, [src])
     fill = ops.cast(value if isinstance(value, Expr) else ops.const(value), dst.dtype)
+    nr, nc = dst.shape
+    tr, tc = frag.thread_part(0), frag.thread_part(1)
+    lim_cols = lim_diag = None
+    if cols is not None:        # c < cols  <=>  c_k <= cols - 1 - TC
+        cols = _clamp(cols, 0, nc)
+        lim_cols = ops.sub(ops.sub(cols, ops.const(1)), tc)
+    if diag is not None:        # c <= r + diag  <=>  c_k <= r_k + (diag + TR - TC)
+        diag = _clamp(diag, -nr - nc, nc)
+        lim_diag = ops.sub(ops.add(diag, tr), tc)
     d, s = dst.slots(), src.slots()
     stmts = []
     for k, slot in enumerate(frag.slots):
-        r, c = frag.coords[k]
-        cond = None
-        if cols is not None:
-            cond = ops.lt(c, cols)
-        if diag is not None:
-            t = ops.le(c, ops.add(r, diag))
-            cond = t if cond is None else ops.logical_and(cond, t)
+        r, c = frag.const_coords[k]
+        lim = None if lim_diag is None else ops.add(lim_diag, ops.const(r))
+        lim = lim_cols if lim is None else lim if lim_cols is None else ops.minimum(lim_cols, lim)
         x = s[mp[k]]
         x = x if x.dtype == dst.dtype else ops.cast(x, dst.dtype)
-        stmts.append(BufferStore(d, (ops.const(slot),), ops.select(cond, x, fill)))
+        stmts.append(BufferStore(d, (ops.const(slot),), ops.select(ops.le(ops.const(c), lim), x, fill)))
     out = ctx.seq(stmts)
     return IfThenElse(frag.guard, out) if frag.guard is not None else out
 
