@@ -3,19 +3,12 @@
 A descriptor's fields other than the start address (LBO, SBO, swizzle, version) are compile-time
 facts of the layout (``tirxpy.intrinsics.descriptors.*_from_layout``). The start address is the
 shared::cta address of the k-step's first element, known only at run time; the table entry
-``gemm_smem_desc`` adds ``addr >> 4`` to the low word of the static descriptor built at address 0,
-whose start-address field (bits 0-13) is zero there:
+``gemm_smem_desc`` ORs its 14-bit field (``(addr & 0x3FFFF) >> 4``, bits 0-13) into the static
+descriptor built at address 0:
 
     >>> from tirxpy.intrinsics import get
     >>> get("gemm_smem_desc").render_call(["A_addr", "0x4000004000010000ull"])
     'tx_gemm_smem_desc(A_addr, 0x4000004000010000ull)'
-
-A shared::cta address is below 2^18 (228 KiB of shared memory at most, sm_80 to sm_100), so
-``addr >> 4`` fits the 14-bit field and the add is the field's value, as ``(addr & 0x3FFFF) >> 4``
-ORed in would be. The 32-bit add lets ptxas fold the shift into one ``ULEA.HI`` with the static
-low word and keep the high word a constant: three uniform instructions per descriptor instead of
-five (with the 64-bit ``and`` / ``shr`` / ``or``), twelve fewer per key block of the head-dim-64
-attention kernel.
 """
 from __future__ import annotations
 
@@ -30,15 +23,15 @@ if lookup(NAME) is None:
     register_intrinsic(
         NAME,
         """{
-        .reg .b32 tx_lo, tx_hi, tx_a;
-        mov.b64 {tx_lo, tx_hi}, {desc0};
-        shr.u32 tx_a, {addr}, 4;
-        add.u32 tx_lo, tx_lo, tx_a;
-        mov.b64 {desc}, {tx_lo, tx_hi};
+        .reg .b64 tx_t;
+        cvt.u64.u32 tx_t, {addr};
+        and.b64 tx_t, tx_t, 0x3FFFF;
+        shr.b64 tx_t, tx_t, 4;
+        or.b64 {desc}, {desc0}, tx_t;
         }""",
         [("desc", "reg", "uint64", "w"), ("addr", "smem_addr"), ("desc0", "reg", "uint64")],
         ret="desc", lowest="sm_90", memory=False, ptx="matrix descriptor start address",
-        doc="desc0 with its start-address field (bits 0-13, zero in desc0) set to the shared::cta address addr >> 4.")
+        doc="desc0 with its start-address field (bits 0-13) set from the shared::cta address addr.")
 
 
 def static_desc(family: str, op) -> int:
