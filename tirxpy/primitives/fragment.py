@@ -84,19 +84,7 @@ class Fragment:
     def coord_expr(self, k: int, ids: dict | None = None) -> tuple:
         """The coordinate of slot ``k`` as IR, with thread ids taken from ``ids`` (axis -> Expr;
         missing axes read the hardware id)."""
-        ids = ids or {}
-        out = []
-        for d, c in enumerate(self.const_coords[k]):
-            e = ops.const(c)
-            for a, s, ext, w, o in self.thread_terms[d]:
-                idv = ids.get(a)
-                if idv is None:
-                    idv = _id_expr(a)
-                x = ops.sub(idv, o) if o else idv
-                digit = ops.floormod(ops.floordiv(x, s) if s > 1 else x, ext)
-                e = ops.add(e, ops.mul(digit, w) if w != 1 else digit)
-            out.append(e)
-        return tuple(out)
+        return tuple(_thread_part(self.thread_terms[d], c, ids or {}) for d, c in enumerate(self.const_coords[k]))
 
     def thread_part(self, d: int):
         """The thread-dependent part of dimension ``d``'s coordinate, as IR: every slot's coordinate
@@ -115,15 +103,20 @@ class Fragment:
         return tuple(out)
 
 
-def _thread_part(terms, const=0):
-    """``const`` plus the thread digits ``terms`` of one dimension, as IR."""
+def _thread_part(terms, const=0, ids=None):
+    """``const`` plus the thread digits ``terms`` of one dimension, as IR. Thread ids come from the
+    hardware, or from ``ids`` (axis -> Expr) where given. Without ``ids``, a digit that spans its
+    id's whole range (``laneid`` / 32, ...) needs no ``% extent``; with ``ids`` every digit keeps it,
+    as an id given there may be any value."""
     e = ops.const(const)
     for a, s, ext, w, o in terms:
-        idv = _id_expr(a)
+        idv = None if ids is None else ids.get(a)
+        if idv is None:
+            idv = _id_expr(a)
         if o:
             idv = ops.sub(idv, o)
         digit = ops.floordiv(idv, s) if s != 1 else idv
-        if not (o == 0 and _AXIS_RANGE.get(a) is not None and s * ext >= _AXIS_RANGE[a]):
+        if ids is not None or not (o == 0 and _AXIS_RANGE.get(a) is not None and s * ext >= _AXIS_RANGE[a]):
             digit = ops.floormod(digit, ext)
         e = ops.add(e, ops.mul(digit, w) if w != 1 else digit)
     return e

@@ -46,6 +46,16 @@ def test_mask_device_bounds():
     np.testing.assert_array_equal(_run(k, n=23, d=-40), np.where(keep, A, 0))
 
 
+def test_mask_on_a_view_counts_coordinates_from_the_view():
+    """A view of the accumulator (rows 16.., columns 8..): each thread's part of the coordinates
+    carries the view's offsets, and the bounds apply to coordinates within the view."""
+    k = _prog("Tx.wg.mask(acc[16:48, 8:24], acc[16:48, 8:24], T.float32(0), cols=9, diag=-3)")
+    r, c = np.meshgrid(np.arange(32), np.arange(16), indexing="ij")
+    want = A.copy()
+    want[16:48, 8:24] = np.where((c < 9) & (c <= r - 3), A[16:48, 8:24], 0)
+    np.testing.assert_array_equal(_run(k), want)
+
+
 _KERNELS = {}
 
 
