@@ -169,7 +169,8 @@ def plan(B, H, HKV, SQ, SK, D, dtype="bfloat16", BN=None, STAGES=None, NC=None, 
          PINGPONG=None, PERSIST=None, CHAIN=None, sms=SM_COUNT_H100, OSTAGE=None, LAZY=None, TRIM=None, TAIL=None):
     """Checked launch plan (raises ValueError with what to change). ``LAZY``, ``TRIM`` and ``TAIL`` (the
     schedule's, see :func:`attention_sm90`; defaults :func:`default_lazy`, :func:`default_trim`,
-    :func:`default_tail`) are resolved and checked here too.
+    :func:`default_tail`) are resolved and checked here too. ``STAGES`` defaults to
+    :func:`default_config`'s, but head dim 64 runs 2 stages past 32 key blocks (past 16 when causal).
 
     ``PERSIST`` launches at most ``sms`` CTAs that walk the ``(query tile, head, batch)`` tiles;
     ``O`` is staged apart from ``Q`` (``OSTAGE``), so that the next tile's ``Q`` can load during this
