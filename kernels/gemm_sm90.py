@@ -277,7 +277,8 @@ def gemm_sm90(M, N, K, BN=256, STAGES=4, CM=1, a_major="K", b_major="K", dtype="
     PP = bool(PINGPONG)
     if PP and isinstance(BN, int) and BN > widest_bn(True):
         raise ValueError(f"gemm_sm90: PINGPONG keeps a whole (128, {BN}) float32 tile in each consumer's registers, "
-                         f"{BN} per thread, more than fit next to the rest (at most 240): use BN <= 192 or PINGPONG=False")
+                         f"{BN} per thread, more than fit next to the rest (at most 240): use BN <= {widest_bn(True)} or "
+                         "PINGPONG=False")
     p = plan(M, N, K, BM, BN, BK, STAGES, CM, sms, group, dtype, out_dtype, PP)
     if a_major not in ("K", "MN") or b_major not in ("K", "MN"):
         raise ValueError(f"gemm_sm90: a_major / b_major must be 'K' or 'MN', got {a_major!r}, {b_major!r}")
