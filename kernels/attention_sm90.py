@@ -32,8 +32,10 @@ Roles (``threads = 128 * (1 + NC)``):
 - warpgroups 1 .. NC, **consumers** (``setmaxnreg.inc``): consumer ``c`` owns query rows
   ``64 c .. 64 c + 63`` of the tile. Per key block: ``S = Q K^T`` (wgmma SS, ``(64, BN)``
   float32 in registers), the ragged / causal mask where the block needs it (``Tx.wg.mask``),
-  online softmax on the accumulator fragment (row max / row sum by quad-lane shuffles; scale
-  folded into the ``exp2`` argument: ``p = exp2(s * scale * log2(e) - m * scale * log2(e))``),
+  online softmax on the accumulator fragment (row max by quad-lane shuffles; the row sum as each
+  lane's share, ``l`` of shape ``(64, 4)`` in :data:`QUAD`, summed over the quad once per tile in the
+  epilogue, as FlashAttention-3 does: 0-5% faster than shuffling every block, H100; scale folded
+  into the ``exp2`` argument: ``p = exp2(s * scale * log2(e) - m * scale * log2(e))``),
   ``O *= exp2((m_old - m_new) * scale * log2(e))`` (with ``LAZY``, the head dim 256 default, only once
   the max has risen past ``2^8``: :func:`attention_sm90`), ``P`` converted to bf16 / f16 *in registers*
   (the accumulator fragment of ``S`` is the wgmma A fragment of ``P``), ``O += P V`` (wgmma RS);
@@ -99,6 +101,21 @@ LAZY_LOG2 = 8.0
 units of ``scale * log2(e)`` times a score; until then ``P = exp2(...)`` stays below ``2^8 = 256``."""
 
 ROW = TileLayout(S[(4, 2, 8) : (1 @ wid_in_wg, 1 @ m, 4 @ laneid)] + R[4 : 1 @ laneid])
+QUAD = TileLayout(S[(4, 2, 8, 4) : (1 @ wid_in_wg, 1 @ m, 4 @ laneid, 1 @ laneid)])
+"""Per-lane partial row sums, ``(64, 4)``: column ``q`` of row ``16 w + 8 h + lane / 4`` in slot ``h`` of
+lane ``4 (lane / 4) + q``, the sum of the accumulator columns ``8 nb + 2 q + c`` that lane holds."""
+
+
+def quad_view(n):
+    """The wgmma accumulator ``(64, n)`` seen as ``(64, 4, n / 4)``: ``[r, q, 2 nb + c]`` is column ``8 nb + 2 q +
+    c`` of row ``r``, so axis 1 is the lane within the row's quad and axis 2 the columns one lane holds
+    (a sum over axis 2 needs no shuffles).
+
+        >>> from tirxpy.layout.atoms import wgmma_accumulator
+        >>> quad_view(16).apply(37, 2, 3, shape=(64, 4, 4)) == wgmma_accumulator(16).apply(37, 13, shape=(64, 16))
+        True
+    """
+    return TileLayout(S[(4, 2, 8, 4, n // 8, 2) : (1 @ wid_in_wg, 2 @ m, 4 @ laneid, 1 @ laneid, 4 @ m, 1 @ m)])
 """One float per accumulator row, ``(64, 1)``: row ``16 w + 8 h + lane / 4`` in slot ``h`` of the
 four lanes of its quad (the lanes that hold that row of the wgmma accumulator)."""
 
@@ -444,7 +461,7 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
     def online_softmax(sacc, mrow, mprev, nms, alpha, lrow, i, n0, m0, r0, resc):
         """Block ``i`` (key columns ``n0 ..``) of the online softmax, in place on the S fragment:
         mask it, raise the row max, ``alpha = exp2((m_old - m_new) scale log2 e)``, ``S -> P`` and
-        ``l = alpha l + rowsum(P)``. The caller rescales O by ``alpha`` (with ``LAZY``: only where
+        ``l = alpha l + rowsum(P)`` (``l``: each lane's share of the row sums, :data:`QUAD`). The caller rescales O by ``alpha`` (with ``LAZY``: only where
         ``resc[0]`` is set, see :func:`attention_sm90`)."""
         if causal:
             if n0 + BN > m0 + 1 or n0 + BN > SK:     # CTA-uniform (the verifier proves it)
@@ -471,7 +488,7 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
         Tx.wg.fma(sacc, sacc, T.float32(SL2), nms)
         Tx.wg.exp2(sacc, sacc)
         Tx.wg.mul(lrow, lrow, alpha)
-        Tx.wg.sum(lrow, sacc, axis=1, accum=True)
+        Tx.wg.sum(lrow, sacc.alias((64, 4, BN // 4), layout=quad_view(BN)), axis=2, accum=True)
 
     @T.macro
     def rescale_o(oacc, alpha, resc):
@@ -496,7 +513,7 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
         Tx.wg.mul(nms, mrow, T.float32(-SL2))
         Tx.wg.fma(sacc, sacc, T.float32(SL2), nms)
         Tx.wg.exp2(sacc, sacc)
-        Tx.wg.sum(lrow, sacc, axis=1)
+        Tx.wg.sum(lrow, sacc.alias((64, 4, BN // 4), layout=quad_view(BN)), axis=2)
         Tx.wg.fill(alpha, T.float32(1))
         if LAZY:
             resc[0] = 0                         # O is zero: nothing to rescale
@@ -531,14 +548,15 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
                 T.ptx.mbarrier_arrive(v_empty[sj])
 
     @T.macro
-    def epilogue(O, Os, LSE, oacc, och, mfin, lfin, linv, b, h, m0, r0, c, v_empty, last, chained, q_empty,
+    def epilogue(O, Os, LSE, oacc, och, mfin, lfin, ltot, linv, b, h, m0, r0, c, v_empty, last, chained, q_empty,
                  qb, Ks, Vs, k_empty):
-        """``O / l`` -> this consumer's rows of ``Os`` (``stmatrix``) -> TMA store; ``LSE`` from registers.
+        """``l`` = the quad's shares of ``lfin`` summed, ``O / l`` -> this consumer's rows of ``Os`` (``stmatrix``) -> TMA store; ``LSE`` from registers.
         ``chained``: the tile's last P V (stage ``last``) is still in flight; it is waited for here, behind
         the branch of the staging buffer's wait, so that ptxas cannot hoist the wait above the next tile's
         block-0 softmax (it does within one basic block). ``Q_AFTER_O``: O goes over this consumer's
         rows of Q, and once the store has read them the consumer arrives on ``q_empty[qb]``."""
-        Tx.wg.div(linv, T.float32(1), lfin)
+        Tx.wg.sum(ltot, lfin, axis=1)           # the quad's partial sums -> the row's (shuffles, once a tile)
+        Tx.wg.div(linv, T.float32(1), ltot)
         if OWN_O:                               # the previous tile's store has read our rows of Os
             if T.thread_id_in_wg() == 0:
                 T.ptx.bulk_wait_group_read(0)
@@ -577,10 +595,10 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
                 if Q_AFTER_O:
                     T.ptx.bulk_wait_group_read(0)
                     T.ptx.mbarrier_arrive(q_empty[qb])   # our rows of Q (and of O) are free
-        Tx.wg.log2(lfin, lfin)
-        Tx.wg.fma(lfin, mfin, T.float32(SL2), lfin)
-        Tx.wg.mul(lfin, lfin, T.float32(LN2))
-        Tx.wg.copy(LSE[b, h, r0:r0 + 64, 0:1], lfin)
+        Tx.wg.log2(ltot, ltot)
+        Tx.wg.fma(ltot, mfin, T.float32(SL2), ltot)
+        Tx.wg.mul(ltot, ltot, T.float32(LN2))
+        Tx.wg.copy(LSE[b, h, r0:r0 + 64, 0:1], ltot)
 
     @T.prim_func
     def attention_sm90_kernel(Q: T.Tensor((B, SQT, H, D), dtype), K: T.Tensor((B, SKT, HKV, D), dtype),
@@ -606,11 +624,12 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
         mrow = T.alloc_local((64, 1), "float32", layout=ROW)
         mprev = T.alloc_local((64, 1), "float32", layout=ROW)
         nms = T.alloc_local((64, 1), "float32", layout=ROW)
-        lrow = T.alloc_local((64, 1), "float32", layout=ROW)
+        lrow = T.alloc_local((64, 4), "float32", layout=QUAD)    # each lane's share of the row sums
+        ltot = T.alloc_local((64, 1), "float32", layout=ROW)     # the row sums, in the epilogue
         alpha = T.alloc_local((64, 1), "float32", layout=ROW)
         linv = T.alloc_local((64, 1), "float32", layout=ROW)
         mfin = T.alloc_local((64, 1), "float32", layout=ROW)     # CHAIN: the finished tile's max / sum, kept
-        lfin = T.alloc_local((64, 1), "float32", layout=ROW)     # while the next tile's block 0 runs
+        lfin = T.alloc_local((64, 4), "float32", layout=QUAD)    # while the next tile's block 0 runs
         resc = T.alloc_local((1,), "int32")     # LAZY: this thread rescales O after the block
         gb = T.alloc_local((1,), "int32")       # key blocks of this CTA's earlier tiles: ring position
         tc = T.alloc_local((1,), "int32")       # tiles this CTA has done: Q buffer, q_full / q_empty parity
@@ -714,7 +733,7 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
                         if not Q_AFTER_O:
                             if T.lane_id() == 0:
                                 T.ptx.mbarrier_arrive(q_empty[qb])   # every S of this tile is done: Q may reload
-                        epilogue(O, Os, LSE, oacc, och, mrow, lrow, linv, b, h, m0, r0, c, v_empty, 0, False,
+                        epilogue(O, Os, LSE, oacc, och, mrow, lrow, ltot, linv, b, h, m0, r0, c, v_empty, 0, False,
                                  q_empty, qb, Ks, Vs, k_empty)
                     else:
                         # CHAIN: a tile's block 0 ran under the previous tile's last P V (below), except the first
@@ -806,7 +825,7 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
                             if T.lane_id() == 0:
                                 T.ptx.mbarrier_arrive(k_empty[s2])
                             first_softmax(sacc, mrow, nms, alpha, lrow, mt2 * BM, mt2 * BM + c * 64, resc)
-                            epilogue(O, Os, LSE, oacc, och, mfin, lfin, linv, b, h, m0, r0, c, v_empty, last, True,
+                            epilogue(O, Os, LSE, oacc, och, mfin, lfin, ltot, linv, b, h, m0, r0, c, v_empty, last, True,
                                      q_empty, qb, Ks, Vs, k_empty)
                             Tx.wg.fill(oacc, T.float32(0))           # the next tile's O
                         else:
@@ -818,7 +837,7 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
                                     T.ptx.mbarrier_arrive(v_empty[lastc])
                             if TRIM:
                                 skip_blocks(g0, nkc, nkv, k_full, v_full, k_empty, v_empty)
-                            epilogue(O, Os, LSE, oacc, och, mrow, lrow, linv, b, h, m0, r0, c, v_empty, last, False,
+                            epilogue(O, Os, LSE, oacc, och, mrow, lrow, ltot, linv, b, h, m0, r0, c, v_empty, last, False,
                                      q_empty, qb, Ks, Vs, k_empty)
                     gb[0] = g0 + nkv
                     tc[0] = tc[0] + 1

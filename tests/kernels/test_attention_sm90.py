@@ -105,6 +105,37 @@ def test_softmax_runs_while_p_v_is_in_flight_in_sass(D, causal):
         assert ex2 >= BN // 2, f"only {ex2} of the block's {BN // 2} exponentials per thread run before P V is waited for"
 
 
+@pytest.mark.parametrize("D,causal", [(64, False), (128, True), (256, False)])
+def test_key_block_loop_shuffles_only_for_the_row_max(D, causal):
+    """Each lane keeps its share of the row sums (``QUAD``) and the quad's shares are summed in the
+    epilogue, so the loop's softmax (from the wait for ``S`` to the next wait for ``P V``) shuffles
+    only for the row max: 2 rows per thread x 2 butterfly steps. Summing every block took 8."""
+    from tirxpy.lower.build import ToolchainError
+
+    k = tirxpy.compile(attention_sm90(2, 16, 16, 4096, 4096, D, causal=causal), arch="sm_90a")
+    try:
+        lines = k.sass.splitlines()
+    except ToolchainError:
+        pytest.skip("no SASS disassembler (pip install nvidia-cuda-nvdisasm, or the CUDA toolkit on PATH)")
+    i = next(i for i, ln in enumerate(lines) if "WARPGROUP.DEPBAR.LE gsb0, 0x1" in ln)
+    j = next(j for j in range(i + 1, len(lines)) if "WARPGROUP.DEPBAR.LE gsb0, 0x0" in lines[j])
+    assert sum("SHFL.BFLY" in ln for ln in lines[i:j]) == 4
+
+
+def test_quad_view_is_the_accumulator_seen_per_lane():
+    """``quad_view(n)[r, q, j]`` is the register of accumulator element ``(r, 8 (j // 2) + 2 q + j % 2)``:
+    the same owner (warp, lane, slot) for every element, at every wgmma width the kernel uses."""
+    from kernels.attention_sm90 import quad_view
+    from tirxpy.layout.atoms import wgmma_accumulator
+
+    for n in (64, 80, 128):
+        acc, qv = wgmma_accumulator(n), quad_view(n)
+        for r in range(64):
+            for col in range(n):
+                q, j = (col // 2) % 4, 2 * (col // 8) + col % 2
+                assert qv.apply(r, q, j, shape=(64, 4, n // 4)) == acc.apply(r, col, shape=(64, n))
+
+
 def test_persistent_plan_launches_at_most_one_cta_per_sm():
     """Persistent by default where the O staging buffer fits (head dims 64 / 128) and a tile reads
     at most 32 key blocks (64 when causal); not at 256 past 32 blocks, not for long keys."""
