@@ -79,6 +79,31 @@ def test_bad_entries(kw, msg):
         Intrinsic(**kw)
 
 
+_ADD = dict(name="lo_add", template="add.u32 {d}, {a}, {b};", ret="d", memory=False,
+            operands=[Operand("d", "reg", "uint32", "w"), Operand("a", "reg", "uint32"), Operand("b", "reg", "uint32")])
+
+
+def test_cxx_body_replaces_the_asm_with_a_return():
+    h = Intrinsic(**_ADD, cxx="{a} + 2u * {b}").render_helper()
+    assert "asm" not in h and "return (unsigned)(a + 2u * b);" in h
+    assert h.startswith("__device__ __forceinline__ unsigned tx_lo_add(unsigned a, unsigned b) {")
+
+
+@pytest.mark.parametrize("kw, msg", [
+    (dict(memory=True), "needs ret= .* and memory=False"),
+    (dict(ret=None, operands=[Operand("d", "reg", "uint32", "rw"), Operand("a", "reg", "uint32"),
+                              Operand("b", "reg", "uint32")]), "needs ret="),
+    (dict(cxx="{a} + {d}"), r"may name the read operands \['a', 'b'\] only"),
+    (dict(cxx="{a} + {c}"), r"may name the read operands"),
+    (dict(template="add.u32 {d}, {a}, {b};", operands=[Operand("d", "reg", "uint32", "w"), Operand("a", "reg", "uint32"),
+                                                        Operand("b", "imm")]), "scalar read operands only"),
+])
+def test_cxx_body_is_for_pure_scalar_arithmetic(kw, msg):
+    args = {**_ADD, "cxx": "{a} + {b}", **kw}
+    with pytest.raises(I.IntrinsicError, match=msg):
+        Intrinsic(**args)
+
+
 @pytest.mark.parametrize("args, msg", [
     (("x", "nope"), "unknown kind"), (("x", "reg"), "needs a dtype"), (("x", "reg", "complex64"), "no register form"),
     (("x", "reg", "uint32", "x"), "access must be one of"), (("x", "reg", "uint32", "r", 0), "positive int"),

@@ -122,6 +122,36 @@ def test_key_block_loop_shuffles_only_for_the_row_max(D, causal):
     assert sum("SHFL.BFLY" in ln for ln in lines[i:j]) == 4
 
 
+def test_fold_cuts_the_loops_descriptor_arithmetic_in_sass():
+    """``FOLD`` (the head-dim-256 causal default) builds each wgmma descriptor with one uniform add: the
+    key-block loop's uniform-datapath instructions drop by more than two per wgmma."""
+    import re
+
+    from tirxpy.lower.build import ToolchainError
+
+    def loop(fold):
+        k = tirxpy.compile(attention_sm90(32, 16, 16, 1024, 1024, 256, causal=True, FOLD=fold), arch="sm_90a")
+        try:
+            lines = k.sass.splitlines()
+        except ToolchainError:
+            pytest.skip("no SASS disassembler (pip install nvidia-cuda-nvdisasm, or the CUDA toolkit on PATH)")
+        labels = {m.group(1): n for n, ln in enumerate(lines) if (m := re.match(r"\s*(\.L_x_\d+):", ln))}
+        bodies = [lines[labels[m.group(1)]:n] for n, ln in enumerate(lines)
+                  if (m := re.search(r"BRA `\((\.L_x_\d+)\)", ln)) and labels.get(m.group(1), n) < n]
+        body = min((b for b in bodies if any("HGMMA" in ln for ln in b)), key=len)
+        ops = [ln.split("*/", 1)[1].split()[0] for ln in body if re.search(r"/\*[0-9a-f]{4}\*/", ln)]
+        return sum(o.startswith("U") for o in ops), sum(o.startswith("HGMMA") for o in ops)
+
+    (u_fold, n), (u_plain, n2) = loop(True), loop(False)
+    assert n == n2 > 0
+    assert u_fold < u_plain - 2 * n, (u_fold, u_plain, n)
+
+
+def test_fold_is_checked():
+    with pytest.raises(ValueError, match="FOLD must be True or False"):
+        attention_sm90(1, 2, 2, 200, 200, 64, FOLD="yes")
+
+
 def test_quad_view_is_the_accumulator_seen_per_lane():
     """``quad_view(n)[r, q, j]`` is the register of accumulator element ``(r, 8 (j // 2) + 2 q + j % 2)``:
     the same owner (warp, lane, slot) for every element, at every wgmma width the kernel uses."""

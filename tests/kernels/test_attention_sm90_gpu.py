@@ -125,6 +125,14 @@ def test_persistent_causal_walk_deals_its_tail_as_single_tiles(D, S, kw):
     _persistent(D, True, S, TAIL=True, **kw)
 
 
+@pytest.mark.parametrize("D,causal,S,fold", [(64, True, 700, True), (128, False, 700, True), (256, True, 700, False),
+                                           (256, False, 600, True)])
+def test_fold_on_and_off_against_the_defaults(D, causal, S, fold):
+    """``FOLD`` (the ``wgmma_folded`` variant; the default only at head dim 256 causal) turned on where it
+    is off by default and off where it is on: the same results on ragged persistent walks."""
+    _persistent(D, causal, S, FOLD=fold)
+
+
 def test_causal_head_dim_64_past_16_key_blocks_runs_two_stages():
     """The default ring at head dim 64 is 2 stages for a causal mask past 16 key blocks (3 below):
     S = 2100 (17 blocks, the last ragged) on five persistent CTAs, with the chained walk."""

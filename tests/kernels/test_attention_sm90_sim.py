@@ -39,6 +39,8 @@ from tests.kernels.attention_reference import reference
     (2, 2, 1, 130, 200, 64, False, 64, 2, "bfloat16", True, dict(sms=3, OSTAGE="kv")),
     (2, 2, 1, 130, 64, 64, False, 64, 2, "float16", True, dict(sms=3, OSTAGE="kv")),    # one key block per tile
     (2, 2, 1, 80, 200, 64, False, 64, 1, "bfloat16", True, dict(sms=3, OSTAGE="kv")),   # one consumer
+    # FOLD: the wgmma_folded variant (descriptors in 16-byte units added in C++), ping-pong and chained
+    (1, 2, 1, 150, 130, 64, True, 32, 2, "bfloat16", True, dict(sms=2, PERSIST=True, PINGPONG=True, FOLD=True)),
 ])
 def test_attention_sim_matches_float64(B, H, HKV, SQ, SK, D, causal, BN, NC, dtype, overlap, kw):
     g = torch.Generator().manual_seed(int(torch.randint(0, 2**31 - 1, (1,))))

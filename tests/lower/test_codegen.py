@@ -75,6 +75,20 @@ def test_address_of_a_symbolic_view_of_a_swizzled_tile():
     assert str(m) == "s * 4096 + i * 512 + j + 192 ^ 24"  # row % 8 == 3 is known: the XOR is a constant
 
 
+def test_element_offset_in_16_byte_units_is_exact_or_none():
+    """``units=(2, 16)``: the offset of a bf16 element in 16-byte units, an integer polynomial of the
+    indices where every term is a multiple of 8 elements; None where it is not, or a swizzle is left."""
+    L = TileLayout(S[(3, 64, 64) : (4096, 64, 1)])
+    s, i = Var("s"), Var("i")
+    m16 = element_m(L, (3, 64, 64), [s, IntImm(0), i * 16 + 32], units=(2, 16))
+    for sv, iv in itertools.product(range(3), range(2)):
+        assert _eval(m16, {"s": sv, "i": iv}) * 8 == L.apply(sv, 0, iv * 16 + 32, shape=(3, 64, 64))["m"]
+    assert element_m(L, (3, 64, 64), [s, IntImm(0), i], units=(2, 16)) is None          # i: any column
+    assert element_m(L, (3, 64, 64), [s, IntImm(1), IntImm(4)], units=(2, 16)) is None  # 68 elements
+    SW = ComposeLayout(3, 3, 3, L)
+    assert element_m(SW, (3, 64, 64), [s, i, IntImm(0)], units=(2, 16)) is None        # row i: XOR stays
+
+
 def test_local_tile_uses_only_the_register_coordinate():
     L = TileLayout(S[(8, 4, 2) : (4@laneid, 1@laneid, 1)])
     m = element_m(L, (8, 8), [Var("r"), Var("c")])

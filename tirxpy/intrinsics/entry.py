@@ -5,6 +5,11 @@ The PTX template names operands in braces (``{bar}``); a vector operand renders 
 ``{%0, %1, ...}``, a predicate operand as a PTX predicate register set from / stored to a
 32-bit value around the instruction. ``%`` in the template is literal PTX (``%clock``).
 
+``cxx``: pure integer arithmetic may also give a C++ expression of the returned value (operands in
+braces, as C++ values). The helper then returns it instead of running the asm, so the C++ compiler
+sees through the call: it folds constants and shares subexpressions across calls, which it cannot
+do with ``asm volatile``. The PTX template stays the instruction's reference form.
+
     >>> e = Intrinsic("my_add", "add.u32 {d}, {a}, {b};",
     ...               [Operand("d", "reg", "uint32", "w"), Operand("a", "reg", "uint32"), Operand("b", "reg", "uint32")],
     ...               ret="d", memory=False)
@@ -32,6 +37,8 @@ KINDS = {
     "imm": "a compile-time integer constant (C++ template argument, asm constraint \"n\")",
     "pred": "a boolean (a PTX predicate inside the asm)",
     "smem_addr": "32-bit shared::cta address (__cvta_generic_to_shared)",
+    "smem_addr16": "shared::cta address in 16-byte units (addr >> 4; the element must be 16-byte aligned), rendered as "
+                   "the buffer's base >> 4 plus the element's offset, so constant offsets fold",
     "cluster_addr": "32-bit shared::cluster address (from mapa)",
     "tmem_addr": "32-bit tensor-memory address (lane << 16 | column)",
     "gmem_ptr": "generic pointer to global memory",
@@ -51,10 +58,10 @@ _REG_TYPES = {
     "float16": ("unsigned short", "h"), "bfloat16": ("unsigned short", "h"),  # raw bits: __half_as_ushort(x)
     "float32": ("float", "f"), "float64": ("double", "d"),
 }
-_KIND_DTYPE = {"smem_addr": "uint32", "cluster_addr": "uint32", "tmem_addr": "uint32", "desc64": "uint64",
+_KIND_DTYPE = {"smem_addr": "uint32", "smem_addr16": "uint32", "cluster_addr": "uint32", "tmem_addr": "uint32", "desc64": "uint64",
                "gmem_ptr": "uint64", "tensormap": "uint64", "pred": "bool", "imm": "int32"}
 #: Kinds that are addresses: always asm inputs; their access says how the memory is used.
-ADDRESS_KINDS = frozenset({"smem_addr", "cluster_addr", "tmem_addr", "gmem_ptr", "tensormap"})
+ADDRESS_KINDS = frozenset({"smem_addr", "smem_addr16", "cluster_addr", "tmem_addr", "gmem_ptr", "tensormap"})
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 Check = Callable[[Mapping[str, int]], "str | None"]
@@ -144,6 +151,7 @@ class Intrinsic:
     memory: bool = True
     ptx: str = ""
     doc: str = ""
+    cxx: str = ""
     requirement: Requirement = field(init=False)
 
     def __post_init__(self):
@@ -167,10 +175,26 @@ class Intrinsic:
             o = self.operand(self.ret)
             if not o.is_output or o.access != "w" or o.vector:
                 raise IntrinsicError(f"intrinsic {self.name}: ret={self.ret!r} must name a scalar write operand")
+        if self.cxx:
+            self._check_cxx(names)
         self.requirement = Requirement(self.lowest, self.highest, self.why_highest)
         if not self.ptx:
             self.ptx = _mnemonic(self.template)
         self.__tirx_intrinsic__ = self.name
+
+    def _check_cxx(self, names):
+        why = None
+        if self.ret is None or self.memory:
+            why = "needs ret= (the value the expression computes) and memory=False (no side effects)"
+        elif any(o.kind in ("pred", "imm") or o.vector or (o.name != self.ret and o.access != "r")
+                 for o in self.operands):
+            why = "takes scalar read operands only (no predicates, immediates, vectors or other outputs)"
+        else:
+            used = set(re.findall(r"\{(\w+)\}", self.cxx))
+            if self.ret in used or used - set(names):
+                why = f"may name the read operands {[n for n in names if n != self.ret]} only, got {sorted(used)}"
+        if why:
+            raise IntrinsicError(f"intrinsic {self.name}: a C++ body (cxx=) {why}")
 
     # ----- metadata -------------------------------------------------------------------
     def operand(self, name: str) -> Operand:
@@ -254,6 +278,12 @@ class Intrinsic:
 
     def render_helper(self) -> str:
         """The C++ text of this instruction's ``__device__ __forceinline__`` helper."""
+        if self.cxx:
+            o = self.operand(self.ret)
+            params = ", ".join(f"{a.ctype} {a.name}" for a in self.args)
+            body = re.sub(r"\{(\w+)\}", r"\1", self.cxx)
+            return (f"__device__ __forceinline__ {o.ctype} {self.helper_name()}({params}) {{\n"
+                    f"  return ({o.ctype})({body});\n}}")
         outs, ins, first = self._numbering()
         preds_in = [o for o in ins if o.kind == "pred"]
         preds_out = [o for o in outs if o.kind == "pred"]

@@ -24,6 +24,8 @@ def _dummy(o, k: int) -> str:
         return f"(p[{k}] != 0ull)"
     if o.kind == "smem_addr":
         return f"tx_smem_addr(smem + {8 * (k % 8)})"
+    if o.kind == "smem_addr16":
+        return f"(tx_smem_addr(smem + {16 * (k % 8)}) >> 4)"
     if o.kind == "tensormap":
         return "&tmap"
     if o.kind == "gmem_ptr":

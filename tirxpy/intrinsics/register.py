@@ -35,6 +35,16 @@ def register_intrinsic(name: str, template: str, operands: Sequence = (), *, ret
 
     ``template`` names operands in braces: ``"popc.b32 {r}, {x};"``. Returns the entry; it can be
     called inside a kernel directly (``popc(x)``) or as ``T.ptx.<name>(x)``.
+
+    ``cxx=`` (pure integer arithmetic: ``ret=`` and ``memory=False``, scalar read operands): a C++
+    expression of the returned value that the helper returns instead of running the asm, so the C++
+    compiler folds constants through the call (:mod:`tirxpy.intrinsics.entry`):
+
+        >>> add = register_intrinsic("demo_add", "add.u32 {r}, {x}, {y};", [("r", "reg", "uint32", "w"),
+        ...                          ("x", "reg", "uint32"), ("y", "reg", "uint32")], ret="r", memory=False,
+        ...                          cxx="{x} + {y}", replace=True)
+        >>> add.render_helper().splitlines()[1]
+        '  return (unsigned)(x + y);'
     """
     if not isinstance(template, str) or not template.strip():
         raise RegistrationError(f"register_intrinsic({name!r}): template must be a non-empty PTX string")

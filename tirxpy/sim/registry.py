@@ -113,6 +113,8 @@ class Ctx:
             v = O.RegRef(w, buf.root, O.start_bytes(w, mask, buf, starts, node), o.count, o.dtype, node)
         elif k == "smem_addr":
             v = self._address(node, o, "shared")
+        elif k == "smem_addr16":
+            v = self._address(node, o, "shared") >> 4
         elif k in ("cluster_addr",):
             v = self._address(node, o, "shared")
         elif k == "tmem_addr":

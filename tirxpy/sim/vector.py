@@ -1,7 +1,8 @@
 """Models of the helper instructions tile primitives emit (``tirxpy.primitives``): 4 / 8 /
 16-byte vector loads and stores of b32 words in global and shared memory
 (``vld_{global,shared}_v{1,2,4}_b32`` / ``vst_...``), ``gemm_smem_desc`` (a matrix
-descriptor whose start-address field is set at run time: ``desc0 | (addr & 0x3FFFF) >> 4``) and
+descriptor whose start-address field is set at run time: ``desc0 | (addr & 0x3FFFF) >> 4``;
+``gemm_smem_desc_folded``: the 16-byte address added to ``desc0``'s low word, as its C++ does) and
 the SFU approximations ``ex2_approx_f32`` / ``rcp_approx_f32`` (modelled as the correctly
 rounded float32 result with flush-to-zero; the hardware is within 2 ulp of it).
 Shared-memory accesses go through the race / proxy checks like element stores do."""
@@ -23,6 +24,14 @@ def _desc(ctx):
     addr = ctx.arg("addr").astype(np.uint64)
     d0 = ctx.arg("desc0").astype(np.uint64)
     return d0 | ((addr & np.uint64(0x3FFFF)) >> np.uint64(4))
+
+
+@register_model("gemm_smem_desc_folded")
+def _desc_folded(ctx):
+    addr16 = ctx.arg("addr").astype(np.uint64)
+    d0 = ctx.arg("desc0").astype(np.uint64)
+    lo = ((d0 & np.uint64(0xFFFFFFFF)) + addr16) & np.uint64(0xFFFFFFFF)
+    return (d0 & ~np.uint64(0xFFFFFFFF)) | lo
 
 
 def _ftz(x):

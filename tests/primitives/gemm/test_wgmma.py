@@ -210,3 +210,24 @@ def test_run_time_accumulate_flag_goes_to_scale_d():
     mmas = _mmas(lowered(k, "sm_90a"))
     assert not isinstance(mmas[0].args[3], IntrinsicCall) and str(mmas[0].args[3]) == "T.lane_id() > 3"
     assert all(m_.args[3].value is True for m_ in mmas[1:])
+
+
+def test_folded_variant_by_name_same_descriptors_in_foldable_cuda():
+    """``dispatch="wgmma_folded"``: the same mmas and descriptor starts as the default, through
+    ``gemm_smem_desc_folded``, whose CUDA adds each k-step's offset in 16-byte units to the buffer's base
+    (2 per k-step of 16 bf16 columns) in C++, not in asm. The default call never picks it."""
+    import tirxpy
+
+    k = _k("Tx.wg.gemm_async(acc, As, Bs, transpose_b=True, accumulate=False, wait=1, dispatch='wgmma_folded')")
+    body = lowered(k, "sm_90a")
+    desc0 = wgmma_smem_desc(0, lbo=16, sbo=1024, swizzle=128)
+    descs = [c for c in calls(body) if c.name == "gemm_smem_desc_folded"]
+    assert len(descs) == 8 and not [c for c in calls(body) if c.name == "gemm_smem_desc"]
+    starts = [(c.args[1].value, tuple(i.value for i in c.args[0].target.indices)) for c in descs]
+    assert starts == [(desc0, (0, 16 * ks)) for ks in range(4) for _ in range(2)]
+    assert [c.name for c in calls(lowered(_k("Tx.wg.gemm_async(acc, As, Bs, transpose_b=True)"), "sm_90a"))
+            if c.name.startswith("gemm_smem")] == ["gemm_smem_desc"] * 8
+    src = tirxpy.compile(k, arch="sm_90a").cuda_source
+    assert "return (unsigned long long)(((desc0 >> 32) << 32) | (unsigned)((unsigned)desc0 + addr));" in src
+    for ks in range(4):
+        assert f"tx_gemm_smem_desc_folded(((tx_smem_addr(&As[0]) >> 4) + (unsigned)({2 * ks}))" in src

@@ -123,12 +123,15 @@ def _coords(shape):
     return syms, {s: (0, n - 1) for s, n in zip(syms, shape)}
 
 
-def element_m(layout, shape, indices, *, swizzle: bool = True, ranges=None, axis: str = "m", span=None):
+def element_m(layout, shape, indices, *, swizzle: bool = True, ranges=None, axis: str = "m", span=None, units=None):
     """IR expression of the ``axis`` coordinate of element ``indices`` of a tile of ``shape``.
 
     ``ranges(ir_expr) -> (lo, hi) | None`` tells what is known of the leaves of the index
     expressions (loop variables, hardware ids); ``swizzle=False`` gives the coordinate before a
     :class:`~tirxpy.layout.ComposeLayout`'s swizzle (what matrix descriptors start from).
+    ``units=(elem_bytes, unit)``: the coordinate in ``unit``-byte units instead, or None where that is
+    not an integer polynomial of the indices (a swizzle left in it, or a term that is not a multiple
+    of the unit).
     """
     shape = tuple(shape)
     if len(indices) != len(shape):
@@ -164,6 +167,13 @@ def element_m(layout, shape, indices, *, swizzle: bool = True, ranges=None, axis
             old = leaf.get(t)
             leaf[t] = (lo, hi) if old is None else (max(lo, old[0]), min(hi, old[1]))
     m = tighten(sympy.expand(m) if not m.has(bitxor) else m, leaf)
+    if units is not None:
+        if m.has(bitxor):
+            return None
+        m = sympy.expand(m * sympy.Rational(units[0], units[1]))
+        # every term an integer times integer-valued factors (index symbols, floor, Mod)
+        if not all(t.as_coeff_Mul()[0].is_Integer for t in sympy.Add.make_args(m)):
+            return None
     try:
         return from_sympy(m, table)
     except Exception as e:  # noqa: BLE001 - IRError from an index sympy cannot express as IR

@@ -5,6 +5,10 @@
   registers takes a register tile whose slots are consecutive and exactly as many bytes
   (``*reinterpret_cast<uint32_t(*)[4]>(&frag[0])``).
 - ``smem_addr``: a shared tile, element or ``T.address_of(...)`` -> ``tx_smem_addr(&s[off])``.
+- ``smem_addr16``: the same address in 16-byte units, as ``(tx_smem_addr(&s[0]) >> 4) + off16`` when
+  the element's byte offset is a multiple of 16 for every value of its indices (``off16`` is then
+  plain integer arithmetic the C++ compiler folds: a constant k-step offset costs one add), else
+  ``tx_smem_addr(&s[off]) >> 4``.
 - ``gmem_ptr``: a global tile / element -> ``&A[off]``.
 - ``tensormap``: a *global view* ``A[m0:m0 + 64, k0:k0 + 64]``. Codegen adds a hidden
   ``const __grid_constant__ CUtensorMap`` parameter for (A, box = the view's extents, swizzle of
@@ -102,6 +106,8 @@ class IntrinsicRenderer:
                 fn = "__half_as_ushort" if a.dtype.name == "float16" else "__bfloat16_as_ushort"
                 return f"{fn}({r(a)})"
             return r(a)
+        if k == "smem_addr16":
+            return self.smem_addr16(a, where, call)
         if k == "smem_addr":
             if is_tile(a) or isinstance(a, E.BufferLoad):
                 buf = a.buffer if not isinstance(a, Buffer) else a
@@ -132,6 +138,25 @@ class IntrinsicRenderer:
             self.fail(f"{where} takes a {k} value, not the tile {a.name}", call)
         self.scalar(a, where, call)
         return r(a)
+
+    def smem_addr16(self, a, where, call) -> str:
+        """``smem_addr16``: ``(base >> 4) + offset / 16`` where the offset is exact in 16-byte units (every
+        shared allocation starts at least 128-byte aligned, :func:`.kernel.smem_plan`), else the element's
+        address ``>> 4``."""
+        t = a.target if isinstance(a, E.AddressOf) else a
+        if not (is_tile(t) or isinstance(t, E.BufferLoad)):
+            self.scalar(a, where, call)
+            return f"({self.r.paren(a, UNARY)} >> 4)"
+        buf = t.buffer if not isinstance(t, Buffer) else t
+        if not buf.storage.startswith("shared"):
+            self.fail(f"{where} is a shared-memory address, but {buf.name} is in {buf.storage} memory", call,
+                      hint="pass an element of a tile allocated with T.alloc_shared")
+        idx = list(t.indices) if isinstance(t, E.BufferLoad) else list(_region(t).starts)
+        info = self.r.info(buf, call)
+        off16 = element_m(buf.layout, buf.shape, idx, ranges=self.ctx.ranges.of, units=(buf.dtype.bits // 8, 16))
+        if off16 is None:
+            return f"(tx_smem_addr(&{self.first(t, call)}) >> 4)"
+        return f"((tx_smem_addr(&{info.cname}[0]) >> 4) + (unsigned)({self.r(off16)}))"
 
     def scalar(self, a, where, call):
         if not isinstance(a, E.Expr) or a.dtype is None:
