@@ -101,6 +101,9 @@ LAZY_LOG2 = 8.0
 units of ``scale * log2(e)`` times a score; until then ``P = exp2(...)`` stays below ``2^8 = 256``."""
 
 ROW = TileLayout(S[(4, 2, 8) : (1 @ wid_in_wg, 1 @ m, 4 @ laneid)] + R[4 : 1 @ laneid])
+"""One float per accumulator row, ``(64, 1)``: row ``16 w + 8 h + lane / 4`` in slot ``h`` of the
+four lanes of its quad (the lanes that hold that row of the wgmma accumulator)."""
+
 QUAD = TileLayout(S[(4, 2, 8, 4) : (1 @ wid_in_wg, 1 @ m, 4 @ laneid, 1 @ laneid)])
 """Per-lane partial row sums, ``(64, 4)``: column ``q`` of row ``16 w + 8 h + lane / 4`` in slot ``h`` of
 lane ``4 (lane / 4) + q``, the sum of the accumulator columns ``8 nb + 2 q + c`` that lane holds."""
@@ -116,8 +119,6 @@ def quad_view(n):
         True
     """
     return TileLayout(S[(4, 2, 8, 4, n // 8, 2) : (1 @ wid_in_wg, 2 @ m, 4 @ laneid, 1 @ laneid, 4 @ m, 1 @ m)])
-"""One float per accumulator row, ``(64, 1)``: row ``16 w + 8 h + lane / 4`` in slot ``h`` of the
-four lanes of its quad (the lanes that hold that row of the wgmma accumulator)."""
 
 
 def _cdiv(a, b):
@@ -482,8 +483,8 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
     def online_softmax(sacc, mrow, mprev, nms, alpha, lrow, i, n0, m0, r0, resc):
         """Block ``i`` (key columns ``n0 ..``) of the online softmax, in place on the S fragment:
         mask it, raise the row max, ``alpha = exp2((m_old - m_new) scale log2 e)``, ``S -> P`` and
-        ``l = alpha l + rowsum(P)`` (``l``: each lane's share of the row sums, :data:`QUAD`). The caller rescales O by ``alpha`` (with ``LAZY``: only where
-        ``resc[0]`` is set, see :func:`attention_sm90`)."""
+        ``l = alpha l + rowsum(P)`` (``l``: each lane's share of the row sums, :data:`QUAD`). The caller
+        rescales O by ``alpha`` (with ``LAZY``: only where ``resc[0]`` is set, see :func:`attention_sm90`)."""
         if causal:
             if n0 + BN > m0 + 1 or n0 + BN > SK:     # CTA-uniform (the verifier proves it)
                 Tx.wg.mask(sacc, sacc, T.float32(NEG_INF), cols=SK - n0, diag=r0 - n0)
@@ -571,8 +572,8 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
     @T.macro
     def epilogue(O, Os, LSE, oacc, och, mfin, lfin, ltot, linv, b, h, m0, r0, c, v_empty, last, chained, q_empty,
                  qb, Ks, Vs, k_empty):
-        """``l`` = the quad's shares of ``lfin`` summed, ``O / l`` -> this consumer's rows of ``Os`` (``stmatrix``) -> TMA store; ``LSE`` from registers.
-        ``chained``: the tile's last P V (stage ``last``) is still in flight; it is waited for here, behind
+        """``l`` = the quad's shares of ``lfin`` summed; ``O / l`` -> this consumer's rows of ``Os``
+        (``stmatrix``) -> TMA store; ``LSE`` from registers. ``chained``: the tile's last P V (stage ``last``) is still in flight; it is waited for here, behind
         the branch of the staging buffer's wait, so that ptxas cannot hoist the wait above the next tile's
         block-0 softmax (it does within one basic block). ``Q_AFTER_O``: O goes over this consumer's
         rows of Q, and once the store has read them the consumer arrives on ``q_empty[qb]``."""
