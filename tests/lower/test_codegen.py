@@ -316,3 +316,29 @@ def test_error_bfloat16_scalar_param():
 
     with pytest.raises(CodegenError, match=r"scalar parameter x is bfloat16; the host passes scalars of"):
         build(k, "sm_90a")
+
+
+def test_smem_addr16_renders_foldable_or_plain_and_refuses_global():
+    """``smem_addr16`` (``gemm_smem_desc_folded``'s address): the buffer's base ``>> 4`` plus the offset in
+    16-byte units where that is exact, the element's address ``>> 4`` where it is not, and a global
+    element is refused with the operand named."""
+    import tirxpy.primitives.gemm.desc  # noqa: F401  (registers gemm_smem_desc_folded)
+
+    @T.prim_func
+    def k(A: T.Tensor((128,), "uint32")):
+        T.launch(grid=(1,), threads=128)
+        s = T.alloc_shared((4, 64), "bfloat16")
+        A[0] = T.cast(T.ptx.gemm_smem_desc_folded(T.address_of(s[T.thread_id() % 4, 16]), T.uint64(0)), "uint32")
+        A[1] = T.cast(T.ptx.gemm_smem_desc_folded(T.address_of(s[0, T.thread_id() % 4]), T.uint64(0)), "uint32")
+
+    src = build(k, "sm_90a").cuda_source
+    assert "tx_gemm_smem_desc_folded(((tx_smem_addr(&s[0]) >> 4) + (unsigned)(" in src
+    assert "tx_gemm_smem_desc_folded((tx_smem_addr(&s[" in src       # a column not a multiple of 8
+
+    @T.prim_func
+    def g(A: T.Tensor((128,), "uint32")):
+        T.launch(grid=(1,), threads=128)
+        A[0] = T.cast(T.ptx.gemm_smem_desc_folded(T.address_of(A[8]), T.uint64(0)), "uint32")
+
+    msg = _err(g)
+    assert "operand addr of T.ptx.gemm_smem_desc_folded is a shared-memory address, but A is in global memory" in msg
