@@ -34,7 +34,7 @@ Roles (``threads = 128 * (1 + NC)``):
   float32 in registers), the ragged / causal mask where the block needs it (``Tx.wg.mask``),
   online softmax on the accumulator fragment (row max by quad-lane shuffles; the row sum as each
   lane's share, ``l`` of shape ``(64, 4)`` in :data:`QUAD`, summed over the quad once per tile in the
-  epilogue, as FlashAttention-3 does: 0-5% faster than shuffling every block, H100; scale folded
+  epilogue, as FlashAttention-3 does: 0-7% faster than shuffling every block, H100; scale folded
   into the ``exp2`` argument: ``p = exp2(s * scale * log2(e) - m * scale * log2(e))``),
   ``O *= exp2((m_old - m_new) * scale * log2(e))`` (with ``LAZY``, the head dim 256 default, only once
   the max has risen past ``2^8``: :func:`attention_sm90`), ``P`` converted to bf16 / f16 *in registers*
@@ -167,8 +167,8 @@ def default_fold(D, causal):
     """Whether the matrix products use the ``wgmma_folded`` variant by default (:func:`attention_sm90`'s
     ``FOLD``): for causal head dim 256. Its descriptors take one uniform add per k-step and operand (the
     head-dim-256 key-block loop: 540 instructions instead of 644), and the H100 ran causal head dim 256
-    2-3% faster with it in three same-process A/B calls (S = 1k / 2k / 4k); elsewhere the fewer
-    instructions moved how ptxas scheduled the loop, from -2.3% (head dim 128, 8k) to +2.5%.
+    1-3% faster with it in four same-process A/B calls (S = 1k / 2k / 4k); elsewhere the fewer
+    instructions moved how ptxas scheduled the loop, from -3.2% (head dim 64 causal, 1k) to +2.5%.
 
         >>> default_fold(256, True), default_fold(256, False), default_fold(128, True)
         (True, False, False)
