@@ -76,17 +76,26 @@ def test_address_of_a_symbolic_view_of_a_swizzled_tile():
 
 
 def test_element_offset_in_16_byte_units_is_exact_or_none():
-    """``units=(2, 16)``: the offset of a bf16 element in 16-byte units, an integer polynomial of the
+    """``units=(16, 128)``: the offset of a bf16 element in 16-byte units, an integer polynomial of the
     indices where every term is a multiple of 8 elements; None where it is not, or a swizzle is left."""
     L = TileLayout(S[(3, 64, 64) : (4096, 64, 1)])
     s, i = Var("s"), Var("i")
-    m16 = element_m(L, (3, 64, 64), [s, IntImm(0), i * 16 + 32], units=(2, 16))
+    m16 = element_m(L, (3, 64, 64), [s, IntImm(0), i * 16 + 32], units=(16, 128))
     for sv, iv in itertools.product(range(3), range(2)):
         assert _eval(m16, {"s": sv, "i": iv}) * 8 == L.apply(sv, 0, iv * 16 + 32, shape=(3, 64, 64))["m"]
-    assert element_m(L, (3, 64, 64), [s, IntImm(0), i], units=(2, 16)) is None          # i: any column
-    assert element_m(L, (3, 64, 64), [s, IntImm(1), IntImm(4)], units=(2, 16)) is None  # 68 elements
+    assert element_m(L, (3, 64, 64), [s, IntImm(0), i], units=(16, 128)) is None          # i: any column
+    assert element_m(L, (3, 64, 64), [s, IntImm(1), IntImm(4)], units=(16, 128)) is None  # 68 elements
     SW = ComposeLayout(3, 3, 3, L)
-    assert element_m(SW, (3, 64, 64), [s, i, IntImm(0)], units=(2, 16)) is None        # row i: XOR stays
+    assert element_m(SW, (3, 64, 64), [s, i, IntImm(0)], units=(16, 128)) is None        # row i: XOR stays
+
+
+def test_element_offset_in_16_byte_units_counts_sub_byte_elements():
+    """Units are counted in bits: 64 float4 elements are 32 bytes, 2 units of 16 bytes (a byte count of
+    ``4 // 8 = 0`` would have made every offset 0)."""
+    L = TileLayout(S[(2, 64, 128) : (8192, 128, 1)])
+    m16 = element_m(L, (2, 64, 128), [Var("s"), IntImm(0), IntImm(64)], units=(4, 128))
+    assert [_eval(m16, {"s": v}) for v in range(2)] == [2, 258]
+    assert element_m(L, (2, 64, 128), [Var("s"), IntImm(0), IntImm(16)], units=(4, 128)) is None  # 8 bytes
 
 
 def test_local_tile_uses_only_the_register_coordinate():

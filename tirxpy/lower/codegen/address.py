@@ -129,9 +129,9 @@ def element_m(layout, shape, indices, *, swizzle: bool = True, ranges=None, axis
     ``ranges(ir_expr) -> (lo, hi) | None`` tells what is known of the leaves of the index
     expressions (loop variables, hardware ids); ``swizzle=False`` gives the coordinate before a
     :class:`~tirxpy.layout.ComposeLayout`'s swizzle (what matrix descriptors start from).
-    ``units=(elem_bytes, unit)``: the coordinate in ``unit``-byte units instead, or None where that is
-    not an integer polynomial of the indices (a swizzle left in it, or a term that is not a multiple
-    of the unit).
+    ``units=(elem_bits, unit_bits)``: the coordinate in ``unit_bits``-bit units instead (bits, so
+    sub-byte dtypes count right), or None where that is not an integer polynomial of the indices (a
+    swizzle left in it, or a term that is not a multiple of the unit).
     """
     shape = tuple(shape)
     if len(indices) != len(shape):

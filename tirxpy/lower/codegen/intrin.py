@@ -153,7 +153,7 @@ class IntrinsicRenderer:
                       hint="pass an element of a tile allocated with T.alloc_shared")
         idx = list(t.indices) if isinstance(t, E.BufferLoad) else list(_region(t).starts)
         info = self.r.info(buf, call)
-        off16 = element_m(buf.layout, buf.shape, idx, ranges=self.ctx.ranges.of, units=(buf.dtype.bits // 8, 16))
+        off16 = element_m(buf.layout, buf.shape, idx, ranges=self.ctx.ranges.of, units=(buf.dtype.bits, 128))
         if off16 is None:
             return f"(tx_smem_addr(&{self.first(t, call)}) >> 4)"
         return f"((tx_smem_addr(&{info.cname}[0]) >> 4) + (unsigned)({self.r(off16)}))"
