@@ -2,6 +2,8 @@
 
     python benchmarks/attention_ab.py SxD[,SxD...] FILE[:KEY=VALUE,...] FILE[:KEY=VALUE,...] ...
 
+(``SxDc`` / ``SxDn``: that shape causal / non-causal only.)
+
 Each ``FILE`` is a copy of ``kernels/attention_sm90.py`` (e.g. ``git show REV:kernels/attention_sm90.py
 > A.py``); ``KEY=VALUE`` items are passed to its ``attention_sm90`` (``BN``, ``STAGES``, ``NC``,
 ``PINGPONG=0/1``, ``PERSIST=0/1``, ...; a value that is not an integer is passed as a string). For
@@ -50,7 +52,9 @@ def main(argv):
 
     from kernels.bench import warm_gpu
 
-    shapes = [(int(s.split("x")[0]), int(s.split("x")[1]), c) for s in argv[0].split(",") for c in (False, True)]
+    # SxD: both masks; SxDc: causal only; SxDn: non-causal only
+    shapes = [(int(s.split("x")[0]), int(s.split("x")[1].rstrip("cn")), c) for s in argv[0].split(",")
+              for c in {"c": (True,), "n": (False,)}.get(s[-1], (False, True))]
     variants = argv[1:]
     for v in variants:
         if not os.path.exists(v.partition(":")[0]):
