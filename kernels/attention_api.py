@@ -18,7 +18,8 @@ import math
 
 import torch
 
-from .attention_sm90 import HEAD_DIMS, attention_sm90, plan
+from .attention_plan import HEAD_DIMS, plan
+from .attention_sm90 import attention_sm90
 
 _DT = {torch.bfloat16: "bfloat16", torch.float16: "float16"}
 
@@ -86,18 +87,19 @@ def _pad(t, rows):
     return out
 
 
-TUNING = ("BN", "STAGES", "NC", "PINGPONG", "PERSIST", "CHAIN", "OSTAGE", "LAZY", "TRIM", "TAIL", "sms")
+TUNING = ("BN", "STAGES", "NC", "PINGPONG", "PERSIST", "CHAIN", "OSTAGE", "LAZY", "TRIM", "TAIL", "FOLD", "sms")
 
 
 def attention(q, k, v, causal=False, scale=None, return_lse=False, **tuning):
     """Attention forward on a Hopper GPU; see the module docstring. ``tuning`` passes ``BN``,
-    ``STAGES``, ``NC``, ``PINGPONG``, ``PERSIST``, ``CHAIN``, ``OSTAGE``, ``LAZY``, ``TRIM``, ``TAIL``
-    and ``sms`` (default: the device's SM count) to :func:`kernels.attention_sm90.attention_sm90`
-    (defaults: :func:`~kernels.attention_sm90.default_config`,
-    :func:`~kernels.attention_sm90.default_pingpong`, :func:`~kernels.attention_sm90.default_lazy`,
-    :func:`~kernels.attention_sm90.default_trim`, :func:`~kernels.attention_sm90.default_tail`;
+    ``STAGES``, ``NC``, ``PINGPONG``, ``PERSIST``, ``CHAIN``, ``OSTAGE``, ``LAZY``, ``TRIM``, ``TAIL``,
+    ``FOLD`` and ``sms`` (default: the device's SM count) to :func:`kernels.attention_sm90.attention_sm90`
+    (defaults: :func:`~kernels.attention_plan.default_config`,
+    :func:`~kernels.attention_plan.default_pingpong`, :func:`~kernels.attention_plan.default_lazy`,
+    :func:`~kernels.attention_plan.default_trim`, :func:`~kernels.attention_plan.default_tail`,
+    :func:`~kernels.attention_plan.default_fold`;
     persistent and chained where it fits, see
-    :func:`~kernels.attention_sm90.plan`)."""
+    :func:`~kernels.attention_plan.plan`)."""
     unknown = sorted(set(tuning) - set(TUNING))
     if unknown:
         raise AttentionArgumentError(f"attention: unknown tuning argument(s) {unknown}; the kernel takes {TUNING}")

@@ -10,7 +10,7 @@ masked), causal masking aligned top-left like ``torch.nn.functional.scaled_dot_p
 A tile is ``BM = 64 * NC`` query rows of one head. Persistent (``PERSIST``, the default up to 32
 key blocks, see :func:`plan`): ``G = min(tiles, sms)`` CTAs, CTA ``u``
 taking tiles ``u, u + G, ...`` of the ``(ceil(SQ / BM), H, B)`` tiles (query tile fastest; causal:
-pairs of query tiles, the last ones dealt as single tiles with ``TAIL``, see :func:`_tile_of`); the
+pairs of query tiles, the last ones dealt as single tiles with ``TAIL``, see :func:`tile_of`); the
 K / V ring, its barrier phases and the Q buffer carry over from tile to tile, so the next tile's Q
 and first K / V blocks load while this tile finishes, and O is staged in its own buffer (head dims
 64 / 128) or over the last key block's K / V stages (``OSTAGE="kv"``, head dim 256, which has no room
@@ -89,11 +89,12 @@ from tirxpy import T, Tx
 from tirxpy.layout import ComposeLayout, R, S, TileLayout, laneid, m, swizzle_for, wid_in_wg
 from tirxpy.layout.atoms import wgmma_accumulator
 
-from .schedule import SM_COUNT_H100, persistent_units, register_split, tiles_of_unit
+# the plan and its defaults live in attention_plan (re-exported here), the tile walks in attention_walk
+from .attention_plan import (DTYPES, HEAD_DIMS, SMEM_LIMIT, default_config, default_fold,  # noqa: F401
+                             default_lazy, default_pingpong, default_tail, default_trim, plan)
+from .attention_walk import causal_steps, causal_tail, key_blocks, next_step, tile_of  # noqa: F401
+from .schedule import SM_COUNT_H100, cdiv, register_split, tiles_of_unit
 
-DTYPES = ("bfloat16", "float16")
-HEAD_DIMS = (64, 128, 256)
-SMEM_LIMIT = 232448  # sm_90 dynamic shared memory per CTA (227 KiB)
 LOG2E = 1.4426950408889634
 LN2 = 0.6931471805599453
 LAZY_LOG2 = 8.0
@@ -121,295 +122,12 @@ def quad_view(n):
     return TileLayout(S[(4, 2, 8, 4, n // 8, 2) : (1 @ wid_in_wg, 2 @ m, 4 @ laneid, 1 @ laneid, 4 @ m, 1 @ m)])
 
 
-def _cdiv(a, b):
-    return -(-a // b)
-
-
-def default_config(D, causal=False, SK=None):
-    """``(BN, STAGES, NC)`` per head dim: key block rows, ring stages, consumer warpgroups.
-
-    Measured on the H100 (docs/performance.md, 2026-11-22): 3 stages or BN = 176 at head dim 128
-    were within noise of these or slower across sequence lengths; at head dim 64, 3 stages gained
-    8% at S = 1k with CHAIN and were even elsewhere, 3 consumers (NC = 3) lost up to 30% causal; at
-    head dim 256, BN = 80 beat BN = 64 by 2-8%, except causal with at most 1024 keys: there 64-key
-    blocks end where the 128-row query tiles do, so the diagonal blocks hold 6% fewer computed
-    scores than 80-key ones (S = 1k: +6-9% over BN = 80; 1.5k: -2%; 2k: -7%).
-
-        >>> default_config(256), default_config(256, causal=True, SK=1024)
-        ((80, 2, 2), (64, 2, 2))
-    """
-    if D == 256 and causal and SK is not None and SK <= 1024:
-        return 64, 2, 2
-    return {64: (128, 3, 2), 128: (128, 2, 2), 256: (80, 2, 2)}[D]
-
-
-def default_pingpong(D, causal, NC=2, OVERLAP=True, CHAIN=False, BN=None):
-    """Whether the two consumer warpgroups take turns on the tensor cores by default: for head dim
-    256, and for causal masks without CHAIN. With the softmax overlapping the warpgroup's own P V
-    (the loop below), non-causal head dims 64 / 128 ran 2-6% faster without the turn-taking
-    barriers on the H100; with CHAIN, causal head dims 64 / 128 ran 2-4% faster without them (S =
-    4k), one tile per CTA (S = 16k) causal ran faster with them. Not for causal head dim 256 with
-    64-key blocks (:func:`default_config`'s short causal case: +1-2.5% without the turns, S = 1k)."""
-    if D == 256 and causal and BN == 64:
-        return False
-    return NC == 2 and OVERLAP and (D == 256 or (causal and not CHAIN))
-
-
-def default_lazy(D):
-    """Whether O is rescaled lazily by default (:func:`attention_sm90`'s ``LAZY``): at head dim 256,
-    where the rescale is 128 multiplies per thread and key block, 3.2 per score of an 80-key block
-    (H100, same process: +0-3.5%). At head dims 64 / 128 the branch around the rescale cost more
-    than it saved (-1-4% at 128, -15-25% at 64)."""
-    return D == 256
-
-
-def default_fold(D, causal):
-    """Whether the matrix products use the ``wgmma_folded`` variant by default (:func:`attention_sm90`'s
-    ``FOLD``): for causal head dim 256. Its descriptors take one uniform add per k-step and operand (the
-    head-dim-256 key-block loop: 540 instructions instead of 644), and the H100 ran causal head dim 256
-    1-3% faster with it in four same-process A/B calls (S = 1k / 2k / 4k); elsewhere the fewer
-    instructions moved how ptxas scheduled the loop, from -3.2% (head dim 64 causal, 1k) to +2.5%.
-
-        >>> default_fold(256, True), default_fold(256, False), default_fold(128, True)
-        (True, False, False)
-    """
-    return D == 256 and causal
-
-
-def default_trim(D, causal, SK, BN, PINGPONG, CHAIN, OVERLAP=True):
-    """Whether each consumer stops at its own rows' last key block by default (:func:`attention_sm90`'s
-    ``TRIM``): for the short causal head dim 256 case of :func:`default_config` (64-key blocks, no
-    turns), where the first consumer of a 128-row tile skips one block in every tile."""
-    return D == 256 and causal and BN == 64 and SK <= 1024 and OVERLAP and not PINGPONG and not CHAIN
-
-
-def default_tail(MT):
-    """Whether a persistent causal walk deals its last pairs' query tiles one by one, heaviest first
-    (:func:`attention_sm90`'s ``TAIL``), by default: from 32 query tiles on (S >= 4k at 128-row
-    tiles). H100, same process, TAIL=1 against 0: causal S = 4k head dim 128 +3.0 / +3.5% (two runs),
-    256 +1.1%, 64 +0.2%; 8k head dim 128 +1.8%; at S = 1k -0.2 to -0.7% (head dims 64 / 128 / 256),
-    so off there (not measured between).
-
-        >>> default_tail(8), default_tail(32)
-        (False, True)
-    """
-    return MT >= 32
-
-
-def plan(B, H, HKV, SQ, SK, D, dtype="bfloat16", BN=None, STAGES=None, NC=None, causal=False, OVERLAP=True,
-         PINGPONG=None, PERSIST=None, CHAIN=None, sms=SM_COUNT_H100, OSTAGE=None, LAZY=None, TRIM=None, TAIL=None):
-    """Checked launch plan (raises ValueError with what to change). ``LAZY``, ``TRIM`` and ``TAIL`` (the
-    schedule's, see :func:`attention_sm90`; defaults :func:`default_lazy`, :func:`default_trim`,
-    :func:`default_tail`) are resolved and checked here too. ``STAGES`` defaults to
-    :func:`default_config`'s, but head dim 64 runs 2 stages past 32 key blocks (past 16 when causal).
-
-    ``PERSIST`` launches at most ``sms`` CTAs that walk the ``(query tile, head, batch)`` tiles;
-    ``O`` is staged apart from ``Q`` (``OSTAGE``), so that the next tile's ``Q`` can load during this
-    tile's epilogue. Causal CTAs walk pairs of query tiles ``(MT - 1 - j,
-    j)``, which hold about equal numbers of key blocks (a plain static walk lost 3-14% to the hardware's
-    dynamic CTA scheduling). Default: on where a tile has at most 32 key blocks (64 when causal).
-    Measured on the H100, persistent vs one tile per CTA: head dim 128, S = 1k +13-23%, 4k +2-5%,
-    16k -2-3% (so off there); causal S = 8k +3-4% at head dims 64 and 128; head dim 256 (same
-    process), S = 1k +6%, 2k +4%, causal 1k / 2k / 4k +2 / +3 / +4% (with ``OSTAGE="kv"``; over
-    Q it was -3% causal at 1k).
-
-    ``CHAIN`` (persistent, overlapped loop only) adds a second ``(BM, D)`` Q buffer so that each
-    tile's first key block runs under the previous tile's last ``P V`` (module docstring); default:
-    on where that buffer fits (head dims 64 / 128 at the default tiles).
-
-    ``OSTAGE``: where ``O`` is staged for its TMA store. ``"own"``: a ``(BM, D)`` buffer of its own
-    (persistent only; the next tile's Q loads while this tile's O is stored); ``"q"``: over the
-    tile's Q, which every ``S`` of the tile has finished reading. A persistent CTA then reloads Q
-    only once the store has read it (``q_empty`` waits for that), while the next tile's first K / V
-    blocks load under the epilogue. ``"kv"``: consumer 0's rows over the tile's last K stage and
-    consumer 1's over its last V stage (``BN >= 64``, ``NC <= 2``, overlapped loop), once both
-    consumers are done with them (named barrier 5); each stage goes back to the producer when its
-    store has read it, so Q reloads as early as with ``"own"`` and only the next tile's second K /
-    V block waits for the store. Default: ``"own"`` where persistent and it fits, ``"kv"`` where
-    persistent and it does not (head dim 256: same process, causal 1k / 2k / 4k +2.5 / +2.7 / +1%
-    over ``"q"``, non-causal within 1%), else ``"q"``."""
-    bn, st, nc = default_config(D, causal, SK) if D in HEAD_DIMS else (None, None, None)
-    BN, NC = (bn if BN is None else BN), (nc if NC is None else NC)
-    if dtype not in DTYPES:
-        raise ValueError(f"attention_sm90: dtype must be one of {DTYPES}, got {dtype!r}")
-    if D not in HEAD_DIMS:
-        raise ValueError(f"attention_sm90: head dim {D} is not supported; use one of {HEAD_DIMS}")
-    if min(B, H, HKV, SQ, SK) <= 0:
-        raise ValueError(f"attention_sm90: B, H, HKV, SQ, SK must be positive, got {(B, H, HKV, SQ, SK)}")
-    if H % HKV:
-        raise ValueError(f"attention_sm90: {H} query heads do not split into {HKV} key / value head groups "
-                         "(grouped-query attention needs H % HKV == 0)")
-    if not (16 <= BN <= 256 and BN % 16 == 0):
-        raise ValueError(f"attention_sm90: BN = {BN} must be a multiple of 16 in [16, 256] (the k of P V)")
-    if NC not in (1, 2, 3):
-        raise ValueError(f"attention_sm90: NC = {NC} consumer warpgroups; use 1, 2 or 3")
-    if STAGES is None:      # head dim 64: the third stage pays off with CHAIN (S = 1k +6%), not one tile per
-        # CTA (16k: -4%) past 32 key blocks, nor causal past 16 (H100, 2026-11-24: S = 4k 2 stages +5-8%,
-        # 2k 3 stages +3%)
-        STAGES = 2 if D == 64 and _cdiv(SK, BN) > (16 if causal else 32) else st
-    if STAGES < 1:
-        raise ValueError(f"attention_sm90: STAGES = {STAGES} must be at least 1")
-    if not isinstance(sms, int) or sms < 1:
-        raise ValueError(f"attention_sm90: sms = {sms!r} must be the GPU's SM count (a positive int)")
-    BM = 64 * NC
-    smem = (BM * D + 2 * STAGES * BN * D) * 2 + 1024 + 8 * (2 + 4 * STAGES)
-    if smem > SMEM_LIMIT:
-        raise ValueError(f"attention_sm90: Q ({BM} x {D}) and {STAGES} K / V stages of {BN} rows need {smem} bytes "
-                         f"of shared memory, over the {SMEM_LIMIT} a CTA may have: use fewer stages or a smaller BN")
-    fits = smem + BM * D * 2 <= SMEM_LIMIT
-    if PERSIST is None:         # the H100 measurements in the docstring
-        nb = _cdiv(SK, BN)
-        PERSIST = nb <= (64 if causal else 32)
-    PERSIST = bool(PERSIST)
-    if OSTAGE is None:
-        OSTAGE = ("own" if fits else "kv") if PERSIST else "q"
-    if OSTAGE not in ("own", "q", "kv"):
-        raise ValueError(f"attention_sm90: OSTAGE = {OSTAGE!r}; use 'own' (O staged in its own buffer), 'q' "
-                         "(over the tile's Q) or 'kv' (over the last key block's K / V stages)")
-    if OSTAGE == "kv" and not (OVERLAP and NC <= 2 and BN >= 64):
-        raise ValueError(f"attention_sm90: OSTAGE='kv' stages consumer 0's O rows over the last K stage and consumer "
-                         f"1's over the last V stage: it needs the overlapped loop, NC <= 2 and BN >= 64 "
-                         f"(got OVERLAP={OVERLAP}, NC={NC}, BN={BN})")
-    if OSTAGE == "own" and not PERSIST:
-        raise ValueError("attention_sm90: OSTAGE='own' is for persistent CTAs (PERSIST=True); one tile per CTA "
-                         "stages O over Q, which needs no buffer of its own")
-    if OSTAGE == "own" and not fits:
-        raise ValueError(f"attention_sm90: OSTAGE='own' stages O in its own ({BM} x {D}) buffer, {smem + BM * D * 2} "
-                         f"bytes of shared memory in all, over the {SMEM_LIMIT} a CTA may have: use OSTAGE='q', "
-                         "fewer stages or a smaller BN")
-    chain_smem = smem + 2 * BM * D * 2 + 16     # the O buffer, a second Q buffer and its two barriers
-    if CHAIN is None:
-        CHAIN = PERSIST and OVERLAP and OSTAGE == "own" and chain_smem <= SMEM_LIMIT
-    CHAIN = bool(CHAIN)
-    if CHAIN and not (PERSIST and OVERLAP):
-        raise ValueError("attention_sm90: CHAIN runs a tile's first key block under the previous tile's last P V, "
-                         "which needs persistent CTAs (PERSIST=True) and the overlapped loop (OVERLAP=True)")
-    if CHAIN and chain_smem > SMEM_LIMIT:
-        raise ValueError(f"attention_sm90: CHAIN double-buffers Q ({BM} x {D}) next to the O buffer, {chain_smem} "
-                         f"bytes of shared memory in all, over the {SMEM_LIMIT} a CTA may have: use CHAIN=False, "
-                         "fewer stages or a smaller BN")
-    if CHAIN and OSTAGE != "own":
-        raise ValueError("attention_sm90: CHAIN stores a tile's O while the next tile's Q is in use, so O needs "
-                         "its own buffer: use OSTAGE='own' (or CHAIN=False)")
-    PINGPONG = default_pingpong(D, causal, NC, OVERLAP, CHAIN, BN) if PINGPONG is None else bool(PINGPONG)
-    if PINGPONG and (NC != 2 or not OVERLAP):
-        raise ValueError("attention_sm90: PINGPONG schedules two consumer warpgroups (NC = 2) in the overlapped "
-                         "loop (OVERLAP=True)")
-    if LAZY is None:
-        LAZY = default_lazy(D)
-    if LAZY not in (True, False, 0, 1):
-        raise ValueError(f"attention_sm90: LAZY must be True or False (or None: the default), got {LAZY!r}")
-    if TRIM is None:
-        TRIM = default_trim(D, causal, SK, BN, PINGPONG, CHAIN, OVERLAP)
-    if TRIM not in (True, False, 0, 1):
-        raise ValueError(f"attention_sm90: TRIM must be True or False (or None: the default), got {TRIM!r}")
-    TRIM = bool(TRIM) and causal        # without a causal mask every consumer reads every key block
-    if TRIM and (PINGPONG or CHAIN or not OVERLAP):
-        raise ValueError("attention_sm90: TRIM lets each consumer stop at its own rows' last key block, which needs "
-                         "the overlapped loop without ping-pong turns (they count one turn per block) and without "
-                         f"CHAIN; got PINGPONG={PINGPONG}, CHAIN={CHAIN}, OVERLAP={OVERLAP}: pass "
-                         "PINGPONG=False, CHAIN=False")
-    if TAIL is None:
-        TAIL = default_tail(_cdiv(SQ, BM))
-    if TAIL not in (True, False, 0, 1):
-        raise ValueError(f"attention_sm90: TAIL must be True or False (or None: the default), got {TAIL!r}")
-    TAIL = bool(TAIL) and causal and PERSIST    # (a walk of pairs exists only for persistent causal CTAs)
-    tiles = _cdiv(SQ, BM) * H * B
-    work = _cdiv(_cdiv(SQ, BM), 2) * H * B if causal else tiles     # causal: pairs of query tiles
-    grid = (persistent_units(work, sms), 1, 1) if PERSIST else (_cdiv(SQ, BM), H, B)
-    used = chain_smem if CHAIN else smem + (BM * D * 2 if OSTAGE == "own" else 0)
-    return {"BM": BM, "BN": BN, "STAGES": STAGES, "NC": NC, "smem": used, "grid": grid, "threads": 128 * (1 + NC),
-            "pingpong": PINGPONG, "persist": PERSIST, "chain": CHAIN, "ostage": OSTAGE, "tiles": tiles,
-            "work": work, "lazy": bool(LAZY), "trim": TRIM, "tail": TAIL}
-
-
 def _tile_layout(rows, D, stages=None):
     """``(rows, D)`` tiles (``(stages, rows, D)``) made of dense 128B-swizzled ``(rows, 64)`` boxes
     one after another: K-major for Q and K (wgmma A / transposed B), MN-major for V (wgmma B)."""
     inner = S[(rows, D // 64, 64) : (64, rows * 64, 1)] if stages is None else \
         S[(stages, rows, D // 64, 64) : (rows * D, 64, rows * 64, 1)]
     return ComposeLayout(swizzle_for(128, "bf16"), TileLayout(inner))
-
-
-def causal_tail(MT, H, B, units):
-    """``(S0, n)`` of the persistent causal walk with ``TAIL``: pairs ``0 .. S0 - 1`` of query tiles go round
-    robin as pairs (CTA ``u`` takes pairs ``u, u + units, ...``), and the ``n * NP`` pairs from ``S0`` on, the
-    last one to two rounds' worth, are dealt as single tiles heaviest first, ``NP = ceil(MT / 2)``.
-    ``S0`` is a multiple of ``NP``, so every query tile index appears ``n`` times in the tail.
-
-        >>> causal_tail(8, 16, 32, 132)       # 2048 pairs: 14 rounds of pairs, 200 pairs (800 tiles) dealt
-        (1848, 50)
-    """
-    NP = -(-MT // 2)
-    P = NP * H * B
-    S0 = max(0, P // units - 1) * units // NP * NP
-    return S0, (P - S0) // NP
-
-
-def causal_steps(MT, H, B, units, tail):
-    """Steps of CTA ``T.cta_id(0)``'s persistent causal walk (a device expression): two per pair, and with
-    ``tail`` the pairs before :func:`causal_tail`'s ``S0`` in pairs plus its share of the ``MT * n`` dealt tiles
-    (rank ``r`` of round ``s`` goes to CTA ``r % units``, or ``units - 1 - r % units`` in odd rounds)."""
-    NP = -(-MT // 2)
-    u = T.cta_id(0)
-    if not tail:
-        return tiles_of_unit(u, units, NP * H * B) * 2
-    S0, n = causal_tail(MT, H, B, units)
-    NT = MT * n
-    full, rem = NT // units, NT % units
-    pos = u if full % 2 == 0 else units - 1 - u
-    return tiles_of_unit(u, units, S0) * 2 + full + T.cast(pos < rem, "int32")
-
-
-def _tile_of(t, persist, units, MT, H, causal, B=1, tail=False):
-    """``(query tile, head, batch, valid)`` of step ``t`` of this CTA's walk; Python ints or device
-    expressions. One tile per CTA: the CTA's grid position. Persistent: tile ``cta + t * units`` of
-    the ``(MT, H, B)`` tiles (query tile fastest). Persistent and causal: the walk takes pairs of
-    query tiles ``(MT - 1 - j, j)`` of one head, ``j < ceil(MT / 2)`` -- pair ``cta + (t / 2) *
-    units``, heavy tile first -- so that every pair holds about the same number of key blocks and
-    CTAs stay balanced; when ``MT`` is odd the middle pair has one tile (``valid`` is false for its
-    second step). With ``tail`` (``TAIL``) the last pairs are dealt as single tiles instead, heaviest
-    first, in rounds that alternate direction over the CTAs (:func:`causal_tail`, :func:`causal_steps`):
-    the pairs are all the same size, so when they do not divide into the CTAs their last round left the
-    others idle. Causal query tiles otherwise run from the last (heaviest) down."""
-    if persist and causal:
-        NP = -(-MT // 2)
-        u = T.cta_id(0)
-        pair = u + (t // 2) * units
-        if tail:
-            S0, n = causal_tail(MT, H, B, units)
-            paired = tiles_of_unit(u, units, S0) * 2        # this CTA's steps before the dealt tail
-            head = t < paired
-            ts = t - paired
-            r = ts * units + T.select(ts % 2 < 1, u, units - 1 - u)
-            mtt = MT - 1 - r // n                           # rank r: query tile mtt, its (r % n)-th pair
-            pair = T.select(head, pair, S0 + (r % n) * NP + T.min(mtt, MT - 1 - mtt))
-        j, h, b = pair % NP, (pair // NP) % H, pair // (NP * H)
-        mt = T.select(t % 2 < 1, MT - 1 - j, j)      # (`<`, not `==`: plain Python here, not the parser)
-        valid = True if MT % 2 == 0 else (1 - t % 2) + (MT - 1 - 2 * j) > 0
-        if tail:
-            mt = T.select(head, mt, mtt)
-            valid = True if MT % 2 == 0 else T.select(head, (1 - t % 2) + (MT - 1 - 2 * j), 1) > 0
-        return mt, h, b, valid
-    if persist:
-        lin = T.cta_id(0) + t * units
-        mt, h, b = lin % MT, (lin // MT) % H, lin // (MT * H)
-    else:
-        mt, h, b = T.cta_id(0), T.cta_id(1), T.cta_id(2)
-    return (MT - 1 - mt if causal else mt), h, b, True
-
-
-def _blocks(m0, NKV, BM, BN, SQ, causal):
-    """Key blocks a query tile at row ``m0`` reads: all ``NKV``, or up to the diagonal when causal."""
-    return T.min(NKV, T.ceildiv(T.min(m0 + BM, SQ), BN)) if causal else NKV
-
-
-def _next_step(t, units, MT, H, causal, B=1, tail=False):
-    """The step after ``t`` of a persistent CTA's walk that holds a tile: ``t + 1``, or ``t + 2`` when
-    ``t + 1`` is the missing second tile of a causal walk's lone middle pair (odd ``MT``)."""
-    if causal and MT % 2:
-        return T.select(_tile_of(t + 1, True, units, MT, H, causal, B, tail)[3], t + 1, t + 2)
-    return t + 1
 
 
 @tirxpy.jit
@@ -447,23 +165,20 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
     ``wgmma_folded`` variant, whose descriptors cost one uniform add per k-step and operand instead of
     about five (tirxpy.primitives.gemm.desc)."""
     p = plan(B, H, HKV, SQ, SK, D, dtype, BN, STAGES, NC, causal, OVERLAP, PINGPONG, PERSIST, CHAIN, sms, OSTAGE,
-             LAZY, TRIM, TAIL)
+             LAZY, TRIM, TAIL, FOLD)
     SQT, SKT = SQT or SQ, SKT or SK
     if SQT < max(SQ, p["BM"]) or SKT < max(SK, p["BN"]):
         raise ValueError(f"attention_sm90: tensors of {SQT} query / {SKT} key rows are shorter than one tile "
                          f"({p['BM']} / {p['BN']}) or than SQ = {SQ} / SK = {SK}: pad the sequences")
     BM, BN, STAGES, NC = p["BM"], p["BN"], p["STAGES"], p["NC"]
     LAZY, TRIM, TAIL = p["lazy"], p["trim"], p["tail"]
-    if FOLD not in (None, True, False, 0, 1):
-        raise ValueError(f"attention_sm90: FOLD must be True or False, got {FOLD!r}")
-    FOLD = default_fold(D, causal) if FOLD is None else bool(FOLD)
-    DISP = "wgmma_folded" if FOLD else None     # the matrix products' wgmma variant
+    DISP = "wgmma_folded" if p["fold"] else None     # the matrix products' wgmma variant
     scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
     SL2 = scale * LOG2E
     GROUP = H // HKV
     DC = D // 64
-    NKV = _cdiv(SK, BN)
-    MT = _cdiv(SQ, BM)
+    NKV = cdiv(SK, BN)
+    MT = cdiv(SQ, BM)
     PINGPONG, PERSIST, CHAIN, WORK = p["pingpong"], p["persist"], p["chain"], p["work"]
     QB = 2 if CHAIN else 1                  # Q buffers: the next tile's Q loads while this tile runs
     OWN_O = p["ostage"] == "own"
@@ -677,11 +392,11 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
                     gb[0] = 0
                     tc[0] = 0
                     for t in T.serial(n_tiles):
-                        mt, h, b, valid = _tile_of(t, PERSIST, UNITS, MT, H, causal, B, TAIL)
+                        mt, h, b, valid = tile_of(t, PERSIST, UNITS, MT, H, causal, B, TAIL)
                         if valid:
                             hk = h // GROUP
                             m0 = mt * BM
-                            nkv = _blocks(m0, NKV, BM, BN, SQ, causal)
+                            nkv = key_blocks(m0, NKV, BM, BN, SQ, causal)
                             qb = tc[0] % QB
                             if not Q_AFTER_O:
                                 load_q(Qs, Q, q_full, q_empty, qb, tc[0], b, m0, h)
@@ -722,13 +437,13 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
             gb[0] = 0
             tc[0] = 0
             for t in T.serial(n_tiles):
-                mt, h, b, valid = _tile_of(t, PERSIST, UNITS, MT, H, causal, B, TAIL)
+                mt, h, b, valid = tile_of(t, PERSIST, UNITS, MT, H, causal, B, TAIL)
                 if valid:
                     m0 = mt * BM
                     r0 = m0 + c * 64
-                    nkv = _blocks(m0, NKV, BM, BN, SQ, causal)
+                    nkv = key_blocks(m0, NKV, BM, BN, SQ, causal)
                     # TRIM: this consumer's own rows end at r0 + 64, and it stops at their last key block
-                    nkc = _blocks(r0, NKV, 64, BN, SQ, causal) if TRIM else nkv
+                    nkc = key_blocks(r0, NKV, 64, BN, SQ, causal) if TRIM else nkv
                     g0 = gb[0]
                     qb = tc[0] % QB
                     if not OVERLAP:
@@ -761,7 +476,7 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
                         # CHAIN: a tile's block 0 ran under the previous tile's last P V (below), except the first
                         more = 0                                 # 1: a next tile follows (CHAIN)
                         if CHAIN:
-                            nt = _next_step(t, UNITS, MT, H, causal, B, TAIL)
+                            nt = next_step(t, UNITS, MT, H, causal, B, TAIL)
                             more = T.cast(nt < n_tiles, "int32")
                         # block 0: S_0 and its softmax (O is still zero: no rescale)
                         if t == 0 or not CHAIN:
@@ -825,7 +540,7 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
                         if more > 0:
                             # the next tile's S_0 = Q' K_0^T goes out with this tile's last P V, and its
                             # softmax runs while P V does; this tile's max / sum move to mfin / lfin
-                            mt2, _, _, _ = _tile_of(nt, PERSIST, UNITS, MT, H, causal, B, TAIL)
+                            mt2, _, _, _ = tile_of(nt, PERSIST, UNITS, MT, H, causal, B, TAIL)
                             g2 = g0 + nkv
                             s2 = g2 % STAGES
                             qb2 = (tc[0] + 1) % QB

@@ -151,7 +151,7 @@ def gemm_sm100(M: int, N: int, K: int, BN: int = 256, BK: int | None = None, STA
     ``"store_wait"``, ``"dealloc"``) for the simulator's mutation tests; never use it otherwise.
     """
     p = plan(M, N, K, BN, BK, STAGES, EPI, ctas, cta_group, dtype)
-    BM, KB, NT, TILES, G, PER = p["BM"], p["KB"], p["nt"], p["tiles"], p["clusters"], p["per_cta"]
+    BM, KB, NT, TILES, G = p["BM"], p["KB"], p["nt"], p["tiles"], p["clusters"]
     BK, BS = p["BK"], p["scaled"]
     NCOLS = p["tmem_cols"]
     CG = cta_group
@@ -162,7 +162,6 @@ def gemm_sm100(M: int, N: int, K: int, BN: int = 256, BK: int | None = None, STA
     ACC = TileLayout(S[(2, 128, BN) : (BN @ TCol, 1 @ TLane, 1 @ TCol)])  # two Layout-D accumulators
     REGS = tmem_ld_layout("32x32b", EPI)  # (128, EPI): thread t of the warpgroup holds row t
     NCHUNK = BN // EPI
-    STAGE_BYTES = (128 * BK + BNc * BK) * _elem_bytes(dtype)
     d = drop
     if d not in (None, "full_wait", "empty_wait", "tmem_full_wait", "tmem_empty_wait", "mma_commit",
                  "fence_proxy_async", "store_wait", "dealloc", "tcgen05_fence"):

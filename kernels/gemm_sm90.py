@@ -80,9 +80,9 @@ import tirxpy
 import tirxpy.intrinsics  # noqa: F401  (T.ptx.* signatures)
 from tirxpy import T, Tx
 from tirxpy.layout import ComposeLayout, R, S, TileLayout, laneid, m, swizzle_for, wid_in_wg
-from tirxpy.layout.atoms import mma_smem_layout, wgmma_accumulator
+from tirxpy.layout.atoms import wgmma_accumulator
 
-from .schedule import SM_COUNT_H100, grouped_tile, persistent_units, register_split, tiles_of_unit
+from .schedule import SM_COUNT_H100, cdiv, grouped_tile, persistent_units, register_split, tiles_of_unit
 
 SMEM_LIMIT = 232448  # sm_90 dynamic shared memory per CTA (227 KiB)
 IN_DTYPES = ("bfloat16", "float16")
@@ -91,10 +91,6 @@ ACTIVATIONS = (None, "relu", "silu")
 _BYTES = {"bfloat16": 2, "float16": 2, "float32": 4}
 # protocol steps ``drop=`` can remove (the simulator's mutation tests only; kernels.gemm refuses it)
 DROPS = ("full_wait", "empty_wait", "expect_tx", "wgmma_wait", "acc_wait", "fence_proxy_async", "store_wait", "turn")
-
-
-def _cdiv(a, b):
-    return -(-a // b)
 
 
 def plan(M, N, K, BM=128, BN=256, BK=64, STAGES=4, CM=1, sms=SM_COUNT_H100, group=4,
@@ -127,12 +123,12 @@ def plan(M, N, K, BM=128, BN=256, BK=64, STAGES=4, CM=1, sms=SM_COUNT_H100, grou
     if smem > SMEM_LIMIT:
         raise ValueError(f"gemm_sm90: {STAGES} stages of {stage} bytes plus the epilogue ({staging} bytes) need "
                          f"{smem} bytes of shared memory, over the {SMEM_LIMIT} a CTA may have: use fewer stages or a smaller BN")
-    tm, tn = _cdiv(M, BM), _cdiv(N, BN)
-    tmc = _cdiv(tm, CM)
+    tm, tn = cdiv(M, BM), cdiv(N, BN)
+    tmc = cdiv(tm, CM)
     tiles = tmc * tn
     units = persistent_units(tiles, sms, CM)
     return {"tiles_m": tm, "tiles_n": tn, "cluster_tiles_m": tmc, "tiles": tiles, "units": units,
-            "grid": units * CM, "kt": _cdiv(K, BK), "smem": smem, "epi": epi, "group": group}
+            "grid": units * CM, "kt": cdiv(K, BK), "smem": smem, "epi": epi, "group": group}
 
 
 # Relative per-SM throughput of a 128 x BN tile (estimated: narrower tiles move more operand bytes
@@ -175,10 +171,10 @@ def tile_cost(M, N, K, BN, PINGPONG=False, sms=SM_COUNT_H100, CM=1):
         >>> round(tile_cost(4096, 4096, 4096, 256)), round(tile_cost(4096, 4096, 4096, 176, PINGPONG=True))
         (68813, 71442)
     """
-    tiles = _cdiv(_cdiv(M, 128), CM) * _cdiv(N, BN)
-    rounds = _cdiv(tiles, persistent_units(tiles, sms, CM))
+    tiles = cdiv(cdiv(M, 128), CM) * cdiv(N, BN)
+    rounds = cdiv(tiles, persistent_units(tiles, sms, CM))
     eff = _PP_EFFICIENCY[BN] if PINGPONG else _BN_EFFICIENCY[BN]
-    return rounds * (_cdiv(K, 64) * BN / eff + (0 if PINGPONG else _TILE_OVERHEAD * 256))
+    return rounds * (cdiv(K, 64) * BN / eff + (0 if PINGPONG else _TILE_OVERHEAD * 256))
 
 
 def widest_bn(PINGPONG=False, bias=False, activation=None, out_dtype="bfloat16"):
@@ -322,7 +318,7 @@ def gemm_sm90(M, N, K, BN=256, STAGES=4, CM=1, a_major="K", b_major="K", dtype="
     # the deferred epilogue stores 128 bytes of columns per round (G boxes when chunks are narrower), so a
     # tile takes as many barrier rounds in the next tile's k-loop as a 64-multiple BN would
     G = 128 // _BYTES[out_dtype] // EPI if DEFER else 1
-    NR = _cdiv(NCH, G)                  # store rounds per tile
+    NR = cdiv(NCH, G)                  # store rounds per tile
     TMC, TN, TILES = p["cluster_tiles_m"], p["tiles_n"], p["tiles"]
     BNS = BN // CM                      # rows of B's box each CTA of the cluster loads
     STAGE_BYTES = (BM + BN) * BK * 2

@@ -31,7 +31,8 @@ def prebuild_one(spec):
         k = gemm_sm90(M, N, K, a_major="K", b_major="K", dtype="bfloat16", out_dtype="bfloat16", bias=False,
                       activation=None, sms=sms, **tuning)
     elif spec[0] == "attention":
-        from .attention_sm90 import attention_sm90, plan
+        from .attention_plan import plan
+        from .attention_sm90 import attention_sm90
 
         _, B, H, HKV, SQ, SK, D, causal, tuning = spec
         p = plan(B, H, HKV, SQ, SK, D, "bfloat16", causal=causal, **tuning)

@@ -23,6 +23,15 @@ SM_COUNT_H100 = 132
 the device's own count)."""
 
 
+def cdiv(a: int, b: int) -> int:
+    """``ceil(a / b)`` for positive ``b``: tiles of ``b`` that cover ``a``.
+
+        >>> cdiv(4096, 128), cdiv(4097, 128), cdiv(1, 128)
+        (32, 33, 1)
+    """
+    return -(-a // b)
+
+
 def _min(a, b):
     if isinstance(a, int) and isinstance(b, int):
         return min(a, b)

@@ -133,10 +133,20 @@ def test_fold_on_and_off_against_the_defaults(D, causal, S, fold):
     _persistent(D, causal, S, FOLD=fold)
 
 
+def test_fold_through_the_torch_entry_point():
+    """``kernels.attention(..., FOLD=...)`` reaches the kernel: forced on at head dim 128 causal, off at head
+    dim 256 causal (where it is the default), on ragged lengths against float64."""
+    for D, fold in ((128, True), (256, False)):
+        q, k, v = _inputs(2, 333, 333, 4, 2, D, torch.bfloat16)
+        o, lse = kernels.attention(q, k, v, causal=True, return_lse=True, FOLD=fold)
+        torch.cuda.synchronize()
+        _check(o, lse, q, k, v, True, D ** -0.5)
+
+
 def test_causal_head_dim_64_past_16_key_blocks_runs_two_stages():
     """The default ring at head dim 64 is 2 stages for a causal mask past 16 key blocks (3 below):
     S = 2100 (17 blocks, the last ragged) on five persistent CTAs, with the chained walk."""
-    from kernels.attention_sm90 import plan
+    from kernels.attention_plan import plan
 
     assert plan(3, 4, 4, 2100, 2100, 64, causal=True, sms=5)["STAGES"] == 2
     assert plan(3, 4, 4, 2048, 2048, 64, causal=True, sms=5)["STAGES"] == 3

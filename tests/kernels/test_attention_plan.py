@@ -1,0 +1,93 @@
+"""kernels/attention_plan.py: every error of :func:`plan` and the defaults it resolves (persistence,
+CHAIN, where O is staged, the short causal head dim 256 plan)."""
+import pytest
+
+from kernels.attention_plan import plan
+
+
+@pytest.mark.parametrize("kw,msg", [
+    (dict(dtype="float32"), "dtype must be one of ('bfloat16', 'float16')"),
+    (dict(D=96), "head dim 96 is not supported; use one of (64, 128, 256)"),
+    (dict(H=6, HKV=4), "6 query heads do not split into 4 key / value head groups"),
+    (dict(BN=40), "BN = 40 must be a multiple of 16 in [16, 256]"),
+    (dict(NC=4), "NC = 4 consumer warpgroups; use 1, 2 or 3"),
+    (dict(STAGES=0), "STAGES = 0 must be at least 1"),
+    (dict(D=256, BN=128, STAGES=3), "over the 232448 a CTA may have"),
+    (dict(SQ=0), "must be positive"),
+    (dict(NC=1, PINGPONG=True), "PINGPONG schedules two consumer warpgroups (NC = 2)"),
+    (dict(D=256, BN=80, PERSIST=True, OSTAGE="own"), "OSTAGE='own' stages O in its own (128 x 256) buffer"),
+    (dict(OSTAGE="regs"), "OSTAGE = 'regs'; use 'own'"),
+    (dict(PERSIST=False, OSTAGE="own"), "OSTAGE='own' is for persistent CTAs (PERSIST=True)"),
+    (dict(PERSIST=True, CHAIN=True, OSTAGE="q"), "CHAIN stores a tile's O while the next tile's Q is in use"),
+    (dict(PERSIST=False, CHAIN=True), "CHAIN runs a tile's first key block under the previous tile's last P V"),
+    (dict(OVERLAP=False, PERSIST=True, CHAIN=True), "needs persistent CTAs (PERSIST=True) and the overlapped loop"),
+    (dict(BN=144, PERSIST=True, CHAIN=True), "CHAIN double-buffers Q (128 x 128) next to the O buffer"),
+    (dict(sms=0), "sms = 0 must be the GPU's SM count"),
+])
+def test_plan_errors(kw, msg):
+    args = dict(B=1, H=4, HKV=2, SQ=256, SK=256, D=128)
+    args.update(kw)
+    with pytest.raises(ValueError) as e:
+        plan(**args)
+    assert msg in str(e.value)
+
+
+def test_chain_is_the_default_where_it_fits():
+    """CHAIN (double-buffered Q, the next tile's block 0 under this tile's last P V) comes with persistence
+    where shared memory allows: not with BN = 144 at head dim 128, nor without persistent CTAs."""
+    assert plan(1, 4, 2, 1024, 1024, 128)["chain"] and plan(1, 4, 2, 1024, 1024, 64, causal=True)["chain"]
+    assert not plan(1, 4, 2, 1024, 1024, 128, BN=144)["chain"]      # persistent, but no room for a second Q
+    assert plan(1, 4, 2, 1024, 1024, 128, BN=144)["persist"]
+    assert not plan(1, 4, 2, 1024, 1024, 128, PERSIST=False)["chain"]
+    assert not plan(1, 4, 2, 1024, 1024, 128, OVERLAP=False)["chain"]
+    p = plan(1, 4, 2, 1024, 1024, 128)
+    assert p["smem"] <= 232448 and p["smem"] - plan(1, 4, 2, 1024, 1024, 128, CHAIN=False)["smem"] == 128 * 128 * 2 + 16
+
+
+def test_persistent_plan_launches_at_most_one_cta_per_sm():
+    """Persistent by default where the O staging buffer fits (head dims 64 / 128) and a tile reads
+    at most 32 key blocks (64 when causal); not at 256 past 32 blocks, not for long keys."""
+    p = plan(8, 16, 16, 4096, 4096, 128, sms=132)
+    assert p["persist"] and p["grid"] == (132, 1, 1) and p["tiles"] == 32 * 16 * 8
+    assert plan(1, 1, 1, 256, 256, 64, sms=132)["grid"] == (2, 1, 1)       # fewer tiles than SMs
+    q = plan(8, 16, 16, 4096, 4096, 256)
+    assert not q["persist"] and q["grid"] == (32, 16, 8)
+    assert plan(8, 16, 16, 4096, 4096, 128, PERSIST=False)["grid"] == (32, 16, 8)
+    assert plan(2, 16, 16, 16384, 16384, 128)["grid"] == (128, 16, 2)     # 128 key blocks per tile
+    assert plan(8, 16, 16, 4096, 4096, 128, causal=True)["grid"] == (132, 1, 1)
+    for D in (64, 128):     # causal 8k (64 key blocks) persists, non-causal 8k and causal 16k do not
+        assert plan(4, 16, 16, 8192, 8192, D, causal=True)["persist"]
+        assert not plan(4, 16, 16, 8192, 8192, D)["persist"]
+        assert not plan(2, 16, 16, 16384, 16384, D, causal=True)["persist"]
+    assert plan(8, 16, 16, 4096, 4096, 128, causal=True, PERSIST=True, sms=100)["grid"] == (100, 1, 1)
+    # causal persistent CTAs walk pairs of query tiles: 3 query tiles -> 2 pairs per head
+    assert plan(1, 2, 2, 300, 300, 64, causal=True, PERSIST=True)["work"] == 4
+
+
+def test_head_dim_256_persists_with_o_over_the_last_k_v_stages():
+    """Head dim 256 has no room for an O buffer of its own: persistent CTAs stage O over the tile's last
+    K / V stages. Default (H100 measurements in plan's docstring): persistent up to 32 key blocks, 64
+    when causal; one tile per CTA stages O over Q."""
+    for S, causal, persist in [(1024, False, True), (2048, False, True), (4096, False, False),
+                               (1024, True, True), (4096, True, True), (8192, True, False)]:
+        p = plan(1, 16, 16, S, S, 256, causal=causal)
+        assert (p["persist"], p["ostage"], p["chain"]) == (persist, "kv" if persist else "q", False), (S, causal, p)
+        assert p["smem"] == plan(1, 16, 16, S, S, 256, causal=causal, PERSIST=False)["smem"]
+    for kw, msg in [(dict(OVERLAP=False), "OSTAGE='kv' stages consumer 0's O rows over the last K stage"),
+                    (dict(BN=48), "NC <= 2 and BN >= 64"), (dict(NC=3, BN=64), "NC <= 2")]:
+        with pytest.raises(ValueError, match=msg):
+            plan(1, 16, 16, 1024, 1024, 128 if "NC" in kw else 256, OSTAGE="kv", PERSIST=True, **kw)
+    assert plan(1, 16, 16, 1024, 1024, 128)["ostage"] == "own"          # head dim 128 keeps its own buffer
+
+
+def test_short_causal_head_dim_256_takes_64_key_blocks_without_turns():
+    """Causal head dim 256 with at most 1024 keys: 64-key blocks (they end where the 128-row query tiles
+    do) and no ping-pong turns; longer or non-causal: 80-key blocks with turns (H100 measurements in
+    :func:`kernels.attention_plan.default_config`)."""
+    short = plan(B=32, H=16, HKV=16, SQ=1024, SK=1024, D=256, causal=True)
+    assert (short["BN"], short["pingpong"], short["persist"], short["ostage"]) == (64, False, True, "kv")
+    for kw in (dict(SQ=2048, SK=2048, causal=True), dict(SQ=1024, SK=1024, causal=False)):
+        p = plan(B=16, H=16, HKV=16, D=256, **kw)
+        assert (p["BN"], p["pingpong"]) == (80, True), kw
+    assert plan(B=32, H=16, HKV=16, SQ=1024, SK=1024, D=256, causal=True, BN=80)["pingpong"] is True
+    assert plan(B=32, H=16, HKV=16, SQ=1024, SK=1024, D=128, causal=True)["BN"] == 128
