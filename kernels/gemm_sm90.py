@@ -76,13 +76,23 @@ stores.
 """
 from __future__ import annotations
 
+import numpy as np
+
 import tirxpy
 import tirxpy.intrinsics  # noqa: F401  (T.ptx.* signatures)
 from tirxpy import T, Tx
+from tirxpy.intrinsics import register_intrinsic
 from tirxpy.layout import ComposeLayout, R, S, TileLayout, laneid, m, swizzle_for, wid_in_wg
 from tirxpy.layout.atoms import wgmma_accumulator
+from tirxpy.sim import register_model
 
 from .schedule import SM_COUNT_H100, cdiv, grouped_tile, persistent_units, register_split, tiles_of_unit
+
+# -0.0 from an asm the C++ compiler cannot fold through: ``acc + NEG_ZERO()`` keeps an add (the identity on
+# every float, signed zeros and NaN included) in the PTX; see the store-at-once epilogue in gemm_sm90
+NEG_ZERO = register_intrinsic("gemm_neg_zero_f32", "mov.b32 {r}, 0x80000000;", [("r", "reg", "float32", "w")],
+                              ret="r", memory=False, replace=True, doc="-0.0 as an opaque float32 register")
+register_model("gemm_neg_zero_f32", lambda ctx: np.full(32, -0.0, np.float32))
 
 SMEM_LIMIT = 232448  # sm_90 dynamic shared memory per CTA (227 KiB)
 IN_DTYPES = ("bfloat16", "float16")
@@ -572,6 +582,12 @@ def gemm_sm90(M, N, K, BN=256, STAGES=4, CM=1, a_major="K", b_major="K", dtype="
                     Tx.wg.gemm_wait(0, acc)
                 if T.thread_id_in_wg() == 0:
                     release(empty, (i * KT + KT - 1) % STAGES)
+                if not DEFER and not bias and activation is None and out_dtype != "float32":
+                    # acc + (-0.0) = acc: without a write ahead of the epilogue's reads (converted to 16 bits
+                    # chunk by chunk between the stores), ptxas 13.0 took them for reads inside the last
+                    # wgmma's pipeline stage and serialized every wgmma of the kernel (C7514); a bias, an
+                    # activation, a float32 output or the deferred epilogue's whole-tile cast do not need it
+                    Tx.wg.add(acc, acc, NEG_ZERO())
                 for j in range(NCH):
                     chunk = acc[:, j * EPI:j * EPI + EPI]
                     if bias:
