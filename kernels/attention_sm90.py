@@ -190,8 +190,10 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
     UNITS = p["grid"][0] if PERSIST else 1
     NEG_INF = float("-inf")
     regs_dec, regs_inc = {1: (40, 232), 2: (24, 240), 3: (32, 160)}[NC]
-    if NC == 2 and PERSIST and D == 256:
-        regs_dec, regs_inc = 48, 224        # the persistent producer's tile walk spills below 48
+    if NC == 2 and PERSIST and (D == 256 or p["ostage"] != "own"):
+        # the persistent producer's tile walk spills below 48 at head dim 256, and at 128 where its Q
+        # or K / V loads wait on the O store (OSTAGE "q" / "kv": 8 / 36 bytes with 24)
+        regs_dec, regs_inc = 48, 224
     regs_dec, regs_inc = register_split(p["threads"], regs_dec, regs_inc, "attention_sm90")
 
     @T.macro

@@ -9,7 +9,12 @@ from kernels.attention_sm90 import attention_sm90, plan
 
 @pytest.mark.parametrize("D,causal,S,kw", [(64, False, 4096, {}), (128, True, 4096, {}), (256, False, 4096, {}),
                                             (256, False, 1024, {}), (256, True, 2048, {}), (64, True, 4096, {}),
-                                            (128, True, 1024, dict(CHAIN=False)), (256, True, 1024, {})])
+                                            (128, True, 1024, dict(CHAIN=False)), (256, True, 1024, {}),
+                                            # persistent head dim 128 with O over K / V or Q: the producer's
+                                            # walk spilled with 24 registers
+                                            (128, False, 1024, dict(OSTAGE="kv")),
+                                            (128, True, 600, dict(OSTAGE="q", CHAIN=False, PINGPONG=False, TRIM=True,
+                                                                  BN=32, PERSIST=True, sms=5))])
 def test_compiles_for_sm90a_without_spills(D, causal, S, kw):
     # head dim 256 at S = 1k / 2k is persistent with O over Q (setmaxnreg 48 / 224); ptxas keeps the
     # wgmmas pipelined in every build (`perf_warnings`: an experiment with a narrower last-block wgmma
