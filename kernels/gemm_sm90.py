@@ -299,6 +299,10 @@ def gemm_sm90(M, N, K, BN=256, STAGES=4, CM=1, a_major="K", b_major="K", dtype="
         if inner * _BYTES[dtype if name != "C" else out_dtype] % 16:
             raise ValueError(f"gemm_sm90: the rows of {name} ({inner} elements) are not a multiple of 16 bytes, "
                              "which TMA needs: pad that dimension (kernels.gemm does this for you)")
+    for name, size, tile in (("M", M, BM), ("N", N, BN), ("K", K, BK)):
+        if size < tile:
+            raise ValueError(f"gemm_sm90: {name} = {size} is smaller than one tile ({tile}), and a TMA box may not be "
+                             f"larger than its tensor: pad {name} to {tile} with zeros (kernels.gemm does this for you)")
     if STORE not in ("wg", "cta"):
         raise ValueError(f"gemm_sm90: STORE must be 'wg' (each consumer warpgroup stores its 64 rows) or 'cta' "
                          f"(both consumers sync, one thread stores the tile's rows), got {STORE!r}")

@@ -113,6 +113,20 @@ def test_epilogue_variants_compile_without_spills(shape, kw):
     assert r.perf_warnings == (), (shape, kw, r.perf_warnings)
 
 
+@pytest.mark.parametrize("shape,kw,msg", [
+    ((8, 4096, 1024), dict(BN=176, PINGPONG=True), "M = 8 is smaller than one tile (128)"),
+    ((4096, 8, 1024), {}, "N = 8 is smaller than one tile (256)"),
+    ((256, 200, 128), dict(BN=256), "N = 200 is smaller than one tile (256)"),
+    ((256, 256, 32), {}, "K = 32 is smaller than one tile (64)"),
+])
+def test_problems_smaller_than_a_tile_are_refused(shape, kw, msg):
+    """Each TMA box must fit inside its tensor: the kernel builder says which dimension to pad (it used to
+    fail later, in lowering, with the box's region)."""
+    with pytest.raises(ValueError, match=r"pad .* with zeros \(kernels.gemm does this for you\)") as e:
+        gemm_sm90(*shape, **kw)
+    assert msg in str(e.value)
+
+
 def test_defer_is_checked():
     with pytest.raises(ValueError, match="float32 output .* use DEFER=False"):
         gemm_sm90(256, 256, 128, BN=128, STAGES=2, out_dtype="float32", DEFER=True)
