@@ -8,7 +8,7 @@ masked), causal masking aligned top-left like ``torch.nn.functional.scaled_dot_p
 (query row ``r`` sees keys ``0 .. r``). Written with tirxpy's public API only.
 
 A tile is ``BM = 64 * NC`` query rows of one head. Persistent (``PERSIST``, the default up to 32
-key blocks, see :func:`plan`): ``G = min(tiles, sms)`` CTAs, CTA ``u``
+key blocks, see :func:`~kernels.attention_plan.plan`): ``G = min(tiles, sms)`` CTAs, CTA ``u``
 taking tiles ``u, u + G, ...`` of the ``(ceil(SQ / BM), H, B)`` tiles (query tile fastest; causal:
 pairs of query tiles, the last ones dealt as single tiles with ``TAIL``, see :func:`tile_of`); the
 K / V ring, its barrier phases and the Q buffer carry over from tile to tile, so the next tile's Q
@@ -54,10 +54,11 @@ purpose: at the end of the body, after the softmax, ptxas 13.0 scheduled it abov
 (it may move a wait earlier), which serialized the softmax behind ``P V`` (in SASS: the
 ``WARPGROUP.DEPBAR.LE gsb0, 0x0`` before every ``MUFU.EX2``; tests/kernels/test_attention_sm90.py
 checks the order). With ``NC = 2`` and ``PINGPONG`` (the default for head dim 256, but for its
-short causal case, and for causal masks without ``CHAIN``, :func:`default_pingpong`) the two
-consumers take turns issuing their GEMMs (named barriers 3 and 4: wait for our turn, issue, hand
-the turn over), so one warpgroup's softmax runs under the other's GEMMs. ``OVERLAP=False`` is the
-plain loop (S, softmax, P V, one block at a time).
+short causal case, and for causal masks without ``CHAIN``,
+:func:`~kernels.attention_plan.default_pingpong`) the two consumers take turns issuing their GEMMs
+(named barriers 3 and 4: wait for our turn, issue, hand the turn over), so one warpgroup's softmax
+runs under the other's GEMMs. ``OVERLAP=False`` is the plain loop (S, softmax, P V, one block at a
+time).
 
 Across tiles (``CHAIN``, the default for persistent CTAs where a second Q buffer fits: head dims
 64 and 128): Q is double-buffered (``q_full`` / ``q_empty`` per buffer), and a tile's last ``P V``
@@ -89,10 +90,8 @@ from tirxpy import T, Tx
 from tirxpy.layout import ComposeLayout, R, S, TileLayout, laneid, m, swizzle_for, wid_in_wg
 from tirxpy.layout.atoms import wgmma_accumulator
 
-# the plan and its defaults live in attention_plan (re-exported here), the tile walks in attention_walk
-from .attention_plan import (DTYPES, HEAD_DIMS, SMEM_LIMIT, default_config, default_fold,  # noqa: F401
-                             default_lazy, default_pingpong, default_tail, default_trim, plan)
-from .attention_walk import causal_steps, causal_tail, key_blocks, next_step, tile_of  # noqa: F401
+from .attention_plan import plan
+from .attention_walk import causal_steps, key_blocks, next_step, tile_of
 from .schedule import SM_COUNT_H100, cdiv, register_split, tiles_of_unit
 
 LOG2E = 1.4426950408889634
@@ -140,8 +139,8 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
     box may not be larger than its tensor, so :func:`kernels.attention` pads sequences shorter than
     one tile (rows past ``SK`` are masked, rows past ``SQ`` are computed and dropped).
 
-    ``LAZY`` (default :func:`default_lazy`: head dim 256): a row's running max, and with it ``O``'s
-    scale, moves only when a block raises it by more than ``LAZY_LOG2 = 8`` (in ``scale * log2(e)``
+    ``LAZY`` (default :func:`~kernels.attention_plan.default_lazy`: head dim 256): a row's running max,
+    and with it ``O``'s scale, moves only when a block raises it by more than ``LAZY_LOG2 = 8`` (in ``scale * log2(e)``
     units); otherwise the block's ``P = exp2(s - m)`` is taken against the stale max, at most ``2^8``
     (bf16 / f16 and the float32 sums hold it to the same relative precision as values below 1), and
     ``O`` is not multiplied at all.
@@ -149,21 +148,22 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
     one scale. A thread decides for its two rows (each row's quad decides alike), so some warps
     rescale while others skip.
 
-    ``TRIM`` (default :func:`default_trim`: the short causal head dim 256 plan): in a causal tile each
-    consumer stops at its own rows' last key block; the first consumer's rows end 64 rows before the
+    ``TRIM`` (default :func:`~kernels.attention_plan.default_trim`: the short causal head dim 256 plan): in
+    a causal tile each consumer stops at its own rows' last key block; the first consumer's rows end 64 rows before the
     tile's, so it skips the tile's last block at BN = 64 (more at narrower blocks) and hands those K / V
     stages back unread, once each one's load has landed. It needs the overlapped loop without ping-pong
     turns and without CHAIN (ValueError otherwise); without a causal mask it changes nothing.
 
-    ``TAIL`` (default :func:`default_tail`: from 32 query tiles on): a persistent causal walk takes its
-    last pairs of query tiles (one to two rounds' worth, :func:`causal_tail`) as single tiles dealt
+    ``TAIL`` (default :func:`~kernels.attention_plan.default_tail`: from 32 query tiles on): a persistent
+    causal walk takes its last pairs of query tiles (one to two rounds' worth,
+    :func:`~kernels.attention_walk.causal_tail`) as single tiles dealt
     heaviest first, in rounds alternating direction over the CTAs: pairs are all the same size, and when
     they do not divide into the CTAs (2048 pairs on 132 SMs at every causal benchmark shape) their last
     round left the rest idle. Without a persistent causal walk it changes nothing.
 
-    ``FOLD`` (default :func:`default_fold`: head dim 256 causal): the matrix products dispatch to the
-    ``wgmma_folded`` variant, whose descriptors cost one uniform add per k-step and operand instead of
-    about five (tirxpy.primitives.gemm.desc)."""
+    ``FOLD`` (default :func:`~kernels.attention_plan.default_fold`: head dim 256 causal): the matrix
+    products dispatch to the ``wgmma_folded`` variant, whose descriptors cost one uniform add per k-step
+    and operand instead of about five (tirxpy.primitives.gemm.desc)."""
     p = plan(B, H, HKV, SQ, SK, D, dtype, BN, STAGES, NC, causal, OVERLAP, PINGPONG, PERSIST, CHAIN, sms, OSTAGE,
              LAZY, TRIM, TAIL, FOLD)
     SQT, SKT = SQT or SQ, SKT or SK

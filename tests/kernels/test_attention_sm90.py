@@ -4,7 +4,8 @@ the schedule options that change the kernel (the plan's own checks: test_attenti
 import pytest
 
 import tirxpy
-from kernels.attention_sm90 import attention_sm90, plan
+from kernels.attention_plan import plan
+from kernels.attention_sm90 import attention_sm90
 
 
 @pytest.mark.parametrize("D,causal,S,kw", [(64, False, 4096, {}), (128, True, 4096, {}), (256, False, 4096, {}),
@@ -151,7 +152,7 @@ def test_trim_is_the_short_causal_head_dim_256_default_and_needs_its_own_schedul
     """``TRIM`` (each consumer stops at its own rows' last key block) comes with the short causal head dim
     256 plan (64-key blocks, no turns, no CHAIN); asking for it with ping-pong turns, CHAIN or the plain
     loop is refused with what to pass instead."""
-    from kernels.attention_sm90 import default_trim
+    from kernels.attention_plan import default_trim
 
     short = (2, 16, 16, 1024, 1024, 256)
     assert str(attention_sm90(*short, causal=True)) == str(attention_sm90(*short, causal=True, TRIM=True))
@@ -172,7 +173,7 @@ def test_trim_is_the_short_causal_head_dim_256_default_and_needs_its_own_schedul
 def test_tail_is_the_default_for_long_causal_walks_and_is_checked():
     """``TAIL`` (the last pairs of a persistent causal walk dealt as single tiles) defaults on from 32 query
     tiles; it changes the kernel only for persistent causal CTAs; a value that is not a bool is refused."""
-    from kernels.attention_sm90 import default_tail
+    from kernels.attention_plan import default_tail
 
     assert default_tail(32) and not default_tail(31)
     assert plan(8, 16, 16, 4096, 4096, 128, causal=True)["tail"]          # 32 query tiles, persistent
