@@ -163,9 +163,11 @@ def bn_candidates(CM=1, b_major="K"):
 # cooperative schedule's exposed time per tile (the deferred epilogue's barrier rounds and the turn between
 # tiles, in k-blocks of a 256-wide tile; ping-pong hides its epilogue under the other consumer's k-loop): fitted
 # to same-process A/B runs on the H100 (benchmarks/gemm_ab.py, 2026-11-24; kernels/NOTES_gemm_sm90.md). They
-# rank the six large benchmark shapes as measured: ping-pong 1.5-5% ahead at 8192^3 (BN 192), N = 2112,
-# 24576 x 1536 and 7168 x 2048 (BN 176), 3-4% behind at 4096^3 and 4096 x 7168 x 7168.
-_PP_EFFICIENCY = {192: 0.965, 176: 0.946}
+# rank the six large benchmark shapes as measured: ping-pong ahead at 8192^3 (BN 192, 1.5-5%), and with BN 176
+# and its 5 stages (:func:`default_stages`) at N = 2112, 24576 x 1536, 7168 x 2048 and 4096 x 7168 x 7168 (there by
+# 1.1-2.4%; 176's efficiency refitted for 5 stages in the sixteenth session: within (0.955, 0.969) every ranking
+# of those runs holds); 2-4% behind at 4096^3.
+_PP_EFFICIENCY = {192: 0.965, 176: 0.962}
 _TILE_OVERHEAD = 3.2
 
 
@@ -179,12 +181,25 @@ def tile_cost(M, N, K, BN, PINGPONG=False, sms=SM_COUNT_H100, CM=1):
     waves; cuBLAS's tile there too).
 
         >>> round(tile_cost(4096, 4096, 4096, 256)), round(tile_cost(4096, 4096, 4096, 176, PINGPONG=True))
-        (68813, 71442)
+        (68813, 70254)
     """
     tiles = cdiv(cdiv(M, 128), CM) * cdiv(N, BN)
     rounds = cdiv(tiles, persistent_units(tiles, sms, CM))
     eff = _PP_EFFICIENCY[BN] if PINGPONG else _BN_EFFICIENCY[BN]
     return rounds * (cdiv(K, 64) * BN / eff + (0 if PINGPONG else _TILE_OVERHEAD * 256))
+
+
+def default_stages(BN, PINGPONG=False):
+    """Ring stages :func:`gemm_sm90` takes by default: 4, the most a cooperative 256-wide tile and a
+    ping-pong 192-wide one fit next to their epilogue buffers; 5 for ping-pong tiles at most 176 wide,
+    whose per-consumer staging is one narrow chunk. H100, same process, 5 against 4 stages at ping-pong
+    BN = 176: +1.2-1.7% at 4096 x 2112 x 7168, +1.5-1.8% at 4096 x 24576 x 1536, +2.0-3.1% at 4096 x 7168 x
+    2048 (three passes each, docs/performance.md).
+
+        >>> default_stages(256), default_stages(192, True), default_stages(176, True)
+        (4, 4, 5)
+    """
+    return 5 if PINGPONG and BN <= 176 else 4
 
 
 def widest_bn(PINGPONG=False, bias=False, activation=None, out_dtype="bfloat16"):
@@ -252,7 +267,7 @@ def bias_layout(epi):
 
 
 @tirxpy.jit
-def gemm_sm90(M, N, K, BN=256, STAGES=4, CM=1, a_major="K", b_major="K", dtype="bfloat16",
+def gemm_sm90(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", dtype="bfloat16",
               out_dtype="bfloat16", bias=False, activation=None, sms=SM_COUNT_H100, group=4, STORE="wg", DEFER=None,
               PINGPONG=False, drop=None):
     """The kernel for one problem: ``k(A, B, C)`` (``k(A, B, Bias, C)`` with ``bias=True``); see the
@@ -262,6 +277,9 @@ def gemm_sm90(M, N, K, BN=256, STAGES=4, CM=1, a_major="K", b_major="K", dtype="
     ``64 CM`` (64-column TMA boxes, split over the cluster). Widths that are not a multiple of 64
     store narrower output chunks, several per barrier round (``BN = 176``, cuBLAS's tile at N = 2112
     and :func:`choose_tile`'s there: 16-column chunks, four per round; kernels/NOTES_gemm_sm90.md).
+
+    ``STAGES``: shared-memory ring stages; default :func:`default_stages` (4, or 5 for ping-pong tiles at
+    most 176 wide).
 
     ``drop=`` removes one protocol step, for the simulator's mutation tests only: ``"full_wait"``
     (consumers' wait on ``full``), ``"empty_wait"`` (producer's wait on ``empty``), ``"expect_tx"``
@@ -285,6 +303,8 @@ def gemm_sm90(M, N, K, BN=256, STAGES=4, CM=1, a_major="K", b_major="K", dtype="
         raise ValueError(f"gemm_sm90: PINGPONG keeps a whole (128, {BN}) float32 tile in each consumer's registers, "
                          f"{BN} per thread, more than fit next to the rest (at most 240): use BN <= {widest_bn(True)} or "
                          "PINGPONG=False")
+    if STAGES is None:
+        STAGES = default_stages(BN, PP)
     p = plan(M, N, K, BM, BN, BK, STAGES, CM, sms, group, dtype, out_dtype, PP)
     if a_major not in ("K", "MN") or b_major not in ("K", "MN"):
         raise ValueError(f"gemm_sm90: a_major / b_major must be 'K' or 'MN', got {a_major!r}, {b_major!r}")

@@ -172,8 +172,8 @@ def test_pingpong_is_checked():
 def test_choose_tile_minimizes_its_cost_model():
     """choose_tile against a brute-force evaluation of tile_cost over every schedule and allowed width, and
     the rankings the model was fitted to (same-process A/B runs on the H100, kernels/NOTES_gemm_sm90.md):
-    ping-pong at 8192^3 (192), N = 2112, 24576 x 1536 and 7168 x 2048 (176); cooperative 256 at 4096^3 and
-    4096 x 7168 x 7168."""
+    ping-pong at 8192^3 (192), N = 2112, 24576 x 1536, 7168 x 2048 and 4096 x 7168 x 7168 (176, with 5 stages);
+    cooperative 256 at 4096^3."""
     from kernels.gemm_sm90 import _PP_EFFICIENCY, bn_candidates, choose_tile, tile_cost
 
     for M, N, K, cm, bm in [(4096, 4096, 4096, 1, "K"), (8192, 8192, 8192, 1, "K"), (4096, 2112, 7168, 1, "MN"),
@@ -195,10 +195,26 @@ def test_choose_tile_minimizes_its_cost_model():
     with pytest.raises(ValueError, match="MN-major B is loaded in 64-column boxes"):
         gemm_sm90(4096, 2112, 7168, BN=176, b_major="MN")
     assert choose_tile(4096, 2112, 7168, CM=2) == (128, False)
-    expected = {(4096, 4096, 4096): (256, False), (4096, 7168, 7168): (256, False), (8192, 8192, 8192): (192, True),
+    expected = {(4096, 4096, 4096): (256, False), (4096, 7168, 7168): (176, True), (8192, 8192, 8192): (192, True),
                 (4096, 2112, 7168): (176, True), (4096, 24576, 1536): (176, True), (4096, 7168, 2048): (176, True)}
     for shape, tile in expected.items():
         assert choose_tile(*shape) == tile, shape
+
+
+def test_ping_pong_tiles_up_to_176_wide_take_five_stages():
+    """default_stages: 5 for ping-pong at BN <= 176 (they fit next to its one-chunk staging buffers), 4 for
+    the cooperative schedule and ping-pong 192 (5 do not fit there); gemm_sm90 builds with it when STAGES is
+    not given."""
+    from kernels.gemm_sm90 import default_stages
+
+    assert [default_stages(bn, True) for bn in (128, 176, 192)] == [5, 5, 4]
+    assert {default_stages(bn) for bn in (128, 176, 192, 256)} == {4}
+    for bn, pp in [(176, True), (128, True), (192, True), (256, False), (176, False)]:
+        st = default_stages(bn, pp)
+        plan(4096, 4096, 4096, BN=bn, STAGES=st, PINGPONG=pp)                    # fits
+        built = str(gemm_sm90(4096, 2112, 7168, BN=bn, PINGPONG=pp))
+        assert built == str(gemm_sm90(4096, 2112, 7168, BN=bn, PINGPONG=pp, STAGES=st))
+        assert built != str(gemm_sm90(4096, 2112, 7168, BN=bn, PINGPONG=pp, STAGES=st - 1))
 
 
 def test_gemm_api_fills_in_the_tile():
