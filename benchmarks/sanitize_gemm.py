@@ -2,6 +2,7 @@
 
     compute-sanitizer --tool memcheck --report-api-errors no python benchmarks/sanitize_gemm.py --CM 2
     compute-sanitizer --tool racecheck python benchmarks/sanitize_gemm.py --pingpong
+    compute-sanitizer --tool synccheck python benchmarks/sanitize_gemm.py --coop
 
 Runs kernels.gemm once at a small ragged shape (more tiles than CTAs, so the persistent loop and
 the pipeline's ring wrap) and checks it against float64; exits non-zero if the result is wrong.
@@ -17,6 +18,8 @@ def main():
     ap.add_argument("--CM", type=int, default=1)
     ap.add_argument("--shape", default="384x640x200")
     ap.add_argument("--pingpong", action="store_true", help="the ping-pong consumer schedule (PINGPONG=True)")
+    ap.add_argument("--coop", action="store_true", help="the cooperative schedule (PINGPONG=False; without either "
+                    "flag, the one kernels.gemm picks for the shape)")
     a = ap.parse_args()
     import kernels
 
@@ -25,7 +28,8 @@ def main():
     x = torch.randn(M, K, device="cuda", generator=g).to(torch.bfloat16)
     w = torch.randn(N, K, device="cuda", generator=g).to(torch.bfloat16)
     out = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
-    kernels.gemm(x, w.t(), out, CM=a.CM, STAGES=3, sms=4, **({"PINGPONG": True} if a.pingpong else {}))
+    schedule = {"PINGPONG": True} if a.pingpong else {"PINGPONG": False} if a.coop else {}
+    kernels.gemm(x, w.t(), out, CM=a.CM, STAGES=3, sms=4, **schedule)
     torch.cuda.synchronize()
     ref = x.double() @ w.double().t()
     err = ((out.double() - ref).norm() / ref.norm()).item()

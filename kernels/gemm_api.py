@@ -121,7 +121,7 @@ def gemm(a, b, out=None, *, bias=None, activation=None, out_dtype=None, **tuning
     column-major), float32 accumulation, output ``out_dtype`` (default ``a.dtype``; bf16, f16 or
     f32) written to ``out`` when given. ``activation``: None, ``"relu"`` or ``"silu"``.
     ``tuning`` goes to :func:`kernels.gemm_sm90.gemm_sm90` (``BN``, ``STAGES``, ``CM``, ``group``,
-    ``STORE``, ``DEFER``, ``PINGPONG``, ``sms``); without ``BN`` the tile width and the schedule are
+    ``STORE``, ``DEFER``, ``STAGGER``, ``PINGPONG``, ``sms``); without ``BN`` the tile width and the schedule are
     :func:`kernels.gemm_sm90.choose_tile`'s (ping-pong at 8192^3 and at N = 2112, for example; no wider
     than :func:`kernels.gemm_sm90.widest_bn` allows for the epilogue)."""
     if "drop" in tuning:     # gemm_sm90's mutation-test switch: never reachable from here
@@ -200,14 +200,14 @@ def gemm(a, b, out=None, *, bias=None, activation=None, out_dtype=None, **tuning
 
 def _tile(tuning, M, N, K, sms, b_major="K", bias=False, activation=None, out_dtype="bfloat16"):
     """``tuning`` with ``BN`` (and ``PINGPONG``) filled in as :func:`kernels.gemm` runs it: both from
-    :func:`kernels.gemm_sm90.choose_tile` when neither is given (the cooperative schedule when ``DEFER`` or
-    ``STORE`` asks for it), ``BN`` for the given schedule otherwise; a given ``BN`` alone keeps the
+    :func:`kernels.gemm_sm90.choose_tile` when neither is given (the cooperative schedule when ``DEFER``,
+    ``STORE`` or ``STAGGER=True`` asks for it), ``BN`` for the given schedule otherwise; a given ``BN`` alone keeps the
     cooperative schedule. The epilogue (``bias``, ``activation``, ``out_dtype``) caps the width
     (:func:`kernels.gemm_sm90.widest_bn`)."""
     if "BN" in tuning:
         return tuning
     pp = tuning.get("PINGPONG")
-    if pp is None and ("DEFER" in tuning or "STORE" in tuning):
+    if pp is None and ("DEFER" in tuning or "STORE" in tuning or tuning.get("STAGGER")):
         pp = False          # options of the cooperative schedule
     bn, pp = choose_tile(M, N, K, sms, tuning.get("CM", 1), b_major, pp, bias, activation, out_dtype)
     return dict(tuning, BN=bn, PINGPONG=pp)

@@ -49,6 +49,9 @@ Roles (``threads = 384``, three warpgroups; ``setmaxnreg`` moves registers to th
   CTA's last tile is stored after its tile loop; chunks a short k-loop (``KT < BN / EPI``) has
   no k-block for are stored right after it. Narrow chunks (``EPI`` below 128 bytes) go out in
   rounds of 128 bytes of columns (e.g. four 16-column boxes at ``BN = 176``), one barrier pair each.
+- **Stagger** (``STAGGER``, on by default in this cooperative schedule): consumer 1 starts its first k-block
+  once consumer 0 has issued its own (named barrier 5, once per CTA), so the two consumers' tile boundaries
+  (the wait for the last wgmma, the cast of the tile) do not fall together (+0.3-1.4% at 4096^3, H100).
 - **Ping-pong** (``PINGPONG``; :func:`choose_tile` picks it where it measured faster, e.g. 8192^3 at
   ``BN = 192``, N = 2112 at 176): consumer ``c`` takes the CTA's tiles ``c, c + 2, ...`` whole, a
   ``(128, BN)`` accumulator (two ``(64, BN)`` halves, two ``m64nBNk16`` per k-step, ``wait_group 2``
@@ -205,8 +208,9 @@ def default_stages(BN, PINGPONG=False):
 def widest_bn(PINGPONG=False, bias=False, activation=None, out_dtype="bfloat16"):
     """The widest ``BN`` whose kernel compiles without register spills (NVRTC 13.0, sm_90a): 256 cooperative,
     192 ping-pong; with a fused bias *and* silu into a 16-bit output (the bias row, silu's temporaries and the
-    converted chunk live next to the accumulator) 192 and 176 (256 spilled 28 bytes, ping-pong 192 48 bytes;
-    tests/kernels/test_gemm_sm90.py compiles each).
+    converted chunk live next to the accumulator) 192 and 176 (256 spilled 28 bytes, 32 with CM = 2, ping-pong 192
+    48 bytes; tests/kernels/test_gemm_sm90.py compiles each. With the default ``STAGGER`` barrier the cooperative
+    CM = 1 tile at 256 happens to compile clean, a few registers from the edge: the cap stays.)
 
         >>> widest_bn(), widest_bn(bias=True, activation="silu"), widest_bn(True, True, "silu", "float32")
         (256, 192, 192)
@@ -269,7 +273,7 @@ def bias_layout(epi):
 @tirxpy.jit
 def gemm_sm90(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", dtype="bfloat16",
               out_dtype="bfloat16", bias=False, activation=None, sms=SM_COUNT_H100, group=4, STORE="wg", DEFER=None,
-              PINGPONG=False, drop=None):
+              PINGPONG=False, drop=None, STAGGER=None):
     """The kernel for one problem: ``k(A, B, C)`` (``k(A, B, Bias, C)`` with ``bias=True``); see the
     module docstring for the operand orientations.
 
@@ -290,6 +294,12 @@ def gemm_sm90(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", dtyp
 
     ``DEFER``: store each tile during the next tile's k-loop (module docstring); ``None`` picks it
     for 16-bit outputs without ``bias``. A float32 output has no room for it (ValueError).
+
+    ``STAGGER`` (cooperative schedule; ``None``: on): consumer 1 starts its first k-block once consumer 0 has
+    issued its own (one named barrier at the start), so that the two consumers' tile boundaries, where each
+    waits for its last wgmma and converts its tile, fall at different times rather than together. H100,
+    same process (``benchmarks/gemm_ab.py``): 4096^3 +0.3-1.4% in 8 passes of 8, 8192^3 (``BN = 256``) -0.2 to
+    +1.1%, 4096 x 7168 x 2048 level (kernels/NOTES_gemm_sm90.md).
 
     ``PINGPONG``: the two consumer warpgroups take whole tiles in turn (consumer ``c`` the CTA's tiles
     ``c, c + 2, ...``, a ``(128, BN)`` accumulator each: two ``m64nBNk16`` per k-step, ``BN`` registers per
@@ -340,6 +350,13 @@ def gemm_sm90(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", dtyp
                          "a float32 output (as many registers as the accumulator) does not leave room for: "
                          "use DEFER=False or a 16-bit output")
     DEFER = bool(DEFER)
+    if STAGGER not in (None, True, False, 0, 1):
+        raise ValueError(f"gemm_sm90: STAGGER must be True or False (or None: on for the cooperative schedule), "
+                         f"got {STAGGER!r}")
+    if STAGGER and PP:
+        raise ValueError("gemm_sm90: STAGGER offsets the two consumers of the cooperative schedule; with PINGPONG "
+                         "they already take turns (use STAGGER=None or False)")
+    STAGGER = not PP if STAGGER is None else bool(STAGGER)
     if drop is not None and drop not in DROPS:
         raise ValueError(f"gemm_sm90: unknown drop={drop!r}; one of {DROPS}")
     if drop == "turn" and not PP:
@@ -576,6 +593,11 @@ def gemm_sm90(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", dtyp
         else:
             T.ptx.setmaxnreg_inc(REG_INC)
             c = wg - 1
+            if STAGGER:     # consumer 1 starts once consumer 0 has issued its first k-block (named barrier 5)
+                if c == 1:
+                    T.ptx.barrier_sync(5, 256)
+                elif n_tiles == 0:
+                    T.ptx.barrier_arrive(5, 256)
             for i in T.serial(n_tiles):
                 tmc, tn = grouped_tile(unit + i * UNITS, TMC, TN, group)
                 m0 = (tmc * CM + rank) * BM
@@ -588,6 +610,11 @@ def gemm_sm90(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", dtyp
                     if d != "full_wait":
                         T.ptx.mbarrier_wait_parity(full[s], (g // STAGES) % 2)
                     mma(acc, As, Bs, s, c * 64, k, W1)
+                    if STAGGER:
+                        if c == 0:
+                            if i == 0:
+                                if k == 0:
+                                    T.ptx.barrier_arrive(5, 256)
                     if k > 0:
                         if T.thread_id_in_wg() == 0:
                             release(empty, (g + STAGES - 1) % STAGES)
