@@ -51,7 +51,7 @@ Roles (``threads = 384``, three warpgroups; ``setmaxnreg`` moves registers to th
   rounds of 128 bytes of columns (e.g. four 16-column boxes at ``BN = 176``), one barrier pair each.
 - **Stagger** (``STAGGER``, on by default in this cooperative schedule): consumer 1 starts its first k-block
   once consumer 0 has issued its own (named barrier 5, once per CTA), so the two consumers' tile boundaries
-  (the wait for the last wgmma, the cast of the tile) do not fall together (+0.3-1.4% at 4096^3, H100).
+  (the wait for the last wgmma, the cast of the tile) do not fall together (+0.0-1.5% at 4096^3, H100).
 - **Ping-pong** (``PINGPONG``; :func:`choose_tile` picks it where it measured faster, e.g. 8192^3 at
   ``BN = 192``, N = 2112 at 176): consumer ``c`` takes the CTA's tiles ``c, c + 2, ...`` whole, a
   ``(128, BN)`` accumulator (two ``(64, BN)`` halves, two ``m64nBNk16`` per k-step, ``wait_group 2``
@@ -298,7 +298,7 @@ def gemm_sm90(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", dtyp
     ``STAGGER`` (cooperative schedule; ``None``: on): consumer 1 starts its first k-block once consumer 0 has
     issued its own (one named barrier at the start), so that the two consumers' tile boundaries, where each
     waits for its last wgmma and converts its tile, fall at different times rather than together. H100,
-    same process (``benchmarks/gemm_ab.py``): 4096^3 +0.3-1.4% in 8 passes of 8, 8192^3 (``BN = 256``) -0.2 to
+    same process (``benchmarks/gemm_ab.py``): 4096^3 +0.0-1.5% (8 passes, none behind), 8192^3 (``BN = 256``) -0.2 to
     +1.1%, 4096 x 7168 x 2048 level (kernels/NOTES_gemm_sm90.md).
 
     ``PINGPONG``: the two consumer warpgroups take whole tiles in turn (consumer ``c`` the CTA's tiles
