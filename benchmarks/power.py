@@ -54,8 +54,8 @@ def _kernels(kind, shape, tunings):
 
 
 def _sustained(fn, sets, secs):
-    """Run ``fn`` back to back for ``secs`` s (10 launches per host sync); ``(ms per call, MHz, W)``, timing and
-    sampling only after the first 0.8 s."""
+    """Run ``fn`` back to back for ``secs`` s (10 launches per host sync); ``(ms per call, MHz, W)``: the time
+    per call from 0.8 s on, clock and power averaged over the last two thirds of the window's samples."""
     import torch
 
     with tempfile.NamedTemporaryFile(suffix=".csv", delete=False) as f:
