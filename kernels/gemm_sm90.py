@@ -285,6 +285,12 @@ def gemm_sm90(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", dtyp
     ``STAGES``: shared-memory ring stages; default :func:`default_stages` (4, or 5 for ping-pong tiles at
     most 176 wide).
 
+    ``CM``: CTAs per cluster (1 or 2; 2: the pair computes two tile rows of the same columns and
+    multicasts B). On the H100, 1 is faster (``CM = 2`` 0.97-0.99 of it, same process): a 2-CTA cluster
+    always sits on the two SMs of one TPC, whose concurrent reads of the same lines the L2 request
+    coalescer already merges, and without a cluster consecutive CTAs (one TPC, too) share B's columns in
+    the grouped order (``benchmarks/tpc_coalescing.py``, kernels/NOTES_gemm_sm90.md).
+
     ``drop=`` removes one protocol step, for the simulator's mutation tests only: ``"full_wait"``
     (consumers' wait on ``full``), ``"empty_wait"`` (producer's wait on ``empty``), ``"expect_tx"``
     (the TMA loads announce no bytes), ``"wgmma_wait"`` (the k-loop's ``wait=1`` before a stage is
