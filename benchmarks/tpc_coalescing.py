@@ -5,7 +5,7 @@
     lrc__request_sectors_op_read_coalescable.sum,lrc__request_sectors_op_read_coalescing_achieved_type_hardware.sum \\
         python benchmarks/tpc_coalescing.py --mode 1   # what the L2 request coalescer merged in one mode
 
-Three probes, each a small CUDA kernel compiled with NVRTC:
+Four probes, each a small CUDA kernel compiled with NVRTC:
 
 1. **Placement**: every CTA of a launch of one CTA per SM (200 KB of dynamic shared memory each, 384 threads,
    like the GEMM) writes its ``%smid``; printed for a plain launch and for clusters of 2, with the number of
@@ -15,12 +15,16 @@ Three probes, each a small CUDA kernel compiled with NVRTC:
    thread, 16 KB bulk copies into four shared-memory buffers on mbarriers): mode 0 every SM its own region,
    1 the two SMs of a TPC (``smid // 2``) one region, 2 two SMs far apart (``smid % (SMs / 2)``), 3 four SMs
    (``smid // 4``: two TPCs). Printed: the best of 5 times and the bytes the SMs received per second.
+4. **Placement under programmatic dependent launch**: eight back-to-back launches of a one-CTA-per-SM kernel
+   whose last 12 CTAs finish early (a wave tail), with and without the PDL attribute, and with and without
+   ``griddepcontrol.launch_dependents`` at its start: CTA pairs on one TPC in the later launches.
 
 H100 SXM (2026-11-24, docs/performance.md): CTA pairs and 2-CTA clusters both sit on one TPC (66 of 66);
 clusters of 4 fit only 30 at a time (120 SMs); the coalescer merged 50% of the sectors when the two SMs of
 a TPC read the same lines (and delivered 1.8x the bytes per second), none when two SMs of different TPCs
 did, and 51.5% when four SMs on two TPCs did: a 2-CTA TMA multicast on this GPU replaces merging the
-hardware already does for its TPC.
+hardware already does for its TPC. With PDL and an early trigger the pairs scatter (1 of 66 on one TPC);
+with PDL alone they stay (66 of 66).
 """
 from __future__ import annotations
 
@@ -32,6 +36,15 @@ __device__ __forceinline__ unsigned nsmid() { unsigned r; asm volatile("mov.u32 
 extern "C" __global__ void where(int* out) {
   extern __shared__ char sm[];
   if (threadIdx.x == 0) { sm[0] = 1; out[blockIdx.x] = smid(); }
+}
+extern "C" __global__ void tail(int* out, int trigger) {
+  extern __shared__ char sm[];
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  if (trigger) asm volatile("griddepcontrol.launch_dependents;");
+  if (threadIdx.x == 0) { sm[0] = 1; out[blockIdx.x] = smid(); }
+  unsigned long long t0, t, dur = blockIdx.x + 12 >= gridDim.x ? 20000 : 30000 + (blockIdx.x % 7) * 300;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  do { asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); } while (t - t0 < dur);
 }
 #define BUF 16384
 extern "C" __global__ void stream(const char* src, int mode, int region_bytes, int reps) {
@@ -114,6 +127,17 @@ def main(argv=None):
             n = max_active_clusters(where, size, HEAVY)
             used = f" ({n * size} of {sms} SMs)" if isinstance(n, int) else ""
             print(f"clusters of {size}: at most {n} active{used}")
+        tail = mod.function("tail")
+        tail.set_max_dynamic_smem(HEAVY)
+        lt = tail.launcher([ParamSpec("out", dtype="int32"), ParamSpec("trigger", "scalar", "int32")])
+        outs = torch.full((8, sms), -1, dtype=torch.int32, device="cuda")
+        for pdl, trigger in ((False, 0), (True, 0), (True, 1)):
+            for i in range(8):
+                lt(sms, 384, (outs[i], trigger), smem_bytes=HEAVY, pdl=pdl)
+            ids = outs[4:].tolist()
+            tpc = [sum(r[j] // 2 == r[j + 1] // 2 for j in range(0, sms - 1, 2)) for r in ids]
+            print(f"back-to-back launches, pdl={pdl}, early trigger={bool(trigger)}: CTA pairs on one TPC in "
+                  f"launches 5-8: {' / '.join(map(str, tpc))} of {sms // 2}")
     src = torch.ones(sms * REGION, dtype=torch.uint8, device="cuda")
     ls = stream.launcher([ParamSpec("src", dtype="uint8"), ParamSpec("mode", "scalar", "int32"),
                           ParamSpec("region", "scalar", "int32"), ParamSpec("reps", "scalar", "int32")])

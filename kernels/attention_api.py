@@ -87,13 +87,13 @@ def _pad(t, rows):
     return out
 
 
-TUNING = ("BN", "STAGES", "NC", "PINGPONG", "PERSIST", "CHAIN", "OSTAGE", "LAZY", "TRIM", "TAIL", "FOLD", "sms")
+TUNING = ("BN", "STAGES", "NC", "PINGPONG", "PERSIST", "CHAIN", "OSTAGE", "LAZY", "TRIM", "TAIL", "FOLD", "PDL", "sms")
 
 
 def attention(q, k, v, causal=False, scale=None, return_lse=False, **tuning):
     """Attention forward on a Hopper GPU; see the module docstring. ``tuning`` passes ``BN``,
     ``STAGES``, ``NC``, ``PINGPONG``, ``PERSIST``, ``CHAIN``, ``OSTAGE``, ``LAZY``, ``TRIM``, ``TAIL``,
-    ``FOLD`` and ``sms`` (default: the device's SM count) to :func:`kernels.attention_sm90.attention_sm90`
+    ``FOLD``, ``PDL`` and ``sms`` (default: the device's SM count) to :func:`kernels.attention_sm90.attention_sm90`
     (defaults: :func:`~kernels.attention_plan.default_config`,
     :func:`~kernels.attention_plan.default_pingpong`, :func:`~kernels.attention_plan.default_lazy`,
     :func:`~kernels.attention_plan.default_trim`, :func:`~kernels.attention_plan.default_tail`,
@@ -118,12 +118,13 @@ def attention(q, k, v, causal=False, scale=None, return_lse=False, **tuning):
             return (out, lse[:, :, :, 0]) if return_lse else out
     B, SQ, H, D, SK, HKV = _check(q, k, v, causal, scale)
     tuning = dict(tuning)
+    pdl = tuning.pop("PDL", True)            # a launch setting, not part of the plan
     if tuning.get("sms") is None:
         tuning["sms"] = torch.cuda.get_device_properties(q.device).multi_processor_count
     p = plan(B, H, HKV, SQ, SK, D, _DT[q.dtype], causal=causal, **tuning)
     SQT, SKT = max(SQ, p["BM"]), max(SK, p["BN"])
     kern = attention_sm90(B, H, HKV, SQ, SK, D, causal=causal, scale=None if scale is None else float(scale),
-                          dtype=_DT[q.dtype], SQT=SQT, SKT=SKT, **tuning)
+                          dtype=_DT[q.dtype], SQT=SQT, SKT=SKT, PDL=pdl, **tuning)
     with torch.cuda.device(q.device):
         qp, kp, vp = _pad(q, SQT), _pad(k, SKT), _pad(v, SKT)
         out = torch.empty((B, SQT, H, D), dtype=q.dtype, device=q.device)

@@ -132,7 +132,7 @@ def _tile_layout(rows, D, stages=None):
 @tirxpy.jit
 def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat16", BN=None, STAGES=None, NC=None,
                    SQT=None, SKT=None, OVERLAP=True, PINGPONG=None, PERSIST=None, CHAIN=None, sms=SM_COUNT_H100,
-                   OSTAGE=None, LAZY=None, TRIM=None, TAIL=None, FOLD=None):
+                   OSTAGE=None, LAZY=None, TRIM=None, TAIL=None, FOLD=None, PDL=True):
     """The kernel for one problem: ``k(Q, K, V, O, LSE)`` with ``Q, O: (B, SQT, H, D)``,
     ``K, V: (B, SKT, HKV, D)``, ``LSE: (B, H, SQT, 1)`` float32. ``SQ`` / ``SK`` are the valid
     lengths; the tensors may have more rows (``SQT >= SQ``, ``SKT >= SK``, default equal): a TMA
@@ -163,7 +163,14 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
 
     ``FOLD`` (default :func:`~kernels.attention_plan.default_fold`: head dim 256 causal): the matrix
     products dispatch to the ``wgmma_folded`` variant, whose descriptors cost one uniform add per k-step
-    and operand instead of about five (tirxpy.primitives.gemm.desc)."""
+    and operand instead of about five (tirxpy.primitives.gemm.desc).
+
+    ``PDL`` (default on): programmatic dependent launch, as in :func:`kernels.gemm_sm90.gemm_sm90`: the
+    kernel may start while the previous kernel in the stream finishes, and every thread waits for it
+    (``griddepcontrol.wait``) after the barrier setup, before any global load or store."""
+    if PDL not in (True, False, 0, 1):
+        raise ValueError(f"attention_sm90: PDL must be True or False, got {PDL!r}")
+    PDL = bool(PDL)
     p = plan(B, H, HKV, SQ, SK, D, dtype, BN, STAGES, NC, causal, OVERLAP, PINGPONG, PERSIST, CHAIN, sms, OSTAGE,
              LAZY, TRIM, TAIL, FOLD)
     SQT, SKT = SQT or SQ, SKT or SK
@@ -343,7 +350,7 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
     def attention_sm90_kernel(Q: T.Tensor((B, SQT, H, D), dtype), K: T.Tensor((B, SKT, HKV, D), dtype),
                               V: T.Tensor((B, SKT, HKV, D), dtype), O: T.Tensor((B, SQT, H, D), dtype),
                               LSE: T.Tensor((B, H, SQT, 1), "float32")):
-        T.launch(grid=p["grid"], threads=p["threads"])
+        T.launch(grid=p["grid"], threads=p["threads"], pdl=PDL)
         Qs = T.alloc_shared((QB, BM, D), dtype, layout=QL)
         Ks = T.alloc_shared((STAGES, BN, D), dtype, layout=KVL)
         Vs = T.alloc_shared((STAGES, BN, D), dtype, layout=KVL)
@@ -386,6 +393,8 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
                 T.ptx.mbarrier_init(v_empty[s], 4 * NC)
             T.ptx.fence_mbarrier_init()
         T.ptx.syncthreads()
+        if PDL:     # launched before the previous kernel in the stream has finished: wait for it here
+            T.ptx.griddepcontrol_wait()
         wg = T.warpgroup_id()
         if wg == 0:
             T.ptx.setmaxnreg_dec(regs_dec)

@@ -120,8 +120,8 @@ def gemm(a, b, out=None, *, bias=None, activation=None, out_dtype=None, **tuning
     """``act(a @ b + bias)`` for ``a`` ``(M, K)`` and ``b`` ``(K, N)`` (bf16 or f16, row- or
     column-major), float32 accumulation, output ``out_dtype`` (default ``a.dtype``; bf16, f16 or
     f32) written to ``out`` when given. ``activation``: None, ``"relu"`` or ``"silu"``.
-    ``tuning`` goes to :func:`kernels.gemm_sm90.gemm_sm90` (``BN``, ``STAGES``, ``CM``, ``group``,
-    ``STORE``, ``DEFER``, ``STAGGER``, ``PINGPONG``, ``sms``); without ``BN`` the tile width and the schedule are
+    ``tuning`` goes to :func:`kernels.gemm_sm90.gemm_sm90` (``BN``, ``STAGES``, ``CM``, ``group``, ``STORE``,
+    ``DEFER``, ``STAGGER``, ``PINGPONG``, ``PDL``, ``sms``); without ``BN`` the tile width and the schedule are
     :func:`kernels.gemm_sm90.choose_tile`'s (ping-pong at 8192^3 and at N = 2112, for example; no wider
     than :func:`kernels.gemm_sm90.widest_bn` allows for the epilogue)."""
     if "drop" in tuning:     # gemm_sm90's mutation-test switch: never reachable from here

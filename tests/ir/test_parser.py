@@ -89,6 +89,20 @@ def test_device_if_while_select_and_logic():
     round_trip(k)
 
 
+def test_pdl_launch_prints_and_parses_back():
+    register_intrinsic_signature("griddepcontrol_wait", None, 0)     # as tirxpy.intrinsics registers it
+
+    @T.prim_func
+    def k(A: T.Tensor((32,), "float32")):
+        T.launch(grid=(1,), threads=32, pdl=True)
+        T.ptx.griddepcontrol_wait()
+        A[T.thread_id()] = T.float32(0)
+
+    assert k.launch.pdl is True
+    assert "T.launch(grid=(1,), threads=32, pdl=True)" in str(k)
+    round_trip(k)
+
+
 def test_allocations_primitives_and_intrinsics():
     frag_layout = TileLayout(S[(32, 4) : (1@laneid, 1)])
 

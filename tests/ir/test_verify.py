@@ -5,6 +5,7 @@ from tirxpy import T, Tx
 from tirxpy.ir import (EQ, Add, Buffer, BufferStore, Evaluate, For, IfThenElse, IntImm, IntrinsicCall,
                        Kernel, LaunchConfig, LetStmt, Select, Var, VerifyError, register_intrinsic_signature,
                        register_op_spec, verify)
+from tirxpy.ir.errors import ParseError
 from tirxpy.layout import S, TileLayout, laneid
 
 register_intrinsic_signature("test_warp_sync_op", None, 0, scope="warp")
@@ -166,6 +167,21 @@ b = T.alloc_shared((64, 512), "float32")
 """), r"shared memory allocations need 262144 bytes by b, over the 232448 B \(227 KB\) per-CTA limit",
         line='b = T.alloc_shared((64, 512), "float32")')
     assert "a 131072 B, b 131072 B" in text
+
+
+def test_pdl_launch_needs_griddepcontrol_wait():
+    """``T.launch(pdl=True)`` lets the kernel overlap the previous one in the stream; without a
+    ``griddepcontrol.wait`` it could read data that kernel has not written yet."""
+    register_intrinsic_signature("griddepcontrol_wait", None, 0)     # as tirxpy.intrinsics registers it
+    fails(script("A[0] = T.float32(1)", launch="grid=(1,), threads=128, pdl=True"),
+          r"T.launch\(pdl=True\) lets the kernel start before the previous kernel .* never calls "
+          r"T.ptx.griddepcontrol_wait\(\)", hint="or drop pdl=True")
+    k = T.parse_script(script("T.ptx.griddepcontrol_wait()\nA[0] = T.float32(1)",
+                              launch="grid=(1,), threads=128, pdl=True"))
+    assert k.launch.pdl is True
+    assert T.parse_script(script("A[0] = T.float32(1)", launch="grid=(1,), threads=128")).launch.pdl is False
+    with pytest.raises(ParseError, match=r"T.launch pdl= must be True or False, got 1"):
+        T.parse_script(script("pass", launch="grid=(1,), threads=128, pdl=1"))
 
 
 def test_launch_smem_too_small_and_too_large():

@@ -29,7 +29,7 @@ Q, KV = _t(1, 64, 4, 64), _t(1, 64, 2, 64)
     ((Q, KV, KV), {"scale": -1.0}, "scale must be a positive finite number or None"),
     ((Q, KV, KV), {"scale": float("nan")}, "scale must be a positive finite number or None"),
     ((Q, KV, KV), {}, "the tensors are on cpu; move them to a CUDA device"),
-    ((Q, KV, KV), {"BM": 64}, "unknown tuning argument(s) ['BM']; the kernel takes ('BN', 'STAGES', 'NC', 'PINGPONG', 'PERSIST', 'CHAIN', 'OSTAGE', 'LAZY', 'TRIM', 'TAIL', 'FOLD', 'sms')"),
+    ((Q, KV, KV), {"BM": 64}, "unknown tuning argument(s) ['BM']; the kernel takes ('BN', 'STAGES', 'NC', 'PINGPONG', 'PERSIST', 'CHAIN', 'OSTAGE', 'LAZY', 'TRIM', 'TAIL', 'FOLD', 'PDL', 'sms')"),
 ])
 def test_argument_errors(args, kw, msg):
     with pytest.raises(AttentionArgumentError) as e:

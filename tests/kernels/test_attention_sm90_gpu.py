@@ -11,6 +11,7 @@ import torch
 import kernels
 
 from tests.kernels.attention_reference import reference
+from tests.kernels.late_copy import late_copy
 
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] != 9,
@@ -222,3 +223,19 @@ def test_repeated_calls_take_the_checked_fast_path():
     _check(o, kernels.attention(q, k, v, causal=True, return_lse=True)[1], q, k, v, True, 128 ** -0.5)
     with pytest.raises(attention_api.AttentionArgumentError, match="causal must be True or False"):
         kernels.attention(q, k, v, causal=1)          # 1 == True as a key: the fast path must not take it
+
+
+@pytest.mark.parametrize("D,causal", [(64, True), (128, False), (256, True)])
+def test_pdl_launch_reads_what_the_previous_kernel_wrote(D, causal):
+    """PDL (default on): the kernel may start while the previous kernel in the stream runs, and waits for it
+    before reading. Q is written by a kernel that lets dependents launch at once and copies Q only after
+    ~200 us into a NaN-poisoned buffer: an attention that read Q early would return NaN."""
+    q, k, v = _inputs(2, 1024, 1024, 4, 4, D, torch.bfloat16)
+    kernels.attention(q, k, v, causal=causal)           # built before: a compile would let the copy finish
+    q_late = torch.full_like(q, float("nan"))
+    torch.cuda.synchronize()
+    late_copy(q, q_late)
+    o, lse = kernels.attention(q_late, k, v, causal=causal, return_lse=True)
+    torch.cuda.synchronize()
+    assert torch.equal(q_late, q)
+    _check(o, lse, q, k, v, causal, D ** -0.5)

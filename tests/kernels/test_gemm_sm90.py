@@ -273,3 +273,19 @@ def test_fused_bias_silu_tile_is_the_widest_without_spills(cm, pp):
     # the cap only binds for that epilogue: plain outputs, f32 outputs and relu keep the full widths
     assert _tile({}, 4096, 4096, 4096, 132, "K", True, "silu", "float32") == dict(BN=256, PINGPONG=False)
     assert _tile({}, 4096, 4096, 4096, 132, "K", True, "relu", "bfloat16") == dict(BN=256, PINGPONG=False)
+
+
+def test_pdl_is_the_default_and_waits_before_any_global_access():
+    """``PDL`` (default on): the kernel is launched with programmatic stream serialization, and every thread
+    runs ``griddepcontrol.wait`` after the shared-memory barrier setup, before the first TMA load; it never
+    triggers its dependents early (that broke the pairing of CTAs on TPCs and ran 5-11% slower)."""
+    for kw in (dict(BN=176, PINGPONG=True), dict(CM=2)):
+        k = gemm_sm90(4096, 2112, 7168, **kw)
+        assert k.launch.pdl is True
+        body = tirxpy.compile(k, arch="sm_90a").cuda_source.split("__global__", 1)[1]
+        assert body.count("tx_griddepcontrol_wait();") == 1 and "launch_dependents" not in body
+        assert body.index("tx_mbarrier_init") < body.index("tx_griddepcontrol_wait();") < body.index("tx_tma_load")
+    k = gemm_sm90(4096, 2112, 7168, BN=176, PINGPONG=True, PDL=False)
+    assert k.launch.pdl is False and "griddepcontrol" not in tirxpy.compile(k, arch="sm_90a").cuda_source
+    with pytest.raises(ValueError, match="PDL must be True or False, got 'yes'"):
+        gemm_sm90(256, 256, 128, BN=128, PDL="yes")

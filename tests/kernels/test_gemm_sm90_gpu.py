@@ -8,6 +8,8 @@ import torch
 
 import kernels
 
+from tests.kernels.late_copy import late_copy
+
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] != 9,
                                  reason="the sm_90a kernel needs a Hopper GPU")]
@@ -104,3 +106,31 @@ def test_gemm_unaligned_k_and_n_are_padded():
     torch.cuda.synchronize()
     assert c.shape == (M, N)
     _check(c, _ref(a, b), torch.bfloat16, K)
+
+
+@pytest.mark.parametrize("tuning", [dict(), dict(BN=176, PINGPONG=True), dict(CM=2)])
+def test_back_to_back_pdl_launches_read_what_the_previous_one_wrote(tuning):
+    """PDL (default on): each launch may start while the previous kernel in the stream is still running and
+    must wait for it before reading. A kernel that lets its dependents launch at once and writes ``A`` only
+    after ~200 us, then ``C1 = A B``, ``C2 = C1 D``, ``C3 = C2 E`` queued back to back, ``A`` and each output
+    NaN-poisoned: a GEMM that read before its ``griddepcontrol.wait`` would see NaN (with the wait skipped at
+    run time, 35 of 36 such runs failed on the H100, the three schedules together)."""
+    M = K = 1024 + 64 * int(torch.randint(0, 4, (1,)))
+    a = torch.randn(M, K, device="cuda").to(torch.bfloat16)
+    a_late = torch.full((M, K), float("nan"), device="cuda", dtype=torch.bfloat16)
+    # (N, K) weights passed transposed: a K-major B, which every tuning here takes (BN = 176 needs it)
+    ws = [(torch.randn(K, K, device="cuda") / K ** 0.5).to(torch.bfloat16).t() for _ in range(3)]
+    outs = [torch.full((M, K), float("nan"), device="cuda", dtype=torch.bfloat16) for _ in ws]
+    for w in ws:                            # build the kernels first: a compile would let the copy finish
+        kernels.gemm(a, w, **tuning)
+    torch.cuda.synchronize()
+    late_copy(a, a_late)                    # one CTA: the GEMMs start on the other SMs while it spins
+    x = a_late
+    for w, o in zip(ws, outs):
+        x = kernels.gemm(x, w, o, **tuning)
+    torch.cuda.synchronize()
+    assert torch.equal(a_late, a)
+    x = a
+    for w, o in zip(ws, outs):
+        _check(o, _ref(x, w), torch.bfloat16, K)
+        x = o                               # each step against float64 of the input it was given

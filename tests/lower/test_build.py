@@ -89,7 +89,7 @@ def test_wrapper_checks_argument_count_and_grid(monkeypatch):
     k._launcher = lambda grid, block, args, **kw: calls.append((grid, block, args, kw))
     try:
         k("x", "y", 2.0, 1000)
-        assert calls == [((4, 1, 1), (256, 1, 1), ("x", "y", 2.0, 1000), {"smem_bytes": 0, "cluster": None})]
+        assert calls == [((4, 1, 1), (256, 1, 1), ("x", "y", 2.0, 1000), {"smem_bytes": 0, "cluster": None, "pdl": False})]
         with pytest.raises(LaunchError, match=r"saxpy takes 4 arguments \(X, Y, a, n\), got 2"):
             k("x", "y")
         with pytest.raises(LaunchError, match="cannot evaluate the grid"):

@@ -207,6 +207,28 @@ def test_launch_config_struct_matches_cuda_bindings_layout():
     assert mine_a[:4] == raw_a[:4] and mine_a[8:20] == raw_a[8:20]      # id; clusterDim x, y, z
 
 
+def test_launch_config_carries_the_pdl_attribute_after_the_cluster_one():
+    """``pdl=True`` adds CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION (value 1) to the ctypes
+    config, laid out as cuda-bindings lays out its own attribute; with a cluster it comes second."""
+    import ctypes
+
+    from cuda.bindings import driver as drv
+
+    from tirxpy.lower.runtime import _LaunchAttr, _make_config
+
+    a = drv.CUlaunchAttribute()
+    a.id = drv.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+    a.value.programmaticStreamSerializationAllowed = 1
+    raw_a = ctypes.string_at(a.getPtr(), ctypes.sizeof(_LaunchAttr))
+    for cluster, n in ((None, 1), ((2, 1, 1), 2)):
+        cfg, attrs, _ = _make_config((4, 1, 1), (128, 1, 1), 0, 0, cluster, pdl=True)
+        assert cfg.numAttrs == n and cfg.attrs == ctypes.addressof(attrs)
+        mine = ctypes.string_at(ctypes.addressof(attrs[n - 1]), ctypes.sizeof(_LaunchAttr))
+        assert mine[:4] == raw_a[:4] and mine[8:12] == raw_a[8:12]       # id; allowed = 1
+    cfg, _, _ = _make_config((4, 1, 1), (128, 1, 1), 0, 0, None)
+    assert cfg.numAttrs == 0 and not cfg.attrs
+
+
 def test_launcher_backend_is_checked():
     from tirxpy.lower.runtime import Launcher
 

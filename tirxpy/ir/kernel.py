@@ -16,16 +16,16 @@ from .stmt import as_seq
 
 
 class LaunchConfig(Node):
-    """``T.launch(grid=(gx, gy, gz), threads=n, cluster=(cx, cy, cz), smem=bytes)``.
+    """``T.launch(grid=(gx, gy, gz), threads=n, cluster=(cx, cy, cz), smem=bytes, pdl=False)``.
 
     ``grid`` entries may be expressions of scalar parameters; ``threads`` (per CTA),
     ``cluster`` and ``smem`` (dynamic shared memory in bytes, ``None``: computed from the
-    allocations) are static ints.
+    allocations) are static ints. ``pdl=True``: programmatic dependent launch, see :func:`tirxpy.T.launch`.
     """
 
-    _fields = ("grid", "threads", "cluster", "smem")
+    _fields = ("grid", "threads", "cluster", "smem", "pdl")
 
-    def __init__(self, grid=(1,), threads=128, cluster=None, smem=None, span=None):
+    def __init__(self, grid=(1,), threads=128, cluster=None, smem=None, pdl=False, span=None):
         super().__init__(span)
         from . import ops
 
@@ -43,6 +43,10 @@ class LaunchConfig(Node):
             cluster = tuple(_static_int(c, "cluster") for c in cluster)
         self.cluster = cluster
         self.smem = None if smem is None else _static_int(smem, "smem")
+        if not isinstance(pdl, bool):
+            raise IRError(f"T.launch pdl= must be True or False, got {pdl!r}",
+                          hint="pass a Python bool (closure, global or @tirxpy.jit argument)")
+        self.pdl = pdl
 
     @property
     def cluster_size(self) -> int:

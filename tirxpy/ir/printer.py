@@ -291,6 +291,8 @@ class Printer:
             args.append(f"cluster={self.value(tuple(L.cluster))}")
         if L.smem is not None:
             args.append(f"smem={L.smem}")
+        if L.pdl:
+            args.append("pdl=True")
         self.emit(1, f"T.launch({', '.join(args)})")
         for s in k.body.stmts:
             self.stmt(s, 1)

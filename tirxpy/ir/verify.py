@@ -67,7 +67,13 @@ class Verifier:
         for g in L.grid:
             self.expr(g, scope, L)
         self.allocs = []
+        self.gdc_wait = False
         self.seq(k.body, scope)
+        if L.pdl and not self.gdc_wait:
+            self.fail(L, "T.launch(pdl=True) lets the kernel start before the previous kernel in the stream has "
+                         "finished, but the kernel never calls T.ptx.griddepcontrol_wait()",
+                      "call T.ptx.griddepcontrol_wait() in every thread before its first global load or store, "
+                      "or drop pdl=True")
         self.limits()
 
     # ---------------------------------------------------------------- statements
@@ -101,6 +107,7 @@ class Verifier:
             self.expr(s.expr, scope, s, void_ok=True)
             if isinstance(s.expr, E.IntrinsicCall):
                 self.intrinsic_scope(s.expr, s)
+                self.gdc_wait |= s.expr.name == "griddepcontrol_wait"
         elif isinstance(s, St.For):
             self.expr(s.start, scope, s)
             self.expr(s.stop, scope, s)

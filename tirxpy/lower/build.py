@@ -49,6 +49,7 @@ class CompiledKernel:
         L = self.kernel.launch
         self.threads = L.threads
         self.cluster = None if L.cluster is None else tuple(L.cluster) + (1,) * (3 - len(L.cluster))
+        self.pdl = L.pdl
         self.specs = host_specs(self.kernel, unit.tmaps)
         self._nparams = len(self.kernel.params)
         self._tm_index = tuple(t.param_index for t in unit.tmaps)
@@ -114,7 +115,7 @@ class CompiledKernel:
                 grid = self._grid_fn(args)
             except TypeError as e:
                 raise LaunchError("grid", f"cannot evaluate the grid from the arguments: {e}") from None
-        ln(grid, self._block, args, smem_bytes=self.smem_bytes, cluster=self.cluster)
+        ln(grid, self._block, args, smem_bytes=self.smem_bytes, cluster=self.cluster, pdl=self.pdl)
 
 
 # ---------------------------------------------------------------------- host plan

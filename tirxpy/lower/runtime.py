@@ -466,8 +466,10 @@ class Kernel:
                                                  backend)
         return ln
 
-    def _config(self, grid, block, smem, cluster):
-        key = (grid, block, smem, cluster)
+    def _config(self, grid, block, smem, cluster, pdl=False):
+        """A cuda-bindings ``CUlaunchConfig`` with a cluster-dimension attribute (``cluster`` not None) and the
+        programmatic-stream-serialization one (``pdl``)."""
+        key = (grid, block, smem, cluster, pdl)
         cfg = self._configs.get(key)
         if cfg is None:
             drv = _driver()
@@ -475,12 +477,20 @@ class Kernel:
             cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = grid
             cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = block
             cfg.sharedMemBytes = smem
-            attr = drv.CUlaunchAttribute()
-            attr.id = drv.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
-            attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = cluster
-            cfg.attrs = [attr]
-            cfg.numAttrs = 1
-            if cluster[0] * cluster[1] * cluster[2] > 8:
+            attrs = []
+            if cluster is not None:
+                attr = drv.CUlaunchAttribute()
+                attr.id = drv.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+                attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = cluster
+                attrs.append(attr)
+            if pdl:
+                attr = drv.CUlaunchAttribute()
+                attr.id = drv.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+                attr.value.programmaticStreamSerializationAllowed = 1
+                attrs.append(attr)
+            cfg.attrs = attrs
+            cfg.numAttrs = len(attrs)
+            if cluster is not None and cluster[0] * cluster[1] * cluster[2] > 8:
                 _check(drv.cuFuncSetAttribute(
                     self.handle, drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1)[0],
                     "cuFuncSetAttribute(NON_PORTABLE_CLUSTER_SIZE_ALLOWED)")
@@ -513,17 +523,25 @@ class _LaunchConfig(ctypes.Structure):
                 ("numAttrs", ctypes.c_uint)]
 
 
-def _make_config(grid, block, smem, stream, cluster):
-    """A ``CUlaunchConfig`` for ``cuLaunchKernelEx`` with an optional cluster-dimension attribute;
-    returns ``(struct, attr, address)`` (keep the first two alive while the address is used)."""
+def _make_config(grid, block, smem, stream, cluster, pdl=False):
+    """A ``CUlaunchConfig`` for ``cuLaunchKernelEx`` with optional cluster-dimension and programmatic-stream-
+    serialization (``pdl``) attributes; returns ``(struct, attrs, address)`` (keep the first two alive while
+    the address is used)."""
     cfg = _LaunchConfig(*grid, *block, smem, stream or None, None, 0)
-    attr = None
+    attrs = (_LaunchAttr * 2)()
+    n = 0
+    drv = _driver()
     if cluster is not None:
-        attr = _LaunchAttr()
-        attr.id = int(_driver().CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION)
-        attr.value[0], attr.value[1], attr.value[2] = cluster
-        cfg.attrs, cfg.numAttrs = ctypes.addressof(attr), 1
-    return cfg, attr, ctypes.addressof(cfg)
+        attrs[n].id = int(drv.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION)
+        attrs[n].value[0], attrs[n].value[1], attrs[n].value[2] = cluster
+        n += 1
+    if pdl:
+        attrs[n].id = int(drv.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION)
+        attrs[n].value[0] = 1
+        n += 1
+    if n:
+        cfg.attrs, cfg.numAttrs = ctypes.addressof(attrs), n
+    return cfg, attrs, ctypes.addressof(cfg)
 
 
 _LAUNCH_EX = []
@@ -590,20 +608,20 @@ class Launcher:
             d = self._dims[key] = (g, b, c)
         return d
 
-    def _prepare(self, key, grid, block, cluster, smem_bytes, stream):
+    def _prepare(self, key, grid, block, cluster, smem_bytes, stream, pdl=False):
         """Checked dims, the dynamic shared-memory limit raised, a CUlaunchConfig for the key."""
         g, b, c = self._checked_dims(grid, block, cluster)
         k = self.kernel
         if smem_bytes > k._max_dyn_smem:
             k.set_max_dynamic_smem(smem_bytes)
         if c is not None:
-            k._config(g, b, smem_bytes, c)   # sets the non-portable cluster attribute when needed
+            k._config(g, b, smem_bytes, c)   # sets the non-portable cluster function attribute when needed
         if len(self._cfgs) > 64:
             self._cfgs.clear()
-        entry = self._cfgs[key] = _make_config(g, b, smem_bytes, stream, c)
+        entry = self._cfgs[key] = _make_config(g, b, smem_bytes, stream, c, pdl)
         return entry
 
-    def __call__(self, grid, block, args, *, smem_bytes: int = 0, cluster=None, stream=None) -> None:
+    def __call__(self, grid, block, args, *, smem_bytes: int = 0, cluster=None, stream=None, pdl=False) -> None:
         k = self.kernel
         params = self.packer.pack(args)
         if stream is None:
@@ -612,33 +630,33 @@ class Launcher:
             stream = getattr(stream, "cuda_stream", stream)
         fn = self._fn
         if fn is not None:
-            key = (grid, block, cluster, smem_bytes, stream)
+            key = (grid, block, cluster, smem_bytes, stream, pdl)
             entry = self._cfgs.get(key)
             if entry is None:
-                entry = self._prepare(key, grid, block, cluster, smem_bytes, stream)
+                entry = self._prepare(key, grid, block, cluster, smem_bytes, stream, pdl)
             err = fn(entry[2], self._fh, params, None)
             if err == 0:
                 return
-            self._error(err, grid, block, args, smem_bytes, cluster, stream)
+            self._error(err, grid, block, args, smem_bytes, cluster, stream, pdl)
             return
         d = self._dims.get((grid, block, cluster))
         g, b, c = d if d is not None else self._checked_dims(grid, block, cluster)
         if smem_bytes > k._max_dyn_smem:
             k.set_max_dynamic_smem(smem_bytes)
         drv = _driver()
-        if c is None:
+        if c is None and not pdl:
             st = self._streams.get(stream)  # a CUstream object per handle: the binding converts ints each call
             if st is None:
                 st = self._streams[stream] = drv.CUstream(stream)
             (err,) = self._launch_plain(k.handle, g[0], g[1], g[2], b[0], b[1], b[2], smem_bytes, st, params, 0)
         else:
-            cfg = k._config(g, b, smem_bytes, c)
+            cfg = k._config(g, b, smem_bytes, c, pdl)
             cfg.hStream = drv.CUstream(stream)
             (err,) = drv.cuLaunchKernelEx(cfg, k.handle, params, 0)
         if err != self._success:
-            self._error(int(err), grid, block, args, smem_bytes, cluster, stream)
+            self._error(int(err), grid, block, args, smem_bytes, cluster, stream, pdl)
 
-    def _error(self, err, grid, block, args, smem_bytes, cluster, stream):
+    def _error(self, err, grid, block, args, smem_bytes, cluster, stream, pdl=False):
         drv = _driver()
         k = self.kernel
         code = drv.CUresult(err)
@@ -646,11 +664,11 @@ class Launcher:
             ensure_context(k.device_index)     # e.g. a new thread: make torch's context current, retry once
             self._retrying = True
             try:
-                return self(grid, block, args, smem_bytes=smem_bytes, cluster=cluster, stream=stream)
+                return self(grid, block, args, smem_bytes=smem_bytes, cluster=cluster, stream=stream, pdl=pdl)
             finally:
                 self._retrying = False
         g, b, _ = self._checked_dims(grid, block, cluster)
-        _check(code, "cuLaunchKernelEx" if (cluster is not None or self._fn is not None) else "cuLaunchKernel",
+        _check(code, "cuLaunchKernelEx" if (cluster is not None or pdl or self._fn is not None) else "cuLaunchKernel",
                f"kernel {k.name} grid {g} block {b}")
 
 
@@ -677,10 +695,12 @@ def _infer_specs(args) -> tuple:
 
 
 def launch(kernel: Kernel, grid, block, args=(), *, specs: Sequence[ParamSpec] | None = None, cluster=None,
-           smem_bytes: int = 0, stream=None) -> None:
-    """Check ``args`` against ``specs`` and launch ``kernel`` on torch's current stream."""
+           smem_bytes: int = 0, stream=None, pdl: bool = False) -> None:
+    """Check ``args`` against ``specs`` and launch ``kernel`` on torch's current stream (``pdl``: with
+    programmatic stream serialization; the kernel must then execute ``griddepcontrol.wait`` before it
+    touches global memory, see :func:`tirxpy.T.launch`)."""
     args = list(args)
     if specs is None:
         specs = _infer_specs(args)
         args = [a.value if isinstance(a, ctypes._SimpleCData) else a for a in args]
-    kernel.launcher(specs)(grid, block, args, smem_bytes=smem_bytes, cluster=cluster, stream=stream)
+    kernel.launcher(specs)(grid, block, args, smem_bytes=smem_bytes, cluster=cluster, stream=stream, pdl=pdl)
