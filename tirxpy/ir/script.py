@@ -104,7 +104,8 @@ def launch(grid=(1,), threads=128, cluster=None, smem=None, pdl=False):
     stream serialization, so its CTAs may start while the previous kernel in the stream is still finishing;
     in exchange it must call ``T.ptx.griddepcontrol_wait()`` (which returns once that kernel has completed
     and its memory is visible) before it touches global memory another kernel may write or read. The
-    verifier refuses ``pdl=True`` without such a call. What the kernel does before it (barrier init,
+    verifier refuses ``pdl=True`` without such a call; that it comes before every such access, in every thread
+    that makes one, is the kernel's to keep. What the kernel does before it (barrier init,
     register setup) overlaps the previous kernel's end: the gap between back-to-back launches (about 1.4 us
     on the H100) mostly goes, which short kernels feel most (``kernels.gemm_sm90`` at 2048^3: +2%).
 
