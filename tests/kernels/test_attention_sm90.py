@@ -185,3 +185,17 @@ def test_tail_is_the_default_for_long_causal_walks_and_is_checked():
     assert str(attention_sm90(*causal, sms=5, TAIL=True)) == str(attention_sm90(*causal, sms=5))
     with pytest.raises(ValueError, match="TAIL must be True or False"):
         plan(1, 4, 2, 700, 700, 64, causal=True, TAIL="yes")
+
+
+def test_pdl_is_the_default_and_waits_before_any_global_access():
+    """``PDL`` (default on): launched with programmatic stream serialization, every thread runs
+    ``griddepcontrol.wait`` after the barrier setup and before the first TMA load; ``PDL=False`` has neither."""
+    k = attention_sm90(2, 4, 4, 1024, 1024, 64, causal=True)
+    assert k.launch.pdl is True
+    body = tirxpy.compile(k, arch="sm_90a").cuda_source.split("__global__", 1)[1]
+    assert body.count("tx_griddepcontrol_wait();") == 1 and "launch_dependents" not in body
+    assert body.index("tx_mbarrier_init") < body.index("tx_griddepcontrol_wait();") < body.index("tx_tma_load")
+    k = attention_sm90(2, 4, 4, 1024, 1024, 64, causal=True, PDL=False)
+    assert k.launch.pdl is False and "griddepcontrol" not in tirxpy.compile(k, arch="sm_90a").cuda_source
+    with pytest.raises(ValueError, match="attention_sm90: PDL must be True or False, got 'yes'"):
+        attention_sm90(2, 4, 4, 1024, 1024, 64, PDL="yes")
