@@ -23,7 +23,7 @@ H100 SXM (2026-11-24, docs/performance.md): CTA pairs and 2-CTA clusters both si
 clusters of 4 fit only 30 at a time (120 SMs); the coalescer merged 50% of the sectors when the two SMs of
 a TPC read the same lines (and delivered 1.8x the bytes per second), none when two SMs of different TPCs
 did, and 51.5% when four SMs on two TPCs did: a 2-CTA TMA multicast on this GPU replaces merging the
-hardware already does for its TPC. With PDL and an early trigger the pairs scatter (1 of 66 on one TPC);
+hardware already does for its TPC. With PDL and an early trigger the pairs scatter (1 to 5 of 66 on one TPC);
 with PDL alone they stay (66 of 66).
 """
 from __future__ import annotations
@@ -80,18 +80,12 @@ REGION, REPS, HEAVY = 256 << 10, 64, 200_000
 
 
 def max_active_clusters(kernel, size, smem):
-    """``cuOccupancyMaxActiveClusters`` of ``kernel`` (384 threads, ``smem`` bytes) in clusters of ``size``."""
+    """``cuOccupancyMaxActiveClusters`` of ``kernel`` (384 threads, ``smem`` bytes) in clusters of ``size``
+    (the launch config the runtime's cuda-bindings path builds, ``Kernel._config``)."""
     from cuda.bindings import driver as drv
 
-    cfg = drv.CUlaunchConfig()
-    cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = size, 1, 1
-    cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = 384, 1, 1
-    cfg.sharedMemBytes = smem
-    attr = drv.CUlaunchAttribute()
-    attr.id = drv.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
-    attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = size, 1, 1
-    cfg.attrs, cfg.numAttrs = [attr], 1
-    err, n = drv.cuOccupancyMaxActiveClusters(kernel.handle, cfg)
+    err, n = drv.cuOccupancyMaxActiveClusters(kernel.handle, kernel._config((size, 1, 1), (384, 1, 1), smem,
+                                                                           (size, 1, 1)))
     return n if int(err) == 0 else f"error {err}"
 
 

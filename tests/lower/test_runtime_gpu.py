@@ -181,37 +181,28 @@ def test_spec_less_launch_with_ctypes():
 @pytest.mark.parametrize("backend", ["ctypes", "bindings"])
 def test_pdl_launch_waits_for_the_previous_kernel(backend):
     """A kernel launched with ``pdl=True`` starts before the previous one has finished; after
-    ``griddepcontrol.wait`` it sees everything that kernel wrote. The producer lets its dependents launch at
-    once (``griddepcontrol.launch_dependents``), spins ~200 us, then writes; the consumer copies what it reads
-    after the wait (without the wait it copied the NaN the buffer held)."""
+    ``griddepcontrol.wait`` it sees everything that kernel wrote. The producer (tests/kernels/late_copy.py)
+    lets its dependents launch at once, spins ~200 us, then writes; the consumer copies what it reads after
+    the wait (without the wait it copied the NaN the buffer held)."""
     if torch.cuda.get_device_capability()[0] < 9:
         pytest.skip("programmatic dependent launch needs sm_90")
+    from tests.kernels.late_copy import late_copy
     from tirxpy.lower.runtime import ParamSpec
 
     src = r'''
-extern "C" __global__ void produce(float* x, float v, int n) {
-  asm volatile("griddepcontrol.launch_dependents;");
-  unsigned long long t0, t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
-  do { asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); } while (t - t0 < 200000);
-  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) x[i] = v + i;
-}
 extern "C" __global__ void consume(const float* x, float* y, int n) {
   asm volatile("griddepcontrol.wait;" ::: "memory");
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) y[i] = x[i];
 }
 '''
-    prod, cons = _build(src, "produce"), _build(src, "consume")
+    lc = _build(src, "consume").launcher([ParamSpec("x", dtype="float32"), ParamSpec("y", dtype="float32"),
+                                          ParamSpec("n", "scalar", "int32")], backend=backend)
     n = 1 << 16
+    ref = torch.randn(n, device="cuda")
     x = torch.full((n,), float("nan"), device="cuda")
     y = torch.full((n,), float("nan"), device="cuda")
-    v = float(torch.randint(1, 1000, (1,)))
-    lp = prod.launcher([ParamSpec("x", dtype="float32"), ParamSpec("v", "scalar", "float32"),
-                        ParamSpec("n", "scalar", "int32")], backend=backend)
-    lc = cons.launcher([ParamSpec("x", dtype="float32"), ParamSpec("y", dtype="float32"),
-                        ParamSpec("n", "scalar", "int32")], backend=backend)
-    lp(64, 256, (x, v, n))
+    torch.cuda.synchronize()
+    late_copy(ref, x)
     lc(64, 256, (x, y, n), pdl=True)
     torch.cuda.synchronize()
-    ref = v + torch.arange(n, device="cuda", dtype=torch.float32)
-    assert torch.equal(y, ref)
+    assert torch.equal(x, ref) and torch.equal(y, ref)
