@@ -4,9 +4,10 @@
 
 Times each piece of the repeated-shape (fast) path on its own, with the GPU kept busy by a sleep
 kernel so that no launch blocks: the output allocation, the cache key, the transposed view of
-``b``, the argument check and packing (``ArgPacker.pack``), the bare ``cuLaunchKernelEx``, the
-bound launcher, the compiled kernel's call, the whole ``kernels.gemm``, and cuBLAS's
-``torch.matmul`` / ``a @ b`` for comparison. Microseconds per call, mean of 300 calls.
+``b``, the argument check and packing (``ArgPacker.pack``, and again with its straight-line path
+off), the bare ``cuLaunchKernelEx``, the bound launcher, the compiled kernel's call, the whole
+``kernels.gemm`` (and again with the full checks), and cuBLAS's ``torch.matmul`` / ``a @ b`` for
+comparison. Microseconds per call, mean of 300 calls.
 """
 import os
 import sys
@@ -54,11 +55,17 @@ def main(argv):
                       None, ()))
     t("b.t()", lambda: b.t())
     t("pack", lambda: ln.packer.pack(args))
+    fast, ln.packer._fast = ln.packer._fast, None
+    t("pack (full checks)", lambda: ln.packer.pack(args))
+    ln.packer._fast = fast
     t("stream", lambda: ln.kernel._stream(ln.kernel.device_index))
     t("raw cuLaunchKernelEx", lambda: ln._fn(entry[2], ln._fh, params, None))
     t("Launcher call", lambda: ln(ck._grid, ck._block, args, smem_bytes=ck.smem_bytes, cluster=ck.cluster))
     t("ck(a, w, bias, out)", lambda: ck(a, w, bias, out))
     t("kernels.gemm(a, b)", lambda: kernels.gemm(a, b))
+    ln.packer._fast = None
+    t("kernels.gemm, full checks", lambda: kernels.gemm(a, b))
+    ln.packer._fast = fast
     t("torch.matmul(a, b)", lambda: torch.matmul(a, b))
     t("a @ b", lambda: a @ b)
 

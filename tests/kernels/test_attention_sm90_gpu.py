@@ -239,3 +239,26 @@ def test_pdl_launch_reads_what_the_previous_kernel_wrote(D, causal):
     torch.cuda.synchronize()
     assert torch.equal(q_late, q)
     _check(o, lse, q, k, v, causal, D ** -0.5)
+
+
+@pytest.mark.parametrize("D,causal", [(64, True), (128, False)])
+def test_captured_in_a_cuda_graph_replays_on_new_inputs(D, causal):
+    """``torch.cuda.graph`` captures the (PDL) launch: replayed on new values copied into Q, K and V, with O
+    and the log-sum-exp NaN-poisoned before each replay, it matches float64 each time."""
+    q, k, v = _inputs(2, 640, 640, 4, 2, D, torch.bfloat16)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):               # warm-up (build, load, tensor maps) outside the capture
+        kernels.attention(q, k, v, causal=causal, return_lse=True)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        o, lse = kernels.attention(q, k, v, causal=causal, return_lse=True)
+    for _ in range(2):
+        for t in (q, k, v):
+            t.copy_(torch.randn_like(t, dtype=torch.float32).to(t.dtype))
+        o.fill_(float("nan"))
+        lse.fill_(float("nan"))
+        graph.replay()
+        torch.cuda.synchronize()
+        _check(o, lse, q, k, v, causal, D ** -0.5)

@@ -134,3 +134,30 @@ def test_back_to_back_pdl_launches_read_what_the_previous_one_wrote(tuning):
     for w, o in zip(ws, outs):
         _check(o, _ref(x, w), torch.bfloat16, K)
         x = o                               # each step against float64 of the input it was given
+
+
+@pytest.mark.parametrize("tuning", [dict(), dict(BN=176, PINGPONG=True), dict(CM=2, PDL=False)])
+def test_chain_captured_in_a_cuda_graph_replays_on_new_inputs(tuning):
+    """``torch.cuda.graph`` captures the launches (PDL ones become programmatic edges of the graph): a
+    chain ``C1 = A B``, ``C2 = C1 D`` captured once, replayed on new values copied into ``A`` with both
+    outputs NaN-poisoned before each replay, matches float64 each time."""
+    M = K = 768
+    a = torch.randn(M, K, device="cuda").to(torch.bfloat16)
+    ws = [(torch.randn(K, K, device="cuda") / K ** 0.5).to(torch.bfloat16).t() for _ in range(2)]
+    outs = [torch.empty((M, K), device="cuda", dtype=torch.bfloat16) for _ in ws]
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):               # warm-up (build, load, tensor maps) outside the capture
+        kernels.gemm(kernels.gemm(a, ws[0], outs[0], **tuning), ws[1], outs[1], **tuning)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        kernels.gemm(kernels.gemm(a, ws[0], outs[0], **tuning), ws[1], outs[1], **tuning)
+    for _ in range(2):
+        a.copy_(torch.randn(M, K, device="cuda").to(torch.bfloat16))
+        for o in outs:
+            o.fill_(float("nan"))
+        graph.replay()
+        torch.cuda.synchronize()
+        _check(outs[0], _ref(a, ws[0]), torch.bfloat16, K)
+        _check(outs[1], _ref(outs[0], ws[1]), torch.bfloat16, K)

@@ -296,3 +296,89 @@ def test_a_tensor_accepted_for_one_slot_is_still_checked_against_another():
     p.pack([x, torch.zeros(8, 4)])
     with pytest.raises(LaunchError, match=r"parameter 'x': strides are \(1, 4\)"):  # a later launch re-checks
         p.pack([torch.zeros(8, 4).t(), torch.zeros(8, 4)])
+
+
+# -- the straight-line pack (ArgPacker._fast) packs only what the checks accept, and packs it the same ----------
+_SCALARS = ["int32", "uint32", "int64", "uint8", "float32", "float64", "bool"]
+
+
+@st.composite
+def _slots_and_args(draw):
+    """A tensor spec and tensor as above (or one that meets the spec, maybe at a misaligned offset), a
+    scalar spec and a value near or past its range (maybe of another Python type), and the tensor again
+    in a second slot with the same requirements or not."""
+    spec, t = draw(_spec_and_tensor())
+    if draw(st.booleans()):     # the spec's own dtype and shape, contiguous, maybe at an offset
+        n = torch.Size(spec.shape).numel()
+        off = draw(st.sampled_from([0, 1, 8]))
+        t = torch.zeros(n + 8, dtype=_DT[spec.dtype])[off:off + n].view(spec.shape)
+    sdt = draw(st.sampled_from(_SCALARS))
+    v = draw(st.one_of(st.integers(-2 ** 65, 2 ** 65), st.sampled_from([0, 1, -1, 2 ** 31 - 1, 2 ** 31, 2 ** 32,
+                                                                        255, 256, -129, 2 ** 63, 2 ** 64 - 1]),
+                       st.floats(allow_nan=False, width=32), st.booleans()))
+    second = draw(st.sampled_from(["same", "same spec, other tensor", "other spec"]))
+    specs = [spec, ParamSpec("n", "scalar", sdt)]
+    args = [t, v]
+    if second == "same":
+        specs.append(spec)
+        args.append(t)
+    elif second == "same spec, other tensor":
+        specs.append(spec)
+        args.append(torch.zeros(spec.shape, dtype=_DT[spec.dtype]))
+    else:
+        specs.append(ParamSpec("y", dtype="float32", shape=(2, 3), strides=(3, 1)))
+        args.append(t)
+    return specs, args
+
+
+@settings(max_examples=400, deadline=None)
+@given(_slots_and_args())
+def test_straight_line_pack_packs_only_what_the_checks_accept(case):
+    specs, args = case
+    p = packer(*specs)
+    assert p._fast is not None          # every slot fixes dtype and shape: the straight line exists
+    if p._fast(args):
+        fast_bytes = p.packed_bytes()
+        p._mv[:] = bytes(len(p._mv))
+        p._fast = None
+        p.pack(args)                    # the full checks accept it too, and write the same bytes
+        assert p.packed_bytes() == fast_bytes
+
+
+def test_straight_line_pack_takes_the_common_case_and_declines_the_rest():
+    x, y = torch.zeros(4, 8), torch.zeros(8, 4)
+    p = packer(ParamSpec("x", dtype="float32", shape=(4, 8), strides=(8, 1)), ParamSpec("n", "scalar", "int32"),
+               ParamSpec("a", "scalar", "float32"), ParamSpec("x2", dtype="float32", shape=(4, 8), strides=(8, 1)))
+    assert p._fast([x, 3, 0.5, x]) and p._fast([x, -2 ** 31, 1e30, torch.zeros(4, 8)])
+    raw = p.packed_bytes()
+    assert struct.unpack_from("<Qi", raw, 0) == (x.data_ptr(), -2 ** 31)
+    for args in ([x, 2 ** 31, 0.5, x], [x, True, 0.5, x], [x, 3, 1, x], [y.t(), 3, 0.5, x], [x, 3, 0.5, y],
+                 [x.double(), 3, 0.5, x], [x, 3, 0.5], [torch.zeros(40)[1:33].view(4, 8), 3, 0.5, x]):
+        assert not p._fast(args), args
+    p.pack([x, 3, 1, x])                 # an int for a float32 slot: declined above, accepted by the full check
+    assert struct.unpack_from("<f", p.packed_bytes(), 16)[0] == 1.0     # every slot 8-byte aligned
+    with pytest.raises(LaunchError, match=r"parameter 'x2': shape is \(8, 4\)"):
+        p.pack([x, 3, 0.5, y])
+    assert packer(ParamSpec("x", dtype="float32"))._fast is None    # no fixed shape: the checks only
+
+
+def test_gemm_launch_arguments_take_the_straight_line():
+    # kernels.gemm's repeated calls: seven slots (A, B, Bias, C and the three tensor maps)
+    from kernels.gemm_sm90 import gemm_sm90
+    from tirxpy.lower.build import host_specs, lower_primitives
+    from tirxpy.lower.codegen.kernel import generate
+
+    unit = generate(lower_primitives(gemm_sm90(512, 512, 256, BN=256), "sm_90a"), "sm_90a")
+    p = packer(*host_specs(unit.kernel, unit.tmaps))
+    a, b = torch.zeros(512, 256, dtype=torch.bfloat16), torch.zeros(512, 256, dtype=torch.bfloat16)
+    bias, c = torch.zeros(1, 1, dtype=torch.bfloat16), torch.zeros(512, 512, dtype=torch.bfloat16)
+    base = (a, b, bias, c)
+    args = base + tuple(base[t.param_index] for t in unit.tmaps)
+    assert not p._fast(args)            # no tensor map encoded yet: the full path encodes them
+    for i, s in enumerate(p.specs):     # (the encoder needs the driver; stand-ins for the CPU)
+        if s.kind == "tensormap":
+            p._tm_cache[(i, args[i].data_ptr())] = bytes([i]) * 128
+    assert p._fast(args)
+    for i, s in enumerate(p.specs):
+        if s.kind == "tensormap":
+            assert p.packed_bytes()[p._tm_off[i]:p._tm_off[i] + 128] == bytes([i]) * 128

@@ -192,6 +192,61 @@ class ArgPacker:
         self._tm_off = tm_off
         self._tm_cache: dict = {}
         self._tm_last: dict = {}    # slot -> the map object last written into the buffer
+        self._fast = self._straight_line()
+
+    def _straight_line(self):
+        """A ``fast(args) -> bool`` that packs ``args`` when every check passes on its common path, else
+        returns False (and :meth:`pack` runs the full checks, which name what is wrong); None when some
+        slot has no fixed dtype and shape. Written out as one Python function per packer (no loop over
+        the specs, no per-slot calls: half of ``pack``'s time for a GEMM's seven slots), it accepts exactly
+        what the checks of :meth:`_tensor` / :meth:`_scalar` accept on their fast paths: a tensor of the
+        spec's dtype, shape, device and fixed strides with an aligned pointer (the same object in a later
+        slot with the same requirements is not checked again), a tensor map already in the cache for that
+        pointer, an ``int`` in range / a ``float`` / a ``bool`` for scalars of those kinds."""
+        import torch  # noqa: PLC0415
+
+        env = {"_T": torch.Tensor, "DEV": self.device, "PACK": self._struct.pack_into, "MV": self._mv,
+               "TMC": self._tm_cache, "LAST": self._tm_last}
+        src = ["def fast(args):", f"    if len(args) != {len(self.specs)}:", "        return False"]
+        vals, first = [], {}
+        for i, s in enumerate(self.specs):
+            src.append(f"    a{i} = args[{i}]")
+            if s.kind == "scalar":
+                if s.dtype == "bool":
+                    src.append(f"    if a{i}.__class__ is not bool:")
+                elif s.dtype.startswith(("int", "uint")):
+                    bits = _SCALAR_RANGE.get(s.dtype)
+                    lo, hi = (-(1 << bits), (1 << bits) - 1) if bits else (0, (1 << int(s.dtype[4:])) - 1)
+                    src.append(f"    if a{i}.__class__ is not int or not {lo} <= a{i} <= {hi}:")
+                else:
+                    src.append(f"    if a{i}.__class__ is not float:")
+                src.append("        return False")
+                vals.append(f"a{i}")
+                continue
+            ex = self._exact.get(i)
+            if ex is None or (s.kind == "tensormap" and ex[3] is not None):
+                return None
+            dt, shp, st, fixed, align = ex
+            env[f"DT{i}"], env[f"SH{i}"], env[f"ST{i}"] = dt, shp, st
+            strides = f"a{i}.stride() != ST{i}" if fixed is None else \
+                " or ".join(f"a{i}.stride({d}) != {st[d]}" for d in fixed) or "False"
+            check = [f"if not isinstance(a{i}, _T) or a{i}.dtype is not DT{i} or a{i}.shape != SH{i} "
+                     f"or a{i}.device != DEV or {strides}:", "    return False",
+                     f"p{i} = a{i}.data_ptr()", f"if p{i} % {align}:", "    return False"]
+            j = first.setdefault(id(ex), i)
+            if j != i:      # equal requirements (interned): the same object needs no second check
+                src += [f"    if a{i} is a{j}:", f"        p{i} = p{j}", "    else:"] + ["        " + c for c in check]
+            else:
+                src += ["    " + c for c in check]
+            if s.kind == "tensormap":
+                o = self._tm_off[i]
+                src += [f"    b = TMC.get(({i}, p{i}))", "    if b is None:", "        return False",
+                        f"    if b is not LAST.get({i}):", f"        MV[{o}:{o + 128}] = b", f"        LAST[{i}] = b"]
+            else:
+                vals.append(f"p{i}")
+        src += [f"    PACK(MV, 0, {', '.join(vals)})" if vals else "    pass", "    return True"]
+        exec(compile("\n".join(src), f"<ArgPacker.fast {', '.join(s.name for s in self.specs)}>", "exec"), env)
+        return env["fast"]
 
     # -- checks ----------------------------------------------------------------------
     def _tensor(self, i, s, t, seen=None):
@@ -292,6 +347,9 @@ class ArgPacker:
 
     def pack(self, args) -> int:
         """Check ``args`` and write them into the buffer; returns the ``void**`` address."""
+        fast = self._fast
+        if fast is not None and fast(args):
+            return self.params_address
         specs = self.specs
         if len(args) != len(specs):
             names = ", ".join(s.name for s in specs)
