@@ -10,6 +10,7 @@ from . import mbarrier as MB
 from .access import global_target
 from .asyncops import agent, issue_vc
 from .interp import Block
+from .memory import clamp
 from .races import GENERIC
 from .registry import register_model
 from .scheduler import Event
@@ -38,7 +39,7 @@ def _copy(ctx):
     def fire():
         idx = dst[lanes].astype(np.int64)[:, None] + np.arange(size)
         m.check_access(w.cta, idx.ravel(), a, vc, True, GENERIC, ctx.call, w)
-        w.cta.smem.data[np.clip(idx, 0, w.cta.smem.size - 1)] = data[lanes]
+        w.cta.smem.data[clamp(idx, 0, w.cta.smem.size - 1)] = data[lanes]
         op["done"] = True
     m.events.append(Event(fire, "cp.async"))
     w.cp_async_open.append(op)

@@ -9,6 +9,7 @@ import numpy as np
 
 from tirxpy.layout.atoms import ldmatrix_layout
 
+from .memory import clamp
 from .races import GENERIC
 from .registry import register_model
 
@@ -34,7 +35,7 @@ def _ld(ctx):
     num, trans = int(re.search(r"_x(\d)", ctx.call.name).group(1)), ctx.call.name.endswith("trans")
     idx = _rows(ctx, num)
     ctx.w.smem_access(idx.ravel(), 1, False, GENERIC, ctx.call)
-    tile = np.ascontiguousarray(ctx.cta.smem.data[np.clip(idx, 0, ctx.cta.smem.size - 1)]).view(np.uint16)
+    tile = np.ascontiguousarray(ctx.cta.smem.data[clamp(idx, 0, ctx.cta.smem.size - 1)]).view(np.uint16)
     lane, m = _place(num, trans)
     out = np.zeros((WARP, 2 * num), np.uint16)
     out[lane.ravel(), m.ravel()] = tile.ravel()

@@ -7,10 +7,22 @@ import numpy as np
 from tirxpy.ir import stmt as St
 
 from .errors import Problem, lanes_text
-from .memory import Bytes, TensorMemory, layout_is_swizzled
+from .memory import Bytes, TensorMemory, clamp, layout_is_swizzled
 from .races import Clocks, Shadow, join
 
 WARP = 32
+_LANE_COLUMN = np.arange(WARP)[:, None]         # lane of each row of a (32, k) register gather
+_LANE_COLUMN.setflags(write=False)
+_ARANGE: dict = {}
+
+
+def _arange(k: int):
+    """``np.arange(k)``, shared and read-only (register accesses ask for the same few widths)."""
+    a = _ARANGE.get(k)
+    if a is None:
+        a = _ARANGE[k] = np.arange(k)
+        a.setflags(write=False)
+    return a
 
 
 def shared_allocs(kernel):
@@ -103,7 +115,7 @@ class Warp:
 
     def check_inflight(self, root, byte_idx, node, what):
         f = self.inflight.get(root)
-        if f is not None and f[np.clip(byte_idx, 0, f.size - 1)].any():
+        if f is not None and f[clamp(byte_idx, 0, f.size - 1)].any():
             self.cta.machine.report(
                 "wgmma_accumulator_before_wait",
                 f"{what} of register tile {root.name} while a wgmma writing it is still in flight",
@@ -115,24 +127,27 @@ class Warp:
 
         root = getattr(node, "buffer", None)
         root = root.root if root is not None else None
-        idx = off[:, None] + np.arange(k)
-        if root is not None and ok.any():
+        idx = off[:, None] + _arange(k)
+        if root is not None and root in self.inflight and ok.any():
             self.check_inflight(root, idx[ok].ravel(), node, "read")
-        idx = np.clip(idx, 0, regs.shape[1] - 1)
-        raw = regs[np.arange(WARP)[:, None], idx].reshape(-1).view(storage_dtype(dt))
+        idx = clamp(idx, 0, regs.shape[1] - 1)
+        raw = regs[_LANE_COLUMN, idx].reshape(-1).view(storage_dtype(dt))
         return from_bits(raw, dt)
 
     def write_regs(self, root, lanes, off, val, dt, node, ordinary=True):
-        from .values import to_bits
+        from .values import nbytes, to_bits
 
-        k = int(np.dtype(to_bits(np.zeros(1), dt).dtype).itemsize)
+        k = nbytes(dt)
         regs = self.local(root)
-        idx = np.asarray(off, np.int64)[:, None] + np.arange(k)
-        if ordinary:
-            self.check_inflight(root, idx.ravel(), node, "write")
-            self._flag(self.dirty, root)[np.clip(idx.ravel(), 0, regs.shape[1] - 1)] = True
+        idx = np.asarray(off, np.int64)[:, None] + _arange(k)
+        flat = idx.ravel()
         bad = (idx < 0) | (idx >= regs.shape[1])
-        if bad.any():
+        inside = not bad.any()
+        if ordinary:
+            if root in self.inflight:
+                self.check_inflight(root, flat, node, "write")
+            self._flag(self.dirty, root)[flat if inside else clamp(flat, 0, regs.shape[1] - 1)] = True
+        if not inside:
             self.cta.machine.report("oob_local", f"register access past the end of {root.name} ({regs.shape[1]} bytes)",
                                     getattr(node, "span", None), self.describe())
             return

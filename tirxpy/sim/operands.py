@@ -27,7 +27,7 @@ from tirxpy.layout.swizzle import swizzle_for
 from . import access
 from .errors import UnsupportedError
 from .expr import compile_expr
-from .memory import element_slots
+from .memory import clamp, element_slots
 from .values import nbytes, storage_dtype
 
 WARP = 32
@@ -88,7 +88,7 @@ class RegRef:
             self.w.cta.machine.report("oob_local", f"register vector of {self.count} x {self.dtype} runs past "
                                       f"{self.root.name} ({regs.shape[1]} bytes)", getattr(self.node, "span", None),
                                       self.w.describe(mask))
-            idx = np.clip(idx, 0, regs.shape[1] - 1)
+            idx = clamp(idx, 0, regs.shape[1] - 1)
         raw = regs[np.arange(WARP)[:, None], idx]
         from .values import from_bits
 
@@ -194,7 +194,7 @@ def descriptor(w, mask, call, name, node, flavor, major):
 
     flat = flat_index(buf.shape, idx)
     tab = slot_table(tile, int(np.prod(buf.shape)))
-    addr = access.shared_base(w, buf) + tab[np.clip(flat, 0, len(tab) - 1)] * nbytes(buf.dtype)
+    addr = access.shared_base(w, buf) + tab[clamp(flat, 0, len(tab) - 1)] * nbytes(buf.dtype)
     return (np.uint64(d0) + ((addr.astype(np.uint64) & np.uint64(0x3FFFF)) >> np.uint64(4))).astype(np.uint64)
 
 

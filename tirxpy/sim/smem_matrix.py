@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from .asyncops import swizzle_addr
+from .memory import clamp
 from .values import from_bits, nbytes, storage_dtype
 
 WGMMA_SWIZZLE = {0: 0, 1: 128, 2: 64, 3: 32}
@@ -52,7 +53,7 @@ def operand_addresses(desc, rows, K, dtype, major, flavor="wgmma"):
 
 def read_operand(smem, addrs, dtype):
     nb = nbytes(dtype)
-    idx = np.clip(addrs[..., None] + np.arange(nb), 0, smem.size - 1)
+    idx = clamp(addrs[..., None] + np.arange(nb), 0, smem.size - 1)
     raw = np.ascontiguousarray(smem.data[idx]).view(storage_dtype(dtype)).reshape(addrs.shape)
     return from_bits(raw, dtype)
 

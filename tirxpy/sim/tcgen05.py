@@ -32,6 +32,7 @@ from tirxpy.layout.atoms import tmem_accumulator, tmem_ld_layout, tmem_ld_tmem_l
 from . import mbarrier as MB
 from .asyncops import agent, issue_vc
 from .interp import Block
+from .memory import clamp
 from .races import ASYNC, fit, join
 from .registry import register_family, register_model
 from .scheduler import Event
@@ -173,7 +174,7 @@ def _ldst(ctx):
     sh_r[L[ok], C[ok]] = ctx.w.agent
     sh_rc[L[ok], C[ok]] = ctx.w.vc[ctx.w.agent]
     out = np.zeros((WARP, tmem_ld_layout(shape, rep).size() // 128), np.uint32)
-    out[tl, tm_] = np.where(ok, cells[np.clip(L, 0, 127), np.clip(C, 0, 511)], 0)
+    out[tl, tm_] = np.where(ok, cells[clamp(L, 0, 127), clamp(C, 0, 511)], 0)
     ctx.arg("d").write(ctx.mask, out, ordinary=True)
 
 
@@ -369,7 +370,7 @@ def _cp(ctx):
 
     def fire():
         m.check_access(cta, addrs.ravel(), a_id, vc, False, ASYNC, call, w)
-        raw = cta.smem.data[np.clip(addrs, 0, cta.smem.size - 1)].astype(np.uint8)
+        raw = cta.smem.data[clamp(addrs, 0, cta.smem.size - 1)].astype(np.uint8)
         words = np.ascontiguousarray(raw).view(np.uint32).reshape(32, 4)
         cta.tmem.cells[L, C] = words[t.ravel(), j.ravel()]
         ag, cl = _shadow(cta)

@@ -14,6 +14,7 @@ import numpy as np
 from . import mbarrier as MB
 from .asyncops import agent, issue_vc, swizzle_addr
 from .interp import Block
+from .memory import clamp
 from .races import ASYNC
 from .registry import register_family, register_model
 from .scheduler import Event
@@ -32,7 +33,7 @@ def _box_coords(tm, coords):
         ok &= (p >= 0) & (p < n)
     flat = np.zeros(pos[0].shape, np.int64)
     for p, n in zip(pos, g):
-        flat = flat * n + np.clip(p, 0, n - 1)
+        flat = flat * n + clamp(p, 0, n - 1)
     return flat, ok
 
 
@@ -134,7 +135,7 @@ def _store(ctx, d, reduce=False):
         def fire(addrs=addrs, flat=flat, ok=ok, op=op, vc=vc):
             idx = addrs[:, None] + np.arange(esz)
             w.smem_access(idx.ravel(), 1, False, ASYNC, call, agent=a, vc=vc)
-            raw = w.cta.smem.data[np.clip(idx, 0, w.cta.smem.size - 1)]
+            raw = w.cta.smem.data[clamp(idx, 0, w.cta.smem.size - 1)]
             gm = m.globals[tm.buffer]
             dst = (flat[ok] * esz)[:, None] + np.arange(esz)
             if reduce:

@@ -27,26 +27,37 @@ _COMPUTE = dict(_STORAGE, bool=np.bool_, float16=np.float32, bfloat16=np.float32
                 float8_e5m2=np.float32)
 
 
+_STORAGE_NP = {n: np.dtype(t) for n, t in _STORAGE.items()}
+_COMPUTE_NP = {n: np.dtype(t) for n, t in _COMPUTE.items()}
+_NAMES: dict = {}       # id(dt) -> (dt, name): the simulator asks for the same few dtype objects millions of times
+
+
 def name_of(dt) -> str:
-    dt = DataType.get(dt)
-    if dt.is_pointer:
-        return "uint32" if dt.bits == 32 else "uint64"
-    if dt.is_handle:
-        return "uint32" if dt.bits == 32 else "uint64"
-    return dt.name
+    hit = _NAMES.get(id(dt))
+    if hit is not None and hit[0] is dt:    # (the entry keeps dt alive, so its id is not reused)
+        return hit[1]
+    d = DataType.get(dt)
+    if d.is_pointer or d.is_handle:
+        n = "uint32" if d.bits == 32 else "uint64"
+    else:
+        n = d.name
+    if len(_NAMES) < 4096:
+        _NAMES[id(dt)] = (dt, n)
+    return n
 
 
 def storage_dtype(dt):
     n = name_of(dt)
-    if n not in _STORAGE:
+    st = _STORAGE_NP.get(n)
+    if st is None:
         from .errors import UnsupportedError
 
         raise UnsupportedError(f"the simulator has no storage for dtype {n}")
-    return np.dtype(_STORAGE[n])
+    return st
 
 
 def compute_dtype(dt):
-    return np.dtype(_COMPUTE[name_of(dt)])
+    return _COMPUTE_NP[name_of(dt)]
 
 
 def nbytes(dt) -> int:
@@ -106,7 +117,7 @@ def to_bits(values, dt):
         return _fp8_bits(values, n)
     if n == "bool":
         return np.asarray(values).astype(bool).astype(np.uint8)
-    st = np.dtype(_STORAGE[n])
+    st = _STORAGE_NP[n]
     v = np.asarray(values)
     if st.kind in "iu" and v.dtype.kind == "f":
         v = np.trunc(np.nan_to_num(v))
