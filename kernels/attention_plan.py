@@ -75,17 +75,19 @@ def default_trim(D, causal, SK, BN, PINGPONG, CHAIN, OVERLAP=True):
     return D == 256 and causal and BN == 64 and SK <= 1024 and OVERLAP and not PINGPONG and not CHAIN
 
 
-def default_tail(MT):
+def default_tail(MT, D=None):
     """Whether a persistent causal walk deals its last pairs' query tiles one by one, heaviest first
     (:func:`~kernels.attention_sm90.attention_sm90`'s ``TAIL``), by default: from 32 query tiles on (S >= 4k
-    at 128-row tiles). H100, same process, TAIL=1 against 0: causal S = 4k head dim 128 +3.0 / +3.5% (two
-    runs), 256 +1.1%, 64 +0.2%; 8k head dim 128 +1.8%; at S = 1k -0.2 to -0.7% (head dims 64 / 128 / 256),
-    so off there (not measured between).
+    at 128-row tiles), and at head dims 64 and 256 up to 8 query tiles (S <= 1k). H100, same process, TAIL=1
+    against 0: causal S = 4k head dim 128 +3.0 / +3.5% (two runs), 256 +1.1%, 64 +0.2%; 8k head dim 128 +1.8%
+    (twelfth session). S = 1k (nineteenth session, five and three same-process comparisons): head dim 64
+    +1.2 to +2.1%, 256 +1.2 to +2.1%, but 128 -2.1% (twice); S = 2k: 64 -0.6%, 128 +1.6%, 256 -0.2%, so off
+    between 9 and 31 query tiles. Shorter sequences than 1k were not measured and follow 1k.
 
-        >>> default_tail(8), default_tail(32)
-        (False, True)
+        >>> default_tail(8, 128), default_tail(8, 64), default_tail(16, 64), default_tail(32, 128)
+        (False, True, False, True)
     """
-    return MT >= 32
+    return MT >= 32 or (MT <= 8 and D in (64, 256))
 
 
 def plan(B, H, HKV, SQ, SK, D, dtype="bfloat16", BN=None, STAGES=None, NC=None, causal=False, OVERLAP=True,
@@ -204,7 +206,7 @@ def plan(B, H, HKV, SQ, SK, D, dtype="bfloat16", BN=None, STAGES=None, NC=None, 
                          f"CHAIN; got PINGPONG={PINGPONG}, CHAIN={CHAIN}, OVERLAP={OVERLAP}: pass "
                          "PINGPONG=False, CHAIN=False")
     if TAIL is None:
-        TAIL = default_tail(cdiv(SQ, BM))
+        TAIL = default_tail(cdiv(SQ, BM), D)
     if TAIL not in (True, False, 0, 1):
         raise ValueError(f"attention_sm90: TAIL must be True or False (or None: the default), got {TAIL!r}")
     TAIL = bool(TAIL) and causal and PERSIST    # (a walk of pairs exists only for persistent causal CTAs)

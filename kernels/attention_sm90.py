@@ -154,8 +154,8 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
     stages back unread, once each one's load has landed. It needs the overlapped loop without ping-pong
     turns and without CHAIN (ValueError otherwise); without a causal mask it changes nothing.
 
-    ``TAIL`` (default :func:`~kernels.attention_plan.default_tail`: from 32 query tiles on): a persistent
-    causal walk takes its last pairs of query tiles (one to two rounds' worth,
+    ``TAIL`` (default :func:`~kernels.attention_plan.default_tail`: from 32 query tiles on, and up to 8 at head
+    dims 64 and 256): a persistent causal walk takes its last pairs of query tiles (one to two rounds' worth,
     :func:`~kernels.attention_walk.causal_tail`) as single tiles dealt
     heaviest first, in rounds alternating direction over the CTAs: pairs are all the same size, and when
     they do not divide into the CTAs (2048 pairs on 132 SMs at every causal benchmark shape) their last

@@ -172,17 +172,22 @@ def test_trim_is_the_short_causal_head_dim_256_default_and_needs_its_own_schedul
 
 def test_tail_is_the_default_for_long_causal_walks_and_is_checked():
     """``TAIL`` (the last pairs of a persistent causal walk dealt as single tiles) defaults on from 32 query
-    tiles; it changes the kernel only for persistent causal CTAs; a value that is not a bool is refused."""
+    tiles, and up to 8 at head dims 64 and 256; it changes the kernel only for persistent causal CTAs; a value
+    that is not a bool is refused."""
     from kernels.attention_plan import default_tail
 
-    assert default_tail(32) and not default_tail(31)
+    assert default_tail(32, 128) and default_tail(32, 64) and not default_tail(31, 128) and not default_tail(9, 64)
+    assert default_tail(8, 64) and default_tail(8, 256) and not default_tail(8, 128)
     assert plan(8, 16, 16, 4096, 4096, 128, causal=True)["tail"]          # 32 query tiles, persistent
-    assert not plan(32, 16, 16, 1024, 1024, 128, causal=True)["tail"]     # 8 query tiles
+    assert not plan(32, 16, 16, 1024, 1024, 128, causal=True)["tail"]     # 8 query tiles, head dim 128
+    assert plan(32, 16, 16, 1024, 1024, 64, causal=True)["tail"]          # 8 query tiles, head dim 64
+    assert not plan(16, 16, 16, 2048, 2048, 64, causal=True)["tail"]      # 16 query tiles
     assert not plan(8, 16, 16, 4096, 4096, 128)["tail"]                   # no causal walk of pairs
     assert not plan(8, 16, 16, 4096, 4096, 128, causal=True, PERSIST=False, TAIL=True)["tail"]
     causal = (1, 4, 2, 700, 700, 64)
-    assert str(attention_sm90(*causal, causal=True, sms=5, TAIL=True)) != str(attention_sm90(*causal, causal=True, sms=5))
-    assert str(attention_sm90(*causal, sms=5, TAIL=True)) == str(attention_sm90(*causal, sms=5))
+    assert str(attention_sm90(*causal, causal=True, sms=5, TAIL=True)) != \
+        str(attention_sm90(*causal, causal=True, sms=5, TAIL=False))
+    assert str(attention_sm90(*causal, sms=5, TAIL=True)) == str(attention_sm90(*causal, sms=5, TAIL=False))
     with pytest.raises(ValueError, match="TAIL must be True or False"):
         plan(1, 4, 2, 700, 700, 64, causal=True, TAIL="yes")
 
