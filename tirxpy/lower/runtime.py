@@ -92,6 +92,12 @@ _SCALAR_FMT = {"bool": "?", "int8": "b", "uint8": "B", "int16": "h", "uint16": "
 _SCALAR_RANGE = {"int8": 7, "int16": 15, "int32": 31, "int64": 63}
 
 
+def _int_range(dtype: str) -> tuple:
+    """``(lo, hi)`` of an integer scalar dtype ('int32', 'uint8', ...)."""
+    bits = _SCALAR_RANGE.get(dtype)
+    return (-(1 << bits), (1 << bits) - 1) if bits else (0, (1 << int(dtype[4:])) - 1)
+
+
 def torch_dtype_name(dt, param: str = "tensor") -> str:
     """torch.dtype -> canonical dtype string ('bfloat16', 'float8_e4m3', ...)."""
     name = str(dt).replace("torch.", "")
@@ -215,8 +221,7 @@ class ArgPacker:
                 if s.dtype == "bool":
                     src.append(f"    if a{i}.__class__ is not bool:")
                 elif s.dtype.startswith(("int", "uint")):
-                    bits = _SCALAR_RANGE.get(s.dtype)
-                    lo, hi = (-(1 << bits), (1 << bits) - 1) if bits else (0, (1 << int(s.dtype[4:])) - 1)
+                    lo, hi = _int_range(s.dtype)
                     src.append(f"    if a{i}.__class__ is not int or not {lo} <= a{i} <= {hi}:")
                 else:
                     src.append(f"    if a{i}.__class__ is not float:")
@@ -334,8 +339,7 @@ class ArgPacker:
                     v = v.__index__()
                 else:
                     raise LaunchError(s.name, f"expects an integer ({s.dtype}), got {type(v).__name__} {v!r}")
-            bits = _SCALAR_RANGE.get(s.dtype)
-            lo, hi = (-(1 << bits), (1 << bits) - 1) if bits else (0, (1 << int(s.dtype[4:])) - 1)
+            lo, hi = _int_range(s.dtype)
             if not lo <= v <= hi:
                 raise LaunchError(s.name, f"value {v} does not fit {s.dtype} [{lo}, {hi}]")
             return v

@@ -16,8 +16,6 @@ from tirxpy.layout import ComposeLayout
 from .values import from_bits, nbytes, storage_dtype, to_bits
 
 _TABLES: dict = {}
-
-
 _ROWMAJOR: dict = {}
 
 
