@@ -138,7 +138,7 @@ def test_back_to_back_pdl_launches_read_what_the_previous_one_wrote(tuning):
 
 @pytest.mark.parametrize("tuning", [dict(), dict(BN=176, PINGPONG=True), dict(CM=2, PDL=False)])
 def test_chain_captured_in_a_cuda_graph_replays_on_new_inputs(tuning):
-    """``torch.cuda.graph`` captures the launches (PDL ones become programmatic edges of the graph): a
+    """``torch.cuda.graph`` captures the launches (PDL ones included): a
     chain ``C1 = A B``, ``C2 = C1 D`` captured once, replayed on new values copied into ``A`` with both
     outputs NaN-poisoned before each replay, matches float64 each time."""
     M = K = 768
