@@ -208,9 +208,10 @@ def default_stages(BN, PINGPONG=False):
 def widest_bn(PINGPONG=False, bias=False, activation=None, out_dtype="bfloat16"):
     """The widest ``BN`` whose kernel compiles without register spills (NVRTC 13.0, sm_90a): 256 cooperative,
     192 ping-pong; with a fused bias *and* silu into a 16-bit output (the bias row, silu's temporaries and the
-    converted chunk live next to the accumulator) 192 and 176 (256 spilled 28 bytes, 32 with CM = 2, ping-pong 192
-    48 bytes; tests/kernels/test_gemm_sm90.py compiles each. With the default ``STAGGER`` barrier the cooperative
-    CM = 1 tile at 256 happens to compile clean, a few registers from the edge: the cap stays.)
+    converted chunk live next to the accumulator) 192 and 176. The cooperative 256 spills (8 bytes stored at CM = 1
+    and CM = 2, 16 and 4 without the ``STAGGER`` barrier); ping-pong 192 spilled 48 bytes until ldmatrix / stmatrix
+    addresses became lane arithmetic and compiles clean since, but stays capped at 176 until that tile has
+    been checked and timed on a GPU. tests/kernels/test_gemm_sm90.py compiles each.
 
         >>> widest_bn(), widest_bn(bias=True, activation="silu"), widest_bn(True, True, "silu", "float32")
         (256, 192, 192)

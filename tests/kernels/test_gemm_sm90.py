@@ -98,7 +98,8 @@ def test_store_mode_is_checked():
 @pytest.mark.parametrize("shape,kw", [
     ((1104, 904, 704), dict(a_major="MN", b_major="MN")),      # deferred epilogue, ragged N
     ((1104, 1024, 704), dict(activation="silu")),
-    ((1104, 1024, 704), dict(bias=True, activation="silu")),  # a fused bias keeps the plain epilogue
+    # a fused bias keeps the plain epilogue; with silu, at the width kernels.gemm caps it to (widest_bn)
+    ((1104, 1024, 704), dict(bias=True, activation="silu", BN=192)),
     # stored at once: a 16-bit output converted chunk by chunk made ptxas serialize every wgmma (C7514)
     # until the accumulator is rewritten (+ -0.0) ahead of the reads; float32 needs no such write
     ((1104, 904, 704), dict(DEFER=False)),
@@ -255,7 +256,7 @@ def test_gemm_api_fills_in_the_tile():
 def test_fused_bias_silu_tile_is_the_widest_without_spills(cm, pp):
     """A fused bias + silu into a 16-bit output needs registers next to the accumulator: the tile kernels.gemm
     picks for it (capped by widest_bn) compiles without spills, and the next wider width of the same
-    schedule does spill -- the cap is where the compiler puts it, not a guess."""
+    schedule does spill -- the cap is where the compiler puts it, not a guess (ping-pong: see below)."""
     from kernels.gemm_api import _tile
     from kernels.gemm_sm90 import bn_candidates, widest_bn
 
@@ -266,10 +267,13 @@ def test_fused_bias_silu_tile_is_the_widest_without_spills(cm, pp):
     for bn in {t["BN"], cap}:
         assert tirxpy.compile(gemm_sm90(4096, 4096, 4096, **dict(fused, BN=bn)), arch="sm_90a").resources.spills == 0
     wider = min(b for b in (192, 256) if b > cap and b in bn_candidates(cm))
-    # (without the cooperative schedule's stagger barrier: with it, CM = 1 at 256 happens to fit by a few registers)
-    unstaggered = {} if pp else dict(STAGGER=False)
-    assert tirxpy.compile(gemm_sm90(4096, 4096, 4096, **dict(fused, BN=wider, **unstaggered)),
-                          arch="sm_90a").resources.spills > 0
+    spills = tirxpy.compile(gemm_sm90(4096, 4096, 4096, **dict(fused, BN=wider)), arch="sm_90a").resources.spills
+    if pp:
+        # ping-pong at 192 spilled 48 bytes until ldmatrix / stmatrix addresses became lane arithmetic; it
+        # compiles clean now, and the cap stays at 176 until that tile is checked and timed on a GPU
+        assert (cap, wider, spills) == (176, 192, 0)
+    else:
+        assert spills > 0
     # the cap only binds for that epilogue: plain outputs, f32 outputs and relu keep the full widths
     assert _tile({}, 4096, 4096, 4096, 132, "K", True, "silu", "float32") == dict(BN=256, PINGPONG=False)
     assert _tile({}, 4096, 4096, 4096, 132, "K", True, "relu", "bfloat16") == dict(BN=256, PINGPONG=False)

@@ -72,3 +72,45 @@ def test_reasons():
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
 def test_compiles(arch):
     compile_ok(_k("mma_m16n8k16_a('bf16')", store=(arch == "sm_90a")), arch)
+
+
+def _nodes(n, kind):
+    """Every node of type ``kind`` under ``n``."""
+    out = [n] if isinstance(n, kind) else []
+    for _, v in n.fields():
+        for x in (v if isinstance(v, tuple) else (v,)):
+            if hasattr(x, "fields"):
+                out += _nodes(x, kind)
+    return out
+
+
+@pytest.mark.parametrize("store", [False, True])
+def test_row_address_is_arithmetic(store):
+    """Matrices at constant steps from one another (an mma operand: (0, 0), (8, 0), (0, 8), (8, 8)) give
+    each lane's row address as arithmetic in the bits of lane / 8, not a per-lane select (which ptxas
+    compiles to divergent branches); the copy stays exact (test_ldmatrix_exact, test_stmatrix_exact...)."""
+    from tirxpy.ir.expr import AddressOf, Select
+
+    ch = choices(_k("mma_m16n8k16_a('bf16')", store=store))
+    site = ch[2] if store else ch[1]
+    assert site[0] == ("stmatrix" if store else "ldmatrix")
+    addrs = _nodes(site[1], AddressOf)
+    assert addrs and not any(_nodes(a, Select) for a in addrs)
+
+
+def test_bit_steps():
+    """Which matrix placements take the arithmetic address: constant steps, with matrix 3 = matrix 1 +
+    matrix 2 - matrix 0 for .x4; anything else keeps the select over the matrices."""
+    from tirxpy.ir import Var, ops
+    from tirxpy.primitives.copy.ldmatrix import _bit_steps
+
+    r, c = Var("r"), Var("c")
+
+    def at(*offsets):
+        return [(ops.add(r, dr), ops.add(c, dc)) for dr, dc in offsets]
+
+    assert _bit_steps(at((0, 0), (8, 0), (0, 8), (8, 8))) == [(0, (8, 0)), (1, (0, 8))]
+    assert _bit_steps(at((0, 0), (0, 8))) == [(0, (0, 8))]
+    assert _bit_steps(at((0, 0))) == []
+    assert _bit_steps(at((0, 0), (8, 0), (0, 8), (16, 8))) is None       # not a sum of the bit steps
+    assert _bit_steps([(r, c), (ops.mul(r, 2), c)]) is None               # no constant step

@@ -17,7 +17,7 @@ per-thread copy (``reg_mem_*``) takes over.
 from __future__ import annotations
 
 from tirxpy.ir import ops
-from tirxpy.ir.expr import AddressOf, ScopeId
+from tirxpy.ir.expr import AddressOf, IntImm, ScopeId
 
 from ..dispatch import fail, register_impl
 from ..fragment import FragmentError, thread_ids, tile_fragment
@@ -103,19 +103,51 @@ def _groups(plan):
     return out
 
 
+def _matrix_coords(f, grp, i):
+    """The shared-tile coordinates of row ``i`` of each matrix of the group."""
+    out = []
+    for r, trans, k0 in grp:
+        if trans:  # rows R + i, column base C (lanes 0..3 hold column C)
+            c = f.coord_expr(k0, {"laneid": ops.const(0)})
+            out.append((ops.add(c[0], i), c[1]))
+        else:      # row = the row lanes 4i..4i+3 hold, columns from C
+            c = f.coord_expr(k0, {"laneid": ops.mul(i, 4)})
+            out.append((c[0], f.coord_expr(k0, {"laneid": ops.const(0)})[1]))
+    return out
+
+
+def _bit_steps(coords):
+    """``[(bit, (d_row, d_col)), ...]`` when matrix ``q``'s coordinates are the first matrix's plus the
+    constant steps of the bits of ``q`` that are set (``.x2``: matrix 1 = matrix 0 + d; ``.x4``:
+    matrix 3 = matrix 0 + (matrix 1 - matrix 0) + (matrix 2 - matrix 0)); None otherwise."""
+    d = []
+    for cj in coords[1:]:
+        dj = tuple(ops.sub(a, b) for a, b in zip(cj, coords[0]))
+        if not all(isinstance(x, IntImm) for x in dj):
+            return None
+        d.append(tuple(x.value for x in dj))
+    if len(coords) == 4 and d[2] != tuple(a + b for a, b in zip(d[0], d[1])):
+        return None
+    return [(b, d[(1 << b) - 1]) for b in range(len(coords).bit_length() - 1)]
+
+
 def _row_address(f, sm, grp):
-    """AddressOf the shared row lane l supplies: row l % 8 of matrix l / 8 of the group."""
+    """AddressOf the shared row lane l supplies: row l % 8 of matrix l / 8 of the group. Where the
+    matrices sit at constant steps from one another (the usual case), the address is arithmetic in
+    the bits of l / 8; otherwise a select over the matrices (which ptxas may turn into branches)."""
     lane = ScopeId("lane_id")
     i = ops.floormod(lane, 8)
     q = ops.floordiv(ops.floormod(lane, 32), 8)
+    coords = _matrix_coords(f, grp, i)
+    steps = _bit_steps(coords)
+    if steps is not None:     # lanes past the group's matrices (.x1 / .x2) repeat its addresses
+        coord = list(coords[0])
+        for b, delta in steps:
+            bit = ops.floormod(ops.floordiv(q, 1 << b), 2)
+            coord = [ops.add(c, ops.mul(bit, dd)) if dd else c for c, dd in zip(coord, delta)]
+        return AddressOf(sm.load(tuple(coord)))
     coord = None
-    for j, (r, trans, k0) in reversed(list(enumerate(grp))):
-        if trans:  # rows R + i, column base C (lanes 0..3 hold column C)
-            c = f.coord_expr(k0, {"laneid": ops.const(0)})
-            cj = (ops.add(c[0], i), c[1])
-        else:      # row = the row lanes 4i..4i+3 hold, columns from C
-            c = f.coord_expr(k0, {"laneid": ops.mul(i, 4)})
-            cj = (c[0], f.coord_expr(k0, {"laneid": ops.const(0)})[1])
+    for j, cj in reversed(list(enumerate(coords))):
         coord = cj if coord is None else (ops.select(ops.eq(q, j), cj[0], coord[0]),
                                           ops.select(ops.eq(q, j), cj[1], coord[1]))
     return AddressOf(sm.load(coord))
