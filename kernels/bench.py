@@ -104,6 +104,27 @@ def parse_tunings(text):
             for t in text.split(";")]
 
 
+def parse_shapes(text, dims, example):
+    """``"4096x4096x4096,..."`` -> a list of ``dims``-tuples of positive ints; anything else exits with a message
+    that names the item and shows ``example``.
+
+        >>> parse_shapes("4096x128,1024x64", 2, "4096x128")
+        [(4096, 128), (1024, 64)]
+        >>> parse_shapes("1024x64c", 2, "4096x128")
+        Traceback (most recent call last):
+        ...
+        SystemExit: --shapes: '1024x64c' is not 2 positive integers joined by 'x' (for example 4096x128)
+    """
+    out = []
+    for item in text.split(","):
+        parts = item.strip().split("x")
+        if len(parts) != dims or not all(p.isdigit() and int(p) > 0 for p in parts):
+            raise SystemExit(f"--shapes: {item!r} is not {dims} positive integers joined by 'x' "
+                             f"(for example {example})")
+        out.append(tuple(int(p) for p in parts))
+    return out
+
+
 def gemm_inputs(M, N, K):
     """Fresh bf16 input pairs ``(a, w.t())`` for an ``M x N x K`` GEMM, as many (up to 8) as it takes to
     hold three times the L2 in all, so that cycling through them times operands from memory."""
@@ -122,7 +143,7 @@ def bench_gemm(args):
 
     import kernels
 
-    shapes = [tuple(int(x) for x in s.split("x")) for s in args.shapes.split(",")] if args.shapes else GEMM_SHAPES
+    shapes = parse_shapes(args.shapes, 3, "4096x4096x4096") if args.shapes else GEMM_SHAPES
     tunings = parse_tunings(args.tune)
     from .prebuild import prebuild
 
@@ -163,7 +184,7 @@ def sim_gemm(args):
 
     from .gemm_sm90 import gemm_sm90
 
-    M, N, K = (200, 136, 104) if not args.shapes else tuple(int(x) for x in args.shapes.split(",")[0].split("x"))
+    M, N, K = (200, 136, 104) if not args.shapes else parse_shapes(args.shapes, 3, "200x136x104")[0]
     k = gemm_sm90(M, N, K, BN=128, STAGES=2, CM=2, sms=4, out_dtype="float32")
     g = torch.Generator().manual_seed(int(time.time()))
     a = torch.randn(M, K, generator=g).bfloat16()

@@ -42,9 +42,9 @@ def bench_attention(args):
 
     import kernels
 
-    from .bench import _env, median_ms, parse_tunings, warm_gpu
+    from .bench import _env, median_ms, parse_shapes, parse_tunings, warm_gpu
 
-    shapes = [tuple(int(x) for x in s.split("x")) for s in args.shapes.split(",")] if args.shapes else \
+    shapes = parse_shapes(args.shapes, 2, "4096x128") if args.shapes else \
         [(s, d) for d in HEAD_DIMS for s in SEQLENS]
     tunings = parse_tunings(args.tune)
     from .prebuild import prebuild
