@@ -37,40 +37,35 @@ def traced_module():
 
     src = open(base.__file__).read()
 
-    def put(anchor, before="", after=""):
+    def put(anchor, new):
+        """Replace the one copy of ``anchor`` in the kernel's source by ``new``."""
         nonlocal src
         if src.count(anchor) != 1:
             raise SystemExit(f"gemm_timeline: the kernel source has {src.count(anchor)} copies of {anchor!r}, "
                              "not one: update the insertion points to the kernel")
-        src = src.replace(anchor, before + anchor + after)
+        src = src.replace(anchor, new)
 
-    src = src.replace("from .schedule import", "from kernels.schedule import")
-    put('C: T.Tensor((M, N), out_dtype)):', after="")
-    src = src.replace('C: T.Tensor((M, N), out_dtype)):', 'C: T.Tensor((M, N), out_dtype),\n'
-                      '                         Tr: T.Tensor((p["grid"], 64), "uint64")):')
     p8, p12, p16, p20 = " " * 8, " " * 12, " " * 16, " " * 20
-    put("        n_tiles = tiles_of_unit(unit, UNITS, TILES)\n", after=_stamp(p8, 0, tid=0))
-    put("            T.ptx.griddepcontrol_wait()\n", after=_stamp(p8, 1, tid=0)
-        + p8 + "if T.thread_id() == 0:\n" + p12 + "Tr[T.cta_id(0), 60] = T.ptx.clock64()\n")
-    put("                if DEFER:       # the previous tile, whose bf16 / f16 values wait in pk\n",
-        before=_stamp(p16, "4 + 3 * i"))
-    anchor = ("                    if d != \"full_wait\":\n                        T.ptx.mbarrier_wait_parity(full[s], "
-              "(g // STAGES) % 2)\n                    mma(acc, As, Bs, s, c * 64, k, W1)\n")
-    put(anchor, after="")
-    src = src.replace(anchor, anchor.replace("                    mma(acc,", p20 + "if k == 0:\n"
-                                             + _stamp(p20 + "    ", "5 + 3 * i") + "                    mma(acc,"))
-    tail = ("                if T.thread_id_in_wg() == 0:\n"
-            "                    release(empty, (i * KT + KT - 1) % STAGES)\n")
-    put("                    Tx.wg.gemm_wait(0, acc)\n" + tail)
-    src = src.replace("                    Tx.wg.gemm_wait(0, acc)\n" + tail,
-                      "                    Tx.wg.gemm_wait(0, acc)\n" + _stamp(p16, "6 + 3 * i") + tail)
-    put("                    for j in range(NR):\n"
-        "                        store_chunk(C, Cs, pk, j * G * EPI, n_tiles - 1,",
-        before=_stamp(p20, 52))
-    put("                                    (ltmc * CM + rank) * BM, ltn * BN)\n",
-        after=p20 + "    if j < 4:\n" + _stamp(p20 + "        ", "53 + j"))
-    put("        if CM > 1:\n            T.ptx.cluster_sync()     # no CTA leaves",
-        before=_stamp(p8, 3) + p8 + "if T.thread_id() == 128:\n" + p12 + "Tr[T.cta_id(0), 61] = T.ptx.clock64()\n")
+    put("from .schedule import", "from kernels.schedule import")
+    a = "C: T.Tensor((M, N), out_dtype)):"
+    put(a, a[:-2] + ',\n                         Tr: T.Tensor((p["grid"], 64), "uint64")):')
+    a = "        n_tiles = tiles_of_unit(unit, UNITS, TILES)\n"
+    put(a, a + _stamp(p8, 0, tid=0))
+    a = "            T.ptx.griddepcontrol_wait()\n"
+    put(a, a + _stamp(p8, 1, tid=0) + p8 + "if T.thread_id() == 0:\n" + p12 + "Tr[T.cta_id(0), 60] = T.ptx.clock64()\n")
+    a = "                if DEFER:       # the previous tile, whose bf16 / f16 values wait in pk\n"
+    put(a, _stamp(p16, "4 + 3 * i") + a)
+    a = "(g // STAGES) % 2)\n                    mma(acc, As, Bs, s, c * 64, k, W1)\n"
+    put(a, a.replace(p20 + "mma(", p20 + "if k == 0:\n" + _stamp(p20 + "    ", "5 + 3 * i") + p20 + "mma("))
+    a = "                    Tx.wg.gemm_wait(0, acc)\n                if T.thread_id_in_wg() == 0:\n"
+    put(a, a.replace(p16 + "if", _stamp(p16, "6 + 3 * i") + p16 + "if"))
+    a = ("                    for j in range(NR):\n"
+         "                        store_chunk(C, Cs, pk, j * G * EPI, n_tiles - 1,")
+    put(a, _stamp(p20, 52) + a)
+    a = "                                    (ltmc * CM + rank) * BM, ltn * BN)\n"
+    put(a, a + p20 + "    if j < 4:\n" + _stamp(p20 + "        ", "53 + j"))
+    a = "        if CM > 1:\n            T.ptx.cluster_sync()     # no CTA leaves"
+    put(a, _stamp(p8, 3) + p8 + "if T.thread_id() == 128:\n" + p12 + "Tr[T.cta_id(0), 61] = T.ptx.clock64()\n" + a)
     # the kernel parser reads a function's source from its file, so the copy lives in one
     path = os.path.join(tempfile.mkdtemp(prefix="gemm_timeline_"), "gemm_sm90_timeline.py")
     with open(path, "w") as f:

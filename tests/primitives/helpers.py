@@ -26,12 +26,12 @@ def choices(k, arch="sm_90a"):
     return [(s.impl.variant, s.stmt) for s in sites]
 
 
-def calls(node) -> list:
-    """Every IntrinsicCall under ``node`` (outer calls before their arguments)."""
+def nodes(node, kind) -> list:
+    """Every IR node of type ``kind`` under ``node`` (outer nodes before their operands)."""
     out = []
 
     def walk(n):
-        if isinstance(n, IntrinsicCall):
+        if isinstance(n, kind):
             out.append(n)
         for _, v in n.fields():
             for x in (v if isinstance(v, tuple) else (v,)):
@@ -39,6 +39,11 @@ def calls(node) -> list:
                     walk(x)
     walk(node)
     return out
+
+
+def calls(node) -> list:
+    """Every IntrinsicCall under ``node`` (outer calls before their arguments)."""
+    return nodes(node, IntrinsicCall)
 
 
 def intrinsics(node) -> list:

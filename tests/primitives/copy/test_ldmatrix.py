@@ -3,7 +3,7 @@ layouts, transposed B), grouped into .x4 / .x2 / .x1; element-exact by interpret
 import numpy as np
 import pytest
 
-from tests.primitives.helpers import choices, compile_ok, intrinsics, kernel, reason, rejected
+from tests.primitives.helpers import choices, compile_ok, intrinsics, kernel, nodes, reason, rejected
 from tests.primitives.interp import bf16_array, run_lowered
 
 P = 'A: T.Tensor((16, 16), "bfloat16"), O: T.Tensor((16, 16), "bfloat16")'
@@ -74,16 +74,6 @@ def test_compiles(arch):
     compile_ok(_k("mma_m16n8k16_a('bf16')", store=(arch == "sm_90a")), arch)
 
 
-def _nodes(n, kind):
-    """Every node of type ``kind`` under ``n``."""
-    out = [n] if isinstance(n, kind) else []
-    for _, v in n.fields():
-        for x in (v if isinstance(v, tuple) else (v,)):
-            if hasattr(x, "fields"):
-                out += _nodes(x, kind)
-    return out
-
-
 @pytest.mark.parametrize("store", [False, True])
 def test_row_address_is_arithmetic(store):
     """Matrices at constant steps from one another (an mma operand: (0, 0), (8, 0), (0, 8), (8, 8)) give
@@ -94,8 +84,8 @@ def test_row_address_is_arithmetic(store):
     ch = choices(_k("mma_m16n8k16_a('bf16')", store=store))
     site = ch[2] if store else ch[1]
     assert site[0] == ("stmatrix" if store else "ldmatrix")
-    addrs = _nodes(site[1], AddressOf)
-    assert addrs and not any(_nodes(a, Select) for a in addrs)
+    addrs = nodes(site[1], AddressOf)
+    assert addrs and not any(nodes(a, Select) for a in addrs)
 
 
 def test_bit_steps():
