@@ -118,6 +118,8 @@ def main(argv=None):
     import tirxpy
     from kernels.bench import parse_shapes, parse_tunings
     from kernels.gemm_api import _tile
+    from kernels.gemm_sm90 import plan
+    from kernels.schedule import tiles_of_unit
 
     (M, N, K), = parse_shapes(argv[0], 3, "4096x4096x4096")
     sms = torch.cuda.get_device_properties(0).multi_processor_count
@@ -127,8 +129,8 @@ def main(argv=None):
                          "the cooperative schedule: pass BN=256 (or PINGPONG=0)")
     k = traced_module().gemm_sm90(M, N, K, sms=sms, **tuning)
     G = k.launch.grid[0]
-    tiles = -(-M // 128) * -(-N // tuning["BN"])
-    nt = np.array([len(range(u, tiles, G)) for u in range(G)])
+    tiles = plan(M, N, K, BN=tuning["BN"], sms=sms)["tiles"]
+    nt = np.array([tiles_of_unit(u, G, tiles) for u in range(G)])
     if nt.max() > 15:
         raise SystemExit(f"gemm_timeline: {nt.max()} tiles per CTA; the stamps have room for 15")
     ck = tirxpy.compile(k, arch="sm_90a")
