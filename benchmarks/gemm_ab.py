@@ -9,6 +9,10 @@ launches per sample, cycling through input sets larger than L2), so the GPU's cl
 alike; ``kernels.bench gemm --tune`` instead times each tuning against cuBLAS in a separate loop, and
 on this power-limited GPU cuBLAS alone then reads 660-770 TFLOPS at one shape. Each pass prints the
 median TFLOPS and the ratio to cuBLAS of every tuning; several passes show the noise.
+
+``--epilogue bias+silu`` (or ``bias``, ``bias+relu``) fuses a bf16 bias row and the activation into every tuning
+(``kernels.gemm(..., bias=, activation=)``) and times cuBLAS as ``torch.addmm(bias, a, b)`` followed by the
+activation in place (what an unfused model runs).
 """
 from __future__ import annotations
 
@@ -25,6 +29,7 @@ def main(argv=None):
     ap.add_argument("tunings")
     ap.add_argument("--reps", type=int, default=40)
     ap.add_argument("--passes", type=int, default=2)
+    ap.add_argument("--epilogue", choices=["none", "bias", "bias+relu", "bias+silu"], default="none")
     args = ap.parse_args(argv)
 
     import torch
@@ -40,13 +45,22 @@ def main(argv=None):
         sets = gemm_inputs(M, N, K)
         out = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
         ref = sets[0][0].float() @ sets[0][1].float()
+        epi = {}
         fns = {"cublas": lambda a, b: torch.matmul(a, b, out=out)}
+        if args.epilogue != "none":
+            act = args.epilogue.partition("+")[2] or None
+            epi = dict(bias=torch.randn(N, device="cuda").to(torch.bfloat16), activation=act)
+            ref = ref + epi["bias"].float()
+            ref = getattr(torch.nn.functional, act)(ref) if act else ref
+            torch_act = getattr(torch.nn.functional, act) if act else None
+            fns["cublas"] = lambda a, b: (torch.addmm(epi["bias"], a, b, out=out),
+                                          torch_act and torch_act(out, inplace=True))
         for i, t in enumerate(tunings):
-            c = kernels.gemm(sets[0][0], sets[0][1], out, **t)
+            c = kernels.gemm(sets[0][0], sets[0][1], out, **epi, **t)
             err = ((c.float() - ref).norm() / ref.norm()).item()
             if not err < 4e-3:
                 raise SystemExit(f"{M}x{N}x{K} {t}: relative error {err:.1e}")
-            fns[f"t{i}"] = (lambda tt: lambda a, b: kernels.gemm(a, b, out, **tt))(t)
+            fns[f"t{i}"] = (lambda tt: lambda a, b: kernels.gemm(a, b, out, **epi, **tt))(t)
         flop = 2 * M * N * K
         for p in range(args.passes):
             ms = median_ms(fns, sets, args.reps)

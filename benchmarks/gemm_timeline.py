@@ -3,14 +3,14 @@ a diagnostic, not a test).
 
     python benchmarks/gemm_timeline.py MxNxK [KEY=VALUE,...]
 
-Builds a copy of :func:`kernels.gemm_sm90.gemm_sm90` whose CTAs record, into an extra ``(CTAs, 64)`` uint64
-tensor, the time at entry, after ``griddepcontrol.wait``, at each tile's start, when its first stage has
-landed and when its accumulator is complete, around each store round of the last tile, and at exit (plus
-``%clock64`` for the SM clock). The copy is made by inserting those stores into the kernel's source text;
-each insertion point must be found exactly once, so a change to the kernel that moves one stops this
-script with the snippet it looked for. Runs 30 chains of 10 back-to-back launches (as ``kernels.bench``
-does) and prints medians over the later chains. Cooperative schedule only (``PINGPONG`` tiles are
-refused: ask for ``BN=256``).
+Builds a copy of :func:`kernels.gemm_sm90.gemm_sm90` whose CTAs record, into an extra ``(CTAs, 80)`` uint64
+tensor, the time at entry, after ``griddepcontrol.wait``, at each tile's start, before its first ``full``
+wait, when its first stage has landed and when its accumulator is complete, around each store round of the
+last tile, and at exit (plus ``%clock64`` for the SM clock). The copy is made by inserting those stores into
+the kernel's source text; each insertion point must be found exactly once, so a change to the kernel that
+moves one stops this script with the snippet it looked for. Runs 30 chains of 10 back-to-back launches (as
+``kernels.bench`` does) and prints medians over the later chains. Cooperative schedule only (``PINGPONG``
+tiles are refused: ask for ``BN=256``).
 """
 from __future__ import annotations
 
@@ -48,13 +48,17 @@ def traced_module():
     p8, p12, p16, p20 = " " * 8, " " * 12, " " * 16, " " * 20
     put("from .schedule import", "from kernels.schedule import")
     a = "C: T.Tensor((M, N), out_dtype)):"
-    put(a, a[:-2] + ',\n                         Tr: T.Tensor((p["grid"], 64), "uint64")):')
+    put(a, a[:-2] + ',\n                         Tr: T.Tensor((p["grid"], 80), "uint64")):')
     a = "        n_tiles = tiles_of_unit(unit, UNITS, TILES)\n"
     put(a, a + _stamp(p8, 0, tid=0))
     a = "            T.ptx.griddepcontrol_wait()\n"
     put(a, a + _stamp(p8, 1, tid=0) + p8 + "if T.thread_id() == 0:\n" + p12 + "Tr[T.cta_id(0), 60] = T.ptx.clock64()\n")
     a = "                if DEFER:       # the previous tile, whose bf16 / f16 values wait in pk\n"
     put(a, _stamp(p16, "4 + 3 * i") + a)
+    a = ("                    s = g % STAGES\n                    if d != \"full_wait\":\n"
+         "                        T.ptx.mbarrier_wait_parity(full[s], (g // STAGES) % 2)\n"
+         "                    mma(acc, As, Bs, s, c * 64, k, W1)\n")
+    put(a, a.replace(p20 + "if d", p20 + "if k == 0:\n" + _stamp(p20 + "    ", "64 + i") + p20 + "if d", 1))
     a = "(g // STAGES) % 2)\n                    mma(acc, As, Bs, s, c * 64, k, W1)\n"
     put(a, a.replace(p20 + "mma(", p20 + "if k == 0:\n" + _stamp(p20 + "    ", "5 + 3 * i") + p20 + "mma("))
     a = "                    Tx.wg.gemm_wait(0, acc)\n                if T.thread_id_in_wg() == 0:\n"
@@ -77,7 +81,7 @@ def traced_module():
 
 
 def report(r, nt):
-    """Print the phases from stamps ``r`` ``(chains, launches, CTAs, 64)`` of a kernel whose CTA ``u`` has
+    """Print the phases from stamps ``r`` ``(chains, launches, CTAs, 80)`` of a kernel whose CTA ``u`` has
     ``nt[u]`` tiles (launches after the first of each chain, whose predecessor is known)."""
     G = len(nt)
 
@@ -98,6 +102,10 @@ def report(r, nt):
     gaps = [(t[..., u, 5 + 3 * i] - t[..., u, 6 + 3 * (i - 1)]).ravel() for u in range(G) for i in range(1, nt[u])]
     if gaps:
         show("between tiles (accumulator .. next stage)", np.concatenate(gaps))
+        show("  accumulator .. first full wait", np.concatenate(
+            [(t[..., u, 64 + i] - t[..., u, 6 + 3 * (i - 1)]).ravel() for u in range(G) for i in range(1, nt[u])]))
+        show("  first full wait (next tile's stage 0)", np.concatenate(
+            [(t[..., u, 5 + 3 * i] - t[..., u, 64 + i]).ravel() for u in range(G) for i in range(1, nt[u])]))
     last = np.stack([t[..., u, 6 + 3 * (nt[u] - 1)] for u in range(G)], axis=-1)
     show("last tile's stores (accumulator .. exit)", (t[..., 3] - last)[..., full])
     for j in range(4):
@@ -128,7 +136,7 @@ def main(argv=None):
         raise SystemExit(f"gemm_timeline: kernels.gemm runs {M}x{N}x{K} ping-pong ({tuning}); the stamps are in "
                          "the cooperative schedule: pass BN=256 (or PINGPONG=0)")
     k = traced_module().gemm_sm90(M, N, K, sms=sms, **tuning)
-    G = k.launch.grid[0]
+    G = int(k.launch.grid[0])
     tiles = plan(M, N, K, BN=tuning["BN"], sms=sms)["tiles"]
     nt = np.array([tiles_of_unit(u, G, tiles) for u in range(G)])
     if nt.max() > 15:
@@ -138,7 +146,7 @@ def main(argv=None):
              torch.randn(N, K, device="cuda", dtype=torch.bfloat16)) for _ in range(4)]
     bias = torch.zeros(1, 1, device="cuda", dtype=torch.bfloat16)
     out = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
-    trs = [torch.zeros(G, 64, dtype=torch.uint64, device="cuda") for _ in range(10)]
+    trs = [torch.zeros(G, 80, dtype=torch.uint64, device="cuda") for _ in range(10)]
     runs = []
     for rep in range(30):
         for j in range(10):

@@ -208,18 +208,18 @@ def default_stages(BN, PINGPONG=False):
 def widest_bn(PINGPONG=False, bias=False, activation=None, out_dtype="bfloat16"):
     """The widest ``BN`` whose kernel compiles without register spills (NVRTC 13.0, sm_90a): 256 cooperative,
     192 ping-pong; with a fused bias *and* silu into a 16-bit output (the bias row, silu's temporaries and the
-    converted chunk live next to the accumulator) 192 and 176. The cooperative 256 spills (8 bytes stored at CM = 1
-    and CM = 2, 16 and 4 without the ``STAGGER`` barrier); ping-pong 192 spilled 48 bytes until ldmatrix / stmatrix
-    addresses became lane arithmetic and compiles clean since, but stays capped at 176 until that tile has
-    been checked and timed on a GPU. tests/kernels/test_gemm_sm90.py compiles each.
+    converted chunk live next to the accumulator) the cooperative schedule stops at 192 (256 spills 8 bytes at
+    CM = 1 and CM = 2, 16 and 4 without the ``STAGGER`` barrier). Ping-pong keeps 192 for that epilogue too: it
+    spilled 48 bytes there until ldmatrix / stmatrix addresses became lane arithmetic, and since then compiles
+    clean and runs right (H100, tests/kernels/test_gemm_sm90_gpu.py) and 0.9-1.1% faster than 176 at 8192^3 (the
+    one benchmark shape where choose_tile then picks it). tests/kernels/test_gemm_sm90.py compiles each.
 
-        >>> widest_bn(), widest_bn(bias=True, activation="silu"), widest_bn(True, True, "silu", "float32")
+        >>> widest_bn(), widest_bn(bias=True, activation="silu"), widest_bn(True, True, "silu", "bfloat16")
         (256, 192, 192)
     """
-    heavy = bias and activation == "silu" and out_dtype != "float32"
     if PINGPONG:
-        return 176 if heavy else 192
-    return 192 if heavy else 256
+        return 192
+    return 192 if bias and activation == "silu" and out_dtype != "float32" else 256
 
 
 def choose_tile(M, N, K, sms=SM_COUNT_H100, CM=1, b_major="K", PINGPONG=None, bias=False, activation=None,

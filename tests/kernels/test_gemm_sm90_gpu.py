@@ -79,6 +79,20 @@ def test_gemm_bias_activation(act, pingpong):
     assert err < 2e-3, err   # silu through the SFU approximations; bias rounded to bf16 like the input
 
 
+@pytest.mark.parametrize("bn", [176, 192])
+def test_gemm_bias_silu_pingpong_16bit_at_the_widths_it_is_capped_to(bn):
+    """Fused bias + silu into bf16 is the epilogue with the most registers next to the accumulator
+    (kernels.gemm_sm90.widest_bn): ping-pong at 176 and 192, ragged in M, N and K, several tiles per consumer."""
+    M, N, K = 700, 1000, 520
+    a = torch.randn(M, K, device="cuda").to(torch.bfloat16)
+    w = torch.randn(N, K, device="cuda").to(torch.bfloat16)
+    bias = torch.randn(N, device="cuda").to(torch.bfloat16)
+    out = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
+    kernels.gemm(a, w.t(), out, bias=bias, activation="silu", PINGPONG=True, BN=bn, sms=4)
+    torch.cuda.synchronize()
+    _check(out, _ref(a, w.t(), bias, "silu"), torch.bfloat16, K)
+
+
 # CM=1 at 1100x900x700 gave wrong 8x8 blocks until the k-loops that issue wgmma were kept rolled
 # (ptxas read the accumulators above the final wait_group: kernels/NOTES_gemm_sm90.md)
 @pytest.mark.parametrize("tune", [dict(CM=1), dict(BN=128, STAGES=3), dict(BN=128, CM=1, group=1), dict(CM=2),
