@@ -175,3 +175,42 @@ def test_chain_captured_in_a_cuda_graph_replays_on_new_inputs(tuning):
         torch.cuda.synchronize()
         _check(outs[0], _ref(a, ws[0]), torch.bfloat16, K)
         _check(outs[1], _ref(outs[0], ws[1]), torch.bfloat16, K)
+
+
+def test_repeated_calls_launch_bound_arguments_keyed_by_address():
+    """A repeated kernels.gemm call with tensors at the same addresses launches the arguments packed the first
+    time (kernels.gemm_api._BOUND): it must read what the tensors hold now, follow new addresses, leave a
+    bias it cannot bind (converted, strided) to the checked path, and refuse a bias of the wrong length as the
+    first call would."""
+    from kernels import gemm_api
+    from kernels.gemm_api import GemmArgumentError
+
+    M, N, K = 512, 768, 320
+    a = torch.randn(M, K, device="cuda").to(torch.bfloat16)
+    w = torch.randn(N, K, device="cuda").to(torch.bfloat16)
+    out = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
+    gemm_api._BOUND.clear()
+    for _ in range(2):                      # first: checked and recorded; second: bound, same contents
+        out.fill_(float("nan"))
+        kernels.gemm(a, w.t(), out)
+        torch.cuda.synchronize()
+        _check(out, _ref(a, w.t()), torch.bfloat16, K)
+    assert len(gemm_api._BOUND) == 1
+    a.copy_(torch.randn(M, K, device="cuda").to(torch.bfloat16))      # same address, new values
+    out.fill_(float("nan"))
+    kernels.gemm(a, w.t(), out)
+    torch.cuda.synchronize()
+    _check(out, _ref(a, w.t()), torch.bfloat16, K)
+    a2 = torch.randn(M, K, device="cuda").to(torch.bfloat16)          # a new address: bound anew
+    c2 = kernels.gemm(a2, w.t())
+    torch.cuda.synchronize()
+    _check(c2, _ref(a2, w.t()), torch.bfloat16, K)
+    bias = torch.randn(N, device="cuda").to(torch.bfloat16)
+    for bb in (bias, torch.randn(2 * N, device="cuda").to(torch.bfloat16)[::2], bias.float()):
+        for _ in range(2):
+            out.fill_(float("nan"))
+            kernels.gemm(a, w.t(), out, bias=bb)
+            torch.cuda.synchronize()
+            _check(out, _ref(a, w.t(), bb.to(torch.bfloat16)), torch.bfloat16, K)
+    with pytest.raises(GemmArgumentError, match=r"bias must be a tensor of shape \(768,\)"):
+        kernels.gemm(a, w.t(), out, bias=torch.randn(N - 8, device="cuda").to(torch.bfloat16))

@@ -119,6 +119,33 @@ def test_tma_ldmatrix_scale(trial):
 
 
 @pytest.mark.gpu
+def test_bound_launch_reads_the_tensors_current_contents_and_its_own_arguments():
+    """CompiledKernel.bind: checked once (a bad argument raises there), then each call launches with the
+    packed arguments -- the pointers and the tensor map of the tensors bound, whatever was launched in
+    between -- and reads what those tensors hold at launch time."""
+    from tirxpy.lower.errors import LaunchError
+
+    rows, cols = 128, 64 * int(torch.randint(1, 5, (1,)))
+    k = tirxpy.compile(tma_ldmatrix_kernel(rows, cols), arch=_arch())
+    a1, a2 = (torch.randn(rows, cols, device="cuda").to(torch.bfloat16) for _ in range(2))
+    out1, out2 = (torch.full((rows, cols), float("nan"), device="cuda") for _ in range(2))
+    with pytest.raises(LaunchError, match="parameter 'A': dtype is float32"):
+        k.bind(a1.float(), out1)
+    bl = k.bind(a1, out1)
+    k(a2, out2)                                  # a checked launch in between: the packer's buffer moves on
+    bl()
+    torch.cuda.synchronize()
+    assert torch.equal(out1, a1.float() * 2 + 1) and torch.equal(out2, a2.float() * 2 + 1)
+    a1.copy_(torch.randn(rows, cols, device="cuda").to(torch.bfloat16))
+    out1.fill_(float("nan"))
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    bl(stream=s)
+    s.synchronize()
+    assert torch.equal(out1, a1.float() * 2 + 1)
+
+
+@pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] != 9,
                     reason="wgmma exists only on Hopper (sm_90a)")
 @pytest.mark.parametrize("n", [8, 32, 64, 128, 256])

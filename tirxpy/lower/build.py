@@ -104,6 +104,28 @@ class CompiledKernel:
 
     def __call__(self, *args):
         ln = self._launcher or self._load()
+        args, grid = self._args_and_grid(args)
+        ln(grid, self._block, args, smem_bytes=self.smem_bytes, cluster=self.cluster, pdl=self.pdl)
+
+    def bind(self, *args):
+        """Check and pack the arguments once: the returned launch runs the kernel with them on torch's
+        current stream (``bl()``, or ``bl(stream=s)``) with no per-call checks, one driver call.
+
+        It keeps the tensors' device addresses, not the tensors: like a captured CUDA graph it may only run
+        while tensors with those addresses, shapes, strides and dtypes are alive (:func:`kernels.gemm`
+        keys its bound launches by exactly those). Bad arguments raise the same LaunchError as a call,
+        here.
+
+            >>> bl = ck.bind(x, y)          # doctest: +SKIP
+            >>> for _ in range(100):        # doctest: +SKIP
+            ...     bl()                    # the same as ck(x, y), minus the checks
+        """
+        ln = self._launcher or self._load()
+        args, grid = self._args_and_grid(args)
+        return ln.bind(grid, self._block, args, smem_bytes=self.smem_bytes, cluster=self.cluster, pdl=self.pdl)
+
+    def _args_and_grid(self, args):
+        """The launch arguments (tensor-map slots appended) and the grid, for a call with ``args``."""
         if len(args) != self._nparams:
             names = ", ".join(p.name for p in self.kernel.params)
             raise LaunchError("args", f"{self.name} takes {self._nparams} arguments ({names}), got {len(args)}")
@@ -115,7 +137,7 @@ class CompiledKernel:
                 grid = self._grid_fn(args)
             except TypeError as e:
                 raise LaunchError("grid", f"cannot evaluate the grid from the arguments: {e}") from None
-        ln(grid, self._block, args, smem_bytes=self.smem_bytes, cluster=self.cluster, pdl=self.pdl)
+        return args, grid
 
 
 # ---------------------------------------------------------------------- host plan

@@ -684,8 +684,20 @@ class Launcher:
         return entry
 
     def __call__(self, grid, block, args, *, smem_bytes: int = 0, cluster=None, stream=None, pdl=False) -> None:
+        self._launch(self.packer.pack(args), grid, block, smem_bytes, cluster, stream, pdl)
+
+    def bind(self, grid, block, args, *, smem_bytes: int = 0, cluster=None, pdl=False):
+        """Check and pack ``args`` now; the returned :class:`~tirxpy.lower.bound_launch.BoundLaunch` launches
+        with them later, without checks (it keeps their addresses, not the tensors)."""
+        from .bound_launch import BoundLaunch, PackedArgs  # noqa: PLC0415
+
+        self.packer.pack(args)
+        self._checked_dims(grid, block, cluster)
+        return BoundLaunch(self, PackedArgs(self.packer), grid, block, smem_bytes, cluster, pdl)
+
+    def _launch(self, params, grid, block, smem_bytes, cluster, stream, pdl) -> None:
+        """One launch with packed ``params`` (a ``void**`` address) on ``stream`` (None: torch's current one)."""
         k = self.kernel
-        params = self.packer.pack(args)
         if stream is None:
             stream = k._stream(k.device_index)
         elif not isinstance(stream, int):
@@ -699,7 +711,7 @@ class Launcher:
             err = fn(entry[2], self._fh, params, None)
             if err == 0:
                 return
-            self._error(err, grid, block, args, smem_bytes, cluster, stream, pdl)
+            self._error(err, params, grid, block, smem_bytes, cluster, stream, pdl)
             return
         d = self._dims.get((grid, block, cluster))
         g, b, c = d if d is not None else self._checked_dims(grid, block, cluster)
@@ -716,9 +728,9 @@ class Launcher:
             cfg.hStream = drv.CUstream(stream)
             (err,) = drv.cuLaunchKernelEx(cfg, k.handle, params, 0)
         if err != self._success:
-            self._error(int(err), grid, block, args, smem_bytes, cluster, stream, pdl)
+            self._error(int(err), params, grid, block, smem_bytes, cluster, stream, pdl)
 
-    def _error(self, err, grid, block, args, smem_bytes, cluster, stream, pdl=False):
+    def _error(self, err, params, grid, block, smem_bytes, cluster, stream, pdl=False):
         drv = _driver()
         k = self.kernel
         code = drv.CUresult(err)
@@ -726,7 +738,7 @@ class Launcher:
             ensure_context(k.device_index)     # e.g. a new thread: make torch's context current, retry once
             self._retrying = True
             try:
-                return self(grid, block, args, smem_bytes=smem_bytes, cluster=cluster, stream=stream, pdl=pdl)
+                return self._launch(params, grid, block, smem_bytes, cluster, stream, pdl)
             finally:
                 self._retrying = False
         g, b, _ = self._checked_dims(grid, block, cluster)
