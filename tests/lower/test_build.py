@@ -1,6 +1,5 @@
 """build(): pipeline, memoization, inspection, the host launch plan and its errors (CPU)."""
 import sys
-import time
 
 import pytest
 from hypothesis import given, settings
@@ -12,7 +11,7 @@ from tirxpy import T, Tx
 from tirxpy.ir import Buffer
 from tirxpy.layout import S, TileLayout
 from tirxpy.lower import CodegenError, CompiledKernel, build
-from tirxpy.lower.build import grid_plan, host_specs, lower_primitives, tensor_strides
+from tirxpy.lower.build import lower_primitives, tensor_strides
 from tirxpy.lower.errors import LaunchError, ToolchainError
 
 
@@ -37,11 +36,19 @@ def test_build_inspect(arch):
     assert repr(k).startswith(f"<CompiledKernel saxpy {arch}:")
 
 
-def test_build_is_memoized_and_compile_alias():
+def test_build_is_memoized_and_compile_alias(monkeypatch):
+    import tirxpy.lower.nvrtc as nvrtc
+
     k1 = tirxpy.compile(saxpy, arch="sm_90a")
-    t = time.perf_counter()
-    k2 = build(saxpy, "sm_90a")
-    assert k1 is k2 and time.perf_counter() - t < 0.002
+
+    def no_work(*a, **kw):
+        raise AssertionError("a memoized build verified or compiled again")
+
+    with monkeypatch.context() as m:      # a hit does no work (it used to be timed: < 2 ms)
+        m.setattr(nvrtc, "compile_cuda", no_work)
+        m.setattr(sys.modules["tirxpy.lower.build"], "verify", no_work)
+        k2 = build(saxpy, "sm_90a")
+    assert k1 is k2
     assert build(saxpy, "sm_90a", options=["-lineinfo"]) is not k1
 
 
@@ -94,11 +101,6 @@ def test_wrapper_checks_argument_count_and_grid(monkeypatch):
             k("x", "y")
         with pytest.raises(LaunchError, match="cannot evaluate the grid"):
             k("x", "y", 2.0, "many")
-        t = time.perf_counter()
-        for _ in range(1000):
-            k("x", "y", 2.0, 1000)
-        per_call = (time.perf_counter() - t) / 1000
-        assert per_call < 20e-6  # the wrapper's own share of the 5 us launch budget is well under it
     finally:
         k._launcher = None
 
