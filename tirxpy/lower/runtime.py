@@ -9,7 +9,9 @@
 Every argument is checked against its ParamSpec before launch (device, dtype, shape, strides,
 alignment) and a LaunchError names the parameter. The launch path is lean: each Launcher
 owns one argument buffer and a fixed ``void*`` array; a launch packs values with one
-``struct.pack_into`` and passes the array's address to the driver.
+``struct.pack_into`` and passes the array's address to the driver. ``Launcher.bind`` (and
+``CompiledKernel.bind``) checks and packs once into a private copy (tirxpy/lower/bound_launch.py):
+launching that is the driver call alone.
 """
 from __future__ import annotations
 
