@@ -167,18 +167,24 @@ _NEGATED_CHAINS = [
 ]
 
 
+
+def _chains_kernel(threads):
+    """One CTA of ``threads``: thread ``t`` stores each chain of ``X[t]``, ``Y[t]`` in ``Out[t, :]``."""
+    lines = ["@T.prim_func",
+             f"def neg_chains(X: T.Tensor(({threads},), 'int32'), Y: T.Tensor(({threads},), 'int32'), "
+             f"Out: T.Tensor(({threads}, {len(_NEGATED_CHAINS)}), 'int32')):",
+             f"    T.launch(grid=(1,), threads={threads})", "    t = T.thread_id()", "    x = X[t]", "    y = Y[t]"]
+    lines += [f"    Out[t, {j}] = {e}" for j, (e, _) in enumerate(_NEGATED_CHAINS)]
+    return T.parse_script("\n".join(lines) + "\n")
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] != 9,
                     reason="built for sm_90a (Hopper)")
 @pytest.mark.xfail(strict=True, reason="ptxas (CUDA 12.8-13.3) drops a negated operand it fuses into VIMNMX3 "
                                        "(pytorch/pytorch#190973); the C++ is right (simulator and host C++ agree)")
 def test_min_max_chains_over_a_negation_lose_the_negation():
-    lines = ["@T.prim_func",
-             "def neg_chains(X: T.Tensor((256,), 'int32'), Y: T.Tensor((256,), 'int32'), "
-             f"Out: T.Tensor((256, {len(_NEGATED_CHAINS)}), 'int32')):",
-             "    T.launch(grid=(1,), threads=256)", "    t = T.thread_id()", "    x = X[t]", "    y = Y[t]"]
-    lines += [f"    Out[t, {j}] = {e}" for j, (e, _) in enumerate(_NEGATED_CHAINS)]
-    ck = tirxpy.compile(T.parse_script("\n".join(lines) + "\n"), arch="sm_90a")
+    ck = tirxpy.compile(_chains_kernel(256), arch="sm_90a")
     xs = torch.randint(-60, 61, (256,), dtype=torch.int32)
     ys = torch.randint(-60, 61, (256,), dtype=torch.int32)
     out = torch.full((256, len(_NEGATED_CHAINS)), -12345, dtype=torch.int32, device="cuda")
@@ -195,12 +201,7 @@ def test_the_negated_chains_are_right_in_cpp_and_in_the_simulator():
     CUDA's ``min`` / ``max`` over the negations as written: what goes wrong above is below the C++."""
     from tirxpy.sim import run
 
-    lines = ["@T.prim_func",
-             "def neg_chains(X: T.Tensor((64,), 'int32'), Y: T.Tensor((64,), 'int32'), "
-             f"Out: T.Tensor((64, {len(_NEGATED_CHAINS)}), 'int32')):",
-             "    T.launch(grid=(1,), threads=64)", "    t = T.thread_id()", "    x = X[t]", "    y = Y[t]"]
-    lines += [f"    Out[t, {j}] = {e}" for j, (e, _) in enumerate(_NEGATED_CHAINS)]
-    kernel = T.parse_script("\n".join(lines) + "\n")
+    kernel = _chains_kernel(64)
     src = tirxpy.compile(kernel, arch="sm_90a").cuda_source
     assert "min(min(0 - y, x * 3), x + 1)" in src and "max(max(0 - y, x * 3), 0 - x)" in src
     rng = np.random.default_rng()
