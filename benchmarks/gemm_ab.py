@@ -3,10 +3,10 @@
     python benchmarks/gemm_ab.py MxNxK[,MxNxK...] "TUNING;TUNING;..." [--reps 40] [--passes 2]
 
 A ``TUNING`` is ``KEY=VALUE,...`` for :func:`kernels.gemm_sm90.gemm_sm90` (``BN``, ``STAGES``, ``CM``,
-``PINGPONG``, ``group``, ...; an empty one is the defaults). For each shape every tuning and
-``torch.matmul`` (cuBLAS) take their samples in turn (``kernels.bench.median_ms``: 10 back-to-back
-launches per sample, cycling through input sets larger than L2), so the GPU's clock drift reaches all
-alike; ``kernels.bench gemm --tune`` instead times each tuning against cuBLAS in a separate loop, and
+``PINGPONG``, ``group``, ``SPLIT=16/1/240`` or ``SPLIT=none``, ...; an empty one is the defaults). For each
+shape every tuning and ``torch.matmul`` (cuBLAS) take their samples in turn (``kernels.bench.median_ms``: 10
+back-to-back launches per sample, cycling through input sets larger than L2), so the GPU's clock drift reaches
+all alike; ``kernels.bench gemm --tune`` instead times each tuning against cuBLAS in a separate loop, and
 on this power-limited GPU cuBLAS alone then reads 660-770 TFLOPS at one shape. Each pass prints the
 median TFLOPS and the ratio to cuBLAS of every tuning; several passes show the noise.
 

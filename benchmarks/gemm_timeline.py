@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import sys
 import tempfile
 
@@ -55,19 +56,23 @@ def traced_module():
     put(a, a + _stamp(p8, 1, tid=0) + p8 + "if T.thread_id() == 0:\n" + p12 + "Tr[T.cta_id(0), 60] = T.ptx.clock64()\n")
     a = "                if DEFER:       # the previous tile, whose bf16 / f16 values wait in pk\n"
     put(a, _stamp(p16, "4 + 3 * i") + a)
-    a = ("                    s = g % STAGES\n                    if d != \"full_wait\":\n"
-         "                        T.ptx.mbarrier_wait_parity(full[s], (g // STAGES) % 2)\n"
-         "                    mma(acc, As, Bs, s, c * 64, k, W1)\n")
-    put(a, a.replace(p20 + "if d", p20 + "if k == 0:\n" + _stamp(p20 + "    ", "64 + i") + p20 + "if d", 1))
-    a = "(g // STAGES) % 2)\n                    mma(acc, As, Bs, s, c * 64, k, W1)\n"
-    put(a, a.replace(p20 + "mma(", p20 + "if k == 0:\n" + _stamp(p20 + "    ", "5 + 3 * i") + p20 + "mma("))
+    # the k-loop is a macro (k_loop), which sees only its parameters: pass it the stamp tensor too
+    a = "    def k_loop(acc, As, Bs, full, empty, C, Cs, pk, i, c, pm0, pn0, pwide, n):"
+    put(a, a[:-2] + ", Tr):")
+    calls = re.findall(r"k_loop\(acc, As, Bs, full, empty, C, Cs, [^\n]*\)\n", src)
+    for call in set(calls):
+        src = src.replace(call, call[:-2] + ", Tr)\n")
+    a = ("            s = g % STAGES\n            if d != \"full_wait\":\n"
+         "                T.ptx.mbarrier_wait_parity(full[s], (g // STAGES) % 2)\n"
+         "            mma(acc, As, Bs, s, c * 64, k, W1, n)\n")
+    put(a, a.replace(p12 + "if d", p12 + "if k == 0:\n" + _stamp(p12 + "    ", "64 + i") + p12 + "if d", 1))
+    a = "(g // STAGES) % 2)\n            mma(acc, As, Bs, s, c * 64, k, W1, n)\n"
+    put(a, a.replace(p12 + "mma(", p12 + "if k == 0:\n" + _stamp(p12 + "    ", "5 + 3 * i") + p12 + "mma("))
     a = "                    Tx.wg.gemm_wait(0, acc)\n                if T.thread_id_in_wg() == 0:\n"
     put(a, a.replace(p16 + "if", _stamp(p16, "6 + 3 * i") + p16 + "if"))
     a = ("                    for j in range(NR):\n"
-         "                        store_chunk(C, Cs, pk, j * G * EPI, n_tiles - 1,")
-    put(a, _stamp(p20, 52) + a)
-    a = "                                    (ltmc * CM + rank) * BM, ltn * BN)\n"
-    put(a, a + p20 + "    if j < 4:\n" + _stamp(p20 + "        ", "53 + j"))
+         "                        store_round(C, Cs, pk, n_tiles - 1, j, c, lm0, ln0, lwide)\n")
+    put(a, _stamp(p20, 52) + a + p20 + "    if j < 4:\n" + _stamp(p20 + "        ", "53 + j"))
     a = "        if CM > 1:\n            T.ptx.cluster_sync()     # no CTA leaves"
     put(a, _stamp(p8, 3) + p8 + "if T.thread_id() == 128:\n" + p12 + "Tr[T.cta_id(0), 61] = T.ptx.clock64()\n" + a)
     # the kernel parser reads a function's source from its file, so the copy lives in one
@@ -137,7 +142,10 @@ def main(argv=None):
                          "the cooperative schedule: pass BN=256 (or PINGPONG=0)")
     k = traced_module().gemm_sm90(M, N, K, sms=sms, **tuning)
     G = int(k.launch.grid[0])
-    tiles = plan(M, N, K, BN=tuning["BN"], sms=sms)["tiles"]
+    split = tuning.get("SPLIT")
+    if split is not None:       # (rows, wide, bn2) -> plan's (rows, wide, narrow, bn2)
+        split = (split[0], split[1], -(-(N - split[1] * tuning["BN"]) // split[2]), split[2])
+    tiles = plan(M, N, K, BN=tuning["BN"], sms=sms, split=split)["tiles"]
     nt = np.array([tiles_of_unit(u, G, tiles) for u in range(G)])
     if nt.max() > 15:
         raise SystemExit(f"gemm_timeline: {nt.max()} tiles per CTA; the stamps have room for 15")

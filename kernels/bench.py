@@ -95,13 +95,22 @@ def _env():
 
 
 def parse_tunings(text):
-    """``"K=V,K=V;K=V"`` -> a list of tuning dicts (integer values as ints; an empty tuning is the defaults).
+    """``"K=V,K=V;K=V"`` -> a list of tuning dicts (integer values as ints, ``none`` as None, ``a/b/c`` as a tuple of
+    ints; an empty tuning is the defaults).
 
-        >>> parse_tunings(";BN=192,STORE=cta")
-        [{}, {'BN': 192, 'STORE': 'cta'}]
+        >>> parse_tunings(";BN=192,STORE=cta;BN=256,SPLIT=16/1/240;SPLIT=none")
+        [{}, {'BN': 192, 'STORE': 'cta'}, {'BN': 256, 'SPLIT': (16, 1, 240)}, {'SPLIT': None}]
     """
-    return [{k: int(v) if v.lstrip("-").isdigit() else v for k, v in (kv.split("=") for kv in t.split(",") if kv)}
-            for t in text.split(";")]
+    def value(v):
+        if v.lstrip("-").isdigit():
+            return int(v)
+        if v == "none":
+            return None
+        if "/" in v and all(p.lstrip("-").isdigit() for p in v.split("/")):
+            return tuple(int(p) for p in v.split("/"))
+        return v
+
+    return [{k: value(v) for k, v in (kv.split("=") for kv in t.split(",") if kv)} for t in text.split(";")]
 
 
 def parse_shapes(text, dims, example):

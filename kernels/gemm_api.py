@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import torch
 
-from .gemm_sm90 import ACTIVATIONS, choose_tile, gemm_sm90
+from .gemm_sm90 import ACTIVATIONS, balanced_split, choose_tile, gemm_sm90
 
 _IN = {torch.bfloat16: "bfloat16", torch.float16: "float16"}
 _OUT = {torch.bfloat16: "bfloat16", torch.float16: "float16", torch.float32: "float32"}
@@ -126,9 +126,10 @@ def gemm(a, b, out=None, *, bias=None, activation=None, out_dtype=None, **tuning
     column-major), float32 accumulation, output ``out_dtype`` (default ``a.dtype``; bf16, f16 or
     f32) written to ``out`` when given. ``activation``: None, ``"relu"`` or ``"silu"``.
     ``tuning`` goes to :func:`kernels.gemm_sm90.gemm_sm90` (``BN``, ``STAGES``, ``CM``, ``group``, ``STORE``,
-    ``DEFER``, ``STAGGER``, ``PINGPONG``, ``PDL``, ``sms``); without ``BN`` the tile width and the schedule are
-    :func:`kernels.gemm_sm90.choose_tile`'s (ping-pong at 8192^3 and at N = 2112, for example; no wider
-    than :func:`kernels.gemm_sm90.widest_bn` allows for the epilogue)."""
+    ``DEFER``, ``STAGGER``, ``PINGPONG``, ``PDL``, ``SPLIT``, ``sms``); without ``BN`` the tile width and the
+    schedule are :func:`kernels.gemm_sm90.choose_tile`'s (ping-pong at N = 2112, for example; no wider than
+    :func:`kernels.gemm_sm90.widest_bn` allows for the epilogue), a cooperative 256 with
+    :func:`kernels.gemm_sm90.balanced_split`'s ``SPLIT`` where that deals the tiles more evenly (4096^3, 8192^3)."""
     if "drop" in tuning:     # gemm_sm90's mutation-test switch: never reachable from here
         raise TypeError("kernels.gemm() got an unexpected keyword argument 'drop'")
     Tensor = torch.Tensor
@@ -219,14 +220,22 @@ def _tile(tuning, M, N, K, sms, b_major="K", bias=False, activation=None, out_dt
     :func:`kernels.gemm_sm90.choose_tile` when neither is given (the cooperative schedule when ``DEFER``,
     ``STORE`` or ``STAGGER=True`` asks for it), ``BN`` for the given schedule otherwise; a given ``BN`` alone keeps the
     cooperative schedule. The epilogue (``bias``, ``activation``, ``out_dtype``) caps the width
-    (:func:`kernels.gemm_sm90.widest_bn`)."""
+    (:func:`kernels.gemm_sm90.widest_bn`); a ``SPLIT`` asks for the cooperative schedule too. A chosen
+    cooperative deferred tile also gets :func:`kernels.gemm_sm90.balanced_split`'s ``SPLIT`` where that deals
+    the tiles more evenly (4096^3, for example); ``SPLIT=None`` keeps the plain grid."""
     if "BN" in tuning:
         return tuning
     pp = tuning.get("PINGPONG")
-    if pp is None and ("DEFER" in tuning or "STORE" in tuning or tuning.get("STAGGER")):
+    if pp is None and ("DEFER" in tuning or "STORE" in tuning or tuning.get("STAGGER") or tuning.get("SPLIT")):
         pp = False          # options of the cooperative schedule
     bn, pp = choose_tile(M, N, K, sms, tuning.get("CM", 1), b_major, pp, bias, activation, out_dtype)
-    return dict(tuning, BN=bn, PINGPONG=pp)
+    tuning = dict(tuning, BN=bn, PINGPONG=pp)
+    if "SPLIT" not in tuning and not pp and tuning.get("CM", 1) == 1 and b_major == "K" and not bias \
+            and out_dtype != "float32" and tuning.get("DEFER", True):
+        split = balanced_split(M, N, K, bn, sms, tuning.get("group", 4), out_dtype)
+        if split is not None:
+            tuning["SPLIT"] = split
+    return tuning
 
 
 _BUILT: dict = {}

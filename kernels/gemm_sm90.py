@@ -52,8 +52,14 @@ Roles (``threads = 384``, three warpgroups; ``setmaxnreg`` moves registers to th
 - **Stagger** (``STAGGER``, on by default in this cooperative schedule): consumer 1 starts its first k-block
   once consumer 0 has issued its own (named barrier 5, once per CTA), so the two consumers' tile boundaries
   (the wait for the last wgmma, the cast of the tile) do not fall together (+0.0-1.5% at 4096^3, H100).
-- **Ping-pong** (``PINGPONG``; :func:`choose_tile` picks it where it measured faster, e.g. 8192^3 at
-  ``BN = 192``, N = 2112 at 176): consumer ``c`` takes the CTA's tiles ``c, c + 2, ...`` whole, a
+- **Balanced split** (``SPLIT``; :func:`balanced_split`, which :func:`kernels.gemm` applies): where the
+  plain grid of 128 x 256 tiles leaves a partial last round (4096^3: 512 tiles on 132 SMs, 3.88 rounds),
+  some tile rows are cut into 240-wide tiles instead (4096^3: 16 rows of 1 x 256 + 16 x 240, 528 tiles,
+  4 per CTA), so no CTA has four wide tiles. A narrow tile loads the same box of ``B`` and runs
+  ``m64n240k16`` into a prefix of the accumulator. H100, same process: +1.6-2.6% at 4096^3, +1.1-2.8% at
+  8192 x 4096 x 4096 and 4096 x 8192 x 4096, +1.8-2.4% at 2048 x 8192 and 8192 x 2048 (K = 4096).
+- **Ping-pong** (``PINGPONG``; :func:`choose_tile` picks it where it measured faster, e.g. N = 2112 and
+  4096 x 24576 x 1536 at ``BN = 176``): consumer ``c`` takes the CTA's tiles ``c, c + 2, ...`` whole, a
   ``(128, BN)`` accumulator (two ``(64, BN)`` halves, two ``m64nBNk16`` per k-step, ``wait_group 2``
   before a stage is released; ``BN <= 192`` for the registers), and each k-block's stage is read by
   one warpgroup (``empty`` counts one arrival per CTA of the cluster). The k-loops take turns (named
@@ -89,7 +95,8 @@ from tirxpy.layout import ComposeLayout, R, S, TileLayout, laneid, m, swizzle_fo
 from tirxpy.layout.atoms import wgmma_accumulator
 from tirxpy.sim import register_model
 
-from .schedule import SM_COUNT_H100, cdiv, grouped_tile, persistent_units, register_split, tiles_of_unit
+from .schedule import (SM_COUNT_H100, cdiv, grouped_tile, persistent_units, register_split, split_tile,
+                       tiles_of_unit)
 
 # -0.0 from an asm the C++ compiler cannot fold through: ``acc + NEG_ZERO()`` keeps an add (the identity on
 # every float, signed zeros and NaN included) in the PTX; see the store-at-once epilogue in gemm_sm90
@@ -107,9 +114,10 @@ DROPS = ("full_wait", "empty_wait", "expect_tx", "wgmma_wait", "acc_wait", "fenc
 
 
 def plan(M, N, K, BM=128, BN=256, BK=64, STAGES=4, CM=1, sms=SM_COUNT_H100, group=4,
-         dtype="bfloat16", out_dtype="bfloat16", PINGPONG=False):
+         dtype="bfloat16", out_dtype="bfloat16", PINGPONG=False, split=None):
     """Checked tile plan: tile counts, persistent grid and shared-memory bytes (raises ValueError).
-    ``PINGPONG``: each consumer warpgroup stages its own ``(BM, EPI)`` output chunks (two buffers each)."""
+    ``PINGPONG``: each consumer warpgroup stages its own ``(BM, EPI)`` output chunks (two buffers each).
+    ``split``: ``(rows, wide, narrow, bn2)`` of :func:`kernels.schedule.split_tile` (checked by the kernel)."""
     if dtype not in IN_DTYPES:
         raise ValueError(f"gemm_sm90: inputs must be one of {IN_DTYPES}, got {dtype!r}")
     if out_dtype not in OUT_DTYPES:
@@ -138,7 +146,7 @@ def plan(M, N, K, BM=128, BN=256, BK=64, STAGES=4, CM=1, sms=SM_COUNT_H100, grou
                          f"{smem} bytes of shared memory, over the {SMEM_LIMIT} a CTA may have: use fewer stages or a smaller BN")
     tm, tn = cdiv(M, BM), cdiv(N, BN)
     tmc = cdiv(tm, CM)
-    tiles = tmc * tn
+    tiles = tmc * tn if split is None else split[0] * (split[1] + split[2]) + (tmc - split[0]) * tn
     units = persistent_units(tiles, sms, CM)
     return {"tiles_m": tm, "tiles_n": tn, "cluster_tiles_m": tmc, "tiles": tiles, "units": units,
             "grid": units * CM, "kt": cdiv(K, BK), "smem": smem, "epi": epi, "group": group}
@@ -169,7 +177,9 @@ def bn_candidates(CM=1, b_major="K"):
 # rank the six large benchmark shapes as measured: ping-pong ahead at 8192^3 (BN 192, 1.5-5%), and with BN 176
 # and its 5 stages (:func:`default_stages`) at N = 2112, 24576 x 1536, 7168 x 2048 and 4096 x 7168 x 7168 (there by
 # 1.1-2.4%; 176's efficiency refitted for 5 stages in the sixteenth session: within (0.955, 0.969) every ranking
-# of those runs holds); 2-4% behind at 4096^3.
+# of those runs holds); 2-4% behind at 4096^3. Against the cooperative 256 with its balanced split (SPLIT, the
+# twenty-second session) ping-pong stays ahead at N = 2112, 24576 x 1536 and 7168 x 2048 and falls behind at
+# 8192^3 (1.4%) and level at 4096 x 7168 x 7168: :func:`schedule_cost` ranks them so.
 _PP_EFFICIENCY = {192: 0.965, 176: 0.962}
 _TILE_OVERHEAD = 3.2
 
@@ -209,10 +219,12 @@ def widest_bn(PINGPONG=False, bias=False, activation=None, out_dtype="bfloat16")
     """The widest ``BN`` whose kernel compiles without register spills (NVRTC 13.0, sm_90a): 256 cooperative,
     192 ping-pong; with a fused bias *and* silu into a 16-bit output (the bias row, silu's temporaries and the
     converted chunk live next to the accumulator) the cooperative schedule stops at 192 (256 spills 8 bytes at
-    CM = 1 and CM = 2, 16 and 4 without the ``STAGGER`` barrier). Ping-pong keeps 192 for that epilogue too: it
-    spilled 48 bytes there until ldmatrix / stmatrix addresses became lane arithmetic, and since then compiles
-    clean and runs right (H100, tests/kernels/test_gemm_sm90_gpu.py) and 0.9-1.1% faster than 176 at 8192^3 (the
-    one benchmark shape where choose_tile then picks it). tests/kernels/test_gemm_sm90.py compiles each.
+    CM = 1, 16 and 4 without the ``STAGGER`` barrier; at CM = 2 it spilled 8 bytes too until the grouped walk's
+    divisions became constant where the band height divides the tile rows, and now compiles clean there, a
+    margin of a few registers left untried on a GPU, so the cap stays for both). Ping-pong keeps 192 for that
+    epilogue too: it spilled 48 bytes there until ldmatrix / stmatrix addresses became lane arithmetic, and since
+    then compiles clean and runs right (H100, tests/kernels/test_gemm_sm90_gpu.py) and 0.9-1.1% faster than 176 at
+    8192^3 (the one benchmark shape where choose_tile then picks it). tests/kernels/test_gemm_sm90.py compiles each.
 
         >>> widest_bn(), widest_bn(bias=True, activation="silu"), widest_bn(True, True, "silu", "bfloat16")
         (256, 192, 192)
@@ -224,14 +236,14 @@ def widest_bn(PINGPONG=False, bias=False, activation=None, out_dtype="bfloat16")
 
 def choose_tile(M, N, K, sms=SM_COUNT_H100, CM=1, b_major="K", PINGPONG=None, bias=False, activation=None,
                 out_dtype="bfloat16"):
-    """``(BN, PINGPONG)`` with the least :func:`tile_cost`: the widths of :func:`bn_candidates` in the
+    """``(BN, PINGPONG)`` with the least :func:`schedule_cost`: the widths of :func:`bn_candidates` in the
     cooperative schedule, those of them in ``_PP_EFFICIENCY`` (192, 176) in ping-pong (``PINGPONG``
     True / False restricts the choice to one schedule), none wider than :func:`widest_bn` for the
     epilogue (``bias``, ``activation``, ``out_dtype``). What :func:`kernels.gemm` runs when given
-    neither ``BN`` nor ``PINGPONG``.
+    neither ``BN`` nor ``PINGPONG`` (with :func:`balanced_split`'s ``SPLIT`` for a cooperative 256).
 
         >>> choose_tile(4096, 4096, 4096), choose_tile(8192, 8192, 8192), choose_tile(4096, 2112, 7168)
-        ((256, False), (192, True), (176, True))
+        ((256, False), (256, False), (176, True))
         >>> choose_tile(4096, 2112, 7168, PINGPONG=False), choose_tile(4096, 4096, 4096, bias=True, activation="silu")
         ((176, False), (176, True))
     """
@@ -242,13 +254,116 @@ def choose_tile(M, N, K, sms=SM_COUNT_H100, CM=1, b_major="K", PINGPONG=None, bi
         for bn in bn_candidates(CM, b_major):
             if (pp and bn not in _PP_EFFICIENCY) or bn > widest_bn(pp, bias, activation, out_dtype):
                 continue
-            cost = tile_cost(M, N, K, bn, pp, sms, CM)
+            cost = schedule_cost(M, N, K, bn, pp, sms, CM, b_major, bias, out_dtype)
             if best is None or cost < best[0]:
                 best = (cost, bn, pp)
     if best is None:
         raise ValueError(f"gemm_sm90: no ping-pong tile width for CM = {CM} with a {b_major}-major B (ping-pong takes "
                          f"{tuple(_PP_EFFICIENCY)}; {bn_candidates(CM, b_major)} fit here): pass BN, or PINGPONG=False")
     return best[1], best[2]
+
+
+def schedule_cost(M, N, K, BN, PINGPONG=False, sms=SM_COUNT_H100, CM=1, b_major="K", bias=False,
+                  out_dtype="bfloat16"):
+    """What :func:`choose_tile` minimizes: :func:`tile_cost`, or for a cooperative tile that
+    :func:`kernels.gemm` would split (``CM = 1``, K-major ``B``, no bias, a 16-bit output) the busiest CTA's
+    work under :func:`balanced_split`'s ``SPLIT``, in the same units. The split moves the choice at 8192^3
+    (cooperative 256 split, 1.4% ahead of ping-pong 192) and 4096 x 7168 x 7168 (level with ping-pong 176
+    there, 1% ahead in the model); ping-pong stays ahead in the model and on the H100 at N = 2112,
+    24576 x 1536 and 7168 x 2048 (same process, docs/performance.md).
+
+        >>> round(schedule_cost(4096, 4096, 4096, 256)), round(tile_cost(4096, 4096, 4096, 256))
+        (67789, 68813)
+    """
+    cost = tile_cost(M, N, K, BN, PINGPONG, sms, CM)
+    if not PINGPONG and CM == 1 and b_major == "K" and not bias and out_dtype != "float32":
+        best = _best_split(M, N, K, BN, sms, 4, out_dtype)
+        if best is not None:
+            cost = min(cost, best[0])
+    return cost
+
+
+def _unit_loads(widths, KT, units):
+    """Per-unit cost of a persistent walk of tiles of ``widths`` (unit ``u`` takes tiles ``u, u + units, ...``),
+    in :func:`tile_cost`'s units: ``KT`` k-blocks of the tile's width plus ``_TILE_OVERHEAD`` per tile."""
+    cost = KT * np.asarray(widths, dtype=np.float64) + _TILE_OVERHEAD * 256
+    cost = np.concatenate([cost, np.zeros(-len(cost) % units)])
+    return cost.reshape(-1, units).sum(axis=0)
+
+
+def _split_widths(rows, wide, narrow, bn2, TM, TN, BN, group):
+    """Tile widths in the order :func:`kernels.schedule.split_tile` lists them."""
+    per_row = wide + narrow
+    t = np.arange(rows * per_row)
+    per_group = group * per_row
+    size = np.minimum(rows - (t // per_group) * group, group)
+    yn = (t % per_group) // size
+    return np.concatenate([np.where(yn < wide, BN, bn2), np.full((TM - rows) * TN, BN)])
+
+
+def balanced_split(M, N, K, BN=256, sms=SM_COUNT_H100, group=4, out_dtype="bfloat16", margin=0.005):
+    """A ``SPLIT = (rows, wide, bn2)`` for :func:`gemm_sm90`'s cooperative deferred schedule that deals its
+    tiles over the ``sms`` persistent CTAs more evenly than the plain grid, or None. The first ``rows`` tile
+    rows become ``wide`` tiles of ``BN`` columns and then tiles of ``bn2 < BN`` (the rest of ``N``), so that
+    the tile count fills the last round: the CTA with the most work (:func:`tile_cost`'s units, summed over
+    the tiles dealt to it) must do at least ``margin`` less than in the plain grid. ``bn2`` keeps as many
+    output chunks as ``BN`` (``BN - EPI < bn2``) and a multiple of 16; ``rows`` a multiple of ``group``. Only
+    for ``BN = 256`` and a plain grid of more than one round (where it was measured; the cost model does
+    not weigh a narrower wgmma's lower efficiency, which matters more for narrower tiles).
+
+    4096^3: 512 tiles of 128 x 256 are 3.88 rounds on 132 SMs (the busiest CTA: 4 wide tiles); 16 rows of
+    1 x 256 + 16 x 240 and 16 rows of 16 x 256 are 528 tiles, 4 per CTA, none with four wide ones (-1.5%):
+
+        >>> balanced_split(4096, 4096, 4096), balanced_split(2048, 2048, 2048)
+        ((16, 1, 240), None)
+    """
+    best = _best_split(M, N, K, BN, sms, group, out_dtype, margin)
+    return None if best is None else best[1]
+
+
+def _best_split(M, N, K, BN, sms, group, out_dtype, margin=0.005):
+    """``(busiest CTA's work, SPLIT)`` of :func:`balanced_split`, or None."""
+    epi = 128 // _BYTES[out_dtype]
+    TM, TN, KT = cdiv(M, 128), cdiv(N, BN), cdiv(K, 64)
+    if BN != 256 or out_dtype == "float32" or TM * TN <= sms:
+        return None
+    plain = _unit_loads([BN] * (TM * TN), KT, persistent_units(TM * TN, sms)).max()
+    best = None
+    for bn2 in range(BN - 16, BN - epi, -16):
+        # the wide counts whose split rows cover N with the least overhang, two of them
+        wides = sorted(range(cdiv(N, BN)), key=lambda w: w * BN + cdiv(N - w * BN, bn2) * bn2 - N)[:2]
+        for wide in wides:
+            narrow = cdiv(N - wide * BN, bn2)
+            if wide + narrow <= TN:
+                continue
+            for rows in sorted(set(range(group, TM + 1, group)) | {TM}):
+                widths = _split_widths(rows, wide, narrow, bn2, TM, TN, BN, group)
+                loads = _unit_loads(widths, KT, persistent_units(len(widths), sms))
+                cost = (loads.max(), int((loads == loads.max()).sum()))     # ties: fewer CTAs with the most work
+                if best is None or cost < best[0]:
+                    best = (cost, (rows, wide, bn2))
+    if best is None or best[0][0] > plain * (1 - margin):
+        return None
+    return float(best[0][0]), best[1]
+
+
+def _split_checked(SPLIT, M, N, BN, EPI, G, CM, PP, DEFER, b_major):
+    """``(rows, wide, narrow, bn2)`` from ``gemm_sm90``'s ``SPLIT = (rows, wide, bn2)``, or ValueError."""
+    if not (isinstance(SPLIT, tuple) and len(SPLIT) == 3 and all(isinstance(v, int) for v in SPLIT)):
+        raise ValueError(f"gemm_sm90: SPLIT must be a tuple (rows, wide, bn2) of ints, got {SPLIT!r}")
+    rows, wide, bn2 = SPLIT
+    if PP or CM != 1 or not DEFER or b_major != "K" or G != 1:
+        raise ValueError("gemm_sm90: SPLIT is a tiling of the cooperative deferred schedule without a cluster, with a "
+                         "K-major B and 128-byte output chunks (PINGPONG=False, CM=1, DEFER, BN a multiple of 64 for a "
+                         f"16-bit output); got PINGPONG={PP}, CM={CM}, DEFER={DEFER}, b_major={b_major!r}, BN={BN}")
+    if not (bn2 % 16 == 0 and BN - EPI < bn2 < BN):
+        raise ValueError(f"gemm_sm90: SPLIT's narrow width {bn2} must be a multiple of 16 in ({BN - EPI}, {BN}): "
+                         f"narrower than BN = {BN}, with as many {EPI}-column output chunks")
+    if not (1 <= rows <= cdiv(M, 128)) or not (0 <= wide and wide * BN < N):
+        raise ValueError(f"gemm_sm90: SPLIT = {SPLIT}: rows must be in [1, {cdiv(M, 128)}] (tile rows of M = {M}) and "
+                         f"wide tiles of {BN} columns must leave part of N = {N} to the narrow ones "
+                         f"(wide < {cdiv(N, BN)})")
+    return rows, wide, cdiv(N - wide * BN, bn2), bn2
 
 
 def _mn_major_stages(stages, k, mn, dtype):
@@ -274,7 +389,7 @@ def bias_layout(epi):
 @tirxpy.jit
 def gemm_sm90(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", dtype="bfloat16",
               out_dtype="bfloat16", bias=False, activation=None, sms=SM_COUNT_H100, group=4, STORE="wg", DEFER=None,
-              PINGPONG=False, drop=None, STAGGER=None, PDL=True):
+              PINGPONG=False, drop=None, STAGGER=None, PDL=True, SPLIT=None):
     """The kernel for one problem: ``k(A, B, C)`` (``k(A, B, Bias, C)`` with ``bias=True``); see the
     module docstring for the operand orientations.
 
@@ -320,7 +435,15 @@ def gemm_sm90(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", dtyp
     ``PINGPONG``: the two consumer warpgroups take whole tiles in turn (consumer ``c`` the CTA's tiles
     ``c, c + 2, ...``, a ``(128, BN)`` accumulator each: two ``m64nBNk16`` per k-step, ``BN`` registers per
     thread), so one warpgroup's epilogue runs while the other's k-loop keeps the tensor cores busy; each
-    k-block's stage is read by one warpgroup. ``BN <= 192`` (the accumulator's registers); no ``DEFER``."""
+    k-block's stage is read by one warpgroup. ``BN <= 192`` (the accumulator's registers); no ``DEFER``.
+
+    ``SPLIT = (rows, wide, bn2)`` (cooperative deferred schedule, ``CM = 1``, K-major ``B``; :func:`balanced_split`
+    finds one, and :func:`kernels.gemm` uses it): the first ``rows`` tile rows hold ``wide`` tiles of ``BN`` columns
+    and then tiles of ``bn2`` (``BN - EPI < bn2 < BN``, a multiple of 16) to the end of ``N``, listed first
+    (:func:`kernels.schedule.split_tile`), so the tile count fills the persistent grid's last round. A narrow
+    tile loads the same ``(BN, BK)`` box of ``B`` (its last ``BN - bn2`` rows unused) and runs ``m64n{bn2}k16``
+    into a prefix of the accumulator; its last output chunk is the ``EPI`` columns that end the tile (they
+    overlap the chunk before it, whose values they write again)."""
     BM, BK = 128, 64
     if PINGPONG not in (True, False, 0, 1):
         raise ValueError(f"gemm_sm90: PINGPONG must be True or False, got {PINGPONG!r}")
@@ -366,6 +489,10 @@ def gemm_sm90(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", dtyp
                          "a float32 output (as many registers as the accumulator) does not leave room for: "
                          "use DEFER=False or a 16-bit output")
     DEFER = bool(DEFER)
+    if SPLIT is not None:
+        SPLIT = _split_checked(SPLIT, M, N, BN, p["epi"], 128 // _BYTES[out_dtype] // p["epi"], CM, PP, DEFER, b_major)
+        p = plan(M, N, K, BM, BN, BK, STAGES, CM, sms, group, dtype, out_dtype, PP, SPLIT)
+    BN2 = BN if SPLIT is None else SPLIT[3]     # the narrow tiles' width
     if STAGGER not in (None, True, False, 0, 1):
         raise ValueError(f"gemm_sm90: STAGGER must be True or False (or None: on for the cooperative schedule), "
                          f"got {STAGGER!r}")
@@ -415,14 +542,14 @@ def gemm_sm90(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", dtyp
     bias_shape = (1, N) if bias else (1, 1)
 
     @T.macro
-    def store_chunk(C, Cs, src, s0, t, j, nper, nb, c, m0, n0):
+    def store_chunk(C, Cs, src, s0, t, j, nper, nb, c, m0, n0, col):
         """Round ``j`` (of ``nper`` per tile) of the CTA's ``t``-th tile, at ``(m0, n0)``: ``nb`` chunks of
-        ``EPI`` columns from column ``j G EPI`` (this consumer's values, accumulator layout, in columns
-        ``s0 ..`` of ``src``) -> staging buffer -> TMA stores. The two buffers alternate over the CTA's
-        round sequence ``t nper + j`` (with an odd ``nper``, ``j % 2`` would give a tile's first round the
-        buffer its previous tile's last store may still read)."""
+        ``EPI`` columns from the tile's column ``col`` (``j G EPI``, but for a narrow ``SPLIT`` tile's last
+        round; this consumer's values, accumulator layout, in columns ``s0 ..`` of ``src``) -> staging buffer
+        -> TMA stores. The two buffers alternate over the CTA's round sequence ``t nper + j`` (with an odd
+        ``nper``, ``j % 2`` would give a tile's first round the buffer its previous tile's last store may
+        still read)."""
         b = (t * nper + j) % 2 if nper % 2 else j % 2
-        col = j * G * EPI
         # STORE "wg": each consumer stages and stores its own 64 rows behind its own barrier; "cta":
         # both consumers stage, one thread stores the (BM, EPI) box
         if d != "store_wait":
@@ -456,14 +583,40 @@ def gemm_sm90(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", dtyp
                         Tx.copy_async(C[m0:m0 + BM, n0 + col + g * EPI:n0 + col + g * EPI + EPI], Cs[b, g])
 
     @T.macro
-    def mma(dst, As, Bs, s, r0, k, wt):
-        """``dst (+)= A[r0 .. r0 + 63] B`` from stage ``s`` (wgmma, A K- or MN-major), accumulating from
-        k-block 1 on; ``wt``: the ``wait_group`` after it, or None."""
-        if a_major == "K":
-            Tx.wg.gemm_async(dst, As[s, r0:r0 + 64, :], Bs[s], transpose_b=tb, accumulate=k > 0, wait=wt)
+    def mma(dst, As, Bs, s, r0, k, wt, n):
+        """``dst[:, :n] (+)= A[r0 .. r0 + 63] B[:, :n]`` from stage ``s`` (wgmma, A K- or MN-major),
+        accumulating from k-block 1 on; ``wt``: the ``wait_group`` after it, or None. ``n``: ``BN``, or a
+        narrow ``SPLIT`` tile's width (``B`` K-major: its first ``n`` rows)."""
+        if n == BN:
+            if a_major == "K":
+                Tx.wg.gemm_async(dst, As[s, r0:r0 + 64, :], Bs[s], transpose_b=tb, accumulate=k > 0, wait=wt)
+            else:
+                Tx.wg.gemm_async(dst, As[s, :, r0:r0 + 64], Bs[s], transpose_a=ta, transpose_b=tb, accumulate=k > 0,
+                                 wait=wt)
         else:
-            Tx.wg.gemm_async(dst, As[s, :, r0:r0 + 64], Bs[s], transpose_a=ta, transpose_b=tb, accumulate=k > 0,
+            Tx.wg.gemm_async(dst[:, 0:n], As[s, r0:r0 + 64, :], Bs[s, 0:n, :], transpose_b=tb, accumulate=k > 0,
                              wait=wt)
+
+    @T.macro
+    def store_round(C, Cs, src, t, j, c, m0, n0, wide):
+        """Deferred round ``j`` of the CTA's ``t``-th tile (at ``(m0, n0)``, its values in ``src``); a narrow
+        ``SPLIT`` tile (``wide`` false) has its last round at the ``EPI`` columns that end it."""
+        if (j + 1) * EPI > BN2:
+            if wide:
+                store_chunk(C, Cs, src, j * EPI, t, j, NR, 1, c, m0, n0, j * EPI)
+            else:
+                store_chunk(C, Cs, src, BN2 - EPI, t, j, NR, 1, c, m0, n0, BN2 - EPI)
+        else:
+            store_chunk(C, Cs, src, j * G * EPI, t, j, NR, min(G, NCH - j * G), c, m0, n0, j * G * EPI)
+
+    def tile_at(t, rank):
+        """``(m0, n0, wide)`` of tile ``t`` of the persistent walk for the cluster's CTA ``rank`` (``wide``:
+        ``BN`` columns)."""
+        if SPLIT is None:
+            tmc, tn = grouped_tile(t, TMC, TN, group)
+            return (tmc * CM + rank) * BM, tn * BN, True
+        tm, n0, wide = split_tile(t, TMC, TN, group, SPLIT, BN)
+        return tm * BM, n0, wide
 
     @T.macro
     def release(empty, s):
@@ -476,6 +629,31 @@ def gemm_sm90(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", dtyp
         else:
             for r in range(CM):
                 T.ptx.mbarrier_arrive_cluster(T.ptx.mapa_shared(empty[s], r))
+
+    @T.macro
+    def k_loop(acc, As, Bs, full, empty, C, Cs, pk, i, c, pm0, pn0, pwide, n):
+        """The cooperative consumer ``c``'s k-loop over the CTA's ``i``-th tile, ``n`` columns wide (``BN``, or a
+        narrow ``SPLIT`` tile's); with ``DEFER``, round ``j`` of tile ``i - 1`` (at ``(pm0, pn0)``, in ``pk``) is
+        stored under k-block ``j``."""
+        for k in T.serial(KT):
+            g = i * KT + k
+            s = g % STAGES
+            if d != "full_wait":
+                T.ptx.mbarrier_wait_parity(full[s], (g // STAGES) % 2)
+            mma(acc, As, Bs, s, c * 64, k, W1, n)
+            if STAGGER:
+                if c == 0:
+                    if i == 0:
+                        if k == 0:
+                            T.ptx.barrier_arrive(5, 256)
+            if k > 0:
+                if T.thread_id_in_wg() == 0:
+                    release(empty, (g + STAGES - 1) % STAGES)
+            if DEFER:   # chunk k of the previous tile is stored while this k-block's wgmma runs
+                for j in range(min(NR, KT)):
+                    if k == j:
+                        if i > 0:
+                            store_round(C, Cs, pk, i - 1, j, c, pm0, pn0, pwide)
 
     THREADS = 384                               # producer + two consumer warpgroups
     REG_DEC, REG_INC = register_split(THREADS, 40, 232, "gemm_sm90")
@@ -518,9 +696,7 @@ def gemm_sm90(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", dtyp
             if T.warp_id_in_wg() == 0:
                 if T.elect_one():
                     for i in T.serial(n_tiles):
-                        tmc, tn = grouped_tile(unit + i * UNITS, TMC, TN, group)
-                        m0 = (tmc * CM + rank) * BM
-                        n0 = tn * BN
+                        m0, n0, _wide = tile_at(unit + i * UNITS, rank)
                         for k in T.serial(KT):
                             g = i * KT + k
                             s = g % STAGES
@@ -556,9 +732,7 @@ def gemm_sm90(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", dtyp
             c = wg - 1
             for j2 in T.serial((n_tiles + 1 - c) // 2):       # this consumer's tiles: c, c + 2, ...
                 i = c + 2 * j2
-                tmc, tn = grouped_tile(unit + i * UNITS, TMC, TN, group)
-                m0 = (tmc * CM + rank) * BM
-                n0 = tn * BN
+                m0, n0, _wide = tile_at(unit + i * UNITS, rank)
                 # turns: tile i's k-loop starts once tile i - 1's has waited for all of its stages (named
                 # barriers 3: consumer 1's turn, 4: consumer 0's). Besides keeping the k-loops apart, this is
                 # what makes the parity waits below sound: a stage's earlier rounds belong to the other
@@ -573,7 +747,7 @@ def gemm_sm90(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", dtyp
                         T.ptx.mbarrier_wait_parity(full[s], (g // STAGES) % 2)
                     for hh in range(2):         # rows 0 .. 63 and 64 .. 127: two commit groups per k-block
                         mma(acc if hh == 0 else acc2, As, Bs, s, hh * 64, k,
-                            None if hh == 0 else (None if d == "wgmma_wait" else 2))
+                            None if hh == 0 else (None if d == "wgmma_wait" else 2), BN)
                     if k > 0:                   # the previous k-block's two groups are done with its stage
                         if T.thread_id_in_wg() == 0:
                             release(empty, (g + STAGES - 1) % STAGES)
@@ -620,36 +794,23 @@ def gemm_sm90(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", dtyp
                 elif n_tiles == 0:
                     T.ptx.barrier_arrive(5, 256)
             for i in T.serial(n_tiles):
-                tmc, tn = grouped_tile(unit + i * UNITS, TMC, TN, group)
-                m0 = (tmc * CM + rank) * BM
-                n0 = tn * BN
+                m0, n0, wide = tile_at(unit + i * UNITS, rank)
                 if DEFER:       # the previous tile, whose bf16 / f16 values wait in pk
-                    ptmc, ptn = grouped_tile(unit + (i - 1) * UNITS, TMC, TN, group)
-                for k in T.serial(KT):
-                    g = i * KT + k
-                    s = g % STAGES
-                    if d != "full_wait":
-                        T.ptx.mbarrier_wait_parity(full[s], (g // STAGES) % 2)
-                    mma(acc, As, Bs, s, c * 64, k, W1)
-                    if STAGGER:
-                        if c == 0:
-                            if i == 0:
-                                if k == 0:
-                                    T.ptx.barrier_arrive(5, 256)
-                    if k > 0:
-                        if T.thread_id_in_wg() == 0:
-                            release(empty, (g + STAGES - 1) % STAGES)
-                    if DEFER:   # chunk k of the previous tile is stored while this k-block's wgmma runs
-                        for j in range(min(NR, KT)):
-                            if k == j:
-                                if i > 0:
-                                    store_chunk(C, Cs, pk, j * G * EPI, i - 1, j, NR, min(G, NCH - j * G), c,
-                                                (ptmc * CM + rank) * BM, ptn * BN)
-                if DEFER:       # chunks left over when the tile has fewer k-blocks than chunks
+                    pm0, pn0, pwide = tile_at(unit + (i - 1) * UNITS, rank)
+                if SPLIT is None:
+                    if DEFER:
+                        k_loop(acc, As, Bs, full, empty, C, Cs, pk, i, c, pm0, pn0, pwide, BN)
+                    else:
+                        k_loop(acc, As, Bs, full, empty, C, Cs, acc, i, c, 0, 0, True, BN)
+                else:
+                    if wide:
+                        k_loop(acc, As, Bs, full, empty, C, Cs, pk, i, c, pm0, pn0, pwide, BN)
+                    else:
+                        k_loop(acc, As, Bs, full, empty, C, Cs, pk, i, c, pm0, pn0, pwide, BN2)
+                if DEFER:       # rounds left over when the tile has fewer k-blocks than rounds
                     for j in range(KT, NR):
                         if i > 0:
-                            store_chunk(C, Cs, pk, j * G * EPI, i - 1, j, NR, min(G, NCH - j * G), c,
-                                        (ptmc * CM + rank) * BM, ptn * BN)
+                            store_round(C, Cs, pk, i - 1, j, c, pm0, pn0, pwide)
                 if d != "acc_wait":
                     Tx.wg.gemm_wait(0, acc)
                 if T.thread_id_in_wg() == 0:
@@ -672,15 +833,14 @@ def gemm_sm90(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", dtyp
                         Tx.wg.silu(chunk, chunk)
                     if not DEFER:
                         Tx.wg.cast(out, chunk)
-                        store_chunk(C, Cs, out, 0, i, j, NCH, 1, c, m0, n0)
+                        store_chunk(C, Cs, out, 0, i, j, NCH, 1, c, m0, n0, j * EPI)
                 if DEFER:
                     Tx.wg.cast(pk, acc)     # frees acc for the next tile's first wgmma
             if DEFER:
                 if n_tiles > 0:             # the CTA's last tile
-                    ltmc, ltn = grouped_tile(unit + (n_tiles - 1) * UNITS, TMC, TN, group)
+                    lm0, ln0, lwide = tile_at(unit + (n_tiles - 1) * UNITS, rank)
                     for j in range(NR):
-                        store_chunk(C, Cs, pk, j * G * EPI, n_tiles - 1, j, NR, min(G, NCH - j * G), c,
-                                    (ltmc * CM + rank) * BM, ltn * BN)
+                        store_round(C, Cs, pk, n_tiles - 1, j, c, lm0, ln0, lwide)
             if T.thread_id_in_wg() == 0:
                 T.ptx.bulk_wait_group(0)
         if CM > 1:

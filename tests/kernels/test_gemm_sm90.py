@@ -137,7 +137,7 @@ def test_defer_is_checked():
 
 @pytest.mark.parametrize("shape,kw", [
     ((4096, 2112, 7168), dict(BN=176, PINGPONG=True)),                      # choose_tile's N = 2112 tile
-    ((8192, 8192, 8192), dict(BN=192, PINGPONG=True)),                      # and its 8192^3 one (4 stages)
+    ((8192, 8192, 8192), dict(BN=192, PINGPONG=True)),                      # the widest ping-pong tile (4 stages)
     ((1104, 904, 704), dict(BN=192, PINGPONG=True, a_major="MN", b_major="MN")),
     ((1104, 1024, 704), dict(BN=176, PINGPONG=True, bias=True, activation="silu", out_dtype="float32")),
     ((1104, 1024, 704), dict(BN=128, PINGPONG=True, CM=2)),
@@ -193,18 +193,20 @@ def test_stagger_is_the_cooperative_default_and_checked():
 
 
 def test_choose_tile_minimizes_its_cost_model():
-    """choose_tile against a brute-force evaluation of tile_cost over every schedule and allowed width, and
+    """choose_tile against a brute-force evaluation of schedule_cost over every schedule and allowed width, and
     the rankings the model was fitted to (same-process A/B runs on the H100, kernels/NOTES_gemm_sm90.md):
-    ping-pong at 8192^3 (192), N = 2112, 24576 x 1536, 7168 x 2048 and 4096 x 7168 x 7168 (176, with 5 stages);
-    cooperative 256 at 4096^3."""
-    from kernels.gemm_sm90 import _PP_EFFICIENCY, bn_candidates, choose_tile, tile_cost
+    ping-pong 176 (5 stages) at N = 2112, 24576 x 1536 and 7168 x 2048; cooperative 256 with a balanced split
+    at 4096^3, 8192^3 (1.4% ahead of ping-pong 192) and 4096 x 7168 x 7168 (level with ping-pong 176)."""
+    from kernels.gemm_sm90 import _PP_EFFICIENCY, bn_candidates, choose_tile, schedule_cost, tile_cost
 
     for M, N, K, cm, bm in [(4096, 4096, 4096, 1, "K"), (8192, 8192, 8192, 1, "K"), (4096, 2112, 7168, 1, "MN"),
                             (4096, 2112, 7168, 2, "K"), (300, 904, 64, 1, "K"), (4096, 24576, 1536, 1, "K")]:
         options = [(bn, pp) for pp in (False, True) for bn in bn_candidates(cm, bm) if not pp or bn in _PP_EFFICIENCY]
         bn, pp = choose_tile(M, N, K, 132, cm, bm)
         assert (bn, pp) in options
-        assert tile_cost(M, N, K, bn, pp, 132, cm) == min(tile_cost(M, N, K, b, p, 132, cm) for b, p in options)
+        cost = [schedule_cost(M, N, K, b, p, 132, cm, bm) for b, p in options]
+        assert schedule_cost(M, N, K, bn, pp, 132, cm, bm) == min(cost)
+        assert all(c <= tile_cost(M, N, K, b, p, 132, cm) for c, (b, p) in zip(cost, options))
         gemm_sm90(M, N, K, BN=bn, PINGPONG=pp, CM=cm, b_major=bm)      # builds
         for only in (False, True):
             if any(p == only for _, p in options):
@@ -218,7 +220,7 @@ def test_choose_tile_minimizes_its_cost_model():
     with pytest.raises(ValueError, match="MN-major B is loaded in 64-column boxes"):
         gemm_sm90(4096, 2112, 7168, BN=176, b_major="MN")
     assert choose_tile(4096, 2112, 7168, CM=2) == (128, False)
-    expected = {(4096, 4096, 4096): (256, False), (4096, 7168, 7168): (176, True), (8192, 8192, 8192): (192, True),
+    expected = {(4096, 4096, 4096): (256, False), (4096, 7168, 7168): (256, False), (8192, 8192, 8192): (256, False),
                 (4096, 2112, 7168): (176, True), (4096, 24576, 1536): (176, True), (4096, 7168, 2048): (176, True)}
     for shape, tile in expected.items():
         assert choose_tile(*shape) == tile, shape
@@ -245,8 +247,12 @@ def test_gemm_api_fills_in_the_tile():
     schedule, the cooperative schedule for a given BN or a cooperative-only option (DEFER, STORE)."""
     from kernels.gemm_api import _tile
 
-    assert _tile({}, 8192, 8192, 8192, 132) == dict(BN=192, PINGPONG=True)
-    assert _tile({}, 4096, 4096, 4096, 132) == dict(BN=256, PINGPONG=False)
+    assert _tile({}, 8192, 8192, 8192, 132) == dict(BN=256, PINGPONG=False, SPLIT=(32, 2, 240))
+    assert _tile({}, 4096, 2112, 7168, 132) == dict(BN=176, PINGPONG=True)
+    assert _tile({}, 4096, 4096, 4096, 132) == dict(BN=256, PINGPONG=False, SPLIT=(16, 1, 240))
+    assert _tile(dict(SPLIT=None), 4096, 4096, 4096, 132) == dict(SPLIT=None, BN=256, PINGPONG=False)
+    assert _tile({}, 4096, 4096, 4096, 132, b_major="MN") == dict(BN=256, PINGPONG=False)     # SPLIT: K-major B
+    assert _tile({}, 2048, 2048, 2048, 132) == dict(BN=256, PINGPONG=False)       # one round: nothing to balance
     assert _tile(dict(PINGPONG=False), 4096, 2112, 7168, 132) == dict(BN=176, PINGPONG=False)
     assert _tile(dict(DEFER=False), 8192, 8192, 8192, 132) == dict(DEFER=False, BN=256, PINGPONG=False)
     assert _tile(dict(BN=128), 8192, 8192, 8192, 132) == dict(BN=128)
@@ -255,9 +261,10 @@ def test_gemm_api_fills_in_the_tile():
 @pytest.mark.parametrize("cm,pp", [(1, False), (1, True), (2, False)])
 def test_fused_bias_silu_tile_is_the_widest_without_spills(cm, pp):
     """A fused bias + silu into a 16-bit output needs registers next to the accumulator: the tile kernels.gemm
-    picks for it (capped by widest_bn) compiles without spills, and the next wider width of the same
+    picks for it (capped by widest_bn) compiles without spills, and at CM = 1 the next wider width of the same
     schedule does spill -- the cap is where the compiler puts it, not a guess. Ping-pong has no wider width
-    (widest_bn(True) for any epilogue): the fused epilogue keeps the full 192."""
+    (widest_bn(True) for any epilogue): the fused epilogue keeps the full 192. CM = 2 cooperative: 256 compiles
+    without spills since the walk's divisions are constant at 4096^3, but the cap stays (widest_bn)."""
     from kernels.gemm_api import _tile
     from kernels.gemm_sm90 import bn_candidates, widest_bn
 
@@ -271,7 +278,7 @@ def test_fused_bias_silu_tile_is_the_widest_without_spills(cm, pp):
         assert cap == widest_bn(True) == 192
         with pytest.raises(ValueError, match="use BN <= 192"):
             gemm_sm90(4096, 4096, 4096, **dict(fused, BN=208))
-    else:
+    elif cm == 1:
         wider = min(b for b in (192, 256) if b > cap and b in bn_candidates(cm))
         spills = tirxpy.compile(gemm_sm90(4096, 4096, 4096, **dict(fused, BN=wider)), arch="sm_90a").resources.spills
         assert spills > 0
@@ -294,3 +301,64 @@ def test_pdl_is_the_default_and_waits_before_any_global_access():
     assert k.launch.pdl is False and "griddepcontrol" not in tirxpy.compile(k, arch="sm_90a").cuda_source
     with pytest.raises(ValueError, match="PDL must be True or False, got 'yes'"):
         gemm_sm90(256, 256, 128, BN=128, PDL="yes")
+
+
+def test_split_kernel_compiles_without_spills_with_both_wgmma_widths():
+    """SPLIT: a wide tile's m64n256k16 and a narrow tile's m64n240k16 (into a prefix of the same accumulator)
+    in one kernel, without spills or serialized wgmma; 528 tiles on 132 CTAs."""
+    k = gemm_sm90(4096, 4096, 4096, SPLIT=(16, 1, 240))
+    assert [int(g) for g in k.launch.grid] == [132] and plan(4096, 4096, 4096, split=(16, 1, 16, 240))["tiles"] == 528
+    ck = tirxpy.compile(k, arch="sm_90a")
+    r = ck.resources
+    assert r.spill_stores == 0 and r.spill_loads == 0 and r.stack_bytes == 0, r
+    assert r.perf_warnings == (), r.perf_warnings
+    assert "wgmma_m64n256k16" in ck.cuda_source and "wgmma_m64n240k16" in ck.cuda_source
+
+
+@pytest.mark.parametrize("kw,msg", [
+    (dict(SPLIT=(16, 1)), "SPLIT must be a tuple (rows, wide, bn2) of ints, got (16, 1)"),
+    (dict(SPLIT=[16, 1, 240]), "SPLIT must be a tuple"),
+    (dict(SPLIT=(16, 1, 240), BN=192, PINGPONG=True), "got PINGPONG=True, CM=1, DEFER=False"),
+    (dict(SPLIT=(16, 1, 240), CM=2), "got PINGPONG=False, CM=2"),
+    (dict(SPLIT=(16, 1, 240), DEFER=False), "DEFER=False"),
+    (dict(SPLIT=(16, 1, 240), b_major="MN"), "b_major='MN'"),
+    (dict(SPLIT=(16, 1, 176)), "narrow width 176 must be a multiple of 16 in (192, 256)"),
+    (dict(SPLIT=(16, 1, 256)), "narrow width 256"),
+    (dict(SPLIT=(16, 1, 232)), "narrow width 232"),
+    (dict(SPLIT=(0, 1, 240)), "rows must be in [1, 32]"),
+    (dict(SPLIT=(33, 1, 240)), "rows must be in [1, 32]"),
+    (dict(SPLIT=(16, 16, 240)), "wide < 16"),
+    (dict(SPLIT=(16, -1, 240)), "wide < 16"),
+])
+def test_split_is_checked(kw, msg):
+    with pytest.raises(ValueError) as e:
+        gemm_sm90(4096, 4096, 4096, **kw)
+    assert msg in str(e.value)
+
+
+def test_balanced_split_lowers_the_busiest_ctas_work():
+    """balanced_split against the plain grid in its own cost model: at 4096^3 the busiest CTA of the plain grid
+    does four 256-wide tiles, of the split grid three and one 240-wide; no split where the plain grid is one
+    round or less, or for tiles other than 256 wide; it never picks a split that does not lower the busiest
+    CTA's work by the margin."""
+    import numpy as np
+
+    from kernels.gemm_sm90 import _split_widths, _unit_loads, balanced_split
+
+    assert balanced_split(4096, 4096, 4096) == (16, 1, 240)
+    loads = _unit_loads(_split_widths(16, 1, 16, 240, 32, 16, 256, 4), 64, 132)
+    plain = _unit_loads([256] * 512, 64, 132)
+    assert plain.max() == 4 * (64 * 256 + 3.2 * 256)
+    assert loads.max() == 3 * (64 * 256 + 3.2 * 256) + 64 * 240 + 3.2 * 256
+    assert np.isclose(loads.sum() - plain.sum(), 16 * 3.2 * 256)        # 16 more tiles, the same columns
+    assert balanced_split(2048, 2048, 2048) is None and balanced_split(4096, 4096, 4096, BN=192) is None
+    for M, N, K in [(4096, 8192, 4096), (8192, 2048, 3000), (3000, 5000, 700)]:
+        sp = balanced_split(M, N, K)
+        if sp is None:
+            continue
+        rows, wide, bn2 = sp
+        narrow = -(-(N - wide * 256) // bn2)
+        tm, tn = -(-M // 128), -(-N // 256)
+        w = _split_widths(rows, wide, narrow, bn2, tm, tn, 256, 4)
+        kt = -(-K // 64)
+        assert _unit_loads(w, kt, min(len(w), 132)).max() <= 0.995 * _unit_loads([256] * (tm * tn), kt, 132).max()

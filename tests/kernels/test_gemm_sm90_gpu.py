@@ -101,7 +101,9 @@ def test_gemm_bias_silu_pingpong_16bit_at_the_widths_it_is_capped_to(bn):
                                   dict(BN=176), dict(BN=80, DEFER=False), dict(BN=112, STORE="cta"),
                                   dict(BN=176, CM=2), dict(BN=80, CM=2, DEFER=False),
                                   dict(PINGPONG=True), dict(PINGPONG=True, BN=192), dict(PINGPONG=True, BN=176, STAGES=5),
-                                  dict(PINGPONG=True, BN=128, CM=2), dict(PINGPONG=True, BN=80, sms=3)])
+                                  dict(PINGPONG=True, BN=128, CM=2), dict(PINGPONG=True, BN=80, sms=3),
+                                  dict(BN=256, SPLIT=(4, 1, 240)), dict(BN=256, SPLIT=(9, 0, 208), sms=7),
+                                  dict(BN=128, SPLIT=(3, 2, 112), sms=5), dict(BN=128, SPLIT=(8, 0, 80), STORE="cta")])
 def test_gemm_tunings(tune):
     M, N, K = 1100, 900, 700
     a = torch.randn(M, K, device="cuda").to(torch.bfloat16)
@@ -110,6 +112,24 @@ def test_gemm_tunings(tune):
     kernels.gemm(a, w.t(), out, **tune)
     torch.cuda.synchronize()
     _check(out, _ref(a, w.t()), torch.bfloat16, K)
+
+
+@pytest.mark.parametrize("M,N,K", [(4096, 4096, 3000), (8192, 2048, 3000), (2048, 8192, 4096)])
+def test_balanced_split_grids_that_kernels_gemm_picks(M, N, K):
+    """Shapes where kernels.gemm deals 240-wide tiles in some rows so the tiles fill the last round
+    (kernels.gemm_sm90.balanced_split): every narrow tile's columns, its last (overlapping) chunk included."""
+    from kernels.gemm_api import _tile
+
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    assert _tile({}, M, N, K, sms).get("SPLIT") is not None
+    a = torch.randn(M, K, device="cuda").to(torch.bfloat16)
+    w = torch.randn(N, K, device="cuda").to(torch.bfloat16)
+    out = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
+    kernels.gemm(a, w.t(), out)
+    torch.cuda.synchronize()
+    _check(out, _ref(a, w.t()), torch.bfloat16, K)
+    worst = ((out.double() - _ref(a, w.t())).abs() / (a.double().abs() @ w.double().abs().t())).amax(dim=0)
+    assert worst.max() < 2 ** -7, worst.argmax()       # column by column: no column of a tile left wrong
 
 
 def test_gemm_unaligned_k_and_n_are_padded():

@@ -51,6 +51,17 @@ def test_bf16_epilogue_sim_matches_float64(M, N, K, BN, CM, sms, DEFER):
     _check_bf16_output(gemm_sm90(M, N, K, BN=BN, STAGES=2, CM=CM, sms=sms, DEFER=DEFER), M, N, K)
 
 
+@pytest.mark.parametrize("M,N,K,BN,split,sms", [
+    (384, 352, 136, 128, (2, 1, 112), 2),   # split rows 128 + 112 + 112, then a plain row; two CTAs, odd tile count
+    (260, 200, 64, 128, (1, 0, 112), 2),    # one k-block: the deferred rounds after the k-loop; a narrow tile past N
+    (300, 272, 200, 128, (3, 1, 80), 3),    # every row split; the narrow tiles' last chunk overlaps 48 columns
+])
+def test_split_grid_sim_matches_float64(M, N, K, BN, split, sms):
+    """``SPLIT``: narrow tiles (a prefix of the accumulator, the last output chunk ending the tile) mixed with wide
+    ones on the same CTAs, so deferred stores of either width ride under k-loops of either width."""
+    _check_bf16_output(gemm_sm90(M, N, K, BN=BN, STAGES=2, sms=sms, SPLIT=split), M, N, K)
+
+
 @pytest.mark.parametrize("CM", [1, 2])
 def test_unstaggered_cooperative_sim_matches_float64(CM):
     """``STAGGER=False``: both consumers start their first k-block together (the cooperative default holds

@@ -1,8 +1,10 @@
-"""kernels/schedule.py: the setmaxnreg register split check (the tile walks are tested with the
-GEMM, tests/kernels/test_gemm_sm90.py)."""
+"""kernels/schedule.py: the setmaxnreg register split check and the split tile walk (the grouped walk is
+tested with the GEMM, tests/kernels/test_gemm_sm90.py)."""
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from kernels.schedule import register_split
+from kernels.schedule import register_split, split_tile
 
 
 @pytest.mark.parametrize("threads,dec,inc", [
@@ -29,3 +31,32 @@ def test_splits_that_do_not_fit_are_refused(threads, dec, inc, msg):
     with pytest.raises(ValueError) as e:
         register_split(threads, dec, inc, "k")
     assert msg in str(e.value) and str(e.value).startswith("k: ")
+
+
+@settings(max_examples=60, deadline=None)
+@given(num_m=st.integers(1, 9), num_n=st.integers(1, 7), group=st.integers(1, 5), data=st.data())
+def test_split_tile_walk_covers_each_output_column_once(num_m, num_n, group, data):
+    """split_tile lists every tile of the split grid once: the split rows' ``wide`` tiles of ``bn`` and their
+    ``narrow`` tiles of ``bn2`` tile ``[0, wide bn + narrow bn2)`` without gaps or overlaps, the other rows
+    the plain ``num_n`` tiles of ``bn``; and the kernel's cost model lists the same widths in the same order."""
+    from kernels.gemm_sm90 import _split_widths
+
+    bn = 64
+    rows = data.draw(st.integers(1, num_m))
+    wide = data.draw(st.integers(0, num_n))
+    narrow = data.draw(st.integers(1, 8))
+    bn2 = data.draw(st.sampled_from([16, 32, 48]))
+    split = (rows, wide, narrow, bn2)
+    total = rows * (wide + narrow) + (num_m - rows) * num_n
+    walk = [split_tile(t, num_m, num_n, group, split, bn) for t in range(total)]
+    cols = {}
+    for tm, n0, is_wide in walk:
+        cols.setdefault(tm, []).append((n0, n0 + (bn if is_wide else bn2)))
+    assert sorted(cols) == list(range(num_m))
+    for tm, spans in cols.items():
+        spans.sort()
+        end = (wide * bn + narrow * bn2) if tm < rows else num_n * bn
+        assert spans[0][0] == 0 and spans[-1][1] == end
+        assert all(a[1] == b[0] for a, b in zip(spans, spans[1:])), spans
+    widths = _split_widths(rows, wide, narrow, bn2, num_m, num_n, bn, group)
+    assert [bn if w else bn2 for _, _, w in walk] == list(widths)
