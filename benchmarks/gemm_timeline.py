@@ -142,10 +142,7 @@ def main(argv=None):
                          "the cooperative schedule: pass BN=256 (or PINGPONG=0)")
     k = traced_module().gemm_sm90(M, N, K, sms=sms, **tuning)
     G = int(k.launch.grid[0])
-    split = tuning.get("SPLIT")
-    if split is not None:       # (rows, wide, bn2) -> plan's (rows, wide, narrow, bn2)
-        split = (split[0], split[1], -(-(N - split[1] * tuning["BN"]) // split[2]), split[2])
-    tiles = plan(M, N, K, BN=tuning["BN"], sms=sms, split=split)["tiles"]
+    tiles = plan(M, N, K, BN=tuning["BN"], sms=sms, split=tuning.get("SPLIT"))["tiles"]
     nt = np.array([tiles_of_unit(u, G, tiles) for u in range(G)])
     if nt.max() > 15:
         raise SystemExit(f"gemm_timeline: {nt.max()} tiles per CTA; the stamps have room for 15")

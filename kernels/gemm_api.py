@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import torch
 
-from .gemm_sm90 import ACTIVATIONS, balanced_split, choose_tile, gemm_sm90
+from .gemm_sm90 import ACTIVATIONS, balanced_split, choose_tile, gemm_sm90, splittable
 
 _IN = {torch.bfloat16: "bfloat16", torch.float16: "float16"}
 _OUT = {torch.bfloat16: "bfloat16", torch.float16: "float16", torch.float32: "float32"}
@@ -230,8 +230,7 @@ def _tile(tuning, M, N, K, sms, b_major="K", bias=False, activation=None, out_dt
         pp = False          # options of the cooperative schedule
     bn, pp = choose_tile(M, N, K, sms, tuning.get("CM", 1), b_major, pp, bias, activation, out_dtype)
     tuning = dict(tuning, BN=bn, PINGPONG=pp)
-    if "SPLIT" not in tuning and not pp and tuning.get("CM", 1) == 1 and b_major == "K" and not bias \
-            and out_dtype != "float32" and tuning.get("DEFER", True):
+    if "SPLIT" not in tuning and splittable(pp, tuning.get("CM", 1), b_major, bias, out_dtype, tuning.get("DEFER")):
         split = balanced_split(M, N, K, bn, sms, tuning.get("group", 4), out_dtype)
         if split is not None:
             tuning["SPLIT"] = split

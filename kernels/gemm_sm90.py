@@ -117,7 +117,7 @@ def plan(M, N, K, BM=128, BN=256, BK=64, STAGES=4, CM=1, sms=SM_COUNT_H100, grou
          dtype="bfloat16", out_dtype="bfloat16", PINGPONG=False, split=None):
     """Checked tile plan: tile counts, persistent grid and shared-memory bytes (raises ValueError).
     ``PINGPONG``: each consumer warpgroup stages its own ``(BM, EPI)`` output chunks (two buffers each).
-    ``split``: ``(rows, wide, narrow, bn2)`` of :func:`kernels.schedule.split_tile` (checked by the kernel)."""
+    ``split``: ``gemm_sm90``'s ``SPLIT = (rows, wide, bn2)`` (checked by the kernel)."""
     if dtype not in IN_DTYPES:
         raise ValueError(f"gemm_sm90: inputs must be one of {IN_DTYPES}, got {dtype!r}")
     if out_dtype not in OUT_DTYPES:
@@ -146,7 +146,11 @@ def plan(M, N, K, BM=128, BN=256, BK=64, STAGES=4, CM=1, sms=SM_COUNT_H100, grou
                          f"{smem} bytes of shared memory, over the {SMEM_LIMIT} a CTA may have: use fewer stages or a smaller BN")
     tm, tn = cdiv(M, BM), cdiv(N, BN)
     tmc = cdiv(tm, CM)
-    tiles = tmc * tn if split is None else split[0] * (split[1] + split[2]) + (tmc - split[0]) * tn
+    if split is None:
+        tiles = tmc * tn
+    else:       # split rows: `wide` tiles of BN, then tiles of bn2 to the end of N
+        rows, wide, bn2 = split
+        tiles = rows * (wide + cdiv(N - wide * BN, bn2)) + (tmc - rows) * tn
     units = persistent_units(tiles, sms, CM)
     return {"tiles_m": tm, "tiles_n": tn, "cluster_tiles_m": tmc, "tiles": tiles, "units": units,
             "grid": units * CM, "kt": cdiv(K, BK), "smem": smem, "epi": epi, "group": group}
@@ -276,11 +280,23 @@ def schedule_cost(M, N, K, BN, PINGPONG=False, sms=SM_COUNT_H100, CM=1, b_major=
         (67789, 68813)
     """
     cost = tile_cost(M, N, K, BN, PINGPONG, sms, CM)
-    if not PINGPONG and CM == 1 and b_major == "K" and not bias and out_dtype != "float32":
+    if splittable(PINGPONG, CM, b_major, bias, out_dtype):
         best = _best_split(M, N, K, BN, sms, 4, out_dtype)
         if best is not None:
             cost = min(cost, best[0])
     return cost
+
+
+def splittable(PINGPONG=False, CM=1, b_major="K", bias=False, out_dtype="bfloat16", DEFER=None):
+    """Whether :func:`gemm_sm90` takes a ``SPLIT`` for these options (and so :func:`kernels.gemm` applies
+    :func:`balanced_split`): the cooperative deferred schedule without a cluster, a K-major ``B``, no bias and
+    a 16-bit output (``DEFER`` None or true).
+
+        >>> splittable(), splittable(PINGPONG=True), splittable(b_major="MN"), splittable(DEFER=False)
+        (True, False, False, False)
+    """
+    return (not PINGPONG and CM == 1 and b_major == "K" and not bias and out_dtype != "float32"
+            and DEFER in (None, True, 1))
 
 
 def _unit_loads(widths, KT, units):
@@ -347,12 +363,13 @@ def _best_split(M, N, K, BN, sms, group, out_dtype, margin=0.005):
     return float(best[0][0]), best[1]
 
 
-def _split_checked(SPLIT, M, N, BN, EPI, G, CM, PP, DEFER, b_major):
-    """``(rows, wide, narrow, bn2)`` from ``gemm_sm90``'s ``SPLIT = (rows, wide, bn2)``, or ValueError."""
+def _split_checked(SPLIT, M, N, BN, EPI, wide_chunks, CM, PP, DEFER, b_major):
+    """``(rows, wide, narrow, bn2)`` from ``gemm_sm90``'s ``SPLIT = (rows, wide, bn2)``, or ValueError
+    (``wide_chunks``: the output chunks are 128 bytes wide)."""
     if not (isinstance(SPLIT, tuple) and len(SPLIT) == 3 and all(isinstance(v, int) for v in SPLIT)):
         raise ValueError(f"gemm_sm90: SPLIT must be a tuple (rows, wide, bn2) of ints, got {SPLIT!r}")
     rows, wide, bn2 = SPLIT
-    if PP or CM != 1 or not DEFER or b_major != "K" or G != 1:
+    if PP or CM != 1 or not DEFER or b_major != "K" or not wide_chunks:
         raise ValueError("gemm_sm90: SPLIT is a tiling of the cooperative deferred schedule without a cluster, with a "
                          "K-major B and 128-byte output chunks (PINGPONG=False, CM=1, DEFER, BN a multiple of 64 for a "
                          f"16-bit output); got PINGPONG={PP}, CM={CM}, DEFER={DEFER}, b_major={b_major!r}, BN={BN}")
@@ -490,8 +507,10 @@ def gemm_sm90(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", dtyp
                          "use DEFER=False or a 16-bit output")
     DEFER = bool(DEFER)
     if SPLIT is not None:
-        SPLIT = _split_checked(SPLIT, M, N, BN, p["epi"], 128 // _BYTES[out_dtype] // p["epi"], CM, PP, DEFER, b_major)
+        wide_chunks = p["epi"] * _BYTES[out_dtype] == 128
+        checked = _split_checked(SPLIT, M, N, BN, p["epi"], wide_chunks, CM, PP, DEFER, b_major)
         p = plan(M, N, K, BM, BN, BK, STAGES, CM, sms, group, dtype, out_dtype, PP, SPLIT)
+        SPLIT = checked         # (rows, wide, narrow, bn2), as split_tile takes it
     BN2 = BN if SPLIT is None else SPLIT[3]     # the narrow tiles' width
     if STAGGER not in (None, True, False, 0, 1):
         raise ValueError(f"gemm_sm90: STAGGER must be True or False (or None: on for the cooperative schedule), "

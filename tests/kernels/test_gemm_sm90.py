@@ -307,7 +307,7 @@ def test_split_kernel_compiles_without_spills_with_both_wgmma_widths():
     """SPLIT: a wide tile's m64n256k16 and a narrow tile's m64n240k16 (into a prefix of the same accumulator)
     in one kernel, without spills or serialized wgmma; 528 tiles on 132 CTAs."""
     k = gemm_sm90(4096, 4096, 4096, SPLIT=(16, 1, 240))
-    assert [int(g) for g in k.launch.grid] == [132] and plan(4096, 4096, 4096, split=(16, 1, 16, 240))["tiles"] == 528
+    assert [int(g) for g in k.launch.grid] == [132] and plan(4096, 4096, 4096, split=(16, 1, 240))["tiles"] == 528
     ck = tirxpy.compile(k, arch="sm_90a")
     r = ck.resources
     assert r.spill_stores == 0 and r.spill_loads == 0 and r.stack_bytes == 0, r
