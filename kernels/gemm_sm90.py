@@ -271,13 +271,14 @@ def schedule_cost(M, N, K, BN, PINGPONG=False, sms=SM_COUNT_H100, CM=1, b_major=
                   out_dtype="bfloat16"):
     """What :func:`choose_tile` minimizes: :func:`tile_cost`, or for a cooperative tile that
     :func:`kernels.gemm` would split (``CM = 1``, K-major ``B``, no bias, a 16-bit output) the busiest CTA's
-    work under :func:`balanced_split`'s ``SPLIT``, in the same units. The split moves the choice at 8192^3
-    (cooperative 256 split, 1.4% ahead of ping-pong 192) and 4096 x 7168 x 7168 (level with ping-pong 176
-    there, 1% ahead in the model); ping-pong stays ahead in the model and on the H100 at N = 2112,
-    24576 x 1536 and 7168 x 2048 (same process, docs/performance.md).
+    work under :func:`balanced_split`'s ``SPLIT`` (its walk's slower tile boundary, ``_SPLIT_WALK``, included),
+    in the same units. The split moves the choice at 8192^3 (cooperative 256 split, 1.4-1.8% ahead of ping-pong
+    192), 4096 x 16384 x 8192 (1.8-2.2%), 1024 x 7168 x 2048 (14%), 4096 x 7168 x 7168 and x 8192 (level to 1.4%
+    ahead of ping-pong 176); ping-pong stays ahead in the model and on the H100 at N = 2112, 24576 x 1536,
+    7168 x 2048 and 16384 x 16384 x 4096 (same process, docs/performance.md).
 
         >>> round(schedule_cost(4096, 4096, 4096, 256)), round(tile_cost(4096, 4096, 4096, 256))
-        (67789, 68813)
+        (68045, 68813)
     """
     cost = tile_cost(M, N, K, BN, PINGPONG, sms, CM)
     if splittable(PINGPONG, CM, b_major, bias, out_dtype):
@@ -299,10 +300,16 @@ def splittable(PINGPONG=False, CM=1, b_major="K", bias=False, out_dtype="bfloat1
             and DEFER in (None, True, 1))
 
 
-def _unit_loads(widths, KT, units):
+# The split walk's tile boundary, in k-blocks of a 256-wide tile: 0.51 us against the plain walk's 0.35 us
+# (benchmarks/gemm_timeline.py at 4096^3, H100), a k-block 0.64 us. It keeps choose_tile on ping-pong 192 at
+# 16384 x 16384 x 4096, where the split is 1.0-1.7% behind it and the model without it had them level.
+_SPLIT_WALK = 0.25
+
+
+def _unit_loads(widths, KT, units, extra=0.0):
     """Per-unit cost of a persistent walk of tiles of ``widths`` (unit ``u`` takes tiles ``u, u + units, ...``),
-    in :func:`tile_cost`'s units: ``KT`` k-blocks of the tile's width plus ``_TILE_OVERHEAD`` per tile."""
-    cost = KT * np.asarray(widths, dtype=np.float64) + _TILE_OVERHEAD * 256
+    in :func:`tile_cost`'s units: ``KT`` k-blocks of the tile's width plus ``_TILE_OVERHEAD + extra`` per tile."""
+    cost = KT * np.asarray(widths, dtype=np.float64) + (_TILE_OVERHEAD + extra) * 256
     cost = np.concatenate([cost, np.zeros(-len(cost) % units)])
     return cost.reshape(-1, units).sum(axis=0)
 
@@ -354,7 +361,7 @@ def _best_split(M, N, K, BN, sms, group, out_dtype, margin=0.005):
                 continue
             for rows in sorted(set(range(group, TM + 1, group)) | {TM}):
                 widths = _split_widths(rows, wide, narrow, bn2, TM, TN, BN, group)
-                loads = _unit_loads(widths, KT, persistent_units(len(widths), sms))
+                loads = _unit_loads(widths, KT, persistent_units(len(widths), sms), _SPLIT_WALK)
                 cost = (loads.max(), int((loads == loads.max()).sum()))     # ties: fewer CTAs with the most work
                 if best is None or cost < best[0]:
                     best = (cost, (rows, wide, bn2))

@@ -196,7 +196,8 @@ def test_choose_tile_minimizes_its_cost_model():
     """choose_tile against a brute-force evaluation of schedule_cost over every schedule and allowed width, and
     the rankings the model was fitted to (same-process A/B runs on the H100, kernels/NOTES_gemm_sm90.md):
     ping-pong 176 (5 stages) at N = 2112, 24576 x 1536 and 7168 x 2048; cooperative 256 with a balanced split
-    at 4096^3, 8192^3 (1.4% ahead of ping-pong 192) and 4096 x 7168 x 7168 (level with ping-pong 176)."""
+    at 4096^3, 8192^3 (1.4-1.8% ahead of ping-pong 192), 4096 x 16384 x 8192, 1024 x 7168 x 2048 and
+    4096 x 7168 x 7168 (level with ping-pong 176); ping-pong 192 at 16384 x 16384 x 4096 (1.0-1.7% ahead)."""
     from kernels.gemm_sm90 import _PP_EFFICIENCY, bn_candidates, choose_tile, schedule_cost, tile_cost
 
     for M, N, K, cm, bm in [(4096, 4096, 4096, 1, "K"), (8192, 8192, 8192, 1, "K"), (4096, 2112, 7168, 1, "MN"),
@@ -221,6 +222,7 @@ def test_choose_tile_minimizes_its_cost_model():
         gemm_sm90(4096, 2112, 7168, BN=176, b_major="MN")
     assert choose_tile(4096, 2112, 7168, CM=2) == (128, False)
     expected = {(4096, 4096, 4096): (256, False), (4096, 7168, 7168): (256, False), (8192, 8192, 8192): (256, False),
+                (4096, 16384, 8192): (256, False), (1024, 7168, 2048): (256, False), (16384, 16384, 4096): (192, True),
                 (4096, 2112, 7168): (176, True), (4096, 24576, 1536): (176, True), (4096, 7168, 2048): (176, True)}
     for shape, tile in expected.items():
         assert choose_tile(*shape) == tile, shape
