@@ -18,17 +18,19 @@ import math
 
 import torch
 
+from tirxpy.errors import ArgumentError, TirxError
+
 from .attention_plan import HEAD_DIMS, plan
 from .attention_sm90 import attention_sm90
 
 _DT = {torch.bfloat16: "bfloat16", torch.float16: "float16"}
 
 
-class AttentionArgumentError(ValueError):
+class AttentionArgumentError(ArgumentError):
     """A bad argument to :func:`attention` (type, dtype, shape, device, scale)."""
 
 
-class AttentionDeviceError(RuntimeError):
+class AttentionDeviceError(TirxError, RuntimeError):
     """The GPU cannot run this kernel (it needs Hopper, sm_90)."""
 
 

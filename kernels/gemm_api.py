@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import torch
 
+from tirxpy.errors import ArgumentError, TirxError
+
 from .gemm_sm90 import ACTIVATIONS, balanced_split, choose_tile, gemm_sm90, splittable
 
 _IN = {torch.bfloat16: "bfloat16", torch.float16: "float16"}
@@ -35,11 +37,11 @@ def _bias_arg(bias, out_dtype, device):
     return t
 
 
-class GemmArgumentError(ValueError):
+class GemmArgumentError(ArgumentError):
     """A bad argument to :func:`gemm` (wrong type, dtype, shape, device or layout)."""
 
 
-class GemmDeviceError(RuntimeError):
+class GemmDeviceError(TirxError, RuntimeError):
     """The GPU cannot run this kernel (it needs Hopper, sm_90)."""
 
 

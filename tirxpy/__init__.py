@@ -10,6 +10,7 @@ lowering is local, to one CUDA C++ file with inline PTX.
     {'laneid': 5, 'm': 1}
 """
 __version__ = "0.1.0"
+from .errors import TirxError  # noqa: E402  (root of every tirxpy error)
 from .ir import T  # noqa: E402  (authoring namespace; imports only layout / scope / ir)
 from .scope import Tx  # noqa: E402
 from .jit import jit  # noqa: E402

@@ -30,7 +30,7 @@ import threading
 from tirxpy.scope.errors import TirxError
 
 
-class JitError(TirxError):
+class JitError(TirxError, ValueError):
     """A @tirxpy.jit factory was called with arguments that cannot key its cache."""
 
 

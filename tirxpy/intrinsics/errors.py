@@ -9,13 +9,10 @@ Every message says what is wrong and what to do about it::
     tirxpy.intrinsics.errors.TargetError: wgmma.fence needs sm_90a; the kernel targets sm_80 — compile with arch='sm_90a'
 """
 
-try:  # the front end's common base, once tirxpy.scope defines it
-    from tirxpy.scope.errors import TirxError as _Base
-except ImportError:  # pragma: no cover - older trees
-    _Base = ValueError
+from tirxpy.errors import TirxError
 
 
-class IntrinsicError(_Base):
+class IntrinsicError(TirxError, ValueError):
     """Base class: an intrinsic is unknown, misused, or cannot be rendered."""
 
 

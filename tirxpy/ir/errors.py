@@ -76,7 +76,7 @@ def render(msg: str, span: Span | None = None, hint: str | None = None) -> str:
     return text
 
 
-class _Located(TirxError):
+class _Located(TirxError, ValueError):
     """A TirxError with an optional source span and hint."""
 
     def __init__(self, msg: str, span: Span | None = None, hint: str | None = None):

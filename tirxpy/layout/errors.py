@@ -1,7 +1,8 @@
 """Errors raised by the layout library."""
+from tirxpy.errors import TirxError
 
 
-class LayoutError(ValueError):
+class LayoutError(TirxError, ValueError):
     """A layout, coordinate or layout operation is invalid.
 
     The message always says what is wrong and how to fix it, e.g.::

@@ -5,9 +5,10 @@
     ...
     tirxpy.lower.errors.LaunchError: parameter 'x': dtype is float32, the kernel expects bfloat16 — convert with x.to(torch.bfloat16)
 """
+from tirxpy.errors import TirxError
 
 
-class LowerError(RuntimeError):
+class LowerError(TirxError, RuntimeError):
     """Base class for compile / load / launch failures."""
 
 
@@ -27,7 +28,7 @@ class DriverError(LowerError):
     """A CUDA driver call failed (no GPU, bad cubin, launch failure, ...)."""
 
 
-class LaunchError(LowerError, ValueError):
+class LaunchError(LowerError, ValueError, TypeError):
     """A kernel argument does not match the kernel's parameter spec (checked before launch)."""
 
     def __init__(self, param: str, message: str):

@@ -61,7 +61,7 @@ def fail(reason: str):
     raise ImplRejected(str(reason))
 
 
-class _SpanError(TirxError):
+class _SpanError(TirxError, ValueError):
     def __init__(self, msg: str, span=None, hint: str | None = None):
         self.msg, self.span, self.hint = msg, span, hint
         super().__init__(render(msg, span, hint))

@@ -25,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from math import prod
 
+from tirxpy.errors import TirxError
 from tirxpy.ir import ops
 from tirxpy.ir.expr import ScopeId
 from tirxpy.layout import ComposeLayout, TileLayout, group
@@ -42,7 +43,7 @@ THREAD_AXES = {
 _AXIS_RANGE = {"laneid": 32, "wid_in_wg": 4, "tid_in_wg": 128}
 
 
-class FragmentError(Exception):
+class FragmentError(TirxError, ValueError):
     """The layout cannot be inverted per thread; ``.reason`` names the fact."""
 
     def __init__(self, reason):

@@ -1,7 +1,7 @@
 """The common error base of tirxpy's front end, and the scope error.
 
-:class:`TirxError` lives here (the lowest layer of the front end) so that every layer above
-(``tirxpy.ir`` re-exports it with ``IRError``, ``ParseError``, ``VerifyError``) can share it.
+:class:`TirxError`, the root of every tirxpy error, lives in :mod:`tirxpy.errors`; it is
+re-exported here and by ``tirxpy.ir`` (with ``IRError``, ``ParseError``, ``VerifyError``).
 
     >>> from tirxpy.scope import Tx
     >>> Tx.wg.copy
@@ -13,10 +13,8 @@
 """
 from __future__ import annotations
 
-
-class TirxError(ValueError):
-    """Base of every tirxpy front-end error (parse, IR construction, verification, scope)."""
+from tirxpy.errors import TirxError
 
 
-class ScopeError(TirxError):
+class ScopeError(TirxError, ValueError):
     """An execution scope is unknown or used where it cannot run."""

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from tirxpy.scope.errors import TirxError
 
 
-class SimError(TirxError):
+class SimError(TirxError, ValueError):
     """Base of every simulator error."""
 
 
