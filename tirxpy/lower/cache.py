@@ -1,35 +1,86 @@
 """Compiled-module cache: in process, and on disk keyed by source + options + NVRTC version.
 
 The directory is ``$TIRXPY_CACHE_DIR`` (``off`` disables the disk cache), else
-``$XDG_CACHE_HOME/tirxpy``, else ``~/.cache/tirxpy``. Entries are written atomically and carry
-a checksum; a corrupted or unreadable entry is deleted and the module recompiled.
+``$XDG_CACHE_HOME/tirxpy`` (an absolute ``XDG_CACHE_HOME`` only), else ``~/.cache/tirxpy``.
+A ``TIRXPY_CACHE_DIR`` that is blank or does not expand (``~nosuchuser/x``, ``$UNSET/x``) is
+refused with a :class:`~tirxpy.lower.errors.CacheError`.
+
+The cache is an optimisation, never a source of truth. The rules an entry must pass, else it is
+dropped and the module recompiled (and the entry replaced):
+
+- its path is ``<dir>/<key[:2]>/<key>.cubin`` for a 64-hex-digit key, so no key leads outside the
+  directory; the two-letter subdirectory must be a real directory (not a symlink);
+- it is opened without following symlinks and without blocking (a FIFO or a device does not hang
+  the reader), and must be a regular file of at most :data:`MAX_ENTRY_BYTES` (checked with
+  ``fstat`` before reading, so a huge sparse file is never read);
+- it records the full key it was written for, and a SHA-256 digest of key and payload that must
+  match: a truncated, corrupted or renamed entry (a valid entry of another key) is rejected.
+
+Writes go to a temporary file in the entry's own directory, then ``os.replace`` it into place.
+
+    >>> k = make_key("src", ["--gpu-architecture=sm_90a"], (), False, (13, 0))
+    >>> len(k), _KEY.fullmatch(k) is not None
+    (64, True)
 """
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
+import re
+import secrets
+import stat
 import struct
-import tempfile
 
-_FORMAT = 1
-_MAGIC = b"TIRXPYC1"
+from .errors import CacheError
+
+_FORMAT = 2
+_MAGIC = b"TIRXPYC2"
+_HEADER = struct.Struct("<32s64sQQQB")   # digest, key, len(meta), len(cubin), len(ptx), has_ptx
+MAX_ENTRY_BYTES = 256 << 20              #: largest entry read back (a cubin + PTX of one unit is far smaller)
 _MEMORY: dict = {}
 _OFF = ("off", "0", "none", "disabled")
+_KEY = re.compile(r"[0-9a-f]{64}")
+_UNEXPANDED = re.compile(r"\$(\w+|\{[^}]*\})")
+ENV = "TIRXPY_CACHE_DIR"
 
 
 def cache_dir() -> str | None:
-    """Where cubins are cached on disk, or None when disabled (TIRXPY_CACHE_DIR=off)."""
-    env = os.environ.get("TIRXPY_CACHE_DIR")
-    if env is not None and env.strip().lower() in _OFF:
-        return None
-    if env:
-        return os.path.expanduser(env)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "tirxpy")
+    """Where cubins are cached on disk (an absolute path), or None when disabled (TIRXPY_CACHE_DIR=off)."""
+    env = os.environ.get(ENV)
+    if env is not None:
+        if env.strip().lower() in _OFF:
+            return None
+        return _expand(env)
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    if os.path.isabs(xdg):
+        return os.path.join(xdg, "tirxpy")
+    home = os.path.expanduser("~")
+    if not os.path.isabs(home):
+        return None     # no home directory to cache in: memory cache only
+    return os.path.join(home, ".cache", "tirxpy")
+
+
+def _expand(value: str) -> str:
+    if not value.strip():
+        raise CacheError(f"{ENV} is set but blank; set it to a directory, or to 'off' to disable the disk cache")
+    if "\x00" in value:
+        raise CacheError(f"{ENV}={value!r} contains a NUL character; set it to a directory path")
+    path = os.path.expanduser(value)
+    if path.startswith("~"):
+        raise CacheError(f"{ENV}={value!r}: {value.split(os.sep)[0]!r} names no user's home directory; "
+                         f"give an absolute path or '~/...'")
+    path = os.path.expandvars(path)
+    left = _UNEXPANDED.search(path)
+    if left:
+        raise CacheError(f"{ENV}={value!r}: the environment variable {left.group(0)} is not set; "
+                         f"set it or give the directory literally")
+    return os.path.abspath(path)
 
 
 def make_key(source: str, options, names, emit_ptx: bool, nvrtc_version) -> str:
+    """SHA-256 (64 hex digits) of everything that decides the compiler's output."""
     h = hashlib.sha256()
     for part in (f"tirxpy-cache-{_FORMAT}", source, "\x1f".join(options), "\x1f".join(names), str(bool(emit_ptx)),
                  ".".join(map(str, nvrtc_version))):
@@ -38,26 +89,30 @@ def make_key(source: str, options, names, emit_ptx: bool, nvrtc_version) -> str:
     return h.hexdigest()
 
 
-def _path(key: str) -> str | None:
+def _check_key(key) -> str:
+    if not isinstance(key, str) or not _KEY.fullmatch(key):
+        raise CacheError(f"a cache key is 64 lowercase hex digits (make_key's output), got {key!r:.80}")
+    return key
+
+
+def _where(key: str):
+    """``(subdirectory, file name)`` of ``key``'s entry, or None when the disk cache is off."""
     d = cache_dir()
-    return None if d is None else os.path.join(d, key[:2], key + ".cubin")
+    return None if d is None else (os.path.join(d, key[:2]), key + ".cubin")
 
 
 def get(key: str):
     """The cached CompiledModule for ``key`` (memory first, then disk), or None."""
+    _check_key(key)
     mod = _MEMORY.get(key)
     if mod is not None:
         mod.cached = "memory"
         return mod
-    path = _path(key)
-    if path is None or not os.path.exists(path):
+    where = _where(key)
+    if where is None:
         return None
-    mod = _read(path, key)
+    mod = _load(*where, key)
     if mod is None:
-        try:
-            os.remove(path)  # corrupted: drop it, the caller recompiles
-        except OSError:
-            pass
         return None
     mod.cached = "disk"
     _MEMORY[key] = mod
@@ -65,61 +120,144 @@ def get(key: str):
 
 
 def put(key: str, mod) -> None:
+    """Remember ``mod`` for ``key`` in process and (best effort) on disk."""
+    _check_key(key)
     _MEMORY[key] = mod
-    path = _path(key)
-    if path is None:
+    where = _where(key)
+    if where is None:
         return
     try:
-        _write(path, mod)
+        _write(*where, key, mod)
     except OSError:
-        pass  # a read-only or full cache directory must not break compilation
+        pass  # a read-only, full or odd cache directory must not break compilation
 
 
 def clear_memory() -> None:
     _MEMORY.clear()
 
 
-def _write(path: str, mod) -> None:
+# ---------------------------------------------------------------------- files
+def _open_dir(sub: str, create: bool) -> int | None:
+    """A descriptor of the entry subdirectory ``sub`` (created if asked), which must be a real
+    directory, not a symlink; None when it is missing or is something else."""
+    if create:
+        try:
+            os.makedirs(sub, exist_ok=True)
+        except OSError:
+            return None
+    try:
+        return os.open(sub, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+
+
+def _load(sub: str, name: str, key: str):
+    dfd = _open_dir(sub, create=False)
+    if dfd is None:
+        return None
+    try:
+        blob = _read_entry(dfd, name)
+        mod = None if blob is None else _decode(blob, key)
+        if mod is None and blob is not False:
+            _unlink(dfd, name)      # a bad entry: drop it, the caller recompiles and writes a new one
+        return mod
+    finally:
+        os.close(dfd)
+
+
+def _read_entry(dfd: int, name: str):
+    """The entry's bytes; None when it exists but is not a readable regular file of a sane size;
+    False when there is none."""
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dfd)
+    except FileNotFoundError:
+        return False
+    except OSError as e:
+        return None if e.errno in (errno.ELOOP, errno.ENXIO, errno.EACCES, errno.EISDIR) else False
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or not _HEADER.size + len(_MAGIC) <= st.st_size <= MAX_ENTRY_BYTES:
+            return None
+        chunks, left = [], st.st_size + 1      # one byte more: a file that grew is rejected below
+        while left > 0:
+            b = os.read(fd, min(left, 1 << 20))
+            if not b:
+                break
+            chunks.append(b)
+            left -= len(b)
+        blob = b"".join(chunks)
+        return blob if len(blob) == st.st_size else None
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _unlink(dfd: int, name: str) -> None:
+    try:
+        os.unlink(name, dir_fd=dfd)     # unlink never follows a symlink: only the entry goes
+    except OSError:
+        pass
+
+
+def _encode(key: str, mod) -> bytes:
     meta = json.dumps({"arch": mod.arch, "log": mod.log, "lowered_names": mod.lowered_names,
                        "resources": {k: vars(v) for k, v in mod.resources.items()},
                        "compile_seconds": mod.compile_seconds}).encode()
     ptx = (mod.ptx or "").encode()
-    body = struct.pack("<QQQB", len(meta), len(mod.cubin), len(ptx), mod.ptx is not None) + meta + mod.cubin + ptx
-    blob = _MAGIC + hashlib.sha256(body).digest() + body
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
+    payload = meta + bytes(mod.cubin) + ptx
+    head = (key.encode(), len(meta), len(mod.cubin), len(ptx), mod.ptx is not None)
+    digest = _digest(*head, payload)
+    return _MAGIC + _HEADER.pack(digest, *head) + payload
+
+
+def _digest(key: bytes, nm: int, nc: int, np_: int, has_ptx: bool, payload: bytes) -> bytes:
+    h = hashlib.sha256(_MAGIC)
+    h.update(struct.pack("<64sQQQB", key, nm, nc, np_, has_ptx))
+    h.update(payload)
+    return h.digest()
+
+
+def _write(sub: str, name: str, key: str, mod) -> None:
+    blob = _encode(key, mod)
+    dfd = _open_dir(sub, create=True)
+    if dfd is None:
+        return
+    tmp = f".{name}.{secrets.token_hex(8)}.tmp"
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(blob)
-        os.replace(tmp, path)
-    except BaseException:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644, dir_fd=dfd)
         try:
-            os.remove(tmp)
-        except OSError:
-            pass
-        raise
+            with os.fdopen(fd, "wb") as f:
+                f.write(blob)
+            os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+        except BaseException:
+            _unlink(dfd, tmp)
+            raise
+    finally:
+        os.close(dfd)
 
 
-def _read(path: str, key: str):
+def _decode(blob: bytes, key: str):
+    """The CompiledModule in ``blob`` when it is a well-formed entry written for ``key``, else None."""
     from .nvrtc import CompiledModule, KernelResources  # noqa: PLC0415
 
+    if not blob.startswith(_MAGIC) or len(blob) < len(_MAGIC) + _HEADER.size:
+        return None
+    digest, k, nm, nc, np_, has_ptx = _HEADER.unpack_from(blob, len(_MAGIC))
+    payload = blob[len(_MAGIC) + _HEADER.size:]
+    if k != key.encode() or has_ptx not in (0, 1) or nm + nc + np_ != len(payload):
+        return None
+    if _digest(k, nm, nc, np_, has_ptx, payload) != digest:
+        return None
     try:
-        with open(path, "rb") as f:
-            blob = f.read()
-        if not blob.startswith(_MAGIC) or len(blob) < len(_MAGIC) + 32 + 25:
-            return None
-        digest, body = blob[len(_MAGIC):len(_MAGIC) + 32], blob[len(_MAGIC) + 32:]
-        if hashlib.sha256(body).digest() != digest:
-            return None
-        nm, nc, np_, has_ptx = struct.unpack_from("<QQQB", body)
-        off = struct.calcsize("<QQQB")
-        meta = json.loads(body[off:off + nm])
-        cubin = body[off + nm:off + nm + nc]
-        ptx = body[off + nm + nc:off + nm + nc + np_].decode() if has_ptx else None
-        res = {k: KernelResources(**{**v, "perf_warnings": tuple(v.get("perf_warnings", ()))})
-               for k, v in meta["resources"].items()}
-        return CompiledModule(cubin=cubin, arch=meta["arch"], ptx=ptx, log=meta["log"], resources=res,
-                              lowered_names=meta["lowered_names"], key=key,
-                              compile_seconds=meta.get("compile_seconds", 0.0))
-    except (OSError, ValueError, KeyError, TypeError, struct.error, UnicodeDecodeError):
+        meta = json.loads(payload[:nm])
+        ptx = payload[nm + nc:].decode() if has_ptx else None
+        res = {}
+        for name, v in meta["resources"].items():
+            v = dict(v, perf_warnings=tuple(v.get("perf_warnings", ())))
+            res[name] = KernelResources(**v)
+        return CompiledModule(cubin=payload[nm:nm + nc], arch=str(meta["arch"]), ptx=ptx, log=str(meta["log"]),
+                              resources=res, lowered_names=dict(meta["lowered_names"]), key=key,
+                              compile_seconds=float(meta.get("compile_seconds", 0.0)))
+    except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError):
         return None

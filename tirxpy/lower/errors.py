@@ -24,6 +24,11 @@ class CompileError(LowerError):
         self.log, self.source = log, source
 
 
+class CacheError(LowerError, ValueError):
+    """The compile cache is misconfigured (a blank or unexpandable ``TIRXPY_CACHE_DIR``) or was
+    handed a malformed key."""
+
+
 class DriverError(LowerError):
     """A CUDA driver call failed (no GPU, bad cubin, launch failure, ...)."""
 
