@@ -14,6 +14,7 @@ from .errors import TirxError  # noqa: E402  (root of every tirxpy error)
 from .ir import T  # noqa: E402  (authoring namespace; imports only layout / scope / ir)
 from .scope import Tx  # noqa: E402
 from .jit import jit  # noqa: E402
+from . import intrinsics as _intrinsics  # noqa: E402,F401  (the PTX table: T.ptx.* resolves after `import tirxpy`)
 
 from .primitives import op_specs as _primitive_op_specs  # noqa: E402,F401  (verifier rules of primitive ops; light)
 
