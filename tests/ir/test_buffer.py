@@ -79,3 +79,45 @@ def test_alias_shares_the_root_storage_and_is_bounded():
     assert pairs.storage == "local" and pairs.dtype.bits == 64
     with pytest.raises(IRError, match="needs 8200 bytes but acc has only 4096"):
         acc.alias((1025,), "uint64")
+
+
+# ---------------------------------------------------------------------- closed-form sizes
+def _table_footprint(layout, axis="m"):
+    names, t = layout.owner_table()
+    return int(t[:, :, names.index(axis)].max()) + 1 if axis in names else 1
+
+
+@pytest.mark.parametrize("layout", [
+    TileLayout(S[(4, 8) : (8, 1)]), TileLayout(S[(4, 8) : (1, 4)] + 7@__import__("tirxpy").layout.m),
+    TileLayout(S[(32, 4, 2) : (1@laneid, 2, 1)]), TileLayout(S[(8, 8) : (0, 1)]),
+    TileLayout(S[(2, 16) : (1@warpid, 1@laneid)]),
+    ComposeLayout(swizzle_128B("bf16"), TileLayout(S[(3, 128, 64)])),
+    ComposeLayout(swizzle_128B("bf16"), TileLayout(S[(8, 64) : (128, 1)])),
+])
+def test_footprint_closed_form_matches_the_table(layout):
+    from tirxpy.ir.buffer import footprint
+
+    for axis in ("m", "laneid", "TCol"):
+        assert footprint(layout, axis) == _table_footprint(layout, axis)
+
+
+def test_footprint_of_huge_layouts_is_closed_form():
+    from tirxpy.ir.buffer import footprint
+
+    assert footprint(TileLayout(S[(2**40, 4) : (8, 1)])) == (2**40 - 1) * 8 + 3 + 1
+    sw = ComposeLayout(swizzle_128B("bf16"), TileLayout(S[(2**30, 64)]))
+    assert footprint(sw) == 2**36       # whole swizzle periods: the bound is exact
+
+
+def test_on_chip_buffers_over_the_limit_are_refused_when_built():
+    with pytest.raises(IRError, match=r"s \(2, 58112\) float32 in shared memory needs 464896 bytes of shared memory "
+                                      r"per CTA, over the limit of 232448"):
+        Buffer("s", (2, 58112), "float32", "shared")
+    assert Buffer("s", (58112,), "float32", "shared").bytes() == 232448
+    with pytest.raises(IRError, match=r"needs 1024 tensor-memory columns, over the limit of 512"):
+        Buffer("t", (128, 512), "float64", "tmem", layout=TileLayout(S[(128, 512) : (1@TLane, 1@TCol)]))
+    with pytest.raises(IRError, match=r"has the bool True"):
+        Buffer("b", (True,), "float32")
+    with pytest.raises(IRError, match=r"has the float 4.0"):
+        Buffer("b", (4.0,), "float32")
+    assert Buffer("g", (2**40,), "float32").shape == (2**40,)     # global tensors are only bounded by 2**62

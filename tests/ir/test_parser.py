@@ -108,7 +108,7 @@ def test_allocations_primitives_and_intrinsics():
 
     @T.prim_func
     def k(A: T.Tensor((128, 64), "float16"), out: T.Tensor((32, 4), "float32")):
-        T.launch(grid=(1,), threads=128, cluster=(2,), smem=65536)
+        T.launch(grid=(2,), threads=128, cluster=(2,), smem=65536)
         sm = T.alloc_shared((2, 128, 64), "float16")
         bar = T.alloc_shared((2,), "uint64")
         frag = T.alloc_local((32, 4), "float32", layout=frag_layout)

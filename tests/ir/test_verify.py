@@ -239,5 +239,101 @@ def test_hand_built_ir_errors(build, match):
 
 
 def test_grid_extent():
-    with pytest.raises(VerifyError, match=r"T.launch grid extent 0 must be >= 1"):
+    with pytest.raises(VerifyError, match=r"T.launch grid extent 0 in dimension x is outside \[1, 2147483647\]"):
         verify(Kernel("k", [], LaunchConfig(grid=(0,), threads=32), []))
+
+
+# ---------------------------------------------------------------- launch configuration
+@pytest.mark.parametrize("launch, match", [
+    ("grid=(4,), threads=128, cluster=(0,)", r"cluster=\(0,\)\): cluster extent 0 in dimension x must be >= 1"),
+    ("grid=(4,), threads=128, cluster=(-2,)", r"cluster extent -2 in dimension x must be >= 1"),
+    ("grid=(4, 2), threads=128, cluster=(1, 0)", r"cluster extent 0 in dimension y must be >= 1"),
+    ("grid=(3,), threads=128, cluster=(2,)", r"does not divide the grid: 3 CTAs in dimension x are not a multiple of "
+                                            r"the cluster extent 2"),
+    ("grid=(2, 3), threads=128, cluster=(2, 2)", r"3 CTAs in dimension y"),
+    ("grid=(2**40,), threads=128", r"grid extent 1099511627776 in dimension x is outside \[1, 2147483647\]"),
+    ("grid=(2**31,), threads=128", r"grid extent 2147483648 in dimension x"),
+    ("grid=(1, 65536), threads=128", r"grid extent 65536 in dimension y is outside \[1, 65535\]"),
+    ("grid=(1, 1, 70000), threads=128", r"dimension z is outside \[1, 65535\]"),
+    ("grid=(-1,), threads=128", r"grid extent -1 in dimension x"),
+    ("grid=(1,), threads=0", r"threads=0\): a CTA has 1 to 1024 threads"),
+    ("grid=(32,), threads=128, cluster=(32,)", r"32 CTAs per cluster exceeds the limit of 16"),
+    ("grid=(1,), threads=128, smem=-5", r"smem=-5\): dynamic shared memory is a byte count >= 0"),
+])
+def test_bad_launch_configs_point_at_the_launch(launch, match):
+    fails(script("pass", launch=launch), match, line=f"T.launch({launch})")
+
+
+@pytest.mark.parametrize("launch", [
+    "grid=(2**31 - 1,), threads=1024", "grid=(1, 65535, 65535), threads=1", "grid=(16,), threads=128, cluster=(16,)",
+    "grid=(8, 4), threads=128, cluster=(2, 4)", "grid=(1,), threads=128, smem=232448",
+])
+def test_launch_configs_at_the_limits_verify(launch):
+    assert T.parse_script(script("pass", launch=launch)).launch is not None
+
+
+def test_dynamic_grid_with_a_cluster_is_left_to_the_launch():
+    src = script("pass", params='A: T.Tensor((128,), "float32"), n: T.int32', launch="grid=(n,), threads=128, cluster=(2,)")
+    assert T.parse_script(src).launch.cluster == (2,)
+
+
+def test_target_limits():
+    from tirxpy.ir.verify import Verifier, target_limits
+
+    assert target_limits("sm_90a").smem == 232448 and target_limits("sm_100a").tmem
+    assert target_limits("sm_80").smem == 166912 and target_limits("sm_80").max_cluster == 0
+    assert target_limits("sm_120a").max_cluster == 8 and target_limits(None) is None
+    with pytest.raises(VerifyError, match="unknown target 'sm_9'"):
+        target_limits("sm_9")
+    k = T.parse_script(script('a = T.alloc_shared((45000,), "float32")'))     # 180000 B: fits sm_90a, not sm_80
+    verify(k, "sm_90a")
+    with pytest.raises(VerifyError, match=r"need 180000 bytes by a, over the 166912 B \(163 KB\) per-CTA limit on sm_80"):
+        verify(k, "sm_80")
+    k = T.parse_script(script("pass", launch="grid=(2,), threads=128, cluster=(2,)"))
+    with pytest.raises(VerifyError, match="sm_80 has no thread-block clusters"):
+        verify(k, "sm_80")
+    k = T.parse_script(script("pass", launch="grid=(16,), threads=128, cluster=(16,)"))
+    with pytest.raises(VerifyError, match="16 CTAs per cluster exceeds the limit of 8 on sm_120a"):
+        verify(k, "sm_120a")
+    k = T.parse_script(script('t = T.alloc_tmem((128, 32), "float32")'))
+    with pytest.raises(VerifyError, match="t: sm_90a has no tensor memory"):
+        verify(k, "sm_90a")
+    verify(k, "sm_100a")
+    assert Verifier(k, None).target is None
+
+
+# ---------------------------------------------------------------- allocations (closed form, nothing materialized)
+@pytest.mark.parametrize("alloc, match", [
+    ('T.alloc_local((2**31,), "float32")', r"local allocations need 2147483648 32-bit registers per thread by x, over "
+                                           r"the 255-register limit"),
+    ('T.alloc_local((2**40, 4), "float16")', r"need 2199023255552 32-bit registers"),
+    ('T.alloc_shared((2**28,), "float32")', r"x \(268435456,\) float32 in shared memory needs 1073741824 bytes of "
+                                            r"shared memory per CTA, over the limit of 232448"),
+    ('T.alloc_shared((58113,), "float32")', r"needs 232452 bytes of shared memory per CTA, over the limit of 232448"),
+    ('T.alloc_local((256,), "float32")', r"need 256 32-bit registers per thread by x, over the 255-register limit"),
+    ('T.alloc_local((2.0,), "float32")', r"has the float 2.0; extents are ints >= 1"),
+    ('T.alloc_local((True, 4), "float32")', r"has the bool True; extents are ints >= 1"),
+    ('T.alloc_local((-1,), "float32")', r"has extent -1; extents must be >= 1"),
+    ('T.alloc_shared((0, 4), "float32")', r"has extent 0; extents must be >= 1"),
+    ('T.alloc_shared((2**70,), "float32")', r"elements, over the 4611686018427387904 \(2\*\*62\)"),
+    ('T.alloc_shared((1,) * 17, "float32")', r"at most 16 dimensions, got 17"),
+])
+def test_bad_allocations_are_refused_in_closed_form(alloc, match):
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    with open("/proc/self/statm") as f:      # at most 2 GiB more address space than now
+        cap = int(f.read().split()[0]) * resource.getpagesize() + (2 << 30)
+    resource.setrlimit(resource.RLIMIT_AS, (cap if hard == resource.RLIM_INFINITY else min(cap, hard), hard))
+    try:
+        with pytest.raises((VerifyError, ParseError), match=match) as e:
+            T.parse_script(script(f"x = {alloc}"))
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+    assert "x = T.alloc" in str(e.value)
+
+
+@pytest.mark.parametrize("alloc", ['T.alloc_shared((58112,), "float32")', 'T.alloc_local((255,), "float32")',
+                                   'T.alloc_tmem((128, 512), "float32")', 'T.alloc_shared((232448,), "uint8")'])
+def test_allocations_exactly_at_the_limit_verify(alloc):
+    assert T.parse_script(script(f"x = {alloc}")).body is not None

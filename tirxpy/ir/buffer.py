@@ -48,24 +48,43 @@ def check_storage(storage) -> str:
     return s
 
 
+#: Hardware limits every target shares (the largest over sm_80 .. sm_100a): one allocation that
+#: breaks one is refused when it is built, in closed form, before anything is materialized.
+SMEM_LIMIT = 232448          # bytes of shared memory per CTA (227 KiB, sm_90a / sm_100a opt-in maximum)
+TMEM_COLUMNS = 512           # tensor-memory columns per CTA (sm_100a)
+MAX_REGISTERS = 255          # 32-bit registers per thread
+MAX_DIMS = 16                # tensor rank
+MAX_ELEMENTS = 1 << 62       # elements of any tensor (byte offsets fit int64)
+
+
 def _check_shape(shape) -> tuple:
+    """``shape`` as a tuple of ints >= 1 (an int is a 1-D shape); IRError for anything else."""
     if isinstance(shape, int) and not isinstance(shape, bool):
         shape = (shape,)
     if not isinstance(shape, (tuple, list)) or not shape:
-        raise IRError(f"a tensor shape is a non-empty tuple of positive ints, got {shape!r}",
+        raise IRError(f"a tensor shape is a non-empty tuple of positive ints, got {shape!r:.100}",
                       hint="write e.g. (128, 64)")
+    if len(shape) > MAX_DIMS:
+        raise IRError(f"a tensor shape has at most {MAX_DIMS} dimensions, got {len(shape)}",
+                      hint="merge dimensions: a layout places the elements, the shape need not mirror it")
     out = []
     for n in shape:
         try:
-            if isinstance(n, Expr):
+            if isinstance(n, (Expr, bool)):
                 raise TypeError
             n = operator.index(n)
         except TypeError:
-            raise IRError(f"tensor shape {tuple(shape)} has the non-static extent {n!r}",
-                          hint="tensor shapes are compile-time ints; specialize the kernel on them with @tirxpy.jit") from None
+            what = "the bool" if isinstance(n, bool) else "the non-static extent" if isinstance(n, Expr) else \
+                f"the {type(n).__name__}"
+            raise IRError(f"tensor shape {tuple(shape)!r:.100} has {what} {n!r:.40}; extents are ints >= 1",
+                          hint="tensor shapes are compile-time ints; specialize the kernel on them with @tirxpy.jit"
+                          if isinstance(n, Expr) else "write the extent as a Python int, e.g. 128") from None
         if n < 1:
             raise IRError(f"tensor shape {tuple(shape)} has extent {n}; extents must be >= 1")
         out.append(n)
+    if prod(out) > MAX_ELEMENTS:
+        raise IRError(f"tensor shape {tuple(out)} has {prod(out)} elements, over the {MAX_ELEMENTS} (2**62) any "
+                      f"tensor may have")
     return tuple(out)
 
 
@@ -112,6 +131,12 @@ class Buffer(Node):
             )
         self.layout = layout
         self.base = None  # the buffer whose storage this one aliases (see alias())
+        used = storage_limit(self) if self.storage in ("shared", "shared::cluster", "tmem") else None
+        if used is not None and used[0] > used[1]:     # registers are summed by the verifier
+            raise IRError(f"{name} {self.shape} {self.dtype} in {self.storage} memory needs {used[0]} {used[2]}, "
+                          f"over the limit of {used[1]}",
+                          hint="use a smaller tile, fewer stages, or spread a register tile over lanes and warps "
+                               "with a layout")
 
     @property
     def root(self) -> "Buffer":
@@ -211,11 +236,68 @@ class Buffer(Node):
 
 
 def footprint(layout, axis="m") -> int:
-    """Number of slots on ``axis`` a layout reaches (max coordinate + 1)."""
+    """Number of slots on ``axis`` a layout reaches (max coordinate + 1).
+
+    Closed form for a :class:`~tirxpy.layout.TileLayout` (offset plus each iterator's
+    ``(extent - 1) * stride``: strides are non-negative, so the maximum is every iterator at its
+    last value); a swizzled layout is evaluated exactly when its table is small
+    (:data:`_TABLE_ROWS`), else bounded in closed form (the swizzle changes only bits below
+    ``per_element + swizzle_len`` of the coordinate).
+
+        >>> from tirxpy.layout import S, TileLayout
+        >>> footprint(TileLayout(S[(2**40, 4) : (8, 1)]))
+        8796093022204
+    """
+    from tirxpy.layout import ComposeLayout
+
+    if isinstance(layout, TileLayout):
+        return _tile_reach(layout, axis) + 1
+    if isinstance(layout, ComposeLayout):
+        tile = layout.tile
+        if not layout.swizzle_inner or axis != layout.swizzle.axis.name:
+            return _tile_reach(tile, axis) + 1
+        if tile.size() * tile.replica_count > _TABLE_ROWS:
+            sw = layout.swizzle
+            return (_tile_reach(tile, axis) | ((1 << (sw.per_element + sw.swizzle_len)) - 1)) + 1
+    if layout.size() > _TABLE_ROWS:
+        raise IRError(f"cannot size a {type(layout).__name__} of {layout.size()} elements without enumerating them",
+                      hint="use a TileLayout (or a swizzled one) for large tensors")
     names, t = layout.owner_table()
     if axis not in names:
         return 1
     return int(t[:, :, names.index(axis)].max()) + 1
+
+
+_TABLE_ROWS = 1 << 20   # largest layout table footprint() builds (above it: closed form only)
+
+
+def _tile_reach(layout, axis) -> int:
+    """The largest coordinate a TileLayout reaches on ``axis`` (0 when it places nothing there)."""
+    hi = layout.offset.get(axis, 0)
+    for it in layout.shard + layout.replica:
+        if it.axis.name == axis:
+            hi += (it.extent - 1) * it.stride
+    return hi
+
+
+def storage_limit(buf) -> tuple | None:
+    """``(amount, limit, unit)`` of the hardware resource ``buf``'s storage uses, in closed form (None
+    for global memory): bytes of shared memory per CTA, 32-bit registers per thread of a ``local``
+    tile, columns of tensor memory."""
+    if buf.storage in ("shared", "shared::cluster"):
+        return buf.bytes(), SMEM_LIMIT, "bytes of shared memory per CTA"
+    if buf.storage == "local":
+        return -(-footprint(buf.layout, "m") * buf.dtype.bits // 32), MAX_REGISTERS, "32-bit registers per thread"
+    if buf.storage == "tmem":
+        return tmem_columns(buf), TMEM_COLUMNS, "tensor-memory columns"
+    return None
+
+
+def tmem_columns(buf) -> int:
+    """Tensor-memory columns ``buf`` spans (32-bit columns; 64-bit types take two)."""
+    if "TCol" not in buf.layout.axes():
+        return 0
+    return footprint(buf.layout, "TCol") * max(1, buf.dtype.bits // 32)
 
 
 class BufferRegion(Node):

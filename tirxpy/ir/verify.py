@@ -10,27 +10,58 @@ Each failure raises :class:`~tirxpy.ir.errors.VerifyError` at the offending node
   fewer threads are active (e.g. ``Tx.wg.gemm_async`` under ``T.elect_one()``), unknown
   primitives, scopes outside the op's range, cluster ops without a cluster launch;
 - storage: an operand in the wrong storage scope for the op, global allocations;
-- hardware limits: threads per CTA <= 1024, cluster size <= 16, shared memory per CTA
-  <= 227 KB, tensor memory <= 512 columns, registers per thread <= 255.
+- launch configuration: threads per CTA in 1..1024, grid extents in [1, 2**31 - 1] (x) and
+  [1, 65535] (y, z), cluster extents >= 1 dividing the static grid, at most 16 CTAs per cluster
+  (8 portable), smem= within the limit;
+- hardware limits: shared memory per CTA <= 227 KiB (232448 B; less on sm_80 / sm_86 / sm_120),
+  tensor memory <= 512 columns, registers per thread <= 255. With ``arch``, the target's own
+  limits (no clusters before sm_90, no tensor memory before sm_100a).
 """
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
 
 from tirxpy.scope import Scope
 
 from . import expr as E
 from . import stmt as St
 from .analysis import annotate_active_threads
-from .buffer import Buffer, BufferRegion, footprint
+from .buffer import MAX_REGISTERS, SMEM_LIMIT, TMEM_COLUMNS, Buffer, BufferRegion, storage_limit, tmem_columns
 from .errors import VerifyError
 from .intrin_sig import lookup_intrinsic_signature
 from .op_spec import lookup_op_spec, op_names
 
-SMEM_LIMIT = 227 * 1024
-TMEM_COLUMNS = 512
 MAX_THREADS = 1024
-MAX_CLUSTER = 16
-MAX_REGISTERS = 255
+MAX_CLUSTER = 16                               # non-portable maximum (sm_90a, sm_100a); 8 is portable
+MAX_GRID = ((1 << 31) - 1, 65535, 65535)       # CTAs per grid dimension x, y, z
+
+
+@dataclass(frozen=True)
+class TargetLimits:
+    """Per-CTA limits of one target: shared memory bytes, largest cluster (0: no clusters), tensor memory."""
+
+    arch: str
+    smem: int
+    max_cluster: int
+    tmem: bool
+
+
+def target_limits(arch) -> TargetLimits | None:
+    """The limits of ``arch`` ("sm_80" ... "sm_120a"); None for None (the loosest limits apply).
+
+        >>> target_limits("sm_90a")
+        TargetLimits(arch='sm_90a', smem=232448, max_cluster=16, tmem=False)
+    """
+    if arch is None:
+        return None
+    m = re.fullmatch(r"sm_(\d{2,3})[af]?", str(arch))
+    if m is None:
+        raise VerifyError(f"unknown target {arch!r}; write it as 'sm_<major><minor>[a]', e.g. 'sm_90a'")
+    sm = int(m.group(1))
+    smem = {80: 166912, 87: 166912, 90: SMEM_LIMIT, 100: SMEM_LIMIT, 101: SMEM_LIMIT, 103: SMEM_LIMIT}.get(sm, 101376)
+    cluster = 0 if sm < 90 else 16 if sm in (90, 100, 101, 103) else 8
+    return TargetLimits(str(arch), smem, cluster, sm in (100, 101, 103))
 
 
 def _spelling(op, scope: Scope) -> str:
@@ -38,9 +69,49 @@ def _spelling(op, scope: Scope) -> str:
 
 
 class Verifier:
-    def __init__(self, kernel):
+    def __init__(self, kernel, arch=None):
         self.k = kernel
         self.active = None
+        self.target = target_limits(arch)
+
+    # ---------------------------------------------------------------- launch configuration
+    def launch(self, L):
+        """Threads, grid, cluster and smem= of ``T.launch`` against the hardware's limits."""
+        t = self.target
+        if not 1 <= L.threads <= MAX_THREADS:
+            self.fail(L, f"T.launch(threads={L.threads}): a CTA has 1 to {MAX_THREADS} threads",
+                      "use at most 1024 threads per CTA (e.g. 128 per warpgroup) and more CTAs in the grid")
+        static = []
+        for d, g in enumerate(L.grid):
+            if g.dtype is None or not g.dtype.is_int:
+                self.fail(L, f"T.launch grid extent `{g}` must be an integer")
+            hi = MAX_GRID[d]
+            if isinstance(g, E.IntImm) and not 1 <= g.value <= hi:
+                self.fail(L, f"T.launch grid extent {g.value} in dimension {'xyz'[d]} is outside [1, {hi}]",
+                          "grid x has at most 2**31 - 1 CTAs, y and z at most 65535; loop over more tiles per CTA "
+                          "(a persistent kernel) for larger problems")
+            static.append(g.value if isinstance(g, E.IntImm) else None)
+        if L.smem is not None and L.smem < 0:
+            self.fail(L, f"T.launch(smem={L.smem}): dynamic shared memory is a byte count >= 0")
+        if L.cluster is None:
+            return
+        c = L.cluster
+        for d, n in enumerate(c):
+            if n < 1:
+                self.fail(L, f"T.launch(cluster={c}): cluster extent {n} in dimension {'xyz'[d]} must be >= 1")
+        if t is not None and t.max_cluster == 0:
+            self.fail(L, f"T.launch(cluster={c}): {t.arch} has no thread-block clusters (sm_90 and newer do)",
+                      "build for sm_90a or sm_100a, or drop cluster=")
+        limit = MAX_CLUSTER if t is None else t.max_cluster
+        if L.cluster_size > limit:
+            where = "" if t is None else f" on {t.arch}"
+            self.fail(L, f"T.launch(cluster={c}): {L.cluster_size} CTAs per cluster exceeds the limit of {limit}{where}",
+                      f"use at most {limit} CTAs per cluster (8 is the portable maximum)")
+        for d, (g, n) in enumerate(zip(static + [1] * (3 - len(static)), c)):
+            if g is not None and g % n:
+                self.fail(L, f"T.launch(cluster={c}) does not divide the grid: {g} CTAs in dimension {'xyz'[d]} are "
+                             f"not a multiple of the cluster extent {n}",
+                          f"make the grid extent a multiple of {n} (round up and let the extra CTAs exit)")
 
     def fail(self, node, msg, hint=None):
         span = getattr(node, "span", None) or self.k.span
@@ -49,17 +120,7 @@ class Verifier:
     def run(self):
         k = self.k
         L = k.launch
-        if not 1 <= L.threads <= MAX_THREADS:
-            self.fail(L, f"T.launch(threads={L.threads}): a CTA has 1 to {MAX_THREADS} threads",
-                      "use at most 1024 threads per CTA (e.g. 128 per warpgroup) and more CTAs in the grid")
-        if L.cluster is not None and L.cluster_size > MAX_CLUSTER:
-            self.fail(L, f"T.launch(cluster={L.cluster}): {L.cluster_size} CTAs per cluster exceeds the limit of {MAX_CLUSTER}",
-                      "use at most 16 CTAs per cluster (8 is the portable maximum)")
-        for g in L.grid:
-            if isinstance(g, E.IntImm) and g.value < 1:
-                self.fail(L, f"T.launch grid extent {g.value} must be >= 1")
-            if g.dtype is None or not g.dtype.is_int:
-                self.fail(L, f"T.launch grid extent `{g}` must be an integer")
+        self.launch(L)
         self.active = annotate_active_threads(k)
         scope = {"vars": set(), "bufs": set()}
         for p in k.params:
@@ -298,28 +359,35 @@ class Verifier:
 
     # ---------------------------------------------------------------- limits
     def limits(self):
+        t = self.target
+        smem_limit = SMEM_LIMIT if t is None else t.smem
+        where = "" if t is None else f" on {t.arch}"
         smem, tmem, regs = [], [], []
         for a in self.allocs:
             b = a.buffer
             if b.storage in ("shared", "shared::cluster"):
                 smem.append((a, b.bytes()))
             elif b.storage == "tmem":
-                tmem.append((a, footprint(b.layout, "TCol") * max(1, b.dtype.bits // 32) if "TCol" in b.layout.axes() else 0))
+                if t is not None and not t.tmem:
+                    self.fail(a, f"{b.name}: {t.arch} has no tensor memory (sm_100a does)",
+                              "build for sm_100a, or keep the tile in registers or shared memory")
+                tmem.append((a, tmem_columns(b)))
             elif b.storage == "local":
-                regs.append((a, -(-footprint(b.layout, "m") * b.dtype.bits // 32)))
+                regs.append((a, storage_limit(b)[0]))
         total = 0
         for a, nbytes in smem:
             align = 1024 if type(a.buffer.layout).__name__ == "ComposeLayout" else 128
             total = -(-total // align) * align + nbytes
-            if total > SMEM_LIMIT:
+            if total > smem_limit:
                 detail = ", ".join(f"{x.buffer.name} {n} B" for x, n in smem)
                 self.fail(a, f"shared memory allocations need {total} bytes by {a.buffer.name}, over the "
-                          f"{SMEM_LIMIT} B (227 KB) per-CTA limit ({detail})",
+                          f"{smem_limit} B ({smem_limit // 1024} KB) per-CTA limit{where} ({detail})",
                           "use fewer pipeline stages or smaller tiles")
         L = self.k.launch
         if L.smem is not None:
-            if L.smem > SMEM_LIMIT:
-                self.fail(L, f"T.launch(smem={L.smem}) is over the {SMEM_LIMIT} B (227 KB) per-CTA limit")
+            if L.smem > smem_limit:
+                self.fail(L, f"T.launch(smem={L.smem}) is over the {smem_limit} B ({smem_limit // 1024} KB) per-CTA limit "
+                             f"of shared memory{where}")
             if L.smem < total:
                 self.fail(L, f"T.launch(smem={L.smem}) is smaller than the {total} B the shared allocations need",
                           f"drop smem= (it is computed) or give smem={total}")
@@ -338,9 +406,10 @@ class Verifier:
                           "spread the tile over more threads with a layout on laneid / warpid, or use shared memory")
 
 
-def verify(kernel) -> None:
-    """Raise :class:`VerifyError` at the first rule ``kernel`` breaks."""
-    Verifier(kernel).run()
+def verify(kernel, arch=None) -> None:
+    """Raise :class:`VerifyError` at the first rule ``kernel`` breaks; with ``arch`` (``"sm_90a"``), also
+    against that target's limits (shared memory per CTA, cluster size, tensor memory)."""
+    Verifier(kernel, arch).run()
 
 
 def shared_bytes(kernel) -> int:

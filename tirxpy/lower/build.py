@@ -33,6 +33,7 @@ from .codegen.kernel import CudaUnit, first_primitive_call, generate, unlowered
 from .errors import LaunchError, PerformanceWarning, ToolchainError
 from .runtime import ParamSpec
 
+_TABLE_ROWS = 1 << 20    # largest global layout compared element by element against a strided map
 _SCALARS = ("bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float16", "float32",
             "float64")
 
@@ -186,6 +187,10 @@ def tensor_strides(buf: Buffer):
         if zero == 0 and all(s is None or s > 0 for s in strides):
             if _merged_strides(lay, shape) == strides:     # closed form: no walk over every element
                 return tuple(shape), tuple(strides)
+            if lay.size() > _TABLE_ROWS:                   # too large to compare element by element
+                from tirxpy.ir.buffer import footprint
+
+                return (footprint(lay),), (1,)
             names, t = lay.owner_table()
             got = t[:, 0, names.index("m")] if "m" in names else np.zeros(lay.size(), dtype=np.int64)
             idx = np.indices(shape).reshape(len(shape), -1)
@@ -293,10 +298,10 @@ def build(kernel, arch: str = "sm_90a", *, options=()) -> CompiledKernel:
     hit = memo.get(key)
     if hit is not None:
         return hit
-    verify(kernel)
+    verify(kernel, arch)
     lowered = lower_primitives(kernel, arch)
     if lowered is not kernel:
-        verify(lowered)
+        verify(lowered, arch)
     unit = generate(lowered, arch)
     mod = compile_cuda(unit.source, arch, options=options, filename=f"{unit.name}.cu")
     ck = memo[key] = CompiledKernel(unit, mod, options)

@@ -11,7 +11,8 @@ def kernel(body: str, env: dict, threads: int = 128, cluster=None, params: str =
     included); names in ``env`` (layouts) are visible to it. ``verify=False`` skips the IR
     verifier (to reach the dispatcher's own reasons for calls the verifier also rejects)."""
     cl = f", cluster={cluster}" if cluster else ""
-    src = f"@T.prim_func\ndef k({params}):\n    T.launch(grid=(1,){cl}, threads={threads})\n{body}"
+    grid = tuple(cluster) if cluster else (1,)      # a cluster divides the grid
+    src = f"@T.prim_func\ndef k({params}):\n    T.launch(grid={grid}{cl}, threads={threads})\n{body}"
     return T.parse_script(src, env=dict(env), verify=verify)
 
 
