@@ -14,13 +14,17 @@ inputs are made contiguous.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 
 import torch
 
 from tirxpy.errors import ArgumentError, TirxError
 
-from .attention_plan import HEAD_DIMS, plan
+from .attention_plan import HEAD_DIMS, check_options, plan
+from .checks import dense_tensor
+from .errors import KernelConfigError, flag_option
+from .schedule import SM_COUNT_H100
 from .attention_sm90 import attention_sm90
 
 _DT = {torch.bfloat16: "bfloat16", torch.float16: "float16"}
@@ -34,21 +38,21 @@ class AttentionDeviceError(TirxError, RuntimeError):
     """The GPU cannot run this kernel (it needs Hopper, sm_90)."""
 
 
-def _check(q, k, v, causal, scale):
+TUNING = ("BN", "STAGES", "NC", "PINGPONG", "PERSIST", "CHAIN", "OSTAGE", "LAZY", "TRIM", "TAIL", "FOLD", "PDL", "sms")
+_PLAIN = (type(None), bool, int, str)
+
+
+def _check(q, k, v, causal, scale, return_lse, tuning):
+    """``(B, SQ, H, D, SK, HKV, plan)`` once every argument but the device is right: the tensors' kinds,
+    dtypes and shapes, ``causal``, ``scale``, ``return_lse``, then the options (:data:`TUNING` names, kinds, and
+    the plan they make for this problem: :func:`kernels.attention_plan.plan`). :func:`_device` comes after."""
     for name, t in (("q", q), ("k", k), ("v", v)):
-        if not isinstance(t, torch.Tensor):
-            raise AttentionArgumentError(f"attention: {name} must be a torch.Tensor, got {type(t).__name__}")
-        if t.dim() != 4:
-            raise AttentionArgumentError(f"attention: {name} must be 4-D (batch, seq, heads, dim), got shape "
-                                         f"{tuple(t.shape)}")
+        dense_tensor("attention", name, t, 4, "(batch, seq, heads, dim)", AttentionArgumentError)
         if t.dtype not in _DT:
             raise AttentionArgumentError(f"attention: {name} has dtype {t.dtype}; the kernel takes torch.bfloat16 or "
                                          f"torch.float16 (convert with {name}.to(torch.bfloat16))")
     if not (q.dtype == k.dtype == v.dtype):
         raise AttentionArgumentError(f"attention: q, k, v have dtypes {q.dtype}, {k.dtype}, {v.dtype}; use one dtype")
-    if not (q.device == k.device == v.device):
-        raise AttentionArgumentError(f"attention: q, k, v are on {q.device}, {k.device}, {v.device}; "
-                                     "move them to one CUDA device")
     if k.shape != v.shape:
         raise AttentionArgumentError(f"attention: k {tuple(k.shape)} and v {tuple(v.shape)} must have one shape "
                                      "(batch, seq_k, kv_heads, dim)")
@@ -66,11 +70,64 @@ def _check(q, k, v, causal, scale):
         raise AttentionArgumentError(f"attention: {H} query heads do not split into {HKV} key / value heads "
                                      "(grouped-query attention needs heads(q) % heads(k) == 0)")
     if not isinstance(causal, bool):
-        raise AttentionArgumentError(f"attention: causal must be True or False, got {causal!r}")
+        raise AttentionArgumentError(f"attention: causal must be True or False, got {causal!r:.60}")
     if scale is not None:
         if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not math.isfinite(scale) or scale <= 0:
             raise AttentionArgumentError(f"attention: scale must be a positive finite number or None "
-                                         f"(1 / sqrt(head dim)), got {scale!r}")
+                                         f"(1 / sqrt(head dim)), got {scale!r:.60}")
+    if not isinstance(return_lse, bool):
+        raise AttentionArgumentError(f"attention: return_lse must be True or False, got {return_lse!r:.60}")
+    check_tuning(tuning)
+    opts = {n: x for n, x in tuning.items() if n != "PDL"}
+    if opts.get("sms") is None:
+        opts["sms"] = _sm_count(q.device)
+    with _as_argument_error():
+        p = plan(B, H, HKV, SQ, SK, D, _DT[q.dtype], causal=causal, **opts)
+    return B, SQ, H, D, SK, HKV, p
+
+
+def check_tuning(tuning: dict) -> None:
+    """The tuning options of :func:`attention` on their own: known names (:data:`TUNING`) and each option's
+    kind (:func:`kernels.attention_plan.check_options`; ``PDL`` True or False); :class:`AttentionArgumentError`
+    naming the first bad one.
+
+        >>> check_tuning({"BN": 64, "PDL": False})
+        >>> check_tuning({"STAGES": "3"})
+        Traceback (most recent call last):
+        ...
+        kernels.attention_api.AttentionArgumentError: attention: STAGES must be an int or None, got '3' (str)
+    """
+    unknown = sorted(map(str, set(tuning) - set(TUNING)))
+    if unknown:
+        raise AttentionArgumentError(f"attention: unknown tuning argument(s) {unknown}; the kernel takes {TUNING}")
+    opts = {n: x for n, x in tuning.items() if n != "PDL" and not (n == "sms" and x is None)}
+    with _as_argument_error():
+        check_options(**opts)
+        flag_option("attention_sm90", "PDL", tuning.get("PDL", True))
+
+
+@contextlib.contextmanager
+def _as_argument_error():
+    """Re-raise the kernel's :class:`~kernels.errors.KernelConfigError` (an option or plan :func:`attention` was
+    given cannot build) as :class:`AttentionArgumentError` with the same message."""
+    try:
+        yield
+    except KernelConfigError as e:
+        raise AttentionArgumentError("attention: " + str(e).removeprefix("attention_sm90: ")) from None
+
+
+def _sm_count(device):
+    """SMs of ``device`` (the persistent grid's size) on a GPU; the H100's count elsewhere, where it only plans."""
+    if device.type == "cuda":
+        return torch.cuda.get_device_properties(device).multi_processor_count
+    return SM_COUNT_H100
+
+
+def _device(q, k, v):
+    """Refuse tensors that are not all on one Hopper GPU (after every other check)."""
+    if not (q.device == k.device == v.device):
+        raise AttentionArgumentError(f"attention: q, k, v are on {q.device}, {k.device}, {v.device}; "
+                                     "move them to one CUDA device")
     if q.device.type != "cuda":
         raise AttentionArgumentError(f"attention: the tensors are on {q.device}; move them to a CUDA device "
                                      "(q.cuda())")
@@ -78,7 +135,6 @@ def _check(q, k, v, causal, scale):
     if cap[0] != 9:
         raise AttentionDeviceError(f"attention: the kernel is for Hopper (sm_90a); {torch.cuda.get_device_name(q.device)} "
                                    f"is sm_{cap[0]}{cap[1]}")
-    return B, SQ, H, D, SK, HKV
 
 
 def _pad(t, rows):
@@ -87,9 +143,6 @@ def _pad(t, rows):
     out = t.new_zeros((t.shape[0], rows) + tuple(t.shape[2:]))
     out[:, :t.shape[1]] = t
     return out
-
-
-TUNING = ("BN", "STAGES", "NC", "PINGPONG", "PERSIST", "CHAIN", "OSTAGE", "LAZY", "TRIM", "TAIL", "FOLD", "PDL", "sms")
 
 
 def attention(q, k, v, causal=False, scale=None, return_lse=False, **tuning):
@@ -102,28 +155,21 @@ def attention(q, k, v, causal=False, scale=None, return_lse=False, **tuning):
     :func:`~kernels.attention_plan.default_fold`;
     persistent and chained where it fits, see
     :func:`~kernels.attention_plan.plan`)."""
-    unknown = sorted(set(tuning) - set(TUNING))
-    if unknown:
-        raise AttentionArgumentError(f"attention: unknown tuning argument(s) {unknown}; the kernel takes {TUNING}")
-    key = None
-    if all(isinstance(t, torch.Tensor) for t in (q, k, v)) and isinstance(causal, bool) \
-            and type(scale) in (type(None), int, float) \
-            and all(type(x) in (type(None), int, bool) for x in tuning.values()):
-        key = (q.shape, q.stride(), k.shape, k.stride(), v.shape, v.stride(), q.dtype, k.dtype, v.dtype, q.device,
-               k.device, v.device, causal, scale, tuple(sorted(tuning.items())))
-        ck = _FAST.get(key)
-        if ck is not None:      # contiguous, unpadded and checked by an earlier call with these shapes and layouts
-            B, SQ, H, D = q.shape
-            out = torch.empty_like(q)
-            lse = torch.empty((B, H, SQ, 1), dtype=torch.float32, device=q.device)
-            ck(q, k, v, out, lse)
-            return (out, lse[:, :, :, 0]) if return_lse else out
-    B, SQ, H, D, SK, HKV = _check(q, k, v, causal, scale)
+    key = _fast_key(q, k, v, causal, scale, tuning)
+    ck = _FAST.get(key) if key is not None else None
+    if ck is not None and isinstance(return_lse, bool):
+        # contiguous, unpadded and checked by an earlier call with these shapes and layouts
+        B, SQ, H, D = q.shape
+        out = torch.empty_like(q)
+        lse = torch.empty((B, H, SQ, 1), dtype=torch.float32, device=q.device)
+        ck(q, k, v, out, lse)
+        return (out, lse[:, :, :, 0]) if return_lse else out
+    B, SQ, H, D, SK, HKV, p = _check(q, k, v, causal, scale, return_lse, tuning)
+    _device(q, k, v)
     tuning = dict(tuning)
     pdl = tuning.pop("PDL", True)            # a launch setting, not part of the plan
     if tuning.get("sms") is None:
-        tuning["sms"] = torch.cuda.get_device_properties(q.device).multi_processor_count
-    p = plan(B, H, HKV, SQ, SK, D, _DT[q.dtype], causal=causal, **tuning)
+        tuning["sms"] = _sm_count(q.device)
     SQT, SKT = max(SQ, p["BM"]), max(SK, p["BN"])
     kern = attention_sm90(B, H, HKV, SQ, SK, D, causal=causal, scale=None if scale is None else float(scale),
                           dtype=_DT[q.dtype], SQT=SQT, SKT=SKT, PDL=pdl, **tuning)
@@ -137,6 +183,19 @@ def attention(q, k, v, causal=False, scale=None, return_lse=False, **tuning):
         _FAST[key] = ck       # later calls like this one skip the checks, the plan and the padding
     out = out[:, :SQ].contiguous() if SQT != SQ else out
     return (out, lse[:, :, :SQ, 0]) if return_lse else out
+
+
+def _fast_key(q, k, v, causal, scale, tuning):
+    """The key of an earlier checked call like this one (shapes, strides, dtypes, devices, options), or None
+    when an argument is not of a plain kind (then the full checks run, and the call is never a fast one)."""
+    for t in (q, k, v):
+        if not (isinstance(t, torch.Tensor) and t.layout == torch.strided and not t.is_nested):
+            return None
+    if not isinstance(causal, bool) or type(scale) not in (type(None), int, float) \
+            or not all(type(x) in _PLAIN for x in tuning.values()):
+        return None
+    return (q.shape, q.stride(), k.shape, k.stride(), v.shape, v.stride(), q.dtype, k.dtype, v.dtype, q.device,
+            k.device, v.device, causal, scale, tuple(sorted(tuning.items())))
 
 
 _CACHE: dict = {}

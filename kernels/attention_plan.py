@@ -8,6 +8,7 @@ before anything is built (ValueError naming what to change).
 """
 from __future__ import annotations
 
+from .errors import KernelConfigError, flag_option, int_option
 from .schedule import SM_COUNT_H100, cdiv, persistent_units
 
 DTYPES = ("bfloat16", "float16")
@@ -90,6 +91,31 @@ def default_tail(MT, D=None):
     return MT >= 32 or (MT <= 8 and D in (64, 256))
 
 
+def check_options(BN=None, STAGES=None, NC=None, PINGPONG=None, PERSIST=None, CHAIN=None, sms=SM_COUNT_H100,
+                  OSTAGE=None, LAZY=None, TRIM=None, TAIL=None, FOLD=None):
+    """Each schedule option of :func:`plan` on its own, its kind (``None`` is the default everywhere but
+    ``sms``): :class:`~kernels.errors.KernelConfigError` naming the first bad one. :func:`plan` runs it first;
+    :func:`kernels.attention` runs it before it plans.
+
+        >>> check_options(BN=64, OSTAGE="kv", TAIL=1)
+        >>> check_options(NC=True)
+        Traceback (most recent call last):
+        ...
+        kernels.errors.KernelConfigError: attention_sm90: NC must be an int or None, got True (bool)
+    """
+    w = "attention_sm90"
+    for name, v in (("BN", BN), ("STAGES", STAGES), ("NC", NC)):
+        int_option(w, name, v, none=True)
+    if isinstance(sms, bool) or not isinstance(sms, int) or sms < 1:
+        raise KernelConfigError(f"attention_sm90: sms = {sms!r:.60} must be the GPU's SM count (a positive int)")
+    for name, v in (("PINGPONG", PINGPONG), ("PERSIST", PERSIST), ("CHAIN", CHAIN), ("LAZY", LAZY), ("TRIM", TRIM),
+                    ("TAIL", TAIL), ("FOLD", FOLD)):
+        flag_option(w, name, v, none=True)
+    if OSTAGE is not None and not (type(OSTAGE) is str and OSTAGE in ("own", "q", "kv")):
+        raise KernelConfigError(f"attention_sm90: OSTAGE = {OSTAGE!r:.60}; use 'own' (O staged in its own buffer), 'q' "
+                                "(over the tile's Q) or 'kv' (over the last key block's K / V stages)")
+
+
 def plan(B, H, HKV, SQ, SK, D, dtype="bfloat16", BN=None, STAGES=None, NC=None, causal=False, OVERLAP=True,
          PINGPONG=None, PERSIST=None, CHAIN=None, sms=SM_COUNT_H100, OSTAGE=None, LAZY=None, TRIM=None, TAIL=None,
          FOLD=None):
@@ -124,34 +150,37 @@ def plan(B, H, HKV, SQ, SK, D, dtype="bfloat16", BN=None, STAGES=None, NC=None, 
     V block waits for the store. Default: ``"own"`` where persistent and it fits, ``"kv"`` where
     persistent and it does not (head dim 256: same process, causal 1k / 2k / 4k +2.5 / +2.7 / +1%
     over ``"q"``, non-causal within 1%), else ``"q"``."""
+    check_options(BN, STAGES, NC, PINGPONG, PERSIST, CHAIN, sms, OSTAGE, LAZY, TRIM, TAIL, FOLD)
+    if type(dtype) is not str or dtype not in DTYPES:
+        raise KernelConfigError(f"attention_sm90: dtype must be one of {DTYPES}, got {dtype!r:.60}")
+    for name, x in (("B", B), ("H", H), ("HKV", HKV), ("SQ", SQ), ("SK", SK), ("D", D)):
+        int_option("attention_sm90", name, x)
     bn, st, nc = default_config(D, causal, SK) if D in HEAD_DIMS else (None, None, None)
     BN, NC = (bn if BN is None else BN), (nc if NC is None else NC)
-    if dtype not in DTYPES:
-        raise ValueError(f"attention_sm90: dtype must be one of {DTYPES}, got {dtype!r}")
     if D not in HEAD_DIMS:
-        raise ValueError(f"attention_sm90: head dim {D} is not supported; use one of {HEAD_DIMS}")
+        raise KernelConfigError(f"attention_sm90: head dim {D} is not supported; use one of {HEAD_DIMS}")
     if min(B, H, HKV, SQ, SK) <= 0:
-        raise ValueError(f"attention_sm90: B, H, HKV, SQ, SK must be positive, got {(B, H, HKV, SQ, SK)}")
+        raise KernelConfigError(f"attention_sm90: B, H, HKV, SQ, SK must be positive, got {(B, H, HKV, SQ, SK)}")
     if H % HKV:
-        raise ValueError(f"attention_sm90: {H} query heads do not split into {HKV} key / value head groups "
-                         "(grouped-query attention needs H % HKV == 0)")
+        raise KernelConfigError(f"attention_sm90: {H} query heads do not split into {HKV} key / value head groups "
+                                "(grouped-query attention needs H % HKV == 0)")
     if not (16 <= BN <= 256 and BN % 16 == 0):
-        raise ValueError(f"attention_sm90: BN = {BN} must be a multiple of 16 in [16, 256] (the k of P V)")
+        raise KernelConfigError(f"attention_sm90: BN = {BN} must be a multiple of 16 in [16, 256] (the k of P V)")
     if NC not in (1, 2, 3):
-        raise ValueError(f"attention_sm90: NC = {NC} consumer warpgroups; use 1, 2 or 3")
+        raise KernelConfigError(f"attention_sm90: NC = {NC} consumer warpgroups; use 1, 2 or 3")
     if STAGES is None:      # head dim 64: the third stage pays off with CHAIN (S = 1k +6%), not one tile per
         # CTA (16k: -4%) past 32 key blocks, nor causal past 16 (H100, 2026-11-24: S = 4k 2 stages +5-8%,
         # 2k 3 stages +3%)
         STAGES = 2 if D == 64 and cdiv(SK, BN) > (16 if causal else 32) else st
     if STAGES < 1:
-        raise ValueError(f"attention_sm90: STAGES = {STAGES} must be at least 1")
+        raise KernelConfigError(f"attention_sm90: STAGES = {STAGES} must be at least 1")
     if not isinstance(sms, int) or sms < 1:
-        raise ValueError(f"attention_sm90: sms = {sms!r} must be the GPU's SM count (a positive int)")
+        raise KernelConfigError(f"attention_sm90: sms = {sms!r} must be the GPU's SM count (a positive int)")
     BM = 64 * NC
     smem = (BM * D + 2 * STAGES * BN * D) * 2 + 1024 + 8 * (2 + 4 * STAGES)
     if smem > SMEM_LIMIT:
-        raise ValueError(f"attention_sm90: Q ({BM} x {D}) and {STAGES} K / V stages of {BN} rows need {smem} bytes "
-                         f"of shared memory, over the {SMEM_LIMIT} a CTA may have: use fewer stages or a smaller BN")
+        raise KernelConfigError(f"attention_sm90: Q ({BM} x {D}) and {STAGES} K / V stages of {BN} rows need {smem} bytes "
+                                f"of shared memory, over the {SMEM_LIMIT} a CTA may have: use fewer stages or a smaller BN")
     fits = smem + BM * D * 2 <= SMEM_LIMIT
     if PERSIST is None:         # the H100 measurements in the docstring
         nb = cdiv(SK, BN)
@@ -160,58 +189,58 @@ def plan(B, H, HKV, SQ, SK, D, dtype="bfloat16", BN=None, STAGES=None, NC=None, 
     if OSTAGE is None:
         OSTAGE = ("own" if fits else "kv") if PERSIST else "q"
     if OSTAGE not in ("own", "q", "kv"):
-        raise ValueError(f"attention_sm90: OSTAGE = {OSTAGE!r}; use 'own' (O staged in its own buffer), 'q' "
-                         "(over the tile's Q) or 'kv' (over the last key block's K / V stages)")
+        raise KernelConfigError(f"attention_sm90: OSTAGE = {OSTAGE!r}; use 'own' (O staged in its own buffer), 'q' "
+                                "(over the tile's Q) or 'kv' (over the last key block's K / V stages)")
     if OSTAGE == "kv" and not (OVERLAP and NC <= 2 and BN >= 64):
-        raise ValueError(f"attention_sm90: OSTAGE='kv' stages consumer 0's O rows over the last K stage and consumer "
-                         f"1's over the last V stage: it needs the overlapped loop, NC <= 2 and BN >= 64 "
-                         f"(got OVERLAP={OVERLAP}, NC={NC}, BN={BN})")
+        raise KernelConfigError(f"attention_sm90: OSTAGE='kv' stages consumer 0's O rows over the last K stage and consumer "
+                                f"1's over the last V stage: it needs the overlapped loop, NC <= 2 and BN >= 64 "
+                                f"(got OVERLAP={OVERLAP}, NC={NC}, BN={BN})")
     if OSTAGE == "own" and not PERSIST:
-        raise ValueError("attention_sm90: OSTAGE='own' is for persistent CTAs (PERSIST=True); one tile per CTA "
-                         "stages O over Q, which needs no buffer of its own")
+        raise KernelConfigError("attention_sm90: OSTAGE='own' is for persistent CTAs (PERSIST=True); one tile per CTA "
+                                "stages O over Q, which needs no buffer of its own")
     if OSTAGE == "own" and not fits:
-        raise ValueError(f"attention_sm90: OSTAGE='own' stages O in its own ({BM} x {D}) buffer, {smem + BM * D * 2} "
-                         f"bytes of shared memory in all, over the {SMEM_LIMIT} a CTA may have: use OSTAGE='q', "
-                         "fewer stages or a smaller BN")
+        raise KernelConfigError(f"attention_sm90: OSTAGE='own' stages O in its own ({BM} x {D}) buffer, {smem + BM * D * 2} "
+                                f"bytes of shared memory in all, over the {SMEM_LIMIT} a CTA may have: use OSTAGE='q', "
+                                "fewer stages or a smaller BN")
     chain_smem = smem + 2 * BM * D * 2 + 16     # the O buffer, a second Q buffer and its two barriers
     if CHAIN is None:
         CHAIN = PERSIST and OVERLAP and OSTAGE == "own" and chain_smem <= SMEM_LIMIT
     CHAIN = bool(CHAIN)
     if CHAIN and not (PERSIST and OVERLAP):
-        raise ValueError("attention_sm90: CHAIN runs a tile's first key block under the previous tile's last P V, "
-                         "which needs persistent CTAs (PERSIST=True) and the overlapped loop (OVERLAP=True)")
+        raise KernelConfigError("attention_sm90: CHAIN runs a tile's first key block under the previous tile's last P V, "
+                                "which needs persistent CTAs (PERSIST=True) and the overlapped loop (OVERLAP=True)")
     if CHAIN and chain_smem > SMEM_LIMIT:
-        raise ValueError(f"attention_sm90: CHAIN double-buffers Q ({BM} x {D}) next to the O buffer, {chain_smem} "
-                         f"bytes of shared memory in all, over the {SMEM_LIMIT} a CTA may have: use CHAIN=False, "
-                         "fewer stages or a smaller BN")
+        raise KernelConfigError(f"attention_sm90: CHAIN double-buffers Q ({BM} x {D}) next to the O buffer, {chain_smem} "
+                                f"bytes of shared memory in all, over the {SMEM_LIMIT} a CTA may have: use CHAIN=False, "
+                                "fewer stages or a smaller BN")
     if CHAIN and OSTAGE != "own":
-        raise ValueError("attention_sm90: CHAIN stores a tile's O while the next tile's Q is in use, so O needs "
-                         "its own buffer: use OSTAGE='own' (or CHAIN=False)")
+        raise KernelConfigError("attention_sm90: CHAIN stores a tile's O while the next tile's Q is in use, so O needs "
+                                "its own buffer: use OSTAGE='own' (or CHAIN=False)")
     PINGPONG = default_pingpong(D, causal, NC, OVERLAP, CHAIN, BN) if PINGPONG is None else bool(PINGPONG)
     if PINGPONG and (NC != 2 or not OVERLAP):
-        raise ValueError("attention_sm90: PINGPONG schedules two consumer warpgroups (NC = 2) in the overlapped "
-                         "loop (OVERLAP=True)")
+        raise KernelConfigError("attention_sm90: PINGPONG schedules two consumer warpgroups (NC = 2) in the overlapped "
+                                "loop (OVERLAP=True)")
     if LAZY is None:
         LAZY = default_lazy(D)
     if LAZY not in (True, False, 0, 1):
-        raise ValueError(f"attention_sm90: LAZY must be True or False (or None: the default), got {LAZY!r}")
+        raise KernelConfigError(f"attention_sm90: LAZY must be True or False (or None: the default), got {LAZY!r}")
     if TRIM is None:
         TRIM = default_trim(D, causal, SK, BN, PINGPONG, CHAIN, OVERLAP)
     if TRIM not in (True, False, 0, 1):
-        raise ValueError(f"attention_sm90: TRIM must be True or False (or None: the default), got {TRIM!r}")
+        raise KernelConfigError(f"attention_sm90: TRIM must be True or False (or None: the default), got {TRIM!r}")
     TRIM = bool(TRIM) and causal        # without a causal mask every consumer reads every key block
     if TRIM and (PINGPONG or CHAIN or not OVERLAP):
-        raise ValueError("attention_sm90: TRIM lets each consumer stop at its own rows' last key block, which needs "
-                         "the overlapped loop without ping-pong turns (they count one turn per block) and without "
-                         f"CHAIN; got PINGPONG={PINGPONG}, CHAIN={CHAIN}, OVERLAP={OVERLAP}: pass "
-                         "PINGPONG=False, CHAIN=False")
+        raise KernelConfigError("attention_sm90: TRIM lets each consumer stop at its own rows' last key block, which needs "
+                                "the overlapped loop without ping-pong turns (they count one turn per block) and without "
+                                f"CHAIN; got PINGPONG={PINGPONG}, CHAIN={CHAIN}, OVERLAP={OVERLAP}: pass "
+                                "PINGPONG=False, CHAIN=False")
     if TAIL is None:
         TAIL = default_tail(cdiv(SQ, BM), D)
     if TAIL not in (True, False, 0, 1):
-        raise ValueError(f"attention_sm90: TAIL must be True or False (or None: the default), got {TAIL!r}")
+        raise KernelConfigError(f"attention_sm90: TAIL must be True or False (or None: the default), got {TAIL!r}")
     TAIL = bool(TAIL) and causal and PERSIST    # (a walk of pairs exists only for persistent causal CTAs)
     if FOLD not in (None, True, False, 0, 1):
-        raise ValueError(f"attention_sm90: FOLD must be True or False (or None: the default), got {FOLD!r}")
+        raise KernelConfigError(f"attention_sm90: FOLD must be True or False (or None: the default), got {FOLD!r}")
     FOLD = default_fold(D, causal) if FOLD is None else bool(FOLD)
     tiles = cdiv(SQ, BM) * H * B
     work = cdiv(cdiv(SQ, BM), 2) * H * B if causal else tiles     # causal: pairs of query tiles

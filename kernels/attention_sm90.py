@@ -92,6 +92,7 @@ from tirxpy.layout.atoms import wgmma_accumulator
 
 from .attention_plan import plan
 from .attention_walk import causal_steps, key_blocks, next_step, tile_of
+from .errors import KernelConfigError
 from .schedule import SM_COUNT_H100, cdiv, register_split, tiles_of_unit
 
 LOG2E = 1.4426950408889634
@@ -169,14 +170,14 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
     kernel may start while the previous kernel in the stream finishes, and every thread waits for it
     (``griddepcontrol.wait``) after the barrier setup, before any global load or store."""
     if PDL not in (True, False, 0, 1):
-        raise ValueError(f"attention_sm90: PDL must be True or False, got {PDL!r}")
+        raise KernelConfigError(f"attention_sm90: PDL must be True or False, got {PDL!r}")
     PDL = bool(PDL)
     p = plan(B, H, HKV, SQ, SK, D, dtype, BN, STAGES, NC, causal, OVERLAP, PINGPONG, PERSIST, CHAIN, sms, OSTAGE,
              LAZY, TRIM, TAIL, FOLD)
     SQT, SKT = SQT or SQ, SKT or SK
     if SQT < max(SQ, p["BM"]) or SKT < max(SK, p["BN"]):
-        raise ValueError(f"attention_sm90: tensors of {SQT} query / {SKT} key rows are shorter than one tile "
-                         f"({p['BM']} / {p['BN']}) or than SQ = {SQ} / SK = {SK}: pad the sequences")
+        raise KernelConfigError(f"attention_sm90: tensors of {SQT} query / {SKT} key rows are shorter than one tile "
+                                f"({p['BM']} / {p['BN']}) or than SQ = {SQ} / SK = {SK}: pad the sequences")
     BM, BN, STAGES, NC = p["BM"], p["BN"], p["STAGES"], p["NC"]
     LAZY, TRIM, TAIL = p["lazy"], p["trim"], p["tail"]
     DISP = "wgmma_folded" if p["fold"] else None     # the matrix products' wgmma variant

@@ -10,11 +10,17 @@ rows are misaligned.
 """
 from __future__ import annotations
 
+import contextlib
+
 import torch
 
 from tirxpy.errors import ArgumentError, TirxError
 
-from .gemm_sm90 import ACTIVATIONS, balanced_split, choose_tile, gemm_sm90, splittable
+from .checks import dense_tensor, overlaps
+from .errors import KernelConfigError
+from .gemm_sm90 import (ACTIVATIONS, balanced_split, check_config, check_options, choose_tile, gemm_sm90,
+                        splittable)
+from .schedule import SM_COUNT_H100
 
 _IN = {torch.bfloat16: "bfloat16", torch.float16: "float16"}
 _OUT = {torch.bfloat16: "bfloat16", torch.float16: "float16", torch.float32: "float32"}
@@ -45,12 +51,16 @@ class GemmDeviceError(TirxError, RuntimeError):
     """The GPU cannot run this kernel (it needs Hopper, sm_90)."""
 
 
-def _check(a, b, out, bias, activation, out_dtype):
+TUNING = ("BN", "STAGES", "CM", "group", "STORE", "DEFER", "STAGGER", "PINGPONG", "PDL", "SPLIT", "sms")
+_PLAIN = (type(None), bool, int, str)
+
+
+def _check(a, b, out, bias, activation, out_dtype, tuning):
+    """``(M, N, K, out_dtype)`` once every argument but the device is right: the tensors' kinds, dtypes and
+    shapes, then the options (:data:`TUNING` names, kinds, and the plan they make for this problem, checked by
+    :func:`kernels.gemm_sm90.check_config`). :func:`_device` checks the device after these."""
     for name, t in (("a", a), ("b", b)):
-        if not isinstance(t, torch.Tensor):
-            raise GemmArgumentError(f"gemm: {name} must be a torch.Tensor, got {type(t).__name__}")
-        if t.dim() != 2:
-            raise GemmArgumentError(f"gemm: {name} must be 2-D (a matrix), got shape {tuple(t.shape)}")
+        dense_tensor("gemm", name, t, 2, "(a matrix)", GemmArgumentError)
         if t.dtype not in _IN:
             raise GemmArgumentError(f"gemm: {name} has dtype {t.dtype}; the kernel takes torch.bfloat16 or "
                                     f"torch.float16 inputs (convert with {name}.to(torch.bfloat16))")
@@ -63,11 +73,13 @@ def _check(a, b, out, bias, activation, out_dtype):
                                 f"(a.shape[1] = {K} != b.shape[0] = {K2}); pass b.T if b is stored (N, K)")
     if min(M, N, K) == 0:
         raise GemmArgumentError(f"gemm: empty problem a {tuple(a.shape)} @ b {tuple(b.shape)}")
-    if activation not in ACTIVATIONS:
-        raise GemmArgumentError(f"gemm: activation must be one of {ACTIVATIONS}, got {activation!r}")
+    if not any(type(activation) is type(x) and activation == x for x in ACTIVATIONS):
+        raise GemmArgumentError(f"gemm: activation must be one of {ACTIVATIONS}, got {activation!r:.60}")
+    if out_dtype is not None and not isinstance(out_dtype, torch.dtype):
+        raise GemmArgumentError(f"gemm: out_dtype must be a torch.dtype (torch.bfloat16, torch.float16 or "
+                                f"torch.float32) or None, got {out_dtype!r:.60} ({type(out_dtype).__name__})")
     if out is not None:
-        if not isinstance(out, torch.Tensor):
-            raise GemmArgumentError(f"gemm: out must be a torch.Tensor, got {type(out).__name__}")
+        dense_tensor("gemm", "out", out, 2, "(a matrix)", GemmArgumentError)
         if tuple(out.shape) != (M, N):
             raise GemmArgumentError(f"gemm: out has shape {tuple(out.shape)}, the product is ({M}, {N})")
         if out.dtype not in _OUT:
@@ -81,11 +93,51 @@ def _check(a, b, out, bias, activation, out_dtype):
     if out_dtype not in _OUT:
         raise GemmArgumentError(f"gemm: out_dtype {out_dtype} must be torch.bfloat16, torch.float16 or torch.float32")
     if bias is not None:
-        if not isinstance(bias, torch.Tensor) or tuple(bias.shape) != (N,):
-            got = tuple(bias.shape) if isinstance(bias, torch.Tensor) else type(bias).__name__
-            raise GemmArgumentError(f"gemm: bias must be a tensor of shape ({N},) (one value per output column), got {got}")
+        if not isinstance(bias, torch.Tensor):
+            raise GemmArgumentError(f"gemm: bias must be a tensor of shape ({N},) (one value per output column), "
+                                    f"got {type(bias).__name__}")
+        dense_tensor("gemm", "bias", bias, 1, f"of shape ({N},), one value per output column", GemmArgumentError)
+        if tuple(bias.shape) != (N,):
+            raise GemmArgumentError(f"gemm: bias must be a tensor of shape ({N},) (one value per output column), "
+                                    f"got {tuple(bias.shape)}")
         if not bias.is_floating_point():
             raise GemmArgumentError(f"gemm: bias must be floating point, got {bias.dtype}")
+    check_tuning(tuning)
+    return M, N, K, out_dtype
+
+
+def check_tuning(tuning: dict) -> None:
+    """The tuning options of :func:`gemm` on their own: known names (:data:`TUNING`) and each option's kind
+    and range (:func:`kernels.gemm_sm90.check_options`); :class:`GemmArgumentError` naming the first bad one.
+
+        >>> check_tuning({"BN": 192, "PINGPONG": True})
+        >>> check_tuning({"BM": 128})
+        Traceback (most recent call last):
+        ...
+        kernels.gemm_api.GemmArgumentError: gemm: unknown tuning argument(s) ['BM']; the kernel takes ('BN', 'STAGES', 'CM', 'group', 'STORE', 'DEFER', 'STAGGER', 'PINGPONG', 'PDL', 'SPLIT', 'sms')
+    """
+    unknown = sorted(map(str, set(tuning) - set(TUNING)))
+    if unknown:
+        raise GemmArgumentError(f"gemm: unknown tuning argument(s) {unknown}; the kernel takes {TUNING}")
+    opts = dict(tuning)
+    if opts.get("sms", 1) is None:
+        opts.pop("sms")                     # None: the device's SM count
+    with _as_argument_error():
+        check_options(**opts)
+
+
+@contextlib.contextmanager
+def _as_argument_error():
+    """Re-raise the kernel's :class:`~kernels.errors.KernelConfigError` (an option or plan :func:`gemm` was given
+    cannot build) as :class:`GemmArgumentError` with the same message."""
+    try:
+        yield
+    except KernelConfigError as e:
+        raise GemmArgumentError("gemm: " + str(e).removeprefix("gemm_sm90: ")) from None
+
+
+def _device(a, b, out, bias):
+    """The device all the (checked) tensors are on, when it can run the kernel: one CUDA device, a Hopper GPU."""
     devs = {t.device for t in (a, b, out, bias) if t is not None}
     if len(devs) != 1:
         raise GemmArgumentError(f"gemm: all tensors must be on one device, got {sorted(map(str, devs))}")
@@ -96,31 +148,41 @@ def _check(a, b, out, bias, activation, out_dtype):
     if cap[0] != 9:
         raise GemmDeviceError(f"gemm: this kernel needs a Hopper GPU (sm_90a: wgmma, setmaxnreg); {dev} is "
                               f"sm_{cap[0]}{cap[1]} ({torch.cuda.get_device_name(dev)})")
-    return M, N, K, out_dtype
+    return dev
 
 
 def _aligned(n, dtype):
     return n * torch.empty((), dtype=dtype).element_size() % 16 == 0
 
 
+def _orientation(t, kdim):
+    """How :func:`gemm` hands operand ``t`` (K dimension ``kdim``: 1 for ``a`` ``(M, K)``, 0 for ``b`` ``(K, N)``)
+    to the kernel: ``(major, transposed, copied)``. A view whose contiguous dimension has 16-byte rows goes
+    as it is (K-major first); otherwise a contiguous copy, K-major unless only the other dimension is aligned."""
+    row = t.stride(1) == 1 and _aligned(t.size(1), t.dtype) and t.is_contiguous()         # K-major for a
+    col = t.stride(0) == 1 and _aligned(t.size(0), t.dtype) and t.t().is_contiguous()     # K-major for b
+    if kdim == 1 and row:
+        return "K", False, False
+    if kdim == 0 and col:
+        return "K", True, False
+    if kdim == 1 and col:
+        return "MN", True, False
+    if kdim == 0 and row:
+        return "MN", False, False
+    if _aligned(t.size(1 - kdim), t.dtype) and not _aligned(t.size(kdim), t.dtype):
+        return "MN", kdim == 1, True
+    return "K", kdim == 0, True
+
+
+def _major(t, kdim):
+    return _orientation(t, kdim)[0]
+
+
 def _operand(t, kdim):
     """(tensor handed to the kernel, major) for operand ``t`` whose K dimension is ``kdim``."""
-    if kdim == 1:   # a (M, K)
-        if t.stride(1) == 1 and _aligned(t.size(1), t.dtype) and t.is_contiguous():
-            return t, "K"
-        if t.stride(0) == 1 and _aligned(t.size(0), t.dtype) and t.t().is_contiguous():
-            return t.t(), "MN"
-        if _aligned(t.size(0), t.dtype) and not _aligned(t.size(1), t.dtype):
-            return t.t().contiguous(), "MN"
-        return t.contiguous(), "K"
-    # b (K, N)
-    if t.stride(0) == 1 and _aligned(t.size(0), t.dtype) and t.t().is_contiguous():
-        return t.t(), "K"
-    if t.stride(1) == 1 and _aligned(t.size(1), t.dtype) and t.is_contiguous():
-        return t, "MN"
-    if _aligned(t.size(1), t.dtype) and not _aligned(t.size(0), t.dtype):
-        return t.contiguous(), "MN"
-    return t.t().contiguous(), "K"
+    major, transposed, copied = _orientation(t, kdim)
+    v = t.t() if transposed else t
+    return (v.contiguous() if copied else v), major
 
 
 def gemm(a, b, out=None, *, bias=None, activation=None, out_dtype=None, **tuning):
@@ -131,21 +193,20 @@ def gemm(a, b, out=None, *, bias=None, activation=None, out_dtype=None, **tuning
     ``DEFER``, ``STAGGER``, ``PINGPONG``, ``PDL``, ``SPLIT``, ``sms``); without ``BN`` the tile width and the
     schedule are :func:`kernels.gemm_sm90.choose_tile`'s (ping-pong at N = 2112, for example; no wider than
     :func:`kernels.gemm_sm90.widest_bn` allows for the epilogue), a cooperative 256 with
-    :func:`kernels.gemm_sm90.balanced_split`'s ``SPLIT`` where that deals the tiles more evenly (4096^3, 8192^3)."""
-    if "drop" in tuning:     # gemm_sm90's mutation-test switch: never reachable from here
-        raise TypeError("kernels.gemm() got an unexpected keyword argument 'drop'")
-    Tensor = torch.Tensor
-    tensors = isinstance(a, Tensor) and isinstance(b, Tensor) and (out is None or isinstance(out, Tensor)) \
-        and (bias is None or isinstance(bias, Tensor))
-    key = (a.shape, a.stride(), b.shape, b.stride(), a.dtype, b.dtype, a.device, out_dtype, activation,
-           None if bias is None else bias.shape, None if out is None else (out.shape, out.stride(), out.dtype),
-           tuple(sorted(tuning.items())) if tuning else ()) if tensors else None
-    fast = _FAST.get(key) if tensors else None
+    :func:`kernels.gemm_sm90.balanced_split`'s ``SPLIT`` where that deals the tiles more evenly (4096^3, 8192^3).
+
+    Every argument is checked before the device (:class:`GemmArgumentError` naming it): the tensors (dense,
+    2-D, dtypes, shapes; ``out`` contiguous and sharing no memory with an input), the options and the plan
+    they make for this problem; only then must the tensors be on one Hopper GPU. Forward only: inputs that
+    require grad are read as values and the result records no autograd graph."""
+    key = _fast_key(a, b, out, bias, activation, out_dtype, tuning)
+    fast = _FAST.get(key) if key is not None else None
     if fast is not None and (bias is None or bias.device == a.device):
         ck, fa, fb = fast      # same shapes, layouts and dtypes as an earlier call: checked then
         if out is None:
             out = torch.empty((a.shape[0], b.shape[1]), dtype=out_dtype or a.dtype, device=a.device)
         if bias is not None and (bias.dtype != out.dtype or not bias.is_contiguous()):
+            _no_overlap(out, a, b, bias)
             ck(fa(a), fb(b), _bias_arg(bias, out.dtype, a.device), out)     # a converted copy: not bindable
             return out
         # the same tensors' addresses too: launch the arguments packed then (no checks, the driver call alone)
@@ -153,60 +214,62 @@ def gemm(a, b, out=None, *, bias=None, activation=None, out_dtype=None, **tuning
               None if bias is None else (bias.data_ptr(), bias.shape))
         bl = _BOUND.get(bk)
         if bl is None:
+            _no_overlap(out, a, b, bias)      # once per addresses: the bound entry fixes them
             if len(_BOUND) >= _BOUND_MAX:
                 _BOUND.clear()
             bl = _BOUND[bk] = ck.bind(fa(a), fb(b), _bias_arg(bias, out.dtype, a.device), out)
         bl()
         return out
-    M, N, K, out_dtype = _check(a, b, out, bias, activation, out_dtype)
+    M, N, K, out_dtype = _check(a, b, out, bias, activation, out_dtype, tuning)
+    _no_overlap(out, a, b, bias)
+    tuning = dict(tuning)
+    sms = tuning.pop("sms", None)
+    Mk, Nk, Kk, a_major, b_major = _problem(a, b, M, N, K, out_dtype)
+    with _as_argument_error():      # the plan for this problem, checked on any device
+        psms = sms or _sm_count(a.device)
+        planned = _tile(tuning, Mk, Nk, Kk, psms, b_major, bias is not None, activation, _OUT[out_dtype])
+        check_config(Mk, Nk, Kk, a_major=a_major, b_major=b_major, dtype=_IN[a.dtype], out_dtype=_OUT[out_dtype],
+                     bias=bias is not None, activation=activation, sms=psms, **planned)
+    _device(a, b, out, bias)
     if M < 128 or N < 256 or K < 64:
         # a problem smaller than one tile: the TMA boxes must fit inside the tensors, so compute it
         # on zero-padded K-major copies (small, so the copies are cheap) and slice the result
-        Mp, Np_, Kp_ = max(M, 128), max(-(-N // 8) * 8, 256), max(-(-K // 8) * 8, 64)
-        ap = torch.zeros((Mp, Kp_), dtype=a.dtype, device=a.device)
+        ap = torch.zeros((Mk, Kk), dtype=a.dtype, device=a.device)
         ap[:M, :K] = a
-        bp = torch.zeros((Np_, Kp_), dtype=b.dtype, device=b.device)
+        bp = torch.zeros((Nk, Kk), dtype=b.dtype, device=b.device)
         bp[:N, :K] = b.t()
         bias_p = None
         if bias is not None:
-            bias_p = torch.zeros(Np_, dtype=bias.dtype, device=bias.device)
+            bias_p = torch.zeros(Nk, dtype=bias.dtype, device=bias.device)
             bias_p[:N] = bias
+        if sms is not None:
+            tuning["sms"] = sms
         res = gemm(ap, bp.t(), None, bias=bias_p, activation=activation, out_dtype=out_dtype, **tuning)[:M, :N]
         if out is not None:
             out.copy_(res)
             return out
         return res.contiguous()
-    A, a_major = _operand(a, 1)
-    B, b_major = _operand(b, 0)
-    Kp = K
-    if (a_major == "K" and not _aligned(K, a.dtype)) or (b_major == "K" and not _aligned(K, b.dtype)):
-        Kp = -(-K // 8) * 8
-        if a_major == "K":
-            A = torch.nn.functional.pad(A, (0, Kp - K))
-        else:
-            A = torch.nn.functional.pad(A, (0, 0, 0, Kp - K))
-        if b_major == "K":
-            B = torch.nn.functional.pad(B, (0, Kp - K))
-        else:
-            B = torch.nn.functional.pad(B, (0, 0, 0, Kp - K))
-    Np = N if _aligned(N, out_dtype) else -(-N // 8) * 8
+    A, _ = _operand(a, 1)
+    B, _ = _operand(b, 0)
+    Kp, Np = Kk, Nk
+    if Kp != K:
+        A = torch.nn.functional.pad(A, (0, Kp - K)) if a_major == "K" else torch.nn.functional.pad(A, (0, 0, 0, Kp - K))
+        B = torch.nn.functional.pad(B, (0, Kp - K)) if b_major == "K" else torch.nn.functional.pad(B, (0, 0, 0, Kp - K))
     if Np != N:     # the kernel's N is Np: zero rows of B^T give zero columns, sliced off below
         B = torch.nn.functional.pad(B, (0, 0, 0, Np - N)) if b_major == "K" else torch.nn.functional.pad(B, (0, Np - N))
     dst = out if out is not None and Np == N else torch.empty((M, Np), dtype=out_dtype, device=a.device)
     bias_t = _bias_arg(bias, out_dtype, a.device)
     if bias is not None and Np != N:
         bias_t = torch.nn.functional.pad(bias_t, (0, Np - N))
-    sms = tuning.pop("sms", None) or torch.cuda.get_device_properties(a.device).multi_processor_count
-    tuning = _tile(tuning, M, Np, Kp, sms, b_major, bias is not None, activation, _OUT[out_dtype])
     k = gemm_sm90(M, Np, Kp, a_major=a_major, b_major=b_major, dtype=_IN[a.dtype], out_dtype=_OUT[out_dtype],
-                  bias=bias is not None, activation=activation, sms=sms, **tuning)
+                  bias=bias is not None, activation=activation, sms=psms, **planned)
     ck = _compiled(k)
     ck(A, B, bias_t, dst)
     if Kp == K and Np == N and (out is None or dst is out):
         # no padding or copies were needed: later calls like this one skip the checks and planning
         fa = (lambda t: t) if A is a else (lambda t: t.t()) if a_major == "MN" and A.data_ptr() == a.data_ptr() else None
         fb = (lambda t: t) if B is b else (lambda t: t.t()) if b_major == "K" and B.data_ptr() == b.data_ptr() else None
-        if fa is not None and fb is not None:
+        if fa is not None and fb is not None and key is not None:
             _FAST[key] = (ck, fa, fb)
     if dst is out:
         return out
@@ -217,6 +280,53 @@ def gemm(a, b, out=None, *, bias=None, activation=None, out_dtype=None, **tuning
     return res if Np == N else res.contiguous()
 
 
+def _fast_key(a, b, out, bias, activation, out_dtype, tuning):
+    """The key of an earlier checked call like this one (shapes, strides, dtypes, device, options), or None
+    when an argument is not of a plain kind (then the full checks run, and the call is never a fast one)."""
+    for t in (a, b, out, bias):
+        if t is not None and not (isinstance(t, torch.Tensor) and t.layout == torch.strided and not t.is_nested):
+            return None
+    if type(activation) not in (type(None), str) or not (out_dtype is None or isinstance(out_dtype, torch.dtype)):
+        return None
+    for v in tuning.values():
+        if type(v) not in _PLAIN and not (type(v) is tuple and all(type(x) is int for x in v)):
+            return None
+    return (a.shape, a.stride(), b.shape, b.stride(), a.dtype, b.dtype, a.device, out_dtype, activation,
+            None if bias is None else bias.shape, None if out is None else (out.shape, out.stride(), out.dtype),
+            tuple(sorted(tuning.items())) if tuning else ())
+
+
+def _no_overlap(out, a, b, bias):
+    """Refuse an ``out`` that shares memory with an input: the kernel would read what it already wrote."""
+    if out is None:
+        return
+    for name, t in (("a", a), ("b", b), ("bias", bias)):
+        if t is not None and overlaps(out, t):
+            raise GemmArgumentError(f"gemm: out shares memory with {name}, which the kernel reads while it writes "
+                                    f"out; pass a separate out tensor (or out=None)")
+
+
+def _sm_count(device):
+    """SMs of ``device`` (the persistent grid's size) on a GPU; the H100's count elsewhere, where it only plans."""
+    if device.type == "cuda":
+        return torch.cuda.get_device_properties(device).multi_processor_count
+    return SM_COUNT_H100
+
+
+def _problem(a, b, M, N, K, out_dtype):
+    """``(M, N, K, a_major, b_major)`` of the kernel :func:`gemm` launches for ``a @ b``: a problem smaller than
+    one tile runs on zero-padded K-major copies at least one tile large; otherwise K is padded to 16 bytes when
+    a K-major operand needs it, and N when the output's rows do."""
+    if M < 128 or N < 256 or K < 64:
+        return max(M, 128), max(-(-N // 8) * 8, 256), max(-(-K // 8) * 8, 64), "K", "K"
+    a_major, b_major = _major(a, 1), _major(b, 0)
+    Kp = K
+    if (a_major == "K" and not _aligned(K, a.dtype)) or (b_major == "K" and not _aligned(K, b.dtype)):
+        Kp = -(-K // 8) * 8
+    Np = N if _aligned(N, out_dtype) else -(-N // 8) * 8
+    return M, Np, Kp, a_major, b_major
+
+
 def _tile(tuning, M, N, K, sms, b_major="K", bias=False, activation=None, out_dtype="bfloat16"):
     """``tuning`` with ``BN`` (and ``PINGPONG``) filled in as :func:`kernels.gemm` runs it: both from
     :func:`kernels.gemm_sm90.choose_tile` when neither is given (the cooperative schedule when ``DEFER``,
@@ -225,8 +335,8 @@ def _tile(tuning, M, N, K, sms, b_major="K", bias=False, activation=None, out_dt
     (:func:`kernels.gemm_sm90.widest_bn`); a ``SPLIT`` asks for the cooperative schedule too. A chosen
     cooperative deferred tile also gets :func:`kernels.gemm_sm90.balanced_split`'s ``SPLIT`` where that deals
     the tiles more evenly (4096^3, for example); ``SPLIT=None`` keeps the plain grid."""
-    if "BN" in tuning:
-        return tuning
+    if "BN" in tuning:       # PINGPONG=None next to a given BN: the cooperative schedule, as BN alone
+        return {k: v for k, v in tuning.items() if not (k == "PINGPONG" and v is None)}
     pp = tuning.get("PINGPONG")
     if pp is None and ("DEFER" in tuning or "STORE" in tuning or tuning.get("STAGGER") or tuning.get("SPLIT")):
         pp = False          # options of the cooperative schedule

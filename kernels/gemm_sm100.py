@@ -48,6 +48,8 @@ from tirxpy import T, Tx
 from tirxpy.layout import ComposeLayout, R, S, TCol, TileLayout, TLane, swizzle_for
 from tirxpy.layout.atoms import tmem_ld_layout
 
+from .errors import KernelConfigError
+
 SM_COUNT_B200 = 148
 SMEM_LIMIT = 232448  # sm_100 dynamic shared memory per CTA (227 KiB)
 
@@ -66,47 +68,47 @@ def _elem_bytes(dtype):
 def plan(M, N, K, BN=256, BK=None, STAGES=4, EPI=32, ctas=SM_COUNT_B200, cta_group=1, dtype="bfloat16"):
     """Checked tile plan: tile counts, grid, TMEM columns and shared-memory bytes."""
     if dtype not in ("bfloat16", "float16") + FP8:
-        raise ValueError(f"gemm_sm100: inputs must be bfloat16 or float16 (kind::f16) or float8_e4m3 / float8_e5m2 "
-                         f"(block-scaled kind::mxf8f6f4), got {dtype!r}")
+        raise KernelConfigError(f"gemm_sm100: inputs must be bfloat16 or float16 (kind::f16) or float8_e4m3 / float8_e5m2 "
+                                f"(block-scaled kind::mxf8f6f4), got {dtype!r}")
     if cta_group not in (1, 2):
-        raise ValueError(f"gemm_sm100: cta_group must be 1 or 2, got {cta_group!r}")
+        raise KernelConfigError(f"gemm_sm100: cta_group must be 1 or 2, got {cta_group!r}")
     scaled = dtype in FP8
     BK = 128 // _elem_bytes(dtype) if BK is None else BK
     if scaled and (cta_group != 1 or BN not in (32, 64, 128)):
-        raise ValueError(f"gemm_sm100: block-scaled fp8 runs with cta_group=1 and BN in (32, 64, 128) (one 128-row "
-                         f"scale tile of B per k-block, TMEM for two accumulators and the staged scales); got "
-                         f"cta_group={cta_group}, BN={BN}")
+        raise KernelConfigError(f"gemm_sm100: block-scaled fp8 runs with cta_group=1 and BN in (32, 64, 128) (one 128-row "
+                                f"scale tile of B per k-block, TMEM for two accumulators and the staged scales); got "
+                                f"cta_group={cta_group}, BN={BN}")
     if BK * _elem_bytes(dtype) != 128:
-        raise ValueError(f"gemm_sm100: BK = {BK} must span the 128-byte swizzle atom ({128 // _elem_bytes(dtype)} "
-                         f"{dtype} elements)")
+        raise KernelConfigError(f"gemm_sm100: BK = {BK} must span the 128-byte swizzle atom ({128 // _elem_bytes(dtype)} "
+                                f"{dtype} elements)")
     step = 16 * cta_group
     if not (step <= BN <= 256 and BN % step == 0):
-        raise ValueError(f"gemm_sm100: BN = {BN} must be a multiple of {step} in [{step}, 256] for cta_group={cta_group}"
-                         " (tcgen05.mma N, split over the pair for cta_group=2)")
+        raise KernelConfigError(f"gemm_sm100: BN = {BN} must be a multiple of {step} in [{step}, 256] for cta_group={cta_group}"
+                                " (tcgen05.mma N, split over the pair for cta_group=2)")
     if BN % EPI or EPI * 4 % 16 or EPI > 128 or EPI & (EPI - 1):
-        raise ValueError(f"gemm_sm100: EPI = {EPI} (epilogue chunk columns) must be a power of two <= 128 dividing "
-                         f"BN = {BN}, at least 4")
+        raise KernelConfigError(f"gemm_sm100: EPI = {EPI} (epilogue chunk columns) must be a power of two <= 128 dividing "
+                                f"BN = {BN}, at least 4")
     if min(M, N, K) <= 0:
-        raise ValueError(f"gemm_sm100: M, N, K must be positive, got {(M, N, K)}")
+        raise KernelConfigError(f"gemm_sm100: M, N, K must be positive, got {(M, N, K)}")
     if (K * _elem_bytes(dtype)) % 16 or (N * 4) % 16:
-        raise ValueError(f"gemm_sm100: TMA needs 16-byte row pitches: K = {K} ({dtype}) and N = {N} (float32 C) "
-                         "must be multiples of 8 and 4")
+        raise KernelConfigError(f"gemm_sm100: TMA needs 16-byte row pitches: K = {K} ({dtype}) and N = {N} (float32 C) "
+                                "must be multiples of 8 and 4")
     BM = 128 * cta_group
     mt, nt = _cdiv(M, BM), _cdiv(N, BN)
     tiles = mt * nt
     clusters = max(1, min(tiles, ctas // cta_group))
     cols = 2 * BN + (8 * STAGES if scaled else 0)  # accumulators, then per stage 4 + 4 scale-word columns
     if cols > 512:
-        raise ValueError(f"gemm_sm100: {cols} TMEM columns (2 x BN = {2 * BN} + 8 x STAGES = {8 * STAGES} for the "
-                         "scales) exceed 512; use fewer stages")
+        raise KernelConfigError(f"gemm_sm100: {cols} TMEM columns (2 x BN = {2 * BN} + 8 x STAGES = {8 * STAGES} for the "
+                                "scales) exceed 512; use fewer stages")
     tmem_cols = 32
     while tmem_cols < cols:
         tmem_cols *= 2
     eb = _elem_bytes(dtype)
     smem = STAGES * ((128 * BK + (BN // cta_group) * BK) * eb + (1024 if scaled else 0)) + 2 * 128 * EPI * 4 + 1024
     if smem > SMEM_LIMIT:
-        raise ValueError(f"gemm_sm100: {smem} bytes of shared memory (STAGES = {STAGES}, BN = {BN}) exceed the "
-                         f"{SMEM_LIMIT}-byte sm_100 limit; use fewer stages")
+        raise KernelConfigError(f"gemm_sm100: {smem} bytes of shared memory (STAGES = {STAGES}, BN = {BN}) exceed the "
+                                f"{SMEM_LIMIT}-byte sm_100 limit; use fewer stages")
     return dict(BM=BM, BK=BK, mt=mt, nt=nt, tiles=tiles, grid=clusters * cta_group, clusters=clusters,
                 per_cta=_cdiv(tiles, clusters), KB=_cdiv(K, BK), tmem_cols=tmem_cols, smem=smem, scaled=scaled)
 
@@ -165,7 +167,7 @@ def gemm_sm100(M: int, N: int, K: int, BN: int = 256, BK: int | None = None, STA
     d = drop
     if d not in (None, "full_wait", "empty_wait", "tmem_full_wait", "tmem_empty_wait", "mma_commit",
                  "fence_proxy_async", "store_wait", "dealloc", "tcgen05_fence"):
-        raise ValueError(f"gemm_sm100: unknown drop={drop!r}")
+        raise KernelConfigError(f"gemm_sm100: unknown drop={drop!r}")
     MASK = 3 if CG == 2 else 1
     cluster = (2,) if CG == 2 else None
     # block-scaled fp8: packed scale tensors (pack_scales), their stages in shared memory and TMEM

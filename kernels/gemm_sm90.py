@@ -95,6 +95,7 @@ from tirxpy.layout import ComposeLayout, R, S, TileLayout, laneid, m, swizzle_fo
 from tirxpy.layout.atoms import wgmma_accumulator
 from tirxpy.sim import register_model
 
+from .errors import KernelConfigError, choice_option, flag_option, int_option
 from .schedule import (SM_COUNT_H100, cdiv, grouped_tile, persistent_units, register_split, split_tile,
                        tiles_of_unit)
 
@@ -118,32 +119,32 @@ def plan(M, N, K, BM=128, BN=256, BK=64, STAGES=4, CM=1, sms=SM_COUNT_H100, grou
     """Checked tile plan: tile counts, persistent grid and shared-memory bytes (raises ValueError).
     ``PINGPONG``: each consumer warpgroup stages its own ``(BM, EPI)`` output chunks (two buffers each).
     ``split``: ``gemm_sm90``'s ``SPLIT = (rows, wide, bn2)`` (checked by the kernel)."""
-    if dtype not in IN_DTYPES:
-        raise ValueError(f"gemm_sm90: inputs must be one of {IN_DTYPES}, got {dtype!r}")
-    if out_dtype not in OUT_DTYPES:
-        raise ValueError(f"gemm_sm90: the output dtype must be one of {OUT_DTYPES}, got {out_dtype!r}")
+    if type(dtype) is not str or dtype not in IN_DTYPES:
+        raise KernelConfigError(f"gemm_sm90: inputs must be one of {IN_DTYPES}, got {dtype!r}")
+    if type(out_dtype) is not str or out_dtype not in OUT_DTYPES:
+        raise KernelConfigError(f"gemm_sm90: the output dtype must be one of {OUT_DTYPES}, got {out_dtype!r}")
     if BM != 128:
-        raise ValueError(f"gemm_sm90: BM = {BM}; the kernel has two consumer warpgroups of 64 rows (BM = 128)")
+        raise KernelConfigError(f"gemm_sm90: BM = {BM}; the kernel has two consumer warpgroups of 64 rows (BM = 128)")
     if BK != 64:
-        raise ValueError(f"gemm_sm90: BK = {BK} must be 64 (one 128-byte swizzle atom of 16-bit elements)")
+        raise KernelConfigError(f"gemm_sm90: BK = {BK} must be 64 (one 128-byte swizzle atom of 16-bit elements)")
     if not (isinstance(BN, int) and 64 <= BN <= 256 and BN % 16 == 0):
-        raise ValueError(f"gemm_sm90: BN = {BN!r} must be a multiple of 16 in [64, 256] (the wgmma N)")
+        raise KernelConfigError(f"gemm_sm90: BN = {BN!r} must be a multiple of 16 in [64, 256] (the wgmma N)")
     epi = 128 // _BYTES[out_dtype]          # output chunk: 128 bytes, or the widest 2^k share of BN below
     while BN % epi:
         epi //= 2
     if CM not in (1, 2):
-        raise ValueError(f"gemm_sm90: the cluster size CM = {CM} must be 1 or 2")
+        raise KernelConfigError(f"gemm_sm90: the cluster size CM = {CM} must be 1 or 2")
     if STAGES < 2:
-        raise ValueError(f"gemm_sm90: STAGES = {STAGES}; a pipeline needs at least 2 stages")
+        raise KernelConfigError(f"gemm_sm90: STAGES = {STAGES}; a pipeline needs at least 2 stages")
     if min(M, N, K) <= 0:
-        raise ValueError(f"gemm_sm90: M, N, K must be positive, got {(M, N, K)}")
+        raise KernelConfigError(f"gemm_sm90: M, N, K must be positive, got {(M, N, K)}")
     stage = (BM + BN) * BK * 2
     # two 128-byte-wide staging buffers; with PINGPONG two per consumer, each as wide as one output chunk
     staging = 2 * 2 * BM * epi * _BYTES[out_dtype] if PINGPONG else 2 * BM * 128
     smem = STAGES * stage + staging + 1024 + 2 * STAGES * 8
     if smem > SMEM_LIMIT:
-        raise ValueError(f"gemm_sm90: {STAGES} stages of {stage} bytes plus the epilogue ({staging} bytes) need "
-                         f"{smem} bytes of shared memory, over the {SMEM_LIMIT} a CTA may have: use fewer stages or a smaller BN")
+        raise KernelConfigError(f"gemm_sm90: {STAGES} stages of {stage} bytes plus the epilogue ({staging} bytes) need "
+                                f"{smem} bytes of shared memory, over the {SMEM_LIMIT} a CTA may have: use fewer stages or a smaller BN")
     tm, tn = cdiv(M, BM), cdiv(N, BN)
     tmc = cdiv(tm, CM)
     if split is None:
@@ -262,8 +263,8 @@ def choose_tile(M, N, K, sms=SM_COUNT_H100, CM=1, b_major="K", PINGPONG=None, bi
             if best is None or cost < best[0]:
                 best = (cost, bn, pp)
     if best is None:
-        raise ValueError(f"gemm_sm90: no ping-pong tile width for CM = {CM} with a {b_major}-major B (ping-pong takes "
-                         f"{tuple(_PP_EFFICIENCY)}; {bn_candidates(CM, b_major)} fit here): pass BN, or PINGPONG=False")
+        raise KernelConfigError(f"gemm_sm90: no ping-pong tile width for CM = {CM} with a {b_major}-major B (ping-pong takes "
+                                f"{tuple(_PP_EFFICIENCY)}; {bn_candidates(CM, b_major)} fit here): pass BN, or PINGPONG=False")
     return best[1], best[2]
 
 
@@ -374,19 +375,19 @@ def _split_checked(SPLIT, M, N, BN, EPI, wide_chunks, CM, PP, DEFER, b_major):
     """``(rows, wide, narrow, bn2)`` from ``gemm_sm90``'s ``SPLIT = (rows, wide, bn2)``, or ValueError
     (``wide_chunks``: the output chunks are 128 bytes wide)."""
     if not (isinstance(SPLIT, tuple) and len(SPLIT) == 3 and all(isinstance(v, int) for v in SPLIT)):
-        raise ValueError(f"gemm_sm90: SPLIT must be a tuple (rows, wide, bn2) of ints, got {SPLIT!r}")
+        raise KernelConfigError(f"gemm_sm90: SPLIT must be a tuple (rows, wide, bn2) of ints, got {SPLIT!r}")
     rows, wide, bn2 = SPLIT
     if PP or CM != 1 or not DEFER or b_major != "K" or not wide_chunks:
-        raise ValueError("gemm_sm90: SPLIT is a tiling of the cooperative deferred schedule without a cluster, with a "
-                         "K-major B and 128-byte output chunks (PINGPONG=False, CM=1, DEFER, BN a multiple of 64 for a "
-                         f"16-bit output); got PINGPONG={PP}, CM={CM}, DEFER={DEFER}, b_major={b_major!r}, BN={BN}")
+        raise KernelConfigError("gemm_sm90: SPLIT is a tiling of the cooperative deferred schedule without a cluster, with a "
+                                "K-major B and 128-byte output chunks (PINGPONG=False, CM=1, DEFER, BN a multiple of 64 for a "
+                                f"16-bit output); got PINGPONG={PP}, CM={CM}, DEFER={DEFER}, b_major={b_major!r}, BN={BN}")
     if not (bn2 % 16 == 0 and BN - EPI < bn2 < BN):
-        raise ValueError(f"gemm_sm90: SPLIT's narrow width {bn2} must be a multiple of 16 in ({BN - EPI}, {BN}): "
-                         f"narrower than BN = {BN}, with as many {EPI}-column output chunks")
+        raise KernelConfigError(f"gemm_sm90: SPLIT's narrow width {bn2} must be a multiple of 16 in ({BN - EPI}, {BN}): "
+                                f"narrower than BN = {BN}, with as many {EPI}-column output chunks")
     if not (1 <= rows <= cdiv(M, 128)) or not (0 <= wide and wide * BN < N):
-        raise ValueError(f"gemm_sm90: SPLIT = {SPLIT}: rows must be in [1, {cdiv(M, 128)}] (tile rows of M = {M}) and "
-                         f"wide tiles of {BN} columns must leave part of N = {N} to the narrow ones "
-                         f"(wide < {cdiv(N, BN)})")
+        raise KernelConfigError(f"gemm_sm90: SPLIT = {SPLIT}: rows must be in [1, {cdiv(M, 128)}] (tile rows of M = {M}) and "
+                                f"wide tiles of {BN} columns must leave part of N = {N} to the narrow ones "
+                                f"(wide < {cdiv(N, BN)})")
     return rows, wide, cdiv(N - wide * BN, bn2), bn2
 
 
@@ -408,6 +409,110 @@ def bias_layout(epi):
     ``8 nb + 2 (lane % 4) + c`` in slot ``2 nb + c`` of every thread of the warpgroup."""
     return TileLayout(S[(1, epi // 8, 4, 2) : (1 @ m, 2 @ m, 1 @ laneid, 1 @ m)]
                       + R[(4, 8) : (1 @ wid_in_wg, 4 @ laneid)])
+
+
+def check_options(BN=256, STAGES=None, CM=1, group=4, STORE="wg", DEFER=None, PINGPONG=False, STAGGER=None,
+                  PDL=True, SPLIT=None, sms=SM_COUNT_H100):
+    """Each tuning option of :func:`gemm_sm90` on its own, its kind and the range no other option moves
+    (:class:`~kernels.errors.KernelConfigError` naming the first bad one). ``PINGPONG=None`` passes (kernels.gemm
+    then picks the schedule). :func:`check_config` runs this first; :func:`kernels.gemm` runs it before it picks
+    a tile.
+
+        >>> check_options(BN=192, STAGES=4, SPLIT=(16, 1, 240))
+        >>> check_options(group=0)
+        Traceback (most recent call last):
+        ...
+        kernels.errors.KernelConfigError: gemm_sm90: group = 0 is out of range; it must be >= 1
+    """
+    w = "gemm_sm90"
+    int_option(w, "BN", BN)
+    int_option(w, "STAGES", STAGES, none=True)
+    int_option(w, "CM", CM)
+    int_option(w, "group", group, lo=1)
+    int_option(w, "sms", sms, lo=1)
+    if not (type(STORE) is str and STORE in ("wg", "cta")):
+        raise KernelConfigError(f"gemm_sm90: STORE must be 'wg' (each consumer warpgroup stores its 64 rows) or 'cta' "
+                                f"(both consumers sync, one thread stores the tile's rows), got {STORE!r:.60}")
+    flag_option(w, "PINGPONG", PINGPONG, none=True)
+    flag_option(w, "DEFER", DEFER, none=True)
+    flag_option(w, "STAGGER", STAGGER, none=True)
+    flag_option(w, "PDL", PDL)
+    if SPLIT is not None and not (isinstance(SPLIT, tuple) and len(SPLIT) == 3
+                                  and all(isinstance(v, int) and not isinstance(v, bool) for v in SPLIT)):
+        raise KernelConfigError(f"gemm_sm90: SPLIT must be a tuple (rows, wide, bn2) of ints, got {SPLIT!r:.60}")
+
+
+def check_config(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", dtype="bfloat16",
+                 out_dtype="bfloat16", bias=False, activation=None, sms=SM_COUNT_H100, group=4, STORE="wg", DEFER=None,
+                 PINGPONG=False, drop=None, STAGGER=None, PDL=True, SPLIT=None):
+    """Every check :func:`gemm_sm90` makes of its arguments, before anything is built: the options
+    (:func:`check_options`), the plan (:func:`plan`) and how they combine; the first failure raises
+    :class:`~kernels.errors.KernelConfigError` naming the option and the fix. Returns the resolved schedule:
+    ``{"PP", "STAGES", "plan", "DEFER", "SPLIT" (rows, wide, narrow, bn2), "STAGGER", "PDL"}``.
+
+        >>> c = check_config(4096, 4096, 4096)
+        >>> c["PP"], c["STAGES"], c["DEFER"], c["plan"]["grid"]
+        (False, 4, True, 132)
+    """
+    for name, v in (("M", M), ("N", N), ("K", K)):
+        int_option("gemm_sm90", name, v, lo=1)
+    check_options(BN, STAGES, CM, group, STORE, DEFER, False if PINGPONG is None else PINGPONG, STAGGER, PDL, SPLIT,
+                  sms)
+    if PINGPONG is None:
+        raise KernelConfigError("gemm_sm90: PINGPONG must be True or False (kernels.gemm picks it when given None)")
+    flag_option("gemm_sm90", "bias", bias)
+    activation = choice_option("gemm_sm90", "activation", activation, ACTIVATIONS)
+    BM, BK = 128, 64
+    PP = bool(PINGPONG)
+    if PP and BN > widest_bn(True):
+        raise KernelConfigError(f"gemm_sm90: PINGPONG keeps a whole (128, {BN}) float32 tile in each consumer's registers, "
+                                f"{BN} per thread, more than fit next to the rest (at most 240): use BN <= {widest_bn(True)} or "
+                                "PINGPONG=False")
+    if STAGES is None:
+        STAGES = default_stages(BN, PP)
+    p = plan(M, N, K, BM, BN, BK, STAGES, CM, sms, group, dtype, out_dtype, PP)
+    if not all(type(v) is str and v in ("K", "MN") for v in (a_major, b_major)):
+        raise KernelConfigError(f"gemm_sm90: a_major / b_major must be 'K' or 'MN', got {a_major!r}, {b_major!r}")
+    if b_major == "MN" and BN % (64 * CM):
+        raise KernelConfigError(f"gemm_sm90: BN = {BN}: an MN-major B is loaded in 64-column boxes, "
+                                + ("so BN must be a multiple of 64" if CM == 1 else
+                            f"{CM} multicast slices of them, so BN must be a multiple of {64 * CM}")
+                         + " (or pass B K-major)")
+    for name, inner in (("A", K if a_major == "K" else M), ("B", K if b_major == "K" else N), ("C", N)):
+        if inner * _BYTES[dtype if name != "C" else out_dtype] % 16:
+            raise KernelConfigError(f"gemm_sm90: the rows of {name} ({inner} elements) are not a multiple of 16 bytes, "
+                                    "which TMA needs: pad that dimension (kernels.gemm does this for you)")
+    for name, size, tile in (("M", M, BM), ("N", N, BN), ("K", K, BK)):
+        if size < tile:
+            raise KernelConfigError(f"gemm_sm90: {name} = {size} is smaller than one tile ({tile}), and a TMA box may not be "
+                                    f"larger than its tensor: pad {name} to {tile} with zeros (kernels.gemm does this for you)")
+    if PP and (DEFER or STORE != "wg"):
+        raise KernelConfigError("gemm_sm90: with PINGPONG each consumer stores its own tile while the other one's k-loop runs, "
+                                f"so DEFER and STORE='cta' do not apply (got DEFER={DEFER!r}, STORE={STORE!r})")
+    if DEFER is None:
+        # not with a fused bias: ptxas hoists its predicated loads, which (with silu) do not fit in the
+        # registers next to a deferred tile and spill
+        DEFER = out_dtype != "float32" and not bias and not PP
+    if DEFER and out_dtype == "float32":
+        raise KernelConfigError("gemm_sm90: DEFER keeps a converted tile in registers until the next tile's k-loop, which "
+                                "a float32 output (as many registers as the accumulator) does not leave room for: "
+                                "use DEFER=False or a 16-bit output")
+    DEFER = bool(DEFER)
+    if SPLIT is not None:
+        wide_chunks = p["epi"] * _BYTES[out_dtype] == 128
+        checked = _split_checked(SPLIT, M, N, BN, p["epi"], wide_chunks, CM, PP, DEFER, b_major)
+        p = plan(M, N, K, BM, BN, BK, STAGES, CM, sms, group, dtype, out_dtype, PP, SPLIT)
+        SPLIT = checked         # (rows, wide, narrow, bn2), as split_tile takes it
+    if STAGGER and PP:
+        raise KernelConfigError("gemm_sm90: STAGGER offsets the two consumers of the cooperative schedule; with PINGPONG "
+                                "they already take turns (use STAGGER=None or False)")
+    STAGGER = not PP if STAGGER is None else bool(STAGGER)
+    PDL = bool(PDL)
+    if drop is not None and not (type(drop) is str and drop in DROPS):
+        raise KernelConfigError(f"gemm_sm90: unknown drop={drop!r}; one of {DROPS}")
+    if drop == "turn" and not PP:
+        raise KernelConfigError("gemm_sm90: drop='turn' removes the ping-pong turns, which only PINGPONG=True has")
+    return {"PP": PP, "STAGES": STAGES, "plan": p, "DEFER": DEFER, "SPLIT": SPLIT, "STAGGER": STAGGER, "PDL": PDL}
 
 
 @tirxpy.jit
@@ -468,71 +573,12 @@ def gemm_sm90(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", dtyp
     tile loads the same ``(BN, BK)`` box of ``B`` (its last ``BN - bn2`` rows unused) and runs ``m64n{bn2}k16``
     into a prefix of the accumulator; its last output chunk is the ``EPI`` columns that end the tile (they
     overlap the chunk before it, whose values they write again)."""
+    c = check_config(M, N, K, BN, STAGES, CM, a_major, b_major, dtype, out_dtype, bias, activation, sms, group,
+                     STORE, DEFER, PINGPONG, drop, STAGGER, PDL, SPLIT)
     BM, BK = 128, 64
-    if PINGPONG not in (True, False, 0, 1):
-        raise ValueError(f"gemm_sm90: PINGPONG must be True or False, got {PINGPONG!r}")
-    PP = bool(PINGPONG)
-    if PP and isinstance(BN, int) and BN > widest_bn(True):
-        raise ValueError(f"gemm_sm90: PINGPONG keeps a whole (128, {BN}) float32 tile in each consumer's registers, "
-                         f"{BN} per thread, more than fit next to the rest (at most 240): use BN <= {widest_bn(True)} or "
-                         "PINGPONG=False")
-    if STAGES is None:
-        STAGES = default_stages(BN, PP)
-    p = plan(M, N, K, BM, BN, BK, STAGES, CM, sms, group, dtype, out_dtype, PP)
-    if a_major not in ("K", "MN") or b_major not in ("K", "MN"):
-        raise ValueError(f"gemm_sm90: a_major / b_major must be 'K' or 'MN', got {a_major!r}, {b_major!r}")
-    if activation not in ACTIVATIONS:
-        raise ValueError(f"gemm_sm90: activation must be one of {ACTIVATIONS}, got {activation!r}")
-    if b_major == "MN" and BN % (64 * CM):
-        raise ValueError(f"gemm_sm90: BN = {BN}: an MN-major B is loaded in 64-column boxes, "
-                         + ("so BN must be a multiple of 64" if CM == 1 else
-                            f"{CM} multicast slices of them, so BN must be a multiple of {64 * CM}")
-                         + " (or pass B K-major)")
-    for name, inner in (("A", K if a_major == "K" else M), ("B", K if b_major == "K" else N), ("C", N)):
-        if inner * _BYTES[dtype if name != "C" else out_dtype] % 16:
-            raise ValueError(f"gemm_sm90: the rows of {name} ({inner} elements) are not a multiple of 16 bytes, "
-                             "which TMA needs: pad that dimension (kernels.gemm does this for you)")
-    for name, size, tile in (("M", M, BM), ("N", N, BN), ("K", K, BK)):
-        if size < tile:
-            raise ValueError(f"gemm_sm90: {name} = {size} is smaller than one tile ({tile}), and a TMA box may not be "
-                             f"larger than its tensor: pad {name} to {tile} with zeros (kernels.gemm does this for you)")
-    if STORE not in ("wg", "cta"):
-        raise ValueError(f"gemm_sm90: STORE must be 'wg' (each consumer warpgroup stores its 64 rows) or 'cta' "
-                         f"(both consumers sync, one thread stores the tile's rows), got {STORE!r}")
-    if PP and (DEFER or STORE != "wg"):
-        raise ValueError("gemm_sm90: with PINGPONG each consumer stores its own tile while the other one's k-loop runs, "
-                         f"so DEFER and STORE='cta' do not apply (got DEFER={DEFER!r}, STORE={STORE!r})")
-    if DEFER is None:
-        # not with a fused bias: ptxas hoists its predicated loads, which (with silu) do not fit in the
-        # registers next to a deferred tile and spill
-        DEFER = out_dtype != "float32" and not bias and not PP
-    if DEFER not in (True, False, 0, 1):
-        raise ValueError(f"gemm_sm90: DEFER must be True or False, got {DEFER!r}")
-    if DEFER and out_dtype == "float32":
-        raise ValueError("gemm_sm90: DEFER keeps a converted tile in registers until the next tile's k-loop, which "
-                         "a float32 output (as many registers as the accumulator) does not leave room for: "
-                         "use DEFER=False or a 16-bit output")
-    DEFER = bool(DEFER)
-    if SPLIT is not None:
-        wide_chunks = p["epi"] * _BYTES[out_dtype] == 128
-        checked = _split_checked(SPLIT, M, N, BN, p["epi"], wide_chunks, CM, PP, DEFER, b_major)
-        p = plan(M, N, K, BM, BN, BK, STAGES, CM, sms, group, dtype, out_dtype, PP, SPLIT)
-        SPLIT = checked         # (rows, wide, narrow, bn2), as split_tile takes it
+    PP, STAGES, p, DEFER, SPLIT, STAGGER, PDL = (c[k] for k in ("PP", "STAGES", "plan", "DEFER", "SPLIT", "STAGGER",
+                                                                  "PDL"))
     BN2 = BN if SPLIT is None else SPLIT[3]     # the narrow tiles' width
-    if STAGGER not in (None, True, False, 0, 1):
-        raise ValueError(f"gemm_sm90: STAGGER must be True or False (or None: on for the cooperative schedule), "
-                         f"got {STAGGER!r}")
-    if STAGGER and PP:
-        raise ValueError("gemm_sm90: STAGGER offsets the two consumers of the cooperative schedule; with PINGPONG "
-                         "they already take turns (use STAGGER=None or False)")
-    STAGGER = not PP if STAGGER is None else bool(STAGGER)
-    if PDL not in (True, False, 0, 1):
-        raise ValueError(f"gemm_sm90: PDL must be True or False, got {PDL!r}")
-    PDL = bool(PDL)
-    if drop is not None and drop not in DROPS:
-        raise ValueError(f"gemm_sm90: unknown drop={drop!r}; one of {DROPS}")
-    if drop == "turn" and not PP:
-        raise ValueError("gemm_sm90: drop='turn' removes the ping-pong turns, which only PINGPONG=True has")
     d = drop
     XT = d != "expect_tx"
     W1 = None if d == "wgmma_wait" else 1

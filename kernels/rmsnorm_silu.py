@@ -20,11 +20,13 @@ import tirxpy
 from tirxpy import T, Tx
 from tirxpy.layout import R, S, TileLayout, laneid, m, warpid
 
+from .errors import KernelConfigError
+
 
 def plan(d: int, target_elems: int = 16) -> tuple:
     """``(v, vecs, threads)``: vector width in elements, vectors per thread, threads per row."""
     if d % 32 or d <= 0:
-        raise ValueError(f"rmsnorm_silu: the row width {d} must be a positive multiple of 32")
+        raise KernelConfigError(f"rmsnorm_silu: the row width {d} must be a positive multiple of 32")
     q = d // 32
     v = 1
     while v < 8 and q % (2 * v) == 0:

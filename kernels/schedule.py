@@ -18,6 +18,8 @@ The functions take and return Python ints or tirxpy expressions alike (they only
 """
 from __future__ import annotations
 
+from .errors import KernelConfigError
+
 SM_COUNT_H100 = 132
 """SMs of an H100 SXM: the default unit count of the persistent kernels (the torch entry points pass
 the device's own count)."""
@@ -107,17 +109,17 @@ def register_split(threads: int, dec: int, inc: int, kernel: str = "kernel") -> 
     >>> register_split(384, 48, 232)
     Traceback (most recent call last):
     ...
-    ValueError: kernel: setmaxnreg 48 / 232 needs 65536 registers, over the CTA's 64512 (384 threads x 168): lower one of them
+    kernels.errors.KernelConfigError: kernel: setmaxnreg 48 / 232 needs 65536 registers, over the CTA's 64512 (384 threads x 168): lower one of them
     """
     if threads % 128 or threads < 256:
-        raise ValueError(f"{kernel}: a producer / consumer register split needs whole warpgroups, at least two; "
-                         f"got {threads} threads")
+        raise KernelConfigError(f"{kernel}: a producer / consumer register split needs whole warpgroups, at least two; "
+                                f"got {threads} threads")
     for name, v in (("dec", dec), ("inc", inc)):
         if not (24 <= v <= 256 and v % 8 == 0):
-            raise ValueError(f"{kernel}: setmaxnreg {name} = {v} must be a multiple of 8 in [24, 256]")
+            raise KernelConfigError(f"{kernel}: setmaxnreg {name} = {v} must be a multiple of 8 in [24, 256]")
     per_thread = min(65536 // threads // 8 * 8, 255 // 8 * 8)
     need = 128 * dec + (threads - 128) * inc
     if need > threads * per_thread:
-        raise ValueError(f"{kernel}: setmaxnreg {dec} / {inc} needs {need} registers, over the CTA's "
-                         f"{threads * per_thread} ({threads} threads x {per_thread}): lower one of them")
+        raise KernelConfigError(f"{kernel}: setmaxnreg {dec} / {inc} needs {need} registers, over the CTA's "
+                                f"{threads * per_thread} ({threads} threads x {per_thread}): lower one of them")
     return dec, inc

@@ -1,0 +1,50 @@
+"""Checks the torch entry points (:func:`kernels.gemm`, :func:`kernels.attention`) make of their tensors.
+
+A kernel reads a tensor through its data pointer and strides, so it takes only plain dense tensors:
+a ``torch.Tensor`` with the strided layout (not sparse, MKL-DNN or nested) and the expected number of
+dimensions. Anything else is refused with the caller's error class, naming the argument and the fix.
+Inputs that require grad are read as values: the kernels are forward-only and record no autograd graph.
+
+    >>> import torch
+    >>> from tirxpy.errors import ArgumentError
+    >>> dense_tensor("gemm", "a", torch.zeros(2, 3).to_sparse(), 2, "(a matrix)", ArgumentError)
+    Traceback (most recent call last):
+    ...
+    tirxpy.errors.ArgumentError: gemm: a is a sparse tensor (layout torch.sparse_coo); pass a dense one (a.to_dense())
+"""
+from __future__ import annotations
+
+import torch
+
+
+def dense_tensor(where: str, name: str, t, ndim: int, what: str, error) -> None:
+    """Raise ``error`` unless ``t`` is a dense strided ``torch.Tensor`` with ``ndim`` dimensions (``what`` says
+    what those are, for the message)."""
+    if not isinstance(t, torch.Tensor):
+        raise error(f"{where}: {name} must be a torch.Tensor, got {type(t).__name__}")
+    if t.is_nested:
+        raise error(f"{where}: {name} is a nested tensor; pass a dense one ({name}.to_padded_tensor(0))")
+    if t.layout != torch.strided:
+        kind = "sparse" if "sparse" in str(t.layout) else "non-strided"
+        raise error(f"{where}: {name} is a {kind} tensor (layout {t.layout}); pass a dense one ({name}.to_dense())")
+    if t.dim() != ndim:
+        raise error(f"{where}: {name} must be {ndim}-D {what}, got shape {tuple(t.shape)}")
+
+
+def overlaps(x, y) -> bool:
+    """Whether dense tensors ``x`` and ``y`` share any bytes of memory (same storage, intersecting spans);
+    tensors without memory (the meta device) never do."""
+    if x.device != y.device or x.device.type == "meta" or x.numel() == 0 or y.numel() == 0:
+        return False
+    if x.untyped_storage().data_ptr() != y.untyped_storage().data_ptr():
+        return False
+
+    def span(t):
+        last = sum((n - 1) * abs(s) for n, s in zip(t.shape, t.stride()))
+        return t.data_ptr(), t.data_ptr() + (last + 1) * t.element_size()
+
+    (x0, x1), (y0, y1) = span(x), span(y)
+    return x0 < y1 and y0 < x1
+
+
+__all__ = ["dense_tensor", "overlaps"]

@@ -1,0 +1,64 @@
+"""The kernel library's error for a configuration it cannot build, and the option checks that raise it.
+
+Every kernel factory and plan of :mod:`kernels` (``gemm_sm90``, ``attention_sm90``, ``gemm_sm100``, their
+plans, ``rmsnorm_silu``, the register split) raises :class:`KernelConfigError` for an option that is out of
+range, of the wrong kind, or inconsistent with another option; the message names the option and what to pass
+instead. It derives from :class:`tirxpy.errors.TirxError` and from ``ValueError``, so ``except ValueError``
+keeps working.
+
+    >>> int_option("gemm_sm90", "STAGES", 4, lo=2)
+    4
+    >>> int_option("gemm_sm90", "STAGES", True, lo=2)
+    Traceback (most recent call last):
+    ...
+    kernels.errors.KernelConfigError: gemm_sm90: STAGES must be an int, got True (bool)
+    >>> flag_option("gemm_sm90", "PDL", 1), flag_option("gemm_sm90", "DEFER", None, none=True)
+    (True, None)
+"""
+from __future__ import annotations
+
+import numbers
+
+from tirxpy.errors import TirxError
+
+
+class KernelConfigError(TirxError, ValueError):
+    """A kernel of the library cannot be built with these options (wrong kind, out of range, or in conflict
+    with another option); the message names the option and the fix."""
+
+
+def int_option(where: str, name: str, v, lo=None, hi=None, none: bool = False):
+    """``v`` as an int when it is an integer (not a bool) in ``[lo, hi]`` (or None, when ``none``);
+    :class:`KernelConfigError` naming ``name`` otherwise."""
+    if v is None and none:
+        return None
+    if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+        extra = " or None" if none else ""
+        raise KernelConfigError(f"{where}: {name} must be an int{extra}, got {v!r:.60} ({type(v).__name__})")
+    v = int(v)
+    if (lo is not None and v < lo) or (hi is not None and v > hi):
+        bound = f"in [{lo}, {hi}]" if lo is not None and hi is not None else f">= {lo}" if lo is not None else f"<= {hi}"
+        raise KernelConfigError(f"{where}: {name} = {v} is out of range; it must be {bound}")
+    return v
+
+
+def flag_option(where: str, name: str, v, none: bool = False):
+    """``v`` as a bool when it is True / False (or the ints 0 / 1; or None, when ``none``: the default);
+    :class:`KernelConfigError` naming ``name`` otherwise."""
+    if v is None and none:
+        return None
+    if isinstance(v, (bool, numbers.Integral)) and int(v) in (0, 1):
+        return bool(v)
+    extra = " (or None: the default)" if none else ""
+    raise KernelConfigError(f"{where}: {name} must be True or False{extra}, got {v!r:.60}")
+
+
+def choice_option(where: str, name: str, v, choices: tuple, hint: str = ""):
+    """``v`` when it is one of ``choices`` (compared as plain values: a str option takes only a str);
+    :class:`KernelConfigError` naming ``name`` otherwise."""
+    if any(type(v) is type(c) and v == c for c in choices):
+        return v
+    raise KernelConfigError(f"{where}: {name} must be one of {choices}{hint}, got {v!r:.60}")
+
+
+__all__ = ["KernelConfigError", "int_option", "flag_option", "choice_option"]
