@@ -177,3 +177,72 @@ def test_merged_strides_closed_form_agrees_with_enumeration(dims, rnd):
         table = lay.owner_table()[1][:, 0, 0]
         idx = np.indices(shape).reshape(len(shape), -1)
         assert np.array_equal(table, sum(idx[d] * (s or 0) for d, s in enumerate(got)))
+
+
+# ---------------------------------------------------------------------- arguments before the GPU
+def _on_cpu(k):
+    """The kernel's argument checks with "cpu" as the device (CUDA tensors cannot exist without a GPU)."""
+    from tirxpy.lower.runtime import ArgPacker
+
+    k._checker = ArgPacker(k.specs, "cpu")
+    return k
+
+
+def _bad_calls():
+    import torch
+
+    x = torch.zeros(4096)
+    return [
+        ((x,), r"'args': saxpy takes 4 arguments \(X, Y, a, n\), got 1"),
+        ((x, x, 1.0, 4096, 7), r"takes 4 arguments"),
+        (("x", x, 1.0, 4096), r"'X': expects a torch.Tensor, got str"),
+        ((x.double(), x, 1.0, 4096), r"'X': dtype is float64, the kernel expects float32"),
+        ((x, torch.zeros(4095), 1.0, 4096), r"'Y': shape is \(4095,\), the kernel expects \(4096,\)"),
+        ((torch.zeros(8192)[::2], x, 1.0, 4096), r"'X': strides are \(2,\), the kernel expects \(1,\)"),
+        ((x.to_sparse(), x, 1.0, 4096), r"'X': is a sparse_coo tensor"),
+        ((torch.zeros(4096, requires_grad=True), x, 1.0, 4096), r"'X': tensor requires grad"),
+        ((x, x, 1e300, 4096), r"'a': value 1e\+300 does not fit float32"),
+        ((x, x, "a", 4096), r"'a': expects a number \(float32\), got str"),
+        ((x, x, 1.0, 2**40), r"'n': value 1099511627776 does not fit int32"),
+        ((x, x, 1.0, 4.5), r"'n': expects an integer \(int32\), got float"),
+        ((x, x, 1.0, 0), r"'grid': the arguments give grid extent 0 in dimension x, outside \[1, 2147483647\]"),
+        ((x, x, 1.0, -300), r"grid extent -1 in dimension x"),
+    ]
+
+
+def test_wrong_arguments_are_reported_before_the_missing_gpu():
+    import torch
+
+    from tirxpy.lower.errors import DriverError
+
+    k = build(saxpy, "sm_90a")
+    x = torch.zeros(4096)
+    if torch.cuda.is_available():
+        pytest.skip("checks the order of errors where no GPU exists")
+    with pytest.raises(LaunchError, match=r"'X': tensor is on cpu, the kernel runs on cuda:0"):
+        k(x, x, 1.0, 4096)          # the real device check: a CPU tensor
+    with pytest.raises(LaunchError, match=r"'X': tensor is on cpu"):
+        k.bind(x, x, 1.0, 4096)
+    _on_cpu(k)
+    try:
+        for args, msg in _bad_calls():
+            with pytest.raises(LaunchError, match=msg):
+                k(*args)
+        with torch.no_grad():       # under no_grad a tensor that requires grad is fine
+            with pytest.raises(DriverError, match="no CUDA GPU is available"):
+                k(torch.zeros(4096, requires_grad=True), x, 1.0, 4096)
+        with pytest.raises(DriverError, match="no CUDA GPU is available"):
+            k(x, x, 1.0, 4096)      # right arguments: now the missing GPU
+        assert k.check(x, x, 2.0, 1000) == (4, 1, 1)
+    finally:
+        k._checker = None
+
+
+def test_dynamic_grid_must_be_a_multiple_of_the_cluster():
+    from tirxpy.lower.build import check_grid
+
+    check_grid((4, 1, 1), (2, 1, 1))
+    with pytest.raises(LaunchError, match="grid extent 3 in dimension x, not a multiple of the cluster extent 2"):
+        check_grid((3, 1, 1), (2, 1, 1))
+    with pytest.raises(LaunchError, match=r"grid extent 65536 in dimension y, outside \[1, 65535\]"):
+        check_grid((1, 65536, 1))

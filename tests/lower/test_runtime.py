@@ -382,3 +382,46 @@ def test_gemm_launch_arguments_take_the_straight_line():
     for i, s in enumerate(p.specs):
         if s.kind == "tensormap":
             assert p.packed_bytes()[p._tm_off[i]:p._tm_off[i] + 128] == bytes([i]) * 128
+
+
+# ---------------------------------------------------------------------- what the fast paths must decline
+def test_sparse_grad_and_overflowing_arguments_get_the_full_checks():
+    spec = ParamSpec("x", dtype="float32", shape=(8,), strides=(1,), align=4)
+    p = packer(spec, ParamSpec("a", "scalar", "float32"), ParamSpec("h", "scalar", "float16"))
+    assert p._fast is not None
+    x = torch.zeros(8)
+    p.pack([x, 1.0, 2.0])
+    with pytest.raises(LaunchError, match=r"'x': is a sparse_coo tensor; a kernel takes dense"):
+        p.pack([x.to_sparse(), 1.0, 2.0])
+    with pytest.raises(LaunchError, match=r"'x': tensor requires grad.*torch.no_grad\(\)"):
+        p.pack([torch.zeros(8, requires_grad=True), 1.0, 2.0])
+    with torch.no_grad():
+        p.pack([torch.zeros(8, requires_grad=True), 1.0, 2.0])
+    with pytest.raises(LaunchError, match=r"'a': value 1e\+300 does not fit float32"):
+        p.pack([x, 1e300, 2.0])
+    with pytest.raises(LaunchError, match=r"'h': value 70000.0 does not fit float16"):
+        p.pack([x, 1.0, 70000.0])
+    assert _outcome(lambda: p._tensor(0, spec, x.to_sparse(), {})) == _outcome(lambda: p._tensor_checked(0, spec, x.to_sparse()))
+
+
+@pytest.mark.parametrize("value, msg", [
+    (__import__("numpy").arange(3), r"'n': expects an integer \(int32\), got ndarray"),
+    (torch.arange(3), r"'n': expects an integer \(int32\), got Tensor"),
+    (True, r"'n': expects an integer \(int32\), got bool"),
+])
+def test_integer_scalars_that_are_not_one_number(value, msg):
+    p = packer(ParamSpec("n", "scalar", "int32"))
+    with pytest.raises(LaunchError, match=msg):
+        p.pack([value])
+
+
+def test_check_needs_no_packing():
+    p = packer(ParamSpec("x", dtype="float32", shape=(8,)), ParamSpec("t", "tensormap", "float32", box=(8,)))
+    p.check([torch.zeros(8), torch.zeros(8)])
+    p.check([torch.zeros(8), bytes(128)])
+    with pytest.raises(LaunchError, match="an encoded tensor map is 128 bytes, got 3"):
+        p.check([torch.zeros(8), b"abc"])
+    with pytest.raises(LaunchError, match=r"the kernel takes 2 arguments \(x, t\), got 1"):
+        p.check([torch.zeros(8)])
+    with pytest.raises(LaunchError, match=r"got int"):
+        p.check(5)

@@ -57,6 +57,7 @@ class CompiledKernel:
         self._grid, self._grid_fn = grid_plan(self.kernel)
         self._block = (self.threads, 1, 1)
         self._launcher = None
+        self._checker = None
         self._ptx = None
         self._sass = None
 
@@ -103,8 +104,26 @@ class CompiledKernel:
         self._launcher = fn.launcher(self.specs)
         return self._launcher
 
+    def check(self, *args) -> tuple:
+        """Check a call's arguments (count, kinds, dtypes, devices, shapes, strides, alignment) and the grid
+        they give, without a GPU; returns the grid. A call runs these checks before it loads the kernel, so a
+        wrong argument is reported as such even where no GPU exists."""
+        from .runtime import ArgPacker
+
+        if self._checker is None:
+            import torch
+
+            idx = torch.cuda.current_device() if torch.cuda.is_available() else 0
+            self._checker = ArgPacker(self.specs, torch.device("cuda", idx))
+        self._count(args)
+        self._checker.check(args + tuple([args[i] for i in self._tm_index]))
+        return self._args_and_grid(args)[1]
+
     def __call__(self, *args):
-        ln = self._launcher or self._load()
+        ln = self._launcher
+        if ln is None:
+            self.check(*args)
+            ln = self._load()
         args, grid = self._args_and_grid(args)
         ln(grid, self._block, args, smem_bytes=self.smem_bytes, cluster=self.cluster, pdl=self.pdl)
 
@@ -121,24 +140,45 @@ class CompiledKernel:
             >>> for _ in range(100):        # doctest: +SKIP
             ...     bl()                    # the same as ck(x, y), minus the checks
         """
-        ln = self._launcher or self._load()
+        ln = self._launcher
+        if ln is None:
+            self.check(*args)
+            ln = self._load()
         args, grid = self._args_and_grid(args)
         return ln.bind(grid, self._block, args, smem_bytes=self.smem_bytes, cluster=self.cluster, pdl=self.pdl)
 
-    def _args_and_grid(self, args):
-        """The launch arguments (tensor-map slots appended) and the grid, for a call with ``args``."""
+    def _count(self, args):
         if len(args) != self._nparams:
             names = ", ".join(p.name for p in self.kernel.params)
             raise LaunchError("args", f"{self.name} takes {self._nparams} arguments ({names}), got {len(args)}")
+
+    def _args_and_grid(self, args):
+        """The launch arguments (tensor-map slots appended) and the grid, for a call with ``args``."""
+        self._count(args)
         if self._tm_index:
             args = args + tuple([args[i] for i in self._tm_index])
         grid = self._grid
         if self._grid_fn is not None:
             try:
                 grid = self._grid_fn(args)
-            except TypeError as e:
+            except (TypeError, ValueError, ZeroDivisionError, OverflowError) as e:
                 raise LaunchError("grid", f"cannot evaluate the grid from the arguments: {e}") from None
+            check_grid(grid, self.cluster)
         return args, grid
+
+
+def check_grid(grid, cluster=None) -> None:
+    """LaunchError unless every grid extent is an int in [1, limit] (x < 2**31, y and z < 65536) and a
+    multiple of the cluster extent."""
+    from tirxpy.ir.verify import MAX_GRID
+
+    for d, (g, hi) in enumerate(zip(grid, MAX_GRID)):
+        if not isinstance(g, int) or not 1 <= g <= hi:
+            raise LaunchError("grid", f"the arguments give grid extent {g!r} in dimension {'xyz'[d]}, outside "
+                                      f"[1, {hi}] — check the scalar arguments the grid is computed from")
+        if cluster is not None and g % cluster[d]:
+            raise LaunchError("grid", f"the arguments give grid extent {g} in dimension {'xyz'[d]}, not a multiple of "
+                                      f"the cluster extent {cluster[d]}")
 
 
 # ---------------------------------------------------------------------- host plan

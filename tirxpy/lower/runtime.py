@@ -16,6 +16,7 @@ launching that is the driver call alone.
 from __future__ import annotations
 
 import ctypes
+import operator
 import struct
 from dataclasses import dataclass
 from typing import Any, Sequence
@@ -110,6 +111,8 @@ def torch_dtype_name(dt, param: str = "tensor") -> str:
 
 # ---------------------------------------------------------------- parameter specs
 KINDS = ("tensor", "scalar", "tensormap")
+_STRIDED = None             # torch.strided, set when the first ArgPacker imports torch
+_grad_enabled = None        # torch.is_grad_enabled
 
 
 @dataclass(frozen=True)
@@ -153,6 +156,8 @@ class ArgPacker:
     def __init__(self, specs: Sequence[ParamSpec], device="cuda:0"):
         import torch  # noqa: PLC0415
 
+        global _STRIDED, _grad_enabled
+        _STRIDED, _grad_enabled = torch.strided, torch.is_grad_enabled
         self.specs = tuple(specs)
         self.device = torch.device(device)
         self._tensor_type = torch.Tensor
@@ -213,8 +218,8 @@ class ArgPacker:
         pointer, an ``int`` in range / a ``float`` / a ``bool`` for scalars of those kinds."""
         import torch  # noqa: PLC0415
 
-        env = {"_T": torch.Tensor, "DEV": self.device, "PACK": self._struct.pack_into, "MV": self._mv,
-               "TMC": self._tm_cache, "LAST": self._tm_last}
+        env = {"struct": struct, "_T": torch.Tensor, "DEV": self.device, "PACK": self._struct.pack_into, "MV": self._mv,
+               "TMC": self._tm_cache, "LAST": self._tm_last, "GRAD": torch.is_grad_enabled}
         src = ["def fast(args):", f"    if len(args) != {len(self.specs)}:", "        return False"]
         vals, first = [], {}
         for i, s in enumerate(self.specs):
@@ -238,7 +243,7 @@ class ArgPacker:
             strides = f"a{i}.stride() != ST{i}" if fixed is None else \
                 " or ".join(f"a{i}.stride({d}) != {st[d]}" for d in fixed) or "False"
             check = [f"if not isinstance(a{i}, _T) or a{i}.dtype is not DT{i} or a{i}.shape != SH{i} "
-                     f"or a{i}.device != DEV or {strides}:", "    return False",
+                     f"or a{i}.device != DEV or (a{i}.requires_grad and GRAD()) or {strides}:", "    return False",
                      f"p{i} = a{i}.data_ptr()", f"if p{i} % {align}:", "    return False"]
             j = first.setdefault(id(ex), i)
             if j != i:      # equal requirements (interned): the same object needs no second check
@@ -252,6 +257,9 @@ class ArgPacker:
             else:
                 vals.append(f"p{i}")
         src += [f"    PACK(MV, 0, {', '.join(vals)})" if vals else "    pass", "    return True"]
+        # a tensor without strides or a data pointer (sparse, nested) raises in stride() / data_ptr(): the full
+        # checks then name what is wrong (a try block costs nothing when nothing raises)
+        src = src[:1] + ["    try:"] + ["    " + ln for ln in src[1:]] + ["    except (RuntimeError, OverflowError, struct.error):", "        return False"]
         exec(compile("\n".join(src), f"<ArgPacker.fast {', '.join(s.name for s in self.specs)}>", "exec"), env)
         return env["fast"]
 
@@ -269,7 +277,8 @@ class ArgPacker:
                 hit = seen.get(id(t))
                 if hit is not None and hit[0] is ex:
                     return hit[1]
-            if isinstance(t, self._tensor_type) and t.dtype is ex[0] and t.shape == ex[1] and t.device == self.device:
+            if isinstance(t, self._tensor_type) and t.dtype is ex[0] and t.shape == ex[1] and t.device == self.device \
+                    and t.layout is _STRIDED and not (t.requires_grad and _grad_enabled()):
                 st = t.stride()
                 if st == ex[2] if ex[3] is None else all(st[d] == ex[2][d] for d in ex[3]):
                     ptr = t.data_ptr()
@@ -284,6 +293,10 @@ class ArgPacker:
 
         if not isinstance(t, torch.Tensor):
             raise LaunchError(s.name, f"expects a torch.Tensor, got {type(t).__name__}")
+        if t.layout is not torch.strided or t.is_nested:
+            what = "nested" if t.is_nested else str(t.layout).replace("torch.", "")
+            raise LaunchError(s.name, f"is a {what} tensor; a kernel takes dense (torch.strided) tensors — convert "
+                                      f"with .to_dense()")
         want = self._torch_dtype.get(i)
         if want is not None and t.dtype != want:
             raise LaunchError(s.name, f"dtype is {torch_dtype_name(t.dtype, s.name)}, the kernel expects {s.dtype} — "
@@ -291,6 +304,9 @@ class ArgPacker:
         if t.device != self.device:
             raise LaunchError(s.name, f"tensor is on {t.device}, the kernel runs on {self.device} — move it with "
                                       f".to('{self.device}')")
+        if t.requires_grad and torch.is_grad_enabled():
+            raise LaunchError(s.name, "tensor requires grad, but autograd does not see a tirxpy kernel (its result would "
+                                      "have no gradient) — call the kernel under torch.no_grad() or pass .detach()")
         if s.shape is not None:
             shp = tuple(t.shape)
             if len(shp) != len(s.shape) or any(e is not None and e != g for e, g in zip(s.shape, shp)):
@@ -337,19 +353,39 @@ class ArgPacker:
             return bool(v)
         if s.dtype.startswith(("int", "uint")):
             if isinstance(v, bool) or not isinstance(v, int):
-                if hasattr(v, "__index__") and not isinstance(v, bool):
-                    v = v.__index__()
-                else:
-                    raise LaunchError(s.name, f"expects an integer ({s.dtype}), got {type(v).__name__} {v!r}")
+                if isinstance(v, bool) or not hasattr(v, "__index__"):
+                    raise LaunchError(s.name, f"expects an integer ({s.dtype}), got {type(v).__name__} {v!r:.80}")
+                v = _convert(s, v, operator.index, "an integer")
             lo, hi = _int_range(s.dtype)
             if not lo <= v <= hi:
                 raise LaunchError(s.name, f"value {v} does not fit {s.dtype} [{lo}, {hi}]")
             return v
         if isinstance(v, bool) or not isinstance(v, (int, float)):
-            if hasattr(v, "__float__"):
-                return float(v)
-            raise LaunchError(s.name, f"expects a number ({s.dtype}), got {type(v).__name__}")
-        return float(v)
+            if isinstance(v, bool) or not hasattr(v, "__float__"):
+                raise LaunchError(s.name, f"expects a number ({s.dtype}), got {type(v).__name__}")
+        v = _convert(s, v, float, "a number")
+        try:
+            struct.pack("<" + _SCALAR_FMT[s.dtype], v)
+        except (OverflowError, struct.error):
+            raise LaunchError(s.name, f"value {v!r} does not fit {s.dtype}") from None
+        return v
+
+    def check(self, args) -> None:
+        """Check ``args`` against the specs (count, kinds, dtypes, devices, shapes, strides, alignment)
+        without packing them or building tensor maps: needs no GPU."""
+        specs = self.specs
+        if not isinstance(args, (tuple, list)) or len(args) != len(specs):
+            names = ", ".join(s.name for s in specs)
+            n = len(args) if isinstance(args, (tuple, list)) else type(args).__name__
+            raise LaunchError("args", f"the kernel takes {len(specs)} arguments ({names}), got {n}")
+        for i, (s, a) in enumerate(zip(specs, args)):
+            if s.kind == "scalar":
+                self._scalar(s, a)
+            elif s.kind == "tensormap" and isinstance(a, (bytes, bytearray)):
+                if len(a) != 128:
+                    raise LaunchError(s.name, f"an encoded tensor map is 128 bytes, got {len(a)}")
+            else:
+                self._tensor_checked(i, s, a)
 
     def pack(self, args) -> int:
         """Check ``args`` and write them into the buffer; returns the ``void**`` address."""
@@ -380,6 +416,14 @@ class ArgPacker:
 
     def packed_bytes(self) -> bytes:
         return bytes(self._mv)
+
+
+def _convert(s, v, to, what):
+    """``to(v)`` for a number-like argument (a numpy or torch scalar), LaunchError when it is not one."""
+    try:
+        return to(v)
+    except (TypeError, ValueError, OverflowError, RuntimeError) as e:
+        raise LaunchError(s.name, f"expects {what} ({s.dtype}), got {type(v).__name__} ({e})") from None
 
 
 def _fmt_dims(dims) -> str:
