@@ -139,6 +139,14 @@ def test_launcher_dim_checks_without_gpu():
     with pytest.raises(LaunchError, match="a cluster has at most 16"):
         ln._checked_dims((32,), (128,), (32,))
     assert ln._checked_dims((4, 2), (128,), (2,)) == ((4, 2, 1), (128, 1, 1), (2, 1, 1))
+    with pytest.raises(LaunchError, match=r"parameter 'grid': \(2147483648, 1, 1\) has 2147483648 in dimension x; "
+                                          r"at most 2147483647"):
+        ln._checked_dims((2**31,), (128,), None)
+    with pytest.raises(LaunchError, match=r"has 65536 in dimension y; at most 65535"):
+        ln._checked_dims((1, 65536), (128,), None)
+    with pytest.raises(LaunchError, match=r"parameter 'block': \(1, 1, 65\) has 65 in dimension z; at most 64"):
+        ln._checked_dims((1,), (1, 1, 65), None)
+    assert ln._checked_dims((2**31 - 1, 65535, 65535), (1, 1, 64), None)[0] == (2**31 - 1, 65535, 65535)
 
 
 def test_no_gpu_is_a_clear_error():

@@ -606,6 +606,10 @@ class Kernel:
         return cfg
 
 
+_GRID_MAX = ((1 << 31) - 1, 65535, 65535)
+_BLOCK_MAX = (1024, 1024, 64)
+
+
 def _dim3(v, what) -> tuple:
     if isinstance(v, int):
         v = (v,)
@@ -704,6 +708,10 @@ class Launcher:
         d = self._dims.get(key)
         if d is None:
             g, b = _dim3(grid, "grid"), _dim3(block, "block")
+            for what, dims, his in (("grid", g, _GRID_MAX), ("block", b, _BLOCK_MAX)):
+                for d, (n, hi) in enumerate(zip(dims, his)):
+                    if n > hi:
+                        raise LaunchError(what, f"{dims} has {n} in dimension {'xyz'[d]}; at most {hi}")
             if b[0] * b[1] * b[2] > 1024:
                 raise LaunchError("block", f"{b} has {b[0] * b[1] * b[2]} threads; a CTA has at most 1024")
             c = None
