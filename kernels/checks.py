@@ -32,8 +32,9 @@ def dense_tensor(where: str, name: str, t, ndim: int, what: str, error) -> None:
 
 
 def overlaps(x, y) -> bool:
-    """Whether dense tensors ``x`` and ``y`` share any bytes of memory (same storage, intersecting spans);
-    tensors without memory (the meta device) never do."""
+    """Whether dense tensors ``x`` and ``y`` may share memory: the same storage and intersecting byte spans
+    (first to last element; so interleaved views count as overlapping). Tensors without memory (the meta
+    device) or without elements never do."""
     if x.device != y.device or x.device.type == "meta" or x.numel() == 0 or y.numel() == 0:
         return False
     if x.untyped_storage().data_ptr() != y.untyped_storage().data_ptr():

@@ -284,7 +284,8 @@ def _fast_key(a, b, out, bias, activation, out_dtype, tuning):
     """The key of an earlier checked call like this one (shapes, strides, dtypes, device, options), or None
     when an argument is not of a plain kind (then the full checks run, and the call is never a fast one)."""
     for t in (a, b, out, bias):
-        if t is not None and not (isinstance(t, torch.Tensor) and t.layout == torch.strided and not t.is_nested):
+        if (t is not None or t is a or t is b) and not (isinstance(t, torch.Tensor) and t.layout == torch.strided
+                                                         and not t.is_nested):
             return None
     if type(activation) not in (type(None), str) or not (out_dtype is None or isinstance(out_dtype, torch.dtype)):
         return None

@@ -35,3 +35,48 @@ def test_argument_errors(args, kw, msg):
     with pytest.raises(AttentionArgumentError) as e:
         kernels.attention(*args, **kw)
     assert msg in str(e.value)
+
+
+@pytest.mark.parametrize("kw,msg", [
+    (dict(BN=-1), "attention: BN = -1 must be a multiple of 16 in [16, 256]"),
+    (dict(BN=True), "attention: BN must be an int or None, got True (bool)"),
+    (dict(STAGES=[1]), "attention: STAGES must be an int or None, got [1] (list)"),
+    (dict(NC=5), "attention: NC = 5 consumer warpgroups; use 1, 2 or 3"),
+    (dict(OSTAGE=["q"]), "attention: OSTAGE = ['q']; use 'own'"),
+    (dict(PERSIST="yes"), "attention: PERSIST must be True or False (or None: the default), got 'yes'"),
+    (dict(PDL=None), "attention: PDL must be True or False, got None"),
+    (dict(sms=0), "attention: sms = 0 must be the GPU's SM count (a positive int)"),
+    (dict(return_lse=[1]), "attention: return_lse must be True or False, got [1]"),
+    (dict(CHAIN=True, PERSIST=False), "attention: CHAIN runs a tile's first key block"),
+])
+def test_options_are_checked_before_the_device(kw, msg):
+    with pytest.raises(AttentionArgumentError) as e:
+        kernels.attention(Q, KV, KV, **kw)
+    assert msg in str(e.value) and "attention_sm90" not in str(e.value)
+
+
+@pytest.mark.parametrize("q,msg", [
+    (Q.to_sparse(), "q is a sparse tensor (layout torch.sparse_coo); pass a dense one (q.to_dense())"),
+    (torch.nested.nested_tensor([torch.zeros(64, 4, 64), torch.zeros(32, 4, 64)]), "q is a nested tensor"),
+    (torch.zeros((), dtype=torch.bfloat16), "q must be 4-D (batch, seq, heads, dim), got shape ()"),
+    (torch.zeros(1, 64, 4, 64, dtype=torch.complex64), "q has dtype torch.complex64"),
+])
+def test_tensor_kinds_are_named(q, msg):
+    with pytest.raises(AttentionArgumentError) as e:
+        kernels.attention(q, KV, KV)
+    assert msg in str(e.value)
+
+
+@pytest.mark.parametrize("kw", [dict(), dict(causal=True, return_lse=True), dict(BN=64, STAGES=2, NC=2),
+                                dict(sms=1), dict(OSTAGE="q", PERSIST=False), dict(PDL=False, TAIL=1)])
+def test_a_right_call_on_cpu_gets_the_device_error(kw):
+    with pytest.raises(AttentionArgumentError, match="the tensors are on cpu; move them to a CUDA device"):
+        kernels.attention(Q.clone().requires_grad_(), KV, KV, **kw)     # requires_grad: read as values
+
+
+def test_meta_and_mixed_devices_come_last():
+    m = torch.zeros(1, 64, 4, 64, dtype=torch.bfloat16, device="meta")
+    with pytest.raises(AttentionArgumentError, match="q, k, v are on meta, cpu, cpu"):
+        kernels.attention(m, KV, KV)
+    with pytest.raises(AttentionArgumentError, match="NC = 7"):
+        kernels.attention(m, KV, KV, NC=7)

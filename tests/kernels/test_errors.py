@@ -1,0 +1,62 @@
+"""kernels.errors: one KernelConfigError for the kernel library (a TirxError and a ValueError), and the option
+checks that name the option."""
+import pytest
+
+from kernels.errors import KernelConfigError, choice_option, flag_option, int_option
+from tirxpy.errors import TirxError
+
+
+def test_the_error_is_a_tirx_error_and_a_value_error():
+    assert issubclass(KernelConfigError, TirxError) and issubclass(KernelConfigError, ValueError)
+
+
+def test_int_option():
+    import numpy as np
+
+    assert int_option("k", "BN", np.int64(64), lo=16, hi=256) == 64 and type(int_option("k", "BN", np.int64(64))) is int
+    assert int_option("k", "STAGES", None, none=True) is None
+    for v, msg in ((True, "k: BN must be an int, got True (bool)"), (2.0, "k: BN must be an int, got 2.0 (float)"),
+                   ("4", "k: BN must be an int, got '4' (str)"), (None, "k: BN must be an int, got None"),
+                   (8, "k: BN = 8 is out of range; it must be in [16, 256]"),
+                   (512, "k: BN = 512 is out of range; it must be in [16, 256]")):
+        with pytest.raises(KernelConfigError) as e:
+            int_option("k", "BN", v, lo=16, hi=256)
+        assert str(e.value).startswith(msg)
+    with pytest.raises(KernelConfigError, match="k: n = 0 is out of range; it must be >= 1"):
+        int_option("k", "n", 0, lo=1)
+    with pytest.raises(KernelConfigError, match="k: STAGES must be an int or None, got \\[1\\]"):
+        int_option("k", "STAGES", [1], none=True)
+
+
+def test_flag_and_choice_options():
+    assert [flag_option("k", "F", v) for v in (True, False, 1, 0)] == [True, False, True, False]
+    for v in (2, -1, 0.5, "True", None, [1]):
+        with pytest.raises(KernelConfigError, match="k: F must be True or False, got "):
+            flag_option("k", "F", v)
+    assert choice_option("k", "act", None, (None, "relu")) is None and choice_option("k", "act", "relu", (None, "relu"))
+    for v in (["relu"], 1, "gelu", b"relu"):
+        with pytest.raises(KernelConfigError, match="k: act must be one of \\(None, 'relu'\\)"):
+            choice_option("k", "act", v, (None, "relu"))
+
+
+def test_every_kernel_module_raises_it():
+    """The factories and plans raise KernelConfigError (still a ValueError for older callers)."""
+    from kernels.attention_plan import plan as attention_plan
+    from kernels.attention_sm90 import attention_sm90
+    from kernels.gemm_sm90 import check_config, plan
+    from kernels.gemm_sm100 import gemm_sm100
+    from kernels.rmsnorm_silu import plan as rms_plan
+    from kernels.schedule import register_split
+
+    cases = [(lambda: plan(512, 512, 512, BN=100), "BN = 100"), (lambda: check_config(512, 512, 512, group=0), "group"),
+             (lambda: check_config(512, 512, 512, STORE=["wg"]), "STORE"),
+             (lambda: check_config(512, 512, 512, drop="nope"), "unknown drop"),
+             (lambda: check_config(512.0, 512, 512), "M must be an int"),
+             (lambda: attention_plan(1, 4, 2, 128, 128, 64, NC=[2]), "NC must be an int"),
+             (lambda: attention_plan(1, 4, 2, 128, 128, 64, dtype=["bfloat16"]), "dtype must be one of"),
+             (lambda: attention_sm90(1, 4, 2, 128, 128, 64, PDL="yes"), "PDL must be True or False"),
+             (lambda: gemm_sm100(256, 256, 128, BN=40), "BN = 40"), (lambda: rms_plan(33), "row width 33"),
+             (lambda: register_split(384, 48, 232), "setmaxnreg 48 / 232")]
+    for fn, msg in cases:
+        with pytest.raises(KernelConfigError, match=msg):
+            fn()

@@ -1,0 +1,137 @@
+"""kernels.gemm on CPU tensors: every option and tensor kind is checked before the device, with the error that
+names the argument; the operand orientation and the padded problem are what the kernel is built for."""
+import pytest
+import torch
+
+import kernels
+from kernels.gemm_api import GemmArgumentError, _fast_key, _orientation, _problem, check_tuning
+
+
+def _bf(*shape):
+    return torch.zeros(shape, dtype=torch.bfloat16)
+
+
+A, B = _bf(256, 512), _bf(512, 512).t()
+
+
+@pytest.mark.parametrize("kw,msg", [
+    (dict(BM=128), "unknown tuning argument(s) ['BM']"),
+    (dict(drop="turn"), "unknown tuning argument(s) ['drop']"),
+    (dict(STAGES=-1), "STAGES = -1; a pipeline needs at least 2 stages"),
+    (dict(BN=-1), "BN = -1 must be a multiple of 16 in [64, 256]"),
+    (dict(BN=True), "BN must be an int, got True (bool)"),
+    (dict(BN=128.0), "BN must be an int, got 128.0 (float)"),
+    (dict(CM=True), "CM must be an int, got True (bool)"),
+    (dict(group=0), "group = 0 is out of range; it must be >= 1"),
+    (dict(sms=0), "sms = 0 is out of range; it must be >= 1"),
+    (dict(activation=["relu"]), "activation must be one of (None, 'relu', 'silu'), got ['relu']"),
+    (dict(out_dtype="float32"), "out_dtype must be a torch.dtype"),
+    (dict(out_dtype=[torch.float32]), "out_dtype must be a torch.dtype"),
+    (dict(STORE=["wg"]), "STORE must be 'wg'"),
+    (dict(PINGPONG=2), "PINGPONG must be True or False (or None: the default), got 2"),
+    (dict(PDL=None), "PDL must be True or False, got None"),
+    (dict(SPLIT=[16, 1, 240]), "SPLIT must be a tuple (rows, wide, bn2) of ints, got [16, 1, 240]"),
+    (dict(SPLIT=(16, 1, 240), PINGPONG=True), "SPLIT is a tiling of the cooperative deferred schedule"),
+    (dict(BN=256, PINGPONG=True), "PINGPONG keeps a whole (128, 256) float32 tile"),
+    (dict(BN=256, STAGES=6), "shared memory"),
+    (dict(bias=torch.zeros(512).to_sparse()), "bias is a sparse tensor"),
+    (dict(bias=torch.zeros(512, dtype=torch.int32)), "bias must be floating point"),
+])
+def test_options_are_checked_before_the_device(kw, msg):
+    with pytest.raises(GemmArgumentError) as e:
+        kernels.gemm(A, B, **kw)
+    assert msg in str(e.value) and str(e.value).startswith("gemm: ") and "gemm_sm90" not in str(e.value)
+
+
+@pytest.mark.parametrize("a,msg", [
+    (_bf(256, 512).to_sparse(), "a is a sparse tensor (layout torch.sparse_coo); pass a dense one (a.to_dense())"),
+    (torch.nested.nested_tensor([torch.zeros(3, 512), torch.zeros(2, 512)]), "a is a nested tensor"),
+    (torch.zeros((), dtype=torch.bfloat16), "a must be 2-D (a matrix), got shape ()"),
+    (torch.zeros(256, 512, dtype=torch.complex64), "a has dtype torch.complex64"),
+    ([[1.0]], "a must be a torch.Tensor, got list"),
+])
+def test_tensor_kinds_are_named(a, msg):
+    with pytest.raises(GemmArgumentError) as e:
+        kernels.gemm(a, B)
+    assert msg in str(e.value)
+
+
+def test_an_out_that_shares_memory_with_an_input_is_refused():
+    with pytest.raises(GemmArgumentError, match="out shares memory with a, which the kernel reads"):
+        kernels.gemm(A, B, A)
+    w = _bf(1024, 512)
+    with pytest.raises(GemmArgumentError, match="out shares memory with b"):
+        kernels.gemm(A, w[:512].t(), w[256:512].view(256, 512))
+    kernels_out = _bf(512, 512)            # the other half of one storage: no overlap, so only the device is wrong
+    with pytest.raises(GemmArgumentError, match="tensors are on cpu"):
+        kernels.gemm(kernels_out[:256], B, kernels_out[256:])
+
+
+@pytest.mark.parametrize("kw", [dict(), dict(BN=192, PINGPONG=None), dict(PINGPONG=True), dict(STORE="cta"),
+                                dict(sms=1), dict(sms=None), dict(activation="silu", bias=torch.zeros(512)),
+                                dict(out_dtype=torch.float32, DEFER=False), dict(SPLIT=None), dict(PDL=0)])
+def test_a_right_call_on_cpu_gets_the_device_error(kw):
+    with pytest.raises(GemmArgumentError, match="gemm: tensors are on cpu; the kernel runs on a CUDA GPU"):
+        kernels.gemm(A, B, **kw)
+
+
+def test_meta_tensors_and_inputs_that_require_grad():
+    """Meta tensors are a device fault (checked last); inputs that require grad are read as values."""
+    m = torch.zeros(256, 512, dtype=torch.bfloat16, device="meta")
+    with pytest.raises(GemmArgumentError, match="all tensors must be on one device, got \\['cpu', 'meta'\\]"):
+        kernels.gemm(m, B)
+    with pytest.raises(GemmArgumentError, match="tensors are on meta"):
+        kernels.gemm(m, torch.zeros(512, 512, dtype=torch.bfloat16, device="meta"))
+    with pytest.raises(GemmArgumentError, match="tensors are on cpu"):
+        kernels.gemm(A.clone().requires_grad_(), B)
+
+
+def test_check_tuning_names_the_option():
+    check_tuning({"BN": 176, "PINGPONG": 1, "SPLIT": None, "sms": None})
+    with pytest.raises(GemmArgumentError, match=r"gemm: STAGGER must be True or False \(or None: the default\), got 'on'"):
+        check_tuning({"STAGGER": "on"})
+
+
+def _major_of_original(t, kdim):
+    """The orientation rule as kernels.gemm has always applied it (for the check below)."""
+    al = lambda n: n * t.element_size() % 16 == 0  # noqa: E731
+    if kdim == 1:
+        if t.stride(1) == 1 and al(t.size(1)) and t.is_contiguous():
+            return "K"
+        if t.stride(0) == 1 and al(t.size(0)) and t.t().is_contiguous():
+            return "MN"
+        return "MN" if al(t.size(0)) and not al(t.size(1)) else "K"
+    if t.stride(0) == 1 and al(t.size(0)) and t.t().is_contiguous():
+        return "K"
+    if t.stride(1) == 1 and al(t.size(1)) and t.is_contiguous():
+        return "MN"
+    return "MN" if al(t.size(1)) and not al(t.size(0)) else "K"
+
+
+@pytest.mark.parametrize("t", [_bf(256, 512), _bf(512, 256).t(), _bf(256, 515), _bf(515, 256).t(), _bf(260, 515),
+                               _bf(256, 1024)[:, ::2], _bf(1, 512).expand(256, 512)])
+@pytest.mark.parametrize("kdim", [0, 1])
+def test_orientation_follows_the_rule(t, kdim):
+    major, transposed, copied = _orientation(t, kdim)
+    assert major == _major_of_original(t, kdim)
+    v = t.t() if transposed else t
+    if not copied:
+        assert v.is_contiguous()
+
+
+def test_problem_pads_what_tma_needs():
+    assert _problem(_bf(100, 30), _bf(30, 7), 100, 7, 30, torch.bfloat16) == (128, 256, 64, "K", "K")
+    assert _problem(A, B, 256, 512, 512, torch.bfloat16) == (256, 512, 512, "K", "K")
+    a, b = _bf(256, 515), _bf(512, 515).t()          # K = 515 unaligned, M and N aligned: MN-major copies
+    assert _problem(a, b, 256, 512, 515, torch.bfloat16) == (256, 512, 515, "MN", "MN")
+    a, b = _bf(260, 515), _bf(515, 517)             # nothing aligned: K-major copies, K and N padded to 16 bytes
+    assert _problem(a, b, 260, 517, 515, torch.bfloat16) == (260, 520, 520, "K", "K")
+    assert _problem(A, _bf(512, 517), 256, 517, 512, torch.float32)[1] == 520
+
+
+def test_fast_path_keys_only_plain_arguments():
+    assert _fast_key(A, B, None, None, None, None, {}) is not None
+    assert _fast_key(A, B, None, None, ["relu"], None, {}) is None
+    assert _fast_key(A, B, None, None, None, None, {"BN": [1]}) is None
+    assert _fast_key(A, None, None, None, None, None, {}) is None
+    assert _fast_key(A.to_sparse(), B, None, None, None, None, {}) is None
