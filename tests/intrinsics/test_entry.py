@@ -66,7 +66,7 @@ def test_calling_from_python_is_an_error():
 
 
 @pytest.mark.parametrize("kw, msg", [
-    (dict(name="1bad", template="x;"), "must be a Python identifier"),
+    (dict(name="1bad", template="x;"), "must be a Python and C identifier"),
     (dict(name="a", template="x {y};"), r"template names \['y'\] that are not operands"),
     (dict(name="a", template="x;", operands=[Operand("y", "reg", "uint32")]), r"operands \['y'\] do not appear"),
     (dict(name="a", template="x;", scope="grid"), "scope must be one of"),
@@ -106,7 +106,7 @@ def test_cxx_body_is_for_pure_scalar_arithmetic(kw, msg):
 
 @pytest.mark.parametrize("args, msg", [
     (("x", "nope"), "unknown kind"), (("x", "reg"), "needs a dtype"), (("x", "reg", "complex64"), "no register form"),
-    (("x", "reg", "uint32", "x"), "access must be one of"), (("x", "reg", "uint32", "r", 0), "positive int"),
+    (("x", "reg", "uint32", "x"), "access must be one of"), (("x", "reg", "uint32", "r", 0), r"count must be an int in \[1, 128\], got 0"),
     (("x", "imm", None, "w"), "read-only"), (("x y", "reg", "uint32"), "not a C identifier"),
 ])
 def test_bad_operands(args, msg):

@@ -63,3 +63,65 @@ def test_register_then_use_in_a_kernel_on_the_next_line():
 
     text = str(k)
     assert text.count("test_popc(") == 2
+
+
+_R = [("r", "reg", "uint32", "w"), ("x", "reg", "uint32")]
+
+
+@pytest.mark.parametrize("args, kw, msg", [
+    (("t_bad", "popc.b32 {r}, {x};", "rx"), dict(ret="r"), r"operands must be a list of operands, got str"),
+    (("t_bad", "popc.b32 {r}, {x};", _R), dict(ret="r", checks="abc"), r"checks= must be a list"),
+    (("t_bad", "popc.b32 {r}, {x};", _R), dict(ret="r", checks=[5]), r"checks= holds 5, which is not callable"),
+    (("t_bad", "popc.b32 {r}, {x};", _R), dict(ret="r", lowest="sm_100a", highest="sm_90a"),
+     r"highest='sm_90a' is below lowest='sm_100a'"),
+    (("t_bad", "popc.b32 {r}, {x};", _R), dict(ret="r", lowest="sm_91"), r"lowest='sm_91' is not a target NVRTC"),
+    (("t_bad", "popc.b32 {r}, {x};", _R), dict(ret="r", lowest=90), r"lowest=90 is not a target"),
+    (("t_bad", "popc.b32 {r}, {x};", _R), dict(ret="r", highest="sm_101a"), r"highest='sm_101a' is not a target"),
+    (("t_bad", "popc.b32 {r}, {x};", [("r", ["reg"], "uint32", "w"), ("x", "reg", "uint32")]), dict(ret="r"),
+     r"operand 'r': unknown kind \['reg'\]"),
+    (("t_bad", "popc.b32 {r}, {x};", [("r", "reg", {"u": 1}, "w"), ("x", "reg", "uint32")]), dict(ret="r"),
+     r"operand 'r': dtype \{'u': 1\} has no register form"),
+    (("t_bad", "popc.b32 {r}, {x};", [("r", "reg", "uint32", "w", 10**9), ("x", "reg", "uint32")]), dict(ret="r"),
+     r"count must be an int in \[1, 128\]"),
+    (("t_bad", "popc.b32 {r}, {x};", [("r", "reg", "uint32", "w", True), ("x", "reg", "uint32")]), dict(ret="r"),
+     r"count must be an int"),
+    (("t_bad", "x {int};", [("int", "reg", "uint32")]), {}, r"operand name 'int' is not a C identifier"),
+    (("t_bad", "x {a};", [{"name": "a", "kind": "reg", "dtype": "uint32", "colour": 1}]), {},
+     r"operand 0 .*unknown field\(s\) \['colour'\]"),
+    (("t_bad", "x {a};", [{"kind": "reg"}]), {}, r"needs at least 'name' and 'kind'"),
+    (("t_bad", "x {a};", [{"name": "a", "kind": "imm", "values": (1.5,)}]), {}, r"values must be a tuple of ints"),
+    (("t_bad", "popc.b32 {r}, {x};", _R), dict(ret="r", scope="grid"), r"scope must be one of"),
+    (("t_bad", "popc.b32 {r}, {x};", _R), dict(ret="r", scope=["thread"]), r"scope must be one of"),
+    (("t_bad", "popc.b32 {r}, {x};", _R), dict(ret="z"), r"ret='z' names no operand"),
+    (("t_bad", "popc.b32 {r}, {x};", _R), dict(ret="r", memory="yes"), r"memory= must be True or False"),
+    (("t_bad", "popc.b32 {r}, {x};", _R), dict(ret="r", colour=1), r"unknown keyword 'colour'"),
+    (("t_bad", "popc.b32 {r}, {x};", _R), dict(ret="r", doc=5), r"doc= must be a str"),
+    (("t_bad", "popc.b32 {r}, {x};", _R), dict(ret="r", replace="no"), r"replace= must be True or False"),
+    (("t_bad", "popc.b32 {r}, {x}, {y};", _R), dict(ret="r"), r"template names \['y'\] that are not operands"),
+    (("t_bad", "popc.b32 {r};", _R), dict(ret="r"), r"operands \['x'\] do not appear in the template"),
+    (("t_bad", 'trap;\\"); evil(); asm("', []), {}, r"template contains '\\\\'"),
+    (("t_bad", "trap;\x00", []), {}, r"template contains '\\x00'"),
+    (("t_bad", "add.u32 {r}, {x}, {x};", _R), dict(ret="r", memory=False, cxx="{x}; } void evil() { return 0"),
+     r"cxx=\) is one C\+\+ expression of the operands: no ';'"),
+    (("t_bad", "add.u32 {r}, {x}, {x};", _R), dict(ret="r", memory=False, cxx="{x} // c"), r"no '//'"),
+    (("1bad", "trap;", []), {}, r"intrinsic name '1bad' must be a Python and C identifier"),
+    (("class", "trap;", []), {}, r"intrinsic name 'class' must be a Python and C identifier"),
+    (("a" * 65, "trap;", []), {}, r"must be a Python and C identifier of at most 64"),
+    ((5, "trap;", []), {}, r"name must be a str, got int"),
+    (("mbarrier_init", "trap;", []), dict(replace=True), r"'mbarrier_init' is a built-in entry"),
+    (("mbarrier_init", "trap;", []), {}, r"already exists"),
+    (("wgmma_m64n64k16_f32_bf16_bf16_ss", "trap;", []), {}, r"generated family 'wgmma_m64'"),
+])
+def test_register_validates_every_field(args, kw, msg):
+    with pytest.raises(I.RegistrationError, match=msg):
+        register_intrinsic(*args, **kw)
+    assert I.lookup("t_bad") is None
+
+
+def test_register_edge_cases_that_are_fine():
+    e = register_intrinsic("t_edge", "popc.b32 {r}, {x};", _R, ret="r", lowest="sm_100a", highest="sm_100a",
+                           memory=False, replace=True)
+    assert str(e.requirement) == "sm_100a..sm_100a"
+    assert register_intrinsic("t_edge", "popc.b32 {r}, {x};", _R, ret="r", replace=True).lowest == "sm_80"
+    v = register_intrinsic("t_vec", "mov.b32 {d}, 0;", [("d", "reg", "uint32", "w", 128)], replace=True)
+    assert v.operand("d").count == 128 and "(&d)[128]" in v.render_helper()

@@ -24,12 +24,13 @@ do with ``asm volatile``. The PTX template stays the instruction's reference for
 """
 from __future__ import annotations
 
+import keyword
 import re
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
-from .errors import IntrinsicError, OperandError, TargetError
-from .target import Requirement
+from .errors import IntrinsicError, OperandError, OperandSpecError, RegistrationError, TargetError
+from .target import SUPPORTED_ARCHS, Requirement, parse_arch
 
 #: Operand kinds: how codegen renders an argument and which C++ type / asm constraint it gets.
 KINDS = {
@@ -62,8 +63,25 @@ _KIND_DTYPE = {"smem_addr": "uint32", "smem_addr16": "uint32", "cluster_addr": "
                "gmem_ptr": "uint64", "tensormap": "uint64", "pred": "bool", "imm": "int32"}
 #: Kinds that are addresses: always asm inputs; their access says how the memory is used.
 ADDRESS_KINDS = frozenset({"smem_addr", "smem_addr16", "cluster_addr", "tmem_addr", "gmem_ptr", "tensormap"})
-_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
+#: C++ keywords (and the helper's own names): not usable as operand names, which become C++ parameters.
+CXX_RESERVED = frozenset("""alignas alignof and and_eq asm auto bitand bitor bool break case catch char char8_t char16_t
+char32_t class compl concept const consteval constexpr constinit const_cast continue co_await co_return co_yield
+decltype default delete do double dynamic_cast else enum explicit export extern false float for friend goto if
+inline int long mutable namespace new noexcept not not_eq nullptr operator or or_eq private protected public
+register reinterpret_cast requires return short signed sizeof static static_assert static_cast struct switch
+template this thread_local throw true try typedef typeid typename union unsigned using virtual void volatile
+wchar_t while xor xor_eq unsigned""".split())
+MAX_COUNT = 128     #: most registers one vector operand has (tcgen05.ld .32x32b.x128)
 
+
+def is_identifier(name) -> bool:
+    """A C identifier of at most 64 characters that is no C++ keyword."""
+    return isinstance(name, str) and _IDENT.fullmatch(name) is not None and name not in CXX_RESERVED
+
+_BAD_TEXT = re.compile(r"[\\\x00-\x08\x0b-\x1f\x7f]")   # backslash, control characters but tab and newline
+_PLACEHOLDER = re.compile(r"\{\w+\}")
+_BAD_CXX = re.compile(r"[;{}\"'#\\\x00-\x1f]|//|/\*")
 Check = Callable[[Mapping[str, int]], "str | None"]
 
 
@@ -84,26 +102,37 @@ class Operand:
     vector: bool | None = None
 
     def __post_init__(self):
-        if not isinstance(self.name, str) or not _IDENT.match(self.name):
-            raise OperandError(f"operand name {self.name!r} is not a C identifier")
-        if self.kind not in KINDS:
-            raise OperandError(f"operand {self.name!r}: unknown kind {self.kind!r}; use one of {sorted(KINDS)}")
-        if self.access not in ACCESS:
-            raise OperandError(f"operand {self.name!r}: access must be one of {ACCESS}, got {self.access!r}")
+        if not is_identifier(self.name):
+            raise OperandSpecError(f"operand name {self.name!r:.60} is not a C identifier (letters, digits, _; at most "
+                                   f"64 characters; no C++ keyword)")
+        if not isinstance(self.kind, str) or self.kind not in KINDS:
+            raise OperandSpecError(f"operand {self.name!r}: unknown kind {self.kind!r:.60}; use one of {sorted(KINDS)}")
+        if not isinstance(self.access, str) or self.access not in ACCESS:
+            raise OperandSpecError(f"operand {self.name!r}: access must be one of {ACCESS}, got {self.access!r:.60}")
         dt = self.dtype if self.dtype is not None else _KIND_DTYPE.get(self.kind)
         if dt is None:
-            raise OperandError(f"operand {self.name!r} of kind 'reg' needs a dtype, e.g. 'uint32' or 'float32'")
-        if dt not in _REG_TYPES:
-            raise OperandError(f"operand {self.name!r}: dtype {dt!r} has no register form; use one of {sorted(_REG_TYPES)}")
+            raise OperandSpecError(f"operand {self.name!r} of kind 'reg' needs a dtype, e.g. 'uint32' or 'float32'")
+        if not isinstance(dt, str) or dt not in _REG_TYPES:
+            raise OperandSpecError(f"operand {self.name!r}: dtype {dt!r:.60} has no register form; use one of "
+                                   f"{sorted(_REG_TYPES)}")
         object.__setattr__(self, "dtype", dt)
-        if not isinstance(self.count, int) or self.count < 1:
-            raise OperandError(f"operand {self.name!r}: count must be a positive int, got {self.count!r}")
+        if not isinstance(self.count, int) or isinstance(self.count, bool) or not 1 <= self.count <= MAX_COUNT:
+            raise OperandSpecError(f"operand {self.name!r}: count must be an int in [1, {MAX_COUNT}], got "
+                                   f"{self.count!r:.60}")
+        if self.vector is not None and not isinstance(self.vector, bool):
+            raise OperandSpecError(f"operand {self.name!r}: vector must be True, False or None, got {self.vector!r:.60}")
         if self.vector is None:
             object.__setattr__(self, "vector", self.count > 1)
+        if not isinstance(self.values, (tuple, list, range)) or not all(
+                isinstance(v, int) and not isinstance(v, bool) for v in self.values):
+            raise OperandSpecError(f"operand {self.name!r}: values must be a tuple of ints, got {self.values!r:.60}")
+        object.__setattr__(self, "values", tuple(self.values))
+        if self.values and self.kind != "imm":
+            raise OperandSpecError(f"operand {self.name!r}: values= applies to 'imm' operands only, not {self.kind!r}")
         if self.kind in ("imm", "pred", "tensormap", "gmem_ptr") and self.vector:
-            raise OperandError(f"operand {self.name!r}: a {self.kind} operand cannot be a vector (count={self.count})")
+            raise OperandSpecError(f"operand {self.name!r}: a {self.kind} operand cannot be a vector (count={self.count})")
         if self.kind in ("imm", "tensormap") and self.access != "r":
-            raise OperandError(f"operand {self.name!r}: a {self.kind} operand is read-only")
+            raise OperandSpecError(f"operand {self.name!r}: a {self.kind} operand is read-only")
 
     @property
     def is_output(self) -> bool:
@@ -155,28 +184,61 @@ class Intrinsic:
     requirement: Requirement = field(init=False)
 
     def __post_init__(self):
-        if not isinstance(self.name, str) or not _IDENT.match(self.name):
-            raise IntrinsicError(f"intrinsic name {self.name!r} must be a Python identifier (it is used as T.ptx.<name>)")
-        if self.scope not in SCOPES:
-            raise IntrinsicError(f"intrinsic {self.name}: scope must be one of {SCOPES}, got {self.scope!r}")
+        if not is_identifier(self.name) or keyword.iskeyword(self.name):
+            raise RegistrationError(f"intrinsic name {self.name!r:.60} must be a Python and C identifier of at most 64 "
+                                    f"characters (it is used as T.ptx.<name> and in the C++ helper tx_<name>)")
+        if not isinstance(self.template, str) or not self.template.strip():
+            raise RegistrationError(f"intrinsic {self.name}: template must be a non-empty PTX string, got "
+                                    f"{self.template!r:.60}")
+        bad = _BAD_TEXT.search(self.template)
+        if bad:
+            raise RegistrationError(f"intrinsic {self.name}: template contains {bad.group(0)!r}; PTX text has no "
+                                    f"backslashes or control characters (write lines as separate statements)")
+        if not isinstance(self.scope, str) or self.scope not in SCOPES:
+            raise RegistrationError(f"intrinsic {self.name}: scope must be one of {SCOPES}, got {self.scope!r:.60}")
+        for f in ("ptx", "doc", "cxx", "why_highest"):
+            if not isinstance(getattr(self, f), str):
+                raise RegistrationError(f"intrinsic {self.name}: {f}= must be a str, got {getattr(self, f)!r:.60}")
+        if not isinstance(self.memory, bool):
+            raise RegistrationError(f"intrinsic {self.name}: memory= must be True or False, got {self.memory!r:.60}")
+        for f in ("operands", "checks", "modifiers"):
+            if isinstance(getattr(self, f), (str, bytes, dict)) or not isinstance(getattr(self, f), (tuple, list)):
+                raise RegistrationError(f"intrinsic {self.name}: {f}= must be a list, got {getattr(self, f)!r:.60}")
         self.operands = tuple(self.operands)
         self.checks = tuple(self.checks)
+        for o in self.operands:
+            if not isinstance(o, Operand):
+                raise RegistrationError(f"intrinsic {self.name}: operands must be Operand objects, got {o!r:.60}")
+        for c in self.checks:
+            if not callable(c):
+                raise RegistrationError(f"intrinsic {self.name}: checks= holds {c!r:.60}, which is not callable; each "
+                                        f"check is a function of the known arguments returning None or a reason")
         names = [o.name for o in self.operands]
         if len(set(names)) != len(names):
-            raise IntrinsicError(f"intrinsic {self.name}: operand names repeat: {names}")
+            raise RegistrationError(f"intrinsic {self.name}: operand names repeat: {names}")
         used = set(re.findall(r"\{(\w+)\}", self.template))
         unknown = used - set(names)
         if unknown:
-            raise IntrinsicError(f"intrinsic {self.name}: template names {sorted(unknown)} that are not operands {names}")
+            raise RegistrationError(f"intrinsic {self.name}: template names {sorted(unknown)} that are not operands {names}")
         unused = [n for n in names if n not in used]
         if unused:
-            raise IntrinsicError(f"intrinsic {self.name}: operands {unused} do not appear in the template")
+            raise RegistrationError(f"intrinsic {self.name}: operands {unused} do not appear in the template")
         if self.ret is not None:
+            if not isinstance(self.ret, str) or self.ret not in names:
+                raise RegistrationError(f"intrinsic {self.name}: ret={self.ret!r:.60} names no operand; operands: {names}")
             o = self.operand(self.ret)
             if not o.is_output or o.access != "w" or o.vector:
-                raise IntrinsicError(f"intrinsic {self.name}: ret={self.ret!r} must name a scalar write operand")
+                raise RegistrationError(f"intrinsic {self.name}: ret={self.ret!r} must name a scalar write operand")
         if self.cxx:
             self._check_cxx(names)
+        for f in ("lowest", "highest"):
+            v = getattr(self, f)
+            if v is not None or f == "lowest":
+                if not isinstance(v, str) or v not in SUPPORTED_ARCHS:
+                    raise RegistrationError(f"intrinsic {self.name}: {f}={v!r:.60} is not a target NVRTC compiles for; "
+                                            f"use one of {', '.join(SUPPORTED_ARCHS)}")
+        if self.highest is not None and parse_arch(self.highest).sm < parse_arch(self.lowest).sm:
+            raise RegistrationError(f"intrinsic {self.name}: highest={self.highest!r} is below lowest={self.lowest!r}")
         self.requirement = Requirement(self.lowest, self.highest, self.why_highest)
         if not self.ptx:
             self.ptx = _mnemonic(self.template)
@@ -193,8 +255,12 @@ class Intrinsic:
             used = set(re.findall(r"\{(\w+)\}", self.cxx))
             if self.ret in used or used - set(names):
                 why = f"may name the read operands {[n for n in names if n != self.ret]} only, got {sorted(used)}"
+        bad = _BAD_CXX.search(_PLACEHOLDER.sub("", self.cxx)) if why is None else None
+        if bad:
+            why = (f"is one C++ expression of the operands: no {bad.group(0)!r} (statements, braces, strings, "
+                   f"comments and preprocessor lines are not expressions)")
         if why:
-            raise IntrinsicError(f"intrinsic {self.name}: a C++ body (cxx=) {why}")
+            raise RegistrationError(f"intrinsic {self.name}: a C++ body (cxx=) {why}")
 
     # ----- metadata -------------------------------------------------------------------
     def operand(self, name: str) -> Operand:

@@ -30,3 +30,7 @@ class RegistrationError(IntrinsicError):
 
 class DescriptorError(IntrinsicError):
     """A matrix descriptor field is out of range or misaligned."""
+
+
+class OperandSpecError(RegistrationError, OperandError):
+    """An operand definition is invalid (bad name, kind, dtype, access, count or values)."""

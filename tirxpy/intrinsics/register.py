@@ -15,16 +15,44 @@ from .errors import RegistrationError
 from .table import add
 
 
-def _operand(spec) -> Operand:
+_OPERAND_FIELDS = ("name", "kind", "dtype", "access", "count", "values", "vector")
+_EXTRA = {"why_highest": str, "modifiers": (tuple, list), "ptx": str, "cxx": str}
+MAX_OPERANDS = 160      #: most operands one entry has (a tcgen05.ld of 128 registers plus its addresses)
+_USER: set = set()      # names registered through register_intrinsic (replace=True may re-register only these)
+
+
+def _operand(k: int, spec) -> Operand:
     if isinstance(spec, Operand):
         return spec
     if isinstance(spec, dict):
+        extra = [f for f in spec if f not in _OPERAND_FIELDS]
+        if extra:
+            raise RegistrationError(f"operand {k} {spec!r:.80}: unknown field(s) {extra!r:.80}; an operand has "
+                                    f"{', '.join(_OPERAND_FIELDS)}")
+        if "name" not in spec or "kind" not in spec:
+            raise RegistrationError(f"operand {k} {spec!r:.80}: needs at least 'name' and 'kind'")
         return Operand(**spec)
     if isinstance(spec, (tuple, list)) and 2 <= len(spec) <= 5:
         return Operand(*spec)
     raise RegistrationError(
-        f"operand {spec!r}: give an Operand, a dict of its fields, or a tuple (name, kind[, dtype[, access[, count]]]) "
-        f"such as ('x', 'reg', 'uint32') or ('d', 'reg', 'float32', 'w', 4)")
+        f"operand {k} {spec!r:.80}: give an Operand, a dict of its fields, or a tuple (name, kind[, dtype[, access[, "
+        f"count]]]) such as ('x', 'reg', 'uint32') or ('d', 'reg', 'float32', 'w', 4)")
+
+
+def _check_name(name, replace) -> None:
+    from .table import _FAMILIES, _TABLE  # noqa: PLC0415
+
+    if not isinstance(name, str):
+        raise RegistrationError(f"register_intrinsic: name must be a str, got {type(name).__name__} {name!r:.60}")
+    if not isinstance(replace, bool):
+        raise RegistrationError(f"register_intrinsic({name!r}): replace= must be True or False, got {replace!r:.60}")
+    for fam in _FAMILIES.values():
+        if fam.pattern.fullmatch(name):
+            raise RegistrationError(f"register_intrinsic({name!r}): the name is one of the generated family "
+                                    f"{fam.prefix!r}'s entries; pick another name")
+    if replace and name in _TABLE and name not in _USER:
+        raise RegistrationError(f"register_intrinsic({name!r}): {name!r} is a built-in entry; replace=True "
+                                f"re-registers only names registered with register_intrinsic — pick another name")
 
 
 def register_intrinsic(name: str, template: str, operands: Sequence = (), *, ret: str | None = None,
@@ -36,6 +64,13 @@ def register_intrinsic(name: str, template: str, operands: Sequence = (), *, ret
     ``template`` names operands in braces: ``"popc.b32 {r}, {x};"``. Returns the entry; it can be
     called inside a kernel directly (``popc(x)``) or as ``T.ptx.<name>(x)``.
 
+    Every field is checked here, and a RegistrationError names the one that is wrong: ``name`` (a Python
+    and C identifier, not a built-in or generated entry's), ``template`` (PTX text whose ``{names}`` are
+    exactly the operands), ``operands`` (a list; each an Operand, a dict of its fields or a tuple),
+    ``ret``, ``lowest`` / ``highest`` (targets NVRTC compiles for, highest not below lowest), ``scope``,
+    ``checks`` (callables), ``memory`` / ``replace`` (bools), ``doc`` and the keywords ``why_highest``,
+    ``modifiers``, ``ptx``, ``cxx``.
+
     ``cxx=`` (pure integer arithmetic: ``ret=`` and ``memory=False``, scalar read operands): a C++
     expression of the returned value that the helper returns instead of running the asm, so the C++
     compiler folds constants through the call (:mod:`tirxpy.intrinsics.entry`):
@@ -46,8 +81,22 @@ def register_intrinsic(name: str, template: str, operands: Sequence = (), *, ret
         >>> add.render_helper().splitlines()[1]
         '  return (unsigned)(x + y);'
     """
+    _check_name(name, replace)
     if not isinstance(template, str) or not template.strip():
         raise RegistrationError(f"register_intrinsic({name!r}): template must be a non-empty PTX string")
-    ops = [_operand(s) for s in operands]
-    return add(Intrinsic(name, template, ops, ret=ret, lowest=lowest, highest=highest, scope=scope, checks=checks,
-                         memory=memory, doc=doc, **kw), replace=replace)
+    if isinstance(operands, (str, bytes, dict)) or not isinstance(operands, (tuple, list)):
+        raise RegistrationError(f"register_intrinsic({name!r}): operands must be a list of operands, got "
+                                f"{type(operands).__name__} {operands!r:.60}")
+    if len(operands) > MAX_OPERANDS:
+        raise RegistrationError(f"register_intrinsic({name!r}): {len(operands)} operands, at most {MAX_OPERANDS}")
+    for f, v in kw.items():
+        if f not in _EXTRA:
+            raise RegistrationError(f"register_intrinsic({name!r}): unknown keyword {f!r:.60}; the keywords are ret, "
+                                    f"lowest, highest, scope, checks, memory, doc, replace, {', '.join(_EXTRA)}")
+        if not isinstance(v, _EXTRA[f]) or isinstance(v, str) and f == "modifiers":
+            raise RegistrationError(f"register_intrinsic({name!r}): {f}= has the wrong type {type(v).__name__}")
+    ops = [_operand(k, s) for k, s in enumerate(operands)]
+    entry = add(Intrinsic(name, template, ops, ret=ret, lowest=lowest, highest=highest, scope=scope, checks=checks,
+                          memory=memory, doc=doc, **kw), replace=replace)
+    _USER.add(name)
+    return entry

@@ -20,8 +20,9 @@ from .errors import TargetError
 
 _ARCH_RE = re.compile(r"^sm_(\d{2,3})([af]?)$")
 
-#: Targets NVRTC is asked to compile for (the last two are the ones tirxpy kernels use).
-SUPPORTED_ARCHS = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", "sm_100a", "sm_101a", "sm_103a", "sm_120a")
+#: Targets tirxpy compiles for: those the pinned NVRTC (13.0) can target (sm_90a and sm_100a are the ones
+#: tirxpy's kernels use).
+SUPPORTED_ARCHS = ("sm_80", "sm_86", "sm_87", "sm_89", "sm_90", "sm_90a", "sm_100a", "sm_103a", "sm_110a", "sm_120a")
 
 
 @dataclass(frozen=True, order=True)
@@ -39,15 +40,32 @@ def parse_arch(arch) -> Arch:
     """``"sm_90a"`` -> ``Arch(90, "a")``; raises TargetError for anything else."""
     if isinstance(arch, Arch):
         return arch
-    m = _ARCH_RE.match(str(arch)) if isinstance(arch, str) else None
+    m = _ARCH_RE.fullmatch(arch) if isinstance(arch, str) else None
     if m is None:
         raise TargetError(
-            f"unknown target {arch!r}; write it as 'sm_<major><minor>[a]', e.g. 'sm_80', 'sm_90a' or 'sm_100a'"
+            f"unknown target {arch!r:.60}; write it as 'sm_<major><minor>[a]', one of {', '.join(SUPPORTED_ARCHS)}"
         )
     sm = int(m.group(1))
     if sm < 80:
         raise TargetError(f"target {arch} is older than sm_80, the oldest tirxpy supports; use 'sm_80' or newer")
     return Arch(sm, m.group(2))
+
+
+def target_arch(arch) -> Arch:
+    """``arch`` parsed, when it is one of :data:`SUPPORTED_ARCHS` (a target NVRTC can compile for);
+    TargetError listing them otherwise.
+
+        >>> target_arch("sm_90a")
+        Arch(sm=90, suffix='a')
+        >>> target_arch("sm_91")
+        Traceback (most recent call last):
+        ...
+        tirxpy.intrinsics.errors.TargetError: unknown target 'sm_91'; tirxpy compiles for sm_80, sm_86, sm_87, sm_89, sm_90, sm_90a, sm_100a, sm_103a, sm_110a, sm_120a
+    """
+    a = parse_arch(arch) if isinstance(arch, (str, Arch)) else None
+    if a is None or str(a) not in SUPPORTED_ARCHS:
+        raise TargetError(f"unknown target {arch!r:.60}; tirxpy compiles for {', '.join(SUPPORTED_ARCHS)}")
+    return a
 
 
 @dataclass(frozen=True)

@@ -324,16 +324,17 @@ def build(kernel, arch: str = "sm_90a", *, options=()) -> CompiledKernel:
     Builds are memoized on the kernel object per (arch, options); NVRTC output is cached on
     disk and in process by source text.
     """
-    from tirxpy.intrinsics.target import parse_arch
+    from tirxpy.intrinsics.target import target_arch
 
-    from .nvrtc import compile_cuda
+    from .nvrtc import check_options, compile_cuda
 
     if not isinstance(kernel, Kernel):
         hint = ("call the @tirxpy.jit factory with its arguments first: build(make_kernel(...))"
                 if hasattr(kernel, "factory") else "decorate the kernel function with @T.prim_func")
         raise CodegenError(f"build() takes a kernel (a @T.prim_func), got {type(kernel).__name__}", None, hint=hint)
-    arch = str(parse_arch(arch))
-    key = (arch, tuple(str(o) for o in options))
+    arch = str(target_arch(arch))
+    options = check_options(options)
+    key = (arch, options)
     memo = kernel.__dict__.setdefault("_tirxpy_builds", {})
     hit = memo.get(key)
     if hit is not None:

@@ -29,6 +29,11 @@ class CacheError(LowerError, ValueError):
     handed a malformed key."""
 
 
+class CompileOptionError(LowerError, ValueError, TypeError):
+    """An argument to a compile call is malformed: an unknown NVRTC option, options that are not a
+    list of strings, a source that is not text."""
+
+
 class DriverError(LowerError):
     """A CUDA driver call failed (no GPU, bad cubin, launch failure, ...)."""
 

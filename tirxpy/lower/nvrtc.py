@@ -14,10 +14,10 @@ import time
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from tirxpy.intrinsics.target import parse_arch
+from tirxpy.intrinsics.target import parse_arch, target_arch
 
 from . import cache as _cache
-from .errors import CompileError, ToolchainError
+from .errors import CompileError, CompileOptionError, ToolchainError
 
 
 @dataclass(frozen=True)
@@ -158,11 +158,46 @@ def parse_ptxas_log(log: str) -> dict:
     return out
 
 
+#: NVRTC options a caller may add (``name`` or ``name=value``; ``-D`` / ``-U`` / ``-I`` take their value attached).
+#: The target comes from ``arch=``, and the options tirxpy itself relies on (-std, -default-device, ptxas -v)
+#: are not the caller's to change.
+OPTIONS = ("-lineinfo", "--generate-line-info", "-G", "--device-debug", "--use_fast_math", "-use_fast_math",
+           "--ftz", "--prec-div", "--prec-sqrt", "--fmad", "--maxrregcount", "-maxrregcount", "--ptxas-options",
+           "-Xptxas", "--dopt", "--extra-device-vectorization", "--disable-warnings", "-w", "--restrict",
+           "--define-macro", "--undefine-macro", "--include-path", "-D", "-U", "-I", "--display-error-number",
+           "--diag-suppress", "--diag-error", "--diag-warn", "--device-int128")
+_ATTACHED = ("-D", "-U", "-I")
+
+
+def check_options(options) -> tuple:
+    """``options`` as a tuple of NVRTC option strings, each one of :data:`OPTIONS`; CompileOptionError
+    (naming the option and listing the valid ones) otherwise.
+
+        >>> check_options(["-lineinfo", "--maxrregcount=128", "-DTILE=64"])
+        ('-lineinfo', '--maxrregcount=128', '-DTILE=64')
+    """
+    if isinstance(options, (str, bytes)) or not isinstance(options, (tuple, list)):
+        raise CompileOptionError(f"options= takes a list of NVRTC option strings, got {type(options).__name__} "
+                                 f"{options!r:.60}; e.g. options=['-lineinfo']")
+    out = []
+    for o in options:
+        if not isinstance(o, str) or not o.startswith("-") or "\x00" in o:
+            raise CompileOptionError(f"NVRTC option {o!r:.60} is not an option string; write e.g. '-lineinfo' or "
+                                     f"'--maxrregcount=128'")
+        name = o.split("=", 1)[0]
+        if name not in OPTIONS and not (o[:2] in _ATTACHED and len(o) > 2):
+            hint = " (the target is build(..., arch=...))" if name in ("--gpu-architecture", "-arch") else ""
+            raise CompileOptionError(f"unknown or unsupported NVRTC option {name!r:.60}{hint}; valid: "
+                                     f"{', '.join(OPTIONS)}")
+        out.append(o)
+    return tuple(out)
+
+
 def build_options(arch: str, options=()) -> list:
-    a = parse_arch(arch)
+    a = target_arch(arch)
     opts = [f"--gpu-architecture={a}", "-std=c++17", "--ptxas-options=-v", "-default-device"]
     opts += [f"-I{d}" for d in include_dirs()]
-    opts += [str(o) for o in options]
+    opts += list(check_options(options))
     return opts
 
 
@@ -226,7 +261,7 @@ def compile_cuda(source: str, arch: str, *, name_expressions=None, emit_ptx: boo
     recorded in ``lowered_names``. ``emit_ptx`` also keeps the PTX text.
     """
     if not isinstance(source, str):
-        raise TypeError(f"source must be a str of CUDA C++, got {type(source).__name__}")
+        raise CompileOptionError(f"source must be a str of CUDA C++, got {type(source).__name__}")
     opts = build_options(arch, options)
     names = tuple(name_expressions or ())
     key = _cache.make_key(source, key_options(opts), names, emit_ptx, nvrtc_version())
