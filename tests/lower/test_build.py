@@ -246,3 +246,30 @@ def test_dynamic_grid_must_be_a_multiple_of_the_cluster():
         check_grid((3, 1, 1), (2, 1, 1))
     with pytest.raises(LaunchError, match=r"grid extent 65536 in dimension y, outside \[1, 65535\]"):
         check_grid((1, 65536, 1))
+
+
+@pytest.mark.parametrize("arch", ["sm_91", 90, "sm_90a\n", "sm_101a", "SM_90A", None, ["sm_90a"]])
+def test_build_refuses_targets_nvrtc_cannot_compile_for(arch):
+    from tirxpy.intrinsics.errors import TargetError
+
+    with pytest.raises(TargetError, match=r"unknown target .*sm_80, sm_86, sm_87, sm_89, sm_90, sm_90a, sm_100a"):
+        build(saxpy, arch)
+
+
+@pytest.mark.parametrize("options, msg", [
+    ("-lineinfo", r"options= takes a list of NVRTC option strings, got str"),
+    (["--no-such-option"], r"unknown or unsupported NVRTC option '--no-such-option'; valid: -lineinfo"),
+    (["--gpu-architecture=sm_80"], r"the target is build\(..., arch=...\)"),
+    ([5], r"NVRTC option 5 is not an option string"),
+    (["lineinfo"], r"NVRTC option 'lineinfo' is not an option string"),
+])
+def test_build_refuses_unknown_options(options, msg):
+    from tirxpy.lower.errors import CompileOptionError
+
+    with pytest.raises(CompileOptionError, match=msg):
+        build(saxpy, "sm_90a", options=options)
+
+
+def test_build_takes_listed_options():
+    k = build(saxpy, "sm_90a", options=("-lineinfo", "--maxrregcount=64", "-DUNUSED=1"))
+    assert k.options == ("-lineinfo", "--maxrregcount=64", "-DUNUSED=1") and k.resources.registers <= 64
