@@ -26,10 +26,25 @@ from .errors import IRError
 from .node import Node
 
 
+MAX_EXPR_DEPTH = 100
+"""Deepest expression tree a node may root (printing, comparing and lowering walk trees recursively)."""
+
+
+def _deeper(*children) -> int:
+    """The depth of a node over ``children``; refuses trees deeper than :data:`MAX_EXPR_DEPTH`."""
+    d = 1 + max((getattr(c, "depth", 1) for c in children), default=0)
+    if d > MAX_EXPR_DEPTH:
+        raise IRError(f"the expression nests more than {MAX_EXPR_DEPTH} levels deep (tirxpy.ir.expr.MAX_EXPR_DEPTH)",
+                      hint="bind intermediate values to names (each becomes its own statement)")
+    return d
+
+
 class Expr(Node):
-    """Base of expressions; every expression has a ``dtype`` (``None`` for void calls)."""
+    """Base of expressions; every expression has a ``dtype`` (``None`` for void calls) and a ``depth``
+    (1 for a leaf; at most :data:`MAX_EXPR_DEPTH`)."""
 
     dtype: DataType | None = None
+    depth: int = 1
 
     # arithmetic builds simplified nodes through tirxpy.ir.ops
     def __add__(self, o):
@@ -158,6 +173,10 @@ class IntImm(Expr):
         if not (self.dtype.is_int or self.dtype.is_handle):
             raise IRError(f"IntImm needs an integer dtype, got {self.dtype}")
         self.value = int(value)
+        lo, hi = self.dtype.min_value(), self.dtype.max_value()
+        if lo is not None and not lo <= self.value <= hi:
+            raise IRError(f"IntImm {self.value} does not fit {self.dtype} [{lo}, {hi}]",
+                          hint=f"wrap it first: IntImm(DataType.get({str(self.dtype)!r}).wrap(v))")
 
     def __index__(self):
         """A constant is a compile-time int: ``range(c)``, ``int(c)`` and ``tuple[c]`` work.
@@ -220,6 +239,7 @@ class BinaryOp(Expr):
             raise IRError(f"{type(self).__name__} takes two expressions, got {a!r} and {b!r}")
         self.a, self.b = a, b
         self.dtype = a.dtype
+        self.depth = _deeper(a, b)
 
 
 class Add(BinaryOp):
@@ -329,6 +349,7 @@ class Not(Expr):
         super().__init__(span)
         self.a = a
         self.dtype = bool_
+        self.depth = _deeper(a)
 
 
 class BitNot(Expr):
@@ -338,6 +359,7 @@ class BitNot(Expr):
         super().__init__(span)
         self.a = a
         self.dtype = a.dtype
+        self.depth = _deeper(a)
 
 
 class Select(Expr):
@@ -349,6 +371,7 @@ class Select(Expr):
         super().__init__(span)
         self.cond, self.t, self.f = cond, t, f
         self.dtype = t.dtype
+        self.depth = _deeper(cond, t, f)
 
 
 class Cast(Expr):
@@ -360,6 +383,7 @@ class Cast(Expr):
         super().__init__(span)
         self.dtype = DataType.get(dtype)
         self.value = value
+        self.depth = _deeper(value)
 
 
 class Call(Expr):
@@ -372,6 +396,7 @@ class Call(Expr):
         self.name = name
         self.args = tuple(args)
         self.dtype = DataType.get(dtype)
+        self.depth = _deeper(*self.args)
 
 
 class IntrinsicCall(Expr):
@@ -390,6 +415,7 @@ class IntrinsicCall(Expr):
         self.name = name
         self.args = tuple(args)
         self.dtype = None if dtype is None else DataType.get(dtype)
+        self.depth = _deeper(*self.args)
 
 
 class BufferLoad(Expr):
@@ -402,6 +428,7 @@ class BufferLoad(Expr):
         self.buffer = buffer
         self.indices = tuple(indices)
         self.dtype = buffer.dtype
+        self.depth = _deeper(*self.indices)
 
 
 class AddressOf(Expr):

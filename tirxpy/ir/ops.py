@@ -103,13 +103,20 @@ def _split(e):
 
 
 def _rebuild(base, c, dt):
+    """``base + c`` with ``c`` a constant of ``dt``: wrapped into the type when it overflows (the device
+    wraps too); ``base - |c|`` for a negative ``c``, but ``base + c`` for the type's minimum (whose
+    negation does not fit)."""
     if base is None:
         return IntImm(dt.wrap(c), dt)
+    if not py_int_fits(c, dt) and not (c < 0 and py_int_fits(-c, dt)):
+        c = dt.wrap(c)
     if c == 0:
         return base
     if c > 0:
         return Add(base, IntImm(c, dt))
-    return Sub(base, IntImm(-c, dt))
+    if py_int_fits(-c, dt):
+        return Sub(base, IntImm(-c, dt))
+    return Add(base, IntImm(c, dt))
 
 
 def _same(a, b) -> bool:

@@ -10,7 +10,6 @@ a device ``for`` / ``if`` / ``while`` boundary, where it is an error (use a loca
 from __future__ import annotations
 
 import ast
-import builtins
 import contextvars
 import difflib
 import inspect
@@ -24,17 +23,17 @@ from tirxpy.scope import PrimitiveMarker
 
 from . import ops
 from . import script as Tmod
+from . import trust
 from .buffer import Buffer, BufferRegion
 from .dtype import DataType
 from .errors import ParseError, Span, TirxError, at_span
-from .expr import Expr, Var
+from .expr import Expr, IntImm, Var
 from .kernel import Kernel, LaunchConfig
 from .stmt import (Allocate, BufferStore, Evaluate, For, IfThenElse, LetStmt, PrimitiveCall, SeqStmt, Stmt,
                    While)
 
 _in_parse: contextvars.ContextVar = contextvars.ContextVar("tirxpy_in_parse", default=False)
 _script_counter = itertools.count()
-_META_WHILE_LIMIT = 100_000
 _MACRO_DEPTH_LIMIT = 64
 
 
@@ -66,8 +65,11 @@ class _Block:
 
 
 class Parser:
-    def __init__(self, file: str, line_offset: int, col_offset: int, closure: dict, globals_: dict):
+    def __init__(self, file: str, line_offset: int, col_offset: int, closure: dict, globals_: dict,
+                 policy: trust.Policy):
         self.file = file
+        self.policy = policy          # what names, calls and attributes this source may reach (tirxpy.ir.trust)
+        self.loop_iters = 0           # parse-time loop iterations so far, all loops (at most trust.LOOP_CAP)
         self.line_offset = line_offset
         self.col_offset = col_offset
         self.closure = closure
@@ -100,12 +102,15 @@ class Parser:
             return self.closure[name]
         if name in self.globals:
             return self.globals[name]
-        if hasattr(builtins, name):
-            return getattr(builtins, name)
+        if name in trust.SAFE_BUILTINS:
+            return trust.SAFE_BUILTINS[name]
         known = [n for b in self.blocks for n in b.names] + list(self.closure) + list(self.globals)
-        close = difflib.get_close_matches(name, known, n=3)
+        close = difflib.get_close_matches(name, [k for k in known if not k.startswith("__")], n=3)
+        where = ("a Python constant around the @T.prim_func" if self.policy.trusted else
+                 "a constant passed in T.parse_script(text, env={...})")
         hint = (f"did you mean {', '.join(close)}?" if close else
-                "define it before use (in the kernel, or as a Python constant around the @T.prim_func)")
+                f"define it before use (in the kernel, or as {where}); of Python's builtins a kernel sees only "
+                f"{', '.join(trust.SAFE_BUILTINS)}")
         raise self.error(node, f"name {name!r} is not defined", hint)
 
     def bind(self, name, value, node):
@@ -242,10 +247,10 @@ class Parser:
             else:
                 self.bind(name, value, node)
         elif isinstance(target, (ast.Tuple, ast.List)):
-            try:
-                vals = list(value)
-            except TypeError:
-                raise self.error(node, f"cannot unpack {value!r}") from None
+            if not isinstance(value, (tuple, list)):
+                raise self.error(node, f"cannot unpack {trust.describe(value)} into {len(target.elts)} names",
+                                 "unpack a tuple or list")
+            vals = list(value)
             if len(vals) != len(target.elts):
                 raise self.error(node, f"cannot unpack {len(vals)} values into {len(target.elts)} names")
             for t, v in zip(target.elts, vals):
@@ -254,11 +259,8 @@ class Parser:
             obj = self.eval(target.value)
             key = self.eval_slice(target.slice)
             if not isinstance(obj, Buffer):
-                if _is_ir(value):
-                    raise self.error(node, f"cannot store into {type(obj).__name__}",
-                                     "stores go to tensors: A[i, j] = value")
-                obj[key] = value
-                return
+                raise self.error(node, f"cannot store into {trust.describe(obj)}: a kernel changes no Python objects",
+                                 "stores go to tensors: A[i, j] = value")
             self.store(obj, key, value, node, out)
         else:
             raise self.error(node, f"cannot assign to `{ast.unparse(target)}`",
@@ -291,6 +293,10 @@ class Parser:
             if not (start.dtype.is_int and stop.dtype.is_int):
                 raise self.error(node.iter, f"loop bounds must be integers, got {start.dtype} and {stop.dtype}")
             start, stop = ops._pair(start, stop, "loop bounds")
+            if it.kind == "unroll" and isinstance(start, IntImm) and isinstance(stop, IntImm) \
+                    and stop.value - start.value > trust.LOOP_CAP:
+                raise self.error(node.iter, f"T.unroll loop of {stop.value - start.value} iterations, over the cap of "
+                                 f"{trust.LOOP_CAP} (tirxpy.ir.trust.LOOP_CAP)", "use T.serial for a long loop")
             var = Var(node.target.id, start.dtype, span=self.span(node.target))
             self.blocks.append(_Block(True))
             self.blocks[-1].names[node.target.id] = var
@@ -305,14 +311,30 @@ class Parser:
         if _is_ir(it):
             raise self.error(node.iter, "cannot loop over a device value at parse time",
                              "write: for i in T.serial(n):")
+        if not isinstance(it, (tuple, list, range, str, dict)) and not self.policy.reachable(it):
+            raise self.error(node.iter, f"cannot iterate over {trust.describe(it)} at parse time",
+                             "write: for i in T.serial(n): (device loop) or for i in range(4): (unrolled at parse time)")
+        if hasattr(it, "__len__"):
+            self.count_iterations(len(it), node)
         try:
             items = iter(it)
         except TypeError:
             raise self.error(node.iter, f"cannot iterate over {it!r}", "write: for i in T.serial(n): (device loop) "
                              "or for i in range(4): (unrolled at parse time)") from None
         for v in items:
+            if not hasattr(it, "__len__"):
+                self.count_iterations(1, node)
             self.assign(node.target, v, out, node)
             self.visit_inline(node.body, out)
+
+    def count_iterations(self, n, node):
+        """Charge ``n`` parse-time loop iterations to this parse; refuse past :data:`trust.LOOP_CAP`."""
+        self.loop_iters += n
+        if self.loop_iters > trust.LOOP_CAP:
+            head = ast.unparse(node).splitlines()[0][:80]
+            raise self.error(node, f"the parse-time loop `{head}` takes the kernel past the cap of {trust.LOOP_CAP} "
+                             f"parse-time loop iterations (tirxpy.ir.trust.LOOP_CAP; {self.loop_iters} with this loop)",
+                             "loop on the device instead: for i in T.serial(n): (or T.unroll for a short loop)")
 
     def cond_value(self, node):
         c = self.eval(node)
@@ -339,13 +361,9 @@ class Parser:
             raise self.error(node, "while ... else is not supported in a kernel")
         c = self.cond_value(node.test)
         if isinstance(c, bool):
-            n = 0
             while c:
+                self.count_iterations(1, node)
                 self.visit_inline(node.body, out)
-                n += 1
-                if n > _META_WHILE_LIMIT:
-                    raise self.error(node, "this parse-time while loop runs forever (more than 100000 iterations)",
-                                     "make the condition a device value, or use T.serial")
                 c = self.cond_value(node.test)
                 if not isinstance(c, bool):
                     raise self.error(node.test, "the while condition changed from a Python value to a device value")
@@ -366,24 +384,12 @@ class Parser:
         with at_span(self.span(node)):
             fn = getattr(self, "expr_" + type(node).__name__, None)
             if fn is None:
-                return self.py_eval(node)
+                raise self.error(node, f"`{type(node).__name__}` expressions are not supported in a kernel "
+                                 "(parsing evaluates only the constructs tirxpy.ir.trust lists)",
+                                 "write names, constants, arithmetic, comparisons, calls, indexing, tuples and lists")
             if isinstance(node, ast.Call):
                 return fn(node, stmt)
             return fn(node)
-
-    def py_eval(self, node):
-        env = dict(vars(builtins))
-        env.update(self.globals)
-        env.update(self.closure)
-        for b in self.blocks:
-            env.update(b.names)
-        try:
-            code = compile(ast.fix_missing_locations(ast.Expression(node)), self.file, "eval")
-            return eval(code, env)
-        except TirxError:
-            raise
-        except Exception as e:
-            raise self.error(node, f"evaluating `{ast.unparse(node)}` failed: {type(e).__name__}: {e}") from None
 
     def expr_Constant(self, node):
         return node.value
@@ -393,6 +399,7 @@ class Parser:
 
     def expr_Attribute(self, node):
         obj = self.eval(node.value)
+        self.policy.check_attr(obj, node.attr, self.span(node))
         try:
             return getattr(obj, node.attr)
         except TirxError:
@@ -402,26 +409,42 @@ class Parser:
             raise self.error(node, f"{what} has no attribute {node.attr!r}") from None
 
     def apply_binop(self, op, a, b, node):
+        if not (_is_ir(a) or _is_ir(b)):
+            why = trust.check_py_binop(op, a, b)
+            if why is not None:
+                raise self.error(node, why, "parse-time values are small: sizes, counts, tile indices")
         try:
-            return op(a, b)
+            r = op(a, b)
         except TirxError:
             raise
         except TypeError as e:
             raise self.error(node, f"unsupported operation: {e}",
                              "device arithmetic supports + - * / // % << >> & | ^ and T.min / T.max") from None
+        except (ArithmeticError, ValueError) as e:
+            raise self.error(node, f"`{ast.unparse(node)}` has no value at parse time: {e}") from None
+        why = trust.check_int_result(r)
+        if why is not None:
+            raise self.error(node, why, "parse-time values are small: sizes, counts, tile indices")
+        return r
 
     def expr_BinOp(self, node):
         return self.apply_binop(_BINOPS[type(node.op)], self.eval(node.left), self.eval(node.right), node)
 
     def expr_UnaryOp(self, node):
         v = self.eval(node.operand)
+        sym = {ast.Not: "not", ast.USub: "-", ast.UAdd: "+", ast.Invert: "~"}[type(node.op)]
+        if isinstance(v, (Buffer, BufferRegion)):
+            raise self.error(node, f"unary `{sym}` does not apply to the tensor {v.name}",
+                             "apply it to an element (-A[i]) or use a primitive on the whole tile")
         if isinstance(node.op, ast.Not):
             return ops.logical_not(v) if isinstance(v, Expr) else (not v)
-        if isinstance(node.op, ast.USub):
-            return -v
-        if isinstance(node.op, ast.UAdd):
-            return +v
-        return ~v
+        op = {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Invert: operator.invert}[type(node.op)]
+        try:
+            return op(v)
+        except TirxError:
+            raise
+        except TypeError:
+            raise self.error(node, f"unary `{sym}` does not apply to {trust.describe(v)}") from None
 
     def expr_BoolOp(self, node):
         is_and = isinstance(node.op, ast.And)
@@ -446,18 +469,29 @@ class Parser:
                 if _is_ir(left) or _is_ir(right):
                     raise self.error(node, f"`{type(op).__name__}` does not apply to device values",
                                      "use ==, !=, <, <=, >, >=")
+                if isinstance(op, (ast.In, ast.NotIn)):
+                    self.policy.check_container(right, "test membership in", self.span(rnode))
                 r = {ast.Is: operator.is_, ast.IsNot: operator.is_not, ast.In: lambda a, b: a in b,
-                     ast.NotIn: lambda a, b: a not in b}[type(op)](left, right)
+                     ast.NotIn: lambda a, b: a not in b}[type(op)]
+                r = self.py_compare(r, left, right, node)
             elif isinstance(left, Expr) or isinstance(right, Expr):
                 r = ops.compare(sym, left, right)
             else:
-                r = _PYCMP[sym](left, right)
+                r = self.py_compare(_PYCMP[sym], left, right, node)
             if isinstance(result, Expr) or isinstance(r, Expr):
                 result = ops.logical_and(result, r)
             elif not r:
                 return False
             left = right
         return result
+
+    def py_compare(self, fn, a, b, node):
+        try:
+            return fn(a, b)
+        except TirxError:
+            raise
+        except TypeError as e:
+            raise self.error(node, f"cannot compare at parse time: {e}") from None
 
     def expr_IfExp(self, node):
         c = self.cond_value(node.test)
@@ -475,18 +509,38 @@ class Parser:
         out = []
         for e in elts:
             if isinstance(e, ast.Starred):
-                out.extend(self.eval(e.value))
+                out.extend(self.unpack(e.value))
             else:
                 out.append(self.eval(e))
         return out
+
+    def unpack(self, node) -> list:
+        """``*x``: the items of a tuple, list or range (at most :data:`trust.MAX_ITEMS`)."""
+        v = self.eval(node)
+        if not isinstance(v, (tuple, list, range)):
+            raise self.error(node, f"cannot unpack {trust.describe(v)} with *", "unpack a tuple, list or range")
+        if len(v) > trust.MAX_ITEMS:
+            raise self.error(node, f"*-unpacking {len(v)} items, over {trust.MAX_ITEMS} (tirxpy.ir.trust.MAX_ITEMS)")
+        return list(v)
+
+    def mapping(self, node) -> dict:
+        """``**x``: a dict with string keys."""
+        v = self.eval(node)
+        if not isinstance(v, dict) or not all(isinstance(k, str) for k in v):
+            raise self.error(node, f"cannot unpack {trust.describe(v)} with **", "unpack a dict with string keys")
+        return v
 
     def expr_Dict(self, node):
         out = {}
         for k, v in zip(node.keys, node.values):
             if k is None:
-                out.update(self.eval(v))
+                out.update(self.mapping(v))
             else:
-                out[self.eval(k)] = self.eval(v)
+                key = self.eval(k)
+                try:
+                    out[key] = self.eval(v)
+                except TypeError:
+                    raise self.error(k, f"{trust.describe(key)} cannot be a dict key") from None
         return out
 
     def eval_slice(self, node):
@@ -498,26 +552,27 @@ class Parser:
 
     def expr_Subscript(self, node):
         obj = self.eval(node.value)
+        self.policy.check_container(obj, "index", self.span(node.value))
         key = self.eval_slice(node.slice)
         try:
             return obj[key]
         except TirxError:
             raise
-        except (TypeError, IndexError, KeyError) as e:
-            raise self.error(node, f"cannot index {obj!r} with {key!r}: {e}") from None
+        except (TypeError, IndexError, KeyError, ValueError) as e:
+            raise self.error(node, f"cannot index {trust.describe(obj)} with {key!r}: {e}") from None
 
     def expr_Call(self, node, stmt=False):
         fn = self.eval(node.func)
         args = []
         for a in node.args:
             if isinstance(a, ast.Starred):
-                args.extend(self.eval(a.value))
+                args.extend(self.unpack(a.value))
             else:
                 args.append(self.eval(a))
         kwargs = {}
         for kw in node.keywords:
             if kw.arg is None:
-                kwargs.update(self.eval(kw.value))
+                kwargs.update(self.mapping(kw.value))
             else:
                 kwargs[kw.arg] = self.eval(kw.value)
         if getattr(type(fn), "__tirx_macro__", False):
@@ -533,13 +588,12 @@ class Parser:
         name = getattr(fn, "__tirx_intrinsic__", None)
         if isinstance(name, str) and not isinstance(fn, Tmod.IntrinsicRef):
             return Tmod.call_intrin(name, *args, **kwargs)
+        self.policy.check_call(fn, ast.unparse(node.func), self.span(node.func))
         try:
             return fn(*args, **kwargs)
-        except TirxError:
+        except (TirxError, LayoutError):
             raise
-        except LayoutError:
-            raise
-        except Exception as e:
+        except (TypeError, ValueError, ArithmeticError, IndexError, KeyError, AttributeError) as e:
             raise self.error(node, f"calling `{ast.unparse(node.func)}` failed: {type(e).__name__}: {e}") from None
 
     def expand_macro(self, mac, args, kwargs, node) -> SeqStmt:
@@ -554,13 +608,17 @@ class Parser:
                              "stop the recursion with a Python condition on a parameter")
         body, file, line_offset, col_offset, closure, globals_ = mac.parsed()
         for s in body:
+            trust.check_tree(s, lambda n: Span(file, getattr(n, "lineno", 1) + line_offset,
+                                               getattr(n, "col_offset", 0) + col_offset))
+        for s in body:
             if isinstance(s, ast.Return):
                 raise ParseError(f"macro {mac.__name__!r} has a return statement",
                                  Span(file, s.lineno + line_offset, s.col_offset + col_offset),
                                  "a macro expands to statements and returns nothing; write results into a buffer")
         call_span = self.span(node)
-        saved = (self.file, self.line_offset, self.col_offset, self.closure, self.globals, self.blocks)
+        saved = (self.file, self.line_offset, self.col_offset, self.closure, self.globals, self.blocks, self.policy)
         self.file, self.line_offset, self.col_offset, self.closure, self.globals = file, line_offset, col_offset, closure, globals_
+        self.policy = trust.Policy(trusted=True)   # a macro's body is its author's source, like a @T.prim_func's
         self.blocks = [_Block(False)]
         self.blocks[0].names.update(params)
         self.macros.append(mac.__name__)
@@ -577,7 +635,7 @@ class Parser:
             raise err from None
         finally:
             self.macros.pop()
-            self.file, self.line_offset, self.col_offset, self.closure, self.globals, self.blocks = saved
+            self.file, self.line_offset, self.col_offset, self.closure, self.globals, self.blocks, self.policy = saved
         return SeqStmt(out)
 
     def primitive(self, marker, args, kwargs, node):
@@ -596,6 +654,8 @@ class Parser:
 
     # ---------------------------------------------------------------- kernel
     def parse_kernel(self, fdef: ast.FunctionDef, verify: bool) -> Kernel:
+        for part in (fdef.args, *fdef.body):
+            trust.check_tree(part, self.span)
         with at_span(self.span(fdef)):
             a = fdef.args
             if a.vararg or a.kwarg or a.kwonlyargs or a.defaults or a.posonlyargs:
@@ -724,7 +784,7 @@ def parse_function(fn, verify: bool = True, outer: dict | None = None) -> Kernel
         fn, fn.__name__, "define kernels in a .py file (or parse text with T.parse_script)")
     closure = dict(outer or {})
     closure.update(_closure_of(fn))
-    parser = Parser(file, line_offset, indent, closure, fn.__globals__)
+    parser = Parser(file, line_offset, indent, closure, fn.__globals__, trust.Policy(trusted=True))
     tok = _in_parse.set(True)
     try:
         return parser.parse_kernel(fdef, verify)
@@ -733,32 +793,76 @@ def parse_function(fn, verify: bool = True, outer: dict | None = None) -> Kernel
 
 
 def script_env() -> dict:
-    """Names a printed script refers to: T, Tx, the layout library."""
+    """Names a printed script refers to: ``T``, ``Tx`` and the layout library's constructors, axes and
+    pure functions (no modules, nothing that writes files or registers anything)."""
+    import types
+
     import tirxpy.layout as L
     from tirxpy.scope import Tx
 
-    env = {k: v for k, v in vars(L).items() if not k.startswith("_")}
+    env = {k: v for k, v in vars(L).items() if not k.startswith("_") and not isinstance(v, types.ModuleType)
+           and trust.qualified_name(v) not in trust.OUTSIDE_EFFECTS}
     env.update(T=Tmod.T, Tx=Tx)
     return env
 
 
-def parse_text(text: str, env: dict | None = None, verify: bool = True) -> Kernel:
-    """Parse script text (one ``@T.prim_func`` def; import lines are ignored)."""
-    fname = f"<tirxpy-script-{next(_script_counter)}>"
-    lines = text.splitlines(keepends=True)
-    linecache.cache[fname] = (len(text), None, lines, fname)
-    try:
-        tree = ast.parse(text, fname)
-    except SyntaxError as e:
-        raise ParseError(f"syntax error: {e.msg}", Span(fname, e.lineno or 1, max(0, (e.offset or 1) - 1))) from None
+def _script_tree(text, fname) -> ast.FunctionDef:
+    """The one kernel def of a script; anything else at its top level but tirxpy imports and a docstring is refused."""
+    if not isinstance(text, str):
+        raise ParseError(f"T.parse_script takes the script text (a str), got {type(text).__name__}",
+                         hint="pass print(kernel)'s text, or kernel.script()")
+    if len(text) > trust.MAX_SCRIPT_CHARS:
+        raise ParseError(f"the script has {len(text)} characters, over the limit of {trust.MAX_SCRIPT_CHARS} "
+                         "(tirxpy.ir.trust.MAX_SCRIPT_CHARS)")
+    tree = trust.parse_source(text, fname)
     fdefs = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
     if len(fdefs) != 1:
-        raise ParseError(f"a script holds exactly one @T.prim_func def, found {len(fdefs)}")
+        raise ParseError(f"a script holds exactly one @T.prim_func def, found {len(fdefs)}", Span(fname, 1, 0))
+    for k, n in enumerate(tree.body):
+        span = Span(fname, n.lineno, n.col_offset)
+        if isinstance(n, ast.FunctionDef):
+            continue
+        elif isinstance(n, ast.Import) and all(_tirxpy_module(a.name) for a in n.names):
+            continue
+        elif isinstance(n, ast.ImportFrom) and n.level == 0 and _tirxpy_module(n.module):
+            continue
+        elif k == 0 and isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant) and isinstance(n.value.value, str):
+            continue
+        else:
+            what = ast.unparse(n).splitlines()[0][:60] if not isinstance(n, (ast.Import, ast.ImportFrom)) else \
+                f"importing {ast.unparse(n)[:60]}"
+            raise ParseError(f"a script holds tirxpy imports and one @T.prim_func def; `{what}` "
+                             f"({type(n).__name__}) is not allowed at its top level", span,
+                             "scripts are data: nothing at their top level runs")
+    fdef = fdefs[0]
+    for d in fdef.decorator_list:
+        if not (isinstance(d, ast.Attribute) and d.attr == "prim_func" and isinstance(d.value, ast.Name)
+                and d.value.id == "T"):
+            raise ParseError(f"the decorator `@{ast.unparse(d)[:60]}` is not allowed in a script",
+                             Span(fname, d.lineno, d.col_offset), "a script's def is decorated with @T.prim_func only")
+    if fdef.returns is not None:
+        raise ParseError(f"a return annotation (`-> {ast.unparse(fdef.returns)[:60]}`) is not allowed on a kernel",
+                         Span(fname, fdef.returns.lineno, fdef.returns.col_offset), "kernels return nothing; drop it")
+    return fdef
+
+
+def _tirxpy_module(name) -> bool:
+    return isinstance(name, str) and (name == "tirxpy" or name.startswith("tirxpy."))
+
+
+def parse_text(text: str, env: dict | None = None, verify: bool = True) -> Kernel:
+    """Parse script text: one ``@T.prim_func`` def (tirxpy import lines are ignored), evaluating nothing
+    from the text beyond what :mod:`tirxpy.ir.trust` allows a script."""
+    env = trust.check_env(env)
+    fname = f"<tirxpy-script-{next(_script_counter)}>"
+    if isinstance(text, str):
+        linecache.cache[fname] = (len(text), None, text.splitlines(keepends=True), fname)
+    fdef = _script_tree(text, fname)
     g = script_env()
-    g.update(env or {})
-    parser = Parser(fname, 0, 0, {}, g)
+    g.update(env)
+    parser = Parser(fname, 0, 0, {}, g, trust.Policy(trusted=False))
     tok = _in_parse.set(True)
     try:
-        return parser.parse_kernel(fdefs[0], verify)
+        return parser.parse_kernel(fdef, verify)
     finally:
         _in_parse.reset(tok)

@@ -51,6 +51,28 @@ def _layout_axes(node, acc, seen) -> set:
     return acc
 
 
+def _aliases(node, acc: dict, seen: set) -> dict:
+    """Buffers in ``node`` that alias another's storage (:meth:`Buffer.alias`), grouped by root in order
+    of first use: ``{id(root): [alias, ...]}``."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (list, tuple)):
+            stack.extend(reversed(n))
+        elif isinstance(n, dict):
+            stack.extend(reversed(list(n.values())))
+        elif isinstance(n, (St.Stmt, Buffer, BufferRegion, E.Expr)):
+            if id(n) in seen:
+                continue
+            seen.add(id(n))
+            if isinstance(n, Buffer) and n.base is not None:
+                group = acc.setdefault(id(n.base), [])
+                if n not in group:
+                    group.append(n)
+            stack.extend(reversed([v for _, v in n.fields()]))
+    return acc
+
+
 def _is_neg(e) -> bool:
     return (isinstance(e, E.Sub) and isinstance(e.a, (E.IntImm, E.FloatImm)) and e.a.value == 0
             and not E.is_const(e.b)
@@ -63,6 +85,7 @@ def dtype_text(dt: DataType) -> str:
 
 class Printer:
     def __init__(self, reserve: bool = True):
+        self.aliases: dict = {}   # id(root buffer) -> its aliases, defined right after the root
         self.names: dict = {}
         self.used: set = set(_reserved()) if reserve else set()
         self.lines: list = []
@@ -206,6 +229,7 @@ class Printer:
                 self.emit(depth, f"{name} = {v}")
         elif isinstance(s, St.Allocate):
             self.emit(depth, self.alloc(s.buffer))
+            self.define_aliases(s.buffer, depth)
         elif isinstance(s, St.BufferStore):
             idx = ", ".join(self.expr(i) for i in s.indices)
             self.emit(depth, f"{self.name(s.buffer)}[{idx}] = {self.expr(s.value)}")
@@ -240,6 +264,16 @@ class Printer:
             self.body(s, depth)
         else:
             self.emit(depth, f"# <{type(s).__name__}>")
+
+    def define_aliases(self, root, depth):
+        """``view = root.alias(shape, dtype, layout=..., name=...)`` for every alias of ``root`` the kernel uses."""
+        for a in self.aliases.pop(id(root), ()):
+            args = [self.value(tuple(a.shape)), dtype_text(a.dtype)]
+            if not _is_default(a):
+                args.append(f"layout={a.layout!r}")
+            name = self.define(a)
+            args.append(f"name={name!r}")
+            self.emit(depth, f"{name} = {self.name(root)}.alias({', '.join(args)})")
 
     def cond(self, c) -> str:
         """A device condition; a constant is wrapped (``T.bool(False)``) so it stays IR."""
@@ -276,6 +310,7 @@ class Printer:
 
     def kernel(self, k) -> str:
         self.used |= _layout_axes(k.params, set(), set()) | _layout_axes(k.body, set(), set())
+        self.aliases = _aliases(k.body, {}, set())
         params = []
         for p in k.params:
             name = self.define(p)
@@ -294,6 +329,9 @@ class Printer:
         if L.pdl:
             args.append("pdl=True")
         self.emit(1, f"T.launch({', '.join(args)})")
+        for p in k.params:
+            if isinstance(p, Buffer):
+                self.define_aliases(p, 1)
         for s in k.body.stmts:
             self.stmt(s, 1)
         return "\n".join(self.lines)

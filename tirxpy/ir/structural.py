@@ -58,6 +58,8 @@ class _Cmp:
                     return self._pair(a, b)
                 if not (a.shape == b.shape and a.dtype == b.dtype and a.storage == b.storage and self.eq(a.layout, b.layout)):
                     return False
+                if (a.base is None) != (b.base is None) or (a.base is not None and not self.eq(a.base, b.base)):
+                    return False   # an alias (Buffer.alias) equals only an alias of the corresponding root
                 if not self.map_free:
                     return a is b
                 return self._pair(a, b)

@@ -69,8 +69,14 @@ def explain(kernel, arch="sm_90a", verbose: int = 2) -> str:
     """Text: for every primitive call of ``kernel``, the chosen implementation and its instructions,
     and up to ``verbose`` candidates passed over before it (candidates for other targets are
     only counted)."""
+    from tirxpy.errors import ArgumentError
+    from tirxpy.ir.kernel import Kernel
+
     from .lower_pass import lower_calls_traced
 
+    if not isinstance(kernel, Kernel):
+        raise ArgumentError(f"explain(kernel) takes a kernel (a @T.prim_func or T.parse_script result), got "
+                            f"{type(kernel).__name__}")
     _, sites = lower_calls_traced(kernel, arch)
     lines = [f"{kernel.name} for {arch}: {len(sites)} primitive call site(s)"]
     for s in sites:
