@@ -164,7 +164,7 @@ def parse_ptxas_log(log: str) -> dict:
 OPTIONS = ("-lineinfo", "--generate-line-info", "-G", "--device-debug", "--use_fast_math", "-use_fast_math",
            "--ftz", "--prec-div", "--prec-sqrt", "--fmad", "--maxrregcount", "-maxrregcount", "--ptxas-options",
            "-Xptxas", "--dopt", "--extra-device-vectorization", "--disable-warnings", "-w", "--restrict",
-           "--define-macro", "--undefine-macro", "--include-path", "-D", "-U", "-I", "--display-error-number",
+           "--define-macro", "--undefine-macro", "--include-path", "-D...", "-U...", "-I...", "--display-error-number",
            "--diag-suppress", "--diag-error", "--diag-warn", "--device-int128")
 _ATTACHED = ("-D", "-U", "-I")
 
@@ -185,7 +185,11 @@ def check_options(options) -> tuple:
             raise CompileOptionError(f"NVRTC option {o!r:.60} is not an option string; write e.g. '-lineinfo' or "
                                      f"'--maxrregcount=128'")
         name = o.split("=", 1)[0]
-        if name not in OPTIONS and not (o[:2] in _ATTACHED and len(o) > 2):
+        if o[:2] in _ATTACHED:
+            if not o[2:].strip():
+                raise CompileOptionError(f"NVRTC option {o!r} needs its value attached, e.g. '-DTILE=64' or "
+                                         f"'-I/path/to/headers'")
+        elif name not in OPTIONS:
             hint = " (the target is build(..., arch=...))" if name in ("--gpu-architecture", "-arch") else ""
             raise CompileOptionError(f"unknown or unsupported NVRTC option {name!r:.60}{hint}; valid: "
                                      f"{', '.join(OPTIONS)}")
