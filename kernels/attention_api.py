@@ -86,6 +86,21 @@ def _check(q, k, v, causal, scale, return_lse, tuning):
     return B, SQ, H, D, SK, HKV, p
 
 
+def check(q, k, v, causal=False, scale=None, return_lse=False, **tuning) -> None:
+    """Every check :func:`attention` makes of these arguments but the device's (:class:`AttentionArgumentError`
+    naming the first fault): a benchmark checks its options on meta tensors before it touches a GPU.
+
+        >>> import torch
+        >>> q = torch.empty(8, 4096, 16, 128, dtype=torch.bfloat16, device="meta")
+        >>> check(q, q, q, causal=True, BN=64)
+        >>> check(q, q, q, NC=4)
+        Traceback (most recent call last):
+        ...
+        kernels.attention_api.AttentionArgumentError: attention: NC = 4 consumer warpgroups; use 1, 2 or 3
+    """
+    _check(q, k, v, causal, scale, return_lse, tuning)
+
+
 def check_tuning(tuning: dict) -> None:
     """The tuning options of :func:`attention` on their own: known names (:data:`TUNING`) and each option's
     kind (:func:`kernels.attention_plan.check_options`; ``PDL`` True or False); :class:`AttentionArgumentError`

@@ -594,3 +594,10 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
                 T.ptx.bulk_wait_group(0)
 
     return attention_sm90_kernel
+
+
+@tirxpy.jit
+def example():
+    """The kernel ``python -m tirxpy compile kernels/attention_sm90.py`` builds: head dim 128, 4096 tokens,
+    16 heads, batch 8, the default plan."""
+    return attention_sm90(8, 16, 16, 4096, 4096, 128)

@@ -6,8 +6,13 @@
 inputs (``a`` row-major ``(M, K)``, ``b = w.t()`` for a row-major ``w`` ``(N, K)``: the ``nn.Linear``
 layout), each the median of ``--reps`` CUDA-event timings after warm-up, rotating through enough
 input sets to exceed L2, the two sampled in turn (:func:`median_ms`), and their ratio. ``--sim``
-instead runs the kernel through the CPU simulator (:mod:`tirxpy.sim`) at a small shape and checks
-it against float64.
+instead runs the kernel through the CPU simulator (:mod:`tirxpy.sim`) at a small shape (or the one
+``--shapes`` item given) and checks it against float64; ``--tune``, ``--reps`` and ``--jobs`` do not apply to
+it and are refused.
+
+Arguments are checked before any GPU work (:func:`check_args`: shapes, and ``--tune`` options against the
+kernel's own checks); a bad one, or a timing run on a machine without a CUDA GPU, exits with status 2 and a
+message on stderr, no traceback.
 
 New benchmarks register a function in ``BENCHES`` (name -> fn(args)).
 """
@@ -17,6 +22,8 @@ import argparse
 import statistics
 import sys
 import time
+
+from tirxpy.errors import TirxError
 
 GEMM_SHAPES = [(2048, 2048, 2048), (4096, 4096, 4096), (8192, 8192, 8192),
                (4096, 7168, 7168), (4096, 2112, 7168), (4096, 24576, 1536), (4096, 7168, 2048)]
@@ -94,12 +101,21 @@ def _env():
     return f"{torch.cuda.get_device_name()} / driver {drv} / torch {torch.__version__} / CUDA {torch.version.cuda}"
 
 
-def parse_tunings(text):
+class BenchArgumentError(TirxError, ValueError):
+    """A malformed command-line value of ``python -m kernels.bench`` (``--shapes``, ``--tune``)."""
+
+
+def parse_tunings(text, names=None):
     """``"K=V,K=V;K=V"`` -> a list of tuning dicts (integer values as ints, ``none`` as None, ``a/b/c`` as a tuple of
-    ints; an empty tuning is the defaults).
+    ints; an empty tuning is the defaults). ``names``: the option names the kernel takes (others are refused).
+    A malformed item raises :class:`BenchArgumentError` naming it.
 
         >>> parse_tunings(";BN=192,STORE=cta;BN=256,SPLIT=16/1/240;SPLIT=none")
         [{}, {'BN': 192, 'STORE': 'cta'}, {'BN': 256, 'SPLIT': (16, 1, 240)}, {'SPLIT': None}]
+        >>> parse_tunings("BN", ("BN",))
+        Traceback (most recent call last):
+        ...
+        kernels.bench.BenchArgumentError: --tune: 'BN' is not KEY=VALUE (for example BN=128,STAGES=3; ';' separates tunings)
     """
     def value(v):
         if v.lstrip("-").isdigit():
@@ -110,26 +126,43 @@ def parse_tunings(text):
             return tuple(int(p) for p in v.split("/"))
         return v
 
-    return [{k: value(v) for k, v in (kv.split("=") for kv in t.split(",") if kv)} for t in text.split(";")]
+    out = []
+    for t in text.split(";"):
+        tuning = {}
+        for kv in t.split(","):
+            if not kv.strip():
+                continue
+            key, eq, v = kv.strip().partition("=")
+            if not eq or not key.strip():
+                raise BenchArgumentError(f"--tune: {kv!r} is not KEY=VALUE (for example BN=128,STAGES=3; ';' "
+                                         "separates tunings)")
+            key = key.strip()
+            if names is not None and key not in names:
+                raise BenchArgumentError(f"--tune: unknown option {key!r}; the kernel takes {', '.join(names)}")
+            if key in tuning:
+                raise BenchArgumentError(f"--tune: {key} is given twice in {t!r}; give each option once per tuning")
+            tuning[key] = value(v.strip())
+        out.append(tuning)
+    return out
 
 
 def parse_shapes(text, dims, example):
-    """``"4096x4096x4096,..."`` -> a list of ``dims``-tuples of positive ints; anything else exits with a message
-    that names the item and shows ``example``.
+    """``"4096x4096x4096,..."`` -> a list of ``dims``-tuples of positive ints; anything else raises
+    :class:`BenchArgumentError` naming the item and showing ``example``.
 
         >>> parse_shapes("4096x128,1024x64", 2, "4096x128")
         [(4096, 128), (1024, 64)]
         >>> parse_shapes("1024x64c", 2, "4096x128")
         Traceback (most recent call last):
         ...
-        SystemExit: --shapes: '1024x64c' is not 2 positive integers joined by 'x' (for example 4096x128)
+        kernels.bench.BenchArgumentError: --shapes: '1024x64c' is not 2 positive integers joined by 'x' (for example 4096x128)
     """
     out = []
     for item in text.split(","):
         parts = item.strip().split("x")
-        if len(parts) != dims or not all(p.isdigit() and int(p) > 0 for p in parts):
-            raise SystemExit(f"--shapes: {item!r} is not {dims} positive integers joined by 'x' "
-                             f"(for example {example})")
+        if len(parts) != dims or not all(p.isdigit() and p.isascii() and int(p) > 0 for p in parts):
+            raise BenchArgumentError(f"--shapes: {item!r} is not {dims} positive integers joined by 'x' "
+                                     f"(for example {example})")
         out.append(tuple(int(p) for p in parts))
     return out
 
@@ -194,7 +227,7 @@ def sim_gemm(args):
     from .gemm_sm90 import gemm_sm90
 
     M, N, K = (200, 136, 104) if not args.shapes else parse_shapes(args.shapes, 3, "200x136x104")[0]
-    k = gemm_sm90(M, N, K, BN=128, STAGES=2, CM=2, sms=4, out_dtype="float32")
+    k = gemm_sm90(M, N, K, **SIM_GEMM)
     g = torch.Generator().manual_seed(int(time.time()))
     a = torch.randn(M, K, generator=g).bfloat16()
     w = torch.randn(N, K, generator=g).bfloat16()
@@ -213,16 +246,120 @@ BENCHES = {"gemm": bench_gemm}
 BENCHES["attention"] = lambda args: __import__("kernels.bench_attention", fromlist=["_"]).bench_attention(args)
 
 
+SIM_SHAPE = {"gemm": (3, "200x136x104"), "attention": (2, "150x64")}
+SIM_GEMM = dict(BN=128, STAGES=2, CM=2, sms=4, out_dtype="float32")      # the --sim kernels' options
+SIM_ATTENTION = dict(BN=64, STAGES=2, NC=2)
+
+
+def _positive(text):
+    if not (text.isascii() and text.isdigit() and int(text) > 0):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
+    return int(text)
+
+
+def _count(text):
+    if not (text.isascii() and text.isdigit()):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a non-negative integer")
+    return int(text)
+
+
+def sim_kernel_check(name, shape):
+    """Check the kernel ``--sim`` builds at ``shape`` (``(M, N, K)`` for gemm, ``(S, D)`` for attention) before it
+    runs: :class:`BenchArgumentError` with the kernel's reason (a GEMM smaller than one tile, a head dim the kernel
+    does not take)."""
+    from .errors import KernelConfigError
+
+    try:
+        if name == "gemm":
+            from .gemm_sm90 import check_config
+
+            check_config(*shape, **SIM_GEMM)
+        else:
+            from .attention_plan import plan
+
+            plan(1, 4, 2, shape[0], shape[0], shape[1], causal=True, **SIM_ATTENTION)
+    except KernelConfigError as e:
+        raise BenchArgumentError(f"--sim --shapes {'x'.join(map(str, shape))}: {e}") from None
+
+
+def check_args(args):
+    """Check the arguments of ``name`` before any GPU work (:class:`BenchArgumentError`, or the kernel's argument
+    error for a bad ``--tune`` value): ``--shapes`` items, ``--tune`` options (names and values the kernel takes);
+    with ``--sim``, which runs one small kernel through the CPU simulator, at most one shape and none of
+    ``--tune``, ``--reps``, ``--jobs``. Returns ``(shapes, tunings)`` (``shapes`` None: the default list)."""
+    dims, example = SIM_SHAPE[args.name][0], ("4096x4096x4096" if args.name == "gemm" else "4096x128")
+    shapes = parse_shapes(args.shapes, dims, example) if args.shapes else None
+    if args.sim:
+        given = [f for f, v in (("--tune", args.tune or None), ("--reps", args.reps), ("--jobs", args.jobs))
+                 if v is not None]
+        if given:
+            raise BenchArgumentError(f"--sim runs one small {args.name} kernel through the CPU simulator; "
+                                     f"{', '.join(given)} {'does' if len(given) == 1 else 'do'} not apply to it "
+                                     f"(leave {'it' if len(given) == 1 else 'them'} out)")
+        if shapes is not None and len(shapes) > 1:
+            raise BenchArgumentError(f"--sim takes one shape (for example --shapes {SIM_SHAPE[args.name][1]}), "
+                                     f"got {len(shapes)}")
+        if shapes is not None:
+            sim_kernel_check(args.name, shapes[0])
+        return shapes, [{}]
+    import torch
+
+    if args.name == "gemm":
+        from .gemm_api import TUNING, check, check_tuning
+    else:
+        from .attention_api import TUNING, check, check_tuning
+    tunings = parse_tunings(args.tune, TUNING)
+    for t in tunings:
+        check_tuning(t)
+
+    def meta(*shape):
+        return torch.empty(shape, dtype=torch.bfloat16, device="meta")
+
+    for t in tunings:       # every (shape, tuning) the run times, as the kernel's entry point checks it
+        if args.name == "gemm":
+            for M, N, K in shapes or GEMM_SHAPES:
+                check(meta(M, K), meta(N, K).t(), meta(M, N), **t)
+        else:
+            from .bench_attention import HEAD_DIMS, HEADS, SEQLENS, TOKENS
+
+            for S, D in shapes or [(s, d) for d in HEAD_DIMS for s in SEQLENS]:
+                q = meta(max(1, TOKENS // S), S, HEADS, D)
+                for causal in (False, True):
+                    check(q, q, q, causal=causal, **t)
+    return shapes, tunings
+
+
 def main(argv=None):
-    ap = argparse.ArgumentParser(prog="python -m kernels.bench", description=__doc__.split("\n\n")[0])
+    """``python -m kernels.bench NAME [options]``; returns the exit status: 0, or 2 for a bad argument or a
+    machine without a CUDA GPU (for a run without ``--sim``), with the message on stderr and no traceback."""
+    prog = "python -m kernels.bench"
+    ap = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
     ap.add_argument("name", choices=sorted(BENCHES))
-    ap.add_argument("--shapes", default="", help="comma-separated MxNxK list")
-    ap.add_argument("--reps", type=int, default=50)
+    ap.add_argument("--shapes", default="", help="comma-separated MxNxK list (gemm) or SxD list (attention)")
+    ap.add_argument("--reps", type=_positive, default=None, help="timed samples per kernel (default 50)")
     ap.add_argument("--tune", default="", help="kernel parameters, e.g. BN=256,STAGES=4,CM=2,group=8; ';' separates tunings to compare")
     ap.add_argument("--sim", action="store_true", help="run through the CPU simulator at a small shape")
-    ap.add_argument("--jobs", type=int, default=None, help="processes that compile the kernels before timing "
-                    "(default: one per core, at most 16; 1: build as the benchmark goes)")
-    args = ap.parse_args(argv)
+    ap.add_argument("--jobs", type=_count, default=None, help="processes that compile the kernels before timing "
+                    "(default: one per core, at most 16; 0 or 1: build as the benchmark goes)")
+    try:
+        args = ap.parse_args(argv)
+    except SystemExit as e:
+        return e.code if isinstance(e.code, int) else 2
+    try:
+        check_args(args)
+    except TirxError as e:
+        print(f"{prog}: error: {e}", file=sys.stderr)
+        return 2
+    if not args.sim:
+        import torch
+
+        if not torch.cuda.is_available():
+            print(f"{prog}: error: {args.name} times kernels on a CUDA GPU and this machine has none "
+                  f"(torch.cuda.is_available() is False); --sim runs the kernel through the CPU simulator",
+                  file=sys.stderr)
+            return 2
+    if args.reps is None:
+        args.reps = 50
     BENCHES[args.name](args)
     return 0
 

@@ -96,15 +96,18 @@ def bench_attention(args):
 
 
 def sim_attention(args):
-    """The kernel through tirxpy.sim at a small ragged causal GQA shape, against float64."""
+    """The kernel through tirxpy.sim at a small ragged causal GQA shape (``--shapes SxD``, default 150x64), against
+    float64."""
     import torch
 
     from tirxpy.sim import run
 
     from .attention_sm90 import attention_sm90
+    from .bench import SIM_ATTENTION, parse_shapes
 
-    B, H, HKV, S, D = 1, 4, 2, 150, 64
-    kern = attention_sm90(B, H, HKV, S, S, D, causal=True, BN=64, STAGES=2, NC=2)
+    B, H, HKV = 1, 4, 2
+    S, D = parse_shapes(args.shapes, 2, "150x64")[0] if args.shapes else (150, 64)
+    kern = attention_sm90(B, H, HKV, S, S, D, causal=True, **SIM_ATTENTION)
     g = torch.Generator().manual_seed(int(time.time()))
     q = torch.randn(B, S, H, D, generator=g).bfloat16()
     k = torch.randn(B, S, HKV, D, generator=g).bfloat16()

@@ -220,17 +220,11 @@ def gemm(a, b, out=None, *, bias=None, activation=None, out_dtype=None, **tuning
             bl = _BOUND[bk] = ck.bind(fa(a), fb(b), _bias_arg(bias, out.dtype, a.device), out)
         bl()
         return out
-    M, N, K, out_dtype = _check(a, b, out, bias, activation, out_dtype, tuning)
-    _no_overlap(out, a, b, bias)
+    M, N, K, out_dtype, Mk, Nk, Kk, a_major, b_major, psms, planned = _checked(a, b, out, bias, activation, out_dtype,
+                                                                               tuning)
+    _device(a, b, out, bias)
     tuning = dict(tuning)
     sms = tuning.pop("sms", None)
-    Mk, Nk, Kk, a_major, b_major = _problem(a, b, M, N, K, out_dtype)
-    with _as_argument_error():      # the plan for this problem, checked on any device
-        psms = sms or _sm_count(a.device)
-        planned = _tile(tuning, Mk, Nk, Kk, psms, b_major, bias is not None, activation, _OUT[out_dtype])
-        check_config(Mk, Nk, Kk, a_major=a_major, b_major=b_major, dtype=_IN[a.dtype], out_dtype=_OUT[out_dtype],
-                     bias=bias is not None, activation=activation, sms=psms, **planned)
-    _device(a, b, out, bias)
     if M < 128 or N < 256 or K < 64:
         # a problem smaller than one tile: the TMA boxes must fit inside the tensors, so compute it
         # on zero-padded K-major copies (small, so the copies are cheap) and slice the result
@@ -278,6 +272,38 @@ def gemm(a, b, out=None, *, bias=None, activation=None, out_dtype=None, **tuning
         out.copy_(res)
         return out
     return res if Np == N else res.contiguous()
+
+
+def check(a, b, out=None, *, bias=None, activation=None, out_dtype=None, **tuning) -> None:
+    """Every check :func:`gemm` makes of these arguments but the device's (:class:`GemmArgumentError` naming the
+    first fault): a benchmark checks its options on meta tensors before it touches a GPU.
+
+        >>> import torch
+        >>> a = torch.empty(4096, 4096, dtype=torch.bfloat16, device="meta")
+        >>> check(a, a, BN=192)
+        >>> check(a, a, BN=100)
+        Traceback (most recent call last):
+        ...
+        kernels.gemm_api.GemmArgumentError: gemm: BN = 100 must be a multiple of 16 in [64, 256] (the wgmma N)
+    """
+    _checked(a, b, out, bias, activation, out_dtype, tuning)
+
+
+def _checked(a, b, out, bias, activation, out_dtype, tuning):
+    """The arguments checked (all but the device) and the kernel's problem planned: ``(M, N, K, out_dtype, Mk,
+    Nk, Kk, a_major, b_major, sms, tuning)`` (``Mk, Nk, Kk``: the padded problem the kernel is built for,
+    ``tuning``: :func:`_tile`'s, without ``sms``)."""
+    M, N, K, out_dtype = _check(a, b, out, bias, activation, out_dtype, tuning)
+    _no_overlap(out, a, b, bias)
+    tuning = dict(tuning)
+    sms = tuning.pop("sms", None)
+    Mk, Nk, Kk, a_major, b_major = _problem(a, b, M, N, K, out_dtype)
+    with _as_argument_error():      # the plan for this problem, checked on any device
+        sms = sms or _sm_count(a.device)
+        planned = _tile(tuning, Mk, Nk, Kk, sms, b_major, bias is not None, activation, _OUT[out_dtype])
+        check_config(Mk, Nk, Kk, a_major=a_major, b_major=b_major, dtype=_IN[a.dtype], out_dtype=_OUT[out_dtype],
+                     bias=bias is not None, activation=activation, sms=sms, **planned)
+    return M, N, K, out_dtype, Mk, Nk, Kk, a_major, b_major, sms, planned
 
 
 def _fast_key(a, b, out, bias, activation, out_dtype, tuning):

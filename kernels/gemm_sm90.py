@@ -919,3 +919,9 @@ def gemm_sm90(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", dtyp
             T.ptx.cluster_sync()     # no CTA leaves while a peer may still multicast into it / arrive on it
 
     return gemm_sm90_kernel
+
+
+@tirxpy.jit
+def example():
+    """The kernel ``python -m tirxpy compile kernels/gemm_sm90.py`` builds: the defaults at 4096^3."""
+    return gemm_sm90(4096, 4096, 4096)

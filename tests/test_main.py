@@ -2,6 +2,8 @@
 import subprocess
 import sys
 
+import pytest
+
 from tirxpy.__main__ import COMMANDS, main
 
 
@@ -28,3 +30,70 @@ def test_module_entry_point_runs():
     r = subprocess.run([sys.executable, "-m", "tirxpy", "--help"], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert "commands:" in r.stdout
+
+
+def _no_traceback(capsys):
+    cap = capsys.readouterr()
+    assert "Traceback" not in cap.err + cap.out
+    return cap
+
+
+def test_compile_a_file_inside_a_package_imports_it_as_the_package_module(capsys):
+    """kernels/gemm_sm90.py has relative imports: it is imported as kernels.gemm_sm90 (its `example` kernel)."""
+    assert main(["compile", "kernels/gemm_sm90.py", "--arch", "sm_90a"]) == 0
+    out = _no_traceback(capsys).out
+    assert "gemm_sm90_kernel" in out and "sm_90a" in out
+
+
+def test_compile_package_module_with_relative_imports(tmp_path, capsys):
+    pkg = tmp_path / "mypkg" / "sub"
+    pkg.mkdir(parents=True)
+    (tmp_path / "mypkg" / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("")
+    (pkg / "consts.py").write_text("N = 128\n")
+    (pkg / "k.py").write_text(
+        "from tirxpy import T\nfrom .consts import N\n\n"
+        "@T.prim_func\ndef double(A: T.Tensor((N,), 'float32')):\n"
+        "    T.launch(grid=(1,), threads=N)\n    A[T.thread_id()] = A[T.thread_id()] * T.cast(2, 'float32')\n")
+    assert main(["compile", str(pkg / "k.py")]) == 0
+    assert "double" in _no_traceback(capsys).out
+    bad = tmp_path / "my-pkg"
+    bad.mkdir()
+    (bad / "__init__.py").write_text("")
+    (bad / "k.py").write_text("")
+    assert main(["compile", str(bad / "k.py")]) == 2
+    assert "is not a dotted module name" in _no_traceback(capsys).err
+
+
+def test_compile_reports_a_raising_factory_and_a_module_that_exits(tmp_path, capsys):
+    p = tmp_path / "raising.py"
+    p.write_text("import tirxpy\n\n@tirxpy.jit\ndef broken():\n    raise ValueError('no such tile')\n")
+    assert main(["compile", str(p)]) == 2
+    err = _no_traceback(capsys).err
+    assert "the @tirxpy.jit factory 'broken' raised ValueError: no such tile" in err
+    p = tmp_path / "script.py"
+    p.write_text("import sys\nsys.exit(3)\n")
+    assert main(["compile", str(p)]) == 2
+    assert "called sys.exit(3)" in _no_traceback(capsys).err
+
+
+def test_compile_names_factories_that_need_arguments(capsys):
+    assert main(["compile", "kernels/schedule.py"]) == 2
+    assert "defines no kernels" in _no_traceback(capsys).err
+    assert main(["compile", "kernels.gemm_sm100", "--arch", "sm_999"]) == 2
+    assert "sm_999" in _no_traceback(capsys).err
+
+
+@pytest.mark.parametrize("argv", [["compile"], ["compile", "--arch"], ["compile", "x.py", "--emit", "elf"],
+                                  ["demo", "--nope"], ["compile", "/"], ["compile", ""], ["compile", ".x"]])
+def test_user_errors_exit_2_without_a_traceback(argv, capsys):
+    assert main(argv) == 2
+    cap = _no_traceback(capsys)
+    assert cap.err.strip()
+
+
+def test_compile_via_subprocess_exits_2_without_a_traceback(tmp_path):
+    p = tmp_path / "raising.py"
+    p.write_text("import tirxpy\n\n@tirxpy.jit\ndef broken():\n    raise KeyError('x')\n")
+    r = subprocess.run([sys.executable, "-m", "tirxpy", "compile", str(p)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "factory 'broken' raised KeyError" in r.stderr and "Traceback" not in r.stderr

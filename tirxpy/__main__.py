@@ -28,8 +28,10 @@ def main(argv=None) -> int:
     except ModuleNotFoundError as e:
         if e.name == COMMANDS[cmd][0]:
             print(f"tirxpy: command {cmd!r} is not available in this build", file=sys.stderr)
-            return 2
-        raise
+        else:           # a package the command needs is not installed
+            print(f"tirxpy: command {cmd!r} needs the module {e.name!r}, which is not installed "
+                  f"(pip install {str(e.name).split('.')[0]})", file=sys.stderr)
+        return 2
     return mod.main(rest)
 
 

@@ -1,7 +1,11 @@
-"""kernels.bench: the command line's shape lists (the timing itself runs on a GPU, not in tests)."""
+"""kernels.bench: the command line's checks (the timing itself runs on a GPU, not in tests): every bad argument
+exits 2 with a message on stderr and no traceback, before any GPU work."""
+import subprocess
+import sys
+
 import pytest
 
-from kernels.bench import main, parse_shapes
+from kernels.bench import BenchArgumentError, main, parse_shapes, parse_tunings
 
 
 def test_parse_shapes_reads_lists_of_int_tuples():
@@ -10,17 +14,72 @@ def test_parse_shapes_reads_lists_of_int_tuples():
 
 
 @pytest.mark.parametrize("text,dims", [("1024x64c", 2), ("4096x4096", 3), ("4096x0", 2), ("", 2), ("4096x-1", 2),
-                                       ("64x64,", 2)])
+                                       ("64x64,", 2), ("٤x64", 2)])
 def test_parse_shapes_names_the_bad_item(text, dims):
-    with pytest.raises(SystemExit) as e:
+    with pytest.raises(BenchArgumentError) as e:
         parse_shapes(text, dims, "EXAMPLE")
     msg = str(e.value)
     assert msg.startswith("--shapes: ") and "EXAMPLE" in msg and f"is not {dims} positive integers" in msg
 
 
-@pytest.mark.parametrize("argv", [["gemm", "--shapes", "4096x4096"], ["attention", "--shapes", "1024x64c"]])
-def test_a_bad_shape_list_exits_before_any_gpu_work(argv):
-    """The message comes from the argument, not from torch or an int() traceback (no GPU needed here)."""
-    with pytest.raises(SystemExit) as e:
-        main(argv)
-    assert str(e.value).startswith("--shapes: ")
+def test_parse_tunings_names_the_bad_item():
+    assert parse_tunings("BN=128, STAGES=3;", ("BN", "STAGES")) == [{"BN": 128, "STAGES": 3}, {}]
+    for text, msg in (("BN", "'BN' is not KEY=VALUE"), ("=3", "'=3' is not KEY=VALUE"),
+                      ("BM=128", "unknown option 'BM'; the kernel takes BN, STAGES"),
+                      ("BN=128,BN=64", "BN is given twice")):
+        with pytest.raises(BenchArgumentError, match=msg):
+            parse_tunings(text, ("BN", "STAGES"))
+
+
+@pytest.mark.parametrize("argv,msg", [
+    (["gemm", "--shapes", "4096x4096"], "--shapes: '4096x4096' is not 3 positive integers"),
+    (["attention", "--shapes", "1024x64c"], "--shapes: '1024x64c' is not 2 positive integers"),
+    (["gemm", "--tune", "BN"], "--tune: 'BN' is not KEY=VALUE"),
+    (["gemm", "--tune", "BN=abc"], "gemm: BN must be an int, got 'abc' (str)"),
+    (["gemm", "--tune", "BN=100"], "gemm: BN = 100 must be a multiple of 16 in [64, 256]"),
+    (["gemm", "--shapes", "4096x4096x4096", "--tune", "BN=256,PINGPONG=1"], "PINGPONG keeps a whole (128, 256)"),
+    (["attention", "--tune", "NC=7"], "attention: NC = 7 consumer warpgroups"),
+    (["attention", "--shapes", "1024x96"], "attention: head dim 96 is not supported"),
+    (["gemm", "--sim", "--tune", "BN=128"], "--sim runs one small gemm kernel through the CPU simulator; --tune does "
+                                            "not apply to it"),
+    (["attention", "--sim", "--reps", "3", "--jobs", "0"], "--reps, --jobs do not apply"),
+    (["gemm", "--sim", "--shapes", "256x256x128,512x512x512"], "--sim takes one shape"),
+    (["gemm", "--sim", "--shapes", "100x100x100"], "--sim --shapes 100x100x100: gemm_sm90: the rows of A"),
+    (["attention", "--sim", "--shapes", "150x96"], "--sim --shapes 150x96: attention_sm90: head dim 96"),
+    (["gemm", "--reps", "0"], "argument --reps: '0' is not a positive integer"),
+    (["gemm", "--jobs", "-1"], "argument --jobs: '-1' is not a non-negative integer"),
+    (["conv"], "invalid choice: 'conv'"),
+    ([], "the following arguments are required: name"),
+])
+def test_bad_arguments_exit_2_before_any_gpu_work(argv, msg, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert msg in err and "Traceback" not in err
+
+
+def test_without_a_gpu_a_timing_run_says_so(capsys, monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert main(["gemm", "--tune", ";BN=192,PINGPONG=1"]) == 2
+    err = capsys.readouterr().err
+    assert "gemm times kernels on a CUDA GPU and this machine has none" in err and "--sim" in err
+
+
+def test_sim_applies_its_one_shape(monkeypatch):
+    """--sim runs the simulator's kernel at the --shapes item given (the run itself is stubbed here)."""
+    import kernels.bench as bench
+    import kernels.bench_attention as ba
+
+    seen = []
+    monkeypatch.setattr(bench, "sim_gemm", lambda args: seen.append(("gemm", args.shapes)))
+    monkeypatch.setattr(ba, "sim_attention", lambda args: seen.append(("attention", args.shapes)))
+    assert main(["gemm", "--sim", "--shapes", "256x256x128"]) == 0
+    assert main(["attention", "--sim"]) == 0
+    assert seen == [("gemm", "256x256x128"), ("attention", "")]
+
+
+def test_module_entry_point_exits_2_without_a_traceback():
+    r = subprocess.run([sys.executable, "-m", "kernels", "gemm", "--tune", "BN=7"], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 2 and "gemm: BN = 7 must be a multiple of 16" in r.stderr and "Traceback" not in r.stderr

@@ -14,6 +14,7 @@ import inspect
 import os
 import sys
 
+from tirxpy.jit import JitFunction
 from tirxpy.scope.errors import TirxError
 
 from .errors import LowerError
@@ -21,30 +22,56 @@ from .errors import LowerError
 COLUMNS = ("kernel", "arch", "registers", "spills", "stack", "smem", "threads")
 
 
+def _package_module(path: str):
+    """``(dotted name, root directory)`` of a ``.py`` file inside a package (its directory and those above it
+    with an ``__init__.py``), or ``(None, directory)`` for a file outside any package."""
+    d, base = os.path.split(os.path.abspath(path))
+    parts = [os.path.splitext(base)[0]]
+    while os.path.isfile(os.path.join(d, "__init__.py")):
+        d, pkg = os.path.split(d)
+        parts.insert(0, pkg)
+    if len(parts) == 1:
+        return None, d
+    if not all(p.isidentifier() for p in parts):
+        raise ImportError(f"{path} is inside a package, but {'.'.join(parts)!r} is not a dotted module name "
+                          "(rename the folders, or import it by module name)")
+    return ".".join(parts), d
+
+
 def _load(target: str):
-    if target.endswith(".py") or os.path.sep in target or os.path.exists(target):
-        if not os.path.isfile(target):
-            raise FileNotFoundError(f"no such file: {target}")
+    """Import ``target``: a dotted module name, or a ``.py`` file. A file inside a package is imported as that
+    package's module (its relative imports work), with the package's root on ``sys.path`` while it imports."""
+    if not (target.endswith(".py") or os.path.sep in target or os.path.exists(target)):
+        return importlib.import_module(target)
+    if not os.path.isfile(target):
+        raise FileNotFoundError(f"no such file: {target}")
+    name, root = _package_module(target)
+    sys.path.insert(0, root)
+    try:
+        if name is not None:
+            mod = importlib.import_module(name)
+            where = getattr(mod, "__file__", None)
+            if not where or not os.path.samefile(where, target):
+                raise ImportError(f"{target} is module {name!r} of its package, but that name imports {where} "
+                                  "(another copy of the package is imported first): compile it by module name")
+            return mod
         name = "_tirxpy_compile_" + os.path.splitext(os.path.basename(target))[0].replace("-", "_")
         spec = importlib.util.spec_from_file_location(name, target)
         mod = importlib.util.module_from_spec(spec)
         sys.modules[name] = mod
-        sys.path.insert(0, os.path.dirname(os.path.abspath(target)))
-        try:
-            spec.loader.exec_module(mod)
-        finally:
-            sys.path.pop(0)
+        spec.loader.exec_module(mod)
         return mod
-    return importlib.import_module(target)
+    finally:
+        sys.path.remove(root)
 
 
-def find_kernels(mod) -> list:
-    """``[(name, Kernel)]`` defined in ``mod``: kernel objects, and zero-argument jit factories' results."""
+def find_kernels(mod, errors=None) -> list:
+    """``[(name, Kernel)]`` defined in ``mod``: kernel objects, and zero-argument jit factories' results. A
+    factory that raises is reported in ``errors`` (``[(name, exception)]``) when given, else the error propagates."""
     from tirxpy.ir import Kernel
-    from tirxpy.jit import JitFunction
 
     out, seen = [], set()
-    for name, obj in vars(mod).items():
+    for name, obj in list(vars(mod).items()):
         if name.startswith("_"):
             continue
         if isinstance(obj, JitFunction):
@@ -52,7 +79,14 @@ def find_kernels(mod) -> list:
             if any(p.default is inspect.Parameter.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
                    for p in params):
                 continue
-            obj = obj()
+            if errors is None:
+                obj = obj()
+            else:
+                try:
+                    obj = obj()
+                except Exception as e:  # noqa: BLE001 - the user's factory failed: reported, as an import is
+                    errors.append((name, e))
+                    continue
         if isinstance(obj, Kernel) and id(obj) not in seen:
             seen.add(id(obj))
             out.append((name, obj))
@@ -93,10 +127,23 @@ def main(argv=None) -> int:
     except Exception as e:  # noqa: BLE001 - the user's module failed while importing
         print(f"tirxpy compile: error: importing {args.target!r} raised {type(e).__name__}: {e}", file=sys.stderr)
         return 2
-    kernels = find_kernels(mod)
+    except SystemExit as e:     # the module calls sys.exit() when imported (a script, a __main__.py)
+        print(f"tirxpy compile: error: importing {args.target!r} called sys.exit({e.code!r}); compile a module that "
+              "defines kernels without running a program", file=sys.stderr)
+        return 2
+    failed: list = []
+    kernels = find_kernels(mod, failed)
+    for name, e in failed:
+        print(f"tirxpy compile: error: the @tirxpy.jit factory {name!r} raised {type(e).__name__}: {e}", file=sys.stderr)
+    if failed and not kernels:
+        return 2
     if not kernels:
+        takes = [f"{n}{inspect.signature(f.factory)}" for n, f in vars(mod).items()
+                 if not n.startswith("_") and isinstance(f, JitFunction)]
+        hint = (f"; its @tirxpy.jit factories take arguments ({', '.join(takes)}): bind one at module level, "
+                "as `kernel = factory(...)`") if takes else ""
         print(f"tirxpy compile: error: {args.target!r} defines no kernels (@T.prim_func objects or zero-argument "
-              f"@tirxpy.jit factories at module level)", file=sys.stderr)
+              f"@tirxpy.jit factories at module level){hint}", file=sys.stderr)
         return 2
     rows, status = [], 0
     counts = {}
@@ -118,7 +165,7 @@ def main(argv=None) -> int:
             status = 2
     if rows:
         print(table(rows))
-    return status
+    return 2 if failed else status
 
 
 if __name__ == "__main__":
