@@ -273,3 +273,49 @@ def test_build_refuses_unknown_options(options, msg):
 def test_build_takes_listed_options():
     k = build(saxpy, "sm_90a", options=("-lineinfo", "--maxrregcount=64", "-DUNUSED=1"))
     assert k.options == ("-lineinfo", "--maxrregcount=64", "-DUNUSED=1") and k.resources.registers <= 64
+
+
+# ---------------------------------------------------------------------- compile errors name the intrinsic and line
+def _kernel_calling(entry):
+    @T.prim_func
+    def k(A: T.Tensor((128,), "uint32"), B: T.Tensor((128,), "uint32")):
+        T.launch(grid=(1,), threads=128)
+        i = T.thread_id()
+        B[i] = entry(A[i])
+    return k
+
+
+def test_ptxas_error_names_the_intrinsic_and_the_kernel_line():
+    from tirxpy.intrinsics import register_intrinsic
+    from tirxpy.lower.errors import CompileError
+
+    bad = register_intrinsic("t_bad_ptx_b99", "popc.b99 {r}, {x};", [("r", "reg", "uint32", "w"), ("x", "reg", "uint32")],
+                             ret="r", memory=False, replace=True)
+    with pytest.raises(CompileError) as e:
+        build(_kernel_calling(bad), "sm_90a")
+    msg = str(e.value)
+    assert "intrinsic t_bad_ptx_b99 does not compile for sm_90a" in msg and "B[i] = entry(A[i])" in msg
+    assert "Unknown modifier '.b99'" in msg and e.value.intrinsic == "t_bad_ptx_b99"
+    assert e.value.span.file == __file__
+
+
+def test_front_end_error_in_a_helper_names_the_intrinsic():
+    from tirxpy.intrinsics import register_intrinsic
+    from tirxpy.lower.errors import CompileError
+
+    bad = register_intrinsic("t_bad_cxx", "add.u32 {r}, {x}, 1;", [("r", "reg", "uint32", "w"), ("x", "reg", "uint32")],
+                             ret="r", memory=False, cxx="{x} + undeclared_name", replace=True)
+    with pytest.raises(CompileError) as e:
+        build(_kernel_calling(bad), "sm_90a")
+    assert "intrinsic t_bad_cxx does not compile for sm_90a" in str(e.value) and "B[i] = entry(A[i])" in str(e.value)
+    assert "undeclared_name" in str(e.value)
+
+
+def test_locate_maps_generated_lines_to_statements():
+    from tirxpy.lower.locate import locate
+
+    unit = build(saxpy, "sm_90a").unit
+    line, stmt = next(iter(sorted(unit.origins.items())))
+    assert stmt.span is not None and stmt.span.file == __file__
+    assert locate(unit, f"k.cu({line}): error: something") == (None, stmt)
+    assert locate(unit, "no line here") == (None, None)

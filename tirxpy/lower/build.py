@@ -30,7 +30,7 @@ from tirxpy.scope import Scope
 
 from .codegen.errors import CodegenError
 from .codegen.kernel import CudaUnit, first_primitive_call, generate, unlowered
-from .errors import LaunchError, PerformanceWarning, ToolchainError
+from .errors import CompileError, LaunchError, PerformanceWarning, ToolchainError
 from .runtime import ParamSpec
 
 _TABLE_ROWS = 1 << 20    # largest global layout compared element by element against a strided map
@@ -344,7 +344,13 @@ def build(kernel, arch: str = "sm_90a", *, options=()) -> CompiledKernel:
     if lowered is not kernel:
         verify(lowered, arch)
     unit = generate(lowered, arch)
-    mod = compile_cuda(unit.source, arch, options=options, filename=f"{unit.name}.cu")
+    try:
+        mod = compile_cuda(unit.source, arch, options=options, filename=f"{unit.name}.cu")
+    except CompileError as e:       # name the intrinsic and the kernel line the compiler's log points at
+        from .locate import located
+        from .nvrtc import ptx_only
+
+        raise located(e, unit, lambda: ptx_only(unit.source, arch, options)) from None
     ck = memo[key] = CompiledKernel(unit, mod, options)
     _warn_performance(ck)
     return ck

@@ -314,3 +314,25 @@ def _compile(source, arch, opts, names, emit_ptx, filename) -> CompiledModule:
         nvrtc.nvrtcDestroyProgram(prog)
     return CompiledModule(cubin=cubin, arch=arch, ptx=ptx, log=log, resources=parse_ptxas_log(log),
                           lowered_names=lowered, compile_seconds=time.perf_counter() - t0)
+
+
+def ptx_only(source: str, arch: str, options=()) -> str | None:
+    """The PTX NVRTC generates for ``source`` on ``arch`` without running ptxas (``compute_XX`` target), or
+    None when even that fails: what a ptxas error's line number refers to."""
+    a = target_arch(arch)
+    opts = [f"--gpu-architecture=compute_{a.sm}{a.suffix}", "-std=c++17", "-default-device"]
+    opts += [f"-I{d}" for d in include_dirs()] + list(check_options(options))
+    nvrtc = _nvrtc()
+    err, prog = nvrtc.nvrtcCreateProgram(source.encode(), b"ptx_only.cu", 0, [], [])
+    if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+        return None
+    try:
+        (err,) = nvrtc.nvrtcCompileProgram(prog, len(opts), [o.encode() for o in opts])
+        if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+            return None
+        err, size = nvrtc.nvrtcGetPTXSize(prog)
+        buf = b" " * size
+        nvrtc.nvrtcGetPTX(prog, buf)
+        return buf.rstrip(b"\x00").decode(errors="replace")
+    finally:
+        nvrtc.nvrtcDestroyProgram(prog)

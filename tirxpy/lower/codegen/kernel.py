@@ -37,6 +37,8 @@ class CudaUnit:
     tmaps: list = field(default_factory=list)  # TensorMapParam, in signature order after the params
     smem_bytes: int = 0
     written: frozenset = frozenset()  # names of global tensors the kernel writes
+    origins: dict = field(default_factory=dict)   # 1-based line of source -> the IR statement it renders
+    intrinsics: tuple = ()                         # the intrinsic entries the unit's helpers render
 
 
 def unlowered(s) -> CodegenError:
@@ -116,13 +118,16 @@ def generate(kernel, arch: str = "sm_90a") -> CudaUnit:
         body.append(f"  extern __shared__ __align__(1024) unsigned char tx_smem[];  // {smem} bytes")
     for var, init in ctx.ids.items():
         body.append(f"  const int {var} = {init};")
+    first = ("\n\n".join(out) + "\n\n" + "\n".join(body)).count("\n") + 2    # 1-based line of sr.lines[0]
     body += sr.lines
     body.append("}")
     out.append("\n".join(body))
     source = "\n\n".join(out) + "\n"
+    origins = {first + k: s for k, s in enumerate(sr.origins) if s is not None}
     written = frozenset(p.name for p, _ in params if isinstance(p, Buffer) and id(p) in ctx.written)
     total = max(smem, L.smem or 0)
-    return CudaUnit(source, kname, arch, kernel, list(ctx.tmaps), total, written)
+    return CudaUnit(source, kname, arch, kernel, list(ctx.tmaps), total, written, origins,
+                    tuple(ctx.intrinsics.values()))
 
 
 def has_primitive_calls(kernel) -> bool:

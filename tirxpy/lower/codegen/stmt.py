@@ -22,10 +22,13 @@ class StmtRenderer:
         self.ctx, self.er = ctx, er
         self.smem_offsets = smem_offsets  # id(Allocate) -> byte offset
         self.lines: list = []
+        self.origins: list = []     # per line: the IR statement it was rendered from
         self.depth = 1
+        self._at = None
 
     def emit(self, text: str) -> None:
         self.lines.append("  " * self.depth + text)
+        self.origins.append(self._at)
 
     def block(self, seq) -> None:
         self.depth += 1
@@ -37,6 +40,13 @@ class StmtRenderer:
             self.stmt(s)
 
     def stmt(self, s) -> None:
+        outer, self._at = self._at, s
+        try:
+            self._stmt(s)
+        finally:
+            self._at = outer
+
+    def _stmt(self, s) -> None:
         ctx, r = self.ctx, self.er
         r.stmt = s
         if isinstance(s, St.LetStmt):
