@@ -157,8 +157,10 @@ def _load(sub: str, name: str, key: str):
         return None
     try:
         blob = _read_entry(dfd, name)
+        if blob is False:
+            return None
         mod = None if blob is None else _decode(blob, key)
-        if mod is None and blob is not False:
+        if mod is None:
             _unlink(dfd, name)      # a bad entry: drop it, the caller recompiles and writes a new one
         return mod
     finally:
