@@ -127,8 +127,9 @@ def split_randomly(draw, L):
                 out += [Iter(it.extent // f, it.stride * f, it.axis), Iter(f, it.stride, it.axis)]
             else:
                 out.append(it)
-            if draw(st.booleans()):
-                out.append(Iter(1, draw(st.integers(0, 5)), draw(st.sampled_from(["m", "laneid"]))))
+            if draw(st.booleans()):   # extent 1 on m, or on an axis the layout names (else it would pin it)
+                named = ["m"] + [a for a in L.axes() if a != "m"]
+                out.append(Iter(1, draw(st.integers(0, 5)), draw(st.sampled_from(named))))
         return out
 
     replica = draw(st.permutations(split_all(L.replica)))

@@ -114,7 +114,7 @@ def test_slice_boxes_always_slice(data):
 @given(st.data())
 def test_slice_compose_layout(data):
     L = data.draw(compose_layouts())
-    shape = data.draw(aligned_shapes(L.tile))
+    shape = data.draw(aligned_shapes(L.tile_layout))
     region = data.draw(regions(shape))
     R = slice_layout(L, region, shape)
     if R is not None:
@@ -165,7 +165,7 @@ def test_slice_bad_input(region, shape, msg):
 @given(st.data())
 def test_permute_postcondition(data):
     L = data.draw(st.one_of(tile_layouts(), compose_layouts()))
-    base = L.tile if isinstance(L, ComposeLayout) else L
+    base = L.tile_layout if isinstance(L, ComposeLayout) else L
     shape = data.draw(st.one_of(aligned_shapes(base), shapes(L.size())))
     perm = tuple(data.draw(st.permutations(range(len(shape)))))
     P = permute_dims(L, shape, perm)

@@ -64,7 +64,7 @@ def test_refused_specs(spec, msg):
     "argv, msg",
     [
         (["__import__('os')"], "calling '__import__' is not allowed"),
-        (["S[(8, 0) : (1, 1)]"], "shard iterator 1 has extent 0"),
+        (["S[(8, 0) : (1, 1)]"], "iterator extent 0 is not positive"),
         (["wgmma_accumulator(12)"], "wgmma m64nNk16 has no N = 12"),
         ([SPEC, "--shape", "8,8"], "--shape 8,8 has 64 elements but the layout has 128"),
         ([SPEC, "--shape", "a,b"], "--shape must be comma-separated integers"),

@@ -45,7 +45,7 @@ def test_spec_forms():
     (lambda: S[4 : 1] + "x", "cannot add 'x' to a layout spec"),
     (lambda: Iter(4, 1, 3), "named by a string or an Axis"),
     (lambda: Iter("4", 1), "iterator extent must be an integer"),
-    (lambda: AxisStride(1.0, "m"), "stride or offset must be an integer"),
+    (lambda: AxisStride(1.0, "m"), "stride or offset \\(k in k@axis\\) must be an integer"),
 ])
 def test_bad_input(call, msg):
     with pytest.raises(LayoutError, match=msg):

@@ -61,7 +61,7 @@ def test_tirx_128B_fp16_example():
 @given(compose_layouts())
 def test_compose_owners_are_swizzled_tile_owners(L):
     for i in range(L.size()):
-        want = [dict(d, m=ref_swizzle(L.swizzle, d["m"])) for d in L.tile.owners(i)]
+        want = [dict(d, m=ref_swizzle(L.swizzle, d["m"])) for d in L.tile_layout.owners(i)]
         assert L.owners(i) == want
         assert L.owners(i)[0] == L.apply(i)
     assert eval(repr(L), vars(tirxpy.layout)) == L
@@ -70,7 +70,7 @@ def test_compose_owners_are_swizzled_tile_owners(L):
 @settings(max_examples=20)
 @given(compose_layouts(), st.data())
 def test_compose_symbolic_apply_matches_integer_apply(L, data):
-    rows, cols = L.tile.shard[0].extent, L.size() // L.tile.shard[0].extent
+    rows, cols = L.tile_layout.shard[0].extent, L.size() // L.tile_layout.shard[0].extent
     i, j = sympy.symbols("i j", integer=True, nonnegative=True)
     sym = L.apply(i, j, shape=(rows, cols))
     for c in data.draw(st.lists(st.tuples(st.integers(0, rows - 1), st.integers(0, cols - 1)), min_size=1, max_size=3)):
@@ -102,7 +102,7 @@ def test_swizzle_for_hardware_modes(swizzle_bytes, dtype, bytes_per_elem):
 
 @pytest.mark.parametrize("call,msg", [
     (lambda: SwizzleLayout(-1, 2, 3), "per_element must be a non-negative int"),
-    (lambda: SwizzleLayout(0, 2.0, 3), "swizzle_len must be a non-negative int"),
+    (lambda: SwizzleLayout(0, 2.0, 3), "swizzle swizzle_len must be an integer, got 2.0"),
     (lambda: SwizzleLayout(0, 3, 2), "atom_len 2 < swizzle_len 3"),
     (lambda: SwizzleLayout(0, 2, 3, axis="laneid"), "'laneid' is a thread axis"),
     (lambda: SwizzleLayout(0, 2, 3, axis="TLane"), "'TLane' is a tmem axis"),

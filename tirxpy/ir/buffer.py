@@ -253,7 +253,7 @@ def footprint(layout, axis="m") -> int:
     if isinstance(layout, TileLayout):
         return _tile_reach(layout, axis) + 1
     if isinstance(layout, ComposeLayout):
-        tile = layout.tile
+        tile = layout.tile_layout
         if not layout.swizzle_inner or axis != layout.swizzle.axis.name:
             return _tile_reach(tile, axis) + 1
         if tile.size() * tile.replica_count > _TABLE_ROWS:
@@ -378,7 +378,7 @@ class BufferRegion(Node):
 def _tile_part(layout):
     from tirxpy.layout import ComposeLayout
 
-    return layout.tile if isinstance(layout, ComposeLayout) else layout
+    return layout.tile_layout if isinstance(layout, ComposeLayout) else layout
 
 
 def slice_layout(layout, region, shape):

@@ -16,9 +16,9 @@ from __future__ import annotations
 import builtins
 from math import prod
 
-from .canonical import fuse_shard, rewrap as _rewrap
-from .coords import is_int, unflatten
-from .errors import LayoutError
+from .canonical import fuse_shard, pinned_offset, rewrap as _rewrap
+from .coords import check_shape, is_int, unflatten
+from .errors import LayoutError, LayoutTypeError
 from .iters import Iter
 from .tile import Layout, TileLayout
 
@@ -32,26 +32,17 @@ def split_iter(it: Iter, f: int) -> tuple[Iter, Iter]:
         >>> split_iter(Iter(8, 2, "laneid"), 4)
         (Iter(2, 8, laneid), Iter(4, 2, laneid))
     """
+    if not isinstance(it, Iter):
+        raise LayoutTypeError(f"split_iter splits an Iter(extent, stride, axis), got {it!r} ({type(it).__name__})")
     if not is_int(f) or f < 1 or it.extent % f:
         raise LayoutError(f"cannot split {it!r} with inner extent {f!r}: the inner extent must be a positive divisor of {it.extent}")
     return Iter(it.extent // f, it.stride * f, it.axis), Iter(f, it.stride, it.axis)
 
 
-def check_shape(shape, size: int, what: str = "shape") -> tuple:
-    """Validate a logical shape (positive ints, product == size)."""
-    if is_int(shape):
-        shape = (shape,)
-    if not isinstance(shape, (tuple, list)) or not shape or not all(is_int(n) and n >= 1 for n in shape):
-        raise LayoutError(f"{what} {shape!r} must be a non-empty tuple of positive ints, e.g. (8, 16)")
-    shape = tuple(int(n) for n in shape)
-    if prod(shape) != size:
-        raise LayoutError(f"{what} {shape} has {prod(shape)} elements but the layout has {size}; give a shape whose product is {size}")
-    return shape
-
-
 def _tile_of(L, op):
     if not isinstance(L, TileLayout):
-        raise LayoutError(f"{op} takes a TileLayout, got {type(L).__name__}")
+        hint = "; a swizzled layout has no such form: apply it to .tile_layout" if isinstance(L, Layout) else ""
+        raise LayoutTypeError(f"{op} takes a TileLayout, got {type(L).__name__}{hint}")
     return L
 
 
@@ -115,9 +106,9 @@ def check_region(region, shape) -> list[tuple[int, int]]:
         elif isinstance(r, (tuple, list)) and len(r) == 2:
             a, b = r
         else:
-            raise LayoutError(f"dimension {d}: region entry {r!r} must be a (start, stop) pair or a slice")
+            raise LayoutTypeError(f"dimension {d}: region entry {r!r} must be a (start, stop) pair or a slice")
         if not (is_int(a) and is_int(b)):
-            raise LayoutError(f"dimension {d}: region bounds {a!r}:{b!r} must be ints")
+            raise LayoutTypeError(f"dimension {d}: region bounds {a!r}:{b!r} must be ints")
         if not 0 <= a < b <= n:
             raise LayoutError(f"dimension {d}: region [{a}, {b}) is empty or outside [0, {n}); need 0 <= start < stop <= {n}")
         out.append((int(a), int(b)))
@@ -146,7 +137,7 @@ def _slice(L, region, shape):
     if isinstance(L, ComposeLayout):
         if not L.swizzle_inner:
             return None, "a ComposeLayout with swizzle_inner=False permutes logical indices; it has no sliced form"
-        t, why = _slice(L.tile, region, shape)
+        t, why = _slice(L.tile_layout, region, shape)
         return _rewrap(L, t), why
     L = _tile_of(L, "slice")
     shape = check_shape(shape, L.size())
@@ -167,7 +158,7 @@ def _slice(L, region, shape):
         shard += r[0]
         for k, v in r[1].items():
             off[k] = off.get(k, 0) + v
-    return TileLayout.from_iters(shard, L.replica, off), None
+    return TileLayout.from_iters(shard, L.replica, pinned_offset(L, off)), None
 
 
 def slice_layout(L: Layout, region, shape) -> Layout | None:
@@ -188,7 +179,7 @@ def slice_layout(L: Layout, region, shape) -> Layout | None:
 
 
 def _check_perm(perm, rank):
-    if not isinstance(perm, (tuple, list)) or sorted(perm) != list(range(rank)):
+    if not isinstance(perm, (tuple, list)) or not all(map(is_int, perm)) or sorted(perm) != list(range(rank)):
         raise LayoutError(f"perm {perm!r} must be a permutation of 0..{rank - 1} (one entry per dimension)")
     return tuple(perm)
 
@@ -199,7 +190,7 @@ def _permute(L, shape, perm):
     if isinstance(L, ComposeLayout):
         if not L.swizzle_inner:
             return None, "a ComposeLayout with swizzle_inner=False permutes logical indices; it has no transposed form"
-        t, why = _permute(L.tile, shape, perm)
+        t, why = _permute(L.tile_layout, shape, perm)
         return _rewrap(L, t), why
     L = _tile_of(L, "permute_dims")
     shape = check_shape(shape, L.size())
@@ -209,7 +200,7 @@ def _permute(L, shape, perm):
         return None, why
     G, ranges = g
     shard = [it for p in perm for it in G.shard[ranges[p][0]:ranges[p][1]]]
-    return TileLayout.from_iters(shard, L.replica, L.offset), None
+    return TileLayout.from_iters(shard, L.replica, pinned_offset(L, L.offset)), None
 
 
 def permute_dims(L: Layout, shape, perm) -> Layout | None:
@@ -250,15 +241,18 @@ def _tile(inner, outer, inner_shape, outer_shape):
     shard = []
     for (a, b), (c, d) in zip(orr, ir):
         shard += list(O.shard[a:b]) + list(I.shard[c:d])
-    return TileLayout.from_iters(shard, outer.replica + inner.replica, _sum_offsets(outer.offset, inner.offset)), None
+    off = _sum_offsets(pinned_offset(outer, outer.offset), pinned_offset(inner, inner.offset))
+    return TileLayout.from_iters(shard, outer.replica + inner.replica, off), None
 
 
 def tile_product(inner: TileLayout, outer: TileLayout, inner_shape, outer_shape) -> TileLayout | None:
-    """Blocked tiling: ``outer`` places whole tiles, ``inner`` places elements inside a tile.
+    """Blocked tiling: ``inner`` places the elements inside one tile of shape ``inner_shape``
+    (``n``), ``outer`` places the whole tiles over a grid of shape ``outer_shape`` (``o``).
 
-    *Requires*: shapes of equal rank matching the sizes. *Postcondition*: the result has logical
-    shape ``(o_j * n_j)`` and ``result.owners(x) == {a + b : a in outer.owners(x // n),
-    b in inner.owners(x % n)}`` (axis-wise sum); ``None`` when a shape does not align.
+    *Requires*: ``inner_shape`` and ``outer_shape`` of equal rank, with products ``inner.size()``
+    and ``outer.size()``. *Postcondition*: the result has logical shape ``(o_j * n_j)`` and
+    ``result.owners(x) == {a + b : a in outer.owners(x // n), b in inner.owners(x % n)}``
+    (axis-wise sum); ``None`` when a shape does not align with its layout's iterators.
     Raises :class:`LayoutError` when the sum exceeds a hardware bound.
 
         >>> from tirxpy.layout import S, TileLayout, laneid, warpid

@@ -9,27 +9,22 @@
 """
 from __future__ import annotations
 
-import numpy as np
-
 from .axis import Axis
-from .canonical import fuse_shard
-from .coords import is_int
-from .errors import LayoutError
-from .iters import Iter
+from .canonical import fuse_shard, pinned_offset
+from .errors import LayoutError, LayoutTypeError
+from .iters import Iter, bounded_int
 from .tile import TileLayout
 
 _M = Axis.get("m")
 
 
 def _factor(factor) -> int:
-    if not is_int(factor) or factor < 1:
-        raise LayoutError(f"pack/unpack factor must be a positive int, got {factor!r}")
-    return int(factor)
+    return bounded_int(factor, "pack/unpack factor", 1)
 
 
 def _plain_tile(L, op) -> TileLayout:
     if not isinstance(L, TileLayout):
-        raise LayoutError(
+        raise LayoutTypeError(
             f"{op} takes a TileLayout, got {type(L).__name__}; a swizzled layout is packed by packing its tile "
             "and choosing the swizzle for the wider element"
         )
@@ -87,7 +82,7 @@ def pack(L: TileLayout, factor: int) -> TileLayout:
         raise LayoutError(f"pack({f}): the m offset {off['m']} is not divisible by {f}; align the tile to {f} elements")
     if "m" in off:
         off["m"] //= f
-    return TileLayout.from_iters(div(shard, "shard"), div(L.replica, "replica"), off)
+    return TileLayout.from_iters(div(shard, "shard"), div(L.replica, "replica"), pinned_offset(L, off))
 
 
 def unpack(L: TileLayout, factor: int) -> TileLayout:
@@ -110,46 +105,103 @@ def unpack(L: TileLayout, factor: int) -> TileLayout:
     off = L.offset
     if "m" in off:
         off["m"] *= f
-    return TileLayout.from_iters(fuse_shard(mul(L.shard) + [Iter(f, 1, _M)]), mul(L.replica), off)
+    return TileLayout.from_iters(fuse_shard(mul(L.shard) + [Iter(f, 1, _M)]), mul(L.replica), pinned_offset(L, off))
 
 
-def _compose_ap(shard, e, s):
-    """Iterators of ``j -> outer(j * s)`` for ``j < e`` by dividing outer's digits by ``s``."""
+COMPOSE_LIMIT = 1 << 16
+"""Largest inner layout whose composition is decided by evaluating it element by element (when the
+closed-form digit walk does not apply)."""
+
+
+def _outer_digits(outer):
+    """Outer's fused shard digits, fastest first: (extent, stride, axis, place value)."""
+    out, place = [], 1
+    for it in reversed(fuse_shard(outer.shard)):
+        out.append((it.extent, it.stride, it.axis, place))
+        place *= it.extent
+    return out
+
+
+def _walk(digits, e, t, use):
+    """Iterators of ``j -> outer(j * t)`` for ``j < e`` (slowest first), adding each digit's largest
+    contribution to ``use``; None when the walk does not split into whole or truncated digits."""
     if e == 1:
         return []
-    if s == 0:
+    if t == 0:
         return [Iter(e, 0, _M)]
-    out, rs, re = [], s, e
-    for it in reversed(shard):
+    out, rs, re = [], t, e
+    for k, (E, s, ax, _) in enumerate(digits):
         if re == 1:
             break
-        if rs % it.extent == 0:
-            rs //= it.extent
+        if rs % E == 0:                  # the walk steps over this digit entirely
+            rs //= E
             continue
-        if it.extent % rs:
-            return None
-        avail, stride, rs = it.extent // rs, it.stride * rs, 1
-        if re % avail == 0:
-            take = avail
-        elif avail % re == 0:
+        if E % rs == 0:                  # the walk starts inside this digit, rs apart
+            avail = E // rs
+            take = re if re <= avail else avail
+            if re > avail and re % avail:
+                return None
+        elif (re - 1) * rs < E:          # the whole rest of the walk fits inside this digit
             take = re
         else:
             return None
-        out.insert(0, Iter(take, stride, it.axis))
+        out.insert(0, Iter(take, s * rs, ax))
+        use[k] += (take - 1) * rs
         re //= take
+        rs = 1
     return out if re == 1 else None
 
 
-def _aligned(names, t, axes):
-    cols = [t[:, :, names.index(a)] if a in names else np.zeros(t.shape[:2], dtype=np.int64) for a in axes]
-    return np.stack(cols, axis=-1) if cols else np.zeros(t.shape[:2] + (0,), dtype=np.int64)
+def _closed_form(outer, inner):
+    """The composition built digit by digit, when no inner walk carries across an outer digit."""
+    digits = _outer_digits(outer)
+    use = [0] * len(digits)
+    shard = []
+    for it in fuse_shard(inner.shard):
+        part = _walk(digits, it.extent, it.stride, use)
+        if part is None:
+            return None
+        shard += part
+    c = inner.offset.get("m", 0)
+    for k, (E, _, _, place) in enumerate(digits):
+        if (c // place) % E + use[k] >= E:   # offset digit plus the walks would carry
+            return None
+    return TileLayout.from_iters(shard, outer.replica, outer.apply(c))
+
+
+def _by_steps(outer, inner):
+    """The composition read off its values: the fastest digit is the longest run of equal steps
+    from element 0, the next one runs over multiples of it, and so on; then checked everywhere."""
+    axes = outer.axes()
+    n = inner.size()
+    vals = [tuple(outer.apply(inner.apply(i).get("m", 0))[a] for a in axes) for i in range(n)]
+    base, place, left, digits = vals[0], 1, n, []
+    while left > 1:
+        v = tuple(x - b for x, b in zip(vals[place], base))
+        run = 1
+        while run < left and vals[run * place] == tuple(b + run * x for b, x in zip(base, v)):
+            run += 1
+        moved = [a for a, x in zip(axes, v) if x]
+        if left % run or any(x < 0 for x in v) or len(moved) > 1:
+            return None, (f"the composite steps by {dict(zip(axes, v))} from element 0 to {place}, a step no "
+                          "single non-negative iterator on one axis makes for a whole digit")
+        digits.insert(0, Iter(run, v[axes.index(moved[0])] if moved else 0, moved[0] if moved else "m"))
+        place *= run
+        left //= run
+    cand = TileLayout.from_iters(digits, outer.replica, dict(zip(axes, base)))
+    for i in range(n):
+        got = cand.apply(i)
+        if tuple(got.get(a, 0) for a in axes) != vals[i]:
+            return None, (f"element {i} goes to {dict(zip(axes, vals[i]))}, but the digits found from the steps "
+                          f"({list(digits)}) put it at {got}: inner's walk carries across outer's digits")
+    return cand, None
 
 
 def _compose(outer, inner):
     if not isinstance(outer, TileLayout):
-        raise LayoutError(f"compose: outer must be a TileLayout (a swizzle is not affine), got {type(outer).__name__}")
+        raise LayoutTypeError(f"compose: outer must be a TileLayout (a swizzle is not affine), got {type(outer).__name__}")
     if not isinstance(inner, TileLayout):
-        raise LayoutError(f"compose: inner must be a TileLayout on m, got {type(inner).__name__}")
+        raise LayoutTypeError(f"compose: inner must be a TileLayout on m, got {type(inner).__name__}")
     bad = [a for a in inner.axes() if a != "m"]
     if bad:
         raise LayoutError(
@@ -163,40 +215,39 @@ def _compose(outer, inner):
             f"compose: inner reaches m = {hi} but outer has only {outer.size()} logical elements; "
             f"keep inner's m inside [0, {outer.size()})"
         )
-    shard = []
-    for it in inner.shard:
-        part = _compose_ap(outer.shard, it.extent, it.stride)
-        if part is None:
-            return None, f"inner iterator {it!r} divides outer's iterators {list(outer.shard)} unevenly; the composition is not affine"
-        shard += part
-    try:
-        cand = TileLayout.from_iters(shard, outer.replica, outer.apply(inner.offset.get("m", 0)))
-    except LayoutError:
-        cand = None
-    if cand is not None:
-        on, ot = outer.owner_table()
-        inn, it_ = inner.owner_table()
-        im = it_[:, 0, inn.index("m")] if "m" in inn else np.zeros(inner.size(), dtype=np.int64)
-        cn, ct = cand.owner_table()
-        axes = sorted(set(on) | set(cn))
-        if np.array_equal(_aligned(on, ot, axes)[im], _aligned(cn, ct, axes)):
-            return cand, None
-    return None, "inner's offsets carry across outer's iterator digits; the composition is not affine"
+    got = _closed_form(outer, inner)
+    if got is not None:
+        return got, None
+    if inner.size() > COMPOSE_LIMIT:
+        raise LayoutError(
+            f"compose: inner's iterators do not walk outer's digits without carrying, and deciding whether the "
+            f"composition is affine anyway means evaluating all {inner.size()} elements, past the limit of "
+            f"{COMPOSE_LIMIT} (COMPOSE_LIMIT); compose a smaller inner layout"
+        )
+    cand, why = _by_steps(outer, inner)
+    return cand, (None if cand is not None else f"the composition is not affine: {why}")
 
 
 def compose(outer: TileLayout, inner: TileLayout) -> TileLayout | None:
     """Functional composition ``(outer o inner)(i) = outer.owners(inner.apply(i)['m'])``.
 
     *Requires*: ``inner`` places elements only on ``m``, without replicas, inside
-    ``[0, outer.size())``. *Postcondition*: the result has ``inner.size()`` elements and the
-    owners above (replicas of ``outer`` kept, in order); ``None`` when that map is not affine.
-    Built CuTe-style (outer's digits divided by each inner stride) and checked over the domain.
+    ``[0, outer.size())`` (else :class:`LayoutError`). *Postcondition*: the composition is
+    *affine* when some TileLayout ``C`` with ``inner.size()`` elements and ``outer``'s replicas has
+    ``C.apply(i) == outer.apply(inner.apply(i)['m'])`` for every ``i``; ``compose`` returns such a
+    ``C`` exactly when one exists, and ``None`` otherwise (the ``Layout.compose`` method raises
+    with the reason instead). Decided in closed form when each inner iterator walks whole or
+    truncated digits of ``outer`` and no walk (plus inner's offset) carries into the next digit;
+    otherwise by reading the composite's steps off its values, which is refused with
+    :class:`LayoutError` past ``COMPOSE_LIMIT`` (2**16) inner elements.
 
         >>> from tirxpy.layout import S, TileLayout, laneid, warpid
         >>> outer = TileLayout(S[(4, 32) : (1@warpid, 1@laneid)])
         >>> compose(outer, TileLayout(S[(32, 4) : (1, 32)]))     # transpose the index space
         TileLayout(S[(32, 4) : (1@laneid, 1@warpid)])
-        >>> compose(outer, TileLayout(S[4 : 3])) is None        # steps across a warp boundary
+        >>> compose(TileLayout(S[8 : 1]), TileLayout(S[3 : 1]))  # a truncated digit
+        TileLayout(S[3 : 1@m])
+        >>> compose(outer, TileLayout(S[4 : 31])) is None        # lanes 0, 31, then warp 1 lane 30
         True
     """
     return _compose(outer, inner)[0]

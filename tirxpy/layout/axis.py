@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from .errors import LayoutError
+from .errors import LayoutError, LayoutTypeError
 
 KINDS = ("memory", "thread", "cta", "tmem")
 SCOPES = ("thread", "warp", "warpgroup", "cta", "cluster", "kernel")
@@ -67,7 +67,8 @@ class Axis:
         if isinstance(name, Axis):
             return name
         if not isinstance(name, str):
-            raise LayoutError(f"an axis is named by a string or an Axis, got {name!r} ({type(name).__name__})")
+            raise LayoutTypeError(f"an axis is named by a string or an Axis, got {name!r} ({type(name).__name__}); "
+                                  "write e.g. 'laneid' or laneid")
         try:
             return cls._registry[name]
         except KeyError:
@@ -90,7 +91,7 @@ class Axis:
                     f"axis scope must be an (outer, inner) pair of {SCOPES} with outer wider than inner, got {scope!r}"
                 )
             scope = tuple(scope)
-        if bound is not None and (not isinstance(bound, int) or bound < 1):
+        if bound is not None and (not isinstance(bound, int) or isinstance(bound, bool) or bound < 1):
             raise LayoutError(f"axis bound must be a positive int or None, got {bound!r}")
         ax = cls(name, kind, scope, bound)
         old = cls._registry.get(name)

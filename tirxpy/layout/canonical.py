@@ -17,9 +17,26 @@ from __future__ import annotations
 
 from collections import Counter
 
-from .errors import LayoutError
+from .axis import Axis
+from .errors import LayoutError, LayoutTypeError
 from .iters import Iter
 from .tile import Layout, TileLayout
+
+
+def pinned_offset(L, offset) -> dict:
+    """``offset`` plus a 0 on every thread / CTA axis ``L`` names, so that a result which drops
+    ``L``'s extent-1 or stride-0 iterators still names those axes (a named axis at 0 means "only
+    unit 0 holds it"; an unnamed one means "every unit does").
+
+        >>> from tirxpy.layout import S, TileLayout
+        >>> pinned_offset(TileLayout.from_iters([Iter(4, 1), Iter(1, 1, "laneid")]), {})
+        {'laneid': 0}
+    """
+    off = dict(offset)
+    for a in L.axes():
+        if not Axis.get(a).is_memory:
+            off.setdefault(a, 0)
+    return off
 
 
 def fuse_shard(shard) -> tuple:
@@ -109,11 +126,11 @@ def canonicalize(L: Layout) -> Layout:
     from .swizzle import ComposeLayout
 
     if isinstance(L, ComposeLayout):
-        return rewrap(L, canonicalize(L.tile))
+        return rewrap(L, canonicalize(L.tile_layout))
     if not isinstance(L, TileLayout):
-        raise LayoutError(f"canonicalize takes a TileLayout or ComposeLayout, got {type(L).__name__}")
+        raise LayoutTypeError(f"canonicalize takes a TileLayout or ComposeLayout, got {type(L).__name__}")
     return TileLayout.from_iters(
-        fuse_shard(L.shard), canonical_replica(L.replica), dict(sorted(L.offset.items()))
+        fuse_shard(L.shard), canonical_replica(L.replica), dict(sorted(pinned_offset(L, L.offset).items()))
     )
 
 
@@ -125,7 +142,7 @@ def equivalent(a: Layout, b: Layout) -> bool:
         True
     """
     if not isinstance(a, Layout):
-        raise LayoutError(f"equivalent() compares two layouts, got {type(a).__name__}")
+        raise LayoutTypeError(f"equivalent() compares two layouts, got {type(a).__name__}")
     return a.equivalent(b)
 
 
@@ -137,5 +154,5 @@ def identical(a: Layout, b: Layout) -> bool:
         False
     """
     if not isinstance(a, Layout) or not isinstance(b, Layout):
-        raise LayoutError(f"identical() compares two layouts, got {type(a).__name__} and {type(b).__name__}")
+        raise LayoutTypeError(f"identical() compares two layouts, got {type(a).__name__} and {type(b).__name__}")
     return a.identical(b)

@@ -17,13 +17,12 @@ import sys
 
 from . import atoms
 from .axis import Axis
-from .errors import LayoutError
+from .errors import MAX_TABLE, LayoutError
 from .iters import R, S
 from .swizzle import ComposeLayout, SwizzleLayout, swizzle_32B, swizzle_64B, swizzle_128B, swizzle_for
 from .tile import Layout, TileLayout
 
 MAX_SPEC_CHARS = 4000
-MAX_PICTURE_CELLS = 1 << 16
 
 CALLABLES = {
     "TileLayout": TileLayout,
@@ -36,7 +35,7 @@ CALLABLES = {
 }
 for _name in ("ldmatrix_layout", "mma_m16n8k16_a", "mma_m16n8k16_b", "mma_m16n8k16_c", "mma_smem_layout",
               "wgmma_smem_layout", "tcgen05_smem_layout", "tmem_accumulator", "tmem_ld_layout",
-              "tmem_ld_tmem_layout", "wgmma_a_fragment", "wgmma_accumulator"):
+              "tmem_ld_tmem_layout", "tmem_warpx4_layout", "wgmma_a_fragment", "wgmma_accumulator"):
     CALLABLES[_name] = getattr(atoms, _name)
 
 
@@ -180,11 +179,12 @@ def main(argv=None) -> int:
         print(f"layout: {layout!r}")
         print(f"size:   {size}" + (f"  shape: {shape}" if shape else ""))
         print(f"axes:   {', '.join(layout.axes())}")
-        if size <= MAX_PICTURE_CELLS * 16:
+        owners_total = size * layout.replica_count_total()    # every owner counts, replicas included
+        if isinstance(layout, TileLayout) or owners_total <= MAX_TABLE:   # closed form, or a table in bounds
             spans = layout.span()
             print("spans:  " + ", ".join(f"{k}={v}" for k, v in spans.items()))
         else:
-            print(f"spans:  (skipped: {size} elements)")
+            print(f"spans:  (skipped: {owners_total} owners, past the table limit of {MAX_TABLE})")
         if args.owners:
             coord = _ints(args.owners, "--owners")
             owners = layout.owners(*coord, shape=shape)

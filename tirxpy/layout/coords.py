@@ -12,15 +12,37 @@ from math import prod
 
 import sympy
 
-from .errors import LayoutError
+from .errors import MAX_COORD, LayoutError, LayoutTypeError
 
 
 def is_int(v) -> bool:
+    """True for ints and other ``__index__`` types (numpy ints), False for bools."""
+    if isinstance(v, bool) or type(v).__name__ == "bool_":
+        return False
     try:
         operator.index(v)
-        return not isinstance(v, bool)
+        return True
     except TypeError:
         return False
+
+
+def check_shape(shape, size: int, what: str = "shape") -> tuple:
+    """A logical shape as a tuple of Python ints: positive, below 2**64, product == ``size``."""
+    if is_int(shape):
+        shape = (shape,)
+    if not isinstance(shape, (tuple, list)) or not shape:
+        raise LayoutTypeError(f"{what} {shape!r} must be a non-empty tuple of positive ints, e.g. (8, 16)")
+    for d, n in enumerate(shape):
+        if not is_int(n):
+            raise LayoutTypeError(f"{what} {tuple(shape)!r} must be a tuple of positive ints: entry {d} is {n!r} "
+                                  f"({type(n).__name__})")
+        if not 1 <= operator.index(n) < MAX_COORD:
+            raise LayoutError(f"{what} {tuple(shape)!r} must be a tuple of positive ints below 2**64: entry {d} is {n}")
+    shape = tuple(int(operator.index(n)) for n in shape)
+    if prod(shape) != size:
+        raise LayoutError(f"{what} {shape} has {prod(shape)} elements but the layout has {size}; "
+                          f"give a shape whose product is {size}")
+    return shape
 
 
 def to_coord(v, what="coordinate"):
@@ -31,7 +53,7 @@ def to_coord(v, what="coordinate"):
         return sympy.Symbol(v, integer=True, nonnegative=True)
     if isinstance(v, sympy.Basic):
         return v
-    raise LayoutError(f"{what} must be an int or a sympy expression, got {v!r} ({type(v).__name__})")
+    raise LayoutTypeError(f"{what} must be an int or a sympy expression, got {v!r} ({type(v).__name__})")
 
 
 def normalize(coord, shape, size: int):
@@ -48,15 +70,7 @@ def normalize(coord, shape, size: int):
             )
         shape = (size,)
     else:
-        if isinstance(shape, int):
-            shape = (shape,)
-        shape = tuple(shape)
-        if not all(is_int(n) and n >= 1 for n in shape):
-            raise LayoutError(f"shape {shape} must be a tuple of positive ints")
-        if prod(shape) != size:
-            raise LayoutError(
-                f"shape {shape} has {prod(shape)} elements but the layout has {size}; give a shape whose product is {size}"
-            )
+        shape = check_shape(shape, size)
         if len(coord) != len(shape):
             raise LayoutError(f"coordinate {coord} has rank {len(coord)} but shape {shape} has rank {len(shape)}")
     for d, (c, n) in enumerate(zip(coord, shape)):

@@ -18,14 +18,32 @@ import operator
 from dataclasses import dataclass, field
 
 from .axis import Axis
-from .errors import LayoutError
+from .errors import MAX_COORD, MAX_ITERS, LayoutError, LayoutTypeError
 
 
-def _as_int(v, what: str) -> int:
+def as_int(v, what: str) -> int:
+    """``v`` as a Python int: an ``int`` or anything with ``__index__`` (numpy ints), never a bool,
+    float or string (:class:`LayoutTypeError` naming ``what`` otherwise)."""
+    if isinstance(v, bool) or type(v).__name__ == "bool_":
+        raise LayoutTypeError(f"{what} must be an integer, got {v!r} (bool); write 1 or 0, not True / False")
     try:
-        return operator.index(v)
+        return int(operator.index(v))
     except TypeError:
-        raise LayoutError(f"{what} must be an integer, got {v!r} ({type(v).__name__})") from None
+        raise LayoutTypeError(f"{what} must be an integer, got {v!r} ({type(v).__name__})") from None
+
+
+_as_int = as_int
+
+
+def bounded_int(v, what: str, lo: int = 0) -> int:
+    """:func:`as_int` in ``[lo, 2**64)`` (:class:`LayoutError` naming ``what`` and the range otherwise)."""
+    v = as_int(v, what)
+    if v < lo:
+        need = "a positive integer" if lo == 1 else f"an integer >= {lo}"
+        raise LayoutError(f"{what} is {v}; it must be {need}")
+    if v >= MAX_COORD:
+        raise LayoutError(f"{what} is {v}, past the limit of layout coordinates (2**64); use values below 2**64")
+    return v
 
 
 @dataclass(frozen=True)
@@ -43,8 +61,19 @@ class Iter:
     axis: Axis = field(default=None)
 
     def __init__(self, extent, stride, axis="m"):
-        object.__setattr__(self, "extent", _as_int(extent, "iterator extent"))
-        object.__setattr__(self, "stride", _as_int(stride, "iterator stride"))
+        e = as_int(extent, "iterator extent")
+        if e < 1:
+            raise LayoutError(f"iterator extent {e} is not positive; every extent must be a positive integer "
+                              "(drop the iterator or give it extent >= 1)")
+        s = as_int(stride, "iterator stride")
+        if s < 0:
+            raise LayoutError(f"iterator Iter({e}, {s}) has negative stride {s}; strides must be >= 0")
+        for what, v in (("extent", e), ("stride", s)):
+            if v >= MAX_COORD:
+                raise LayoutError(f"iterator {what} {v} is past the limit of layout coordinates (2**64); "
+                                  "use values below 2**64")
+        object.__setattr__(self, "extent", e)
+        object.__setattr__(self, "stride", s)
         object.__setattr__(self, "axis", Axis.get(axis))
 
     def __repr__(self) -> str:
@@ -62,7 +91,11 @@ class AxisStride:
     axis: Axis
 
     def __init__(self, value, axis):
-        object.__setattr__(self, "value", _as_int(value, "stride or offset"))
+        v = as_int(value, "stride or offset (k in k@axis)")
+        if abs(v) >= MAX_COORD:
+            raise LayoutError(f"{v}@{Axis.get(axis).name} is past the limit of layout coordinates (2**64); "
+                              "use values below 2**64")
+        object.__setattr__(self, "value", v)
         object.__setattr__(self, "axis", Axis.get(axis))
 
     def __repr__(self) -> str:
@@ -84,6 +117,9 @@ def _split_strides(extents, strides, what):
         strides = tuple(reversed(out))
     if not isinstance(strides, tuple):
         strides = (strides,)
+    if len(extents) > MAX_ITERS:
+        raise LayoutError(f"{what}[...] has {len(extents)} extents; a layout has at most {MAX_ITERS} (the limit "
+                          "MAX_ITERS): fuse iterators")
     if len(strides) != len(extents):
         raise LayoutError(
             f"{what}[...] has {len(extents)} extents but {len(strides)} strides; give one stride per extent"
@@ -95,7 +131,7 @@ def _split_strides(extents, strides, what):
         elif isinstance(s, Axis):
             iters.append(Iter(e, 1, s))
         else:
-            iters.append(Iter(e, _as_int(s, f"{what}[...] stride"), "m"))
+            iters.append(Iter(e, as_int(s, f"{what}[...] stride"), "m"))
     return tuple(iters)
 
 
@@ -112,7 +148,7 @@ class _SpecBuilder:
             extents, strides = key, None
         if not isinstance(extents, tuple):
             extents = (extents,)
-        extents = tuple(_as_int(e, f"{self.what}[...] extent") for e in extents)
+        extents = tuple(as_int(e, f"{self.what}[...] extent") for e in extents)
         iters = _split_strides(extents, strides, self.what)
         if self.what == "S":
             return LayoutSpec(iters, (), {})

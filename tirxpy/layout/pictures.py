@@ -25,8 +25,8 @@ from xml.sax.saxutils import escape
 import numpy as np
 
 from .axis import Axis
-from .coords import is_int
-from .errors import LayoutError
+from .coords import check_shape
+from .errors import LayoutError, LayoutTypeError
 from .font import GLYPH_H, draw_text, text_width
 from .png import encode_png
 
@@ -38,25 +38,21 @@ MAX_CELLS = 1 << 16
 """Largest tile the pictures draw (a picture of more cells is unreadable anyway)."""
 LABEL_CELLS = 4096
 """Plots of more cells than this draw colours only, no labels."""
+MAX_CELL_OWNERS = 64
+"""Most owners (replicas) one cell of a picture lists."""
 
 
 # ---------------------------------------------------------------- the grid of owners
 def _grid_shape(layout, shape):
     size = layout.size()
-    if shape is None:
-        shape = (size,)
-    elif is_int(shape):
-        shape = (int(shape),)
-    try:
-        shape = tuple(shape)
-    except TypeError:
-        raise LayoutError(f"shape must be a tuple of positive ints, got {shape!r}") from None
-    if not shape or not all(is_int(n) and n >= 1 for n in shape):
-        raise LayoutError(f"shape must be a tuple of positive ints, got {shape!r}")
-    if prod(shape) != size:
-        raise LayoutError(f"shape {shape} has {prod(shape)} elements but the layout has {size}; give a shape whose product is {size}")
+    shape = (size,) if shape is None else check_shape(shape, size)
     if size > MAX_CELLS:
-        raise LayoutError(f"the layout has {size} elements; pictures draw at most {MAX_CELLS} (draw a sub-tile)")
+        raise LayoutError(f"the layout has {size} elements; pictures draw at most {MAX_CELLS} (the limit MAX_CELLS): "
+                          "draw a sub-tile (Layout.slice)")
+    reps = layout.replica_count_total()
+    if reps > MAX_CELL_OWNERS:
+        raise LayoutError(f"each element of the layout has {reps} owners (replicas); a picture lists at most "
+                          f"{MAX_CELL_OWNERS} per cell (the limit MAX_CELL_OWNERS): draw the layout without its replicas")
     if len(shape) == 1:
         return 1, shape[0]
     return prod(shape[:-1]), shape[-1]
@@ -69,6 +65,8 @@ def _axes(layout, show):
         return ordered + [a for a in used if a not in ordered]
     if isinstance(show, str):
         show = (show,)
+    if not isinstance(show, (list, tuple)):
+        raise LayoutTypeError(f"show must be an axis name or a list of axis names, got {show!r} ({type(show).__name__})")
     out = []
     for a in show:
         name = Axis.get(a).name
@@ -274,7 +272,11 @@ def render_svg(layout, shape=None, show=None) -> str:
 def plot(layout, path, shape=None, show=None) -> list:
     """Write the plot to ``path``: PNG for ``*.png``, SVG for ``*.svg``, both (``path.png`` and
     ``path.svg``) for a path with neither suffix. Returns the paths written."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise LayoutTypeError(f"plot path must be a file name (str or path), got {path!r} ({type(path).__name__})")
     path = os.fspath(path)
+    if not isinstance(path, str) or "\x00" in path or not path:
+        raise LayoutError(f"plot path {path!r} is not a usable file name; give e.g. 'layout.png'")
     low = path.lower()
     if low.endswith(".png"):
         targets = [(path, "png")]
@@ -287,12 +289,12 @@ def plot(layout, path, shape=None, show=None) -> list:
         d = os.path.dirname(p)
         if d and not os.path.isdir(d):
             raise LayoutError(f"cannot write {p!r}: directory {d!r} does not exist")
-        if kind == "png":
-            data = encode_png(render_image(layout, shape=shape, show=show))
+        data = (encode_png(render_image(layout, shape=shape, show=show)) if kind == "png"
+                else render_svg(layout, shape=shape, show=show).encode("utf-8"))
+        try:
             with open(p, "wb") as f:
                 f.write(data)
-        else:
-            with open(p, "w", encoding="utf-8") as f:
-                f.write(render_svg(layout, shape=shape, show=show))
+        except OSError as e:
+            raise LayoutError(f"cannot write {p!r}: {e.strerror or e}; pick a writable path") from None
         written.append(p)
     return written

@@ -20,7 +20,8 @@ import sympy
 
 from .axis import Axis
 from .coords import is_int
-from .errors import LayoutError
+from .errors import MAX_SWIZZLE_BITS, LayoutError, LayoutTypeError
+from .iters import as_int
 from .tile import Layout, TileLayout
 
 
@@ -51,10 +52,17 @@ class SwizzleLayout:
     def __init__(self, per_element: int, swizzle_len: int, atom_len: int, axis="m"):
         vals = []
         for name, v in (("per_element", per_element), ("swizzle_len", swizzle_len), ("atom_len", atom_len)):
-            if not is_int(v) or v < 0:
+            v = as_int(v, f"swizzle {name}")
+            if v < 0:
                 raise LayoutError(f"swizzle {name} must be a non-negative int, got {v!r}")
-            vals.append(operator.index(v))
+            if v > MAX_SWIZZLE_BITS:
+                raise LayoutError(f"swizzle {name} is {v} bits; per_element + atom_len + swizzle_len is at most "
+                                  f"{MAX_SWIZZLE_BITS} (the limit MAX_SWIZZLE_BITS: a swizzle acts on 64-bit addresses)")
+            vals.append(v)
         self.per_element, self.swizzle_len, self.atom_len = vals
+        if sum(vals) > MAX_SWIZZLE_BITS:
+            raise LayoutError(f"swizzle per_element + atom_len + swizzle_len = {sum(vals)} bits; the limit is "
+                              f"{MAX_SWIZZLE_BITS} (MAX_SWIZZLE_BITS: a swizzle acts on 64-bit addresses)")
         if self.atom_len < self.swizzle_len:
             raise LayoutError(
                 f"swizzle atom_len {self.atom_len} < swizzle_len {self.swizzle_len}: the XOR source and target "
@@ -76,8 +84,13 @@ class SwizzleLayout:
         return (1 << self.swizzle_len) - 1
 
     def apply(self, m):
-        """Swizzle one coordinate: int, numpy array or sympy expression."""
+        """Swizzle one coordinate: int (>= 0), numpy int array or sympy expression. The swizzle is
+        an involution (``apply(apply(m)) == m``): the XOR source bits are not among its targets."""
         P, B, A = self.per_element, self.swizzle_len, self.atom_len
+        if not isinstance(m, (np.ndarray, sympy.Basic)):
+            m = as_int(m, "swizzled coordinate")
+            if m < 0:
+                raise LayoutError(f"swizzled coordinate {m} is negative; memory coordinates are >= 0")
         if B == 0:
             return m
         if isinstance(m, np.ndarray) or is_int(m):
@@ -105,7 +118,8 @@ class ComposeLayout(Layout):
     """A tile layout whose memory coordinate is then swizzled.
 
     ``ComposeLayout(per_element, swizzle_len, atom_len, tile_layout, swizzle_inner=True)`` or
-    ``ComposeLayout(SwizzleLayout(...), tile_layout)``. With ``swizzle_inner=True`` (the
+    ``ComposeLayout(SwizzleLayout(...), tile_layout)``; the parts are ``.swizzle`` and
+    ``.tile_layout`` (``.tile()`` is :meth:`Layout.tile`, the blocked product, as for every layout). With ``swizzle_inner=True`` (the
     usual shared-memory case) the swizzle permutes the ``m`` coordinate the tile layout
     produces. With ``swizzle_inner=False`` it permutes the logical linear index before the
     tile layout sees it (so the size must be a whole number of swizzle periods).
@@ -126,10 +140,15 @@ class ComposeLayout(Layout):
                 "ComposeLayout(SwizzleLayout(...), tile_layout)"
             )
         if not isinstance(tile, TileLayout):
-            raise LayoutError(f"ComposeLayout composes a swizzle with a TileLayout, got {type(tile).__name__}")
+            raise LayoutTypeError(f"ComposeLayout composes a swizzle with a TileLayout, got {type(tile).__name__}; "
+                                  "wrap an S[...] spec in TileLayout(...)")
+        if not isinstance(swz, SwizzleLayout):
+            raise LayoutTypeError(f"ComposeLayout's swizzle must be a SwizzleLayout, got {type(swz).__name__}")
+        if not isinstance(swizzle_inner, bool):
+            raise LayoutTypeError(f"swizzle_inner must be True or False, got {swizzle_inner!r}")
         self.swizzle = swz
-        self.tile = tile
-        self.swizzle_inner = bool(swizzle_inner)
+        self.tile_layout = tile
+        self.swizzle_inner = swizzle_inner
         ax = swz.axis.name
         if self.swizzle_inner:
             if ax not in tile.axes():
@@ -143,28 +162,49 @@ class ComposeLayout(Layout):
             )
 
     def size(self, axis=None) -> int:
-        return self.tile.size(axis)
+        return self.tile_layout.size(axis)
+
+    def replica_count_total(self) -> int:
+        return self.tile_layout.replica_count
+
+    def _reach_upper(self) -> dict:
+        hi = self.tile_layout._reach_upper()
+        a, s = self.swizzle.axis.name, self.swizzle
+        if a in hi:   # the swizzle only sets bits of the field at per_element
+            hi[a] |= s._mask() << s.per_element
+        return hi
 
     def dense_box_mismatch(self, box):
         """The unswizzled tile's :meth:`~tirxpy.layout.tile.Layout.dense_box_mismatch`."""
-        return self.tile.dense_box_mismatch(box)
+        return self.tile_layout.dense_box_mismatch(box)
 
     def footprint(self) -> int:
         """Storage an allocation needs on the swizzled axis: one past the largest swizzled
-        coordinate (offset included)."""
+        coordinate (offset included). Read off the owner table (at most ``MAX_TABLE`` owners)."""
         names, t = self.owner_table()
         return int(t[:, :, names.index(self.swizzle.axis.name)].max()) + 1
 
     def axes(self) -> tuple:
-        return self.tile.axes()
+        return self.tile_layout.axes()
+
+    def _elements_at(self, want: dict) -> list:
+        """Closed form: the swizzle is an involution, so the tile is asked for the unswizzled
+        coordinate (inner swizzle) or its answers are swizzled back (outer swizzle)."""
+        a = self.swizzle.axis.name
+        if self.swizzle_inner:
+            if a in want:
+                want = dict(want, **{a: self.swizzle.apply(want[a])})
+            return self.tile_layout._elements_at(want)
+        n = self.size()
+        return sorted(j for j in (self.swizzle.apply(i) for i in self.tile_layout._elements_at(want)) if j < n)
 
     def apply(self, *coord, shape=None) -> dict:
         if not self.swizzle_inner:
             from .coords import flatten, normalize
 
             c, shp = normalize(coord, shape, self.size())
-            return self.tile.apply(self.swizzle.apply(flatten(c, shp)))
-        out = self.tile.apply(*coord, shape=shape)
+            return self.tile_layout.apply(self.swizzle.apply(flatten(c, shp)))
+        out = self.tile_layout.apply(*coord, shape=shape)
         name = self.swizzle.axis.name
         out[name] = self.swizzle.apply(out[name])
         return out
@@ -174,15 +214,15 @@ class ComposeLayout(Layout):
             from .coords import flatten, normalize
 
             c, shp = normalize(coord, shape, self.size())
-            return self.tile.owners(self.swizzle.apply(flatten(c, shp)))
+            return self.tile_layout.owners(self.swizzle.apply(flatten(c, shp)))
         name = self.swizzle.axis.name
-        res = self.tile.owners(*coord, shape=shape)
+        res = self.tile_layout.owners(*coord, shape=shape)
         for d in res:
             d[name] = self.swizzle.apply(d[name])
         return res
 
     def _owner_table(self):
-        names, t = self.tile.owner_table()
+        names, t = self.tile_layout.owner_table()
         t = t.copy()
         if self.swizzle_inner:
             a = names.index(self.swizzle.axis.name)
@@ -193,13 +233,13 @@ class ComposeLayout(Layout):
         return names, t
 
     def check_well_formed(self) -> None:
-        self.tile.check_well_formed()
+        self.tile_layout.check_well_formed()
 
     def identical(self, other) -> bool:
         return (
             isinstance(other, ComposeLayout)
             and self.swizzle == other.swizzle
-            and self.tile.identical(other.tile)
+            and self.tile_layout.identical(other.tile_layout)
             and self.swizzle_inner == other.swizzle_inner
         )
 
@@ -207,12 +247,12 @@ class ComposeLayout(Layout):
         return self.identical(other)
 
     def __hash__(self):
-        return hash((self.swizzle, self.tile, self.swizzle_inner))
+        return hash((self.swizzle, self.tile_layout, self.swizzle_inner))
 
     def __repr__(self):
         s = self.swizzle
         inner = "" if self.swizzle_inner else ", swizzle_inner=False"
-        return f"ComposeLayout({s.per_element}, {s.swizzle_len}, {s.atom_len}, {self.tile!r}{inner})"
+        return f"ComposeLayout({s.per_element}, {s.swizzle_len}, {s.atom_len}, {self.tile_layout!r}{inner})"
 
 
 _SWIZZLE_BYTES = {32: 1, 64: 2, 128: 3}

@@ -25,9 +25,9 @@ from math import prod
 import numpy as np
 
 from .axis import Axis
-from .coords import normalize, split, unflatten
-from .errors import LayoutError
-from .iters import Iter, LayoutSpec, _as_int
+from .coords import check_shape, normalize, split, unflatten
+from .errors import MAX_ANSWER, MAX_COORD, MAX_ITERS, MAX_TABLE, LayoutError, LayoutTypeError
+from .iters import Iter, LayoutSpec, as_int
 
 
 def _fmt_iters(name, iters):
@@ -43,17 +43,47 @@ def _fmt_iters(name, iters):
 
 class Layout:
     """What every layout answers (TileLayout, ComposeLayout). Subclasses define
-    ``size()``, ``axes()``, ``apply``, ``_owner_table()`` and ``__repr__``."""
+    ``size()``, ``axes()``, ``apply``, ``owners``, ``_owner_table()`` and ``__repr__``.
+
+    An axis the layout does not name (not in :meth:`axes`) is *free* when it is a thread or CTA
+    axis: the layout does not constrain it, so every thread (CTA) along it holds the element, each
+    its own copy (a register tile whose layout names no thread axis is held by every thread). A
+    memory axis the layout does not name reads 0. Owner dicts list the named axes only.
+    """
 
     def owners(self, *coord, shape=None) -> list[dict]:
         """Every physical coordinate holding the element, base placement first, then the
         replicas in row-major order of the replica iterators."""
         raise NotImplementedError
 
-    # ---- table-based queries (vectorized over the whole domain) ----
+    def replica_count_total(self) -> int:
+        """How many owners each element has (the product of the replica extents)."""
+        return 1
+
+    # ---- table-based queries (vectorized over the whole domain; bounded by MAX_TABLE) ----
+    def check_table(self, op: str = "owner_table") -> None:
+        """Raise :class:`LayoutError` unless the owner table fits: at most ``MAX_TABLE`` (2**22)
+        elements x replicas, every coordinate below 2**63 (the table is int64)."""
+        n, r = self.size(), self.replica_count_total()
+        if n * r > MAX_TABLE:
+            raise LayoutError(
+                f"{op}: the layout has {n} elements x {r} replica(s) = {n * r} owners; owner tables hold at most "
+                f"{MAX_TABLE} (the limit MAX_TABLE). Ask closed-form questions instead (apply, owners, elements_at, "
+                "span) or work on a sub-tile (slice)"
+            )
+        hi = self._reach_upper()
+        if any(v >= 1 << 63 for v in hi.values()):
+            a = next(a for a, v in hi.items() if v >= 1 << 63)
+            raise LayoutError(f"{op}: the layout reaches {a} = {hi[a]}, past 2**63 - 1 (the limit of the int64 owner "
+                              "table); use apply / owners / elements_at, which are exact")
+
+    def _reach_upper(self) -> dict:
+        return {}
+
     def owner_table(self):
         """``(axes, T)``: ``T[i, r, a]`` is the coordinate on ``axes[a]`` of replica ``r`` of
-        logical index ``i``. Computed once per layout."""
+        logical index ``i``. Computed once per layout; refused past ``MAX_TABLE`` owners."""
+        self.check_table()
         return self._owner_table_cached
 
     @cached_property
@@ -62,35 +92,55 @@ class Layout:
         t.setflags(write=False)
         return axes, t
 
+    def _query(self, coord, axes, op) -> dict:
+        """Validate an elements_at query: ``{axis name: int >= 0}`` over axes the layout names."""
+        if coord is not None and not isinstance(coord, dict):
+            raise LayoutTypeError(f"{op}: coord must be a dict {{axis: value}} or keyword arguments "
+                                  f"(elements_at(laneid=3)), got {coord!r} ({type(coord).__name__})")
+        want = {}
+        named = self.axes()
+        for k, v in list((coord or {}).items()) + list(axes.items()):
+            name = Axis.get(k).name
+            v = as_int(v, f"{op}: coordinate on {name}")
+            if v < 0:
+                raise LayoutError(f"{op}: coordinate {v} on {name} is negative; coordinates are >= 0")
+            if name not in named:
+                ax = Axis.get(name)
+                what = ("places nothing there (a missing memory axis reads 0)" if ax.is_memory else
+                        f"is free there: every {name} holds the same elements")
+                raise LayoutError(f"{op}: the layout does not name {name}, so it {what}; leave {name} out of "
+                                  f"the query (the layout names {', '.join(named) or 'no axis'})")
+            if want.get(name, v) != v:
+                return None
+            want[name] = v
+        return want
+
     def elements_at(self, coord: dict | None = None, *, shape=None, **axes) -> list:
         """Reverse query: the logical elements held at a physical coordinate.
 
-        Axes left out match any value (``elements_at(laneid=3)``: everything lane 3 holds);
-        axes the layout does not use must be 0. Returns sorted linear indices, or coordinate
-        tuples when ``shape`` is given.
+        Axes left out match any value (``elements_at(laneid=3)``: everything lane 3 holds); an
+        axis the layout does not name raises :class:`LayoutError` (it constrains nothing there).
+        Returns sorted linear indices, or coordinate tuples when ``shape`` is given. Solved in
+        closed form (:mod:`tirxpy.layout.solve`); more than ``MAX_ANSWER`` answers raise.
         """
-        want = dict(coord or {})
-        want.update(axes)
+        shp = None if shape is None else check_shape(shape, self.size())
+        want = self._query(coord, axes, "elements_at")
+        idx = [] if want is None else self._elements_at(want)
+        if shp is None:
+            return idx
+        return [tuple(int(x) for x in unflatten(i, shp)) for i in idx]
+
+    def _elements_at(self, want: dict) -> list:
         names, t = self.owner_table()
         mask = np.ones(t.shape[:2], dtype=bool)
         for name, v in want.items():
-            Axis.get(name)
-            v = _as_int(v, f"coordinate on {name}")
-            if name in names:
-                mask &= t[:, :, names.index(name)] == v
-            elif v != 0:
-                return []
-        idx = np.nonzero(mask.any(axis=1))[0].tolist()
-        if shape is None:
-            return idx
-        normalize((0,) * (len(shape) if not isinstance(shape, int) else 1), shape, self.size())
-        shp = (shape,) if isinstance(shape, int) else tuple(shape)
-        return [tuple(int(x) for x in unflatten(i, shp)) for i in idx]
+            mask &= t[:, :, names.index(name)] == v
+        return np.nonzero(mask.any(axis=1))[0].tolist()
 
     def owner_sets(self, axes=None) -> list[frozenset]:
         """For each linear index, the set of owner tuples over ``axes`` (missing axes read 0)."""
         names, t = self.owner_table()
-        axes = list(names) if axes is None else list(axes)
+        axes = list(names) if axes is None else [Axis.get(a).name for a in axes]
         cols = [t[:, :, names.index(a)] if a in names else np.zeros(t.shape[:2], dtype=np.int64) for a in axes]
         stacked = np.stack(cols, axis=-1) if cols else np.zeros(t.shape[:2] + (0,), dtype=np.int64)
         return [frozenset(map(tuple, row.tolist())) for row in stacked]
@@ -105,24 +155,34 @@ class Layout:
         coords = pairs[:, :-1]
         return len(np.unique(coords, axis=0)) == len(coords)
 
+    def free_axes(self) -> frozenset:
+        """Named thread / CTA axes (the ones whose absence would mean "every unit holds it")."""
+        return frozenset(a for a in self.axes() if not Axis.get(a).is_memory)
+
     def equivalent(self, other: "Layout") -> bool:
-        """Same size and the same set of owners for every logical index."""
+        """Same size, the same named thread / CTA axes, and the same set of owners for every
+        logical index (a memory axis one layout leaves out reads 0 there)."""
         if not isinstance(other, Layout):
-            raise LayoutError(f"equivalent() compares two layouts, got {type(other).__name__}")
-        if self.size() != other.size():
+            raise LayoutTypeError(f"equivalent() compares two layouts, got {type(other).__name__}")
+        if self.size() != other.size() or self.free_axes() != other.free_axes():
             return False
+        if self.identical(other):
+            return True
         axes = sorted(set(self.axes()) | set(other.axes()))
         return self.owner_sets(axes) == other.owner_sets(axes)
 
     def span(self, axis=None):
         """Width of the coordinate range touched on ``axis`` (max - min + 1, offset excluded
         from the width); without ``axis`` a dict over every axis the layout uses."""
-        names, t = self.owner_table()
         if axis is None:
-            return {a: self.span(a) for a in names}
+            return {a: self.span(a) for a in self.axes()}
         name = Axis.get(axis).name
-        if name not in names:
+        if name not in self.axes():
             return 1
+        return self._span(name)
+
+    def _span(self, name):
+        names, t = self.owner_table()
         col = t[:, :, names.index(name)]
         return int(col.max() - col.min() + 1)
 
@@ -139,7 +199,7 @@ class Layout:
             ((1, 0), 16, 8)
         """
         lay = self
-        box = tuple(box)
+        box = check_shape(box, self.size(), "box")
         rm = [prod(box[d + 1:]) for d in range(len(box))]
         origin = [0] * len(box)
         base = lay.apply(*origin, shape=box).get("m", 0)
@@ -169,7 +229,7 @@ class Layout:
         """:func:`tirxpy.layout.algebra.group`; raises :class:`LayoutError` when ``shape`` does not align."""
         from . import algebra
 
-        return _or_raise(algebra._group(algebra._tile_of(self, "group"), algebra.check_shape(shape, self.size())), "group")
+        return _or_raise(algebra._group(algebra._tile_of(self, "group"), check_shape(shape, self.size())), "group")
 
     def slice(self, region, shape) -> "Layout":
         """:func:`tirxpy.layout.algebra.slice_layout`; raises naming the dimension and why."""
@@ -214,6 +274,17 @@ class Layout:
         return _or_raise(_compose(self, inner), "compose")
 
 
+def _iter_tuple(its, what):
+    if its is None:
+        return ()
+    if isinstance(its, Iter) or not isinstance(its, (list, tuple)):
+        raise LayoutTypeError(f"{what} must be a list of Iter(extent, stride, axis), got {its!r} ({type(its).__name__})")
+    for it in its:
+        if not isinstance(it, Iter):
+            raise LayoutTypeError(f"{what} iterators must be Iter(extent, stride, axis), got {it!r}")
+    return tuple(its)
+
+
 def _or_raise(result_why, op):
     result, why = result_why
     if result is None:
@@ -226,36 +297,35 @@ class TileLayout(Layout):
 
     Also ``TileLayout.from_iters(shard=[Iter...], replica=[Iter...], offset={"warpid": 5})``.
     Every constructor checks the result (:meth:`check_well_formed`) and raises
-    :class:`LayoutError` on bad input.
+    :class:`LayoutError` on bad input (:class:`LayoutTypeError` for a wrong kind of argument).
+    A zero offset on a thread / CTA axis that no iterator names is kept (``0@laneid``: the tile
+    lives in lane 0 only, unlike a layout that leaves ``laneid`` free).
     """
-
 
     def __init__(self, spec: LayoutSpec | None = None, *, shard=None, replica=(), offset=None):
         if spec is not None:
             if shard is not None or replica or offset:
                 raise LayoutError("pass either a spec (S[...] + R[...] + k@axis) or shard=/replica=/offset=, not both")
-            if isinstance(spec, TileLayout):
-                shard, replica, offset = spec.shard, spec.replica, spec.offset
-            elif isinstance(spec, LayoutSpec):
+            if isinstance(spec, (TileLayout, LayoutSpec)):
                 shard, replica, offset = spec.shard, spec.replica, spec.offset
             else:
-                raise LayoutError(
+                raise LayoutTypeError(
                     f"TileLayout takes S[extents : strides] (+ R[...] + k@axis), got {spec!r}; "
                     "for iterator lists use TileLayout.from_iters(shard, replica, offset)"
                 )
-        shard = tuple(shard or ())
-        replica = tuple(replica or ())
-        for what, its in (("shard", shard), ("replica", replica)):
-            for it in its:
-                if not isinstance(it, Iter):
-                    raise LayoutError(f"{what} iterators must be Iter(extent, stride, axis), got {it!r}")
+        shard = _iter_tuple(shard, "shard")
+        replica = _iter_tuple(replica, "replica")
+        if offset is not None and not isinstance(offset, dict):
+            raise LayoutTypeError(f"offset must be a dict {{axis: int}}, got {offset!r} ({type(offset).__name__})")
         off = {}
         for k, v in dict(offset or {}).items():
             name = Axis.get(k).name
-            off[name] = off.get(name, 0) + _as_int(v, f"offset on {name}")
+            off[name] = off.get(name, 0) + as_int(v, f"offset on {name}")
+        named = {it.axis.name for it in shard + replica}
         self.shard = shard
         self.replica = replica
-        self._offset = tuple((k, v) for k, v in off.items() if v != 0)
+        self._offset = tuple((k, v) for k, v in off.items()
+                             if v != 0 or (k not in named and not Axis.get(k).is_memory))
         self.check_well_formed()
 
     @classmethod
@@ -269,9 +339,13 @@ class TileLayout(Layout):
 
     # ---- checks ----
     def check_well_formed(self) -> None:
-        """Raise :class:`LayoutError` unless extents >= 1, strides >= 0, offsets >= 0 and
-        every bounded hardware axis (laneid < 32, TLane < 128, ...) stays in bounds."""
+        """Raise :class:`LayoutError` unless extents >= 1, strides >= 0, offsets >= 0, every
+        coordinate and the size stay below 2**64, at most ``MAX_ITERS`` iterators of each kind,
+        and every bounded hardware axis (laneid < 32, TLane < 128, ...) stays in bounds."""
         for what, its in (("shard", self.shard), ("replica", self.replica)):
+            if len(its) > MAX_ITERS:
+                raise LayoutError(f"the layout has {len(its)} {what} iterators; at most {MAX_ITERS} (the limit "
+                                  "MAX_ITERS): fuse adjacent iterators")
             for k, it in enumerate(its):
                 if it.extent < 1:
                     raise LayoutError(
@@ -285,17 +359,39 @@ class TileLayout(Layout):
         for name, v in self._offset:
             if v < 0:
                 raise LayoutError(f"offset {v}@{name} is negative; offsets must be >= 0")
-        for name in self.axes():
+        if self.size() >= MAX_COORD or self.replica_count >= MAX_COORD:
+            raise LayoutError(f"the layout has {self.size()} elements x {self.replica_count} replicas; the limit of "
+                              "layout sizes is 2**64: use smaller extents")
+        for name, hi in self._reach_upper().items():
             ax = Axis.get(name)
-            if ax.bound is not None:
-                hi = self.offset.get(name, 0) + sum(
-                    (it.extent - 1) * it.stride for it in self.shard + self.replica if it.axis is ax
+            if hi >= MAX_COORD:
+                raise LayoutError(f"the layout reaches {name} = {hi}, past the limit of layout coordinates (2**64); "
+                                  f"shrink the extents / strides / offset on {name}")
+            if ax.bound is not None and hi >= ax.bound:
+                raise LayoutError(
+                    f"layout reaches {name} = {hi}, but the hardware has only {ax.bound} values on {name} "
+                    f"(0..{ax.bound - 1}); shrink the extents/strides on {name} or move part to another axis"
                 )
-                if hi >= ax.bound:
-                    raise LayoutError(
-                        f"layout reaches {name} = {hi}, but the hardware has only {ax.bound} values on {name} "
-                        f"(0..{ax.bound - 1}); shrink the extents/strides on {name} or move part to another axis"
-                    )
+
+    def _reach_upper(self) -> dict:
+        """{axis: the largest coordinate any owner reaches on it} (closed form)."""
+        hi = {a: 0 for a in self.axes()}
+        for it in self.shard + self.replica:
+            hi[it.axis.name] += (it.extent - 1) * it.stride
+        for k, v in self._offset:
+            hi[k] += v
+        return hi
+
+    def replica_count_total(self) -> int:
+        return self.replica_count
+
+    def _span(self, name):
+        return 1 + sum((it.extent - 1) * it.stride for it in self.shard + self.replica if it.axis.name == name)
+
+    def _elements_at(self, want: dict) -> list:
+        from .solve import elements_at
+
+        return elements_at(self, want)
 
     # ---- structure ----
     def size(self, axis=None) -> int:
@@ -360,6 +456,12 @@ class TileLayout(Layout):
         return out
 
     def owners(self, *coord, shape=None) -> list[dict]:
+        """Every owner of the element (``apply`` plus each replica offset); refused when there are
+        more than ``MAX_ANSWER`` replicas."""
+        if self.replica_count > MAX_ANSWER:
+            raise LayoutError(f"owners: each element has {self.replica_count} replicas, more than the limit of "
+                              f"{MAX_ANSWER} (MAX_ANSWER); ask apply() for the base owner and read the replica "
+                              "iterators for the rest")
         base = self.apply(*coord, shape=shape)
         res = []
         for r in itertools.product(*(range(it.extent) for it in self.replica)):

@@ -188,7 +188,7 @@ def descriptor(w, mask, call, name, node, flavor, major):
             d0 = fn(wide.layout, dt, 0, major=major, shape=wide.shape)
         except (LayoutError, IntrinsicError) as err2:
             raise UnsupportedError(f"{call.name}: {buf.name} has no matrix descriptor: {err2}") from None
-    tile = buf.layout.tile if isinstance(buf.layout, ComposeLayout) else buf.layout
+    tile = buf.layout.tile_layout if isinstance(buf.layout, ComposeLayout) else buf.layout
     idx = [compile_expr(x)(w, mask) for x in region.starts]
     from .memory import slot_table, flat_index
 

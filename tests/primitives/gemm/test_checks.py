@@ -156,7 +156,7 @@ def test_smem_errors_name_the_element():
     r = checks.smem_operand("B", neither, (64, 64), "bfloat16", 16, "wgmma", k_dim=0)
     assert r == ("B: neither K nor N is contiguous in shared memory (element (1, 0) sits 2 elements after (0, 0)); "
                  "a tensor-core operand is K-major or MN-major")
-    odd = ComposeLayout(SwizzleLayout(2, 3, 3), mma_smem_layout(64, 64, "bfloat16", "K", 128).tile)
+    odd = ComposeLayout(SwizzleLayout(2, 3, 3), mma_smem_layout(64, 64, "bfloat16", "K", 128).tile_layout)
     r = checks.smem_operand("A", odd, (64, 64), "bfloat16", 16, "wgmma")
     assert "is not a hardware 32B/64B/128B swizzle for bfloat16" in r
     tf32_mn = mma_smem_layout(64, 32, "float32", "MN", 128)

@@ -7,8 +7,9 @@ from ..errors import LayoutError
 
 def choice(value, options, what: str, hint: str = ""):
     """Return ``value`` if it is one of ``options``, else raise a LayoutError listing them."""
-    if value in options and not isinstance(value, bool):
-        return value
+    for o in options:   # equal and of the same kind: 2.0 is not the repeat count 2, True is not 1
+        if type(value) is type(o) and value == o:
+            return value
     opts = ", ".join(repr(o) for o in options)
     raise LayoutError(f"{what} must be one of {opts}, got {value!r}" + (f"; {hint}" if hint else ""))
 

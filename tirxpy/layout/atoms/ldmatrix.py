@@ -18,7 +18,7 @@ from ..axis import laneid, m
 from ..errors import LayoutError
 from ..iters import S
 from ..tile import TileLayout
-from ._check import choice
+from ._check import choice, positive_int
 
 
 def ldmatrix_layout(num: int = 1, trans: bool = False, grid=None) -> TileLayout:
@@ -41,10 +41,9 @@ def ldmatrix_layout(num: int = 1, trans: bool = False, grid=None) -> TileLayout:
         raise LayoutError(f"ldmatrix trans must be True or False, got {trans!r}")
     if grid is None:
         grid = (num, 1)
-    try:
-        gr, gc = (int(g) for g in grid)
-    except (TypeError, ValueError):
-        raise LayoutError(f"ldmatrix grid must be a pair (rows, cols) of matrix counts, got {grid!r}") from None
+    if not isinstance(grid, (tuple, list)) or len(grid) != 2:
+        raise LayoutError(f"ldmatrix grid must be a pair (rows, cols) of matrix counts, got {grid!r}")
+    gr, gc = (positive_int(g, f"ldmatrix grid {tuple(grid)!r} entry") for g in grid)
     if gr < 1 or gc < 1 or gr * gc != num:
         raise LayoutError(
             f"ldmatrix grid {tuple(grid)} holds {gr * gc} matrices but .x{num} loads {num}; "

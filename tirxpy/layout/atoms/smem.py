@@ -25,12 +25,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..axis import m as m_axis
+from ..coords import check_shape
 from ..errors import LayoutError
 from ..iters import S
 from ..swizzle import ComposeLayout, SwizzleLayout, dtype_bits, swizzle_for
 from ..tile import TileLayout
 from ._check import choice, positive_int
 
+MAX_OPERAND_BYTES = 256 * 1024
+"""Largest operand tile the shared-memory atoms build (an SM has 228 KiB of shared memory)."""
 SWIZZLE_MODES = (0, 32, 64, 128)
 """Swizzle widths in bytes; 0 is no swizzle (the interleaved core-matrix layout)."""
 MAJORS = ("K", "MN")
@@ -84,6 +87,10 @@ def mma_smem_layout(mn: int, k: int, dtype, major: str = "K", swizzle: int = 128
     bits, T = _params(dtype, swizzle, major)
     mn = positive_int(mn, "mn (rows of the operand tile)")
     k = positive_int(k, "k (columns of the operand tile)")
+    if mn * k * bits > 8 * MAX_OPERAND_BYTES:
+        raise LayoutError(f"an ({mn}, {k}) operand tile of {bits}-bit elements takes {mn * k * bits // 8} bytes; a "
+                          f"shared-memory operand holds at most {MAX_OPERAND_BYTES} (the limit MAX_OPERAND_BYTES: one "
+                          "SM has 228 KiB of shared memory): shrink mn or k")
     W = (swizzle // 16) * T if swizzle else T  # elements of the contiguous run of one atom row
     if major == "K":
         if mn % 8 or k % W:
@@ -116,10 +123,10 @@ def _mode_of(layout, dtype, T):
         )
     sw = layout.swizzle
     if sw.swizzle_len == 0:
-        return 0, layout.tile
+        return 0, layout.tile_layout
     for mode in (32, 64, 128):
         if swizzle_for(mode, dtype) == sw:
-            return mode, layout.tile
+            return mode, layout.tile_layout
     raise LayoutError(
         f"swizzle {sw!r} is not a hardware 32B/64B/128B swizzle for {dtype!r} "
         f"(those are {[swizzle_for(b, dtype) for b in (32, 64, 128)]}); build the layout with mma_smem_layout"
@@ -152,7 +159,13 @@ def smem_descriptor_strides(layout, dtype, major: str = "K", shape=None) -> Smem
             shape = (sizes[0] * sizes[1], sizes[2] * sizes[3])
         if shape is None:
             raise LayoutError(f"cannot tell the (mn, k) shape of {layout!r}; {raise_hint}")
-    mn, k = (int(s) for s in shape)
+    if not isinstance(shape, (tuple, list)) or len(shape) != 2:
+        raise LayoutError(f"shape must be the (mn, k) pair of the operand tile, got {shape!r}")
+    mn, k = check_shape(shape, tile.size())
+    if mn * min(k, 128) > 1 << 17:
+        raise LayoutError(f"shape ({mn}, {k}): the descriptor check reads {mn} rows x up to 128 columns, past "
+                          f"{1 << 17} elements (no shared-memory operand is that large); pass the operand tile's "
+                          "own (mn, k) shape")
     if m_axis.name not in tile.axes():
         raise LayoutError(f"{layout!r} places nothing in memory (no 'm' axis); it is not a shared-memory operand")
     W = (mode // 16) * T if mode else T

@@ -138,4 +138,7 @@ def tmem_warpx4_layout(ncols: int = 4, col: int = 0) -> TileLayout:
         raise LayoutError(f"ncols must be a positive int (32-bit TMEM columns), got {ncols!r}")
     if isinstance(col, bool) or not isinstance(col, int) or col < 0:
         raise LayoutError(f"col must be a non-negative int TMEM column, got {col!r}")
+    if col + ncols > TCol.bound:
+        raise LayoutError(f"columns col {col} .. col + ncols - 1 = {col + ncols - 1} pass the {TCol.bound} TMEM "
+                          f"columns (TCol < {TCol.bound}); use col + ncols <= {TCol.bound}")
     return TileLayout(S[(32, ncols) : (1 @ TLane, 1 @ TCol)] + R[4 : 32 @ TLane] + col @ TCol)

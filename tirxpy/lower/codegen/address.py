@@ -144,7 +144,7 @@ def element_m(layout, shape, indices, *, swizzle: bool = True, ranges=None, axis
             raise CodegenError(f"layout {layout!r} swizzles the logical index (swizzle_inner=False); codegen "
                                "addresses swizzles of the memory coordinate only", span,
                                hint="build the ComposeLayout with swizzle_inner=True (the shared-memory swizzle)")
-        pre = layout.tile.apply(*syms, shape=shape).get(axis, 0)
+        pre = layout.tile_layout.apply(*syms, shape=shape).get(axis, 0)
         m = layout.swizzle.apply(tighten(sympy.sympify(pre), b)) if swizzle and axis == layout.swizzle.axis.name else pre
     elif isinstance(layout, TileLayout):
         m = layout.apply(*syms, shape=shape).get(axis, 0)

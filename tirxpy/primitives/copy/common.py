@@ -79,7 +79,7 @@ def contiguous_run(tile) -> tuple:
     lay = tile.layout
     swz = None
     if isinstance(lay, ComposeLayout):
-        swz, lay = lay.swizzle, lay.tile
+        swz, lay = lay.swizzle, lay.tile_layout
     shape = tile.shape
     g = group(lay, shape)
     if g is None:

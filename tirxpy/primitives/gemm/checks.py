@@ -167,7 +167,7 @@ def swizzle_mode(layout, dtype) -> int | None:
 
 
 def _tile(layout):
-    return layout.tile if isinstance(layout, ComposeLayout) else layout
+    return layout.tile_layout if isinstance(layout, ComposeLayout) else layout
 
 
 def smem_operand(operand: str, layout, user_shape, dtype: str, k_inst: int, what: str, *, k_dim: int = 1,
