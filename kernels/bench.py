@@ -313,6 +313,12 @@ def check_args(args):
         check_tuning(t)
 
     def meta(*shape):
+        n = 1
+        for d in shape:
+            n *= d
+        if n >= 1 << 62:       # bf16 bytes past int64: no tensor of that size exists
+            raise BenchArgumentError(f"--shapes: a {'x'.join(map(str, shape))} tensor ({n} elements) is too large "
+                                     "for any device")
         return torch.empty(shape, dtype=torch.bfloat16, device="meta")
 
     for t in tunings:       # every (shape, tuning) the run times, as the kernel's entry point checks it

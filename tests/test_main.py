@@ -16,7 +16,7 @@ def test_help_lists_every_command(capsys):
 
 def test_no_command_is_a_usage_error(capsys):
     assert main([]) == 2
-    assert "usage: python -m tirxpy" in capsys.readouterr().out
+    assert "usage: python -m tirxpy" in capsys.readouterr().err
 
 
 def test_unknown_command_names_the_choices(capsys):

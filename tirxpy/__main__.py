@@ -12,10 +12,11 @@ COMMANDS = {
 
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or argv[0] in ("-h", "--help"):
-        print("usage: python -m tirxpy <command> [args]\n\ncommands:")
+    if not argv or argv[0] in ("-h", "--help"):     # asked for: stdout, 0; no command: a usage error on stderr, 2
+        out = sys.stdout if argv else sys.stderr
+        print("usage: python -m tirxpy <command> [args]\n\ncommands:", file=out)
         for name, (_, text) in COMMANDS.items():
-            print(f"  {name:<8} {text}")
+            print(f"  {name:<8} {text}", file=out)
         return 0 if argv else 2
     cmd, rest = argv[0], argv[1:]
     if cmd not in COMMANDS:
