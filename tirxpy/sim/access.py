@@ -56,15 +56,20 @@ def load(w, m, buf, idx, node):
     raise UnsupportedError(f"element reads of {st} buffer {buf.name} (use tcgen05.ld for tensor memory)")
 
 
-def store(w, m, buf, idx, value, node):
+def store(w, m, buf, idx, value, node, poison=None):
+    """Store ``value`` in the active lanes ``m``; ``poison``: lanes whose value is undefined (read
+    uninitialized registers), which leave the destination registers uninitialized."""
     st = buf.storage
     ok = _bounds(w, m, buf, idx, node, "write")
     if not ok.any():
         return
+    w.cta.machine.progress += 1
+    w.moves += 1
     val = np.broadcast_to(value, (32,))[ok]
     if st == "local":
         off = byte_offsets(w, buf, idx)[ok]
-        w.write_regs(buf.root, np.nonzero(ok)[0], off, val, buf.dtype, node)
+        w.write_regs(buf.root, np.nonzero(ok)[0], off, val, buf.dtype, node,
+                     poison=None if poison is None else poison[ok])
         return
     if st == "global":
         off = byte_offsets(w, buf, idx)[ok]

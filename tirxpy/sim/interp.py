@@ -14,12 +14,30 @@ _CALLS: dict = {}
 
 
 class Block:
-    """The warp waits until ``cond()`` is true; ``what`` says for what (deadlock reports)."""
+    """The warp waits until ``cond()`` is true; ``what`` says for what (deadlock reports).
+    ``spin``: the wait of a loop whose last iteration changed nothing (see :func:`_while`)."""
 
-    __slots__ = ("cond", "what", "span")
+    __slots__ = ("cond", "what", "span", "spin")
 
-    def __init__(self, cond, what, span=None):
-        self.cond, self.what, self.span = cond, what, span
+    def __init__(self, cond, what, span=None, spin=False):
+        self.cond, self.what, self.span, self.spin = cond, what, span, spin
+
+
+class BudgetExceeded(Exception):
+    """Raised out of a warp when the run's step budget (``max_steps``) is spent (the scheduler
+    reports it as a ``no_progress`` problem and stops the run)."""
+
+    def __init__(self, node, w, what):
+        super().__init__(what)
+        self.node, self.w, self.what = node, w, what
+
+
+def charge(w, node, n, what="another loop iteration"):
+    """Spend ``n`` steps of the run's budget on ``node``; raises :class:`BudgetExceeded` past it."""
+    m = w.cta.machine
+    m.steps += n
+    if m.steps > m.max_steps:
+        raise BudgetExceeded(node, w, what)
 
 
 def _calls_of(node, *exprs):
@@ -43,6 +61,33 @@ def run_calls(w, node, mask, *exprs):
         yield from execute_call(w, call, mask)
 
 
+def _while(w, s, mask):
+    """A while loop. An iteration during which nothing in the machine changed (no store, no
+    intrinsic with an effect, no asynchronous completion, no warp exit: ``machine.progress``
+    stayed put) would repeat exactly, so the warp waits for a change instead of spinning; when
+    every warp waits, the scheduler reports ``no_progress`` at the loop. A loop whose own
+    iterations keep changing state (a counter) may run ``max_steps // 8`` of them."""
+    machine = w.cta.machine
+    limit, own = machine.max_steps // 8, 0
+    while True:
+        p0, m0 = machine.progress, w.moves
+        yield from run_calls(w, s, mask, s.cond)
+        m = mask & np.broadcast_to(compile_expr(s.cond)(w, mask), (32,))
+        if not m.any():
+            break
+        charge(w, s, 1)
+        yield None
+        yield from exec_seq(w, s.body, m)
+        if w.moves != m0:
+            own += 1
+            if own > limit:
+                raise BudgetExceeded(s, w, f"iteration {own} of its while loop: each changed something yet the "
+                                     f"loop never exits (a loop may run max_steps / 8 = {limit} such iterations)")
+        elif machine.progress == p0:
+            yield Block(lambda: machine.progress != p0, "a change to what its loop reads (the last iteration "
+                        "changed nothing)", s.span, spin=True)
+
+
 def exec_seq(w, seq, mask):
     for s in seq.stmts:
         yield from exec_stmt(w, s, mask)
@@ -52,9 +97,14 @@ def exec_stmt(w, s, mask):
     w.where = s
     if isinstance(s, St.BufferStore):
         yield from run_calls(w, s, mask, s.value, *s.indices)
-        val = compile_expr(s.value)(w, mask)
+        if s.buffer.storage == "local":
+            w.deferring = True
+            val = compile_expr(s.value)(w, mask)
+            w.deferring, poison, w.poison = False, w.poison, None
+        else:
+            val, poison = compile_expr(s.value)(w, mask), None
         idx = [compile_expr(i)(w, mask) for i in s.indices]
-        access.store(w, mask, s.buffer, idx, val, s)
+        access.store(w, mask, s.buffer, idx, val, s, poison)
     elif isinstance(s, St.LetStmt):
         yield from run_calls(w, s, mask, s.value)
         v = compile_expr(s.value)(w, mask)
@@ -79,6 +129,8 @@ def exec_stmt(w, s, mask):
         a, b = lo[mask], hi[mask]
         if a.size and (a == a[0]).all() and (b == b[0]).all():
             dt = lo.dtype
+            if b[0] > a[0]:
+                charge(w, s, int(b[0]) - int(a[0]), f"{int(b[0]) - int(a[0])} loop iterations")
             for i in range(int(a[0]), int(b[0])):
                 w.env[s.var] = np.full(32, i, dt)
                 yield from exec_seq(w, s.body, mask)
@@ -88,23 +140,18 @@ def exec_stmt(w, s, mask):
                 m = mask & (i < hi)
                 if not m.any():
                     break
+                charge(w, s, 1)
                 w.env[s.var] = i.copy()
                 yield from exec_seq(w, s.body, m)
                 i = i + 1
     elif isinstance(s, St.While):
-        while True:
-            yield from run_calls(w, s, mask, s.cond)
-            m = mask & np.broadcast_to(compile_expr(s.cond)(w, mask), (32,))
-            if not m.any():
-                break
-            yield None
-            yield from exec_seq(w, s.body, m)
+        yield from _while(w, s, mask)
     elif isinstance(s, St.SeqStmt):
         yield from exec_seq(w, s, mask)
     elif isinstance(s, St.Allocate):
         b = s.buffer
         if b.storage == "local":
-            w.regs.pop(b.root, None)
+            w.free_local(b.root)
     elif isinstance(s, St.PrimitiveCall):
         w.cta.machine.report("unsupported", f"primitive call Tx.{s.op} was not lowered to native IR "
                              "(run tirxpy.primitives.lower_calls first, or let sim.run lower it)", s.span,

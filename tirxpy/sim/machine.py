@@ -81,6 +81,11 @@ class Warp:
         self.alive = self.tid < nthreads
         self.env: dict = {}
         self.regs: dict = {}
+        self.rinit: dict = {}   # root -> bool (32, nbytes): register bytes written since the tile's allocation
+        self.rfull: set = set()  # roots whose every byte is written (reads skip the check)
+        self.deferring = False  # evaluating the value of a register store: uninitialized reads taint it
+        self.poison = None      # lanes whose value being stored read uninitialized registers
+        self.moves = 0          # changes this warp made (stores, intrinsics with an effect)
         self.vc = cta.machine.clocks.fresh()
         self.vc[agent] = 1
         self.results: dict = {}
@@ -131,10 +136,36 @@ class Warp:
         if root is not None and root in self.inflight and ok.any():
             self.check_inflight(root, idx[ok].ravel(), node, "read")
         idx = clamp(idx, 0, regs.shape[1] - 1)
+        if root is not None and root not in self.rfull:
+            self.check_init(root, idx, ok, node)
         raw = regs[_LANE_COLUMN, idx].reshape(-1).view(storage_dtype(dt))
         return from_bits(raw, dt)
 
-    def write_regs(self, root, lanes, off, val, dt, node, ordinary=True):
+    def check_init(self, root, idx, ok, node, what="reads"):
+        """Report a read of register bytes ``idx`` ((32, k), rows are lanes) of ``root`` that no
+        write initialized, in the lanes ``ok``; remembers a root once all its bytes are written.
+
+        A value computed from such bytes and stored to registers is not reported: the stored
+        bytes become uninitialized instead (``deferring`` / ``poison``), so the report comes
+        where undefined data reaches memory, an address, a condition or an instruction."""
+        ini = self.rinit.get(root)
+        if ini is None:
+            self.local(root)
+            ini = self.rinit[root]
+        got = ini[_LANE_COLUMN, idx]
+        bad = ~got.all(axis=1) & ok
+        if bad.any() and self.deferring:   # register -> register: the destination is undefined too
+            self.poison = bad if self.poison is None else self.poison | bad
+        elif bad.any():
+            self.cta.machine.report(
+                "uninitialized_read", f"{what} register tile {root.name} where nothing was written since its "
+                f"allocation (its value is undefined)", getattr(node, "span", None) or getattr(self.where, "span", None),
+                self.describe(bad), ["write the tile first (a fill, a load, or an mma with accumulate off)"],
+                key=("uninitialized_read", "local", root.name, getattr(getattr(node, "span", None), "line", None)))
+        elif ini.all():
+            self.rfull.add(root)
+
+    def write_regs(self, root, lanes, off, val, dt, node, ordinary=True, poison=None):
         from .values import nbytes, to_bits
 
         k = nbytes(dt)
@@ -152,7 +183,13 @@ class Warp:
                                     getattr(node, "span", None), self.describe())
             return
         raw = np.ascontiguousarray(to_bits(np.asarray(val), dt)).reshape(-1).view(np.uint8).reshape(len(lanes), k)
-        regs[np.asarray(lanes)[:, None], idx] = raw
+        rows = np.asarray(lanes)[:, None]
+        regs[rows, idx] = raw
+        if poison is not None:
+            self.rinit[root][rows, idx] = ~poison[:, None]
+            self.rfull.discard(root)
+        elif root not in self.rfull:
+            self.rinit[root][rows, idx] = True
 
     # ---- shared memory accesses (race checking) ----
     def smem_access(self, offsets, k, write, proxy, node, agent=None, vc=None):
@@ -201,7 +238,15 @@ class Warp:
         if r is None:
             r = np.zeros((WARP, max(root.bytes(), 1)), np.uint8)
             self.regs[root] = r
+            self.rinit[root] = np.zeros(r.shape, bool)
+            self.rfull.discard(root)
         return r
+
+    def free_local(self, root):
+        """A register tile's (re-)allocation: its old contents are gone (uninitialized again)."""
+        self.regs.pop(root, None)
+        self.rinit.pop(root, None)
+        self.rfull.discard(root)
 
 
 class Machine:
@@ -212,6 +257,9 @@ class Machine:
         self.arch = arch
         self.rng = rng
         self.max_steps = max_steps
+        self.steps = 0              # budget spent: scheduling steps + loop iterations (interp.charge)
+        self.progress = 0           # bumped by every change other warps could observe (interp._while)
+        self.stopped = False        # the budget ran out: the run ends there
         self.problems: list = []
         self._seen: set = set()
         self.globals: dict = {}  # param Buffer -> Bytes
@@ -250,6 +298,9 @@ class Machine:
     def check_access(self, cta, idx, agent, vc, write, proxy, node, warp):
         site = self.site(getattr(node, "span", None), warp.describe() if agent == warp.agent else self.agent_name(agent))
         found = cta.shadow.access(idx, agent, vc, write, proxy, site)
+        if not write and cta.shadow.uninit_at >= 0:
+            self.report_uninit_shared(cta, cta.shadow.uninit_at, node, warp.describe() if agent == warp.agent else
+                                      f"{self.agent_name(agent)} (issued by {warp.describe()})")
         if found is None:
             return
         kind, other, osite = found
@@ -269,6 +320,15 @@ class Machine:
                     " (no barrier / mbarrier wait between them)", span, me,
                     [f"the other access: {ospan}"] if ospan is not None else [],
                     key=("race", getattr(span, "line", None), getattr(ospan, "line", None), kind))
+
+    def report_uninit_shared(self, cta, byte, node, who):
+        span = getattr(node, "span", None)
+        tile = next((f"shared tile {b.name}" for b, o in cta.plan.items() if o <= byte < o + b.bytes()),
+                    "shared memory outside every tile")
+        self.report("uninitialized_read", f"reads {tile} at byte {byte} before anything wrote it (its value is "
+                    "undefined)", span, who, ["write it first (stores, a TMA / cp.async load, stmatrix) and order "
+                                              "the write before the read (barrier / mbarrier wait)"],
+                    key=("uninitialized_read", "shared", getattr(span, "line", None), tile))
 
     def agent_name(self, a):
         return self.clocks.names[a] if 0 <= a < len(self.clocks.names) else f"agent {a}"

@@ -44,9 +44,15 @@ class MBar:
 
 
 def _cta_and_addr(ctx, addr):
+    """``(cta, offset)`` of an mbarrier address; a rank outside the cluster is reported and gives
+    offset -1 (which holds no mbarrier)."""
     addr = int(addr)
     if addr >> 31:  # tagged by mapa: (1 << 31) | rank << 24 | offset
         rank = (addr >> CLUSTER_SHIFT) & 0x7F
+        if rank >= len(ctx.machine.cluster):
+            ctx.report("oob_shared", f"{ctx.call.name}: shared::cluster address {addr:#x} names CTA rank {rank}; the "
+                       f"cluster has {len(ctx.machine.cluster)} CTA(s)")
+            return ctx.cta, -1
         return ctx.machine.cluster[rank], addr & ((1 << CLUSTER_SHIFT) - 1)
     return ctx.cta, addr
 

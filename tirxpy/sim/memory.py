@@ -119,6 +119,7 @@ class TensorMemory:
 
     def __init__(self):
         self.cells = np.zeros((self.LANES, self.COLS), np.uint32)
+        self.init = np.zeros((self.LANES, self.COLS), bool)  # written since the column's allocation
         self.allocs: dict = {}  # first column -> ncols
 
     def alloc(self, ncols: int):
@@ -128,6 +129,7 @@ class TensorMemory:
         for start in range(0, self.COLS - ncols + 1, ncols):
             if not used[start:start + ncols].any():
                 self.allocs[start] = ncols
+                self.init[:, start:start + ncols] = False
                 return start
         return None
 

@@ -118,6 +118,8 @@ def _atom_shared(dt):
         out = np.zeros(WARP, v.dtype)
         for l in ctx.lanes:
             a = np.array([int(addr[l])])
+            if not _touch_shared(ctx, ctx.cta, int(addr[l]), nbytes(dt), True):
+                continue
             old = ctx.cta.smem.read(a, dt)
             out[l] = old[0]
             ctx.cta.smem.write(a, old + np.asarray([v[l]]).astype(old.dtype), dt)
@@ -177,10 +179,30 @@ def _mapa(ctx):
 
 
 def _remote(ctx, addr):
+    """``(cta, offset)`` of a shared::cluster address; ``(None, offset)`` (reported) for a rank
+    outside the cluster."""
     addr = int(addr)
     if not addr >> 31:  # a shared::cta address names this CTA
         return ctx.cta, addr & 0xFFFFFF
-    return ctx.machine.cluster[(addr >> 24) & 0x7F], addr & 0xFFFFFF
+    rank = (addr >> 24) & 0x7F
+    if rank >= len(ctx.machine.cluster):
+        ctx.report("oob_shared", f"{ctx.call.name}: shared::cluster address {addr:#x} names CTA rank {rank}; the "
+                   f"cluster has {len(ctx.machine.cluster)} CTA(s)")
+        return None, addr & 0xFFFFFF
+    return ctx.machine.cluster[rank], addr & 0xFFFFFF
+
+
+def _touch_shared(ctx, cta, a, k, read):
+    """Initialization bookkeeping of an access that bypasses the race shadow (atomics, DSMEM):
+    a read of never-written bytes is reported; the bytes count as written afterwards."""
+    sh = cta.shadow
+    if a < 0 or a + k > sh.size:
+        ctx.report("oob_shared", f"{ctx.call.name} accesses byte {a} of {cta.describe()}'s {sh.size}-byte shared memory")
+        return False
+    if read and not sh.init[a:a + k].all():
+        ctx.machine.report_uninit_shared(cta, a, ctx.call, ctx.threads())
+    sh.init[a:a + k] = True
+    return True
 
 
 def _ld_cluster(dt):
@@ -189,6 +211,8 @@ def _ld_cluster(dt):
         out = np.zeros(WARP, np.float32 if dt == "float32" else np.uint32)
         for l in ctx.lanes:
             cta, a = _remote(ctx, addr[l])
+            if cta is None or not _touch_shared(ctx, cta, a, 4, True):
+                continue
             out[l] = cta.smem.read(np.array([a]), dt)[0]
         return out
     return model
@@ -199,7 +223,8 @@ def _st_cluster(dt):
         addr, v = ctx.arg("addr"), ctx.arg("v")
         for l in ctx.lanes:
             cta, a = _remote(ctx, addr[l])
-            cta.smem.write(np.array([a]), np.array([v[l]]), dt)
+            if cta is not None and _touch_shared(ctx, cta, a, 4, False):
+                cta.smem.write(np.array([a]), np.array([v[l]]), dt)
     return model
 
 

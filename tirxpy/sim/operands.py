@@ -89,6 +89,8 @@ class RegRef:
                                       f"{self.root.name} ({regs.shape[1]} bytes)", getattr(self.node, "span", None),
                                       self.w.describe(mask))
             idx = clamp(idx, 0, regs.shape[1] - 1)
+        if check and self.root not in self.w.rfull:
+            self.w.check_init(self.root, idx, mask, self.node)
         raw = regs[np.arange(WARP)[:, None], idx]
         from .values import from_bits
 

@@ -52,6 +52,8 @@ class Shadow:
         self.fenced = np.ones(size, bool)
         self.w_site = np.full(size, -1, np.int32)
         self.reads = np.zeros((size, 8), np.int64)
+        self.init = np.zeros(size, bool)   # written at least once (by any proxy)
+        self.uninit_at = -1                # the last read's first byte never written (-1: none)
 
     def _grow(self, n):
         if self.reads.shape[1] < n:
@@ -60,7 +62,8 @@ class Shadow:
 
     def access(self, idx, agent, vc, write, proxy, site):
         """Record an access to byte indices ``idx``; returns (kind, other_agent, other_site) of the
-        first conflict or None."""
+        first conflict or None. A read also sets ``uninit_at``."""
+        self.uninit_at = -1
         idx = np.unique(np.asarray(idx, np.int64).ravel())
         idx = idx[(idx >= 0) & (idx < self.size)]
         if idx.size == 0:
@@ -80,7 +83,11 @@ class Shadow:
             if nf.any():
                 j = int(np.argmax(nf))
                 found = ("fence", int(wa[j]), int(self.w_site[idx[j]]))
+        if not write:
+            ini = self.init[idx]
+            self.uninit_at = -1 if ini.all() else int(idx[int(np.argmin(ini))])
         if write:
+            self.init[idx] = True
             if found is None:
                 r = self.reads[idx][:, :len(vcl)] > vcl[None, :self.reads.shape[1]]
                 r[:, agent] = False

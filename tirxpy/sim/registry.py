@@ -189,11 +189,50 @@ def E_Expr():
     return E.Expr
 
 
+# Intrinsics whose models change nothing another warp could observe (reads, waits that do not
+# block, fences): a loop iterating over only these makes no progress (interp._while). Entries
+# with memory=False (pure computations) are idle too; everything else counts as a change.
+_IDLE = re.compile(r"mbarrier_(try|test)_wait\w*|ld_acquire\w*|ld_shared_cluster\w*|vld_\w+|fence_\w+|"
+                   r"tcgen05_fence\w*|wgmma_fence\w*|tcgen05_wait_\w+|nanosleep|\w*prefetch\w*|bar_warp_sync|"
+                   r"griddepcontrol_wait|gemm_smem_desc\w*|clusterlaunchcontrol_query\w*")
+_IDLE_CACHE: dict = {}
+
+# Built-in warp-scope instructions that name their participating lanes (a member mask) or count
+# per warp, so they may run with some lanes of a warp: the models check those themselves.
+_PARTIAL_OK = re.compile(r"shfl_sync_\w+|elect_sync|bar_warp_sync|barrier_(sync|arrive)|mma_sync_\w+|wgmma_m64\w+")
+
+
+def _idle(entry):
+    hit = _IDLE_CACHE.get(entry.name)
+    if hit is None or hit[0] is not entry:
+        hit = _IDLE_CACHE[entry.name] = (entry, not entry.memory or bool(_IDLE.fullmatch(entry.name)))
+    return hit[1]
+
+
+def _check_scope(w, call, entry, mask):
+    """An instruction of scope warp or wider is executed by every live lane of the warp together
+    (PTX ``.sync.aligned`` / collective): under divergent control flow it is reported."""
+    if entry.scope == "thread" or _PARTIAL_OK.fullmatch(call.name) or (mask == w.alive).all():
+        return
+    w.cta.machine.report(
+        "divergent_collective", f"T.ptx.{call.name} has scope {entry.scope!r}: every live lane of the warp executes "
+        f"it together, but only {int(mask.sum())} of {int(w.alive.sum())} lanes reach it here (divergent control "
+        "flow)", call.span, w.describe(mask),
+        ["call it where the whole warp is active (a warp-uniform condition such as T.warp_id() == 0, not "
+         "T.lane_id() < n or T.elect_one()); register_intrinsic(..., scope='thread') for per-thread instructions"],
+        key=("divergent_collective", call.name, getattr(call.span, "line", None)))
+
+
 def execute_call(w, call, mask):
     """Run one intrinsic call for the active lanes of ``w`` (a generator)."""
     _load()
     entry = lookup(call.name)
     fn, match = model_of(call.name)
+    if entry is not None:
+        _check_scope(w, call, entry, mask)
+        if not _idle(entry):
+            w.cta.machine.progress += 1
+            w.moves += 1
     if entry is None or fn is None:
         w.cta.machine.report("unsupported", f"intrinsic {call.name} has no simulator model"
                              + ("" if entry is not None else " (and is not in the intrinsic table)"), call.span,

@@ -11,11 +11,15 @@ from tirxpy.ir import stmt as St
 from tirxpy.ir.buffer import Buffer
 
 from .access import GPTR_SHIFT
-from .errors import SimError, SimReportError
+from .args import ArgumentError, check_ctas, check_launch, check_options, check_scalar, check_sizes, to_array
+from .errors import SimReportError
+from .expr import compile_expr
+from .finish import finish_cluster
 from .machine import CTA, WARP, Machine, Warp, plan_shared
 from .memory import Bytes
 from .scheduler import run_cluster
-from .values import from_bits, storage_dtype, to_bits
+from .target import choose_arch, used
+from .values import compute_dtype, from_bits, storage_dtype, to_bits
 
 
 class SimResult(tuple):
@@ -36,20 +40,6 @@ def _has_primitives(body) -> bool:
                     walk(x)
     walk(body)
     return bool(found)
-
-
-def _to_numpy(t, buf):
-    try:
-        import torch
-
-        if isinstance(t, torch.Tensor):
-            if t.dtype == torch.bfloat16:
-                return t.detach().cpu().view(torch.int16).numpy().view(np.uint16), "bits"
-            return t.detach().cpu().numpy(), "torch"
-    except ImportError:
-        pass
-    a = np.asarray(t)
-    return a, "numpy"
 
 
 def _elected(kernel):
@@ -82,81 +72,71 @@ def _conj(e):
     return [e]
 
 
-def run(kernel, *args, arch: str = "sm_90a", seed: int = 0, check: bool = True, max_steps: int = 2_000_000,
+DEFAULT_STEPS = 400_000
+
+
+def run(kernel, *args, arch: str | None = None, seed: int = 0, check: bool = True, max_steps: int = DEFAULT_STEPS,
         ctas=None):
     """Simulate ``kernel`` with ``args`` (numpy arrays / torch tensors for tensors, numbers for
     scalars). Tensors are updated in place where possible; returns a :class:`SimResult` tuple of
     numpy arrays (one per tensor parameter, bfloat16 / float8 as float32 values).
 
+    ``arch`` (None: taken from the instructions the kernel uses, :mod:`tirxpy.sim.target`);
     ``seed`` picks among legal interleavings; ``check=True`` raises :class:`SimReportError` when
-    a problem was found (deadlock, race, mbarrier misuse, out of bounds, unsupported intrinsic);
-    with ``check=False`` the problems are on ``result.problems``. ``ctas`` limits the run to
-    some CTA ids (tuples), for quick checks.
+    a problem was found (deadlock, no progress, race, uninitialized read, mbarrier misuse, out of
+    bounds, unsupported intrinsic); with ``check=False`` the problems are on ``result.problems``.
+    ``max_steps`` bounds the run's work (loop iterations plus scheduling steps): a loop that
+    would run past it is reported as ``no_progress`` and the run stops there. ``ctas`` limits
+    the run to some CTA ids (tuples), for quick checks. Arguments are checked first
+    (:mod:`tirxpy.sim.args`).
     """
+    from tirxpy.ir.kernel import Kernel
+
+    if not isinstance(kernel, Kernel):
+        raise ArgumentError(f"sim.run simulates a kernel (a @T.prim_func / T.parse_script result), got "
+                            f"{type(kernel).__name__}")
+    check_options(seed, check, max_steps)
+    if len(args) != len(kernel.params):
+        raise ArgumentError(f"{kernel.name} takes {len(kernel.params)} arguments "
+                            f"({', '.join(p.name for p in kernel.params)}), got {len(args)}")
+    arch = choose_arch(kernel, arch)
     if _has_primitives(kernel.body):
         from tirxpy.primitives import lower_calls
 
         kernel = lower_calls(kernel, arch)
-    if len(args) != len(kernel.params):
-        raise SimError(f"{kernel.name} takes {len(kernel.params)} arguments "
-                       f"({', '.join(p.name for p in kernel.params)}), got {len(args)}")
-    m = Machine(kernel, arch, np.random.default_rng(seed), max_steps)
-    m.elected = _elected(kernel)
-    views = []
-    for tag, (p, a) in enumerate(zip(kernel.params, args), start=1):
-        if isinstance(p, Buffer):
-            arr, how = _to_numpy(a, p)
-            if arr.size != int(np.prod(p.shape)):
-                raise SimError(f"parameter {p.name}: expected {p.shape} ({int(np.prod(p.shape))} elements), got shape {arr.shape}")
-            st = storage_dtype(p.dtype)
-            raw = arr.reshape(-1).view(st) if (arr.dtype == st or how == "bits") else to_bits(arr.reshape(-1), p.dtype)
-            mem = Bytes(raw.nbytes, p.name)
-            mem.data[:] = np.ascontiguousarray(raw).view(np.uint8)
-            m.globals[p] = mem
-            m.gtag[p] = tag << GPTR_SHIFT
-            m.gtag_buf[tag] = p
-            views.append((p, a, arr, how))
-        else:
-            dt = p.dtype
-            from .values import compute_dtype
-
-            m.scalars[p] = np.full(WARP, a, compute_dtype(dt))
+    m = Machine(kernel, arch, np.random.default_rng(int(seed)), int(max_steps))
+    views = _bind(m, kernel, args)
     grid = []
     for g in kernel.launch.grid:
-        from .expr import compile_expr
-
         grid.append(int(compile_expr(g)(_Scalars(m), np.ones(WARP, bool))[0]))
     grid += [1] * (3 - len(grid))
     cl = m.cluster_dims
-    for d in range(3):
-        if grid[d] % cl[d]:
-            raise SimError(f"grid {tuple(grid)} is not a multiple of the cluster shape {cl}")
+    check_launch(kernel, grid, cl)
+    wanted = check_ctas(ctas, grid, grid[0] * grid[1] * grid[2])
     plan, size = plan_shared(kernel)
+    check_sizes(kernel, size, [b for b in used(kernel)[1] if b.storage == "local" and b.base is None])
+    m.elected = _elected(kernel)
     nthreads = kernel.launch.threads
     nwarps = -(-nthreads // WARP)
     for cz, cy, cx in itertools.product(range(grid[2] // cl[2]), range(grid[1] // cl[1]), range(grid[0] // cl[0])):
         members = []
         for rz, ry, rx in itertools.product(range(cl[2]), range(cl[1]), range(cl[0])):
             cid = (cx * cl[0] + rx, cy * cl[1] + ry, cz * cl[2] + rz)
-            if ctas is not None and cid not in [tuple(c) + (0,) * (3 - len(c)) for c in ctas]:
-                continue
-            members.append(cid)
+            if wanted is None or cid in wanted:
+                members.append(cid)
         if not members:
             continue
         m.clocks.names.clear()
         m.cluster_state.clear()
-        cta_objs = []
-        for rank, cid in enumerate(members):
-            c = CTA(m, cid, rank if len(members) == int(np.prod(cl)) else rank, plan, size)
-            cta_objs.append(c)
+        cta_objs = [CTA(m, cid, rank, plan, size) for rank, cid in enumerate(members)]
         for c in cta_objs:
             for wi in range(nwarps):
                 a = m.clocks.add(f"{c.describe()} warp {wi}")
                 c.warps.append(Warp(c, wi, a, nthreads))
         m.cluster = cta_objs
         run_cluster(m, cta_objs)
-        from .finish import finish_cluster
-
+        if m.stopped:
+            break
         finish_cluster(m, cta_objs)
     outs = []
     for p, a, arr, how in views:
@@ -171,6 +151,26 @@ def run(kernel, *args, arch: str = "sm_90a", seed: int = 0, check: bool = True, 
     return res
 
 
+def _bind(m, kernel, args):
+    """Global memories and scalar values of the arguments (checked); the tensor views to write back."""
+    views = []
+    for tag, (p, a) in enumerate(zip(kernel.params, args), start=1):
+        if isinstance(p, Buffer):
+            arr, how = to_array(p, a)
+            st = storage_dtype(p.dtype)
+            flat = arr.reshape(-1)
+            raw = flat.view(st) if (arr.dtype == st or how == "bits" or arr.dtype == np.bool_) else to_bits(flat, p.dtype)
+            mem = Bytes(raw.nbytes, p.name)
+            mem.data[:] = np.ascontiguousarray(raw).view(np.uint8)
+            m.globals[p] = mem
+            m.gtag[p] = tag << GPTR_SHIFT
+            m.gtag_buf[tag] = p
+            views.append((p, a, arr, how))
+        else:
+            m.scalars[p] = np.full(WARP, check_scalar(p, a), compute_dtype(p.dtype))
+    return views
+
+
 class _Scalars:
     """Stand-in warp for evaluating launch expressions of scalar parameters."""
 
@@ -180,18 +180,18 @@ class _Scalars:
 
 
 def _write_back(a, arr, raw, how, p):
-    try:
-        if how == "bits":
-            import torch
+    """Results back into the caller's tensor (its dtype and device; a read-only numpy array is
+    left alone: the results are in the returned tuple)."""
+    if how == "bits":
+        import torch
 
-            a.copy_(torch.from_numpy(raw.view(np.int16).copy()).view(torch.bfloat16).reshape(a.shape).to(a.device))
-        elif how == "torch":
-            import torch
+        bits = torch.from_numpy(np.ascontiguousarray(raw).view(np.int16 if raw.dtype == np.uint16 else np.uint8).copy())
+        a.copy_(bits.view(a.dtype).reshape(a.shape).to(a.device))
+    elif how == "torch":
+        import torch
 
-            a.copy_(torch.from_numpy(np.array(from_bits(raw, p.dtype)).reshape(a.shape)).to(a.dtype).to(a.device))
-        elif isinstance(a, np.ndarray) and a.flags.writeable and a.dtype == raw.dtype:
-            a[...] = raw.reshape(a.shape)
-        elif isinstance(a, np.ndarray) and a.flags.writeable:
-            a[...] = np.asarray(from_bits(raw, p.dtype)).reshape(a.shape).astype(a.dtype)
-    except (TypeError, ValueError):
-        pass
+        a.copy_(torch.from_numpy(np.array(from_bits(raw, p.dtype)).reshape(a.shape)).to(a.dtype).to(a.device))
+    elif a.flags.writeable and a.dtype == raw.dtype:
+        a[...] = raw.reshape(a.shape)
+    elif a.flags.writeable:
+        a[...] = np.asarray(from_bits(raw, p.dtype)).reshape(a.shape).astype(a.dtype)

@@ -74,6 +74,18 @@ _FENCE_NOTE = ("after the mbarrier wait that orders it, issue T.ptx.tcgen05_fenc
                "tcgen05 instruction")
 
 
+def _check_tmem_init(m, cta, lanes, cols, what, span, who, note="write it first (tcgen05.st, tcgen05.cp, or "
+                     "an mma with accumulate off)"):
+    """Report TMEM cells read before anything wrote them since their allocation."""
+    ini = cta.tmem.init[lanes, cols]
+    if not ini.all():
+        bad = ~ini
+        m.report("uninitialized_read", f"{what} tensor memory never written since tcgen05.alloc (lanes "
+                 f"{int(lanes[bad].min())}..{int(lanes[bad].max())}, columns {int(cols[bad].min())}..{int(cols[bad].max())} "
+                 f"of {cta.describe()}): its value is undefined", span, who, [note],
+                 key=("uninitialized_read", "tmem", getattr(span, "line", None)))
+
+
 def _check_cols(ctx, lanes, cols, what):
     ok = ctx.cta.tmem.allocated(cols) & (lanes >= 0) & (lanes < 128)
     if not ok.all():
@@ -156,6 +168,7 @@ def _ldst(ctx):
     if store:
         vals = ctx.arg("v").read(ctx.mask).astype(np.uint32)
         cells[L[ok], C[ok]] = vals[tl[ok], tm_[ok]]
+        ctx.cta.tmem.init[L[ok], C[ok]] = True
         ag[L[ok], C[ok]] = ctx.w.agent
         cl[L[ok], C[ok]] = ctx.w.vc[ctx.w.agent]
         return
@@ -170,6 +183,7 @@ def _ldst(ctx):
         ctx.report("missing_tcgen05_fence", f"{ctx.call.name} reads TMEM written by "
                    f"{ctx.machine.agent_name(int(a[order == 2][0]))}, ordered by a thread sync with no "
                    "tcgen05.fence::after_thread_sync after it", [_FENCE_NOTE])
+    _check_tmem_init(ctx.machine, ctx.cta, L[ok], C[ok], f"{ctx.call.name} reads", ctx.span, ctx.threads())
     sh_r, sh_rc = ctx.cta.tmem_reader, ctx.cta.tmem_rclock
     sh_r[L[ok], C[ok]] = ctx.w.agent
     sh_rc[L[ok], C[ok]] = ctx.w.vc[ctx.w.agent]
@@ -280,8 +294,18 @@ def _mma(ctx):
                 from .wgmma import _trunc_tf32
 
                 A, B = _trunc_tf32(A).astype(np.float64), _trunc_tf32(B).astype(np.float64)
+            if sf is not None:
+                for L_, C_ in ((sf[0], sf[1]), (sf[3].ravel(), sf[4].ravel())):
+                    _check_tmem_init(m, cta, L_, C_, f"{call.name} reads scale factors from", call.span, w.describe(),
+                                     "write the scale factors first (tcgen05.cp or tcgen05.st)")
             prod = A @ B.T if sf is None else _scaled_product(cta, A, B, sf)
             for r, c in enumerate(pair):
+                if en:
+                    _check_tmem_init(m, c, L.ravel(), C.ravel(), f"{call.name} with accumulate on (enable_d) reads "
+                                     "its accumulator from", call.span, w.describe(),
+                                     "the first mma into a freshly allocated accumulator passes accumulate=False "
+                                     "(enable_d = 0)")
+                c.tmem.init[L, C] = True
                 cells = c.tmem.cells
                 old = cells[L, C]
                 if dd == "float32":
@@ -373,6 +397,7 @@ def _cp(ctx):
         raw = cta.smem.data[clamp(addrs, 0, cta.smem.size - 1)].astype(np.uint8)
         words = np.ascontiguousarray(raw).view(np.uint32).reshape(32, 4)
         cta.tmem.cells[L, C] = words[t.ravel(), j.ravel()]
+        cta.tmem.init[L, C] = True
         ag, cl = _shadow(cta)
         ag[L, C] = a_id
         cl[L, C] = vc[a_id]

@@ -102,6 +102,9 @@ def _mma(parts, ctx0, n, k, td, ta, tb, src):
         D[sel] = vals[ll[sel], ml[sel]]
         f = c.w.dirty.get(ref.root)
         scale_d = bool(np.asarray(c.arg("scale_d")).ravel()[int(np.argmax(c.mask))])
+        if scale_d and ref.root not in c.w.rfull:
+            idx = np.minimum(np.maximum(ref.byte_index(), 0), max(ref.root.bytes(), 1) - 1)
+            c.w.check_init(ref.root, idx, c.mask, ctx0.call, "wgmma with scale-d 1 (accumulate) reads")
         if scale_d and f is not None and f[ref.byte_index().ravel() % max(f.size, 1)].any():
             m.report("missing_wgmma_fence", f"wgmma reads accumulator registers of {ref.root.name} written by "
                      "ordinary code without a wgmma.fence in between", ctx0.span, c.w.describe(),

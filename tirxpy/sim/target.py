@@ -1,0 +1,102 @@
+"""Which target a kernel is simulated for.
+
+The rule: an explicit ``arch=`` must have every intrinsic the kernel uses (and tensor memory, if
+the kernel allocates some), else :class:`~tirxpy.sim.args.ArgumentError` names the first that
+it lacks and the target that has it. Without ``arch=`` the kernel decides: the first of
+:data:`CANDIDATES` that has all of them (``sm_90a`` unless a Blackwell-only instruction such as
+``tcgen05`` or a ``T.alloc_tmem`` tile asks for ``sm_100a``).
+
+    >>> from tirxpy import T
+    >>> k = T.parse_script('''
+    ... @T.prim_func
+    ... def k(A: T.Tensor((1,), "uint32")):
+    ...     T.launch(grid=(1,), threads=32)
+    ...     T.ptx.tcgen05_fence_after_thread_sync()
+    ... ''')
+    >>> choose_arch(k, None)
+    'sm_100a'
+"""
+from __future__ import annotations
+
+from tirxpy.intrinsics import lookup
+from tirxpy.ir import expr as E
+from tirxpy.ir import stmt as St
+from tirxpy.ir.buffer import Buffer, BufferRegion
+
+from .args import ArgumentError
+
+CANDIDATES = ("sm_90a", "sm_100a")
+
+
+def walk(node, out=None):
+    """Every statement, expression and region under ``node`` (pre-order)."""
+    if out is None:
+        out = []
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        out.append(n)
+        if isinstance(n, (St.Stmt, E.Expr)):
+            for _, v in n.fields():
+                for x in (v if isinstance(v, tuple) else (v,)):
+                    if isinstance(x, (St.Stmt, E.Expr, BufferRegion)):
+                        stack.append(x)
+        elif isinstance(n, BufferRegion):
+            stack.extend(x for x in n.starts if isinstance(x, E.Expr))
+    return out
+
+
+def used(kernel):
+    """``(intrinsic names in first-use order, allocated buffers)`` of the kernel body."""
+    names, bufs = {}, []
+    for n in walk(kernel.body):
+        if isinstance(n, E.IntrinsicCall):
+            names.setdefault(n.name, n)
+        elif isinstance(n, St.Allocate) and isinstance(n.buffer, Buffer):
+            bufs.append(n.buffer)
+    return names, bufs
+
+
+def _lacks(arch, names, bufs):
+    """The first reason ``arch`` cannot run the kernel, or None."""
+    from tirxpy.intrinsics.target import parse_arch
+
+    for name in names:
+        e = lookup(name)
+        if e is None:
+            continue  # reported as unsupported when it runs
+        why = e.requirement.missing(arch)
+        if why is not None:
+            return f"T.ptx.{name} ({e.ptx}) {why.split(' — ')[0]}", e.requirement.lowest
+    if any(b.storage == "tmem" for b in bufs) and parse_arch(arch).sm < 100:
+        return "tensor memory (T.alloc_tmem) needs sm_100a", "sm_100a"
+    return None
+
+
+def choose_arch(kernel, arch):
+    """The target to simulate ``kernel`` for (see the module docstring)."""
+    from tirxpy.intrinsics.errors import TargetError
+    from tirxpy.intrinsics.target import parse_arch
+
+    names, bufs = used(kernel)
+    if arch is not None:
+        if not isinstance(arch, str):
+            raise ArgumentError(f"arch= is a target name such as 'sm_90a' or 'sm_100a' (or None: taken from the "
+                                f"kernel), got {type(arch).__name__} {arch!r:.40}")
+        try:
+            parse_arch(arch)
+        except TargetError as e:
+            raise ArgumentError(f"arch={arch!r}: {e}") from None
+        lack = _lacks(arch, names, bufs)
+        if lack is not None:
+            raise ArgumentError(f"arch={arch!r} cannot run {kernel.name}: {lack[0]}; pass arch='{lack[1]}' or leave "
+                                "arch= out to take the target from the kernel")
+        return arch
+    reasons = []
+    for cand in CANDIDATES:
+        lack = _lacks(cand, names, bufs)
+        if lack is None:
+            return cand
+        reasons.append(f"{cand}: {lack[0]}")
+    raise ArgumentError(f"no target has every instruction {kernel.name} uses ({'; '.join(reasons)}); a kernel "
+                        "mixes Hopper-only (wgmma) and Blackwell-only (tcgen05) instructions, or pass arch=")
