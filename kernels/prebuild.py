@@ -14,6 +14,8 @@ from __future__ import annotations
 import os
 import time
 
+from .errors import KernelConfigError
+
 
 def prebuild_one(spec):
     """Build one kernel: ``("gemm", M, N, K, tuning, sms)`` as :func:`kernels.gemm` builds it for
@@ -39,7 +41,7 @@ def prebuild_one(spec):
         k = attention_sm90(B, H, HKV, SQ, SK, D, causal=causal, scale=None, dtype="bfloat16",
                            SQT=max(SQ, p["BM"]), SKT=max(SK, p["BN"]), **tuning)
     else:
-        raise ValueError(f"prebuild: unknown kernel kind {spec[0]!r}; 'gemm' or 'attention'")
+        raise KernelConfigError(f"prebuild: unknown kernel kind {spec[0]!r}; 'gemm' or 'attention'")
     tirxpy.compile(k, arch="sm_90a")
     return spec[0], time.time() - t0
 
