@@ -276,3 +276,32 @@ def test_parameter_annotated_none_is_dropped_and_dead_branches_may_use_it():
                 A[T.thread_id()] = T.float32(0)
 
         assert [p.name for p in k.params] == (["A", "SF"] if scaled else ["A"])
+
+
+_BAD_HEAD = '''
+@T.prim_func
+def k(A: T.Tensor((8,), "float32"), Y: T.Tensor((8,), "int32")):
+    T.launch(grid=(1,), threads=8)
+'''
+
+
+@pytest.mark.parametrize("line, match", [
+    ("Y[0] = 1 // 0", "`1 // 0` has no value at parse time: integer division or modulo by zero"),
+    ("Y[0] = " + " + ".join(["Y[1]"] * 3000), "nests too deeply"),
+    ("B = -A", "unary `-` does not apply to the tensor A"),
+    ("B = ~A[0:4]", "unary `~` does not apply to the tensor A"),
+    ("x, y = 3", "cannot unpack a builtins.int value into 2 names"),
+    ("Y[0] = T.int32(1 << 40)", "does not fit int32"),
+])
+def test_parser_failures_are_parse_errors_with_the_source_line(line, match):
+    raises_at(ParseError, match, lambda: T.parse_script(_BAD_HEAD + "    " + line + "\n"),
+              line if "3000" not in match and len(line) < 80 else line[:20])
+
+
+def test_parse_script_arguments_are_checked():
+    with pytest.raises(ParseError, match="T.parse_script takes the script text \\(a str\\), got NoneType"):
+        T.parse_script(None)
+    with pytest.raises(ParseError, match="env must be a dict of name -> constant, got str"):
+        T.parse_script(_BAD_HEAD + "    pass\n", env="N=1")
+    with pytest.raises(ParseError, match="env\\['f'\\] is `builtins.print`"):
+        T.parse_script(_BAD_HEAD + "    pass\n", env={"f": print})

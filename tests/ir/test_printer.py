@@ -175,3 +175,70 @@ def k(A: T.Tensor((64, 8), "float16", layout=TileLayout(S[(64, 8) : (8@m, 1@m)] 
     k = T.parse_script(src, verify=False)
     assert str(k) == src
     round_trip(k)
+
+
+def test_constant_at_the_int32_minimum_prints_parses_back_and_simulates():
+    import numpy as np
+
+    import tirxpy.sim as sim
+
+    k = T.parse_script('''
+@T.prim_func
+def k(Y: T.Tensor((4,), "int32")):
+    T.launch(grid=(1,), threads=4)
+    t = T.thread_id()
+    Y[t] = Y[t] + T.int32(-2**31)
+''')
+    text = str(k)
+    assert "Y[t] = Y[t] + -2147483648" in text
+    again = round_trip(k)
+    y = np.array([0, 1, -1, 5], np.int32)
+    (out,) = sim.run(again, y)
+    assert out.tolist() == [-2**31, -2**31 + 1, 2**31 - 1, -2**31 + 5]
+    # constants past the type's range wrap as the device does
+    k2 = T.parse_script(text.replace("Y[t] + -2147483648", "T.int32(2**31 - 1) + Y[t] - T.int32(-2**31 + 1)"))
+    assert "Y[t] = Y[t] - 2" in str(k2)
+
+
+def test_aliases_print_as_alias_calls_and_parse_back():
+    from kernels.attention_sm90 import attention_sm90
+
+    k = attention_sm90(1, 2, 1, 200, 80, 64, causal=True, BN=32, STAGES=2, PERSIST=False)
+    text = str(k)
+    assert "sacc_alias = sacc.alias((64, 4, 8), \"float32\", layout=TileLayout(" in text
+    again = round_trip(k)
+    views = [b for b in _buffers(again) if b.base is not None]
+    assert views and all(v.base.name == "sacc" for v in views)
+
+
+def _buffers(kernel):
+    from tirxpy.ir import BufferRegion
+    from tirxpy.ir import expr as E
+    from tirxpy.ir import stmt as St
+
+    out, stack, seen = [], [kernel.body], set()
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (list, tuple)):
+            stack.extend(n)
+        elif isinstance(n, dict):
+            stack.extend(n.values())
+        elif isinstance(n, (St.Stmt, E.Expr, Buffer, BufferRegion)) and id(n) not in seen:
+            seen.add(id(n))
+            if isinstance(n, Buffer):
+                out.append(n)
+            stack.extend(v for _, v in n.fields())
+    return out
+
+
+def test_alias_of_a_parameter_is_defined_after_the_launch():
+    k = T.parse_script('''
+@T.prim_func
+def k(A: T.Tensor((8,), "float32"), B: T.Tensor((4,), "float32")):
+    T.launch(grid=(1,), threads=1)
+    v = A.alias((4,), "float32", name="half")
+    Tx.copy(B, v)
+''')
+    lines = str(k).splitlines()
+    assert lines[2].strip().startswith("T.launch(") and lines[3].strip() == 'half = A.alias((4,), "float32", name=\'half\')'
+    round_trip(k)

@@ -15,3 +15,14 @@ def test_buffers_and_statements():
     assert not structural_equal(A[1], Buffer("C", (4,), "float16")[1])
     x, y = Var("x"), Var("y")
     assert structural_equal(SeqStmt([LetStmt(x, x.__class__("z") * 0 + 1)]), SeqStmt([LetStmt(y, y.__class__("w") * 0 + 1)]))
+
+
+def test_an_alias_equals_only_an_alias_of_the_corresponding_root():
+    a = Buffer("a", (8,), "float32", "local")
+    b = Buffer("b", (8,), "float32", "local")
+    va, vb = a.alias((4,), name="va"), b.alias((4,), name="vb")
+    plain = Buffer("p", (4,), "float32", "local")
+    assert structural_equal(va, vb)
+    assert not structural_equal(va, plain) and not structural_equal(plain, va)
+    assert not structural_equal([b, va], [b, vb])     # b pairs with b, so va (over a) cannot pair with vb (over b)
+    assert structural_equal([a, va], [b, vb])

@@ -861,6 +861,9 @@ def parse_text(text: str, env: dict | None = None, verify: bool = True) -> Kerne
     g = script_env()
     g.update(env)
     parser = Parser(fname, 0, 0, {}, g, trust.Policy(trusted=False))
+    for part in (fdef.args, *fdef.body):
+        trust.check_tree(part, parser.span)
+    trust.check_script_names(fdef, g, parser.span)
     tok = _in_parse.set(True)
     try:
         return parser.parse_kernel(fdef, verify)

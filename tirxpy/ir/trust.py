@@ -36,12 +36,15 @@ from __future__ import annotations
 
 import ast
 import builtins
+import io
 import operator
 import os
 import site
 import sys
 import sysconfig
+import tokenize
 import types
+import warnings
 
 from .errors import ParseError, Span
 from .expr import MAX_EXPR_DEPTH
@@ -111,15 +114,51 @@ def check_tree(root: ast.AST, span_of) -> None:
         stack.extend((c, depth + 1, at) for c in ast.iter_child_nodes(node))
 
 
+def check_script_names(fdef: ast.FunctionDef, namespace: dict, span_of) -> None:
+    """A script's names, checked before anything is evaluated (dead branches too): each name it reads is
+    bound in the def (a parameter, an assignment or loop target) or is in ``namespace`` / :data:`SAFE_BUILTINS`,
+    and no ``T.<entry>`` it names is in :data:`OUTSIDE_EFFECTS`."""
+    params = fdef.args.args + fdef.args.posonlyargs + fdef.args.kwonlyargs
+    bound = {a.arg for a in params}
+    bound.update(n.id for n in ast.walk(fdef) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load))
+    roots = [a.annotation for a in params if a.annotation is not None] + fdef.body   # defaults are refused later
+    for n in (n for r in roots for n in ast.walk(r)):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id not in bound \
+                and n.id not in namespace and n.id not in SAFE_BUILTINS:
+            raise ParseError(f"name {n.id!r} is not defined", span_of(n),
+                             f"a script sees its own names, T, Tx, the layout library, constants passed in env= and "
+                             f"the builtins {', '.join(SAFE_BUILTINS)}")
+        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id not in bound:
+            owner = namespace.get(n.value.id)
+            target = owner.__dict__.get(n.attr) if hasattr(owner, "__dict__") else None
+            if target is not None and qualified_name(target) in OUTSIDE_EFFECTS:
+                raise ParseError(f"`{n.value.id}.{n.attr}` ({qualified_name(target)}) acts outside the kernel and "
+                                 "cannot be called in a kernel body", span_of(n), "call it outside the kernel")
+
+
 def parse_source(text: str, fname: str) -> ast.Module:
     """``ast.parse`` with its failures (syntax, a tree too deep for Python's own parser) as ParseError."""
     try:
-        return ast.parse(text, fname)
+        with warnings.catch_warnings():   # "invalid escape sequence" and the like: the text is data, not code to lint
+            warnings.simplefilter("ignore")
+            return ast.parse(text, fname)
     except SyntaxError as e:
         raise ParseError(f"syntax error: {e.msg}", Span(fname, e.lineno or 1, max(0, (e.offset or 1) - 1))) from None
     except (RecursionError, MemoryError):
         raise ParseError(f"the source nests too deeply for Python's parser (tirxpy reads at most {MAX_NESTING} levels)",
-                         Span(fname, 1, 0), "split long expressions with intermediate names") from None
+                         Span(fname, _busiest_line(text), 0), "split long expressions with intermediate names") from None
+
+
+def _busiest_line(text: str) -> int:
+    """The line with the most operator tokens (where a too-deep expression most likely is), 1 if unknown."""
+    counts: dict = {}
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            if tok.type == tokenize.OP:
+                counts[tok.start[0]] = counts.get(tok.start[0], 0) + 1
+    except (tokenize.TokenError, SyntaxError):
+        pass
+    return max(counts, key=counts.get) if counts else 1
 
 
 # ---------------------------------------------------------------- where a value comes from
@@ -182,7 +221,11 @@ def origin(x) -> str:
     cls = x if isinstance(x, type) else type(x)
     if _is_tirxpy(cls.__module__):
         return "tirxpy"
-    return "user" if _module_is_user(cls.__module__) else "foreign"
+    if cls.__module__ in sys.modules or cls.__module__ == "__main__":
+        return "user" if _module_is_user(cls.__module__) else "foreign"
+    # a module loaded without sys.modules (importlib's spec_from_file_location): where its methods live
+    files = {f.__code__.co_filename for f in vars(cls).values() if isinstance(f, types.FunctionType)}
+    return "user" if files and all(_is_user_file(f) for f in files) else "foreign"
 
 
 def qualified_name(fn) -> str:
