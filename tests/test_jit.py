@@ -53,3 +53,18 @@ def test_unhashable_and_bad_arguments():
         f()
     with pytest.raises(JitError, match="decorates a function"):
         tirxpy.jit(5)
+
+
+def test_self_containing_or_deeply_nested_arguments_cannot_key_the_cache():
+    loop = [1]
+    loop.append(loop)
+    deep = 1
+    for _ in range(40):
+        deep = (deep,)
+    for arg in (loop, deep, {"a": loop}):
+        with pytest.raises(JitError, match="more than 32 deep"):
+            make_copy(arg)
+    ok = 1
+    for _ in range(30):
+        ok = (ok,)
+    assert make_copy.key(ok)[0][0] == "n"

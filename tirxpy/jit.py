@@ -34,12 +34,18 @@ class JitError(TirxError, ValueError):
     """A @tirxpy.jit factory was called with arguments that cannot key its cache."""
 
 
-def _key(v):
-    """A hashable, type-tagged cache key for one argument."""
+_KEY_DEPTH = 32
+
+
+def _key(v, depth: int = 0):
+    """A hashable, type-tagged cache key for one argument (lists / tuples / dicts nest at most 32 deep)."""
+    if depth > _KEY_DEPTH and isinstance(v, (list, tuple, dict)):
+        raise JitError(f"@tirxpy.jit argument nests lists / tuples / dicts more than {_KEY_DEPTH} deep "
+                       "(or contains itself), so it cannot key the kernel cache")
     if isinstance(v, (list, tuple)):
-        return (type(v).__name__, tuple(_key(x) for x in v))
+        return (type(v).__name__, tuple(_key(x, depth + 1) for x in v))
     if isinstance(v, dict):
-        return ("dict", tuple(sorted((repr(k), _key(x)) for k, x in v.items())))
+        return ("dict", tuple(sorted((repr(k), _key(x, depth + 1)) for k, x in v.items())))
     shape = getattr(v, "shape", None)
     dtype = getattr(v, "dtype", None)
     if shape is not None and dtype is not None and type(v).__name__ == "Tensor":  # a torch tensor: its signature

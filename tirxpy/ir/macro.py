@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import inspect
 
-from .errors import ParseError
+from . import trust
+from .errors import ParseError, Span
 
 
 class Macro:
@@ -51,6 +52,9 @@ class Macro:
             fn = self.fn
             fdef, file, line_offset, indent = function_source(fn, f"macro {fn.__name__}", "define macros in a .py file")
             body = body_without_docstring(fdef)
+            for s in body:   # what no kernel source may contain (tirxpy.ir.trust), checked once per macro
+                trust.check_tree(s, lambda n: Span(file, getattr(n, "lineno", 1) + line_offset,
+                                                   getattr(n, "col_offset", 0) + indent))
             closure = dict(self.outer)
             closure.update(_closure_of(fn))
             self._parsed = (body, file, line_offset, indent, closure, fn.__globals__)
