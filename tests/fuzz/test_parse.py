@@ -244,3 +244,53 @@ def test_valid_edge_cases_are_accepted():
     accept(A, lambda: T.parse_script(body("for i, (a, b) in enumerate(zip(range(2), reversed([5, 6]))):",
                                           "    Y[i] = a * 10 + b + i")), lambda k: "Y[1] = 16" in str(k))
     accept(A, lambda: T.parse_script(body("A[t] = T.float32(float('-inf')) + A[t]")), round_trips)
+
+
+# ---------------------------------------------------------------- the same payloads in @T.prim_func source
+MODULE = '''from __future__ import annotations
+import os
+import subprocess
+from os import system
+from shutil import rmtree
+from tirxpy import T, Tx
+
+@T.macro
+def m(A):
+    x = {macro}
+
+@T.prim_func
+def k(A: {ann}, Y: T.Tensor((64,), "int32")):
+    T.launch(grid=(1,), threads={threads})
+    t = T.thread_id()
+    {body}
+'''
+MODULE_PAYLOADS = PAYLOADS + [
+    (f"os.system('touch {MARK}')", ["os"]),
+    (f"system('touch {MARK}')", ["system"]),
+    (f"subprocess.run(['touch', '{MARK}'])", ["subprocess"]),
+    (f"rmtree('{MARK}')", ["rmtree"]),
+]
+
+
+def test_payloads_in_prim_func_source_are_refused_and_run_nothing(tmp_path):
+    import importlib.util
+
+    for n, (payload, names) in enumerate(MODULE_PAYLOADS):
+        for where in ("body", "launch", "assert message", "annotation", "macro"):
+            if where == "annotation" and ":=" in payload:
+                continue   # Python's own compiler refuses := in an annotation, before tirxpy sees the module
+            src = MODULE.format(
+                macro=payload if where == "macro" else 0,
+                ann=payload if where == "annotation" else 'T.Tensor((64,), "float32")',
+                threads=payload if where == "launch" else 64,
+                body={"body": f"x = {payload}", "assert message": f"assert False, {payload}",
+                      "macro": "m(A)"}.get(where, "pass"))
+            path = tmp_path / f"payload_{n}_{where.replace(' ', '_')}.py"
+            path.write_text(src)
+
+            def load(path=path):
+                spec = importlib.util.spec_from_file_location(path.stem, path)
+                spec.loader.exec_module(importlib.util.module_from_spec(spec))
+
+            refuse(A, load, names=names + ["not defined", "calling", "reading"])
+            assert nothing_ran(), (where, payload)
