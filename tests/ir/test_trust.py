@@ -280,3 +280,27 @@ def test_explain_takes_a_kernel():
     for bad in (None, 3, "kernel", T):
         with pytest.raises(ArgumentError, match="explain\\(kernel\\) takes a kernel"):
             tirxpy.explain(bad)
+
+
+def test_macro_expansions_count_against_the_loop_cap():
+    @T.macro
+    def twice(A, n):
+        if n > 0:
+            twice(A, n - 1)
+            twice(A, n - 1)
+        else:
+            A[0] = 1
+
+    with pytest.raises(ParseError, match=f"expanding macro 'twice' in `twice\\(A, n - 1\\)` takes the kernel past "
+                                         f"the cap of {trust.LOOP_CAP}"):
+        @T.prim_func
+        def k(A: T.Tensor((8,), "int32")):
+            T.launch(grid=(1,), threads=1)
+            twice(A, 40)
+
+    @T.prim_func
+    def ok(A: T.Tensor((8,), "int32")):
+        T.launch(grid=(1,), threads=1)
+        twice(A, 3)
+
+    assert str(ok).count("A[0] = 1") == 8

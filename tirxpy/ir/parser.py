@@ -318,13 +318,14 @@ class Parser(ExprEvaluator):
             self.assign(node.target, v, out, node)
             self.visit_inline(node.body, out)
 
-    def count_iterations(self, n, node):
-        """Charge ``n`` parse-time loop iterations to this parse; refuse past :data:`trust.LOOP_CAP`."""
+    def count_iterations(self, n, node, what="the parse-time loop"):
+        """Charge ``n`` parse-time iterations (loop trips, macro expansions) to this parse; refuse past
+        :data:`trust.LOOP_CAP`."""
         self.loop_iters += n
         if self.loop_iters > trust.LOOP_CAP:
             head = ast.unparse(node).splitlines()[0][:80]
-            raise self.error(node, f"the parse-time loop `{head}` takes the kernel past the cap of {trust.LOOP_CAP} "
-                             f"parse-time loop iterations (tirxpy.ir.trust.LOOP_CAP; {self.loop_iters} with this loop)",
+            raise self.error(node, f"{what} `{head}` takes the kernel past the cap of {trust.LOOP_CAP} "
+                             f"parse-time loop iterations (tirxpy.ir.trust.LOOP_CAP; {self.loop_iters} with this one)",
                              "loop on the device instead: for i in T.serial(n): (or T.unroll for a short loop)")
 
     def cond_value(self, node):
@@ -376,6 +377,7 @@ class Parser(ExprEvaluator):
             params = mac.bind(args, kwargs)
         except TypeError as e:
             raise self.error(node, f"macro {mac.__name__!r}: {e}", f"its parameters are {mac.__name__}{mac.signature}") from None
+        self.count_iterations(1, node, f"expanding macro {mac.__name__!r} in")
         if len(self.macros) >= _MACRO_DEPTH_LIMIT:
             raise self.error(node, f"macro expansion is {_MACRO_DEPTH_LIMIT} levels deep ({' -> '.join(self.macros[-3:])} -> "
                              f"{mac.__name__}): a macro calls itself without end",

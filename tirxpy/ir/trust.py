@@ -49,10 +49,10 @@ import warnings
 from .errors import ParseError, Span
 from .expr import MAX_EXPR_DEPTH
 
-LOOP_CAP = 65536
-"""Parse-time loop iterations one kernel parse may run, all loops together: Python ``for`` over a
-range / tuple / list, ``while`` on Python values. A ``T.unroll`` device loop (unrolled by the
-compiler) may have at most this many iterations too."""
+LOOP_CAP = 16384
+"""Parse-time iterations one kernel parse may run, all together: trips of Python ``for`` loops over a
+range / tuple / list and of ``while`` loops on Python values, and macro expansions. A ``T.unroll``
+device loop (unrolled by the compiler) may have at most this many iterations too."""
 MAX_NESTING = 2 * MAX_EXPR_DEPTH
 """Deepest nesting of a kernel's syntax tree (expressions and statements together): room for the printed
 form of any expression tree :mod:`tirxpy.ir.expr` allows (:data:`~tirxpy.ir.expr.MAX_EXPR_DEPTH`)."""
