@@ -391,7 +391,7 @@ class Parser(ExprEvaluator):
         call_span = self.span(node)
         saved = (self.file, self.line_offset, self.col_offset, self.closure, self.globals, self.blocks, self.policy)
         self.file, self.line_offset, self.col_offset, self.closure, self.globals = file, line_offset, col_offset, closure, globals_
-        self.policy = trust.Policy(trusted=True)   # a macro's body is its author's source, like a @T.prim_func's
+        self.policy = trust.Policy(True, mac.fn.__module__)   # a macro's body is its author's, like a @T.prim_func's
         self.blocks = [_Block(False)]
         self.blocks[0].names.update(params)
         self.macros.append(mac.__name__)
@@ -557,7 +557,7 @@ def parse_function(fn, verify: bool = True, outer: dict | None = None) -> Kernel
         fn, fn.__name__, "define kernels in a .py file (or parse text with T.parse_script)")
     closure = dict(outer or {})
     closure.update(_closure_of(fn))
-    parser = Parser(file, line_offset, indent, closure, fn.__globals__, trust.Policy(trusted=True))
+    parser = Parser(file, line_offset, indent, closure, fn.__globals__, trust.Policy(True, fn.__module__))
     tok = _in_parse.set(True)
     try:
         return parser.parse_kernel(fdef, verify)

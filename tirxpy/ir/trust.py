@@ -9,8 +9,9 @@ to Python's ``eval``. Two kinds of source go through it:
   tirxpy's API only and reads attributes of tirxpy objects only.
 - **a function's source** (``@T.prim_func``, ``@T.macro``) is its author's. Names also resolve to
   the function's closure and module globals, and it may also call (and read attributes of) functions,
-  classes and objects defined in the author's own source files: any file outside the Python
-  installation's standard library and site-packages. Those run as ordinary Python.
+  classes and objects the author wrote: those of the function's own top-level package, and those of
+  any file outside the Python installation's standard library and site-packages. Those run as
+  ordinary Python.
 
 Either way these are refused with a :class:`ParseError` naming the construct: lambdas,
 comprehensions, generator expressions, f-strings, ``:=``, set literals, names starting with ``__``,
@@ -245,15 +246,36 @@ def describe(x) -> str:
 _CONTAINERS = (tuple, list, dict, str, bytes, range, type({}.keys()), type({}.values()), type({}.items()))
 
 
-class Policy:
-    """What one parse may reach: ``trusted`` for a function's source (its author's module), else a script."""
+def _module_name(x):
+    if isinstance(x, types.ModuleType):
+        return x.__name__
+    f = getattr(x, "__func__", x)
+    if isinstance(f, (types.FunctionType, type)):
+        return f.__module__
+    return type(x).__module__
 
-    def __init__(self, trusted: bool):
+
+class Policy:
+    """What one parse may reach: ``trusted`` for a function's source (its author's), else a script.
+
+    A trusted parse also reaches what the author wrote: values from files outside the Python installation
+    (:func:`origin` ``"user"``) and values of ``home``, the top-level package of the function's module
+    (``kernels`` for ``kernels.gemm_sm90``), wherever it is installed."""
+
+    def __init__(self, trusted: bool, home: str | None = None):
         self.trusted = trusted
+        self.home = home.split(".")[0] if trusted and isinstance(home, str) and home else None
 
     def reachable(self, x) -> bool:
         o = origin(x)
-        return o == "tirxpy" or (self.trusted and o == "user")
+        if o == "tirxpy":
+            return True
+        if not self.trusted:
+            return False
+        if o == "user":
+            return True
+        name = _module_name(x)
+        return self.home is not None and isinstance(name, str) and name.split(".")[0] == self.home
 
     def _where(self) -> str:
         return ("tirxpy's API, the builtins of tirxpy.ir.trust.SAFE_BUILTINS and your own module's functions"
