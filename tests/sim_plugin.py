@@ -26,13 +26,14 @@ def device(sim):
 
 
 def launch(kernel, *tensors, sim=False, arch=None):
-    """Run ``kernel`` on ``tensors`` (torch): ``tirxpy.sim.run`` with ``sim=True`` (arch default
-    sm_90a; raises :class:`tirxpy.sim.SimReportError` on any problem), else compile for ``arch``
-    (default: the device's) and launch on the GPU, then synchronize."""
+    """Run ``kernel`` on ``tensors`` (torch): ``tirxpy.sim.run`` with ``sim=True`` (arch default:
+    the one the kernel's instructions need, sm_90a when they do not decide; raises
+    :class:`tirxpy.sim.SimReportError` on any problem), else compile for ``arch`` (default: the
+    device's) and launch on the GPU, then synchronize."""
     if sim:
         from tirxpy.sim import run
 
-        run(kernel, *tensors, arch=arch or "sm_90a")
+        run(kernel, *tensors, arch=arch)
         return
     import torch
 

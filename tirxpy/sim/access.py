@@ -94,10 +94,24 @@ def address(w, m, buf, idx, node):
     raise UnsupportedError(f"T.address_of on a {st} buffer ({buf.name})")
 
 
-def global_target(machine, ptrs):
-    """``(param buffer, byte offsets)`` of tagged global pointers (all in one tensor)."""
+def global_target(machine, ptrs, lanes=None):
+    """``(param buffer, byte offsets)`` of tagged global pointers; the buffer is None when the
+    pointers (of ``lanes``, default all) are not all inside one tensor argument."""
     p = np.asarray(ptrs).astype(np.uint64)
     tags = (p >> np.uint64(GPTR_SHIFT)).astype(np.int64)
-    t = int(tags.ravel()[0]) if p.size else 0
-    buf = machine.gtag_buf.get(t)
+    sel = tags.ravel() if lanes is None else tags.ravel()[lanes]
+    buf = machine.gtag_buf.get(int(sel[0])) if sel.size and (sel == sel[0]).all() else None
     return buf, (p & np.uint64((1 << GPTR_SHIFT) - 1)).astype(np.int64)
+
+
+def global_span(ctx, ptrs, nbytes, what):
+    """``(memory, byte offset)`` of ``nbytes`` at the (one-lane) global pointer ``ptrs``, or None
+    after reporting ``oob_global`` when they are not inside one tensor argument."""
+    buf, off = global_target(ctx.machine, ptrs)
+    o = int(np.asarray(off).ravel()[0]) if np.size(off) else -1
+    mem = ctx.machine.globals.get(buf) if buf is not None else None
+    if mem is None or o < 0 or o + nbytes > mem.size or nbytes < 0:
+        where = f"byte {o} of {buf.name} ({mem.size} bytes)" if mem is not None else "a pointer into no tensor argument"
+        ctx.report("oob_global", f"{what} of {nbytes} bytes at {where}")
+        return None
+    return mem, o

@@ -3,14 +3,14 @@
 Every rule raises :class:`ArgumentError` (a :class:`~tirxpy.sim.SimError`) that names the
 parameter and how to fix the call:
 
-- a tensor parameter takes a numpy array or a CPU torch tensor of the parameter's shape and
-  dtype (bfloat16 / float8 also as their raw bits, ``uint16`` / ``uint8``, or as ``float32``
-  values), neither complex nor requiring grad;
+- a tensor parameter takes a numpy array or a dense (strided, no two elements at one address)
+  CPU / CUDA torch tensor of the parameter's shape and dtype (bfloat16 / float8 also as their
+  raw bits, ``uint16`` / ``uint8``, or as ``float32`` values), neither complex nor requiring grad;
 - a scalar parameter takes a Python / numpy number that its dtype holds exactly (an int in
   range for integer dtypes, a finite float within range for float dtypes; NaN / inf pass);
 - the launch fits the hardware and the simulator: ``threads`` in 1..1024, a cluster of at most
   16 CTAs whose shape divides the grid, grid extents within CUDA's, at most :data:`MAX_CTAS`
-  simulated CTAs, shared memory within :data:`MAX_SHARED` bytes and register tiles within
+  simulated CTAs and :data:`MAX_WARPS` simulated warps, shared memory within :data:`MAX_SHARED` bytes and register tiles within
   :data:`MAX_LOCAL` bytes per thread;
 - ``ctas=`` names CTAs inside the grid, ``seed`` is a non-negative int, ``max_steps`` a positive int.
 
@@ -41,6 +41,7 @@ from .errors import SimError
 from .values import name_of, storage_dtype
 
 MAX_CTAS = 4096            # CTAs one run simulates (pass ctas= to look at a few of a larger grid)
+MAX_WARPS = 32768          # warps one run simulates, over all its CTAs
 MAX_SHARED = 232448        # bytes of shared memory per CTA (227 KiB: sm_90 / sm_100)
 MAX_LOCAL = 1 << 16        # bytes of register tiles per thread
 MAX_THREADS = 1024
@@ -65,6 +66,12 @@ def to_array(p, a):
     torch = _torch()
     want = name_of(p.dtype)
     if torch is not None and isinstance(a, torch.Tensor):
+        if a.layout != torch.strided or a.device.type not in ("cpu", "cuda"):
+            raise ArgumentError(f"parameter {p.name}: a {a.layout} tensor on {a.device}; pass a dense (strided) "
+                                f"tensor on the CPU or a CUDA device")
+        if any(st == 0 and n > 1 for st, n in zip(a.stride(), a.shape)):
+            raise ArgumentError(f"parameter {p.name}: the tensor repeats elements (stride 0, e.g. from expand()); "
+                                f"pass {p.name}.contiguous()")
         if a.requires_grad:
             raise ArgumentError(f"parameter {p.name}: the tensor requires grad; the simulator writes its results "
                                 f"into it, so pass {p.name}.detach() (or a tensor made under torch.no_grad())")
@@ -165,13 +172,15 @@ def check_sizes(kernel, smem_bytes, local_roots):
                             f"limit is {MAX_LOCAL}")
 
 
-def check_ctas(ctas, grid, nctas_total):
-    """The CTA ids to simulate (a set of 3-tuples) or None for all; refuses more than MAX_CTAS."""
+def check_ctas(ctas, grid, nctas_total, warps_per_cta=1):
+    """The CTA ids to simulate (a set of 3-tuples) or None for all; refuses more than MAX_CTAS
+    CTAs or MAX_WARPS warps."""
     if ctas is None:
-        if nctas_total > MAX_CTAS:
-            raise ArgumentError(f"the grid {tuple(grid)} has {nctas_total} CTAs; the simulator runs at most "
-                                f"{MAX_CTAS} (MAX_CTAS) per run: shrink the problem or pass ctas=[(x, y), ...] "
-                                "to simulate some of them")
+        if nctas_total > MAX_CTAS or nctas_total * warps_per_cta > MAX_WARPS:
+            raise ArgumentError(f"the grid {tuple(grid)} has {nctas_total} CTAs ({nctas_total * warps_per_cta} "
+                                f"warps); the simulator runs at most {MAX_CTAS} CTAs (MAX_CTAS) and {MAX_WARPS} warps "
+                                "(MAX_WARPS) per run: shrink the problem or pass ctas=[(x, y), ...] to simulate "
+                                "some of them")
         return None
     if isinstance(ctas, (str, bytes)) or not hasattr(ctas, "__iter__"):
         raise ArgumentError(f"ctas= is a list of CTA ids (ints or tuples of up to 3 ints), got {ctas!r:.80}")
@@ -185,8 +194,9 @@ def check_ctas(ctas, grid, nctas_total):
         if any(not 0 <= x < g for x, g in zip(t, grid)):
             raise ArgumentError(f"ctas= entry {c!r} is outside the grid {tuple(grid)}")
         out.add(t)
-        if len(out) > MAX_CTAS:
-            raise ArgumentError(f"ctas= names more than {MAX_CTAS} CTAs (MAX_CTAS), the most one run simulates")
+        if len(out) > MAX_CTAS or len(out) * warps_per_cta > MAX_WARPS:
+            raise ArgumentError(f"ctas= names more than {MAX_CTAS} CTAs (MAX_CTAS) or {MAX_WARPS} warps (MAX_WARPS), "
+                                "the most one run simulates")
     if not out:
         raise ArgumentError("ctas= is empty: name at least one CTA id to simulate (or leave it None for all)")
     return out

@@ -23,7 +23,10 @@ def _copy(ctx):
     m, w = ctx.machine, ctx.w
     a = agent(m, ("cp.async", w.cta.rank, w.wid), f"cp.async unit of {w.describe()}")
     vc = issue_vc(w, a)
-    buf, off = global_target(m, src)
+    buf, off = global_target(m, src, ctx.lanes)
+    if buf is None:
+        ctx.report("oob_global", f"{ctx.call.name}: the source pointers are not all inside one tensor argument")
+        return
     mem = m.globals[buf]
     data = np.zeros((32, size), np.uint8)
     for l in ctx.lanes:
@@ -38,8 +41,9 @@ def _copy(ctx):
 
     def fire():
         idx = dst[lanes].astype(np.int64)[:, None] + np.arange(size)
-        m.check_access(w.cta, idx.ravel(), a, vc, True, GENERIC, ctx.call, w)
-        w.cta.smem.data[clamp(idx, 0, w.cta.smem.size - 1)] = data[lanes]
+        w.smem_access(idx.ravel(), 1, True, GENERIC, ctx.call, agent=a, vc=vc)   # (reports bytes out of range)
+        inside = (idx >= 0) & (idx < w.cta.smem.size)
+        w.cta.smem.data[idx[inside]] = data[lanes][inside]
         op["done"] = True
     m.events.append(Event(fire, "cp.async"))
     w.cp_async_open.append(op)
@@ -91,8 +95,6 @@ def _arrive_noinc(ctx):
 
     def fire():
         vc = w.vc.copy()
-        for op in ops:
-            MB.join(vc, op["vc"]) if False else None
         for l in lanes:
             b = m.cluster[w.cta.rank].mbarriers.get(int(addr[l]))
             if b is not None:

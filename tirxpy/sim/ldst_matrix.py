@@ -49,8 +49,9 @@ def _st(ctx):
     halves = np.ascontiguousarray(regs).view(np.uint16)
     lane, m = _place(num, trans)
     tile = halves[lane, m].astype(np.uint16)
-    ctx.w.smem_access(idx.ravel(), 1, True, GENERIC, ctx.call)
-    ctx.cta.smem.data[idx] = np.ascontiguousarray(tile).view(np.uint8).reshape(idx.shape)
+    ctx.w.smem_access(idx.ravel(), 1, True, GENERIC, ctx.call)   # (reports bytes out of range)
+    inside = (idx >= 0) & (idx < ctx.cta.smem.size)
+    ctx.cta.smem.data[idx[inside]] = np.ascontiguousarray(tile).view(np.uint8).reshape(idx.shape)[inside]
 
 
 for _n in (1, 2, 4):

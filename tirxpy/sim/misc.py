@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .access import global_target
+from .access import global_span, global_target
 from .interp import Block
 from .registry import register_model
 from .values import nbytes
@@ -65,7 +65,7 @@ def _atom(op, dt, ret=True):
     def model(ctx):
         ptr = ctx.arg("ptr")
         v = ctx.arg("v")
-        buf, off = global_target(ctx.machine, ptr)
+        buf, off = global_target(ctx.machine, ptr, ctx.lanes)
         out = np.zeros(WARP, v.dtype)
         if buf is None:
             ctx.report("oob_global", "atomic on a pointer that is not inside a tensor argument")
@@ -95,21 +95,28 @@ register_model("red_global_add_release_gpu_u32", _atom("add", "uint32", ret=Fals
 @register_model("atom_global_cas_b32")
 def _cas(ctx):
     ptr, cmp, v = ctx.arg("ptr"), ctx.arg("cmp"), ctx.arg("v")
-    buf, off = global_target(ctx.machine, ptr)
-    mem = ctx.machine.globals[buf]
     out = np.zeros(WARP, np.uint32)
     for l in ctx.lanes:
-        old = mem.read(np.array([off[l]]), "uint32")
+        got = global_span(ctx, ptr[l:l + 1], 4, "atom.cas")
+        if got is None:
+            continue
+        mem, o = got
+        old = mem.read(np.array([o]), "uint32")
         out[l] = old[0]
         if old[0] == cmp[l]:
-            mem.write(np.array([off[l]]), np.array([v[l]], np.uint32), "uint32")
+            mem.write(np.array([o]), np.array([v[l]], np.uint32), "uint32")
     return out
 
 
 @register_model("ld_acquire_gpu_u32")
 def _ld_acq(ctx):
-    buf, off = global_target(ctx.machine, ctx.arg("ptr"))
-    return ctx.machine.globals[buf].read(np.where(ctx.mask, off, 0), "uint32")
+    ptr = ctx.arg("ptr")
+    out = np.zeros(WARP, np.uint32)
+    for l in ctx.lanes:
+        got = global_span(ctx, ptr[l:l + 1], 4, "ld.acquire")
+        if got is not None:
+            out[l] = got[0].read(np.array([got[1]]), "uint32")[0]
+    return out
 
 
 def _atom_shared(dt):

@@ -112,13 +112,17 @@ def run(kernel, *args, arch: str | None = None, seed: int = 0, check: bool = Tru
     grid += [1] * (3 - len(grid))
     cl = m.cluster_dims
     check_launch(kernel, grid, cl)
-    wanted = check_ctas(ctas, grid, grid[0] * grid[1] * grid[2])
+    wanted = check_ctas(ctas, grid, grid[0] * grid[1] * grid[2], -(-kernel.launch.threads // WARP))
     plan, size = plan_shared(kernel)
     check_sizes(kernel, size, [b for b in used(kernel)[1] if b.storage == "local" and b.base is None])
     m.elected = _elected(kernel)
     nthreads = kernel.launch.threads
     nwarps = -(-nthreads // WARP)
-    for cz, cy, cx in itertools.product(range(grid[2] // cl[2]), range(grid[1] // cl[1]), range(grid[0] // cl[0])):
+    if wanted is None:
+        clusters = itertools.product(range(grid[2] // cl[2]), range(grid[1] // cl[1]), range(grid[0] // cl[0]))
+    else:   # only the clusters holding a wanted CTA (the grid may be huge)
+        clusters = sorted({(z // cl[2], y // cl[1], x // cl[0]) for x, y, z in wanted})
+    for cz, cy, cx in clusters:
         members = []
         for rz, ry, rx in itertools.product(range(cl[2]), range(cl[1]), range(cl[0])):
             cid = (cx * cl[0] + rx, cy * cl[1] + ry, cz * cl[2] + rz)

@@ -169,21 +169,32 @@ for _d in range(1, 6):
         register_model(_n, _tma_family)
 
 
+def _smem_span(ctx, start, n, what):
+    """True when bytes [start, start + n) are inside the CTA's shared memory, else reports."""
+    if start < 0 or n < 0 or start + n > ctx.cta.smem.size:
+        ctx.report("oob_shared", f"{what} of {n} bytes at smem {start:#x} is outside the {ctx.cta.smem.size}-byte "
+                   "shared memory")
+        return False
+    return True
+
+
 @register_model("bulk_copy_g2s")
 def _g2s(ctx):
-    from .access import global_target
+    from .access import global_span
 
     dst, src, nb, bar = ctx.arg("dst"), ctx.arg("src"), ctx.arg("nbytes"), ctx.arg("bar")
     m = ctx.machine
     w = ctx.w
     for l in ctx.lanes:
-        buf, off = global_target(m, src[l:l + 1])
         n = int(nb[l])
+        got = global_span(ctx, src[l:l + 1], n, "bulk copy (global -> shared) read")
+        d0 = int(dst[l])
+        if got is None or not _smem_span(ctx, d0, n, "bulk copy (global -> shared) write"):
+            continue
         b_off = int(bar[l])
         a = agent(m, ("tma", ctx.cta.rank, b_off), f"TMA unit completing on mbarrier {b_off:#x}")
         vc = issue_vc(w, a)
-        raw = m.globals[buf].data[int(off[0]):int(off[0]) + n].copy()
-        d0 = int(dst[l])
+        raw = got[0].data[got[1]:got[1] + n].copy()
         ph = MB.phase_of(w.cta, b_off)
 
         def fire(raw=raw, d0=d0, n=n, b_off=b_off, vc=vc, a=a, ph=ph):
@@ -195,20 +206,22 @@ def _g2s(ctx):
 
 @register_model("bulk_copy_s2g")
 def _s2g(ctx):
-    from .access import global_target
+    from .access import global_span
 
     dst, src, nb = ctx.arg("dst"), ctx.arg("src"), ctx.arg("nbytes")
     m, w = ctx.machine, ctx.w
     a = agent(m, ("bulk", ctx.cta.rank, w.wid), f"bulk-copy unit of {w.describe()}")
     for l in ctx.lanes:
-        buf, off = global_target(m, dst[l:l + 1])
         n, s0 = int(nb[l]), int(src[l])
+        got = global_span(ctx, dst[l:l + 1], n, "bulk copy (shared -> global) write")
+        if got is None or not _smem_span(ctx, s0, n, "bulk copy (shared -> global) read"):
+            continue
         vc = issue_vc(w, a)
         op = {"done": False, "vc": vc}
 
-        def fire(buf=buf, o=int(off[0]), n=n, s0=s0, op=op, vc=vc):
+        def fire(mem=got[0], o=got[1], n=n, s0=s0, op=op, vc=vc):
             w.smem_access(np.arange(s0, s0 + n), 1, False, ASYNC, ctx.call, agent=a, vc=vc)
-            m.globals[buf].data[o:o + n] = w.cta.smem.data[s0:s0 + n]
+            mem.data[o:o + n] = w.cta.smem.data[s0:s0 + n]
             op["done"] = True
         m.events.append(Event(fire, "bulk store"))
         w.bulk_open.append(op)
