@@ -66,10 +66,54 @@ class Macro:
         bound.apply_defaults()
         return dict(bound.arguments)
 
+    def __get__(self, obj, owner=None):
+        """A macro defined in a class is a method: ``obj.name(...)`` expands with ``obj`` bound to its
+        first parameter (``self``)."""
+        return self if obj is None else BoundMacro(self, obj)
+
     def __call__(self, *args, **kwargs):
         raise ParseError(f"macro {self.__name__!r} only expands inside a @T.prim_func body (or another macro)",
                          hint=f"call {self.__name__}(...) as a statement in a kernel")
 
     def __repr__(self):
         return f"<T.macro {self.__name__}{self.signature}>"
+
+
+class BoundMacro:
+    """A macro method read from an object: expands like the macro with the object as its first argument.
+
+        >>> from tirxpy import T
+        >>> class Counter:
+        ...     def __init__(self, buf):
+        ...         self.buf = buf
+        ...     @T.macro
+        ...     def bump(self, i):
+        ...         self.buf[i] = self.buf[i] + 1
+        >>> Counter(None).bump
+        <T.macro Counter.bump(i)>
+    """
+
+    __tirx_macro__ = True
+
+    def __init__(self, macro: Macro, obj):
+        self.macro, self.obj = macro, obj
+        self.fn = macro.fn
+        self.__name__ = macro.__name__
+        params = list(macro.signature.parameters.values())
+        if not params:
+            raise ParseError(f"macro {macro.__name__!r} is read as a method but takes no `self` parameter",
+                             hint="give it a first parameter (self), or define it outside the class")
+        self.signature = macro.signature.replace(parameters=params[1:])
+
+    def parsed(self):
+        return self.macro.parsed()
+
+    def bind(self, args, kwargs) -> dict:
+        return self.macro.bind((self.obj, *args), kwargs)
+
+    def __call__(self, *args, **kwargs):
+        return self.macro(*args, **kwargs)
+
+    def __repr__(self):
+        return f"<T.macro {type(self.obj).__name__}.{self.__name__}{self.signature}>"
 

@@ -1,0 +1,104 @@
+"""Warp roles: a producer warpgroup and consumer warpgroups, the registers ``setmaxnreg`` moves
+between them, and the barrier set-up every warp-specialized kernel starts with.
+
+Warpgroup 0 is the producer (it issues TMA loads from one thread and needs few registers); warpgroups
+1 .. ``consumers`` compute. ``setmaxnreg.dec`` / ``.inc`` only move registers inside the CTA's launch
+allocation: ``threads`` times the per-thread count of ``__launch_bounds__(threads, 1)`` (65536 / threads,
+rounded down to a multiple of 8, at most 248). An ``inc`` that the ``dec`` does not pay for waits for
+registers that never come and the GPU hangs, so :class:`WarpRoles` refuses such a split up front.
+
+    >>> from tirxpy.lang import WarpRoles
+    >>> WarpRoles(384, 40, 232)          # 40 * 128 + 2 * 232 * 128 = 64512 = 384 * 168
+    WarpRoles(threads=384, producer_regs=40, consumer_regs=232)
+    >>> WarpRoles(384, 48, 232)
+    Traceback (most recent call last):
+    ...
+    tirxpy.lang.errors.LangError: kernel: setmaxnreg 48 / 232 needs 65536 registers, over the CTA's 64512 (384 threads x 168): lower one of them
+"""
+from __future__ import annotations
+
+from tirxpy.ir import T
+
+from .errors import LangError
+
+
+def register_split(threads: int, dec: int, inc: int, kernel: str = "kernel") -> tuple:
+    """Check a ``setmaxnreg`` split of one producer warpgroup (``dec``) and ``threads / 128 - 1`` consumer
+    warpgroups (``inc``); return ``(dec, inc)``. Requires whole warpgroups (at least two) and counts that
+    are multiples of 8 in [24, 256]; the split must fit the CTA's launch allocation (module docstring)."""
+    for name, v in (("threads", threads), ("dec", dec), ("inc", inc)):
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise LangError(f"{kernel}: setmaxnreg {name} must be an int, got {v!r}")
+    if threads % 128 or threads < 256 or threads > 1024:
+        raise LangError(f"{kernel}: a producer / consumer register split needs whole warpgroups, two to eight; "
+                        f"got {threads} threads")
+    for name, v in (("dec", dec), ("inc", inc)):
+        if not (24 <= v <= 256 and v % 8 == 0):
+            raise LangError(f"{kernel}: setmaxnreg {name} = {v} must be a multiple of 8 in [24, 256]")
+    per_thread = min(65536 // threads // 8 * 8, 255 // 8 * 8)
+    need = 128 * dec + (threads - 128) * inc
+    if need > threads * per_thread:
+        raise LangError(f"{kernel}: setmaxnreg {dec} / {inc} needs {need} registers, over the CTA's "
+                        f"{threads * per_thread} ({threads} threads x {per_thread}): lower one of them")
+    return dec, inc
+
+
+class WarpRoles:
+    """One producer warpgroup (warpgroup 0) and ``threads // 128 - 1`` consumer warpgroups, with the
+    producer giving registers to the consumers (``producer_regs`` / ``consumer_regs`` per thread).
+
+    In a kernel: ``wg = T.warpgroup_id()``; ``if wg == 0:`` ``roles.enter_producer()`` and the producer's
+    work; ``else:`` ``roles.enter_consumer()`` and consumer ``wg - 1``'s work. Each role must be one branch
+    of that if / else, so that ``setmaxnreg`` runs warpgroup-uniformly."""
+
+    def __init__(self, threads: int, producer_regs: int, consumer_regs: int, kernel: str = "kernel"):
+        register_split(threads, producer_regs, consumer_regs, kernel)
+        self.threads, self.producer_regs, self.consumer_regs = threads, producer_regs, consumer_regs
+        self.consumers = threads // 128 - 1
+
+    @T.macro
+    def enter_producer(self):
+        """The producer warpgroup gives up registers: ``setmaxnreg.dec``."""
+        T.ptx.setmaxnreg_dec(self.producer_regs)
+
+    @T.macro
+    def enter_consumer(self):
+        """A consumer warpgroup takes the registers the producer gave up: ``setmaxnreg.inc``."""
+        T.ptx.setmaxnreg_inc(self.consumer_regs)
+
+    def __repr__(self):
+        return f"WarpRoles(threads={self.threads}, producer_regs={self.producer_regs}, consumer_regs={self.consumer_regs})"
+
+
+def _by_stage_count(rings):
+    """``[(stages, [(ring, full_arrivals, empty_arrivals), ...]), ...]``: rings grouped by their stage count, in
+    first-seen order (rings of one count are initialised in one device loop)."""
+    groups: dict = {}
+    for item in rings:
+        if not (isinstance(item, tuple) and len(item) == 3):
+            raise LangError(f"setup_barriers: each ring is given as (ring, full_arrivals, empty_arrivals), got {item!r}")
+        groups.setdefault(item[0].stages, []).append(item)
+    return list(groups.items())
+
+
+@T.macro
+def setup_barriers(rings, cluster, pdl):
+    """Thread 0 initialises every ring's barriers (``rings``: ``(ring, full_arrivals, empty_arrivals)``
+    triples; per stage count one loop, the ``full`` barriers before the ``empty`` ones) and fences them;
+    then the CTA (or with ``cluster > 1`` the cluster) syncs, so no thread waits on an uninitialised
+    barrier; with ``pdl`` every thread then waits for the previous kernel in the stream
+    (``griddepcontrol.wait``) before touching global memory it may still write."""
+    if T.thread_id() == 0:
+        for stages, members in _by_stage_count(rings):
+            for s in T.serial(stages):
+                for ring, nf, ne in members:
+                    T.ptx.mbarrier_init(ring.full[s], nf)
+                for ring, nf, ne in members:
+                    T.ptx.mbarrier_init(ring.empty[s], ne)
+        T.ptx.fence_mbarrier_init()
+    if cluster > 1:
+        T.ptx.cluster_sync()
+    else:
+        T.ptx.syncthreads()
+    if pdl:
+        T.ptx.griddepcontrol_wait()
