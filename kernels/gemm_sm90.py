@@ -351,6 +351,10 @@ def _best_split(M, N, K, BN, sms, group, out_dtype, margin=0.005):
     TM, TN, KT = cdiv(M, 128), cdiv(N, BN), cdiv(K, 64)
     if BN != 256 or out_dtype == "float32" or TM * TN <= sms:
         return None
+    if cdiv(TM * TN, persistent_units(TM * TN, sms)) * margin > 1:
+        # past 1 / margin rounds the last round is less than `margin` of the busiest CTA's work: no split can
+        # gain that much (and the search over every split, linear in the tiles per candidate, would be long)
+        return None
     plain = _unit_loads([BN] * (TM * TN), KT, persistent_units(TM * TN, sms)).max()
     best = None
     for bn2 in range(BN - 16, BN - epi, -16):

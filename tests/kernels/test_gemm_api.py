@@ -135,3 +135,18 @@ def test_fast_path_keys_only_plain_arguments():
     assert _fast_key(A, B, None, None, None, None, {"BN": [1]}) is None
     assert _fast_key(A, None, None, None, None, None, {}) is None
     assert _fast_key(A.to_sparse(), B, None, None, None, None, {}) is None
+
+
+def test_planning_a_huge_problem_is_quick():
+    """The balanced-split search stops past 1 / margin rounds (where no split can gain the margin), so planning a
+    2^20-square problem on meta tensors takes no longer than a small one."""
+    import time
+
+    from kernels.gemm_sm90 import balanced_split
+
+    big = torch.empty(1 << 20, 1 << 20, dtype=torch.bfloat16, device="meta")
+    t0 = time.monotonic()
+    with pytest.raises(GemmArgumentError, match="tensors are on meta"):
+        kernels.gemm(big, big.t())
+    assert time.monotonic() - t0 < 2.0
+    assert balanced_split(1 << 20, 1 << 20, 4096) is None and balanced_split(8192, 8192, 8192) == (32, 2, 240)
