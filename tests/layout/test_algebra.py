@@ -272,3 +272,18 @@ def test_slice_one_dimensional_pair_and_slice_forms():
     L = TileLayout(S[32 : 1 @ laneid])
     assert L.slice((8, 16), 32) == L.slice(slice(8, 16), (32,)) == L.slice([(8, 16)], (32,))
     check_slice(L, (32,), [(8, 16)], L.slice((8, 16), 32))
+
+
+def test_slice_keeps_the_pinned_thread_axis():
+    from tirxpy.layout.atoms import wgmma_accumulator
+
+    view = slice_layout(wgmma_accumulator(16), ((0, 16), (0, 16)), (64, 16))
+    assert view.offset == {"wid_in_wg": 0}                 # warp 0 of the warpgroup, not every warp
+    assert view.elements_at(wid_in_wg=0, laneid=0, m=0) == [0]
+
+
+def test_tile_product_argument_order():
+    from tirxpy.layout import laneid, warpid
+
+    inner, outer = TileLayout(S[4 : 1 @ laneid]), TileLayout(S[2 : 1 @ warpid])
+    assert tile_product(inner, outer, (4,), (2,)).owners(5) == [{"warpid": 1, "laneid": 1}]

@@ -184,3 +184,17 @@ def test_compose_not_affine_raises_from_method():
     assert compose(outer, TileLayout(S[2 : 1] + 31 @ m)) is None  # lane 31, then warp 1 lane 0
     with pytest.raises(LayoutError, match="not affine: the composite steps by {'warpid': 1, 'laneid': -31}"):
         outer.compose(TileLayout(S[2 : 1] + 31 @ m))
+
+
+def test_compose_affine_whenever_a_tile_layout_exists():
+    from tirxpy.layout import LayoutError as LE, laneid as lane, warpid as warp
+    from tirxpy.layout.algebra_compose import COMPOSE_LIMIT
+
+    assert compose(TileLayout(S[8 : 1]), TileLayout(S[3 : 1])).identical(TileLayout(S[3 : 1]))   # truncated digit
+    assert compose(TileLayout(S[8 : 1]), TileLayout(S[3 : 2])).identical(TileLayout(S[3 : 2]))   # fits one digit
+    # read off the steps: 3 -> (0, 3), 4 -> (1, 0) is one step of 7 on m
+    assert compose(TileLayout(S[(2, 4) : (10, 1)]), TileLayout(S[2 : 1] + 3 @ m)).identical(TileLayout(S[2 : 7] + 3 @ m))
+    outer = TileLayout(S[(4, 32) : (1 @ warp, 1 @ lane)])
+    assert compose(outer, TileLayout(S[4 : 3])).identical(TileLayout(S[4 : 3 @ lane] + 0 @ warp))   # stays in warp 0
+    with pytest.raises(LE, match=f"past the limit of {COMPOSE_LIMIT} \\(COMPOSE_LIMIT\\)"):
+        compose(TileLayout(S[(2**18, 4) : (8, 1)]), TileLayout(S[2**17 : 3]))   # 3 splits no digit of 4

@@ -137,3 +137,13 @@ def test_strides_rejects_non_memory_layout():
 def test_bad_arguments(args, msg):
     with pytest.raises(LayoutError, match=msg):
         mma_smem_layout(*args)
+
+
+def test_operand_size_and_shape_checks():
+    with pytest.raises(LayoutError, match="a shared-memory operand holds at most 262144 \\(the limit MAX_OPERAND_BYTES"):
+        mma_smem_layout(2**40, 64, "bf16")
+    L = mma_smem_layout(64, 64, "bf16")
+    with pytest.raises(LayoutError, match="must be a tuple of positive ints: entry 0 is 64.5"):
+        smem_descriptor_strides(L, "bf16", shape=(64.5, 64))
+    with pytest.raises(LayoutError, match="shape must be the \\(mn, k\\) pair"):
+        smem_descriptor_strides(L, "bf16", shape=(4096,))

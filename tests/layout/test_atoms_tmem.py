@@ -110,3 +110,15 @@ def test_tmem_side_bad_args():
 def test_accumulator_bad_args(kw, msg):
     with pytest.raises(LayoutError, match=msg):
         tmem_accumulator(**kw)
+
+
+def test_atom_arguments_are_exact_kinds():
+    from tirxpy.layout import LayoutError
+    from tirxpy.layout.atoms import ldmatrix_layout, tmem_ld_layout, tmem_warpx4_layout
+
+    with pytest.raises(LayoutError, match="repeat count .num must be one of"):
+        tmem_ld_layout("32x32b", 2.0)                       # 2.0 is not the repeat count 2
+    with pytest.raises(LayoutError, match="pass the 512 TMEM columns"):
+        tmem_warpx4_layout(2**80)
+    with pytest.raises(LayoutError, match="ldmatrix grid \\(2.5, 2\\) entry must be a positive int"):
+        ldmatrix_layout(4, grid=(2.5, 2))

@@ -97,3 +97,10 @@ def test_equivalence_relation_within_a_class(data):
 def test_bad_input(call, msg):
     with pytest.raises(LayoutError, match=msg):
         call()
+
+
+def test_canonical_form_keeps_named_thread_axes():
+    pinned = TileLayout.from_iters([Iter(4, 1), Iter(1, 5, "laneid")], [Iter(3, 0, "warpid")])
+    c = canonicalize(pinned)
+    assert c.identical(TileLayout.from_iters([Iter(4, 1)], [], {"laneid": 0, "warpid": 0}))
+    assert equivalent(c, pinned) and not equivalent(c, TileLayout.from_iters([Iter(4, 1)]))

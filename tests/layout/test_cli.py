@@ -90,3 +90,12 @@ def test_module_entry_point():
     assert r.returncode == 0 and "{laneid: 12, warpid: 10, m: 1}" in r.stdout
     r = subprocess.run([sys.executable, "-m", "tirxpy", "layout", "exec('1')"], capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "not allowed" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_size_guard_counts_replicas(capsys):
+    rc = main(["S[4 : 1] + R[1099511627776 : 1]", "--owners", "0"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "each element has 1099511627776 replicas, more than the limit" in err
+    rc = main(["S[(2, 2) : (13835058055282163712, 1)]", "--owners", "3"])
+    out = capsys.readouterr().out
+    assert rc == 0 and "owners of 3: {m: 13835058055282163713}" in out and "spans:  m=13835058055282163714" in out

@@ -144,3 +144,13 @@ def test_plot_bad_directory(tmp_path):
 
 def test_layout_table_method_delegates():
     assert DESIGN.table(shape=(8, 16)) == table(DESIGN, shape=(8, 16))
+
+
+def test_pictures_count_replicas_and_check_their_arguments(tmp_path):
+    reps = TileLayout(S[4 : 1] + R[2**30 : 1])
+    with pytest.raises(LayoutError, match="1073741824 owners \\(replicas\\); a picture lists at most 64 per cell"):
+        table(reps)
+    with pytest.raises(LayoutError, match="show must be an axis name or a list of axis names, got 3"):
+        table(TileLayout(S[4 : 1]), show=3)
+    with pytest.raises(LayoutError, match="is not a usable file name"):
+        plot(TileLayout(S[4 : 1]), "a\x00b.png")

@@ -164,3 +164,22 @@ def test_dense_box_mismatch_ignores_the_swizzle_and_names_the_first_element():
     assert ComposeLayout(sw, TileLayout(S[(64, 64) : (64, 1)])).dense_box_mismatch((64, 64)) is None
     # rows padded to 72 elements: the first element off the dense box is (1, 0) at 72, not 64
     assert ComposeLayout(sw, TileLayout(S[(64, 64) : (72, 1)])).dense_box_mismatch((64, 64)) == ((1, 0), 72, 64)
+
+
+def test_compose_layout_tile_is_the_method():
+    from tirxpy.layout.errors import LayoutTypeError
+
+    L = ComposeLayout(0, 2, 3, TileLayout(S[(8, 8) : (8, 1)]))
+    assert L.tile_layout.identical(TileLayout(S[(8, 8) : (8, 1)]))
+    assert L.tile.__func__ is tirxpy.layout.Layout.tile              # Layout.tile() is not shadowed
+    with pytest.raises(LayoutTypeError, match="tile \\(inner\\) takes a TileLayout, got ComposeLayout; a swizzled"):
+        L.tile(TileLayout(S[2 : 1]), (8, 8), (2, 1))
+
+
+def test_swizzle_is_an_involution_and_huge_reverse_queries_are_closed_form():
+    L = ComposeLayout(0, 2, 3, TileLayout(S[2**40 : 1]))
+    assert L.elements_at(m=8) == [9] and L.apply(9) == {"m": 8}
+    with pytest.raises(LayoutError, match="per_element \\+ atom_len \\+ swizzle_len = 66 bits; the limit is 64"):
+        SwizzleLayout(1, 32, 33)
+    with pytest.raises(LayoutError, match="swizzle_inner must be True or False, got 'yes'"):
+        ComposeLayout(0, 2, 3, TileLayout(S[(8, 8) : (8, 1)]), swizzle_inner="yes")

@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 
 import tirxpy.layout
 from .strategies import BOUNDS, aligned_shapes, bad_queries, domain, invalid_tile_inputs, norm, owner_set, shapes, tile_layouts
-from tirxpy.layout import Iter, LayoutError, R, S, TCol, TileLayout, TLane, laneid, warpid, wid_in_wg
+from tirxpy.layout import Iter, LayoutError, R, S, TCol, TileLayout, TLane, laneid, m, warpid, wid_in_wg
+from tirxpy.layout.errors import LayoutTypeError
 
 
 def ref_owners(L, i):
@@ -185,3 +186,61 @@ def test_random_bad_queries_raise(data):
     for query in (L.apply, L.owners):
         with pytest.raises(LayoutError, match=msg):
             query(*coord, shape=shape)
+
+
+# ---- limits, exact huge answers, free axes (regressions) ----
+def test_huge_queries_are_closed_form_or_refused():
+    big = TileLayout(S[2**40 : 1])
+    assert big.elements_at(m=1) == [1]                       # no 8 TiB table
+    assert big.span() == {"m": 2**40}
+    with pytest.raises(LayoutError, match="owner tables hold at most 4194304 \\(the limit MAX_TABLE\\)"):
+        big.owner_table()
+    with pytest.raises(LayoutError, match="more than the limit of 262144 \\(MAX_ANSWER\\)"):
+        TileLayout(S[(2**20, 4) : (0, 1)]).elements_at(m=1)
+    with pytest.raises(LayoutError, match="each element has 1099511627776 replicas, more than the limit"):
+        TileLayout(S[4 : 1] + R[2**40 : 1]).owners(0)
+
+
+def test_coordinates_past_2_63_are_exact():
+    L = TileLayout(S[(2, 2) : (2**62 * 3, 1)])
+    assert L.apply(3) == {"m": 2**62 * 3 + 1}
+    assert L.elements_at(m=2**62 * 3 + 1) == [3]             # was [] (int64 wrap)
+    with pytest.raises(LayoutError, match="past 2\\*\\*63 - 1 \\(the limit of the int64 owner table\\)"):
+        L.owner_table()
+    with pytest.raises(LayoutError, match="reaches m = 18446744073709551616, past the limit of layout coordinates"):
+        TileLayout(S[(2, 2) : (2**63, 1)] + (2**63 - 1) @ m)
+
+
+@pytest.mark.parametrize("call,exc,msg", [
+    (lambda: TileLayout(S[True : 1]), LayoutTypeError, "S\\[...\\] extent must be an integer, got True \\(bool\\)"),
+    (lambda: Iter(4, 1, 3), LayoutTypeError, "an axis is named by a string or an Axis, got 3"),
+    (lambda: TileLayout.from_iters(5), LayoutTypeError, "shard must be a list of Iter"),
+    (lambda: TileLayout.from_iters([Iter(4, 1)], [], [("m", 1)]), LayoutTypeError, "offset must be a dict"),
+    (lambda: TileLayout.from_iters([Iter(2, 1)] * 65), LayoutError, "at most 64 \\(the limit MAX_ITERS\\)"),
+    (lambda: Iter(2**64, 1), LayoutError, "past the limit of layout coordinates \\(2\\*\\*64\\)"),
+    (lambda: TileLayout(S[4 : 1]).elements_at(["m"]), LayoutTypeError, "coord must be a dict"),
+    (lambda: TileLayout(S[4 : 1]).elements_at(m=-1), LayoutError, "coordinate -1 on m is negative"),
+    (lambda: TileLayout(S[4 : 1]).apply(""), LayoutError, "a symbolic coordinate is named by a Python identifier"),
+    (lambda: TileLayout(S[4 : 1]).dense_box_mismatch((4.0,)), LayoutTypeError, "box \\(4.0,\\) must be a tuple"),
+])
+def test_argument_checks(call, exc, msg):
+    with pytest.raises(exc, match=msg):
+        call()
+
+
+def test_numpy_ints_become_python_ints():
+    import numpy as np
+
+    L = TileLayout(S[np.int64(4) : np.uint8(2)] + np.int32(3) @ m)
+    assert type(L.shard[0].extent) is int and L.apply(np.int64(3)) == {"m": 9}
+
+
+def test_unnamed_axes_are_free_named_zero_offsets_kept():
+    free = TileLayout(S[(4, 8) : (8, 1)])
+    lane0 = TileLayout(S[(4, 8) : (8, 1)] + 0 @ laneid)
+    assert free.axes() == ("m",) and lane0.axes() == ("m", "laneid")
+    assert lane0.elements_at(laneid=0) == list(range(32)) and lane0.elements_at(laneid=3) == []
+    with pytest.raises(LayoutError, match="does not name laneid, so it is free there: every laneid holds"):
+        free.elements_at(laneid=0)
+    assert not free.equivalent(lane0)                           # every lane vs lane 0 only
+    assert TileLayout(S[4 : 1] + 0 @ m).identical(TileLayout(S[4 : 1]))   # a memory axis left out reads 0

@@ -82,3 +82,18 @@ def test_interleaved_lane_iterators_rejected():
     L = TileLayout(S[(4, 4) : (1 @ laneid, 2 @ laneid)])  # overlapping digits: lanes 2.. hold two elements
     with pytest.raises(FragmentError):
         thread_fragment(L, (4, 4), ThreadSet.full(32))
+
+
+def test_unnamed_thread_axes_are_free_named_ones_pinned():
+    """One meaning, shared with Layout.owners / elements_at: a thread axis the layout does not name is
+    free (every thread holds its own copy); a named one at offset 0 is pinned (lane 0 only)."""
+    from tirxpy.layout import Iter, S, TileLayout, laneid
+
+    free = thread_fragment(TileLayout(S[(4, 8) : (8, 1)]), (4, 8), ThreadSet.full(64))
+    assert len(free.holders) == 64 and free.guard is None
+    pinned = thread_fragment(TileLayout(S[(4, 8) : (8, 1)] + 0 @ laneid), (4, 8), ThreadSet.full(64))
+    assert sorted(pinned.holders) == [0, 32]                 # lane 0 of each warp (warpid is free)
+    ext1 = TileLayout.from_iters([Iter(4, 8), Iter(8, 1), Iter(1, 0, "laneid"), Iter(1, 3, "laneid")])
+    assert sorted(thread_fragment(ext1, (4, 8), ThreadSet.full(64)).holders) == [0, 32]
+    with pytest.raises(FragmentError, match="puts 8 elements on one laneid at stride 0"):
+        thread_fragment(TileLayout(S[(4, 8) : (1 @ laneid, 0 @ laneid)]), (4, 8), ThreadSet.full(64))

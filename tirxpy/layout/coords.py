@@ -50,6 +50,9 @@ def to_coord(v, what="coordinate"):
     if is_int(v):
         return operator.index(v)
     if isinstance(v, str):
+        if not v.isidentifier():
+            raise LayoutError(f"{what} {v!r} is neither an int nor a symbol name; a symbolic coordinate is named "
+                              "by a Python identifier, e.g. 'i'")
         return sympy.Symbol(v, integer=True, nonnegative=True)
     if isinstance(v, sympy.Basic):
         return v

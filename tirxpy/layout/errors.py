@@ -34,7 +34,9 @@ MAX_ITERS = 64
 MAX_TABLE = 1 << 22
 """Largest owner table (elements x replicas) a query materializes; bigger layouts are answered in
 closed form where one exists, else refused naming this limit."""
-MAX_ANSWER = 1 << 20
+MAX_ANSWER = 1 << 18
 """Largest list a query returns (``elements_at`` indices, ``owners`` replicas)."""
+MAX_SEARCH = 1 << 18
+"""Most steps the closed-form reverse query (:mod:`tirxpy.layout.solve`) takes on overlapping iterators."""
 MAX_SWIZZLE_BITS = 64
 """``per_element + atom_len + swizzle_len`` of a swizzle is at most this (it acts on 64-bit addresses)."""

@@ -7,7 +7,7 @@ stride first, keeps only digit values inside the reach of the remaining digits a
 residue class of their strides' gcd, so a mixed-radix axis costs one step per digit. Digits on
 axes the query leaves out (and stride-0 digits) are free: every value matches. The number of
 answers is computed before any is listed, and both it and the search work are bounded
-(:data:`~tirxpy.layout.errors.MAX_ANSWER`, :data:`~tirxpy.layout.errors.MAX_TABLE`); every
+(:data:`~tirxpy.layout.errors.MAX_ANSWER`, :data:`~tirxpy.layout.errors.MAX_SEARCH`); every
 coordinate is a Python int, so answers past 2**63 are exact.
 
     >>> from tirxpy.layout import S, TileLayout
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from math import gcd, prod
 
-from .errors import MAX_ANSWER, MAX_TABLE, LayoutError
+from .errors import MAX_ANSWER, MAX_SEARCH, LayoutError
 
 
 def _axis_solutions(digits, target, op):
@@ -39,9 +39,9 @@ def _axis_solutions(digits, target, op):
     def walk(k, rest):
         nonlocal steps
         steps += 1
-        if steps > MAX_TABLE:
-            raise LayoutError(f"{op}: the search for the coordinate took more than {MAX_TABLE} steps (the limit "
-                              "MAX_TABLE); the layout's iterators on one axis overlap too much to invert")
+        if steps > MAX_SEARCH:
+            raise LayoutError(f"{op}: the search for the coordinate took more than {MAX_SEARCH} steps (the limit "
+                              "MAX_SEARCH); the layout's iterators on one axis overlap too much to invert")
         if k == n:
             if rest == 0:
                 found.add(tuple(chosen[j] for j in range(n) if digits[j][3]))

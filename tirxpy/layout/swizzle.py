@@ -20,7 +20,7 @@ import sympy
 
 from .axis import Axis
 from .coords import is_int
-from .errors import MAX_SWIZZLE_BITS, LayoutError, LayoutTypeError
+from .errors import MAX_COORD, MAX_SWIZZLE_BITS, LayoutError, LayoutTypeError
 from .iters import as_int
 from .tile import Layout, TileLayout
 
@@ -89,8 +89,9 @@ class SwizzleLayout:
         P, B, A = self.per_element, self.swizzle_len, self.atom_len
         if not isinstance(m, (np.ndarray, sympy.Basic)):
             m = as_int(m, "swizzled coordinate")
-            if m < 0:
-                raise LayoutError(f"swizzled coordinate {m} is negative; memory coordinates are >= 0")
+            if not 0 <= m < MAX_COORD:
+                raise LayoutError(f"swizzled coordinate {m} is outside [0, 2**64): memory coordinates are >= 0 and "
+                                  "below the limit of layout coordinates (2**64)")
         if B == 0:
             return m
         if isinstance(m, np.ndarray) or is_int(m):

@@ -73,7 +73,7 @@ class Fragment:
         cond = None
         for it in self.layout.replica:
             a = it.axis.name
-            if a not in THREAD_AXES:
+            if a not in THREAD_AXES or it.extent == 1 or it.stride == 0:
                 continue
             o = self.layout.offset.get(a, 0)
             x = _id_expr(a)
@@ -160,6 +160,11 @@ def thread_fragment(layout, shape, threads, pinned=None) -> Fragment:
     if bad:
         raise FragmentError(f"a register tile's layout uses axes {sorted(bad)}; registers are spread over "
                             f"m and the thread axes {sorted(THREAD_AXES)} only")
+    for it in layout.shard:
+        if it.axis.name in THREAD_AXES and it.extent > 1 and it.stride == 0:
+            raise FragmentError(f"the layout's iterator {it!r} puts {it.extent} elements on one {it.axis.name} at "
+                                "stride 0 without a register digit between them; give it a stride, or move the "
+                                "copies to a replica iterator R[...]")
     g = group(layout, shape)
     if g is None:
         raise FragmentError(f"layout {layout!r} does not split along the tile shape {shape}")
@@ -178,7 +183,7 @@ def thread_fragment(layout, shape, threads, pinned=None) -> Fragment:
             w *= shard[k].extent
     thread_terms = [[] for _ in shape]
     for k, it in enumerate(shard):
-        if it.axis.name != "m":
+        if it.axis.name != "m" and it.extent > 1:   # an extent-1 digit is always 0
             thread_terms[dims_of[k]].append((it.axis.name, it.stride, it.extent, weights[k], off.get(it.axis.name, 0)))
     slots, const_coords = [], []
     n_m = prod(it.extent for _, it in m_iters)
@@ -195,8 +200,7 @@ def thread_fragment(layout, shape, threads, pinned=None) -> Fragment:
             slot += dg * it.stride
         slots.append(slot)
         const_coords.append(tuple(coord))
-    guard_terms = _guard_terms(G, {t[0] for terms in thread_terms for t in terms} | {it.axis.name for it in G.replica}
-                               | {a for a in G.offset if a in THREAD_AXES})
+    guard_terms = _guard_terms(G, {a for a in G.axes() if a in THREAD_AXES})   # every named thread axis
     coords = [tuple(_thread_part(thread_terms[d], const_coords[k][d]) for d in range(len(shape))) for k in range(n_m)]
     frag = Fragment(G, shape, slots, coords, const_coords, thread_terms, None, n_m)
     for a, v in sorted(pinned.items()):
@@ -222,7 +226,8 @@ def _guard_terms(G, axes) -> list:
     """Per thread axis, conditions (python fn of ids, IR expr) that hold exactly for ids that own data."""
     out = []
     for a in sorted(axes):
-        its = sorted((it for it in list(G.shard) + list(G.replica) if it.axis.name == a), key=lambda it: it.stride)
+        its = sorted((it for it in list(G.shard) + list(G.replica)   # extent-1 / stride-0 walks stay at the offset
+                      if it.axis.name == a and it.extent > 1 and it.stride > 0), key=lambda it: it.stride)
         o = G.offset.get(a, 0)
         idv = _id_expr(a)
         x = ops.sub(idv, o) if o else idv
