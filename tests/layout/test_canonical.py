@@ -11,8 +11,10 @@ from tirxpy.layout.canonical import canonical_replica, fuse_shard
 
 
 def same_owners(a, b):
-    """Brute force over the domain: equal size and equal owner sets at every index."""
-    return a.size() == b.size() and all(owner_set(a.owners(i)) == owner_set(b.owners(i)) for i in range(a.size()))
+    """Brute force over the domain: equal size, the same named thread / CTA axes (an unnamed one is
+    free: every unit holds the element) and equal owner sets at every index (memory axes read 0)."""
+    named = [{x for x in L.axes() if x not in ("m", "P", "F", "Bank", "TLane", "TCol")} for L in (a, b)]
+    return a.size() == b.size() and named[0] == named[1] and all(owner_set(a.owners(i)) == owner_set(b.owners(i)) for i in range(a.size()))
 
 
 def check_canonical_form(C):
