@@ -132,7 +132,7 @@ def main(argv=None):
     from kernels.bench import parse_shapes, parse_tunings
     from kernels.gemm_api import _tile
     from kernels.gemm_sm90 import plan
-    from kernels.schedule import tiles_of_unit
+    from tirxpy.lang.schedule import tiles_of_unit
 
     (M, N, K), = parse_shapes(argv[0], 3, "4096x4096x4096")
     sms = torch.cuda.get_device_properties(0).multi_processor_count

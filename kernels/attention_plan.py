@@ -9,7 +9,8 @@ before anything is built (ValueError naming what to change).
 from __future__ import annotations
 
 from .errors import KernelConfigError, flag_option, int_option
-from .schedule import SM_COUNT_H100, cdiv, persistent_units
+from .schedule import SM_COUNT_H100
+from tirxpy.lang.schedule import cdiv, persistent_units
 
 DTYPES = ("bfloat16", "float16")
 HEAD_DIMS = (64, 128, 256)

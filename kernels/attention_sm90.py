@@ -93,7 +93,9 @@ from tirxpy.layout.atoms import wgmma_accumulator
 from .attention_plan import plan
 from .attention_walk import causal_steps, key_blocks, next_step, tile_of
 from .errors import KernelConfigError
-from .schedule import SM_COUNT_H100, cdiv, register_split, tiles_of_unit
+from .schedule import SM_COUNT_H100
+from tirxpy.lang.schedule import cdiv, tiles_of_unit
+from tirxpy.lang import register_split
 
 LOG2E = 1.4426950408889634
 LN2 = 0.6931471805599453

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from tirxpy import T
 
-from .schedule import tiles_of_unit
+from tirxpy.lang.schedule import tiles_of_unit
 
 
 def causal_tail(MT, H, B, units):

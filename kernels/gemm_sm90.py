@@ -70,7 +70,7 @@ Roles (``threads = 384``, three warpgroups; ``setmaxnreg`` moves registers to th
   was still loading (the simulator reports that race, ``drop="turn"``).
 
 Schedule: persistent; cluster ``u`` of ``G`` takes cluster tiles ``u, u + G, ...`` of the
-``ceil(M / (CM BM)) x ceil(N / BN)`` grid in the grouped order of :mod:`kernels.schedule`.
+``ceil(M / (CM BM)) x ceil(N / BN)`` grid in the grouped order of :mod:`tirxpy.lang.schedule`.
 Every barrier phase is a closed form of the loop counters (k-block ``g = i * KT + k`` of the
 CTA's ``i``-th tile: stage ``g % STAGES``, parity ``(g / STAGES) % 2``), so the pipeline runs
 across tile boundaries: the producer fills stages of the next tile while consumers store this
@@ -96,8 +96,9 @@ from tirxpy.layout.atoms import wgmma_accumulator
 from tirxpy.sim import register_model
 
 from .errors import KernelConfigError, choice_option, flag_option, int_option
-from .schedule import (SM_COUNT_H100, cdiv, grouped_tile, persistent_units, register_split, split_tile,
-                       tiles_of_unit)
+from .schedule import SM_COUNT_H100
+from tirxpy.lang.schedule import cdiv, grouped_tile, persistent_units, split_tile, tiles_of_unit
+from tirxpy.lang import register_split
 
 # -0.0 from an asm the C++ compiler cannot fold through: ``acc + NEG_ZERO()`` keeps an add (the identity on
 # every float, signed zeros and NaN included) in the PTX; see the store-at-once epilogue in gemm_sm90
@@ -316,7 +317,7 @@ def _unit_loads(widths, KT, units, extra=0.0):
 
 
 def _split_widths(rows, wide, narrow, bn2, TM, TN, BN, group):
-    """Tile widths in the order :func:`kernels.schedule.split_tile` lists them."""
+    """Tile widths in the order :func:`tirxpy.lang.schedule.split_tile` lists them."""
     per_row = wide + narrow
     t = np.arange(rows * per_row)
     per_group = group * per_row
@@ -573,7 +574,7 @@ def gemm_sm90(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", dtyp
     ``SPLIT = (rows, wide, bn2)`` (cooperative deferred schedule, ``CM = 1``, K-major ``B``; :func:`balanced_split`
     finds one, and :func:`kernels.gemm` uses it): the first ``rows`` tile rows hold ``wide`` tiles of ``BN`` columns
     and then tiles of ``bn2`` (``BN - EPI < bn2 < BN``, a multiple of 16) to the end of ``N``, listed first
-    (:func:`kernels.schedule.split_tile`), so the tile count fills the persistent grid's last round. A narrow
+    (:func:`tirxpy.lang.schedule.split_tile`), so the tile count fills the persistent grid's last round. A narrow
     tile loads the same ``(BN, BK)`` box of ``B`` (its last ``BN - bn2`` rows unused) and runs ``m64n{bn2}k16``
     into a prefix of the accumulator; its last output chunk is the ``EPI`` columns that end the tile (they
     overlap the chunk before it, whose values they write again)."""

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from kernels.attention_walk import causal_steps, causal_tail, key_blocks, next_step, tile_of
-from kernels.schedule import tiles_of_unit
+from tirxpy.lang.schedule import tiles_of_unit
 from tirxpy.ir import expr as E
 from tirxpy.sim.expr import compile_expr
 

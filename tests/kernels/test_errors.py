@@ -47,7 +47,6 @@ def test_every_kernel_module_raises_it():
     from kernels.gemm_sm100 import gemm_sm100
     from kernels.prebuild import prebuild_one
     from kernels.rmsnorm_silu import plan as rms_plan
-    from kernels.schedule import register_split
 
     cases = [(lambda: plan(512, 512, 512, BN=100), "BN = 100"), (lambda: check_config(512, 512, 512, group=0), "group"),
              (lambda: check_config(512, 512, 512, STORE=["wg"]), "STORE"),
@@ -57,7 +56,6 @@ def test_every_kernel_module_raises_it():
              (lambda: attention_plan(1, 4, 2, 128, 128, 64, dtype=["bfloat16"]), "dtype must be one of"),
              (lambda: attention_sm90(1, 4, 2, 128, 128, 64, PDL="yes"), "PDL must be True or False"),
              (lambda: gemm_sm100(256, 256, 128, BN=40), "BN = 40"), (lambda: rms_plan(33), "row width 33"),
-             (lambda: register_split(384, 48, 232), "setmaxnreg 48 / 232"),
              (lambda: prebuild_one(("conv",)), "unknown kernel kind 'conv'")]
     for fn, msg in cases:
         with pytest.raises(KernelConfigError, match=msg):

@@ -8,7 +8,7 @@ import kernels
 import tirxpy
 from kernels.gemm_api import GemmArgumentError
 from kernels.gemm_sm90 import gemm_sm90, plan
-from kernels.schedule import grouped_tile, tiles_of_unit
+from tirxpy.lang.schedule import grouped_tile, tiles_of_unit
 
 
 def test_default_kernel_compiles_without_spills_and_keeps_wgmma_loops_rolled():

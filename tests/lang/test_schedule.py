@@ -1,10 +1,11 @@
-"""kernels/schedule.py: the setmaxnreg register split check and the split tile walk (the grouped walk is
+"""tirxpy/lang/schedule.py and the register split of tirxpy/lang/roles.py: the setmaxnreg check and the split tile walk (the grouped walk is
 tested with the GEMM, tests/kernels/test_gemm_sm90.py)."""
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kernels.schedule import register_split, split_tile
+from tirxpy.lang.schedule import split_tile
+from tirxpy.lang import register_split
 
 
 @pytest.mark.parametrize("threads,dec,inc", [
@@ -24,8 +25,8 @@ def test_splits_that_fit_the_launch_allocation(threads, dec, inc):
     (512, 40, 160, "needs 66560 registers, over the CTA's 65536 (512 threads x 128)"),
     (384, 20, 240, "setmaxnreg dec = 20 must be a multiple of 8 in [24, 256]"),
     (384, 24, 244, "setmaxnreg inc = 244 must be a multiple of 8"),
-    (200, 24, 240, "needs whole warpgroups, at least two; got 200 threads"),
-    (128, 24, 240, "at least two; got 128 threads"),
+    (200, 24, 240, "needs whole warpgroups, two to eight; got 200 threads"),
+    (128, 24, 240, "two to eight; got 128 threads"),
 ])
 def test_splits_that_do_not_fit_are_refused(threads, dec, inc, msg):
     with pytest.raises(ValueError) as e:
