@@ -12,5 +12,7 @@ explicit IR (``print(kernel)`` shows it; there is no hidden pass):
 from .errors import LangError
 from .pipeline import StageRing
 from .roles import WarpRoles, register_split, setup_barriers
+from .schedule import cdiv, grouped_tile, persistent_units, split_tile, tiles_of_unit
 
-__all__ = ["LangError", "StageRing", "WarpRoles", "register_split", "setup_barriers"]
+__all__ = ["LangError", "StageRing", "WarpRoles", "cdiv", "grouped_tile", "persistent_units", "register_split",
+           "setup_barriers", "split_tile", "tiles_of_unit"]
