@@ -1,6 +1,6 @@
 """Launches whose arguments were checked and packed once (:meth:`tirxpy.lower.build.CompiledKernel.bind`).
 
-A :class:`~tirxpy.lower.runtime.Launcher` checks every argument on every call (device, dtype, shape,
+A :class:`~tirxpy.lower.launcher.Launcher` checks every argument on every call (device, dtype, shape,
 strides, alignment) and packs it into its one buffer; on the H100's host that is 6-12 us of a GEMM
 call's ~20. A :class:`BoundLaunch` keeps a private copy of the packed buffer instead, so calling it
 is the driver call alone. It holds the tensors' device *addresses*, not the tensors (holding them
@@ -15,7 +15,7 @@ import ctypes
 
 
 class PackedArgs:
-    """A private copy of an :class:`~tirxpy.lower.runtime.ArgPacker`'s buffer after a checked ``pack``,
+    """A private copy of an :class:`~tirxpy.lower.packer.ArgPacker`'s buffer after a checked ``pack``,
     with its own ``void*`` array at the same offsets (``params_address`` is what the driver takes)."""
 
     __slots__ = ("_raw", "_ptrs", "params_address", "nbytes")

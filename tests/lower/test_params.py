@@ -1,0 +1,32 @@
+"""Parameter specs and the launch path's dtype tables (tirxpy/lower/params.py)."""
+import ctypes
+
+import pytest
+import torch
+
+from tirxpy.lower.errors import LaunchError
+from tirxpy.lower.params import ParamSpec, _fmt_dims, _infer_specs, torch_dtype_name
+
+
+@pytest.mark.parametrize("kw, msg", [
+    (dict(kind="array"), "kind must be one of"), (dict(kind="scalar", dtype="float8_e4m3"), "scalar parameter needs a dtype"),
+    (dict(kind="tensormap"), "needs box="), (dict(align=3), "power of two"),
+])
+def test_bad_specs(kw, msg):
+    with pytest.raises(LaunchError, match=msg):
+        ParamSpec("p", **kw)
+
+
+def test_specs_are_inferred_from_ctypes_scalars_tensors_and_encoded_maps():
+    specs = _infer_specs([torch.zeros(1), ctypes.c_int32(3), ctypes.c_float(1.0), bytes(128)])
+    assert [(s.kind, s.dtype) for s in specs] == [("tensor", None), ("scalar", "int32"), ("scalar", "float32"),
+                                                  ("tensormap", None)]
+    with pytest.raises(LaunchError, match=r"parameter 'arg0': cannot tell the C type of int 5 without specs"):
+        _infer_specs([5])
+    assert torch_dtype_name(torch.float8_e4m3fn) == "float8_e4m3"
+    with pytest.raises(LaunchError, match="has no tirxpy dtype"):
+        torch_dtype_name(torch.complex64, "z")
+
+
+def test_dims_print_free_entries_as_stars():
+    assert _fmt_dims((128, None)) == "(128, *)" and _fmt_dims((4,)) == "(4,)"

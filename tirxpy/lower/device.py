@@ -1,0 +1,105 @@
+"""The CUDA driver, the device's context and stream, and the arch a device runs.
+
+``ensure_context`` makes torch's CUDA context (the device's primary context) current on this
+thread; ``device_arch`` names the target to build for a device; ``cubin_runs_on`` says whether
+a cubin built for one arch loads on a GPU of a given compute capability:
+
+    >>> arch_for((9, 0)), cubin_runs_on("sm_90a", (9, 0)), cubin_runs_on("sm_90a", (10, 0))
+    ('sm_90a', True, False)
+"""
+from __future__ import annotations
+
+from .errors import DriverError
+
+_DRV = None
+
+
+def _driver():
+    global _DRV
+    if _DRV is None:
+        try:
+            from cuda.bindings import driver  # noqa: PLC0415
+        except ImportError as e:  # pragma: no cover
+            raise DriverError("cuda-bindings is not installed: pip install 'cuda-bindings>=13.0,<14'") from e
+        _DRV = driver
+    return _DRV
+
+
+def _check(err, call: str, what: str = ""):
+    drv = _driver()
+    if err != drv.CUresult.CUDA_SUCCESS:
+        try:
+            _, name = drv.cuGetErrorName(err)
+            _, text = drv.cuGetErrorString(err)
+            desc = f"{name.decode()}: {text.decode()}"
+        except Exception:  # noqa: BLE001 - the error name is best effort
+            desc = str(err)
+        raise DriverError(f"{call} failed ({desc})" + (f" for {what}" if what else ""))
+
+
+_CTX: dict = {}
+
+
+def ensure_context(device_index: int | None = None) -> int:
+    """Make torch's CUDA context (the device's primary context) current on this thread."""
+    import torch  # noqa: PLC0415
+
+    if not torch.cuda.is_available():
+        raise DriverError("no CUDA GPU is available (torch.cuda.is_available() is False); "
+                          "tirxpy kernels need an NVIDIA GPU to run")
+    torch.cuda.init()
+    idx = torch.cuda.current_device() if device_index is None else int(device_index)
+    drv = _driver()
+    ctx = _CTX.get(idx)
+    if ctx is None:
+        _check(drv.cuInit(0)[0], "cuInit")
+        err, dev = drv.cuDeviceGet(idx)
+        _check(err, "cuDeviceGet")
+        err, ctx = drv.cuDevicePrimaryCtxRetain(dev)
+        _check(err, "cuDevicePrimaryCtxRetain")
+        _CTX[idx] = ctx
+    _check(drv.cuCtxSetCurrent(ctx)[0], "cuCtxSetCurrent")
+    return idx
+
+
+def _stream_getter():
+    import torch  # noqa: PLC0415
+
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if raw is not None:
+        return raw
+    return lambda idx: torch.cuda.current_stream(idx).cuda_stream
+
+
+# ---------------------------------------------------------------- arch
+def _parse_arch(arch: str) -> tuple:
+    digits = arch.removeprefix("sm_").rstrip("af")
+    return int(digits[:-1]), int(digits[-1]), arch.endswith(("a", "f"))
+
+
+def cubin_runs_on(arch: str, capability: tuple) -> bool:
+    """Whether a cubin compiled for ``arch`` ("sm_80", "sm_90a") runs on a GPU of compute
+    ``capability`` ((9, 0) for an H100): same major version and no newer minor version; an
+    arch-specific target ("sm_90a") only on exactly that GPU.
+
+        >>> cubin_runs_on("sm_80", (8, 6)), cubin_runs_on("sm_80", (9, 0)), cubin_runs_on("sm_90a", (9, 0))
+        (True, False, True)
+    """
+    major, minor, specific = _parse_arch(arch)
+    if specific:
+        return (major, minor) == tuple(capability)
+    return major == capability[0] and minor <= capability[1]
+
+
+def arch_for(capability: tuple) -> str:
+    """The target to build for a GPU of this compute capability: (9, 0) -> "sm_90a",
+    (10, 0) -> "sm_100a" (the arch-specific targets that have wgmma / tcgen05), else "sm_XY"."""
+    major, minor = capability
+    return {(9, 0): "sm_90a", (10, 0): "sm_100a"}.get((major, minor), f"sm_{major}{minor}")
+
+
+def device_arch(device=None) -> str:
+    """The arch to build for torch's current (or the given) CUDA device."""
+    import torch  # noqa: PLC0415
+
+    return arch_for(torch.cuda.get_device_capability(device))

@@ -1,0 +1,107 @@
+"""What a kernel parameter accepts (:class:`ParamSpec`) and the dtype tables of the launch path.
+
+    >>> ParamSpec("alpha", "scalar", "float32").kind
+    'scalar'
+    >>> _fmt_dims((128, None))
+    '(128, *)'
+"""
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import LaunchError
+
+_TORCH_NAMES = {
+    "bool": "bool", "int8": "int8", "int16": "int16", "int32": "int32", "int64": "int64", "uint8": "uint8",
+    "uint16": "uint16", "uint32": "uint32", "uint64": "uint64", "float16": "float16", "bfloat16": "bfloat16",
+    "float32": "float32", "float64": "float64", "float8_e4m3fn": "float8_e4m3", "float8_e5m2": "float8_e5m2",
+}
+_SCALAR_FMT = {"bool": "?", "int8": "b", "uint8": "B", "int16": "h", "uint16": "H", "int32": "i", "uint32": "I",
+               "int64": "q", "uint64": "Q", "float16": "e", "float32": "f", "float64": "d"}
+_SCALAR_RANGE = {"int8": 7, "int16": 15, "int32": 31, "int64": 63}
+
+
+def _int_range(dtype: str) -> tuple:
+    """``(lo, hi)`` of an integer scalar dtype ('int32', 'uint8', ...)."""
+    bits = _SCALAR_RANGE.get(dtype)
+    return (-(1 << bits), (1 << bits) - 1) if bits else (0, (1 << int(dtype[4:])) - 1)
+
+
+def torch_dtype_name(dt, param: str = "tensor") -> str:
+    """torch.dtype -> canonical dtype string ('bfloat16', 'float8_e4m3', ...)."""
+    name = str(dt).replace("torch.", "")
+    if name not in _TORCH_NAMES:
+        raise LaunchError(param, f"torch dtype {dt} has no tirxpy dtype; supported: {sorted(_TORCH_NAMES.values())}")
+    return _TORCH_NAMES[name]
+
+
+KINDS = ("tensor", "scalar", "tensormap")
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    """What a kernel parameter accepts.
+
+    - ``tensor``: a torch tensor passed as a device pointer. ``dtype`` (None: any), ``shape`` /
+      ``strides`` (element strides; None or None entries: any), ``align`` (bytes of data_ptr).
+    - ``scalar``: a Python number of ``dtype``.
+    - ``tensormap``: a torch tensor turned into a TMA map for the shared tile ``box`` with
+      ``layout`` (or explicit ``swizzle``); or a ready 128-byte encoded map.
+    """
+
+    name: str
+    kind: str = "tensor"
+    dtype: str | None = None
+    shape: tuple | None = None
+    strides: tuple | None = None
+    align: int = 16
+    box: tuple | None = None
+    layout: Any = None
+    swizzle: int | None = None
+
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise LaunchError(self.name, f"kind must be one of {KINDS}, got {self.kind!r}")
+        if self.kind == "scalar" and self.dtype not in _SCALAR_FMT:
+            raise LaunchError(self.name, f"a scalar parameter needs a dtype among {sorted(_SCALAR_FMT)}, got {self.dtype!r}")
+        if self.kind == "tensormap" and self.box is None:
+            raise LaunchError(self.name, "a tensormap parameter needs box=(shared tile shape, outermost first)")
+        if not isinstance(self.align, int) or self.align < 1 or self.align & (self.align - 1):
+            raise LaunchError(self.name, f"align must be a power of two, got {self.align!r}")
+
+
+def _fmt_dims(dims) -> str:
+    return "(" + ", ".join("*" if d is None else str(d) for d in dims) + ("," if len(dims) == 1 else "") + ")"
+
+
+def _torch_dtype(name: str, param: str):
+    import torch  # noqa: PLC0415
+
+    inv = {v: k for k, v in _TORCH_NAMES.items()}
+    if name not in inv or not hasattr(torch, inv[name]):
+        raise LaunchError(param, f"dtype {name!r} has no torch dtype; use one of {sorted(inv)}")
+    return getattr(torch, inv[name])
+
+
+def _infer_specs(args) -> tuple:
+    import torch  # noqa: PLC0415
+
+    specs = []
+    ctypes_dt = {ctypes.c_int32: "int32", ctypes.c_uint32: "uint32", ctypes.c_int64: "int64",
+                 ctypes.c_uint64: "uint64", ctypes.c_float: "float32", ctypes.c_double: "float64",
+                 ctypes.c_bool: "bool", ctypes.c_int8: "int8", ctypes.c_uint8: "uint8",
+                 ctypes.c_int16: "int16", ctypes.c_uint16: "uint16"}
+    for i, a in enumerate(args):
+        name = f"arg{i}"
+        if isinstance(a, torch.Tensor):
+            specs.append(ParamSpec(name, "tensor", align=1))
+        elif type(a) in ctypes_dt:
+            specs.append(ParamSpec(name, "scalar", ctypes_dt[type(a)]))
+        elif isinstance(a, (bytes, bytearray)) and len(a) == 128:
+            specs.append(ParamSpec(name, "tensormap", box=(1,)))
+        else:
+            raise LaunchError(name, f"cannot tell the C type of {type(a).__name__} {a!r} without specs; pass "
+                                    f"specs=[ParamSpec(...)] or a ctypes scalar such as ctypes.c_int32(5)")
+    return tuple(specs)
