@@ -275,7 +275,8 @@ def k(A: T.Tensor((64,), "uint32")):
 
 BAD_POINTERS = st.one_of(
     st.integers(0, (1 << 40) - 1).map(lambda v: f"T.uint64({v})"),                     # no tensor's tag
-    st.integers(64, 1 << 30).map(lambda i: f"T.cast(T.address_of(A[0]), \"uint64\") + T.uint64({4 * i})"),  # past A's end
+    # past A's end
+    st.integers(64, 1 << 30).map(lambda i: f"T.cast(T.address_of(A[0]), \"uint64\") + T.uint64({4 * i})"),
     st.integers(2, 1000).map(lambda t: f"T.uint64({t << 40})"),                         # an unknown tensor tag
 )
 BAD_SHARED = st.one_of(st.integers(1 << 12, (1 << 31) - 1), st.integers(1, 127).map(lambda r: (1 << 31) | (r << 24)))

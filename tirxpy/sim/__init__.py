@@ -1,12 +1,17 @@
 """tirxpy.sim: a CPU simulator of lowered kernels, values and synchronization.
 
-``run(kernel, *tensors, arch="sm_90a", seed=0)`` runs every CTA of the grid (cluster by
-cluster) with numpy, warps as coroutines that interleave at every intrinsic call and blocking
-wait (``seed`` picks the interleaving), each warp's 32 lanes vectorized. It returns the tensors
-like a launch leaves them and raises :class:`SimReportError` listing every problem found:
-deadlocks, shared-memory races (incl. async-proxy reads without ``fence.proxy.async``),
-mbarrier misuse, accumulators read before ``wgmma.wait_group``, out-of-bounds accesses, TMEM
-over-allocation and intrinsics without a model (named).
+``run(kernel, *tensors, arch=None, seed=0)`` runs every CTA of the grid (cluster by cluster)
+with numpy, warps as coroutines that interleave at every intrinsic call and blocking wait
+(``seed`` picks the interleaving), each warp's 32 lanes vectorized; the target comes from the
+instructions the kernel uses unless ``arch=`` names one (:mod:`tirxpy.sim.target`), and the
+arguments are checked first (:mod:`tirxpy.sim.args`). It returns the tensors like a launch
+leaves them and raises :class:`SimReportError` listing every problem found: deadlocks, loops
+that cannot exit or exceed the step budget (``no_progress``), shared-memory races (incl.
+async-proxy reads without ``fence.proxy.async``), reads of registers / shared memory / tensor
+memory nothing wrote (``uninitialized_read``), warp-scope instructions under divergent control
+flow (``divergent_collective``), mbarrier misuse, accumulators read before
+``wgmma.wait_group``, out-of-bounds accesses, TMEM over-allocation and intrinsics without a
+model (named).
 
     >>> import numpy as np
     >>> from tirxpy import T

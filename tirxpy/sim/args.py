@@ -10,8 +10,8 @@ parameter and how to fix the call:
   range for integer dtypes, a finite float within range for float dtypes; NaN / inf pass);
 - the launch fits the hardware and the simulator: ``threads`` in 1..1024, a cluster of at most
   16 CTAs whose shape divides the grid, grid extents within CUDA's, at most :data:`MAX_CTAS`
-  simulated CTAs and :data:`MAX_WARPS` simulated warps, shared memory within :data:`MAX_SHARED` bytes and register tiles within
-  :data:`MAX_LOCAL` bytes per thread;
+  simulated CTAs and :data:`MAX_WARPS` simulated warps, shared memory within
+  :data:`MAX_SHARED` bytes and register tiles within :data:`MAX_LOCAL` bytes per thread;
 - ``ctas=`` names CTAs inside the grid, ``seed`` is a non-negative int, ``max_steps`` a positive int.
 
     >>> import numpy as np

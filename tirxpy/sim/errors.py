@@ -3,7 +3,8 @@
 Every problem names what went wrong, the kernel source line (the statement's span) and the
 threads involved (CTA, warp, lanes). A run that finds problems raises :class:`SimReportError`
 holding every :class:`Problem`; ``problem.kind`` is a stable name tests can match
-(``"deadlock"``, ``"race"``, ``"missing_fence_proxy_async"``, ``"tx_underflow"``, ...).
+(``"deadlock"``, ``"no_progress"``, ``"race"``, ``"uninitialized_read"``,
+``"divergent_collective"``, ``"missing_fence_proxy_async"``, ``"tx_underflow"``, ...).
 
     >>> from tirxpy.ir.errors import Span
     >>> p = Problem("race", "shared write races with a read", Span("<doc>", 3), "cta (0, 0, 0) warp 1 lanes 0-31")

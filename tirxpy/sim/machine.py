@@ -159,7 +159,8 @@ class Warp:
         elif bad.any():
             self.cta.machine.report(
                 "uninitialized_read", f"{what} register tile {root.name} where nothing was written since its "
-                f"allocation (its value is undefined)", getattr(node, "span", None) or getattr(self.where, "span", None),
+                f"allocation (its value is undefined)",
+                getattr(node, "span", None) or getattr(self.where, "span", None),
                 self.describe(bad), ["write the tile first (a fill, a load, or an mma with accumulate off)"],
                 key=("uninitialized_read", "local", root.name, getattr(getattr(node, "span", None), "line", None)))
         elif ini.all():

@@ -204,7 +204,8 @@ def _touch_shared(ctx, cta, a, k, read):
     a read of never-written bytes is reported; the bytes count as written afterwards."""
     sh = cta.shadow
     if a < 0 or a + k > sh.size:
-        ctx.report("oob_shared", f"{ctx.call.name} accesses byte {a} of {cta.describe()}'s {sh.size}-byte shared memory")
+        ctx.report("oob_shared", f"{ctx.call.name} accesses byte {a} of {cta.describe()}'s {sh.size}-byte shared "
+                   "memory")
         return False
     if read and not sh.init[a:a + k].all():
         ctx.machine.report_uninit_shared(cta, a, ctx.call, ctx.threads())

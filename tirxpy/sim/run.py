@@ -163,7 +163,8 @@ def _bind(m, kernel, args):
             arr, how = to_array(p, a)
             st = storage_dtype(p.dtype)
             flat = arr.reshape(-1)
-            raw = flat.view(st) if (arr.dtype == st or how == "bits" or arr.dtype == np.bool_) else to_bits(flat, p.dtype)
+            same = arr.dtype == st or how == "bits" or arr.dtype == np.bool_
+            raw = flat.view(st) if same else to_bits(flat, p.dtype)
             mem = Bytes(raw.nbytes, p.name)
             mem.data[:] = np.ascontiguousarray(raw).view(np.uint8)
             m.globals[p] = mem

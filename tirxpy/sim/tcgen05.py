@@ -79,10 +79,10 @@ def _check_tmem_init(m, cta, lanes, cols, what, span, who, note="write it first 
     """Report TMEM cells read before anything wrote them since their allocation."""
     ini = cta.tmem.init[lanes, cols]
     if not ini.all():
-        bad = ~ini
+        bl, bc = lanes[~ini], cols[~ini]
         m.report("uninitialized_read", f"{what} tensor memory never written since tcgen05.alloc (lanes "
-                 f"{int(lanes[bad].min())}..{int(lanes[bad].max())}, columns {int(cols[bad].min())}..{int(cols[bad].max())} "
-                 f"of {cta.describe()}): its value is undefined", span, who, [note],
+                 f"{int(bl.min())}..{int(bl.max())}, columns {int(bc.min())}..{int(bc.max())} of {cta.describe()}): "
+                 "its value is undefined", span, who, [note],
                  key=("uninitialized_read", "tmem", getattr(span, "line", None)))
 
 
