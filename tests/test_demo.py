@@ -3,7 +3,7 @@ import subprocess
 import sys
 
 from tirxpy import demo
-from tirxpy.layout.png import decode_png
+from tirxpy.viz.png import decode_png
 
 
 def test_demo_sections_and_files(tmp_path, capsys):

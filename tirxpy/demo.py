@@ -38,7 +38,7 @@ def section_table(ctx):
 
 def section_plot(ctx):
     """PNG + SVG pictures of the same tile."""
-    from .layout.pictures import plot
+    from .viz.pictures import plot
 
     stem = os.path.join(ctx["out"], "tirxpy_demo_layout")
     for p in plot(ctx["layout"], stem, shape=(8, 16)):

@@ -28,7 +28,8 @@ from tirxpy.layout import (
 )
 from tirxpy.layout import atoms
 from tirxpy.layout.cli import main as cli_main
-from tirxpy.layout.pictures import render_image, render_svg, table
+from tirxpy.layout.grid import table
+from tirxpy.viz.pictures import render_image, render_svg
 
 A = "layouts"
 CLI = "layout CLI"

@@ -7,7 +7,7 @@ import pytest
 from tirxpy.layout import R, S, TileLayout, laneid, warpid
 from tirxpy.layout.atoms import wgmma_accumulator
 from tirxpy.layout.cli import SpecError, main, parse_spec
-from tirxpy.layout.png import decode_png
+from tirxpy.viz.png import decode_png
 
 SPEC = "S[(8, 2, 4, 2) : (4@laneid, 1@warpid, 1@laneid, 1)] + R[2 : 4@warpid] + 5@warpid"
 DESIGN = TileLayout(S[(8, 2, 4, 2) : (4 @ laneid, 1 @ warpid, 1 @ laneid, 1)] + R[2 : 4 @ warpid] + 5 @ warpid)

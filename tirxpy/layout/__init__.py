@@ -5,6 +5,8 @@
     >>> L.owners(3, 9, shape=(8, 16))
     [{'laneid': 12, 'warpid': 6, 'm': 1}, {'laneid': 12, 'warpid': 10, 'm': 1}]
 """
+from tirxpy.errors import TirxError
+
 from .axis import Axis, Bank, F, P, TCol, TLane, bx, by, bz, cbx, cby, cbz, laneid, m, pid, tid_in_wg, tx, warpid, wgid, wid_in_wg
 from .errors import LayoutError
 from .iters import AxisStride, Iter, LayoutSpec, R, S
@@ -19,4 +21,19 @@ from .atoms import (
     tmem_warpx4_layout,
     wgmma_a_fragment, wgmma_accumulator, wgmma_smem_layout,
 )
-from .pictures import plot, table
+from .grid import table
+
+
+class _MovedError(TirxError, ImportError):
+    """A name that moved out of tirxpy.layout (a TirxError and an ImportError)."""
+
+
+_MOVED = {"plot": "tirxpy.viz", "render_image": "tirxpy.viz", "render_svg": "tirxpy.viz"}
+
+
+def __getattr__(name):
+    # pictures (PNG / SVG plots) live in tirxpy.viz, above the layouts; tirxpy.layout imports nothing of it
+    if name in _MOVED:
+        raise _MovedError(f"tirxpy.layout.{name} is not part of the layouts: pictures live in {_MOVED[name]} — "
+                          f"`from {_MOVED[name]} import {name}`")
+    raise AttributeError(f"module 'tirxpy.layout' has no attribute {name!r}")

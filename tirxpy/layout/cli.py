@@ -191,11 +191,11 @@ def main(argv=None) -> int:
             where = f"{coord}" if len(coord) > 1 else f"{coord[0]}"
             print(f"owners of {where}: " + ", ".join(_fmt_owner(o) for o in owners))
         if args.table:
-            from .pictures import table
+            from .grid import table
 
             print(table(layout, shape=shape))
         if args.plot:
-            from .pictures import plot
+            from tirxpy.viz.pictures import plot
 
             for p in plot(layout, args.plot, shape=shape):
                 print(f"wrote {p}")

@@ -213,8 +213,8 @@ class Layout:
         return None
 
     def table(self, shape=None, **kw) -> str:
-        """Render as a terminal grid (see :func:`tirxpy.layout.pictures.table`)."""
-        from .pictures import table
+        """Render as a terminal grid (see :func:`tirxpy.layout.grid.table`)."""
+        from .grid import table
 
         return table(self, shape=shape, **kw)
 

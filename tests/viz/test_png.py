@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from tirxpy.layout import LayoutError
-from tirxpy.layout.png import PNG_SIGNATURE, decode_png, encode_png, read_chunks
+from tirxpy.viz.png import PNG_SIGNATURE, decode_png, encode_png, read_chunks
 
 
 def independent_decode(data):

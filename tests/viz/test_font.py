@@ -1,6 +1,6 @@
 import numpy as np
 
-from tirxpy.layout.font import GLYPH_H, GLYPH_W, draw_text, glyph, has_glyph, text_width
+from tirxpy.viz.font import GLYPH_H, GLYPH_W, draw_text, glyph, has_glyph, text_width
 
 
 def test_glyphs_are_5x7_and_distinct():

@@ -1,124 +1,30 @@
-"""Pictures of layouts: a terminal table and a PNG / SVG plot of the logical tile.
+"""Pictures of layouts: a PNG / SVG plot of the logical tile, one coloured cell per element.
 
-Each cell of the logical tile lists its owners compactly: ``L12 W6 r1`` is lane 12, warp 6,
-register (``m``) 1; replicas are separated by ``/`` (``L12 W6/10 r1`` when they differ on one
-axis only). 1-D layouts draw as one row; rank > 2 shapes as ``(prod(leading), last)``.
+A cell's colour picks its owning thread (hue by lane, shade by warp); its label lists the owners as
+:func:`tirxpy.layout.grid.table` does (``L12 W6 r1``: lane 12, warp 6, register 1). Plots of more
+than :data:`LABEL_CELLS` cells draw colours only.
 
-    >>> from tirxpy.layout import TileLayout, S, R, laneid, warpid
-    >>> L = TileLayout(S[(2, 4) : (1@warpid, 1@laneid)] + R[2 : 2@warpid])
-    >>> print(table(L, shape=(2, 4)))
-       0         1         2         3
-    0  L0 W0/2   L1 W0/2   L2 W0/2   L3 W0/2
-    1  L0 W1/3   L1 W1/3   L2 W1/3   L3 W1/3
-
-Abbreviations: ``L`` laneid, ``W`` warpid, ``w`` wid_in_wg, ``G`` wgid, ``T`` tid_in_wg,
-``t`` tx, ``TL`` / ``TC`` TLane / TCol, ``r`` the register slot ``m`` of a thread-owned layout
-(``m`` itself for memory layouts); other axes print as ``name=``.
+    >>> from tirxpy.layout import TileLayout, S, laneid, warpid
+    >>> img = render_image(TileLayout(S[(2, 4) : (1@warpid, 1@laneid)]), shape=(2, 4))
+    >>> img.shape, img.dtype.name
+    ((65, 87, 3), 'uint8')
 """
 from __future__ import annotations
 
 import colorsys
 import os
-from math import prod
 from xml.sax.saxutils import escape
 
 import numpy as np
 
-from .axis import Axis
-from .coords import check_shape
-from .errors import LayoutError, LayoutTypeError
+from tirxpy.layout.errors import LayoutError, LayoutTypeError
+from tirxpy.layout.grid import owners_grid
+
 from .font import GLYPH_H, draw_text, text_width
 from .png import encode_png
 
-_ORDER = ("laneid", "tid_in_wg", "tx", "warpid", "wid_in_wg", "wgid", "cbx", "cby", "cbz",
-          "bx", "by", "bz", "pid", "TLane", "TCol", "m")
-_ABBREV = {"laneid": "L", "warpid": "W", "wid_in_wg": "w", "wgid": "G", "tid_in_wg": "T", "tx": "t",
-           "TLane": "TL", "TCol": "TC"}
-MAX_CELLS = 1 << 16
-"""Largest tile the pictures draw (a picture of more cells is unreadable anyway)."""
 LABEL_CELLS = 4096
 """Plots of more cells than this draw colours only, no labels."""
-MAX_CELL_OWNERS = 64
-"""Most owners (replicas) one cell of a picture lists."""
-
-
-# ---------------------------------------------------------------- the grid of owners
-def _grid_shape(layout, shape):
-    size = layout.size()
-    shape = (size,) if shape is None else check_shape(shape, size)
-    if size > MAX_CELLS:
-        raise LayoutError(f"the layout has {size} elements; pictures draw at most {MAX_CELLS} (the limit MAX_CELLS): "
-                          "draw a sub-tile (Layout.slice)")
-    reps = layout.replica_count_total()
-    if reps > MAX_CELL_OWNERS:
-        raise LayoutError(f"each element of the layout has {reps} owners (replicas); a picture lists at most "
-                          f"{MAX_CELL_OWNERS} per cell (the limit MAX_CELL_OWNERS): draw the layout without its replicas")
-    if len(shape) == 1:
-        return 1, shape[0]
-    return prod(shape[:-1]), shape[-1]
-
-
-def _axes(layout, show):
-    used = layout.axes()
-    if show is None:
-        ordered = [a for a in _ORDER if a in used]
-        return ordered + [a for a in used if a not in ordered]
-    if isinstance(show, str):
-        show = (show,)
-    if not isinstance(show, (list, tuple)):
-        raise LayoutTypeError(f"show must be an axis name or a list of axis names, got {show!r} ({type(show).__name__})")
-    out = []
-    for a in show:
-        name = Axis.get(a).name
-        if name in used and name not in out:
-            out.append(name)
-    return out
-
-
-def _abbrev(layout, name):
-    if name == "m":
-        return "r" if any(Axis.get(a).is_thread for a in layout.axes()) else "m"
-    return _ABBREV.get(name, name + "=")
-
-
-def _owners_grid(layout, shape, show):
-    """(rows, cols, axes, labels, owners) with owners[i] a list of per-replica value tuples."""
-    rows, cols = _grid_shape(layout, shape)
-    axes = _axes(layout, show)
-    names, t = layout.owner_table()
-    idx = [names.index(a) for a in axes]
-    owners = [[tuple(int(v) for v in rep[idx]) for rep in t[i]] for i in range(rows * cols)]
-    labels = [_abbrev(layout, a) for a in axes]
-    return rows, cols, axes, labels, owners
-
-
-def _cell_text(labels, reps):
-    if not labels:
-        return "."
-    if len(reps) == 1:
-        return " ".join(f"{lb}{v}" for lb, v in zip(labels, reps[0]))
-    differ = [k for k in range(len(labels)) if len({r[k] for r in reps}) > 1]
-    if len(differ) <= 1:
-        parts = []
-        for k, lb in enumerate(labels):
-            vals = [str(r[k]) for r in reps] if k in differ else [str(reps[0][k])]
-            parts.append(lb + "/".join(vals))
-        return " ".join(parts)
-    return "/".join(" ".join(f"{lb}{v}" for lb, v in zip(labels, r)) for r in reps)
-
-
-def table(layout, shape=None, show=None) -> str:
-    """The logical tile as an aligned text grid of owners (column headers on top, row
-    numbers on the left). ``show`` picks and orders the axes (default: every axis used)."""
-    rows, cols, _, labels, owners = _owners_grid(layout, shape, show)
-    cells = [_cell_text(labels, owners[i]) for i in range(rows * cols)]
-    width = max(max(len(c) for c in cells), len(str(cols - 1)))
-    lw = len(str(rows - 1))
-    lines = [" " * lw + "  " + "  ".join(str(c).ljust(width) for c in range(cols)).rstrip()]
-    for r in range(rows):
-        body = "  ".join(cells[r * cols + c].ljust(width) for c in range(cols))
-        lines.append(f"{str(r).rjust(lw)}  {body}".rstrip())
-    return "\n".join(lines)
 
 
 # ---------------------------------------------------------------- colours
@@ -204,7 +110,7 @@ def _label_lines(labels, reps):
 
 
 def _prepare(layout, shape, show):
-    rows, cols, axes, labels, owners = _owners_grid(layout, shape, show)
+    rows, cols, axes, labels, owners = owners_grid(layout, shape, show)
     names, t = layout.owner_table()
     colours = [owner_color(dict(zip(names, map(int, t[i][0])))) for i in range(rows * cols)]
     lines = [_label_lines(labels, owners[i]) for i in range(rows * cols)]

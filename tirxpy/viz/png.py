@@ -18,7 +18,7 @@ import zlib
 
 import numpy as np
 
-from .errors import LayoutError
+from tirxpy.layout.errors import LayoutError
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
