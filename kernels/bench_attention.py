@@ -1,28 +1,73 @@
-"""``python -m kernels.bench attention [--shapes 4096x128,...] [--reps 30] [--tune "BN=128,NC=2;STAGES=3"] [--sim]``
+"""``python -m kernels.bench attention [--shapes SxD,...] [--tune "BN=128,NC=2;STAGES=3"] [--reps 30] [--sim]``
 
 TFLOPS (``4 B H S^2 D``, halved when causal) of :func:`kernels.attention` and of
-``torch.nn.functional.scaled_dot_product_attention`` with the cuDNN backend and with the flash
-backend, measured in the same process on the same random bf16 inputs in ``(batch, seq, heads,
-dim)`` layout (SDPA gets the ``(B, H, S, D)`` transposed views), each the median of ``--reps``
-CUDA-event timings of 10 back-to-back calls after warm-up (as :mod:`kernels.bench` times GEMMs: the
-first call's host time, before the GPU has work, is spread over ten kernels, not three), the three
-sampled in turn (:func:`kernels.bench.median_ms`); ratios to cuDNN. ``--tune`` takes ``;``-separated
-tunings of ``KEY=VALUE`` items, the tuning arguments of :func:`kernels.attention` (``BN=64,OSTAGE=kv;TAIL=0``:
-integers as ints, other values as strings; an empty tuning is the default plan), each timed as its own
-row. Default sweep: head dim 64 / 128 / 256 x seqlen 1k / 4k / 8k / 16k, batch x seqlen = 32k tokens,
-16 heads, causal and not. ``--shapes`` takes ``SxD`` items. ``--sim`` runs the kernel through the CPU
-simulator at a small shape.
+``torch.nn.functional.scaled_dot_product_attention`` with the cuDNN backend and with the flash backend
+(:func:`sdpa`), on the same random bf16 inputs in ``(batch, seq, heads, dim)`` layout (SDPA gets the
+``(B, H, S, D)`` transposed views); every tuning and the peers take their samples in turn
+(:func:`kernels.bench_tools.median_ms`); ratios to cuDNN. Default sweep: head dim 64 / 128 / 256 x seqlen
+1k / 4k / 8k / 16k, batch x seqlen = 32k tokens, 16 heads, causal and not. ``--sim`` runs the kernel through
+the CPU simulator at a small ragged causal GQA shape against float64.
 """
 from __future__ import annotations
 
+import sys
 import time
+
+from .bench_tools import (BenchArgumentError, add_common_arguments, check_sim_args, environment, median_ms,
+                          meta_tensor, parse_shapes, parse_tunings, print_table, relative_error, seed_of, sim_verdict,
+                          warm_gpu)
 
 SEQLENS = (1024, 4096, 8192, 16384)
 HEAD_DIMS = (64, 128, 256)
 TOKENS, HEADS = 32768, 16
+SIM_SHAPE = (150, 64)
+SIM_ATTENTION = dict(BN=64, STAGES=2, NC=2)
+SIM_TOLERANCE = 1e-2        # bf16 output (relative rounding 2^-9) of a float32 computation
+GPU_TOLERANCE = 2e-2        # bf16 output against the flash backend's bf16 output
 
 
-def _sdpa(backend):
+def add_arguments(p):
+    from .attention_api import TUNING
+
+    add_common_arguments(p, 30, "comma-separated SxD items: sequence length x head dim, batch = 32768 // S, "
+                         f"{HEADS} heads, each causal and not (default: S in {'/'.join(map(str, SEQLENS))} x D in "
+                         f"{'/'.join(map(str, HEAD_DIMS))}; with --sim one item, default "
+                         f"{'x'.join(map(str, SIM_SHAPE))}, causal, 4 query heads on 2 KV heads)",
+                         SIM_TOLERANCE, TUNING, "SxD,...")
+
+
+def check(args):
+    """Check ``attention``'s arguments before any GPU work; returns ``(shapes, tunings)``."""
+    if args.sim:
+        shape = check_sim_args(args, "150x64")
+        if shape is not None:
+            from .attention_plan import plan
+            from .errors import KernelConfigError
+
+            try:
+                plan(1, 4, 2, shape[0], shape[0], shape[1], causal=True, **SIM_ATTENTION)
+            except KernelConfigError as e:
+                raise BenchArgumentError(f"--sim --shapes {'x'.join(map(str, shape))}: {e}") from None
+        return [shape or SIM_SHAPE], [{}]
+    from .attention_api import TUNING
+    from .attention_api import check as check_call
+    from .attention_api import check_tuning
+
+    shapes = parse_shapes(args.shapes, 2, "4096x128") if args.shapes else [(s, d) for d in HEAD_DIMS for s in SEQLENS]
+    tunings = parse_tunings(args.tune, TUNING)
+    for t in tunings:
+        check_tuning(t)
+    for t in tunings:
+        for S, D in shapes:
+            q = meta_tensor(max(1, TOKENS // S), S, HEADS, D)
+            for causal in (False, True):
+                check_call(q, q, q, causal=causal, **t)
+    return shapes, tunings
+
+
+def sdpa(backend):
+    """``run(q, k, v, causal)``: torch's SDPA on ``(B, S, H, D)`` tensors with one backend (``"cudnn"`` or
+    ``"flash"``), as a model calls it."""
     import torch
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
@@ -35,92 +80,101 @@ def _sdpa(backend):
     return run
 
 
+def _peers(q, k, v, causal):
+    peers = {}
+    for name in ("cudnn", "flash"):
+        try:
+            f = sdpa(name)
+            f(q, k, v, causal)
+            peers[name] = (lambda q, k, v, f=f: f(q, k, v, causal))
+        except RuntimeError as e:  # a backend that does not take this shape
+            print(f"  {name}: {str(e).splitlines()[0]}")
+    return peers
+
+
 def bench_attention(args):
-    if args.sim:
-        return sim_attention(args)
+    """Time ``kernels.attention`` (each tuning) and SDPA at each shape; returns the exit status (1 when a result
+    is past ``GPU_TOLERANCE``)."""
     import torch
 
     import kernels
 
-    from .bench import _env, median_ms, parse_shapes, parse_tunings, warm_gpu
-
-    shapes = parse_shapes(args.shapes, 2, "4096x128") if args.shapes else \
-        [(s, d) for d in HEAD_DIMS for s in SEQLENS]
-    tunings = parse_tunings(args.tune)
     from .prebuild import prebuild
 
+    shapes, tunings = check(args)
+    torch.manual_seed(seed_of(args))
     sms = torch.cuda.get_device_properties(0).multi_processor_count      # as kernels.attention builds them
     dt = prebuild([("attention", max(1, TOKENS // S), HEADS, HEADS, S, S, D, c, dict(t, sms=t.get("sms", sms)))
                    for S, D in shapes for c in (False, True) for t in tunings], args.jobs)
-    print(_env() + (f" (kernels prebuilt in {dt:.0f} s)" if dt else ""))
+    print(environment() + (f" (kernels prebuilt in {dt:.0f} s)" if dt else "") + f", seed {args.seed}")
     warm_gpu()
     rows = []
     for S, D in shapes:
         B = max(1, TOKENS // S)
-        q = torch.randn(B, S, HEADS, D, device="cuda").to(torch.bfloat16)
-        k = torch.randn(B, S, HEADS, D, device="cuda").to(torch.bfloat16)
-        v = torch.randn(B, S, HEADS, D, device="cuda").to(torch.bfloat16)
+        q, k, v = (torch.randn(B, S, HEADS, D, device="cuda").to(torch.bfloat16) for _ in range(3))
         for causal in (False, True):
             flop = 4 * B * HEADS * S * S * D / (2 if causal else 1)
-            peers = {}
-            for name in ("cudnn", "flash"):
-                try:
-                    f = _sdpa(name)
-                    f(q, k, v, causal)
-                    peers[name] = f
-                except RuntimeError as e:  # a backend that does not take this shape
-                    print(f"  {name}: {str(e).splitlines()[0]}")
-            ref = _sdpa("flash")(q, k, v, causal).transpose(1, 2)
-            for tuning in tunings:
+            fns = _peers(q, k, v, causal)
+            ref = sdpa("flash")(q, k, v, causal).transpose(1, 2).float()
+            for i, t in enumerate(tunings):
                 t0 = time.time()
-                o = kernels.attention(q, k, v, causal=causal, **tuning)
-                build = time.time() - t0
-                fns = {name: (lambda q, k, v, f=f, c=causal: f(q, k, v, c)) for name, f in peers.items()}
-                fns["tirxpy"] = lambda q, k, v, c=causal, t=tuning: kernels.attention(q, k, v, causal=c, **t)
-                ms = median_ms(fns, [(q, k, v)], args.reps)      # sampled in turn: drift reaches all alike
-                res = {name: flop / ms[name] / 1e9 if name in ms else float("nan")
-                       for name in ("cudnn", "flash", "tirxpy")}
-                err = ((o.float() - ref.float()).norm() / ref.float().norm()).item()
-                r = res["tirxpy"] / res["cudnn"]
-                tag = ",".join(f"{k}={v}" for k, v in tuning.items()) or "default"
-                rows.append((S, D, B, causal, tag, res, r, err))
-                print(f"S={S} D={D} B={B} H={HEADS} causal={causal} [{tag}]: tirxpy {res['tirxpy']:.0f}, "
-                      f"cuDNN {res['cudnn']:.0f}, flash {res['flash']:.0f} TFLOPS; vs cuDNN {r:.3f} "
-                      f"(relerr vs flash {err:.1e}, build {build:.1f} s)", flush=True)
-    print("\n| seqlen | head dim | batch | causal | tuning | tirxpy TFLOPS | cuDNN TFLOPS | flash TFLOPS | tirxpy / cuDNN |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
-    for S, D, B, causal, tag, res, r, _ in rows:
-        print(f"| {S} | {D} | {B} | {causal} | {tag} | {res['tirxpy']:.0f} | {res['cudnn']:.0f} | {res['flash']:.0f} "
-              f"| {r:.3f} |")
-    return rows
+                err = relative_error(kernels.attention(q, k, v, causal=causal, **t), ref)
+                tag = ",".join(f"{a}={b}" for a, b in t.items()) or "default"
+                print(f"S={S} D={D} causal={causal} [{tag}]: relerr vs flash {err:.1e}, build {time.time() - t0:.1f} s")
+                if not err < GPU_TOLERANCE:
+                    print(f"FAILED: S={S} D={D} causal={causal} [{tag}]: relative error {err:.1e} is past "
+                          f"{GPU_TOLERANCE:.0e}", file=sys.stderr)
+                    return 1
+                fns[i] = (lambda q, k, v, c=causal, tt=t: kernels.attention(q, k, v, causal=c, **tt))
+            ms = median_ms(fns, [(q, k, v)], args.reps)
+            res = {name: flop / ms[name] / 1e9 if name in ms else float("nan") for name in ("cudnn", "flash")}
+            for i, t in enumerate(tunings):
+                tt = flop / ms[i] / 1e9
+                tag = ",".join(f"{a}={b}" for a, b in t.items()) or "default"
+                rows.append([S, D, B, causal, tag, f"{tt:.0f}", f"{res['cudnn']:.0f}", f"{res['flash']:.0f}",
+                             f"{tt / res['cudnn']:.3f}"])
+                print(f"S={S} D={D} B={B} H={HEADS} causal={causal} [{tag}]: tirxpy {tt:.0f}, cuDNN "
+                      f"{res['cudnn']:.0f}, flash {res['flash']:.0f} TFLOPS; vs cuDNN {tt / res['cudnn']:.3f}",
+                      flush=True)
+    print_table(["seqlen", "head dim", "batch", "causal", "tuning", "tirxpy TFLOPS", "cuDNN TFLOPS", "flash TFLOPS",
+                 "tirxpy / cuDNN"], rows)
+    return 0
+
+
+def reference(q, k, v, causal=True):
+    """Float64 attention of ``(B, S, H, D)`` tensors (``k``, ``v`` may have fewer heads: grouped queries), the
+    scale ``D ** -0.5``."""
+    import torch
+
+    B, S, H, D = q.shape
+    rep = H // k.shape[2]
+    kk, vv = (x.double().transpose(1, 2).repeat_interleave(rep, 1) for x in (k, v))
+    s = (q.double().transpose(1, 2) @ kk.transpose(-1, -2)) * D ** -0.5
+    if causal:
+        s = s.masked_fill(torch.ones(S, k.shape[1], dtype=torch.bool).triu(1), float("-inf"))
+    return (torch.softmax(s, -1) @ vv).transpose(1, 2)
 
 
 def sim_attention(args):
     """The kernel through tirxpy.sim at a small ragged causal GQA shape (``--shapes SxD``, default 150x64), against
-    float64."""
+    float64; returns the exit status."""
     import torch
 
     from tirxpy.sim import run
 
     from .attention_sm90 import attention_sm90
-    from .bench import SIM_ATTENTION, parse_shapes
 
     B, H, HKV = 1, 4, 2
-    S, D = parse_shapes(args.shapes, 2, "150x64")[0] if args.shapes else (150, 64)
-    kern = attention_sm90(B, H, HKV, S, S, D, causal=True, **SIM_ATTENTION)
-    g = torch.Generator().manual_seed(int(time.time()))
+    (S, D), = check(args)[0]
+    seed = seed_of(args)
+    g = torch.Generator().manual_seed(seed)
     q = torch.randn(B, S, H, D, generator=g).bfloat16()
     k = torch.randn(B, S, HKV, D, generator=g).bfloat16()
     v = torch.randn(B, S, HKV, D, generator=g).bfloat16()
     o = torch.full_like(q, float("nan"))
     lse = torch.full((B, H, S, 1), float("nan"))
     t0 = time.time()
-    res = run(kern, q, k, v, o, lse)
-    dt = time.time() - t0
-    s = (q.double().transpose(1, 2) @ k.double().transpose(1, 2).repeat_interleave(H // HKV, 1).transpose(-1, -2)) * D ** -0.5
-    s = s.masked_fill(torch.ones(S, S, dtype=torch.bool).triu(1), float("-inf"))
-    ref = (torch.softmax(s, -1) @ v.double().transpose(1, 2).repeat_interleave(H // HKV, 1)).transpose(1, 2)
-    err = ((o.double() - ref).norm() / ref.norm()).item()
-    print(f"tirxpy.sim attention_sm90 B={B} H={H} HKV={HKV} S={S} D={D} causal: {dt:.1f} s, relerr vs float64 "
-          f"{err:.2e}, problems: {res.problems or 'none'}")
-    return err
+    res = run(attention_sm90(B, H, HKV, S, S, D, causal=True, **SIM_ATTENTION), q, k, v, o, lse, seed=seed)
+    err = relative_error(o.double(), reference(q, k, v))
+    return sim_verdict(f"attention_sm90 B={B} H={H} HKV={HKV} S={S} D={D} causal", err, SIM_TOLERANCE, seed,
+                       time.time() - t0, res.problems)

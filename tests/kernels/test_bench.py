@@ -1,5 +1,6 @@
 """kernels.bench: the command line's checks (the timing itself runs on a GPU, not in tests): every bad argument
-exits 2 with a message on stderr and no traceback, before any GPU work."""
+exits 2 with a message on stderr and no traceback, before any GPU work; each benchmark has its own help with its
+shape syntax and defaults; --sim prints its seed and fails past its stated tolerance."""
 import subprocess
 import sys
 
@@ -72,11 +73,64 @@ def test_sim_applies_its_one_shape(monkeypatch):
     import kernels.bench_attention as ba
 
     seen = []
-    monkeypatch.setattr(bench, "sim_gemm", lambda args: seen.append(("gemm", args.shapes)))
-    monkeypatch.setattr(ba, "sim_attention", lambda args: seen.append(("attention", args.shapes)))
+    monkeypatch.setattr(bench, "sim_gemm", lambda args: seen.append(("gemm", args.shapes)) or 0)
+    monkeypatch.setattr(ba, "sim_attention", lambda args: seen.append(("attention", args.shapes)) or 0)
     assert main(["gemm", "--sim", "--shapes", "256x256x128"]) == 0
     assert main(["attention", "--sim"]) == 0
     assert seen == [("gemm", "256x256x128"), ("attention", "")]
+
+
+def test_sim_prints_its_seed_and_tolerance(capsys):
+    assert main(["rmsnorm", "--sim", "--seed", "17"]) == 0
+    out = capsys.readouterr().out
+    assert "tirxpy.sim rmsnorm_silu 16x256" in out and "seed 17" in out and "(tolerance 1e-02)" in out
+
+
+def test_sim_past_its_tolerance_fails_with_the_seed(capsys, monkeypatch):
+    import kernels.bench_rmsnorm as br
+
+    good = br.reference
+    monkeypatch.setattr(br, "reference", lambda x, w: good(x, w) * 1.05)     # 5% off: past 1e-2
+    assert main(["rmsnorm", "--sim", "--seed", "5", "--shapes", "8x64"]) == 1
+    err = capsys.readouterr().err
+    assert "FAILED: relative error" in err and "past the tolerance 1e-02; rerun with --seed 5" in err
+
+
+def test_a_seed_drawn_from_the_clock_is_printed(capsys):
+    assert main(["rmsnorm", "--sim", "--shapes", "8x64"]) == 0
+    out = capsys.readouterr().out
+    assert ", seed " in out and out.split(", seed ")[1].split(",")[0].isdigit()
+
+
+@pytest.mark.parametrize("name,syntax,default", [
+    ("gemm", "MxNxK", "4096x2112x7168"), ("attention", "SxD", "1024/4096/8192/16384"),
+    ("rmsnorm", "ROWSxD", "16384x4096")])
+def test_each_benchmark_has_its_own_help_with_shapes_and_defaults(name, syntax, default, capsys):
+    assert main([name, "-h"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert f"usage: python -m kernels.bench {name}" in out and syntax in out and default in out
+    assert "(default 50)" in out or "(default 30)" in out or "(default 25)" in out
+    assert "exits 1 when the relative error is not below" in out
+
+
+@pytest.mark.parametrize("argv,msg", [
+    (["rmsnorm", "--shapes", "16x100"], "the row width 100 must be a positive multiple of 32"),
+    (["rmsnorm", "--tune", "elems_per_thread=0"], "elems_per_thread must be a positive int, got 0"),
+    (["rmsnorm", "--tune", "BN=128"], "unknown option 'BN'; the kernel takes elems_per_thread"),
+    (["gemm", "--passes", "0"], "argument --passes: '0' is not a positive integer"),
+    (["gemm", "--epilogue", "gelu"], "invalid choice: 'gelu'"),
+])
+def test_more_bad_arguments(argv, msg, capsys):
+    assert main(argv) == 2
+    assert msg in capsys.readouterr().err
+
+
+def test_the_harness_modules_import_in_any_order():
+    """No import cycle: each benchmark module imports on its own, below kernels.bench."""
+    code = ("import kernels.bench_attention, kernels.bench_rmsnorm, kernels.bench_tools, kernels.bench; "
+            "import inspect; assert '__import__' not in inspect.getsource(kernels.bench)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
 
 
 def test_module_entry_point_exits_2_without_a_traceback():
