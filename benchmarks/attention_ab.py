@@ -21,8 +21,6 @@ import statistics
 import sys
 from concurrent.futures import ProcessPoolExecutor
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-
 TOKENS, HEADS, ROUNDS, LAUNCHES = 32768, 16, 7, 5
 
 
@@ -50,7 +48,7 @@ def main(argv):
         raise SystemExit(__doc__)
     import torch
 
-    from kernels.bench import warm_gpu
+    from kernels.bench_tools import warm_gpu
 
     # SxD: both masks; SxDc: causal only; SxDn: non-causal only
     shapes = [(int(s.split("x")[0]), int(s.split("x")[1].rstrip("cn")), c) for s in argv[0].split(",")

@@ -3,7 +3,7 @@
     python benchmarks/power.py gemm MxNxK "TUNING;TUNING;..." [--secs 3] [--rounds 2]
     python benchmarks/power.py attention SxD[c] "TUNING;..." [--secs 3] [--rounds 2]
 
-``kernels.bench`` and ``benchmarks/gemm_ab.py`` interleave tirxpy and its peer sample by sample, so on a
+``python -m kernels.bench`` interleaves tirxpy and its peer sample by sample, so on a
 power-limited GPU the two share one clock and the ratio mostly measures work per clock. Here each kernel
 (the peer first: cuBLAS for ``gemm``, cuDNN for ``attention``, a ``c`` suffix meaning causal; then each
 ``TUNING``, ``KEY=VALUE,...``, empty for the defaults) runs alone for ``--secs`` seconds while
@@ -21,15 +21,13 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-
 
 def _kernels(kind, shape, tunings):
     """``(peer name, {name: fn(*inputs)}, input sets, flop)``."""
     import torch
 
     import kernels
-    from kernels.bench import gemm_inputs
+    from kernels.bench_tools import gemm_inputs
 
     fns = {}
     if kind == "gemm":
@@ -40,13 +38,13 @@ def _kernels(kind, shape, tunings):
         for i, t in enumerate(tunings):
             fns[f"t{i} {t or 'defaults'}"] = (lambda tt: lambda a, b: kernels.gemm(a, b, out, **tt))(t)
         return "cublas", fns, sets, 2 * M * N * K
-    from kernels.bench_attention import HEADS, TOKENS, _sdpa
+    from kernels.bench_attention import HEADS, TOKENS, sdpa
 
     causal = shape.endswith("c")
     S, D = (int(x) for x in shape.rstrip("cn").split("x"))
     B = max(1, TOKENS // S)
     q, k, v = (torch.randn(B, S, HEADS, D, device="cuda").to(torch.bfloat16) for _ in range(3))
-    cudnn = _sdpa("cudnn")
+    cudnn = sdpa("cudnn")
     fns["cudnn"] = lambda q, k, v: cudnn(q, k, v, causal)
     for i, t in enumerate(tunings):
         fns[f"t{i} {t or 'defaults'}"] = (lambda tt: lambda q, k, v: kernels.attention(q, k, v, causal=causal, **tt))(t)
@@ -107,14 +105,14 @@ def main(argv=None):
 
     import torch
 
-    from kernels.bench import _env, parse_tunings, warm_gpu
+    from kernels.bench_tools import environment, parse_tunings, warm_gpu
 
     peer, fns, sets, flop = _kernels(args.kind, args.shape, parse_tunings(args.tunings))
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     for fn in fns.values():
         fn(*sets[0])
     torch.cuda.synchronize()
-    print(_env())
+    print(environment())
     warm_gpu(2.0)
     res = {name: [] for name in fns}
     for r in range(args.rounds):
