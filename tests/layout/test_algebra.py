@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from .strategies import aligned_shapes, compose_layouts, domain, norm, owner_set, regions, shapes, tile_layouts
+from tirxpy.testing import aligned_shapes, compose_layouts, domain, norm, owner_set, regions, shapes, tile_layouts
 from tirxpy.layout import (
     ComposeLayout, Iter, LayoutError, S, SwizzleLayout, TileLayout, direct_sum, group, laneid, permute_dims,
     slice_layout, split_iter, tile_product, warpid,

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from .strategies import aligned_shapes, memory_layouts, norm, shapes, tile_layouts
+from tirxpy.testing import aligned_shapes, memory_layouts, norm, shapes, tile_layouts
 from tirxpy.layout import (
     ComposeLayout, Iter, LayoutError, R, S, SwizzleLayout, TileLayout, compose, laneid, m, pack, unpack, warpid, wid_in_wg,
 )

@@ -3,7 +3,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from .strategies import compose_layouts, owner_set, split_randomly, tile_layouts
+from tirxpy.testing import compose_layouts, owner_set, split_layouts, tile_layouts
 from tirxpy.layout import (
     ComposeLayout, Iter, LayoutError, R, S, TileLayout, canonicalize, equivalent, identical, laneid, warpid,
 )
@@ -42,8 +42,8 @@ def test_canonicalize_preserves_owners_and_is_idempotent(L):
 @given(st.data())
 def test_canonicalize_unique_over_split_class(data):
     L = data.draw(tile_layouts())
-    a = split_randomly(data.draw, L)
-    b = split_randomly(data.draw, a)
+    a = data.draw(split_layouts(L))
+    b = data.draw(split_layouts(a))
     assert same_owners(a, L) and same_owners(b, L)
     assert identical(canonicalize(a), canonicalize(b))
     assert identical(canonicalize(a), canonicalize(L))
@@ -85,8 +85,8 @@ def test_equivalence_relation(a, b, c):
 @given(st.data())
 def test_equivalence_relation_within_a_class(data):
     a = data.draw(tile_layouts())
-    b = split_randomly(data.draw, a)
-    c = split_randomly(data.draw, b)
+    b = data.draw(split_layouts(a))
+    c = data.draw(split_layouts(b))
     assert equivalent(a, b) and equivalent(b, a) and equivalent(b, c) and equivalent(a, c)
 
 

@@ -6,7 +6,7 @@ import sympy
 from hypothesis import given
 from hypothesis import strategies as st
 
-from .strategies import shapes
+from tirxpy.testing import shapes
 from tirxpy.layout import LayoutError
 from tirxpy.layout.coords import flatten, is_int, normalize, split, to_coord, unflatten
 

@@ -3,7 +3,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from .strategies import tile_layouts
+from tirxpy.testing import tile_layouts
 from tirxpy.layout import LayoutError, S, TileLayout
 from tirxpy.layout.solve import elements_at
 

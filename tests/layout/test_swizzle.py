@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tirxpy.layout
-from .strategies import compose_layouts, domain, norm
+from tirxpy.testing import compose_layouts, domain, norm
 from tirxpy.layout import (
     ComposeLayout, LayoutError, S, SwizzleLayout, TileLayout, dtype_bits, laneid, swizzle_32B, swizzle_64B,
     swizzle_128B, swizzle_for,

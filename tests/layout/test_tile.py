@@ -9,7 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tirxpy.layout
-from .strategies import BOUNDS, aligned_shapes, bad_queries, domain, invalid_tile_inputs, norm, owner_set, shapes, tile_layouts
+from tirxpy.testing import BOUNDS, aligned_shapes, domain, norm, owner_set, shapes, tile_layouts
+from tirxpy.testing.layouts import bad_queries, invalid_tile_inputs
 from tirxpy.layout import Iter, LayoutError, R, S, TCol, TileLayout, TLane, laneid, m, warpid, wid_in_wg
 from tirxpy.layout.errors import LayoutTypeError
 

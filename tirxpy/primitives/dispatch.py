@@ -25,6 +25,8 @@ API (DESIGN.md section 4)
     target) and its reason, pointing at the user's line.
 
 ``implementations(op)``: the registered candidates in trial order. ``unregister_impl(op, variant)``.
+``ops()``: every primitive with an implementation. ``help_text(op)``: the op-spec entry of ``op``
+followed by its implementations (what ``help(Tx.<op>)`` prints).
 
 Errors: :class:`DispatchError` (no implementation applies, unknown variant, unknown primitive)
 and :class:`LegalityError` (an implementation found the operands contradict the hardware
@@ -193,6 +195,30 @@ def implementations(op: str) -> list[Impl]:
 def ops() -> list[str]:
     """Primitive names that have at least one implementation."""
     return sorted(k for k, v in _REGISTRY.items() if v)
+
+
+def _module_summary(fn) -> str:
+    import sys
+
+    mod = sys.modules.get(getattr(fn, "__module__", None) or "")
+    lines = (getattr(mod, "__doc__", None) or "").strip().splitlines()
+    return lines[0] if lines else "(no description)"
+
+
+def help_text(op: str) -> str | None:
+    """The op-spec entry of ``op`` (:meth:`~tirxpy.ir.op_spec.OpSpec.help_text`) and the
+    implementations it may dispatch to, in trial order; None when ``op`` has neither."""
+    from tirxpy.ir.op_spec import lookup_op_spec
+
+    spec, impls = lookup_op_spec(op), implementations(op)
+    if spec is None and not impls:
+        return None
+    text = spec.help_text() if spec is not None else f"Tx.<scope>.{op}(...)"
+    if not impls:
+        return text + "\n\nImplementations: none registered"
+    rows = [f"  {i.variant}  (target {i.target_text()}, priority {i.priority}): {i.doc or _module_summary(i.fn)}"
+            for i in impls]
+    return text + "\n\nImplementations, tried in this order (the first that accepts the call lowers it):\n" + "\n".join(rows)
 
 
 @dataclass

@@ -5,6 +5,11 @@
 ``@T.prim_func`` the parser turns each call into a ``PrimitiveCall`` node; called anywhere
 else a marker raises :class:`ScopeError`.
 
+``help(Tx.<op>)`` prints the primitive's entry of the op-spec table (signature, keyword
+arguments and their meaning, scopes; :mod:`tirxpy.ir.op_spec` installs it with
+:func:`set_doc_source`), and ``dir(Tx)`` lists the primitives it knows. The same text is in
+``docs/reference/tx.md``.
+
     >>> from tirxpy.scope import Tx, Scope
     >>> m = Tx.cta.gemm
     >>> m.op, m.scope
@@ -16,6 +21,17 @@ from __future__ import annotations
 
 from .errors import ScopeError
 from .scopes import Scope
+
+
+_DOC_SOURCE = None  # (doc(op) -> str | None, names() -> list[str]), installed by the op-spec table
+_MARKER_TYPES: dict = {}
+
+
+def set_doc_source(doc, names) -> None:
+    """Install the documentation of primitives: ``doc(op)`` returns the help text of ``op`` (None when
+    it has none), ``names()`` the known primitives. The op-spec table (an upper layer) calls this."""
+    global _DOC_SOURCE
+    _DOC_SOURCE = (doc, names)
 
 
 class PrimitiveMarker:
@@ -49,7 +65,11 @@ class ScopeNamespace:
     def __getattr__(self, op: str):
         if op.startswith("__"):
             raise AttributeError(op)
-        return PrimitiveMarker(op, self.scope)
+        return _marker_type(op)(op, self.scope)
+
+    def __dir__(self):
+        names = list(_DOC_SOURCE[1]()) if _DOC_SOURCE is not None else []
+        return sorted(set(names) | set(self.__dict__))
 
     def __setattr__(self, name, value):
         raise ScopeError("Tx is a read-only namespace; register primitives with tirxpy.ir.register_op_spec")
@@ -58,7 +78,28 @@ class ScopeNamespace:
         return "Tx" if self.scope is Scope.THREAD else f"Tx.{self.scope.short}"
 
 
+def _marker_type(op: str):
+    """``PrimitiveMarker``, or a subclass whose docstring is the primitive's help text (what ``help`` prints)."""
+    doc = _DOC_SOURCE[0](op) if _DOC_SOURCE is not None else None
+    if not doc:
+        return PrimitiveMarker
+    t = _MARKER_TYPES.get(op)
+    if t is None or t.__doc__ != doc:
+        t = type(op, (PrimitiveMarker,), {"__slots__": (), "__doc__": doc, "__module__": __name__,
+                                          "__qualname__": f"Tx.{op}"})
+        _MARKER_TYPES[op] = t
+    return t
+
+
 class _TxRoot(ScopeNamespace):
+    """``Tx``: tile primitives at an execution scope.
+
+    ``Tx.<op>(...)`` runs at thread scope; ``Tx.warp.<op>``, ``Tx.wg.<op>`` (also ``Tx.warpgroup``),
+    ``Tx.cta.<op>`` and ``Tx.cluster.<op>`` run the same primitive at wider scopes. Every call takes
+    ``dispatch="variant"`` to pick an implementation by name. ``dir(Tx)`` lists the primitives;
+    ``help(Tx.<op>)`` prints one's signature, keyword arguments and rules.
+    """
+
     def __init__(self):
         super().__init__(Scope.THREAD)
         for s in (Scope.THREAD, Scope.WARP, Scope.WARPGROUP, Scope.CTA, Scope.CLUSTER):

@@ -1,0 +1,237 @@
+"""Hypothesis strategies for layouts.
+
+Valid strategies draw only well-formed layouts (every named hardware axis within its bound) of
+small size, so a property may enumerate a layout's whole domain.
+
+- :func:`tile_layouts`: shard iterators, replicas (``replicas=False`` drops them) and offsets
+  (``offsets=False`` drops them) on the given ``axes``;
+- :func:`memory_layouts`: on the memory axis ``m`` only;
+- :func:`compose_layouts`: a random swizzle ``(P, B, A)`` over a row-major tile, sometimes times a
+  thread axis; :func:`swizzled_layouts`: the hardware 32B / 64B / 128B swizzles of a dtype over a
+  tile of whole swizzle atoms;
+- :func:`hardware_atoms`: the instruction layouts of :mod:`tirxpy.layout.atoms` (WGMMA accumulator
+  and A fragment, mma.sync fragments, ldmatrix, tcgen05 TMEM layouts, WGMMA / tcgen05 shared-memory
+  operand layouts) with their logical shapes;
+- :func:`split_layouts`: a layout equivalent to a given one, its iterators split at random divisors,
+  extent-1 iterators inserted and replicas shuffled;
+- :func:`invalid_tile_inputs`, :func:`bad_queries`: calls that must raise ``LayoutError``, each with a
+  fragment of the message.
+
+    >>> from hypothesis import given
+    >>> from tirxpy.testing.layouts import hardware_atoms, tile_layouts
+    >>> @given(tile_layouts(replicas=False, offsets=False))
+    ... def plain(L):
+    ...     assert not L.replica and not L.offset
+    >>> plain()
+    >>> @given(hardware_atoms())
+    ... def sized(atom):
+    ...     n = 1
+    ...     for d in atom.shape:
+    ...         n *= d
+    ...     assert atom.layout.size() == n
+    >>> sized()
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from hypothesis import strategies as st
+
+from tirxpy.layout import (
+    ComposeLayout, Iter, SwizzleLayout, TileLayout, ldmatrix_layout, mma_m16n8k16_a, mma_m16n8k16_b, mma_m16n8k16_c,
+    swizzle_for, tcgen05_smem_layout, tmem_accumulator, tmem_ld_layout, tmem_ld_tile, tmem_warpx4_layout,
+    wgmma_a_fragment, wgmma_accumulator, wgmma_smem_layout,
+)
+
+BOUNDS = {"laneid": 32, "wid_in_wg": 4, "tid_in_wg": 128, "TLane": 128, "TCol": 512, "Bank": 32,
+          "wgid": 8, "warpid": 32, "tx": 1024}
+"""Axis -> number of values it holds (the hardware bound a valid layout stays within)."""
+AXES = ("m", "laneid", "warpid", "wid_in_wg", "tid_in_wg", "TLane", "TCol", "Bank", "wgid", "tx")
+"""The axes :func:`tile_layouts` draws from by default."""
+EXTENTS = (1, 2, 2, 3, 4, 4, 8)
+"""Iterator extents drawn (2 and 4 twice as often)."""
+
+
+@st.composite
+def iter_lists(draw, n_max, reach, axes, max_size):
+    """Up to ``n_max`` iterators on ``axes`` of total extent <= ``max_size`` that stay within the axes'
+    bounds; ``reach`` (axis -> highest coordinate so far) is updated."""
+    out, size = [], 1
+    for _ in range(draw(st.integers(0, n_max))):
+        e = draw(st.sampled_from([x for x in EXTENTS if size * x <= max_size] or [1]))
+        a = draw(st.sampled_from(axes))
+        raw = draw(st.integers(0, 12))
+        if a in BOUNDS and e > 1:
+            raw = min(raw, (BOUNDS[a] - 1 - reach.get(a, 0)) // (e - 1))
+        reach[a] = reach.get(a, 0) + (e - 1) * raw
+        out.append(Iter(e, raw, a))
+        size *= e
+    return out
+
+
+@st.composite
+def tile_layouts(draw, axes=AXES, max_shard=4, max_replica=2, max_size=256, offsets=True, replicas=True):
+    """A valid TileLayout on ``axes`` with size <= ``max_size``: up to ``max_shard`` shard iterators,
+    up to ``max_replica`` replica iterators (none with ``replicas=False``), an offset on up to two axes
+    (none with ``offsets=False``)."""
+    reach: dict = {}
+    shard = draw(iter_lists(max_shard, reach, axes, max_size))
+    replica = draw(iter_lists(max_replica, reach, axes, 8)) if replicas else []
+    off = {}
+    if offsets:
+        for a in draw(st.lists(st.sampled_from(axes), max_size=2, unique=True)):
+            hi = BOUNDS[a] - 1 - reach.get(a, 0) if a in BOUNDS else 40
+            off[a] = draw(st.integers(0, max(hi, 0)))
+    return TileLayout.from_iters(shard, replica, off)
+
+
+def memory_layouts(**kw):
+    """TileLayouts on ``m`` only (e.g. the inner operand of ``compose``); keywords as :func:`tile_layouts`."""
+    return tile_layouts(axes=("m",), **kw)
+
+
+@st.composite
+def compose_layouts(draw):
+    """A ComposeLayout: a swizzle ``(P, B, A)`` over a row-major ``(rows, cols)`` m-tile, maybe times a
+    thread axis."""
+    P, B = draw(st.integers(0, 2)), draw(st.integers(0, 3))
+    A = draw(st.integers(B, 3))
+    period = 1 << (P + A + B)
+    cols = 1 << (P + A)
+    rows = period // cols * draw(st.sampled_from([1, 2]))
+    shard = [Iter(rows, cols), Iter(cols, 1)]
+    if draw(st.booleans()) and rows * cols <= 256:
+        shard.insert(draw(st.integers(0, 2)), Iter(draw(st.sampled_from([2, 4])), 1, "laneid"))
+    return ComposeLayout(SwizzleLayout(P, B, A), TileLayout.from_iters(shard))
+
+
+_SMEM_DTYPES = ("bf16", "f16", "f32", "e4m3")
+
+
+@st.composite
+def swizzled_layouts(draw, dtypes=_SMEM_DTYPES, max_rows=16):
+    """A hardware shared-memory swizzle (32B, 64B or 128B for an element of one of ``dtypes``) over a
+    row-major tile whose rows are one swizzle row (``swizzle_bytes`` bytes) and whose row count is a
+    multiple of 8 up to ``max_rows``: ``ComposeLayout(swizzle_for(bytes, dtype), rows x cols)``."""
+    from tirxpy.layout import dtype_bits
+
+    dtype = draw(st.sampled_from(dtypes))
+    nbytes = draw(st.sampled_from([32, 64, 128]))
+    cols = nbytes * 8 // dtype_bits(dtype)
+    rows = 8 * draw(st.integers(1, max(max_rows // 8, 1)))
+    return ComposeLayout(swizzle_for(nbytes, dtype), TileLayout.from_iters([Iter(rows, cols), Iter(cols, 1)]))
+
+
+class Atom(NamedTuple):
+    """A hardware layout drawn by :func:`hardware_atoms`: the call that made it, the layout, and the
+    logical tile shape it maps (``prod(shape) == layout.size()``)."""
+
+    name: str
+    layout: object
+    shape: tuple
+
+
+def _atom_makers():
+    out = [(f"wgmma_accumulator({n})", lambda n=n: wgmma_accumulator(n), (64, n)) for n in (8, 16, 64, 256)]
+    out += [(f"wgmma_a_fragment({d!r})", lambda d=d: wgmma_a_fragment(d), (64, 16))
+            for d in ("f16", "bf16")]
+    out += [("mma_m16n8k16_a()", mma_m16n8k16_a, (16, 16)), ("mma_m16n8k16_b()", mma_m16n8k16_b, (16, 8)),
+            ("mma_m16n8k16_c()", mma_m16n8k16_c, (16, 8))]
+    out += [(f"ldmatrix_layout({n}, trans={t})", lambda n=n, t=t: ldmatrix_layout(n, t), (8 * n, 8))
+            for n in (1, 2, 4) for t in (False, True)]
+    out += [(f"tmem_accumulator({m}, {n})", lambda m=m, n=n: tmem_accumulator(m, n), (m, n))
+            for m, n in ((128, 64), (64, 64))]
+    out += [(f"tmem_ld_layout({s!r}, {n})", lambda s=s, n=n: tmem_ld_layout(s, n), tmem_ld_tile(s, n))
+            for s in ("32x32b", "16x64b", "16x128b", "16x256b") for n in (1, 2)]
+    out += [("tmem_warpx4_layout(4)", lambda: tmem_warpx4_layout(4), (32, 4))]
+    for fn, nm in ((wgmma_smem_layout, "wgmma_smem_layout"), (tcgen05_smem_layout, "tcgen05_smem_layout")):
+        for sw in (32, 64, 128):
+            for major in ("K", "MN"):
+                k = 64 if major == "MN" else sw // 2
+                out.append((f"{nm}(64, {k}, 'bf16', {major!r}, {sw})",
+                            lambda fn=fn, k=k, major=major, sw=sw: fn(64, k, "bf16", major, sw), (64, k)))
+    return out
+
+
+_ATOMS = None
+
+
+def hardware_atoms():
+    """An :class:`Atom`: one of the instruction layouts of :mod:`tirxpy.layout.atoms` with its logical
+    shape (WGMMA accumulators and A fragments, mma.sync m16n8k16 fragments, ldmatrix x1 / x2 / x4,
+    tcgen05 TMEM accumulators and tcgen05.ld layouts, tcgen05.cp warpx4, WGMMA / tcgen05 shared-memory
+    operand layouts of every swizzle and major-ness)."""
+    global _ATOMS
+    if _ATOMS is None:
+        _ATOMS = [Atom(name, make(), tuple(shape)) for name, make, shape in _atom_makers()]
+    return st.sampled_from(_ATOMS)
+
+
+@st.composite
+def split_layouts(draw, L):
+    """A TileLayout equivalent to ``L`` (same owners for every index): shard and replica iterators split
+    at random divisors, extent-1 iterators inserted, replicas shuffled."""
+    def split_all(its):
+        out = []
+        for it in its:
+            divs = [d for d in range(2, it.extent) if it.extent % d == 0]
+            if divs and draw(st.booleans()):
+                f = draw(st.sampled_from(divs))
+                out += [Iter(it.extent // f, it.stride * f, it.axis), Iter(f, it.stride, it.axis)]
+            else:
+                out.append(it)
+            if draw(st.booleans()):   # extent 1 on m, or on an axis the layout names (else it would pin it)
+                named = ["m"] + [a for a in L.axes() if a != "m"]
+                out.append(Iter(1, draw(st.integers(0, 5)), draw(st.sampled_from(named))))
+        return out
+
+    replica = draw(st.permutations(split_all(L.replica)))
+    return TileLayout.from_iters(split_all(L.shard), replica, L.offset)
+
+
+# ---- invalid inputs: (thunk, expected message fragment) ----
+def invalid_tile_inputs():
+    """``(thunk, fragment)``: a layout constructor call that must raise ``LayoutError`` whose message
+    contains ``fragment``."""
+    from tirxpy.layout import R, S, TCol, laneid, wid_in_wg
+
+    return st.sampled_from([
+        (lambda: TileLayout(S[(8, 0) : (1, 1)]), "extent 0"),
+        (lambda: TileLayout(S[(8, -2) : (1, 1)]), "extent -2"),
+        (lambda: TileLayout.from_iters([Iter(4, -1)]), "negative stride"),
+        (lambda: TileLayout(S[4 : 1] + (-3) @ laneid), "is negative"),
+        (lambda: TileLayout(S[64 : 1 @ laneid]), "only 32 values on laneid"),
+        (lambda: TileLayout(S[4 : 1] + R[8 : 1 @ wid_in_wg]), "wid_in_wg"),
+        (lambda: TileLayout(S[2 : 1] + 600 @ TCol), "TCol"),
+        (lambda: Iter(4, 1, "nosuchaxis"), "unknown axis 'nosuchaxis'"),
+        (lambda: TileLayout(S[(4, 2) : (1,)]), "2 extents but 1 strides"),
+        (lambda: TileLayout.from_iters([(4, 1)]), "must be Iter"),
+        (lambda: TileLayout(S[4 : 1] + S[2 : 1]), "one S[...]"),
+        (lambda: TileLayout("S[4:1]"), "TileLayout takes"),
+        (lambda: Iter(2.5, 1), "must be an integer"),
+        (lambda: SwizzleLayout(0, 2, 3, axis="laneid"), "thread axis"),
+        (lambda: SwizzleLayout(0, 3, 2), "overlap"),
+    ])
+
+
+@st.composite
+def bad_queries(draw, L):
+    """``(coord, shape, fragment)``: an ``apply`` / ``owners`` call on ``L`` that must raise ``LayoutError``
+    whose message contains ``fragment``."""
+    from .shapes import shapes
+
+    size = L.size()
+    kind = draw(st.sampled_from(["index", "rank", "range", "product", "shape"]))
+    if kind == "index":
+        return (draw(st.one_of(st.integers(size, size + 50), st.integers(-50, -1))),), None, "out of range"
+    shape = draw(shapes(size, max_rank=2, rank=2))
+    if kind == "rank":
+        return (0,) * draw(st.sampled_from([1, 3])), shape, "rank"
+    if kind == "range":
+        d = draw(st.integers(0, 1))
+        c = [0, 0]
+        c[d] = shape[d] + draw(st.integers(0, 5))
+        return tuple(c), shape, f"dimension {d} is out of range"
+    if kind == "product":
+        return (0, 0), (shape[0] + 1, shape[1]), f"but the layout has {size}"
+    return (0, 0), (shape[0], 0), "positive ints"
