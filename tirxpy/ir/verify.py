@@ -330,6 +330,11 @@ class Verifier:
         if n < lo or (hi is not None and n > hi):
             want = str(lo) if lo == hi else f"{lo} to {hi if hi is not None else 'any'}"
             self.fail(s, f"{what} takes {want} operands, got {n}")
+        unknown = spec.unknown_kwargs(s.attrs)
+        if unknown:
+            self.fail(s, f"{what}: unknown keyword argument(s) {', '.join(k + '=' for k in unknown)}; {s.op} takes "
+                      + (", ".join(k + "=" for k in spec.kwargs) or "none") + " (and dispatch=)",
+                      f"see help(Tx.{s.op}) for what each keyword argument means")
         if s.scope < spec.min_scope or s.scope > spec.max_scope:
             self.fail(s, f"{what}: primitive {s.op} runs at {spec.min_scope} to {spec.max_scope} scope, not {s.scope}",
                       f"write {_spelling(s.op, spec.min_scope)}(...)")
