@@ -26,6 +26,7 @@ from .checks import dense_tensor
 from .errors import KernelConfigError, flag_option
 from .schedule import SM_COUNT_H100
 from .attention_sm90 import attention_sm90
+from .launch_cache import LaunchCache, compiled
 
 _DT = {torch.bfloat16: "bfloat16", torch.float16: "float16"}
 
@@ -171,7 +172,7 @@ def attention(q, k, v, causal=False, scale=None, return_lse=False, **tuning):
     persistent and chained where it fits, see
     :func:`~kernels.attention_plan.plan`)."""
     key = _fast_key(q, k, v, causal, scale, tuning)
-    ck = _FAST.get(key) if key is not None else None
+    ck = _FAST.get(key)
     if ck is not None and isinstance(return_lse, bool):
         # contiguous, unpadded and checked by an earlier call with these shapes and layouts
         B, SQ, H, D = q.shape
@@ -192,10 +193,10 @@ def attention(q, k, v, causal=False, scale=None, return_lse=False, **tuning):
         qp, kp, vp = _pad(q, SQT), _pad(k, SKT), _pad(v, SKT)
         out = torch.empty((B, SQT, H, D), dtype=q.dtype, device=q.device)
         lse = torch.empty((B, H, SQT, 1), dtype=torch.float32, device=q.device)
-        ck = _compiled(kern, "sm_90a")
+        ck = compiled(kern, "sm_90a")
         ck(qp, kp, vp, out, lse)
     if key is not None and SQT == SQ and SKT == SK and all(t.is_contiguous() for t in (q, k, v)):
-        _FAST[key] = ck       # later calls like this one skip the checks, the plan and the padding
+        _FAST.put(key, ck)    # later calls like this one skip the checks, the plan and the padding
     out = out[:, :SQ].contiguous() if SQT != SQ else out
     return (out, lse[:, :, :SQ, 0]) if return_lse else out
 
@@ -213,14 +214,5 @@ def _fast_key(q, k, v, causal, scale, tuning):
             k.device, v.device, causal, scale, tuple(sorted(tuning.items())))
 
 
-_CACHE: dict = {}
-_FAST: dict = {}
-
-
-def _compiled(kern, arch):
-    c = _CACHE.get((id(kern), arch))
-    if c is None or c[0] is not kern:
-        import tirxpy
-
-        c = _CACHE[(id(kern), arch)] = (kern, tirxpy.compile(kern, arch=arch))
-    return c[1]
+# _fast_key -> the compiled kernel of a checked call with no padding (kernels.launch_cache)
+_FAST = LaunchCache("attention")

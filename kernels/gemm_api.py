@@ -18,19 +18,19 @@ from tirxpy.errors import ArgumentError, TirxError
 
 from .checks import dense_tensor, overlaps
 from .errors import KernelConfigError
-from .gemm_sm90 import (ACTIVATIONS, balanced_split, check_config, check_options, choose_tile, gemm_sm90,
-                        splittable)
+from .gemm_plan import ACTIVATIONS, balanced_split, check_config, check_options, choose_tile, splittable
+from .gemm_sm90 import gemm_sm90
+from .launch_cache import LaunchCache, compiled, options_key, tensor_key
 from .schedule import SM_COUNT_H100
 
 _IN = {torch.bfloat16: "bfloat16", torch.float16: "float16"}
 _OUT = {torch.bfloat16: "bfloat16", torch.float16: "float16", torch.float32: "float32"}
 _DUMMY: dict = {}
-_FAST: dict = {}
-# (_FAST key, data pointers of a, b, out, bias) -> the kernel's BoundLaunch (tirxpy.lower.bound_launch): exact,
-# because the key fixes every shape, stride and dtype and the pointers fix the addresses (and alignment); it
-# holds addresses only, so a freed tensor's entry is harmless until a tensor at that address is passed again
-_BOUND: dict = {}
-_BOUND_MAX = 256
+# _fast_key -> (compiled kernel, how a and b are handed to it): a checked call's launch, for calls like it
+_FAST = LaunchCache("gemm")
+# (_fast_key, data pointers of a, b, out, bias) -> the kernel's BoundLaunch (tirxpy.lower.bound_launch): the
+# arguments packed once (kernels.launch_cache says why the key is exact)
+_BOUND = LaunchCache("gemm bound launches")
 
 
 def _bias_arg(bias, out_dtype, device):
@@ -51,14 +51,13 @@ class GemmDeviceError(TirxError, RuntimeError):
     """The GPU cannot run this kernel (it needs Hopper, sm_90)."""
 
 
-TUNING = ("BN", "STAGES", "CM", "group", "STORE", "DEFER", "STAGGER", "PINGPONG", "PDL", "SPLIT", "sms")
-_PLAIN = (type(None), bool, int, str)
+TUNING = ("BN", "STAGES", "CM", "group", "DEFER", "PINGPONG", "PDL", "SPLIT", "sms")
 
 
 def _check(a, b, out, bias, activation, out_dtype, tuning):
     """``(M, N, K, out_dtype)`` once every argument but the device is right: the tensors' kinds, dtypes and
     shapes, then the options (:data:`TUNING` names, kinds, and the plan they make for this problem, checked by
-    :func:`kernels.gemm_sm90.check_config`). :func:`_device` checks the device after these."""
+    :func:`kernels.gemm_plan.check_config`). :func:`_device` checks the device after these."""
     for name, t in (("a", a), ("b", b)):
         dense_tensor("gemm", name, t, 2, "(a matrix)", GemmArgumentError)
         if t.dtype not in _IN:
@@ -108,13 +107,13 @@ def _check(a, b, out, bias, activation, out_dtype, tuning):
 
 def check_tuning(tuning: dict) -> None:
     """The tuning options of :func:`gemm` on their own: known names (:data:`TUNING`) and each option's kind
-    and range (:func:`kernels.gemm_sm90.check_options`); :class:`GemmArgumentError` naming the first bad one.
+    and range (:func:`kernels.gemm_plan.check_options`); :class:`GemmArgumentError` naming the first bad one.
 
         >>> check_tuning({"BN": 192, "PINGPONG": True})
         >>> check_tuning({"BM": 128})
         Traceback (most recent call last):
         ...
-        kernels.gemm_api.GemmArgumentError: gemm: unknown tuning argument(s) ['BM']; the kernel takes ('BN', 'STAGES', 'CM', 'group', 'STORE', 'DEFER', 'STAGGER', 'PINGPONG', 'PDL', 'SPLIT', 'sms')
+        kernels.gemm_api.GemmArgumentError: gemm: unknown tuning argument(s) ['BM']; the kernel takes ('BN', 'STAGES', 'CM', 'group', 'DEFER', 'PINGPONG', 'PDL', 'SPLIT', 'sms')
     """
     unknown = sorted(map(str, set(tuning) - set(TUNING)))
     if unknown:
@@ -189,18 +188,23 @@ def gemm(a, b, out=None, *, bias=None, activation=None, out_dtype=None, **tuning
     """``act(a @ b + bias)`` for ``a`` ``(M, K)`` and ``b`` ``(K, N)`` (bf16 or f16, row- or
     column-major), float32 accumulation, output ``out_dtype`` (default ``a.dtype``; bf16, f16 or
     f32) written to ``out`` when given. ``activation``: None, ``"relu"`` or ``"silu"``.
-    ``tuning`` goes to :func:`kernels.gemm_sm90.gemm_sm90` (``BN``, ``STAGES``, ``CM``, ``group``, ``STORE``,
-    ``DEFER``, ``STAGGER``, ``PINGPONG``, ``PDL``, ``SPLIT``, ``sms``); without ``BN`` the tile width and the
-    schedule are :func:`kernels.gemm_sm90.choose_tile`'s (ping-pong at N = 2112, for example; no wider than
-    :func:`kernels.gemm_sm90.widest_bn` allows for the epilogue), a cooperative 256 with
-    :func:`kernels.gemm_sm90.balanced_split`'s ``SPLIT`` where that deals the tiles more evenly (4096^3, 8192^3).
+    ``tuning`` goes to :func:`kernels.gemm_sm90.gemm_sm90` (``BN``, ``STAGES``, ``CM``, ``group``, ``DEFER``,
+    ``PINGPONG``, ``PDL``, ``SPLIT``, ``sms``; its docstring says what each does and when the defaults choose
+    it); without ``BN`` the tile width and the schedule are :func:`kernels.gemm_plan.choose_tile`'s (ping-pong
+    at N = 2112, for example; no wider than :func:`kernels.gemm_plan.widest_bn` allows for the epilogue), a
+    cooperative 256 with :func:`kernels.gemm_plan.balanced_split`'s ``SPLIT`` where that deals the tiles more
+    evenly (4096^3, 8192^3).
+
+    A call like an earlier checked one (the same shapes, strides, dtypes, device and options) skips the checks
+    and the planning, and with the same tensor addresses too it launches the arguments packed then
+    (:mod:`kernels.launch_cache`).
 
     Every argument is checked before the device (:class:`GemmArgumentError` naming it): the tensors (dense,
     2-D, dtypes, shapes; ``out`` contiguous and sharing no memory with an input), the options and the plan
     they make for this problem; only then must the tensors be on one Hopper GPU. Forward only: inputs that
     require grad are read as values and the result records no autograd graph."""
     key = _fast_key(a, b, out, bias, activation, out_dtype, tuning)
-    fast = _FAST.get(key) if key is not None else None
+    fast = _FAST.get(key)
     if fast is not None and (bias is None or bias.device == a.device):
         ck, fa, fb = fast      # same shapes, layouts and dtypes as an earlier call: checked then
         if out is None:
@@ -215,9 +219,8 @@ def gemm(a, b, out=None, *, bias=None, activation=None, out_dtype=None, **tuning
         bl = _BOUND.get(bk)
         if bl is None:
             _no_overlap(out, a, b, bias)      # once per addresses: the bound entry fixes them
-            if len(_BOUND) >= _BOUND_MAX:
-                _BOUND.clear()
-            bl = _BOUND[bk] = ck.bind(fa(a), fb(b), _bias_arg(bias, out.dtype, a.device), out)
+            bl = ck.bind(fa(a), fb(b), _bias_arg(bias, out.dtype, a.device), out)
+            _BOUND.put(bk, bl)
         bl()
         return out
     M, N, K, out_dtype, Mk, Nk, Kk, a_major, b_major, psms, planned = _checked(a, b, out, bias, activation, out_dtype,
@@ -257,14 +260,14 @@ def gemm(a, b, out=None, *, bias=None, activation=None, out_dtype=None, **tuning
         bias_t = torch.nn.functional.pad(bias_t, (0, Np - N))
     k = gemm_sm90(M, Np, Kp, a_major=a_major, b_major=b_major, dtype=_IN[a.dtype], out_dtype=_OUT[out_dtype],
                   bias=bias is not None, activation=activation, sms=psms, **planned)
-    ck = _compiled(k)
+    ck = compiled(k, "sm_90a")
     ck(A, B, bias_t, dst)
     if Kp == K and Np == N and (out is None or dst is out):
         # no padding or copies were needed: later calls like this one skip the checks and planning
         fa = (lambda t: t) if A is a else (lambda t: t.t()) if a_major == "MN" and A.data_ptr() == a.data_ptr() else None
         fb = (lambda t: t) if B is b else (lambda t: t.t()) if b_major == "K" and B.data_ptr() == b.data_ptr() else None
         if fa is not None and fb is not None and key is not None:
-            _FAST[key] = (ck, fa, fb)
+            _FAST.put(key, (ck, fa, fb))
     if dst is out:
         return out
     res = dst[:, :N]
@@ -309,18 +312,16 @@ def _checked(a, b, out, bias, activation, out_dtype, tuning):
 def _fast_key(a, b, out, bias, activation, out_dtype, tuning):
     """The key of an earlier checked call like this one (shapes, strides, dtypes, device, options), or None
     when an argument is not of a plain kind (then the full checks run, and the call is never a fast one)."""
-    for t in (a, b, out, bias):
-        if (t is not None or t is a or t is b) and not (isinstance(t, torch.Tensor) and t.layout == torch.strided
-                                                         and not t.is_nested):
-            return None
+    ka, kb = tensor_key(a), tensor_key(b)
+    ko = None if out is None else tensor_key(out)
+    kbias = None if bias is None else tensor_key(bias)
+    opts = options_key(tuning)
+    if ka is None or kb is None or (out is not None and ko is None) or (bias is not None and kbias is None) \
+            or opts is None:
+        return None
     if type(activation) not in (type(None), str) or not (out_dtype is None or isinstance(out_dtype, torch.dtype)):
         return None
-    for v in tuning.values():
-        if type(v) not in _PLAIN and not (type(v) is tuple and all(type(x) is int for x in v)):
-            return None
-    return (a.shape, a.stride(), b.shape, b.stride(), a.dtype, b.dtype, a.device, out_dtype, activation,
-            None if bias is None else bias.shape, None if out is None else (out.shape, out.stride(), out.dtype),
-            tuple(sorted(tuning.items())) if tuning else ())
+    return (ka, kb, out_dtype, activation, kbias, ko, opts)
 
 
 def _no_overlap(out, a, b, bias):
@@ -356,16 +357,16 @@ def _problem(a, b, M, N, K, out_dtype):
 
 def _tile(tuning, M, N, K, sms, b_major="K", bias=False, activation=None, out_dtype="bfloat16"):
     """``tuning`` with ``BN`` (and ``PINGPONG``) filled in as :func:`kernels.gemm` runs it: both from
-    :func:`kernels.gemm_sm90.choose_tile` when neither is given (the cooperative schedule when ``DEFER``,
-    ``STORE`` or ``STAGGER=True`` asks for it), ``BN`` for the given schedule otherwise; a given ``BN`` alone keeps the
+    :func:`kernels.gemm_plan.choose_tile` when neither is given (the cooperative schedule when ``DEFER`` asks
+    for it), ``BN`` for the given schedule otherwise; a given ``BN`` alone keeps the
     cooperative schedule. The epilogue (``bias``, ``activation``, ``out_dtype``) caps the width
-    (:func:`kernels.gemm_sm90.widest_bn`); a ``SPLIT`` asks for the cooperative schedule too. A chosen
-    cooperative deferred tile also gets :func:`kernels.gemm_sm90.balanced_split`'s ``SPLIT`` where that deals
+    (:func:`kernels.gemm_plan.widest_bn`); a ``SPLIT`` asks for the cooperative schedule too. A chosen
+    cooperative deferred tile also gets :func:`kernels.gemm_plan.balanced_split`'s ``SPLIT`` where that deals
     the tiles more evenly (4096^3, for example); ``SPLIT=None`` keeps the plain grid."""
     if "BN" in tuning:       # PINGPONG=None next to a given BN: the cooperative schedule, as BN alone
         return {k: v for k, v in tuning.items() if not (k == "PINGPONG" and v is None)}
     pp = tuning.get("PINGPONG")
-    if pp is None and ("DEFER" in tuning or "STORE" in tuning or tuning.get("STAGGER") or tuning.get("SPLIT")):
+    if pp is None and ("DEFER" in tuning or tuning.get("SPLIT")):
         pp = False          # options of the cooperative schedule
     bn, pp = choose_tile(M, N, K, sms, tuning.get("CM", 1), b_major, pp, bias, activation, out_dtype)
     tuning = dict(tuning, BN=bn, PINGPONG=pp)
@@ -374,15 +375,3 @@ def _tile(tuning, M, N, K, sms, b_major="K", bias=False, activation=None, out_dt
         if split is not None:
             tuning["SPLIT"] = split
     return tuning
-
-
-_BUILT: dict = {}
-
-
-def _compiled(k):
-    ck = _BUILT.get(id(k))
-    if ck is None:
-        import tirxpy  # noqa: PLC0415
-
-        ck = _BUILT[id(k)] = (tirxpy.compile(k, arch="sm_90a"), k)
-    return ck[0]

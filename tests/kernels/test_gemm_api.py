@@ -27,7 +27,8 @@ A, B = _bf(256, 512), _bf(512, 512).t()
     (dict(activation=["relu"]), "activation must be one of (None, 'relu', 'silu'), got ['relu']"),
     (dict(out_dtype="float32"), "out_dtype must be a torch.dtype"),
     (dict(out_dtype=[torch.float32]), "out_dtype must be a torch.dtype"),
-    (dict(STORE=["wg"]), "STORE must be 'wg'"),
+    (dict(STORE="cta"), "unknown tuning argument(s) ['STORE']"),         # removed: no default chose it
+    (dict(STAGGER=False), "unknown tuning argument(s) ['STAGGER']"),     # the cooperative schedule always staggers
     (dict(PINGPONG=2), "PINGPONG must be True or False (or None: the default), got 2"),
     (dict(PDL=None), "PDL must be True or False, got None"),
     (dict(SPLIT=[16, 1, 240]), "SPLIT must be a tuple (rows, wide, bn2) of ints, got [16, 1, 240]"),
@@ -67,7 +68,7 @@ def test_an_out_that_shares_memory_with_an_input_is_refused():
         kernels.gemm(kernels_out[:256], B, kernels_out[256:])
 
 
-@pytest.mark.parametrize("kw", [dict(), dict(BN=192, PINGPONG=None), dict(PINGPONG=True), dict(STORE="cta"),
+@pytest.mark.parametrize("kw", [dict(), dict(BN=192, PINGPONG=None), dict(PINGPONG=True), dict(DEFER=True),
                                 dict(sms=1), dict(sms=None), dict(activation="silu", bias=torch.zeros(512)),
                                 dict(out_dtype=torch.float32, DEFER=False), dict(SPLIT=None), dict(PDL=0)])
 def test_a_right_call_on_cpu_gets_the_device_error(kw):
@@ -88,8 +89,8 @@ def test_meta_tensors_and_inputs_that_require_grad():
 
 def test_check_tuning_names_the_option():
     check_tuning({"BN": 176, "PINGPONG": 1, "SPLIT": None, "sms": None})
-    with pytest.raises(GemmArgumentError, match=r"gemm: STAGGER must be True or False \(or None: the default\), got 'on'"):
-        check_tuning({"STAGGER": "on"})
+    with pytest.raises(GemmArgumentError, match=r"gemm: DEFER must be True or False \(or None: the default\), got 'on'"):
+        check_tuning({"DEFER": "on"})
 
 
 def _major_of_original(t, kdim):
@@ -131,6 +132,8 @@ def test_problem_pads_what_tma_needs():
 
 def test_fast_path_keys_only_plain_arguments():
     assert _fast_key(A, B, None, None, None, None, {}) is not None
+    assert _fast_key(A, B, None, None, None, None, {"SPLIT": (16, 1, 240)}) is not None
+    assert _fast_key(A, B, None, torch.zeros(512).to_sparse(), None, None, {}) is None
     assert _fast_key(A, B, None, None, ["relu"], None, {}) is None
     assert _fast_key(A, B, None, None, None, None, {"BN": [1]}) is None
     assert _fast_key(A, None, None, None, None, None, {}) is None
@@ -150,3 +153,40 @@ def test_planning_a_huge_problem_is_quick():
         kernels.gemm(big, big.t())
     assert time.monotonic() - t0 < 2.0
     assert balanced_split(1 << 20, 1 << 20, 4096) is None and balanced_split(8192, 8192, 8192) == (32, 2, 240)
+
+
+def test_fast_path_key_fixes_every_shape_stride_dtype_and_option():
+    """Two calls share a launch only when everything the checks and the plan read is equal: the operands'
+    shapes, strides, dtypes and devices, out's and bias's, the activation, out_dtype and every option."""
+    base = _fast_key(A, B, None, None, None, None, {})
+    assert base == _fast_key(_bf(256, 512), _bf(512, 512).t(), None, None, None, None, {})
+    others = [
+        _fast_key(_bf(256, 512), _bf(512, 512), None, None, None, None, {}),              # b's strides
+        _fast_key(_bf(256, 1024)[:, :512], B, None, None, None, None, {}),                 # a's strides
+        _fast_key(A.half(), B.half(), None, None, None, None, {}),                         # dtypes
+        _fast_key(A, B, _bf(256, 512), None, None, None, {}),                              # an out
+        _fast_key(A, B, None, torch.zeros(512), None, None, {}),                           # a bias
+        _fast_key(A, B, None, torch.zeros(512, dtype=torch.bfloat16), None, None, {}),     # its dtype
+        _fast_key(A, B, None, None, "relu", None, {}),
+        _fast_key(A, B, None, None, None, torch.float32, {}),
+        _fast_key(A, B, None, None, None, None, {"BN": 192}),
+        _fast_key(A, B, None, None, None, None, {"SPLIT": None}),
+    ]
+    assert base not in others and len(set(others)) == len(others)
+
+
+def test_an_mn_major_a_at_a_split_shape_builds_its_narrow_tiles():
+    """An MN-major a (a.t() of a contiguous (K, M) tensor) at 4096^3 gets the balanced split, whose narrow tiles
+    read A's stage MN-major too (transpose_a): the kernel kernels.gemm builds for it compiles for sm_90a without
+    spills, with both wgmma widths."""
+    import tirxpy
+    from kernels.gemm_api import _major, _tile
+    from kernels.gemm_sm90 import gemm_sm90
+
+    a = torch.empty(4096, 4096, dtype=torch.bfloat16, device="meta").t()
+    assert _major(a, 1) == "MN"
+    tuning = _tile({}, 4096, 4096, 4096, 132)
+    assert tuning["SPLIT"] == (16, 1, 240)
+    ck = tirxpy.compile(gemm_sm90(4096, 4096, 4096, a_major="MN", sms=132, **tuning), arch="sm_90a")
+    assert ck.resources.spills == 0 and ck.resources.perf_warnings == ()
+    assert "wgmma_m64n256k16" in ck.cuda_source and "wgmma_m64n240k16" in ck.cuda_source

@@ -86,13 +86,27 @@ def test_gemm_argument_errors(args, kw, msg):
         kernels.gemm(*args, **kw)
 
 
-def test_store_mode_is_checked():
-    import pytest
+def test_removed_knobs_are_refused():
+    """STORE and STAGGER were A/B arms no default chose: each consumer stores its own rows, and the cooperative
+    schedule always staggers its consumers."""
+    for kw in (dict(STORE="cta"), dict(STAGGER=False)):
+        with pytest.raises(ValueError, match=f"got an unexpected keyword argument '{next(iter(kw))}'"):
+            gemm_sm90(256, 256, 128, BN=128, STAGES=2, **kw)
 
-    from kernels.gemm_sm90 import gemm_sm90
 
-    with pytest.raises(ValueError, match="STORE must be 'wg' .* or 'cta' .*got 'tile'"):
-        gemm_sm90(256, 256, 128, BN=128, STAGES=2, STORE="tile")
+def test_the_kernel_plan_names_every_derived_size():
+    """kernel_plan resolves what the kernel's parts read: chunk widths, rounds, boxes, the split's narrow width."""
+    from kernels.gemm_plan import kernel_plan
+
+    p = kernel_plan(4096, 2112, 7168, BN=176)
+    assert (p.chunk_cols, p.chunks, p.boxes_per_round, p.rounds, p.defer) == (16, 11, 4, 3, True)
+    p = kernel_plan(4096, 4096, 4096, CM=2, b_major="MN")
+    assert (p.b_rows_per_cta, p.b_boxes, p.a_boxes, p.multicast_mask, p.empty_arrivals, p.cluster) == \
+        (128, 2, 1, 3, 4, (2,))
+    p = kernel_plan(4096, 4096, 4096, BN=192, PINGPONG=True, a_major="MN")
+    assert (p.stages, p.empty_arrivals, p.a_boxes, p.defer, p.narrow_bn) == (4, 1, 2, False, 192)
+    assert kernel_plan(4096, 4096, 4096, DEFER=False).neg_zero_guard
+    assert not kernel_plan(4096, 4096, 4096, DEFER=False, activation="relu").neg_zero_guard
 
 
 @pytest.mark.parametrize("shape,kw", [
@@ -158,9 +172,8 @@ def test_pingpong_compiles_without_spills(shape, kw):
 def test_pingpong_is_checked():
     with pytest.raises(ValueError, match=r"PINGPONG keeps a whole \(128, 256\) float32 tile .* use BN <= 192"):
         gemm_sm90(512, 512, 128, BN=256, PINGPONG=True)
-    for kw in (dict(DEFER=True), dict(STORE="cta")):
-        with pytest.raises(ValueError, match="with PINGPONG each consumer stores its own tile"):
-            gemm_sm90(512, 512, 128, BN=128, PINGPONG=True, **kw)
+    with pytest.raises(ValueError, match="with PINGPONG each consumer stores its own tile"):
+        gemm_sm90(512, 512, 128, BN=128, PINGPONG=True, DEFER=True)
     with pytest.raises(ValueError, match="PINGPONG must be True or False"):
         gemm_sm90(512, 512, 128, BN=128, PINGPONG="yes")
     with pytest.raises(ValueError, match="drop='turn' removes the ping-pong turns"):
@@ -171,30 +184,20 @@ def test_pingpong_is_checked():
         plan(4096, 4096, 4096, BN=192, STAGES=5, PINGPONG=True)
 
 
-def test_stagger_is_the_cooperative_default_and_checked():
-    """STAGGER (consumer 1 waits on named barrier 5 until consumer 0 has issued its first k-block) resolves to on
-    for the cooperative schedule and off for ping-pong, whose turns already offset the consumers; asking for it
-    with PINGPONG, or with a non-boolean, is refused; kernels.gemm takes STAGGER=True as a cooperative option."""
-    from kernels.gemm_api import _tile
-
+def test_the_cooperative_schedule_staggers_its_consumers():
+    """Consumer 1 waits on named barrier 5 until consumer 0 has issued its first k-block (consumer 0 arrives there,
+    or at once in a CTA without tiles); ping-pong, whose turns already offset the consumers, has no such barrier."""
     def arrives(**kw):
         src = tirxpy.compile(gemm_sm90(512, 512, 256, BN=128, STAGES=2, **kw), arch="sm_90a").cuda_source
         return src.count("tx_barrier_sync(5, 256);"), src.count("tx_barrier_arrive(5, 256);")
 
-    # consumer 1 waits once; consumer 0 arrives after its first k-block (or at once, in a CTA without tiles)
-    assert arrives() == arrives(STAGGER=True) == (1, 2)
-    assert arrives(STAGGER=False) == arrives(PINGPONG=True) == (0, 0)
-    with pytest.raises(ValueError, match="with PINGPONG they already take turns"):
-        gemm_sm90(512, 512, 128, BN=128, PINGPONG=True, STAGGER=True)
-    with pytest.raises(ValueError, match="STAGGER must be True or False"):
-        gemm_sm90(512, 512, 128, BN=128, STAGGER=2)
-    assert _tile(dict(STAGGER=True), 4096, 2112, 7168, 132)["PINGPONG"] is False
-    assert _tile(dict(STAGGER=False), 4096, 2112, 7168, 132)["PINGPONG"] is True
+    assert arrives() == arrives(DEFER=False) == (1, 2)
+    assert arrives(PINGPONG=True) == (0, 0)
 
 
 def test_choose_tile_minimizes_its_cost_model():
     """choose_tile against a brute-force evaluation of schedule_cost over every schedule and allowed width, and
-    the rankings the model was fitted to (same-process A/B runs on the H100, kernels/NOTES_gemm_sm90.md):
+    the rankings the model was fitted to (same-process A/B runs on the H100, docs/performance.md):
     ping-pong 176 (5 stages) at N = 2112, 24576 x 1536 and 7168 x 2048; cooperative 256 with a balanced split
     at 4096^3, 8192^3 (1.4-1.8% ahead of ping-pong 192), 4096 x 16384 x 8192, 1024 x 7168 x 2048 and
     4096 x 7168 x 7168 (level with ping-pong 176); ping-pong 192 at 16384 x 16384 x 4096 (1.0-1.7% ahead)."""
@@ -246,7 +249,7 @@ def test_ping_pong_tiles_up_to_176_wide_take_five_stages():
 
 def test_gemm_api_fills_in_the_tile():
     """kernels.gemm takes BN and PINGPONG from choose_tile when given neither, the width for a given
-    schedule, the cooperative schedule for a given BN or a cooperative-only option (DEFER, STORE)."""
+    schedule, the cooperative schedule for a given BN or a cooperative-only option (DEFER)."""
     from kernels.gemm_api import _tile
 
     assert _tile({}, 8192, 8192, 8192, 132) == dict(BN=256, PINGPONG=False, SPLIT=(32, 2, 240))

@@ -94,16 +94,16 @@ def test_gemm_bias_silu_pingpong_16bit_at_the_widths_it_is_capped_to(bn):
 
 
 # CM=1 at 1100x900x700 gave wrong 8x8 blocks until the k-loops that issue wgmma were kept rolled
-# (ptxas read the accumulators above the final wait_group: kernels/NOTES_gemm_sm90.md)
+# (ptxas read the accumulators above the final wait_group: docs/performance.md, Hopper GEMM lab notes)
 @pytest.mark.parametrize("tune", [dict(CM=1), dict(BN=128, STAGES=3), dict(BN=128, CM=1, group=1), dict(CM=2),
-                                  dict(BN=192), dict(BN=192, STORE="cta"), dict(CM=2, STORE="cta"), dict(DEFER=False),
+                                  dict(BN=192), dict(BN=192, STAGES=3), dict(CM=2, BN=128), dict(DEFER=False),
                                   dict(BN=192, DEFER=False), dict(CM=2, DEFER=False), dict(BN=64, sms=3),
-                                  dict(BN=176), dict(BN=80, DEFER=False), dict(BN=112, STORE="cta"),
+                                  dict(BN=176), dict(BN=80, DEFER=False), dict(BN=112),
                                   dict(BN=176, CM=2), dict(BN=80, CM=2, DEFER=False),
                                   dict(PINGPONG=True), dict(PINGPONG=True, BN=192), dict(PINGPONG=True, BN=176, STAGES=5),
                                   dict(PINGPONG=True, BN=128, CM=2), dict(PINGPONG=True, BN=80, sms=3),
                                   dict(BN=256, SPLIT=(4, 1, 240)), dict(BN=256, SPLIT=(9, 0, 208), sms=7),
-                                  dict(BN=128, SPLIT=(3, 2, 112), sms=5), dict(BN=128, SPLIT=(8, 0, 80), STORE="cta")])
+                                  dict(BN=128, SPLIT=(3, 2, 112), sms=5), dict(BN=128, SPLIT=(8, 0, 80))])
 def test_gemm_tunings(tune):
     M, N, K = 1100, 900, 700
     a = torch.randn(M, K, device="cuda").to(torch.bfloat16)
@@ -130,6 +130,23 @@ def test_balanced_split_grids_that_kernels_gemm_picks(M, N, K):
     _check(out, _ref(a, w.t()), torch.bfloat16, K)
     worst = ((out.double() - _ref(a, w.t())).abs() / (a.double().abs() @ w.double().abs().t())).amax(dim=0)
     assert worst.max() < 2 ** -7, worst.argmax()       # column by column: no column of a tile left wrong
+
+
+@pytest.mark.parametrize("M,N,K", [(4096, 4096, 4096), (2048, 8192, 4096)])
+def test_an_mn_major_a_on_the_balanced_split(M, N, K):
+    """An MN-major a (a.t() of a contiguous (K, M) tensor) at shapes where kernels.gemm applies the balanced
+    split: the narrow tiles read A's stages MN-major (transpose_a), every column of them right."""
+    from kernels.gemm_api import _major, _tile
+
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    at = torch.randn(K, M, device="cuda").to(torch.bfloat16)
+    a = at.t()
+    assert _major(a, 1) == "MN" and _tile({}, M, N, K, sms).get("SPLIT") is not None
+    w = torch.randn(N, K, device="cuda").to(torch.bfloat16)
+    out = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
+    kernels.gemm(a, w.t(), out)
+    torch.cuda.synchronize()
+    _check(out, _ref(a, w.t()), torch.bfloat16, K)
 
 
 def test_gemm_unaligned_k_and_n_are_padded():

@@ -62,13 +62,6 @@ def test_split_grid_sim_matches_float64(M, N, K, BN, split, sms):
     _check_bf16_output(gemm_sm90(M, N, K, BN=BN, STAGES=2, sms=sms, SPLIT=split), M, N, K)
 
 
-@pytest.mark.parametrize("CM", [1, 2])
-def test_unstaggered_cooperative_sim_matches_float64(CM):
-    """``STAGGER=False``: both consumers start their first k-block together (the cooperative default holds
-    consumer 1 back until consumer 0 has issued its own)."""
-    _check_bf16_output(gemm_sm90(520, 256, 200, BN=128, STAGES=2, CM=CM, sms=2, STAGGER=False), 520, 256, 200)
-
-
 def _check_bf16_output(k, M, N, K):
     """Runs the ``(M, N, K)`` kernel ``k`` (bf16 output) in the simulator on fresh inputs and a NaN-poisoned
     output: no problem reported, every element within bf16 rounding of float64."""

@@ -1,0 +1,484 @@
+"""The Hopper GEMM's plan: checked options, tile choice, cost model and the balanced split.
+
+Everything here is plain Python on ints: :func:`check_config` resolves and checks every option of
+:func:`kernels.gemm_sm90.gemm_sm90` for one problem, :func:`kernel_plan` turns that into the
+:class:`GemmPlan` the kernel is built from (every derived size named), and :func:`choose_tile` /
+:func:`balanced_split` are what :func:`kernels.gemm` runs when it is given no tile.
+
+    >>> p = kernel_plan(4096, 4096, 4096, SPLIT=(16, 1, 240))
+    >>> p.k_blocks, p.chunk_cols, p.chunks, p.rounds, p.narrow_bn, p.tiles, p.grid
+    (64, 64, 4, 4, 240, 528, 132)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from tirxpy.lang.schedule import cdiv, persistent_units
+
+from .errors import KernelConfigError, choice_option, flag_option, int_option
+from .schedule import SM_COUNT_H100
+
+SMEM_LIMIT = 232448  # sm_90 dynamic shared memory per CTA (227 KiB)
+IN_DTYPES = ("bfloat16", "float16")
+OUT_DTYPES = ("bfloat16", "float16", "float32")
+ACTIVATIONS = (None, "relu", "silu")
+_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4}
+# protocol steps ``drop=`` can remove (the simulator's mutation tests only; kernels.gemm refuses it)
+DROPS = ("full_wait", "empty_wait", "expect_tx", "wgmma_wait", "acc_wait", "fence_proxy_async", "store_wait", "turn")
+
+
+def plan(M, N, K, BM=128, BN=256, BK=64, STAGES=4, CM=1, sms=SM_COUNT_H100, group=4,
+         dtype="bfloat16", out_dtype="bfloat16", PINGPONG=False, split=None):
+    """Checked tile plan: tile counts, persistent grid and shared-memory bytes (raises ValueError).
+    ``PINGPONG``: each consumer warpgroup stages its own ``(BM, EPI)`` output chunks (two buffers each).
+    ``split``: ``gemm_sm90``'s ``SPLIT = (rows, wide, bn2)`` (checked by the kernel)."""
+    if type(dtype) is not str or dtype not in IN_DTYPES:
+        raise KernelConfigError(f"gemm_sm90: inputs must be one of {IN_DTYPES}, got {dtype!r}")
+    if type(out_dtype) is not str or out_dtype not in OUT_DTYPES:
+        raise KernelConfigError(f"gemm_sm90: the output dtype must be one of {OUT_DTYPES}, got {out_dtype!r}")
+    if BM != 128:
+        raise KernelConfigError(f"gemm_sm90: BM = {BM}; the kernel has two consumer warpgroups of 64 rows (BM = 128)")
+    if BK != 64:
+        raise KernelConfigError(f"gemm_sm90: BK = {BK} must be 64 (one 128-byte swizzle atom of 16-bit elements)")
+    if not (isinstance(BN, int) and 64 <= BN <= 256 and BN % 16 == 0):
+        raise KernelConfigError(f"gemm_sm90: BN = {BN!r} must be a multiple of 16 in [64, 256] (the wgmma N)")
+    epi = 128 // _BYTES[out_dtype]          # output chunk: 128 bytes, or the widest 2^k share of BN below
+    while BN % epi:
+        epi //= 2
+    if CM not in (1, 2):
+        raise KernelConfigError(f"gemm_sm90: the cluster size CM = {CM} must be 1 or 2")
+    if STAGES < 2:
+        raise KernelConfigError(f"gemm_sm90: STAGES = {STAGES}; a pipeline needs at least 2 stages")
+    if min(M, N, K) <= 0:
+        raise KernelConfigError(f"gemm_sm90: M, N, K must be positive, got {(M, N, K)}")
+    stage = (BM + BN) * BK * 2
+    # two 128-byte-wide staging buffers; with PINGPONG two per consumer, each as wide as one output chunk
+    staging = 2 * 2 * BM * epi * _BYTES[out_dtype] if PINGPONG else 2 * BM * 128
+    smem = STAGES * stage + staging + 1024 + 2 * STAGES * 8
+    if smem > SMEM_LIMIT:
+        raise KernelConfigError(f"gemm_sm90: {STAGES} stages of {stage} bytes plus the epilogue ({staging} bytes) need "
+                                f"{smem} bytes of shared memory, over the {SMEM_LIMIT} a CTA may have: use fewer stages or a smaller BN")
+    tm, tn = cdiv(M, BM), cdiv(N, BN)
+    tmc = cdiv(tm, CM)
+    if split is None:
+        tiles = tmc * tn
+    else:       # split rows: `wide` tiles of BN, then tiles of bn2 to the end of N
+        rows, wide, bn2 = split
+        tiles = rows * (wide + cdiv(N - wide * BN, bn2)) + (tmc - rows) * tn
+    units = persistent_units(tiles, sms, CM)
+    return {"tiles_m": tm, "tiles_n": tn, "cluster_tiles_m": tmc, "tiles": tiles, "units": units,
+            "grid": units * CM, "kt": cdiv(K, BK), "smem": smem, "epi": epi, "group": group}
+
+
+# Relative per-SM throughput of a cooperative 128 x BN tile: narrower tiles move more operand bytes per
+# FLOP (128 + BN rows per 128 x BN products) and issue narrower wgmma (fitted on the H100: docs/performance.md)
+_BN_EFFICIENCY = {256: 1.0, 192: 0.97, 176: 0.95, 128: 0.90}
+
+
+def bn_candidates(CM=1, b_major="K"):
+    """Tile widths :func:`choose_tile` picks from: 256, 192, 176 (K-major ``B`` only: an MN-major one is
+    loaded in 64-column boxes) and 128 without a cluster; widths of whole 64-column multicast slices
+    (256, 128) with ``CM = 2``.
+
+        >>> bn_candidates(), bn_candidates(b_major="MN"), bn_candidates(CM=2)
+        ((256, 192, 176, 128), (256, 192, 128), (256, 128))
+    """
+    return tuple(b for b in (256, 192, 176, 128)
+                 if (b % 64 == 0 and (b // 64) % CM == 0) or (b == 176 and CM == 1 and b_major == "K"))
+
+
+# Ping-pong tiles' efficiency (PINGPONG: one consumer warpgroup per 128 x BN tile, two m64 wgmma per k-step)
+# and the cooperative schedule's exposed time per tile (the deferred epilogue's barrier rounds and the turn
+# between tiles, in k-blocks of a 256-wide tile; ping-pong hides its epilogue under the other consumer's
+# k-loop). The rule they encode: ping-pong wins where its narrower tiles fill the persistent grid's rounds
+# better than the cooperative widths (N = 2112, 24576 x 1536, 7168 x 2048), the cooperative 256 (with its
+# balanced split) elsewhere. Fitted to same-process A/B runs on the H100 (docs/performance.md).
+_PP_EFFICIENCY = {192: 0.965, 176: 0.962}
+_TILE_OVERHEAD = 3.2
+
+
+def tile_cost(M, N, K, BN, PINGPONG=False, sms=SM_COUNT_H100, CM=1):
+    """Estimated time of the persistent schedule, in units of one 256-wide tile's k-block over its
+    efficiency: rounds (``ceil(tiles / units)``, every round as long as its slowest tile) times a tile's
+    k-blocks times ``BN`` over the width's efficiency (``_BN_EFFICIENCY``; ``_PP_EFFICIENCY`` with
+    ``PINGPONG``), plus ``_TILE_OVERHEAD`` k-blocks per tile for the cooperative schedule. Wave
+    quantization decides narrow-N shapes: N = 2112 has 8.25 tiles of 256 columns (9 launched, the
+    last one 3/4 empty), exactly 11 of 192 (2.67 waves on 132 SMs) and exactly 12 of 176 (2.91
+    waves; cuBLAS's tile there too).
+
+        >>> round(tile_cost(4096, 4096, 4096, 256)), round(tile_cost(4096, 4096, 4096, 176, PINGPONG=True))
+        (68813, 70254)
+    """
+    tiles = cdiv(cdiv(M, 128), CM) * cdiv(N, BN)
+    rounds = cdiv(tiles, persistent_units(tiles, sms, CM))
+    eff = _PP_EFFICIENCY[BN] if PINGPONG else _BN_EFFICIENCY[BN]
+    return rounds * (cdiv(K, 64) * BN / eff + (0 if PINGPONG else _TILE_OVERHEAD * 256))
+
+
+def default_stages(BN, PINGPONG=False):
+    """Ring stages :func:`gemm_sm90` takes by default: 4, the most a cooperative 256-wide tile and a
+    ping-pong 192-wide one fit next to their epilogue buffers; 5 for ping-pong tiles at most 176 wide,
+    whose per-consumer staging is one narrow chunk (the deeper ring hides more load latency).
+
+        >>> default_stages(256), default_stages(192, True), default_stages(176, True)
+        (4, 4, 5)
+    """
+    return 5 if PINGPONG and BN <= 176 else 4
+
+
+def widest_bn(PINGPONG=False, bias=False, activation=None, out_dtype="bfloat16"):
+    """The widest ``BN`` whose kernel compiles without register spills (NVRTC 13.0, sm_90a): 256 cooperative,
+    192 ping-pong (its accumulator is a whole ``(128, BN)`` tile per consumer); with a fused bias *and* silu
+    into a 16-bit output (the bias row, silu's temporaries and the converted chunk live next to the
+    accumulator) the cooperative schedule stops at 192. tests/kernels/test_gemm_sm90.py compiles each width
+    and checks that the next wider one spills.
+
+        >>> widest_bn(), widest_bn(bias=True, activation="silu"), widest_bn(True, True, "silu", "bfloat16")
+        (256, 192, 192)
+    """
+    if PINGPONG:
+        return 192
+    return 192 if bias and activation == "silu" and out_dtype != "float32" else 256
+
+
+def choose_tile(M, N, K, sms=SM_COUNT_H100, CM=1, b_major="K", PINGPONG=None, bias=False, activation=None,
+                out_dtype="bfloat16"):
+    """``(BN, PINGPONG)`` with the least :func:`schedule_cost`: the widths of :func:`bn_candidates` in the
+    cooperative schedule, those of them in ``_PP_EFFICIENCY`` (192, 176) in ping-pong (``PINGPONG``
+    True / False restricts the choice to one schedule), none wider than :func:`widest_bn` for the
+    epilogue (``bias``, ``activation``, ``out_dtype``). What :func:`kernels.gemm` runs when given
+    neither ``BN`` nor ``PINGPONG`` (with :func:`balanced_split`'s ``SPLIT`` for a cooperative 256).
+
+        >>> choose_tile(4096, 4096, 4096), choose_tile(8192, 8192, 8192), choose_tile(4096, 2112, 7168)
+        ((256, False), (256, False), (176, True))
+        >>> choose_tile(4096, 2112, 7168, PINGPONG=False), choose_tile(4096, 4096, 4096, bias=True, activation="silu")
+        ((176, False), (176, True))
+    """
+    best = None
+    for pp in (False, True):
+        if PINGPONG is not None and bool(PINGPONG) != pp:
+            continue
+        for bn in bn_candidates(CM, b_major):
+            if (pp and bn not in _PP_EFFICIENCY) or bn > widest_bn(pp, bias, activation, out_dtype):
+                continue
+            cost = schedule_cost(M, N, K, bn, pp, sms, CM, b_major, bias, out_dtype)
+            if best is None or cost < best[0]:
+                best = (cost, bn, pp)
+    if best is None:
+        raise KernelConfigError(f"gemm_sm90: no ping-pong tile width for CM = {CM} with a {b_major}-major B (ping-pong takes "
+                                f"{tuple(_PP_EFFICIENCY)}; {bn_candidates(CM, b_major)} fit here): pass BN, or PINGPONG=False")
+    return best[1], best[2]
+
+
+def schedule_cost(M, N, K, BN, PINGPONG=False, sms=SM_COUNT_H100, CM=1, b_major="K", bias=False,
+                  out_dtype="bfloat16"):
+    """What :func:`choose_tile` minimizes: :func:`tile_cost`, or for a cooperative tile that
+    :func:`kernels.gemm` would split (``CM = 1``, K-major ``B``, no bias, a 16-bit output) the busiest CTA's
+    work under :func:`balanced_split`'s ``SPLIT`` (its walk's slower tile boundary, ``_SPLIT_WALK``, included),
+    in the same units.
+
+        >>> round(schedule_cost(4096, 4096, 4096, 256)), round(tile_cost(4096, 4096, 4096, 256))
+        (68045, 68813)
+    """
+    cost = tile_cost(M, N, K, BN, PINGPONG, sms, CM)
+    if splittable(PINGPONG, CM, b_major, bias, out_dtype):
+        best = _best_split(M, N, K, BN, sms, 4, out_dtype)
+        if best is not None:
+            cost = min(cost, best[0])
+    return cost
+
+
+def splittable(PINGPONG=False, CM=1, b_major="K", bias=False, out_dtype="bfloat16", DEFER=None):
+    """Whether :func:`gemm_sm90` takes a ``SPLIT`` for these options (and so :func:`kernels.gemm` applies
+    :func:`balanced_split`): the cooperative deferred schedule without a cluster, a K-major ``B``, no bias and
+    a 16-bit output (``DEFER`` None or true).
+
+        >>> splittable(), splittable(PINGPONG=True), splittable(b_major="MN"), splittable(DEFER=False)
+        (True, False, False, False)
+    """
+    return (not PINGPONG and CM == 1 and b_major == "K" and not bias and out_dtype != "float32"
+            and DEFER in (None, True, 1))
+
+
+# The split walk's extra cost per tile boundary (its tile_at is longer), in k-blocks of a 256-wide tile
+# (measured on the H100: docs/performance.md).
+_SPLIT_WALK = 0.25
+
+
+def _unit_loads(widths, KT, units, extra=0.0):
+    """Per-unit cost of a persistent walk of tiles of ``widths`` (unit ``u`` takes tiles ``u, u + units, ...``),
+    in :func:`tile_cost`'s units: ``KT`` k-blocks of the tile's width plus ``_TILE_OVERHEAD + extra`` per tile."""
+    cost = KT * np.asarray(widths, dtype=np.float64) + (_TILE_OVERHEAD + extra) * 256
+    cost = np.concatenate([cost, np.zeros(-len(cost) % units)])
+    return cost.reshape(-1, units).sum(axis=0)
+
+
+def _split_widths(rows, wide, narrow, bn2, TM, TN, BN, group):
+    """Tile widths in the order :func:`tirxpy.lang.schedule.split_tile` lists them."""
+    per_row = wide + narrow
+    t = np.arange(rows * per_row)
+    per_group = group * per_row
+    size = np.minimum(rows - (t // per_group) * group, group)
+    yn = (t % per_group) // size
+    return np.concatenate([np.where(yn < wide, BN, bn2), np.full((TM - rows) * TN, BN)])
+
+
+def balanced_split(M, N, K, BN=256, sms=SM_COUNT_H100, group=4, out_dtype="bfloat16", margin=0.005):
+    """A ``SPLIT = (rows, wide, bn2)`` for :func:`gemm_sm90`'s cooperative deferred schedule that deals its
+    tiles over the ``sms`` persistent CTAs more evenly than the plain grid, or None. The first ``rows`` tile
+    rows become ``wide`` tiles of ``BN`` columns and then tiles of ``bn2 < BN`` (the rest of ``N``), so that
+    the tile count fills the last round: the CTA with the most work (:func:`tile_cost`'s units, summed over
+    the tiles dealt to it) must do at least ``margin`` less than in the plain grid. ``bn2`` keeps as many
+    output chunks as ``BN`` (``BN - EPI < bn2``) and a multiple of 16; ``rows`` a multiple of ``group``. Only
+    for ``BN = 256`` and a plain grid of more than one round (the cost model does not weigh a narrower
+    wgmma's lower efficiency, which matters more for narrower tiles).
+
+    4096^3: 512 tiles of 128 x 256 are 3.88 rounds on 132 SMs (the busiest CTA: 4 wide tiles); 16 rows of
+    1 x 256 + 16 x 240 and 16 rows of 16 x 256 are 528 tiles, 4 per CTA, none with four wide ones:
+
+        >>> balanced_split(4096, 4096, 4096), balanced_split(2048, 2048, 2048)
+        ((16, 1, 240), None)
+    """
+    best = _best_split(M, N, K, BN, sms, group, out_dtype, margin)
+    return None if best is None else best[1]
+
+
+def _best_split(M, N, K, BN, sms, group, out_dtype, margin=0.005):
+    """``(busiest CTA's work, SPLIT)`` of :func:`balanced_split`, or None."""
+    epi = 128 // _BYTES[out_dtype]
+    TM, TN, KT = cdiv(M, 128), cdiv(N, BN), cdiv(K, 64)
+    if BN != 256 or out_dtype == "float32" or TM * TN <= sms:
+        return None
+    if cdiv(TM * TN, persistent_units(TM * TN, sms)) * margin > 1:
+        # past 1 / margin rounds the last round is less than `margin` of the busiest CTA's work: no split can
+        # gain that much (and the search over every split, linear in the tiles per candidate, would be long)
+        return None
+    plain = _unit_loads([BN] * (TM * TN), KT, persistent_units(TM * TN, sms)).max()
+    best = None
+    for bn2 in range(BN - 16, BN - epi, -16):
+        # the wide counts whose split rows cover N with the least overhang, two of them
+        wides = sorted(range(cdiv(N, BN)), key=lambda w: w * BN + cdiv(N - w * BN, bn2) * bn2 - N)[:2]
+        for wide in wides:
+            narrow = cdiv(N - wide * BN, bn2)
+            if wide + narrow <= TN:
+                continue
+            for rows in sorted(set(range(group, TM + 1, group)) | {TM}):
+                widths = _split_widths(rows, wide, narrow, bn2, TM, TN, BN, group)
+                loads = _unit_loads(widths, KT, persistent_units(len(widths), sms), _SPLIT_WALK)
+                cost = (loads.max(), int((loads == loads.max()).sum()))     # ties: fewer CTAs with the most work
+                if best is None or cost < best[0]:
+                    best = (cost, (rows, wide, bn2))
+    if best is None or best[0][0] > plain * (1 - margin):
+        return None
+    return float(best[0][0]), best[1]
+
+
+def _split_checked(SPLIT, M, N, BN, EPI, wide_chunks, CM, PP, DEFER, b_major):
+    """``(rows, wide, narrow, bn2)`` from ``gemm_sm90``'s ``SPLIT = (rows, wide, bn2)``, or ValueError
+    (``wide_chunks``: the output chunks are 128 bytes wide)."""
+    if not (isinstance(SPLIT, tuple) and len(SPLIT) == 3 and all(isinstance(v, int) for v in SPLIT)):
+        raise KernelConfigError(f"gemm_sm90: SPLIT must be a tuple (rows, wide, bn2) of ints, got {SPLIT!r}")
+    rows, wide, bn2 = SPLIT
+    if PP or CM != 1 or not DEFER or b_major != "K" or not wide_chunks:
+        raise KernelConfigError("gemm_sm90: SPLIT is a tiling of the cooperative deferred schedule without a cluster, with a "
+                                "K-major B and 128-byte output chunks (PINGPONG=False, CM=1, DEFER, BN a multiple of 64 for a "
+                                f"16-bit output); got PINGPONG={PP}, CM={CM}, DEFER={DEFER}, b_major={b_major!r}, BN={BN}")
+    if not (bn2 % 16 == 0 and BN - EPI < bn2 < BN):
+        raise KernelConfigError(f"gemm_sm90: SPLIT's narrow width {bn2} must be a multiple of 16 in ({BN - EPI}, {BN}): "
+                                f"narrower than BN = {BN}, with as many {EPI}-column output chunks")
+    if not (1 <= rows <= cdiv(M, 128)) or not (0 <= wide and wide * BN < N):
+        raise KernelConfigError(f"gemm_sm90: SPLIT = {SPLIT}: rows must be in [1, {cdiv(M, 128)}] (tile rows of M = {M}) and "
+                                f"wide tiles of {BN} columns must leave part of N = {N} to the narrow ones "
+                                f"(wide < {cdiv(N, BN)})")
+    return rows, wide, cdiv(N - wide * BN, bn2), bn2
+
+
+
+
+def check_options(BN=256, STAGES=None, CM=1, group=4, DEFER=None, PINGPONG=False, PDL=True, SPLIT=None,
+                  sms=SM_COUNT_H100):
+    """Each tuning option of :func:`gemm_sm90` on its own, its kind and the range no other option moves
+    (:class:`~kernels.errors.KernelConfigError` naming the first bad one). ``PINGPONG=None`` passes (kernels.gemm
+    then picks the schedule). :func:`check_config` runs this first; :func:`kernels.gemm` runs it before it picks
+    a tile.
+
+        >>> check_options(BN=192, STAGES=4, SPLIT=(16, 1, 240))
+        >>> check_options(group=0)
+        Traceback (most recent call last):
+        ...
+        kernels.errors.KernelConfigError: gemm_sm90: group = 0 is out of range; it must be >= 1
+    """
+    w = "gemm_sm90"
+    int_option(w, "BN", BN)
+    int_option(w, "STAGES", STAGES, none=True)
+    int_option(w, "CM", CM)
+    int_option(w, "group", group, lo=1)
+    int_option(w, "sms", sms, lo=1)
+    flag_option(w, "PINGPONG", PINGPONG, none=True)
+    flag_option(w, "DEFER", DEFER, none=True)
+    flag_option(w, "PDL", PDL)
+    if SPLIT is not None and not (isinstance(SPLIT, tuple) and len(SPLIT) == 3
+                                  and all(isinstance(v, int) and not isinstance(v, bool) for v in SPLIT)):
+        raise KernelConfigError(f"gemm_sm90: SPLIT must be a tuple (rows, wide, bn2) of ints, got {SPLIT!r:.60}")
+
+
+def check_config(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", dtype="bfloat16",
+                 out_dtype="bfloat16", bias=False, activation=None, sms=SM_COUNT_H100, group=4, DEFER=None,
+                 PINGPONG=False, drop=None, PDL=True, SPLIT=None):
+    """Every check :func:`gemm_sm90` makes of its arguments, before anything is built: the options
+    (:func:`check_options`), the plan (:func:`plan`) and how they combine; the first failure raises
+    :class:`~kernels.errors.KernelConfigError` naming the option and the fix. Returns the resolved schedule:
+    ``{"PP", "STAGES", "plan", "DEFER", "SPLIT" (rows, wide, narrow, bn2), "PDL"}``.
+
+        >>> c = check_config(4096, 4096, 4096)
+        >>> c["PP"], c["STAGES"], c["DEFER"], c["plan"]["grid"]
+        (False, 4, True, 132)
+    """
+    for name, v in (("M", M), ("N", N), ("K", K)):
+        int_option("gemm_sm90", name, v, lo=1)
+    check_options(BN, STAGES, CM, group, DEFER, False if PINGPONG is None else PINGPONG, PDL, SPLIT, sms)
+    if PINGPONG is None:
+        raise KernelConfigError("gemm_sm90: PINGPONG must be True or False (kernels.gemm picks it when given None)")
+    flag_option("gemm_sm90", "bias", bias)
+    activation = choice_option("gemm_sm90", "activation", activation, ACTIVATIONS)
+    BM, BK = 128, 64
+    PP = bool(PINGPONG)
+    if PP and BN > widest_bn(True):
+        raise KernelConfigError(f"gemm_sm90: PINGPONG keeps a whole (128, {BN}) float32 tile in each consumer's registers, "
+                                f"{BN} per thread, more than fit next to the rest (at most 240): use BN <= {widest_bn(True)} or "
+                                "PINGPONG=False")
+    if STAGES is None:
+        STAGES = default_stages(BN, PP)
+    p = plan(M, N, K, BM, BN, BK, STAGES, CM, sms, group, dtype, out_dtype, PP)
+    if not all(type(v) is str and v in ("K", "MN") for v in (a_major, b_major)):
+        raise KernelConfigError(f"gemm_sm90: a_major / b_major must be 'K' or 'MN', got {a_major!r}, {b_major!r}")
+    if b_major == "MN" and BN % (64 * CM):
+        raise KernelConfigError(f"gemm_sm90: BN = {BN}: an MN-major B is loaded in 64-column boxes, "
+                                + ("so BN must be a multiple of 64" if CM == 1 else
+                            f"{CM} multicast slices of them, so BN must be a multiple of {64 * CM}")
+                         + " (or pass B K-major)")
+    for name, inner in (("A", K if a_major == "K" else M), ("B", K if b_major == "K" else N), ("C", N)):
+        if inner * _BYTES[dtype if name != "C" else out_dtype] % 16:
+            raise KernelConfigError(f"gemm_sm90: the rows of {name} ({inner} elements) are not a multiple of 16 bytes, "
+                                    "which TMA needs: pad that dimension (kernels.gemm does this for you)")
+    for name, size, tile in (("M", M, BM), ("N", N, BN), ("K", K, BK)):
+        if size < tile:
+            raise KernelConfigError(f"gemm_sm90: {name} = {size} is smaller than one tile ({tile}), and a TMA box may not be "
+                                    f"larger than its tensor: pad {name} to {tile} with zeros (kernels.gemm does this for you)")
+    if PP and DEFER:
+        raise KernelConfigError("gemm_sm90: with PINGPONG each consumer stores its own tile while the other one's k-loop runs, "
+                                f"so DEFER does not apply (got DEFER={DEFER!r})")
+    if DEFER is None:
+        # not with a fused bias: ptxas hoists its predicated loads, which (with silu) do not fit in the
+        # registers next to a deferred tile and spill
+        DEFER = out_dtype != "float32" and not bias and not PP
+    if DEFER and out_dtype == "float32":
+        raise KernelConfigError("gemm_sm90: DEFER keeps a converted tile in registers until the next tile's k-loop, which "
+                                "a float32 output (as many registers as the accumulator) does not leave room for: "
+                                "use DEFER=False or a 16-bit output")
+    DEFER = bool(DEFER)
+    if SPLIT is not None:
+        wide_chunks = p["epi"] * _BYTES[out_dtype] == 128
+        checked = _split_checked(SPLIT, M, N, BN, p["epi"], wide_chunks, CM, PP, DEFER, b_major)
+        p = plan(M, N, K, BM, BN, BK, STAGES, CM, sms, group, dtype, out_dtype, PP, SPLIT)
+        SPLIT = checked         # (rows, wide, narrow, bn2), as split_tile takes it
+    PDL = bool(PDL)
+    if drop is not None and not (type(drop) is str and drop in DROPS):
+        raise KernelConfigError(f"gemm_sm90: unknown drop={drop!r}; one of {DROPS}")
+    if drop == "turn" and not PP:
+        raise KernelConfigError("gemm_sm90: drop='turn' removes the ping-pong turns, which only PINGPONG=True has")
+    return {"PP": PP, "STAGES": STAGES, "plan": p, "DEFER": DEFER, "SPLIT": SPLIT, "PDL": PDL}
+
+
+
+BM, BK = 128, 64        # tile rows (two consumer warpgroups of 64) and k-block depth (one 128-byte swizzle atom)
+THREADS = 384           # a producer warpgroup and two consumer warpgroups
+PRODUCER_REGS, CONSUMER_REGS = 40, 232      # the setmaxnreg split of those 384 threads' registers
+
+
+@dataclass(frozen=True)
+class GemmPlan:
+    """Every size and switch :func:`kernels.gemm_sm90.gemm_sm90` builds its kernel from, resolved and checked
+    (:func:`kernel_plan`). The kernel's parts read these names; none of them is derived again there."""
+
+    M: int
+    N: int
+    K: int
+    BN: int                 # tile width: the wgmma N
+    stages: int             # shared-memory ring stages
+    CM: int                 # CTAs per cluster (they multicast B)
+    a_major: str
+    b_major: str
+    dtype: str              # inputs
+    out_dtype: str
+    bias: bool
+    activation: str | None
+    group: int              # band height of the grouped tile order
+    pingpong: bool          # consumers take whole tiles in turn (else: the cooperative schedule)
+    defer: bool             # a tile is stored under the next tile's k-loop
+    pdl: bool
+    split: tuple | None     # (rows, wide, narrow, bn2) of the balanced split, as split_tile takes it
+    drop: str | None        # a protocol step removed (simulator mutation tests only)
+    grid: int               # CTAs launched
+    units: int              # persistent units (clusters)
+    tiles: int              # tiles of the whole walk
+    cluster_tile_rows: int  # tile rows of the plain grid, counted in clusters
+    tile_cols: int          # tile columns of the plain grid
+    k_blocks: int           # k-blocks per tile (BK deep each)
+    chunk_cols: int         # columns of one output chunk: 128 bytes, or the widest 2^k share of BN below
+    chunks: int             # output chunks per tile
+    boxes_per_round: int    # chunks one deferred store round writes (128 bytes of columns)
+    rounds: int             # store rounds per tile
+    narrow_bn: int          # a split's narrow tile width (BN without a split)
+    b_rows_per_cta: int     # rows of B's (BN, BK) box each CTA of the cluster loads and multicasts
+    stage_bytes: int        # bytes landing in one stage: A's box and all of B's
+    a_boxes: int            # TMA boxes of A per stage (an MN-major A comes in 64-column boxes)
+    b_boxes: int            # TMA boxes of B per stage and CTA
+    multicast_mask: int     # the cluster's CTAs, as a TMA multicast mask
+    empty_arrivals: int     # arrivals that release a stage: one per reading consumer warpgroup and CTA
+    kloop_wait: int | None  # wgmma groups left pending in the k-loop before a stage is released
+    expect_tx: bool         # the producer announces the stage's bytes
+
+    @property
+    def cluster(self):
+        """``T.launch``'s cluster shape, or None without a cluster."""
+        return (self.CM,) if self.CM > 1 else None
+
+    @property
+    def bias_shape(self):
+        """The ``Bias`` parameter's shape: a row of ``N`` values, or a placeholder ``(1, 1)``."""
+        return (1, self.N) if self.bias else (1, 1)
+
+    @property
+    def neg_zero_guard(self):
+        """Whether the store-at-once epilogue adds -0.0 to the accumulator first: without a write ahead of the
+        chunk-by-chunk 16-bit conversions, ptxas takes those reads for reads inside the last wgmma's pipeline
+        stage and serializes every wgmma of the kernel (C7514); a bias, an activation, a float32 output or the
+        deferred epilogue's whole-tile cast write the accumulator anyway."""
+        return not self.defer and not self.bias and self.activation is None and self.out_dtype != "float32"
+
+
+def kernel_plan(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", dtype="bfloat16", out_dtype="bfloat16",
+                bias=False, activation=None, sms=SM_COUNT_H100, group=4, DEFER=None, PINGPONG=False, drop=None,
+                PDL=True, SPLIT=None) -> GemmPlan:
+    """The :class:`GemmPlan` of these options (:func:`check_config` checks them first)."""
+    c = check_config(M, N, K, BN, STAGES, CM, a_major, b_major, dtype, out_dtype, bias, activation, sms, group,
+                     DEFER, PINGPONG, drop, PDL, SPLIT)
+    p, defer, split = c["plan"], c["DEFER"], c["SPLIT"]
+    epi = p["epi"]
+    chunks = BN // epi
+    # the deferred epilogue stores 128 bytes of columns per round (several boxes when chunks are narrower), so
+    # a tile takes as many barrier rounds in the next tile's k-loop as a 64-multiple BN would
+    per_round = 128 // _BYTES[out_dtype] // epi if defer else 1
+    return GemmPlan(
+        M=M, N=N, K=K, BN=BN, stages=c["STAGES"], CM=CM, a_major=a_major, b_major=b_major, dtype=dtype,
+        out_dtype=out_dtype, bias=bias, activation=activation, group=group, pingpong=c["PP"], defer=defer,
+        pdl=c["PDL"], split=split, drop=drop, grid=p["grid"], units=p["units"], tiles=p["tiles"],
+        cluster_tile_rows=p["cluster_tiles_m"], tile_cols=p["tiles_n"], k_blocks=p["kt"], chunk_cols=epi,
+        chunks=chunks, boxes_per_round=per_round, rounds=cdiv(chunks, per_round),
+        narrow_bn=BN if split is None else split[3], b_rows_per_cta=BN // CM, stage_bytes=(BM + BN) * BK * 2,
+        a_boxes=1 if a_major == "K" else BM // 64, b_boxes=1 if b_major == "K" else BN // CM // 64,
+        multicast_mask=(1 << CM) - 1, empty_arrivals=(1 if c["PP"] else 2) * CM,
+        kloop_wait=None if drop == "wgmma_wait" else 1, expect_tx=drop != "expect_tx")
