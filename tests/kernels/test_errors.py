@@ -49,7 +49,7 @@ def test_every_kernel_module_raises_it():
     from kernels.rmsnorm_silu import plan as rms_plan
 
     cases = [(lambda: plan(512, 512, 512, BN=100), "BN = 100"), (lambda: check_config(512, 512, 512, group=0), "group"),
-             (lambda: check_config(512, 512, 512, STORE=["wg"]), "STORE"),
+             (lambda: check_config(512, 512, 512, DEFER=["on"]), "DEFER"),
              (lambda: check_config(512, 512, 512, drop="nope"), "unknown drop"),
              (lambda: check_config(512.0, 512, 512), "M must be an int"),
              (lambda: attention_plan(1, 4, 2, 128, 128, 64, NC=[2]), "NC must be an int"),
