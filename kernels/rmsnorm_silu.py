@@ -2,13 +2,20 @@
 
 ``y[r, :] = silu(x[r, :] / sqrt(mean(x[r, :]**2) + eps) * w)``, bf16 in and out, float32 math.
 
-One CTA per row (rows of up to 512 elements: one warp per row, 8 rows per CTA): every thread
-holds ``vecs`` 16-byte (or narrower, when ``d`` demands) vectors of the row in registers (one
-pass over ``x``), the sum of squares is a CTA reduction (warp butterflies, then one
-shared-memory exchange; just the butterflies for a warp per row), and the result leaves with
-vector stores. Works
-for any ``d`` that is a multiple of 32 (vector width ``v``: the largest power of two <= 8 that
-divides ``d / 32``; rows of up to 1024 threads).
+The plan (:func:`plan`) deals a row of width ``d`` (any positive multiple of 32) to ``threads`` threads
+as ``vecs`` vectors of ``v`` elements each:
+
+- ``v``: the widest vector (at most 8 bf16 = 16 bytes) such that ``32 v`` divides ``d``, so every access
+  is one aligned vector load or store;
+- ``vecs``: ``elems_per_thread / v`` vectors per thread (fewer where they do not divide the row, more
+  where the row would need over 1024 threads);
+- ``threads = d / (v vecs)``. A row that fits one warp (``d <= 32 elems_per_thread``) is one warp's,
+  eight rows to a CTA; a wider row is one CTA's.
+
+The kernel is three named parts, each a macro over the row tiles: :func:`load_row` (one pass over
+``x`` and the weights into registers), :func:`row_scale` (the sum of squares as a CTA reduction, warp
+butterflies and then one shared-memory exchange, or just the butterflies for a warp per row; then
+``rsqrt(mean + eps)``), :func:`store_silu` (scale, weight, SiLU, vector stores).
 
     >>> k = rmsnorm_silu(64, 4096)
     >>> k.launch.threads, plan(4096), plan(96), plan(8192), rmsnorm_silu(64, 256).launch.threads
@@ -22,9 +29,18 @@ from tirxpy.layout import R, S, TileLayout, laneid, m, warpid
 
 from .errors import KernelConfigError
 
+ELEMS_PER_THREAD = 16
+"""Default elements of the row per thread: two 16-byte bf16 vectors, which deals a 4096-wide row to 256
+threads (one CTA of 8 warps). Raising it keeps more bytes in flight per thread and gives a row fewer
+threads (more rows per SM at once); lowering it does the opposite. ``benchmarks/rmsnorm_sweep.py`` times
+the choices against a copy of the same bytes."""
 
-def plan(d: int, target_elems: int = 16) -> tuple:
-    """``(v, vecs, threads)``: vector width in elements, vectors per thread, threads per row."""
+WARP_ROWS_PER_CTA = 8
+"""Rows per CTA when one warp holds a row: 8 (256 threads)."""
+
+
+def plan(d: int, target_elems: int = ELEMS_PER_THREAD) -> tuple:
+    """``(v, vecs, threads)``: vector width in elements, vectors per thread, threads per row (module docstring)."""
     if d % 32 or d <= 0:
         raise KernelConfigError(f"rmsnorm_silu: the row width {d} must be a positive multiple of 32")
     q = d // 32
@@ -39,7 +55,7 @@ def plan(d: int, target_elems: int = 16) -> tuple:
     return v, vecs, d // (v * vecs)
 
 
-def row_layout(d: int, elems_per_thread: int = 16) -> TileLayout:
+def row_layout(d: int, elems_per_thread: int = ELEMS_PER_THREAD) -> TileLayout:
     """Element ``((i * warps + w) * 32 + l) * v + j`` of the row lives in warp ``w``, lane ``l``, slot ``i * v + j``."""
     v, vecs, threads = plan(d, elems_per_thread)
     nw = threads // 32
@@ -48,25 +64,53 @@ def row_layout(d: int, elems_per_thread: int = 16) -> TileLayout:
     return TileLayout(S[(vecs, nw, 32, v) : (v @ m, 1 @ warpid, 1 @ laneid, 1 @ m)])
 
 
-def scalar_layout(d: int, elems_per_thread: int = 16) -> TileLayout:
-    """One float held (replicated) by every thread of the CTA."""
+def scalar_layout(d: int, elems_per_thread: int = ELEMS_PER_THREAD) -> TileLayout:
+    """One float held (replicated) by every thread of the CTA (of the warp, for a warp per row)."""
     nw = plan(d, elems_per_thread)[2] // 32
     if nw == 1:
         return TileLayout(S[1 : 1 @ m] + R[32 : 1 @ laneid])
     return TileLayout(S[1 : 1 @ m] + R[(32, nw) : (1 @ laneid, 1 @ warpid)])
 
 
+@T.macro
+def load_row(x, w, xf, X, W, row, d):
+    """Row ``row`` of ``X`` and the weights into registers (16-byte vector loads, one pass over ``x``); ``xf``
+    the row in float32."""
+    Tx.cta.copy(x, X[row, :])
+    Tx.cta.copy(w, W[0:d])
+    Tx.cta.cast(xf, x)
+
+
+@T.macro
+def row_scale(ms, sq, xf, inv_d, eps):
+    """``ms = rsqrt(mean(xf^2) + eps)``, held by every thread of the row: warp butterflies, then one
+    shared-memory exchange across the row's warps."""
+    Tx.cta.mul(sq, xf, xf)
+    Tx.cta.sum(ms, sq, axis=0)
+    Tx.cta.fma(ms, ms, T.float32(inv_d), T.float32(eps))
+    Tx.cta.rsqrt(ms, ms)
+
+
+@T.macro
+def store_silu(Y, xf, w, ms, row):
+    """``Y[row] = silu(xf * ms * w)``, converted to bf16 and written with vector stores."""
+    Tx.cta.mul(xf, xf, ms)               # broadcast the row's scale
+    Tx.cta.mul(xf, xf, w)
+    Tx.cta.silu(xf, xf)
+    Tx.cta.copy(Y[row, :], xf)
+
+
 @tirxpy.jit
-def rmsnorm_silu(n_rows: int, d: int, eps: float = 1e-6, elems_per_thread: int = 16):
+def rmsnorm_silu(n_rows: int, d: int, eps: float = 1e-6, elems_per_thread: int = ELEMS_PER_THREAD):
     """The kernel for ``n_rows`` rows of width ``d``: call it as ``k(x, w, y)`` (bf16 tensors
     ``(n_rows, d)``, ``(d,)``, ``(n_rows, d)``). The primitives run at CTA scope; with one warp
     per row each warp works on its own row (the row tiles' layouts name only lanes).
-    ``elems_per_thread`` sets how much of the row each thread holds (bytes in flight)."""
+    ``elems_per_thread``: elements of the row each thread holds (:data:`ELEMS_PER_THREAD` says when to
+    change it)."""
     _, _, threads = plan(d, elems_per_thread)
     XL, SL = row_layout(d, elems_per_thread), scalar_layout(d, elems_per_thread)
     inv_d = 1.0 / d
-    # one warp per row (d <= 512): 8 rows per CTA, each warp its own instance of the row tiles
-    rpc = 8 if threads == 32 else 1
+    rpc = WARP_ROWS_PER_CTA if threads == 32 else 1
     wpr = threads // 32
 
     @T.prim_func
@@ -79,16 +123,8 @@ def rmsnorm_silu(n_rows: int, d: int, eps: float = 1e-6, elems_per_thread: int =
         xf = T.alloc_local((d,), "float32", layout=XL)
         sq = T.alloc_local((d,), "float32", layout=XL)
         ms = T.alloc_local((1,), "float32", layout=SL)
-        Tx.cta.copy(x, X[row, :])            # 16-byte vector loads, one pass over x
-        Tx.cta.copy(w, W[0:d])
-        Tx.cta.cast(xf, x)
-        Tx.cta.mul(sq, xf, xf)
-        Tx.cta.sum(ms, sq, axis=0)           # warp butterflies + one shared-memory exchange
-        Tx.cta.fma(ms, ms, T.float32(inv_d), T.float32(eps))
-        Tx.cta.rsqrt(ms, ms)
-        Tx.cta.mul(xf, xf, ms)               # broadcast the row's scale
-        Tx.cta.mul(xf, xf, w)
-        Tx.cta.silu(xf, xf)
-        Tx.cta.copy(Y[row, :], xf)           # convert to bf16, 16-byte vector stores
+        load_row(x, w, xf, X, W, row, d)
+        row_scale(ms, sq, xf, inv_d, eps)
+        store_silu(Y, xf, w, ms, row)
 
     return rmsnorm_silu_kernel

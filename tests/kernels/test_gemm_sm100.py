@@ -32,9 +32,9 @@ def _sim(M, N, K, seed, dtype="bfloat16", **kw):
 
 def test_plan_counts_tiles_and_checks_inputs():
     p = plan(260, 100, 136, BN=64, STAGES=2, ctas=2)
-    assert (p["mt"], p["nt"], p["tiles"], p["grid"], p["per_cta"], p["KB"], p["tmem_cols"]) == (3, 2, 6, 2, 3, 3, 128)
+    assert (p.mt, p.nt, p.tiles, p.grid, p.per_cta, p.KB, p.tmem_cols) == (3, 2, 6, 2, 3, 3, 128)
     p2 = plan(8192, 8192, 8192, STAGES=6, cta_group=2)
-    assert (p2["BM"], p2["tiles"], p2["grid"], p2["tmem_cols"]) == (256, 1024, 148, 512)
+    assert (p2.BM, p2.tiles, p2.grid, p2.tmem_cols) == (256, 1024, 148, 512)
     with pytest.raises(ValueError, match="exceed the 232448-byte"):
         plan(8192, 8192, 8192, STAGES=8)
     with pytest.raises(ValueError, match="BN = 40 must be a multiple of 16"):
@@ -45,6 +45,39 @@ def test_plan_counts_tiles_and_checks_inputs():
         plan(128, 128, 128, dtype="float32")
     with pytest.raises(ValueError, match="unknown drop"):
         gemm_sm100(128, 128, 128, drop="nothing")
+
+
+def test_defaults_follow_the_plan_rules():
+    # BN: 256, 128 block-scaled; STAGES: the deepest ring that fits shared memory (and TMEM)
+    for kw, bn, stages in [({}, 256, 4), (dict(cta_group=2), 256, 6), (dict(dtype="float8_e4m3"), 128, 5),
+                           (dict(BN=64), 64, 8), (dict(BN=128, EPI=16, dtype="float8_e4m3"), 128, 6)]:
+        p = plan(8192, 8192, 8192, **kw)
+        assert (p.BN, p.STAGES) == (bn, stages), kw
+        with pytest.raises(ValueError, match="exceed the 232448-byte"):
+            plan(8192, 8192, 8192, **{**kw, "BN": bn}, STAGES=stages + 1)
+    assert plan(8192, 8192, 8192).BK == 64 and plan(8192, 8192, 8192, dtype="float8_e5m2").BK == 128
+    with pytest.raises(ValueError, match="STAGES = 0 must be an int >= 1"):
+        plan(128, 128, 128, STAGES=0)
+    with pytest.raises(ValueError, match="ctas = 0 must be an int >= 1"):
+        plan(128, 128, 128, ctas=0)
+
+
+def test_the_b200_presets_are_the_defaults():
+    from kernels.gemm_sm100 import b200_bf16_cg1, b200_bf16_cg2, b200_mxfp8_cg1
+
+    assert str(b200_bf16_cg1()) == str(gemm_sm100(8192, 8192, 8192, BN=256, STAGES=4))
+    assert str(b200_bf16_cg2()) == str(gemm_sm100(8192, 8192, 8192, BN=256, STAGES=6, cta_group=2))
+    assert str(b200_mxfp8_cg1()) == str(gemm_sm100(8192, 8192, 8192, BN=128, STAGES=5, dtype="float8_e4m3"))
+
+
+def test_the_kernel_is_built_from_the_lang_rings():
+    text = str(gemm_sm100(260, 100, 136, BN=64, STAGES=3, ctas=2, cta_group=2))
+    # ring (3 stages, cluster 2): producer waits, MMA waits and multicasts its commit to both CTAs' empty
+    assert "T.ptx.mbarrier_wait_parity(empty[g % 3], (g // 3 + 1) % 2)" in text
+    assert "T.ptx.tcgen05_commit_cg2_multicast(empty[g_1 % 3], T.uint16(3))" in text
+    # accs (2 accumulators): the epilogues release to the leader only, the MMA commits to both
+    assert "T.ptx.tcgen05_commit_cg2_multicast(tmem_full[i_1 % 2], T.uint16(3))" in text
+    assert "T.ptx.mbarrier_arrive_remote(T.ptx.mapa_shared(tmem_empty[i_2 % 2], 0))" in text
 
 
 def test_every_tile_primitive_dispatches_to_tma_tcgen05_or_tmem():

@@ -43,7 +43,7 @@ def test_pack_scales_tile_layout():
 
 def test_plan_checks():
     p = plan(M, N, K, BN=64, STAGES=2, ctas=2, dtype="float8_e4m3")
-    assert (p["BK"], p["KB"], p["tiles"], p["per_cta"], p["tmem_cols"]) == (128, 2, 6, 3, 256)  # 128 + 16 -> 256
+    assert (p.BK, p.KB, p.tiles, p.per_cta, p.tmem_cols) == (128, 2, 6, 3, 256)  # 128 + 16 -> 256
     with pytest.raises(ValueError, match="block-scaled fp8 runs with cta_group=1 and BN in"):
         plan(M, N, K, BN=256, dtype="float8_e4m3")
     with pytest.raises(ValueError, match="block-scaled fp8 runs with cta_group=1"):

@@ -57,6 +57,43 @@ def test_a_cluster_ring_releases_the_stage_in_every_cta():
         assert f"T.ptx.mbarrier_arrive_cluster(T.ptx.mapa_shared(empty[g % 2], {r}))" in text
 
 
+@pytest.mark.parametrize("cluster, cta_group, want", [
+    (1, 1, "T.ptx.tcgen05_commit_cg1({bar}[g % 2])"),
+    (1, 2, "T.ptx.tcgen05_commit_cg2({bar}[g % 2])"),
+    (2, 1, "T.ptx.tcgen05_commit_cg1_multicast({bar}[g % 2], T.uint16(3))"),
+    (2, 2, "T.ptx.tcgen05_commit_cg2_multicast({bar}[g % 2], T.uint16(3))"),
+])
+def test_tcgen05_commits_onto_empty_and_full_multicast_in_a_cluster(cluster, cta_group, want):
+    @T.macro
+    def commits(ring, g):
+        ring.commit_empty(g, cta_group)
+        ring.commit_full(g, cta_group)
+
+    text = str(_ring_kernel(2, cluster, commits))
+    assert want.format(bar="empty") in text and want.format(bar="full") in text, text
+
+
+def test_release_to_arrives_on_one_ctas_empty_barrier_with_cluster_release():
+    @T.macro
+    def to_leader(ring, g):
+        ring.release_to(g, 0)
+
+    text = str(_ring_kernel(2, 2, to_leader))
+    assert "T.ptx.mbarrier_arrive_remote(T.ptx.mapa_shared(empty[g % 2], 0))" in text
+    assert "mapa_shared(empty[g % 2], 1)" not in text
+
+
+def test_a_commit_with_a_bad_cta_group_is_refused():
+    from tirxpy.errors import TirxError
+
+    @T.macro
+    def bad(ring, g):
+        ring.commit_empty(g, 4)
+
+    with pytest.raises(TirxError, match="cta_group must be 1 or 2"):
+        _ring_kernel(2, 1, bad)
+
+
 def test_parities_match_a_reference_walk():
     ring = StageRing.__new__(StageRing)
     ring.stages = 3
@@ -83,6 +120,9 @@ def test_without_the_consumers_release_the_producer_deadlocks():
     with pytest.raises(SimReportError) as e:
         sim.run(k, a, b, torch.zeros(128, 128))
     assert any(p.kind == "deadlock" for p in e.value.problems)
+    # the wait sits in the ring's macro; the report also names the kernel line that expanded it
+    assert "tirxpy/lang/pipeline.py" in str(e.value) and "expanded at " in str(e.value)
+    assert "ring_gemm.py" in str(e.value) and "ring.wait_empty(k)" in str(e.value), str(e.value)
 
 
 def test_bad_rings_are_refused_naming_the_argument():

@@ -17,19 +17,22 @@ from __future__ import annotations
 
 import contextvars
 import linecache
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from tirxpy.scope.errors import ScopeError, TirxError
 
 
 @dataclass(frozen=True)
 class Span:
-    """A source location: file, 1-based line, 0-based column (and the end column, if known)."""
+    """A source location: file, 1-based line, 0-based column (and the end column, if known); ``via``: for a
+    construct expanded from a ``@T.macro``, the span of the macro's call (itself with a ``via`` when that call
+    sits in another macro). ``via`` takes no part in equality."""
 
     file: str
     line: int
     col: int = 0
     end_col: int | None = None
+    via: Span | None = field(default=None, compare=False, repr=False)
 
     def source_line(self) -> str:
         return linecache.getline(self.file, self.line).rstrip("\n")

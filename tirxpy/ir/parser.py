@@ -69,6 +69,7 @@ class Parser(ExprEvaluator):
         self.launch: LaunchConfig | None = None
         self.emitted = False
         self.macros: list[str] = []   # names of the macros being expanded, outermost first
+        self.via: Span | None = None  # the innermost macro call being expanded (Span.via of what it builds)
 
     # ---------------------------------------------------------------- spans / errors
     def span(self, node) -> Span:
@@ -79,7 +80,7 @@ class Parser(ExprEvaluator):
             end += self.col_offset
         else:
             end = None
-        return Span(self.file, line, col, end)
+        return Span(self.file, line, col, end, self.via)
 
     def error(self, node, msg, hint=None):
         return ParseError(msg, self.span(node), hint)
@@ -389,8 +390,9 @@ class Parser(ExprEvaluator):
                                  Span(file, s.lineno + line_offset, s.col_offset + col_offset),
                                  "a macro expands to statements and returns nothing; write results into a buffer")
         call_span = self.span(node)
-        saved = (self.file, self.line_offset, self.col_offset, self.closure, self.globals, self.blocks, self.policy)
+        saved = (self.file, self.line_offset, self.col_offset, self.closure, self.globals, self.blocks, self.policy, self.via)
         self.file, self.line_offset, self.col_offset, self.closure, self.globals = file, line_offset, col_offset, closure, globals_
+        self.via = call_span
         self.policy = trust.Policy(True, mac.fn.__module__)   # a macro's body is its author's, like a @T.prim_func's
         self.blocks = [_Block(False)]
         self.blocks[0].names.update(params)
@@ -408,7 +410,7 @@ class Parser(ExprEvaluator):
             raise err from None
         finally:
             self.macros.pop()
-            self.file, self.line_offset, self.col_offset, self.closure, self.globals, self.blocks, self.policy = saved
+            self.file, self.line_offset, self.col_offset, self.closure, self.globals, self.blocks, self.policy, self.via = saved
         return SeqStmt(out)
 
     def primitive(self, marker, args, kwargs, node):

@@ -117,5 +117,48 @@ class StageRing:
             for r in range(self.cluster):
                 T.ptx.mbarrier_arrive_cluster(T.ptx.mapa_shared(self.empty[g % self.stages], r))
 
+    @T.macro
+    def release_to(self, g, rank):
+        """Consumer (one thread per arriving group): stage of position ``g`` is read; arrive on its ``empty``
+        barrier in CTA ``rank`` of the cluster only, the CTA whose producer refills it (the leader of a
+        ``cta_group::2`` pair issues the MMAs into both CTAs' tensor memory). The arrival is a
+        ``.release.cluster`` one (``mbarrier_arrive_remote``): it orders this thread's earlier accesses for the
+        other CTA's producer."""
+        T.ptx.mbarrier_arrive_remote(T.ptx.mapa_shared(self.empty[g % self.stages], rank))
+
+    @T.macro
+    def commit_empty(self, g, cta_group):
+        """Consumer that reads stages with ``tcgen05.mma`` (its one issuing thread): ``tcgen05.commit`` onto
+        ``empty`` of position ``g``, which arrives once every ``tcgen05`` operation this thread issued so far
+        has completed, so the producer refills the stage only after the tensor cores have read it.
+        ``cta_group`` (1 or 2) is that of the MMAs; with ``cluster > 1`` the commit multicasts to ``empty``
+        in every CTA of the cluster (their producers each refill their own part of the stage)."""
+        self.commit(self.empty[g % self.stages], cta_group)
+
+    @T.macro
+    def commit_full(self, g, cta_group):
+        """Producer that fills stages with ``tcgen05.mma`` (its one issuing thread; a tensor-memory
+        accumulator ring, say): ``tcgen05.commit`` onto ``full`` of position ``g``, which arrives once the
+        MMAs this thread issued so far have completed; with ``cluster > 1`` it multicasts to ``full`` in
+        every CTA of the cluster (each CTA's consumers read their own lanes)."""
+        self.commit(self.full[g % self.stages], cta_group)
+
+    @T.macro
+    def commit(self, bar, cta_group):
+        """``tcgen05.commit`` (``.cta_group::`` ``cta_group``) onto ``bar``, one of this ring's barriers; with
+        ``cluster > 1`` multicast to the same barrier in every CTA of the cluster (mask ``2^cluster - 1``).
+        :meth:`commit_empty` and :meth:`commit_full` name the two uses."""
+        assert cta_group in (1, 2), "StageRing commit: cta_group must be 1 or 2 (that of the tcgen05.mma)"
+        if self.cluster == 1:
+            if cta_group == 1:
+                T.ptx.tcgen05_commit_cg1(bar)
+            else:
+                T.ptx.tcgen05_commit_cg2(bar)
+        else:
+            if cta_group == 1:
+                T.ptx.tcgen05_commit_cg1_multicast(bar, T.uint16((1 << self.cluster) - 1))
+            else:
+                T.ptx.tcgen05_commit_cg2_multicast(bar, T.uint16((1 << self.cluster) - 1))
+
     def __repr__(self):
         return f"StageRing({self.full.name}, {self.empty.name}, stages={self.stages}, cluster={self.cluster})"

@@ -44,6 +44,10 @@ class Problem:
             src = self.span.source_line() if hasattr(self.span, "source_line") else ""
             if src.strip():
                 text += f"\n    | {src.strip()}"
+            via = getattr(self.span, "via", None)
+            while via is not None:   # the macro calls it was expanded from, innermost first
+                text += f"\n    expanded at {via}: {via.source_line().strip()}"
+                via = via.via
         if self.threads:
             text += f"\n    threads: {self.threads}"
         for n in self.notes:

@@ -1,0 +1,218 @@
+"""Plan of the Blackwell GEMM (:mod:`kernels.gemm_sm100`): tile choice, ring depth, TMEM and shared-memory
+budgets, the checks of every option, and the host-side packing of block scales.
+
+The rules the defaults follow:
+
+- ``BN`` (tile columns; tiles are ``128 cta_group`` rows): 256, the widest ``tcgen05.mma`` N, which
+  halves how often A is read against a 128-wide tile; 128 for block-scaled fp8, where tensor memory
+  must also hold the staged scales next to two accumulators.
+- ``STAGES`` (depth of the shared-memory ring): the deepest ring that fits the shared memory per CTA
+  (and, block-scaled, the 512 TMEM columns), so the TMA producer runs as far ahead of the tensor cores
+  as the SM allows.
+- ``BK`` is not a choice: one k-block spans the 128-byte swizzle atom (64 bf16 / f16, 128 fp8).
+- ``EPI`` (columns per epilogue chunk): 32, one ``tcgen05.ld.32x32b.x32`` per thread into 32 registers
+  and a double-buffered 2 x 16 KiB staging tile; 16 halves the staging tile, which frees 16 KiB for a
+  deeper ring where one more stage is what does not fit.
+- ``cta_group``: 1 (one CTA per 128-row tile); 2 runs CTA pairs on 256-row tiles, each SM loading half
+  of B, for problems large enough that the feed from L2 bounds the single-CTA tile
+  (docs/performance.md has the arithmetic).
+- ``ctas``: the persistent grid, one CTA per SM (a B200's 148 by default; fewer when there are fewer tiles).
+
+    >>> p = plan(8192, 8192, 8192)
+    >>> p.BN, p.STAGES, p.BK, p.tiles, p.grid, p.tmem_cols
+    (256, 4, 64, 2048, 148, 512)
+    >>> plan(8192, 8192, 8192, cta_group=2).STAGES, plan(8192, 8192, 8192, dtype="float8_e4m3").STAGES
+    (6, 5)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tirxpy.lang import cdiv, persistent_units
+
+from .errors import KernelConfigError
+
+SM_COUNT_B200 = 148
+SMEM_LIMIT = 232448  # sm_100 dynamic shared memory per CTA (227 KiB)
+TMEM_COLUMNS = 512   # tensor memory columns per SM (128 lanes each)
+FP8 = ("float8_e4m3", "float8_e5m2")
+DTYPES = ("bfloat16", "float16") + FP8
+
+
+def elem_bytes(dtype: str) -> int:
+    """Bytes per input element: 1 for the fp8 types, 2 for bf16 / f16."""
+    return 1 if dtype in FP8 else 2
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A checked configuration of :func:`kernels.gemm_sm100.gemm_sm100` and the counts derived from it."""
+
+    M: int
+    N: int
+    K: int
+    BN: int          # tile columns
+    STAGES: int      # shared-memory ring depth
+    EPI: int         # epilogue chunk columns
+    cta_group: int   # CTAs per tile (1 or 2)
+    dtype: str       # input type
+    ctas: int        # CTAs the persistent grid may use
+
+    @property
+    def scaled(self) -> bool:
+        """Block-scaled MXFP8 (``kind::mxf8f6f4.block_scale``)."""
+        return self.dtype in FP8
+
+    @property
+    def BM(self) -> int:
+        """Tile rows: 128 per CTA of the group."""
+        return 128 * self.cta_group
+
+    @property
+    def BK(self) -> int:
+        """K-block: one 128-byte swizzle atom of elements."""
+        return 128 // elem_bytes(self.dtype)
+
+    @property
+    def BNc(self) -> int:
+        """Rows of B (columns of C) each CTA of the group loads per stage."""
+        return self.BN // self.cta_group
+
+    @property
+    def mt(self) -> int:
+        return cdiv(self.M, self.BM)
+
+    @property
+    def nt(self) -> int:
+        return cdiv(self.N, self.BN)
+
+    @property
+    def tiles(self) -> int:
+        return self.mt * self.nt
+
+    @property
+    def KB(self) -> int:
+        """K-blocks per tile."""
+        return cdiv(self.K, self.BK)
+
+    @property
+    def KBs(self) -> int:
+        """128-element k-blocks of the packed scale tensors (block-scaled only; equal to ``KB`` there)."""
+        return cdiv(self.K, 128)
+
+    @property
+    def clusters(self) -> int:
+        """Persistent units (CTAs, or CTA pairs with ``cta_group=2``) the grid launches."""
+        return persistent_units(self.tiles, self.ctas, self.cta_group)
+
+    @property
+    def grid(self) -> int:
+        return self.clusters * self.cta_group
+
+    @property
+    def per_cta(self) -> int:
+        """Most tiles one unit takes."""
+        return cdiv(self.tiles, self.clusters)
+
+    @property
+    def sf_col(self) -> int:
+        """First TMEM column of the staged scales: after the two ``BN``-column accumulators."""
+        return 2 * self.BN
+
+    @property
+    def tmem_used(self) -> int:
+        """TMEM columns in use: two accumulators, and per stage 4 + 4 scale-word columns when block-scaled."""
+        return 2 * self.BN + (8 * self.STAGES if self.scaled else 0)
+
+    @property
+    def tmem_cols(self) -> int:
+        """TMEM columns allocated: ``tmem_used`` rounded up to a power of two, at least 32."""
+        n = 32
+        while n < self.tmem_used:
+            n *= 2
+        return n
+
+    @property
+    def stage_bytes(self) -> int:
+        """Shared memory of one ring stage: 128 rows of A, ``BNc`` rows of B, the two 512-byte scale tiles."""
+        return (128 + self.BNc) * self.BK * elem_bytes(self.dtype) + (1024 if self.scaled else 0)
+
+    @property
+    def smem(self) -> int:
+        """Shared memory in all: the ring, the double-buffered ``(128, EPI)`` f32 staging tile, 1 KiB for
+        barriers and alignment."""
+        return self.STAGES * self.stage_bytes + 2 * 128 * self.EPI * 4 + 1024
+
+
+def _check_shape(M, N, K, BN, EPI, cta_group, dtype):
+    if dtype not in DTYPES:
+        raise KernelConfigError(f"gemm_sm100: inputs must be bfloat16 or float16 (kind::f16) or float8_e4m3 / float8_e5m2 "
+                                f"(block-scaled kind::mxf8f6f4), got {dtype!r}")
+    if cta_group not in (1, 2):
+        raise KernelConfigError(f"gemm_sm100: cta_group must be 1 or 2, got {cta_group!r}")
+    if dtype in FP8 and (cta_group != 1 or BN not in (32, 64, 128)):
+        raise KernelConfigError(f"gemm_sm100: block-scaled fp8 runs with cta_group=1 and BN in (32, 64, 128) (one 128-row "
+                                f"scale tile of B per k-block, TMEM for two accumulators and the staged scales); got "
+                                f"cta_group={cta_group}, BN={BN}")
+    step = 16 * cta_group
+    if not (step <= BN <= 256 and BN % step == 0):
+        raise KernelConfigError(f"gemm_sm100: BN = {BN} must be a multiple of {step} in [{step}, 256] for cta_group={cta_group}"
+                                " (tcgen05.mma N, split over the pair for cta_group=2)")
+    if BN % EPI or EPI * 4 % 16 or EPI > 128 or EPI & (EPI - 1):
+        raise KernelConfigError(f"gemm_sm100: EPI = {EPI} (epilogue chunk columns) must be a power of two <= 128 dividing "
+                                f"BN = {BN}, at least 4")
+    if min(M, N, K) <= 0:
+        raise KernelConfigError(f"gemm_sm100: M, N, K must be positive, got {(M, N, K)}")
+    if (K * elem_bytes(dtype)) % 16 or (N * 4) % 16:
+        raise KernelConfigError(f"gemm_sm100: TMA needs 16-byte row pitches: K = {K} ({dtype}) and N = {N} (float32 C) "
+                                "must be multiples of 8 and 4")
+
+
+def _fits(p: Plan) -> bool:
+    return p.smem <= SMEM_LIMIT and p.tmem_used <= TMEM_COLUMNS
+
+
+def plan(M, N, K, BN=None, STAGES=None, EPI=32, ctas=SM_COUNT_B200, cta_group=1, dtype="bfloat16") -> Plan:
+    """The checked :class:`Plan` (``BN`` / ``STAGES`` ``None``: the module docstring's defaults)."""
+    if BN is None:
+        BN = 128 if dtype in FP8 else 256
+    _check_shape(M, N, K, BN, EPI, cta_group, dtype)
+    if isinstance(ctas, bool) or not isinstance(ctas, int) or ctas < 1:
+        raise KernelConfigError(f"gemm_sm100: ctas = {ctas!r} must be an int >= 1 (the SMs the persistent grid may use)")
+    if STAGES is None:
+        STAGES = 1
+        while _fits(Plan(M, N, K, BN, STAGES + 1, EPI, cta_group, dtype, ctas)):
+            STAGES += 1
+    elif isinstance(STAGES, bool) or not isinstance(STAGES, int) or STAGES < 1:
+        raise KernelConfigError(f"gemm_sm100: STAGES = {STAGES!r} must be an int >= 1 (or None: the deepest ring that fits)")
+    p = Plan(M, N, K, BN, STAGES, EPI, cta_group, dtype, ctas)
+    if p.tmem_used > TMEM_COLUMNS:
+        raise KernelConfigError(f"gemm_sm100: {p.tmem_used} TMEM columns (2 x BN = {2 * BN} + 8 x STAGES = {8 * STAGES} for the "
+                                f"scales) exceed {TMEM_COLUMNS}; use fewer stages")
+    if p.smem > SMEM_LIMIT:
+        raise KernelConfigError(f"gemm_sm100: {p.smem} bytes of shared memory (STAGES = {STAGES}, BN = {BN}) exceed the "
+                                f"{SMEM_LIMIT}-byte sm_100 limit; use fewer stages")
+    return p
+
+
+def scale_rows(rows, K):
+    """Rows of the packed scale tensor for a ``(rows, K)`` operand: one (32, 4) uint32 tile per
+    128 rows and 128 elements of K."""
+    return cdiv(rows, 128) * cdiv(K, 128) * 32
+
+
+def pack_scales(sf):
+    """Host side: ue8m0 scales ``sf[r, c]`` (uint8; scales elements ``32 c .. 32 c + 31`` of row
+    ``r``) -> the ``(scale_rows, 4)`` uint32 tensor the kernel loads: for 128-row block ``rb`` and
+    k-block ``kb``, row ``(rb * KB + kb) * 32 + t`` holds in word ``j`` the bytes ``c = 0..3`` of
+    row ``rb * 128 + 32 j + t``, chunk ``4 kb + c`` (the 128 x 4 scale tile of cuBLAS's block-scaled
+    layout). Padding is 127 (scale 1)."""
+    import numpy as np  # noqa: PLC0415 - host helper only
+
+    sf = np.asarray(sf, np.uint8)
+    rows, chunks = sf.shape
+    RB, KB = cdiv(rows, 128), cdiv(chunks, 4)
+    pad = np.full((RB * 128, KB * 4), 127, np.uint8)
+    pad[:rows, :chunks] = sf
+    t = pad.reshape(RB, 4, 32, KB, 4)  # rb, j, t, kb, c
+    return np.ascontiguousarray(t.transpose(0, 3, 2, 1, 4)).reshape(RB * KB * 32, 16).view(np.uint32)
