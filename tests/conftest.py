@@ -25,6 +25,74 @@ def _has_gpu() -> bool:
         return False
 
 
+# -- the GPU suite in parallel ------------------------------------------------------------------
+# A GPU test spends most of its time compiling (NVRTC, one core per kernel). When the session runs
+# only gpu-marked tests (`pytest -m gpu`) on a machine with a GPU, the tests run in worker processes
+# (pytest-xdist, one per core, at most 16) so the compiles run side by side; the workers share the
+# disk cache of compiled modules (tirxpy/lower/cache.py writes entries by atomic replace) and the GPU.
+# TIRXPY_GPU_WORKERS=N sets the number of workers (0: run in this process); setting it also turns the
+# workers on without a GPU, for `pytest -m gpu --sim`. An explicit -n / -p no:xdist wins.
+GPU_WORKERS_ENV = "TIRXPY_GPU_WORKERS"
+MAX_GPU_WORKERS = 16
+
+
+def selects_only_gpu_tests(markexpr: str, other_markers=("slow",)) -> bool:
+    """Whether ``-m markexpr`` keeps a test marked gpu and drops an unmarked one and one marked only with
+    one of ``other_markers``."""
+    if not markexpr:
+        return False
+    from _pytest.mark.expression import Expression
+
+    try:
+        expr = Expression.compile(markexpr)
+    except Exception:       # pytest reports a malformed -m expression itself
+        return False
+    return expr.evaluate(lambda name, **kw: name == "gpu") and not any(
+        expr.evaluate(lambda name, m=m, **kw: name == m) for m in (None, *other_markers) if m != "gpu")
+
+
+def _markers(config) -> list:
+    return [line.split(":")[0].split("(")[0].strip() for line in config.getini("markers")]
+
+
+def gpu_workers(config, has_gpu, cpu_count) -> int:
+    """How many worker processes run this session's tests: 0 to run them in this process."""
+    env = os.environ.get(GPU_WORKERS_ENV, "").strip()
+    if env:
+        if not env.isdigit():
+            raise pytest.UsageError(f"{GPU_WORKERS_ENV}={env!r}: give a number of worker processes (0: none)")
+    if os.environ.get("PYTEST_XDIST_WORKER") or not config.pluginmanager.hasplugin("xdist"):
+        return 0
+    if config.getoption("numprocesses", None) is not None or config.getoption("collectonly"):
+        return 0
+    if not selects_only_gpu_tests(config.getoption("markexpr", ""), _markers(config)) or not (has_gpu or env):
+        return 0
+    return int(env) if env else min(MAX_GPU_WORKERS, cpu_count or 1)
+
+
+def pytest_configure(config):
+    n = gpu_workers(config, _has_gpu(), os.cpu_count())
+    if n:
+        import xdist
+
+        config.option.numprocesses = n
+        config.option.tx = ["popen"] * n
+        # worksteal (xdist >= 3.2) rebalances the long tail of slow compiles; load on older versions
+        config.option.dist = "worksteal" if tuple(map(int, xdist.__version__.split(".")[:2])) >= (3, 2) else "load"
+    config._tirxpy_gpu_workers = n
+
+
+def pytest_report_header(config):
+    n = getattr(config, "_tirxpy_gpu_workers", 0)
+    if n:
+        return f"tirxpy: gpu tests run in {n} worker processes (pytest-xdist; {GPU_WORKERS_ENV}=0 runs them here)"
+    if selects_only_gpu_tests(config.getoption("markexpr", ""), _markers(config)) \
+            and not config.pluginmanager.hasplugin("xdist") \
+            and _has_gpu():
+        return "tirxpy: pytest-xdist is not installed, so gpu tests compile one at a time (pip install pytest-xdist)"
+    return None
+
+
 def pytest_collection_modifyitems(config, items):
     if _has_gpu():
         return
