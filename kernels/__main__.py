@@ -3,4 +3,4 @@ import sys
 
 from .bench import main
 
-sys.exit(main())
+sys.exit(main(prog="python -m kernels"))
