@@ -55,10 +55,10 @@ class OpSpec:
 
     def help_text(self) -> str:
         """The entry as text: signature, description, keyword arguments, rules."""
-        lines = [self.signature or f"Tx.<scope>.{self.name}(...)", "", self.doc or "(no description)", ""]
+        lines = [self.signature or f"Tx.<scope>.{self.name}(...)", "", _wrap(self.doc or "(no description)"), ""]
         if self.kwargs:
             lines.append("Keyword arguments:")
-            lines += [f"  {k}=  {v}" for k, v in self.kwargs.items()]
+            lines += [_wrap(f"{k}=  {v}", "  ", "      ") for k, v in self.kwargs.items()]
         elif self.kwargs is None:
             lines.append("Keyword arguments: any (not checked by the verifier)")
         else:
@@ -73,6 +73,12 @@ class OpSpec:
 
 
 _OPS: dict[str, OpSpec] = {}
+
+
+def _wrap(text: str, first: str = "", rest: str = "") -> str:
+    import textwrap
+
+    return textwrap.fill(text, 100, initial_indent=first, subsequent_indent=rest, break_on_hyphens=False)
 
 
 def _check_kwargs(name, kwargs):
@@ -261,3 +267,5 @@ for _op in ("sum", "max", "min"):
     register_op_spec(_op, n_operands=2, operand_storage={0: _ONCHIP, 1: _ONCHIP},
                      signature=f"Tx.<scope>.{_op}(dst, src, axis=-1, accum=False)",
                      doc=f"dst <- {_op} of src over one axis: Tx.reduce with op='{_op}'.", kwargs=dict(_REDUCE_KW))
+
+BUILTIN_OPS = frozenset(_OPS)  # the primitives tirxpy defines (user registrations come later)

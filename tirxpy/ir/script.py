@@ -80,6 +80,8 @@ class TensorSpec:
 
 
 def Tensor(shape, dtype, scope: str = "global", layout=None) -> TensorSpec:
+    """``T.Tensor(shape, dtype, scope="global", layout=None)``: the type of a tensor parameter,
+    ``def k(A: T.Tensor((M, K), "bfloat16"), ...)``."""
     return TensorSpec(shape, dtype, scope, layout)
 
 
@@ -98,7 +100,12 @@ class LaunchRequest:
 
 
 def launch(grid=(1,), threads=128, cluster=None, smem=None, pdl=False):
-    """Launch configuration; the first statement of a kernel.
+    """``T.launch(grid=(gx, gy, gz), threads=n, cluster=(cx, cy, cz), smem=bytes, pdl=False)``: the launch
+    configuration, the first statement of a kernel.
+
+    ``grid``: CTAs per dimension (ints or scalar parameters); ``threads``: threads per CTA (1..1024);
+    ``cluster``: CTAs per cluster (sm_90+; each extent divides the grid's); ``smem``: dynamic shared
+    memory bytes (default: what the kernel's shared allocations need).
 
     ``pdl=True`` (sm_90+): programmatic dependent launch. The kernel is launched with CUDA's programmatic
     stream serialization, so its CTAs may start while the previous kernel in the stream is still finishing;
@@ -106,8 +113,8 @@ def launch(grid=(1,), threads=128, cluster=None, smem=None, pdl=False):
     and its memory is visible) before it touches global memory another kernel may write or read. The
     verifier refuses ``pdl=True`` without such a call; that it comes before every such access, in every thread
     that makes one, is the kernel's to keep. What the kernel does before it (barrier init,
-    register setup) overlaps the previous kernel's end: the gap between back-to-back launches (about 1.4 us
-    on the H100) mostly goes, which short kernels feel most (``kernels.gemm_sm90`` at 2048^3: +2%).
+    register setup) overlaps the previous kernel's end: the gap between back-to-back launches mostly goes,
+    which short kernels feel most.
 
         T.launch(grid=(132,), threads=384, pdl=True)
         ...                                  # shared-memory setup only
@@ -170,38 +177,47 @@ def unroll(start, stop=None):
 
 # ---------------------------------------------------------------- ids
 def cta_id(dim: int = 0):
+    """``T.cta_id(dim=0)``: the CTA index along grid dimension ``dim`` (0, 1, 2), ``blockIdx``."""
     return ScopeId("cta_id", dim)
 
 
 def cta_id_in_cluster(dim: int = 0):
+    """``T.cta_id_in_cluster(dim=0)``: the CTA index inside its cluster along ``dim``."""
     return ScopeId("cta_id_in_cluster", dim)
 
 
 def cluster_rank():
+    """``T.cluster_rank()``: the CTA's rank in its cluster (0 .. cluster size - 1, ``%cluster_ctarank``)."""
     return ScopeId("cluster_rank")
 
 
 def warpgroup_id():
+    """``T.warpgroup_id()``: the warpgroup (4 warps, 128 threads) index in the CTA."""
     return ScopeId("warpgroup_id")
 
 
 def warp_id():
+    """``T.warp_id()``: the warp index in the CTA (``threadIdx.x / 32``)."""
     return ScopeId("warp_id")
 
 
 def warp_id_in_wg():
+    """``T.warp_id_in_wg()``: the warp index inside its warpgroup (0..3)."""
     return ScopeId("warp_id_in_wg")
 
 
 def lane_id():
+    """``T.lane_id()``: the lane index inside its warp (0..31)."""
     return ScopeId("lane_id")
 
 
 def thread_id():
+    """``T.thread_id()``: the thread index in the CTA (``threadIdx.x``)."""
     return ScopeId("thread_id")
 
 
 def thread_id_in_wg():
+    """``T.thread_id_in_wg()``: the thread index inside its warpgroup (0..127)."""
     return ScopeId("thread_id_in_wg")
 
 
@@ -213,18 +229,22 @@ def elect_one():
 
 # ---------------------------------------------------------------- expressions
 def cast(value, dtype):
+    """``T.cast(value, dtype)``: ``value`` converted to ``dtype`` (a name such as ``"float16"`` or ``T.float16``)."""
     return ops.cast(value, dtype)
 
 
 def select(cond, t, f):
+    """``T.select(cond, t, f)``: ``t`` where ``cond`` holds, else ``f`` (both evaluated; no branch)."""
     return ops.select(cond, t, f)
 
 
 def min(a, b):  # noqa: A001 - the T namespace mirrors TVMScript
+    """``T.min(a, b)``: the smaller of two scalars."""
     return ops.minimum(a, b)
 
 
 def max(a, b):  # noqa: A001
+    """``T.max(a, b)``: the larger of two scalars."""
     return ops.maximum(a, b)
 
 
@@ -235,6 +255,12 @@ def ceildiv(a, b):
     return ops.floordiv(ops.sub(ops.add(a, b), 1), b)
 
 
+_MATH_DOC = {
+    "abs": "``T.abs(x)``: absolute value of a float or integer scalar.",
+    "fma": "``T.fma(a, b, c)``: ``a * b + c`` with one rounding, on float scalars of one dtype.",
+    "floor": "``T.floor(x)``: the largest integral value <= x, as a float.",
+    "ceil": "``T.ceil(x)``: the smallest integral value >= x, as a float.",
+}
 _MATH1 = ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "abs", "tanh", "floor", "ceil", "sin", "cos")
 
 
@@ -253,7 +279,7 @@ def _math(name, nargs):
         return Call(name, vals, dt)
 
     fn.__name__ = name
-    fn.__doc__ = f"``T.{name}(...)``: math builtin on floats."
+    fn.__doc__ = _MATH_DOC.get(name, f"``T.{name}(x)``: {name} of a float scalar (the CUDA math library, full precision).")
     return fn
 
 
@@ -331,7 +357,7 @@ def evaluate(expr):
 
 # ---------------------------------------------------------------- namespace object
 class _TNamespace:
-    """The ``T`` namespace (``from tirxpy import T``)."""
+    __doc__ = __doc__  # help(T) prints what the module docstring says: every member of T
 
     def __init__(self):
         from .jit_hooks import macro, prim_func, parse_script
@@ -356,6 +382,8 @@ class _TNamespace:
         d["bool"] = DTypeCtor("bool")
 
     def __getattr__(self, name):
+        if name.startswith("__") and name.endswith("__"):  # protocol lookups (help, pickle, copy) see no member
+            raise AttributeError(name)
         close = difflib.get_close_matches(name, [k for k in self.__dict__ if not k.startswith("_")], n=3)
         hint = f"did you mean {', '.join('T.' + c for c in close)}?" if close else "see help(tirxpy.ir.script) for the T namespace"
         raise ParseError(f"T has no member {name!r}", hint=hint)

@@ -205,19 +205,25 @@ def _module_summary(fn) -> str:
     return lines[0] if lines else "(no description)"
 
 
-def help_text(op: str) -> str | None:
+def help_text(op: str, builtin_only: bool = False) -> str | None:
     """The op-spec entry of ``op`` (:meth:`~tirxpy.ir.op_spec.OpSpec.help_text`) and the
-    implementations it may dispatch to, in trial order; None when ``op`` has neither."""
+    implementations it may dispatch to, in trial order (``builtin_only``: those tirxpy defines);
+    None when ``op`` has neither."""
     from tirxpy.ir.op_spec import lookup_op_spec
 
     spec, impls = lookup_op_spec(op), implementations(op)
+    if builtin_only:
+        impls = [i for i in impls if (getattr(i.fn, "__module__", "") or "").startswith("tirxpy.")]
     if spec is None and not impls:
         return None
     text = spec.help_text() if spec is not None else f"Tx.<scope>.{op}(...)"
     if not impls:
         return text + "\n\nImplementations: none registered"
-    rows = [f"  {i.variant}  (target {i.target_text()}, priority {i.priority}): {i.doc or _module_summary(i.fn)}"
-            for i in impls]
+    import textwrap
+
+    rows = [textwrap.fill(f"{i.variant}  (target {i.target_text()}, priority {i.priority}): "
+                          f"{i.doc or _module_summary(i.fn)}", 100, initial_indent="  ", subsequent_indent="      ",
+                          break_on_hyphens=False) for i in impls]
     return text + "\n\nImplementations, tried in this order (the first that accepts the call lowers it):\n" + "\n".join(rows)
 
 

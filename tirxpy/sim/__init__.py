@@ -11,7 +11,9 @@ async-proxy reads without ``fence.proxy.async``), reads of registers / shared me
 memory nothing wrote (``uninitialized_read``), warp-scope instructions under divergent control
 flow (``divergent_collective``), mbarrier misuse, accumulators read before
 ``wgmma.wait_group``, out-of-bounds accesses, TMEM over-allocation and intrinsics without a
-model (named).
+model (named). A bad argument raises :class:`ArgumentError` before anything runs.
+``tirxpy.testing.kernel_args(kernel)`` draws arguments that match a kernel's parameters for
+property tests.
 
     >>> import numpy as np
     >>> from tirxpy import T
@@ -27,9 +29,10 @@ model (named).
     >>> _ = run(k, a, b); bool((b == a + 1).all())
     True
 """
+from .args import ArgumentError
 from .errors import Problem, SimError, SimReportError, UnsupportedError
 from .registry import Ctx, has_model, register_family, register_model
 from .run import SimResult, run
 
-__all__ = ["run", "SimResult", "register_model", "register_family", "has_model", "Ctx", "Problem", "SimError",
+__all__ = ["run", "SimResult", "ArgumentError", "register_model", "register_family", "has_model", "Ctx", "Problem", "SimError",
            "SimReportError", "UnsupportedError"]

@@ -79,9 +79,9 @@ def _check_values(values):
     return vals
 
 
-@st.composite
-def kernel_args(draw, kernel, values=None, scalars=None):
-    """A list of arguments for ``sim.run(kernel, *args)`` (see the module docstring)."""
+def kernel_args(kernel, values=None, scalars=None):
+    """A strategy for the list of arguments of ``sim.run(kernel, *args)`` (see the module docstring).
+    A bad ``kernel``, ``values`` or ``scalars`` raises here, before anything is drawn."""
     from tirxpy.ir.buffer import Buffer
 
     params = _params(kernel)
@@ -92,6 +92,13 @@ def kernel_args(draw, kernel, values=None, scalars=None):
     if extra:
         raise TirxValueError(f"kernel_args(scalars=...) names {extra}, which are not scalar parameters of "
                              f"{kernel.name}; its scalar parameters are {sorted(names) or 'none'}")
+    return _draw_args(tuple(params), vals, scalars)
+
+
+@st.composite
+def _draw_args(draw, params, vals, scalars):
+    from tirxpy.ir.buffer import Buffer
+
     rng = np.random.default_rng(draw(st.integers(0, 2 ** 32 - 1)))
     out = []
     for p in params:
