@@ -1,8 +1,8 @@
 """Launches whose arguments were checked and packed once (:meth:`tirxpy.lower.build.CompiledKernel.bind`).
 
 A :class:`~tirxpy.lower.launcher.Launcher` checks every argument on every call (device, dtype, shape,
-strides, alignment) and packs it into its one buffer; on the H100's host that is 6-12 us of a GEMM
-call's ~20. A :class:`BoundLaunch` keeps a private copy of the packed buffer instead, so calling it
+strides, alignment) and packs it into its one buffer, host time of the same order as the driver
+call itself. A :class:`BoundLaunch` keeps a private copy of the packed buffer instead, so calling it
 is the driver call alone. It holds the tensors' device *addresses*, not the tensors (holding them
 would keep every bound tensor's memory alive): like a CUDA graph, it is valid only while tensors
 with those addresses, shapes, strides and dtypes are alive. :func:`kernels.gemm` keeps bound

@@ -93,10 +93,8 @@ class Launcher:
     The launch path: pack the arguments (checked) into the bound buffer, look up a prepared
     ``CUlaunchConfig`` by ``(grid, block, cluster, smem, stream)`` and make one ctypes call to
     libcuda's ``cuLaunchKernelEx`` with four pointer arguments (``backend="ctypes"``, the
-    default). ``backend="bindings"`` goes through cuda-bindings' ``cuLaunchKernel`` instead
-    (measured on the H100 host: 7.44 vs 7.14 us per whole launch; the bare driver call alone
-    costs 5.2 us there, so the launcher adds about 0.8 us); it is
-    also the fallback where libcuda cannot be opened with ctypes.
+    default: the shorter path). ``backend="bindings"`` goes through cuda-bindings'
+    ``cuLaunchKernel`` instead; it is also the fallback where libcuda cannot be opened with ctypes.
     """
 
     def __init__(self, kernel: Kernel, packer: ArgPacker, backend: str | None = None):
