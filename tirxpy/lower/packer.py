@@ -86,7 +86,7 @@ class ArgPacker:
         """A ``fast(args) -> bool`` that packs ``args`` when every check passes on its common path, else
         returns False (and :meth:`pack` runs the full checks, which name what is wrong); None when some
         slot has no fixed dtype and shape. Written out as one Python function per packer (no loop over
-        the specs, no per-slot calls: half of ``pack``'s time for a GEMM's seven slots), it accepts exactly
+        the specs, no per-slot calls, so the common launch runs no interpreter loop), it accepts exactly
         what the checks of :meth:`_tensor` / :meth:`_scalar` accept on their fast paths: a tensor of the
         spec's dtype, shape, device and fixed strides with an aligned pointer (the same object in a later
         slot with the same requirements is not checked again), a tensor map already in the cache for that
