@@ -11,6 +11,12 @@ it in closed form:
 - the producer refills a stage once its previous round was read: it waits ``empty`` with parity
   ``(g // stages + 1) % 2`` (round ``r - 1``), from the second round on.
 
+A consumer that reads a stage with ``tcgen05.mma`` hands it back with a commit instead of an arrival
+(:meth:`StageRing.commit_empty`: the barrier fires once the tensor cores have read it); a ring whose
+producer is the MMA thread (tensor-memory accumulators) announces a filled stage the same way
+(:meth:`StageRing.commit_full`); where only one CTA of a cluster refills a stage its consumers release it
+there alone (:meth:`StageRing.release_to`).
+
 Every method is a :func:`T.macro <tirxpy.ir.macro>` or a plain expression builder, so what a kernel
 gets is the explicit IR it would have written by hand (``print(kernel)`` shows it).
 
