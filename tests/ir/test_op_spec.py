@@ -52,3 +52,13 @@ def k(A: T.Tensor((64, 64), "float16")):
         T.parse_script(text)
     assert "help(Tx.copy_async)" in str(e.value)
     assert T.parse_script(text.replace("mbarrier=", "mbar="))        # the valid keyword verifies
+
+
+def test_accept_kwargs_widens_or_opens_an_entry():
+    from tirxpy.ir.op_spec import accept_kwargs
+
+    register_op_spec("spec_widen", kwargs={"a": "first"})
+    assert set(accept_kwargs("spec_widen", {"b": "second"}).kwargs) == {"a", "b"}
+    assert accept_kwargs("spec_widen").kwargs is None
+    with pytest.raises(IRError, match="has no op-spec entry"):
+        accept_kwargs("spec_never_registered", {"a": "x"})

@@ -6,7 +6,9 @@ and what a reader needs (the call's signature, what it does, what each keyword a
 how the math is approximated). ``help(Tx.copy_async)`` and ``docs/reference/`` are rendered from
 it. ``register_op_spec(name, ...)`` adds or replaces an entry; ``kwargs=None`` (the default for
 user primitives) lets any keyword argument through, a dict names the only ones accepted
-(``dispatch=`` is always accepted: it picks an implementation variant).
+(``dispatch=`` is always accepted: it picks an implementation variant). An implementation
+registered from outside tirxpy widens them (:func:`accept_kwargs`): with
+``register_impl(..., kwargs={"name": "meaning"})`` by those keywords, without ``kwargs=`` to any.
 
     >>> from tirxpy.ir.op_spec import lookup_op_spec
     >>> spec = lookup_op_spec("copy_async")
@@ -114,6 +116,23 @@ def register_op_spec(name: str, *, min_scope="thread", max_scope="cluster", n_op
     if spec.min_scope > spec.max_scope:
         raise IRError(f"min_scope {spec.min_scope} is wider than max_scope {spec.max_scope}")
     _OPS[name] = spec
+    return spec
+
+
+def accept_kwargs(name: str, kwargs=None) -> OpSpec:
+    """Widen the keyword arguments primitive ``name`` accepts: ``kwargs`` (keyword -> meaning) joins
+    its table; None accepts any keyword from now on. ``register_impl`` calls this for an implementation
+    registered from outside tirxpy, whose keywords the table cannot know."""
+    import dataclasses
+
+    spec = _OPS.get(name)
+    if spec is None:
+        raise IRError(f"primitive {name!r} has no op-spec entry; register it with register_op_spec first")
+    kwargs = _check_kwargs(name, kwargs)
+    if spec.kwargs is None:
+        return spec
+    merged = None if kwargs is None else {**spec.kwargs, **kwargs}
+    _OPS[name] = spec = dataclasses.replace(spec, kwargs=merged)
     return spec
 
 

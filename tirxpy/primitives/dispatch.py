@@ -2,7 +2,7 @@
 
 API (DESIGN.md section 4)
 -------------------------
-``register_impl(op, target="sm_80", *, variant, priority=0, when=(), doc="")``
+``register_impl(op, target="sm_80", *, variant, priority=0, when=(), doc="", kwargs=None)``
     Decorator for ``fn(ctx) -> Stmt``. ``op`` is the primitive name (``"copy"``, ``"gemm"``, or a
     new one: it is registered with the verifier's op-spec registry when unknown). ``target`` is
     the lowest target the implementation emits for (``"sm_80"``, ``"sm_90a"``, ``"sm_100a"``; an
@@ -12,7 +12,10 @@ API (DESIGN.md section 4)
     ``pred(ctx) -> None | str`` -- ``None`` (or ``True``) when the fact holds, else a reason
     string that names the fact ("dst is 'local', TMA writes 'shared'"). Inside ``fn`` call
     ``fail(reason)`` to reject the call late (the next candidate is tried). ``fn`` returns the
-    native IR (a :class:`~tirxpy.ir.Stmt`) that replaces the call in place.
+    native IR (a :class:`~tirxpy.ir.Stmt`) that replaces the call in place. ``kwargs``: the keyword
+    arguments (keyword -> meaning) the implementation reads beyond the primitive's own, which the
+    verifier then accepts; an implementation registered from outside tirxpy without it lets any
+    keyword argument of ``op`` through.
 
 ``fail(reason)``
     Raise :class:`ImplRejected`: this implementation does not apply, for ``reason``.
@@ -140,8 +143,13 @@ def _requirement(target):
     return Requirement(str(target))
 
 
-def register_impl(op: str, target=_ANY, *, variant: str, priority: int = 0, when: Sequence = (), doc: str = ""):
-    """Decorator: register ``fn(ctx) -> Stmt`` as implementation ``variant`` of primitive ``op``."""
+def register_impl(op: str, target=_ANY, *, variant: str, priority: int = 0, when: Sequence = (), doc: str = "",
+                  kwargs: dict | None = None):
+    """Decorator: register ``fn(ctx) -> Stmt`` as implementation ``variant`` of primitive ``op``.
+
+    ``kwargs`` (keyword -> meaning): the keyword arguments this implementation reads beyond the
+    primitive's own; the verifier then accepts them. An implementation from outside tirxpy without
+    ``kwargs=`` makes the verifier accept any keyword argument of ``op``."""
     if not isinstance(op, str) or not op.isidentifier():
         raise DispatchError(f"register_impl: a primitive name is an identifier, got {op!r}")
     if not isinstance(variant, str) or not variant.isidentifier():
@@ -162,7 +170,7 @@ def register_impl(op: str, target=_ANY, *, variant: str, priority: int = 0, when
     def deco(fn):
         if not callable(fn):
             raise DispatchError(f"register_impl({op!r}, variant={variant!r}) decorates a function fn(ctx) -> Stmt")
-        _ensure_op_spec(op)
+        _ensure_op_spec(op, fn, kwargs)
         impl = Impl(op, variant, fn, target, priority, when, doc or (fn.__doc__ or "").strip().split("\n")[0],
                     next(_ORDER), req)
         _REGISTRY.setdefault(op, {})[variant] = impl
@@ -172,11 +180,13 @@ def register_impl(op: str, target=_ANY, *, variant: str, priority: int = 0, when
     return deco
 
 
-def _ensure_op_spec(op):
-    from tirxpy.ir.op_spec import lookup_op_spec, register_op_spec
+def _ensure_op_spec(op, fn, kwargs):
+    from tirxpy.ir.op_spec import accept_kwargs, lookup_op_spec, register_op_spec
 
     if lookup_op_spec(op) is None:
-        register_op_spec(op, doc="user primitive (registered by register_impl)")
+        register_op_spec(op, doc="user primitive (registered by register_impl)", kwargs=kwargs)
+    elif kwargs is not None or not (getattr(fn, "__module__", "") or "").startswith("tirxpy."):
+        accept_kwargs(op, kwargs)
 
 
 def unregister_impl(op: str, variant: str) -> None:
