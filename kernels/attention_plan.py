@@ -1,12 +1,17 @@
-"""Launch plans of the Hopper attention kernel (:mod:`kernels.attention_sm90`): the measured defaults
-per head dim and mask, and :func:`plan`, which resolves and checks every schedule option of a problem
-before anything is built (ValueError naming what to change).
+"""Launch plans of the Hopper attention kernel (:mod:`kernels.attention_sm90`): the default of every schedule
+option as a rule of the problem (head dim, mask, sequence length), and :func:`plan`, which resolves and checks
+every option before anything is built (:class:`~kernels.errors.KernelConfigError` naming what to change) and
+returns an :class:`AttentionPlan`, the one object the kernel is built from.
 
     >>> p = plan(32, 16, 16, 1024, 1024, 64, causal=True)
-    >>> p["BN"], p["STAGES"], p["NC"], p["chain"], p["pingpong"], p["grid"]
+    >>> p.BN, p.STAGES, p.NC, p.chain, p.pingpong, p.grid
     (128, 3, 2, True, False, (132, 1, 1))
+
+The measurements behind each rule are in docs/performance.md ("Attention defaults").
 """
 from __future__ import annotations
+
+from dataclasses import dataclass, fields
 
 from .errors import KernelConfigError, flag_option, int_option
 from .schedule import SM_COUNT_H100
@@ -17,15 +22,80 @@ HEAD_DIMS = (64, 128, 256)
 SMEM_LIMIT = 232448  # sm_90 dynamic shared memory per CTA (227 KiB)
 
 
-def default_config(D, causal=False, SK=None):
-    """``(BN, STAGES, NC)`` per head dim: key block rows, ring stages, consumer warpgroups.
+@dataclass(frozen=True)
+class AttentionPlan:
+    """Every constant the kernel is built from: the problem, the tiles, the schedule options (resolved), and
+    the quantities derived from them. ``plan[name]`` reads a field too (``p["BM"]`` is ``p.BM``).
 
-    Measured on the H100 (docs/performance.md, 2026-11-22): 3 stages or BN = 176 at head dim 128
-    were within noise of these or slower across sequence lengths; at head dim 64, 3 stages gained
-    8% at S = 1k with CHAIN and were even elsewhere, 3 consumers (NC = 3) lost up to 30% causal; at
-    head dim 256, BN = 80 beat BN = 64 by 2-8%, except causal with at most 1024 keys: there 64-key
-    blocks end where the 128-row query tiles do, so the diagonal blocks hold 6% fewer computed
-    scores than 80-key ones (S = 1k: +6-9% over BN = 80; 1.5k: -2%; 2k: -7%).
+    Problem: ``B, H, HKV, SQ, SK, D, causal, dtype``. Tiles: ``BM`` query rows (``64 * NC``), ``BN`` key rows
+    per block, ``STAGES`` K / V ring stages, ``NC`` consumer warpgroups, ``threads``, ``grid``, ``smem`` bytes,
+    ``tiles`` query tiles in all, ``work`` units of work (causal persistent CTAs walk pairs of query tiles).
+    Schedule (see :func:`plan`): ``pingpong, persist, chain, ostage, lazy, trim, tail, fold``. Derived:
+
+    - ``q_buffers``: Q buffers, 2 with ``chain`` (the next tile's Q loads while this tile runs), else 1;
+    - ``kv_blocks`` key blocks of the whole sequence, ``q_tiles`` query tiles of one head, ``units`` persistent
+      CTAs (1 without ``persist``), ``group`` query heads per key / value head, ``d_chunks`` 64-column boxes
+      of a row, ``ragged`` whether the last key block is partial;
+    - ``o_own`` / ``o_over_kv``: O is staged in its own buffer / over the tile's last K and V stages;
+      ``q_after_o``: a persistent CTA stages O over Q and reloads Q only once the O store has read it;
+    - ``q_release_arrivals``: arrivals that free a Q buffer (one per consumer warp after its last ``S``, or
+      one per consumer after its O store with ``q_after_o``);
+    - ``regs``: the ``setmaxnreg`` split ``(producer, consumer)`` (:func:`default_regs`);
+    - ``dispatch``: the wgmma variant of the matrix products (``"wgmma_folded"`` with ``fold``)."""
+    B: int
+    H: int
+    HKV: int
+    SQ: int
+    SK: int
+    D: int
+    causal: bool
+    dtype: str
+    BM: int
+    BN: int
+    STAGES: int
+    NC: int
+    threads: int
+    grid: tuple
+    smem: int
+    tiles: int
+    work: int
+    pingpong: bool
+    persist: bool
+    chain: bool
+    ostage: str
+    lazy: bool
+    trim: bool
+    tail: bool
+    fold: bool
+    q_buffers: int
+    kv_blocks: int
+    q_tiles: int
+    units: int
+    group: int
+    d_chunks: int
+    ragged: bool
+    o_own: bool
+    o_over_kv: bool
+    q_after_o: bool
+    q_release_arrivals: int
+    regs: tuple
+    dispatch: str | None
+
+    def __getitem__(self, name):
+        if name not in _FIELDS:
+            raise KeyError(f"AttentionPlan has no field {name!r}; its fields: {sorted(_FIELDS)}")
+        return getattr(self, name)
+
+
+_FIELDS = frozenset(f.name for f in fields(AttentionPlan))
+
+
+def default_config(D, causal=False, SK=None):
+    """``(BN, STAGES, NC)`` per head dim: key block rows, ring stages, consumer warpgroups. Two consumers of 64
+    rows each (128-row query tiles); 128-key blocks at head dims 64 / 128, in 3 stages at 64 (2 at 128, where a
+    third does not pay for its shared memory); 80-key blocks in 2 stages at head dim 256, except causal with at
+    most 1024 keys: there 64-key blocks end where the 128-row query tiles do, so the diagonal blocks compute
+    fewer masked scores. :func:`plan` lowers head dim 64 to 2 stages on long sequences.
 
         >>> default_config(256), default_config(256, causal=True, SK=1024)
         ((80, 2, 2), (64, 2, 2))
@@ -35,33 +105,54 @@ def default_config(D, causal=False, SK=None):
     return {64: (128, 3, 2), 128: (128, 2, 2), 256: (80, 2, 2)}[D]
 
 
-def default_pingpong(D, causal, NC=2, OVERLAP=True, CHAIN=False, BN=None):
-    """Whether the two consumer warpgroups take turns on the tensor cores by default: for head dim
-    256, and for causal masks without CHAIN. With the softmax overlapping the warpgroup's own P V
-    (the loop below), non-causal head dims 64 / 128 ran 2-6% faster without the turn-taking
-    barriers on the H100; with CHAIN, causal head dims 64 / 128 ran 2-4% faster without them (S =
-    4k), one tile per CTA (S = 16k) causal ran faster with them. Not for causal head dim 256 with
-    64-key blocks (:func:`default_config`'s short causal case: +1-2.5% without the turns, S = 1k)."""
+def default_stages(D, causal, SK, BN, stages):
+    """Ring stages: :func:`default_config`'s ``stages``, but 2 at head dim 64 past 32 key blocks (past 16 when
+    causal), where tiles are long and a third stage no longer hides a load the second does not.
+
+        >>> default_stages(64, False, 4096, 128, 3), default_stages(64, True, 4096, 128, 3)
+        (3, 2)
+    """
+    return 2 if D == 64 and cdiv(SK, BN) > (16 if causal else 32) else stages
+
+
+def default_persist(SK, BN, causal):
+    """Whether CTAs are persistent by default: where a tile reads at most 32 key blocks (64 when causal), so
+    that starting and finishing tiles (a large share of a short tile's time) overlap the next tile's loads;
+    longer tiles have little of it to hide, and the hardware's dynamic CTA scheduling balances them better
+    than a static walk."""
+    return cdiv(SK, BN) <= (64 if causal else 32)
+
+
+def default_ostage(persist, own_fits):
+    """Where O is staged by default: ``"own"`` (its own buffer) where persistent and it fits, ``"kv"`` (over
+    the last K / V stages) where persistent and it does not (head dim 256), ``"q"`` (over Q) for one tile per
+    CTA, whose Q is not read again."""
+    return ("own" if own_fits else "kv") if persist else "q"
+
+
+def default_pingpong(D, causal, NC=2, CHAIN=False, BN=None):
+    """Whether the two consumer warpgroups take turns on the tensor cores by default: for head dim 256, and for
+    causal masks without CHAIN; not for causal head dim 256 with 64-key blocks (:func:`default_config`'s short
+    causal case). Each warpgroup already overlaps its softmax with its own ``P V``; the turns pay where the
+    softmax is long next to the GEMMs (head dim 256, causal diagonal blocks), and chained tiles keep the tensor
+    cores busy without them."""
     if D == 256 and causal and BN == 64:
         return False
-    return NC == 2 and OVERLAP and (D == 256 or (causal and not CHAIN))
+    return NC == 2 and (D == 256 or (causal and not CHAIN))
 
 
 def default_lazy(D):
-    """Whether O is rescaled lazily by default (:func:`~kernels.attention_sm90.attention_sm90`'s ``LAZY``):
-    at head dim 256, where the rescale is 128 multiplies per thread and key block, 3.2 per score of an
-    80-key block (H100, same process: +0-3.5%). At head dims 64 / 128 the branch around the rescale cost
-    more than it saved (-1-4% at 128, -15-25% at 64)."""
+    """Whether O is rescaled lazily by default (:func:`~kernels.attention_sm90.attention_sm90`'s ``LAZY``): at
+    head dim 256, where the rescale is 128 multiplies per thread and key block. At head dims 64 / 128 the
+    branch around the rescale costs more than the multiplies it skips."""
     return D == 256
 
 
 def default_fold(D, causal):
     """Whether the matrix products use the ``wgmma_folded`` variant by default
-    (:func:`~kernels.attention_sm90.attention_sm90`'s ``FOLD``): for causal head dim 256. Its descriptors
-    take one uniform add per k-step and operand (the head-dim-256 key-block loop: 540 instructions instead
-    of 644), and the H100 ran causal head dim 256 1-3% faster with it in four same-process A/B calls (S = 1k
-    / 2k / 4k); elsewhere the fewer instructions moved how ptxas scheduled the loop, from -3.2% (head dim 64
-    causal, 1k) to +2.5%.
+    (:func:`~kernels.attention_sm90.attention_sm90`'s ``FOLD``): for causal head dim 256, whose key-block loop
+    it shortens by one uniform add per k-step and operand in place of about five; elsewhere the shorter loop
+    schedules no better.
 
         >>> default_fold(256, True), default_fold(256, False), default_fold(128, True)
         (True, False, False)
@@ -69,27 +160,34 @@ def default_fold(D, causal):
     return D == 256 and causal
 
 
-def default_trim(D, causal, SK, BN, PINGPONG, CHAIN, OVERLAP=True):
+def default_trim(D, causal, SK, BN, PINGPONG, CHAIN):
     """Whether each consumer stops at its own rows' last key block by default
     (:func:`~kernels.attention_sm90.attention_sm90`'s ``TRIM``): for the short causal head dim 256 case of
     :func:`default_config` (64-key blocks, no turns), where the first consumer of a 128-row tile skips one
     block in every tile."""
-    return D == 256 and causal and BN == 64 and SK <= 1024 and OVERLAP and not PINGPONG and not CHAIN
+    return D == 256 and causal and BN == 64 and SK <= 1024 and not PINGPONG and not CHAIN
 
 
 def default_tail(MT, D=None):
     """Whether a persistent causal walk deals its last pairs' query tiles one by one, heaviest first
-    (:func:`~kernels.attention_sm90.attention_sm90`'s ``TAIL``), by default: from 32 query tiles on (S >= 4k
-    at 128-row tiles), and at head dims 64 and 256 up to 8 query tiles (S <= 1k). H100, same process, TAIL=1
-    against 0: causal S = 4k head dim 128 +3.0 / +3.5% (two runs), 256 +1.1%, 64 +0.2%; 8k head dim 128 +1.8%
-    (twelfth session). S = 1k (nineteenth session, five and three same-process comparisons): head dim 64
-    +1.2 to +2.1%, 256 +1.2 to +2.1%, but 128 -2.1% (twice); S = 2k: 64 -0.6%, 128 +1.6%, 256 -0.2%, so off
-    between 9 and 31 query tiles. Shorter sequences than 1k were not measured and follow 1k.
+    (:func:`~kernels.attention_sm90.attention_sm90`'s ``TAIL``), by default: from 32 query tiles on (S >= 4k at
+    128-row tiles), where the pairs' last round would leave most CTAs idle, and at head dims 64 and 256 up to 8
+    query tiles (S <= 1k); off between 9 and 31 query tiles and at head dim 128 up to 8, where dealing single
+    tiles did not beat the pairs' last round.
 
         >>> default_tail(8, 128), default_tail(8, 64), default_tail(16, 64), default_tail(32, 128)
         (False, True, False, True)
     """
     return MT >= 32 or (MT <= 8 and D in (64, 256))
+
+
+def default_regs(NC, persist, D, ostage):
+    """``(producer, consumer)`` registers per thread of the ``setmaxnreg`` split: ``(40, 232)`` with one
+    consumer, ``(24, 240)`` with two; ``(48, 224)`` for a persistent producer at head dim 256, or whose Q or K /
+    V loads wait on the O store (``ostage`` ``"q"`` / ``"kv"``): its tile walk spills with fewer."""
+    if NC == 2 and persist and (D == 256 or ostage != "own"):
+        return 48, 224
+    return {1: (40, 232), 2: (24, 240)}[NC]
 
 
 def check_options(BN=None, STAGES=None, NC=None, PINGPONG=None, PERSIST=None, CHAIN=None, sms=SM_COUNT_H100,
@@ -117,47 +215,11 @@ def check_options(BN=None, STAGES=None, NC=None, PINGPONG=None, PERSIST=None, CH
                                 "(over the tile's Q) or 'kv' (over the last key block's K / V stages)")
 
 
-def plan(B, H, HKV, SQ, SK, D, dtype="bfloat16", BN=None, STAGES=None, NC=None, causal=False, OVERLAP=True,
-         PINGPONG=None, PERSIST=None, CHAIN=None, sms=SM_COUNT_H100, OSTAGE=None, LAZY=None, TRIM=None, TAIL=None,
-         FOLD=None):
-    """Checked launch plan (raises ValueError with what to change). ``LAZY``, ``TRIM``, ``TAIL`` and
-    ``FOLD`` (the schedule's, see :func:`kernels.attention_sm90.attention_sm90`; defaults
-    :func:`default_lazy`, :func:`default_trim`, :func:`default_tail`, :func:`default_fold`) are resolved
-    and checked here too. ``STAGES`` defaults to :func:`default_config`'s, but head dim 64 runs 2
-    stages past 32 key blocks (past 16 when causal).
-
-    ``PERSIST`` launches at most ``sms`` CTAs that walk the ``(query tile, head, batch)`` tiles;
-    ``O`` is staged apart from ``Q`` (``OSTAGE``), so that the next tile's ``Q`` can load during this
-    tile's epilogue. Causal CTAs walk pairs of query tiles ``(MT - 1 - j,
-    j)``, which hold about equal numbers of key blocks (a plain static walk lost 3-14% to the hardware's
-    dynamic CTA scheduling). Default: on where a tile has at most 32 key blocks (64 when causal).
-    Measured on the H100, persistent vs one tile per CTA: head dim 128, S = 1k +13-23%, 4k +2-5%,
-    16k -2-3% (so off there); causal S = 8k +3-4% at head dims 64 and 128; head dim 256 (same
-    process), S = 1k +6%, 2k +4%, causal 1k / 2k / 4k +2 / +3 / +4% (with ``OSTAGE="kv"``; over
-    Q it was -3% causal at 1k).
-
-    ``CHAIN`` (persistent, overlapped loop only) adds a second ``(BM, D)`` Q buffer so that each
-    tile's first key block runs under the previous tile's last ``P V`` (module docstring); default:
-    on where that buffer fits (head dims 64 / 128 at the default tiles).
-
-    ``OSTAGE``: where ``O`` is staged for its TMA store. ``"own"``: a ``(BM, D)`` buffer of its own
-    (persistent only; the next tile's Q loads while this tile's O is stored); ``"q"``: over the
-    tile's Q, which every ``S`` of the tile has finished reading. A persistent CTA then reloads Q
-    only once the store has read it (``q_empty`` waits for that), while the next tile's first K / V
-    blocks load under the epilogue. ``"kv"``: consumer 0's rows over the tile's last K stage and
-    consumer 1's over its last V stage (``BN >= 64``, ``NC <= 2``, overlapped loop), once both
-    consumers are done with them (named barrier 5); each stage goes back to the producer when its
-    store has read it, so Q reloads as early as with ``"own"`` and only the next tile's second K /
-    V block waits for the store. Default: ``"own"`` where persistent and it fits, ``"kv"`` where
-    persistent and it does not (head dim 256: same process, causal 1k / 2k / 4k +2.5 / +2.7 / +1%
-    over ``"q"``, non-causal within 1%), else ``"q"``."""
-    check_options(BN, STAGES, NC, PINGPONG, PERSIST, CHAIN, sms, OSTAGE, LAZY, TRIM, TAIL, FOLD)
+def _check_problem(B, H, HKV, SQ, SK, D, dtype, BN, NC):
     if type(dtype) is not str or dtype not in DTYPES:
         raise KernelConfigError(f"attention_sm90: dtype must be one of {DTYPES}, got {dtype!r:.60}")
     for name, x in (("B", B), ("H", H), ("HKV", HKV), ("SQ", SQ), ("SK", SK), ("D", D)):
         int_option("attention_sm90", name, x)
-    bn, st, nc = default_config(D, causal, SK) if D in HEAD_DIMS else (None, None, None)
-    BN, NC = (bn if BN is None else BN), (nc if NC is None else NC)
     if D not in HEAD_DIMS:
         raise KernelConfigError(f"attention_sm90: head dim {D} is not supported; use one of {HEAD_DIMS}")
     if min(B, H, HKV, SQ, SK) <= 0:
@@ -167,49 +229,27 @@ def plan(B, H, HKV, SQ, SK, D, dtype="bfloat16", BN=None, STAGES=None, NC=None, 
                                 "(grouped-query attention needs H % HKV == 0)")
     if not (16 <= BN <= 256 and BN % 16 == 0):
         raise KernelConfigError(f"attention_sm90: BN = {BN} must be a multiple of 16 in [16, 256] (the k of P V)")
-    if NC not in (1, 2, 3):
-        raise KernelConfigError(f"attention_sm90: NC = {NC} consumer warpgroups; use 1, 2 or 3")
-    if STAGES is None:      # head dim 64: the third stage pays off with CHAIN (S = 1k +6%), not one tile per
-        # CTA (16k: -4%) past 32 key blocks, nor causal past 16 (H100, 2026-11-24: S = 4k 2 stages +5-8%,
-        # 2k 3 stages +3%)
-        STAGES = 2 if D == 64 and cdiv(SK, BN) > (16 if causal else 32) else st
-    if STAGES < 1:
-        raise KernelConfigError(f"attention_sm90: STAGES = {STAGES} must be at least 1")
-    if not isinstance(sms, int) or sms < 1:
-        raise KernelConfigError(f"attention_sm90: sms = {sms!r} must be the GPU's SM count (a positive int)")
-    BM = 64 * NC
-    smem = (BM * D + 2 * STAGES * BN * D) * 2 + 1024 + 8 * (2 + 4 * STAGES)
-    if smem > SMEM_LIMIT:
-        raise KernelConfigError(f"attention_sm90: Q ({BM} x {D}) and {STAGES} K / V stages of {BN} rows need {smem} bytes "
-                                f"of shared memory, over the {SMEM_LIMIT} a CTA may have: use fewer stages or a smaller BN")
-    fits = smem + BM * D * 2 <= SMEM_LIMIT
-    if PERSIST is None:         # the H100 measurements in the docstring
-        nb = cdiv(SK, BN)
-        PERSIST = nb <= (64 if causal else 32)
-    PERSIST = bool(PERSIST)
-    if OSTAGE is None:
-        OSTAGE = ("own" if fits else "kv") if PERSIST else "q"
-    if OSTAGE not in ("own", "q", "kv"):
-        raise KernelConfigError(f"attention_sm90: OSTAGE = {OSTAGE!r}; use 'own' (O staged in its own buffer), 'q' "
-                                "(over the tile's Q) or 'kv' (over the last key block's K / V stages)")
-    if OSTAGE == "kv" and not (OVERLAP and NC <= 2 and BN >= 64):
+    if NC not in (1, 2):
+        raise KernelConfigError(f"attention_sm90: NC = {NC} consumer warpgroups; use 1 or 2")
+
+
+def _check_staging(OSTAGE, PERSIST, BN, BM, D, smem, own_fits):
+    if OSTAGE == "kv" and not BN >= 64:
         raise KernelConfigError(f"attention_sm90: OSTAGE='kv' stages consumer 0's O rows over the last K stage and consumer "
-                                f"1's over the last V stage: it needs the overlapped loop, NC <= 2 and BN >= 64 "
-                                f"(got OVERLAP={OVERLAP}, NC={NC}, BN={BN})")
+                                f"1's over the last V stage: it needs BN >= 64 (got BN={BN})")
     if OSTAGE == "own" and not PERSIST:
         raise KernelConfigError("attention_sm90: OSTAGE='own' is for persistent CTAs (PERSIST=True); one tile per CTA "
                                 "stages O over Q, which needs no buffer of its own")
-    if OSTAGE == "own" and not fits:
+    if OSTAGE == "own" and not own_fits:
         raise KernelConfigError(f"attention_sm90: OSTAGE='own' stages O in its own ({BM} x {D}) buffer, {smem + BM * D * 2} "
                                 f"bytes of shared memory in all, over the {SMEM_LIMIT} a CTA may have: use OSTAGE='q', "
                                 "fewer stages or a smaller BN")
-    chain_smem = smem + 2 * BM * D * 2 + 16     # the O buffer, a second Q buffer and its two barriers
-    if CHAIN is None:
-        CHAIN = PERSIST and OVERLAP and OSTAGE == "own" and chain_smem <= SMEM_LIMIT
-    CHAIN = bool(CHAIN)
-    if CHAIN and not (PERSIST and OVERLAP):
+
+
+def _check_chain(CHAIN, PERSIST, OSTAGE, BM, D, chain_smem):
+    if CHAIN and not PERSIST:
         raise KernelConfigError("attention_sm90: CHAIN runs a tile's first key block under the previous tile's last P V, "
-                                "which needs persistent CTAs (PERSIST=True) and the overlapped loop (OVERLAP=True)")
+                                "which needs persistent CTAs (PERSIST=True)")
     if CHAIN and chain_smem > SMEM_LIMIT:
         raise KernelConfigError(f"attention_sm90: CHAIN double-buffers Q ({BM} x {D}) next to the O buffer, {chain_smem} "
                                 f"bytes of shared memory in all, over the {SMEM_LIMIT} a CTA may have: use CHAIN=False, "
@@ -217,36 +257,70 @@ def plan(B, H, HKV, SQ, SK, D, dtype="bfloat16", BN=None, STAGES=None, NC=None, 
     if CHAIN and OSTAGE != "own":
         raise KernelConfigError("attention_sm90: CHAIN stores a tile's O while the next tile's Q is in use, so O needs "
                                 "its own buffer: use OSTAGE='own' (or CHAIN=False)")
-    PINGPONG = default_pingpong(D, causal, NC, OVERLAP, CHAIN, BN) if PINGPONG is None else bool(PINGPONG)
-    if PINGPONG and (NC != 2 or not OVERLAP):
-        raise KernelConfigError("attention_sm90: PINGPONG schedules two consumer warpgroups (NC = 2) in the overlapped "
-                                "loop (OVERLAP=True)")
-    if LAZY is None:
-        LAZY = default_lazy(D)
-    if LAZY not in (True, False, 0, 1):
-        raise KernelConfigError(f"attention_sm90: LAZY must be True or False (or None: the default), got {LAZY!r}")
-    if TRIM is None:
-        TRIM = default_trim(D, causal, SK, BN, PINGPONG, CHAIN, OVERLAP)
-    if TRIM not in (True, False, 0, 1):
-        raise KernelConfigError(f"attention_sm90: TRIM must be True or False (or None: the default), got {TRIM!r}")
-    TRIM = bool(TRIM) and causal        # without a causal mask every consumer reads every key block
-    if TRIM and (PINGPONG or CHAIN or not OVERLAP):
+
+
+def plan(B, H, HKV, SQ, SK, D, dtype="bfloat16", BN=None, STAGES=None, NC=None, causal=False, PINGPONG=None,
+         PERSIST=None, CHAIN=None, sms=SM_COUNT_H100, OSTAGE=None, LAZY=None, TRIM=None, TAIL=None,
+         FOLD=None) -> AttentionPlan:
+    """The checked :class:`AttentionPlan` of one problem. Every option left ``None`` takes its default rule:
+
+    - ``BN``, ``STAGES``, ``NC``: :func:`default_config`, :func:`default_stages`;
+    - ``PERSIST`` (:func:`default_persist`): at most ``sms`` CTAs walk the ``(query tile, head, batch)`` tiles
+      (:mod:`kernels.attention_walk`; causal: pairs of query tiles ``(MT - 1 - j, j)``, which hold about equal
+      numbers of key blocks); the K / V ring and the Q buffer carry over from tile to tile;
+    - ``OSTAGE`` (:func:`default_ostage`): where ``O`` is staged for its TMA store. ``"own"``: a ``(BM, D)``
+      buffer (persistent only; the next tile's Q loads while this tile's O is stored). ``"q"``: over the tile's
+      Q, which every ``S`` of the tile has finished reading; a persistent CTA then reloads Q only once the
+      store has read it, while the next tile's first K / V blocks load under the epilogue. ``"kv"``: consumer
+      0's rows over the tile's last K stage, consumer 1's over its last V stage (``BN >= 64``), once both
+      consumers are done with them; each stage goes back to the producer when its store has read it;
+    - ``CHAIN`` (persistent, ``OSTAGE="own"``; default where the second Q buffer fits, head dims 64 / 128): Q
+      is double-buffered and each tile's first key block runs under the previous tile's last ``P V``;
+    - ``PINGPONG``: :func:`default_pingpong`; ``LAZY``: :func:`default_lazy`; ``TRIM``: :func:`default_trim`;
+      ``TAIL``: :func:`default_tail`; ``FOLD``: :func:`default_fold` (what each does:
+      :func:`kernels.attention_sm90.attention_sm90`)."""
+    check_options(BN, STAGES, NC, PINGPONG, PERSIST, CHAIN, sms, OSTAGE, LAZY, TRIM, TAIL, FOLD)
+    bn, st, nc = default_config(D, causal, SK) if D in HEAD_DIMS else (None, None, None)
+    BN, NC = (bn if BN is None else BN), (nc if NC is None else NC)
+    _check_problem(B, H, HKV, SQ, SK, D, dtype, BN, NC)
+    STAGES = default_stages(D, causal, SK, BN, st) if STAGES is None else STAGES
+    if STAGES < 1:
+        raise KernelConfigError(f"attention_sm90: STAGES = {STAGES} must be at least 1")
+    BM = 64 * NC
+    smem = (BM * D + 2 * STAGES * BN * D) * 2 + 1024 + 8 * (2 + 4 * STAGES)
+    if smem > SMEM_LIMIT:
+        raise KernelConfigError(f"attention_sm90: Q ({BM} x {D}) and {STAGES} K / V stages of {BN} rows need {smem} bytes "
+                                f"of shared memory, over the {SMEM_LIMIT} a CTA may have: use fewer stages or a smaller BN")
+    own_fits = smem + BM * D * 2 <= SMEM_LIMIT
+    PERSIST = default_persist(SK, BN, causal) if PERSIST is None else bool(PERSIST)
+    OSTAGE = default_ostage(PERSIST, own_fits) if OSTAGE is None else OSTAGE
+    _check_staging(OSTAGE, PERSIST, BN, BM, D, smem, own_fits)
+    chain_smem = smem + 2 * BM * D * 2 + 16     # the O buffer, a second Q buffer and its two barriers
+    CHAIN = (PERSIST and OSTAGE == "own" and chain_smem <= SMEM_LIMIT) if CHAIN is None else bool(CHAIN)
+    _check_chain(CHAIN, PERSIST, OSTAGE, BM, D, chain_smem)
+    PINGPONG = default_pingpong(D, causal, NC, CHAIN, BN) if PINGPONG is None else bool(PINGPONG)
+    if PINGPONG and NC != 2:
+        raise KernelConfigError("attention_sm90: PINGPONG schedules two consumer warpgroups (NC = 2)")
+    LAZY = default_lazy(D) if LAZY is None else bool(LAZY)
+    TRIM = default_trim(D, causal, SK, BN, PINGPONG, CHAIN) if TRIM is None else bool(TRIM)
+    TRIM = TRIM and causal          # without a causal mask every consumer reads every key block
+    if TRIM and (PINGPONG or CHAIN):
         raise KernelConfigError("attention_sm90: TRIM lets each consumer stop at its own rows' last key block, which needs "
-                                "the overlapped loop without ping-pong turns (they count one turn per block) and without "
-                                f"CHAIN; got PINGPONG={PINGPONG}, CHAIN={CHAIN}, OVERLAP={OVERLAP}: pass "
-                                "PINGPONG=False, CHAIN=False")
-    if TAIL is None:
-        TAIL = default_tail(cdiv(SQ, BM), D)
-    if TAIL not in (True, False, 0, 1):
-        raise KernelConfigError(f"attention_sm90: TAIL must be True or False (or None: the default), got {TAIL!r}")
-    TAIL = bool(TAIL) and causal and PERSIST    # (a walk of pairs exists only for persistent causal CTAs)
-    if FOLD not in (None, True, False, 0, 1):
-        raise KernelConfigError(f"attention_sm90: FOLD must be True or False (or None: the default), got {FOLD!r}")
+                                "a schedule without ping-pong turns (they count one turn per block) and without "
+                                f"CHAIN; got PINGPONG={PINGPONG}, CHAIN={CHAIN}: pass PINGPONG=False, CHAIN=False")
+    MT = cdiv(SQ, BM)
+    TAIL = (default_tail(MT, D) if TAIL is None else bool(TAIL)) and causal and PERSIST   # (pairs: persistent causal)
     FOLD = default_fold(D, causal) if FOLD is None else bool(FOLD)
-    tiles = cdiv(SQ, BM) * H * B
-    work = cdiv(cdiv(SQ, BM), 2) * H * B if causal else tiles     # causal: pairs of query tiles
-    grid = (persistent_units(work, sms), 1, 1) if PERSIST else (cdiv(SQ, BM), H, B)
+    tiles = MT * H * B
+    work = cdiv(MT, 2) * H * B if causal else tiles     # causal: pairs of query tiles
+    grid = (persistent_units(work, sms), 1, 1) if PERSIST else (MT, H, B)
     used = chain_smem if CHAIN else smem + (BM * D * 2 if OSTAGE == "own" else 0)
-    return {"BM": BM, "BN": BN, "STAGES": STAGES, "NC": NC, "smem": used, "grid": grid, "threads": 128 * (1 + NC),
-            "pingpong": PINGPONG, "persist": PERSIST, "chain": CHAIN, "ostage": OSTAGE, "tiles": tiles,
-            "work": work, "lazy": bool(LAZY), "trim": TRIM, "tail": TAIL, "fold": FOLD}
+    q_after_o = PERSIST and OSTAGE == "q"
+    return AttentionPlan(
+        B=B, H=H, HKV=HKV, SQ=SQ, SK=SK, D=D, causal=causal, dtype=dtype, BM=BM, BN=BN, STAGES=STAGES, NC=NC,
+        threads=128 * (1 + NC), grid=grid, smem=used, tiles=tiles, work=work, pingpong=PINGPONG, persist=PERSIST,
+        chain=CHAIN, ostage=OSTAGE, lazy=LAZY, trim=TRIM, tail=TAIL, fold=FOLD, q_buffers=2 if CHAIN else 1,
+        kv_blocks=cdiv(SK, BN), q_tiles=MT, units=grid[0] if PERSIST else 1, group=H // HKV, d_chunks=D // 64,
+        ragged=SK % BN != 0, o_own=OSTAGE == "own", o_over_kv=OSTAGE == "kv", q_after_o=q_after_o,
+        q_release_arrivals=NC if q_after_o else 4 * NC, regs=default_regs(NC, PERSIST, D, OSTAGE),
+        dispatch="wgmma_folded" if FOLD else None)

@@ -5,72 +5,45 @@ for tensors in ``(batch, seq, heads, dim)`` layout, bf16 / f16, head dims 64 / 1
 grouped-query attention (``H`` query heads over ``HKV`` key / value heads, ``H % HKV == 0``:
 query head ``h`` reads key / value head ``h // (H // HKV)``), any sequence lengths (ragged edges
 masked), causal masking aligned top-left like ``torch.nn.functional.scaled_dot_product_attention``
-(query row ``r`` sees keys ``0 .. r``). Written with tirxpy's public API only.
+(query row ``r`` sees keys ``0 .. r``). Written with tirxpy's public API and :mod:`tirxpy.lang`.
 
-A tile is ``BM = 64 * NC`` query rows of one head. Persistent (``PERSIST``, the default up to 32
-key blocks, see :func:`~kernels.attention_plan.plan`): ``G = min(tiles, sms)`` CTAs, CTA ``u``
-taking tiles ``u, u + G, ...`` of the ``(ceil(SQ / BM), H, B)`` tiles (query tile fastest; causal:
-pairs of query tiles, the last ones dealt as single tiles with ``TAIL``, see :func:`tile_of`); the
-K / V ring, its barrier phases and the Q buffer carry over from tile to tile, so the next tile's Q
-and first K / V blocks load while this tile finishes, and O is staged in its own buffer (head dims
-64 / 128) or over the last key block's K / V stages (``OSTAGE="kv"``, head dim 256, which has no room
-for an O buffer: those two stages go back to the producer once the O store has read them).
-Otherwise the grid is ``(ceil(SQ / BM), H, B)``, one tile per CTA, and O is staged over Q.
+The kernel is built from an :class:`~kernels.attention_plan.AttentionPlan` (tile sizes, schedule options,
+every derived constant) by :func:`build_kernel`, out of named parts:
 
-Roles (``threads = 128 * (1 + NC)``):
-
-- warpgroup 0, **producer** (``setmaxnreg.dec``): one elected thread loads each tile's Q
-  (``D / 64`` TMA boxes of ``(BM, 64)`` into a 128B-swizzled tile, on ``q_full``, after
-  ``q_empty``: every consumer's last ``S`` of the buffer's previous tile is done, or with
-  ``OSTAGE="q"`` its O store has read the buffer, so Q then goes out after ``K_0, K_1, V_0``), then key /
-  value block ``i`` (``BN`` rows) into stage ``i % STAGES`` of two rings: K on ``k_full[s]``
-  after ``k_empty[s]``, V on ``v_full[s]`` after ``v_empty[s]`` (parity of the previous round,
-  from the second round on), in the order ``K_0, K_1, V_0, K_2, V_1, ...``. K and V have their
-  own empty barriers because a K stage is free as soon as ``S = Q K^T`` is done, a V stage only
-  after ``P V``: with one shared barrier, ``K_{i+2}`` waited for ``P_i V_i`` and every block
-  paid a load latency (head dim 128 ran at 0.70-0.76 of cuDNN; split, 0.98-1.11).
-- warpgroups 1 .. NC, **consumers** (``setmaxnreg.inc``): consumer ``c`` owns query rows
-  ``64 c .. 64 c + 63`` of the tile. Per key block: ``S = Q K^T`` (wgmma SS, ``(64, BN)``
-  float32 in registers), the ragged / causal mask where the block needs it (``Tx.wg.mask``),
-  online softmax on the accumulator fragment (row max by quad-lane shuffles; the row sum as each
-  lane's share, ``l`` of shape ``(64, 4)`` in :data:`QUAD`, summed over the quad once per tile in the
-  epilogue, as FlashAttention-3 does: 0-7% faster than shuffling every block, H100; scale folded
-  into the ``exp2`` argument: ``p = exp2(s * scale * log2(e) - m * scale * log2(e))``),
-  ``O *= exp2((m_old - m_new) * scale * log2(e))`` (with ``LAZY``, the head dim 256 default, only once
-  the max has risen past ``2^8``: :func:`attention_sm90`), ``P`` converted to bf16 / f16 *in registers*
-  (the accumulator fragment of ``S`` is the wgmma A fragment of ``P``), ``O += P V`` (wgmma RS);
-  one lane per warp arrives on ``k_empty[s]`` once ``S`` is done and on ``v_empty[s]`` once
-  ``P V`` is. Epilogue: ``O / l`` converted and written with ``stmatrix`` over the consumer's
-  own rows of the O staging buffer (after the previous tile's store has read them), fenced to the
-  async proxy and stored with TMA (which drops rows past ``SQ``); ``LSE = (m * scale * log2(e)
-  + log2(l)) * ln(2)`` stored from registers (guarded at the ragged edge).
-
-Schedule (``OVERLAP=True``, the default): intra-warpgroup overlap -- after block 0, iteration
-``i`` waits for ``P_{i-2} V_{i-2}`` (``wait_group 0``), converts ``P_{i-1}``, issues ``S_i = Q
-K_i^T``, rescales ``O`` by the previous block's factor while ``S_i`` runs, issues ``O += P_{i-1}
-V_{i-1}``, waits only for ``S_i`` (``wait_group 1``) and runs the softmax of block ``i`` while
-``P_{i-1} V_{i-1}`` is still on the tensor cores. The ``wait_group 0`` opens the loop body on
-purpose: at the end of the body, after the softmax, ptxas 13.0 scheduled it above the softmax
-(it may move a wait earlier), which serialized the softmax behind ``P V`` (in SASS: the
-``WARPGROUP.DEPBAR.LE gsb0, 0x0`` before every ``MUFU.EX2``; tests/kernels/test_attention_sm90.py
-checks the order). With ``NC = 2`` and ``PINGPONG`` (the default for head dim 256, but for its
-short causal case, and for causal masks without ``CHAIN``,
-:func:`~kernels.attention_plan.default_pingpong`) the two consumers take turns issuing their GEMMs
-(named barriers 3 and 4: wait for our turn, issue, hand the turn over), so one warpgroup's softmax
-runs under the other's GEMMs. ``OVERLAP=False`` is the plain loop (S, softmax, P V, one block at a
-time).
-
-Across tiles (``CHAIN``, the default for persistent CTAs where a second Q buffer fits: head dims
-64 and 128): Q is double-buffered (``q_full`` / ``q_empty`` per buffer), and a tile's last ``P V``
-goes out together with the *next* tile's ``S_0 = Q' K_0^T``; the next tile's block-0 softmax runs
-while that ``P V`` does, and only then is this tile's ``O`` finished and stored (its row max / sum
-kept in ``mfin`` / ``lfin``). Without it the tensor cores idled through every tile's first ``S``
-and softmax: at S = 1k (8 key blocks per tile) it gained 2-7% on the H100.
-
-Barrier phases are closed forms of the CTA's key block counter ``g`` (its earlier tiles'
-blocks plus ``i``): stage ``g % STAGES``, parity ``(g / STAGES) % 2``; ``q_full`` / ``q_empty``
-use the CTA's tile counter ``tc`` (buffer ``tc % QB``, parity ``(tc / QB) % 2``). Causal query
-tiles of a head run from the last (heaviest) down.
+- **tiles**: a tile is ``BM = 64 * NC`` query rows of one head. Persistent CTAs (``PERSIST``) walk the
+  ``(query tile, head, batch)`` tiles (:mod:`kernels.attention_walk`): the K / V rings, their barrier
+  phases and the Q buffers carry over from tile to tile, so the next tile's Q and first K / V blocks load
+  while this tile finishes. Otherwise the grid is ``(ceil(SQ / BM), H, B)``, one tile per CTA. Causal query
+  tiles of a head run from the last (heaviest) down.
+- **rings** (:class:`tirxpy.lang.StageRing`): Q (``q_buffers`` buffers, counted by the CTA's tile counter
+  ``tc``), K and V (``STAGES`` stages each, counted by the CTA's key block counter ``g``: its earlier tiles'
+  blocks plus ``i``). K and V have their own empty barriers because a K stage is free as soon as
+  ``S = Q K^T`` is done, a V stage only after ``P V``; with one shared barrier ``K_{i+2}`` would wait for
+  ``P_i V_i`` and every block would pay a load latency.
+- **roles** (:class:`tirxpy.lang.WarpRoles`, ``threads = 128 * (1 + NC)``): warpgroup 0, the
+  :func:`producer <producer_part>` (``setmaxnreg.dec``): one elected thread loads each tile's Q (``D / 64``
+  TMA boxes of ``(BM, 64)``), then key / value blocks in the order ``K_0, K_1, V_0, K_2, V_1, ...``;
+  warpgroups 1 .. NC, the :func:`consumers <consumer_part>` (``setmaxnreg.inc``): consumer ``c`` owns query
+  rows ``64 c .. 64 c + 63`` of the tile.
+- **per key block** (:func:`consumer_part`): ``S = Q K^T`` (wgmma SS, ``(64, BN)`` float32 in registers),
+  the :func:`online softmax <softmax_parts>` on the accumulator fragment (ragged / causal mask where the
+  block needs it; row max by quad-lane shuffles; the row sum as each lane's share, ``l`` of shape
+  ``(64, 4)`` in :data:`QUAD`, summed over the quad once per tile; the scale folded into the ``exp2``
+  argument: ``p = exp2(s * scale * log2(e) - m * scale * log2(e))``), ``O *= exp2((m_old - m_new) * scale
+  * log2(e))``, ``P`` converted to bf16 / f16 *in registers* (the accumulator fragment of ``S`` is the
+  wgmma A fragment of ``P``), ``O += P V`` (wgmma RS). The ring releases: K once ``S`` is done, V once
+  ``P V`` is.
+- **the overlapped loop**: after block 0, iteration ``i`` waits for ``P_{i-2} V_{i-2}`` (``wait_group 0``),
+  converts ``P_{i-1}``, issues ``S_i = Q K_i^T``, rescales ``O`` by the previous block's factor while ``S_i``
+  runs, issues ``O += P_{i-1} V_{i-1}``, waits only for ``S_i`` (``wait_group 1``) and runs the softmax of
+  block ``i`` while ``P_{i-1} V_{i-1}`` is still on the tensor cores. The ``wait_group 0`` opens the loop
+  body: placed after the softmax, in the same basic block, ptxas may schedule it above the softmax (a wait
+  may move earlier), which serializes the softmax behind ``P V``; tests/kernels/test_attention_sm90.py
+  checks the order in the SASS.
+- **the** :func:`epilogue <epilogue_part>`: ``O / l`` converted and written with ``stmatrix`` into the O
+  staging buffer (``OSTAGE``), fenced to the async proxy and stored with TMA (which drops rows past
+  ``SQ``); ``LSE = (m * scale * log2(e) + log2(l)) * ln(2)`` stored from registers (guarded at the
+  ragged edge).
 
     >>> k = attention_sm90(1, 2, 1, 200, 80, 64, causal=True, BN=32, STAGES=2, PERSIST=False)
     >>> k.launch.threads, k.launch.grid
@@ -87,6 +60,8 @@ import math
 import tirxpy
 import tirxpy.intrinsics  # noqa: F401  (T.ptx.* signatures)
 from tirxpy import T, Tx
+from tirxpy.lang import StageRing, WarpRoles, setup_barriers
+from tirxpy.lang.schedule import tiles_of_unit
 from tirxpy.layout import ComposeLayout, R, S, TileLayout, laneid, m, swizzle_for, wid_in_wg
 from tirxpy.layout.atoms import wgmma_accumulator
 
@@ -94,14 +69,13 @@ from .attention_plan import plan
 from .attention_walk import causal_steps, key_blocks, next_step, tile_of
 from .errors import KernelConfigError
 from .schedule import SM_COUNT_H100
-from tirxpy.lang.schedule import cdiv, tiles_of_unit
-from tirxpy.lang import register_split
 
 LOG2E = 1.4426950408889634
 LN2 = 0.6931471805599453
 LAZY_LOG2 = 8.0
 """``LAZY``: a row's running max moves (and O is rescaled) only when it rises by more than this, in
 units of ``scale * log2(e)`` times a score; until then ``P = exp2(...)`` stays below ``2^8 = 256``."""
+NEG_INF = float("-inf")
 
 ROW = TileLayout(S[(4, 2, 8) : (1 @ wid_in_wg, 1 @ m, 4 @ laneid)] + R[4 : 1 @ laneid])
 """One float per accumulator row, ``(64, 1)``: row ``16 w + 8 h + lane / 4`` in slot ``h`` of the
@@ -124,7 +98,7 @@ def quad_view(n):
     return TileLayout(S[(4, 2, 8, 4, n // 8, 2) : (1 @ wid_in_wg, 2 @ m, 4 @ laneid, 1 @ laneid, 4 @ m, 1 @ m)])
 
 
-def _tile_layout(rows, D, stages=None):
+def tile_layout(rows, D, stages=None):
     """``(rows, D)`` tiles (``(stages, rows, D)``) made of dense 128B-swizzled ``(rows, 64)`` boxes
     one after another: K-major for Q and K (wgmma A / transposed B), MN-major for V (wgmma B)."""
     inner = S[(rows, D // 64, 64) : (64, rows * 64, 1)] if stages is None else \
@@ -132,240 +106,508 @@ def _tile_layout(rows, D, stages=None):
     return ComposeLayout(swizzle_for(128, "bf16"), TileLayout(inner))
 
 
+class Ring(StageRing):
+    """A :class:`~tirxpy.lang.StageRing` whose waits and releases also come in a form that takes the stage
+    ``s = ring.stage(g)`` the caller has already bound (``*_at``): the barrier is then indexed by that one value,
+    so a position's stage is computed once (with 3 stages a modulo ptxas does not merge across uses)."""
+
+    @T.macro
+    def wait_full_at(self, s, g):
+        """:meth:`~tirxpy.lang.StageRing.wait_full` of position ``g``, whose stage is ``s``."""
+        T.ptx.mbarrier_wait_parity(self.full[s], self.parity(g))
+
+    @T.macro
+    def wait_empty_at(self, s, g):
+        """:meth:`~tirxpy.lang.StageRing.wait_empty` of position ``g``, whose stage is ``s``."""
+        if g >= self.stages:
+            T.ptx.mbarrier_wait_parity(self.empty[s], (g // self.stages + 1) % 2)
+
+    @T.macro
+    def release_at(self, s):
+        """:meth:`~tirxpy.lang.StageRing.release` of a position whose stage is ``s`` (a CTA-local ring)."""
+        T.ptx.mbarrier_arrive(self.empty[s])
+
+
+class SharedTiles:
+    """The shared-memory side of a CTA, as the kernel's parts see it: the Q buffers ``Qs``, the K / V stages
+    ``Ks`` / ``Vs``, the O staging buffer ``Os`` and the three :class:`~tirxpy.lang.StageRing` s ``q``, ``k``,
+    ``v`` that guard them."""
+
+    def __init__(self, Qs, Ks, Vs, Os, q, k, v):
+        self.Qs, self.Ks, self.Vs, self.Os, self.q, self.k, self.v = Qs, Ks, Vs, Os, q, k, v
+
+
+class ConsumerRegs:
+    """A consumer warpgroup's registers: ``sacc`` (S, then P in float32), ``pfr`` (P in the input dtype, the A
+    operand of P V), ``oacc`` (O), ``och`` (a 64-column chunk of O for the store), the per-row ``mrow`` (running
+    max), ``mprev`` (its value before the block), ``nms`` (``-m * scale * log2 e``), ``alpha`` (the block's
+    rescale factor), ``lrow`` (each lane's share of the row sums, :data:`QUAD`), ``ltot`` / ``linv`` (the row
+    sums and their inverse, in the epilogue), ``mfin`` / ``lfin`` (``CHAIN``: the finished tile's max / sums,
+    kept while the next tile's block 0 runs), ``resc`` (``LAZY``: this thread rescales O after the block)."""
+
+    def __init__(self, sacc, pfr, oacc, och, mrow, mprev, nms, lrow, ltot, alpha, linv, mfin, lfin, resc):
+        self.sacc, self.pfr, self.oacc, self.och = sacc, pfr, oacc, och
+        self.mrow, self.mprev, self.nms, self.lrow, self.ltot = mrow, mprev, nms, lrow, ltot
+        self.alpha, self.linv, self.mfin, self.lfin, self.resc = alpha, linv, mfin, lfin, resc
+
+
 @tirxpy.jit
 def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat16", BN=None, STAGES=None, NC=None,
-                   SQT=None, SKT=None, OVERLAP=True, PINGPONG=None, PERSIST=None, CHAIN=None, sms=SM_COUNT_H100,
-                   OSTAGE=None, LAZY=None, TRIM=None, TAIL=None, FOLD=None, PDL=True):
+                   SQT=None, SKT=None, PINGPONG=None, PERSIST=None, CHAIN=None, sms=SM_COUNT_H100, OSTAGE=None,
+                   LAZY=None, TRIM=None, TAIL=None, FOLD=None, PDL=True):
     """The kernel for one problem: ``k(Q, K, V, O, LSE)`` with ``Q, O: (B, SQT, H, D)``,
     ``K, V: (B, SKT, HKV, D)``, ``LSE: (B, H, SQT, 1)`` float32. ``SQ`` / ``SK`` are the valid
     lengths; the tensors may have more rows (``SQT >= SQ``, ``SKT >= SK``, default equal): a TMA
     box may not be larger than its tensor, so :func:`kernels.attention` pads sequences shorter than
     one tile (rows past ``SK`` are masked, rows past ``SQ`` are computed and dropped).
 
-    ``LAZY`` (default :func:`~kernels.attention_plan.default_lazy`: head dim 256): a row's running max,
-    and with it ``O``'s scale, moves only when a block raises it by more than ``LAZY_LOG2 = 8`` (in ``scale * log2(e)``
-    units); otherwise the block's ``P = exp2(s - m)`` is taken against the stale max, at most ``2^8``
-    (bf16 / f16 and the float32 sums hold it to the same relative precision as values below 1), and
-    ``O`` is not multiplied at all.
-    ``O / l`` and the log-sum-exp ``m + log2(l)`` come out the same, as ``O`` and ``l`` always share
-    one scale. A thread decides for its two rows (each row's quad decides alike), so some warps
-    rescale while others skip.
+    The schedule options (``None``: the rule of :func:`kernels.attention_plan.plan` and its ``default_*``):
+    ``BN`` / ``STAGES`` / ``NC`` (key block rows, ring stages, consumer warpgroups), ``PERSIST``, ``CHAIN``,
+    ``OSTAGE`` (see :func:`~kernels.attention_plan.plan`), and
 
-    ``TRIM`` (default :func:`~kernels.attention_plan.default_trim`: the short causal head dim 256 plan): in
-    a causal tile each consumer stops at its own rows' last key block; the first consumer's rows end 64 rows before the
-    tile's, so it skips the tile's last block at BN = 64 (more at narrower blocks) and hands those K / V
-    stages back unread, once each one's load has landed. It needs the overlapped loop without ping-pong
-    turns and without CHAIN (ValueError otherwise); without a causal mask it changes nothing.
-
-    ``TAIL`` (default :func:`~kernels.attention_plan.default_tail`: from 32 query tiles on, and up to 8 at head
-    dims 64 and 256): a persistent causal walk takes its last pairs of query tiles (one to two rounds' worth,
-    :func:`~kernels.attention_walk.causal_tail`) as single tiles dealt
-    heaviest first, in rounds alternating direction over the CTAs: pairs are all the same size, and when
-    they do not divide into the CTAs (2048 pairs on 132 SMs at every causal benchmark shape) their last
-    round left the rest idle. Without a persistent causal walk it changes nothing.
-
-    ``FOLD`` (default :func:`~kernels.attention_plan.default_fold`: head dim 256 causal): the matrix
-    products dispatch to the ``wgmma_folded`` variant, whose descriptors cost one uniform add per k-step
-    and operand instead of about five (tirxpy.primitives.gemm.desc).
-
-    ``PDL`` (default on): programmatic dependent launch, as in :func:`kernels.gemm_sm90.gemm_sm90`: the
-    kernel may start while the previous kernel in the stream finishes, and every thread waits for it
-    (``griddepcontrol.wait``) after the barrier setup, before any global load or store."""
+    - ``PINGPONG`` (two consumers): the consumers take turns issuing their GEMMs (named barriers 3 and 4: wait
+      for our turn, issue, hand the turn over), so one warpgroup's softmax runs under the other's GEMMs;
+    - ``LAZY``: a row's running max, and with it ``O``'s scale, moves only when a block raises it by more than
+      ``LAZY_LOG2 = 8`` (in ``scale * log2(e)`` units); otherwise the block's ``P = exp2(s - m)`` is taken
+      against the stale max, at most ``2^8`` (bf16 / f16 and the float32 sums hold it to the same relative
+      precision as values below 1), and ``O`` is not multiplied. ``O / l`` and the log-sum-exp come out the
+      same, as ``O`` and ``l`` always share one scale. A thread decides for its two rows (each row's quad
+      decides alike), so some warps rescale while others skip;
+    - ``TRIM``: in a causal tile each consumer stops at its own rows' last key block (the first consumer's rows
+      end 64 rows before the tile's) and hands the remaining K / V stages back unread, once each one's load
+      has landed; without a causal mask it changes nothing;
+    - ``TAIL``: a persistent causal walk takes its last pairs of query tiles (one to two rounds' worth,
+      :func:`~kernels.attention_walk.causal_tail`) as single tiles dealt heaviest first, in rounds alternating
+      direction over the CTAs, so that the last round of equal-sized pairs does not leave most CTAs idle;
+    - ``FOLD``: the matrix products dispatch to the ``wgmma_folded`` variant, whose descriptors cost one
+      uniform add per k-step and operand instead of about five (tirxpy.primitives.gemm.desc);
+    - ``PDL`` (default on; off for a plain launch): programmatic dependent launch, as in
+      :func:`kernels.gemm_sm90.gemm_sm90`: the kernel may start while the previous kernel in the stream
+      finishes, and every thread waits for it (``griddepcontrol.wait``) after the barrier setup, before any
+      global load or store."""
     if PDL not in (True, False, 0, 1):
         raise KernelConfigError(f"attention_sm90: PDL must be True or False, got {PDL!r}")
-    PDL = bool(PDL)
-    p = plan(B, H, HKV, SQ, SK, D, dtype, BN, STAGES, NC, causal, OVERLAP, PINGPONG, PERSIST, CHAIN, sms, OSTAGE,
-             LAZY, TRIM, TAIL, FOLD)
+    p = plan(B, H, HKV, SQ, SK, D, dtype, BN, STAGES, NC, causal, PINGPONG, PERSIST, CHAIN, sms, OSTAGE, LAZY, TRIM,
+             TAIL, FOLD)
     SQT, SKT = SQT or SQ, SKT or SK
-    if SQT < max(SQ, p["BM"]) or SKT < max(SK, p["BN"]):
+    if SQT < max(SQ, p.BM) or SKT < max(SK, p.BN):
         raise KernelConfigError(f"attention_sm90: tensors of {SQT} query / {SKT} key rows are shorter than one tile "
-                                f"({p['BM']} / {p['BN']}) or than SQ = {SQ} / SK = {SK}: pad the sequences")
-    BM, BN, STAGES, NC = p["BM"], p["BN"], p["STAGES"], p["NC"]
-    LAZY, TRIM, TAIL = p["lazy"], p["trim"], p["tail"]
-    DISP = "wgmma_folded" if p["fold"] else None     # the matrix products' wgmma variant
+                                f"({p.BM} / {p.BN}) or than SQ = {SQ} / SK = {SK}: pad the sequences")
     scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
-    SL2 = scale * LOG2E
-    GROUP = H // HKV
-    DC = D // 64
-    NKV = cdiv(SK, BN)
-    MT = cdiv(SQ, BM)
-    PINGPONG, PERSIST, CHAIN, WORK = p["pingpong"], p["persist"], p["chain"], p["work"]
-    QB = 2 if CHAIN else 1                  # Q buffers: the next tile's Q loads while this tile runs
-    OWN_O = p["ostage"] == "own"
-    KV_O = p["ostage"] == "kv"              # O over the last block's K (consumer 0) and V (consumer 1) stages
-    Q_AFTER_O = PERSIST and p["ostage"] == "q"  # Q reloads once this tile's O (staged over it) is read
-    QL, KVL = _tile_layout(BM, D, QB), _tile_layout(BN, D, STAGES)
-    SACC, OACC, OCH = wgmma_accumulator(BN), wgmma_accumulator(D), wgmma_accumulator(64)
-    RAGGED = SK % BN != 0
-    UNITS = p["grid"][0] if PERSIST else 1
-    NEG_INF = float("-inf")
-    regs_dec, regs_inc = {1: (40, 232), 2: (24, 240), 3: (32, 160)}[NC]
-    if NC == 2 and PERSIST and (D == 256 or p["ostage"] != "own"):
-        # the persistent producer's tile walk spills below 48 at head dim 256, and at 128 where its Q
-        # or K / V loads wait on the O store (OSTAGE "q" / "kv": 8 / 36 bytes with 24)
-        regs_dec, regs_inc = 48, 224
-    regs_dec, regs_inc = register_split(p["threads"], regs_dec, regs_inc, "attention_sm90")
+    return build_kernel(p, scale, SQT, SKT, bool(PDL))
+
+
+def softmax_parts(p, score_log2):
+    """The online softmax of a consumer, for scores scaled by ``score_log2 = scale * log2(e)``: macros
+    ``first_block`` (block 0 of a tile), ``next_block`` (block ``i``) and ``rescale_o`` (``O *= alpha``)."""
+    BN, SK, causal, lazy = p.BN, p.SK, p.causal, p.lazy
 
     @T.macro
-    def online_softmax(sacc, mrow, mprev, nms, alpha, lrow, i, n0, m0, r0, resc):
+    def next_block(rg, i, n0, m0, r0):
         """Block ``i`` (key columns ``n0 ..``) of the online softmax, in place on the S fragment:
         mask it, raise the row max, ``alpha = exp2((m_old - m_new) scale log2 e)``, ``S -> P`` and
-        ``l = alpha l + rowsum(P)`` (``l``: each lane's share of the row sums, :data:`QUAD`). The caller
-        rescales O by ``alpha`` (with ``LAZY``: only where ``resc[0]`` is set, see :func:`attention_sm90`)."""
+        ``l = alpha l + rowsum(P)``. The caller rescales O by ``alpha`` (:func:`rescale_o`)."""
+        sacc, mrow, mprev, alpha, resc = rg.sacc, rg.mrow, rg.mprev, rg.alpha, rg.resc
         if causal:
             if n0 + BN > m0 + 1 or n0 + BN > SK:     # CTA-uniform (the verifier proves it)
                 Tx.wg.mask(sacc, sacc, T.float32(NEG_INF), cols=SK - n0, diag=r0 - n0)
-        elif RAGGED:
-            if i == NKV - 1:
+        elif p.ragged:
+            if i == p.kv_blocks - 1:
                 Tx.wg.mask(sacc, sacc, T.float32(NEG_INF), cols=SK - n0)
         Tx.wg.unary(mprev, mrow, fn="copy")
         Tx.wg.max(mrow, sacc, axis=1, accum=True)
-        if LAZY:
-            # this thread's two rows (slots 0 and 1: rows 8 h + lane / 4 of its warp); the four lanes of
-            # a row's quad hold the same maxima, so they decide alike. Selects, not a branch: a branch here
-            # splits the softmax's basic block, and ptxas then schedules it worse (-20% at head dim 64)
+        if lazy:
+            # this thread's two rows (slots 0 and 1: rows 8 h + lane / 4 of its warp); the four lanes of a row's
+            # quad hold the same maxima, so they decide alike. Selects, not a branch: a branch here splits the
+            # softmax's basic block, which ptxas schedules worse
             rise = T.max(mrow[0, 0] - mprev[0, 0], mrow[8, 0] - mprev[8, 0])
-            resc[0] = T.select(rise * SL2 > LAZY_LOG2, 1, 0)
+            resc[0] = T.select(rise * score_log2 > LAZY_LOG2, 1, 0)
             for h in range(2):                  # keep the stale max: P stays below 2^LAZY_LOG2
                 mrow[8 * h, 0] = T.select(resc[0] != 0, mrow[8 * h, 0], mprev[8 * h, 0])
-        Tx.wg.mul(nms, mrow, T.float32(-SL2))
-        Tx.wg.fma(alpha, mprev, T.float32(SL2), nms)
+        Tx.wg.mul(rg.nms, mrow, T.float32(-score_log2))
+        Tx.wg.fma(alpha, mprev, T.float32(score_log2), rg.nms)
         Tx.wg.exp2(alpha, alpha)
-        if LAZY:                                # exactly 1 where the max stays (l and O both keep their scale)
+        if lazy:                                # exactly 1 where the max stays (l and O both keep their scale)
             for h in range(2):
                 alpha[8 * h, 0] = T.select(resc[0] != 0, alpha[8 * h, 0], T.float32(1))
-        Tx.wg.fma(sacc, sacc, T.float32(SL2), nms)
+        Tx.wg.fma(sacc, sacc, T.float32(score_log2), rg.nms)
         Tx.wg.exp2(sacc, sacc)
-        Tx.wg.mul(lrow, lrow, alpha)
-        Tx.wg.sum(lrow, sacc.alias((64, 4, BN // 4), layout=quad_view(BN)), axis=2, accum=True)
+        Tx.wg.mul(rg.lrow, rg.lrow, alpha)
+        Tx.wg.sum(rg.lrow, sacc.alias((64, 4, BN // 4), layout=quad_view(BN)), axis=2, accum=True)
 
     @T.macro
-    def rescale_o(oacc, alpha, resc):
+    def rescale_o(rg):
         """``O *= alpha`` of the previous block (with ``LAZY``, only in threads whose row max rose past
         the threshold: the others kept their max, so their O stays as it is)."""
-        if LAZY:
-            if resc[0] != 0:
-                Tx.mul(oacc, oacc, alpha)
+        if lazy:
+            if rg.resc[0] != 0:
+                Tx.mul(rg.oacc, rg.oacc, rg.alpha)
         else:
-            Tx.wg.mul(oacc, oacc, alpha)
+            Tx.wg.mul(rg.oacc, rg.oacc, rg.alpha)
 
     @T.macro
-    def first_softmax(sacc, mrow, nms, alpha, lrow, m0, r0, resc):
+    def first_block(rg, m0, r0):
         """Block 0 of the tile at row ``m0`` (this consumer's rows from ``r0``): mask, row max, ``S -> P``,
         ``l = rowsum(P)``; ``alpha = 1``, as O is still zero."""
+        sacc = rg.sacc
         if causal:
             if BN > m0 + 1 or BN > SK:
                 Tx.wg.mask(sacc, sacc, T.float32(NEG_INF), cols=SK, diag=r0)
-        elif NKV == 1 and RAGGED:
+        elif p.kv_blocks == 1 and p.ragged:
             Tx.wg.mask(sacc, sacc, T.float32(NEG_INF), cols=SK)
-        Tx.wg.max(mrow, sacc, axis=1)
-        Tx.wg.mul(nms, mrow, T.float32(-SL2))
-        Tx.wg.fma(sacc, sacc, T.float32(SL2), nms)
+        Tx.wg.max(rg.mrow, sacc, axis=1)
+        Tx.wg.mul(rg.nms, rg.mrow, T.float32(-score_log2))
+        Tx.wg.fma(sacc, sacc, T.float32(score_log2), rg.nms)
         Tx.wg.exp2(sacc, sacc)
-        Tx.wg.sum(lrow, sacc.alias((64, 4, BN // 4), layout=quad_view(BN)), axis=2)
-        Tx.wg.fill(alpha, T.float32(1))
-        if LAZY:
-            resc[0] = 0                         # O is zero: nothing to rescale
+        Tx.wg.sum(rg.lrow, sacc.alias((64, 4, BN // 4), layout=quad_view(BN)), axis=2)
+        Tx.wg.fill(rg.alpha, T.float32(1))
+        if lazy:
+            rg.resc[0] = 0                      # O is zero: nothing to rescale
+
+    return first_block, next_block, rescale_o
+
+
+def producer_part(p):
+    """The producer's macro ``produce(Q, K, V, sm, gb, tc, n_tiles)``: one thread walks the CTA's tiles and
+    loads each tile's Q into buffer ``tc % q_buffers`` (after the ring's previous round of that buffer was
+    released), then its key blocks into the K / V rings, ``K_i`` one block ahead of ``V_{i-1}``."""
+    BM, BN, DC = p.BM, p.BN, p.d_chunks
 
     @T.macro
-    def load_q(Qs, Q, q_full, q_empty, qb, tcv, b, m0, h):
-        """Tile ``tcv`` of this CTA's Q (rows ``m0 ..`` of head ``h``) into buffer ``qb`` on
-        ``q_full[qb]``, once ``q_empty[qb]`` says its previous tile is done with the buffer."""
-        if tcv >= QB:
-            T.ptx.mbarrier_wait_parity(q_empty[qb], (tcv // QB + 1) % 2)
+    def load_q(Q, sm, qb, tcv, b, m0, h):
+        """Tile ``tcv`` of this CTA's Q (rows ``m0 ..`` of head ``h``) into its buffer ``qb``, once the buffer's
+        previous tile is done with it."""
+        sm.q.wait_empty_at(qb, tcv)
         for j in range(DC):
-            Tx.copy_async(Qs[qb, :, j * 64:j * 64 + 64], Q[b, m0:m0 + BM, h, j * 64:j * 64 + 64],
-                          mbar=q_full[qb], arrive=j == DC - 1)
+            Tx.copy_async(sm.Qs[qb, :, j * 64:j * 64 + 64], Q[b, m0:m0 + BM, h, j * 64:j * 64 + 64],
+                          mbar=sm.q.full[qb], arrive=j == DC - 1)
 
     @T.macro
-    def skip_blocks(g0, nkc, nkv, k_full, v_full, k_empty, v_empty):
-        """``TRIM``: hand back the K / V stages of the tile's blocks ``nkc .. nkv - 1``, which this consumer's
-        rows do not see. Each arrival waits for its round's load first: that load was issued only after
-        the stage's previous round was released, so the arrival cannot count towards that round while the
-        other consumer may still read it. With ``KV_O`` the last K stage is handed back by the epilogue,
-        once the O store that goes over it has read it; this consumer waits for its load all the same,
-        before writing over it."""
-        for j in T.serial(nkc, nkv):
-            gj = g0 + j
-            sj = gj % STAGES
-            T.ptx.mbarrier_wait_parity(k_full[sj], (gj // STAGES) % 2)
-            if T.lane_id() == 0:
-                if not KV_O or j < nkv - 1:
-                    T.ptx.mbarrier_arrive(k_empty[sj])
-            T.ptx.mbarrier_wait_parity(v_full[sj], (gj // STAGES) % 2)
-            if T.lane_id() == 0:
-                T.ptx.mbarrier_arrive(v_empty[sj])
+    def load_kv(X, ring, stages, g, i, b, hk):
+        """Key / value block ``i`` (position ``g`` of the ring) into its stage, once the stage is free."""
+        s = ring.stage(g)
+        ring.wait_empty_at(s, g)
+        for j in range(DC):
+            Tx.copy_async(stages[s, :, j * 64:j * 64 + 64], X[b, i * BN:i * BN + BN, hk, j * 64:j * 64 + 64],
+                          mbar=ring.full[s], arrive=j == DC - 1)
 
     @T.macro
-    def epilogue(O, Os, LSE, oacc, och, mfin, lfin, ltot, linv, b, h, m0, r0, c, v_empty, last, chained, q_empty,
-                 qb, Ks, Vs, k_empty):
-        """``l`` = the quad's shares of ``lfin`` summed; ``O / l`` -> this consumer's rows of ``Os``
-        (``stmatrix``) -> TMA store; ``LSE`` from registers. ``chained``: the tile's last P V (stage ``last``) is still in flight; it is waited for here, behind
-        the branch of the staging buffer's wait, so that ptxas cannot hoist the wait above the next tile's
-        block-0 softmax (it does within one basic block). ``Q_AFTER_O``: O goes over this consumer's
-        rows of Q, and once the store has read them the consumer arrives on ``q_empty[qb]``."""
+    def produce(Q, K, V, sm, gb, tc, n_tiles):
+        gb[0] = 0
+        tc[0] = 0
+        for t in T.serial(n_tiles):
+            mt, h, b, valid = tile_of(t, p.persist, p.units, p.q_tiles, p.H, p.causal, p.B, p.tail)
+            if valid:
+                hk = h // p.group
+                m0 = mt * BM
+                nkv = key_blocks(m0, p.kv_blocks, BM, BN, p.SQ, p.causal)
+                qb = sm.q.stage(tc[0])
+                if not p.q_after_o:
+                    load_q(Q, sm, qb, tc[0], b, m0, h)
+                elif tc[0] == 0:
+                    load_q(Q, sm, qb, tc[0], b, m0, h)
+                # K_i goes out one block ahead of V_{i-1}: K's stage frees as soon as S = Q K^T is done, V's
+                # only after P V, so neither load queues behind the other's slot
+                for i in T.serial(nkv + 1):
+                    if i < nkv:
+                        g = gb[0] + i
+                        load_kv(K, sm.k, sm.Ks, g, i, b, hk)
+                    if i > 0:
+                        gv = gb[0] + i - 1
+                        load_kv(V, sm.v, sm.Vs, gv, i - 1, b, hk)
+                    if p.q_after_o:
+                        # K_0, K_1 and V_0 load under the previous tile's epilogue, then Q once that tile's
+                        # O store has read the buffer
+                        if i == 1:
+                            if tc[0] > 0:
+                                load_q(Q, sm, qb, tc[0], b, m0, h)
+                gb[0] = gb[0] + nkv
+                tc[0] = tc[0] + 1
+
+    return produce
+
+
+def epilogue_part(p, score_log2):
+    """The consumer's macro ``epilogue(O, LSE, sm, rg, mfin, lfin, b, h, m0, r0, c, last, chained, qb)``:
+    ``l`` = the quad's shares of ``lfin`` summed; ``O / l`` -> this consumer's rows of the staging buffer
+    (``stmatrix``) -> TMA store; ``LSE`` from registers. ``chained``: the tile's last P V (stage ``last``) is still in flight; it is waited for here, behind the branch of the staging buffer's wait,
+    so that ptxas cannot hoist the wait above the next tile's block-0 softmax (it does within one basic
+    block). With ``q_after_o`` O goes over this consumer's rows of Q, and once the store has read them the
+    consumer releases the Q buffer; with ``o_over_kv`` over the last K (consumer 0) / V (consumer 1) stage,
+    released once the store has read it."""
+    NC, DC, D = p.NC, p.d_chunks, p.D
+
+    @T.macro
+    def stage_o(sm, rg, c, last):
+        """``O / l`` (already multiplied) converted into this consumer's rows of the staging buffer."""
+        for j in range(DC):
+            Tx.wg.cast(rg.och, rg.oacc[:, j * 64:j * 64 + 64])
+            if p.o_over_kv:
+                if NC == 1 or c == 0:           # (decided in Python with one consumer)
+                    Tx.wg.copy(sm.Ks[last, 0:64, j * 64:j * 64 + 64], rg.och)
+                else:
+                    Tx.wg.copy(sm.Vs[last, 0:64, j * 64:j * 64 + 64], rg.och)
+            else:
+                Tx.wg.copy(sm.Os[0, c * 64:c * 64 + 64, j * 64:j * 64 + 64], rg.och)
+
+    @T.macro
+    def store_o(O, sm, b, h, m0, last, qb):
+        """One thread per consumer issues its rows' TMA store, then hands back what the store read."""
+        for cc in range(NC):                    # one issuing thread per call site
+            if T.thread_id() == 128 * (cc + 1):
+                for j in range(DC):
+                    if p.o_over_kv:
+                        Tx.copy_async(O[b, m0 + cc * 64:m0 + cc * 64 + 64, h, j * 64:j * 64 + 64],
+                                      (sm.Ks if cc == 0 else sm.Vs)[last, 0:64, j * 64:j * 64 + 64])
+                    else:
+                        Tx.copy_async(O[b, m0 + cc * 64:m0 + cc * 64 + 64, h, j * 64:j * 64 + 64],
+                                      sm.Os[0, cc * 64:cc * 64 + 64, j * 64:j * 64 + 64])
+                if p.o_over_kv:                 # the stage is free once the store has read it: the 4
+                    T.ptx.bulk_wait_group_read(0)   # arrivals this consumer's warps held back
+                    for w in range(4):
+                        (sm.k if cc == 0 else sm.v).release_at(last)
+                if p.q_after_o:
+                    T.ptx.bulk_wait_group_read(0)
+                    sm.q.release_at(qb)         # our rows of Q (and of O) are free
+
+    @T.macro
+    def epilogue(O, LSE, sm, rg, mfin, lfin, b, h, m0, r0, c, last, chained, qb):
+        ltot = rg.ltot
         Tx.wg.sum(ltot, lfin, axis=1)           # the quad's partial sums -> the row's (shuffles, once a tile)
-        Tx.wg.div(linv, T.float32(1), ltot)
-        if OWN_O:                               # the previous tile's store has read our rows of Os
+        Tx.wg.div(rg.linv, T.float32(1), ltot)
+        if p.o_own:                             # the previous tile's store has read our rows of Os
             if T.thread_id_in_wg() == 0:
                 T.ptx.bulk_wait_group_read(0)
             T.ptx.barrier_sync(1 + c, 128)
         if chained:
-            Tx.wg.gemm_wait(0, oacc)
+            Tx.wg.gemm_wait(0, rg.oacc)
             if T.lane_id() == 0:
-                T.ptx.mbarrier_arrive(v_empty[last])
-        Tx.wg.mul(oacc, oacc, linv)
-        if KV_O:                                # every S and P V of the tile is done in both consumers
+                sm.v.release_at(last)
+        Tx.wg.mul(rg.oacc, rg.oacc, rg.linv)
+        if p.o_over_kv:                         # every S and P V of the tile is done in both consumers
             T.ptx.barrier_sync(5, 128 * NC)
-        for j in range(DC):
-            Tx.wg.cast(och, oacc[:, j * 64:j * 64 + 64])
-            if KV_O:
-                if NC == 1 or c == 0:           # (decided in Python with one consumer)
-                    Tx.wg.copy(Ks[last, 0:64, j * 64:j * 64 + 64], och)
-                else:
-                    Tx.wg.copy(Vs[last, 0:64, j * 64:j * 64 + 64], och)
-            else:
-                Tx.wg.copy(Os[0, c * 64:c * 64 + 64, j * 64:j * 64 + 64], och)
+        stage_o(sm, rg, c, last)
         T.ptx.fence_proxy_async()
         T.ptx.barrier_sync(1 + c, 128)
-        for cc in range(NC):                    # one issuing thread per call site
-            if T.thread_id() == 128 * (cc + 1):
-                for j in range(DC):
-                    if KV_O:
-                        Tx.copy_async(O[b, m0 + cc * 64:m0 + cc * 64 + 64, h, j * 64:j * 64 + 64],
-                                      (Ks if cc == 0 else Vs)[last, 0:64, j * 64:j * 64 + 64])
-                    else:
-                        Tx.copy_async(O[b, m0 + cc * 64:m0 + cc * 64 + 64, h, j * 64:j * 64 + 64],
-                                      Os[0, cc * 64:cc * 64 + 64, j * 64:j * 64 + 64])
-                if KV_O:                        # the stage is free once the store has read it: the 4
-                    T.ptx.bulk_wait_group_read(0)   # arrivals this consumer's warps held back
-                    for w in range(4):
-                        T.ptx.mbarrier_arrive((k_empty if cc == 0 else v_empty)[last])
-                if Q_AFTER_O:
-                    T.ptx.bulk_wait_group_read(0)
-                    T.ptx.mbarrier_arrive(q_empty[qb])   # our rows of Q (and of O) are free
+        store_o(O, sm, b, h, m0, last, qb)
         Tx.wg.log2(ltot, ltot)
-        Tx.wg.fma(ltot, mfin, T.float32(SL2), ltot)
+        Tx.wg.fma(ltot, mfin, T.float32(score_log2), ltot)
         Tx.wg.mul(ltot, ltot, T.float32(LN2))
         Tx.wg.copy(LSE[b, h, r0:r0 + 64, 0:1], ltot)
+
+    return epilogue
+
+
+def consumer_part(p, score_log2):
+    """The consumer's macro ``consume(O, LSE, sm, rg, wg, gb, tc, n_tiles)``: consumer ``wg - 1`` walks the
+    CTA's tiles with the overlapped key-block loop (module docstring), ping-pong turns (``pingpong``), the next
+    tile's block 0 under this tile's last ``P V`` (``chain``) and the unread blocks handed back (``trim``)."""
+    BM, BN, NC, STAGES = p.BM, p.BN, p.NC, p.STAGES
+    dispatch, kv_o = p.dispatch, p.o_over_kv
+    first_block, next_block, rescale_o = softmax_parts(p, score_log2)
+    epilogue = epilogue_part(p, score_log2)
+
+    @T.macro
+    def take_turn(c):
+        """``PINGPONG``: wait for this consumer's turn on the tensor cores."""
+        if p.pingpong:
+            T.ptx.barrier_sync(3 + c, 256)
+
+    @T.macro
+    def s_block(sm, rg, c, qb, g, wait):
+        """``S = Q K^T`` of ring position ``g`` (``wait``: also wait for it)."""
+        Tx.wg.gemm_async(rg.sacc, sm.Qs[qb, c * 64:c * 64 + 64, :], sm.Ks[sm.k.stage(g)], transpose_b=True,
+                         accumulate=False, wait=wait, dispatch=dispatch)
+
+    @T.macro
+    def start_tile(sm, rg, c, qb, tcv, g0, nkv, m0, r0):
+        """Block 0 of a tile: ``S_0`` and its softmax (O is still zero: no rescale)."""
+        Tx.wg.fill(rg.oacc, T.float32(0))
+        sm.q.wait_full_at(qb, tcv)
+        sm.k.wait_full(g0)
+        s_block(sm, rg, c, qb, g0, 0)
+        if T.lane_id() == 0:
+            if not kv_o or c > 0 or nkv > 1:    # o_over_kv: consumer 0's O goes over K[last]
+                sm.k.release(g0)
+        first_block(rg, m0, r0)
+
+    @T.macro
+    def key_loop(sm, rg, wg, c, qb, g0, nkv, nkc, more, m0, r0):
+        """Blocks ``1 .. nkc - 1``: ``S_i`` and ``P_{i-1} V_{i-1}`` in flight at once, the softmax of block ``i``
+        under ``P_{i-1} V_{i-1}``."""
+        for i in T.serial(1, nkc):
+            g = g0 + i
+            s = sm.k.stage(g)
+            sp = sm.v.stage(g - 1)
+            n0 = i * BN
+            # P_{i-2} V_{i-2} done, V_{i-2} free. This wait opens the loop body so that ptxas cannot hoist it
+            # above the previous block's softmax (it does when both share a basic block)
+            Tx.wg.gemm_wait(0, rg.oacc)
+            if i >= 2:
+                if T.lane_id() == 0:
+                    sm.v.release(g - 2)
+            Tx.wg.cast(rg.pfr, rg.sacc)                  # P_{i-1}, the A operand of P V
+            sm.k.wait_full_at(s, g)
+            take_turn(c)
+            Tx.wg.gemm_async(rg.sacc, sm.Qs[qb, c * 64:c * 64 + 64, :], sm.Ks[s], transpose_b=True,
+                             accumulate=False, dispatch=dispatch)
+            rescale_o(rg)                                # O *= alpha_{i-1} while S_i runs
+            sm.v.wait_full_at(sp, g - 1)
+            Tx.wg.gemm_async(rg.oacc, rg.pfr, sm.Vs[sp], accumulate=True, dispatch=dispatch)
+            if p.pingpong:
+                if wg == 1:
+                    T.ptx.barrier_arrive(4, 256)         # the other consumer's turn
+                elif i < nkv - 1 + more:                 # (none follows consumer 1's last)
+                    T.ptx.barrier_arrive(3, 256)
+            Tx.wg.gemm_wait(1, rg.sacc)                  # S_i done (K_i free); P V still running
+            if T.lane_id() == 0:
+                if not kv_o or c > 0 or i < nkv - 1:
+                    sm.k.release_at(s)
+            next_block(rg, i, n0, m0, r0)
+
+    @T.macro
+    def chain_next(O, LSE, sm, rg, wg, c, nt, qb, tcv, g0, nkv, last, b, h, m0, r0):
+        """``CHAIN``: the next tile's ``S_0 = Q' K_0^T`` goes out with this tile's last ``P V``, and its softmax
+        runs while ``P V`` does; this tile's max / sums move to ``mfin`` / ``lfin`` for the epilogue."""
+        mt2, _, _, _ = tile_of(nt, p.persist, p.units, p.q_tiles, p.H, p.causal, p.B, p.tail)
+        g2 = g0 + nkv
+        s2 = sm.k.stage(g2)
+        qb2 = sm.q.stage(tcv + 1)
+        Tx.wg.unary(rg.mfin, rg.mrow, fn="copy")
+        Tx.wg.unary(rg.lfin, rg.lrow, fn="copy")
+        sm.q.wait_full_at(qb2, tcv + 1)
+        sm.k.wait_full_at(s2, g2)
+        take_turn(c)
+        Tx.wg.gemm_async(rg.sacc, sm.Qs[qb2, c * 64:c * 64 + 64, :], sm.Ks[s2], transpose_b=True,
+                         accumulate=False, dispatch=dispatch)
+        rescale_o(rg)
+        sm.v.wait_full_at(last, g0 + nkv - 1)
+        Tx.wg.gemm_async(rg.oacc, rg.pfr, sm.Vs[last], accumulate=True, dispatch=dispatch)
+        if p.pingpong:
+            if wg == 1:
+                T.ptx.barrier_arrive(4, 256)
+        Tx.wg.gemm_wait(1, rg.sacc)
+        if T.lane_id() == 0:
+            sm.k.release_at(s2)
+        first_block(rg, mt2 * BM, mt2 * BM + c * 64)
+        epilogue(O, LSE, sm, rg, rg.mfin, rg.lfin, b, h, m0, r0, c, last, True, qb)
+        Tx.wg.fill(rg.oacc, T.float32(0))           # the next tile's O
+
+    @T.macro
+    def skip_blocks(sm, g0, nkc, nkv):
+        """``TRIM``: hand back the K / V stages of the tile's blocks ``nkc .. nkv - 1``, which this consumer's
+        rows do not see. Each release waits for its round's load first: that load was issued only after the
+        stage's previous round was released, so the arrival cannot count towards that round while the other
+        consumer may still read it. With ``o_over_kv`` the last K stage is handed back by the epilogue, once
+        the O store that goes over it has read it; this consumer waits for its load all the same, before
+        writing over it."""
+        for j in T.serial(nkc, nkv):
+            gj = g0 + j
+            sj = sm.k.stage(gj)
+            sm.k.wait_full_at(sj, gj)
+            if T.lane_id() == 0:
+                if not kv_o or j < nkv - 1:
+                    sm.k.release_at(sj)
+            sm.v.wait_full_at(sj, gj)
+            if T.lane_id() == 0:
+                sm.v.release_at(sj)
+
+    @T.macro
+    def finish_tile(O, LSE, sm, rg, c, g0, nkv, nkc, last, lastc, b, h, m0, r0, qb):
+        """The tile's last ``P V`` (this consumer's last block: ``lastc``), the unread blocks with ``TRIM``, the
+        epilogue."""
+        rescale_o(rg)
+        sm.v.wait_full_at(lastc, g0 + nkc - 1)
+        Tx.wg.gemm_async(rg.oacc, rg.pfr, sm.Vs[lastc], accumulate=True, wait=0, dispatch=dispatch)
+        if T.lane_id() == 0:
+            if not kv_o or c == 0:              # o_over_kv: consumer 1's O goes over V[last]
+                sm.v.release_at(lastc)
+        if p.trim:
+            skip_blocks(sm, g0, nkc, nkv)
+        epilogue(O, LSE, sm, rg, rg.mrow, rg.lrow, b, h, m0, r0, c, last, False, qb)
+
+    @T.macro
+    def consume(O, LSE, sm, rg, wg, gb, tc, n_tiles):
+        c = wg - 1
+        gb[0] = 0
+        tc[0] = 0
+        for t in T.serial(n_tiles):
+            mt, h, b, valid = tile_of(t, p.persist, p.units, p.q_tiles, p.H, p.causal, p.B, p.tail)
+            if valid:
+                m0 = mt * BM
+                r0 = m0 + c * 64
+                nkv = key_blocks(m0, p.kv_blocks, BM, BN, p.SQ, p.causal)
+                # TRIM: this consumer's own rows end at r0 + 64, and it stops at their last key block
+                nkc = key_blocks(r0, p.kv_blocks, 64, BN, p.SQ, p.causal) if p.trim else nkv
+                g0 = gb[0]
+                qb = sm.q.stage(tc[0])
+                more = 0                                 # 1: a next tile follows (CHAIN)
+                if p.chain:
+                    nt = next_step(t, p.units, p.q_tiles, p.H, p.causal, p.B, p.tail)
+                    more = T.cast(nt < n_tiles, "int32")
+                # CHAIN: a tile's block 0 ran under the previous tile's last P V (chain_next), except the first
+                if t == 0 or not p.chain:
+                    start_tile(sm, rg, c, qb, tc[0], g0, nkv, m0, r0)
+                if p.pingpong:
+                    # turns on the tensor cores this tile: one per loop iteration, and the chained tail's;
+                    # consumer 0 takes the first, consumer 1 passes none on after its last
+                    if wg == 2:
+                        if nkv - 1 + more > 0:
+                            T.ptx.barrier_arrive(3, 256)
+                key_loop(sm, rg, wg, c, qb, g0, nkv, nkc, more, m0, r0)
+                if not p.q_after_o:
+                    if T.lane_id() == 0:
+                        sm.q.release_at(qb)              # every S of this tile is done: Q may reload
+                Tx.wg.gemm_wait(0, rg.oacc)
+                if nkc >= 2:
+                    if T.lane_id() == 0:
+                        sm.v.release(g0 + nkc - 2)
+                Tx.wg.cast(rg.pfr, rg.sacc)
+                last = sm.k.stage(g0 + nkv - 1)         # the tile's last block (o_over_kv stages O there)
+                lastc = sm.k.stage(g0 + nkc - 1)        # this consumer's (TRIM: maybe an earlier one)
+                if more > 0:
+                    chain_next(O, LSE, sm, rg, wg, c, nt, qb, tc[0], g0, nkv, last, b, h, m0, r0)
+                else:
+                    finish_tile(O, LSE, sm, rg, c, g0, nkv, nkc, last, lastc, b, h, m0, r0, qb)
+                gb[0] = g0 + nkv
+                tc[0] = tc[0] + 1
+        if T.thread_id_in_wg() == 0:
+            T.ptx.bulk_wait_group(0)
+
+    return consume
+
+
+def build_kernel(p, scale, SQT, SKT, pdl):
+    """The ``@T.prim_func`` of plan ``p`` for tensors of ``SQT`` / ``SKT`` rows and softmax scale ``scale``:
+    shared tiles and rings, barrier setup (:func:`tirxpy.lang.setup_barriers`), the register split
+    (:class:`tirxpy.lang.WarpRoles`), then the producer and the consumers."""
+    B, H, HKV, D, dtype = p.B, p.H, p.HKV, p.D, p.dtype
+    BM, BN, STAGES, QB = p.BM, p.BN, p.STAGES, p.q_buffers
+    roles = WarpRoles(p.threads, *p.regs, kernel="attention_sm90")
+    produce = producer_part(p)
+    consume = consumer_part(p, scale * LOG2E)
+    QL, KVL = tile_layout(BM, D, QB), tile_layout(BN, D, STAGES)
+    SACC, OACC, OCH = wgmma_accumulator(BN), wgmma_accumulator(D), wgmma_accumulator(64)
 
     @T.prim_func
     def attention_sm90_kernel(Q: T.Tensor((B, SQT, H, D), dtype), K: T.Tensor((B, SKT, HKV, D), dtype),
                               V: T.Tensor((B, SKT, HKV, D), dtype), O: T.Tensor((B, SQT, H, D), dtype),
                               LSE: T.Tensor((B, H, SQT, 1), "float32")):
-        T.launch(grid=p["grid"], threads=p["threads"], pdl=PDL)
+        T.launch(grid=p.grid, threads=p.threads, pdl=pdl)
         Qs = T.alloc_shared((QB, BM, D), dtype, layout=QL)
         Ks = T.alloc_shared((STAGES, BN, D), dtype, layout=KVL)
         Vs = T.alloc_shared((STAGES, BN, D), dtype, layout=KVL)
         Os = Qs                                 # O is staged over Q (no longer read), or:
-        if OWN_O:
-            Os = T.alloc_shared((1, BM, D), dtype, layout=_tile_layout(BM, D, 1))
+        if p.o_own:
+            Os = T.alloc_shared((1, BM, D), dtype, layout=tile_layout(BM, D, 1))
         q_full = T.alloc_shared((QB,), "uint64")
         q_empty = T.alloc_shared((QB,), "uint64")
         k_full = T.alloc_shared((STAGES,), "uint64")
         v_full = T.alloc_shared((STAGES,), "uint64")
         k_empty = T.alloc_shared((STAGES,), "uint64")
         v_empty = T.alloc_shared((STAGES,), "uint64")
+        sm = SharedTiles(Qs, Ks, Vs, Os, Ring(q_full, q_empty, QB), Ring(k_full, k_empty, STAGES),
+                         Ring(v_full, v_empty, STAGES))
         sacc = T.alloc_local((64, BN), "float32", layout=SACC)
         pfr = T.alloc_local((64, BN), dtype, layout=SACC)
         oacc = T.alloc_local((64, D), "float32", layout=OACC)
@@ -373,227 +615,30 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
         mrow = T.alloc_local((64, 1), "float32", layout=ROW)
         mprev = T.alloc_local((64, 1), "float32", layout=ROW)
         nms = T.alloc_local((64, 1), "float32", layout=ROW)
-        lrow = T.alloc_local((64, 4), "float32", layout=QUAD)    # each lane's share of the row sums
-        ltot = T.alloc_local((64, 1), "float32", layout=ROW)     # the row sums, in the epilogue
+        lrow = T.alloc_local((64, 4), "float32", layout=QUAD)
+        ltot = T.alloc_local((64, 1), "float32", layout=ROW)
         alpha = T.alloc_local((64, 1), "float32", layout=ROW)
         linv = T.alloc_local((64, 1), "float32", layout=ROW)
-        mfin = T.alloc_local((64, 1), "float32", layout=ROW)     # CHAIN: the finished tile's max / sum, kept
-        lfin = T.alloc_local((64, 4), "float32", layout=QUAD)    # while the next tile's block 0 runs
-        resc = T.alloc_local((1,), "int32")     # LAZY: this thread rescales O after the block
-        gb = T.alloc_local((1,), "int32")       # key blocks of this CTA's earlier tiles: ring position
-        tc = T.alloc_local((1,), "int32")       # tiles this CTA has done: Q buffer, q_full / q_empty parity
+        mfin = T.alloc_local((64, 1), "float32", layout=ROW)
+        lfin = T.alloc_local((64, 4), "float32", layout=QUAD)
+        resc = T.alloc_local((1,), "int32")
+        rg = ConsumerRegs(sacc, pfr, oacc, och, mrow, mprev, nms, lrow, ltot, alpha, linv, mfin, lfin, resc)
+        gb = T.alloc_local((1,), "int32")       # key blocks of this CTA's earlier tiles: K / V ring position
+        tc = T.alloc_local((1,), "int32")       # tiles this CTA has done: Q ring position
         n_tiles = 1
-        if PERSIST:
-            n_tiles = causal_steps(MT, H, B, UNITS, TAIL) if causal else tiles_of_unit(T.cta_id(0), UNITS, WORK)
-        if T.thread_id() == 0:
-            for qb in T.serial(QB):
-                T.ptx.mbarrier_init(q_full[qb], 1)
-                T.ptx.mbarrier_init(q_empty[qb], NC if Q_AFTER_O else 4 * NC)
-            for s in T.serial(STAGES):
-                T.ptx.mbarrier_init(k_full[s], 1)
-                T.ptx.mbarrier_init(v_full[s], 1)
-                T.ptx.mbarrier_init(k_empty[s], 4 * NC)
-                T.ptx.mbarrier_init(v_empty[s], 4 * NC)
-            T.ptx.fence_mbarrier_init()
-        T.ptx.syncthreads()
-        if PDL:     # launched before the previous kernel in the stream has finished: wait for it here
-            T.ptx.griddepcontrol_wait()
+        if p.persist:
+            n_tiles = causal_steps(p.q_tiles, H, B, p.units, p.tail) if p.causal else \
+                tiles_of_unit(T.cta_id(0), p.units, p.work)
+        setup_barriers([(sm.q, 1, p.q_release_arrivals), (sm.k, 1, 4 * p.NC), (sm.v, 1, 4 * p.NC)], 1, pdl)
         wg = T.warpgroup_id()
         if wg == 0:
-            T.ptx.setmaxnreg_dec(regs_dec)
+            roles.enter_producer()
             if T.warp_id_in_wg() == 0:
                 if T.elect_one():
-                    gb[0] = 0
-                    tc[0] = 0
-                    for t in T.serial(n_tiles):
-                        mt, h, b, valid = tile_of(t, PERSIST, UNITS, MT, H, causal, B, TAIL)
-                        if valid:
-                            hk = h // GROUP
-                            m0 = mt * BM
-                            nkv = key_blocks(m0, NKV, BM, BN, SQ, causal)
-                            qb = tc[0] % QB
-                            if not Q_AFTER_O:
-                                load_q(Qs, Q, q_full, q_empty, qb, tc[0], b, m0, h)
-                            elif tc[0] == 0:
-                                load_q(Qs, Q, q_full, q_empty, qb, tc[0], b, m0, h)
-                            # K_i goes out one block ahead of V_{i-1}: K's stage frees as soon as S = Q K^T
-                            # is done, V's only after P V, so neither load queues behind the other's slot
-                            for i in T.serial(nkv + 1):
-                                if i < nkv:
-                                    g = gb[0] + i
-                                    s = g % STAGES
-                                    if g >= STAGES:
-                                        T.ptx.mbarrier_wait_parity(k_empty[s], (g // STAGES + 1) % 2)
-                                    for j in range(DC):
-                                        Tx.copy_async(Ks[s, :, j * 64:j * 64 + 64],
-                                                      K[b, i * BN:i * BN + BN, hk, j * 64:j * 64 + 64],
-                                                      mbar=k_full[s], arrive=j == DC - 1)
-                                if i > 0:
-                                    gv = gb[0] + i - 1
-                                    sv = gv % STAGES
-                                    if gv >= STAGES:
-                                        T.ptx.mbarrier_wait_parity(v_empty[sv], (gv // STAGES + 1) % 2)
-                                    for j in range(DC):
-                                        Tx.copy_async(Vs[sv, :, j * 64:j * 64 + 64],
-                                                      V[b, (i - 1) * BN:(i - 1) * BN + BN, hk, j * 64:j * 64 + 64],
-                                                      mbar=v_full[sv], arrive=j == DC - 1)
-                                if Q_AFTER_O:
-                                    # K_0, K_1 and V_0 load under the previous tile's epilogue, then Q
-                                    # once that tile's O store has read the buffer
-                                    if i == 1:
-                                        if tc[0] > 0:
-                                            load_q(Qs, Q, q_full, q_empty, qb, tc[0], b, m0, h)
-                            gb[0] = gb[0] + nkv
-                            tc[0] = tc[0] + 1
+                    produce(Q, K, V, sm, gb, tc, n_tiles)
         else:
-            T.ptx.setmaxnreg_inc(regs_inc)
-            c = wg - 1
-            gb[0] = 0
-            tc[0] = 0
-            for t in T.serial(n_tiles):
-                mt, h, b, valid = tile_of(t, PERSIST, UNITS, MT, H, causal, B, TAIL)
-                if valid:
-                    m0 = mt * BM
-                    r0 = m0 + c * 64
-                    nkv = key_blocks(m0, NKV, BM, BN, SQ, causal)
-                    # TRIM: this consumer's own rows end at r0 + 64, and it stops at their last key block
-                    nkc = key_blocks(r0, NKV, 64, BN, SQ, causal) if TRIM else nkv
-                    g0 = gb[0]
-                    qb = tc[0] % QB
-                    if not OVERLAP:
-                        Tx.wg.fill(oacc, T.float32(0))
-                        Tx.wg.fill(mrow, T.float32(NEG_INF))
-                        Tx.wg.fill(lrow, T.float32(0))
-                        T.ptx.mbarrier_wait_parity(q_full[qb], (tc[0] // QB) % 2)
-                        for i in T.serial(nkv):
-                            s = (g0 + i) % STAGES
-                            ph = ((g0 + i) // STAGES) % 2
-                            n0 = i * BN
-                            T.ptx.mbarrier_wait_parity(k_full[s], ph)
-                            Tx.wg.gemm_async(sacc, Qs[qb, c * 64:c * 64 + 64, :], Ks[s], transpose_b=True,
-                                             accumulate=False, wait=0, dispatch=DISP)
-                            if T.lane_id() == 0:
-                                T.ptx.mbarrier_arrive(k_empty[s])
-                            online_softmax(sacc, mrow, mprev, nms, alpha, lrow, i, n0, m0, r0, resc)
-                            rescale_o(oacc, alpha, resc)
-                            Tx.wg.cast(pfr, sacc)
-                            T.ptx.mbarrier_wait_parity(v_full[s], ph)
-                            Tx.wg.gemm_async(oacc, pfr, Vs[s], accumulate=True, wait=0, dispatch=DISP)
-                            if T.lane_id() == 0:
-                                T.ptx.mbarrier_arrive(v_empty[s])
-                        if not Q_AFTER_O:
-                            if T.lane_id() == 0:
-                                T.ptx.mbarrier_arrive(q_empty[qb])   # every S of this tile is done: Q may reload
-                        epilogue(O, Os, LSE, oacc, och, mrow, lrow, ltot, linv, b, h, m0, r0, c, v_empty, 0, False,
-                                 q_empty, qb, Ks, Vs, k_empty)
-                    else:
-                        # CHAIN: a tile's block 0 ran under the previous tile's last P V (below), except the first
-                        more = 0                                 # 1: a next tile follows (CHAIN)
-                        if CHAIN:
-                            nt = next_step(t, UNITS, MT, H, causal, B, TAIL)
-                            more = T.cast(nt < n_tiles, "int32")
-                        # block 0: S_0 and its softmax (O is still zero: no rescale)
-                        if t == 0 or not CHAIN:
-                            Tx.wg.fill(oacc, T.float32(0))
-                            T.ptx.mbarrier_wait_parity(q_full[qb], (tc[0] // QB) % 2)
-                            T.ptx.mbarrier_wait_parity(k_full[g0 % STAGES], (g0 // STAGES) % 2)
-                            Tx.wg.gemm_async(sacc, Qs[qb, c * 64:c * 64 + 64, :], Ks[g0 % STAGES], transpose_b=True,
-                                             accumulate=False, wait=0, dispatch=DISP)
-                            if T.lane_id() == 0:
-                                if not KV_O or c > 0 or nkv > 1:    # KV_O: consumer 0's O goes over K[last]
-                                    T.ptx.mbarrier_arrive(k_empty[g0 % STAGES])
-                            first_softmax(sacc, mrow, nms, alpha, lrow, m0, r0, resc)
-                        if PINGPONG:
-                            # turns on the tensor cores this tile: one per loop iteration, and the chained
-                            # tail's; consumer 0 takes the first, consumer 1 passes none on after its last
-                            if wg == 2:
-                                if nkv - 1 + more > 0:
-                                    T.ptx.barrier_arrive(3, 256)
-                        for i in T.serial(1, nkc):
-                            g = g0 + i
-                            s = g % STAGES
-                            sp = (g - 1) % STAGES
-                            n0 = i * BN
-                            # P_{i-2} V_{i-2} done, V_{i-2} free. This wait opens the loop body so that
-                            # ptxas cannot hoist it above the previous block's softmax (it does when both
-                            # share a basic block), which would serialize the softmax behind P V
-                            Tx.wg.gemm_wait(0, oacc)
-                            if i >= 2:
-                                if T.lane_id() == 0:
-                                    T.ptx.mbarrier_arrive(v_empty[(g - 2) % STAGES])
-                            Tx.wg.cast(pfr, sacc)                        # P_{i-1}, the A operand of P V
-                            T.ptx.mbarrier_wait_parity(k_full[s], (g // STAGES) % 2)
-                            if PINGPONG:
-                                T.ptx.barrier_sync(3 + c, 256)           # our turn on the tensor cores
-                            # S_i = Q K_i^T, then O += P_{i-1} V_{i-1}, both in flight at once
-                            Tx.wg.gemm_async(sacc, Qs[qb, c * 64:c * 64 + 64, :], Ks[s], transpose_b=True,
-                                             accumulate=False, dispatch=DISP)
-                            rescale_o(oacc, alpha, resc)                 # O *= alpha_{i-1} while S_i runs
-                            T.ptx.mbarrier_wait_parity(v_full[sp], ((g - 1) // STAGES) % 2)
-                            Tx.wg.gemm_async(oacc, pfr, Vs[sp], accumulate=True, dispatch=DISP)
-                            if PINGPONG:
-                                if wg == 1:
-                                    T.ptx.barrier_arrive(4, 256)         # the other consumer's turn
-                                elif i < nkv - 1 + more:             # (none follows consumer 1's last)
-                                    T.ptx.barrier_arrive(3, 256)
-                            Tx.wg.gemm_wait(1, sacc)                     # S_i done (K_i free); P V still running
-                            if T.lane_id() == 0:
-                                if not KV_O or c > 0 or i < nkv - 1:
-                                    T.ptx.mbarrier_arrive(k_empty[s])
-                            online_softmax(sacc, mrow, mprev, nms, alpha, lrow, i, n0, m0, r0, resc)
-                        if not Q_AFTER_O:
-                            if T.lane_id() == 0:
-                                T.ptx.mbarrier_arrive(q_empty[qb])   # every S of this tile is done: Q may reload
-                        Tx.wg.gemm_wait(0, oacc)
-                        if nkc >= 2:
-                            if T.lane_id() == 0:
-                                T.ptx.mbarrier_arrive(v_empty[(g0 + nkc - 2) % STAGES])
-                        Tx.wg.cast(pfr, sacc)
-                        last = (g0 + nkv - 1) % STAGES          # the tile's last block (KV_O stages O there)
-                        lastc = (g0 + nkc - 1) % STAGES         # this consumer's (TRIM: maybe an earlier one)
-                        if more > 0:
-                            # the next tile's S_0 = Q' K_0^T goes out with this tile's last P V, and its
-                            # softmax runs while P V does; this tile's max / sum move to mfin / lfin
-                            mt2, _, _, _ = tile_of(nt, PERSIST, UNITS, MT, H, causal, B, TAIL)
-                            g2 = g0 + nkv
-                            s2 = g2 % STAGES
-                            qb2 = (tc[0] + 1) % QB
-                            Tx.wg.unary(mfin, mrow, fn="copy")
-                            Tx.wg.unary(lfin, lrow, fn="copy")
-                            T.ptx.mbarrier_wait_parity(q_full[qb2], ((tc[0] + 1) // QB) % 2)
-                            T.ptx.mbarrier_wait_parity(k_full[s2], (g2 // STAGES) % 2)
-                            if PINGPONG:
-                                T.ptx.barrier_sync(3 + c, 256)
-                            Tx.wg.gemm_async(sacc, Qs[qb2, c * 64:c * 64 + 64, :], Ks[s2], transpose_b=True,
-                                             accumulate=False, dispatch=DISP)
-                            rescale_o(oacc, alpha, resc)
-                            T.ptx.mbarrier_wait_parity(v_full[last], ((g0 + nkv - 1) // STAGES) % 2)
-                            Tx.wg.gemm_async(oacc, pfr, Vs[last], accumulate=True, dispatch=DISP)
-                            if PINGPONG:
-                                if wg == 1:
-                                    T.ptx.barrier_arrive(4, 256)
-                            Tx.wg.gemm_wait(1, sacc)
-                            if T.lane_id() == 0:
-                                T.ptx.mbarrier_arrive(k_empty[s2])
-                            first_softmax(sacc, mrow, nms, alpha, lrow, mt2 * BM, mt2 * BM + c * 64, resc)
-                            epilogue(O, Os, LSE, oacc, och, mfin, lfin, ltot, linv, b, h, m0, r0, c, v_empty, last, True,
-                                     q_empty, qb, Ks, Vs, k_empty)
-                            Tx.wg.fill(oacc, T.float32(0))           # the next tile's O
-                        else:
-                            rescale_o(oacc, alpha, resc)
-                            T.ptx.mbarrier_wait_parity(v_full[lastc], ((g0 + nkc - 1) // STAGES) % 2)
-                            Tx.wg.gemm_async(oacc, pfr, Vs[lastc], accumulate=True, wait=0, dispatch=DISP)
-                            if T.lane_id() == 0:
-                                if not KV_O or c == 0:      # KV_O: consumer 1's O goes over V[last]
-                                    T.ptx.mbarrier_arrive(v_empty[lastc])
-                            if TRIM:
-                                skip_blocks(g0, nkc, nkv, k_full, v_full, k_empty, v_empty)
-                            epilogue(O, Os, LSE, oacc, och, mrow, lrow, ltot, linv, b, h, m0, r0, c, v_empty, last, False,
-                                     q_empty, qb, Ks, Vs, k_empty)
-                    gb[0] = g0 + nkv
-                    tc[0] = tc[0] + 1
-            if T.thread_id_in_wg() == 0:
-                T.ptx.bulk_wait_group(0)
+            roles.enter_consumer()
+            consume(O, LSE, sm, rg, wg, gb, tc, n_tiles)
 
     return attention_sm90_kernel
 

@@ -10,7 +10,8 @@ from kernels.attention_plan import plan
     (dict(D=96), "head dim 96 is not supported; use one of (64, 128, 256)"),
     (dict(H=6, HKV=4), "6 query heads do not split into 4 key / value head groups"),
     (dict(BN=40), "BN = 40 must be a multiple of 16 in [16, 256]"),
-    (dict(NC=4), "NC = 4 consumer warpgroups; use 1, 2 or 3"),
+    (dict(NC=4), "NC = 4 consumer warpgroups; use 1 or 2"),
+    (dict(NC=3), "NC = 3 consumer warpgroups; use 1 or 2"),
     (dict(STAGES=0), "STAGES = 0 must be at least 1"),
     (dict(D=256, BN=128, STAGES=3), "over the 232448 a CTA may have"),
     (dict(SQ=0), "must be positive"),
@@ -20,7 +21,6 @@ from kernels.attention_plan import plan
     (dict(PERSIST=False, OSTAGE="own"), "OSTAGE='own' is for persistent CTAs (PERSIST=True)"),
     (dict(PERSIST=True, CHAIN=True, OSTAGE="q"), "CHAIN stores a tile's O while the next tile's Q is in use"),
     (dict(PERSIST=False, CHAIN=True), "CHAIN runs a tile's first key block under the previous tile's last P V"),
-    (dict(OVERLAP=False, PERSIST=True, CHAIN=True), "needs persistent CTAs (PERSIST=True) and the overlapped loop"),
     (dict(BN=144, PERSIST=True, CHAIN=True), "CHAIN double-buffers Q (128 x 128) next to the O buffer"),
     (dict(sms=0), "sms = 0 must be the GPU's SM count"),
 ])
@@ -39,7 +39,6 @@ def test_chain_is_the_default_where_it_fits():
     assert not plan(1, 4, 2, 1024, 1024, 128, BN=144)["chain"]      # persistent, but no room for a second Q
     assert plan(1, 4, 2, 1024, 1024, 128, BN=144)["persist"]
     assert not plan(1, 4, 2, 1024, 1024, 128, PERSIST=False)["chain"]
-    assert not plan(1, 4, 2, 1024, 1024, 128, OVERLAP=False)["chain"]
     p = plan(1, 4, 2, 1024, 1024, 128)
     assert p["smem"] <= 232448 and p["smem"] - plan(1, 4, 2, 1024, 1024, 128, CHAIN=False)["smem"] == 128 * 128 * 2 + 16
 
@@ -66,24 +65,21 @@ def test_persistent_plan_launches_at_most_one_cta_per_sm():
 
 def test_head_dim_256_persists_with_o_over_the_last_k_v_stages():
     """Head dim 256 has no room for an O buffer of its own: persistent CTAs stage O over the tile's last
-    K / V stages. Default (H100 measurements in plan's docstring): persistent up to 32 key blocks, 64
+    K / V stages. Default: persistent up to 32 key blocks, 64
     when causal; one tile per CTA stages O over Q."""
     for S, causal, persist in [(1024, False, True), (2048, False, True), (4096, False, False),
                                (1024, True, True), (4096, True, True), (8192, True, False)]:
         p = plan(1, 16, 16, S, S, 256, causal=causal)
         assert (p["persist"], p["ostage"], p["chain"]) == (persist, "kv" if persist else "q", False), (S, causal, p)
         assert p["smem"] == plan(1, 16, 16, S, S, 256, causal=causal, PERSIST=False)["smem"]
-    for kw, msg in [(dict(OVERLAP=False), "OSTAGE='kv' stages consumer 0's O rows over the last K stage"),
-                    (dict(BN=48), "NC <= 2 and BN >= 64"), (dict(NC=3, BN=64), "NC <= 2")]:
-        with pytest.raises(ValueError, match=msg):
-            plan(1, 16, 16, 1024, 1024, 128 if "NC" in kw else 256, OSTAGE="kv", PERSIST=True, **kw)
+    with pytest.raises(ValueError, match="OSTAGE='kv' stages consumer 0's O rows over the last K stage .* BN >= 64"):
+        plan(1, 16, 16, 1024, 1024, 256, OSTAGE="kv", PERSIST=True, BN=48)
     assert plan(1, 16, 16, 1024, 1024, 128)["ostage"] == "own"          # head dim 128 keeps its own buffer
 
 
 def test_short_causal_head_dim_256_takes_64_key_blocks_without_turns():
     """Causal head dim 256 with at most 1024 keys: 64-key blocks (they end where the 128-row query tiles
-    do) and no ping-pong turns; longer or non-causal: 80-key blocks with turns (H100 measurements in
-    :func:`kernels.attention_plan.default_config`)."""
+    do) and no ping-pong turns; longer or non-causal: 80-key blocks with turns (:func:`kernels.attention_plan.default_config`)."""
     short = plan(B=32, H=16, HKV=16, SQ=1024, SK=1024, D=256, causal=True)
     assert (short["BN"], short["pingpong"], short["persist"], short["ostage"]) == (64, False, True, "kv")
     for kw in (dict(SQ=2048, SK=2048, causal=True), dict(SQ=1024, SK=1024, causal=False)):
@@ -91,3 +87,29 @@ def test_short_causal_head_dim_256_takes_64_key_blocks_without_turns():
         assert (p["BN"], p["pingpong"]) == (80, True), kw
     assert plan(B=32, H=16, HKV=16, SQ=1024, SK=1024, D=256, causal=True, BN=80)["pingpong"] is True
     assert plan(B=32, H=16, HKV=16, SQ=1024, SK=1024, D=128, causal=True)["BN"] == 128
+
+
+def test_the_plan_is_one_object_with_named_derived_constants():
+    """The kernel is built from the plan alone: every derived constant is a named field, and ``p[name]`` reads
+    the same field (unknown names are a KeyError naming the fields)."""
+    p = plan(8, 16, 4, 4096, 4000, 128, causal=True)
+    assert (p.BM, p.q_tiles, p.kv_blocks, p.group, p.d_chunks, p.ragged) == (128, 32, 32, 4, 2, True)
+    assert (p.q_buffers, p.o_own, p.o_over_kv, p.q_after_o, p.units) == (2, True, False, False, 132)
+    assert p.regs == (24, 240) and p.q_release_arrivals == 8 and p.dispatch is None
+    assert p["BM"] == p.BM and p["chain"] is p.chain
+    with pytest.raises(KeyError, match="no field 'bm'"):
+        p["bm"]
+    q = plan(1, 2, 2, 4096, 4096, 256, causal=True, PERSIST=True, OSTAGE="q", sms=4)
+    assert (q.q_after_o, q.q_release_arrivals, q.regs, q.dispatch) == (True, 2, (48, 224), "wgmma_folded")
+    assert plan(1, 2, 2, 256, 256, 64, NC=1).regs == (40, 232)
+
+
+def test_default_rules_agree_with_the_plan():
+    """Each ``default_*`` rule is what :func:`plan` resolves when the option is left out."""
+    from kernels.attention_plan import default_ostage, default_persist, default_stages
+
+    assert default_stages(64, False, 4096, 128, 3) == 3 == plan(1, 2, 2, 4096, 4096, 64).STAGES
+    assert default_stages(64, True, 4096, 128, 3) == 2 == plan(1, 2, 2, 4096, 4096, 64, causal=True).STAGES
+    assert default_persist(4096, 128, False) and not default_persist(8192, 128, False)
+    assert default_persist(8192, 128, True) and not default_persist(16384, 128, True)
+    assert (default_ostage(True, True), default_ostage(True, False), default_ostage(False, True)) == ("own", "kv", "q")

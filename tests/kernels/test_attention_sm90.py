@@ -17,9 +17,8 @@ from kernels.attention_sm90 import attention_sm90
                                             (128, True, 600, dict(OSTAGE="q", CHAIN=False, PINGPONG=False, TRIM=True,
                                                                   BN=32, PERSIST=True, sms=5))])
 def test_compiles_for_sm90a_without_spills(D, causal, S, kw):
-    # head dim 256 at S = 1k / 2k is persistent with O over Q (setmaxnreg 48 / 224); ptxas keeps the
-    # wgmmas pipelined in every build (`perf_warnings`: an experiment with a narrower last-block wgmma
-    # under a run-time branch made it serialize all of them, C7515 / C7511, 1.5-2x slower on the H100)
+    # ptxas keeps the wgmmas pipelined in every build (no `perf_warnings` such as C7515 / C7511, which
+    # serialize all of them)
     c = tirxpy.compile(attention_sm90(2, 16, 4, S, S, D, causal=causal, **kw), arch="sm_90a")
     assert c.resources.spills == 0
     assert c.resources.stack_bytes == 0
@@ -40,22 +39,19 @@ def test_tensors_shorter_than_a_tile_are_refused():
         attention_sm90(1, 2, 2, 40, 200, 64)
 
 
-def test_plain_loop_with_two_consumers_needs_no_pingpong_argument():
-    """PINGPONG defaults to the overlapped loop only: OVERLAP=False with NC=2 builds as is."""
-    from kernels.attention_sm90 import attention_sm90
-
-    k = attention_sm90(1, 2, 2, 200, 200, 64, causal=False, OVERLAP=False)
-    assert k.launch.threads == 384
+def test_pingpong_needs_two_consumers():
+    """PINGPONG schedules turns between two consumer warpgroups; with one it is refused."""
+    assert attention_sm90(1, 2, 2, 200, 200, 64, causal=False, NC=1).launch.threads == 256
     with pytest.raises(ValueError, match="PINGPONG schedules two consumer warpgroups"):
-        attention_sm90(1, 2, 2, 200, 200, 64, causal=False, OVERLAP=False, PINGPONG=True)
+        attention_sm90(1, 2, 2, 200, 200, 64, causal=False, NC=1, PINGPONG=True)
 
 
 @pytest.mark.parametrize("D,causal", [(64, False), (128, False), (128, True), (256, True)])
 def test_softmax_runs_while_p_v_is_in_flight_in_sass(D, causal):
     """In the SASS of the overlapped loop, the block's exponentials (``MUFU.EX2``) lie between the
     wait for ``S`` (``WARPGROUP.DEPBAR.LE gsb0, 0x1``) and the next wait for ``P V`` (``... 0x0``).
-    With that wait at the end of the loop body, ptxas 13.0 hoisted it above the softmax and this
-    count was 0. Needs a disassembler (cuobjdump / nvdisasm)."""
+    With that wait at the end of the loop body, ptxas may hoist it above the softmax, and this
+    count is 0. Needs a disassembler (cuobjdump / nvdisasm)."""
     from tirxpy.lower.build import ToolchainError
 
     k = tirxpy.compile(attention_sm90(2, 16, 16, 4096, 4096, D, causal=causal), arch="sm_90a")
@@ -77,7 +73,7 @@ def test_softmax_runs_while_p_v_is_in_flight_in_sass(D, causal):
 def test_key_block_loop_shuffles_only_for_the_row_max(D, causal):
     """Each lane keeps its share of the row sums (``QUAD``) and the quad's shares are summed in the
     epilogue, so the loop's softmax (from the wait for ``S`` to the next wait for ``P V``) shuffles
-    only for the row max: 2 rows per thread x 2 butterfly steps. Summing every block took 8."""
+    only for the row max: 2 rows per thread x 2 butterfly steps (summing every block would take 8)."""
     from tirxpy.lower.build import ToolchainError
 
     k = tirxpy.compile(attention_sm90(2, 16, 16, 4096, 4096, D, causal=causal), arch="sm_90a")
@@ -150,8 +146,7 @@ def test_lazy_rescale_is_the_head_dim_256_default_and_is_checked():
 
 def test_trim_is_the_short_causal_head_dim_256_default_and_needs_its_own_schedule():
     """``TRIM`` (each consumer stops at its own rows' last key block) comes with the short causal head dim
-    256 plan (64-key blocks, no turns, no CHAIN); asking for it with ping-pong turns, CHAIN or the plain
-    loop is refused with what to pass instead."""
+    256 plan (64-key blocks, no turns, no CHAIN); asking for it with ping-pong turns or CHAIN is refused with what to pass instead."""
     from kernels.attention_plan import default_trim
 
     short = (2, 16, 16, 1024, 1024, 256)
@@ -160,8 +155,7 @@ def test_trim_is_the_short_causal_head_dim_256_default_and_needs_its_own_schedul
     assert default_trim(256, True, 1024, 64, False, False)
     assert not default_trim(256, True, 2048, 80, True, False) and not default_trim(256, False, 1024, 80, True, False)
     assert not default_trim(128, True, 1024, 128, True, False)
-    for kw in (dict(PINGPONG=True), dict(D=64, CHAIN=True, PERSIST=True),
-               dict(D=64, OVERLAP=False, PINGPONG=False, PERSIST=False)):
+    for kw in (dict(PINGPONG=True), dict(D=64, CHAIN=True, PERSIST=True)):
         args = dict(B=1, H=2, HKV=1, SQ=256, SK=256, D=256, causal=True, BN=64, TRIM=True)
         args.update(kw)
         with pytest.raises(ValueError, match="TRIM lets each consumer stop at its own rows' last key block"):

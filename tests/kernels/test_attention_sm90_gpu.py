@@ -75,18 +75,16 @@ def test_matches_torch_sdpa():
         assert err < 1e-2, (causal, err)
 
 
-@pytest.mark.parametrize("D,causal,NC,BN,overlap,pingpong", [
-    (128, True, 2, 128, True, None), (64, False, 1, 64, True, None), (256, True, 2, 64, True, None),
-    (128, True, 2, 128, False, None), (64, False, 1, 128, False, None),
-    (128, False, 2, 128, True, True), (128, True, 2, 176, True, False), (256, False, 2, 80, True, False)])
-def test_direct_launch_poisoned(D, causal, NC, BN, overlap, pingpong):
+@pytest.mark.parametrize("D,causal,NC,BN,pingpong", [
+    (128, True, 2, 128, None), (64, False, 1, 64, None), (256, True, 2, 64, None), (64, False, 1, 128, None),
+    (128, False, 2, 128, True), (128, True, 2, 176, False), (256, False, 2, 80, False)])
+def test_direct_launch_poisoned(D, causal, NC, BN, pingpong):
     import tirxpy
     from kernels.attention_sm90 import attention_sm90
 
     B, S, H = 2, 700, 4
     q, k, v = _inputs(B, S, S, H, H, D, torch.bfloat16)
-    kern = tirxpy.compile(attention_sm90(B, H, H, S, S, D, causal=causal, NC=NC, BN=BN, OVERLAP=overlap,
-                                         PINGPONG=pingpong), arch="sm_90a")
+    kern = tirxpy.compile(attention_sm90(B, H, H, S, S, D, causal=causal, NC=NC, BN=BN, PINGPONG=pingpong), arch="sm_90a")
     o = torch.full_like(q, float("nan"))
     lse = torch.full((B, H, S, 1), float("nan"), device="cuda")
     kern(q, k, v, o, lse)
