@@ -141,3 +141,31 @@ def test_from_layout_reads_the_layout(major, sw):
     assert D.tcgen05_smem_desc_from_layout(L, "bfloat16", major=major) == D.tcgen05_smem_desc(0, lbo, s.sbo, sw)
     if major == "K" and sw == 128:
         assert (s.sbo, bits(D.wgmma_smem_desc_from_layout(L, "bfloat16"), 62, 63)) == (1024, 1)
+
+
+# ---------------------------------------------------------------- the start-address field, one home
+@given(st.integers(0, (1 << 32) - 1))
+def test_start_field_renderings_agree(addr):
+    assert D.start_field(addr) == (addr & 0x3FFFF) >> 4 < (1 << 14)
+    if addr % 16 == 0:
+        assert D.desc_start_field(addr) == D.start_field(addr)
+        assert D.wgmma_smem_desc(addr, 16, 1024) == D.wgmma_smem_desc(0, 16, 1024) + D.start_field(addr)
+    assert eval(D.start_field_cxx(str(addr)).replace("u)", ")")) == D.start_field(addr)
+
+
+def test_start_field_text():
+    assert D.start_field_cxx("x + 4") == "(((x + 4) & 0x3FFFFu) >> 4)"
+    assert D.start_field_ptx("r") == "and.b64 r, r, 0x3FFFF;\n        shr.b64 r, r, 4;"
+
+
+# ---------------------------------------------------------------- layout -> descriptor, one path
+def test_region_desc_widens_a_k_slice_narrower_than_the_swizzle_atom():
+    from tirxpy.ir import Buffer
+    from tirxpy.layout.atoms import mma_smem_layout
+
+    buf = Buffer("sA", (64, 64), "bfloat16", "shared", layout=mma_smem_layout(64, 64, "bfloat16", "K", 128))
+    whole = D.smem_desc("wgmma", buf.layout, "bfloat16", major="K", shape=(64, 64))
+    assert D.region_desc("wgmma", buf.full()) == whole
+    assert D.region_desc("wgmma", buf[0:64, 16:32]) == whole      # k16 step: the whole-K descriptor
+    with pytest.raises(DescriptorError, match="family must be 'wgmma' or 'tcgen05'"):
+        D.smem_desc("mma", buf.layout, "bfloat16")

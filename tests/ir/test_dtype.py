@@ -46,3 +46,34 @@ def test_unknown_dtype_suggests():
         DataType.get("bfloat61")
     with pytest.raises(IRError, match="unknown storage scope 'sharedd'"):
         ptr("uint64", "sharedd")
+
+
+# ---------------------------------------------------------------- the one table of sizes and torch names
+def test_itemsize_is_the_memory_size():
+    from tirxpy.ir.dtype import DataType
+
+    assert [DataType.get(n).itemsize for n in ("int8", "uint8", "bool", "bf16", "float8_e4m3", "f32", "u64")] == \
+        [1, 1, 1, 2, 1, 4, 8]
+    with pytest.raises(IRError, match="float4_e2m1 is 4 bits: packed several per byte"):
+        DataType.get("float4_e2m1").itemsize
+
+
+def test_torch_names_round_trip():
+    import torch
+
+    from tirxpy.ir.dtype import TORCH_NAMES, from_torch, to_torch
+
+    for tname, name in TORCH_NAMES.items():
+        assert from_torch(getattr(torch, tname)).name == name and to_torch(name) is getattr(torch, tname)
+    assert from_torch(torch.complex64) is None
+    with pytest.raises(IRError, match="float6_e2m3 has no torch dtype"):
+        to_torch("float6_e2m3")
+    with pytest.raises(IRError, match="float32 has no torch dtype"):
+        to_torch("tf32")
+
+
+def test_tma_sizes_come_from_the_dtype_table():
+    from tirxpy.ir.dtype import DataType
+    from tirxpy.lower.tma import DTYPE_BYTES
+
+    assert DTYPE_BYTES["int8"] == 1 and all(DataType.get(n).itemsize == b for n, b in DTYPE_BYTES.items())

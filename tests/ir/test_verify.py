@@ -277,14 +277,27 @@ def test_dynamic_grid_with_a_cluster_is_left_to_the_launch():
     assert T.parse_script(src).launch.cluster == (2,)
 
 
-def test_target_limits():
-    from tirxpy.ir.verify import Verifier, target_limits
+def test_verify_reads_the_target_object():
+    from tirxpy.ir.verify import Verifier
+    from tirxpy.target import TargetError, as_target
 
-    assert target_limits("sm_90a").smem == 232448 and target_limits("sm_100a").tmem
-    assert target_limits("sm_80").smem == 166912 and target_limits("sm_80").max_cluster == 0
-    assert target_limits("sm_120a").max_cluster == 8 and target_limits(None) is None
-    with pytest.raises(VerifyError, match="unknown target 'sm_9'"):
-        target_limits("sm_9")
+    t = as_target("sm_90a")
+    assert Verifier(T.parse_script(script("pass")), t).target is t                  # parsed once, passed down
+    assert Verifier(T.parse_script(script("pass")), "sm_100a").target == as_target("sm_100a")
+    with pytest.raises(TargetError, match="unknown target 'sm_9'"):
+        verify(T.parse_script(script("pass")), "sm_9")
+
+
+def test_a_kernel_too_big_for_a_smaller_part_fails_at_verify():
+    k = T.parse_script(script('a = T.alloc_shared((51200,), "float32")'))     # 200 KiB: fits sm_90a, not sm_86
+    verify(k, "sm_90a")
+    with pytest.raises(VerifyError, match=r"need 204800 bytes by a, over the 101376 B \(99 KB\) per-CTA limit on sm_86"):
+        verify(k, "sm_86")
+
+
+def test_target_limits():
+    from tirxpy.ir.verify import Verifier
+
     k = T.parse_script(script('a = T.alloc_shared((45000,), "float32")'))     # 180000 B: fits sm_90a, not sm_80
     verify(k, "sm_90a")
     with pytest.raises(VerifyError, match=r"need 180000 bytes by a, over the 166912 B \(163 KB\) per-CTA limit on sm_80"):

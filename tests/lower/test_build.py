@@ -319,3 +319,31 @@ def test_locate_maps_generated_lines_to_statements():
     assert stmt.span is not None and stmt.span.file == __file__
     assert locate(unit, f"k.cu({line}): error: something") == (None, stmt)
     assert locate(unit, "no line here") == (None, None)
+
+
+def test_build_parses_the_target_once_and_passes_the_object_down(monkeypatch):
+    from tirxpy.target import Target, as_target
+
+    build_mod = sys.modules["tirxpy.lower.build"]
+
+    seen = {}
+    real_verify, real_generate = build_mod.verify, build_mod.generate
+    monkeypatch.setattr(build_mod, "verify", lambda k, t: seen.setdefault("verify", t) and real_verify(k, t))
+    monkeypatch.setattr(build_mod, "generate", lambda k, t: seen.setdefault("generate", t) and real_generate(k, t))
+    ck = build(saxpy.__class__(saxpy.name, saxpy.params, saxpy.launch, saxpy.body), "sm_90a")
+    assert ck.arch == "sm_90a"
+    assert seen["verify"] is seen["generate"] is as_target("sm_90a") and isinstance(seen["verify"], Target)
+
+
+def test_a_kernel_over_the_targets_shared_memory_fails_at_verify_not_at_launch():
+    from tirxpy.ir import VerifyError
+
+    k = T.parse_script('''
+@T.prim_func
+def big(A: T.Tensor((128,), "float32")):
+    T.launch(grid=(1,), threads=128)
+    s = T.alloc_shared((51200,), "float32")
+    A[T.thread_id()] = T.float32(0.0)
+''')
+    with pytest.raises(VerifyError, match=r"204800 bytes by s, over the 101376 B \(99 KB\) per-CTA limit on sm_86"):
+        build(k, "sm_86")

@@ -12,7 +12,12 @@ The ``*_from_layout`` entry points read swizzle / LBO / SBO off the operand's la
 """
 from __future__ import annotations
 
-from .errors import DescriptorError
+from .errors import DescriptorError, IntrinsicError
+
+#: The start-address field of both shared-memory descriptors (bits 0-13): the shared::cta byte address
+#: ``>> 4``, of which the hardware keeps address bits 4-17 (a shared::cta address is below 2**18). Every
+#: renderer of the field (Python, C++, PTX, the simulator) reads these two numbers.
+START_ADDRESS_MASK, START_ADDRESS_SHIFT = 0x3FFFF, 4
 
 # swizzle width in bytes -> 2-bit WGMMA field (bits 62-63)
 WGMMA_SWIZZLE = {0: 0, 128: 1, 64: 2, 32: 3}
@@ -30,7 +35,7 @@ def _bytes16(value: int, what: str) -> int:
     """A byte address / offset stored >> 4 in a 14-bit field (so < 256 KiB, 16-byte aligned)."""
     if not isinstance(value, int) or value < 0 or value % 16:
         raise DescriptorError(f"{what} = {value!r} bytes must be a non-negative multiple of 16")
-    return _field((value & 0x3FFFF) >> 4 if what == "start address" else value >> 4, 14,
+    return _field(start_field(value) if what == "start address" else value >> 4, 14,
                   f"{what} >> 4 (bytes {value})")
 
 
@@ -199,6 +204,72 @@ def tcgen05_smem_desc_from_layout(layout, dtype, start_addr: int = 0, *, major: 
 
 
 def desc_start_field(start_addr: int) -> int:
-    """The 14-bit start-address field for ``start_addr``: add this to a descriptor built at
-    address 0 to move it (codegen does this at run time: ``desc0 + ((addr & 0x3FFFF) >> 4)``)."""
+    """The 14-bit start-address field for ``start_addr`` (checked: a non-negative multiple of 16): add
+    this to a descriptor built at address 0 to move it."""
     return _bytes16(start_addr, "start address")
+
+
+def start_field(addr):
+    """The start-address field of ``addr`` unchecked: ``(addr & 0x3FFFF) >> 4``, for a Python int or a
+    numpy uint64 array (the simulator's per-lane addresses)."""
+    return (addr & START_ADDRESS_MASK) >> START_ADDRESS_SHIFT
+
+
+def start_field_cxx(addr: str) -> str:
+    """C++ text of the start-address field of the 32-bit address expression ``addr``.
+
+        >>> start_field_cxx("a")
+        '(((a) & 0x3FFFFu) >> 4)'
+    """
+    return f"((({addr}) & 0x{START_ADDRESS_MASK:X}u) >> {START_ADDRESS_SHIFT})"
+
+
+def start_field_ptx(reg: str) -> str:
+    """PTX lines that turn the 64-bit register ``reg`` holding an address into its start-address field."""
+    return f"and.b64 {reg}, {reg}, 0x{START_ADDRESS_MASK:X};\n        shr.b64 {reg}, {reg}, {START_ADDRESS_SHIFT};"
+
+
+def smem_desc(family: str, layout, dtype, *, major: str = "K", shape=None) -> int:
+    """The shared-memory descriptor at address 0 of an operand tile with ``layout``, for ``family``
+    ``"wgmma"`` or ``"tcgen05"``: the one layout -> descriptor path (primitives, codegen and the
+    simulator all call it)."""
+    if family not in ("wgmma", "tcgen05"):
+        raise DescriptorError(f"descriptor family must be 'wgmma' or 'tcgen05', got {family!r:.40}")
+    fn = wgmma_smem_desc_from_layout if family == "wgmma" else tcgen05_smem_desc_from_layout
+    return fn(layout, dtype, 0, major=major, shape=shape)
+
+
+def region_desc(family: str, region, major: str = "K") -> int:
+    """The descriptor at address 0 of a 2-D shared view ``region`` (a BufferRegion, (mn, k)).
+
+    A view narrower in K than the swizzle atom (a k16 step of a 64-wide 128-byte-swizzled tile) has no
+    descriptor of its own; the hardware reads it through the descriptor of the buffer's whole K extent
+    (K: the last kept dimension, MN-major: the one before it) started at the view, which this returns.
+    LayoutError or DescriptorError when neither has one."""
+    from tirxpy.layout import LayoutError  # noqa: PLC0415
+
+    dt = str(region.buffer.dtype)
+    try:
+        return smem_desc(family, region.layout, dt, major=major, shape=region.shape)
+    except (LayoutError, IntrinsicError) as err:
+        wide = _whole_k(region, major)
+        if wide is None:
+            raise err from None
+        return smem_desc(family, wide.layout, dt, major=major, shape=wide.shape)
+
+
+def _whole_k(reg, major):
+    """The view extended to the buffer's whole K extent, or None when that changes nothing."""
+    from tirxpy.ir import ops  # noqa: PLC0415
+    from tirxpy.ir.buffer import BufferRegion  # noqa: PLC0415
+
+    kept = [d for d, sq in enumerate(reg.squeeze) if not sq]
+    if len(kept) != 2:
+        return None
+    d = kept[1] if major == "K" else kept[0]
+    buf = reg.buffer
+    if reg.extents[d] == buf.shape[d]:
+        return None
+    starts, extents = list(reg.starts), list(reg.extents)
+    starts[d], extents[d] = ops.const(0), buf.shape[d]
+    return BufferRegion(buf, starts, extents, reg.squeeze)

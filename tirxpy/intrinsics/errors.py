@@ -6,18 +6,15 @@ Every message says what is wrong and what to do about it::
     >>> get("wgmma_fence").check_target("sm_80")
     Traceback (most recent call last):
     ...
-    tirxpy.intrinsics.errors.TargetError: wgmma.fence needs sm_90a; the kernel targets sm_80 — compile with arch='sm_90a'
+    tirxpy.target.TargetError: wgmma.fence needs sm_90a; the kernel targets sm_80 — compile with arch='sm_90a'
 """
 
 from tirxpy.errors import TirxError
+from tirxpy.target import TargetError  # noqa: F401 - a target lacks an instruction (tirxpy.target owns the class)
 
 
 class IntrinsicError(TirxError, ValueError):
     """Base class: an intrinsic is unknown, misused, or cannot be rendered."""
-
-
-class TargetError(IntrinsicError):
-    """An intrinsic is used on a target that does not have the instruction."""
 
 
 class OperandError(IntrinsicError):

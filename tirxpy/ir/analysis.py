@@ -32,6 +32,7 @@ from tirxpy.scope import Scope, ThreadSet
 from . import expr as E
 from . import stmt as St
 from .errors import IRError
+from .visitor import sub_exprs
 
 
 class _Unknown(Exception):
@@ -105,17 +106,11 @@ def _deps(e, lets, acc):
             _deps(lets[e], lets, acc)
         else:
             acc.add("data")
-    elif isinstance(e, (E.BufferLoad, E.IntrinsicCall, E.AddressOf)):
-        acc.add("data")
-        for f, v in e.fields():
-            for x in (v if isinstance(v, tuple) else (v,)):
-                if isinstance(x, E.Expr):
-                    _deps(x, lets, acc)
     else:
-        for f, v in e.fields():
-            for x in (v if isinstance(v, tuple) else (v,)):
-                if isinstance(x, E.Expr):
-                    _deps(x, lets, acc)
+        if isinstance(e, (E.BufferLoad, E.IntrinsicCall, E.AddressOf)):
+            acc.add("data")
+        for x in sub_exprs(e):
+            _deps(x, lets, acc)
     return acc
 
 
@@ -166,12 +161,7 @@ def _thread_grain(e, lets) -> Scope:
         return _GRAIN.get(e.kind, Scope.THREAD) if e.is_thread_id else Scope.KERNEL
     if isinstance(e, E.Var):
         return _thread_grain(lets[e], lets) if e in lets else Scope.KERNEL
-    g = Scope.KERNEL
-    for _, v in e.fields():
-        for x in (v if isinstance(v, tuple) else (v,)):
-            if isinstance(x, E.Expr):
-                g = min(g, _thread_grain(x, lets))
-    return g
+    return min((_thread_grain(x, lets) for x in sub_exprs(e)), default=Scope.KERNEL)
 
 
 def _conjuncts(e):

@@ -27,6 +27,8 @@ import operator
 from math import prod
 
 from tirxpy.layout import Iter, Layout, LayoutError, TileLayout
+from tirxpy.target import MAX_REGISTERS, TMEM_COLUMNS
+from tirxpy.target import MAX_SMEM_PER_CTA as SMEM_LIMIT
 
 from .dtype import DataType
 from .errors import IRError
@@ -48,11 +50,9 @@ def check_storage(storage) -> str:
     return s
 
 
-#: Hardware limits every target shares (the largest over sm_80 .. sm_100a): one allocation that
-#: breaks one is refused when it is built, in closed form, before anything is materialized.
-SMEM_LIMIT = 232448          # bytes of shared memory per CTA (227 KiB, sm_90a / sm_100a opt-in maximum)
-TMEM_COLUMNS = 512           # tensor-memory columns per CTA (sm_100a)
-MAX_REGISTERS = 255          # 32-bit registers per thread
+#: Hardware limits every target shares (the largest over all targets, from tirxpy.target: SMEM_LIMIT,
+#: TMEM_COLUMNS, MAX_REGISTERS): one allocation that breaks one is refused when it is built, in closed
+#: form, before anything is materialized.
 MAX_DIMS = 16                # tensor rank
 MAX_ELEMENTS = 1 << 62       # elements of any tensor (byte offsets fit int64)
 

@@ -82,6 +82,16 @@ class DataType:
         """Bytes per element (fractional for sub-byte types: float4 is 0.5)."""
         return self.bits / 8
 
+    @property
+    def itemsize(self) -> int:
+        """Bytes one element occupies in memory: ``bits // 8``, and 1 for bool (a byte per flag, as in
+        torch and numpy). Sub-byte floats are packed, several per byte: IRError."""
+        if self.is_bool:
+            return 1
+        if self.bits % 8:
+            raise IRError(f"{self.name} is {self.bits} bits: packed several per byte, it has no whole-byte size")
+        return self.bits // 8
+
     def min_value(self):
         if self.is_uint or self.is_bool:
             return 0
@@ -216,6 +226,38 @@ bool_ = _TABLE["bool"]
 int32 = _TABLE["int32"]
 int64 = _TABLE["int64"]
 float32 = _TABLE["float32"]
+
+
+#: torch dtype names (``str(torch.bfloat16)`` without ``torch.``) -> canonical tirxpy names: the one
+#: place the two spellings meet.
+TORCH_NAMES = {
+    "bool": "bool", "int8": "int8", "int16": "int16", "int32": "int32", "int64": "int64", "uint8": "uint8",
+    "uint16": "uint16", "uint32": "uint32", "uint64": "uint64", "float16": "float16", "bfloat16": "bfloat16",
+    "float32": "float32", "float64": "float64", "float8_e4m3fn": "float8_e4m3", "float8_e5m2": "float8_e5m2",
+}
+_TORCH_OF = {v: k for k, v in TORCH_NAMES.items()}
+
+
+def from_torch(dt) -> DataType | None:
+    """The tirxpy dtype of a torch dtype (``torch.float8_e4m3fn`` -> float8_e4m3), or None when tirxpy
+    has none (complex, quantized, ...). Reads the dtype's name only: torch is not imported.
+
+        >>> from_torch("torch.bfloat16"), from_torch("float8_e4m3fn"), from_torch("torch.complex64")
+        (bfloat16, float8_e4m3, None)
+    """
+    name = TORCH_NAMES.get(str(dt).removeprefix("torch."))
+    return None if name is None else _TABLE[name]
+
+
+def to_torch(dtype):
+    """The torch dtype of a tirxpy dtype (``"bf16"`` -> ``torch.bfloat16``); IRError when torch has none."""
+    dt = DataType.get(dtype)
+    name = _TORCH_OF.get(dt.name) if not dt.is_tf32 else None
+    if name is None:
+        raise IRError(f"{dt} has no torch dtype; torch has {', '.join(sorted(_TORCH_OF))}")
+    import torch  # noqa: PLC0415 - only callers that hold torch tensors ask
+
+    return getattr(torch, name)
 
 
 def as_dtype(v) -> DataType:

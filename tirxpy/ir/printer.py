@@ -16,6 +16,7 @@ from . import expr as E
 from . import stmt as St
 from .buffer import Buffer, BufferRegion, default_layout
 from .dtype import DataType
+from .visitor import walk_values
 
 _PREC = {
     E.Or: 1, E.And: 2, E.Not: 3, E.EQ: 4, E.NE: 4, E.LT: 4, E.LE: 4, E.GT: 4, E.GE: 4,
@@ -31,45 +32,22 @@ def _reserved() -> set:
     return set(RESERVED)
 
 
-def _layout_axes(node, acc, seen) -> set:
+def _layout_axes(node, acc) -> set:
     """Axis names used by the layouts printed in ``node`` (these names must stay free)."""
-    if isinstance(node, Layout):
-        acc.update(node.axes())
-        return acc
-    if isinstance(node, (list, tuple)):
-        for x in node:
-            _layout_axes(x, acc, seen)
-    elif isinstance(node, dict):
-        for x in node.values():
-            _layout_axes(x, acc, seen)
-    elif isinstance(node, (St.Stmt, Buffer, BufferRegion, E.Expr)) or type(node).__name__ in ("Kernel",):
-        if id(node) in seen:
-            return acc
-        seen.add(id(node))
-        for _, v in node.fields():
-            _layout_axes(v, acc, seen)
+    for v in walk_values(node):
+        if isinstance(v, Layout):
+            acc.update(v.axes())
     return acc
 
 
-def _aliases(node, acc: dict, seen: set) -> dict:
+def _aliases(node, acc: dict) -> dict:
     """Buffers in ``node`` that alias another's storage (:meth:`Buffer.alias`), grouped by root in order
     of first use: ``{id(root): [alias, ...]}``."""
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, (list, tuple)):
-            stack.extend(reversed(n))
-        elif isinstance(n, dict):
-            stack.extend(reversed(list(n.values())))
-        elif isinstance(n, (St.Stmt, Buffer, BufferRegion, E.Expr)):
-            if id(n) in seen:
-                continue
-            seen.add(id(n))
-            if isinstance(n, Buffer) and n.base is not None:
-                group = acc.setdefault(id(n.base), [])
-                if n not in group:
-                    group.append(n)
-            stack.extend(reversed([v for _, v in n.fields()]))
+    for n in walk_values(node):
+        if isinstance(n, Buffer) and n.base is not None:
+            group = acc.setdefault(id(n.base), [])
+            if n not in group:
+                group.append(n)
     return acc
 
 
@@ -309,8 +287,8 @@ class Printer:
         return f"T.Tensor({', '.join(args)})"
 
     def kernel(self, k) -> str:
-        self.used |= _layout_axes(k.params, set(), set()) | _layout_axes(k.body, set(), set())
-        self.aliases = _aliases(k.body, {}, set())
+        self.used |= _layout_axes(k.params, set()) | _layout_axes(k.body, set())
+        self.aliases = _aliases(k.body, {})
         params = []
         for p in k.params:
             name = self.define(p)

@@ -13,16 +13,15 @@ Each failure raises :class:`~tirxpy.ir.errors.VerifyError` at the offending node
 - launch configuration: threads per CTA in 1..1024, grid extents in [1, 2**31 - 1] (x) and
   [1, 65535] (y, z), cluster extents >= 1 dividing the static grid, at most 16 CTAs per cluster
   (8 portable), smem= within the limit;
-- hardware limits: shared memory per CTA <= 227 KiB (232448 B; less on sm_80 / sm_86 / sm_120),
-  tensor memory <= 512 columns, registers per thread <= 255. With ``arch``, the target's own
-  limits (no clusters before sm_90, no tensor memory before sm_100a).
+- hardware limits: shared memory per CTA <= 227 KiB (232448 B), tensor memory <= 512 columns,
+  registers per thread <= 255. With a ``target`` (:class:`tirxpy.target.Target` or ``"sm_90a"``), the
+  target's own limits: its shared memory per CTA (163 KiB on sm_80, 99 KiB on sm_86 / sm_120), its
+  largest cluster (none before sm_90), its tensor-memory columns (none before sm_100).
 """
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
-
 from tirxpy.scope import Scope
+from tirxpy.target import MAX_CLUSTER, MAX_GRID, MAX_THREADS, Target, as_target
 
 from . import expr as E
 from . import stmt as St
@@ -31,48 +30,17 @@ from .buffer import MAX_REGISTERS, SMEM_LIMIT, TMEM_COLUMNS, Buffer, BufferRegio
 from .errors import VerifyError
 from .intrin_sig import lookup_intrinsic_signature
 from .op_spec import lookup_op_spec, op_names
-
-MAX_THREADS = 1024
-MAX_CLUSTER = 16                               # non-portable maximum (sm_90a, sm_100a); 8 is portable
-MAX_GRID = ((1 << 31) - 1, 65535, 65535)       # CTAs per grid dimension x, y, z
-
-
-@dataclass(frozen=True)
-class TargetLimits:
-    """Per-CTA limits of one target: shared memory bytes, largest cluster (0: no clusters), tensor memory."""
-
-    arch: str
-    smem: int
-    max_cluster: int
-    tmem: bool
-
-
-def target_limits(arch) -> TargetLimits | None:
-    """The limits of ``arch`` ("sm_80" ... "sm_120a"); None for None (the loosest limits apply).
-
-        >>> target_limits("sm_90a")
-        TargetLimits(arch='sm_90a', smem=232448, max_cluster=16, tmem=False)
-    """
-    if arch is None:
-        return None
-    m = re.fullmatch(r"sm_(\d{2,3})[af]?", str(arch))
-    if m is None:
-        raise VerifyError(f"unknown target {arch!r}; write it as 'sm_<major><minor>[a]', e.g. 'sm_90a'")
-    sm = int(m.group(1))
-    smem = {80: 166912, 87: 166912, 90: SMEM_LIMIT, 100: SMEM_LIMIT, 101: SMEM_LIMIT, 103: SMEM_LIMIT}.get(sm, 101376)
-    cluster = 0 if sm < 90 else 16 if sm in (90, 100, 101, 103) else 8
-    return TargetLimits(str(arch), smem, cluster, sm in (100, 101, 103))
-
+from .visitor import shared_plan, smem_align
 
 def _spelling(op, scope: Scope) -> str:
     return f"Tx.{op}" if scope is Scope.THREAD else f"Tx.{scope.short}.{op}"
 
 
 class Verifier:
-    def __init__(self, kernel, arch=None):
+    def __init__(self, kernel, target=None):
         self.k = kernel
         self.active = None
-        self.target = target_limits(arch)
+        self.target: Target | None = None if target is None else as_target(target)
 
     # ---------------------------------------------------------------- launch configuration
     def launch(self, L):
@@ -100,11 +68,11 @@ class Verifier:
             if n < 1:
                 self.fail(L, f"T.launch(cluster={c}): cluster extent {n} in dimension {'xyz'[d]} must be >= 1")
         if t is not None and t.max_cluster == 0:
-            self.fail(L, f"T.launch(cluster={c}): {t.arch} has no thread-block clusters (sm_90 and newer do)",
+            self.fail(L, f"T.launch(cluster={c}): {t} has no thread-block clusters (sm_90 and newer do)",
                       "build for sm_90a or sm_100a, or drop cluster=")
         limit = MAX_CLUSTER if t is None else t.max_cluster
         if L.cluster_size > limit:
-            where = "" if t is None else f" on {t.arch}"
+            where = "" if t is None else f" on {t}"
             self.fail(L, f"T.launch(cluster={c}): {L.cluster_size} CTAs per cluster exceeds the limit of {limit}{where}",
                       f"use at most {limit} CTAs per cluster (8 is the portable maximum)")
         for d, (g, n) in enumerate(zip(static + [1] * (3 - len(static)), c)):
@@ -365,23 +333,24 @@ class Verifier:
     # ---------------------------------------------------------------- limits
     def limits(self):
         t = self.target
-        smem_limit = SMEM_LIMIT if t is None else t.smem
-        where = "" if t is None else f" on {t.arch}"
+        smem_limit = SMEM_LIMIT if t is None else t.smem_per_cta
+        tmem_limit = TMEM_COLUMNS if t is None else t.tmem_columns
+        where = "" if t is None else f" on {t}"
         smem, tmem, regs = [], [], []
         for a in self.allocs:
             b = a.buffer
             if b.storage in ("shared", "shared::cluster"):
                 smem.append((a, b.bytes()))
             elif b.storage == "tmem":
-                if t is not None and not t.tmem:
-                    self.fail(a, f"{b.name}: {t.arch} has no tensor memory (sm_100a does)",
+                if t is not None and not t.tmem_columns:
+                    self.fail(a, f"{b.name}: {t} has no tensor memory (sm_100a does)",
                               "build for sm_100a, or keep the tile in registers or shared memory")
                 tmem.append((a, tmem_columns(b)))
             elif b.storage == "local":
                 regs.append((a, storage_limit(b)[0]))
         total = 0
         for a, nbytes in smem:
-            align = 1024 if type(a.buffer.layout).__name__ == "ComposeLayout" else 128
+            align = smem_align(a.buffer)
             total = -(-total // align) * align + nbytes
             if total > smem_limit:
                 detail = ", ".join(f"{x.buffer.name} {n} B" for x, n in smem)
@@ -399,9 +368,9 @@ class Verifier:
         cols = 0
         for a, c in tmem:
             cols += c
-            if cols > TMEM_COLUMNS:
+            if cols > tmem_limit:
                 self.fail(a, f"tensor memory allocations need {cols} columns by {a.buffer.name}, over the "
-                          f"{TMEM_COLUMNS}-column limit", "use fewer or narrower TMEM tiles")
+                          f"{tmem_limit}-column limit{where}", "use fewer or narrower TMEM tiles")
         r = 0
         for a, n in regs:
             r += n
@@ -411,26 +380,15 @@ class Verifier:
                           "spread the tile over more threads with a layout on laneid / warpid, or use shared memory")
 
 
-def verify(kernel, arch=None) -> None:
-    """Raise :class:`VerifyError` at the first rule ``kernel`` breaks; with ``arch`` (``"sm_90a"``), also
-    against that target's limits (shared memory per CTA, cluster size, tensor memory)."""
-    Verifier(kernel, arch).run()
+def verify(kernel, target=None) -> None:
+    """Raise :class:`VerifyError` at the first rule ``kernel`` breaks; with ``target`` (a
+    :class:`tirxpy.target.Target` or ``"sm_90a"``), also against that target's limits (shared memory
+    per CTA, cluster size, tensor memory): a kernel that fits sm_90a but not sm_86 fails here, for
+    sm_86, not at launch."""
+    Verifier(kernel, target).run()
 
 
 def shared_bytes(kernel) -> int:
-    """Bytes of shared memory the kernel's allocations need (with 128 B / 1024 B alignment)."""
-    total = 0
-    for s in _walk(kernel.body):
-        if isinstance(s, St.Allocate) and s.buffer.storage in ("shared", "shared::cluster"):
-            align = 1024 if type(s.buffer.layout).__name__ == "ComposeLayout" else 128
-            total = -(-total // align) * align + s.buffer.bytes()
-    return total
-
-
-def _walk(seq):
-    for s in seq.stmts:
-        yield s
-        for f in ("body", "then_body", "else_body"):
-            sub = getattr(s, f, None)
-            if sub is not None:
-                yield from _walk(sub)
+    """Bytes of shared memory the kernel's allocations need (with 128 B / 1024 B alignment,
+    :func:`tirxpy.ir.visitor.shared_plan`)."""
+    return shared_plan(kernel.body)[1]

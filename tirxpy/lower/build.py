@@ -27,6 +27,7 @@ import numpy as np
 
 from tirxpy.ir import Buffer, Kernel, verify
 from tirxpy.scope import Scope
+from tirxpy.target import supported_target
 
 from .codegen.errors import CodegenError
 from .codegen.kernel import CudaUnit, first_primitive_call, generate, unlowered
@@ -299,8 +300,8 @@ def _py(e, index, kernel) -> str:
 
 
 # ---------------------------------------------------------------------- build
-def lower_primitives(kernel, arch: str):
-    """Replace tile-primitive calls by native IR (``tirxpy.primitives.lower_calls``)."""
+def lower_primitives(kernel, target):
+    """Replace tile-primitive calls by native IR (``tirxpy.primitives.lower_calls``) for ``target``."""
     call = first_primitive_call(kernel.body)
     if call is None:
         return kernel
@@ -311,7 +312,7 @@ def lower_primitives(kernel, arch: str):
         raise CodegenError(f"{what}(...) needs the tile-primitive lowering (tirxpy.primitives.lower_calls), which "
                            f"is not available ({e})", call.span,
                            hint="write the native instructions (T.ptx.*) and loops for this call") from None
-    lowered = lower_calls(kernel, arch)
+    lowered = lower_calls(kernel, target)
     left = first_primitive_call(lowered.body)
     if left is not None:
         raise unlowered(left)
@@ -321,36 +322,36 @@ def lower_primitives(kernel, arch: str):
 def build(kernel, arch: str = "sm_90a", *, options=()) -> CompiledKernel:
     """Verify ``kernel``, lower its primitives, generate CUDA C++ and compile it for ``arch``.
 
-    Builds are memoized on the kernel object per (arch, options); NVRTC output is cached on
-    disk and in process by source text.
+    ``arch`` (``"sm_90a"`` or a :class:`tirxpy.target.Target`) is parsed here, once; verification,
+    lowering, codegen and NVRTC all read the one Target. Builds are memoized on the kernel object per
+    (arch, options); NVRTC output is cached on disk and in process by source text.
     """
-    from tirxpy.intrinsics.target import target_arch
-
     from .nvrtc import check_options, compile_cuda
 
     if not isinstance(kernel, Kernel):
         hint = ("call the @tirxpy.jit factory with its arguments first: build(make_kernel(...))"
                 if hasattr(kernel, "factory") else "decorate the kernel function with @T.prim_func")
         raise CodegenError(f"build() takes a kernel (a @T.prim_func), got {type(kernel).__name__}", None, hint=hint)
-    arch = str(target_arch(arch))
+    target = supported_target(arch)
+    arch = str(target)
     options = check_options(options)
     key = (arch, options)
     memo = kernel.__dict__.setdefault("_tirxpy_builds", {})
     hit = memo.get(key)
     if hit is not None:
         return hit
-    verify(kernel, arch)
-    lowered = lower_primitives(kernel, arch)
+    verify(kernel, target)
+    lowered = lower_primitives(kernel, target)
     if lowered is not kernel:
-        verify(lowered, arch)
-    unit = generate(lowered, arch)
+        verify(lowered, target)
+    unit = generate(lowered, target)
     try:
-        mod = compile_cuda(unit.source, arch, options=options, filename=f"{unit.name}.cu")
+        mod = compile_cuda(unit.source, target, options=options, filename=f"{unit.name}.cu")
     except CompileError as e:       # name the intrinsic and the kernel line the compiler's log points at
         from .locate import located
         from .nvrtc import ptx_only
 
-        raise located(e, unit, lambda: ptx_only(unit.source, arch, options)) from None
+        raise located(e, unit, lambda: ptx_only(unit.source, target, options)) from None
     ck = memo[key] = CompiledKernel(unit, mod, options)
     _warn_performance(ck)
     return ck

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from tirxpy.intrinsics.target import parse_arch, target_arch
+from tirxpy.target import supported_target
 
 from . import cache as _cache
 from .errors import CompileError, CompileOptionError, ToolchainError
@@ -197,8 +197,9 @@ def check_options(options) -> tuple:
     return tuple(out)
 
 
-def build_options(arch: str, options=()) -> list:
-    a = target_arch(arch)
+def build_options(arch, options=()) -> list:
+    """NVRTC options for ``arch`` (a Target or ``"sm_90a"``) plus the caller's checked ``options``."""
+    a = supported_target(arch)
     opts = [f"--gpu-architecture={a}", "-std=c++17", "--ptxas-options=-v", "-default-device"]
     opts += [f"-I{d}" for d in include_dirs()]
     opts += list(check_options(options))
@@ -257,7 +258,7 @@ def key_options(opts) -> list:
     return ["-I" + _header_identity(o[2:]) if o.startswith("-I") else o for o in opts]
 
 
-def compile_cuda(source: str, arch: str, *, name_expressions=None, emit_ptx: bool = False, options=(),
+def compile_cuda(source: str, arch, *, name_expressions=None, emit_ptx: bool = False, options=(),
                  cache: bool = True, filename: str = "tirxpy_kernel.cu") -> CompiledModule:
     """Compile ``source`` for ``arch`` ('sm_80' / 'sm_90a' / 'sm_100a'); cached by source + options + NVRTC version.
 
@@ -266,14 +267,15 @@ def compile_cuda(source: str, arch: str, *, name_expressions=None, emit_ptx: boo
     """
     if not isinstance(source, str):
         raise CompileOptionError(f"source must be a str of CUDA C++, got {type(source).__name__}")
-    opts = build_options(arch, options)
+    target = supported_target(arch)
+    opts = build_options(target, options)
     names = tuple(name_expressions or ())
     key = _cache.make_key(source, key_options(opts), names, emit_ptx, nvrtc_version())
     if cache:
         hit = _cache.get(key)
         if hit is not None:
             return hit
-    mod = _compile(source, str(parse_arch(arch)), opts, names, emit_ptx, filename)
+    mod = _compile(source, str(target), opts, names, emit_ptx, filename)
     mod.key = key
     if cache:
         _cache.put(key, mod)
@@ -316,10 +318,10 @@ def _compile(source, arch, opts, names, emit_ptx, filename) -> CompiledModule:
                           lowered_names=lowered, compile_seconds=time.perf_counter() - t0)
 
 
-def ptx_only(source: str, arch: str, options=()) -> str | None:
+def ptx_only(source: str, arch, options=()) -> str | None:
     """The PTX NVRTC generates for ``source`` on ``arch`` without running ptxas (``compute_XX`` target), or
     None when even that fails: what a ptxas error's line number refers to."""
-    a = target_arch(arch)
+    a = supported_target(arch)
     opts = [f"--gpu-architecture=compute_{a.sm}{a.suffix}", "-std=c++17", "-default-device"]
     opts += [f"-I{d}" for d in include_dirs()] + list(check_options(options))
     nvrtc = _nvrtc()

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tirxpy.ir.dtype import DataType
+
 from .errors import TmaError
 
 # CUtensorMapDataType
@@ -21,9 +23,8 @@ DTYPE_ENUM = {
     "uint16": 1, "int16": 1, "uint32": 2, "int32": 3, "uint64": 4, "int64": 5,
     "float16": 6, "float32": 7, "float64": 8, "bfloat16": 9, "tfloat32": 11,
 }
-DTYPE_BYTES = {"uint8": 1, "int8": 1, "bool": 1, "float8_e4m3": 1, "float8_e5m2": 1, "uint16": 2, "int16": 2,
-               "float16": 2, "bfloat16": 2, "uint32": 4, "int32": 4, "float32": 4, "tfloat32": 4,
-               "uint64": 8, "int64": 8, "float64": 8}
+#: bytes per element of each dtype TMA moves (tirxpy.ir.dtype is the one table of sizes)
+DTYPE_BYTES = {n: DataType.get(n).itemsize for n in DTYPE_ENUM}
 SWIZZLE_ENUM = {0: 0, 32: 1, 64: 2, 128: 3}  # CUtensorMapSwizzle
 L2_ENUM = {0: 0, 64: 1, 128: 2, 256: 3}  # CUtensorMapL2promotion
 OOB_ENUM = {"zero": 0, "nan": 1}  # CUtensorMapFloatOOBfill

@@ -18,6 +18,8 @@ from tirxpy.ir import stmt as St
 from tirxpy.ir.analysis import annotate_active_threads
 from tirxpy.ir.errors import at_span
 from tirxpy.ir.kernel import Kernel
+from tirxpy.ir.visitor import map_bodies
+from tirxpy.target import as_target
 
 from .context import CallContext
 from .dispatch import DispatchError, dispatch_call
@@ -51,12 +53,10 @@ def lower_calls(kernel: Kernel, arch) -> Kernel:
 
 
 def lower_calls_traced(kernel: Kernel, arch):
-    from tirxpy.intrinsics.target import parse_arch
-
-    parse_arch(arch)
+    target = as_target(arch)
     _load_builtin_impls()
     info = annotate_active_threads(kernel)
-    lw = _Lowerer(kernel, info, arch)
+    lw = _Lowerer(kernel, info, target)
     body = lw.seq(kernel.body, None)
     out = Kernel(kernel.name, kernel.params, kernel.launch, body, span=kernel.span)
     return out, lw.sites
@@ -79,16 +79,7 @@ class _Lowerer:
         ts = self.info.get(s) or threads
         if isinstance(s, St.PrimitiveCall):
             return self.call(s, ts, depth)
-        if isinstance(s, St.SeqStmt):
-            return self.seq(s, ts)
-        if isinstance(s, St.For):
-            return St.For(s.var, s.start, s.stop, s.kind, self.seq(s.body, ts), span=s.span)
-        if isinstance(s, St.IfThenElse):
-            return St.IfThenElse(s.cond, self.seq(s.then_body, ts),
-                                 None if s.else_body is None else self.seq(s.else_body, ts), span=s.span)
-        if isinstance(s, St.While):
-            return St.While(s.cond, self.seq(s.body, ts), span=s.span)
-        return s
+        return map_bodies(s, lambda b: self.stmt(b, ts))
 
     def call(self, s, threads, depth):
         if depth > _MAX_DEPTH:
@@ -106,13 +97,4 @@ class _Lowerer:
     def nested(self, s, threads, depth):
         if isinstance(s, St.PrimitiveCall):
             return self.call(s, threads, depth)
-        if isinstance(s, St.SeqStmt):
-            return St.SeqStmt([self.nested(x, threads, depth) for x in s.stmts], span=s.span)
-        if isinstance(s, St.For):
-            return St.For(s.var, s.start, s.stop, s.kind, self.nested(s.body, threads, depth), span=s.span)
-        if isinstance(s, St.IfThenElse):
-            return St.IfThenElse(s.cond, self.nested(s.then_body, threads, depth),
-                                 None if s.else_body is None else self.nested(s.else_body, threads, depth), span=s.span)
-        if isinstance(s, St.While):
-            return St.While(s.cond, self.nested(s.body, threads, depth), span=s.span)
-        return s
+        return map_bodies(s, lambda b: self.nested(b, threads, depth))

@@ -174,22 +174,12 @@ def descriptor(w, mask, call, name, node, flavor, major):
 
     region = node if isinstance(node, BufferRegion) else node.full()
     buf = region.buffer
-    dt = str(buf.dtype)
-    fn = D.wgmma_smem_desc_from_layout if flavor == "wgmma" else D.tcgen05_smem_desc_from_layout
     if len(region.shape) != 2:
         raise UnsupportedError(f"{call.name}: operand {name} tile {buf.name} {region.shape} must be 2-D (mn, k)")
     try:
-        d0 = fn(region.layout, dt, 0, major=major, shape=region.shape)
-    except (LayoutError, IntrinsicError) as err:  # a K-slice narrower than the swizzle atom: widen (as codegen)
-        from tirxpy.lower.codegen.intrin import _widen_k
-
-        wide = _widen_k(region, major)
-        if wide is None:
-            raise UnsupportedError(f"{call.name}: {buf.name} has no matrix descriptor: {err}") from None
-        try:
-            d0 = fn(wide.layout, dt, 0, major=major, shape=wide.shape)
-        except (LayoutError, IntrinsicError) as err2:
-            raise UnsupportedError(f"{call.name}: {buf.name} has no matrix descriptor: {err2}") from None
+        d0 = D.region_desc(flavor, region, major)   # the layout -> descriptor path codegen uses
+    except (LayoutError, IntrinsicError) as err:
+        raise UnsupportedError(f"{call.name}: {buf.name} has no matrix descriptor: {err}") from None
     tile = buf.layout.tile_layout if isinstance(buf.layout, ComposeLayout) else buf.layout
     idx = [compile_expr(x)(w, mask) for x in region.starts]
     from .memory import slot_table, flat_index
@@ -197,7 +187,7 @@ def descriptor(w, mask, call, name, node, flavor, major):
     flat = flat_index(buf.shape, idx)
     tab = slot_table(tile, int(np.prod(buf.shape)))
     addr = access.shared_base(w, buf) + tab[clamp(flat, 0, len(tab) - 1)] * nbytes(buf.dtype)
-    return (np.uint64(d0) + ((addr.astype(np.uint64) & np.uint64(0x3FFFF)) >> np.uint64(4))).astype(np.uint64)
+    return (np.uint64(d0) + D.start_field(addr.astype(np.uint64))).astype(np.uint64)
 
 
 def _strides(layout, dtype, major, shape):

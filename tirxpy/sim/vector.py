@@ -12,6 +12,8 @@ import re
 
 import numpy as np
 
+from tirxpy.intrinsics.descriptors import start_field
+
 from .access import global_target
 from .races import GENERIC
 from .registry import register_family, register_model
@@ -23,7 +25,7 @@ WARP = 32
 def _desc(ctx):
     addr = ctx.arg("addr").astype(np.uint64)
     d0 = ctx.arg("desc0").astype(np.uint64)
-    return d0 | ((addr & np.uint64(0x3FFFF)) >> np.uint64(4))
+    return d0 | start_field(addr)
 
 
 @register_model("gemm_smem_desc_folded")

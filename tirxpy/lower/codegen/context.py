@@ -5,6 +5,8 @@ from __future__ import annotations
 import keyword
 from dataclasses import dataclass, field
 
+from tirxpy.target import Target
+
 from .ranges import Ranges
 
 _CPP_WORDS = frozenset("""
@@ -40,7 +42,7 @@ class TensorMapParam:
 @dataclass
 class Context:
     kernel: object
-    arch: str
+    arch: Target
     ranges: Ranges
     active: object = None  # tirxpy.ir.analysis.ActiveThreads
     names: dict = field(default_factory=dict)  # id(obj) -> (obj, cname)

@@ -123,9 +123,7 @@ class ExprRenderer:
         w = min(warps)
         lanes = warps[w]
         mask = sum(1 << lane for lane in lanes)
-        from tirxpy.intrinsics.target import parse_arch
-
-        if parse_arch(self.ctx.arch).sm < 90:
+        if self.ctx.arch.sm < 90:
             return f"((int)threadIdx.x == {min(ts.tids)})", EQ
         self.intrin.use_entry("elect_sync", e)
         if len(warps) == 1 and len(ts.tids) == len(lanes) and w == 0 and ts.threads_per_cta <= 32:

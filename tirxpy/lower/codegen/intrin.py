@@ -25,9 +25,10 @@ import re
 from math import prod
 
 from tirxpy.intrinsics import IntrinsicError, lookup
+from tirxpy.target import TargetError
 from tirxpy.ir import expr as E
 from tirxpy.ir import ops
-from tirxpy.ir.buffer import Buffer, BufferRegion
+from tirxpy.ir.buffer import Buffer
 
 from .address import element_m, slot_span
 from .context import TensorMapParam
@@ -56,7 +57,7 @@ class IntrinsicRenderer:
                       hint="register it with tirxpy.intrinsics.register_intrinsic(...) before building")
         try:
             e.check_target(self.ctx.arch)
-        except IntrinsicError as err:
+        except TargetError as err:
             self.fail(f"T.ptx.{name}: {err}", node,
                       hint="build for a target that has the instruction, or use another instruction on this one")
         return e
@@ -187,7 +188,7 @@ class IntrinsicRenderer:
             self.fail(f"{where} is {o.count} registers of {o.dtype}: pass a register tile (a T.alloc_local buffer or "
                       f"a view of one), got `{a}`", call)
         info, base, count, buf = self.slots(a, where, call)
-        have, need = count * buf.dtype.bits // 8, o.count * _bytes(o.dtype)
+        have, need = count * buf.dtype.bits // 8, o.count * _reg_bytes(o)
         if have != need:
             self.fail(f"{where} takes {o.count} x {o.dtype} ({need} bytes) but {buf.name} gives {count} x {buf.dtype} "
                       f"({have} bytes) per thread", call,
@@ -202,7 +203,7 @@ class IntrinsicRenderer:
 
     def packed(self, o, a, where, call) -> str:
         info, base, count, buf = self.slots(a, where, call)
-        if count * buf.dtype.bits != _bytes(o.dtype) * 8:
+        if count * buf.dtype.bits != _reg_bytes(o) * 8:
             self.fail(f"{where} is one {o.dtype} but {buf.name} gives {count} x {buf.dtype}", call)
         return f"*reinterpret_cast<const {ctype(o.dtype)}*>(&{info.cname}[{base}])"
 
@@ -218,9 +219,9 @@ class IntrinsicRenderer:
             else:
                 ref = self.first(a, call)
                 nbits = buf.dtype.bits
-            if ctype(buf.dtype) == ctype(o.dtype) and nbits == _bytes(o.dtype) * 8:
+            if ctype(buf.dtype) == ctype(o.dtype) and nbits == _reg_bytes(o) * 8:
                 return ref
-            if nbits != _bytes(o.dtype) * 8:
+            if nbits != _reg_bytes(o) * 8:
                 self.fail(f"{where} writes one {o.dtype}, but the target holds {nbits} bits", call)
             return f"*reinterpret_cast<{ctype(o.dtype)}*>(&{ref})"
         self.fail(f"{where} is written by the instruction: pass a buffer element (x[i]) to receive it, got `{a}`",
@@ -287,7 +288,7 @@ class IntrinsicRenderer:
 
     # ------------------------------------------------------------------ descriptors
     def descriptor(self, e, o, a, where, call) -> str:
-        from tirxpy.intrinsics.descriptors import tcgen05_smem_desc_from_layout, wgmma_smem_desc_from_layout
+        from tirxpy.intrinsics.descriptors import region_desc, start_field_cxx
         from tirxpy.layout import LayoutError
 
         reg = _region(a)
@@ -297,54 +298,37 @@ class IntrinsicRenderer:
         shape = reg.shape
         if len(shape) != 2:
             self.fail(f"{where}: the operand tile {buf.name} {shape} must be 2-D (mn, k)", call)
-        major = "K"
-        args = dict(zip((x.name for x in e.args), call.args))
-        if e.name.startswith("wgmma"):
-            t = args.get({"a_desc": "trans_a", "b_desc": "trans_b"}.get(o.name, ""))
-            if isinstance(t, E.IntImm) and t.value == 1:
-                major = "MN"
-            fn = wgmma_smem_desc_from_layout
-        else:
-            idesc = args.get("idesc")
-            bit = {"a_desc": 15, "b_desc": 16}.get(o.name)
-            if isinstance(idesc, E.IntImm) and bit is not None and (idesc.value >> bit) & 1:
-                major = "MN"
-            fn = tcgen05_smem_desc_from_layout
+        family = "wgmma" if e.name.startswith("wgmma") else "tcgen05"
         try:
-            d0 = fn(reg.layout, buf.dtype.name, 0, major=major, shape=shape)
+            d0 = region_desc(family, reg, desc_major(e, o.name, call.args))
         except (LayoutError, IntrinsicError) as err:
-            # a K-slice narrower than the swizzle atom (wgmma k16 of a 64-wide 128B tile): the descriptor
-            # of the whole K extent, started at the slice (what the hardware expects for k-steps)
-            wide = _widen_k(reg, major)
-            try:
-                if wide is None:
-                    raise err
-                d0 = fn(wide.layout, buf.dtype.name, 0, major=major, shape=wide.shape)
-            except (LayoutError, IntrinsicError) as err2:
-                self.fail(f"{where}: the layout of {buf.name} cannot be described by a matrix descriptor: {err2}",
-                          call, hint="use a canonical operand layout (tirxpy.layout.atoms.mma_smem_layout)")
+            self.fail(f"{where}: the layout of {buf.name} cannot be described by a matrix descriptor: {err}",
+                      call, hint="use a canonical operand layout (tirxpy.layout.atoms.mma_smem_layout)")
         info = self.r.info(buf, call)
         m0 = element_m(buf.layout, buf.shape, list(reg.starts), swizzle=False, ranges=self.ctx.ranges.of)
         off = self.r(ops.mul(m0, ops.const(buf.dtype.bits // 8))) if buf.dtype.bits >= 8 else "0"
         addr = f"tx_smem_addr({info.cname})" + ("" if off == "0" else f" + {off}")
-        return f"0x{d0:x}ull + (uint64_t)((({addr}) & 0x3FFFFu) >> 4)"
+        return f"0x{d0:x}ull + (uint64_t){start_field_cxx(addr)}"
 
 
-def _widen_k(reg, major):
-    """The view extended to the buffer's whole K extent (K: the last kept dimension, MN-major:
-    the one before it), or None when that changes nothing."""
-    kept = [d for d, sq in enumerate(reg.squeeze) if not sq]
-    if len(kept) != 2:
-        return None
-    d = kept[1] if major == "K" else kept[0]
-    buf = reg.buffer
-    if reg.extents[d] == buf.shape[d]:
-        return None
-    starts, extents = list(reg.starts), list(reg.extents)
-    starts[d], extents[d] = ops.const(0), buf.shape[d]
-    return BufferRegion(buf, starts, extents, reg.squeeze)
+def desc_major(e, operand: str, args) -> str:
+    """The major-ness ("K" / "MN") the instruction ``e`` reads descriptor ``operand`` in, from its
+    immediate operands: wgmma's ``trans_a`` / ``trans_b``, tcgen05's instruction-descriptor bits 15
+    (A) and 16 (B). An operand whose immediate is not a constant is K-major."""
+    named = dict(zip((x.name for x in e.args), args))
+    if e.name.startswith("wgmma"):
+        t = named.get({"a_desc": "trans_a", "b_desc": "trans_b"}.get(operand, ""))
+        return "MN" if isinstance(t, E.IntImm) and t.value == 1 else "K"
+    idesc = named.get("idesc")
+    bit = {"a_desc": 15, "b_desc": 16}.get(operand)
+    return "MN" if isinstance(idesc, E.IntImm) and bit is not None and (idesc.value >> bit) & 1 else "K"
 
 
-def _bytes(dtype: str) -> int:
-    return {"bool": 4, "int8": 4, "uint8": 4, "int16": 2, "uint16": 2, "float16": 2, "bfloat16": 2, "int64": 8,
-            "uint64": 8, "float64": 8}.get(dtype, 4)
+#: bytes of the register an asm operand constraint names: .b16 (h), .b32 (r, f), .b64 (l, d)
+_CONSTRAINT_BYTES = {"h": 2, "r": 4, "f": 4, "l": 8, "d": 8}
+
+
+def _reg_bytes(o) -> int:
+    """Bytes of the register that holds operand ``o``: its asm constraint's width (an 8-bit or bool
+    operand travels in a 32-bit register), not its dtype's size in memory."""
+    return _CONSTRAINT_BYTES[o.constraint]

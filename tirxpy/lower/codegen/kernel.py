@@ -16,7 +16,9 @@ from tirxpy.ir import expr as E
 from tirxpy.ir import stmt as St
 from tirxpy.ir.analysis import annotate_active_threads
 from tirxpy.ir.buffer import Buffer
+from tirxpy.ir.visitor import first, shared_plan
 from tirxpy.scope import Scope
+from tirxpy.target import as_target
 
 from .context import BufferInfo, Context
 from .errors import CodegenError
@@ -49,34 +51,20 @@ def unlowered(s) -> CodegenError:
 
 
 def smem_plan(kernel) -> tuple:
-    """``({id(Allocate): byte offset}, total bytes)``, in the walk order of ``shared_bytes``."""
-    offs, total = {}, 0
-
-    def walk(seq):
-        nonlocal total
-        for s in seq.stmts:
-            if isinstance(s, St.Allocate) and s.buffer.storage in ("shared", "shared::cluster"):
-                align = 1024 if type(s.buffer.layout).__name__ == "ComposeLayout" else 128
-                start = -(-total // align) * align
-                offs[id(s)] = start
-                total = start + s.buffer.bytes()
-            for f in ("body", "then_body", "else_body"):
-                sub = getattr(s, f, None)
-                if sub is not None:
-                    walk(sub)
-
-    walk(kernel.body)
-    return offs, total
+    """``({id(Allocate): byte offset}, total bytes)``: :func:`tirxpy.ir.visitor.shared_plan`, the
+    placement the verifier's ``shared_bytes`` counts."""
+    return shared_plan(kernel.body)
 
 
-def generate(kernel, arch: str = "sm_90a") -> CudaUnit:
-    """CUDA C++ for a verified kernel without primitive calls."""
+def generate(kernel, target="sm_90a") -> CudaUnit:
+    """CUDA C++ for a verified kernel without primitive calls, for ``target`` (a
+    :class:`tirxpy.target.Target` or ``"sm_90a"``)."""
     from tirxpy.intrinsics import render_helpers
-    from tirxpy.intrinsics.target import parse_arch
 
-    arch = str(parse_arch(arch))
+    target = as_target(target)
+    arch = str(target)
     L = kernel.launch
-    ctx = Context(kernel, arch, Ranges(L.threads, L.cluster_size))
+    ctx = Context(kernel, target, Ranges(L.threads, L.cluster_size))
     ctx.active = annotate_active_threads(kernel)
     kname = ctx.name(kernel, kernel.name)
     params = []
@@ -105,7 +93,7 @@ def generate(kernel, arch: str = "sm_90a") -> CudaUnit:
         sig.append(f"const __grid_constant__ CUtensorMap {tm.cname}")
 
     out = [f"// tirxpy kernel `{kernel.name}` for {arch}" + (f" ({kernel.span})" if kernel.span else ""),
-           TYPES_PRELUDE.rstrip("\n"), render_helpers(list(ctx.intrinsics.values()), arch).rstrip("\n")]
+           TYPES_PRELUDE.rstrip("\n"), render_helpers(list(ctx.intrinsics.values()), target).rstrip("\n")]
     if "floor" in ctx.helpers:
         out.append(FLOOR_HELPERS.rstrip("\n"))
     head = f'extern "C" __global__ void __launch_bounds__({L.threads}) {kname}('
@@ -135,16 +123,8 @@ def has_primitive_calls(kernel) -> bool:
 
 
 def first_primitive_call(seq):
-    for s in seq.stmts:
-        if isinstance(s, St.PrimitiveCall):
-            return s
-        for f in ("body", "then_body", "else_body"):
-            sub = getattr(s, f, None)
-            if sub is not None:
-                hit = first_primitive_call(sub)
-                if hit is not None:
-                    return hit
-    return None
+    """The first tile-primitive call under ``seq`` in source order, or None."""
+    return first(seq, St.PrimitiveCall)
 
 
 __all__ = ["CudaUnit", "generate", "smem_plan", "has_primitive_calls", "first_primitive_call", "unlowered", "E"]

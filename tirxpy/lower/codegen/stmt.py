@@ -11,6 +11,7 @@ from __future__ import annotations
 from tirxpy.ir import expr as E
 from tirxpy.ir import stmt as St
 from tirxpy.ir.buffer import footprint
+from tirxpy.ir.visitor import sub_exprs, walk_stmts
 
 from .context import BufferInfo
 from .expr import REL
@@ -132,13 +133,7 @@ class StmtRenderer:
 
 
 def issues_wgmma(node) -> bool:
-    """Whether ``node`` (a statement) contains a ``wgmma.commit_group`` at any depth."""
-    if isinstance(node, E.IntrinsicCall):
-        return node.name == "wgmma_commit_group"
-    if isinstance(node, St.Stmt):
-        return any(issues_wgmma(getattr(node, f, None)) for f in node._fields)
-    if isinstance(node, (list, tuple)):
-        return any(issues_wgmma(x) for x in node)
-    if isinstance(node, E.Expr):
-        return False
-    return False
+    """Whether a statement at any depth under ``node`` evaluates ``wgmma.commit_group`` (an intrinsic
+    call that is one of the statement's own expressions)."""
+    return any(isinstance(e, E.IntrinsicCall) and e.name == "wgmma_commit_group"
+               for s in walk_stmts(node) for e in sub_exprs(s))

@@ -3,7 +3,8 @@
 A descriptor's fields other than the start address (LBO, SBO, swizzle, version) are compile-time
 facts of the layout (``tirxpy.intrinsics.descriptors.*_from_layout``). The start address is the
 shared::cta address of the k-step's first element, known only at run time; the table entry
-``gemm_smem_desc`` ORs its 14-bit field (``(addr & 0x3FFFF) >> 4``, bits 0-13) into the static
+``gemm_smem_desc`` ORs its 14-bit field (``(addr & 0x3FFFF) >> 4``, bits 0-13;
+``tirxpy.intrinsics.descriptors.START_ADDRESS_MASK``) into the static
 descriptor built at address 0:
 
     >>> from tirxpy.intrinsics import get
@@ -26,7 +27,7 @@ across the calls: one uniform add and one move per operand descriptor instead of
 from __future__ import annotations
 
 from tirxpy.intrinsics import lookup, register_intrinsic
-from tirxpy.intrinsics.descriptors import tcgen05_smem_desc_from_layout, wgmma_smem_desc_from_layout
+from tirxpy.intrinsics.descriptors import smem_desc, start_field_ptx
 from tirxpy.ir import ops
 from tirxpy.ir.expr import AddressOf
 
@@ -38,8 +39,7 @@ if lookup(NAME) is None:
         """{
         .reg .b64 tx_t;
         cvt.u64.u32 tx_t, {addr};
-        and.b64 tx_t, tx_t, 0x3FFFF;
-        shr.b64 tx_t, tx_t, 4;
+        """ + start_field_ptx("tx_t") + """
         or.b64 {desc}, {desc0}, tx_t;
         }""",
         [("desc", "reg", "uint64", "w"), ("addr", "smem_addr"), ("desc0", "reg", "uint64")],
@@ -66,8 +66,7 @@ if lookup(FOLDED) is None:
 
 def static_desc(family: str, op) -> int:
     """The descriptor of checked operand ``op`` (:class:`~.checks.SmemOperand`) at address 0."""
-    fn = wgmma_smem_desc_from_layout if family == "wgmma" else tcgen05_smem_desc_from_layout
-    return fn(op.layout, op.dtype, 0, major=op.major, shape=op.shape)
+    return smem_desc(family, op.layout, op.dtype, major=op.major, shape=op.shape)
 
 
 def desc_at(ctx, desc0: int, element, folded: bool = False):
