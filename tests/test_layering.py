@@ -1,7 +1,8 @@
 """Imports go down the layers (docs/design.md section 1), read from the source of every module.
 
-The layers, lowest first: ``tirxpy/errors.py`` (the error root), ``tirxpy/target.py`` (the compile
-target; it imports only the error root), then the packages ``layout < viz < scope < ir < intrinsics
+The layers, lowest first: ``tirxpy/errors.py`` (the error root), ``tirxpy/dtype_table.py`` (the scalar
+types' sizes; it imports nothing), ``tirxpy/target.py`` (the compile target; it imports only the error
+root), then the packages ``layout < viz < scope < ir < intrinsics
 < primitives < lang < lower < sim``. A module may import its own layer and any layer below it, at
 the top of the file or inside a function alike. The application layer sits above them all: the
 package root ``tirxpy/__init__.py``, the other top-level modules (``__main__``, ``demo``, ``jit``),
@@ -17,7 +18,7 @@ import pathlib
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-FOUNDATION = ["errors", "target"]           # top-level modules below every package, lowest first
+FOUNDATION = ["errors", "dtype_table", "target"]    # top-level modules below every package, lowest first
 LAYERS = ["layout", "viz", "scope", "ir", "intrinsics", "primitives", "lang", "lower", "sim"]
 APP_PACKAGES = {"testing"}                  # tools for users above every layer: nothing in the core imports them
 APP = len(FOUNDATION) + len(LAYERS)

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import operator
 
+from tirxpy.dtype_table import ALIASES, SPECS, TF32_FORMAT
+
 from .errors import IRError
 
 _CODES = ("bool", "int", "uint", "float", "handle")
@@ -190,33 +192,11 @@ def ptr(element, storage: str = "global") -> PointerType:
     return PointerType(element, check_storage(storage))
 
 
-_SPECS = [
-    ("bool", "bool", 1, {}),
-    ("int8", "int", 8, {}), ("int16", "int", 16, {}), ("int32", "int", 32, {}), ("int64", "int", 64, {}),
-    ("uint8", "uint", 8, {}), ("uint16", "uint", 16, {}), ("uint32", "uint", 32, {}), ("uint64", "uint", 64, {}),
-    ("float16", "float", 16, dict(exp_bits=5, man_bits=10)),
-    ("bfloat16", "float", 16, dict(exp_bits=8, man_bits=7)),
-    ("float32", "float", 32, dict(exp_bits=8, man_bits=23)),
-    ("float64", "float", 64, dict(exp_bits=11, man_bits=52)),
-    ("float8_e4m3", "float", 8, dict(exp_bits=4, man_bits=3)),
-    ("float8_e5m2", "float", 8, dict(exp_bits=5, man_bits=2)),
-    ("float6_e2m3", "float", 6, dict(exp_bits=2, man_bits=3)),
-    ("float6_e3m2", "float", 6, dict(exp_bits=3, man_bits=2)),
-    ("float4_e2m1", "float", 4, dict(exp_bits=2, man_bits=1)),
-]
-CANONICAL = tuple(n for n, *_ in _SPECS)
-_TABLE: dict[str, DataType] = {n: DataType(n, c, b, **kw) for n, c, b, kw in _SPECS}
-_ALIASES = {
-    "bf16": "bfloat16", "f16": "float16", "f32": "float32", "f64": "float64", "half": "float16", "float": "float32",
-    "e4m3": "float8_e4m3", "e5m2": "float8_e5m2", "e2m3": "float6_e2m3", "e3m2": "float6_e3m2", "e2m1": "float4_e2m1",
-    "f8e4m3": "float8_e4m3", "f8e5m2": "float8_e5m2", "fp8_e4m3": "float8_e4m3", "fp8_e5m2": "float8_e5m2",
-    "f6e2m3": "float6_e2m3", "f6e3m2": "float6_e3m2", "f4e2m1": "float4_e2m1",
-    "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64",
-    "u8": "uint8", "u16": "uint16", "u32": "uint32", "u64": "uint64", "pred": "bool", "int": "int32",
-}
-for _a, _n in _ALIASES.items():
+CANONICAL = tuple(n for n, *_ in SPECS)
+_TABLE: dict[str, DataType] = {n: DataType(n, c, b, **kw) for n, c, b, kw in SPECS}
+for _a, _n in ALIASES.items():
     _TABLE[_a] = _TABLE[_n]
-_TABLE["tf32"] = _TABLE["tfloat32"] = DataType("float32", "float", 32, is_tf32=True, exp_bits=8, man_bits=10)
+_TABLE["tf32"] = _TABLE["tfloat32"] = DataType("float32", "float", 32, is_tf32=True, **TF32_FORMAT)
 # Handle types for barriers, shared addresses and descriptors.
 _TABLE["mbarrier"] = PointerType(_TABLE["uint64"], "shared")
 _TABLE["smem_addr"] = DataType("smem_addr", "handle", 32)

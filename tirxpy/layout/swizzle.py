@@ -18,6 +18,8 @@ import operator
 import numpy as np
 import sympy
 
+from tirxpy.dtype_table import SPECS, bits_of
+
 from .axis import Axis
 from .coords import is_int
 from .errors import MAX_COORD, MAX_SWIZZLE_BITS, LayoutError, LayoutTypeError
@@ -257,22 +259,18 @@ class ComposeLayout(Layout):
 
 
 _SWIZZLE_BYTES = {32: 1, 64: 2, 128: 3}
-_DTYPE_BITS = {
-    "float64": 64, "float32": 32, "tfloat32": 32, "float16": 16, "bfloat16": 16,
-    "float8_e4m3": 8, "float8_e5m2": 8, "int8": 8, "uint8": 8, "int32": 32, "uint32": 32,
-    "int16": 16, "uint16": 16, "int64": 64, "uint64": 64,
-    "f64": 64, "f32": 32, "tf32": 32, "f16": 16, "bf16": 16, "e4m3": 8, "e5m2": 8,
-}
 
 
 def dtype_bits(dtype) -> int:
-    """Bits per element for a dtype name (``"bf16"``, ``"float32"``) or an int bit count."""
+    """Bits per element for a dtype name (``"bf16"``, ``"float32"``: :func:`tirxpy.dtype_table.bits_of`) or an
+    int bit count."""
     if is_int(dtype):
         bits = operator.index(dtype)
     else:
-        bits = _DTYPE_BITS.get(str(dtype))
+        bits = bits_of(str(dtype))
         if bits is None:
-            raise LayoutError(f"unknown dtype {dtype!r}; give the element size in bits (e.g. 16) or one of {sorted(_DTYPE_BITS)}")
+            raise LayoutError(f"unknown dtype {dtype!r}; give the element size in bits (e.g. 16) or one of "
+                              f"{', '.join(n for n, *_ in SPECS)}")
     if bits not in (4, 6, 8, 16, 32, 64):
         raise LayoutError(f"element size {bits} bits is not supported by the shared-memory swizzles")
     return bits

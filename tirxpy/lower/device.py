@@ -9,6 +9,8 @@ a cubin built for one arch loads on a GPU of a given compute capability:
 """
 from __future__ import annotations
 
+from tirxpy.target import as_target, for_capability
+
 from .errors import DriverError
 
 _DRV = None
@@ -72,30 +74,20 @@ def _stream_getter():
 
 
 # ---------------------------------------------------------------- arch
-def _parse_arch(arch: str) -> tuple:
-    digits = arch.removeprefix("sm_").rstrip("af")
-    return int(digits[:-1]), int(digits[-1]), arch.endswith(("a", "f"))
-
-
-def cubin_runs_on(arch: str, capability: tuple) -> bool:
-    """Whether a cubin compiled for ``arch`` ("sm_80", "sm_90a") runs on a GPU of compute
-    ``capability`` ((9, 0) for an H100): same major version and no newer minor version; an
-    arch-specific target ("sm_90a") only on exactly that GPU.
+def cubin_runs_on(arch, capability: tuple) -> bool:
+    """Whether a cubin compiled for ``arch`` ("sm_80", "sm_90a" or a :class:`tirxpy.target.Target`) runs
+    on a GPU of compute ``capability`` ((9, 0) for an H100): :meth:`tirxpy.target.Target.runs_on`.
 
         >>> cubin_runs_on("sm_80", (8, 6)), cubin_runs_on("sm_80", (9, 0)), cubin_runs_on("sm_90a", (9, 0))
         (True, False, True)
     """
-    major, minor, specific = _parse_arch(arch)
-    if specific:
-        return (major, minor) == tuple(capability)
-    return major == capability[0] and minor <= capability[1]
+    return as_target(arch).runs_on(capability)
 
 
 def arch_for(capability: tuple) -> str:
-    """The target to build for a GPU of this compute capability: (9, 0) -> "sm_90a",
-    (10, 0) -> "sm_100a" (the arch-specific targets that have wgmma / tcgen05), else "sm_XY"."""
-    major, minor = capability
-    return {(9, 0): "sm_90a", (10, 0): "sm_100a"}.get((major, minor), f"sm_{major}{minor}")
+    """The target name to build for a GPU of this compute capability: (9, 0) -> "sm_90a",
+    (10, 0) -> "sm_100a" (:func:`tirxpy.target.for_capability`)."""
+    return str(for_capability(capability))
 
 
 def device_arch(device=None) -> str:

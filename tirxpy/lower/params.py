@@ -11,13 +11,11 @@ import ctypes
 from dataclasses import dataclass
 from typing import Any
 
+from tirxpy.ir.dtype import TORCH_NAMES, from_torch, to_torch
+from tirxpy.ir.errors import IRError
+
 from .errors import LaunchError
 
-_TORCH_NAMES = {
-    "bool": "bool", "int8": "int8", "int16": "int16", "int32": "int32", "int64": "int64", "uint8": "uint8",
-    "uint16": "uint16", "uint32": "uint32", "uint64": "uint64", "float16": "float16", "bfloat16": "bfloat16",
-    "float32": "float32", "float64": "float64", "float8_e4m3fn": "float8_e4m3", "float8_e5m2": "float8_e5m2",
-}
 _SCALAR_FMT = {"bool": "?", "int8": "b", "uint8": "B", "int16": "h", "uint16": "H", "int32": "i", "uint32": "I",
                "int64": "q", "uint64": "Q", "float16": "e", "float32": "f", "float64": "d"}
 _SCALAR_RANGE = {"int8": 7, "int16": 15, "int32": 31, "int64": 63}
@@ -30,11 +28,11 @@ def _int_range(dtype: str) -> tuple:
 
 
 def torch_dtype_name(dt, param: str = "tensor") -> str:
-    """torch.dtype -> canonical dtype string ('bfloat16', 'float8_e4m3', ...)."""
-    name = str(dt).replace("torch.", "")
-    if name not in _TORCH_NAMES:
-        raise LaunchError(param, f"torch dtype {dt} has no tirxpy dtype; supported: {sorted(_TORCH_NAMES.values())}")
-    return _TORCH_NAMES[name]
+    """torch.dtype -> canonical dtype string ('bfloat16', 'float8_e4m3', ...): :func:`tirxpy.ir.dtype.from_torch`."""
+    d = from_torch(dt)
+    if d is None:
+        raise LaunchError(param, f"torch dtype {dt} has no tirxpy dtype; supported: {sorted(TORCH_NAMES.values())}")
+    return d.name
 
 
 KINDS = ("tensor", "scalar", "tensormap")
@@ -77,12 +75,11 @@ def _fmt_dims(dims) -> str:
 
 
 def _torch_dtype(name: str, param: str):
-    import torch  # noqa: PLC0415
-
-    inv = {v: k for k, v in _TORCH_NAMES.items()}
-    if name not in inv or not hasattr(torch, inv[name]):
-        raise LaunchError(param, f"dtype {name!r} has no torch dtype; use one of {sorted(inv)}")
-    return getattr(torch, inv[name])
+    """The torch dtype of tirxpy dtype ``name``: :func:`tirxpy.ir.dtype.to_torch`, LaunchError where torch has none."""
+    try:
+        return to_torch(name)
+    except IRError:
+        raise LaunchError(param, f"dtype {name!r} has no torch dtype; use one of {sorted(TORCH_NAMES.values())}") from None
 
 
 def _infer_specs(args) -> tuple:
