@@ -319,3 +319,21 @@ def test_a_trusted_parse_reaches_its_own_package_wherever_it_is_installed():
     other = trust.Policy(True, "_pytest.python")     # as if the kernel lived in pytest's own package
     assert other.reachable(site_fn)
     assert not trust.Policy(False, "_pytest.python").reachable(site_fn)   # a script has no home
+
+
+def test_every_outside_effect_names_a_real_callable():
+    """The refused entry points are named by qualified name: each must resolve, or a renamed function would
+    silently become callable from kernel source."""
+    import importlib
+
+    for name in trust.OUTSIDE_EFFECTS:
+        parts = name.split(".")
+        for cut in range(len(parts) - 1, 0, -1):
+            try:
+                obj = importlib.import_module(".".join(parts[:cut]))
+            except ImportError:
+                continue
+            for attr in parts[cut:]:
+                obj = getattr(obj, attr)
+            break
+        assert callable(obj) and trust.qualified_name(obj) == name, name

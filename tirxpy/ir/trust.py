@@ -67,7 +67,7 @@ MAX_SCRIPT_CHARS = 8 << 20
 OUTSIDE_EFFECTS = frozenset({
     "tirxpy.ir.jit_hooks.prim_func", "tirxpy.ir.jit_hooks.macro", "tirxpy.ir.jit_hooks.parse_script",
     "tirxpy.viz.pictures.plot", "tirxpy.layout.axis.Axis.register", "tirxpy.jit.jit",
-    "tirxpy.intrinsics.register.register_intrinsic", "tirxpy.sim.models.register_model",
+    "tirxpy.intrinsics.register.register_intrinsic", "tirxpy.sim.registry.register_model",
 })
 """tirxpy callables a kernel body may not call: they act outside the kernel (parse, register, write files)."""
 
