@@ -629,7 +629,7 @@ def build_kernel(p, scale, SQT, SKT, pdl):
         if p.persist:
             n_tiles = causal_steps(p.q_tiles, H, B, p.units, p.tail) if p.causal else \
                 tiles_of_unit(T.cta_id(0), p.units, p.work)
-        setup_barriers([(sm.q, 1, p.q_release_arrivals), (sm.k, 1, 4 * p.NC), (sm.v, 1, 4 * p.NC)], 1, pdl)
+        setup_barriers([(sm.q, 1, p.q_release_arrivals), [(sm.k, 1, 4 * p.NC), (sm.v, 1, 4 * p.NC)]], 1, pdl)
         wg = T.warpgroup_id()
         if wg == 0:
             roles.enter_producer()

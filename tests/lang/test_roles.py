@@ -47,8 +47,13 @@ def _kernel(rings_of, cluster, pdl, roles=None):
     return k
 
 
-def test_rings_of_one_stage_count_share_a_loop_fulls_first():
+def test_each_ring_gets_its_own_loop_unless_listed_together():
     text = str(_kernel(lambda q, k, v: [(q, 1, 4), (k, 1, 8), (v, 1, 8)], 1, False))
+    assert text.count("T.serial(") == 3
+
+
+def test_rings_listed_together_share_a_loop_fulls_first():
+    text = str(_kernel(lambda q, k, v: [(q, 1, 4), [(k, 1, 8), (v, 1, 8)]], 1, False))
     loop_q = text.index("for s in T.serial(2):")
     loop_kv = text.index("T.serial(3):")
     order = [text.index(x) for x in ("qf[s]", "qe[s]")] + [text.index(x, loop_kv) for x in ("kf[", "vf[", "ke[", "ve[")]
@@ -75,3 +80,5 @@ def test_a_malformed_ring_list_is_refused():
 
     with pytest.raises(TirxError, match=r"\(ring, full_arrivals, empty_arrivals\)"):
         _kernel(lambda q, k, v: [q], 1, False)
+    with pytest.raises(TirxError, match=r"one stage count, got \[2, 3\]"):
+        _kernel(lambda q, k, v: [[(q, 1, 4), (k, 1, 8)]], 1, False)

@@ -70,26 +70,34 @@ class WarpRoles:
         return f"WarpRoles(threads={self.threads}, producer_regs={self.producer_regs}, consumer_regs={self.consumer_regs})"
 
 
-def _by_stage_count(rings):
-    """``[(stages, [(ring, full_arrivals, empty_arrivals), ...]), ...]``: rings grouped by their stage count, in
-    first-seen order (rings of one count are initialised in one device loop)."""
-    groups: dict = {}
+def _init_groups(rings):
+    """``[(stages, [(ring, full_arrivals, empty_arrivals), ...]), ...]``: each item of ``rings`` is one triple
+    (a loop of its own) or a list of triples whose rings have one stage count (one shared loop)."""
+    groups = []
     for item in rings:
-        if not (isinstance(item, tuple) and len(item) == 3):
-            raise LangError(f"setup_barriers: each ring is given as (ring, full_arrivals, empty_arrivals), got {item!r}")
-        groups.setdefault(item[0].stages, []).append(item)
-    return list(groups.items())
+        members = list(item) if isinstance(item, list) else [item]
+        for m in members:
+            if not (isinstance(m, tuple) and len(m) == 3 and hasattr(m[0], "stages")):
+                raise LangError(f"setup_barriers: each ring is given as (ring, full_arrivals, empty_arrivals), or a "
+                                f"list of such triples sharing one init loop; got {m!r}")
+        counts = {m[0].stages for m in members}
+        if len(counts) != 1:
+            raise LangError(f"setup_barriers: rings initialised in one loop must have one stage count, got "
+                            f"{sorted(counts)}; list them separately")
+        groups.append((counts.pop(), members))
+    return groups
 
 
 @T.macro
 def setup_barriers(rings, cluster, pdl):
-    """Thread 0 initialises every ring's barriers (``rings``: ``(ring, full_arrivals, empty_arrivals)``
-    triples; per stage count one loop, the ``full`` barriers before the ``empty`` ones) and fences them;
+    """Thread 0 initialises every ring's barriers and fences them: ``rings`` holds ``(ring, full_arrivals,
+    empty_arrivals)`` triples, each initialised in a loop of its own, or lists of such triples (rings of one
+    stage count) initialised together in one loop, the ``full`` barriers before the ``empty`` ones;
     then the CTA (or with ``cluster > 1`` the cluster) syncs, so no thread waits on an uninitialised
     barrier; with ``pdl`` every thread then waits for the previous kernel in the stream
     (``griddepcontrol.wait``) before touching global memory it may still write."""
     if T.thread_id() == 0:
-        for stages, members in _by_stage_count(rings):
+        for stages, members in _init_groups(rings):
             for s in T.serial(stages):
                 for ring, nf, ne in members:
                     T.ptx.mbarrier_init(ring.full[s], nf)
