@@ -108,3 +108,11 @@ def test_kernels_bound_to_other_names_are_told_apart(tmp_path, capsys):
     assert main([str(p)]) == 0
     names = [ln.split()[0] for ln in capsys.readouterr().out.splitlines()[1:]]
     assert names == ["small:twin", "large:twin"]
+
+
+def test_help_states_the_defaults(capsys):
+    from tirxpy.lower.cli import main
+
+    assert main(["--help"]) == 0
+    out = capsys.readouterr().out
+    assert "default: sm_90a" in out and "default: none" in out

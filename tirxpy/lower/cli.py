@@ -105,8 +105,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m tirxpy compile",
                                  description="Build every kernel in a file or module and print its resources.")
     ap.add_argument("target", help="a .py file or a dotted module name")
-    ap.add_argument("--arch", default="sm_90a", help="compile target: sm_90a (Hopper) or sm_100a (Blackwell)")
-    ap.add_argument("--emit", choices=("cuda", "ptx", "sass"), help="also print each kernel's CUDA source, PTX or SASS")
+    ap.add_argument("--arch", default="sm_90a", help="compile target: sm_90a (Hopper) or sm_100a (Blackwell); default: sm_90a")
+    ap.add_argument("--emit", choices=("cuda", "ptx", "sass"), help="also print each kernel's CUDA source, PTX or SASS; default: none (resources only)")
     try:
         args = ap.parse_args(argv)
     except SystemExit as e:
