@@ -169,3 +169,26 @@ def test_region_desc_widens_a_k_slice_narrower_than_the_swizzle_atom():
     assert D.region_desc("wgmma", buf[0:64, 16:32]) == whole      # k16 step: the whole-K descriptor
     with pytest.raises(DescriptorError, match="family must be 'wgmma' or 'tcgen05'"):
         D.smem_desc("mma", buf.layout, "bfloat16")
+
+
+@given(addr16, off16, off16, st.sampled_from([0, 32, 64, 128]))
+def test_smem_desc_fields_reads_back_what_the_encoders_pack(a, lbo, sbo, sw):
+    assert D.smem_desc_fields(D.wgmma_smem_desc(a, lbo, sbo, sw), "wgmma") == (a, lbo, sbo, sw)
+    assert D.smem_desc_fields(D.tcgen05_smem_desc(a, lbo, sbo, sw), "tcgen05") == (a, lbo, sbo, sw)
+
+
+def test_smem_desc_fields_names_the_unmodelled_and_reserved_swizzles():
+    assert D.smem_desc_fields(D.tcgen05_smem_desc(0, 16, 16, "128B_base32B"), "tcgen05")[3] == "128B_base32B"
+    assert D.smem_desc_fields(3 << 61, "tcgen05")[3] is None
+
+
+def test_desc_major_reads_constant_immediates_only():
+    from tirxpy.ir import IntImm, Var
+
+    idesc = D.tcgen05_instr_desc("float32", "bfloat16", "bfloat16", m=128, n=256, b_major="MN")
+    named = {"idesc": IntImm(idesc)}
+    assert D.desc_major("tcgen05", "a_desc", named) == "K" and D.desc_major("tcgen05", "b_desc", named) == "MN"
+    assert D.desc_major("tcgen05", "b_desc", {"idesc": Var("d", "uint32")}) == "K"     # not a constant
+    assert D.desc_major("tcgen05", "src_desc", named) == "K"                            # tcgen05.cp: no transpose bit
+    assert D.desc_major("wgmma", "a_desc", {"trans_a": IntImm(1)}) == "MN"
+    assert D.desc_major("wgmma", "a_desc", {"trans_a": IntImm(0)}) == D.desc_major("wgmma", "a_desc", {}) == "K"

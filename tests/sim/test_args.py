@@ -165,3 +165,14 @@ def k(A: T.Tensor((32,), "bfloat16"), B: T.Tensor((32,), "bfloat16")):
     yv = np.zeros(32, np.float32)
     run(k, x.float().numpy(), yv)
     assert (yv == (x * 2).float().numpy()).all()
+
+
+def test_launch_limits_are_the_targets():
+    """The cluster and shared-memory limits are those of the simulated target (tirxpy.target): sm_120a has
+    portable clusters of 8 and 99 KiB of shared memory per CTA, sm_90a clusters of 16 and 227 KiB."""
+    a = np.zeros(1, np.int32)
+    run(_grid_kernel("(16,)", cluster=(16,)), a, 1, 1)
+    _raises(lambda: run(_grid_kernel("(16,)", cluster=(16,)), a, 1, 1, arch="sm_120a"), "at most 8 CTAs on sm_120a")
+    run(_grid_kernel("(1,)", shared=60000), a, 1, 1)
+    _raises(lambda: run(_grid_kernel("(1,)", shared=60000), a, 1, 1, arch="sm_120a"), "120032 bytes of shared memory",
+            "the limit is 101376 on sm_120a")

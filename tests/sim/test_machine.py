@@ -86,3 +86,28 @@ def k(A: T.Tensor((64,), "float32")):
         A[T.thread_id()] = r[0]
 ''')
     assert [p.kind for p in res.problems] == ["uninitialized_read"]
+
+
+def test_shared_buffers_are_placed_as_the_generated_kernel_places_them():
+    """plan_shared is tirxpy.ir.visitor.shared_plan, the placement codegen and the verifier use: a small
+    buffer takes a 128-byte boundary (not 8), a swizzled tile a 1024-byte one."""
+    from tirxpy.ir import stmt as St
+    from tirxpy.ir.visitor import shared_plan, walk_stmts
+    from tirxpy.layout import ComposeLayout, S, TileLayout, swizzle_128B
+    from tirxpy.sim.machine import plan_shared
+
+    SL = ComposeLayout(swizzle_128B("bf16"), TileLayout(S[(64, 64)]))
+
+    @T.prim_func
+    def k(A: T.Tensor((64,), "float32")):
+        T.launch(grid=(1,), threads=64)
+        bar = T.alloc_shared((1,), "uint64")
+        flag = T.alloc_shared((2,), "int32")
+        tile = T.alloc_shared((64, 64), "bfloat16", layout=SL)
+        A[T.thread_id()] = T.float32(0)
+
+    plan, size = plan_shared(k)
+    offs, total = shared_plan(k.body)
+    allocs = [s for s in walk_stmts(k.body) if isinstance(s, St.Allocate)]
+    assert [plan[s.buffer] for s in allocs] == [offs[id(s)] for s in allocs] == [0, 128, 1024]
+    assert size == total == 1024 + 64 * 64 * 2

@@ -239,3 +239,33 @@ def test_tcgen05_alloc_mma_commit_ld_matches_float64_and_read_before_commit_is_r
     with pytest.raises(SimReportError) as ei:
         run(make(False), a, b, np.zeros((128, 32), np.uint32), arch="sm_100a", seed=1)
     assert "tmem_read_before_commit" in ei.value.kinds()
+
+
+def test_nsmid_is_the_targets_sm_count():
+    """%nsmid reads tirxpy.target.Target.sm_count of the simulated target; a target without a known count
+    is reported, not given a made-up number."""
+    k = _k('''
+@T.prim_func
+def k(A: T.Tensor((32,), "uint32")):
+    T.launch(grid=(1,), threads=32)
+    A[T.thread_id()] = T.ptx.nsmid()
+''')
+    a = np.zeros(32, np.uint32)
+    run(k, a)
+    assert (a == 132).all()
+    run(k, a, arch="sm_100a")
+    assert (a == 148).all()
+    res = run(k, a, arch="sm_89", check=False)
+    assert [p.kind for p in res.problems] == ["unsupported"] and "no SM count for sm_89" in res.problems[0].msg
+
+
+def test_descriptor_swizzles_without_a_model_are_reported():
+    from tirxpy.intrinsics import descriptors as D
+    from tirxpy.sim.errors import UnsupportedError
+    from tirxpy.sim.smem_matrix import decode
+
+    assert decode(D.tcgen05_smem_desc(0x400, 16, 1024, 128), "tcgen05") == (0x400, 16, 1024, 128)
+    with pytest.raises(UnsupportedError, match="128B with 32B atoms"):
+        decode(D.tcgen05_smem_desc(0, 16, 16, "128B_base32B"), "tcgen05")
+    with pytest.raises(UnsupportedError, match="reserved code"):
+        decode(7 << 61, "tcgen05")

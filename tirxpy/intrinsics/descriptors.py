@@ -23,6 +23,11 @@ START_ADDRESS_MASK, START_ADDRESS_SHIFT = 0x3FFFF, 4
 WGMMA_SWIZZLE = {0: 0, 128: 1, 64: 2, 32: 3}
 # swizzle -> 3-bit tcgen05 field (bits 61-63); "128B_base32B" is 128-byte swizzle with 32-byte atomicity
 TCGEN05_SWIZZLE = {0: 0, "128B_base32B": 1, 128: 2, 64: 4, 32: 6}
+#: The immediate operand of a wgmma that, when 1, makes a descriptor operand MN-major (transposed).
+WGMMA_TRANSPOSE = {"a_desc": "trans_a", "b_desc": "trans_b"}
+#: The tcgen05 instruction-descriptor bit that, when set, makes a descriptor operand MN-major
+#: (PTX ISA Table 42: transpose A / B).
+IDESC_TRANSPOSE_BIT = {"a_desc": 15, "b_desc": 16}
 
 
 def _field(value: int, bits: int, what: str) -> int:
@@ -70,6 +75,48 @@ def tcgen05_smem_desc(start_addr: int, lbo: int, sbo: int, swizzle=128, base_off
     d |= int(bool(lbo_absolute)) << 52
     d |= TCGEN05_SWIZZLE[swizzle] << 61
     return d
+
+
+_SWIZZLE_OF = {"wgmma": {v: k for k, v in WGMMA_SWIZZLE.items()}, "tcgen05": {v: k for k, v in TCGEN05_SWIZZLE.items()}}
+_FIELD14 = (1 << 14) - 1
+
+
+def smem_desc_fields(desc: int, family: str = "wgmma") -> tuple:
+    """``(start address, LBO, SBO, swizzle)`` of a shared-memory descriptor of ``family`` (``"wgmma"`` /
+    ``"tcgen05"``), the first three in bytes: the fields :func:`wgmma_smem_desc` / :func:`tcgen05_smem_desc`
+    pack, read back. ``swizzle`` is 0, 32, 64, 128 or ``"128B_base32B"``, and None for a reserved code.
+
+        >>> smem_desc_fields(wgmma_smem_desc(0x400, lbo=16, sbo=1024, swizzle=128))
+        (1024, 16, 1024, 128)
+        >>> smem_desc_fields(tcgen05_smem_desc(0x800, lbo=16, sbo=512, swizzle=64), "tcgen05")
+        (2048, 16, 512, 64)
+    """
+    desc = int(desc)
+    start = (desc & _FIELD14) << START_ADDRESS_SHIFT
+    lbo = ((desc >> 16) & _FIELD14) << 4
+    sbo = ((desc >> 32) & _FIELD14) << 4
+    code = (desc >> 62) & 3 if family == "wgmma" else (desc >> 61) & 7
+    return start, lbo, sbo, _SWIZZLE_OF[family].get(code)
+
+
+def desc_major(family: str, operand: str, named: dict) -> str:
+    """The major-ness (``"K"`` / ``"MN"``) in which an instruction of ``family`` reads its descriptor
+    ``operand``, from the call's arguments ``named`` (operand name -> IR argument): wgmma's constant
+    :data:`WGMMA_TRANSPOSE` immediate, tcgen05's :data:`IDESC_TRANSPOSE_BIT` of a constant instruction
+    descriptor. A descriptor whose immediate is not a constant, or that has none (tcgen05.cp's source),
+    is K-major. Codegen and the simulator both build the operand's descriptor in this major-ness.
+
+        >>> from tirxpy.ir import IntImm
+        >>> desc_major("wgmma", "b_desc", {"trans_b": IntImm(1)}), desc_major("tcgen05", "a_desc", {"idesc": IntImm(0)})
+        ('MN', 'K')
+    """
+    from tirxpy.ir.expr import IntImm  # noqa: PLC0415 - the IR, one layer down
+
+    if family == "wgmma":
+        t = named.get(WGMMA_TRANSPOSE.get(operand))
+        return "MN" if isinstance(t, IntImm) and t.value == 1 else "K"
+    idesc, bit = named.get("idesc"), IDESC_TRANSPOSE_BIT.get(operand)
+    return "MN" if isinstance(idesc, IntImm) and bit is not None and (idesc.value >> bit) & 1 else "K"
 
 
 # ---------------------------------------------------------------- tcgen05 instruction descriptor
@@ -122,7 +169,7 @@ def tcgen05_instr_desc(d: str, a: str, b: str, m: int, n: int, *, a_major: str =
     x |= int(saturate) << 3
     x |= types[a] << 7 | types[b] << 10
     x |= int(negate_a) << 13 | int(negate_b) << 14
-    x |= int(a_major == "MN") << 15 | int(b_major == "MN") << 16
+    x |= int(a_major == "MN") << IDESC_TRANSPOSE_BIT["a_desc"] | int(b_major == "MN") << IDESC_TRANSPOSE_BIT["b_desc"]
     x |= (n >> 3) << 17
     x |= (m >> 4) << 24
     x |= _field(max_shift, 2, "max shift") << 30
@@ -167,7 +214,7 @@ def tcgen05_block_scaled_instr_desc(kind: str, a: str, b: str, m: int, n: int, *
     x = b_scale_id << 4
     x |= types[a] << 7 | types[b] << 10
     x |= int(negate_a) << 13 | int(negate_b) << 14
-    x |= int(a_major == "MN") << 15 | int(b_major == "MN") << 16
+    x |= int(a_major == "MN") << IDESC_TRANSPOSE_BIT["a_desc"] | int(b_major == "MN") << IDESC_TRANSPOSE_BIT["b_desc"]
     x |= (n >> 3) << 17
     x |= _SCALE_TYPE[scale_dtype] << 23
     x |= (m >> 7) << 27

@@ -4,7 +4,8 @@ through the simplifying constructors of :mod:`tirxpy.ir.ops`.
 Hand-built IR (``Add(IntImm(1), IntImm(2))``) becomes the canonical form the parser produces,
 so that printing and re-parsing it gives a structurally equal result.
 
-    >>> from tirxpy.ir import Add, IntImm, Mul, Var, simplify
+    >>> from tirxpy.ir import Add, IntImm, Mul, Var
+    >>> from tirxpy.ir.simplify import simplify
     >>> i = Var("i")
     >>> simplify(Mul(Add(i, IntImm(1)), IntImm(4)))
     i * 4 + 4
@@ -14,6 +15,7 @@ from __future__ import annotations
 from . import expr as E
 from . import ops
 from . import stmt as St
+from .visitor import map_bodies
 
 _REBUILD = {
     E.Add: ops.add, E.Sub: ops.sub, E.Mul: ops.mul, E.Div: ops.div, E.FloorDiv: ops.floordiv,
@@ -68,8 +70,8 @@ def _expr(e):
 
 
 def _stmt(s):
-    if isinstance(s, St.SeqStmt):
-        return St.SeqStmt([_stmt(x) for x in s.stmts], span=s.span)
+    """``s`` with every expression simplified; nested bodies are rebuilt by :func:`tirxpy.ir.visitor.map_bodies`."""
+    s = map_bodies(s, _stmt)
     if isinstance(s, St.LetStmt):
         return St.LetStmt(s.var, _expr(s.value), span=s.span)
     if isinstance(s, St.BufferStore):
@@ -77,12 +79,11 @@ def _stmt(s):
     if isinstance(s, St.Evaluate):
         return St.Evaluate(_expr(s.expr), span=s.span)
     if isinstance(s, St.For):
-        return St.For(s.var, _expr(s.start), _expr(s.stop), s.kind, _stmt(s.body), span=s.span)
+        return St.For(s.var, _expr(s.start), _expr(s.stop), s.kind, s.body, span=s.span)
     if isinstance(s, St.IfThenElse):
-        return St.IfThenElse(_expr(s.cond), _stmt(s.then_body),
-                             None if s.else_body is None else _stmt(s.else_body), span=s.span)
+        return St.IfThenElse(_expr(s.cond), s.then_body, s.else_body, span=s.span)
     if isinstance(s, St.While):
-        return St.While(_expr(s.cond), _stmt(s.body), span=s.span)
+        return St.While(_expr(s.cond), s.body, span=s.span)
     if isinstance(s, St.PrimitiveCall):
         return St.PrimitiveCall(s.op, [_expr(o) for o in s.operands], s.scope,
                                 {k: _expr(v) for k, v in s.attrs.items()}, s.dispatch, span=s.span)

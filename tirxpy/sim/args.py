@@ -8,10 +8,11 @@ parameter and how to fix the call:
   raw bits, ``uint16`` / ``uint8``, or as ``float32`` values), neither complex nor requiring grad;
 - a scalar parameter takes a Python / numpy number that its dtype holds exactly (an int in
   range for integer dtypes, a finite float within range for float dtypes; NaN / inf pass);
-- the launch fits the hardware and the simulator: ``threads`` in 1..1024, a cluster of at most
-  16 CTAs whose shape divides the grid, grid extents within CUDA's, at most :data:`MAX_CTAS`
-  simulated CTAs and :data:`MAX_WARPS` simulated warps, shared memory within
-  :data:`MAX_SHARED` bytes and register tiles within :data:`MAX_LOCAL` bytes per thread;
+- the launch fits the target (:class:`tirxpy.target.Target`) and the simulator: ``threads`` in
+  1..1024, a cluster of at most the target's ``max_cluster`` CTAs whose shape divides the grid,
+  grid extents within CUDA's, at most :data:`MAX_CTAS` simulated CTAs and :data:`MAX_WARPS`
+  simulated warps, shared memory within the target's ``smem_per_cta`` bytes and register tiles
+  within :data:`MAX_LOCAL` bytes per thread;
 - ``ctas=`` names CTAs inside the grid, ``seed`` is a non-negative int, ``max_steps`` a positive int.
 
     >>> import numpy as np
@@ -36,19 +37,16 @@ import sys
 import numpy as np
 
 from tirxpy.errors import ArgumentError as _BaseArgumentError
+from tirxpy.ir.dtype import from_torch
+from tirxpy.target import MAX_GRID, MAX_THREADS
 
 from .errors import SimError
 from .values import name_of, storage_dtype
 
 MAX_CTAS = 4096            # CTAs one run simulates (pass ctas= to look at a few of a larger grid)
 MAX_WARPS = 32768          # warps one run simulates, over all its CTAs
-MAX_SHARED = 232448        # bytes of shared memory per CTA (227 KiB: sm_90 / sm_100)
 MAX_LOCAL = 1 << 16        # bytes of register tiles per thread
-MAX_THREADS = 1024
-MAX_CLUSTER = 16
-GRID_LIMITS = ((1 << 31) - 1, 65535, 65535)
 _NARROW = ("bfloat16", "float16", "float8_e4m3", "float8_e5m2")
-_TORCH = {"float8_e4m3fn": "float8_e4m3"}
 
 
 class ArgumentError(SimError, _BaseArgumentError):
@@ -75,8 +73,8 @@ def to_array(p, a):
         if a.requires_grad:
             raise ArgumentError(f"parameter {p.name}: the tensor requires grad; the simulator writes its results "
                                 f"into it, so pass {p.name}.detach() (or a tensor made under torch.no_grad())")
-        got = str(a.dtype).replace("torch.", "")
-        got = _TORCH.get(got, got)
+        got = from_torch(a.dtype)
+        got = str(a.dtype) if got is None else got.name
         if a.is_complex() or got != want and not (want in _NARROW and got == "float32"):
             raise ArgumentError(f"parameter {p.name}: torch dtype {a.dtype} does not match the kernel's {want}"
                                 + (" (or float32 values)" if want in _NARROW else "") + f"; pass a {want} tensor")
@@ -144,28 +142,31 @@ def check_options(seed, check, max_steps):
         raise ArgumentError(f"max_steps= is the positive step budget of the run, got {max_steps!r}")
 
 
-def check_launch(kernel, grid, cluster):
-    """The launch fits CUDA's limits and the simulator's (see the module docstring)."""
+def check_launch(kernel, grid, cluster, target):
+    """The launch fits the limits of ``target`` (a :class:`tirxpy.target.Target`) and the simulator's
+    (see the module docstring)."""
     n = kernel.launch.threads
     if not 1 <= n <= MAX_THREADS:
         raise ArgumentError(f"{kernel.name} launches {n} threads per CTA; CUDA allows 1..{MAX_THREADS}")
-    for d, (g, lim) in enumerate(zip(grid, GRID_LIMITS)):
+    for d, (g, lim) in enumerate(zip(grid, MAX_GRID)):
         if not 1 <= g <= lim:
             raise ArgumentError(f"{kernel.name}: grid {tuple(grid)} has extent {g} in dimension {d}; CUDA allows "
                                 f"1..{lim}")
-    if any(c < 1 for c in cluster) or math.prod(cluster) > MAX_CLUSTER:
+    most = max(target.max_cluster, 1)      # a target without clusters runs one CTA per cluster
+    if any(c < 1 for c in cluster) or math.prod(cluster) > most:
         raise ArgumentError(f"{kernel.name}: cluster {tuple(cluster)} must have extents >= 1 and at most "
-                            f"{MAX_CLUSTER} CTAs")
+                            f"{most} CTAs on {target}")
     for d in range(3):
         if grid[d] % cluster[d]:
             raise ArgumentError(f"{kernel.name}: grid {tuple(grid)} is not a multiple of the cluster shape "
                                 f"{tuple(cluster)}")
 
 
-def check_sizes(kernel, smem_bytes, local_roots):
-    if smem_bytes > MAX_SHARED:
+def check_sizes(kernel, smem_bytes, local_roots, target):
+    """Shared memory within ``target``'s bytes per CTA, register tiles within :data:`MAX_LOCAL` per thread."""
+    if smem_bytes > target.smem_per_cta:
         raise ArgumentError(f"{kernel.name} allocates {smem_bytes} bytes of shared memory per CTA; the limit is "
-                            f"{MAX_SHARED} (227 KiB)")
+                            f"{target.smem_per_cta} on {target}")
     total = sum(r.bytes() for r in local_roots)
     if total > MAX_LOCAL:
         raise ArgumentError(f"{kernel.name} allocates {total} bytes of register tiles per thread; the simulator's "

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from tirxpy.ir import stmt as St
+from tirxpy.ir.visitor import shared_plan, walk_stmts
 
 from .errors import Problem, lanes_text
-from .memory import Bytes, TensorMemory, clamp, layout_is_swizzled
+from .memory import Bytes, TensorMemory, clamp
 from .races import Clocks, Shadow, join
 
 WARP = 32
@@ -25,32 +25,13 @@ def _arange(k: int):
     return a
 
 
-def shared_allocs(kernel):
-    """Every shared Allocate of the kernel body, in source order."""
-    out = []
-
-    def walk(s):
-        if isinstance(s, St.Allocate):
-            if s.buffer.storage.startswith("shared") and s.buffer.base is None:
-                out.append(s.buffer)
-        for _, v in s.fields():
-            for x in (v if isinstance(v, tuple) else (v,)):
-                if isinstance(x, St.Stmt):
-                    walk(x)
-
-    walk(kernel.body)
-    return out
-
-
 def plan_shared(kernel):
-    """``({root buffer: byte offset}, total bytes)``: swizzled tiles 1024-aligned, others 128."""
-    off, plan = 0, {}
-    for b in shared_allocs(kernel):
-        align = 1024 if layout_is_swizzled(b.layout) else (8 if b.bytes() <= 64 else 128)
-        off = -(-off // align) * align
-        plan[b] = off
-        off += b.bytes()
-    return plan, max(off, 16)
+    """``({root buffer: byte offset}, total bytes)``: the placement of the generated kernel
+    (:func:`tirxpy.ir.visitor.shared_plan`, which codegen and the verifier use), so buffers align and
+    overlap in the simulator exactly as on the GPU. The simulated memory has at least 16 bytes."""
+    offs, total = shared_plan(kernel.body)
+    plan = {s.buffer: offs[id(s)] for s in walk_stmts(kernel.body) if id(s) in offs and s.buffer.base is None}
+    return plan, max(total, 16)
 
 
 class CTA:

@@ -11,8 +11,6 @@ from math import prod
 
 import numpy as np
 
-from tirxpy.layout import ComposeLayout
-
 from .values import from_bits, nbytes, storage_dtype, to_bits
 
 _TABLES: dict = {}
@@ -139,10 +137,6 @@ class TensorMemory:
         for c, n in self.allocs.items():
             ok |= (cols >= c) & (cols < c + n)
         return ok
-
-
-def layout_is_swizzled(layout) -> bool:
-    return isinstance(layout, ComposeLayout) and layout.swizzle.swizzle_len > 0
 
 
 def element_slots_axis(buf, indices, axis):

@@ -3,7 +3,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from tirxpy.target import as_target
+
 from .access import global_span, global_target
+from .errors import UnsupportedError
 from .interp import Block
 from .registry import register_model
 from .values import nbytes
@@ -156,7 +159,16 @@ def _sleep(ctx):
 register_model("laneid", lambda ctx: np.arange(WARP, dtype=np.uint32))
 register_model("warpid", lambda ctx: np.full(WARP, ctx.w.wid, np.uint32))
 register_model("smid", lambda ctx: np.full(WARP, ctx.cta.rank, np.uint32))
-register_model("nsmid", lambda ctx: np.full(WARP, 132, np.uint32))
+
+
+@register_model("nsmid")
+def _nsmid(ctx):
+    """The SM count of the target's flagship part (:attr:`tirxpy.target.Target.sm_count`)."""
+    n = as_target(ctx.machine.arch).sm_count
+    if n is None:
+        raise UnsupportedError(f"%nsmid: tirxpy knows no SM count for {ctx.machine.arch}; simulate for sm_90a or "
+                               "sm_100a (arch=), or pass the count to the kernel as a parameter")
+    return np.full(WARP, n, np.uint32)
 
 
 @register_model("trap")

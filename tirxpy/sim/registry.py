@@ -137,12 +137,10 @@ class Ctx:
         return "tcgen05" if self.call.name.startswith("tcgen05") else "wgmma"
 
     def desc_major(self, name):
-        if self.desc_flavor() == "wgmma":
-            t = {"a_desc": "trans_a", "b_desc": "trans_b"}.get(name)
-            return "MN" if t and self.has(t) and self.imm(t) == 1 else "K"
-        idesc = int(np.asarray(self.arg("idesc")).ravel()[int(np.argmax(self.mask))])
-        bit = {"a_desc": 15, "b_desc": 16}.get(name, 15)
-        return "MN" if (idesc >> bit) & 1 else "K"
+        """The major-ness codegen builds descriptor ``name`` in (:func:`tirxpy.intrinsics.descriptors.desc_major`)."""
+        from tirxpy.intrinsics.descriptors import desc_major
+
+        return desc_major(self.desc_flavor(), name, self._nodes)
 
     def _address(self, node, o, where):
         from tirxpy.ir import expr as E

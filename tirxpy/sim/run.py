@@ -9,6 +9,8 @@ import numpy as np
 from tirxpy.ir import expr as E
 from tirxpy.ir import stmt as St
 from tirxpy.ir.buffer import Buffer
+from tirxpy.ir.visitor import first, walk_stmts
+from tirxpy.target import as_target
 
 from .access import GPTR_SHIFT
 from .args import ArgumentError, check_ctas, check_launch, check_options, check_scalar, check_sizes, to_array
@@ -28,20 +30,6 @@ class SimResult(tuple):
     problems: list = []
 
 
-def _has_primitives(body) -> bool:
-    found = []
-
-    def walk(s):
-        if isinstance(s, St.PrimitiveCall):
-            found.append(s)
-        for _, v in s.fields():
-            for x in (v if isinstance(v, tuple) else (v,)):
-                if isinstance(x, St.Stmt):
-                    walk(x)
-    walk(body)
-    return bool(found)
-
-
 def _elected(kernel):
     from tirxpy.ir.analysis import annotate_active_threads
 
@@ -51,18 +39,13 @@ def _elected(kernel):
     except Exception:  # noqa: BLE001 - analysis is a help here, not a requirement
         return out
 
-    def walk(s):
+    for s in walk_stmts(kernel.body):
         if isinstance(s, St.IfThenElse):
             elects = [c for c in _conj(s.cond) if isinstance(c, E.ElectOne)]
             ts = info.get(s.then_body)
             if elects and ts is not None and ts.exact:
                 for e in elects:
                     out[id(e)] = np.array(sorted(ts.tids), np.int64)
-        for _, v in s.fields():
-            for x in (v if isinstance(v, tuple) else (v,)):
-                if isinstance(x, St.Stmt):
-                    walk(x)
-    walk(kernel.body)
     return out
 
 
@@ -100,7 +83,7 @@ def run(kernel, *args, arch: str | None = None, seed: int = 0, check: bool = Tru
         raise ArgumentError(f"{kernel.name} takes {len(kernel.params)} arguments "
                             f"({', '.join(p.name for p in kernel.params)}), got {len(args)}")
     arch = choose_arch(kernel, arch)
-    if _has_primitives(kernel.body):
+    if first(kernel.body, St.PrimitiveCall) is not None:
         from tirxpy.primitives import lower_calls
 
         kernel = lower_calls(kernel, arch)
@@ -111,10 +94,11 @@ def run(kernel, *args, arch: str | None = None, seed: int = 0, check: bool = Tru
         grid.append(int(compile_expr(g)(_Scalars(m), np.ones(WARP, bool))[0]))
     grid += [1] * (3 - len(grid))
     cl = m.cluster_dims
-    check_launch(kernel, grid, cl)
+    target = as_target(arch)
+    check_launch(kernel, grid, cl, target)
     wanted = check_ctas(ctas, grid, grid[0] * grid[1] * grid[2], -(-kernel.launch.threads // WARP))
     plan, size = plan_shared(kernel)
-    check_sizes(kernel, size, [b for b in used(kernel)[1] if b.storage == "local" and b.base is None])
+    check_sizes(kernel, size, [b for b in used(kernel)[1] if b.storage == "local" and b.base is None], target)
     m.elected = _elected(kernel)
     nthreads = kernel.launch.threads
     nwarps = -(-nthreads // WARP)

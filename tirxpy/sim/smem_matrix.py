@@ -7,28 +7,21 @@ from __future__ import annotations
 
 import numpy as np
 
+from tirxpy.intrinsics.descriptors import smem_desc_fields
+
 from .asyncops import swizzle_addr
 from .memory import clamp
 from .values import from_bits, nbytes, storage_dtype
 
-WGMMA_SWIZZLE = {0: 0, 1: 128, 2: 64, 3: 32}
-TCGEN05_SWIZZLE = {0: 0, 2: 128, 4: 64, 6: 32}
-
-
 def decode(desc: int, flavor: str = "wgmma"):
-    desc = int(desc)
-    start = (desc & 0x3FFF) << 4
-    lbo = ((desc >> 16) & 0x3FFF) << 4
-    sbo = ((desc >> 32) & 0x3FFF) << 4
-    if flavor == "wgmma":
-        sw = WGMMA_SWIZZLE[(desc >> 62) & 3]
-    else:
-        code = (desc >> 61) & 7
-        if code not in TCGEN05_SWIZZLE:
-            from .errors import UnsupportedError
+    """``(start, lbo, sbo, swizzle bytes)`` of a descriptor (:func:`tirxpy.intrinsics.descriptors.smem_desc_fields`);
+    UnsupportedError for a swizzle the simulator has no model of (128B with 32-byte atoms, reserved codes)."""
+    start, lbo, sbo, sw = smem_desc_fields(desc, flavor)
+    if not isinstance(sw, int):
+        from .errors import UnsupportedError
 
-            raise UnsupportedError(f"tcgen05 descriptor swizzle code {code} (128B with 32B atoms)")
-        sw = TCGEN05_SWIZZLE[code]
+        what = "128B with 32B atoms" if sw is not None else "a reserved code"
+        raise UnsupportedError(f"{flavor} descriptor swizzle {what} (descriptor 0x{int(desc):x})")
     return start, lbo, sbo, sw
 
 

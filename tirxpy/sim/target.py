@@ -21,46 +21,27 @@ from __future__ import annotations
 from tirxpy.intrinsics import lookup
 from tirxpy.ir import expr as E
 from tirxpy.ir import stmt as St
-from tirxpy.ir.buffer import Buffer, BufferRegion
+from tirxpy.ir.buffer import Buffer
+from tirxpy.ir.visitor import walk_exprs, walk_stmts
+from tirxpy.target import TargetError, as_target
 
 from .args import ArgumentError
 
 CANDIDATES = ("sm_90a", "sm_100a")
 
 
-def walk(node, out=None):
-    """Every statement, expression and region under ``node`` (pre-order)."""
-    if out is None:
-        out = []
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        out.append(n)
-        if isinstance(n, (St.Stmt, E.Expr)):
-            for _, v in n.fields():
-                for x in (v if isinstance(v, tuple) else (v,)):
-                    if isinstance(x, (St.Stmt, E.Expr, BufferRegion)):
-                        stack.append(x)
-        elif isinstance(n, BufferRegion):
-            stack.extend(x for x in n.starts if isinstance(x, E.Expr))
-    return out
-
-
 def used(kernel):
     """``(intrinsic names in first-use order, allocated buffers)`` of the kernel body."""
-    names, bufs = {}, []
-    for n in walk(kernel.body):
-        if isinstance(n, E.IntrinsicCall):
-            names.setdefault(n.name, n)
-        elif isinstance(n, St.Allocate) and isinstance(n.buffer, Buffer):
-            bufs.append(n.buffer)
+    names = {}
+    for e in walk_exprs(kernel.body):
+        if isinstance(e, E.IntrinsicCall):
+            names.setdefault(e.name, e)
+    bufs = [s.buffer for s in walk_stmts(kernel.body) if isinstance(s, St.Allocate) and isinstance(s.buffer, Buffer)]
     return names, bufs
 
 
 def _lacks(arch, names, bufs):
     """The first reason ``arch`` cannot run the kernel, or None."""
-    from tirxpy.intrinsics.target import parse_arch
-
     for name in names:
         e = lookup(name)
         if e is None:
@@ -68,23 +49,20 @@ def _lacks(arch, names, bufs):
         why = e.requirement.missing(arch)
         if why is not None:
             return f"T.ptx.{name} ({e.ptx}) {why.split(' — ')[0]}", e.requirement.lowest
-    if any(b.storage == "tmem" for b in bufs) and parse_arch(arch).sm < 100:
+    if any(b.storage == "tmem" for b in bufs) and not as_target(arch).tmem_columns:
         return "tensor memory (T.alloc_tmem) needs sm_100a", "sm_100a"
     return None
 
 
 def choose_arch(kernel, arch):
     """The target to simulate ``kernel`` for (see the module docstring)."""
-    from tirxpy.intrinsics.errors import TargetError
-    from tirxpy.intrinsics.target import parse_arch
-
     names, bufs = used(kernel)
     if arch is not None:
         if not isinstance(arch, str):
             raise ArgumentError(f"arch= is a target name such as 'sm_90a' or 'sm_100a' (or None: taken from the "
                                 f"kernel), got {type(arch).__name__} {arch!r:.40}")
         try:
-            parse_arch(arch)
+            as_target(arch)
         except TargetError as e:
             raise ArgumentError(f"arch={arch!r}: {e}") from None
         lack = _lacks(arch, names, bufs)

@@ -288,7 +288,7 @@ class IntrinsicRenderer:
 
     # ------------------------------------------------------------------ descriptors
     def descriptor(self, e, o, a, where, call) -> str:
-        from tirxpy.intrinsics.descriptors import region_desc, start_field_cxx
+        from tirxpy.intrinsics.descriptors import desc_major, region_desc, start_field_cxx
         from tirxpy.layout import LayoutError
 
         reg = _region(a)
@@ -300,7 +300,7 @@ class IntrinsicRenderer:
             self.fail(f"{where}: the operand tile {buf.name} {shape} must be 2-D (mn, k)", call)
         family = "wgmma" if e.name.startswith("wgmma") else "tcgen05"
         try:
-            d0 = region_desc(family, reg, desc_major(e, o.name, call.args))
+            d0 = region_desc(family, reg, desc_major(family, o.name, dict(zip((x.name for x in e.args), call.args))))
         except (LayoutError, IntrinsicError) as err:
             self.fail(f"{where}: the layout of {buf.name} cannot be described by a matrix descriptor: {err}",
                       call, hint="use a canonical operand layout (tirxpy.layout.atoms.mma_smem_layout)")
@@ -309,19 +309,6 @@ class IntrinsicRenderer:
         off = self.r(ops.mul(m0, ops.const(buf.dtype.bits // 8))) if buf.dtype.bits >= 8 else "0"
         addr = f"tx_smem_addr({info.cname})" + ("" if off == "0" else f" + {off}")
         return f"0x{d0:x}ull + (uint64_t){start_field_cxx(addr)}"
-
-
-def desc_major(e, operand: str, args) -> str:
-    """The major-ness ("K" / "MN") the instruction ``e`` reads descriptor ``operand`` in, from its
-    immediate operands: wgmma's ``trans_a`` / ``trans_b``, tcgen05's instruction-descriptor bits 15
-    (A) and 16 (B). An operand whose immediate is not a constant is K-major."""
-    named = dict(zip((x.name for x in e.args), args))
-    if e.name.startswith("wgmma"):
-        t = named.get({"a_desc": "trans_a", "b_desc": "trans_b"}.get(operand, ""))
-        return "MN" if isinstance(t, E.IntImm) and t.value == 1 else "K"
-    idesc = named.get("idesc")
-    bit = {"a_desc": 15, "b_desc": 16}.get(operand)
-    return "MN" if isinstance(idesc, E.IntImm) and bit is not None and (idesc.value >> bit) & 1 else "K"
 
 
 #: bytes of the register an asm operand constraint names: .b16 (h), .b32 (r, f), .b64 (l, d)
