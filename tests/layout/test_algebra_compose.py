@@ -198,3 +198,15 @@ def test_compose_affine_whenever_a_tile_layout_exists():
     assert compose(outer, TileLayout(S[4 : 3])).identical(TileLayout(S[4 : 3 @ lane] + 0 @ warp))   # stays in warp 0
     with pytest.raises(LE, match=f"past the limit of {COMPOSE_LIMIT} \\(COMPOSE_LIMIT\\)"):
         compose(TileLayout(S[(2**18, 4) : (8, 1)]), TileLayout(S[2**17 : 3]))   # 3 splits no digit of 4
+
+
+def test_digits_past_an_axis_bound_are_no_composition_not_an_error():
+    """Composite values stay in outer's valid image, so digits read off its steps that leave an axis's bound
+    cannot reproduce it: compose answers None (the walk carries), it does not raise."""
+    from tirxpy.layout import Iter
+
+    outer = TileLayout.from_iters([Iter(2, 0, "m"), Iter(4, 1, "wgid"), Iter(2, 4, "wgid")], [], {})
+    inner = TileLayout.from_iters([Iter(4, 3, "m")], [], {})
+    assert compose(outer, inner) is None
+    vals = [outer.apply(inner.apply(i)["m"]).get("wgid", 0) for i in range(4)]
+    assert vals == [0, 5, 3, 4]      # steps 5, -2, 1: no single stride per digit

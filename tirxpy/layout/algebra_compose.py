@@ -188,7 +188,13 @@ def _by_steps(outer, inner):
         digits.insert(0, Iter(run, v[axes.index(moved[0])] if moved else 0, moved[0] if moved else "m"))
         place *= run
         left //= run
-    cand = TileLayout.from_iters(digits, outer.replica, dict(zip(axes, base)))
+    try:
+        cand = TileLayout.from_iters(digits, outer.replica, dict(zip(axes, base)))
+    except LayoutError as e:
+        # every value of the composite lies in outer's (valid) image, so digits that leave an axis's
+        # bound cannot reproduce it: the walk carries across outer's digits
+        return None, (f"the digits found from the steps ({list(digits)}) do not form a layout ({e.msg if hasattr(e, 'msg') else e}): "
+                      "inner's walk carries across outer's digits")
     for i in range(n):
         got = cand.apply(i)
         if tuple(got.get(a, 0) for a in axes) != vals[i]:
