@@ -233,7 +233,7 @@ def gemm_async_wgmma(ctx, folded=False):
 @register_impl("gemm_async", _HOPPER, variant="wgmma_folded", priority=10, when=_WHEN + [wait_attr],
                doc="as wgmma, with the matrix descriptors computed in C++ (gemm_smem_desc_folded): one uniform add "
                    "per k-step and operand; only by name (dispatch='wgmma_folded'), as it moves how ptxas schedules "
-                   "the kernel around the wgmmas (H100 attention: +1-3% at head dim 256 causal, -3% to +2.5% elsewhere)")
+                   "the kernel around the wgmmas, which helps some kernels and slows others: measure it per kernel")
 def gemm_async_wgmma_folded(ctx):
     return gemm_async_wgmma(ctx, folded=True)
 
