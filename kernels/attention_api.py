@@ -20,15 +20,13 @@ import math
 import torch
 
 from tirxpy.errors import ArgumentError, TirxError
+from tirxpy.ir.dtype import from_torch
 
-from .attention_plan import HEAD_DIMS, check_options, plan
+from .attention_plan import DTYPES, HEAD_DIMS, TARGET, check_options, plan
 from .checks import dense_tensor
 from .errors import KernelConfigError, flag_option
-from .schedule import SM_COUNT_H100
 from .attention_sm90 import attention_sm90
 from .launch_cache import LaunchCache, compiled
-
-_DT = {torch.bfloat16: "bfloat16", torch.float16: "float16"}
 
 
 class AttentionArgumentError(ArgumentError):
@@ -49,7 +47,7 @@ def _check(q, k, v, causal, scale, return_lse, tuning):
     the plan they make for this problem: :func:`kernels.attention_plan.plan`). :func:`_device` comes after."""
     for name, t in (("q", q), ("k", k), ("v", v)):
         dense_tensor("attention", name, t, 4, "(batch, seq, heads, dim)", AttentionArgumentError)
-        if t.dtype not in _DT:
+        if from_torch(t.dtype) not in DTYPES:
             raise AttentionArgumentError(f"attention: {name} has dtype {t.dtype}; the kernel takes torch.bfloat16 or "
                                          f"torch.float16 (convert with {name}.to(torch.bfloat16))")
     if not (q.dtype == k.dtype == v.dtype):
@@ -83,7 +81,7 @@ def _check(q, k, v, causal, scale, return_lse, tuning):
     if opts.get("sms") is None:
         opts["sms"] = _sm_count(q.device)
     with _as_argument_error():
-        p = plan(B, H, HKV, SQ, SK, D, _DT[q.dtype], causal=causal, **opts)
+        p = plan(B, H, HKV, SQ, SK, D, from_torch(q.dtype).name, causal=causal, **opts)
     return B, SQ, H, D, SK, HKV, p
 
 
@@ -133,10 +131,11 @@ def _as_argument_error():
 
 
 def _sm_count(device):
-    """SMs of ``device`` (the persistent grid's size) on a GPU; the H100's count elsewhere, where it only plans."""
+    """SMs of ``device`` (the persistent grid's size) on a GPU; the target's (an H100's) elsewhere, where it only
+    plans."""
     if device.type == "cuda":
         return torch.cuda.get_device_properties(device).multi_processor_count
-    return SM_COUNT_H100
+    return TARGET.sm_count
 
 
 def _device(q, k, v):
@@ -148,8 +147,8 @@ def _device(q, k, v):
         raise AttentionArgumentError(f"attention: the tensors are on {q.device}; move them to a CUDA device "
                                      "(q.cuda())")
     cap = torch.cuda.get_device_capability(q.device)
-    if cap[0] != 9:
-        raise AttentionDeviceError(f"attention: the kernel is for Hopper (sm_90a); {torch.cuda.get_device_name(q.device)} "
+    if not TARGET.runs_on(cap):
+        raise AttentionDeviceError(f"attention: the kernel is for Hopper ({TARGET}); {torch.cuda.get_device_name(q.device)} "
                                    f"is sm_{cap[0]}{cap[1]}")
 
 
@@ -188,12 +187,12 @@ def attention(q, k, v, causal=False, scale=None, return_lse=False, **tuning):
         tuning["sms"] = _sm_count(q.device)
     SQT, SKT = max(SQ, p["BM"]), max(SK, p["BN"])
     kern = attention_sm90(B, H, HKV, SQ, SK, D, causal=causal, scale=None if scale is None else float(scale),
-                          dtype=_DT[q.dtype], SQT=SQT, SKT=SKT, PDL=pdl, **tuning)
+                          dtype=from_torch(q.dtype).name, SQT=SQT, SKT=SKT, PDL=pdl, **tuning)
     with torch.cuda.device(q.device):
         qp, kp, vp = _pad(q, SQT), _pad(k, SKT), _pad(v, SKT)
         out = torch.empty((B, SQT, H, D), dtype=q.dtype, device=q.device)
         lse = torch.empty((B, H, SQT, 1), dtype=torch.float32, device=q.device)
-        ck = compiled(kern, "sm_90a")
+        ck = compiled(kern, TARGET)
         ck(qp, kp, vp, out, lse)
     if key is not None and SQT == SQ and SKT == SK and all(t.is_contiguous() for t in (q, k, v)):
         _FAST.put(key, ck)    # later calls like this one skip the checks, the plan and the padding

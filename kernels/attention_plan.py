@@ -13,13 +13,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-from .errors import KernelConfigError, flag_option, int_option
-from .schedule import SM_COUNT_H100
 from tirxpy.lang.schedule import cdiv, persistent_units
+from tirxpy.target import as_target
 
+from .errors import KernelConfigError, flag_option, int_option
+
+#: The target the Hopper attention kernel is built for: a plan fits its shared memory per CTA, and its SM
+#: count (an H100 SXM's) is the persistent grid's size where no device is given.
+TARGET = as_target("sm_90a")
+SMEM_LIMIT = TARGET.smem_per_cta
 DTYPES = ("bfloat16", "float16")
 HEAD_DIMS = (64, 128, 256)
-SMEM_LIMIT = 232448  # sm_90 dynamic shared memory per CTA (227 KiB)
 
 
 @dataclass(frozen=True)
@@ -190,7 +194,7 @@ def default_regs(NC, persist, D, ostage):
     return {1: (40, 232), 2: (24, 240)}[NC]
 
 
-def check_options(BN=None, STAGES=None, NC=None, PINGPONG=None, PERSIST=None, CHAIN=None, sms=SM_COUNT_H100,
+def check_options(BN=None, STAGES=None, NC=None, PINGPONG=None, PERSIST=None, CHAIN=None, sms=TARGET.sm_count,
                   OSTAGE=None, LAZY=None, TRIM=None, TAIL=None, FOLD=None):
     """Each schedule option of :func:`plan` on its own, its kind (``None`` is the default everywhere but
     ``sms``): :class:`~kernels.errors.KernelConfigError` naming the first bad one. :func:`plan` runs it first;
@@ -260,7 +264,7 @@ def _check_chain(CHAIN, PERSIST, OSTAGE, BM, D, chain_smem):
 
 
 def plan(B, H, HKV, SQ, SK, D, dtype="bfloat16", BN=None, STAGES=None, NC=None, causal=False, PINGPONG=None,
-         PERSIST=None, CHAIN=None, sms=SM_COUNT_H100, OSTAGE=None, LAZY=None, TRIM=None, TAIL=None,
+         PERSIST=None, CHAIN=None, sms=TARGET.sm_count, OSTAGE=None, LAZY=None, TRIM=None, TAIL=None,
          FOLD=None) -> AttentionPlan:
     """The checked :class:`AttentionPlan` of one problem. Every option left ``None`` takes its default rule:
 

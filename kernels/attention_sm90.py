@@ -65,10 +65,9 @@ from tirxpy.lang.schedule import tiles_of_unit
 from tirxpy.layout import ComposeLayout, R, S, TileLayout, laneid, m, swizzle_for, wid_in_wg
 from tirxpy.layout.atoms import wgmma_accumulator
 
-from .attention_plan import plan
+from .attention_plan import TARGET, plan
 from .attention_walk import causal_steps, key_blocks, next_step, tile_of
 from .errors import KernelConfigError
-from .schedule import SM_COUNT_H100
 
 LOG2E = 1.4426950408889634
 LN2 = 0.6931471805599453
@@ -153,7 +152,7 @@ class ConsumerRegs:
 
 @tirxpy.jit
 def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat16", BN=None, STAGES=None, NC=None,
-                   SQT=None, SKT=None, PINGPONG=None, PERSIST=None, CHAIN=None, sms=SM_COUNT_H100, OSTAGE=None,
+                   SQT=None, SKT=None, PINGPONG=None, PERSIST=None, CHAIN=None, sms=TARGET.sm_count, OSTAGE=None,
                    LAZY=None, TRIM=None, TAIL=None, FOLD=None, PDL=True):
     """The kernel for one problem: ``k(Q, K, V, O, LSE)`` with ``Q, O: (B, SQT, H, D)``,
     ``K, V: (B, SKT, HKV, D)``, ``LSE: (B, H, SQT, 1)`` float32. ``SQ`` / ``SK`` are the valid

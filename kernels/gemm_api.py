@@ -15,16 +15,15 @@ import contextlib
 import torch
 
 from tirxpy.errors import ArgumentError, TirxError
+from tirxpy.ir.dtype import from_torch
 
 from .checks import dense_tensor, overlaps
 from .errors import KernelConfigError
-from .gemm_plan import ACTIVATIONS, balanced_split, check_config, check_options, choose_tile, splittable
+from .gemm_plan import (ACTIVATIONS, IN_DTYPES, OUT_DTYPES, TARGET, balanced_split, check_config, check_options,
+                        choose_tile, splittable)
 from .gemm_sm90 import gemm_sm90
 from .launch_cache import LaunchCache, compiled, options_key, tensor_key
-from .schedule import SM_COUNT_H100
 
-_IN = {torch.bfloat16: "bfloat16", torch.float16: "float16"}
-_OUT = {torch.bfloat16: "bfloat16", torch.float16: "float16", torch.float32: "float32"}
 _DUMMY: dict = {}
 # _fast_key -> (compiled kernel, how a and b are handed to it): a checked call's launch, for calls like it
 _FAST = LaunchCache("gemm")
@@ -60,7 +59,7 @@ def _check(a, b, out, bias, activation, out_dtype, tuning):
     :func:`kernels.gemm_plan.check_config`). :func:`_device` checks the device after these."""
     for name, t in (("a", a), ("b", b)):
         dense_tensor("gemm", name, t, 2, "(a matrix)", GemmArgumentError)
-        if t.dtype not in _IN:
+        if from_torch(t.dtype) not in IN_DTYPES:
             raise GemmArgumentError(f"gemm: {name} has dtype {t.dtype}; the kernel takes torch.bfloat16 or "
                                     f"torch.float16 inputs (convert with {name}.to(torch.bfloat16))")
     if a.dtype != b.dtype:
@@ -81,7 +80,7 @@ def _check(a, b, out, bias, activation, out_dtype, tuning):
         dense_tensor("gemm", "out", out, 2, "(a matrix)", GemmArgumentError)
         if tuple(out.shape) != (M, N):
             raise GemmArgumentError(f"gemm: out has shape {tuple(out.shape)}, the product is ({M}, {N})")
-        if out.dtype not in _OUT:
+        if from_torch(out.dtype) not in OUT_DTYPES:
             raise GemmArgumentError(f"gemm: out has dtype {out.dtype}; it must be bfloat16, float16 or float32")
         if out_dtype is not None and out_dtype != out.dtype:
             raise GemmArgumentError(f"gemm: out_dtype={out_dtype} but out is {out.dtype}; pass one of them")
@@ -89,7 +88,7 @@ def _check(a, b, out, bias, activation, out_dtype, tuning):
             raise GemmArgumentError("gemm: out must be contiguous (row-major); pass a fresh tensor or None")
         out_dtype = out.dtype
     out_dtype = out_dtype or a.dtype
-    if out_dtype not in _OUT:
+    if from_torch(out_dtype) not in OUT_DTYPES:
         raise GemmArgumentError(f"gemm: out_dtype {out_dtype} must be torch.bfloat16, torch.float16 or torch.float32")
     if bias is not None:
         if not isinstance(bias, torch.Tensor):
@@ -144,8 +143,8 @@ def _device(a, b, out, bias):
     if dev.type != "cuda":
         raise GemmArgumentError(f"gemm: tensors are on {dev}; the kernel runs on a CUDA GPU (move them with .cuda())")
     cap = torch.cuda.get_device_capability(dev)
-    if cap[0] != 9:
-        raise GemmDeviceError(f"gemm: this kernel needs a Hopper GPU (sm_90a: wgmma, setmaxnreg); {dev} is "
+    if not TARGET.runs_on(cap):
+        raise GemmDeviceError(f"gemm: this kernel needs a Hopper GPU ({TARGET}: wgmma, setmaxnreg); {dev} is "
                               f"sm_{cap[0]}{cap[1]} ({torch.cuda.get_device_name(dev)})")
     return dev
 
@@ -258,9 +257,10 @@ def gemm(a, b, out=None, *, bias=None, activation=None, out_dtype=None, **tuning
     bias_t = _bias_arg(bias, out_dtype, a.device)
     if bias is not None and Np != N:
         bias_t = torch.nn.functional.pad(bias_t, (0, Np - N))
-    k = gemm_sm90(M, Np, Kp, a_major=a_major, b_major=b_major, dtype=_IN[a.dtype], out_dtype=_OUT[out_dtype],
-                  bias=bias is not None, activation=activation, sms=psms, **planned)
-    ck = compiled(k, "sm_90a")
+    k = gemm_sm90(M, Np, Kp, a_major=a_major, b_major=b_major, dtype=from_torch(a.dtype).name,
+                  out_dtype=from_torch(out_dtype).name, bias=bias is not None, activation=activation, sms=psms,
+                  **planned)
+    ck = compiled(k, TARGET)
     ck(A, B, bias_t, dst)
     if Kp == K and Np == N and (out is None or dst is out):
         # no padding or copies were needed: later calls like this one skip the checks and planning
@@ -303,8 +303,9 @@ def _checked(a, b, out, bias, activation, out_dtype, tuning):
     Mk, Nk, Kk, a_major, b_major = _problem(a, b, M, N, K, out_dtype)
     with _as_argument_error():      # the plan for this problem, checked on any device
         sms = sms or _sm_count(a.device)
-        planned = _tile(tuning, Mk, Nk, Kk, sms, b_major, bias is not None, activation, _OUT[out_dtype])
-        check_config(Mk, Nk, Kk, a_major=a_major, b_major=b_major, dtype=_IN[a.dtype], out_dtype=_OUT[out_dtype],
+        planned = _tile(tuning, Mk, Nk, Kk, sms, b_major, bias is not None, activation, from_torch(out_dtype).name)
+        check_config(Mk, Nk, Kk, a_major=a_major, b_major=b_major, dtype=from_torch(a.dtype).name,
+                     out_dtype=from_torch(out_dtype).name,
                      bias=bias is not None, activation=activation, sms=sms, **planned)
     return M, N, K, out_dtype, Mk, Nk, Kk, a_major, b_major, sms, planned
 
@@ -335,10 +336,11 @@ def _no_overlap(out, a, b, bias):
 
 
 def _sm_count(device):
-    """SMs of ``device`` (the persistent grid's size) on a GPU; the H100's count elsewhere, where it only plans."""
+    """SMs of ``device`` (the persistent grid's size) on a GPU; the target's (an H100's) elsewhere, where it only
+    plans."""
     if device.type == "cuda":
         return torch.cuda.get_device_properties(device).multi_processor_count
-    return SM_COUNT_H100
+    return TARGET.sm_count
 
 
 def _problem(a, b, M, N, K, out_dtype):

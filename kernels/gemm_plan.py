@@ -15,21 +15,24 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tirxpy.ir.dtype import DataType
 from tirxpy.lang.schedule import cdiv, persistent_units
+from tirxpy.target import as_target
 
 from .errors import KernelConfigError, choice_option, flag_option, int_option
-from .schedule import SM_COUNT_H100
 
-SMEM_LIMIT = 232448  # sm_90 dynamic shared memory per CTA (227 KiB)
+#: The target the Hopper GEMM is built for: a plan fits its shared memory per CTA, and its SM count (an
+#: H100 SXM's) is the persistent grid's size where no device is given.
+TARGET = as_target("sm_90a")
+SMEM_LIMIT = TARGET.smem_per_cta
 IN_DTYPES = ("bfloat16", "float16")
 OUT_DTYPES = ("bfloat16", "float16", "float32")
 ACTIVATIONS = (None, "relu", "silu")
-_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4}
 # protocol steps ``drop=`` can remove (the simulator's mutation tests only; kernels.gemm refuses it)
 DROPS = ("full_wait", "empty_wait", "expect_tx", "wgmma_wait", "acc_wait", "fence_proxy_async", "store_wait", "turn")
 
 
-def plan(M, N, K, BM=128, BN=256, BK=64, STAGES=4, CM=1, sms=SM_COUNT_H100, group=4,
+def plan(M, N, K, BM=128, BN=256, BK=64, STAGES=4, CM=1, sms=TARGET.sm_count, group=4,
          dtype="bfloat16", out_dtype="bfloat16", PINGPONG=False, split=None):
     """Checked tile plan: tile counts, persistent grid and shared-memory bytes (raises ValueError).
     ``PINGPONG``: each consumer warpgroup stages its own ``(BM, EPI)`` output chunks (two buffers each).
@@ -44,7 +47,7 @@ def plan(M, N, K, BM=128, BN=256, BK=64, STAGES=4, CM=1, sms=SM_COUNT_H100, grou
         raise KernelConfigError(f"gemm_sm90: BK = {BK} must be 64 (one 128-byte swizzle atom of 16-bit elements)")
     if not (isinstance(BN, int) and 64 <= BN <= 256 and BN % 16 == 0):
         raise KernelConfigError(f"gemm_sm90: BN = {BN!r} must be a multiple of 16 in [64, 256] (the wgmma N)")
-    epi = 128 // _BYTES[out_dtype]          # output chunk: 128 bytes, or the widest 2^k share of BN below
+    epi = 128 // DataType.get(out_dtype).itemsize   # output chunk: 128 bytes, or the widest 2^k share of BN below
     while BN % epi:
         epi //= 2
     if CM not in (1, 2):
@@ -55,7 +58,7 @@ def plan(M, N, K, BM=128, BN=256, BK=64, STAGES=4, CM=1, sms=SM_COUNT_H100, grou
         raise KernelConfigError(f"gemm_sm90: M, N, K must be positive, got {(M, N, K)}")
     stage = (BM + BN) * BK * 2
     # two 128-byte-wide staging buffers; with PINGPONG two per consumer, each as wide as one output chunk
-    staging = 2 * 2 * BM * epi * _BYTES[out_dtype] if PINGPONG else 2 * BM * 128
+    staging = 2 * 2 * BM * epi * DataType.get(out_dtype).itemsize if PINGPONG else 2 * BM * 128
     smem = STAGES * stage + staging + 1024 + 2 * STAGES * 8
     if smem > SMEM_LIMIT:
         raise KernelConfigError(f"gemm_sm90: {STAGES} stages of {stage} bytes plus the epilogue ({staging} bytes) need "
@@ -99,7 +102,7 @@ _PP_EFFICIENCY = {192: 0.965, 176: 0.962}
 _TILE_OVERHEAD = 3.2
 
 
-def tile_cost(M, N, K, BN, PINGPONG=False, sms=SM_COUNT_H100, CM=1):
+def tile_cost(M, N, K, BN, PINGPONG=False, sms=TARGET.sm_count, CM=1):
     """Estimated time of the persistent schedule, in units of one 256-wide tile's k-block over its
     efficiency: rounds (``ceil(tiles / units)``, every round as long as its slowest tile) times a tile's
     k-blocks times ``BN`` over the width's efficiency (``_BN_EFFICIENCY``; ``_PP_EFFICIENCY`` with
@@ -143,7 +146,7 @@ def widest_bn(PINGPONG=False, bias=False, activation=None, out_dtype="bfloat16")
     return 192 if bias and activation == "silu" and out_dtype != "float32" else 256
 
 
-def choose_tile(M, N, K, sms=SM_COUNT_H100, CM=1, b_major="K", PINGPONG=None, bias=False, activation=None,
+def choose_tile(M, N, K, sms=TARGET.sm_count, CM=1, b_major="K", PINGPONG=None, bias=False, activation=None,
                 out_dtype="bfloat16"):
     """``(BN, PINGPONG)`` with the least :func:`schedule_cost`: the widths of :func:`bn_candidates` in the
     cooperative schedule, those of them in ``_PP_EFFICIENCY`` (192, 176) in ping-pong (``PINGPONG``
@@ -172,7 +175,7 @@ def choose_tile(M, N, K, sms=SM_COUNT_H100, CM=1, b_major="K", PINGPONG=None, bi
     return best[1], best[2]
 
 
-def schedule_cost(M, N, K, BN, PINGPONG=False, sms=SM_COUNT_H100, CM=1, b_major="K", bias=False,
+def schedule_cost(M, N, K, BN, PINGPONG=False, sms=TARGET.sm_count, CM=1, b_major="K", bias=False,
                   out_dtype="bfloat16"):
     """What :func:`choose_tile` minimizes: :func:`tile_cost`, or for a cooperative tile that
     :func:`kernels.gemm` would split (``CM = 1``, K-major ``B``, no bias, a 16-bit output) the busiest CTA's
@@ -225,7 +228,7 @@ def _split_widths(rows, wide, narrow, bn2, TM, TN, BN, group):
     return np.concatenate([np.where(yn < wide, BN, bn2), np.full((TM - rows) * TN, BN)])
 
 
-def balanced_split(M, N, K, BN=256, sms=SM_COUNT_H100, group=4, out_dtype="bfloat16", margin=0.005):
+def balanced_split(M, N, K, BN=256, sms=TARGET.sm_count, group=4, out_dtype="bfloat16", margin=0.005):
     """A ``SPLIT = (rows, wide, bn2)`` for :func:`gemm_sm90`'s cooperative deferred schedule that deals its
     tiles over the ``sms`` persistent CTAs more evenly than the plain grid, or None. The first ``rows`` tile
     rows become ``wide`` tiles of ``BN`` columns and then tiles of ``bn2 < BN`` (the rest of ``N``), so that
@@ -247,7 +250,7 @@ def balanced_split(M, N, K, BN=256, sms=SM_COUNT_H100, group=4, out_dtype="bfloa
 
 def _best_split(M, N, K, BN, sms, group, out_dtype, margin=0.005):
     """``(busiest CTA's work, SPLIT)`` of :func:`balanced_split`, or None."""
-    epi = 128 // _BYTES[out_dtype]
+    epi = 128 // DataType.get(out_dtype).itemsize
     TM, TN, KT = cdiv(M, 128), cdiv(N, BN), cdiv(K, 64)
     if BN != 256 or out_dtype == "float32" or TM * TN <= sms:
         return None
@@ -298,7 +301,7 @@ def _split_checked(SPLIT, M, N, BN, EPI, wide_chunks, CM, PP, DEFER, b_major):
 
 
 def check_options(BN=256, STAGES=None, CM=1, group=4, DEFER=None, PINGPONG=False, PDL=True, SPLIT=None,
-                  sms=SM_COUNT_H100):
+                  sms=TARGET.sm_count):
     """Each tuning option of :func:`gemm_sm90` on its own, its kind and the range no other option moves
     (:class:`~kernels.errors.KernelConfigError` naming the first bad one). ``PINGPONG=None`` passes (kernels.gemm
     then picks the schedule). :func:`check_config` runs this first; :func:`kernels.gemm` runs it before it picks
@@ -325,7 +328,7 @@ def check_options(BN=256, STAGES=None, CM=1, group=4, DEFER=None, PINGPONG=False
 
 
 def check_config(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", dtype="bfloat16",
-                 out_dtype="bfloat16", bias=False, activation=None, sms=SM_COUNT_H100, group=4, DEFER=None,
+                 out_dtype="bfloat16", bias=False, activation=None, sms=TARGET.sm_count, group=4, DEFER=None,
                  PINGPONG=False, drop=None, PDL=True, SPLIT=None):
     """Every check :func:`gemm_sm90` makes of its arguments, before anything is built: the options
     (:func:`check_options`), the plan (:func:`plan`) and how they combine; the first failure raises
@@ -360,7 +363,7 @@ def check_config(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", d
                             f"{CM} multicast slices of them, so BN must be a multiple of {64 * CM}")
                          + " (or pass B K-major)")
     for name, inner in (("A", K if a_major == "K" else M), ("B", K if b_major == "K" else N), ("C", N)):
-        if inner * _BYTES[dtype if name != "C" else out_dtype] % 16:
+        if inner * DataType.get(dtype if name != "C" else out_dtype).itemsize % 16:
             raise KernelConfigError(f"gemm_sm90: the rows of {name} ({inner} elements) are not a multiple of 16 bytes, "
                                     "which TMA needs: pad that dimension (kernels.gemm does this for you)")
     for name, size, tile in (("M", M, BM), ("N", N, BN), ("K", K, BK)):
@@ -380,7 +383,7 @@ def check_config(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", d
                                 "use DEFER=False or a 16-bit output")
     DEFER = bool(DEFER)
     if SPLIT is not None:
-        wide_chunks = p["epi"] * _BYTES[out_dtype] == 128
+        wide_chunks = p["epi"] * DataType.get(out_dtype).itemsize == 128
         checked = _split_checked(SPLIT, M, N, BN, p["epi"], wide_chunks, CM, PP, DEFER, b_major)
         p = plan(M, N, K, BM, BN, BK, STAGES, CM, sms, group, dtype, out_dtype, PP, SPLIT)
         SPLIT = checked         # (rows, wide, narrow, bn2), as split_tile takes it
@@ -461,7 +464,7 @@ class GemmPlan:
 
 
 def kernel_plan(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", dtype="bfloat16", out_dtype="bfloat16",
-                bias=False, activation=None, sms=SM_COUNT_H100, group=4, DEFER=None, PINGPONG=False, drop=None,
+                bias=False, activation=None, sms=TARGET.sm_count, group=4, DEFER=None, PINGPONG=False, drop=None,
                 PDL=True, SPLIT=None) -> GemmPlan:
     """The :class:`GemmPlan` of these options (:func:`check_config` checks them first)."""
     c = check_config(M, N, K, BN, STAGES, CM, a_major, b_major, dtype, out_dtype, bias, activation, sms, group,
@@ -471,7 +474,7 @@ def kernel_plan(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", dt
     chunks = BN // epi
     # the deferred epilogue stores 128 bytes of columns per round (several boxes when chunks are narrower), so
     # a tile takes as many barrier rounds in the next tile's k-loop as a 64-multiple BN would
-    per_round = 128 // _BYTES[out_dtype] // epi if defer else 1
+    per_round = 128 // DataType.get(out_dtype).itemsize // epi if defer else 1
     return GemmPlan(
         M=M, N=N, K=K, BN=BN, stages=c["STAGES"], CM=CM, a_major=a_major, b_major=b_major, dtype=dtype,
         out_dtype=out_dtype, bias=bias, activation=activation, group=group, pingpong=c["PP"], defer=defer,

@@ -53,9 +53,9 @@ from tirxpy.layout import ComposeLayout, R, S, TCol, TileLayout, TLane, swizzle_
 from tirxpy.layout.atoms import tmem_ld_layout
 
 from .errors import KernelConfigError
-from .gemm_sm100_plan import FP8, SM_COUNT_B200, SMEM_LIMIT, Plan, pack_scales, plan, scale_rows
+from .gemm_sm100_plan import FP8, TARGET, Plan, pack_scales, plan, scale_rows
 
-__all__ = ["FP8", "SM_COUNT_B200", "SMEM_LIMIT", "Plan", "b200_bf16_cg1", "b200_bf16_cg2", "b200_mxfp8_cg1", "gemm_sm100",
+__all__ = ["FP8", "TARGET", "Plan", "b200_bf16_cg1", "b200_bf16_cg2", "b200_mxfp8_cg1", "gemm_sm100",
            "pack_scales", "plan", "scale_rows"]
 
 DROPS = (None, "full_wait", "empty_wait", "tmem_full_wait", "tmem_empty_wait", "mma_commit", "fence_proxy_async",
@@ -222,7 +222,7 @@ def _layouts(p: Plan):
 
 @tirxpy.jit
 def gemm_sm100(M: int, N: int, K: int, BN: int | None = None, STAGES: int | None = None, EPI: int = 32,
-               ctas: int = SM_COUNT_B200, cta_group: int = 1, dtype: str = "bfloat16", drop: str | None = None):
+               ctas: int = TARGET.sm_count, cta_group: int = 1, dtype: str = "bfloat16", drop: str | None = None):
     """The kernel for ``C (M, N) f32 = A (M, K) @ B (N, K)^T``; call it as ``k(A, B, C)``. ``BN``, ``STAGES``,
     ``EPI``, ``ctas`` and ``cta_group`` follow the rules of :mod:`kernels.gemm_sm100_plan`.
 

@@ -16,7 +16,8 @@ The rules the defaults follow:
 - ``cta_group``: 1 (one CTA per 128-row tile); 2 runs CTA pairs on 256-row tiles, each SM loading half
   of B, for problems large enough that the feed from L2 bounds the single-CTA tile
   (docs/performance.md has the arithmetic).
-- ``ctas``: the persistent grid, one CTA per SM (a B200's 148 by default; fewer when there are fewer tiles).
+- ``ctas``: the persistent grid, one CTA per SM (the target's count, a B200's 148, by default; fewer when there
+  are fewer tiles).
 
     >>> p = plan(8192, 8192, 8192)
     >>> p.BN, p.STAGES, p.BK, p.tiles, p.grid, p.tmem_cols
@@ -28,20 +29,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tirxpy.ir.dtype import DataType
 from tirxpy.lang import cdiv, persistent_units
+from tirxpy.target import as_target
 
 from .errors import KernelConfigError
 
-SM_COUNT_B200 = 148
-SMEM_LIMIT = 232448  # sm_100 dynamic shared memory per CTA (227 KiB)
-TMEM_COLUMNS = 512   # tensor memory columns per SM (128 lanes each)
+#: The target the Blackwell GEMM is built for: a plan fits its shared memory per CTA and tensor-memory
+#: columns, and its SM count is the default persistent grid.
+TARGET = as_target("sm_100a")
 FP8 = ("float8_e4m3", "float8_e5m2")
 DTYPES = ("bfloat16", "float16") + FP8
-
-
-def elem_bytes(dtype: str) -> int:
-    """Bytes per input element: 1 for the fp8 types, 2 for bf16 / f16."""
-    return 1 if dtype in FP8 else 2
 
 
 @dataclass(frozen=True)
@@ -71,7 +69,12 @@ class Plan:
     @property
     def BK(self) -> int:
         """K-block: one 128-byte swizzle atom of elements."""
-        return 128 // elem_bytes(self.dtype)
+        return 128 // self.itemsize
+
+    @property
+    def itemsize(self) -> int:
+        """Bytes per input element: 1 for the fp8 types, 2 for bf16 / f16."""
+        return DataType.get(self.dtype).itemsize
 
     @property
     def BNc(self) -> int:
@@ -135,7 +138,7 @@ class Plan:
     @property
     def stage_bytes(self) -> int:
         """Shared memory of one ring stage: 128 rows of A, ``BNc`` rows of B, the two 512-byte scale tiles."""
-        return (128 + self.BNc) * self.BK * elem_bytes(self.dtype) + (1024 if self.scaled else 0)
+        return (128 + self.BNc) * self.BK * self.itemsize + (1024 if self.scaled else 0)
 
     @property
     def smem(self) -> int:
@@ -163,16 +166,16 @@ def _check_shape(M, N, K, BN, EPI, cta_group, dtype):
                                 f"BN = {BN}, at least 4")
     if min(M, N, K) <= 0:
         raise KernelConfigError(f"gemm_sm100: M, N, K must be positive, got {(M, N, K)}")
-    if (K * elem_bytes(dtype)) % 16 or (N * 4) % 16:
+    if (K * DataType.get(dtype).itemsize) % 16 or (N * 4) % 16:
         raise KernelConfigError(f"gemm_sm100: TMA needs 16-byte row pitches: K = {K} ({dtype}) and N = {N} (float32 C) "
                                 "must be multiples of 8 and 4")
 
 
 def _fits(p: Plan) -> bool:
-    return p.smem <= SMEM_LIMIT and p.tmem_used <= TMEM_COLUMNS
+    return p.smem <= TARGET.smem_per_cta and p.tmem_used <= TARGET.tmem_columns
 
 
-def plan(M, N, K, BN=None, STAGES=None, EPI=32, ctas=SM_COUNT_B200, cta_group=1, dtype="bfloat16") -> Plan:
+def plan(M, N, K, BN=None, STAGES=None, EPI=32, ctas=TARGET.sm_count, cta_group=1, dtype="bfloat16") -> Plan:
     """The checked :class:`Plan` (``BN`` / ``STAGES`` ``None``: the module docstring's defaults)."""
     if BN is None:
         BN = 128 if dtype in FP8 else 256
@@ -186,12 +189,12 @@ def plan(M, N, K, BN=None, STAGES=None, EPI=32, ctas=SM_COUNT_B200, cta_group=1,
     elif isinstance(STAGES, bool) or not isinstance(STAGES, int) or STAGES < 1:
         raise KernelConfigError(f"gemm_sm100: STAGES = {STAGES!r} must be an int >= 1 (or None: the deepest ring that fits)")
     p = Plan(M, N, K, BN, STAGES, EPI, cta_group, dtype, ctas)
-    if p.tmem_used > TMEM_COLUMNS:
+    if p.tmem_used > TARGET.tmem_columns:
         raise KernelConfigError(f"gemm_sm100: {p.tmem_used} TMEM columns (2 x BN = {2 * BN} + 8 x STAGES = {8 * STAGES} for the "
-                                f"scales) exceed {TMEM_COLUMNS}; use fewer stages")
-    if p.smem > SMEM_LIMIT:
+                                f"scales) exceed {TARGET.tmem_columns}; use fewer stages")
+    if p.smem > TARGET.smem_per_cta:
         raise KernelConfigError(f"gemm_sm100: {p.smem} bytes of shared memory (STAGES = {STAGES}, BN = {BN}) exceed the "
-                                f"{SMEM_LIMIT}-byte sm_100 limit; use fewer stages")
+                                f"{TARGET.smem_per_cta}-byte {TARGET} limit; use fewer stages")
     return p
 
 

@@ -80,6 +80,7 @@ import tirxpy
 import tirxpy.intrinsics  # noqa: F401  (T.ptx.* signatures)
 from tirxpy import T, Tx
 from tirxpy.intrinsics import register_intrinsic
+from tirxpy.ir.dtype import DataType
 from tirxpy.lang import StageRing, WarpRoles, setup_barriers
 from tirxpy.lang.schedule import grouped_tile, split_tile, tiles_of_unit
 from tirxpy.layout import ComposeLayout, R, S, TileLayout, laneid, m, swizzle_for, wid_in_wg
@@ -87,11 +88,10 @@ from tirxpy.layout.atoms import wgmma_accumulator
 from tirxpy.sim import register_model
 
 from .gemm_plan import (  # noqa: F401  (the plan's public names, re-exported: kernels.gemm_sm90 is the kernel's home)
-    _BYTES, ACTIVATIONS, BK, BM, CONSUMER_REGS, DROPS, IN_DTYPES, OUT_DTYPES, PRODUCER_REGS, SMEM_LIMIT, THREADS,
+    ACTIVATIONS, BK, BM, CONSUMER_REGS, DROPS, IN_DTYPES, OUT_DTYPES, PRODUCER_REGS, SMEM_LIMIT, TARGET, THREADS,
     GemmPlan, balanced_split, bn_candidates, check_config, check_options, choose_tile, default_stages, kernel_plan,
     plan, schedule_cost, splittable, tile_cost, widest_bn)
 from .gemm_plan import _PP_EFFICIENCY, _split_widths, _unit_loads  # noqa: F401  (tests of the cost model)
-from .schedule import SM_COUNT_H100
 
 # -0.0 from an asm the C++ compiler cannot fold through: ``acc + NEG_ZERO()`` keeps an add (the identity on
 # every float, signed zeros and NaN included) in the PTX (GemmPlan.neg_zero_guard says when it is needed)
@@ -441,7 +441,7 @@ def pingpong_consumer(P, ring, acc, acc2, out, brow, As, Bs, Bias, C, Cs, unit, 
 def build(P: GemmPlan):
     """The ``@T.prim_func`` of plan ``P``: buffers, the barrier set-up, then one role per warpgroup."""
     a_shape, as_shape, a_layout, b_shape, bs_shape, b_layout = operand_shapes(P)
-    c_layout = ComposeLayout(swizzle_for(P.chunk_cols * _BYTES[P.out_dtype], P.out_dtype),
+    c_layout = ComposeLayout(swizzle_for(P.chunk_cols * DataType.get(P.out_dtype).itemsize, P.out_dtype),
                              TileLayout(S[staging_shape(P)]))
     acc_layout, chunk_layout, bias_row_layout = wgmma_accumulator(P.BN), wgmma_accumulator(P.chunk_cols), \
         bias_layout(P.chunk_cols)
@@ -496,7 +496,7 @@ def build(P: GemmPlan):
 
 @tirxpy.jit
 def gemm_sm90(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", dtype="bfloat16",
-              out_dtype="bfloat16", bias=False, activation=None, sms=SM_COUNT_H100, group=4, DEFER=None,
+              out_dtype="bfloat16", bias=False, activation=None, sms=TARGET.sm_count, group=4, DEFER=None,
               PINGPONG=False, drop=None, PDL=True, SPLIT=None):
     """The kernel for one problem: ``k(A, B, C)`` (``k(A, B, Bias, C)`` with ``bias=True``); see the
     module docstring for the operand orientations and the parts. Each tuning option, what it does and

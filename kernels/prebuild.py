@@ -26,6 +26,7 @@ def prebuild_one(spec):
     t0 = time.time()
     if spec[0] == "gemm":
         from .gemm_api import _tile
+        from .gemm_plan import TARGET as target
         from .gemm_sm90 import gemm_sm90
 
         _, M, N, K, tuning, sms = spec
@@ -33,6 +34,7 @@ def prebuild_one(spec):
         k = gemm_sm90(M, N, K, a_major="K", b_major="K", dtype="bfloat16", out_dtype="bfloat16", bias=False,
                       activation=None, sms=sms, **tuning)
     elif spec[0] == "attention":
+        from .attention_plan import TARGET as target
         from .attention_plan import plan
         from .attention_sm90 import attention_sm90
 
@@ -42,7 +44,7 @@ def prebuild_one(spec):
                            SQT=max(SQ, p["BM"]), SKT=max(SK, p["BN"]), **tuning)
     else:
         raise KernelConfigError(f"prebuild: unknown kernel kind {spec[0]!r}; 'gemm' or 'attention'")
-    tirxpy.compile(k, arch="sm_90a")
+    tirxpy.compile(k, arch=target)
     return spec[0], time.time() - t0
 
 

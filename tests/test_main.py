@@ -78,7 +78,7 @@ def test_compile_reports_a_raising_factory_and_a_module_that_exits(tmp_path, cap
 
 
 def test_compile_names_factories_that_need_arguments(capsys):
-    assert main(["compile", "kernels/schedule.py"]) == 2
+    assert main(["compile", "kernels/errors.py"]) == 2
     assert "defines no kernels" in _no_traceback(capsys).err
     assert main(["compile", "kernels.gemm_sm100", "--arch", "sm_999"]) == 2
     assert "sm_999" in _no_traceback(capsys).err

@@ -139,8 +139,8 @@ def test_known_bench_cases(argv):
 
 @pytest.mark.parametrize("argv", [
     [], ["-h"], ["--help"], ["nope"], ["compile"], ["compile", "-h"], ["compile", "zz_fuzz_missing"],
-    ["compile", "zz_fuzz.py"], ["compile", "kernels/schedule.py"], ["compile", "kernels/__main__.py"],
-    ["compile", "kernels.schedule", "--arch", "sm_1"], ["compile", "..."], ["compile", ".rel"], ["demo", "--out"],
+    ["compile", "zz_fuzz.py"], ["compile", "kernels/errors.py"], ["compile", "kernels/__main__.py"],
+    ["compile", "kernels.errors", "--arch", "sm_1"], ["compile", "..."], ["compile", ".rel"], ["demo", "--out"],
     ["demo", "--out", "/zz_fuzz_no_such_dir"], ["demo", "extra"],
 ])
 def test_known_dispatcher_cases(argv):
