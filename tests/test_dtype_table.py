@@ -29,3 +29,10 @@ def test_layout_reads_its_sizes_from_the_table():
         dtype_bits("float7")
     with pytest.raises(LayoutError, match="element size 1 bits is not supported"):
         dtype_bits("bool")
+
+
+def test_the_simulators_storage_has_the_tables_sizes():
+    from tirxpy.sim.values import _STORAGE_NP
+
+    for name, st in _STORAGE_NP.items():
+        assert st.itemsize == DataType.get(name).itemsize, name

@@ -72,7 +72,8 @@ def _bf16_bits(x):
 
 
 def _fp8_table(name):
-    e, mbits = (4, 3) if name == "float8_e4m3" else (5, 2)
+    d = DataType.get(name)
+    e, mbits = d.exp_bits, d.man_bits
     bias = (1 << (e - 1)) - 1
     vals = np.zeros(256, np.float64)
     for b in range(256):
