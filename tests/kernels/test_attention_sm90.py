@@ -99,9 +99,12 @@ def test_fold_cuts_the_loops_descriptor_arithmetic_in_sass():
             lines = k.sass.splitlines()
         except ToolchainError:
             pytest.skip("no SASS disassembler (pip install nvidia-cuda-nvdisasm, or the CUDA toolkit on PATH)")
+        # a loop is a backward branch: nvdisasm names its target with a label (.L_x_N), cuobjdump with the address
         labels = {m.group(1): n for n, ln in enumerate(lines) if (m := re.match(r"\s*(\.L_x_\d+):", ln))}
-        bodies = [lines[labels[m.group(1)]:n] for n, ln in enumerate(lines)
-                  if (m := re.search(r"BRA `\((\.L_x_\d+)\)", ln)) and labels.get(m.group(1), n) < n]
+        labels.update({int(m.group(1), 16): n for n, ln in enumerate(lines) if (m := re.match(r"\s*/\*([0-9a-f]{4,})\*/", ln))})
+        targets = ((n, m.group(1) or int(m.group(2), 16)) for n, ln in enumerate(lines)
+                   if (m := re.search(r"BRA (?:`\((\.L_x_\d+)\)|0x([0-9a-f]+))", ln)))
+        bodies = [lines[labels[t]:n] for n, t in targets if labels.get(t, n) < n]
         body = min((b for b in bodies if any("HGMMA" in ln for ln in b)), key=len)
         ops = [ln.split("*/", 1)[1].split()[0] for ln in body if re.search(r"/\*[0-9a-f]{4}\*/", ln)]
         return sum(o.startswith("U") for o in ops), sum(o.startswith("HGMMA") for o in ops)
