@@ -95,7 +95,7 @@ def check(q, k, v, causal=False, scale=None, return_lse=False, **tuning) -> None
         >>> check(q, q, q, NC=4)
         Traceback (most recent call last):
         ...
-        kernels.attention_api.AttentionArgumentError: attention: NC = 4 consumer warpgroups; use 1, 2 or 3
+        kernels.attention_api.AttentionArgumentError: attention: NC = 4 consumer warpgroups; use 1 or 2
     """
     _check(q, k, v, causal, scale, return_lse, tuning)
 

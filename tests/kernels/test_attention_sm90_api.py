@@ -41,7 +41,7 @@ def test_argument_errors(args, kw, msg):
     (dict(BN=-1), "attention: BN = -1 must be a multiple of 16 in [16, 256]"),
     (dict(BN=True), "attention: BN must be an int or None, got True (bool)"),
     (dict(STAGES=[1]), "attention: STAGES must be an int or None, got [1] (list)"),
-    (dict(NC=5), "attention: NC = 5 consumer warpgroups; use 1, 2 or 3"),
+    (dict(NC=5), "attention: NC = 5 consumer warpgroups; use 1 or 2"),
     (dict(OSTAGE=["q"]), "attention: OSTAGE = ['q']; use 'own'"),
     (dict(PERSIST="yes"), "attention: PERSIST must be True or False (or None: the default), got 'yes'"),
     (dict(PDL=None), "attention: PDL must be True or False, got None"),
