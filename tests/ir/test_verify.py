@@ -350,3 +350,26 @@ def test_bad_allocations_are_refused_in_closed_form(alloc, match):
                                    'T.alloc_tmem((128, 512), "float32")', 'T.alloc_shared((232448,), "uint8")'])
 def test_allocations_exactly_at_the_limit_verify(alloc):
     assert T.parse_script(script(f"x = {alloc}")).body is not None
+
+
+@pytest.mark.parametrize("grid", ["(T.thread_id(),)", "(T.cta_id(0) + 1,)", "(4, T.lane_id())"])
+def test_a_grid_that_reads_a_device_value_is_refused(grid):
+    src = f'''
+@T.prim_func
+def k(A: T.Tensor((64,), "float32")):
+    T.launch(grid={grid}, threads=32)
+    A[0] = T.float32(1)
+'''
+    with pytest.raises(VerifyError, match="exists only on the device") as e:
+        T.parse_script(src)
+    assert "T.launch" in str(e.value) and "scalar parameters" in str(e.value)
+
+
+def test_a_grid_from_a_scalar_parameter_verifies():
+    k = T.parse_script('''
+@T.prim_func
+def k(A: T.Tensor((64,), "float32"), n: T.int32):
+    T.launch(grid=((n + 31) // 32,), threads=32)
+    A[0] = T.float32(1)
+''')
+    assert k.launch.grid[0] is not None

@@ -30,7 +30,7 @@ from .buffer import MAX_REGISTERS, SMEM_LIMIT, TMEM_COLUMNS, Buffer, BufferRegio
 from .errors import VerifyError
 from .intrin_sig import lookup_intrinsic_signature
 from .op_spec import lookup_op_spec, op_names
-from .visitor import shared_plan, smem_align
+from .visitor import shared_plan, smem_align, walk_exprs
 
 def _spelling(op, scope: Scope) -> str:
     return f"Tx.{op}" if scope is Scope.THREAD else f"Tx.{scope.short}.{op}"
@@ -53,6 +53,11 @@ class Verifier:
         for d, g in enumerate(L.grid):
             if g.dtype is None or not g.dtype.is_int:
                 self.fail(L, f"T.launch grid extent `{g}` must be an integer")
+            device = next((x for x in walk_exprs(g) if isinstance(x, (E.ScopeId, E.BufferLoad, E.IntrinsicCall,
+                                                                        E.ElectOne))), None)
+            if device is not None:
+                self.fail(L, f"T.launch grid extent `{g}` reads `{device}`, a value that exists only on the device",
+                          "compute the grid from constants and the kernel's scalar parameters")
             hi = MAX_GRID[d]
             if isinstance(g, E.IntImm) and not 1 <= g.value <= hi:
                 self.fail(L, f"T.launch grid extent {g.value} in dimension {'xyz'[d]} is outside [1, {hi}]",
