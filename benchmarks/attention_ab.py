@@ -4,7 +4,7 @@
 
 (``SxDc`` / ``SxDn``: that shape causal / non-causal only.)
 
-Each ``FILE`` is a copy of ``kernels/attention_sm90.py`` (e.g. ``git show REV:kernels/attention_sm90.py
+Each ``FILE`` is a copy of ``tirxpy_kernels/attention_sm90.py`` (e.g. ``git show REV:tirxpy_kernels/attention_sm90.py
 > A.py``); ``KEY=VALUE`` items are passed to its ``attention_sm90`` (``BN``, ``STAGES``, ``NC``,
 ``PINGPONG=0/1``, ``PERSIST=0/1``, ...; a value that is not an integer is passed as a string). For
 each shape (32k tokens, 16 heads, bf16; non-causal and causal) the variants are timed in 7
@@ -25,9 +25,9 @@ TOKENS, HEADS, ROUNDS, LAUNCHES = 32768, 16, 7, 5
 
 
 def _load(path):
-    import kernels  # noqa: F401  (the package the copies' relative imports resolve in)
+    import tirxpy_kernels  # noqa: F401  (the package the copies' relative imports resolve in)
 
-    spec = importlib.util.spec_from_file_location(f"kernels._ab_{abs(hash(os.path.abspath(path)))}", path)
+    spec = importlib.util.spec_from_file_location(f"tirxpy_kernels._ab_{abs(hash(os.path.abspath(path)))}", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
@@ -48,7 +48,7 @@ def main(argv):
         raise SystemExit(__doc__)
     import torch
 
-    from kernels.bench_tools import warm_gpu
+    from tirxpy_kernels.bench_tools import warm_gpu
 
     # SxD: both masks; SxDc: causal only; SxDn: non-causal only
     shapes = [(int(s.split("x")[0]), int(s.split("x")[1].rstrip("cn")), c) for s in argv[0].split(",")

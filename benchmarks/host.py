@@ -160,7 +160,7 @@ def bench_compile(a):
 
 def bench_build(a):
     import tirxpy
-    from kernels.rmsnorm_silu import rmsnorm_silu
+    from tirxpy_kernels.rmsnorm_silu import rmsnorm_silu
     from tirxpy.lower import cache
     from tirxpy.lower.nvrtc import compile_cuda
 

@@ -3,7 +3,7 @@
     python benchmarks/power.py gemm MxNxK "TUNING;TUNING;..." [--secs 3] [--rounds 2]
     python benchmarks/power.py attention SxD[c] "TUNING;..." [--secs 3] [--rounds 2]
 
-``python -m kernels.bench`` interleaves tirxpy and its peer sample by sample, so on a
+``python -m tirxpy_kernels.bench`` interleaves tirxpy and its peer sample by sample, so on a
 power-limited GPU the two share one clock and the ratio mostly measures work per clock. Here each kernel
 (the peer first: cuBLAS for ``gemm``, cuDNN for ``attention``, a ``c`` suffix meaning causal; then each
 ``TUNING``, ``KEY=VALUE,...``, empty for the defaults) runs alone for ``--secs`` seconds while
@@ -26,8 +26,8 @@ def _kernels(kind, shape, tunings):
     """``(peer name, {name: fn(*inputs)}, input sets, flop)``."""
     import torch
 
-    import kernels
-    from kernels.bench_tools import gemm_inputs
+    import tirxpy_kernels
+    from tirxpy_kernels.bench_tools import gemm_inputs
 
     fns = {}
     if kind == "gemm":
@@ -36,9 +36,9 @@ def _kernels(kind, shape, tunings):
         out = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
         fns["cublas"] = lambda a, b: torch.matmul(a, b, out=out)
         for i, t in enumerate(tunings):
-            fns[f"t{i} {t or 'defaults'}"] = (lambda tt: lambda a, b: kernels.gemm(a, b, out, **tt))(t)
+            fns[f"t{i} {t or 'defaults'}"] = (lambda tt: lambda a, b: tirxpy_kernels.gemm(a, b, out, **tt))(t)
         return "cublas", fns, sets, 2 * M * N * K
-    from kernels.bench_attention import HEADS, TOKENS, sdpa
+    from tirxpy_kernels.bench_attention import HEADS, TOKENS, sdpa
 
     causal = shape.endswith("c")
     S, D = (int(x) for x in shape.rstrip("cn").split("x"))
@@ -47,7 +47,7 @@ def _kernels(kind, shape, tunings):
     cudnn = sdpa("cudnn")
     fns["cudnn"] = lambda q, k, v: cudnn(q, k, v, causal)
     for i, t in enumerate(tunings):
-        fns[f"t{i} {t or 'defaults'}"] = (lambda tt: lambda q, k, v: kernels.attention(q, k, v, causal=causal, **tt))(t)
+        fns[f"t{i} {t or 'defaults'}"] = (lambda tt: lambda q, k, v: tirxpy_kernels.attention(q, k, v, causal=causal, **tt))(t)
     return "cudnn", fns, [(q, k, v)], 4 * B * HEADS * S * S * D / (2 if causal else 1)
 
 
@@ -105,7 +105,7 @@ def main(argv=None):
 
     import torch
 
-    from kernels.bench_tools import environment, parse_tunings, warm_gpu
+    from tirxpy_kernels.bench_tools import environment, parse_tunings, warm_gpu
 
     peer, fns, sets, flop = _kernels(args.kind, args.shape, parse_tunings(args.tunings))
     sms = torch.cuda.get_device_properties(0).multi_processor_count

@@ -5,7 +5,7 @@
     compute-sanitizer --tool synccheck python benchmarks/sanitize_gemm.py --coop
     compute-sanitizer --tool racecheck python benchmarks/sanitize_gemm.py --split 2,1,240
 
-Runs kernels.gemm once at a small ragged shape (more tiles than CTAs, so the persistent loop and
+Runs tirxpy_kernels.gemm once at a small ragged shape (more tiles than CTAs, so the persistent loop and
 the pipeline's ring wrap) and checks it against float64; exits non-zero if the result is wrong.
 """
 import argparse
@@ -20,12 +20,12 @@ def main():
     ap.add_argument("--shape", default="384x640x200")
     ap.add_argument("--pingpong", action="store_true", help="the ping-pong consumer schedule (PINGPONG=True)")
     ap.add_argument("--coop", action="store_true", help="the cooperative schedule (PINGPONG=False; without either "
-                    "flag, the one kernels.gemm picks for the shape)")
+                    "flag, the one tirxpy_kernels.gemm picks for the shape)")
     ap.add_argument("--split", default=None, help="rows,wide,bn2: the cooperative schedule at BN = 256 with that SPLIT "
-                    "(kernels.gemm_sm90.gemm_sm90), e.g. 2,1,240 at the default shape: 256 + 240 + 240 columns "
+                    "(tirxpy_kernels.gemm_sm90.gemm_sm90), e.g. 2,1,240 at the default shape: 256 + 240 + 240 columns "
                     "(the last past N) in two tile rows of three")
     a = ap.parse_args()
-    import kernels
+    import tirxpy_kernels
 
     M, N, K = (int(x) for x in a.shape.split("x"))
     g = torch.Generator(device="cuda").manual_seed(0)
@@ -35,7 +35,7 @@ def main():
     schedule = {"PINGPONG": True} if a.pingpong else {"PINGPONG": False} if a.coop else {}
     if a.split:
         schedule = {"PINGPONG": False, "BN": 256, "SPLIT": tuple(int(v) for v in a.split.split(","))}
-    kernels.gemm(x, w.t(), out, CM=a.CM, STAGES=3, sms=4, **schedule)
+    tirxpy_kernels.gemm(x, w.t(), out, CM=a.CM, STAGES=3, sms=4, **schedule)
     torch.cuda.synchronize()
     ref = x.double() @ w.double().t()
     err = ((out.double() - ref).norm() / ref.norm()).item()

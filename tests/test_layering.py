@@ -7,7 +7,7 @@ root), then the packages ``layout < viz < scope < ir < intrinsics
 the top of the file or inside a function alike. The application layer sits above them all: the
 package root ``tirxpy/__init__.py``, the other top-level modules (``__main__``, ``demo``, ``jit``),
 the ``python -m tirxpy`` commands (any ``cli.py``) and ``tirxpy.testing``. The kernel library
-(``kernels/``) uses the public API only: it imports no private module and no private name
+(``tirxpy_kernels/``) uses the public API only: it imports no private module and no private name
 (``_name``) of tirxpy.
 """
 from __future__ import annotations
@@ -98,7 +98,7 @@ def _private(module: str, name: str | None) -> bool:
 
 def private_reaches(root: pathlib.Path) -> list:
     out = []
-    for path in sorted((root / "kernels").rglob("*.py")):
+    for path in sorted((root / "tirxpy_kernels").rglob("*.py")):
         for line, target, name in imports(path, root):
             if target.split(".")[0] == "tirxpy" and _private(target, name):
                 what = target if name is None or target.endswith("." + name) else f"{name} from {target}"
@@ -113,7 +113,7 @@ def test_no_import_goes_up_a_layer():
 
 def test_kernels_use_only_the_public_api():
     bad = private_reaches(ROOT)
-    assert not bad, "kernels/ reaches into tirxpy's private names:\n" + "\n".join(bad)
+    assert not bad, "tirxpy_kernels/ reaches into tirxpy's private names:\n" + "\n".join(bad)
 
 
 def test_every_package_has_a_layer():
@@ -156,11 +156,11 @@ def test_relative_imports_resolve_against_the_package(tmp_path):
 def test_a_private_reach_from_kernels_is_found(tmp_path):
     root = _tree(tmp_path, {
         "tirxpy/__init__.py": "", "tirxpy/lower/__init__.py": "", "tirxpy/lower/_cache.py": "",
-        "kernels/a.py": "from tirxpy.lower import build\nfrom tirxpy.lower._cache import X\n"
+        "tirxpy_kernels/a.py": "from tirxpy.lower import build\nfrom tirxpy.lower._cache import X\n"
                         "def f():\n    from tirxpy.lower import _helper\n    import tirxpy.__main__\n",
     })
-    assert private_reaches(root) == ["kernels/a.py:2: imports private X from tirxpy.lower._cache",
-                                     "kernels/a.py:4: imports private _helper from tirxpy.lower"]
+    assert private_reaches(root) == ["tirxpy_kernels/a.py:2: imports private X from tirxpy.lower._cache",
+                                     "tirxpy_kernels/a.py:4: imports private _helper from tirxpy.lower"]
 
 
 def test_a_package_without_a_layer_is_refused(tmp_path):

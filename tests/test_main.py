@@ -39,8 +39,8 @@ def _no_traceback(capsys):
 
 
 def test_compile_a_file_inside_a_package_imports_it_as_the_package_module(capsys):
-    """kernels/gemm_sm90.py has relative imports: it is imported as kernels.gemm_sm90 (its `example` kernel)."""
-    assert main(["compile", "kernels/gemm_sm90.py", "--arch", "sm_90a"]) == 0
+    """tirxpy_kernels/gemm_sm90.py has relative imports: it is imported as tirxpy_kernels.gemm_sm90 (its `example` kernel)."""
+    assert main(["compile", "tirxpy_kernels/gemm_sm90.py", "--arch", "sm_90a"]) == 0
     out = _no_traceback(capsys).out
     assert "gemm_sm90_kernel" in out and "sm_90a" in out
 
@@ -78,9 +78,9 @@ def test_compile_reports_a_raising_factory_and_a_module_that_exits(tmp_path, cap
 
 
 def test_compile_names_factories_that_need_arguments(capsys):
-    assert main(["compile", "kernels/errors.py"]) == 2
+    assert main(["compile", "tirxpy_kernels/errors.py"]) == 2
     assert "defines no kernels" in _no_traceback(capsys).err
-    assert main(["compile", "kernels.gemm_sm100", "--arch", "sm_999"]) == 2
+    assert main(["compile", "tirxpy_kernels.gemm_sm100", "--arch", "sm_999"]) == 2
     assert "sm_999" in _no_traceback(capsys).err
 
 

@@ -44,7 +44,7 @@ def test_check_names_a_stale_page(tmp_path):
 
 @pytest.mark.parametrize("file,modname", [("layout.md", "tirxpy.layout"), ("sim.md", "tirxpy.sim"),
                                           ("lang.md", "tirxpy.lang"), ("testing.md", "tirxpy.testing"),
-                                          ("kernels.md", KERNELS)])
+                                          ("tirxpy_kernels.md", KERNELS)])
 def test_every_public_name_of_a_module_has_an_entry(file, modname):
     import importlib
 

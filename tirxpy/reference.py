@@ -14,7 +14,7 @@ Run it in a fresh process: primitives or intrinsics a test registers would other
 
     >>> pages = render_pages()
     >>> sorted(pages)[:3]
-    ['index.md', 'kernels.md', 'lang.md']
+    ['index.md', 'tirxpy_kernels.md', 'lang.md']
     >>> "taddr=" in pages["tx.md"] and "ex2.approx" in pages["tx.md"]
     True
 """
@@ -27,7 +27,7 @@ import re
 import sys
 import types
 
-KERNELS = "kernels"  # import name of the kernel library
+KERNELS = "tirxpy_kernels"  # import name of the kernel library
 FENCE = "````"       # docstrings may hold ``` fences; four backticks enclose them
 _ADDR = re.compile(r" at 0x[0-9a-fA-F]+")
 _SCALAR_TYPES = "scalar types"
@@ -165,7 +165,7 @@ PAGES = {
     "sim.md": lambda: _module_page("tirxpy.sim", "`tirxpy.sim`: the CPU simulator"),
     "lang.md": lambda: _module_page("tirxpy.lang", "`tirxpy.lang`: pipelines, schedulers, warp roles"),
     "testing.md": lambda: _module_page("tirxpy.testing", "`tirxpy.testing`: hypothesis strategies"),
-    "kernels.md": lambda: _module_page(KERNELS, f"`{KERNELS}`: the kernel library", follow=True),
+    "tirxpy_kernels.md": lambda: _module_page(KERNELS, f"`{KERNELS}`: the kernel library", follow=True),
 }
 _BLURB = {"t.md": "`T`: launch, ids, loops, allocations, scalar math, intrinsics (`T.ptx`)",
           "tx.md": "`Tx`: tile primitives, their keyword arguments and implementations",
@@ -173,7 +173,7 @@ _BLURB = {"t.md": "`T`: launch, ids, loops, allocations, scalar math, intrinsics
           "sim.md": "`tirxpy.sim`: run kernels on the CPU simulator",
           "lang.md": "`tirxpy.lang`: stage rings, tile schedulers, warp roles",
           "testing.md": "`tirxpy.testing`: hypothesis strategies for layouts, shapes and kernel arguments",
-          "kernels.md": f"`{KERNELS}`: GEMM and attention on torch tensors"}
+          "tirxpy_kernels.md": f"`{KERNELS}`: GEMM and attention on torch tensors"}
 
 
 def render_pages() -> dict[str, str]:

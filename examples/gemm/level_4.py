@@ -1,4 +1,4 @@
-"""GEMM level 4: the library kernel, :func:`kernels.gemm` (built by :func:`kernels.gemm_sm90.gemm_sm90`).
+"""GEMM level 4: the library kernel, :func:`tirxpy_kernels.gemm` (built by :func:`tirxpy_kernels.gemm_sm90.gemm_sm90`).
 
 ``C = A @ B^T`` (``A`` ``(M, K)``, ``B`` ``(N, K)``, bf16 in, float32 out here). Level 3's producer and two
 consumers stay; what the library kernel adds, each explained in docs/tutorial/07-gemm.md:
@@ -12,9 +12,9 @@ consumers stay; what the library kernel adds, each explained in docs/tutorial/07
 - a **shared-memory epilogue**: the accumulator leaves through ``stmatrix`` and a TMA store, overlapped with
   the next tile's loads; bias and activation fused into it;
 - a **plan**: tile width, stages, schedule and split chosen per problem by a cost model
-  (``kernels.gemm_sm90.check_config`` shows the choice).
+  (``tirxpy_kernels.gemm_sm90.check_config`` shows the choice).
 
-On the GPU this level calls ``kernels.gemm(a, w.t(), c)`` (its plan for the shape); under the simulator it
+On the GPU this level calls ``tirxpy_kernels.gemm(a, w.t(), c)`` (its plan for the shape); under the simulator it
 builds a small configuration that still exercises each part: 128-column tiles, 2 stages, 2-CTA clusters,
 4 persistent CTAs (so each walks several tiles), ragged edges in M, N and K.
 
@@ -25,7 +25,7 @@ import sys
 
 import ladder
 
-NAME = "level 4 (kernels.gemm: persistent, clusters)"
+NAME = "level 4 (tirxpy_kernels.gemm: persistent, clusters)"
 GPU_SHAPE = (4096, 4096, 4096)
 SIM_SHAPE = (200, 136, 104)
 SHAPE_RULE = "M >= 128, N >= 128, K >= 8; N and K multiples of 8 (16-byte rows for TMA)"
@@ -34,8 +34,8 @@ SIM_CONFIG = dict(BN=128, STAGES=2, CM=2, sms=4, out_dtype="float32")
 
 def check_shape(M, N, K):
     """None, or why the library kernel does not take ``(M, N, K)`` (its own configuration check)."""
-    from kernels.errors import KernelConfigError
-    from kernels.gemm_sm90 import check_config
+    from tirxpy_kernels.errors import KernelConfigError
+    from tirxpy_kernels.gemm_sm90 import check_config
 
     try:
         check_config(M, N, K, **SIM_CONFIG)
@@ -45,15 +45,15 @@ def check_shape(M, N, K):
 
 
 def gpu_run(a, w, c):
-    import kernels
+    import tirxpy_kernels
 
-    kernels.gemm(a, w.t(), c)
+    tirxpy_kernels.gemm(a, w.t(), c)
 
 
 def sim_run(a, w, c, seed):
     import torch
 
-    from kernels.gemm_sm90 import gemm_sm90
+    from tirxpy_kernels.gemm_sm90 import gemm_sm90
     from tirxpy import sim
 
     M, K = a.shape

@@ -1,4 +1,4 @@
-"""Fuzz: the command lines (python -m tirxpy, its compile command, python -m kernels / kernels.bench) on random argv.
+"""Fuzz: the command lines (python -m tirxpy, its compile command, python -m tirxpy_kernels / tirxpy_kernels.bench) on random argv.
 
 Each case runs the CLI's ``main(argv)`` in process and must return an exit status (0, or 2 for a user error with
 a message on stderr) without a traceback and without raising (SystemExit included). The layout command belongs to
@@ -13,8 +13,8 @@ from harness import EXAMPLES, classify
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import kernels.bench as bench
-import kernels.bench_attention as bench_attention
+import tirxpy_kernels.bench as bench
+import tirxpy_kernels.bench_attention as bench_attention
 from tirxpy.__main__ import main as tirxpy_main
 from tirxpy.lower.cli import main as compile_main
 
@@ -139,8 +139,8 @@ def test_known_bench_cases(argv):
 
 @pytest.mark.parametrize("argv", [
     [], ["-h"], ["--help"], ["nope"], ["compile"], ["compile", "-h"], ["compile", "zz_fuzz_missing"],
-    ["compile", "zz_fuzz.py"], ["compile", "kernels/errors.py"], ["compile", "kernels/__main__.py"],
-    ["compile", "kernels.errors", "--arch", "sm_1"], ["compile", "..."], ["compile", ".rel"], ["demo", "--out"],
+    ["compile", "zz_fuzz.py"], ["compile", "tirxpy_kernels/errors.py"], ["compile", "tirxpy_kernels/__main__.py"],
+    ["compile", "tirxpy_kernels.errors", "--arch", "sm_1"], ["compile", "..."], ["compile", ".rel"], ["demo", "--out"],
     ["demo", "--out", "/zz_fuzz_no_such_dir"], ["demo", "extra"],
 ])
 def test_known_dispatcher_cases(argv):

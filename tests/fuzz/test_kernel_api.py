@@ -1,4 +1,4 @@
-"""Fuzz: kernels.gemm / kernels.attention arguments on CPU tensors.
+"""Fuzz: tirxpy_kernels.gemm / tirxpy_kernels.attention arguments on CPU tensors.
 
 Every bad argument (an unknown name, a value of the wrong kind or out of range, a tensor of the wrong kind)
 must be refused with the library's typed error naming it, before the device check; a call whose only fault is
@@ -11,11 +11,11 @@ from harness import EXAMPLES, refuse
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import kernels
-from kernels.attention_api import TUNING as ATT_TUNING
-from kernels.gemm_api import TUNING as GEMM_TUNING
+import tirxpy_kernels
+from tirxpy_kernels.attention_api import TUNING as ATT_TUNING
+from tirxpy_kernels.gemm_api import TUNING as GEMM_TUNING
 
-AREA = "kernels.gemm / attention arguments"
+AREA = "tirxpy_kernels.gemm / attention arguments"
 ON_CPU = ["are on cpu"]
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
 
@@ -32,14 +32,14 @@ def _gemm(**kw):
     args = {"a": A, "b": B}
     args.update(kw)
     a, b = args.pop("a"), args.pop("b")
-    return lambda: kernels.gemm(a, b, **args)
+    return lambda: tirxpy_kernels.gemm(a, b, **args)
 
 
 def _attention(**kw):
     args = {"q": Q, "k": KV, "v": KV}
     args.update(kw)
     q, k, v = args.pop("q"), args.pop("k"), args.pop("v")
-    return lambda: kernels.attention(q, k, v, **args)
+    return lambda: tirxpy_kernels.attention(q, k, v, **args)
 
 
 class _Thing:
@@ -217,7 +217,7 @@ def test_device_faults_come_last_and_are_named():
     refuse(AREA, _gemm(a=m, b=torch.zeros(512, 512, dtype=torch.bfloat16, device="meta")), names=["meta"])
     refuse(AREA, _gemm(a=m, BN=100), names=["BN"])          # the option first, though the device is wrong too
     big = torch.zeros(1 << 20, 1 << 20, dtype=torch.bfloat16, device="meta")
-    refuse(AREA, lambda: kernels.gemm(big, big), names=["meta"])
+    refuse(AREA, lambda: tirxpy_kernels.gemm(big, big), names=["meta"])
     mq = torch.zeros(1, 128, 4, 64, dtype=torch.bfloat16, device="meta")
     refuse(AREA, _attention(q=mq), names=["device"])
     refuse(AREA, _attention(q=mq, NC=7), names=["NC"])

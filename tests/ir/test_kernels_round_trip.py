@@ -1,4 +1,4 @@
-"""Every kernel in kernels/ (and examples/) prints and parses back to an equal kernel.
+"""Every kernel in tirxpy_kernels/ (and examples/) prints and parses back to an equal kernel.
 
 Modules are imported and every module-level :class:`~tirxpy.ir.Kernel` is round-tripped; a
 module may also list kernel factories in ``ROUND_TRIP = [(factory, args, kwargs), ...]``.
@@ -13,7 +13,7 @@ from tirxpy.ir import Kernel
 from .helpers import round_trip
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-FILES = sorted(p for d in ("kernels", "examples") for p in (ROOT / d).rglob("*.py") if p.name != "__init__.py")
+FILES = sorted(p for d in ("tirxpy_kernels", "examples") for p in (ROOT / d).rglob("*.py") if p.name != "__init__.py")
 
 
 def kernels_in(path):

@@ -201,7 +201,7 @@ def k(Y: T.Tensor((4,), "int32")):
 
 
 def test_aliases_print_as_alias_calls_and_parse_back():
-    from kernels.attention_sm90 import attention_sm90
+    from tirxpy_kernels.attention_sm90 import attention_sm90
 
     k = attention_sm90(1, 2, 1, 200, 80, 64, causal=True, BN=32, STAGES=2, PERSIST=False)
     text = str(k)

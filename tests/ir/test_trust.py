@@ -307,14 +307,14 @@ def test_macro_expansions_count_against_the_loop_cap():
 
 
 def test_a_trusted_parse_reaches_its_own_package_wherever_it_is_installed():
-    """Kernels installed in site-packages still call their package's helpers (kernels.attention_walk for
-    kernels.gemm_sm90); another installed package stays out of reach."""
-    import kernels.attention_walk
+    """Kernels installed in site-packages still call their package's helpers (tirxpy_kernels.attention_walk for
+    tirxpy_kernels.gemm_sm90); another installed package stays out of reach."""
+    import tirxpy_kernels.attention_walk
 
     site_fn = pytest.raises          # an installed package's function
     assert trust.origin(site_fn) == "foreign"
-    home = trust.Policy(True, "kernels.gemm_sm90")
-    assert home.reachable(kernels.attention_walk.causal_tail) and home.reachable(kernels.attention_walk)
+    home = trust.Policy(True, "tirxpy_kernels.gemm_sm90")
+    assert home.reachable(tirxpy_kernels.attention_walk.causal_tail) and home.reachable(tirxpy_kernels.attention_walk)
     assert not home.reachable(site_fn) and not home.reachable(os.system)
     other = trust.Policy(True, "_pytest.python")     # as if the kernel lived in pytest's own package
     assert other.reachable(site_fn)

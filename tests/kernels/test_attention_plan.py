@@ -1,8 +1,8 @@
-"""kernels/attention_plan.py: every error of :func:`plan` and the defaults it resolves (persistence,
+"""tirxpy_kernels/attention_plan.py: every error of :func:`plan` and the defaults it resolves (persistence,
 CHAIN, where O is staged, the short causal head dim 256 plan)."""
 import pytest
 
-from kernels.attention_plan import plan
+from tirxpy_kernels.attention_plan import plan
 
 
 @pytest.mark.parametrize("kw,msg", [
@@ -79,7 +79,7 @@ def test_head_dim_256_persists_with_o_over_the_last_k_v_stages():
 
 def test_short_causal_head_dim_256_takes_64_key_blocks_without_turns():
     """Causal head dim 256 with at most 1024 keys: 64-key blocks (they end where the 128-row query tiles
-    do) and no ping-pong turns; longer or non-causal: 80-key blocks with turns (:func:`kernels.attention_plan.default_config`)."""
+    do) and no ping-pong turns; longer or non-causal: 80-key blocks with turns (:func:`tirxpy_kernels.attention_plan.default_config`)."""
     short = plan(B=32, H=16, HKV=16, SQ=1024, SK=1024, D=256, causal=True)
     assert (short["BN"], short["pingpong"], short["persist"], short["ostage"]) == (64, False, True, "kv")
     for kw in (dict(SQ=2048, SK=2048, causal=True), dict(SQ=1024, SK=1024, causal=False)):
@@ -106,7 +106,7 @@ def test_the_plan_is_one_object_with_named_derived_constants():
 
 def test_default_rules_agree_with_the_plan():
     """Each ``default_*`` rule is what :func:`plan` resolves when the option is left out."""
-    from kernels.attention_plan import default_ostage, default_persist, default_stages
+    from tirxpy_kernels.attention_plan import default_ostage, default_persist, default_stages
 
     assert default_stages(64, False, 4096, 128, 3) == 3 == plan(1, 2, 2, 4096, 4096, 64).STAGES
     assert default_stages(64, True, 4096, 128, 3) == 2 == plan(1, 2, 2, 4096, 4096, 64, causal=True).STAGES

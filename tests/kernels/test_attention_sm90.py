@@ -1,11 +1,11 @@
-"""kernels/attention_sm90.py on the CPU: NVRTC compile for sm_90a with zero local-memory spills for
+"""tirxpy_kernels/attention_sm90.py on the CPU: NVRTC compile for sm_90a with zero local-memory spills for
 every head dim, what the kernel's calls dispatch to, its SASS where the schedule depends on it, and
 the schedule options that change the kernel (the plan's own checks: test_attention_plan.py)."""
 import pytest
 
 import tirxpy
-from kernels.attention_plan import plan
-from kernels.attention_sm90 import attention_sm90
+from tirxpy_kernels.attention_plan import plan
+from tirxpy_kernels.attention_sm90 import attention_sm90
 
 
 @pytest.mark.parametrize("D,causal,S,kw", [(64, False, 4096, {}), (128, True, 4096, {}), (256, False, 4096, {}),
@@ -125,7 +125,7 @@ def test_fold_is_checked():
 def test_quad_view_is_the_accumulator_seen_per_lane():
     """``quad_view(n)[r, q, j]`` is the register of accumulator element ``(r, 8 (j // 2) + 2 q + j % 2)``:
     the same owner (warp, lane, slot) for every element, at every wgmma width the kernel uses."""
-    from kernels.attention_sm90 import quad_view
+    from tirxpy_kernels.attention_sm90 import quad_view
     from tirxpy.layout.atoms import wgmma_accumulator
 
     for n in (64, 80, 128):
@@ -150,7 +150,7 @@ def test_lazy_rescale_is_the_head_dim_256_default_and_is_checked():
 def test_trim_is_the_short_causal_head_dim_256_default_and_needs_its_own_schedule():
     """``TRIM`` (each consumer stops at its own rows' last key block) comes with the short causal head dim
     256 plan (64-key blocks, no turns, no CHAIN); asking for it with ping-pong turns or CHAIN is refused with what to pass instead."""
-    from kernels.attention_plan import default_trim
+    from tirxpy_kernels.attention_plan import default_trim
 
     short = (2, 16, 16, 1024, 1024, 256)
     assert str(attention_sm90(*short, causal=True)) == str(attention_sm90(*short, causal=True, TRIM=True))
@@ -171,7 +171,7 @@ def test_tail_is_the_default_for_long_causal_walks_and_is_checked():
     """``TAIL`` (the last pairs of a persistent causal walk dealt as single tiles) defaults on from 32 query
     tiles, and up to 8 at head dims 64 and 256; it changes the kernel only for persistent causal CTAs; a value
     that is not a bool is refused."""
-    from kernels.attention_plan import default_tail
+    from tirxpy_kernels.attention_plan import default_tail
 
     assert default_tail(32, 128) and default_tail(32, 64) and not default_tail(31, 128) and not default_tail(9, 64)
     assert default_tail(8, 64) and default_tail(8, 256) and not default_tail(8, 128)

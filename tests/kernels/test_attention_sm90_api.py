@@ -1,10 +1,10 @@
-"""kernels.attention argument checks: every error, on CPU tensors (the checks run before any
+"""tirxpy_kernels.attention argument checks: every error, on CPU tensors (the checks run before any
 device work), with the message that says what to change."""
 import pytest
 import torch
 
-import kernels
-from kernels.attention_api import AttentionArgumentError
+import tirxpy_kernels
+from tirxpy_kernels.attention_api import AttentionArgumentError
 
 
 def _t(*shape, dtype=torch.bfloat16):
@@ -33,7 +33,7 @@ Q, KV = _t(1, 64, 4, 64), _t(1, 64, 2, 64)
 ])
 def test_argument_errors(args, kw, msg):
     with pytest.raises(AttentionArgumentError) as e:
-        kernels.attention(*args, **kw)
+        tirxpy_kernels.attention(*args, **kw)
     assert msg in str(e.value)
 
 
@@ -51,7 +51,7 @@ def test_argument_errors(args, kw, msg):
 ])
 def test_options_are_checked_before_the_device(kw, msg):
     with pytest.raises(AttentionArgumentError) as e:
-        kernels.attention(Q, KV, KV, **kw)
+        tirxpy_kernels.attention(Q, KV, KV, **kw)
     assert msg in str(e.value) and "attention_sm90" not in str(e.value)
 
 
@@ -63,7 +63,7 @@ def test_options_are_checked_before_the_device(kw, msg):
 ])
 def test_tensor_kinds_are_named(q, msg):
     with pytest.raises(AttentionArgumentError) as e:
-        kernels.attention(q, KV, KV)
+        tirxpy_kernels.attention(q, KV, KV)
     assert msg in str(e.value)
 
 
@@ -71,12 +71,12 @@ def test_tensor_kinds_are_named(q, msg):
                                 dict(sms=1), dict(OSTAGE="q", PERSIST=False), dict(PDL=False, TAIL=1)])
 def test_a_right_call_on_cpu_gets_the_device_error(kw):
     with pytest.raises(AttentionArgumentError, match="the tensors are on cpu; move them to a CUDA device"):
-        kernels.attention(Q.clone().requires_grad_(), KV, KV, **kw)     # requires_grad: read as values
+        tirxpy_kernels.attention(Q.clone().requires_grad_(), KV, KV, **kw)     # requires_grad: read as values
 
 
 def test_meta_and_mixed_devices_come_last():
     m = torch.zeros(1, 64, 4, 64, dtype=torch.bfloat16, device="meta")
     with pytest.raises(AttentionArgumentError, match="q, k, v are on meta, cpu, cpu"):
-        kernels.attention(m, KV, KV)
+        tirxpy_kernels.attention(m, KV, KV)
     with pytest.raises(AttentionArgumentError, match="NC = 7"):
-        kernels.attention(m, KV, KV, NC=7)
+        tirxpy_kernels.attention(m, KV, KV, NC=7)

@@ -1,4 +1,4 @@
-"""GPU tests (marker gpu) of kernels.attention / kernels.attention_sm90 on Hopper: output and
+"""GPU tests (marker gpu) of tirxpy_kernels.attention / tirxpy_kernels.attention_sm90 on Hopper: output and
 log-sum-exp against a float64 reference on fresh random inputs, for bf16 / f16, head dims 64 /
 128 / 256, causal and not, ragged lengths, SQ != SK, grouped-query and multi-query heads, and
 sequences shorter than one tile; outputs NaN-poisoned before the direct launches.
@@ -8,7 +8,7 @@ sequences shorter than one tile; outputs NaN-poisoned before the direct launches
 import pytest
 import torch
 
-import kernels
+import tirxpy_kernels
 
 from tests.kernels.attention_reference import reference
 from tests.kernels.late_copy import late_copy
@@ -50,7 +50,7 @@ SHAPES = [  # B, SQ, SK, H, HKV
 @pytest.mark.parametrize("B,SQ,SK,H,HKV", SHAPES)
 def test_attention_bf16_matches_float64(B, SQ, SK, H, HKV, D, causal):
     q, k, v = _inputs(B, SQ, SK, H, HKV, D, torch.bfloat16)
-    o, lse = kernels.attention(q, k, v, causal=causal, return_lse=True)
+    o, lse = tirxpy_kernels.attention(q, k, v, causal=causal, return_lse=True)
     torch.cuda.synchronize()
     assert o.shape == q.shape and o.dtype == q.dtype and lse.shape == (B, H, SQ)
     _check(o, lse, q, k, v, causal, D ** -0.5)
@@ -60,7 +60,7 @@ def test_attention_bf16_matches_float64(B, SQ, SK, H, HKV, D, causal):
 @pytest.mark.parametrize("D", [64, 128, 256])
 def test_attention_f16_and_scale(D, causal):
     q, k, v = _inputs(1, 777, 777, 4, 2, D, torch.float16)
-    o, lse = kernels.attention(q, k, v, causal=causal, scale=0.3 / D ** 0.5, return_lse=True)
+    o, lse = tirxpy_kernels.attention(q, k, v, causal=causal, scale=0.3 / D ** 0.5, return_lse=True)
     torch.cuda.synchronize()
     _check(o, lse, q, k, v, causal, 0.3 / D ** 0.5)
 
@@ -68,7 +68,7 @@ def test_attention_f16_and_scale(D, causal):
 def test_matches_torch_sdpa():
     q, k, v = _inputs(2, 2048, 2048, 8, 8, 128, torch.bfloat16)
     for causal in (False, True):
-        o = kernels.attention(q, k, v, causal=causal)
+        o = tirxpy_kernels.attention(q, k, v, causal=causal)
         ref = torch.nn.functional.scaled_dot_product_attention(
             q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), is_causal=causal).transpose(1, 2)
         err = ((o.float() - ref.float()).norm() / ref.float().norm()).item()
@@ -80,7 +80,7 @@ def test_matches_torch_sdpa():
     (128, False, 2, 128, True), (128, True, 2, 176, False), (256, False, 2, 80, False)])
 def test_direct_launch_poisoned(D, causal, NC, BN, pingpong):
     import tirxpy
-    from kernels.attention_sm90 import attention_sm90
+    from tirxpy_kernels.attention_sm90 import attention_sm90
 
     B, S, H = 2, 700, 4
     q, k, v = _inputs(B, S, S, H, H, D, torch.bfloat16)
@@ -133,11 +133,11 @@ def test_fold_on_and_off_against_the_defaults(D, causal, S, fold):
 
 
 def test_fold_through_the_torch_entry_point():
-    """``kernels.attention(..., FOLD=...)`` reaches the kernel: forced on at head dim 128 causal, off at head
+    """``tirxpy_kernels.attention(..., FOLD=...)`` reaches the kernel: forced on at head dim 128 causal, off at head
     dim 256 causal (where it is the default), on ragged lengths against float64."""
     for D, fold in ((128, True), (256, False)):
         q, k, v = _inputs(2, 333, 333, 4, 2, D, torch.bfloat16)
-        o, lse = kernels.attention(q, k, v, causal=True, return_lse=True, FOLD=fold)
+        o, lse = tirxpy_kernels.attention(q, k, v, causal=True, return_lse=True, FOLD=fold)
         torch.cuda.synchronize()
         _check(o, lse, q, k, v, True, D ** -0.5)
 
@@ -145,7 +145,7 @@ def test_fold_through_the_torch_entry_point():
 def test_causal_head_dim_64_past_16_key_blocks_runs_two_stages():
     """The default ring at head dim 64 is 2 stages for a causal mask past 16 key blocks (3 below):
     S = 2100 (17 blocks, the last ragged) on five persistent CTAs, with the chained walk."""
-    from kernels.attention_plan import plan
+    from tirxpy_kernels.attention_plan import plan
 
     assert plan(3, 4, 4, 2100, 2100, 64, causal=True, sms=5)["STAGES"] == 2
     assert plan(3, 4, 4, 2048, 2048, 64, causal=True, sms=5)["STAGES"] == 3
@@ -164,7 +164,7 @@ def test_rising_scores_with_and_without_lazy_rescale(D, causal, lazy):
     q, k, v = _inputs(B, S, S, H, H, D, torch.bfloat16)
     q[:, 1::2] = (q[:, 1::2].float() * 0.02).to(q.dtype)
     k = (k.float() * (1 + torch.arange(S, device="cuda").float() / 8).view(1, S, 1, 1)).to(k.dtype)
-    o, lse = kernels.attention(q, k, v, causal=causal, return_lse=True, LAZY=lazy)
+    o, lse = tirxpy_kernels.attention(q, k, v, causal=causal, return_lse=True, LAZY=lazy)
     torch.cuda.synchronize()
     _check(o, lse, q, k, v, causal, D ** -0.5)
 
@@ -188,7 +188,7 @@ def _persistent(D, causal, S, **kw):
 def _launch(D, causal, S, **kw):
     """``attention_sm90(3, 4, 4, S, S, D, **kw)`` on NaN-poisoned outputs, checked against float64."""
     import tirxpy
-    from kernels.attention_sm90 import attention_sm90
+    from tirxpy_kernels.attention_sm90 import attention_sm90
 
     B, H = 3, 4
     q, k, v = _inputs(B, S, S, H, H, D, torch.bfloat16)
@@ -204,23 +204,23 @@ def _launch(D, causal, S, **kw):
 
 def test_repeated_calls_take_the_checked_fast_path():
     """A second call with the shapes and layouts of a checked one skips the checks and the planning
-    (kernels.attention_api._FAST) and still computes on its own fresh inputs; a call with other strides
+    (tirxpy_kernels.attention_api._FAST) and still computes on its own fresh inputs; a call with other strides
     (a transposed view) goes the checked way, and a non-bool ``causal`` still gets its error."""
-    from kernels import attention_api
+    from tirxpy_kernels import attention_api
 
     for _ in range(2):
         q, k, v = _inputs(2, 512, 512, 4, 2, 128, torch.bfloat16)
-        o, lse = kernels.attention(q, k, v, causal=True, return_lse=True)
+        o, lse = tirxpy_kernels.attention(q, k, v, causal=True, return_lse=True)
         torch.cuda.synchronize()
         _check(o, lse, q, k, v, True, 128 ** -0.5)
     key = next(key for key in attention_api._FAST if key[0] == q.shape and key[12] is True)
     assert key[1] == q.stride()
     qt = q.transpose(1, 2).contiguous().transpose(1, 2)      # same shape, other strides: not the cached key
-    o = kernels.attention(qt, k, v, causal=True)
+    o = tirxpy_kernels.attention(qt, k, v, causal=True)
     torch.cuda.synchronize()
-    _check(o, kernels.attention(q, k, v, causal=True, return_lse=True)[1], q, k, v, True, 128 ** -0.5)
+    _check(o, tirxpy_kernels.attention(q, k, v, causal=True, return_lse=True)[1], q, k, v, True, 128 ** -0.5)
     with pytest.raises(attention_api.AttentionArgumentError, match="causal must be True or False"):
-        kernels.attention(q, k, v, causal=1)          # 1 == True as a key: the fast path must not take it
+        tirxpy_kernels.attention(q, k, v, causal=1)          # 1 == True as a key: the fast path must not take it
 
 
 @pytest.mark.parametrize("D,causal", [(64, True), (128, False), (256, True)])
@@ -229,11 +229,11 @@ def test_pdl_launch_reads_what_the_previous_kernel_wrote(D, causal):
     before reading. Q is written by a kernel that lets dependents launch at once and copies Q only after
     ~200 us into a NaN-poisoned buffer: an attention that read Q early would return NaN."""
     q, k, v = _inputs(2, 1024, 1024, 4, 4, D, torch.bfloat16)
-    kernels.attention(q, k, v, causal=causal)           # built before: a compile would let the copy finish
+    tirxpy_kernels.attention(q, k, v, causal=causal)           # built before: a compile would let the copy finish
     q_late = torch.full_like(q, float("nan"))
     torch.cuda.synchronize()
     late_copy(q, q_late)
-    o, lse = kernels.attention(q_late, k, v, causal=causal, return_lse=True)
+    o, lse = tirxpy_kernels.attention(q_late, k, v, causal=causal, return_lse=True)
     torch.cuda.synchronize()
     assert torch.equal(q_late, q)
     _check(o, lse, q, k, v, causal, D ** -0.5)
@@ -247,11 +247,11 @@ def test_captured_in_a_cuda_graph_replays_on_new_inputs(D, causal):
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):               # warm-up (build, load, tensor maps) outside the capture
-        kernels.attention(q, k, v, causal=causal, return_lse=True)
+        tirxpy_kernels.attention(q, k, v, causal=causal, return_lse=True)
     torch.cuda.current_stream().wait_stream(side)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
-        o, lse = kernels.attention(q, k, v, causal=causal, return_lse=True)
+        o, lse = tirxpy_kernels.attention(q, k, v, causal=causal, return_lse=True)
     for _ in range(2):
         for t in (q, k, v):
             t.copy_(torch.randn_like(t, dtype=torch.float32).to(t.dtype))

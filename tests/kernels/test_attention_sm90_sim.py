@@ -1,11 +1,11 @@
-"""The Hopper attention kernel (kernels/attention_sm90.py) under the CPU simulator at small
+"""The Hopper attention kernel (tirxpy_kernels/attention_sm90.py) under the CPU simulator at small
 shapes: ragged query / key lengths, causal and not, grouped-query heads, several key blocks
 through the 2-stage ring, two consumer warpgroups; against float64 on fresh random inputs with
 NaN-poisoned outputs (O and LSE)."""
 import pytest
 import torch
 
-from kernels.attention_sm90 import attention_sm90
+from tirxpy_kernels.attention_sm90 import attention_sm90
 from tirxpy.sim import run
 
 from tests.kernels.attention_reference import reference

@@ -1,4 +1,4 @@
-"""kernels/attention_walk.py: the persistent walks visit every tile once. The walk functions build the
+"""tirxpy_kernels/attention_walk.py: the persistent walks visit every tile once. The walk functions build the
 device expressions the kernel runs; these tests evaluate those very expressions (tirxpy.sim's
 expression compiler, with ``T.cta_id(0)`` bound to each CTA in turn), not a host re-implementation."""
 import collections
@@ -8,7 +8,7 @@ import types
 import numpy as np
 import pytest
 
-from kernels.attention_walk import causal_steps, causal_tail, key_blocks, next_step, tile_of
+from tirxpy_kernels.attention_walk import causal_steps, causal_tail, key_blocks, next_step, tile_of
 from tirxpy.lang.schedule import tiles_of_unit
 from tirxpy.ir import expr as E
 from tirxpy.sim.expr import compile_expr

@@ -1,4 +1,4 @@
-"""kernels.bench: the command line's checks (the timing itself runs on a GPU, not in tests): every bad argument
+"""tirxpy_kernels.bench: the command line's checks (the timing itself runs on a GPU, not in tests): every bad argument
 exits 2 with a message on stderr and no traceback, before any GPU work; each benchmark has its own help with its
 shape syntax and defaults; --sim prints its seed and fails past its stated tolerance."""
 import subprocess
@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from kernels.bench import BenchArgumentError, main, parse_shapes, parse_tunings
+from tirxpy_kernels.bench import BenchArgumentError, main, parse_shapes, parse_tunings
 
 
 def test_parse_shapes_reads_lists_of_int_tuples():
@@ -69,8 +69,8 @@ def test_without_a_gpu_a_timing_run_says_so(capsys, monkeypatch):
 
 def test_sim_applies_its_one_shape(monkeypatch):
     """--sim runs the simulator's kernel at the --shapes item given (the run itself is stubbed here)."""
-    import kernels.bench as bench
-    import kernels.bench_attention as ba
+    import tirxpy_kernels.bench as bench
+    import tirxpy_kernels.bench_attention as ba
 
     seen = []
     monkeypatch.setattr(bench, "sim_gemm", lambda args: seen.append(("gemm", args.shapes)) or 0)
@@ -87,7 +87,7 @@ def test_sim_prints_its_seed_and_tolerance(capsys):
 
 
 def test_sim_past_its_tolerance_fails_with_the_seed(capsys, monkeypatch):
-    import kernels.bench_rmsnorm as br
+    import tirxpy_kernels.bench_rmsnorm as br
 
     good = br.reference
     monkeypatch.setattr(br, "reference", lambda x, w: good(x, w) * 1.05)     # 5% off: past 1e-2
@@ -108,7 +108,7 @@ def test_a_seed_drawn_from_the_clock_is_printed(capsys):
 def test_each_benchmark_has_its_own_help_with_shapes_and_defaults(name, syntax, default, capsys):
     assert main([name, "-h"]) == 0
     out = " ".join(capsys.readouterr().out.split())
-    assert f"usage: python -m kernels.bench {name}" in out and syntax in out and default in out
+    assert f"usage: python -m tirxpy_kernels.bench {name}" in out and syntax in out and default in out
     assert "(default 50)" in out or "(default 30)" in out or "(default 25)" in out
     assert "exits 1 when the relative error is not below" in out
 
@@ -126,14 +126,14 @@ def test_more_bad_arguments(argv, msg, capsys):
 
 
 def test_the_harness_modules_import_in_any_order():
-    """No import cycle: each benchmark module imports on its own, below kernels.bench."""
-    code = ("import kernels.bench_attention, kernels.bench_rmsnorm, kernels.bench_tools, kernels.bench; "
-            "import inspect; assert '__import__' not in inspect.getsource(kernels.bench)")
+    """No import cycle: each benchmark module imports on its own, below tirxpy_kernels.bench."""
+    code = ("import tirxpy_kernels.bench_attention, tirxpy_kernels.bench_rmsnorm, tirxpy_kernels.bench_tools, tirxpy_kernels.bench; "
+            "import inspect; assert '__import__' not in inspect.getsource(tirxpy_kernels.bench)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
 
 
 def test_module_entry_point_exits_2_without_a_traceback():
-    r = subprocess.run([sys.executable, "-m", "kernels", "gemm", "--tune", "BN=7"], capture_output=True, text=True,
+    r = subprocess.run([sys.executable, "-m", "tirxpy_kernels", "gemm", "--tune", "BN=7"], capture_output=True, text=True,
                        timeout=120)
     assert r.returncode == 2 and "gemm: BN = 7 must be a multiple of 16" in r.stderr and "Traceback" not in r.stderr

@@ -1,8 +1,8 @@
-"""kernels.checks: the tensor kinds the torch entry points take, and the memory-overlap test for ``out``."""
+"""tirxpy_kernels.checks: the tensor kinds the torch entry points take, and the memory-overlap test for ``out``."""
 import pytest
 import torch
 
-from kernels.checks import dense_tensor, overlaps
+from tirxpy_kernels.checks import dense_tensor, overlaps
 from tirxpy.errors import ArgumentError
 
 

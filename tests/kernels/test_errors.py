@@ -1,8 +1,8 @@
-"""kernels.errors: one KernelConfigError for the kernel library (a TirxError and a ValueError), and the option
+"""tirxpy_kernels.errors: one KernelConfigError for the kernel library (a TirxError and a ValueError), and the option
 checks that name the option."""
 import pytest
 
-from kernels.errors import KernelConfigError, choice_option, flag_option, int_option
+from tirxpy_kernels.errors import KernelConfigError, choice_option, flag_option, int_option
 from tirxpy.errors import TirxError
 
 
@@ -41,12 +41,12 @@ def test_flag_and_choice_options():
 
 def test_every_kernel_module_raises_it():
     """The factories and plans raise KernelConfigError (still a ValueError for older callers)."""
-    from kernels.attention_plan import plan as attention_plan
-    from kernels.attention_sm90 import attention_sm90
-    from kernels.gemm_sm90 import check_config, plan
-    from kernels.gemm_sm100 import gemm_sm100
-    from kernels.prebuild import prebuild_one
-    from kernels.rmsnorm_silu import plan as rms_plan
+    from tirxpy_kernels.attention_plan import plan as attention_plan
+    from tirxpy_kernels.attention_sm90 import attention_sm90
+    from tirxpy_kernels.gemm_sm90 import check_config, plan
+    from tirxpy_kernels.gemm_sm100 import gemm_sm100
+    from tirxpy_kernels.prebuild import prebuild_one
+    from tirxpy_kernels.rmsnorm_silu import plan as rms_plan
 
     cases = [(lambda: plan(512, 512, 512, BN=100), "BN = 100"), (lambda: check_config(512, 512, 512, group=0), "group"),
              (lambda: check_config(512, 512, 512, DEFER=["on"]), "DEFER"),

@@ -1,10 +1,10 @@
-"""kernels.gemm on CPU tensors: every option and tensor kind is checked before the device, with the error that
+"""tirxpy_kernels.gemm on CPU tensors: every option and tensor kind is checked before the device, with the error that
 names the argument; the operand orientation and the padded problem are what the kernel is built for."""
 import pytest
 import torch
 
-import kernels
-from kernels.gemm_api import GemmArgumentError, _fast_key, _orientation, _problem, check_tuning
+import tirxpy_kernels
+from tirxpy_kernels.gemm_api import GemmArgumentError, _fast_key, _orientation, _problem, check_tuning
 
 
 def _bf(*shape):
@@ -40,7 +40,7 @@ A, B = _bf(256, 512), _bf(512, 512).t()
 ])
 def test_options_are_checked_before_the_device(kw, msg):
     with pytest.raises(GemmArgumentError) as e:
-        kernels.gemm(A, B, **kw)
+        tirxpy_kernels.gemm(A, B, **kw)
     assert msg in str(e.value) and str(e.value).startswith("gemm: ") and "gemm_sm90" not in str(e.value)
 
 
@@ -53,19 +53,19 @@ def test_options_are_checked_before_the_device(kw, msg):
 ])
 def test_tensor_kinds_are_named(a, msg):
     with pytest.raises(GemmArgumentError) as e:
-        kernels.gemm(a, B)
+        tirxpy_kernels.gemm(a, B)
     assert msg in str(e.value)
 
 
 def test_an_out_that_shares_memory_with_an_input_is_refused():
     with pytest.raises(GemmArgumentError, match="out shares memory with a, which the kernel reads"):
-        kernels.gemm(A, B, A)
+        tirxpy_kernels.gemm(A, B, A)
     w = _bf(1024, 512)
     with pytest.raises(GemmArgumentError, match="out shares memory with b"):
-        kernels.gemm(A, w[:512].t(), w[256:512].view(256, 512))
+        tirxpy_kernels.gemm(A, w[:512].t(), w[256:512].view(256, 512))
     kernels_out = _bf(512, 512)            # the other half of one storage: no overlap, so only the device is wrong
     with pytest.raises(GemmArgumentError, match="tensors are on cpu"):
-        kernels.gemm(kernels_out[:256], B, kernels_out[256:])
+        tirxpy_kernels.gemm(kernels_out[:256], B, kernels_out[256:])
 
 
 @pytest.mark.parametrize("kw", [dict(), dict(BN=192, PINGPONG=None), dict(PINGPONG=True), dict(DEFER=True),
@@ -73,18 +73,18 @@ def test_an_out_that_shares_memory_with_an_input_is_refused():
                                 dict(out_dtype=torch.float32, DEFER=False), dict(SPLIT=None), dict(PDL=0)])
 def test_a_right_call_on_cpu_gets_the_device_error(kw):
     with pytest.raises(GemmArgumentError, match="gemm: tensors are on cpu; the kernel runs on a CUDA GPU"):
-        kernels.gemm(A, B, **kw)
+        tirxpy_kernels.gemm(A, B, **kw)
 
 
 def test_meta_tensors_and_inputs_that_require_grad():
     """Meta tensors are a device fault (checked last); inputs that require grad are read as values."""
     m = torch.zeros(256, 512, dtype=torch.bfloat16, device="meta")
     with pytest.raises(GemmArgumentError, match="all tensors must be on one device, got \\['cpu', 'meta'\\]"):
-        kernels.gemm(m, B)
+        tirxpy_kernels.gemm(m, B)
     with pytest.raises(GemmArgumentError, match="tensors are on meta"):
-        kernels.gemm(m, torch.zeros(512, 512, dtype=torch.bfloat16, device="meta"))
+        tirxpy_kernels.gemm(m, torch.zeros(512, 512, dtype=torch.bfloat16, device="meta"))
     with pytest.raises(GemmArgumentError, match="tensors are on cpu"):
-        kernels.gemm(A.clone().requires_grad_(), B)
+        tirxpy_kernels.gemm(A.clone().requires_grad_(), B)
 
 
 def test_check_tuning_names_the_option():
@@ -94,7 +94,7 @@ def test_check_tuning_names_the_option():
 
 
 def _major_of_original(t, kdim):
-    """The orientation rule as kernels.gemm has always applied it (for the check below)."""
+    """The orientation rule as tirxpy_kernels.gemm has always applied it (for the check below)."""
     al = lambda n: n * t.element_size() % 16 == 0  # noqa: E731
     if kdim == 1:
         if t.stride(1) == 1 and al(t.size(1)) and t.is_contiguous():
@@ -145,12 +145,12 @@ def test_planning_a_huge_problem_is_quick():
     2^20-square problem on meta tensors takes no longer than a small one."""
     import time
 
-    from kernels.gemm_sm90 import balanced_split
+    from tirxpy_kernels.gemm_sm90 import balanced_split
 
     big = torch.empty(1 << 20, 1 << 20, dtype=torch.bfloat16, device="meta")
     t0 = time.monotonic()
     with pytest.raises(GemmArgumentError, match="tensors are on meta"):
-        kernels.gemm(big, big.t())
+        tirxpy_kernels.gemm(big, big.t())
     assert time.monotonic() - t0 < 2.0
     assert balanced_split(1 << 20, 1 << 20, 4096) is None and balanced_split(8192, 8192, 8192) == (32, 2, 240)
 
@@ -177,11 +177,11 @@ def test_fast_path_key_fixes_every_shape_stride_dtype_and_option():
 
 def test_an_mn_major_a_at_a_split_shape_builds_its_narrow_tiles():
     """An MN-major a (a.t() of a contiguous (K, M) tensor) at 4096^3 gets the balanced split, whose narrow tiles
-    read A's stage MN-major too (transpose_a): the kernel kernels.gemm builds for it compiles for sm_90a without
+    read A's stage MN-major too (transpose_a): the kernel tirxpy_kernels.gemm builds for it compiles for sm_90a without
     spills, with both wgmma widths."""
     import tirxpy
-    from kernels.gemm_api import _major, _tile
-    from kernels.gemm_sm90 import gemm_sm90
+    from tirxpy_kernels.gemm_api import _major, _tile
+    from tirxpy_kernels.gemm_sm90 import gemm_sm90
 
     a = torch.empty(4096, 4096, dtype=torch.bfloat16, device="meta").t()
     assert _major(a, 1) == "MN"

@@ -1,11 +1,11 @@
-"""kernels/gemm_sm100.py: plan checks, NVRTC compile for sm_100a without spills, simulator runs vs
+"""tirxpy_kernels/gemm_sm100.py: plan checks, NVRTC compile for sm_100a without spills, simulator runs vs
 float64 (ragged edges, more tiles than CTAs so the persistent loop and the TMEM double buffer
 turn over, several seeds = interleavings), and mutation tests (each dropped synchronization
 step is reported by name)."""
 import numpy as np
 import pytest
 
-from kernels.gemm_sm100 import gemm_sm100, plan
+from tirxpy_kernels.gemm_sm100 import gemm_sm100, plan
 from tests.primitives.helpers import compile_ok
 from tirxpy.primitives import explain
 from tirxpy.sim import SimReportError, run
@@ -63,7 +63,7 @@ def test_defaults_follow_the_plan_rules():
 
 
 def test_the_b200_presets_are_the_defaults():
-    from kernels.gemm_sm100 import b200_bf16_cg1, b200_bf16_cg2, b200_mxfp8_cg1
+    from tirxpy_kernels.gemm_sm100 import b200_bf16_cg1, b200_bf16_cg2, b200_mxfp8_cg1
 
     assert str(b200_bf16_cg1()) == str(gemm_sm100(8192, 8192, 8192, BN=256, STAGES=4))
     assert str(b200_bf16_cg2()) == str(gemm_sm100(8192, 8192, 8192, BN=256, STAGES=6, cta_group=2))

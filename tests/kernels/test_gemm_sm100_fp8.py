@@ -1,11 +1,11 @@
-"""kernels/gemm_sm100.py, block-scaled FP8 (kind::mxf8f6f4, ue8m0 scales per 32 elements of K):
+"""tirxpy_kernels/gemm_sm100.py, block-scaled FP8 (kind::mxf8f6f4, ue8m0 scales per 32 elements of K):
 scale packing, plan checks, dispatch (TMA, tcgen05.cp, block-scaled tcgen05.mma, tcgen05.ld),
 NVRTC compile for sm_100a without spills, simulator vs the dequantized float64 product (ragged
 M / N / K, more tiles than CTAs), and the mutation tests."""
 import numpy as np
 import pytest
 
-from kernels.gemm_sm100 import gemm_sm100, pack_scales, plan
+from tirxpy_kernels.gemm_sm100 import gemm_sm100, pack_scales, plan
 from tests.primitives.helpers import compile_ok
 from tirxpy.primitives import explain
 from tirxpy.sim import SimReportError, run

@@ -1,13 +1,13 @@
 """CPU tests of the Hopper GEMM: it compiles for sm_90a without register spills (NVRTC's ptxas
 report), uses wgmma m64n256k16 / setmaxnreg / multicast TMA, the plan refuses bad tilings, the
-tile scheduler is a bijection, and kernels.gemm raises typed errors for bad arguments."""
+tile scheduler is a bijection, and tirxpy_kernels.gemm raises typed errors for bad arguments."""
 import pytest
 import torch
 
-import kernels
+import tirxpy_kernels
 import tirxpy
-from kernels.gemm_api import GemmArgumentError
-from kernels.gemm_sm90 import gemm_sm90, plan
+from tirxpy_kernels.gemm_api import GemmArgumentError
+from tirxpy_kernels.gemm_sm90 import gemm_sm90, plan
 from tirxpy.lang.schedule import grouped_tile, tiles_of_unit
 
 
@@ -83,7 +83,7 @@ def _bf(*shape):
 ])
 def test_gemm_argument_errors(args, kw, msg):
     with pytest.raises(GemmArgumentError, match=msg):
-        kernels.gemm(*args, **kw)
+        tirxpy_kernels.gemm(*args, **kw)
 
 
 def test_removed_knobs_are_refused():
@@ -96,7 +96,7 @@ def test_removed_knobs_are_refused():
 
 def test_the_kernel_plan_names_every_derived_size():
     """kernel_plan resolves what the kernel's parts read: chunk widths, rounds, boxes, the split's narrow width."""
-    from kernels.gemm_plan import kernel_plan
+    from tirxpy_kernels.gemm_plan import kernel_plan
 
     p = kernel_plan(4096, 2112, 7168, BN=176)
     assert (p.chunk_cols, p.chunks, p.boxes_per_round, p.rounds, p.defer) == (16, 11, 4, 3, True)
@@ -112,7 +112,7 @@ def test_the_kernel_plan_names_every_derived_size():
 @pytest.mark.parametrize("shape,kw", [
     ((1104, 904, 704), dict(a_major="MN", b_major="MN")),      # deferred epilogue, ragged N
     ((1104, 1024, 704), dict(activation="silu")),
-    # a fused bias keeps the plain epilogue; with silu, at the width kernels.gemm caps it to (widest_bn)
+    # a fused bias keeps the plain epilogue; with silu, at the width tirxpy_kernels.gemm caps it to (widest_bn)
     ((1104, 1024, 704), dict(bias=True, activation="silu", BN=192)),
     # stored at once: a 16-bit output converted chunk by chunk made ptxas serialize every wgmma (C7514)
     # until the accumulator is rewritten (+ -0.0) ahead of the reads; float32 needs no such write
@@ -137,7 +137,7 @@ def test_epilogue_variants_compile_without_spills(shape, kw):
 def test_problems_smaller_than_a_tile_are_refused(shape, kw, msg):
     """Each TMA box must fit inside its tensor: the kernel builder says which dimension to pad (it used to
     fail later, in lowering, with the box's region)."""
-    with pytest.raises(ValueError, match=r"pad .* with zeros \(kernels.gemm does this for you\)") as e:
+    with pytest.raises(ValueError, match=r"pad .* with zeros \(tirxpy_kernels.gemm does this for you\)") as e:
         gemm_sm90(*shape, **kw)
     assert msg in str(e.value)
 
@@ -201,7 +201,7 @@ def test_choose_tile_minimizes_its_cost_model():
     ping-pong 176 (5 stages) at N = 2112, 24576 x 1536 and 7168 x 2048; cooperative 256 with a balanced split
     at 4096^3, 8192^3 (1.4-1.8% ahead of ping-pong 192), 4096 x 16384 x 8192, 1024 x 7168 x 2048 and
     4096 x 7168 x 7168 (level with ping-pong 176); ping-pong 192 at 16384 x 16384 x 4096 (1.0-1.7% ahead)."""
-    from kernels.gemm_sm90 import _PP_EFFICIENCY, bn_candidates, choose_tile, schedule_cost, tile_cost
+    from tirxpy_kernels.gemm_sm90 import _PP_EFFICIENCY, bn_candidates, choose_tile, schedule_cost, tile_cost
 
     for M, N, K, cm, bm in [(4096, 4096, 4096, 1, "K"), (8192, 8192, 8192, 1, "K"), (4096, 2112, 7168, 1, "MN"),
                             (4096, 2112, 7168, 2, "K"), (300, 904, 64, 1, "K"), (4096, 24576, 1536, 1, "K")]:
@@ -235,7 +235,7 @@ def test_ping_pong_tiles_up_to_176_wide_take_five_stages():
     """default_stages: 5 for ping-pong at BN <= 176 (they fit next to its one-chunk staging buffers), 4 for
     the cooperative schedule and ping-pong 192 (5 do not fit there); gemm_sm90 builds with it when STAGES is
     not given."""
-    from kernels.gemm_sm90 import default_stages
+    from tirxpy_kernels.gemm_sm90 import default_stages
 
     assert [default_stages(bn, True) for bn in (128, 176, 192)] == [5, 5, 4]
     assert {default_stages(bn) for bn in (128, 176, 192, 256)} == {4}
@@ -248,9 +248,9 @@ def test_ping_pong_tiles_up_to_176_wide_take_five_stages():
 
 
 def test_gemm_api_fills_in_the_tile():
-    """kernels.gemm takes BN and PINGPONG from choose_tile when given neither, the width for a given
+    """tirxpy_kernels.gemm takes BN and PINGPONG from choose_tile when given neither, the width for a given
     schedule, the cooperative schedule for a given BN or a cooperative-only option (DEFER)."""
-    from kernels.gemm_api import _tile
+    from tirxpy_kernels.gemm_api import _tile
 
     assert _tile({}, 8192, 8192, 8192, 132) == dict(BN=256, PINGPONG=False, SPLIT=(32, 2, 240))
     assert _tile({}, 4096, 2112, 7168, 132) == dict(BN=176, PINGPONG=True)
@@ -265,13 +265,13 @@ def test_gemm_api_fills_in_the_tile():
 
 @pytest.mark.parametrize("cm,pp", [(1, False), (1, True), (2, False)])
 def test_fused_bias_silu_tile_is_the_widest_without_spills(cm, pp):
-    """A fused bias + silu into a 16-bit output needs registers next to the accumulator: the tile kernels.gemm
+    """A fused bias + silu into a 16-bit output needs registers next to the accumulator: the tile tirxpy_kernels.gemm
     picks for it (capped by widest_bn) compiles without spills, and at CM = 1 the next wider width of the same
     schedule does spill -- the cap is where the compiler puts it, not a guess. Ping-pong has no wider width
     (widest_bn(True) for any epilogue): the fused epilogue keeps the full 192. CM = 2 cooperative: 256 compiles
     without spills since the walk's divisions are constant at 4096^3, but the cap stays (widest_bn)."""
-    from kernels.gemm_api import _tile
-    from kernels.gemm_sm90 import bn_candidates, widest_bn
+    from tirxpy_kernels.gemm_api import _tile
+    from tirxpy_kernels.gemm_sm90 import bn_candidates, widest_bn
 
     t = _tile(dict(CM=cm, PINGPONG=pp), 4096, 4096, 4096, 132, "K", True, "silu", "bfloat16")
     cap = max(b for b in bn_candidates(cm) if b <= widest_bn(pp, True, "silu", "bfloat16"))
@@ -348,7 +348,7 @@ def test_balanced_split_lowers_the_busiest_ctas_work():
     CTA's work by the margin."""
     import numpy as np
 
-    from kernels.gemm_sm90 import _split_widths, _unit_loads, balanced_split
+    from tirxpy_kernels.gemm_sm90 import _split_widths, _unit_loads, balanced_split
 
     assert balanced_split(4096, 4096, 4096) == (16, 1, 240)
     loads = _unit_loads(_split_widths(16, 1, 16, 240, 32, 16, 256, 4), 64, 132)

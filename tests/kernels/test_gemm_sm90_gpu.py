@@ -1,4 +1,4 @@
-"""GPU tests (marker gpu) of kernels.gemm / kernels.gemm_sm90 on Hopper: results against a
+"""GPU tests (marker gpu) of tirxpy_kernels.gemm / tirxpy_kernels.gemm_sm90 on Hopper: results against a
 float64 reference on fresh random inputs, output poisoned (NaN) before every launch.
 
     python -m pytest -q -m gpu tests/kernels/test_gemm_sm90_gpu.py
@@ -6,7 +6,7 @@ float64 reference on fresh random inputs, output poisoned (NaN) before every lau
 import pytest
 import torch
 
-import kernels
+import tirxpy_kernels
 
 from tests.kernels.late_copy import late_copy
 
@@ -43,7 +43,7 @@ def test_gemm_bf16_matches_float64(M, N, K):
     a = torch.randn(M, K, device="cuda").to(torch.bfloat16)
     w = torch.randn(N, K, device="cuda").to(torch.bfloat16)
     out = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
-    c = kernels.gemm(a, w.t(), out)
+    c = tirxpy_kernels.gemm(a, w.t(), out)
     torch.cuda.synchronize()
     assert c is out
     _check(c, _ref(a, w.t()), torch.bfloat16, K)
@@ -58,7 +58,7 @@ def test_gemm_majors_and_outputs(a_col, b_col, out_dtype, pingpong):
     a = torch.randn(K, M, device="cuda").to(dt).t() if a_col else torch.randn(M, K, device="cuda").to(dt)
     b = torch.randn(N, K, device="cuda").to(dt).t() if b_col else torch.randn(K, N, device="cuda").to(dt)
     out = torch.full((M, N), float("nan"), device="cuda", dtype=out_dtype)
-    kernels.gemm(a, b, out, PINGPONG=pingpong)
+    tirxpy_kernels.gemm(a, b, out, PINGPONG=pingpong)
     torch.cuda.synchronize()
     _check(out, _ref(a, b), out_dtype, K)
 
@@ -71,7 +71,7 @@ def test_gemm_bias_activation(act, pingpong):
     w = torch.randn(N, K, device="cuda").to(torch.bfloat16)
     bias = torch.randn(N, device="cuda").to(torch.bfloat16)
     out = torch.full((M, N), float("nan"), device="cuda", dtype=torch.float32)
-    kernels.gemm(a, w.t(), out, bias=bias, activation=act, PINGPONG=pingpong)
+    tirxpy_kernels.gemm(a, w.t(), out, bias=bias, activation=act, PINGPONG=pingpong)
     torch.cuda.synchronize()
     ref = _ref(a, w.t(), bias, act)
     assert not torch.isnan(out).any()
@@ -82,13 +82,13 @@ def test_gemm_bias_activation(act, pingpong):
 @pytest.mark.parametrize("bn", [176, 192])
 def test_gemm_bias_silu_pingpong_16bit_at_the_widths_it_is_capped_to(bn):
     """Fused bias + silu into bf16 is the epilogue with the most registers next to the accumulator
-    (kernels.gemm_sm90.widest_bn): ping-pong at 176 and 192, ragged in M, N and K, several tiles per consumer."""
+    (tirxpy_kernels.gemm_sm90.widest_bn): ping-pong at 176 and 192, ragged in M, N and K, several tiles per consumer."""
     M, N, K = 700, 1000, 520
     a = torch.randn(M, K, device="cuda").to(torch.bfloat16)
     w = torch.randn(N, K, device="cuda").to(torch.bfloat16)
     bias = torch.randn(N, device="cuda").to(torch.bfloat16)
     out = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
-    kernels.gemm(a, w.t(), out, bias=bias, activation="silu", PINGPONG=True, BN=bn, sms=4)
+    tirxpy_kernels.gemm(a, w.t(), out, bias=bias, activation="silu", PINGPONG=True, BN=bn, sms=4)
     torch.cuda.synchronize()
     _check(out, _ref(a, w.t(), bias, "silu"), torch.bfloat16, K)
 
@@ -109,23 +109,23 @@ def test_gemm_tunings(tune):
     a = torch.randn(M, K, device="cuda").to(torch.bfloat16)
     w = torch.randn(N, K, device="cuda").to(torch.bfloat16)
     out = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
-    kernels.gemm(a, w.t(), out, **tune)
+    tirxpy_kernels.gemm(a, w.t(), out, **tune)
     torch.cuda.synchronize()
     _check(out, _ref(a, w.t()), torch.bfloat16, K)
 
 
 @pytest.mark.parametrize("M,N,K", [(4096, 4096, 3000), (8192, 2048, 3000), (2048, 8192, 4096)])
 def test_balanced_split_grids_that_kernels_gemm_picks(M, N, K):
-    """Shapes where kernels.gemm deals 240-wide tiles in some rows so the tiles fill the last round
-    (kernels.gemm_sm90.balanced_split): every narrow tile's columns, its last (overlapping) chunk included."""
-    from kernels.gemm_api import _tile
+    """Shapes where tirxpy_kernels.gemm deals 240-wide tiles in some rows so the tiles fill the last round
+    (tirxpy_kernels.gemm_sm90.balanced_split): every narrow tile's columns, its last (overlapping) chunk included."""
+    from tirxpy_kernels.gemm_api import _tile
 
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     assert _tile({}, M, N, K, sms).get("SPLIT") is not None
     a = torch.randn(M, K, device="cuda").to(torch.bfloat16)
     w = torch.randn(N, K, device="cuda").to(torch.bfloat16)
     out = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
-    kernels.gemm(a, w.t(), out)
+    tirxpy_kernels.gemm(a, w.t(), out)
     torch.cuda.synchronize()
     _check(out, _ref(a, w.t()), torch.bfloat16, K)
     worst = ((out.double() - _ref(a, w.t())).abs() / (a.double().abs() @ w.double().abs().t())).amax(dim=0)
@@ -134,9 +134,9 @@ def test_balanced_split_grids_that_kernels_gemm_picks(M, N, K):
 
 @pytest.mark.parametrize("M,N,K", [(4096, 4096, 4096), (2048, 8192, 4096)])
 def test_an_mn_major_a_on_the_balanced_split(M, N, K):
-    """An MN-major a (a.t() of a contiguous (K, M) tensor) at shapes where kernels.gemm applies the balanced
+    """An MN-major a (a.t() of a contiguous (K, M) tensor) at shapes where tirxpy_kernels.gemm applies the balanced
     split: the narrow tiles read A's stages MN-major (transpose_a), every column of them right."""
-    from kernels.gemm_api import _major, _tile
+    from tirxpy_kernels.gemm_api import _major, _tile
 
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     at = torch.randn(K, M, device="cuda").to(torch.bfloat16)
@@ -144,7 +144,7 @@ def test_an_mn_major_a_on_the_balanced_split(M, N, K):
     assert _major(a, 1) == "MN" and _tile({}, M, N, K, sms).get("SPLIT") is not None
     w = torch.randn(N, K, device="cuda").to(torch.bfloat16)
     out = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
-    kernels.gemm(a, w.t(), out)
+    tirxpy_kernels.gemm(a, w.t(), out)
     torch.cuda.synchronize()
     _check(out, _ref(a, w.t()), torch.bfloat16, K)
 
@@ -153,7 +153,7 @@ def test_gemm_unaligned_k_and_n_are_padded():
     M, N, K = 100, 101, 99
     a = torch.randn(M, K, device="cuda").to(torch.bfloat16)
     b = torch.randn(K, N, device="cuda").to(torch.bfloat16)
-    c = kernels.gemm(a, b)
+    c = tirxpy_kernels.gemm(a, b)
     torch.cuda.synchronize()
     assert c.shape == (M, N)
     _check(c, _ref(a, b), torch.bfloat16, K)
@@ -173,12 +173,12 @@ def test_back_to_back_pdl_launches_read_what_the_previous_one_wrote(tuning):
     ws = [(torch.randn(K, K, device="cuda") / K ** 0.5).to(torch.bfloat16).t() for _ in range(3)]
     outs = [torch.full((M, K), float("nan"), device="cuda", dtype=torch.bfloat16) for _ in ws]
     for w in ws:                            # build the kernels first: a compile would let the copy finish
-        kernels.gemm(a, w, **tuning)
+        tirxpy_kernels.gemm(a, w, **tuning)
     torch.cuda.synchronize()
     late_copy(a, a_late)                    # one CTA: the GEMMs start on the other SMs while it spins
     x = a_late
     for w, o in zip(ws, outs):
-        x = kernels.gemm(x, w, o, **tuning)
+        x = tirxpy_kernels.gemm(x, w, o, **tuning)
     torch.cuda.synchronize()
     assert torch.equal(a_late, a)
     x = a
@@ -199,11 +199,11 @@ def test_chain_captured_in_a_cuda_graph_replays_on_new_inputs(tuning):
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):               # warm-up (build, load, tensor maps) outside the capture
-        kernels.gemm(kernels.gemm(a, ws[0], outs[0], **tuning), ws[1], outs[1], **tuning)
+        tirxpy_kernels.gemm(tirxpy_kernels.gemm(a, ws[0], outs[0], **tuning), ws[1], outs[1], **tuning)
     torch.cuda.current_stream().wait_stream(side)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
-        kernels.gemm(kernels.gemm(a, ws[0], outs[0], **tuning), ws[1], outs[1], **tuning)
+        tirxpy_kernels.gemm(tirxpy_kernels.gemm(a, ws[0], outs[0], **tuning), ws[1], outs[1], **tuning)
     for _ in range(2):
         a.copy_(torch.randn(M, K, device="cuda").to(torch.bfloat16))
         for o in outs:
@@ -215,12 +215,12 @@ def test_chain_captured_in_a_cuda_graph_replays_on_new_inputs(tuning):
 
 
 def test_repeated_calls_launch_bound_arguments_keyed_by_address():
-    """A repeated kernels.gemm call with tensors at the same addresses launches the arguments packed the first
-    time (kernels.gemm_api._BOUND): it must read what the tensors hold now, follow new addresses, leave a
+    """A repeated tirxpy_kernels.gemm call with tensors at the same addresses launches the arguments packed the first
+    time (tirxpy_kernels.gemm_api._BOUND): it must read what the tensors hold now, follow new addresses, leave a
     bias it cannot bind (converted, strided) to the checked path, and refuse a bias of the wrong length as the
     first call would."""
-    from kernels import gemm_api
-    from kernels.gemm_api import GemmArgumentError
+    from tirxpy_kernels import gemm_api
+    from tirxpy_kernels.gemm_api import GemmArgumentError
 
     M, N, K = 512, 768, 320
     a = torch.randn(M, K, device="cuda").to(torch.bfloat16)
@@ -229,25 +229,25 @@ def test_repeated_calls_launch_bound_arguments_keyed_by_address():
     gemm_api._BOUND.clear()
     for _ in range(2):                      # first: checked and recorded; second: bound, same contents
         out.fill_(float("nan"))
-        kernels.gemm(a, w.t(), out)
+        tirxpy_kernels.gemm(a, w.t(), out)
         torch.cuda.synchronize()
         _check(out, _ref(a, w.t()), torch.bfloat16, K)
     assert len(gemm_api._BOUND) == 1
     a.copy_(torch.randn(M, K, device="cuda").to(torch.bfloat16))      # same address, new values
     out.fill_(float("nan"))
-    kernels.gemm(a, w.t(), out)
+    tirxpy_kernels.gemm(a, w.t(), out)
     torch.cuda.synchronize()
     _check(out, _ref(a, w.t()), torch.bfloat16, K)
     a2 = torch.randn(M, K, device="cuda").to(torch.bfloat16)          # a new address: bound anew
-    c2 = kernels.gemm(a2, w.t())
+    c2 = tirxpy_kernels.gemm(a2, w.t())
     torch.cuda.synchronize()
     _check(c2, _ref(a2, w.t()), torch.bfloat16, K)
     bias = torch.randn(N, device="cuda").to(torch.bfloat16)
     for bb in (bias, torch.randn(2 * N, device="cuda").to(torch.bfloat16)[::2], bias.float()):
         for _ in range(2):
             out.fill_(float("nan"))
-            kernels.gemm(a, w.t(), out, bias=bb)
+            tirxpy_kernels.gemm(a, w.t(), out, bias=bb)
             torch.cuda.synchronize()
             _check(out, _ref(a, w.t(), bb.to(torch.bfloat16)), torch.bfloat16, K)
     with pytest.raises(GemmArgumentError, match=r"bias must be a tensor of shape \(768,\)"):
-        kernels.gemm(a, w.t(), out, bias=torch.randn(N - 8, device="cuda").to(torch.bfloat16))
+        tirxpy_kernels.gemm(a, w.t(), out, bias=torch.randn(N - 8, device="cuda").to(torch.bfloat16))

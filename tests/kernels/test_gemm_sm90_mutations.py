@@ -1,4 +1,4 @@
-"""Mutation tests for the Hopper GEMM (kernels/gemm_sm90.py): deleting one protocol step with
+"""Mutation tests for the Hopper GEMM (tirxpy_kernels/gemm_sm90.py): deleting one protocol step with
 ``drop=`` makes the simulator report that specific problem, at the kernel line where it shows.
 
 Each case runs a small ragged problem (one CTA, two tiles, a 2-stage ring turning over) on fresh
@@ -6,7 +6,7 @@ random inputs; the unmutated kernel on the same shape reports nothing and matche
 import pytest
 import torch
 
-from kernels.gemm_sm90 import DROPS, gemm_sm90
+from tirxpy_kernels.gemm_sm90 import DROPS, gemm_sm90
 from tirxpy.sim import SimReportError, run
 
 M, N, K = 130, 128, 72      # 2 tiles of 128 x 64 (ragged M), 2 k-blocks (ragged K)
@@ -99,11 +99,11 @@ def test_dropped_step_is_reported_with_multicast(drop):
 
 
 def test_public_wrapper_cannot_drop():
-    import kernels
+    import tirxpy_kernels
 
     x = torch.zeros(128, 256, dtype=torch.bfloat16)
     with pytest.raises(TypeError, match="drop"):
-        kernels.gemm(x, x.t(), drop="full_wait")
+        tirxpy_kernels.gemm(x, x.t(), drop="full_wait")
 
 
 # with a bf16 output the epilogue is deferred: the tile's converted values wait in registers and

@@ -1,4 +1,4 @@
-"""The Hopper GEMM (kernels/gemm_sm90.py) under the CPU simulator at small shapes: a 2-CTA
+"""The Hopper GEMM (tirxpy_kernels/gemm_sm90.py) under the CPU simulator at small shapes: a 2-CTA
 cluster with TMA multicast, a persistent unit taking two tiles, ragged M / N / K edges, both
 operand majors, against float64 on fresh random inputs with a NaN-poisoned output. A bf16 output
 runs the deferred epilogue (a tile's chunks stored during the next tile's k-loop, leftovers after
@@ -6,7 +6,7 @@ it when the tile has fewer k-blocks than chunks, the last tile after the tile lo
 import pytest
 import torch
 
-from kernels.gemm_sm90 import gemm_sm90
+from tirxpy_kernels.gemm_sm90 import gemm_sm90
 from tirxpy.sim import run
 
 

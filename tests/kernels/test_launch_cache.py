@@ -1,11 +1,11 @@
-"""kernels.launch_cache: the one launch cache of kernels.gemm and kernels.attention (exact keys, a bound,
+"""tirxpy_kernels.launch_cache: the one launch cache of tirxpy_kernels.gemm and tirxpy_kernels.attention (exact keys, a bound,
 oldest-first eviction, no entry for an uncacheable call) and the compile cache both APIs share."""
 import pytest
 import torch
 
-from kernels import attention_api, gemm_api
-from kernels.errors import KernelConfigError
-from kernels.launch_cache import LaunchCache, compiled, options_key, tensor_key
+from tirxpy_kernels import attention_api, gemm_api
+from tirxpy_kernels.errors import KernelConfigError
+from tirxpy_kernels.launch_cache import LaunchCache, compiled, options_key, tensor_key
 
 
 def test_get_returns_what_put_stored_under_an_equal_key():

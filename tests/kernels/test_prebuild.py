@@ -1,11 +1,11 @@
-"""kernels.prebuild compiles in worker processes exactly the kernels the benchmarks then build:
+"""tirxpy_kernels.prebuild compiles in worker processes exactly the kernels the benchmarks then build:
 the in-process build afterwards is a disk-cache hit (same CUDA source, options and key)."""
 import pytest
 
 import tirxpy
-from kernels.attention_sm90 import attention_sm90
-from kernels.gemm_sm90 import gemm_sm90
-from kernels.prebuild import prebuild, prebuild_one
+from tirxpy_kernels.attention_sm90 import attention_sm90
+from tirxpy_kernels.gemm_sm90 import gemm_sm90
+from tirxpy_kernels.prebuild import prebuild, prebuild_one
 from tirxpy.lower import cache
 
 

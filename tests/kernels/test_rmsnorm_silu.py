@@ -1,4 +1,4 @@
-"""kernels/rmsnorm_silu.py: plan, CPU interpretation of the lowered kernel, NVRTC compile, GPU check.
+"""tirxpy_kernels/rmsnorm_silu.py: plan, CPU interpretation of the lowered kernel, NVRTC compile, GPU check.
 
 GPU (marker gpu): python -m pytest -q -m gpu tests/kernels/test_rmsnorm_silu.py
 (``--sim``: the GPU test's small shapes in the simulator, on any machine)
@@ -6,7 +6,7 @@ GPU (marker gpu): python -m pytest -q -m gpu tests/kernels/test_rmsnorm_silu.py
 import numpy as np
 import pytest
 
-from kernels.rmsnorm_silu import plan, rmsnorm_silu
+from tirxpy_kernels.rmsnorm_silu import plan, rmsnorm_silu
 from tests.primitives.helpers import compile_ok
 from tests.primitives.interp import bf16_array, run_lowered
 from tests.sim_plugin import device, launch, skip_large

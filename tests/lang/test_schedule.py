@@ -40,7 +40,7 @@ def test_split_tile_walk_covers_each_output_column_once(num_m, num_n, group, dat
     """split_tile lists every tile of the split grid once: the split rows' ``wide`` tiles of ``bn`` and their
     ``narrow`` tiles of ``bn2`` tile ``[0, wide bn + narrow bn2)`` without gaps or overlaps, the other rows
     the plain ``num_n`` tiles of ``bn``; and the kernel's cost model lists the same widths in the same order."""
-    from kernels.gemm_sm90 import _split_widths
+    from tirxpy_kernels.gemm_sm90 import _split_widths
 
     bn = 64
     rows = data.draw(st.integers(1, num_m))

@@ -221,8 +221,8 @@ def test_straight_line_pack_takes_the_common_case_and_declines_the_rest():
 
 
 def test_gemm_launch_arguments_take_the_straight_line():
-    # kernels.gemm's repeated calls: seven slots (A, B, Bias, C and the three tensor maps)
-    from kernels.gemm_sm90 import gemm_sm90
+    # tirxpy_kernels.gemm's repeated calls: seven slots (A, B, Bias, C and the three tensor maps)
+    from tirxpy_kernels.gemm_sm90 import gemm_sm90
     from tirxpy.lower.build import host_specs, lower_primitives
     from tirxpy.lower.codegen.kernel import generate
 

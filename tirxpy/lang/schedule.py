@@ -62,7 +62,7 @@ def split_tile(t, num_m: int, num_n: int, group: int, split: tuple, bn: int):
     ``bn`` columns, then ``narrow`` tiles of ``bn2``. The split rows come first in the list, each part in the
     grouped order of :func:`grouped_tile`; ``n0`` is the tile's first column and ``wide`` whether it is ``bn``
     wide. Narrower tiles in some rows let a persistent kernel deal its tiles evenly where the plain grid
-    leaves a partial last round (:func:`kernels.gemm_sm90.balanced_split`).
+    leaves a partial last round (:func:`tirxpy_kernels.gemm_sm90.balanced_split`).
 
         >>> [split_tile(t, 2, 2, 1, (1, 1, 2, 64), 128) for t in range(5)]     # N = 256: 128 + 64 + 64
         [(0, 0, True), (0, 128, False), (0, 192, False), (1, 0, True), (1, 128, True)]

@@ -5,7 +5,7 @@ strides, alignment) and packs it into its one buffer, host time of the same orde
 call itself. A :class:`BoundLaunch` keeps a private copy of the packed buffer instead, so calling it
 is the driver call alone. It holds the tensors' device *addresses*, not the tensors (holding them
 would keep every bound tensor's memory alive): like a CUDA graph, it is valid only while tensors
-with those addresses, shapes, strides and dtypes are alive. :func:`kernels.gemm` keeps bound
+with those addresses, shapes, strides and dtypes are alive. :func:`tirxpy_kernels.gemm` keeps bound
 launches keyed by exactly that (its shape / stride / dtype key and the data pointers), so a repeated
 call with the same tensors, or with new ones at the same addresses, skips the checks.
 """

@@ -133,7 +133,7 @@ class CompiledKernel:
         current stream (``bl()``, or ``bl(stream=s)``) with no per-call checks, one driver call.
 
         It keeps the tensors' device addresses, not the tensors: like a captured CUDA graph it may only run
-        while tensors with those addresses, shapes, strides and dtypes are alive (:func:`kernels.gemm`
+        while tensors with those addresses, shapes, strides and dtypes are alive (:func:`tirxpy_kernels.gemm`
         keys its bound launches by exactly those). Bad arguments raise the same LaunchError as a call,
         here.
 

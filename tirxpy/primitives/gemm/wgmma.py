@@ -23,7 +23,7 @@ B in shared memory. Inputs bf16 / f16 (both majors), tf32 (``float32``) and fp8 
 Variant ``wgmma_folded`` (``Tx.wg.gemm_async(..., dispatch="wgmma_folded")``, never picked on its own):
 the same instructions, the shared-memory descriptors built by ``gemm_smem_desc_folded`` (:mod:`.desc`),
 one uniform add per k-step and operand. Fewer instructions, but they move how ptxas schedules the
-code around the wgmmas: measure it per kernel (kernels/attention_sm90.py ``FOLD``).
+code around the wgmmas: measure it per kernel (tirxpy_kernels/attention_sm90.py ``FOLD``).
 """
 from __future__ import annotations
 

@@ -1,20 +1,20 @@
 """Benchmarks of the kernel library against their library peers, in one process.
 
-    python -m kernels.bench gemm [--shapes MxNxK,...] [--tune "K=V,...;..."] [--reps 50] [--passes 1] [--sim]
-    python -m kernels.bench attention [--shapes SxD,...] [--tune ...] [--reps 30] [--sim]
-    python -m kernels.bench rmsnorm [--shapes ROWSxD,...] [--tune ...] [--reps 25] [--sim]
-    python -m kernels.bench NAME -h          # that benchmark's options, shape syntax and defaults
+    python -m tirxpy_kernels.bench gemm [--shapes MxNxK,...] [--tune "K=V,...;..."] [--reps 50] [--passes 1] [--sim]
+    python -m tirxpy_kernels.bench attention [--shapes SxD,...] [--tune ...] [--reps 30] [--sim]
+    python -m tirxpy_kernels.bench rmsnorm [--shapes ROWSxD,...] [--tune ...] [--reps 25] [--sim]
+    python -m tirxpy_kernels.bench NAME -h          # that benchmark's options, shape syntax and defaults
 
 Each timing run compares the kernel with its peer on the same random inputs: every tuning of ``--tune`` and
-the peer take their samples in turn (:func:`kernels.bench_tools.median_ms`: 10 back-to-back calls a sample,
+the peer take their samples in turn (:func:`tirxpy_kernels.bench_tools.median_ms`: 10 back-to-back calls a sample,
 medians over ``--reps`` samples), so the GPU's clock drift reaches all alike, and their ratio is printed, then a
-markdown table. Kernels are compiled first in parallel processes (:mod:`kernels.prebuild`). ``--sim`` instead runs
+markdown table. Kernels are compiled first in parallel processes (:mod:`tirxpy_kernels.prebuild`). ``--sim`` instead runs
 one small kernel through the CPU simulator and checks it against float64: it prints its seed and exits 1 past the
 tolerance its help states.
 
-``gemm``: :func:`kernels.gemm` against ``torch.matmul`` (cuBLAS) on bf16 ``a`` ``(M, K)`` row-major and
+``gemm``: :func:`tirxpy_kernels.gemm` against ``torch.matmul`` (cuBLAS) on bf16 ``a`` ``(M, K)`` row-major and
 ``b = w.t()`` for a row-major ``w`` ``(N, K)`` (the ``nn.Linear`` layout), rotating through enough input sets to
-exceed L2. ``attention``: :mod:`kernels.bench_attention`. ``rmsnorm``: :mod:`kernels.bench_rmsnorm`.
+exceed L2. ``attention``: :mod:`tirxpy_kernels.bench_attention`. ``rmsnorm``: :mod:`tirxpy_kernels.bench_rmsnorm`.
 
 Arguments are checked before any GPU work (shapes, and ``--tune`` options against the kernel's own checks); a bad
 one, or a timing run on a machine without a CUDA GPU, exits with status 2 and a message on stderr, no traceback.
@@ -83,11 +83,11 @@ def check_gemm(args):
 
 
 def bench_gemm(args):
-    """Time ``kernels.gemm`` (each tuning) and cuBLAS at each shape; returns the exit status (1 when a result is
+    """Time ``tirxpy_kernels.gemm`` (each tuning) and cuBLAS at each shape; returns the exit status (1 when a result is
     past ``GPU_TOLERANCE``)."""
     import torch
 
-    import kernels
+    import tirxpy_kernels
 
     from .prebuild import prebuild
 
@@ -115,13 +115,13 @@ def bench_gemm(args):
         fns, errs = {"cublas": peer}, {}
         for i, t in enumerate(tunings):
             t0 = time.time()
-            errs[i] = relative_error(kernels.gemm(sets[0][0], sets[0][1], out, **epi, **t), ref)
+            errs[i] = relative_error(tirxpy_kernels.gemm(sets[0][0], sets[0][1], out, **epi, **t), ref)
             print(f"{M}x{N}x{K} {t or 'defaults'}: relerr {errs[i]:.1e}, build {time.time() - t0:.1f} s", flush=True)
             if not errs[i] < GPU_TOLERANCE:
                 print(f"FAILED: {M}x{N}x{K} {t or 'defaults'}: relative error {errs[i]:.1e} is past "
                       f"{GPU_TOLERANCE:.0e}", file=sys.stderr)
                 return 1
-            fns[i] = (lambda tt: lambda a, b: kernels.gemm(a, b, out, **epi, **tt))(t)
+            fns[i] = (lambda tt: lambda a, b: tirxpy_kernels.gemm(a, b, out, **epi, **tt))(t)
         flop = 2 * M * N * K
         for p in range(args.passes):
             ms = median_ms(fns, sets, args.reps)
@@ -160,18 +160,18 @@ def sim_gemm(args):
 def _benches():
     """``name -> (help, add_arguments, check, time, sim)``; the runs are looked up when called."""
     return {
-        "gemm": ("kernels.gemm vs cuBLAS (torch.matmul)", add_gemm_arguments, check_gemm,
+        "gemm": ("tirxpy_kernels.gemm vs cuBLAS (torch.matmul)", add_gemm_arguments, check_gemm,
                  lambda a: bench_gemm(a), lambda a: sim_gemm(a)),
-        "attention": ("kernels.attention vs SDPA (cuDNN, flash)", bench_attention.add_arguments,
+        "attention": ("tirxpy_kernels.attention vs SDPA (cuDNN, flash)", bench_attention.add_arguments,
                       bench_attention.check, lambda a: bench_attention.bench_attention(a),
                       lambda a: bench_attention.sim_attention(a)),
-        "rmsnorm": ("kernels.rmsnorm_silu vs a device-to-device copy", bench_rmsnorm.add_arguments,
+        "rmsnorm": ("tirxpy_kernels.rmsnorm_silu vs a device-to-device copy", bench_rmsnorm.add_arguments,
                     bench_rmsnorm.check, lambda a: bench_rmsnorm.bench_rmsnorm(a),
                     lambda a: bench_rmsnorm.sim_rmsnorm(a)),
     }
 
 
-def parser(prog="python -m kernels.bench"):
+def parser(prog="python -m tirxpy_kernels.bench"):
     benches = _benches()
     ap = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0] + " Run '%(prog)s NAME -h' for "
                                  "a benchmark's shapes, options and defaults.")
@@ -182,8 +182,8 @@ def parser(prog="python -m kernels.bench"):
     return ap
 
 
-def main(argv=None, prog="python -m kernels.bench"):
-    """``python -m kernels.bench NAME [options]``; returns the exit status: 0, 1 for a result past its
+def main(argv=None, prog="python -m tirxpy_kernels.bench"):
+    """``python -m tirxpy_kernels.bench NAME [options]``; returns the exit status: 0, 1 for a result past its
     tolerance, or 2 for a bad argument or a machine without a CUDA GPU (for a run without ``--sim``), with the
     message on stderr and no traceback."""
     try:

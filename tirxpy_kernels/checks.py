@@ -1,4 +1,4 @@
-"""Checks the torch entry points (:func:`kernels.gemm`, :func:`kernels.attention`) make of their tensors.
+"""Checks the torch entry points (:func:`tirxpy_kernels.gemm`, :func:`tirxpy_kernels.attention`) make of their tensors.
 
 A kernel reads a tensor through its data pointer and strides, so it takes only plain dense tensors:
 a ``torch.Tensor`` with the strided layout (not sparse, MKL-DNN or nested) and the expected number of

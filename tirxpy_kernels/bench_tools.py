@@ -1,7 +1,7 @@
 """What every benchmark of the kernel library shares: argument parsing, the timing loop, the inputs, the
 simulator check.
 
-The command line is :mod:`kernels.bench` (``python -m kernels.bench gemm|attention|rmsnorm``); the scripts in
+The command line is :mod:`tirxpy_kernels.bench` (``python -m tirxpy_kernels.bench gemm|attention|rmsnorm``); the scripts in
 ``benchmarks/`` and the GEMM ladder use the same timing (:func:`median_ms`), so their figures compare.
 
     >>> parse_shapes("4096x128,1024x64", 2, "4096x128")
@@ -20,7 +20,7 @@ from tirxpy.errors import TirxError
 
 
 class BenchArgumentError(TirxError, ValueError):
-    """A malformed command-line value of ``python -m kernels.bench`` (``--shapes``, ``--tune``)."""
+    """A malformed command-line value of ``python -m tirxpy_kernels.bench`` (``--shapes``, ``--tune``)."""
 
 
 def parse_tunings(text, names=None):
@@ -31,7 +31,7 @@ def parse_tunings(text, names=None):
         >>> parse_tunings("BN", ("BN",))
         Traceback (most recent call last):
         ...
-        kernels.bench_tools.BenchArgumentError: --tune: 'BN' is not KEY=VALUE (for example BN=128,STAGES=3; ';' separates tunings)
+        tirxpy_kernels.bench_tools.BenchArgumentError: --tune: 'BN' is not KEY=VALUE (for example BN=128,STAGES=3; ';' separates tunings)
     """
     def value(v):
         if v.lstrip("-").isdigit():
@@ -69,7 +69,7 @@ def parse_shapes(text, dims, example):
         >>> parse_shapes("1024x64c", 2, "4096x128")
         Traceback (most recent call last):
         ...
-        kernels.bench_tools.BenchArgumentError: --shapes: '1024x64c' is not 2 positive integers joined by 'x' (for example 4096x128)
+        tirxpy_kernels.bench_tools.BenchArgumentError: --shapes: '1024x64c' is not 2 positive integers joined by 'x' (for example 4096x128)
     """
     out = []
     for item in text.split(","):

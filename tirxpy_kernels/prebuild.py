@@ -18,9 +18,9 @@ from .errors import KernelConfigError
 
 
 def prebuild_one(spec):
-    """Build one kernel: ``("gemm", M, N, K, tuning, sms)`` as :func:`kernels.gemm` builds it for
+    """Build one kernel: ``("gemm", M, N, K, tuning, sms)`` as :func:`tirxpy_kernels.gemm` builds it for
     row-major bf16 ``a`` and ``b = w.t()``, or ``("attention", B, H, HKV, SQ, SK, D, causal,
-    tuning)`` as :func:`kernels.attention` builds it for bf16 tensors. Returns ``(kind, seconds)``."""
+    tuning)`` as :func:`tirxpy_kernels.attention` builds it for bf16 tensors. Returns ``(kind, seconds)``."""
     import tirxpy
 
     t0 = time.time()
@@ -30,7 +30,7 @@ def prebuild_one(spec):
         from .gemm_sm90 import gemm_sm90
 
         _, M, N, K, tuning, sms = spec
-        tuning = _tile(tuning, M, N, K, sms)          # as kernels.gemm chooses it
+        tuning = _tile(tuning, M, N, K, sms)          # as tirxpy_kernels.gemm chooses it
         k = gemm_sm90(M, N, K, a_major="K", b_major="K", dtype="bfloat16", out_dtype="bfloat16", bias=False,
                       activation=None, sms=sms, **tuning)
     elif spec[0] == "attention":

@@ -7,11 +7,11 @@ query head ``h`` reads key / value head ``h // (H // HKV)``), any sequence lengt
 masked), causal masking aligned top-left like ``torch.nn.functional.scaled_dot_product_attention``
 (query row ``r`` sees keys ``0 .. r``). Written with tirxpy's public API and :mod:`tirxpy.lang`.
 
-The kernel is built from an :class:`~kernels.attention_plan.AttentionPlan` (tile sizes, schedule options,
+The kernel is built from an :class:`~tirxpy_kernels.attention_plan.AttentionPlan` (tile sizes, schedule options,
 every derived constant) by :func:`build_kernel`, out of named parts:
 
 - **tiles**: a tile is ``BM = 64 * NC`` query rows of one head. Persistent CTAs (``PERSIST``) walk the
-  ``(query tile, head, batch)`` tiles (:mod:`kernels.attention_walk`): the K / V rings, their barrier
+  ``(query tile, head, batch)`` tiles (:mod:`tirxpy_kernels.attention_walk`): the K / V rings, their barrier
   phases and the Q buffers carry over from tile to tile, so the next tile's Q and first K / V blocks load
   while this tile finishes. Otherwise the grid is ``(ceil(SQ / BM), H, B)``, one tile per CTA. Causal query
   tiles of a head run from the last (heaviest) down.
@@ -157,12 +157,12 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
     """The kernel for one problem: ``k(Q, K, V, O, LSE)`` with ``Q, O: (B, SQT, H, D)``,
     ``K, V: (B, SKT, HKV, D)``, ``LSE: (B, H, SQT, 1)`` float32. ``SQ`` / ``SK`` are the valid
     lengths; the tensors may have more rows (``SQT >= SQ``, ``SKT >= SK``, default equal): a TMA
-    box may not be larger than its tensor, so :func:`kernels.attention` pads sequences shorter than
+    box may not be larger than its tensor, so :func:`tirxpy_kernels.attention` pads sequences shorter than
     one tile (rows past ``SK`` are masked, rows past ``SQ`` are computed and dropped).
 
-    The schedule options (``None``: the rule of :func:`kernels.attention_plan.plan` and its ``default_*``):
+    The schedule options (``None``: the rule of :func:`tirxpy_kernels.attention_plan.plan` and its ``default_*``):
     ``BN`` / ``STAGES`` / ``NC`` (key block rows, ring stages, consumer warpgroups), ``PERSIST``, ``CHAIN``,
-    ``OSTAGE`` (see :func:`~kernels.attention_plan.plan`), and
+    ``OSTAGE`` (see :func:`~tirxpy_kernels.attention_plan.plan`), and
 
     - ``PINGPONG`` (two consumers): the consumers take turns issuing their GEMMs (named barriers 3 and 4: wait
       for our turn, issue, hand the turn over), so one warpgroup's softmax runs under the other's GEMMs;
@@ -176,12 +176,12 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
       end 64 rows before the tile's) and hands the remaining K / V stages back unread, once each one's load
       has landed; without a causal mask it changes nothing;
     - ``TAIL``: a persistent causal walk takes its last pairs of query tiles (one to two rounds' worth,
-      :func:`~kernels.attention_walk.causal_tail`) as single tiles dealt heaviest first, in rounds alternating
+      :func:`~tirxpy_kernels.attention_walk.causal_tail`) as single tiles dealt heaviest first, in rounds alternating
       direction over the CTAs, so that the last round of equal-sized pairs does not leave most CTAs idle;
     - ``FOLD``: the matrix products dispatch to the ``wgmma_folded`` variant, whose descriptors cost one
       uniform add per k-step and operand instead of about five (tirxpy.primitives.gemm.desc);
     - ``PDL`` (default on; off for a plain launch): programmatic dependent launch, as in
-      :func:`kernels.gemm_sm90.gemm_sm90`: the kernel may start while the previous kernel in the stream
+      :func:`tirxpy_kernels.gemm_sm90.gemm_sm90`: the kernel may start while the previous kernel in the stream
       finishes, and every thread waits for it (``griddepcontrol.wait``) after the barrier setup, before any
       global load or store."""
     if PDL not in (True, False, 0, 1):
@@ -644,6 +644,6 @@ def build_kernel(p, scale, SQT, SKT, pdl):
 
 @tirxpy.jit
 def example():
-    """The kernel ``python -m tirxpy compile kernels/attention_sm90.py`` builds: head dim 128, 4096 tokens,
+    """The kernel ``python -m tirxpy compile tirxpy_kernels/attention_sm90.py`` builds: head dim 128, 4096 tokens,
     16 heads, batch 8, the default plan."""
     return attention_sm90(8, 16, 16, 4096, 4096, 128)

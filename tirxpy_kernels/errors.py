@@ -11,7 +11,7 @@ keeps working.
     >>> int_option("gemm_sm90", "STAGES", True, lo=2)
     Traceback (most recent call last):
     ...
-    kernels.errors.KernelConfigError: gemm_sm90: STAGES must be an int, got True (bool)
+    tirxpy_kernels.errors.KernelConfigError: gemm_sm90: STAGES must be an int, got True (bool)
     >>> flag_option("gemm_sm90", "PDL", 1), flag_option("gemm_sm90", "DEFER", None, none=True)
     (True, None)
 """

@@ -1,6 +1,6 @@
-"""Launch plans of the Hopper attention kernel (:mod:`kernels.attention_sm90`): the default of every schedule
+"""Launch plans of the Hopper attention kernel (:mod:`tirxpy_kernels.attention_sm90`): the default of every schedule
 option as a rule of the problem (head dim, mask, sequence length), and :func:`plan`, which resolves and checks
-every option before anything is built (:class:`~kernels.errors.KernelConfigError` naming what to change) and
+every option before anything is built (:class:`~tirxpy_kernels.errors.KernelConfigError` naming what to change) and
 returns an :class:`AttentionPlan`, the one object the kernel is built from.
 
     >>> p = plan(32, 16, 16, 1024, 1024, 64, causal=True)
@@ -146,7 +146,7 @@ def default_pingpong(D, causal, NC=2, CHAIN=False, BN=None):
 
 
 def default_lazy(D):
-    """Whether O is rescaled lazily by default (:func:`~kernels.attention_sm90.attention_sm90`'s ``LAZY``): at
+    """Whether O is rescaled lazily by default (:func:`~tirxpy_kernels.attention_sm90.attention_sm90`'s ``LAZY``): at
     head dim 256, where the rescale is 128 multiplies per thread and key block. At head dims 64 / 128 the
     branch around the rescale costs more than the multiplies it skips."""
     return D == 256
@@ -154,7 +154,7 @@ def default_lazy(D):
 
 def default_fold(D, causal):
     """Whether the matrix products use the ``wgmma_folded`` variant by default
-    (:func:`~kernels.attention_sm90.attention_sm90`'s ``FOLD``): for causal head dim 256, whose key-block loop
+    (:func:`~tirxpy_kernels.attention_sm90.attention_sm90`'s ``FOLD``): for causal head dim 256, whose key-block loop
     it shortens by one uniform add per k-step and operand in place of about five; elsewhere the shorter loop
     schedules no better.
 
@@ -166,7 +166,7 @@ def default_fold(D, causal):
 
 def default_trim(D, causal, SK, BN, PINGPONG, CHAIN):
     """Whether each consumer stops at its own rows' last key block by default
-    (:func:`~kernels.attention_sm90.attention_sm90`'s ``TRIM``): for the short causal head dim 256 case of
+    (:func:`~tirxpy_kernels.attention_sm90.attention_sm90`'s ``TRIM``): for the short causal head dim 256 case of
     :func:`default_config` (64-key blocks, no turns), where the first consumer of a 128-row tile skips one
     block in every tile."""
     return D == 256 and causal and BN == 64 and SK <= 1024 and not PINGPONG and not CHAIN
@@ -174,7 +174,7 @@ def default_trim(D, causal, SK, BN, PINGPONG, CHAIN):
 
 def default_tail(MT, D=None):
     """Whether a persistent causal walk deals its last pairs' query tiles one by one, heaviest first
-    (:func:`~kernels.attention_sm90.attention_sm90`'s ``TAIL``), by default: from 32 query tiles on (S >= 4k at
+    (:func:`~tirxpy_kernels.attention_sm90.attention_sm90`'s ``TAIL``), by default: from 32 query tiles on (S >= 4k at
     128-row tiles), where the pairs' last round would leave most CTAs idle, and at head dims 64 and 256 up to 8
     query tiles (S <= 1k); off between 9 and 31 query tiles and at head dim 128 up to 8, where dealing single
     tiles did not beat the pairs' last round.
@@ -197,14 +197,14 @@ def default_regs(NC, persist, D, ostage):
 def check_options(BN=None, STAGES=None, NC=None, PINGPONG=None, PERSIST=None, CHAIN=None, sms=TARGET.sm_count,
                   OSTAGE=None, LAZY=None, TRIM=None, TAIL=None, FOLD=None):
     """Each schedule option of :func:`plan` on its own, its kind (``None`` is the default everywhere but
-    ``sms``): :class:`~kernels.errors.KernelConfigError` naming the first bad one. :func:`plan` runs it first;
-    :func:`kernels.attention` runs it before it plans.
+    ``sms``): :class:`~tirxpy_kernels.errors.KernelConfigError` naming the first bad one. :func:`plan` runs it first;
+    :func:`tirxpy_kernels.attention` runs it before it plans.
 
         >>> check_options(BN=64, OSTAGE="kv", TAIL=1)
         >>> check_options(NC=True)
         Traceback (most recent call last):
         ...
-        kernels.errors.KernelConfigError: attention_sm90: NC must be an int or None, got True (bool)
+        tirxpy_kernels.errors.KernelConfigError: attention_sm90: NC must be an int or None, got True (bool)
     """
     w = "attention_sm90"
     for name, v in (("BN", BN), ("STAGES", STAGES), ("NC", NC)):
@@ -270,7 +270,7 @@ def plan(B, H, HKV, SQ, SK, D, dtype="bfloat16", BN=None, STAGES=None, NC=None, 
 
     - ``BN``, ``STAGES``, ``NC``: :func:`default_config`, :func:`default_stages`;
     - ``PERSIST`` (:func:`default_persist`): at most ``sms`` CTAs walk the ``(query tile, head, batch)`` tiles
-      (:mod:`kernels.attention_walk`; causal: pairs of query tiles ``(MT - 1 - j, j)``, which hold about equal
+      (:mod:`tirxpy_kernels.attention_walk`; causal: pairs of query tiles ``(MT - 1 - j, j)``, which hold about equal
       numbers of key blocks); the K / V ring and the Q buffer carry over from tile to tile;
     - ``OSTAGE`` (:func:`default_ostage`): where ``O`` is staged for its TMA store. ``"own"``: a ``(BM, D)``
       buffer (persistent only; the next tile's Q loads while this tile's O is stored). ``"q"``: over the tile's
@@ -282,7 +282,7 @@ def plan(B, H, HKV, SQ, SK, D, dtype="bfloat16", BN=None, STAGES=None, NC=None, 
       is double-buffered and each tile's first key block runs under the previous tile's last ``P V``;
     - ``PINGPONG``: :func:`default_pingpong`; ``LAZY``: :func:`default_lazy`; ``TRIM``: :func:`default_trim`;
       ``TAIL``: :func:`default_tail`; ``FOLD``: :func:`default_fold` (what each does:
-      :func:`kernels.attention_sm90.attention_sm90`)."""
+      :func:`tirxpy_kernels.attention_sm90.attention_sm90`)."""
     check_options(BN, STAGES, NC, PINGPONG, PERSIST, CHAIN, sms, OSTAGE, LAZY, TRIM, TAIL, FOLD)
     bn, st, nc = default_config(D, causal, SK) if D in HEAD_DIMS else (None, None, None)
     BN, NC = (bn if BN is None else BN), (nc if NC is None else NC)

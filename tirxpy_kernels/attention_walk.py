@@ -1,4 +1,4 @@
-"""The tile walks of the Hopper attention kernel (:mod:`kernels.attention_sm90`): which query tile,
+"""The tile walks of the Hopper attention kernel (:mod:`tirxpy_kernels.attention_sm90`): which query tile,
 head and batch each step of a CTA takes (one tile per CTA, persistent, persistent causal in pairs of
 query tiles, and the causal tail dealt tile by tile), and how many key blocks a tile reads. The
 functions return Python ints or device expressions (``tirxpy.T``), for use inside the kernel body.

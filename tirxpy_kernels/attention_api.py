@@ -1,5 +1,5 @@
-"""``kernels.attention(q, k, v, causal=False, scale=None)``: attention forward on torch tensors
-with the Hopper kernel of :mod:`kernels.attention_sm90`.
+"""``tirxpy_kernels.attention(q, k, v, causal=False, scale=None)``: attention forward on torch tensors
+with the Hopper kernel of :mod:`tirxpy_kernels.attention_sm90`.
 
 Tensors are ``(batch, seq, heads, dim)``: ``q`` is ``(B, SQ, H, D)``, ``k`` and ``v`` are
 ``(B, SK, HKV, D)`` with ``H % HKV == 0`` (grouped-query attention). Returns ``out`` ``(B, SQ, H,
@@ -44,7 +44,7 @@ _PLAIN = (type(None), bool, int, str)
 def _check(q, k, v, causal, scale, return_lse, tuning):
     """``(B, SQ, H, D, SK, HKV, plan)`` once every argument but the device is right: the tensors' kinds,
     dtypes and shapes, ``causal``, ``scale``, ``return_lse``, then the options (:data:`TUNING` names, kinds, and
-    the plan they make for this problem: :func:`kernels.attention_plan.plan`). :func:`_device` comes after."""
+    the plan they make for this problem: :func:`tirxpy_kernels.attention_plan.plan`). :func:`_device` comes after."""
     for name, t in (("q", q), ("k", k), ("v", v)):
         dense_tensor("attention", name, t, 4, "(batch, seq, heads, dim)", AttentionArgumentError)
         if from_torch(t.dtype) not in DTYPES:
@@ -95,21 +95,21 @@ def check(q, k, v, causal=False, scale=None, return_lse=False, **tuning) -> None
         >>> check(q, q, q, NC=4)
         Traceback (most recent call last):
         ...
-        kernels.attention_api.AttentionArgumentError: attention: NC = 4 consumer warpgroups; use 1 or 2
+        tirxpy_kernels.attention_api.AttentionArgumentError: attention: NC = 4 consumer warpgroups; use 1 or 2
     """
     _check(q, k, v, causal, scale, return_lse, tuning)
 
 
 def check_tuning(tuning: dict) -> None:
     """The tuning options of :func:`attention` on their own: known names (:data:`TUNING`) and each option's
-    kind (:func:`kernels.attention_plan.check_options`; ``PDL`` True or False); :class:`AttentionArgumentError`
+    kind (:func:`tirxpy_kernels.attention_plan.check_options`; ``PDL`` True or False); :class:`AttentionArgumentError`
     naming the first bad one.
 
         >>> check_tuning({"BN": 64, "PDL": False})
         >>> check_tuning({"STAGES": "3"})
         Traceback (most recent call last):
         ...
-        kernels.attention_api.AttentionArgumentError: attention: STAGES must be an int or None, got '3' (str)
+        tirxpy_kernels.attention_api.AttentionArgumentError: attention: STAGES must be an int or None, got '3' (str)
     """
     unknown = sorted(map(str, set(tuning) - set(TUNING)))
     if unknown:
@@ -122,7 +122,7 @@ def check_tuning(tuning: dict) -> None:
 
 @contextlib.contextmanager
 def _as_argument_error():
-    """Re-raise the kernel's :class:`~kernels.errors.KernelConfigError` (an option or plan :func:`attention` was
+    """Re-raise the kernel's :class:`~tirxpy_kernels.errors.KernelConfigError` (an option or plan :func:`attention` was
     given cannot build) as :class:`AttentionArgumentError` with the same message."""
     try:
         yield
@@ -163,13 +163,13 @@ def _pad(t, rows):
 def attention(q, k, v, causal=False, scale=None, return_lse=False, **tuning):
     """Attention forward on a Hopper GPU; see the module docstring. ``tuning`` passes ``BN``,
     ``STAGES``, ``NC``, ``PINGPONG``, ``PERSIST``, ``CHAIN``, ``OSTAGE``, ``LAZY``, ``TRIM``, ``TAIL``,
-    ``FOLD``, ``PDL`` and ``sms`` (default: the device's SM count) to :func:`kernels.attention_sm90.attention_sm90`
-    (defaults: :func:`~kernels.attention_plan.default_config`,
-    :func:`~kernels.attention_plan.default_pingpong`, :func:`~kernels.attention_plan.default_lazy`,
-    :func:`~kernels.attention_plan.default_trim`, :func:`~kernels.attention_plan.default_tail`,
-    :func:`~kernels.attention_plan.default_fold`;
+    ``FOLD``, ``PDL`` and ``sms`` (default: the device's SM count) to :func:`tirxpy_kernels.attention_sm90.attention_sm90`
+    (defaults: :func:`~tirxpy_kernels.attention_plan.default_config`,
+    :func:`~tirxpy_kernels.attention_plan.default_pingpong`, :func:`~tirxpy_kernels.attention_plan.default_lazy`,
+    :func:`~tirxpy_kernels.attention_plan.default_trim`, :func:`~tirxpy_kernels.attention_plan.default_tail`,
+    :func:`~tirxpy_kernels.attention_plan.default_fold`;
     persistent and chained where it fits, see
-    :func:`~kernels.attention_plan.plan`)."""
+    :func:`~tirxpy_kernels.attention_plan.plan`)."""
     key = _fast_key(q, k, v, causal, scale, tuning)
     ck = _FAST.get(key)
     if ck is not None and isinstance(return_lse, bool):
@@ -213,5 +213,5 @@ def _fast_key(q, k, v, causal, scale, tuning):
             k.device, v.device, causal, scale, tuple(sorted(tuning.items())))
 
 
-# _fast_key -> the compiled kernel of a checked call with no padding (kernels.launch_cache)
+# _fast_key -> the compiled kernel of a checked call with no padding (tirxpy_kernels.launch_cache)
 _FAST = LaunchCache("attention")

@@ -1,4 +1,4 @@
-"""The launch caches of the kernel APIs (:func:`kernels.gemm`, :func:`kernels.attention`): what a checked call
+"""The launch caches of the kernel APIs (:func:`tirxpy_kernels.gemm`, :func:`tirxpy_kernels.attention`): what a checked call
 built, found again by an exact key so that a later call like it skips the checks and the planning.
 
 A key must fix everything the cached value depends on. The APIs build it from :func:`tensor_key` of each

@@ -1,10 +1,10 @@
-"""``python -m kernels.bench attention [--shapes SxD,...] [--tune "BN=128,NC=2;STAGES=3"] [--reps 30] [--sim]``
+"""``python -m tirxpy_kernels.bench attention [--shapes SxD,...] [--tune "BN=128,NC=2;STAGES=3"] [--reps 30] [--sim]``
 
-TFLOPS (``4 B H S^2 D``, halved when causal) of :func:`kernels.attention` and of
+TFLOPS (``4 B H S^2 D``, halved when causal) of :func:`tirxpy_kernels.attention` and of
 ``torch.nn.functional.scaled_dot_product_attention`` with the cuDNN backend and with the flash backend
 (:func:`sdpa`), on the same random bf16 inputs in ``(batch, seq, heads, dim)`` layout (SDPA gets the
 ``(B, H, S, D)`` transposed views); every tuning and the peers take their samples in turn
-(:func:`kernels.bench_tools.median_ms`); ratios to cuDNN. Default sweep: head dim 64 / 128 / 256 x seqlen
+(:func:`tirxpy_kernels.bench_tools.median_ms`); ratios to cuDNN. Default sweep: head dim 64 / 128 / 256 x seqlen
 1k / 4k / 8k / 16k, batch x seqlen = 32k tokens, 16 heads, causal and not. ``--sim`` runs the kernel through
 the CPU simulator at a small ragged causal GQA shape against float64.
 """
@@ -93,17 +93,17 @@ def _peers(q, k, v, causal):
 
 
 def bench_attention(args):
-    """Time ``kernels.attention`` (each tuning) and SDPA at each shape; returns the exit status (1 when a result
+    """Time ``tirxpy_kernels.attention`` (each tuning) and SDPA at each shape; returns the exit status (1 when a result
     is past ``GPU_TOLERANCE``)."""
     import torch
 
-    import kernels
+    import tirxpy_kernels
 
     from .prebuild import prebuild
 
     shapes, tunings = check(args)
     torch.manual_seed(seed_of(args))
-    sms = torch.cuda.get_device_properties(0).multi_processor_count      # as kernels.attention builds them
+    sms = torch.cuda.get_device_properties(0).multi_processor_count      # as tirxpy_kernels.attention builds them
     dt = prebuild([("attention", max(1, TOKENS // S), HEADS, HEADS, S, S, D, c, dict(t, sms=t.get("sms", sms)))
                    for S, D in shapes for c in (False, True) for t in tunings], args.jobs)
     print(environment() + (f" (kernels prebuilt in {dt:.0f} s)" if dt else "") + f", seed {args.seed}")
@@ -118,14 +118,14 @@ def bench_attention(args):
             ref = sdpa("flash")(q, k, v, causal).transpose(1, 2).float()
             for i, t in enumerate(tunings):
                 t0 = time.time()
-                err = relative_error(kernels.attention(q, k, v, causal=causal, **t), ref)
+                err = relative_error(tirxpy_kernels.attention(q, k, v, causal=causal, **t), ref)
                 tag = ",".join(f"{a}={b}" for a, b in t.items()) or "default"
                 print(f"S={S} D={D} causal={causal} [{tag}]: relerr vs flash {err:.1e}, build {time.time() - t0:.1f} s")
                 if not err < GPU_TOLERANCE:
                     print(f"FAILED: S={S} D={D} causal={causal} [{tag}]: relative error {err:.1e} is past "
                           f"{GPU_TOLERANCE:.0e}", file=sys.stderr)
                     return 1
-                fns[i] = (lambda q, k, v, c=causal, tt=t: kernels.attention(q, k, v, causal=c, **tt))
+                fns[i] = (lambda q, k, v, c=causal, tt=t: tirxpy_kernels.attention(q, k, v, causal=c, **tt))
             ms = median_ms(fns, [(q, k, v)], args.reps)
             res = {name: flop / ms[name] / 1e9 if name in ms else float("nan") for name in ("cudnn", "flash")}
             for i, t in enumerate(tunings):

@@ -1,4 +1,4 @@
-"""Plan of the Blackwell GEMM (:mod:`kernels.gemm_sm100`): tile choice, ring depth, TMEM and shared-memory
+"""Plan of the Blackwell GEMM (:mod:`tirxpy_kernels.gemm_sm100`): tile choice, ring depth, TMEM and shared-memory
 budgets, the checks of every option, and the host-side packing of block scales.
 
 The rules the defaults follow:
@@ -44,7 +44,7 @@ DTYPES = ("bfloat16", "float16") + FP8
 
 @dataclass(frozen=True)
 class Plan:
-    """A checked configuration of :func:`kernels.gemm_sm100.gemm_sm100` and the counts derived from it."""
+    """A checked configuration of :func:`tirxpy_kernels.gemm_sm100.gemm_sm100` and the counts derived from it."""
 
     M: int
     N: int

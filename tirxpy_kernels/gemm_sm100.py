@@ -7,7 +7,7 @@ data movement and MMA (``Tx.copy_async`` -> TMA, ``Tx.gemm_async`` -> ``tcgen05.
 -> ``tcgen05.ld`` and shared-memory stores), :mod:`tirxpy.lang` for the orchestration (two
 :class:`~tirxpy.lang.StageRing` s, :func:`~tirxpy.lang.setup_barriers`, the persistent schedule),
 intrinsics for fences and TMEM allocation. The plan (tile choice, budgets, checks) is
-:mod:`kernels.gemm_sm100_plan`.
+:mod:`tirxpy_kernels.gemm_sm100_plan`.
 
 Roles (``threads = 192``; warps 0-3 form the epilogue warpgroup so warp ``w`` reaches TMEM lanes
 ``32 (w % 4) ..``), each a macro of this module:
@@ -224,7 +224,7 @@ def _layouts(p: Plan):
 def gemm_sm100(M: int, N: int, K: int, BN: int | None = None, STAGES: int | None = None, EPI: int = 32,
                ctas: int = TARGET.sm_count, cta_group: int = 1, dtype: str = "bfloat16", drop: str | None = None):
     """The kernel for ``C (M, N) f32 = A (M, K) @ B (N, K)^T``; call it as ``k(A, B, C)``. ``BN``, ``STAGES``,
-    ``EPI``, ``ctas`` and ``cta_group`` follow the rules of :mod:`kernels.gemm_sm100_plan`.
+    ``EPI``, ``ctas`` and ``cta_group`` follow the rules of :mod:`tirxpy_kernels.gemm_sm100_plan`.
 
     ``dtype="float8_e4m3"`` / ``"float8_e5m2"``: block-scaled MXFP8, ``C = (A * SA) @ (B * SB)^T``
     with one ue8m0 scale per 32 elements of K; call it as ``k(A, B, SFA, SFB, C)`` with the scales

@@ -1,5 +1,5 @@
-"""``kernels.gemm(a, b, out=None, ...)``: ``act(a @ b + bias)`` on torch tensors with the Hopper
-kernel of :mod:`kernels.gemm_sm90`.
+"""``tirxpy_kernels.gemm(a, b, out=None, ...)``: ``act(a @ b + bias)`` on torch tensors with the Hopper
+kernel of :mod:`tirxpy_kernels.gemm_sm90`.
 
 Checks its arguments first (typed errors that say what to change), then maps the operands onto
 the kernel without copies where it can: a row-major ``a`` is read K-major, a column-major one
@@ -28,7 +28,7 @@ _DUMMY: dict = {}
 # _fast_key -> (compiled kernel, how a and b are handed to it): a checked call's launch, for calls like it
 _FAST = LaunchCache("gemm")
 # (_fast_key, data pointers of a, b, out, bias) -> the kernel's BoundLaunch (tirxpy.lower.bound_launch): the
-# arguments packed once (kernels.launch_cache says why the key is exact)
+# arguments packed once (tirxpy_kernels.launch_cache says why the key is exact)
 _BOUND = LaunchCache("gemm bound launches")
 
 
@@ -56,7 +56,7 @@ TUNING = ("BN", "STAGES", "CM", "group", "DEFER", "PINGPONG", "PDL", "SPLIT", "s
 def _check(a, b, out, bias, activation, out_dtype, tuning):
     """``(M, N, K, out_dtype)`` once every argument but the device is right: the tensors' kinds, dtypes and
     shapes, then the options (:data:`TUNING` names, kinds, and the plan they make for this problem, checked by
-    :func:`kernels.gemm_plan.check_config`). :func:`_device` checks the device after these."""
+    :func:`tirxpy_kernels.gemm_plan.check_config`). :func:`_device` checks the device after these."""
     for name, t in (("a", a), ("b", b)):
         dense_tensor("gemm", name, t, 2, "(a matrix)", GemmArgumentError)
         if from_torch(t.dtype) not in IN_DTYPES:
@@ -106,13 +106,13 @@ def _check(a, b, out, bias, activation, out_dtype, tuning):
 
 def check_tuning(tuning: dict) -> None:
     """The tuning options of :func:`gemm` on their own: known names (:data:`TUNING`) and each option's kind
-    and range (:func:`kernels.gemm_plan.check_options`); :class:`GemmArgumentError` naming the first bad one.
+    and range (:func:`tirxpy_kernels.gemm_plan.check_options`); :class:`GemmArgumentError` naming the first bad one.
 
         >>> check_tuning({"BN": 192, "PINGPONG": True})
         >>> check_tuning({"BM": 128})
         Traceback (most recent call last):
         ...
-        kernels.gemm_api.GemmArgumentError: gemm: unknown tuning argument(s) ['BM']; the kernel takes ('BN', 'STAGES', 'CM', 'group', 'DEFER', 'PINGPONG', 'PDL', 'SPLIT', 'sms')
+        tirxpy_kernels.gemm_api.GemmArgumentError: gemm: unknown tuning argument(s) ['BM']; the kernel takes ('BN', 'STAGES', 'CM', 'group', 'DEFER', 'PINGPONG', 'PDL', 'SPLIT', 'sms')
     """
     unknown = sorted(map(str, set(tuning) - set(TUNING)))
     if unknown:
@@ -126,7 +126,7 @@ def check_tuning(tuning: dict) -> None:
 
 @contextlib.contextmanager
 def _as_argument_error():
-    """Re-raise the kernel's :class:`~kernels.errors.KernelConfigError` (an option or plan :func:`gemm` was given
+    """Re-raise the kernel's :class:`~tirxpy_kernels.errors.KernelConfigError` (an option or plan :func:`gemm` was given
     cannot build) as :class:`GemmArgumentError` with the same message."""
     try:
         yield
@@ -187,16 +187,16 @@ def gemm(a, b, out=None, *, bias=None, activation=None, out_dtype=None, **tuning
     """``act(a @ b + bias)`` for ``a`` ``(M, K)`` and ``b`` ``(K, N)`` (bf16 or f16, row- or
     column-major), float32 accumulation, output ``out_dtype`` (default ``a.dtype``; bf16, f16 or
     f32) written to ``out`` when given. ``activation``: None, ``"relu"`` or ``"silu"``.
-    ``tuning`` goes to :func:`kernels.gemm_sm90.gemm_sm90` (``BN``, ``STAGES``, ``CM``, ``group``, ``DEFER``,
+    ``tuning`` goes to :func:`tirxpy_kernels.gemm_sm90.gemm_sm90` (``BN``, ``STAGES``, ``CM``, ``group``, ``DEFER``,
     ``PINGPONG``, ``PDL``, ``SPLIT``, ``sms``; its docstring says what each does and when the defaults choose
-    it); without ``BN`` the tile width and the schedule are :func:`kernels.gemm_plan.choose_tile`'s (ping-pong
-    at N = 2112, for example; no wider than :func:`kernels.gemm_plan.widest_bn` allows for the epilogue), a
-    cooperative 256 with :func:`kernels.gemm_plan.balanced_split`'s ``SPLIT`` where that deals the tiles more
+    it); without ``BN`` the tile width and the schedule are :func:`tirxpy_kernels.gemm_plan.choose_tile`'s (ping-pong
+    at N = 2112, for example; no wider than :func:`tirxpy_kernels.gemm_plan.widest_bn` allows for the epilogue), a
+    cooperative 256 with :func:`tirxpy_kernels.gemm_plan.balanced_split`'s ``SPLIT`` where that deals the tiles more
     evenly (4096^3, 8192^3).
 
     A call like an earlier checked one (the same shapes, strides, dtypes, device and options) skips the checks
     and the planning, and with the same tensor addresses too it launches the arguments packed then
-    (:mod:`kernels.launch_cache`).
+    (:mod:`tirxpy_kernels.launch_cache`).
 
     Every argument is checked before the device (:class:`GemmArgumentError` naming it): the tensors (dense,
     2-D, dtypes, shapes; ``out`` contiguous and sharing no memory with an input), the options and the plan
@@ -287,7 +287,7 @@ def check(a, b, out=None, *, bias=None, activation=None, out_dtype=None, **tunin
         >>> check(a, a, BN=100)
         Traceback (most recent call last):
         ...
-        kernels.gemm_api.GemmArgumentError: gemm: BN = 100 must be a multiple of 16 in [64, 256] (the wgmma N)
+        tirxpy_kernels.gemm_api.GemmArgumentError: gemm: BN = 100 must be a multiple of 16 in [64, 256] (the wgmma N)
     """
     _checked(a, b, out, bias, activation, out_dtype, tuning)
 
@@ -358,12 +358,12 @@ def _problem(a, b, M, N, K, out_dtype):
 
 
 def _tile(tuning, M, N, K, sms, b_major="K", bias=False, activation=None, out_dtype="bfloat16"):
-    """``tuning`` with ``BN`` (and ``PINGPONG``) filled in as :func:`kernels.gemm` runs it: both from
-    :func:`kernels.gemm_plan.choose_tile` when neither is given (the cooperative schedule when ``DEFER`` asks
+    """``tuning`` with ``BN`` (and ``PINGPONG``) filled in as :func:`tirxpy_kernels.gemm` runs it: both from
+    :func:`tirxpy_kernels.gemm_plan.choose_tile` when neither is given (the cooperative schedule when ``DEFER`` asks
     for it), ``BN`` for the given schedule otherwise; a given ``BN`` alone keeps the
     cooperative schedule. The epilogue (``bias``, ``activation``, ``out_dtype``) caps the width
-    (:func:`kernels.gemm_plan.widest_bn`); a ``SPLIT`` asks for the cooperative schedule too. A chosen
-    cooperative deferred tile also gets :func:`kernels.gemm_plan.balanced_split`'s ``SPLIT`` where that deals
+    (:func:`tirxpy_kernels.gemm_plan.widest_bn`); a ``SPLIT`` asks for the cooperative schedule too. A chosen
+    cooperative deferred tile also gets :func:`tirxpy_kernels.gemm_plan.balanced_split`'s ``SPLIT`` where that deals
     the tiles more evenly (4096^3, for example); ``SPLIT=None`` keeps the plain grid."""
     if "BN" in tuning:       # PINGPONG=None next to a given BN: the cooperative schedule, as BN alone
         return {k: v for k, v in tuning.items() if not (k == "PINGPONG" and v is None)}

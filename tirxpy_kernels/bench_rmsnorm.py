@@ -1,10 +1,10 @@
-"""``python -m kernels.bench rmsnorm [--shapes ROWSxD,...] [--tune "elems_per_thread=16;elems_per_thread=32"] [--sim]``
+"""``python -m tirxpy_kernels.bench rmsnorm [--shapes ROWSxD,...] [--tune "elems_per_thread=16;elems_per_thread=32"] [--sim]``
 
-Bandwidth of the fused RMSNorm + SiLU kernel (:func:`kernels.rmsnorm_silu.rmsnorm_silu`) against a
+Bandwidth of the fused RMSNorm + SiLU kernel (:func:`tirxpy_kernels.rmsnorm_silu.rmsnorm_silu`) against a
 device-to-device copy of the same bytes (``torch.Tensor.copy_``, the peer: what a memory-bound kernel can
 reach), bf16 rows: the kernel reads ``x`` and ``w`` and writes ``y``; the copy reads and writes as many bytes
 as ``x``. Every tuning (``elems_per_thread``: how much of a row each thread holds, the bytes in flight) and the
-copy take their samples in turn (:func:`kernels.bench_tools.median_ms`); printed: GB/s of each and the ratio
+copy take their samples in turn (:func:`tirxpy_kernels.bench_tools.median_ms`); printed: GB/s of each and the ratio
 kernel / copy. ``--sim`` runs a small kernel through the CPU simulator against float64.
 """
 from __future__ import annotations

@@ -6,8 +6,8 @@ MMA (``Tx.copy_async`` -> TMA load with multicast / TMA store, ``Tx.wg.gemm_asyn
 ``wgmma.mma_async`` m64nBNk16, ``Tx.wg.copy`` -> ``stmatrix``), :mod:`tirxpy.lang` for the
 orchestration (the stage ring, the warp roles and their register split, the barrier set-up, the
 persistent tile schedulers) and intrinsics (``T.ptx.*``) for the named barriers between consumers.
-The plan (every size the kernel uses, checked) is :mod:`kernels.gemm_plan`; the torch API is
-:mod:`kernels.gemm_api`.
+The plan (every size the kernel uses, checked) is :mod:`tirxpy_kernels.gemm_plan`; the torch API is
+:mod:`tirxpy_kernels.gemm_api`.
 
 Operands (``a_major`` / ``b_major`` say which dimension is contiguous in memory):
 
@@ -46,7 +46,7 @@ The parts (each a macro below; the kernel is their composition in :func:`gemm_sm
   not idle during stores. The CTA's last tile is stored after its tile loop; rounds a short k-loop
   (``k_blocks < rounds``) has no k-block for are stored right after it. Narrow chunks go out in rounds
   of 128 bytes of columns (four 16-column boxes at ``BN = 176``), one barrier pair each.
-- **Balanced split** (``SPLIT``, :func:`kernels.gemm_plan.balanced_split`): where the plain grid of 128 x
+- **Balanced split** (``SPLIT``, :func:`tirxpy_kernels.gemm_plan.balanced_split`): where the plain grid of 128 x
   256 tiles leaves a partial last round, some tile rows are cut into narrower tiles so no CTA has more
   wide tiles than the others. A narrow tile loads the same box of ``B`` and runs ``m64n{bn2}k16`` into a
   prefix of the accumulator.
@@ -87,7 +87,7 @@ from tirxpy.layout import ComposeLayout, R, S, TileLayout, laneid, m, swizzle_fo
 from tirxpy.layout.atoms import wgmma_accumulator
 from tirxpy.sim import register_model
 
-from .gemm_plan import (  # noqa: F401  (the plan's public names, re-exported: kernels.gemm_sm90 is the kernel's home)
+from .gemm_plan import (  # noqa: F401  (the plan's public names, re-exported: tirxpy_kernels.gemm_sm90 is the kernel's home)
     ACTIVATIONS, BK, BM, CONSUMER_REGS, DROPS, IN_DTYPES, OUT_DTYPES, PRODUCER_REGS, SMEM_LIMIT, TARGET, THREADS,
     GemmPlan, balanced_split, bn_candidates, check_config, check_options, choose_tile, default_stages, kernel_plan,
     plan, schedule_cost, splittable, tile_cost, widest_bn)
@@ -500,16 +500,16 @@ def gemm_sm90(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", dtyp
               PINGPONG=False, drop=None, PDL=True, SPLIT=None):
     """The kernel for one problem: ``k(A, B, C)`` (``k(A, B, Bias, C)`` with ``bias=True``); see the
     module docstring for the operand orientations and the parts. Each tuning option, what it does and
-    when the defaults (:func:`kernels.gemm`, through :func:`~kernels.gemm_plan.choose_tile`) choose it:
+    when the defaults (:func:`tirxpy_kernels.gemm`, through :func:`~tirxpy_kernels.gemm_plan.choose_tile`) choose it:
 
     ``BN``: the tile width, any multiple of 16 in [64, 256] (the wgmma N); with an MN-major ``B``, a
     multiple of ``64 CM`` (64-column TMA boxes, split over the cluster). Widths that are not a multiple
     of 64 store narrower output chunks, several per barrier round (``BN = 176``: 16-column chunks, four
-    per round). Default here 256; :func:`kernels.gemm` takes :func:`~kernels.gemm_plan.choose_tile`'s, the
-    width whose persistent rounds :func:`~kernels.gemm_plan.schedule_cost` rates fastest, no wider than
-    :func:`~kernels.gemm_plan.widest_bn` allows for the epilogue.
+    per round). Default here 256; :func:`tirxpy_kernels.gemm` takes :func:`~tirxpy_kernels.gemm_plan.choose_tile`'s, the
+    width whose persistent rounds :func:`~tirxpy_kernels.gemm_plan.schedule_cost` rates fastest, no wider than
+    :func:`~tirxpy_kernels.gemm_plan.widest_bn` allows for the epilogue.
 
-    ``STAGES``: shared-memory ring stages; default :func:`~kernels.gemm_plan.default_stages` (the most that
+    ``STAGES``: shared-memory ring stages; default :func:`~tirxpy_kernels.gemm_plan.default_stages` (the most that
     fit next to the epilogue's staging buffers: 4, or 5 for ping-pong tiles at most 176 wide).
 
     ``CM``: CTAs per cluster (1 or 2; 2: the pair computes two tile rows of the same columns and
@@ -532,17 +532,17 @@ def gemm_sm90(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", dtyp
     deferred tile's registers) in the cooperative schedule; a float32 output has no room for it.
 
     ``PINGPONG``: the two consumer warpgroups take whole tiles in turn (module docstring); ``BN <= 192``
-    (the accumulator's registers); no ``DEFER``. :func:`kernels.gemm` picks it where
-    :func:`~kernels.gemm_plan.choose_tile` rates it faster (narrow N such as 2112, where ping-pong tiles
+    (the accumulator's registers); no ``DEFER``. :func:`tirxpy_kernels.gemm` picks it where
+    :func:`~tirxpy_kernels.gemm_plan.choose_tile` rates it faster (narrow N such as 2112, where ping-pong tiles
     fill the rounds better).
 
     ``SPLIT = (rows, wide, bn2)`` (cooperative deferred schedule, ``CM = 1``, K-major ``B``): the first
     ``rows`` tile rows hold ``wide`` tiles of ``BN`` columns and then tiles of ``bn2`` (``BN - chunk_cols <
     bn2 < BN``, a multiple of 16) to the end of ``N``, listed first (:func:`tirxpy.lang.schedule.split_tile`),
-    so the tile count fills the persistent grid's last round. :func:`kernels.gemm` applies
-    :func:`~kernels.gemm_plan.balanced_split`'s where it lowers the busiest CTA's work.
+    so the tile count fills the persistent grid's last round. :func:`tirxpy_kernels.gemm` applies
+    :func:`~tirxpy_kernels.gemm_plan.balanced_split`'s where it lowers the busiest CTA's work.
 
-    ``sms``: persistent units to fill (the device's SM count in :func:`kernels.gemm`).
+    ``sms``: persistent units to fill (the device's SM count in :func:`tirxpy_kernels.gemm`).
 
     ``drop=`` removes one protocol step, for the simulator's mutation tests only: ``"full_wait"``
     (consumers' wait on ``full``), ``"empty_wait"`` (producer's wait on ``empty``), ``"expect_tx"``
@@ -556,5 +556,5 @@ def gemm_sm90(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", dtyp
 
 @tirxpy.jit
 def example():
-    """The kernel ``python -m tirxpy compile kernels/gemm_sm90.py`` builds: the defaults at 4096^3."""
+    """The kernel ``python -m tirxpy compile tirxpy_kernels/gemm_sm90.py`` builds: the defaults at 4096^3."""
     return gemm_sm90(4096, 4096, 4096)

@@ -1,9 +1,9 @@
 """The Hopper GEMM's plan: checked options, tile choice, cost model and the balanced split.
 
 Everything here is plain Python on ints: :func:`check_config` resolves and checks every option of
-:func:`kernels.gemm_sm90.gemm_sm90` for one problem, :func:`kernel_plan` turns that into the
+:func:`tirxpy_kernels.gemm_sm90.gemm_sm90` for one problem, :func:`kernel_plan` turns that into the
 :class:`GemmPlan` the kernel is built from (every derived size named), and :func:`choose_tile` /
-:func:`balanced_split` are what :func:`kernels.gemm` runs when it is given no tile.
+:func:`balanced_split` are what :func:`tirxpy_kernels.gemm` runs when it is given no tile.
 
     >>> p = kernel_plan(4096, 4096, 4096, SPLIT=(16, 1, 240))
     >>> p.k_blocks, p.chunk_cols, p.chunks, p.rounds, p.narrow_bn, p.tiles, p.grid
@@ -28,7 +28,7 @@ SMEM_LIMIT = TARGET.smem_per_cta
 IN_DTYPES = ("bfloat16", "float16")
 OUT_DTYPES = ("bfloat16", "float16", "float32")
 ACTIVATIONS = (None, "relu", "silu")
-# protocol steps ``drop=`` can remove (the simulator's mutation tests only; kernels.gemm refuses it)
+# protocol steps ``drop=`` can remove (the simulator's mutation tests only; tirxpy_kernels.gemm refuses it)
 DROPS = ("full_wait", "empty_wait", "expect_tx", "wgmma_wait", "acc_wait", "fence_proxy_async", "store_wait", "turn")
 
 
@@ -151,7 +151,7 @@ def choose_tile(M, N, K, sms=TARGET.sm_count, CM=1, b_major="K", PINGPONG=None, 
     """``(BN, PINGPONG)`` with the least :func:`schedule_cost`: the widths of :func:`bn_candidates` in the
     cooperative schedule, those of them in ``_PP_EFFICIENCY`` (192, 176) in ping-pong (``PINGPONG``
     True / False restricts the choice to one schedule), none wider than :func:`widest_bn` for the
-    epilogue (``bias``, ``activation``, ``out_dtype``). What :func:`kernels.gemm` runs when given
+    epilogue (``bias``, ``activation``, ``out_dtype``). What :func:`tirxpy_kernels.gemm` runs when given
     neither ``BN`` nor ``PINGPONG`` (with :func:`balanced_split`'s ``SPLIT`` for a cooperative 256).
 
         >>> choose_tile(4096, 4096, 4096), choose_tile(8192, 8192, 8192), choose_tile(4096, 2112, 7168)
@@ -178,7 +178,7 @@ def choose_tile(M, N, K, sms=TARGET.sm_count, CM=1, b_major="K", PINGPONG=None, 
 def schedule_cost(M, N, K, BN, PINGPONG=False, sms=TARGET.sm_count, CM=1, b_major="K", bias=False,
                   out_dtype="bfloat16"):
     """What :func:`choose_tile` minimizes: :func:`tile_cost`, or for a cooperative tile that
-    :func:`kernels.gemm` would split (``CM = 1``, K-major ``B``, no bias, a 16-bit output) the busiest CTA's
+    :func:`tirxpy_kernels.gemm` would split (``CM = 1``, K-major ``B``, no bias, a 16-bit output) the busiest CTA's
     work under :func:`balanced_split`'s ``SPLIT`` (its walk's slower tile boundary, ``_SPLIT_WALK``, included),
     in the same units.
 
@@ -194,7 +194,7 @@ def schedule_cost(M, N, K, BN, PINGPONG=False, sms=TARGET.sm_count, CM=1, b_majo
 
 
 def splittable(PINGPONG=False, CM=1, b_major="K", bias=False, out_dtype="bfloat16", DEFER=None):
-    """Whether :func:`gemm_sm90` takes a ``SPLIT`` for these options (and so :func:`kernels.gemm` applies
+    """Whether :func:`gemm_sm90` takes a ``SPLIT`` for these options (and so :func:`tirxpy_kernels.gemm` applies
     :func:`balanced_split`): the cooperative deferred schedule without a cluster, a K-major ``B``, no bias and
     a 16-bit output (``DEFER`` None or true).
 
@@ -303,15 +303,15 @@ def _split_checked(SPLIT, M, N, BN, EPI, wide_chunks, CM, PP, DEFER, b_major):
 def check_options(BN=256, STAGES=None, CM=1, group=4, DEFER=None, PINGPONG=False, PDL=True, SPLIT=None,
                   sms=TARGET.sm_count):
     """Each tuning option of :func:`gemm_sm90` on its own, its kind and the range no other option moves
-    (:class:`~kernels.errors.KernelConfigError` naming the first bad one). ``PINGPONG=None`` passes (kernels.gemm
-    then picks the schedule). :func:`check_config` runs this first; :func:`kernels.gemm` runs it before it picks
+    (:class:`~tirxpy_kernels.errors.KernelConfigError` naming the first bad one). ``PINGPONG=None`` passes (tirxpy_kernels.gemm
+    then picks the schedule). :func:`check_config` runs this first; :func:`tirxpy_kernels.gemm` runs it before it picks
     a tile.
 
         >>> check_options(BN=192, STAGES=4, SPLIT=(16, 1, 240))
         >>> check_options(group=0)
         Traceback (most recent call last):
         ...
-        kernels.errors.KernelConfigError: gemm_sm90: group = 0 is out of range; it must be >= 1
+        tirxpy_kernels.errors.KernelConfigError: gemm_sm90: group = 0 is out of range; it must be >= 1
     """
     w = "gemm_sm90"
     int_option(w, "BN", BN)
@@ -332,7 +332,7 @@ def check_config(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", d
                  PINGPONG=False, drop=None, PDL=True, SPLIT=None):
     """Every check :func:`gemm_sm90` makes of its arguments, before anything is built: the options
     (:func:`check_options`), the plan (:func:`plan`) and how they combine; the first failure raises
-    :class:`~kernels.errors.KernelConfigError` naming the option and the fix. Returns the resolved schedule:
+    :class:`~tirxpy_kernels.errors.KernelConfigError` naming the option and the fix. Returns the resolved schedule:
     ``{"PP", "STAGES", "plan", "DEFER", "SPLIT" (rows, wide, narrow, bn2), "PDL"}``.
 
         >>> c = check_config(4096, 4096, 4096)
@@ -343,7 +343,7 @@ def check_config(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", d
         int_option("gemm_sm90", name, v, lo=1)
     check_options(BN, STAGES, CM, group, DEFER, False if PINGPONG is None else PINGPONG, PDL, SPLIT, sms)
     if PINGPONG is None:
-        raise KernelConfigError("gemm_sm90: PINGPONG must be True or False (kernels.gemm picks it when given None)")
+        raise KernelConfigError("gemm_sm90: PINGPONG must be True or False (tirxpy_kernels.gemm picks it when given None)")
     flag_option("gemm_sm90", "bias", bias)
     activation = choice_option("gemm_sm90", "activation", activation, ACTIVATIONS)
     BM, BK = 128, 64
@@ -365,11 +365,11 @@ def check_config(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", d
     for name, inner in (("A", K if a_major == "K" else M), ("B", K if b_major == "K" else N), ("C", N)):
         if inner * DataType.get(dtype if name != "C" else out_dtype).itemsize % 16:
             raise KernelConfigError(f"gemm_sm90: the rows of {name} ({inner} elements) are not a multiple of 16 bytes, "
-                                    "which TMA needs: pad that dimension (kernels.gemm does this for you)")
+                                    "which TMA needs: pad that dimension (tirxpy_kernels.gemm does this for you)")
     for name, size, tile in (("M", M, BM), ("N", N, BN), ("K", K, BK)):
         if size < tile:
             raise KernelConfigError(f"gemm_sm90: {name} = {size} is smaller than one tile ({tile}), and a TMA box may not be "
-                                    f"larger than its tensor: pad {name} to {tile} with zeros (kernels.gemm does this for you)")
+                                    f"larger than its tensor: pad {name} to {tile} with zeros (tirxpy_kernels.gemm does this for you)")
     if PP and DEFER:
         raise KernelConfigError("gemm_sm90: with PINGPONG each consumer stores its own tile while the other one's k-loop runs, "
                                 f"so DEFER does not apply (got DEFER={DEFER!r})")
@@ -403,7 +403,7 @@ PRODUCER_REGS, CONSUMER_REGS = 40, 232      # the setmaxnreg split of those 384 
 
 @dataclass(frozen=True)
 class GemmPlan:
-    """Every size and switch :func:`kernels.gemm_sm90.gemm_sm90` builds its kernel from, resolved and checked
+    """Every size and switch :func:`tirxpy_kernels.gemm_sm90.gemm_sm90` builds its kernel from, resolved and checked
     (:func:`kernel_plan`). The kernel's parts read these names; none of them is derived again there."""
 
     M: int
