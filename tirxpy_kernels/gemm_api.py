@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 
 import torch
+from torch import Tensor
 
 from tirxpy.errors import ArgumentError, TirxError
 from tirxpy.ir.dtype import from_torch
@@ -22,7 +23,7 @@ from .errors import KernelConfigError
 from .gemm_plan import (ACTIVATIONS, IN_DTYPES, OUT_DTYPES, TARGET, balanced_split, check_config, check_options,
                         choose_tile, splittable)
 from .gemm_sm90 import gemm_sm90
-from .launch_cache import LaunchCache, compiled, options_key, tensor_key
+from .launch_cache import LaunchCache, compiled
 
 _DUMMY: dict = {}
 # _fast_key -> (compiled kernel, how a and b are handed to it): a checked call's launch, for calls like it
@@ -311,18 +312,24 @@ def _checked(a, b, out, bias, activation, out_dtype, tuning):
 
 
 def _fast_key(a, b, out, bias, activation, out_dtype, tuning):
-    """The key of an earlier checked call like this one (shapes, strides, dtypes, device, options), or None
-    when an argument is not of a plain kind (then the full checks run, and the call is never a fast one)."""
-    ka, kb = tensor_key(a), tensor_key(b)
-    ko = None if out is None else tensor_key(out)
-    kbias = None if bias is None else tensor_key(bias)
-    opts = options_key(tuning)
-    if ka is None or kb is None or (out is not None and ko is None) or (bias is not None and kbias is None) \
-            or opts is None:
+    """The key of an earlier checked call like this one (every tensor's layout kind, shape, strides, dtype and
+    device; the options with their types, as ``1`` and ``True`` are equal in Python but not as options), or
+    None when an argument is not a tensor or an option is unhashable (then the full checks run). Keys are
+    stored only for calls the full checks accepted, so an equal key is such a call. Written out flat: every
+    repeated call computes it."""
+    if not (isinstance(a, Tensor) and isinstance(b, Tensor) and (out is None or isinstance(out, Tensor))
+            and (bias is None or isinstance(bias, Tensor))):
         return None
-    if type(activation) not in (type(None), str) or not (out_dtype is None or isinstance(out_dtype, torch.dtype)):
+    try:
+        key = (a.layout, a.shape, a.stride(), a.dtype, a.device, b.layout, b.shape, b.stride(), b.dtype, b.device,
+               out_dtype, activation,
+               None if out is None else (out.layout, out.shape, out.stride(), out.dtype, out.device),
+               None if bias is None else (bias.layout, bias.shape, bias.stride(), bias.dtype, bias.device),
+               tuple(sorted((k, type(v), v) for k, v in tuning.items())) if tuning else ())
+        hash(key)
+    except (RuntimeError, TypeError):    # a tensor without sizes / strides (nested, sparse), an unhashable option
         return None
-    return (ka, kb, out_dtype, activation, kbias, ko, opts)
+    return key
 
 
 def _no_overlap(out, a, b, bias):

@@ -49,12 +49,9 @@ class LaunchCache:
             raise KernelConfigError(f"LaunchCache {name!r}: max_entries must be an int >= 1, got {max_entries!r}")
         self.name, self.max_entries = name, max_entries
         self._entries: OrderedDict = OrderedDict()
-
-    def get(self, key, default=None):
-        """The value stored under ``key`` (None for the key None: an uncacheable call)."""
-        if key is None:
-            return default
-        return self._entries.get(key, default)
+        # get(key, default=None): the value stored under key; the dict's own method, as every repeated call
+        # of a kernel API looks up here (the key None, an uncacheable call, is never stored: get gives default)
+        self.get = self._entries.get
 
     def put(self, key, value) -> None:
         """Store ``value`` under ``key`` (nothing for the key None), evicting the oldest entry past the bound."""

@@ -133,11 +133,14 @@ def test_problem_pads_what_tma_needs():
 def test_fast_path_keys_only_plain_arguments():
     assert _fast_key(A, B, None, None, None, None, {}) is not None
     assert _fast_key(A, B, None, None, None, None, {"SPLIT": (16, 1, 240)}) is not None
-    assert _fast_key(A, B, None, torch.zeros(512).to_sparse(), None, None, {}) is None
     assert _fast_key(A, B, None, None, ["relu"], None, {}) is None
     assert _fast_key(A, B, None, None, None, None, {"BN": [1]}) is None
     assert _fast_key(A, None, None, None, None, None, {}) is None
-    assert _fast_key(A.to_sparse(), B, None, None, None, None, {}) is None
+    assert _fast_key(A.to_sparse_csr(), B, None, None, None, None, {}) is None     # no strides
+    # a COO tensor has strides (0, 0) but its layout is in the key: never the key of an accepted dense call
+    dense, coo = _fast_key(A, B, None, None, None, None, {}), _fast_key(A.to_sparse(), B, None, None, None, None, {})
+    assert coo is None or coo != dense
+    assert _fast_key(A, B, None, None, None, None, {"PDL": 1}) != _fast_key(A, B, None, None, None, None, {"PDL": True})
 
 
 def test_planning_a_huge_problem_is_quick():
