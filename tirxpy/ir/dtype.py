@@ -240,11 +240,6 @@ def to_torch(dtype):
     return getattr(torch, name)
 
 
-def as_dtype(v) -> DataType:
-    """``DataType.get`` that accepts the ``T.float32`` style constructors too."""
-    return DataType.get(v)
-
-
 def py_int_fits(v: int, dt: DataType) -> bool:
     lo, hi = dt.min_value(), dt.max_value()
     return lo is None or lo <= operator.index(v) <= hi

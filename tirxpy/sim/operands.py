@@ -159,11 +159,6 @@ def tensor_map(call, entry, node):
     return TensorMap(buf, box, sw, node, tuple(reg.starts))
 
 
-def _region_layout(buf, starts, extents):
-    r = BufferRegion(buf, starts, extents)
-    return r.layout
-
-
 def descriptor(w, mask, call, name, node, flavor, major):
     """The 64-bit descriptor (per lane) of a shared region operand, from its layout."""
     from tirxpy.intrinsics import descriptors as D

@@ -64,10 +64,6 @@ def _row(coord, ax):
     return coord[:ax] + coord[ax + 1:]
 
 
-def _dst_coord(row, dst, src, ax):
-    return row if len(dst.shape) == len(src.shape) - 1 else row[:ax] + (0,) + row[ax:]
-
-
 @register_impl("reduce", "sm_80", variant="warp_shuffle", priority=10, when=[is_register_reduce])
 def warp_shuffle(ctx):
     """Register tile reduction: in-thread fold, then shfl.bfly over the axis's lane bits."""
