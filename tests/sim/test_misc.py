@@ -1,0 +1,135 @@
+"""tirxpy.sim.misc: elect.sync, shuffles (PTX clamping rules), atomics, special registers, trap, mapa."""
+import numpy as np
+import pytest
+
+from tirxpy import T
+from tirxpy.sim import SimReportError, run
+
+
+def _k(src):
+    return T.parse_script(src)
+
+
+def test_elect_sync_picks_the_lowest_lane_of_the_mask():
+    k = _k('''
+@T.prim_func
+def k(A: T.Tensor((32,), "int32")):
+    T.launch(grid=(1,), threads=32)
+    A[T.lane_id()] = T.cast(T.ptx.elect_sync(T.uint32(0xfffffff0)), "int32")
+''')
+    a = np.full(32, 7, np.int32)
+    run(k, a)
+    assert a.tolist() == [1 if l == 4 else 0 for l in range(32)]
+
+
+@pytest.mark.parametrize("mode,want", [
+    ("up", lambda l, b: l - b if l - b >= 0 else l),
+    ("down", lambda l, b: l + b if l + b <= 31 else l),
+    ("bfly", lambda l, b: l ^ b),
+    ("idx", lambda l, b: b),
+])
+def test_shuffle_source_lanes(mode, want):
+    k = _k(f'''
+@T.prim_func
+def k(A: T.Tensor((32,), "uint32"), B: T.Tensor((32,), "uint32")):
+    T.launch(grid=(1,), threads=32)
+    B[T.lane_id()] = T.ptx.shfl_sync_{mode}_b32(A[T.lane_id()], T.uint32(5), T.uint32(0xffffffff))
+''')
+    a = np.arange(32, dtype=np.uint32) * 3 + 1
+    b = np.zeros(32, np.uint32)
+    run(k, a, b)
+    assert b.tolist() == [int(a[want(l, 5)]) for l in range(32)]
+
+
+def test_shuffle_from_an_inactive_lane_is_reported():
+    k = _k('''
+@T.prim_func
+def k(A: T.Tensor((32,), "uint32")):
+    T.launch(grid=(1,), threads=32)
+    if T.lane_id() < 16:
+        A[T.lane_id()] = T.ptx.shfl_sync_down_b32(A[T.lane_id()], T.uint32(8), T.uint32(0xffff))
+''')
+    res = run(k, np.zeros(32, np.uint32), check=False)
+    assert "shfl_inactive_source" in [p.kind for p in res.problems]
+
+
+def test_global_atomic_add_from_every_thread_serializes():
+    k = _k('''
+@T.prim_func
+def k(A: T.Tensor((1,), "uint32"), Old: T.Tensor((64,), "uint32")):
+    T.launch(grid=(1,), threads=64)
+    Old[T.thread_id()] = T.ptx.atom_global_add_u32(A[0], T.cast(T.thread_id(), "uint32") + T.uint32(1))
+''')
+    a = np.array([1000], np.uint32)
+    old = np.zeros(64, np.uint32)
+    run(k, a, old)
+    assert a[0] == 1000 + 64 * 65 // 2
+    # each returned old value is the sum before that thread's add: sorted, consecutive olds differ by one addend
+    order = np.argsort(old)
+    assert old[order[0]] == 1000
+    assert (np.diff(old[order]) == (order[:-1] + 1)).all()
+
+
+def test_atomic_max_min_exch_cas():
+    k = _k('''
+@T.prim_func
+def k(A: T.Tensor((4,), "int32"), U: T.Tensor((1,), "uint32")):
+    T.launch(grid=(1,), threads=32)
+    v = T.cast(T.lane_id(), "int32") - 10
+    T.evaluate(T.ptx.atom_global_max_s32(A[0], v))
+    T.evaluate(T.ptx.atom_global_min_s32(A[1], v))
+    if T.lane_id() == 3:
+        T.evaluate(T.ptx.atom_global_cas_b32(U[0], T.uint32(5), T.uint32(99)))
+''')
+    a = np.array([0, 0, 0, 0], np.int32)
+    u = np.array([5], np.uint32)
+    run(k, a, u)
+    assert a[:2].tolist() == [21, -10]
+    assert u[0] == 99
+    u = np.array([6], np.uint32)
+    run(k, np.zeros(4, np.int32), u)
+    assert u[0] == 6                      # compare failed: unchanged
+
+
+def test_shared_atomic_add_f32():
+    k = _k('''
+@T.prim_func
+def k(A: T.Tensor((1,), "float32")):
+    T.launch(grid=(1,), threads=64)
+    s = T.alloc_shared((1,), "float32")
+    if T.thread_id() == 0:
+        s[0] = T.float32(0.5)
+    T.ptx.syncthreads()
+    T.evaluate(T.ptx.atom_shared_add_f32(s[0], T.float32(0.25)))
+    T.ptx.syncthreads()
+    if T.thread_id() == 0:
+        A[0] = s[0]
+''')
+    a = np.zeros(1, np.float32)
+    run(k, a)
+    assert a[0] == 0.5 + 64 * 0.25
+
+
+def test_lane_and_warp_ids():
+    k = _k('''
+@T.prim_func
+def k(A: T.Tensor((96,), "uint32")):
+    T.launch(grid=(1,), threads=96)
+    A[T.thread_id()] = T.ptx.warpid() * T.uint32(100) + T.ptx.laneid()
+''')
+    a = np.zeros(96, np.uint32)
+    run(k, a)
+    t = np.arange(96)
+    assert a.tolist() == ((t // 32) * 100 + t % 32).tolist()
+
+
+def test_trap_is_reported():
+    k = _k('''
+@T.prim_func
+def k(A: T.Tensor((1,), "int32")):
+    T.launch(grid=(1,), threads=32)
+    T.ptx.trap()
+''')
+    with pytest.raises(SimReportError) as ei:
+        run(k, np.zeros(1, np.int32))
+    assert "trap" in ei.value.kinds()

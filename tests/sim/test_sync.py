@@ -1,0 +1,105 @@
+"""tirxpy.sim.sync: named barriers count 32 per warp and complete at n threads; cluster barrier misuse."""
+import numpy as np
+import pytest
+
+from tirxpy import T
+from tirxpy.sim import SimReportError, run
+
+
+def _k(src):
+    return T.parse_script(src)
+
+
+_EXCHANGE = '''
+@T.prim_func
+def k(A: T.Tensor((128,), "int32")):
+    T.launch(grid=(1,), threads=128)
+    s = T.alloc_shared((128,), "int32")
+    w = T.thread_id() // 32
+    s[T.thread_id()] = T.thread_id() * 10
+    if w < 2:
+        T.ptx.barrier_sync(1, NT)
+        A[T.thread_id()] = s[63 - T.thread_id()]
+    else:
+        T.ptx.barrier_sync(2, 64)
+        A[T.thread_id()] = s[191 - T.thread_id()]
+'''
+
+
+def test_named_barriers_order_two_warp_pairs_independently():
+    a = np.zeros(128, np.int32)
+    run(_k(_EXCHANGE.replace("NT", "64")), a)
+    t = np.arange(128)
+    want = np.where(t < 64, (63 - t) * 10, (191 - t) * 10)
+    assert a.tolist() == want.tolist()
+
+
+def test_named_barrier_waiting_for_too_many_threads_deadlocks():
+    with pytest.raises(SimReportError) as ei:
+        run(_k(_EXCHANGE.replace("NT", "96")), np.zeros(128, np.int32))
+    assert "deadlock" in ei.value.kinds()
+    assert "named barrier 1 (64 of 96 threads arrived)" in str(ei.value)
+
+
+def test_barrier_arrive_does_not_wait_but_orders_the_producer():
+    k = _k('''
+@T.prim_func
+def k(A: T.Tensor((32,), "int32")):
+    T.launch(grid=(1,), threads=64)
+    s = T.alloc_shared((32,), "int32")
+    if T.thread_id() < 32:
+        s[T.lane_id()] = T.lane_id() + 7
+        T.ptx.barrier_arrive(3, 64)
+    else:
+        T.ptx.barrier_sync(3, 64)
+        A[T.lane_id()] = s[31 - T.lane_id()]
+''')
+    a = np.zeros(32, np.int32)
+    run(k, a)
+    assert a.tolist() == [31 - l + 7 for l in range(32)]
+
+
+def test_missing_syncthreads_is_a_race_and_syncthreads_orders():
+    src = '''
+@T.prim_func
+def k(A: T.Tensor((64,), "int32")):
+    T.launch(grid=(1,), threads=64)
+    s = T.alloc_shared((64,), "int32")
+    s[T.thread_id()] = T.thread_id()
+    SYNC
+    A[T.thread_id()] = s[(T.thread_id() + 32) % 64]
+'''
+    a = np.zeros(64, np.int32)
+    run(_k(src.replace("SYNC", "T.ptx.syncthreads()")), a)
+    assert a.tolist() == [(t + 32) % 64 for t in range(64)]
+    res = run(_k(src.replace("SYNC", "T.ptx.bar_warp_sync(T.uint32(0xffffffff))")), a, check=False)
+    assert "race" in [p.kind for p in res.problems]
+
+
+def test_cluster_wait_without_arrive_is_misuse():
+    k = _k('''
+@T.prim_func
+def k(A: T.Tensor((1,), "int32")):
+    T.launch(grid=(2,), threads=32, cluster=(2,))
+    T.ptx.cluster_wait()
+''')
+    res = run(k, np.zeros(1, np.int32), arch="sm_90a", check=False)
+    assert "cluster_barrier_misuse" in [p.kind for p in res.problems]
+
+
+def test_cluster_sync_orders_dsmem_writes_across_ctas():
+    k = _k('''
+@T.prim_func
+def k(A: T.Tensor((2, 32), "uint32")):
+    T.launch(grid=(2,), threads=32, cluster=(2,))
+    s = T.alloc_shared((32,), "uint32")
+    r = T.ptx.cluster_ctarank()
+    peer = T.ptx.mapa_shared(s[T.lane_id()], T.uint32(1) - r)
+    T.ptx.st_shared_cluster_u32(peer, r * T.uint32(1000) + T.cast(T.lane_id(), "uint32"))
+    T.ptx.cluster_sync()
+    A[r, T.lane_id()] = s[T.lane_id()]
+''')
+    a = np.zeros((2, 32), np.uint32)
+    run(k, a, arch="sm_90a")
+    l = np.arange(32)
+    assert a[0].tolist() == (1000 + l).tolist() and a[1].tolist() == l.tolist()
