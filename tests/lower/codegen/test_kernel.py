@@ -1,0 +1,68 @@
+"""tirxpy/lower/codegen/kernel.py: one CUDA unit per kernel (signature, shared memory, origins)."""
+import pytest
+
+from tirxpy import T
+from tirxpy.ir import Buffer, Kernel, LaunchConfig, PrimitiveCall
+from tirxpy.lower.codegen.errors import CodegenError
+from tirxpy.lower.codegen.kernel import (first_primitive_call, generate, has_primitive_calls, smem_plan,
+                                         unlowered)
+
+
+@T.prim_func
+def axpy(X: T.Tensor((128,), "float32"), Y: T.Tensor((128,), "float32"), a: T.float32):
+    T.launch(grid=(1,), threads=128)
+    t = T.thread_id()
+    Y[t] = a * X[t] + Y[t]
+
+
+@T.prim_func
+def staged(X: T.Tensor((64,), "float16"), Y: T.Tensor((64,), "float16")):
+    T.launch(grid=(1,), threads=64)
+    s = T.alloc_shared((64,), "float16")
+    s[T.thread_id()] = X[T.thread_id()]
+    T.ptx.syncthreads()
+    Y[T.thread_id()] = s[63 - T.thread_id()]
+
+
+def test_signature_constness_and_launch_bounds():
+    u = generate(axpy, "sm_90a")
+    assert u.name == "axpy" and u.arch == "sm_90a" and u.smem_bytes == 0 and u.tmaps == []
+    assert 'extern "C" __global__ void __launch_bounds__(128) axpy(' in u.source
+    assert "const float* __restrict__ X" in u.source and "float* __restrict__ Y" in u.source
+    assert "const float* __restrict__ Y" not in u.source and "const float a" in u.source
+    assert u.written == frozenset({"Y"})
+    assert "tx_smem[]" not in u.source
+
+
+def test_origins_point_at_the_statement_lines():
+    u = generate(axpy, "sm_90a")
+    lines = u.source.splitlines()
+    assert u.origins
+    texts = [lines[n - 1] for n in u.origins]
+    assert any("Y[" in t and "=" in t for t in texts)
+
+
+def test_shared_memory_plan_and_helpers():
+    u = generate(staged, "sm_90a")
+    offsets, total = smem_plan(staged)
+    assert total == u.smem_bytes and total >= 64 * 2
+    assert "extern __shared__ __align__(1024) unsigned char tx_smem[];" in u.source
+    assert [e.name for e in u.intrinsics] == ["syncthreads"]
+    assert u.source.count("tx_syncthreads(") >= 2      # the helper and the call
+
+
+def test_primitive_calls_are_found_and_refused():
+    A = Buffer("A", (4,), "float32")
+    call = PrimitiveCall("fill", [A], "cta", {"value": 0.0})
+    k = Kernel("k", [A], LaunchConfig(threads=32), [call])
+    assert has_primitive_calls(k) and first_primitive_call(k.body) is call
+    assert not has_primitive_calls(axpy)
+    assert "Tx.cta.fill(...)" in str(unlowered(call))
+    with pytest.raises(CodegenError, match="not lowered"):
+        generate(k)
+
+
+def test_shared_parameter_is_refused():
+    S = Buffer("S", (4,), "float32", "shared")
+    with pytest.raises(CodegenError, match="parameters are global tensors"):
+        generate(Kernel("k", [S], LaunchConfig(threads=32), []))
