@@ -1,0 +1,63 @@
+"""tirxpy/lower/codegen/address.py: interval bounds, tightening and element addresses from layouts."""
+import itertools
+
+import pytest
+import sympy
+
+from tirxpy.ir import IntImm, Var
+from tirxpy.layout import S, TileLayout
+from tirxpy.lower.codegen.address import bound, element_m, slot_span, tighten
+from tirxpy.lower.codegen.errors import CodegenError
+
+x, y = sympy.symbols("x y", integer=True)
+
+
+def test_bound_of_polynomials_mod_and_floor():
+    b = {x: (0, 7), y: (-2, 3)}
+    assert bound(3 * x + y, b) == (-2, 24)
+    assert bound(x * y, b) == (-14, 21)
+    assert bound(sympy.Mod(x, 4), b) == (0, 3)
+    assert bound(sympy.Mod(x, 16), b) == (0, 7)
+    assert bound(sympy.floor(x / 2), b) == (0, 3)
+    assert bound(x + sympy.Symbol("z"), b) is None
+
+
+def test_tighten_drops_mod_and_floor_that_cannot_change_the_value():
+    b = {x: (0, 7)}
+    assert tighten(sympy.Mod(x, 8), b) == x
+    assert tighten(sympy.floor(x / 8), b) == 0
+    assert tighten(sympy.Mod(x, 4), b) == sympy.Mod(x, 4)
+    a = sympy.Symbol("a", integer=True, nonnegative=True)
+    fused = tighten(8 * sympy.floor(a / 4) + 2 * sympy.Mod(a, 4), {a: (0, 100)})
+    for v in range(101):   # still the same value everywhere
+        assert fused.subs(a, v) == 8 * (v // 4) + 2 * (v % 4)
+
+
+def test_element_m_of_a_column_major_tile_matches_the_layout():
+    L = TileLayout(S[(4, 8) : (1, 4)])
+    i, j = Var("i"), Var("j")
+    m = element_m(L, (4, 8), [i, j])
+    from tirxpy.ir import expr as E
+    ops = {E.Add: lambda a, b: a + b, E.Mul: lambda a, b: a * b}
+
+    def ev(e, env):
+        if isinstance(e, IntImm):
+            return e.value
+        if isinstance(e, Var):
+            return env[e.name]
+        return ops[type(e)](ev(e.a, env), ev(e.b, env))
+    for a, c in itertools.product(range(4), range(8)):
+        assert ev(m, {"i": a, "j": c}) == a + 4 * c
+
+
+def test_element_m_refuses_rank_and_size_mismatch():
+    L = TileLayout(S[(4, 8) : (8, 1)])
+    with pytest.raises(CodegenError, match="1 indices for a tile of rank 2"):
+        element_m(L, (4, 8), [Var("i")])
+    with pytest.raises(CodegenError, match="has 32 elements"):
+        element_m(L, (4, 4), [Var("i"), Var("j")])
+
+
+def test_slot_span():
+    assert slot_span(TileLayout(S[(4, 8) : (8, 1)])) == (0, 32, True)
+    assert slot_span(TileLayout(S[(4,) : (2,)])) == (0, 7, False)
