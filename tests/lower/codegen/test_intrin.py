@@ -1,0 +1,72 @@
+"""tirxpy/lower/codegen/intrin.py: intrinsic calls rendered as helper calls, operand by operand kind."""
+from types import SimpleNamespace
+
+import pytest
+
+import tirxpy.primitives.gemm.desc  # noqa: F401  (registers gemm_smem_desc)
+from tirxpy import T
+from tirxpy.lower import CodegenError, generate
+from tirxpy.lower.codegen.intrin import _reg_bytes
+
+
+def _body(src):
+    return src[src.index('extern "C"'):]
+
+
+def test_operand_kinds_render_by_kind():
+    @T.prim_func
+    def k(A: T.Tensor((128,), "uint32")):
+        T.launch(grid=(1,), threads=128)
+        frag = T.alloc_local((4,), "uint32")
+        s = T.alloc_shared((128, 8), "bfloat16")
+        T.ptx.ldmatrix_x4(frag, s[0, 0])
+        T.ptx.bulk_wait_group(3)
+        A[0] = T.cast(T.ptx.gemm_smem_desc(T.address_of(s[8, 0]), T.uint64(16)), "uint32")
+
+    body = _body(generate(k, "sm_90a").source)
+    assert "tx_ldmatrix_x4(frag, tx_smem_addr(&s[0]));" in body        # whole local tile: the array itself
+    assert "tx_bulk_wait_group<3>();" in body                            # imm: template argument
+    assert "tx_gemm_smem_desc(tx_smem_addr(&s[64]), 16ull)" in body      # row 8 of 8 columns = element 64
+
+
+def test_vector_operand_of_a_view_is_reinterpreted_at_its_first_slot():
+    @T.prim_func
+    def k(A: T.Tensor((128,), "uint32")):
+        T.launch(grid=(1,), threads=128)
+        frag = T.alloc_local((8,), "uint32")
+        s = T.alloc_shared((128, 8), "bfloat16")
+        T.ptx.ldmatrix_x4(frag[4:8], s[0, 0])
+
+    body = _body(generate(k, "sm_90a").source)
+    assert "tx_ldmatrix_x4(*reinterpret_cast<uint32_t(*)[4]>(&frag[4]), tx_smem_addr(&s[0]));" in body
+
+
+def _err(k, arch="sm_90a"):
+    with pytest.raises(CodegenError) as ei:
+        generate(k, arch)
+    return str(ei.value)
+
+
+def test_shared_address_operand_refuses_a_global_tile():
+    @T.prim_func
+    def k(A: T.Tensor((128,), "uint32")):
+        T.launch(grid=(1,), threads=128)
+        frag = T.alloc_local((4,), "uint32")
+        T.ptx.ldmatrix_x4(frag, A[0])
+
+    assert "operand addr of T.ptx.ldmatrix_x4 is a shared-memory address, but A is in global memory" in _err(k)
+
+
+def test_vector_operand_needs_a_register_tile():
+    @T.prim_func
+    def k(A: T.Tensor((128,), "uint32")):
+        T.launch(grid=(1,), threads=128)
+        s = T.alloc_shared((128, 8), "bfloat16")
+        T.ptx.ldmatrix_x4(A[0], s[0, 0])
+
+    assert "is 4 registers of uint32: pass a register tile" in _err(k)
+
+
+@pytest.mark.parametrize("c, n", [("h", 2), ("r", 4), ("f", 4), ("l", 8), ("d", 8)])
+def test_register_bytes_follow_the_asm_constraint(c, n):
+    assert _reg_bytes(SimpleNamespace(constraint=c)) == n
