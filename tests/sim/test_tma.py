@@ -1,0 +1,101 @@
+"""tirxpy.sim.tma: TMA box gather (out-of-range elements read as zero), loads completing bytes on an
+mbarrier, stores back to global, and rank checks of the tensor map."""
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from tirxpy import T
+from tirxpy.sim import SimReportError, run
+from tirxpy.sim.tma import _box_coords
+
+
+def test_box_coords_row_major_with_clamp_and_validity():
+    # 4 x 5 tensor, 2 x 3 box at (col 3, row 1) (coordinates innermost first): rows 1..2, cols 3..5
+    tm = SimpleNamespace(buffer=SimpleNamespace(shape=(4, 5)), box=(2, 3))
+    flat, ok = _box_coords(tm, [3, 1])
+    # col 5 is outside the tensor: its element index is clamped to col 4, and it is marked invalid
+    assert flat.tolist() == [1 * 5 + 3, 1 * 5 + 4, 1 * 5 + 4, 2 * 5 + 3, 2 * 5 + 4, 2 * 5 + 4]
+    assert ok.tolist() == [True, True, False, True, True, False]
+
+
+def test_box_coords_negative_start_is_invalid():
+    tm = SimpleNamespace(buffer=SimpleNamespace(shape=(8,)), box=(4,))
+    flat, ok = _box_coords(tm, [-2])
+    assert flat.tolist() == [0, 0, 0, 1] and ok.tolist() == [False, False, True, True]
+
+
+def _load_kernel(col0, rows=8, cols=16):
+    BYTES = rows * cols * 4
+
+    @T.prim_func
+    def k(A: T.Tensor((rows, cols), "float32"), C: T.Tensor((rows, cols), "float32")):
+        T.launch(grid=(1,), threads=32)
+        As = T.alloc_shared((rows, cols), "float32")
+        bar = T.alloc_shared((1,), "uint64")
+        if T.thread_id() == 0:
+            T.ptx.mbarrier_init(bar[0], 1)
+            T.ptx.fence_mbarrier_init()
+        T.ptx.syncthreads()
+        if T.thread_id() == 0:
+            T.ptx.mbarrier_arrive_expect_tx(bar[0], BYTES)
+            T.ptx.tma_load_2d(As, A[0:rows, 0:cols], col0, 0, bar[0])
+        T.ptx.mbarrier_wait_parity(bar[0], 0)
+        for i in T.serial(rows * cols // 32):
+            r = (i * 32 + T.lane_id()) // cols
+            c = (i * 32 + T.lane_id()) % cols
+            C[r, c] = As[r, c]
+
+    return k
+
+
+def test_tma_load_copies_the_box():
+    a = np.arange(8 * 16, dtype=np.float32).reshape(8, 16)
+    c = np.zeros_like(a)
+    res = run(_load_kernel(0), a, c, seed=0)
+    assert res.problems == []
+    np.testing.assert_array_equal(c, a)
+
+
+def test_tma_load_past_the_tensor_fills_zero():
+    a = np.arange(8 * 16, dtype=np.float32).reshape(8, 16) + 1
+    c = np.full_like(a, -1)
+    run(_load_kernel(4), a, c, seed=1)
+    want = np.zeros_like(a)
+    want[:, :12] = a[:, 4:]  # the box starts at column 4: its last 4 columns are outside A
+    np.testing.assert_array_equal(c, want)
+
+
+def test_tma_store_writes_shared_tile_to_global():
+    @T.prim_func
+    def k(C: T.Tensor((4, 8), "float32")):
+        T.launch(grid=(1,), threads=32)
+        Cs = T.alloc_shared((4, 8), "float32")
+        Cs[T.lane_id() // 8, T.lane_id() % 8] = T.cast(T.lane_id(), "float32") * T.float32(2)
+        T.ptx.fence_proxy_async()
+        T.ptx.syncthreads()
+        if T.thread_id() == 0:
+            T.ptx.tma_store_2d(C[0:4, 0:8], 0, 0, Cs)
+            T.ptx.bulk_commit_group()
+            T.ptx.bulk_wait_group(0)
+
+    c = np.zeros((4, 8), np.float32)
+    res = run(k, c, seed=0)
+    assert res.problems == []
+    np.testing.assert_array_equal(c, (np.arange(32, dtype=np.float32) * 2).reshape(4, 8))
+
+
+def test_tma_rank_mismatch_is_reported():
+    @T.prim_func
+    def k(A: T.Tensor((8, 16), "float32")):
+        T.launch(grid=(1,), threads=32)
+        As = T.alloc_shared((8, 16), "float32")
+        bar = T.alloc_shared((1,), "uint64")
+        if T.thread_id() == 0:
+            T.ptx.mbarrier_init(bar[0], 1)
+            T.ptx.fence_mbarrier_init()
+            T.ptx.tma_load_1d(As, A[0:8, 0:16], 0, bar[0])
+
+    with pytest.raises(SimReportError) as ei:
+        run(k, np.zeros((8, 16), np.float32), seed=0)
+    assert "tma_misuse" in ei.value.kinds(), str(ei.value)
