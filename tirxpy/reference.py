@@ -4,7 +4,7 @@ Every fact on the pages lives in a docstring or in :mod:`tirxpy.ir.op_spec` (wha
 prints); this module only lays them out. One page per namespace: ``T`` (t.md), ``Tx`` (tx.md:
 each primitive's signature, keyword arguments, rules and the implementations it may dispatch to),
 ``tirxpy.layout``, ``tirxpy.sim``, ``tirxpy.lang``, ``tirxpy.testing`` and the kernel library
-(``kernels``), plus an index. A page lists the public names of its namespace (``__all__`` where
+(``tirxpy_kernels``), plus an index. A page lists the public names of its namespace (``__all__`` where
 the module has one, else every name without a leading underscore that is not a submodule).
 
     python -m tirxpy.reference            # write docs/reference/ (run from the repository root)
@@ -14,7 +14,7 @@ Run it in a fresh process: primitives or intrinsics a test registers would other
 
     >>> pages = render_pages()
     >>> sorted(pages)[:3]
-    ['index.md', 'tirxpy_kernels.md', 'lang.md']
+    ['index.md', 'lang.md', 'layout.md']
     >>> "taddr=" in pages["tx.md"] and "ex2.approx" in pages["tx.md"]
     True
 """

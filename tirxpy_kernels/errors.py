@@ -1,6 +1,6 @@
 """The kernel library's error for a configuration it cannot build, and the option checks that raise it.
 
-Every kernel factory and plan of :mod:`kernels` (``gemm_sm90``, ``attention_sm90``, ``gemm_sm100``, their
+Every kernel factory and plan of :mod:`tirxpy_kernels` (``gemm_sm90``, ``attention_sm90``, ``gemm_sm100``, their
 plans, ``rmsnorm_silu``, the register split) raises :class:`KernelConfigError` for an option that is out of
 range, of the wrong kind, or inconsistent with another option; the message names the option and what to pass
 instead. It derives from :class:`tirxpy.errors.TirxError` and from ``ValueError``, so ``except ValueError``

@@ -260,7 +260,7 @@ class Policy:
 
     A trusted parse also reaches what the author wrote: values from files outside the Python installation
     (:func:`origin` ``"user"``) and values of ``home``, the top-level package of the function's module
-    (``kernels`` for ``tirxpy_kernels.gemm_sm90``), wherever it is installed."""
+    (``tirxpy_kernels`` for ``tirxpy_kernels.gemm_sm90``), wherever it is installed."""
 
     def __init__(self, trusted: bool, home: str | None = None):
         self.trusted = trusted
