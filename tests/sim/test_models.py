@@ -6,6 +6,8 @@ from tirxpy import T
 from tirxpy.sim import SimReportError, has_model, register_model, run
 from tirxpy.sim.values import from_bits, to_bits
 
+from .tcgen05_kernels import mma_kernel
+
 
 def _k(src):
     return T.parse_script(src)
@@ -182,51 +184,8 @@ def k(A: T.Tensor((16, 16), "float16"), B: T.Tensor((8, 16), "float16"), C: T.Te
 
 
 def test_tcgen05_alloc_mma_commit_ld_matches_float64_and_read_before_commit_is_reported():
-    from tirxpy.intrinsics import descriptors as D
-    from tirxpy.intrinsics import tcgen05_ld
-    from tirxpy.layout.atoms import mma_smem_layout
-
-    LD = tcgen05_ld.get(shape="32x32b", rep=32)
-    SA = mma_smem_layout(128, 64, "bf16", "K", 128)
-    SB = mma_smem_layout(32, 64, "bf16", "K", 128)
-    IDESC = D.tcgen05_instr_desc("float32", "bfloat16", "bfloat16", m=128, n=32)
-
     def make(wait):
-        @T.prim_func
-        def k(A: T.Tensor((128, 64), "bfloat16"), B: T.Tensor((32, 64), "bfloat16"), C: T.Tensor((128, 32), "uint32")):
-            T.launch(grid=(1,), threads=128)
-            sa = T.alloc_shared((128, 64), "bfloat16", layout=SA)
-            sb = T.alloc_shared((32, 64), "bfloat16", layout=SB)
-            bar = T.alloc_shared((1,), "uint64")
-            taddr = T.alloc_shared((1,), "uint32")
-            d = T.alloc_local((32,), "uint32")
-            t = T.thread_id()
-            for j in T.serial(64):
-                sa[t, j] = A[t, j]
-                if t < 32:
-                    sb[t, j] = B[t, j]
-            T.ptx.fence_proxy_async()
-            if T.warp_id() == 0:
-                T.ptx.tcgen05_alloc_cg1(taddr[0], T.uint32(32))
-            if t == 0:
-                T.ptx.mbarrier_init(bar[0], 1)
-            T.ptx.syncthreads()
-            if t == 0:
-                for kk in T.serial(4):
-                    T.ptx.tcgen05_mma_cg1_f16_ss(taddr[0], sa[0:128, kk * 16:kk * 16 + 16],
-                                                 sb[0:32, kk * 16:kk * 16 + 16], T.uint32(IDESC), kk > 0)
-                T.ptx.tcgen05_commit_cg1(bar[0])
-            if wait:
-                T.ptx.mbarrier_wait_parity(bar[0], 0)
-            T.ptx.tcgen05_fence_after_thread_sync()
-            LD(taddr[0] + T.cast((T.warp_id() * 32) << 16, "uint32"), d)
-            T.ptx.tcgen05_wait_ld()
-            for j in T.serial(32):
-                C[t, j] = d[j]
-            T.ptx.syncthreads()
-            if T.warp_id() == 0:
-                T.ptx.tcgen05_dealloc_cg1(taddr[0], T.uint32(32))
-        return k
+        return mma_kernel(wait=wait)
 
     rng = np.random.default_rng(3)
     a = to_bits(rng.standard_normal((128, 64)).astype(np.float32), "bfloat16")
