@@ -27,6 +27,7 @@ from tirxpy.layout import (
     identical, pack, permute_dims, slice_layout, split_iter, swizzle_for, tile_product, unpack,
 )
 from tirxpy.layout import atoms
+from tirxpy.testing import tile_layouts
 from tirxpy.layout.cli import main as cli_main
 from tirxpy.layout.grid import table
 from tirxpy.viz.pictures import render_image, render_svg
@@ -121,30 +122,10 @@ def huge_layouts(draw):
     return TileLayout.from_iters(shard, replica, off)
 
 
-@st.composite
-def small_layouts(draw, max_size=64):
-    """Valid small layouts with bounded axes respected (checked exhaustively against the reference)."""
-    reach, shard, size = {}, [], 1
-    for _ in range(draw(st.integers(0, 3))):
-        e = draw(st.sampled_from([x for x in (1, 2, 3, 4) if size * x <= max_size] or [1]))
-        a = draw(st.sampled_from(AXES))
-        s = draw(st.integers(0, 9))
-        if a in BOUNDS and e > 1:
-            s = min(s, (BOUNDS[a] - 1 - reach.get(a, 0)) // (e - 1))
-        reach[a] = reach.get(a, 0) + (e - 1) * s
-        shard.append(Iter(e, s, a))
-        size *= e
-    replica = []
-    for _ in range(draw(st.integers(0, 2))):
-        e, a, s = draw(st.integers(1, 3)), draw(st.sampled_from(AXES)), draw(st.integers(0, 5))
-        if a in BOUNDS and e > 1:
-            s = min(s, (BOUNDS[a] - 1 - reach.get(a, 0)) // (e - 1))
-        reach[a] = reach.get(a, 0) + (e - 1) * s
-        replica.append(Iter(e, s, a))
-    off = {}
-    for a in draw(st.lists(st.sampled_from(AXES), max_size=2, unique=True)):
-        off[a] = draw(st.integers(0, max(0, BOUNDS.get(a, 50) - 1 - reach.get(a, 0))))
-    return TileLayout.from_iters(shard, replica, off)
+def small_layouts(max_size=64):
+    """Valid small layouts with bounded axes respected (checked exhaustively against the reference): the
+    shipped :func:`tirxpy.testing.tile_layouts` over this file's axes (free ones included)."""
+    return tile_layouts(axes=AXES, max_shard=3, max_size=max_size)
 
 
 # ---------------------------------------------------------------- explicit bad cases
