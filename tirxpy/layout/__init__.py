@@ -7,7 +7,7 @@
 """
 from tirxpy.errors import TirxError
 
-from .axis import Axis, Bank, F, P, TCol, TLane, bx, by, bz, cbx, cby, cbz, laneid, m, pid, tid_in_wg, tx, warpid, wgid, wid_in_wg
+from .axis import Axis, Bank, F, P, TCol, TLane, bx, by, bz, cbx, cby, cbz, laneid, m, pid, rank, tid_in_wg, tx, warpid, wgid, wid_in_wg
 from .errors import LayoutError
 from .iters import AxisStride, Iter, LayoutSpec, R, S
 from .swizzle import ComposeLayout, SwizzleLayout, bitxor, dtype_bits, hardware_swizzle_bytes, swizzle_32B, swizzle_64B, swizzle_128B, swizzle_for
@@ -22,6 +22,7 @@ from .atoms import (
     wgmma_a_fragment, wgmma_accumulator, wgmma_smem_layout,
 )
 from .grid import table
+from .ranks import peer_of, ranks_of, replicated, sharded
 
 
 class _MovedError(TirxError, ImportError):

@@ -24,7 +24,7 @@ from typing import ClassVar
 
 from .errors import LayoutError, LayoutTypeError
 
-KINDS = ("memory", "thread", "cta", "tmem")
+KINDS = ("memory", "thread", "cta", "tmem", "rank")
 SCOPES = ("thread", "warp", "warpgroup", "cta", "cluster", "kernel")
 
 
@@ -32,7 +32,7 @@ SCOPES = ("thread", "warp", "warpgroup", "cta", "cluster", "kernel")
 class Axis:
     """A named physical axis.
 
-    ``kind`` is one of ``memory``, ``thread``, ``cta``, ``tmem``. ``scope`` is the
+    ``kind`` is one of ``memory``, ``thread``, ``cta``, ``tmem``, ``rank`` (the GPU of a process group). ``scope`` is the
     ``(outer, inner)`` execution-scope pair a thread or CTA axis spans (``None`` for memory
     axes). ``bound`` is the hardware limit of the coordinate (``None`` when unbounded).
     """
@@ -131,3 +131,5 @@ bz = Axis.register("bz", "cta", ("kernel", "cta"))
 cbx = Axis.register("cbx", "cta", ("cluster", "cta"), 16)
 cby = Axis.register("cby", "cta", ("cluster", "cta"), 16)
 cbz = Axis.register("cbz", "cta", ("cluster", "cta"), 16)
+# The GPU (process-group rank) that holds an element: see tirxpy.layout.ranks.
+rank = Axis.register("rank", "rank")
