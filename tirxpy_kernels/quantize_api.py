@@ -1,0 +1,132 @@
+"""``tirxpy_kernels.quantize_fp8(x, granularity, *, dtype=torch.float8_e4m3fn, pow2_scales=False)``: bf16 / f16 ->
+fp8 with amax scales, on torch tensors, with the kernel of :mod:`tirxpy_kernels.quantize_fp8`.
+
+Returns ``(x_q, scales)``: ``x_q`` the fp8 ``(M, K)`` tensor, ``scales`` float32 of shape ``(M, 1)`` (``"token"``),
+``(M, ceil(K/128))`` (``"1x128"``) or ``(ceil(M/128), ceil(K/128))`` (``"128x128"``), so that
+``x ~ x_q * scale`` of each element's group. The rule (:mod:`tirxpy_kernels.quantize_fp8`): ``scale = max(amax /
+fp8_max, 2**-126)`` (an all-zero group gets ``2**-126`` and ``x_q = 0``), rounded up to a power of two with
+``pow2_scales=True``; ``x_q = satfinite_rn(x / scale)``. :func:`reference` computes the same in torch on any
+device.
+
+    >>> import torch
+    >>> x = torch.tensor([[1.0, -2.0, 0.5, 0.0]], dtype=torch.bfloat16)
+    >>> q, s = reference(x, "token")
+    >>> s.tolist(), q.float().tolist()
+    ([[0.004464285913854837]], [[224.0, -448.0, 112.0, 0.0]])
+    >>> reference(x, "token", pow2_scales=True)[1].tolist()
+    [[0.0078125]]
+    >>> quantize_fp8(x.float(), "token")
+    Traceback (most recent call last):
+    ...
+    tirxpy_kernels.quantize_api.QuantizeArgumentError: quantize_fp8: x has dtype torch.float32; pass a bfloat16 or float16 tensor (x.to(torch.bfloat16))
+"""
+from __future__ import annotations
+
+import torch
+
+from tirxpy.errors import ArgumentError
+
+from .launch_cache import LaunchCache, compiled
+from .quantize_fp8 import FP8_MAX, GRANULARITIES, GROUP, SCALE_FLOOR, padded_shape, quantize_fp8_kernel, scales_shape
+
+_FP8 = {torch.float8_e4m3fn: "float8_e4m3", torch.float8_e5m2: "float8_e5m2"}
+_IN = {torch.bfloat16: "bfloat16", torch.float16: "float16"}
+_CACHE = LaunchCache("quantize_fp8")
+
+
+class QuantizeArgumentError(ArgumentError):
+    """A bad argument to :func:`quantize_fp8` (type, dtype, shape, granularity, device or layout)."""
+
+
+def _check(x, granularity, dtype, pow2_scales):
+    w = "quantize_fp8"
+    if not isinstance(x, torch.Tensor):
+        raise QuantizeArgumentError(f"{w}: x must be a torch.Tensor, got {type(x).__name__}")
+    if x.dtype not in _IN:
+        raise QuantizeArgumentError(f"{w}: x has dtype {x.dtype}; pass a bfloat16 or float16 tensor "
+                                    f"(x.to(torch.bfloat16))")
+    if x.dim() != 2 or x.shape[0] == 0 or x.shape[1] == 0:
+        raise QuantizeArgumentError(f"{w}: x must be a non-empty 2-D (M, K) tensor, got shape {tuple(x.shape)}; "
+                                    f"reshape it (x.reshape(-1, x.shape[-1]))")
+    if not isinstance(granularity, str) or granularity not in GRANULARITIES:
+        raise QuantizeArgumentError(f"{w}: granularity must be one of {GRANULARITIES} (one scale per row, per 1 x 128 "
+                                    f"group along K, per 128 x 128 block), got {granularity!r:.60}")
+    if dtype not in _FP8:
+        raise QuantizeArgumentError(f"{w}: dtype must be torch.float8_e4m3fn or torch.float8_e5m2, got {dtype!r:.60}")
+    if not isinstance(pow2_scales, bool):
+        raise QuantizeArgumentError(f"{w}: pow2_scales must be True or False, got {pow2_scales!r:.60}")
+    if not x.is_contiguous():
+        raise QuantizeArgumentError(f"{w}: x (shape {tuple(x.shape)}, strides {x.stride()}) must be row-major "
+                                    f"contiguous; pass x.contiguous()")
+    if x.device.type != "cuda":
+        raise QuantizeArgumentError(f"{w}: x is on {x.device}; the kernel runs on a CUDA GPU (x.cuda()); "
+                                    f"reference() computes the same on any device")
+    if x.shape[0] * x.shape[1] >= 2 ** 31:
+        raise QuantizeArgumentError(f"{w}: x has {x.numel()} elements; the kernel indexes with 32-bit ints, so "
+                                    f"quantize at most 2**31 - 1 elements per call (split the rows)")
+
+
+def quantize_fp8(x, granularity, *, dtype=torch.float8_e4m3fn, pow2_scales=False):
+    """``(x_q, scales)`` for a bf16 / f16 ``(M, K)`` CUDA tensor ``x`` (module docstring: the rule and the shapes).
+
+    Every argument is checked before the device (:class:`QuantizeArgumentError` naming it and the fix). An input
+    smaller than one CTA tile (:func:`tirxpy_kernels.quantize_fp8.padded_shape`) is quantized from a zero-padded copy (zeros change no amax), the outputs sliced back."""
+    key = (tuple(x.shape), x.dtype, x.device, granularity, dtype, pow2_scales) if isinstance(x, torch.Tensor) else None
+    hit = _CACHE.get(key) if key is not None and x.is_contiguous() else None
+    if hit is None:
+        _check(x, granularity, dtype, pow2_scales)
+        Mp, Kp = padded_shape(granularity, *x.shape)
+        ck = compiled(quantize_fp8_kernel(granularity, Mp, Kp, _IN[x.dtype], _FP8[dtype], pow2_scales), "sm_90a")
+        hit = (ck, Mp, Kp)
+        _CACHE.put(key, hit)
+    ck, Mp, Kp = hit
+    M, K = x.shape
+    if (Mp, Kp) != (M, K):
+        xp = torch.zeros((Mp, Kp), dtype=x.dtype, device=x.device)
+        xp[:M, :K] = x
+        q, s = quantize_fp8(xp, granularity, dtype=dtype, pow2_scales=pow2_scales)
+        sm, sk = scales_shape(granularity, M, K)
+        return q[:M, :K].contiguous(), s[:sm, :sk].contiguous()
+    q = torch.empty((M, K), dtype=dtype, device=x.device)
+    s = torch.empty(scales_shape(granularity, M, K), dtype=torch.float32, device=x.device)
+    ck(x, q, s)
+    return q, s
+
+
+def _pow2_ceil(s):
+    """The least power of two >= each positive normal float32 of ``s`` (the kernel's bit rule)."""
+    b = s.view(torch.int32).to(torch.int64)
+    return ((b + 0x7FFFFF) & 0xFF800000).to(torch.int32).view(torch.float32)
+
+
+def group_scales(x, granularity, dtype=torch.float8_e4m3fn, pow2_scales=False):
+    """The scales of the rule, in torch on ``x``'s device (float32 amax, one float32 division)."""
+    M, K = x.shape
+    gr = {"token": 1, "1x128": 1, "128x128": GROUP}[granularity]
+    gc = K if granularity == "token" else GROUP
+    sm, sk = scales_shape(granularity, M, K)
+    xa = torch.zeros((sm * gr, sk * gc), dtype=torch.float32, device=x.device)
+    xa[:M, :K] = x.float().abs()
+    amax = xa.reshape(sm, gr, sk, gc).amax(dim=(1, 3))
+    s = torch.clamp(amax / FP8_MAX[_FP8[dtype]], min=SCALE_FLOOR)
+    return _pow2_ceil(s) if pow2_scales else s
+
+
+def expand_scales(s, granularity, M, K):
+    """Each element's scale, ``(M, K)``."""
+    gr = {"token": 1, "1x128": 1, "128x128": GROUP}[granularity]
+    gc = K if granularity == "token" else GROUP
+    return s.repeat_interleave(gr, 0)[:M].repeat_interleave(gc, 1)[:, :K]
+
+
+def reference(x, granularity, *, dtype=torch.float8_e4m3fn, pow2_scales=False, rcp=False):
+    """``(x_q, scales)`` by the rule in torch: float32 quotients ``x / scale`` (``x * (1 / scale)`` with ``rcp``),
+    saturated to ``+-fp8_max``, then torch's own round-to-nearest-even cast."""
+    s = group_scales(x, granularity, dtype, pow2_scales)
+    se = expand_scales(s, granularity, *x.shape)
+    y = x.float() * (1.0 / se) if rcp else x.float() / se
+    fmax = FP8_MAX[_FP8[dtype]]
+    return y.clamp(-fmax, fmax).to(dtype), s
+
+
+__all__ = ["QuantizeArgumentError", "quantize_fp8", "reference", "group_scales", "expand_scales"]

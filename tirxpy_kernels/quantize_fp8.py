@@ -1,0 +1,239 @@
+"""FP8 quantization with amax scales: per token (row), per 1 x 128 group and per 128 x 128 block.
+
+For every group ``G`` of ``x`` (a bf16 / f16 ``(M, K)`` tensor) the kernel writes::
+
+    scale[G] = max(amax(|x[G]|) / fp8_max, SCALE_FLOOR)        # float32 division, rounded once
+    scale[G] = 2 ** ceil(log2(scale[G]))                        # only with pow2=True
+    q[G]     = satfinite_rn(x[G] / scale[G])                    # float32 division, then round to nearest even
+
+``fp8_max`` is 448 for e4m3 and 57344 for e5m2 (:data:`FP8_MAX`); ``x ~ q * scale``. The floor
+:data:`SCALE_FLOOR` (``2**-126``, the smallest normal float32) gives an all-zero group a finite scale
+(its ``q`` is 0) and keeps every scale a normal number; it changes no group whose ``amax`` is at least
+``fp8_max * 2**-126``. With ``div="rcp"`` the kernel multiplies by ``1 / scale`` (float32, rounded)
+instead of dividing: the same ``q`` wherever the two quotients round to the same fp8 value, at most one
+fp8 ulp apart otherwise, and exactly the same with ``pow2=True``.
+
+The groups and how the threads hold them (every thread moves 16-byte vectors of 8 input elements):
+
+- ``"1x128"`` (DeepSeek-V3's activations; ``scales (M, ceil(K/128))``): a CTA quantizes a ``(BR, 128)``
+  tile, one 128-column group in each of ``BR = 2 * warps * vecs`` rows; 16 lanes hold a row's group
+  (8 elements each), so the group's amax is a 4-step butterfly.
+- ``"128x128"`` (DeepSeek-V3's weights; ``scales (ceil(M/128), ceil(K/128))``): the same tile with
+  ``BR = 128`` (8 warps, 8 vectors a thread); the 128 row maxima meet in one CTA reduction.
+- ``"token"`` (``scales (M, 1)``): a CTA holds a whole row (``warps * 32 * 8 * vecs`` columns, loads
+  past ``K`` read 0): butterflies, then one CTA reduction across the warps.
+
+Rows past ``M`` and columns past ``K`` are neither read (they count as 0 in the amax) nor written.
+
+    >>> plan("1x128", 8192, 7168)
+    Plan(granularity='1x128', rows=32, cols=128, warps=4, vecs=4)
+    >>> plan("token", 4096, 7168), plan("128x128", 300, 200).rows
+    (Plan(granularity='token', rows=1, cols=7168, warps=7, vecs=4), 128)
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+import tirxpy
+from tirxpy import T, Tx
+from tirxpy.intrinsics import register_intrinsic
+from tirxpy.layout import R, S, TileLayout, laneid, m, warpid
+from tirxpy.sim import register_model
+
+from .errors import KernelConfigError, choice_option, flag_option, int_option
+
+GRANULARITIES = ("token", "1x128", "128x128")
+IN_DTYPES = ("bfloat16", "float16")
+OUT_DTYPES = ("float8_e4m3", "float8_e5m2")
+FP8_MAX = {"float8_e4m3": 448.0, "float8_e5m2": 57344.0}
+"""The largest finite value of each fp8 type (e4m3 in its ``fn`` form: no infinities)."""
+SCALE_FLOOR = 2.0 ** -126
+"""The smallest scale written: the smallest normal float32 (an all-zero group gets it)."""
+GROUP = 128
+"""Columns of a 1 x 128 or 128 x 128 group."""
+V = 8
+"""Input elements per thread vector (16 bytes of bf16 / f16)."""
+VECS = 4
+"""Vectors a thread holds for 1 x 128 groups and the target for a token row: 64 bytes in flight per thread."""
+MAX_TOKEN_K = 1024 * V * 16
+"""The widest row ``"token"`` quantizes (1024 threads, 16 vectors each)."""
+
+POW2_CEIL = register_intrinsic(
+    "quant_pow2_ceil_f32",
+    """{
+    .reg .b32 t;
+    mov.b32 t, {x};
+    add.u32 t, t, 0x007fffff;
+    and.b32 t, t, 0xff800000;
+    mov.b32 {r}, t;
+    }""",
+    [("r", "reg", "float32", "w"), ("x", "reg", "float32")], ret="r", memory=False, replace=True,
+    doc="The least power of two >= x, for a positive normal float32 x (add the mantissa mask, drop the mantissa).")
+
+
+def _pow2_ceil_model(ctx):
+    b = np.asarray(ctx.arg("x"), np.float32).view(np.uint32)
+    return ((b + np.uint32(0x7FFFFF)) & np.uint32(0xFF800000)).view(np.float32)
+
+
+register_model("quant_pow2_ceil_f32", _pow2_ceil_model)
+
+
+class Plan(NamedTuple):
+    """A CTA's tile: ``rows x cols`` elements of ``x``, ``warps`` warps, ``vecs`` vectors per thread."""
+    granularity: str
+    rows: int
+    cols: int
+    warps: int
+    vecs: int
+
+
+def plan(granularity: str, M: int, K: int, vecs: int = VECS) -> Plan:
+    """The CTA tile for ``granularity`` on an ``(M, K)`` input (module docstring); :class:`KernelConfigError`
+    when the input is smaller than one tile (:func:`min_shape`: pad it with zeros)."""
+    granularity = choice_option("quantize_fp8", "granularity", granularity, GRANULARITIES)
+    int_option("quantize_fp8", "M", M, lo=1, hi=2 ** 31 - 1)
+    int_option("quantize_fp8", "K", K, lo=1, hi=2 ** 31 - 1)
+    vecs = int_option("quantize_fp8", "vecs", vecs, lo=1, hi=16)
+    if granularity == "1x128":
+        warps = 4
+        p = Plan(granularity, 2 * warps * vecs, GROUP, warps, vecs)
+    elif granularity == "128x128":
+        p = Plan(granularity, GROUP, GROUP, 8, 8)
+    else:
+        warps = min(32, max(1, K // (32 * V * vecs)))
+        chunks = -(-K // (32 * V * warps))
+        if chunks > 16:
+            raise KernelConfigError(f"quantize_fp8: granularity 'token' holds a whole row in one CTA and K = {K} is "
+                                    f"past {MAX_TOKEN_K}; use '1x128' groups, or split the rows")
+        p = Plan(granularity, 1, 32 * V * warps * chunks, warps, chunks)
+    need = min_shape(p)
+    if M < need[0] or K < need[1]:
+        raise KernelConfigError(f"quantize_fp8: a {M} x {K} input is smaller than one {granularity} tile, which "
+                                f"needs at least {need[0]} x {need[1]}; pad it with zeros (the API does)")
+    return p
+
+
+def min_shape(p: Plan) -> tuple:
+    """The smallest ``(M, K)`` the plan's tile views fit: a row tile, and a column chunk (a group, or the
+    columns one vector of every thread covers)."""
+    return p.rows, (GROUP if p.granularity != "token" else 32 * V * p.warps)
+
+
+def padded_shape(granularity: str, M: int, K: int) -> tuple:
+    """``(M, K)`` grown to the smallest input a kernel takes (one tile of rows; 128 columns, 256 for a token
+    row): smaller inputs are quantized from a zero-padded copy (zeros change no amax).
+
+        >>> padded_shape("1x128", 3, 200), padded_shape("token", 3, 200), padded_shape("128x128", 300, 7168)
+        ((32, 200), (3, 256), (300, 7168))
+    """
+    rows = {"token": 1, "1x128": 2 * 4 * VECS, "128x128": GROUP}[granularity]
+    return max(M, rows), max(K, 32 * V if granularity == "token" else GROUP)
+
+
+def tile_layout(p: Plan) -> TileLayout:
+    """The ``(rows, cols)`` tile over the CTA. Groups: row ``(w * vecs + i) * 2 + h`` in warp ``w``, slot
+    group ``i``, lanes ``16 h .. 16 h + 15``, column ``8 l + j`` in lane ``l % 16``, slot ``8 i + j``. Token:
+    column ``((i * warps + w) * 32 + l) * 8 + j`` in warp ``w``, lane ``l``, slot ``8 i + j``."""
+    if p.granularity == "token":
+        return TileLayout(S[(1, p.vecs, p.warps, 32, V) : (1 @ m, V @ m, 1 @ warpid, 1 @ laneid, 1 @ m)])
+    return TileLayout(S[(p.warps, p.vecs, 2, 16, V) : (1 @ warpid, V @ m, 16 @ laneid, 1 @ laneid, 1 @ m)])
+
+
+def amax_layout(p: Plan) -> TileLayout:
+    """The ``(rows, 1)`` row maxima: each held by every lane of its row (16 lanes; a token row: the CTA)."""
+    if p.granularity == "token":
+        return TileLayout(S[1 : 1 @ m] + R[(32, p.warps) : (1 @ laneid, 1 @ warpid)])
+    return TileLayout(S[(p.warps, p.vecs, 2) : (1 @ warpid, 1 @ m, 16 @ laneid)] + R[16 : 1 @ laneid])
+
+
+def block_layout(p: Plan) -> TileLayout:
+    """A ``(1, 1)`` value held by every thread of the CTA."""
+    return TileLayout(S[1 : 1 @ m] + R[(32, p.warps) : (1 @ laneid, 1 @ warpid)])
+
+
+def check_config(granularity, M, K, in_dtype="bfloat16", out_dtype="float8_e4m3", pow2=False, div="exact",
+                 vecs=VECS) -> Plan:
+    """Every option checked (:class:`KernelConfigError` naming the one that is wrong); returns the plan."""
+    choice_option("quantize_fp8", "in_dtype", in_dtype, IN_DTYPES)
+    choice_option("quantize_fp8", "out_dtype", out_dtype, OUT_DTYPES)
+    flag_option("quantize_fp8", "pow2", pow2)
+    choice_option("quantize_fp8", "div", div, ("exact", "rcp"))
+    return plan(granularity, M, K, vecs)
+
+
+def scales_shape(granularity: str, M: int, K: int) -> tuple:
+    """``(M, 1)``, ``(M, ceil(K/128))`` or ``(ceil(M/128), ceil(K/128))``."""
+    g = -(-K // GROUP)
+    return {"token": (M, 1), "1x128": (M, g), "128x128": (-(-M // GROUP), g)}[granularity]
+
+
+@tirxpy.jit
+def quantize_fp8_kernel(granularity: str, M: int, K: int, in_dtype: str = "bfloat16",
+                        out_dtype: str = "float8_e4m3", pow2: bool = False, div: str = "exact", vecs: int = VECS):
+    """The kernel: call it as ``k(x, q, scales)`` (``(M, K)`` input, ``(M, K)`` fp8 output, float32 scales of
+    :func:`scales_shape`)."""
+    p = check_config(granularity, M, K, in_dtype, out_dtype, pow2, div, vecs)
+    XL, AL, BL = tile_layout(p), amax_layout(p), block_layout(p)
+    fmax = FP8_MAX[out_dtype]
+    SM, SK = scales_shape(granularity, M, K)
+    BR, BC = p.rows, p.cols
+    CW = 32 * V * p.warps
+    block = granularity == "128x128"
+    nslot = 1 if granularity == "token" else p.vecs
+    grid = (-(-M // BR), 1 if granularity == "token" else -(-K // GROUP))
+
+    @T.prim_func
+    def quantize_fp8(X: T.Tensor((M, K), in_dtype), Q: T.Tensor((M, K), out_dtype),
+                     Sc: T.Tensor((SM, SK), "float32")):
+        T.launch(grid=grid, threads=32 * p.warps)
+        x = T.alloc_local((BR, BC), in_dtype, layout=XL)
+        xf = T.alloc_local((BR, BC), "float32", layout=XL)
+        ax = T.alloc_local((BR, BC), "float32", layout=XL)
+        q = T.alloc_local((BR, BC), out_dtype, layout=XL)
+        amax = T.alloc_local((BR, 1), "float32", layout=AL)
+        if granularity == "token":         # the row in chunks of one vector per thread (each inside the tensor)
+            for j in range(p.vecs):
+                Tx.cta.copy(x[0:1, j * CW:(j + 1) * CW], X[T.cta_id(0):T.cta_id(0) + 1, T.cta_id(1) * BC + j * CW:T.cta_id(1) * BC + (j + 1) * CW])
+        else:
+            Tx.cta.copy(x, X[T.cta_id(0) * BR:T.cta_id(0) * BR + BR, T.cta_id(1) * BC:T.cta_id(1) * BC + BC])
+        Tx.cta.cast(xf, x)
+        Tx.cta.abs(ax, xf)
+        Tx.cta.max(amax, ax, axis=1)
+        if block:
+            bmax = T.alloc_local((1, 1), "float32", layout=BL)
+            Tx.cta.max(bmax, amax, axis=0)
+            Tx.cta.div(bmax, bmax, T.float32(fmax))
+            Tx.cta.maximum(bmax, bmax, T.float32(SCALE_FLOOR))
+            if pow2:
+                bmax[0, 0] = T.ptx.quant_pow2_ceil_f32(bmax[0, 0])
+            if div == "rcp":
+                inv = T.alloc_local((1, 1), "float32", layout=BL)
+                Tx.cta.div(inv, T.float32(1.0), bmax)
+                Tx.cta.mul(xf, xf, inv)
+            else:
+                Tx.cta.div(xf, xf, bmax)
+            Tx.cta.copy(Sc[T.cta_id(0):T.cta_id(0) + 1, T.cta_id(1):T.cta_id(1) + 1], bmax)
+        else:
+            Tx.cta.div(amax, amax, T.float32(fmax))
+            Tx.cta.maximum(amax, amax, T.float32(SCALE_FLOOR))
+            if pow2:
+                for i in range(nslot):     # slot i: row 2 i of the tile (this thread's rows)
+                    amax[2 * i, 0] = T.ptx.quant_pow2_ceil_f32(amax[2 * i, 0])
+            if div == "rcp":
+                inv = T.alloc_local((BR, 1), "float32", layout=AL)
+                Tx.cta.div(inv, T.float32(1.0), amax)
+                Tx.cta.mul(xf, xf, inv)
+            else:
+                Tx.cta.div(xf, xf, amax)
+            Tx.cta.copy(Sc[T.cta_id(0) * BR:T.cta_id(0) * BR + BR, T.cta_id(1):T.cta_id(1) + 1], amax)
+        Tx.cta.cast(q, xf)
+        if granularity == "token":
+            for j in range(p.vecs):
+                Tx.cta.copy(Q[T.cta_id(0):T.cta_id(0) + 1, T.cta_id(1) * BC + j * CW:T.cta_id(1) * BC + (j + 1) * CW], q[0:1, j * CW:(j + 1) * CW])
+        else:
+            Tx.cta.copy(Q[T.cta_id(0) * BR:T.cta_id(0) * BR + BR, T.cta_id(1) * BC:T.cta_id(1) * BC + BC], q)
+
+    return quantize_fp8
