@@ -3,6 +3,8 @@
 ``tirxpy_kernels.gemm(a, b, out=None, ...)``: Hopper GEMM (:mod:`tirxpy_kernels.gemm_sm90`) on torch tensors.
 ``tirxpy_kernels.attention(q, k, v, causal=False, scale=None)``: Hopper flash attention forward
 (:mod:`tirxpy_kernels.attention_sm90`) on ``(batch, seq, heads, dim)`` torch tensors.
+``tirxpy_kernels.quantize_fp8(x, granularity, ...)``: bf16 / f16 -> fp8 with per-token, 1 x 128 or 128 x 128 amax
+scales (:mod:`tirxpy_kernels.quantize_fp8`).
 """
 
 
@@ -18,3 +20,10 @@ def attention(q, k, v, causal=False, scale=None, **kw):
     from .attention_api import attention as _attention  # noqa: PLC0415  (imports torch lazily)
 
     return _attention(q, k, v, causal=causal, scale=scale, **kw)
+
+
+def quantize_fp8(x, granularity, **kw):
+    """``(x_q, scales)``: fp8 quantization with amax scales; see :func:`tirxpy_kernels.quantize_api.quantize_fp8`."""
+    from .quantize_api import quantize_fp8 as _quantize_fp8  # noqa: PLC0415  (imports torch lazily)
+
+    return _quantize_fp8(x, granularity, **kw)

@@ -57,8 +57,10 @@ V = 8
 """Input elements per thread vector (16 bytes of bf16 / f16)."""
 VECS = 4
 """Vectors a thread holds for 1 x 128 groups and the target for a token row: 64 bytes in flight per thread."""
-MAX_TOKEN_K = 1024 * V * 16
-"""The widest row ``"token"`` quantizes (1024 threads, 16 vectors each)."""
+MAX_TOKEN_WARPS = 16
+"""The most warps a token row gets (512 threads: 128 registers each, room for 8 vectors without spills)."""
+MAX_TOKEN_K = 32 * MAX_TOKEN_WARPS * V * 8
+"""The widest row ``"token"`` quantizes (512 threads, 8 vectors each)."""
 
 POW2_CEIL = register_intrinsic(
     "quant_pow2_ceil_f32",
@@ -103,9 +105,9 @@ def plan(granularity: str, M: int, K: int, vecs: int = VECS) -> Plan:
     elif granularity == "128x128":
         p = Plan(granularity, GROUP, GROUP, 8, 8)
     else:
-        warps = min(32, max(1, K // (32 * V * vecs)))
+        warps = min(MAX_TOKEN_WARPS, max(1, K // (32 * V * vecs)))
         chunks = -(-K // (32 * V * warps))
-        if chunks > 16:
+        if chunks * 32 * V * warps > MAX_TOKEN_K:
             raise KernelConfigError(f"quantize_fp8: granularity 'token' holds a whole row in one CTA and K = {K} is "
                                     f"past {MAX_TOKEN_K}; use '1x128' groups, or split the rows")
         p = Plan(granularity, 1, 32 * V * warps * chunks, warps, chunks)
