@@ -1,0 +1,143 @@
+"""Launch plans of the Hopper attention backward kernel (:mod:`tirxpy_kernels.attention_bwd_sm90`): tile sizes
+per head dim, how the consumers share the ``dQ`` product, shared memory, and :func:`plan`, which checks every
+option before anything is built (:class:`~tirxpy_kernels.errors.KernelConfigError` naming what to change).
+
+One CTA owns ``BN`` keys of one key / value head (``NC`` consumer warpgroups of 64 keys each) and walks the
+query blocks of ``BM`` rows of every query head of its group.
+
+    >>> p = plan(2, 8, 2, 1000, 1000, 128, causal=True)
+    >>> p.BM, p.BN, p.NC, p.STAGES, p.dq_split, p.grid, p.group
+    (64, 128, 2, 2, 'cols', (8, 2, 2), 4)
+    >>> plan(1, 4, 4, 512, 512, 64).dq_split
+    'keys'
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+from tirxpy.lang.schedule import cdiv
+from tirxpy.target import as_target
+
+from .errors import KernelConfigError, flag_option, int_option
+
+TARGET = as_target("sm_90a")
+SMEM_LIMIT = TARGET.smem_per_cta
+DTYPES = ("bfloat16", "float16")
+HEAD_DIMS = (64, 128)
+W = "attention_bwd_sm90"
+
+
+@dataclass(frozen=True)
+class AttentionBwdPlan:
+    """Every constant the backward kernel is built from.
+
+    Problem: ``B, H, HKV, SQ, SK, D, causal, dtype, deterministic``. Tiles: ``BM`` query rows per block,
+    ``BN = 64 * NC`` keys per CTA, ``STAGES`` ring stages of ``(Q, dO, LSE, D)`` blocks. ``dq_split``: how the
+    consumers share ``dQ = dS K`` of a query block: ``"cols"`` (consumer ``c`` computes columns ``c D / NC ..``
+    over all ``BN`` keys, from the ``dS`` both wrote to shared memory) or ``"keys"`` (consumer ``c`` computes all
+    columns over its own 64 keys; both add into ``dQ``). Derived: ``q_blocks`` per head, ``kv_blocks``,
+    ``group`` query heads per key / value head, ``d_chunks`` (64-column boxes of a row), ``dq_cols`` (columns of
+    one consumer's ``dQ``), ``grid`` ``(kv_blocks, HKV, B)``, ``threads``, ``smem`` bytes, ``regs`` (the
+    ``setmaxnreg`` split)."""
+    B: int
+    H: int
+    HKV: int
+    SQ: int
+    SK: int
+    D: int
+    causal: bool
+    dtype: str
+    deterministic: bool
+    BM: int
+    BN: int
+    NC: int
+    STAGES: int
+    dq_split: str
+    q_blocks: int
+    kv_blocks: int
+    group: int
+    d_chunks: int
+    dq_cols: int
+    grid: tuple
+    threads: int
+    smem: int
+    regs: tuple
+
+    def __getitem__(self, name):
+        if name not in _FIELDS:
+            raise KeyError(f"AttentionBwdPlan has no field {name!r}; its fields: {sorted(_FIELDS)}")
+        return getattr(self, name)
+
+
+_FIELDS = frozenset(f.name for f in fields(AttentionBwdPlan))
+
+
+def default_config(D):
+    """``(BM, STAGES, dq_split)`` per head dim, with two consumers of 64 keys (``BN = 128``): 64-row query blocks
+    in 2 stages; ``dQ`` split by columns at head dim 128 (each consumer's half is one 64-column box) and by keys
+    at 64 (the accumulator of all 64 columns costs the same 32 registers as half of head dim 128's).
+
+        >>> default_config(128), default_config(64)
+        ((64, 2, 'cols'), (64, 2, 'keys'))
+    """
+    return {64: (64, 2, "keys"), 128: (64, 2, "cols")}[D]
+
+
+def smem_bytes(BM, BN, D, STAGES, dq_cols, NC):
+    """Shared memory of a plan: K and V (``BN x D``), ``STAGES`` stages of Q and dO (``BM x D``) and of LSE and
+    D (``BM`` floats each), two ``dS`` buffers (``BN x BM``), each consumer's ``dQ`` staging (``64 x dq_cols``
+    float32 for ``BM = 64``), the barriers and 1 KiB of alignment.
+
+        >>> smem_bytes(64, 128, 128, 2, 64, 2)
+        198696
+    """
+    return (2 * BN * D + 2 * STAGES * BM * D + 2 * BN * BM) * 2 + 8 * STAGES * BM + NC * 4 * BM * dq_cols \
+        + 1024 + 8 * (1 + 2 * STAGES)
+
+
+def check_problem(B, H, HKV, SQ, SK, D, dtype):
+    """The problem on its own: sizes positive ints, ``H % HKV == 0``, a supported head dim and dtype."""
+    if type(dtype) is not str or dtype not in DTYPES:
+        raise KernelConfigError(f"{W}: dtype must be one of {DTYPES}, got {dtype!r:.60}")
+    for name, x in (("B", B), ("H", H), ("HKV", HKV), ("SQ", SQ), ("SK", SK), ("D", D)):
+        int_option(W, name, x)
+    if D not in HEAD_DIMS:
+        raise KernelConfigError(f"{W}: head dim {D} is not supported by the backward kernel; use one of {HEAD_DIMS}")
+    if min(B, H, HKV, SQ, SK) <= 0:
+        raise KernelConfigError(f"{W}: B, H, HKV, SQ, SK must be positive, got {(B, H, HKV, SQ, SK)}")
+    if H % HKV:
+        raise KernelConfigError(f"{W}: {H} query heads do not split into {HKV} key / value head groups "
+                                "(grouped-query attention needs H % HKV == 0)")
+
+
+def plan(B, H, HKV, SQ, SK, D, causal=False, dtype="bfloat16", deterministic=False, BM=None, STAGES=None,
+         DQ_SPLIT=None) -> AttentionBwdPlan:
+    """The checked :class:`AttentionBwdPlan` of one problem; options left ``None`` take :func:`default_config`.
+    ``BM`` must be 64 (one wgmma row block of ``dQ``), ``STAGES`` at least 1, ``DQ_SPLIT`` ``"cols"`` (head dim
+    128: 64 columns per consumer) or ``"keys"``."""
+    check_problem(B, H, HKV, SQ, SK, D, dtype)
+    flag_option(W, "causal", causal)
+    flag_option(W, "deterministic", deterministic)
+    bm, st, split = default_config(D)
+    BM = bm if BM is None else int_option(W, "BM", BM)
+    STAGES = st if STAGES is None else int_option(W, "STAGES", STAGES, lo=1, hi=4)
+    split = split if DQ_SPLIT is None else DQ_SPLIT
+    if BM != 64:
+        raise KernelConfigError(f"{W}: BM = {BM}; the backward kernel takes 64-row query blocks (BM=64)")
+    if type(split) is not str or split not in ("cols", "keys"):
+        raise KernelConfigError(f"{W}: DQ_SPLIT = {split!r:.60}; use 'cols' or 'keys'")
+    NC = 2
+    BN = 64 * NC
+    if split == "cols" and D // NC % 64:
+        raise KernelConfigError(f"{W}: DQ_SPLIT='cols' gives each of {NC} consumers {D // NC} columns of dQ, which "
+                                "must be whole 64-column boxes: use DQ_SPLIT='keys'")
+    dq_cols = D // NC if split == "cols" else D
+    smem = smem_bytes(BM, BN, D, STAGES, dq_cols, NC)
+    if smem > SMEM_LIMIT:
+        raise KernelConfigError(f"{W}: {STAGES} stages need {smem} bytes of shared memory, over the {SMEM_LIMIT} "
+                                "a CTA may have: use fewer stages")
+    NKV = cdiv(SK, BN)
+    return AttentionBwdPlan(
+        B=B, H=H, HKV=HKV, SQ=SQ, SK=SK, D=D, causal=bool(causal), dtype=dtype, deterministic=bool(deterministic),
+        BM=BM, BN=BN, NC=NC, STAGES=STAGES, dq_split=split, q_blocks=cdiv(SQ, BM), kv_blocks=NKV, group=H // HKV,
+        d_chunks=D // 64, dq_cols=dq_cols, grid=(NKV, HKV, B), threads=128 * (1 + NC), smem=smem, regs=(24, 240))

@@ -1,0 +1,354 @@
+"""Flash attention backward for Hopper (sm_90a): dQ, dK, dV from Q, K, V, dO, the forward's LSE and
+``D = rowsum(dO * O)``, warp-specialized, TMA loads, wgmma for the five products.
+
+With ``P = exp(scale * Q K^T - LSE)`` (masked entries 0) and ``dP = dO V^T``:
+``dS = P * (dP - D)``, ``dV = P^T dO``, ``dK = scale * dS^T Q``, ``dQ = scale * dS K``. Tensors are
+``(batch, seq, heads, dim)``; GQA as in the forward (``dK``, ``dV`` of a key / value head sum over the
+``H / HKV`` query heads of its group); causal masking top-left aligned (query ``i`` sees keys ``0 .. i``).
+
+The kernel is built from an :class:`~tirxpy_kernels.attention_bwd_plan.AttentionBwdPlan` by
+:func:`build_kernel`:
+
+- **grid** ``(kv_blocks, HKV, B)``: a CTA owns ``BN = 64 * NC`` keys of one key / value head; K and V stay
+  in shared memory. It walks every query head of the group and every query block of ``BM`` rows that can
+  see its keys (causal: from block ``n0 // BM`` on).
+- **roles** (:class:`tirxpy.lang.WarpRoles`): warpgroup 0 is the producer: one thread loads K and V once,
+  then per step the query block's Q, dO (``D / 64`` boxes each), LSE and D (``BM`` floats) into a
+  :class:`tirxpy.lang.StageRing` of ``STAGES`` stages (one ``full`` barrier per stage, 4 arrivals per
+  consumer free it). Warpgroups ``1 .. NC`` are consumers; consumer ``c`` owns keys ``n0 + 64 c ..``.
+- **per step** (consumer ``c``), everything transposed so that the key rows are the wgmma ``M``:
+  ``S^T = K_c Q^T`` and ``dP^T = V_c dO^T`` (wgmma SS, ``(64, BM)`` float32); ``P^T = exp2(S^T * scale *
+  log2 e - LSE * log2 e)`` (the causal mask on a transposed view of the fragment); ``dV += P^T dO`` (wgmma
+  RS: the accumulator fragment of ``P^T`` is the A fragment); ``dS^T = P^T (dP^T - D)``; ``dK += dS^T Q``
+  (RS); ``dS^T`` to shared memory (``stmatrix``), and ``dQ = dS K`` (wgmma, A = ``dS`` read transposed).
+  ``dq_split="cols"``: the consumers meet at a named barrier once both wrote ``dS`` (two buffers, by step
+  parity, so no second barrier guards the overwrite) and consumer ``c`` computes ``dQ``'s columns
+  ``c D / NC ..``; ``"keys"``: consumer ``c`` computes all columns over its own 64 keys.
+- **dQ accumulation**: the consumer's ``dQ`` block (float32) goes to its staging buffer and one thread
+  reduce-adds it into the float32 ``dQacc`` with a TMA store (``cp.reduce.async.bulk.tensor .add``).
+  ``deterministic``: the reduce-adds into one block of ``dQacc`` go in key-block order: before its add a
+  consumer spins (``ld.acquire``) until the block's counter in ``SEM`` reaches its turn, waits for the add
+  to complete and bumps the counter (``red.release``).
+- **epilogue**: ``dK * scale`` and ``dV`` converted and staged over the CTA's own K / V rows once both
+  consumers are past their last product, then stored with TMA (rows past ``SK`` dropped).
+
+``dQacc`` holds ``dS K`` summed over key blocks; the caller multiplies it by ``scale`` and converts it
+(:func:`tirxpy_kernels.attention_bwd_api.attention_backward`).
+
+    >>> k = attention_bwd_sm90(1, 2, 1, 100, 80, 64, causal=True, SKT=128)
+    >>> k.launch.threads, k.launch.grid
+    (384, (1, 1, 1))
+"""
+from __future__ import annotations
+
+import math
+
+import tirxpy
+import tirxpy.intrinsics  # noqa: F401  (T.ptx.* signatures)
+from tirxpy import T, Tx
+from tirxpy.lang import StageRing, WarpRoles, setup_barriers
+from tirxpy.layout import ComposeLayout, R, S, TileLayout, laneid, m, swizzle_for, wid_in_wg
+from tirxpy.layout.atoms import wgmma_accumulator
+
+from .attention_bwd_plan import plan
+from .errors import KernelConfigError
+
+LOG2E = 1.4426950408889634
+NEG_INF = float("-inf")
+
+
+def col_vector(n):
+    """One float per accumulator column, ``(n,)``: column ``8 nb + 2 q + e`` in slot ``2 nb + e`` of every lane
+    ``4 r + q`` of every warp (all the threads that hold that column of the wgmma accumulator), so that it
+    broadcasts over the rows of a ``(64, n)`` fragment.
+
+        >>> col_vector(16).apply(13)
+        {'m': 3, 'laneid': 2}
+    """
+    return TileLayout(S[(n // 8, 4, 2) : (2 @ m, 1 @ laneid, 1 @ m)] + R[(4, 8) : (1 @ wid_in_wg, 4 @ laneid)])
+
+
+def transposed_accumulator(n):
+    """The wgmma accumulator ``(64, n)`` seen as ``(n, 64)``: ``[c, r]`` is element ``[r, c]``, so a mask whose rows
+    are the accumulator's columns can be applied to it.
+
+        >>> transposed_accumulator(16).apply(13, 37, shape=(16, 64)) == wgmma_accumulator(16).apply(37, 13, shape=(64, 16))
+        True
+    """
+    return TileLayout(S[(n // 8, 4, 2, 4, 2, 8) : (4 @ m, 1 @ laneid, 1 @ m, 1 @ wid_in_wg, 2 @ m, 4 @ laneid)])
+
+
+def tile_layout(rows, cols, stages=None, dtype="bf16"):
+    """``(rows, cols)`` tiles (``(stages, rows, cols)``) of dense 128B-swizzled boxes of 128-byte rows one after
+    another (64 columns of bf16 / f16, 32 of float32)."""
+    w = 128 * 8 // (32 if dtype == "float32" else 16)
+    inner = S[(rows, cols // w, w) : (w, rows * w, 1)] if stages is None else \
+        S[(stages, rows, cols // w, w) : (rows * cols, w, rows * w, 1)]
+    return ComposeLayout(swizzle_for(128, dtype), TileLayout(inner))
+
+
+class Tiles:
+    """Shared memory and rings as the parts see them: ``Ks``, ``Vs`` (resident), the staged ``Qs``, ``dOs``,
+    ``Ls`` (LSE), ``Ds`` (D), ``dSs`` (two ``dS^T`` buffers), ``dQs`` (each consumer's dQ staging), the ring
+    ``qr`` and the K / V barrier ``kv``."""
+
+    def __init__(self, **kw):
+        self.__dict__.update(kw)
+
+
+@tirxpy.jit
+def attention_bwd_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat16", deterministic=False,
+                       SQT=None, SKT=None, BM=None, STAGES=None, DQ_SPLIT=None):
+    """The kernel for one problem: ``k(Q, K, V, dO, LSE, DL, dK, dV, dQacc, SEM)`` with ``Q, dO: (B, SQT, H, D)``,
+    ``K, V, dK, dV: (B, SKT, HKV, D)`` in ``dtype``, ``LSE, DL: (B, H, SQP)`` float32 (natural log-sum-exp and
+    ``rowsum(dO * O)``; ``SQP`` the query blocks' rows, ``ceil(SQ / 64) * 64``), ``dQacc: (B, SQT, H, D)``
+    float32 (zeroed; receives ``dS K``) and ``SEM: (B, H, SQP / 64, 2)`` int32 (zeroed; read only when
+    ``deterministic``). ``SQ`` / ``SK`` are the valid lengths; the tensors may hold more rows (``SQT >= SQ``,
+    ``SKT >= SK``), which must then be zero (a TMA box may not be larger than its tensor: the caller pads
+    sequences shorter than one block). Options: :func:`tirxpy_kernels.attention_bwd_plan.plan`."""
+    p = plan(B, H, HKV, SQ, SK, D, causal, dtype, deterministic, BM, STAGES, DQ_SPLIT)
+    SQT, SKT = SQT or SQ, SKT or SK
+    if SQT < max(SQ, p.BM) or SKT < max(SK, p.BN):
+        raise KernelConfigError(f"attention_bwd_sm90: tensors of {SQT} query / {SKT} key rows are shorter than one "
+                                f"block ({p.BM} / {p.BN}) or than SQ = {SQ} / SK = {SK}: pad the sequences")
+    scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
+    return build_kernel(p, scale, SQT, SKT)
+
+
+def query_walk(p, n0, hk, t):
+    """``(first, nq, hq, mi)``: the first query block that sees keys from ``n0``, the number of blocks walked per
+    head, and step ``t``'s query head and block (heads of the group outermost)."""
+    MT = p.q_blocks
+    first = T.min(n0 // p.BM, MT) if p.causal else 0
+    nq = MT - first
+    return first, nq, hk * p.group + t // T.max(nq, 1), first + t % T.max(nq, 1)
+
+
+def producer_part(p):
+    """The producer's macro ``produce(Q, K, V, dO, LSE, DL, sm, n0, hk, b, n_steps)``: K and V once, then per step
+    Q, dO, LSE and D of the step's query block into stage ``t % STAGES``."""
+    BM, BN, DC = p.BM, p.BN, p.d_chunks
+
+    @T.macro
+    def produce(Q, K, V, dO, LSE, DL, sm, n0, hk, b, n_steps):
+        for j in range(DC):
+            Tx.copy_async(sm.Ks[:, j * 64:j * 64 + 64], K[b, n0:n0 + BN, hk, j * 64:j * 64 + 64], mbar=sm.kv[0],
+                          arrive=False)
+        for j in range(DC):
+            Tx.copy_async(sm.Vs[:, j * 64:j * 64 + 64], V[b, n0:n0 + BN, hk, j * 64:j * 64 + 64], mbar=sm.kv[0],
+                          arrive=j == DC - 1)
+        for t in T.serial(n_steps):
+            _, _, hq, mi = query_walk(p, n0, hk, t)
+            m0 = mi * BM
+            s = sm.qr.stage(t)
+            sm.qr.wait_empty(t)
+            for j in range(DC):
+                Tx.copy_async(sm.Qs[s, :, j * 64:j * 64 + 64], Q[b, m0:m0 + BM, hq, j * 64:j * 64 + 64],
+                              mbar=sm.qr.full[s], arrive=False)
+                Tx.copy_async(sm.dOs[s, :, j * 64:j * 64 + 64], dO[b, m0:m0 + BM, hq, j * 64:j * 64 + 64],
+                              mbar=sm.qr.full[s], arrive=False)
+            Tx.copy_async(sm.Ls[s, :], LSE[b, hq, m0:m0 + BM], mbar=sm.qr.full[s], arrive=False)
+            Tx.copy_async(sm.Ds[s, :], DL[b, hq, m0:m0 + BM], mbar=sm.qr.full[s], arrive=True)
+
+    return produce
+
+
+def dq_part(p):
+    """The consumer's macros ``dq_product(sm, rg, c, t)`` (``dQ`` of the step's query block from ``dS^T`` in
+    shared memory) and ``dq_add(dQacc, SEM, sm, rg, c, b, hq, mi, kb)`` (staged, then reduce-added by TMA)."""
+    BM, NC, DQC = p.BM, p.NC, p.dq_cols
+
+    @T.macro
+    def dq_product(sm, rg, c, t):
+        db = t % 2
+        if p.dq_split == "cols":
+            Tx.wg.gemm_async(rg.dq, sm.dSs[db, :, :], sm.Ks[:, c * DQC:c * DQC + DQC], transpose_a=True,
+                             accumulate=False)
+        else:
+            Tx.wg.gemm_async(rg.dq, sm.dSs[db, c * 64:c * 64 + 64, :], sm.Ks[c * 64:c * 64 + 64, :],
+                             transpose_a=True, accumulate=False)
+
+    @T.macro
+    def issue_add(dQacc, SEM, sm, cc, b, hq, mi, kb):
+        """Consumer ``cc``'s issuing thread: (``deterministic``: wait for its turn,) reduce-add its staged block."""
+        m0 = mi * BM
+        col0 = cc * DQC if p.dq_split == "cols" else 0
+        if p.deterministic:
+            si = cc if p.dq_split == "cols" else 0
+            turn = kb if p.dq_split == "cols" else kb * NC + cc
+            while T.ptx.ld_acquire_gpu_u32(T.address_of(SEM[b, hq, mi, si])) != T.uint32(turn):
+                T.ptx.nanosleep(T.uint32(32))
+            T.ptx.fence_proxy_async_global()
+        for j in range(DQC // 32):
+            Tx.copy_async(dQacc[b, m0:m0 + BM, hq, col0 + j * 32:col0 + j * 32 + 32],
+                          sm.dQs[cc, :, j * 32:j * 32 + 32], reduce="add")
+        if p.deterministic:
+            T.ptx.bulk_wait_group(0)
+            T.ptx.fence_proxy_async_global()
+            T.ptx.red_global_add_release_gpu_u32(T.address_of(SEM[b, hq, mi, si]), T.uint32(1))
+
+    @T.macro
+    def dq_add(dQacc, SEM, sm, rg, c, b, hq, mi, kb):
+        if T.thread_id_in_wg() == 0:                 # the previous add has read the staging buffer
+            T.ptx.bulk_wait_group_read(0)
+        T.ptx.barrier_sync(1 + c, 128)
+        Tx.wg.copy(sm.dQs[c, :, :], rg.dq)
+        T.ptx.fence_proxy_async()
+        T.ptx.barrier_sync(1 + c, 128)
+        for cc in range(NC):                         # one issuing thread per call site
+            if T.thread_id() == 128 * (cc + 1):
+                issue_add(dQacc, SEM, sm, cc, b, hq, mi, kb)
+
+    return dq_product, dq_add
+
+
+def consumer_part(p, scale):
+    """The consumer's macro ``consume(dK, dV, dQacc, SEM, sm, rg, c, n0, hk, b, n_steps)``: the steps of the
+    module docstring, then the epilogue."""
+    BM, BN, D, NC, DC = p.BM, p.BN, p.D, p.NC, p.d_chunks
+    sl2 = scale * LOG2E
+    dq_product, dq_add = dq_part(p)
+
+    @T.macro
+    def step(dQacc, SEM, sm, rg, c, n0, hk, b, t):
+        _, _, hq, mi = query_walk(p, n0, hk, t)
+        m0 = mi * BM
+        s = sm.qr.stage(t)
+        sm.qr.wait_full(t)
+        Tx.wg.gemm_async(rg.sacc, sm.Ks[c * 64:c * 64 + 64, :], sm.Qs[s], transpose_b=True, accumulate=False)
+        Tx.wg.gemm_async(rg.dpacc, sm.Vs[c * 64:c * 64 + 64, :], sm.dOs[s], transpose_b=True, accumulate=False)
+        Tx.wg.copy(rg.lcol, sm.Ls[s, :])
+        Tx.wg.mul(rg.lcol, rg.lcol, T.float32(-LOG2E))
+        Tx.wg.gemm_wait(1, rg.sacc)                  # S^T done; dP^T in flight
+        if p.causal:
+            if m0 < n0 + BN:                         # a block on the diagonal: key n0 + 64 c + r > query m0 + q
+                st = rg.sacc.alias((BM, 64), layout=transposed_accumulator(BM))
+                Tx.wg.mask(st, st, T.float32(NEG_INF), diag=m0 - n0 - c * 64)
+        Tx.wg.fma(rg.sacc, rg.sacc, T.float32(sl2), rg.lcol)
+        Tx.wg.exp2(rg.sacc, rg.sacc)                 # P^T
+        Tx.wg.cast(rg.pfr, rg.sacc)
+        Tx.wg.gemm_async(rg.dvacc, rg.pfr, sm.dOs[s], accumulate=True)
+        Tx.wg.copy(rg.dcol, sm.Ds[s, :])
+        Tx.wg.gemm_wait(1, rg.dpacc)                 # dP^T done; dV in flight
+        Tx.wg.sub(rg.dpacc, rg.dpacc, rg.dcol)
+        Tx.wg.mul(rg.dpacc, rg.dpacc, rg.sacc)       # dS^T
+        Tx.wg.cast(rg.dsfr, rg.dpacc)
+        Tx.wg.gemm_async(rg.dkacc, rg.dsfr, sm.Qs[s], accumulate=True)
+        for j in range(BM // 64):
+            Tx.wg.copy(sm.dSs[t % 2, c * 64:c * 64 + 64, j * 64:j * 64 + 64], rg.dsfr[:, j * 64:j * 64 + 64])
+        T.ptx.fence_proxy_async()
+        if p.dq_split == "cols":
+            T.ptx.barrier_sync(3, 128 * NC)          # every consumer's dS^T is in shared memory
+        else:
+            T.ptx.barrier_sync(1 + c, 128)
+        dq_product(sm, rg, c, t)
+        Tx.wg.gemm_wait(0, rg.dq, rg.dvacc, rg.dkacc)
+        if T.lane_id() == 0:
+            sm.qr.release(t)
+        dq_add(dQacc, SEM, sm, rg, c, b, hq, mi, T.cta_id(0))
+
+    @T.macro
+    def epilogue(dK, dV, sm, rg, c, n0, hk, b):
+        T.ptx.barrier_sync(3, 128 * NC)              # both consumers are past their last read of K and V
+        Tx.wg.mul(rg.dkacc, rg.dkacc, T.float32(scale))
+        for j in range(DC):
+            Tx.wg.cast(rg.och, rg.dkacc[:, j * 64:j * 64 + 64])
+            Tx.wg.copy(sm.Ks[c * 64:c * 64 + 64, j * 64:j * 64 + 64], rg.och)
+            Tx.wg.cast(rg.och, rg.dvacc[:, j * 64:j * 64 + 64])
+            Tx.wg.copy(sm.Vs[c * 64:c * 64 + 64, j * 64:j * 64 + 64], rg.och)
+        T.ptx.fence_proxy_async()
+        T.ptx.barrier_sync(1 + c, 128)
+        for cc in range(NC):                         # one issuing thread per call site
+            if T.thread_id() == 128 * (cc + 1):
+                r0 = n0 + cc * 64
+                for j in range(DC):
+                    Tx.copy_async(dK[b, r0:r0 + 64, hk, j * 64:j * 64 + 64],
+                                  sm.Ks[cc * 64:cc * 64 + 64, j * 64:j * 64 + 64])
+                    Tx.copy_async(dV[b, r0:r0 + 64, hk, j * 64:j * 64 + 64],
+                                  sm.Vs[cc * 64:cc * 64 + 64, j * 64:j * 64 + 64])
+                T.ptx.bulk_wait_group(0)
+
+    @T.macro
+    def consume(dK, dV, dQacc, SEM, sm, rg, c, n0, hk, b, n_steps):
+        Tx.wg.fill(rg.dvacc, T.float32(0))
+        Tx.wg.fill(rg.dkacc, T.float32(0))
+        T.ptx.mbarrier_wait_parity(sm.kv[0], 0)
+        for t in T.serial(n_steps):
+            step(dQacc, SEM, sm, rg, c, n0, hk, b, t)
+        epilogue(dK, dV, sm, rg, c, n0, hk, b)
+
+    return consume
+
+
+def build_kernel(p, scale, SQT, SKT):
+    """The ``@T.prim_func`` of plan ``p`` for tensors of ``SQT`` / ``SKT`` rows and softmax scale ``scale``."""
+    B, H, HKV, D, dtype = p.B, p.H, p.HKV, p.D, p.dtype
+    BM, BN, ST, NC, DQC = p.BM, p.BN, p.STAGES, p.NC, p.dq_cols
+    SQP = p.q_blocks * BM
+    roles = WarpRoles(p.threads, *p.regs, kernel="attention_bwd_sm90")
+    produce = producer_part(p)
+    consume = consumer_part(p, scale)
+    ACC, DACC, OCH = wgmma_accumulator(BM), wgmma_accumulator(D), wgmma_accumulator(64)
+
+    @T.prim_func
+    def attention_bwd_sm90_kernel(Q: T.Tensor((B, SQT, H, D), dtype), K: T.Tensor((B, SKT, HKV, D), dtype),
+                                  V: T.Tensor((B, SKT, HKV, D), dtype), dO: T.Tensor((B, SQT, H, D), dtype),
+                                  LSE: T.Tensor((B, H, SQP), "float32"), DL: T.Tensor((B, H, SQP), "float32"),
+                                  dK: T.Tensor((B, SKT, HKV, D), dtype), dV: T.Tensor((B, SKT, HKV, D), dtype),
+                                  dQacc: T.Tensor((B, SQT, H, D), "float32"),
+                                  SEM: T.Tensor((B, H, p.q_blocks, 2), "int32")):
+        T.launch(grid=p.grid, threads=p.threads)
+        Ks = T.alloc_shared((BN, D), dtype, layout=tile_layout(BN, D))
+        Vs = T.alloc_shared((BN, D), dtype, layout=tile_layout(BN, D))
+        Qs = T.alloc_shared((ST, BM, D), dtype, layout=tile_layout(BM, D, ST))
+        dOs = T.alloc_shared((ST, BM, D), dtype, layout=tile_layout(BM, D, ST))
+        dSs = T.alloc_shared((2, BN, BM), dtype, layout=tile_layout(BN, BM, 2))
+        dQs = T.alloc_shared((NC, 64, DQC), "float32", layout=tile_layout(64, DQC, NC, "float32"))
+        Ls = T.alloc_shared((ST, BM), "float32")
+        Ds = T.alloc_shared((ST, BM), "float32")
+        q_full = T.alloc_shared((ST,), "uint64")
+        q_empty = T.alloc_shared((ST,), "uint64")
+        kv = T.alloc_shared((1,), "uint64")
+        kv_empty = T.alloc_shared((1,), "uint64")
+        sm = Tiles(Ks=Ks, Vs=Vs, Qs=Qs, dOs=dOs, dSs=dSs, dQs=dQs, Ls=Ls, Ds=Ds, qr=StageRing(q_full, q_empty, ST),
+                   kv=kv, kvr=StageRing(kv, kv_empty, 1))
+        sacc = T.alloc_local((64, BM), "float32", layout=ACC)
+        dpacc = T.alloc_local((64, BM), "float32", layout=ACC)
+        pfr = T.alloc_local((64, BM), dtype, layout=ACC)
+        dsfr = T.alloc_local((64, BM), dtype, layout=ACC)
+        dvacc = T.alloc_local((64, D), "float32", layout=DACC)
+        dkacc = T.alloc_local((64, D), "float32", layout=DACC)
+        och = pfr                                    # the epilogue's 64-column chunks reuse P^T's registers
+        if BM != 64:
+            och = T.alloc_local((64, 64), dtype, layout=OCH)
+        lcol = T.alloc_local((BM,), "float32", layout=col_vector(BM))
+        dcol = lcol                                  # D's columns, read once LSE's are used up
+        dq = sacc                                    # dQ (64 x dq_cols) reuses S^T's registers (dq_cols == BM)
+        if DQC != BM:
+            dq = T.alloc_local((64, DQC), "float32", layout=wgmma_accumulator(DQC))
+        rg = Tiles(sacc=sacc, dpacc=dpacc, pfr=pfr, dsfr=dsfr, dvacc=dvacc, dkacc=dkacc, och=och, lcol=lcol,
+                   dcol=dcol, dq=dq)
+        n0 = T.cta_id(0) * BN
+        hk = T.cta_id(1)
+        b = T.cta_id(2)
+        _, nq, _, _ = query_walk(p, n0, hk, 0)
+        n_steps = nq * p.group
+        setup_barriers([(sm.qr, 1, 4 * NC), (sm.kvr, 1, 1)], 1, False)
+        wg = T.warpgroup_id()
+        if wg == 0:
+            roles.enter_producer()
+            if T.warp_id_in_wg() == 0:
+                if T.elect_one():
+                    produce(Q, K, V, dO, LSE, DL, sm, n0, hk, b, n_steps)
+        else:
+            roles.enter_consumer()
+            consume(dK, dV, dQacc, SEM, sm, rg, wg - 1, n0, hk, b, n_steps)
+
+    return attention_bwd_sm90_kernel
+
+
+@tirxpy.jit
+def example():
+    """The kernel ``python -m tirxpy compile tirxpy_kernels/attention_bwd_sm90.py`` builds: head dim 128, 4096
+    tokens, 16 heads, batch 8, causal."""
+    return attention_bwd_sm90(8, 16, 16, 4096, 4096, 128, causal=True)
