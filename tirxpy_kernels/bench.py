@@ -3,6 +3,8 @@
     python -m tirxpy_kernels.bench gemm [--shapes MxNxK,...] [--tune "K=V,...;..."] [--reps 50] [--passes 1] [--sim]
     python -m tirxpy_kernels.bench attention [--shapes SxD,...] [--tune ...] [--reps 30] [--sim]
     python -m tirxpy_kernels.bench rmsnorm [--shapes ROWSxD,...] [--tune ...] [--reps 25] [--sim]
+    python -m tirxpy_kernels.bench quantize [--shapes MxK,...] [--granularity ...] [--tune ...] [--reps 30] [--sim]
+    python -m tirxpy_kernels.bench fp8 [--shapes MxNxK,...] [--scalings tensor,row,block] [--tune ...] [--reps 30] [--sim]
     python -m tirxpy_kernels.bench NAME -h          # that benchmark's options, shape syntax and defaults
 
 Each timing run compares the kernel with its peer on the same random inputs: every tuning of ``--tune`` and
@@ -14,7 +16,7 @@ tolerance its help states.
 
 ``gemm``: :func:`tirxpy_kernels.gemm` against ``torch.matmul`` (cuBLAS) on bf16 ``a`` ``(M, K)`` row-major and
 ``b = w.t()`` for a row-major ``w`` ``(N, K)`` (the ``nn.Linear`` layout), rotating through enough input sets to
-exceed L2. ``attention``: :mod:`tirxpy_kernels.bench_attention`. ``rmsnorm``: :mod:`tirxpy_kernels.bench_rmsnorm`.
+exceed L2. ``attention``: :mod:`tirxpy_kernels.bench_attention`. ``rmsnorm``: :mod:`tirxpy_kernels.bench_rmsnorm`. ``quantize``: :mod:`tirxpy_kernels.bench_quantize`. ``fp8``: :mod:`tirxpy_kernels.bench_fp8`.
 
 Arguments are checked before any GPU work (shapes, and ``--tune`` options against the kernel's own checks); a bad
 one, or a timing run on a machine without a CUDA GPU, exits with status 2 and a message on stderr, no traceback.
@@ -27,7 +29,7 @@ import time
 
 from tirxpy.errors import TirxError
 
-from . import bench_attention, bench_rmsnorm
+from . import bench_attention, bench_fp8, bench_quantize, bench_rmsnorm
 from .bench_tools import (BenchArgumentError, add_common_arguments, check_sim_args, environment, gemm_inputs,
                           median_ms, meta_tensor, parse_shapes, positive, parse_tunings, print_table, relative_error, seed_of,
                           sim_verdict, warm_gpu)
@@ -168,6 +170,11 @@ def _benches():
         "rmsnorm": ("tirxpy_kernels.rmsnorm_silu vs a device-to-device copy", bench_rmsnorm.add_arguments,
                     bench_rmsnorm.check, lambda a: bench_rmsnorm.bench_rmsnorm(a),
                     lambda a: bench_rmsnorm.sim_rmsnorm(a)),
+        "quantize": ("tirxpy_kernels.quantize_fp8 vs a device-to-device copy", bench_quantize.add_arguments,
+                     bench_quantize.check, lambda a: bench_quantize.bench_quantize(a),
+                     lambda a: bench_quantize.sim_quantize(a)),
+        "fp8": ("tirxpy_kernels.gemm_fp8 vs cuBLAS per-tensor FP8 (torch._scaled_mm)", bench_fp8.add_arguments,
+                bench_fp8.check, lambda a: bench_fp8.bench_fp8(a), lambda a: bench_fp8.sim_fp8(a)),
     }
 
 
@@ -206,7 +213,7 @@ def main(argv=None, prog="python -m tirxpy_kernels.bench"):
               file=sys.stderr)
         return 2
     if args.reps is None:
-        args.reps = {"gemm": 50, "attention": 30, "rmsnorm": 25}[args.name]
+        args.reps = {"gemm": 50, "attention": 30, "rmsnorm": 25, "quantize": 30, "fp8": 30}[args.name]
     return timed(args)
 
 
