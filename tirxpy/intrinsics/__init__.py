@@ -7,7 +7,7 @@
     >>> e.render_call(["bar", "phase"])
     'tx_mbarrier_try_wait_parity(bar, phase)'
 """
-from . import barrier, cluster, cp_async, fence, ldst_matrix, mbarrier, misc, mma_sync, tcgen05, tma, wgmma  # noqa: F401
+from . import barrier, cluster, cp_async, fence, ldst_matrix, mbarrier, misc, mma_sync, peer, tcgen05, tma, wgmma  # noqa: F401
 from .entry import KINDS, SCOPES, Intrinsic, Operand
 from .errors import DescriptorError, IntrinsicError, OperandError, RegistrationError, TargetError
 from .register import register_intrinsic

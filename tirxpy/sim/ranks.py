@@ -1,0 +1,563 @@
+"""Several ranks (GPUs) in one process: the signal protocols of multi-GPU kernels, on the CPU.
+
+``run_ranks(kernel, args_per_rank)`` runs one launch of a kernel on every rank at once: every CTA of
+every rank is live together (a persistent kernel's CTAs and the ranks wait on each other's flags), and
+one seeded scheduler interleaves all their warps. Memory the ranks share is a :class:`Symmetric`
+allocation (one buffer per rank, like ``torch.distributed._symmetric_memory.empty``): pass
+``sym.on(p)`` as a kernel argument to bind rank ``p``'s buffer, on any rank (a peer's buffer is how a
+kernel reads or writes another GPU). Everything else is private to its rank.
+
+Checks, besides every single-GPU check of :func:`tirxpy.sim.run`:
+
+- **deadlock**: a rank waits for a signal nobody will send (``wait_geq_sys_u32`` blocks; a polling loop
+  that cannot exit counts too). The report names every waiting warp with its rank.
+- **race (read before its signal)**: every symmetric buffer records who wrote each byte. Happens-before
+  across warps and ranks comes only from release / acquire on flags (:mod:`tirxpy.intrinsics.peer`: a
+  release carries the writer's clock to the flag, an acquire that reads it joins it) and, within a CTA,
+  from its barriers. A read of bytes written by another warp (or by the host before the owner rank's
+  launch) that no such chain orders first is reported as ``race``.
+- ``late={rank: steps}`` holds a rank's warps back for that many scheduling steps (a rank that reaches
+  the kernel late).
+
+    >>> import numpy as np
+    >>> from tirxpy import T
+    >>> from tirxpy.sim.ranks import Symmetric, run_ranks
+    >>> k = T.parse_script('''
+    ... @T.prim_func
+    ... def ping(Mine: T.Tensor((32,), "uint32"), Peer: T.Tensor((32,), "uint32"),
+    ...          Flag: T.Tensor((1,), "uint32"), PeerFlag: T.Tensor((1,), "uint32"), Out: T.Tensor((32,), "uint32")):
+    ...     T.launch(grid=(1,), threads=32)
+    ...     T.ptx.st_release_sys_u32(PeerFlag[0], T.uint32(1))
+    ...     T.ptx.wait_geq_sys_u32(Flag[0], T.uint32(1))
+    ...     Out[T.thread_id()] = Peer[T.thread_id()]
+    ... ''')
+    >>> data, flag = Symmetric("data", (32,), "uint32", 2), Symmetric("flag", (1,), "uint32", 2)
+    >>> for r in range(2): data.set(r, np.full(32, 10 + r, np.uint32))
+    >>> outs = [np.zeros(32, np.uint32) for _ in range(2)]
+    >>> _ = run_ranks(k, [(data.on(r), data.on(1 - r), flag.on(r), flag.on(1 - r), outs[r]) for r in range(2)])
+    >>> int(outs[0][0]), int(outs[1][0])
+    (11, 10)
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from tirxpy.ir.buffer import Buffer
+
+from .access import GPTR_SHIFT, global_span
+from .args import ArgumentError, check_launch, check_options, check_scalar, to_array
+from .errors import SimReportError, UnsupportedError
+from .expr import compile_expr
+from .finish import finish_cluster
+from .interp import BudgetExceeded, Block, exec_seq
+from .machine import CTA, WARP, Machine, Warp, plan_shared
+from .memory import Bytes
+from .registry import register_model
+from .run import SimResult, _elected, _write_back
+from .target import choose_arch
+from .values import compute_dtype, from_bits, nbytes, storage_dtype, to_bits
+
+
+# ---- memory that remembers its writers -----------------------------------------------------------------
+
+class _Tracked(np.ndarray):
+    """The bytes of a symmetric buffer: indexing reports the byte offsets read / written to the watch."""
+
+    def __getitem__(self, key):
+        out = np.asarray(super().__getitem__(key))
+        w = getattr(self, "_watch", None)
+        if w is not None and w.on:
+            w.access(self, key, False)
+        return out
+
+    def __setitem__(self, key, value):
+        w = getattr(self, "_watch", None)
+        if w is not None and w.on:
+            w.access(self, key, True)
+        np.asarray(self).__setitem__(key, value)
+
+
+class _Watch:
+    """Per byte of each symmetric buffer: the last writer (global agent, its clock) or none."""
+
+    def __init__(self):
+        self.on = False
+        self.current = None        # the warp running now (None: an asynchronous event fires)
+        self.mems: dict = {}       # id(array) -> (Symmetric, owner rank, writer agent array, writer clock array)
+        self.local: dict = {}      # id(array) -> (writer's machine id, its CTA-local agent, CTA-local clock) per byte
+        self.problems = []
+
+    def add(self, arr, sym, owner):
+        arr._watch = self
+        n = arr.size
+        self.mems[id(arr)] = (sym, owner, np.full(n, -1, np.int64), np.zeros(n, np.int64))
+        self.local[id(arr)] = (np.full(n, -1, np.int64), np.full(n, -1, np.int64), np.zeros(n, np.int64))
+
+    def _ordered_locally(self, w, arr, idx):
+        """Bytes whose write is ordered before ``w`` by a CTA's own barriers (the writer's CTA clock)."""
+        mid, lag, lclk = (a[idx] for a in self.local[id(arr)])
+        ok = np.zeros(idx.size, bool)
+        for m in np.unique(mid[mid >= 0]):
+            vc = w.vc if id(w.cta.machine) == m else w._lvc.get(int(m))
+            if vc is None:
+                continue
+            sel = mid == m
+            ok[sel] = lclk[sel] <= vc[np.minimum(lag[sel], len(vc) - 1)] * (lag[sel] < len(vc))
+        return ok
+
+    def access(self, arr, key, write):
+        sym, owner, wag, wclk = self.mems[id(arr)]
+        idx = np.arange(arr.size)[key].ravel() if not isinstance(key, np.ndarray) or key.dtype == bool \
+            else np.asarray(key, np.int64).ravel()
+        idx = idx[(idx >= 0) & (idx < arr.size)]
+        w = self.current
+        mid, lag, lclk = self.local[id(arr)]
+        if w is None:                      # an asynchronous unit (TMA store...): its writer is unknown
+            if write:
+                wag[idx] = -1
+                mid[idx] = -1
+            return
+        me = w._gagent
+        if write:
+            w._gvc[me] += 1
+            wag[idx] = me
+            wclk[idx] = w._gvc[me]
+            mid[idx], lag[idx], lclk[idx] = id(w.cta.machine), w.agent, w.vc[w.agent]
+            return
+        a = wag[idx]
+        other = (a >= 0) & (a != me)
+        if not other.any():
+            return
+        late = other & (wclk[idx] > w._gvc[np.maximum(a, 0)])
+        if late.any():
+            late &= ~self._ordered_locally(w, arr, idx)
+        if late.any():
+            j = int(np.argmax(late))
+            byte = int(idx[j])
+            writer = w._world.agent_names[int(a[j])]
+            span = getattr(w.where, "span", None)
+            w.cta.machine.report(
+                "race", f"rank {w._rank} reads {sym.name} of rank {owner} (byte {byte}) before any signal orders "
+                f"the write by {writer} before this read", span, f"rank {w._rank} {w.describe()}",
+                ["the writer signals after its stores (st.release.sys / red.release.sys on a flag) and the reader "
+                 "waits for that value (wait_geq_sys_u32 / ld.acquire.sys) before it reads"],
+                key=("race", sym.name, owner, getattr(span, "line", None)))
+
+
+class Symmetric:
+    """One symmetric allocation: a ``shape`` tensor of ``dtype`` on each of ``world`` ranks (zeros at
+    first). ``set(rank, values)`` writes rank's buffer as its host does before the launch; ``get(rank)``
+    reads it back (bfloat16 / float8 as float32); ``on(rank)`` is the kernel argument for that buffer.
+
+        >>> s = Symmetric("x", (2,), "float32", world=2); s.set(1, np.ones(2, np.float32)); s.get(1)
+        array([1., 1.], dtype=float32)
+    """
+
+    def __init__(self, name: str, shape, dtype: str, world: int):
+        from tirxpy.ir.dtype import DataType
+
+        if not isinstance(world, int) or isinstance(world, bool) or world < 1:
+            raise ArgumentError(f"Symmetric {name!r}: world must be a positive int, got {world!r}")
+        self.name, self.shape, self.dtype, self.world = name, tuple(int(n) for n in shape), str(DataType.get(dtype)), world
+        n = int(np.prod(self.shape)) * nbytes(self.dtype)
+        self.mems = [Bytes(n, f"{name}@rank{r}") for r in range(world)]
+        for mem in self.mems:
+            mem.data = mem.data.view(_Tracked)
+        self.host = [False] * world     # written by the host before the launch
+
+    def _rank(self, r):
+        if not isinstance(r, int) or isinstance(r, bool) or not 0 <= r < self.world:
+            raise ArgumentError(f"Symmetric {self.name!r} has ranks 0 .. {self.world - 1}, got {r!r}")
+        return r
+
+    def set(self, rank: int, values) -> None:
+        rank = self._rank(rank)
+        arr = np.asarray(values)
+        if arr.shape != self.shape:
+            raise ArgumentError(f"Symmetric {self.name!r}: values of shape {arr.shape}, the buffer is {self.shape}")
+        raw = to_bits(arr.reshape(-1), self.dtype) if arr.dtype != storage_dtype(self.dtype) else arr.reshape(-1)
+        np.asarray(self.mems[rank].data)[:] = np.ascontiguousarray(raw).view(np.uint8)
+        self.host[rank] = True
+
+    def get(self, rank: int):
+        rank = self._rank(rank)
+        raw = np.asarray(self.mems[rank].data).view(storage_dtype(self.dtype)).reshape(self.shape)
+        return np.array(from_bits(raw, self.dtype))
+
+    def on(self, rank: int) -> "_On":
+        return _On(self, self._rank(rank))
+
+    def __repr__(self):
+        return f"Symmetric({self.name!r}, {self.shape}, {self.dtype!r}, world={self.world})"
+
+
+class _On:
+    __slots__ = ("sym", "rank")
+
+    def __init__(self, sym, rank):
+        self.sym, self.rank = sym, rank
+
+
+# ---- flag models (tirxpy.intrinsics.peer) ------------------------------------------------------------------
+
+class _Quiet:
+    """Flag accesses are synchronization, not data: the watch does not record them."""
+
+    def __init__(self, mem):
+        self.w = getattr(mem.data, "_watch", None)
+
+    def __enter__(self):
+        self.was = self.w is not None and self.w.on
+        if self.was:
+            self.w.on = False
+
+    def __exit__(self, *exc):
+        if self.was:
+            self.w.on = True
+
+
+def _read_flag(mem, off):
+    with _Quiet(mem):
+        return mem.read(np.array([off]), "uint32")[0]
+
+
+def _write_flag(mem, off, v):
+    with _Quiet(mem):
+        mem.write(np.array([off]), np.array([v], np.uint32), "uint32")
+
+
+def _flag_at(ctx, name="ptr"):
+    ptr = ctx.arg(name)
+    lane = int(ctx.lanes[0]) if ctx.lanes.size else 0
+    return global_span(ctx, ptr[lane:lane + 1], 4, ctx.call.name), lane
+
+
+def _flag_clock(mem, off):
+    return getattr(mem, "flag_clocks", {}).get(off)
+
+
+def _release(ctx, mem, off, accumulate):
+    """A release on the flag: the warp's clock (multi-rank runs) travels with the value."""
+    w = ctx.w
+    if getattr(w, "_gvc", None) is None:
+        return
+    clocks = mem.__dict__.setdefault("flag_clocks", {})
+    old = clocks.get(off)
+    lvc = {k: v.copy() for k, v in w._lvc.items()}
+    lvc[id(w.cta.machine)] = w.vc.copy()
+    new = (w._gvc.copy(), lvc)
+    clocks[off] = _join(old, new) if (accumulate and old is not None) else new
+    w._gvc[w._gagent] += 1
+    w.tick()
+
+
+def _join(a, b):
+    from .races import join
+
+    lvc = {k: v.copy() for k, v in a[1].items()}
+    for k, v in b[1].items():
+        lvc[k] = join(lvc[k], v) if k in lvc else v.copy()
+    return np.maximum(a[0], b[0]), lvc
+
+
+def _acquire(ctx, mem, off):
+    w = ctx.w
+    got = _flag_clock(mem, off)
+    if getattr(w, "_gvc", None) is None or got is None:
+        return
+    from .races import join
+
+    gvc, lvc = got
+    np.maximum(w._gvc, gvc, out=w._gvc)
+    for k, v in lvc.items():
+        if k == id(w.cta.machine):
+            w.vc = join(w.vc, v)
+        else:
+            w._lvc[k] = join(w._lvc[k], v) if k in w._lvc else v.copy()
+
+
+def _st_release(ctx):
+    got, lane = _flag_at(ctx)
+    if got is not None:
+        mem, off = got
+        _release(ctx, mem, off, False)
+        _write_flag(mem, off, np.uint32(ctx.arg("v")[lane]))
+
+
+def _add(ret, acquire):
+    def model(ctx):
+        got, lane = _flag_at(ctx)
+        out = np.zeros(WARP, np.uint32)
+        if got is None:
+            return out if ret else None
+        mem, off = got
+        total = np.uint32(0)
+        for l in ctx.lanes:          # every active lane adds (a counter several threads signal)
+            total = np.uint32(total + np.uint32(ctx.arg("v")[l]))
+        old = _read_flag(mem, off)
+        if acquire:
+            _acquire(ctx, mem, off)
+        _release(ctx, mem, off, True)
+        _write_flag(mem, off, np.uint32(old + total))
+        out[ctx.lanes] = old
+        return out if ret else None
+    return model
+
+
+def _ld_acquire(ctx):
+    got, lane = _flag_at(ctx)
+    out = np.zeros(WARP, np.uint32)
+    if got is not None:
+        mem, off = got
+        out[:] = _read_flag(mem, off)
+        _acquire(ctx, mem, off)
+    return out
+
+
+def _wait_geq(ctx):
+    got, lane = _flag_at(ctx)
+    if got is None:
+        return None
+    mem, off = got
+    want = np.uint32(ctx.arg("v")[lane])
+
+    def ready():
+        return _read_flag(mem, off) >= want
+    if not ready():
+        yield Block(ready, f"the flag at byte {off} of {mem.name} to reach {int(want)} (wait_geq_sys_u32)", ctx.span)
+    _acquire(ctx, mem, off)
+    return None
+
+
+for _s in ("gpu", "sys"):
+    register_model(f"st_release_{_s}_u32", _st_release)
+    register_model(f"red_release_{_s}_add_u32", _add(False, False))
+    register_model(f"atom_acq_rel_{_s}_add_u32", _add(True, True))
+register_model("ld_acquire_sys_u32", _ld_acquire)
+register_model("wait_geq_sys_u32", _wait_geq)
+register_model("fence_acq_rel_sys", lambda ctx: None)
+
+
+# ---- the run ---------------------------------------------------------------------------------------------
+
+class _World:
+    def __init__(self):
+        self.agent_names: list = []
+
+    def agent(self, name):
+        self.agent_names.append(name)
+        return len(self.agent_names) - 1
+
+
+def _bind_rank(kernel, args, rank, watch):
+    """(globals, gtag, gtag_buf, scalars, private views) of one rank's arguments."""
+    if len(args) != len(kernel.params):
+        raise ArgumentError(f"rank {rank}: {kernel.name} takes {len(kernel.params)} arguments "
+                            f"({', '.join(p.name for p in kernel.params)}), got {len(args)}")
+    glob, gtag, gbuf, scal, views = {}, {}, {}, {}, []
+    for tag, (p, a) in enumerate(zip(kernel.params, args), start=1):
+        if not isinstance(p, Buffer):
+            if isinstance(a, _On):
+                raise ArgumentError(f"rank {rank}: parameter {p.name} is a scalar; a Symmetric buffer binds tensors")
+            scal[p] = np.full(WARP, check_scalar(p, a), compute_dtype(p.dtype))
+            continue
+        if isinstance(a, _On):
+            s = a.sym
+            if tuple(p.shape) != s.shape or str(p.dtype) != s.dtype:
+                raise ArgumentError(f"rank {rank}: parameter {p.name} is {tuple(p.shape)} {p.dtype}, the symmetric "
+                                    f"buffer {s.name!r} is {s.shape} {s.dtype}")
+            mem = s.mems[a.rank]
+            if id(mem.data) not in watch.mems:
+                watch.add(mem.data, s, a.rank)
+        else:
+            arr, how = to_array(p, a)
+            st = storage_dtype(p.dtype)
+            flat = arr.reshape(-1)
+            same = arr.dtype == st or how == "bits" or arr.dtype == np.bool_
+            raw = flat.view(st) if same else to_bits(flat, p.dtype)
+            mem = Bytes(raw.nbytes, p.name)
+            mem.data[:] = np.ascontiguousarray(raw).view(np.uint8)
+            views.append((p, a, arr, how))
+        glob[p] = mem
+        gtag[p] = tag << GPTR_SHIFT
+        gbuf[tag] = p
+    return glob, gtag, gbuf, scal, views
+
+
+def _machines(kernel, arch, args, rank, watch, world, seed, max_steps):
+    """One Machine per CTA of the rank's grid, all sharing the rank's global memory."""
+    from tirxpy.target import as_target
+
+    glob, gtag, gbuf, scal, views = _bind_rank(kernel, args, rank, watch)
+    plan, size = plan_shared(kernel)
+    first = Machine(kernel, arch, np.random.default_rng(seed), max_steps)
+    first.globals, first.gtag, first.gtag_buf, first.scalars = glob, gtag, gbuf, scal
+    grid = [int(compile_expr(g)(_Env(first), np.ones(WARP, bool))[0]) for g in kernel.launch.grid]
+    grid += [1] * (3 - len(grid))
+    if any(c != 1 for c in first.cluster_dims):
+        raise UnsupportedError(f"run_ranks runs kernels without clusters; {kernel.name} has cluster "
+                               f"{kernel.launch.cluster} (simulate one rank's clusters with tirxpy.sim.run)")
+    check_launch(kernel, grid, first.cluster_dims, as_target(arch))
+    elected = _elected(kernel)
+    nthreads = kernel.launch.threads
+    out = []
+    for z in range(grid[2]):
+        for y in range(grid[1]):
+            for x in range(grid[0]):
+                m = first if not out else Machine(kernel, arch, first.rng, max_steps)
+                m.globals, m.gtag, m.gtag_buf, m.scalars, m.elected = glob, gtag, gbuf, scal, elected
+                cta = CTA(m, (x, y, z), 0, plan, size)
+                for wi in range(-(-nthreads // WARP)):
+                    a = m.clocks.add(f"{cta.describe()} warp {wi}")
+                    w = Warp(cta, wi, a, nthreads)
+                    w._rank, w._world = rank, world
+                    w._gagent = world.agent(f"rank {rank} {cta.describe()} warp {wi}")
+                    cta.warps.append(w)
+                m.cluster = [cta]
+                out.append(m)
+    return out, views
+
+
+class _Env:
+    def __init__(self, m):
+        self.env = {}
+        self.cta = type("C", (), {"machine": m})()
+
+
+def run_ranks(kernel, args_per_rank, *, arch: str | None = None, seed: int = 0, check: bool = True,
+              max_steps: int = 2_000_000, late=None):
+    """Run ``kernel`` (or one kernel per rank, a list) on ``len(args_per_rank)`` ranks at once; returns one
+    :class:`~tirxpy.sim.SimResult` per rank (its private tensors; symmetric buffers are read with
+    :meth:`Symmetric.get`). ``late={rank: steps}`` starts that rank's warps after ``steps`` scheduling
+    steps. Raises :class:`~tirxpy.sim.SimReportError` listing every problem (deadlock, race, and the
+    single-GPU checks) when ``check``; otherwise each result's ``.problems`` lists them (all ranks')."""
+    from tirxpy.ir.kernel import Kernel
+    from tirxpy.ir.stmt import PrimitiveCall
+    from tirxpy.ir.visitor import first
+
+    if not isinstance(args_per_rank, (list, tuple)) or not args_per_rank:
+        raise ArgumentError("run_ranks takes a non-empty list with one argument tuple per rank")
+    n = len(args_per_rank)
+    kernels = list(kernel) if isinstance(kernel, (list, tuple)) else [kernel] * n
+    if len(kernels) != n or not all(isinstance(k, Kernel) for k in kernels):
+        raise ArgumentError(f"run_ranks takes one kernel or a list of {n} kernels (one per rank)")
+    check_options(seed, check, max_steps)
+    late = dict(late or {})
+    for r, s in late.items():
+        if not (isinstance(r, int) and 0 <= r < n and isinstance(s, int) and s >= 0):
+            raise ArgumentError(f"late={{rank: steps}} needs ranks in 0 .. {n - 1} and steps >= 0, got {r!r}: {s!r}")
+    watch, world = _Watch(), _World()
+    ms, views = [], []
+    for r, (k, args) in enumerate(zip(kernels, args_per_rank)):
+        a = choose_arch(k, arch)
+        if first(k.body, PrimitiveCall) is not None:
+            from tirxpy.primitives import lower_calls
+
+            k = lower_calls(k, a)
+        mr, v = _machines(k, a, args, r, watch, world, seed * 1009 + r, max_steps)
+        ms.append(mr)
+        views.append(v)
+    _host_writes(watch, world)
+    _schedule([m for mr in ms for m in mr], watch, world, np.random.default_rng(seed), late, max_steps)
+    problems = [p for mr in ms for m in mr for p in m.problems]
+    results = []
+    for r, (mr, v) in enumerate(zip(ms, views)):
+        outs = []
+        for p, a, arr, how in v:
+            raw = mr[0].globals[p].data.view(storage_dtype(p.dtype)).reshape(p.shape)
+            outs.append(np.array(from_bits(raw, p.dtype)))
+            _write_back(a, arr, raw, how, p)
+        res = SimResult(outs)
+        res.problems = problems
+        results.append(res)
+    if check and problems:
+        raise SimReportError(problems, kernels[0].name)
+    return results
+
+
+def _host_writes(watch, world):
+    """What each rank's host wrote into its symmetric buffers before the launch: written by that rank's
+    host agent, which every warp of the same rank follows (the launch) and no other rank's warp does."""
+    hosts = {}
+    for key, (sym, owner, wag, wclk) in watch.mems.items():
+        if sym.host[owner]:
+            if owner not in hosts:
+                hosts[owner] = world.agent(f"the host of rank {owner} (before its launch)")
+            wag[:] = hosts[owner]
+            wclk[:] = 1
+    watch.hosts = hosts
+
+
+def _schedule(machines, watch, world, rng, late, max_steps):
+    warps = [w for m in machines for c in m.cluster for w in c.warps]
+    width = len(world.agent_names)
+    for w in warps:
+        w._gvc = np.zeros(width, np.int64)
+        w._lvc = {}
+        h = watch.hosts.get(w._rank)
+        if h is not None:
+            w._gvc[h] = 1
+    gens = {w: exec_seq(w, w.cta.machine.kernel.body, w.alive.copy()) for w in warps}
+    watch.on = True
+    steps = 0
+    try:
+        while True:
+            runnable = [w for w in warps if not w.done and steps >= late.get(w._rank, 0)
+                        and (w.block is None or w.block.cond())]
+            events = [(m, e) for m in machines for e in m.events if e.ready is None or e.ready()]
+            held = [w for w in warps if not w.done and steps < late.get(w._rank, 0)]
+            total = len(runnable) + len(events)
+            if total == 0 and held:
+                steps = min(late[w._rank] for w in held)
+                continue
+            if total == 0:
+                live = [w for w in warps if not w.done]
+                if live:
+                    _deadlock(machines[0], live)
+                break
+            steps += 1
+            if steps > max_steps:
+                raise BudgetExceeded(None, None, "scheduling steps")
+            k = int(rng.integers(total))
+            if k >= len(runnable):
+                m, ev = events[k - len(runnable)]
+                m.events.remove(ev)
+                watch.current = None
+                ev.fire()
+                continue
+            w = runnable[k]
+            watch.current = w
+            w.block = None
+            try:
+                while True:
+                    r = next(gens[w])
+                    if r is not None:
+                        if r.cond():
+                            continue
+                        w.block = r
+                    break
+            except StopIteration:
+                w.done = True
+                w.on_exit()
+    except BudgetExceeded as e:
+        who = e.w if e.w is not None else None
+        machines[0].report("no_progress", f"the ranks spent the budget of {max_steps} steps without finishing "
+                           "(a loop that runs almost forever, or raise max_steps=)",
+                           getattr(getattr(who, "where", None), "span", None), "")
+    finally:
+        watch.current = None
+        for m in machines:
+            finish_cluster(m, m.cluster)
+        watch.on = False
+
+
+def _deadlock(machine, live):
+    lines = [f"rank {w._rank} {w.describe()} waits for {w.block.what if w.block is not None else '?'} at "
+             f"{w.block.span if w.block is not None else getattr(w.where, 'span', None)}" for w in live]
+    spin = [w for w in live if w.block is not None and w.block.spin]
+    first = (spin or [w for w in live if w.block is not None] or live)[0]
+    span = first.block.span if first.block is not None else None
+    what = (f"{len(spin)} warp(s) poll a flag in a loop that nothing can change any more" if spin else
+            f"every live warp waits ({len(live)} on {len({w._rank for w in live})} rank(s))")
+    machine.report("deadlock", f"across ranks: {what}: a signal they wait for is never sent", span,
+                   f"{len(live)} warp(s)", lines[:16] + ([f"... and {len(lines) - 16} more"] if len(lines) > 16 else []))
