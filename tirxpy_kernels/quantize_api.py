@@ -26,8 +26,10 @@ import torch
 
 from tirxpy.errors import ArgumentError
 
+from .errors import KernelConfigError
 from .launch_cache import LaunchCache, compiled
-from .quantize_fp8 import FP8_MAX, GRANULARITIES, GROUP, SCALE_FLOOR, padded_shape, quantize_fp8_kernel, scales_shape
+from .quantize_fp8 import (FP8_MAX, GRANULARITIES, GROUP, SCALE_FLOOR, padded_shape, plan, quantize_fp8_kernel,
+                           scales_shape)
 
 _FP8 = {torch.float8_e4m3fn: "float8_e4m3", torch.float8_e5m2: "float8_e5m2"}
 _IN = {torch.bfloat16: "bfloat16", torch.float16: "float16"}
@@ -58,6 +60,10 @@ def _check(x, granularity, dtype, pow2_scales):
     if not x.is_contiguous():
         raise QuantizeArgumentError(f"{w}: x (shape {tuple(x.shape)}, strides {x.stride()}) must be row-major "
                                     f"contiguous; pass x.contiguous()")
+    try:
+        plan(granularity, *padded_shape(granularity, *x.shape))
+    except KernelConfigError as e:
+        raise QuantizeArgumentError(str(e)) from None
     if x.device.type != "cuda":
         raise QuantizeArgumentError(f"{w}: x is on {x.device}; the kernel runs on a CUDA GPU (x.cuda()); "
                                     f"reference() computes the same on any device")

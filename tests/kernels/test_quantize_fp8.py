@@ -1,0 +1,215 @@
+"""tirxpy_kernels/quantize_fp8.py and quantize_api.py: the plan, the reference's rule against float64, the kernel in the
+simulator (bit-exact against the reference, NaN-poisoned outputs, ragged shapes, outliers), NVRTC builds without
+spills, the API's typed errors, and the GPU.
+
+GPU (marker gpu): python -m pytest -q -m gpu tests/kernels/test_quantize_fp8.py
+(``--sim``: the GPU test's small shapes in the simulator, on any machine)
+"""
+import pytest
+import torch
+
+from tirxpy.errors import ArgumentError
+from tirxpy_kernels.bench import main as bench_main
+from tirxpy_kernels.errors import KernelConfigError
+from tirxpy_kernels.quantize_api import (QuantizeArgumentError, expand_scales, group_scales, quantize_fp8,
+                                  reference)
+from tirxpy_kernels.quantize_fp8 import (FP8_MAX, MAX_TOKEN_K, SCALE_FLOOR, padded_shape, plan,
+                                  quantize_fp8_kernel, scales_shape)
+from tests.primitives.helpers import compile_ok
+from tests.sim_plugin import device, launch, skip_large
+
+E4M3, E5M2 = torch.float8_e4m3fn, torch.float8_e5m2
+NAME = {E4M3: "float8_e4m3", E5M2: "float8_e5m2"}
+
+
+def inputs(M, K, dev="cpu", seed=0, dtype=torch.bfloat16):
+    """Normal values times 3, an all-zero row, a row of tiny values, and outliers (1e4 and -3e3)."""
+    g = torch.Generator(device=dev).manual_seed(seed)
+    x = torch.randn(M, K, device=dev, generator=g) * 3
+    x[0] = 0
+    if M > 2:
+        x[2] = x[2] * 1e-30
+    x[M // 2, K // 3] = 1e4
+    x[M - 1, K - 1] = -3e3
+    return x.to(dtype)
+
+
+def check_against_reference(x, q, s, granularity, dtype=E4M3, pow2=False, rcp=False):
+    """Bit-exact against :func:`reference` (the same float32 operations); every element written."""
+    rq, rs = reference(x, granularity, dtype=dtype, pow2_scales=pow2, rcp=rcp)
+    assert not torch.isnan(s).any() and not torch.isnan(q.float()).any()
+    assert torch.equal(s, rs)
+    diff = (q.view(torch.uint8) != rq.view(torch.uint8)).nonzero()
+    assert len(diff) == 0, f"{len(diff)} elements differ, first {diff[:4].tolist()}"
+
+
+# ---------------------------------------------------------------- plan
+def test_plan_tiles_and_padding():
+    assert plan("1x128", 8192, 7168) == ("1x128", 32, 128, 4, 4)
+    assert plan("128x128", 300, 200)[1:3] == (128, 128)
+    for K in (256, 300, 1000, 4096, 7168, 16384, 20000, MAX_TOKEN_K):
+        p = plan("token", 1, K)
+        assert p.cols >= K and 32 * 8 * p.warps <= K and p.warps <= 16 and p.vecs <= 8
+    assert padded_shape("1x128", 5, 64) == (32, 128) and padded_shape("token", 7, 100) == (7, 256)
+    assert padded_shape("128x128", 1000, 7168) == (1000, 7168)
+    assert scales_shape("1x128", 5, 129) == (5, 2) and scales_shape("128x128", 129, 128) == (2, 1)
+    with pytest.raises(KernelConfigError, match="smaller than one 1x128 tile"):
+        plan("1x128", 31, 128)
+    with pytest.raises(KernelConfigError, match="past 32768; use '1x128' groups"):
+        plan("token", 4, MAX_TOKEN_K + 8)
+    with pytest.raises(KernelConfigError, match="granularity must be one of"):
+        plan("1x64", 128, 128)
+
+
+# ---------------------------------------------------------------- the reference against float64
+@pytest.mark.parametrize("granularity", ["token", "1x128", "128x128"])
+@pytest.mark.parametrize("dtype", [E4M3, E5M2])
+def test_reference_follows_the_rule_in_float64(granularity, dtype):
+    M, K = 150, 300
+    x = inputs(M, K, seed=3)
+    fmax = FP8_MAX[NAME[dtype]]
+    q, s = reference(x, granularity, dtype=dtype)
+    # scales: float64 amax / fp8_max rounded once to float32 (floor 2^-126 for the all-zero group)
+    xd = x.double().abs()
+    gr, gc = (1, K) if granularity == "token" else (1, 128) if granularity == "1x128" else (128, 128)
+    for i in range(s.shape[0]):
+        for j in range(s.shape[1]):
+            amax = xd[i * gr:(i + 1) * gr, j * gc:(j + 1) * gc].max().item()
+            assert s[i, j].item() == torch.tensor(max(amax / fmax, SCALE_FLOOR), dtype=torch.float32).item()
+    # values: |x_q| <= fp8_max and x_q * scale within half an fp8 ulp of x (3 or 2 mantissa bits)
+    se = expand_scales(s.double(), granularity, M, K)
+    y = x.double() / se
+    assert y.abs().max() <= fmax * (1 + 2 ** -20)
+    man = 3 if dtype == E4M3 else 2
+    min_normal = 2.0 ** (-6 if dtype == E4M3 else -14)
+    ulp = torch.exp2(torch.floor(torch.log2(y.abs().clamp(min=min_normal))) - man)
+    assert ((q.double() - y).abs() <= ulp / 2 * (1 + 2 ** -20)).all()
+    assert (q[0].double() == 0).all()          # the all-zero row
+
+
+def test_reference_pow2_scales_are_the_next_power_of_two():
+    x = inputs(64, 384, seed=4)
+    s = group_scales(x, "1x128")
+    p = group_scales(x, "1x128", pow2_scales=True)
+    assert torch.equal(torch.exp2(torch.log2(p).round()), p)          # powers of two
+    assert (p >= s).all() and (p < 2 * s).all()
+    q, _ = reference(x, "1x128", pow2_scales=True)
+    assert q.float().abs().max() <= 448
+
+
+# ---------------------------------------------------------------- the kernel in the simulator
+SIM_CASES = [  # (granularity, M, K, dtype, pow2, div): ragged M and K, every option
+    ("1x128", 40, 200, E4M3, False, "exact"),
+    ("1x128", 33, 136, E5M2, True, "exact"),
+    ("1x128", 32, 301, E4M3, False, "rcp"),       # K odd: element-wise loads and stores
+    ("token", 3, 300, E4M3, False, "exact"),
+    ("token", 2, 1100, E4M3, True, "rcp"),
+    ("128x128", 130, 200, E4M3, False, "exact"),
+    ("128x128", 128, 136, E5M2, True, "exact"),
+]
+
+
+@pytest.mark.parametrize("granularity,M,K,dtype,pow2,div", SIM_CASES)
+def test_simulated_kernel_is_bit_exact(granularity, M, K, dtype, pow2, div):
+    from tirxpy.sim import run
+
+    x = inputs(M, K, seed=M + K)
+    q = torch.full((M, K), float("nan")).to(dtype)
+    s = torch.full(scales_shape(granularity, M, K), float("nan"))
+    res = run(quantize_fp8_kernel(granularity, M, K, out_dtype=NAME[dtype], pow2=pow2, div=div), x, q, s)
+    assert not res.problems
+    check_against_reference(x, q, s, granularity, dtype, pow2, div == "rcp")
+
+
+def test_simulated_float16_input():
+    from tirxpy.sim import run
+
+    x = inputs(32, 128, seed=9, dtype=torch.float16)
+    q = torch.full((32, 128), float("nan")).to(E4M3)
+    s = torch.full((32, 1), float("nan"))
+    run(quantize_fp8_kernel("1x128", 32, 128, in_dtype="float16"), x, q, s)
+    check_against_reference(x, q, s, "1x128")
+
+
+def test_bench_sim_runs_every_granularity(capsys):
+    assert bench_main(["quantize", "--sim", "--seed", "2", "--shapes", "40x136"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("bit-exact vs reference: True") == 3 and "seed 2" in out
+
+
+@pytest.mark.parametrize("argv,msg", [
+    (["quantize", "--granularity", "1x64"], "--granularity: '1x64' is not one of token, 1x128, 128x128"),
+    (["quantize", "--tune", "vecs=0"], "vecs = 0 is out of range"),
+    (["quantize", "--tune", "div=fast"], "div must be one of ('exact', 'rcp')"),
+    (["quantize", "--shapes", "64x70000", "--granularity", "token"], "past 32768"),
+    (["quantize", "--sim", "--tune", "vecs=2"], "--tune does not apply"),
+])
+def test_bench_bad_arguments_exit_2(argv, msg, capsys):
+    assert bench_main(argv) == 2
+    err = capsys.readouterr().err
+    assert msg in err and "Traceback" not in err
+
+
+# ---------------------------------------------------------------- builds
+@pytest.mark.parametrize("granularity,M,K,kw", [("1x128", 8192, 7168, {}), ("1x128", 4096, 7168, dict(div="rcp")),
+                                                ("128x128", 8192, 7168, dict(pow2=True)),
+                                                ("token", 8192, 7168, {}), ("token", 64, MAX_TOKEN_K, {})])
+def test_compiles_without_spills(granularity, M, K, kw):
+    ck = compile_ok(quantize_fp8_kernel(granularity, M, K, **kw), "sm_90a")
+    assert ck.resources.registers <= (128 if granularity != "1x128" else 64)
+
+
+# ---------------------------------------------------------------- API errors (before the device)
+def _bad(call, msg):
+    with pytest.raises(QuantizeArgumentError, match=msg) as e:
+        call()
+    assert isinstance(e.value, ArgumentError) and isinstance(e.value, ValueError)
+
+
+def test_api_typed_errors_name_the_fix():
+    x = torch.zeros(64, 256, dtype=torch.bfloat16)
+    _bad(lambda: quantize_fp8(x.float(), "token"), r"dtype torch.float32; pass a bfloat16 or float16 tensor")
+    _bad(lambda: quantize_fp8(x[0], "token"), r"2-D \(M, K\) tensor, got shape \(256,\); reshape it")
+    _bad(lambda: quantize_fp8(x[:0], "token"), "non-empty")
+    _bad(lambda: quantize_fp8(x, "1x64"), r"granularity must be one of \('token', '1x128', '128x128'\)")
+    _bad(lambda: quantize_fp8(x, "token", dtype=torch.int8), "dtype must be torch.float8_e4m3fn or torch.float8_e5m2")
+    _bad(lambda: quantize_fp8(x, "token", pow2_scales=1), "pow2_scales must be True or False")
+    _bad(lambda: quantize_fp8(x.t(), "token"), r"must be row-major contiguous; pass x.contiguous\(\)")
+    _bad(lambda: quantize_fp8(x, "token"), r"x is on cpu; the kernel runs on a CUDA GPU \(x.cuda\(\)\)")
+    _bad(lambda: quantize_fp8([[1.0]], "token"), "x must be a torch.Tensor, got list")
+    _bad(lambda: quantize_fp8(torch.zeros(4, 40000, dtype=torch.bfloat16), "token"), "past 32768; use '1x128'")
+
+
+# ---------------------------------------------------------------- GPU (or --sim)
+@pytest.mark.gpu
+@pytest.mark.parametrize("granularity", ["token", "1x128", "128x128"])
+@pytest.mark.parametrize("M,K", [(1, 64), (7, 200), (130, 300), (333, 1000), (1000, 7168), (4096, 7168), (129, 20000)])
+def test_gpu_kernel_matches_reference(granularity, M, K, sim_mode):
+    skip_large(sim_mode, M * K, 1 << 15)
+    dev = device(sim_mode)
+    x = inputs(M, K, dev, seed=int(torch.seed() % 2 ** 31))
+    Mp, Kp = padded_shape(granularity, M, K)
+    if (Mp, Kp) != (M, K):
+        xp = torch.zeros(Mp, Kp, dtype=x.dtype, device=dev)
+        xp[:M, :K] = x
+        x, M, K = xp, Mp, Kp
+    for dtype, pow2, div in ((E4M3, False, "exact"), (E5M2, True, "exact"), (E4M3, False, "rcp")):
+        q = torch.full((M, K), float("nan"), device=dev).to(dtype)             # poisoned: every element written
+        s = torch.full(scales_shape(granularity, M, K), float("nan"), device=dev)
+        launch(quantize_fp8_kernel(granularity, M, K, out_dtype=NAME[dtype], pow2=pow2, div=div), x, q, s,
+               sim=sim_mode)
+        check_against_reference(x, q, s, granularity, dtype, pow2, div == "rcp")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("granularity", ["token", "1x128", "128x128"])
+def test_gpu_api(granularity):
+    for M, K, dt in ((1, 64, torch.bfloat16), (5, 136, torch.float16), (300, 4100, torch.bfloat16),
+                     (2048, 7168, torch.bfloat16)):
+        x = inputs(M, K, "cuda", seed=M, dtype=dt)
+        for _ in range(2):                                  # the second call takes the launch cache
+            q, s = quantize_fp8(x, granularity)
+            assert q.shape == (M, K) and q.dtype == E4M3 and s.shape == scales_shape(granularity, M, K)
+            check_against_reference(x, q, s, granularity)
+        q, s = quantize_fp8(x, granularity, dtype=E5M2, pow2_scales=True)
+        check_against_reference(x, q, s, granularity, E5M2, True)
