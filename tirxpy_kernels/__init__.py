@@ -22,6 +22,14 @@ def attention(q, k, v, causal=False, scale=None, **kw):
     return _attention(q, k, v, causal=causal, scale=scale, **kw)
 
 
+def attention_backward(q, k, v, out, dout, lse, causal=False, scale=None, deterministic=False):
+    """``(dq, dk, dv)`` of :func:`attention` on a Hopper GPU, from the forward's output and log-sum-exp; see
+    :func:`tirxpy_kernels.attention_bwd_api.attention_backward`."""
+    from .attention_bwd_api import attention_backward as _bwd  # noqa: PLC0415  (imports torch lazily)
+
+    return _bwd(q, k, v, out, dout, lse, causal=causal, scale=scale, deterministic=deterministic)
+
+
 def quantize_fp8(x, granularity, **kw):
     """``(x_q, scales)``: fp8 quantization with amax scales; see :func:`tirxpy_kernels.quantize_api.quantize_fp8`."""
     from .quantize_api import quantize_fp8 as _quantize_fp8  # noqa: PLC0415  (imports torch lazily)

@@ -63,7 +63,7 @@ def col_vector(n):
     broadcasts over the rows of a ``(64, n)`` fragment.
 
         >>> col_vector(16).apply(13)
-        {'m': 3, 'laneid': 2}
+        {'m': 3, 'laneid': 2, 'wid_in_wg': 0}
     """
     return TileLayout(S[(n // 8, 4, 2) : (2 @ m, 1 @ laneid, 1 @ m)] + R[(4, 8) : (1 @ wid_in_wg, 4 @ laneid)])
 

@@ -16,7 +16,7 @@ tolerance its help states.
 
 ``gemm``: :func:`tirxpy_kernels.gemm` against ``torch.matmul`` (cuBLAS) on bf16 ``a`` ``(M, K)`` row-major and
 ``b = w.t()`` for a row-major ``w`` ``(N, K)`` (the ``nn.Linear`` layout), rotating through enough input sets to
-exceed L2. ``attention``: :mod:`tirxpy_kernels.bench_attention`. ``rmsnorm``: :mod:`tirxpy_kernels.bench_rmsnorm`. ``quantize``: :mod:`tirxpy_kernels.bench_quantize`. ``fp8``: :mod:`tirxpy_kernels.bench_fp8`.
+exceed L2. ``attention``: :mod:`tirxpy_kernels.bench_attention`. ``attention-bwd``: :mod:`tirxpy_kernels.bench_attention_bwd`. ``rmsnorm``: :mod:`tirxpy_kernels.bench_rmsnorm`. ``quantize``: :mod:`tirxpy_kernels.bench_quantize`. ``fp8``: :mod:`tirxpy_kernels.bench_fp8`.
 
 Arguments are checked before any GPU work (shapes, and ``--tune`` options against the kernel's own checks); a bad
 one, or a timing run on a machine without a CUDA GPU, exits with status 2 and a message on stderr, no traceback.
@@ -29,7 +29,7 @@ import time
 
 from tirxpy.errors import TirxError
 
-from . import bench_attention, bench_fp8, bench_quantize, bench_rmsnorm
+from . import bench_attention, bench_attention_bwd, bench_fp8, bench_quantize, bench_rmsnorm
 from .bench_tools import (BenchArgumentError, add_common_arguments, check_sim_args, environment, gemm_inputs,
                           median_ms, meta_tensor, parse_shapes, positive, parse_tunings, print_table, relative_error, seed_of,
                           sim_verdict, warm_gpu)
@@ -167,6 +167,9 @@ def _benches():
         "attention": ("tirxpy_kernels.attention vs SDPA (cuDNN, flash)", bench_attention.add_arguments,
                       bench_attention.check, lambda a: bench_attention.bench_attention(a),
                       lambda a: bench_attention.sim_attention(a)),
+        "attention-bwd": ("tirxpy_kernels.attention_backward vs SDPA's cuDNN backward", bench_attention_bwd.add_arguments,
+                          bench_attention_bwd.check, lambda a: bench_attention_bwd.bench_attention_bwd(a),
+                          lambda a: bench_attention_bwd.sim_attention_bwd(a)),
         "rmsnorm": ("tirxpy_kernels.rmsnorm_silu vs a device-to-device copy", bench_rmsnorm.add_arguments,
                     bench_rmsnorm.check, lambda a: bench_rmsnorm.bench_rmsnorm(a),
                     lambda a: bench_rmsnorm.sim_rmsnorm(a)),
@@ -213,7 +216,7 @@ def main(argv=None, prog="python -m tirxpy_kernels.bench"):
               file=sys.stderr)
         return 2
     if args.reps is None:
-        args.reps = {"gemm": 50, "attention": 30, "rmsnorm": 25, "quantize": 30, "fp8": 30}[args.name]
+        args.reps = {"gemm": 50, "attention": 30, "attention-bwd": 20, "rmsnorm": 25, "quantize": 30, "fp8": 30}[args.name]
     return timed(args)
 
 

@@ -1,0 +1,160 @@
+"""``tirxpy_kernels.attention_backward(q, k, v, out, dout, lse, causal=False, scale=None, deterministic=False)``:
+the gradients ``(dq, dk, dv)`` of :func:`tirxpy_kernels.attention` on a Hopper GPU, with the kernel of
+:mod:`tirxpy_kernels.attention_bwd_sm90`.
+
+Tensors are those of the forward: ``q``, ``out``, ``dout`` ``(B, SQ, H, D)``, ``k``, ``v`` ``(B, SK, HKV, D)``
+(``H % HKV == 0``; ``dk``, ``dv`` sum over the query heads of a group), one dtype (bf16 or f16), ``lse``
+``(B, H, SQ)`` float32, the natural log-sum-exp ``attention(..., return_lse=True)`` returns. ``causal`` and
+``scale`` must be the forward's. Three steps: ``D = rowsum(dout * out)`` in float32 (with the zeroed
+float32 ``dQ`` accumulator and, for ``deterministic``, the zeroed turn counters), the kernel, and ``dq =
+scale * dQacc`` converted to the input dtype. ``deterministic=True`` adds each key block's ``dQ`` share in
+key-block order, so that equal inputs give bit-equal ``dq``; otherwise the order of the float32 adds varies
+from run to run.
+
+Arguments are checked first (:class:`AttentionBwdArgumentError` names the fault and the fix).
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from tirxpy.errors import ArgumentError
+from tirxpy.ir.dtype import from_torch
+
+from .attention_bwd_plan import DTYPES, HEAD_DIMS, TARGET, plan
+from .attention_bwd_sm90 import attention_bwd_sm90
+from .checks import dense_tensor
+from .errors import KernelConfigError
+from .launch_cache import compiled
+
+
+class AttentionBwdArgumentError(ArgumentError):
+    """A bad argument to :func:`attention_backward` (type, dtype, shape, device, scale, flags)."""
+
+
+def _err(msg):
+    return AttentionBwdArgumentError("attention_backward: " + msg)
+
+
+def _check_tensors(q, k, v, out, dout, lse):
+    """Kinds, dtypes and shapes of the six tensors; returns ``(B, SQ, H, D, SK, HKV)``."""
+    for name, t, nd, what in (("q", q, 4, "(batch, seq, heads, dim)"), ("k", k, 4, "(batch, seq, heads, dim)"),
+                              ("v", v, 4, "(batch, seq, heads, dim)"), ("out", out, 4, "(batch, seq, heads, dim)"),
+                              ("dout", dout, 4, "(batch, seq, heads, dim)"), ("lse", lse, 3, "(batch, heads, seq)")):
+        dense_tensor("attention_backward", name, t, nd, what, AttentionBwdArgumentError)
+    for name, t in (("q", q), ("k", k), ("v", v), ("out", out), ("dout", dout)):
+        if from_torch(t.dtype) not in DTYPES:
+            raise _err(f"{name} has dtype {t.dtype}; the kernel takes torch.bfloat16 or torch.float16")
+        if t.dtype != q.dtype:
+            raise _err(f"{name} has dtype {t.dtype} but q has {q.dtype}; use one dtype for q, k, v, out, dout")
+    if lse.dtype != torch.float32:
+        raise _err(f"lse has dtype {lse.dtype}; pass the float32 log-sum-exp of attention(..., return_lse=True)")
+    B, SQ, H, D = q.shape
+    if k.shape != v.shape:
+        raise _err(f"k {tuple(k.shape)} and v {tuple(v.shape)} must have one shape (batch, seq_k, kv_heads, dim)")
+    Bk, SK, HKV, Dk = k.shape
+    for name, t in (("out", out), ("dout", dout)):
+        if t.shape != q.shape:
+            raise _err(f"{name} has shape {tuple(t.shape)}; it must be q's {tuple(q.shape)}")
+    if Bk != B or Dk != D:
+        raise _err(f"k / v {tuple(k.shape)} do not match q {tuple(q.shape)} in batch and head dim")
+    if tuple(lse.shape) != (B, H, SQ):
+        raise _err(f"lse has shape {tuple(lse.shape)}; it must be (batch, heads, seq_q) = {(B, H, SQ)}")
+    if D not in HEAD_DIMS:
+        raise _err(f"head dim {D} is not supported by the backward kernel; use one of {HEAD_DIMS}")
+    if min(B, SQ, H, SK, HKV) == 0:
+        raise _err(f"empty input q {tuple(q.shape)}, k {tuple(k.shape)}")
+    if H % HKV:
+        raise _err(f"{H} query heads do not split into {HKV} key / value heads (heads(q) % heads(k) == 0)")
+    return B, SQ, H, D, SK, HKV
+
+
+def check(q, k, v, out, dout, lse, causal=False, scale=None, deterministic=False):
+    """Every check :func:`attention_backward` makes but the device's; returns the kernel's plan.
+
+        >>> import torch
+        >>> q = torch.empty(2, 1000, 8, 128, dtype=torch.bfloat16, device="meta")
+        >>> k = torch.empty(2, 1000, 2, 128, dtype=torch.bfloat16, device="meta")
+        >>> lse = torch.empty(2, 8, 1000, device="meta")
+        >>> check(q, k, k, q, q, lse, causal=True).grid
+        (8, 2, 2)
+        >>> check(q, k, k, q, q, lse[:, :4])
+        Traceback (most recent call last):
+        ...
+        tirxpy_kernels.attention_bwd_api.AttentionBwdArgumentError: attention_backward: lse has shape (2, 4, 1000); it must be (batch, heads, seq_q) = (2, 8, 1000)
+    """
+    B, SQ, H, D, SK, HKV = _check_tensors(q, k, v, out, dout, lse)
+    for name, f in (("causal", causal), ("deterministic", deterministic)):
+        if not isinstance(f, bool):
+            raise _err(f"{name} must be True or False, got {f!r:.60}")
+    if scale is not None:
+        if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not math.isfinite(scale) or scale <= 0:
+            raise _err(f"scale must be a positive finite number or None (1 / sqrt(head dim)), got {scale!r:.60}")
+    try:
+        return plan(B, H, HKV, SQ, SK, D, causal, from_torch(q.dtype).name, deterministic)
+    except KernelConfigError as e:
+        raise _err(str(e).removeprefix("attention_bwd_sm90: ")) from None
+
+
+def _device(*ts):
+    dev = ts[0].device
+    if any(t.device != dev for t in ts):
+        raise _err(f"the tensors are on {sorted({str(t.device) for t in ts})}; move them to one CUDA device")
+    if dev.type != "cuda":
+        raise _err(f"the tensors are on {dev}; move them to a CUDA device (q.cuda())")
+    cap = torch.cuda.get_device_capability(dev)
+    if not TARGET.runs_on(cap):
+        raise _err(f"the kernel is for Hopper ({TARGET}); {torch.cuda.get_device_name(dev)} is sm_{cap[0]}{cap[1]}")
+
+
+def _rows(t, rows):
+    """``t`` contiguous with at least ``rows`` rows on dim 1 (zero rows appended)."""
+    if t.shape[1] >= rows:
+        return t.contiguous()
+    o = t.new_zeros((t.shape[0], rows) + tuple(t.shape[2:]))
+    o[:, :t.shape[1]] = t
+    return o
+
+
+def prepare(q, k, v, out, dout, lse, causal=False, scale=None, deterministic=False):
+    """The three steps of :func:`attention_backward` apart: ``(kernel, args, finish)``, where ``kernel(*args)``
+    launches the compiled kernel on the prepared tensors (``D``, the zeroed accumulator and counters, padded
+    inputs) and ``finish()`` returns ``(dq, dk, dv)`` from them; a benchmark times the kernel alone with it.
+    Checks every argument first."""
+    p = check(q, k, v, out, dout, lse, causal, scale, deterministic)
+    _device(q, k, v, out, dout, lse)
+    B, SQ, H, D = q.shape
+    SK, HKV = k.shape[1], k.shape[2]
+    sc = 1.0 / math.sqrt(D) if scale is None else float(scale)
+    SQT, SKT, SQP = max(SQ, p.BM), max(SK, p.BN), p.q_blocks * p.BM
+    kern = attention_bwd_sm90(B, H, HKV, SQ, SK, D, causal=causal, scale=sc, dtype=p.dtype,
+                              deterministic=deterministic, SQT=SQT, SKT=SKT)
+    with torch.cuda.device(q.device):
+        qp, kp, vp, dop = _rows(q, SQT), _rows(k, SKT), _rows(v, SKT), _rows(dout, SQT)
+        dl = torch.zeros((B, H, SQP), dtype=torch.float32, device=q.device)
+        dl[:, :, :SQ] = torch.einsum("bshd,bshd->bhs", dout.float(), out.float())
+        lp = torch.zeros((B, H, SQP), dtype=torch.float32, device=q.device)
+        lp[:, :, :SQ] = lse
+        dk = torch.empty((B, SKT, HKV, D), dtype=q.dtype, device=q.device)
+        dv = torch.empty_like(dk)
+        dqa = torch.zeros((B, SQT, H, D), dtype=torch.float32, device=q.device)
+        sem = torch.zeros((B, H, p.q_blocks, 2), dtype=torch.int32, device=q.device)
+        ck = compiled(kern, TARGET)
+
+    def finish():
+        with torch.cuda.device(q.device):
+            dq = dqa[:, :SQ].mul(sc).to(q.dtype)
+        if SKT != SK:
+            return dq, dk[:, :SK].contiguous(), dv[:, :SK].contiguous()
+        return dq, dk, dv
+
+    return ck, (qp, kp, vp, dop, lp, dl, dk, dv, dqa, sem), finish
+
+
+def attention_backward(q, k, v, out, dout, lse, causal=False, scale=None, deterministic=False):
+    """``(dq, dk, dv)`` of attention on a Hopper GPU; see the module docstring."""
+    ck, args, finish = prepare(q, k, v, out, dout, lse, causal, scale, deterministic)
+    with torch.cuda.device(q.device):
+        ck(*args)
+    return finish()
