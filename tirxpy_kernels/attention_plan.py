@@ -45,7 +45,10 @@ class AttentionPlan:
     - ``q_release_arrivals``: arrivals that free a Q buffer (one per consumer warp after its last ``S``, or
       one per consumer after its O store with ``q_after_o``);
     - ``regs``: the ``setmaxnreg`` split ``(producer, consumer)`` (:func:`default_regs`);
-    - ``dispatch``: the wgmma variant of the matrix products (``"wgmma_folded"`` with ``fold``)."""
+    - ``dispatch``: the wgmma variant of the matrix products (``"wgmma_folded"`` with ``fold``);
+    - ``varlen``: packed variable-length sequences (:func:`plan`'s ``VARLEN``): ``B`` sequences whose starts
+      and lengths the kernel reads from ``cu_seqlens``, ``SQ`` / ``SK`` their longest; ``xq``: the window of
+      the output views (:func:`varlen_window` of ``SQ``; 0 without ``VARLEN``)."""
     B: int
     H: int
     HKV: int
@@ -84,6 +87,8 @@ class AttentionPlan:
     q_release_arrivals: int
     regs: tuple
     dispatch: str | None
+    varlen: bool = False
+    xq: int = 0
 
     def __getitem__(self, name):
         if name not in _FIELDS:
@@ -265,7 +270,7 @@ def _check_chain(CHAIN, PERSIST, OSTAGE, BM, D, chain_smem):
 
 def plan(B, H, HKV, SQ, SK, D, dtype="bfloat16", BN=None, STAGES=None, NC=None, causal=False, PINGPONG=None,
          PERSIST=None, CHAIN=None, sms=TARGET.sm_count, OSTAGE=None, LAZY=None, TRIM=None, TAIL=None,
-         FOLD=None) -> AttentionPlan:
+         FOLD=None, VARLEN=False) -> AttentionPlan:
     """The checked :class:`AttentionPlan` of one problem. Every option left ``None`` takes its default rule:
 
     - ``BN``, ``STAGES``, ``NC``: :func:`default_config`, :func:`default_stages`;
@@ -282,8 +287,21 @@ def plan(B, H, HKV, SQ, SK, D, dtype="bfloat16", BN=None, STAGES=None, NC=None, 
       is double-buffered and each tile's first key block runs under the previous tile's last ``P V``;
     - ``PINGPONG``: :func:`default_pingpong`; ``LAZY``: :func:`default_lazy`; ``TRIM``: :func:`default_trim`;
       ``TAIL``: :func:`default_tail`; ``FOLD``: :func:`default_fold` (what each does:
-      :func:`tirxpy_kernels.attention_sm90.attention_sm90`)."""
+      :func:`tirxpy_kernels.attention_sm90.attention_sm90`);
+    - ``VARLEN``: ``B`` packed sequences of at most ``SQ`` query / ``SK`` key rows, each tile's start and length
+      read from ``cu_seqlens`` (:mod:`tirxpy_kernels.attention_varlen_api`): one tile per CTA (``PERSIST`` False),
+      the grid ``(ceil(SQ / BM), H, B)``, tiles past their sequence's end return at once.
+
+        >>> plan(3, 16, 16, 2048, 2048, 128, VARLEN=True).grid
+        (16, 16, 3)
+    """
     check_options(BN, STAGES, NC, PINGPONG, PERSIST, CHAIN, sms, OSTAGE, LAZY, TRIM, TAIL, FOLD)
+    VARLEN = flag_option("attention_sm90", "VARLEN", VARLEN)
+    if VARLEN and PERSIST:
+        raise KernelConfigError("attention_sm90: VARLEN runs one tile per CTA (each CTA reads its sequence's start "
+                                "and length); pass PERSIST=False or None")
+    if VARLEN:
+        PERSIST = False
     bn, st, nc = default_config(D, causal, SK) if D in HEAD_DIMS else (None, None, None)
     BN, NC = (bn if BN is None else BN), (nc if NC is None else NC)
     _check_problem(B, H, HKV, SQ, SK, D, dtype, BN, NC)
@@ -327,4 +345,16 @@ def plan(B, H, HKV, SQ, SK, D, dtype="bfloat16", BN=None, STAGES=None, NC=None, 
         kv_blocks=cdiv(SK, BN), q_tiles=MT, units=grid[0] if PERSIST else 1, group=H // HKV, d_chunks=D // 64,
         ragged=SK % BN != 0, o_own=OSTAGE == "own", o_over_kv=OSTAGE == "kv", q_after_o=q_after_o,
         q_release_arrivals=NC if q_after_o else 4 * NC, regs=default_regs(NC, PERSIST, D, OSTAGE),
-        dispatch="wgmma_folded" if FOLD else None)
+        dispatch="wgmma_folded" if FOLD else None, varlen=VARLEN, xq=varlen_window(SQ) if VARLEN else 0)
+
+
+def varlen_window(max_seqlen):
+    """The longest packed sequence a ``VARLEN`` kernel is built for: ``max_seqlen`` rounded up to a multiple of
+    128 (so that nearby maxima share one kernel). It is also the window ``XQ`` of the overlapping output views
+    (:func:`tirxpy_kernels.attention_sm90.attention_sm90`): a sequence's rows sit at ``x < XQ`` of view row ``y``
+    = the sequence's end, so the stores clip at the end of each sequence.
+
+        >>> varlen_window(1), varlen_window(128), varlen_window(1000)
+        (128, 128, 1024)
+    """
+    return -(-max_seqlen // 128) * 128

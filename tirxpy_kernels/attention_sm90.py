@@ -66,7 +66,7 @@ from tirxpy.layout import ComposeLayout, R, S, TileLayout, laneid, m, swizzle_fo
 from tirxpy.layout.atoms import wgmma_accumulator
 
 from .attention_plan import TARGET, plan
-from .attention_walk import causal_steps, key_blocks, next_step, tile_of
+from .attention_walk import causal_steps, next_step, sequence, tile_blocks, tile_of
 from .errors import KernelConfigError
 
 LOG2E = 1.4426950408889634
@@ -153,7 +153,7 @@ class ConsumerRegs:
 @tirxpy.jit
 def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat16", BN=None, STAGES=None, NC=None,
                    SQT=None, SKT=None, PINGPONG=None, PERSIST=None, CHAIN=None, sms=TARGET.sm_count, OSTAGE=None,
-                   LAZY=None, TRIM=None, TAIL=None, FOLD=None, PDL=True):
+                   LAZY=None, TRIM=None, TAIL=None, FOLD=None, PDL=True, VARLEN=False):
     """The kernel for one problem: ``k(Q, K, V, O, LSE)`` with ``Q, O: (B, SQT, H, D)``,
     ``K, V: (B, SKT, HKV, D)``, ``LSE: (B, H, SQT, 1)`` float32. ``SQ`` / ``SK`` are the valid
     lengths; the tensors may have more rows (``SQT >= SQ``, ``SKT >= SK``, default equal): a TMA
@@ -183,13 +183,30 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
     - ``PDL`` (default on; off for a plain launch): programmatic dependent launch, as in
       :func:`tirxpy_kernels.gemm_sm90.gemm_sm90`: the kernel may start while the previous kernel in the stream
       finishes, and every thread waits for it (``griddepcontrol.wait``) after the barrier setup, before any
-      global load or store."""
+      global load or store;
+    - ``VARLEN``: ``B`` packed sequences of at most ``SQ`` query / ``SK`` key rows (one tile per CTA):
+      ``k(Q, K, V, O, LSE, CUQ, CUK)`` with ``Q: (1, SQT, H, D)``, ``K, V: (1, SKT, HKV, D)`` (the packed
+      rows), ``CUQ``, ``CUK: (B + 1,)`` int32 (sequence ``b``'s rows are ``CUQ[b] .. CUQ[b + 1] - 1``), and the
+      outputs as overlapping views that clip each sequence's stores at its end: with ``XQ`` the plan's ``xq``,
+      ``O: (SQT + 1, XQ, H, D)`` strides ``(H D, H D, D, 1)`` over a ``(XQ + SQT, H, D)`` buffer whose rows from
+      ``XQ`` on are the packed output, ``LSE: (SQT + 1, H, XQ, 1)`` strides ``(1, XQ + SQT, 1, 1)`` over an
+      ``(H, XQ + SQT)`` buffer likewise: row ``r`` of a sequence ending at ``q1`` is view element ``(q1, XQ - q1
+      + r)``, so rows past ``q1`` have ``x >= XQ`` and are not stored (:mod:`tirxpy_kernels.attention_varlen_api`
+      allocates them).
+
+        >>> attention_sm90(3, 2, 1, 300, 200, 64, SQT=500, SKT=400, VARLEN=True).launch.grid
+        (3, 2, 3)
+    """
     if PDL not in (True, False, 0, 1):
         raise KernelConfigError(f"attention_sm90: PDL must be True or False, got {PDL!r}")
     p = plan(B, H, HKV, SQ, SK, D, dtype, BN, STAGES, NC, causal, PINGPONG, PERSIST, CHAIN, sms, OSTAGE, LAZY, TRIM,
-             TAIL, FOLD)
+             TAIL, FOLD, VARLEN)
     SQT, SKT = SQT or SQ, SKT or SK
-    if SQT < max(SQ, p.BM) or SKT < max(SK, p.BN):
+    if p.varlen:
+        if SQT < p.BM or SKT < p.BN:
+            raise KernelConfigError(f"attention_sm90: packed tensors of {SQT} query / {SKT} key rows are shorter than "
+                                    f"one tile ({p.BM} / {p.BN}): pad them")
+    elif SQT < max(SQ, p.BM) or SKT < max(SK, p.BN):
         raise KernelConfigError(f"attention_sm90: tensors of {SQT} query / {SKT} key rows are shorter than one tile "
                                 f"({p.BM} / {p.BN}) or than SQ = {SQ} / SK = {SK}: pad the sequences")
     scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
@@ -202,12 +219,19 @@ def softmax_parts(p, score_log2):
     BN, SK, causal, lazy = p.BN, p.SK, p.causal, p.lazy
 
     @T.macro
-    def next_block(rg, i, n0, m0, r0):
+    def next_block(rg, i, n0, m0, r0, seq):
         """Block ``i`` (key columns ``n0 ..``) of the online softmax, in place on the S fragment:
         mask it, raise the row max, ``alpha = exp2((m_old - m_new) scale log2 e)``, ``S -> P`` and
-        ``l = alpha l + rowsum(P)``. The caller rescales O by ``alpha`` (:func:`rescale_o`)."""
+        ``l = alpha l + rowsum(P)``. The caller rescales O by ``alpha`` (:func:`rescale_o`). ``seq``: the
+        packed sequence's ``(q0, lq, k0, lk)`` with ``VARLEN`` (its key length ``lk`` masks), else None."""
         sacc, mrow, mprev, alpha, resc = rg.sacc, rg.mrow, rg.mprev, rg.alpha, rg.resc
-        if causal:
+        if p.varlen:
+            if causal:
+                if n0 + BN > m0 + 1 or n0 + BN > seq[3]:
+                    Tx.wg.mask(sacc, sacc, T.float32(NEG_INF), cols=seq[3] - n0, diag=r0 - n0)
+            elif n0 + BN > seq[3]:
+                Tx.wg.mask(sacc, sacc, T.float32(NEG_INF), cols=seq[3] - n0)
+        elif causal:
             if n0 + BN > m0 + 1 or n0 + BN > SK:     # CTA-uniform (the verifier proves it)
                 Tx.wg.mask(sacc, sacc, T.float32(NEG_INF), cols=SK - n0, diag=r0 - n0)
         elif p.ragged:
@@ -245,11 +269,17 @@ def softmax_parts(p, score_log2):
             Tx.wg.mul(rg.oacc, rg.oacc, rg.alpha)
 
     @T.macro
-    def first_block(rg, m0, r0):
+    def first_block(rg, m0, r0, seq):
         """Block 0 of the tile at row ``m0`` (this consumer's rows from ``r0``): mask, row max, ``S -> P``,
-        ``l = rowsum(P)``; ``alpha = 1``, as O is still zero."""
+        ``l = rowsum(P)``; ``alpha = 1``, as O is still zero. ``seq``: as :func:`next_block`'s."""
         sacc = rg.sacc
-        if causal:
+        if p.varlen:
+            if causal:
+                if BN > m0 + 1 or BN > seq[3]:
+                    Tx.wg.mask(sacc, sacc, T.float32(NEG_INF), cols=seq[3], diag=r0)
+            elif BN > seq[3]:
+                Tx.wg.mask(sacc, sacc, T.float32(NEG_INF), cols=seq[3])
+        elif causal:
             if BN > m0 + 1 or BN > SK:
                 Tx.wg.mask(sacc, sacc, T.float32(NEG_INF), cols=SK, diag=r0)
         elif p.kv_blocks == 1 and p.ragged:
@@ -282,26 +312,33 @@ def producer_part(p):
                           mbar=sm.q.full[qb], arrive=j == DC - 1)
 
     @T.macro
-    def load_kv(X, ring, stages, g, i, b, hk):
-        """Key / value block ``i`` (position ``g`` of the ring) into its stage, once the stage is free."""
+    def load_kv(X, ring, stages, g, row, b, hk):
+        """The key / value block at ``row`` (position ``g`` of the ring) into its stage, once the stage is free."""
         s = ring.stage(g)
         ring.wait_empty_at(s, g)
         for j in range(DC):
-            Tx.copy_async(stages[s, :, j * 64:j * 64 + 64], X[b, i * BN:i * BN + BN, hk, j * 64:j * 64 + 64],
+            Tx.copy_async(stages[s, :, j * 64:j * 64 + 64], X[b, row:row + BN, hk, j * 64:j * 64 + 64],
                           mbar=ring.full[s], arrive=j == DC - 1)
 
     @T.macro
-    def produce(Q, K, V, sm, gb, tc, n_tiles):
+    def produce(Q, K, V, sm, gb, tc, n_tiles, cu):
         gb[0] = 0
         tc[0] = 0
         for t in T.serial(n_tiles):
             mt, h, b, valid = tile_of(t, p.persist, p.units, p.q_tiles, p.H, p.causal, p.B, p.tail)
+            seq = None
+            if p.varlen:                # packed sequences: this tile's rows, or none past the sequence's end
+                q0, q1, k0, k1 = sequence(cu[0], cu[1], b)
+                seq = (q0, q1 - q0, k0, k1 - k0)
+                valid = mt * BM < q1 - q0
             if valid:
                 hk = h // p.group
                 m0 = mt * BM
-                nkv = key_blocks(m0, p.kv_blocks, BM, BN, p.SQ, p.causal)
+                nkv = tile_blocks(p, m0, BM, seq)
                 qb = sm.q.stage(tc[0])
-                if not p.q_after_o:
+                if p.varlen:
+                    load_q(Q, sm, qb, tc[0], 0, seq[0] + m0, h)
+                elif not p.q_after_o:
                     load_q(Q, sm, qb, tc[0], b, m0, h)
                 elif tc[0] == 0:
                     load_q(Q, sm, qb, tc[0], b, m0, h)
@@ -310,10 +347,16 @@ def producer_part(p):
                 for i in T.serial(nkv + 1):
                     if i < nkv:
                         g = gb[0] + i
-                        load_kv(K, sm.k, sm.Ks, g, i, b, hk)
+                        if p.varlen:
+                            load_kv(K, sm.k, sm.Ks, g, seq[2] + i * BN, 0, hk)
+                        else:
+                            load_kv(K, sm.k, sm.Ks, g, i * BN, b, hk)
                     if i > 0:
                         gv = gb[0] + i - 1
-                        load_kv(V, sm.v, sm.Vs, gv, i - 1, b, hk)
+                        if p.varlen:
+                            load_kv(V, sm.v, sm.Vs, gv, seq[2] + (i - 1) * BN, 0, hk)
+                        else:
+                            load_kv(V, sm.v, sm.Vs, gv, (i - 1) * BN, b, hk)
                     if p.q_after_o:
                         # K_0, K_1 and V_0 load under the previous tile's epilogue, then Q once that tile's
                         # O store has read the buffer
@@ -419,7 +462,7 @@ def consumer_part(p, score_log2):
                          accumulate=False, wait=wait, dispatch=dispatch)
 
     @T.macro
-    def start_tile(sm, rg, c, qb, tcv, g0, nkv, m0, r0):
+    def start_tile(sm, rg, c, qb, tcv, g0, nkv, m0, r0, seq):
         """Block 0 of a tile: ``S_0`` and its softmax (O is still zero: no rescale)."""
         Tx.wg.fill(rg.oacc, T.float32(0))
         sm.q.wait_full_at(qb, tcv)
@@ -428,10 +471,10 @@ def consumer_part(p, score_log2):
         if T.lane_id() == 0:
             if not kv_o or c > 0 or nkv > 1:    # o_over_kv: consumer 0's O goes over K[last]
                 sm.k.release(g0)
-        first_block(rg, m0, r0)
+        first_block(rg, m0, r0, seq)
 
     @T.macro
-    def key_loop(sm, rg, wg, c, qb, g0, nkv, nkc, more, m0, r0):
+    def key_loop(sm, rg, wg, c, qb, g0, nkv, nkc, more, m0, r0, seq):
         """Blocks ``1 .. nkc - 1``: ``S_i`` and ``P_{i-1} V_{i-1}`` in flight at once, the softmax of block ``i``
         under ``P_{i-1} V_{i-1}``."""
         for i in T.serial(1, nkc):
@@ -462,7 +505,7 @@ def consumer_part(p, score_log2):
             if T.lane_id() == 0:
                 if not kv_o or c > 0 or i < nkv - 1:
                     sm.k.release_at(s)
-            next_block(rg, i, n0, m0, r0)
+            next_block(rg, i, n0, m0, r0, seq)
 
     @T.macro
     def chain_next(O, LSE, sm, rg, wg, c, nt, qb, tcv, g0, nkv, last, b, h, m0, r0):
@@ -488,7 +531,7 @@ def consumer_part(p, score_log2):
         Tx.wg.gemm_wait(1, rg.sacc)
         if T.lane_id() == 0:
             sm.k.release_at(s2)
-        first_block(rg, mt2 * BM, mt2 * BM + c * 64)
+        first_block(rg, mt2 * BM, mt2 * BM + c * 64, None)
         epilogue(O, LSE, sm, rg, rg.mfin, rg.lfin, b, h, m0, r0, c, last, True, qb)
         Tx.wg.fill(rg.oacc, T.float32(0))           # the next tile's O
 
@@ -526,18 +569,23 @@ def consumer_part(p, score_log2):
         epilogue(O, LSE, sm, rg, rg.mrow, rg.lrow, b, h, m0, r0, c, last, False, qb)
 
     @T.macro
-    def consume(O, LSE, sm, rg, wg, gb, tc, n_tiles):
+    def consume(O, LSE, sm, rg, wg, gb, tc, n_tiles, cu):
         c = wg - 1
         gb[0] = 0
         tc[0] = 0
         for t in T.serial(n_tiles):
             mt, h, b, valid = tile_of(t, p.persist, p.units, p.q_tiles, p.H, p.causal, p.B, p.tail)
+            seq = None
+            if p.varlen:                # packed sequences: this tile's rows, or none past the sequence's end
+                q0, q1, k0, k1 = sequence(cu[0], cu[1], b)
+                seq = (q0, q1 - q0, k0, k1 - k0)
+                valid = mt * BM < q1 - q0
             if valid:
                 m0 = mt * BM
                 r0 = m0 + c * 64
-                nkv = key_blocks(m0, p.kv_blocks, BM, BN, p.SQ, p.causal)
+                nkv = tile_blocks(p, m0, BM, seq)
                 # TRIM: this consumer's own rows end at r0 + 64, and it stops at their last key block
-                nkc = key_blocks(r0, p.kv_blocks, 64, BN, p.SQ, p.causal) if p.trim else nkv
+                nkc = tile_blocks(p, r0, 64, seq) if p.trim else nkv
                 g0 = gb[0]
                 qb = sm.q.stage(tc[0])
                 more = 0                                 # 1: a next tile follows (CHAIN)
@@ -546,14 +594,14 @@ def consumer_part(p, score_log2):
                     more = T.cast(nt < n_tiles, "int32")
                 # CHAIN: a tile's block 0 ran under the previous tile's last P V (chain_next), except the first
                 if t == 0 or not p.chain:
-                    start_tile(sm, rg, c, qb, tc[0], g0, nkv, m0, r0)
+                    start_tile(sm, rg, c, qb, tc[0], g0, nkv, m0, r0, seq)
                 if p.pingpong:
                     # turns on the tensor cores this tile: one per loop iteration, and the chained tail's;
                     # consumer 0 takes the first, consumer 1 passes none on after its last
                     if wg == 2:
                         if nkv - 1 + more > 0:
                             T.ptx.barrier_arrive(3, 256)
-                key_loop(sm, rg, wg, c, qb, g0, nkv, nkc, more, m0, r0)
+                key_loop(sm, rg, wg, c, qb, g0, nkv, nkc, more, m0, r0, seq)
                 if not p.q_after_o:
                     if T.lane_id() == 0:
                         sm.q.release_at(qb)              # every S of this tile is done: Q may reload
@@ -566,6 +614,11 @@ def consumer_part(p, score_log2):
                 lastc = sm.k.stage(g0 + nkc - 1)        # this consumer's (TRIM: maybe an earlier one)
                 if more > 0:
                     chain_next(O, LSE, sm, rg, wg, c, nt, qb, tc[0], g0, nkv, last, b, h, m0, r0)
+                elif p.varlen:
+                    # O / LSE are the overlapping views of attention_sm90's VARLEN: row x of view row q1 is
+                    # packed row q1 - XQ + x, and x < XQ (the edge the stores clip at) ends the sequence
+                    finish_tile(O, LSE, sm, rg, c, g0, nkv, nkc, last, lastc, q1, h, p.xq - seq[1] + m0,
+                                p.xq - seq[1] + r0, qb)
                 else:
                     finish_tile(O, LSE, sm, rg, c, g0, nkv, nkc, last, lastc, b, h, m0, r0, qb)
                 gb[0] = g0 + nkv
@@ -579,8 +632,41 @@ def consumer_part(p, score_log2):
 def build_kernel(p, scale, SQT, SKT, pdl):
     """The ``@T.prim_func`` of plan ``p`` for tensors of ``SQT`` / ``SKT`` rows and softmax scale ``scale``:
     shared tiles and rings, barrier setup (:func:`tirxpy.lang.setup_barriers`), the register split
-    (:class:`tirxpy.lang.WarpRoles`), then the producer and the consumers."""
+    (:class:`tirxpy.lang.WarpRoles`), then the producer and the consumers (:func:`cta_part`). With
+    ``p.varlen`` the tensors are packed (:func:`attention_sm90`'s ``VARLEN``) and two ``cu_seqlens`` follow."""
     B, H, HKV, D, dtype = p.B, p.H, p.HKV, p.D, p.dtype
+    cta = cta_part(p, scale, pdl)
+    if p.varlen:
+        XQ = p.xq
+        OV = TileLayout(S[(SQT + 1, XQ, H, D) : (H * D, H * D, D, 1)])
+        LV = TileLayout(S[(SQT + 1, H, XQ, 1) : (1, SQT + XQ, 1, 1)])
+
+        @T.prim_func
+        def attention_varlen_sm90_kernel(Q: T.Tensor((1, SQT, H, D), dtype), K: T.Tensor((1, SKT, HKV, D), dtype),
+                                         V: T.Tensor((1, SKT, HKV, D), dtype),
+                                         O: T.Tensor((SQT + 1, XQ, H, D), dtype, layout=OV),
+                                         LSE: T.Tensor((SQT + 1, H, XQ, 1), "float32", layout=LV),
+                                         CUQ: T.Tensor((B + 1,), "int32"), CUK: T.Tensor((B + 1,), "int32")):
+            T.launch(grid=p.grid, threads=p.threads, pdl=pdl)
+            cta(Q, K, V, O, LSE, (CUQ, CUK))
+
+        return attention_varlen_sm90_kernel
+
+    @T.prim_func
+    def attention_sm90_kernel(Q: T.Tensor((B, SQT, H, D), dtype), K: T.Tensor((B, SKT, HKV, D), dtype),
+                              V: T.Tensor((B, SKT, HKV, D), dtype), O: T.Tensor((B, SQT, H, D), dtype),
+                              LSE: T.Tensor((B, H, SQT, 1), "float32")):
+        T.launch(grid=p.grid, threads=p.threads, pdl=pdl)
+        cta(Q, K, V, O, LSE, None)
+
+    return attention_sm90_kernel
+
+
+def cta_part(p, scale, pdl):
+    """The macro ``cta(Q, K, V, O, LSE, cu)`` of one CTA of plan ``p``: shared tiles and rings, registers,
+    barrier setup, the register split and the producer / consumer roles (``cu``: the ``cu_seqlens`` tensors
+    with ``p.varlen``, else None). ``pdl``: the kernel is launched with programmatic dependent launch."""
+    B, H, D, dtype = p.B, p.H, p.D, p.dtype
     BM, BN, STAGES, QB = p.BM, p.BN, p.STAGES, p.q_buffers
     roles = WarpRoles(p.threads, *p.regs, kernel="attention_sm90")
     produce = producer_part(p)
@@ -588,11 +674,8 @@ def build_kernel(p, scale, SQT, SKT, pdl):
     QL, KVL = tile_layout(BM, D, QB), tile_layout(BN, D, STAGES)
     SACC, OACC, OCH = wgmma_accumulator(BN), wgmma_accumulator(D), wgmma_accumulator(64)
 
-    @T.prim_func
-    def attention_sm90_kernel(Q: T.Tensor((B, SQT, H, D), dtype), K: T.Tensor((B, SKT, HKV, D), dtype),
-                              V: T.Tensor((B, SKT, HKV, D), dtype), O: T.Tensor((B, SQT, H, D), dtype),
-                              LSE: T.Tensor((B, H, SQT, 1), "float32")):
-        T.launch(grid=p.grid, threads=p.threads, pdl=pdl)
+    @T.macro
+    def cta(Q, K, V, O, LSE, cu):
         Qs = T.alloc_shared((QB, BM, D), dtype, layout=QL)
         Ks = T.alloc_shared((STAGES, BN, D), dtype, layout=KVL)
         Vs = T.alloc_shared((STAGES, BN, D), dtype, layout=KVL)
@@ -634,12 +717,13 @@ def build_kernel(p, scale, SQT, SKT, pdl):
             roles.enter_producer()
             if T.warp_id_in_wg() == 0:
                 if T.elect_one():
-                    produce(Q, K, V, sm, gb, tc, n_tiles)
+                    produce(Q, K, V, sm, gb, tc, n_tiles, cu)
         else:
             roles.enter_consumer()
-            consume(O, LSE, sm, rg, wg, gb, tc, n_tiles)
+            consume(O, LSE, sm, rg, wg, gb, tc, n_tiles, cu)
 
-    return attention_sm90_kernel
+
+    return cta
 
 
 @tirxpy.jit

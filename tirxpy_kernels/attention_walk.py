@@ -86,6 +86,26 @@ def key_blocks(m0, NKV, BM, BN, SQ, causal):
     return T.min(NKV, T.ceildiv(T.min(m0 + BM, SQ), BN)) if causal else NKV
 
 
+def tile_blocks(p, m0, rows, seq=None):
+    """Key blocks the query rows ``m0 .. m0 + rows - 1`` of a tile read (:func:`key_blocks`): of the plan's one
+    problem (``seq`` None), or of a packed sequence ``seq = (q0, lq, k0, lk)`` (its query / key start and length,
+    device expressions read from ``cu_seqlens``; :func:`sequence`).
+
+        >>> from tirxpy_kernels.attention_plan import plan
+        >>> tile_blocks(plan(1, 2, 2, 1000, 1000, 64, BN=64), 0, 128)      # ceil(1000 / 64)
+        16
+    """
+    if seq is None:
+        return key_blocks(m0, p.kv_blocks, rows, p.BN, p.SQ, p.causal)
+    return key_blocks(m0, T.ceildiv(seq[3], p.BN), rows, p.BN, seq[1], p.causal)
+
+
+def sequence(cu_q, cu_k, b):
+    """``(q0, q1, k0, k1)``: the query rows ``q0 .. q1 - 1`` and key rows ``k0 .. k1 - 1`` of packed sequence ``b``,
+    loads of the ``cu_seqlens`` tensors ``cu_q`` / ``cu_k`` (device expressions; the kernel binds each once)."""
+    return cu_q[b], cu_q[b + 1], cu_k[b], cu_k[b + 1]
+
+
 def next_step(t, units, MT, H, causal, B=1, tail=False):
     """The step after ``t`` of a persistent CTA's walk that holds a tile: ``t + 1``, or ``t + 2`` when
     ``t + 1`` is the missing second tile of a causal walk's lone middle pair (odd ``MT``)."""

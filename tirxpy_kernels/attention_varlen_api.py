@@ -1,0 +1,197 @@
+"""``tirxpy_kernels.attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal=False,
+scale=None)``: attention forward over packed variable-length sequences with the Hopper kernel of
+:mod:`tirxpy_kernels.attention_sm90` (``VARLEN``).
+
+``q`` is ``(total_q, H, D)``, ``k`` and ``v`` ``(total_k, HKV, D)``: the sequences one after another.
+Sequence ``b`` holds query rows ``cu_seqlens_q[b] .. cu_seqlens_q[b + 1] - 1`` and key rows
+``cu_seqlens_k[b] .. cu_seqlens_k[b + 1] - 1`` (int32 tensors of ``batch + 1`` entries on ``q``'s device,
+starting at 0, non-decreasing); each query row attends to its own sequence's keys only, as
+:func:`tirxpy_kernels.attention` on that sequence alone (``causal``: top-left aligned within the sequence, key
+``j > i`` masked for query row ``i``). ``max_seqlen_q`` / ``max_seqlen_k`` bound the lengths. Returns ``out``
+``(total_q, H, D)`` or, with ``return_lse=True``, ``(out, lse)`` with ``lse`` ``(H, total_q)`` float32. Rows
+past ``cu_seqlens_q[-1]`` (a packed buffer longer than its sequences) are left unwritten.
+
+The lengths are checked on the host (one copy of the two ``cu_seqlens`` to the CPU) except while a CUDA graph
+is being captured, where they must already be right. The kernel is built per packed row counts, number of
+sequences and longest length rounded up to 128 (:func:`tirxpy_kernels.attention_plan.varlen_window`), so a
+training loop that packs its batches into buffers of a fixed size reuses one kernel.
+
+    >>> import torch
+    >>> q = torch.empty(1000, 8, 64, dtype=torch.bfloat16, device="meta")
+    >>> cu = torch.tensor([0, 300, 1000], dtype=torch.int32)
+    >>> check(q, q, q, cu, cu, 700, 700)
+    >>> check(q, q, q, cu, cu, 0, 700)
+    Traceback (most recent call last):
+    ...
+    tirxpy_kernels.attention_varlen_api.VarlenArgumentError: attention_varlen: max_seqlen_q must be a positive int, got 0
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from tirxpy.ir.dtype import from_torch
+
+from .attention_api import AttentionArgumentError, _device, _sm_count
+from .attention_plan import DTYPES, HEAD_DIMS, TARGET, varlen_window
+from .attention_sm90 import attention_sm90
+from .checks import dense_tensor
+from .launch_cache import compiled
+
+
+class VarlenArgumentError(AttentionArgumentError):
+    """A bad argument to :func:`attention_varlen` (tensors, ``cu_seqlens``, lengths, ``scale``)."""
+
+
+def _positive_int(name, x):
+    if isinstance(x, bool) or not isinstance(x, int) or x < 1:
+        raise VarlenArgumentError(f"attention_varlen: {name} must be a positive int, got {x!r:.60}")
+
+
+def check(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal=False, scale=None,
+          return_lse=False) -> None:
+    """Every check of :func:`attention_varlen` that needs no device values (:class:`VarlenArgumentError` naming
+    the first fault): tensor kinds, dtypes, shapes; ``cu_seqlens`` dtype, shape and device; the bounds and flags.
+    :func:`check_lengths` checks the ``cu_seqlens`` values."""
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        dense_tensor("attention_varlen", name, t, 3, "(total_tokens, heads, dim)", VarlenArgumentError)
+        if from_torch(t.dtype) is None or from_torch(t.dtype).name not in DTYPES:
+            raise VarlenArgumentError(f"attention_varlen: {name} has dtype {t.dtype}; the kernel takes torch.bfloat16 "
+                                      f"or torch.float16 (convert with {name}.to(torch.bfloat16))")
+    if not (q.dtype == k.dtype == v.dtype):
+        raise VarlenArgumentError(f"attention_varlen: q, k, v have dtypes {q.dtype}, {k.dtype}, {v.dtype}; use one")
+    if k.shape != v.shape:
+        raise VarlenArgumentError(f"attention_varlen: k {tuple(k.shape)} and v {tuple(v.shape)} must have one shape")
+    (_, H, D), (_, HKV, Dk) = q.shape, k.shape
+    if Dk != D:
+        raise VarlenArgumentError(f"attention_varlen: q has head dim {D} but k / v have {Dk}; they must match")
+    if D not in HEAD_DIMS:
+        raise VarlenArgumentError(f"attention_varlen: head dim {D} is not supported; use one of {HEAD_DIMS}")
+    if min(q.shape[0], k.shape[0], H, HKV) == 0:
+        raise VarlenArgumentError(f"attention_varlen: empty input q {tuple(q.shape)}, k {tuple(k.shape)}")
+    if H % HKV:
+        raise VarlenArgumentError(f"attention_varlen: {H} query heads do not split into {HKV} key / value heads "
+                                  "(grouped-query attention needs heads(q) % heads(k) == 0)")
+    for name, cu in (("cu_seqlens_q", cu_seqlens_q), ("cu_seqlens_k", cu_seqlens_k)):
+        if not isinstance(cu, torch.Tensor) or cu.dim() != 1 or cu.dtype != torch.int32 or cu.numel() < 2:
+            what = f"{cu.dtype} {tuple(cu.shape)}" if isinstance(cu, torch.Tensor) else type(cu).__name__
+            raise VarlenArgumentError(f"attention_varlen: {name} must be a 1-D torch.int32 tensor of batch + 1 >= 2 "
+                                      f"offsets (torch.tensor([0, len0, len0 + len1, ...], dtype=torch.int32)), "
+                                      f"got {what}")
+    if cu_seqlens_q.numel() != cu_seqlens_k.numel():
+        raise VarlenArgumentError(f"attention_varlen: cu_seqlens_q has {cu_seqlens_q.numel()} offsets and "
+                                  f"cu_seqlens_k {cu_seqlens_k.numel()}; both hold batch + 1")
+    _positive_int("max_seqlen_q", max_seqlen_q)
+    _positive_int("max_seqlen_k", max_seqlen_k)
+    if not isinstance(causal, bool):
+        raise VarlenArgumentError(f"attention_varlen: causal must be True or False, got {causal!r:.60}")
+    if scale is not None and (isinstance(scale, bool) or not isinstance(scale, (int, float))
+                              or not math.isfinite(scale) or scale <= 0):
+        raise VarlenArgumentError(f"attention_varlen: scale must be a positive finite number or None "
+                                  f"(1 / sqrt(head dim)), got {scale!r:.60}")
+    if not isinstance(return_lse, bool):
+        raise VarlenArgumentError(f"attention_varlen: return_lse must be True or False, got {return_lse!r:.60}")
+
+
+def check_lengths(cu_q, cu_k, total_q, total_k, max_seqlen_q, max_seqlen_k) -> None:
+    """The ``cu_seqlens`` values (lists of ints): both start at 0 and never decrease, end within the packed
+    tensors' ``total_q`` / ``total_k`` rows, no query length above ``max_seqlen_q`` nor key length above
+    ``max_seqlen_k``, and a sequence with queries has at least one key; :class:`VarlenArgumentError` naming the
+    first fault.
+
+        >>> check_lengths([0, 3, 5], [0, 4, 4], 5, 4, 3, 4)
+        Traceback (most recent call last):
+        ...
+        tirxpy_kernels.attention_varlen_api.VarlenArgumentError: attention_varlen: sequence 1 has 2 queries but no keys; give every sequence with queries at least one key
+    """
+    for name, cu, total, mx in (("cu_seqlens_q", cu_q, total_q, max_seqlen_q),
+                                ("cu_seqlens_k", cu_k, total_k, max_seqlen_k)):
+        if cu[0] != 0:
+            raise VarlenArgumentError(f"attention_varlen: {name}[0] is {cu[0]}; the offsets start at 0")
+        for b in range(len(cu) - 1):
+            n = cu[b + 1] - cu[b]
+            if n < 0:
+                raise VarlenArgumentError(f"attention_varlen: {name} decreases at {b + 1} ({cu[b]} -> {cu[b + 1]}); "
+                                          "offsets are cumulative lengths")
+            if n > mx:
+                raise VarlenArgumentError(f"attention_varlen: sequence {b} has length {n} in {name}, over max_seqlen "
+                                          f"{mx}; pass the longest length")
+        if cu[-1] > total:
+            raise VarlenArgumentError(f"attention_varlen: {name}[-1] = {cu[-1]} is past the {total} packed rows")
+    for b in range(len(cu_q) - 1):
+        if cu_q[b + 1] > cu_q[b] and cu_k[b + 1] == cu_k[b]:
+            raise VarlenArgumentError(f"attention_varlen: sequence {b} has {cu_q[b + 1] - cu_q[b]} queries but no "
+                                      "keys; give every sequence with queries at least one key")
+
+
+def empty_outputs(q, max_seqlen_q):
+    """``(out, lse)``, uninitialized, as the kernel writes them: ``out`` ``(total_q, H, D)`` and ``lse``
+    ``(H, total_q)`` float32, each the tail of a buffer with ``XQ = varlen_window(max_seqlen_q)`` more rows in
+    front (the overlapping views of :func:`output_views` reach back into them).
+
+        >>> import torch
+        >>> o, l = empty_outputs(torch.empty(300, 2, 64, device="meta"), 100)
+        >>> o.shape, o.storage_offset(), l.shape, l.stride()
+        (torch.Size([300, 2, 64]), 16384, torch.Size([2, 300]), (428, 1))
+    """
+    NQ, H, D = q.shape
+    XQ = varlen_window(max_seqlen_q)
+    ob = q.new_empty((XQ + NQ, H, D))
+    lb = q.new_empty((H, XQ + NQ), dtype=torch.float32)
+    return ob[XQ:], lb[:, XQ:]
+
+
+def output_views(out, lse, max_seqlen_q):
+    """The kernel's overlapping views ``(O, LSE)`` of :func:`empty_outputs`' tensors (see
+    :func:`tirxpy_kernels.attention_sm90.attention_sm90`'s ``VARLEN``)."""
+    NQ, H, D = out.shape
+    XQ = varlen_window(max_seqlen_q)
+    O = torch.as_strided(out, (NQ + 1, XQ, H, D), (H * D, H * D, D, 1), out.storage_offset() - XQ * H * D)
+    L = torch.as_strided(lse, (NQ + 1, H, XQ, 1), (1, XQ + NQ, 1, 1), lse.storage_offset() - XQ)
+    return O, L
+
+
+def kernel_args(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, out, lse):
+    """The launch arguments ``(Q, K, V, O, LSE, CUQ, CUK)`` of the ``VARLEN`` kernel for these packed tensors."""
+    O, L = output_views(out, lse, max_seqlen_q)
+    return (q.unsqueeze(0), k.unsqueeze(0), v.unsqueeze(0), O, L, cu_seqlens_q, cu_seqlens_k)
+
+
+def _pad_rows(t, rows):
+    if t.shape[0] >= rows:
+        return t.contiguous()
+    p = t.new_zeros((rows,) + tuple(t.shape[1:]))
+    p[:t.shape[0]] = t
+    return p
+
+
+def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal=False, scale=None,
+                     return_lse=False):
+    """Attention forward over packed variable-length sequences on a Hopper GPU; see the module docstring."""
+    check(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, scale, return_lse)
+    _device(q, k, v)
+    for name, cu in (("cu_seqlens_q", cu_seqlens_q), ("cu_seqlens_k", cu_seqlens_k)):
+        if cu.device != q.device:
+            raise VarlenArgumentError(f"attention_varlen: {name} is on {cu.device}; move it to {q.device}")
+    NQ, H, D = q.shape
+    NK, HKV, _ = k.shape
+    if not torch.cuda.is_current_stream_capturing():
+        cq, ck = torch.stack([cu_seqlens_q, cu_seqlens_k]).tolist()
+        check_lengths(cq, ck, NQ, NK, max_seqlen_q, max_seqlen_k)
+    B = cu_seqlens_q.numel() - 1
+    SQ, SK = varlen_window(max_seqlen_q), varlen_window(max_seqlen_k)
+    with torch.cuda.device(q.device):
+        qp, kp, vp = _pad_rows(q, 128), _pad_rows(k, 256), _pad_rows(v, 256)
+        kern = attention_sm90(B, H, HKV, SQ, SK, D, causal=causal, scale=None if scale is None else float(scale),
+                              dtype=from_torch(q.dtype).name, SQT=qp.shape[0], SKT=kp.shape[0],
+                              sms=_sm_count(q.device), VARLEN=True)
+        out, lse = empty_outputs(qp, SQ)
+        compiled(kern, TARGET)(*kernel_args(qp, kp, vp, cu_seqlens_q, cu_seqlens_k, SQ, out, lse))
+    if qp.shape[0] != NQ:
+        out, lse = out[:NQ].contiguous(), lse[:, :NQ].contiguous()
+    return (out, lse) if return_lse else out
+
+
+__all__ = ["VarlenArgumentError", "attention_varlen", "check", "check_lengths", "empty_outputs", "output_views",
+           "kernel_args"]

@@ -1,0 +1,287 @@
+"""Torch custom operators over the kernel library: ``torch.ops.tirxpy.gemm``, ``torch.ops.tirxpy.attention``,
+``torch.ops.tirxpy.attention_varlen`` and their backward operators, each with a fake (meta) implementation and
+registered autograd, so that the kernels sit inside a model that trains (``torch.autograd.grad``), that
+``torch.compile(fullgraph=True)`` captures (the operators are single nodes of the graph) and that a CUDA graph
+records.
+
+The rule of :func:`tirxpy_kernels.gemm` / :func:`tirxpy_kernels.attention` / :func:`tirxpy_kernels.attention_varlen`:
+a call goes through these operators when autograd or a compiler needs it (:func:`needs_op`: an input requires
+grad with grad mode on, or ``torch.compile`` is tracing); a plain inference call goes straight to the kernel
+API and its fast repeated-call path.
+
+Gradients:
+
+- ``gemm``: ``y = act(z)``, ``z = a @ b + bias``. ``dz = dy * act'(z)`` (relu: ``y > 0``; silu: ``z``
+  recomputed by the GEMM in float32), ``da = dz @ b^T``, ``db = a^T @ dz`` (both through the GEMM, with the
+  other operand majors), ``dbias = dz.sum(0)``.
+- ``attention``: returns ``(out, lse)``; the backward is ``tirxpy_kernels.attention_bwd_api.attention_backward``
+  (imported when a backward runs). ``lse`` is not differentiable (it is returned for the backward and for
+  inspection; a loss through it gets no gradient from it).
+- ``attention_varlen``: as ``attention`` over packed sequences, when the backward kernel takes ``cu_seqlens``;
+  otherwise a call that needs its gradient raises :class:`AutogradUnsupportedError`.
+
+    >>> import torch
+    >>> a = torch.empty(256, 64, dtype=torch.bfloat16, device="meta")
+    >>> b = torch.empty(64, 512, dtype=torch.bfloat16, device="meta")
+    >>> torch.ops.tirxpy.gemm(a, b, None, "relu", torch.float32).shape      # the fake implementation
+    torch.Size([256, 512])
+    >>> q = torch.empty(2, 100, 8, 64, dtype=torch.bfloat16, device="meta")
+    >>> [tuple(t.shape) for t in torch.ops.tirxpy.attention(q, q, q, True, None)]
+    [(2, 100, 8, 64), (2, 8, 100)]
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+from torch import Tensor
+
+from tirxpy.errors import TirxError
+
+from . import attention_varlen_api as _varlen
+from .attention_api import AttentionArgumentError
+from .gemm_api import GemmArgumentError
+
+_is_compiling = torch.compiler.is_compiling
+_grad_enabled = torch.is_grad_enabled
+
+
+class AutogradUnsupportedError(TirxError, NotImplementedError):
+    """A gradient the kernel library cannot compute (the message says which, and what to do instead)."""
+
+
+def needs_op(*tensors) -> bool:
+    """Whether a call on ``tensors`` goes through the custom operators: ``torch.compile`` is tracing it, or grad
+    mode is on and one of them (None is skipped) requires grad.
+
+        >>> import torch
+        >>> x = torch.zeros(2, requires_grad=True)
+        >>> needs_op(x, None), needs_op(x.detach()), torch.no_grad()(needs_op)(x)
+        (True, False, False)
+    """
+    if _is_compiling():
+        return True
+    if not _grad_enabled():
+        return False
+    for t in tensors:
+        if t is not None and t.requires_grad:
+            return True
+    return False
+
+
+# --------------------------------------------------------------------------------------------------- gemm
+@torch.library.custom_op("tirxpy::gemm", mutates_args=())
+def gemm_op(a: Tensor, b: Tensor, bias: Optional[Tensor], activation: Optional[str],
+            out_dtype: Optional[torch.dtype]) -> Tensor:
+    """``act(a @ b + bias)`` by :func:`tirxpy_kernels.gemm_api.gemm` (a fresh output of ``out_dtype``)."""
+    from .gemm_api import gemm  # noqa: PLC0415
+
+    return gemm(a, b, bias=bias, activation=activation, out_dtype=out_dtype)
+
+
+@gemm_op.register_fake
+def _gemm_fake(a, b, bias, activation, out_dtype):
+    if a.dim() != 2 or b.dim() != 2:
+        raise GemmArgumentError(f"gemm: a and b must be matrices, got a {tuple(a.shape)}, b {tuple(b.shape)}")
+    if a.shape[1] != b.shape[0]:
+        raise GemmArgumentError(f"gemm: shapes do not chain: a {tuple(a.shape)} @ b {tuple(b.shape)}")
+    return a.new_empty((a.shape[0], b.shape[1]), dtype=out_dtype or a.dtype)
+
+
+def _gemm_setup(ctx, inputs, output):
+    a, b, bias, activation, _ = inputs
+    ctx.activation = activation
+    ctx.bias_dtype = None if bias is None else bias.dtype
+    ctx.save_for_backward(a, b, bias, output if activation == "relu" else None)
+
+
+def _gemm_backward(ctx, dy):
+    a, b, bias, y = ctx.saved_tensors
+    dz = dy
+    if ctx.activation == "relu":
+        dz = dy * (y > 0)
+    elif ctx.activation == "silu":
+        z = gemm_op(a, b, bias, None, torch.float32)       # z recomputed, not kept: as much memory as y
+        s = torch.sigmoid(z)
+        dz = dy.float() * (s * (1 + z * (1 - s)))
+    dz = dz.to(a.dtype)
+    da = gemm_op(dz, b.t(), None, None, None) if ctx.needs_input_grad[0] else None
+    db = gemm_op(a.t(), dz, None, None, None) if ctx.needs_input_grad[1] else None
+    dbias = dz.float().sum(0).to(ctx.bias_dtype) if bias is not None and ctx.needs_input_grad[2] else None
+    return da, db, dbias, None, None
+
+
+gemm_op.register_autograd(_gemm_backward, setup_context=_gemm_setup)
+
+
+def gemm(a, b, out=None, *, bias=None, activation=None, out_dtype=None, **tuning):
+    """:func:`tirxpy_kernels.gemm` through ``torch.ops.tirxpy.gemm`` (differentiable, traceable). ``out=`` and
+    tuning options are for inference calls: :class:`~tirxpy_kernels.gemm_api.GemmArgumentError` here."""
+    if out is not None:
+        raise GemmArgumentError("gemm: out= writes in place, which autograd and torch.compile cannot record; "
+                                "drop out= (the result is returned) or call under torch.no_grad()")
+    if tuning:
+        raise GemmArgumentError(f"gemm: tuning options {sorted(map(str, tuning))} are for inference calls; under "
+                                "autograd or torch.compile the defaults run: drop them or call under torch.no_grad()")
+    return gemm_op(a, b, bias, activation, out_dtype)
+
+
+# ---------------------------------------------------------------------------------------------- attention
+@torch.library.custom_op("tirxpy::attention", mutates_args=())
+def attention_op(q: Tensor, k: Tensor, v: Tensor, causal: bool, scale: Optional[float]) -> tuple[Tensor, Tensor]:
+    """``(out, lse)`` of :func:`tirxpy_kernels.attention_api.attention` (``lse`` ``(B, H, SQ)`` float32)."""
+    from .attention_api import attention  # noqa: PLC0415
+
+    out, lse = attention(q, k, v, causal=causal, scale=scale, return_lse=True)
+    return out, lse.contiguous()
+
+
+@attention_op.register_fake
+def _attention_fake(q, k, v, causal, scale):
+    if q.dim() != 4 or k.dim() != 4 or v.dim() != 4:
+        raise AttentionArgumentError("attention: q, k, v must be (batch, seq, heads, dim) tensors, got "
+                                     f"{tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}")
+    B, SQ, H, _ = q.shape
+    return q.new_empty(q.shape), q.new_empty((B, H, SQ), dtype=torch.float32)
+
+
+@torch.library.custom_op("tirxpy::attention_backward", mutates_args=())
+def attention_backward_op(q: Tensor, k: Tensor, v: Tensor, out: Tensor, dout: Tensor, lse: Tensor, causal: bool,
+                          scale: Optional[float]) -> tuple[Tensor, Tensor, Tensor]:
+    """``(dq, dk, dv)`` by the backward kernel (``tirxpy_kernels.attention_bwd_api.attention_backward``)."""
+    dq, dk, dv = _backward_api()(q, k, v, out, dout, lse, causal=causal, scale=scale)
+    return dq.contiguous(), dk.contiguous(), dv.contiguous()
+
+
+@attention_backward_op.register_fake
+def _attention_backward_fake(q, k, v, out, dout, lse, causal, scale):
+    return q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
+
+
+def _backward_api():
+    try:
+        from .attention_bwd_api import attention_backward  # noqa: PLC0415
+    except ImportError as e:
+        raise AutogradUnsupportedError("attention: the backward kernel (tirxpy_kernels.attention_bwd_api) is not "
+                                       f"available ({e}); compute attention under torch.no_grad()") from None
+    return attention_backward
+
+
+def _attention_setup(ctx, inputs, output):
+    q, k, v, causal, scale = inputs
+    out, lse = output
+    ctx.causal, ctx.scale = causal, scale
+    ctx.mark_non_differentiable(lse)
+    ctx.save_for_backward(q, k, v, out, lse)
+
+
+def _attention_backward(ctx, dout, _dlse):
+    q, k, v, out, lse = ctx.saved_tensors
+    dq, dk, dv = attention_backward_op(q, k, v, out, dout.contiguous(), lse, ctx.causal, ctx.scale)
+    return dq, dk, dv, None, None
+
+
+attention_op.register_autograd(_attention_backward, setup_context=_attention_setup)
+
+
+def attention(q, k, v, causal=False, scale=None, return_lse=False, **tuning):
+    """:func:`tirxpy_kernels.attention` through ``torch.ops.tirxpy.attention`` (differentiable, traceable): ``out``,
+    or ``(out, lse)`` with ``return_lse=True``. Tuning options are for inference calls
+    (:class:`~tirxpy_kernels.attention_api.AttentionArgumentError` here)."""
+    if tuning:
+        raise AttentionArgumentError(f"attention: tuning options {sorted(map(str, tuning))} are for inference calls; "
+                                     "under autograd or torch.compile the defaults run: drop them or call under "
+                                     "torch.no_grad()")
+    if not isinstance(return_lse, bool):
+        raise AttentionArgumentError(f"attention: return_lse must be True or False, got {return_lse!r:.60}")
+    out, lse = attention_op(q, k, v, causal, scale)
+    return (out, lse) if return_lse else out
+
+
+# ------------------------------------------------------------------------------------- variable-length attention
+@torch.library.custom_op("tirxpy::attention_varlen", mutates_args=())
+def attention_varlen_op(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Tensor, cu_seqlens_k: Tensor,
+                        max_seqlen_q: int, max_seqlen_k: int, causal: bool,
+                        scale: Optional[float]) -> tuple[Tensor, Tensor]:
+    """``(out, lse)`` of :func:`tirxpy_kernels.attention_varlen_api.attention_varlen` (``lse`` ``(H, total_q)``)."""
+    return _varlen.attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal=causal,
+                                    scale=scale, return_lse=True)
+
+
+@attention_varlen_op.register_fake
+def _attention_varlen_fake(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, scale):
+    if q.dim() != 3:
+        raise AttentionArgumentError(f"attention_varlen: q must be (total_tokens, heads, dim), got {tuple(q.shape)}")
+    return _varlen.empty_outputs(q, max_seqlen_q)
+
+
+@torch.library.custom_op("tirxpy::attention_varlen_backward", mutates_args=())
+def attention_varlen_backward_op(q: Tensor, k: Tensor, v: Tensor, out: Tensor, dout: Tensor, lse: Tensor,
+                                 cu_seqlens_q: Tensor, cu_seqlens_k: Tensor, max_seqlen_q: int, max_seqlen_k: int,
+                                 causal: bool, scale: Optional[float]) -> tuple[Tensor, Tensor, Tensor]:
+    """``(dq, dk, dv)`` of packed sequences by the backward kernel, where it takes ``cu_seqlens``."""
+    fn = varlen_backward()
+    dq, dk, dv = fn(q, k, v, out, dout, lse, cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k,
+                    max_seqlen_q=max_seqlen_q, max_seqlen_k=max_seqlen_k, causal=causal, scale=scale)
+    return dq.contiguous(), dk.contiguous(), dv.contiguous()
+
+
+@attention_varlen_backward_op.register_fake
+def _attention_varlen_backward_fake(q, k, v, out, dout, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+                                    causal, scale):
+    return q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
+
+
+def varlen_backward():
+    """The backward of packed sequences: ``attention_bwd_api.attention_varlen_backward``, or
+    ``attention_backward`` where it takes ``cu_seqlens_q``; :class:`AutogradUnsupportedError` when neither is
+    there (the message says to compute the forward under ``torch.no_grad()``)."""
+    import inspect  # noqa: PLC0415
+
+    try:
+        from . import attention_bwd_api as bwd  # noqa: PLC0415
+    except ImportError:
+        bwd = None
+    fn = getattr(bwd, "attention_varlen_backward", None)
+    if fn is None and bwd is not None and hasattr(bwd, "attention_backward"):
+        if "cu_seqlens_q" in inspect.signature(bwd.attention_backward).parameters:
+            fn = bwd.attention_backward
+    if fn is None:
+        raise AutogradUnsupportedError("attention_varlen: the backward kernel does not take packed sequences "
+                                       "(cu_seqlens) yet, so attention_varlen is forward only: call it under "
+                                       "torch.no_grad() or with inputs that do not require grad, or pad the batch "
+                                       "and use tirxpy_kernels.attention, which has a backward")
+    return fn
+
+
+def _varlen_setup(ctx, inputs, output):
+    q, k, v, cu_q, cu_k, max_q, max_k, causal, scale = inputs
+    out, lse = output
+    ctx.args = (max_q, max_k, causal, scale)
+    ctx.mark_non_differentiable(lse)
+    ctx.save_for_backward(q, k, v, out, lse, cu_q, cu_k)
+
+
+def _varlen_backward(ctx, dout, _dlse):
+    q, k, v, out, lse, cu_q, cu_k = ctx.saved_tensors
+    dq, dk, dv = attention_varlen_backward_op(q, k, v, out, dout.contiguous(), lse, cu_q, cu_k, *ctx.args)
+    return dq, dk, dv, None, None, None, None, None, None
+
+
+attention_varlen_op.register_autograd(_varlen_backward, setup_context=_varlen_setup)
+
+
+def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal=False, scale=None,
+                     return_lse=False):
+    """:func:`tirxpy_kernels.attention_varlen` through ``torch.ops.tirxpy.attention_varlen``. A call whose inputs
+    require grad checks first that the backward takes packed sequences (:func:`varlen_backward`)."""
+    if not isinstance(return_lse, bool):
+        raise AttentionArgumentError(f"attention_varlen: return_lse must be True or False, got {return_lse!r:.60}")
+    if _grad_enabled() and any(isinstance(t, Tensor) and t.requires_grad for t in (q, k, v)):
+        varlen_backward()
+    out, lse = attention_varlen_op(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, scale)
+    return (out, lse) if return_lse else out
+
+
+__all__ = ["AutogradUnsupportedError", "needs_op", "gemm", "attention", "attention_varlen", "gemm_op", "attention_op",
+           "attention_backward_op", "attention_varlen_op", "attention_varlen_backward_op", "varlen_backward"]
