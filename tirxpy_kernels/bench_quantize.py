@@ -4,7 +4,7 @@ Bandwidth of the FP8 quantization kernel (:mod:`tirxpy_kernels.quantize_fp8`, bf
 device-to-device copy of the same bytes (``torch.Tensor.copy_`` of a byte buffer, the peer: what a memory-bound
 kernel can reach). The kernel reads ``2 M K`` bytes and writes ``M K`` bytes of ``x_q`` and 4 per scale; the
 copy moves as many (it reads and writes half of them each). Before timing, each kernel's output is checked
-bit for bit against :func:`tirxpy_kernels.quantize_api.reference` (exit 1 on any difference). Every tuning (``vecs``:
+bit for bit against :func:`tirxpy_kernels.quantize_api.reference` (a difference is printed and the exit status is 1). Every tuning (``vecs``:
 vectors of 8 elements per thread, 1 x 128 and token; ``div``: ``exact`` or ``rcp``; ``pow2``: 0 / 1) and the copy
 take their samples in turn (:func:`tirxpy_kernels.bench_tools.median_ms`); printed: GB/s of each and the ratio
 copy time / kernel time. ``--sim`` runs a small case of each granularity through the CPU simulator.
@@ -79,7 +79,7 @@ def bench_quantize(args):
     torch.manual_seed(seed_of(args))
     print(environment() + f", seed {args.seed}")
     warm_gpu()
-    rows = []
+    rows, status = [], 0
     for M, K in shapes:
         x = torch.randn(M, K, device="cuda").to(torch.bfloat16)
         x[torch.randint(0, M, (64,)), torch.randint(0, K, (64,))] = 1000.0     # outliers
@@ -101,10 +101,10 @@ def bench_quantize(args):
                 rq, rs = reference(x, g, pow2_scales=bool(t.get("pow2", False)), rcp=t.get("div") == "rcp")
                 bad_q = int((q.view(torch.uint8) != rq.view(torch.uint8)).sum())
                 bad_s = int((s != rs).sum())
-                if bad_q or bad_s:
+                if bad_q or bad_s:       # reported, and the exit status says so; the timing still runs
                     print(f"FAILED: {M}x{K} {g} {t or 'defaults'}: {bad_q} elements and {bad_s} scales differ from "
                           f"the reference", file=sys.stderr)
-                    return 1
+                    status = 1
                 fns[i] = ck.bind(x, q, s)
             ms = median_ms(fns, [()], args.reps)
             copy = nbytes / ms["copy"] / 1e6
@@ -117,7 +117,7 @@ def bench_quantize(args):
                 print(f"{M}x{K} {g} {t or 'defaults'}: quantize {ms[i] * 1e3:.1f} us {gbs:.0f} GB/s | D2D copy "
                       f"{ms['copy'] * 1e3:.1f} us {copy:.0f} GB/s | ratio {gbs / copy:.3f}", flush=True)
     print_table(["M x K", "granularity", "tuning", "us", "quantize GB/s", "copy GB/s", "ratio"], rows)
-    return 0
+    return status
 
 
 def sim_quantize(args):

@@ -106,7 +106,7 @@ def _pow2_ceil(s):
 
 
 def group_scales(x, granularity, dtype=torch.float8_e4m3fn, pow2_scales=False):
-    """The scales of the rule, in torch on ``x``'s device (float32 amax, one float32 division)."""
+    """The scales of the rule, in torch on ``x``'s device (float32 amax, one correctly rounded float32 division)."""
     M, K = x.shape
     gr = {"token": 1, "1x128": 1, "128x128": GROUP}[granularity]
     gc = K if granularity == "token" else GROUP
@@ -114,7 +114,8 @@ def group_scales(x, granularity, dtype=torch.float8_e4m3fn, pow2_scales=False):
     xa = torch.zeros((sm * gr, sk * gc), dtype=torch.float32, device=x.device)
     xa[:M, :K] = x.float().abs()
     amax = xa.reshape(sm, gr, sk, gc).amax(dim=(1, 3))
-    s = torch.clamp(amax / FP8_MAX[_FP8[dtype]], min=SCALE_FLOOR)
+    # a tensor divisor: torch on CUDA multiplies by the reciprocal of a scalar divisor, which is not the rule
+    s = torch.clamp(amax / torch.full_like(amax, FP8_MAX[_FP8[dtype]]), min=SCALE_FLOOR)
     return _pow2_ceil(s) if pow2_scales else s
 
 
@@ -130,7 +131,7 @@ def reference(x, granularity, *, dtype=torch.float8_e4m3fn, pow2_scales=False, r
     saturated to ``+-fp8_max``, then torch's own round-to-nearest-even cast."""
     s = group_scales(x, granularity, dtype, pow2_scales)
     se = expand_scales(s, granularity, *x.shape)
-    y = x.float() * (1.0 / se) if rcp else x.float() / se
+    y = x.float() * (torch.ones_like(se) / se) if rcp else x.float() / se
     fmax = FP8_MAX[_FP8[dtype]]
     return y.clamp(-fmax, fmax).to(dtype), s
 
