@@ -1,0 +1,196 @@
+"""All-gather + GEMM over NVLink peers, one persistent kernel per rank: ``C = A_full @ B`` where ``A_full``
+is the row shards ``A_r`` (``Ms`` rows each) of every rank stacked in rank order.
+
+Built on the Hopper GEMM's parts (:mod:`tirxpy_kernels.gemm_sm90`: its stage loads, consumers and epilogue,
+unchanged) plus two roles in the producer warpgroup:
+
+- **movers** (warps 1..3 of warpgroup 0, every CTA; ``3 * grid`` units): each takes pieces ``u, u + units, ..``
+  of its rank's shard (``PR`` rows each; ``PR`` divides both ``Ms`` and the tile height, so no piece straddles
+  a tile row or a shard), and *pushes* each piece into row ``me * Ms + j * PR`` of the symmetric buffer of
+  every rank, itself included (16-byte ``ld.global`` / ``st.global``, over NVLink for a peer). After a piece,
+  lane 0 counts it in on that rank's flag ``F[me, tile_row]``: ``red.release.gpu`` locally,
+  ``red.release.sys`` on a peer.
+- **the producer** (warp 0, one thread) walks the GEMM's tiles in the GEMM's own order; before a tile row's
+  first TMA load it waits (``wait_geq_sys_u32``: acquire at system scope) until ``F[q, tile_row]`` holds
+  every piece rank ``q`` owes to it, ``Need[q, tile_row] * epoch``, then ``fence.proxy.async`` (the pieces
+  were generic-proxy stores; TMA reads through the async proxy) and loads as the plain GEMM does.
+
+Ranks share nothing else: a rank pushes only after its peer signalled that it started the previous call
+(``G[peer] >= epoch - 1`` on this rank's signal pad; every rank stores ``epoch`` into each peer's pad at
+its start), so the peer is done reading the buffer slot being written (the API alternates two slots by
+epoch parity). Flags only grow (``Need * epoch``), so nothing is reset between calls, and a flag counts
+one source rank's pieces only, so a fast peer's next call can never complete a slow one's row.
+
+    >>> from tirxpy_kernels.dist_ag_gemm import ag_gemm, piece_rows
+    >>> piece_rows(100), piece_rows(4096)
+    (4, 16)
+    >>> k = ag_gemm(200, 136, 104, me=1, world=2, BN=128, STAGES=2, sms=2)
+    >>> [p.name for p in k.params][:6]
+    ['A', 'B', 'Bias', 'C', 'AS', 'DL']
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+import tirxpy
+import tirxpy.intrinsics  # noqa: F401  (T.ptx.* signatures)
+from tirxpy import T, Tx
+from tirxpy.lang import StageRing, WarpRoles, setup_barriers
+from tirxpy.lang.schedule import tiles_of_unit
+from tirxpy.layout import S, TileLayout, rank
+from tirxpy.layout.atoms import wgmma_accumulator
+
+from .errors import KernelConfigError
+from .gemm_plan import BM, CONSUMER_REGS, PRODUCER_REGS, THREADS, TARGET, kernel_plan
+from .gemm_scales import Scales
+from .gemm_sm90 import bias_layout, cooperative_consumer, load_stage, operand_shapes, staging_layout, \
+    staging_shape, tile_at
+
+MOVERS = 3          # warps 1 .. 3 of the producer warpgroup
+WORLD = 2           # the kernel's parameter list names one peer
+
+
+def piece_rows(ms: int) -> int:
+    """Rows per moved piece: the largest power of two <= 16 dividing the shard height ``ms`` (so a piece never
+    straddles a shard, nor a 128-row tile row)."""
+    p = 16
+    while ms % p:
+        p //= 2
+    return p
+
+
+def need_table(M: int, world: int) -> np.ndarray:
+    """``Need[q, t]``: how many pieces of rank ``q``'s shard land in tile row ``t`` (``uint32``)."""
+    ms = M // world
+    pr = piece_rows(ms)
+    rows = -(-M // BM)
+    need = np.zeros((world, rows), np.uint32)
+    for q in range(world):
+        for j in range(ms // pr):
+            need[q, (q * ms + j * pr) // BM] += 1
+    return need
+
+
+def check_world(M, world, me):
+    if world != WORLD:
+        raise KernelConfigError(f"dist GEMM kernels take world = {WORLD} ranks (the parameter list names one peer), "
+                                f"got {world}; docs/distributed.md says how the kernel extends to more GPUs")
+    if not (isinstance(me, int) and 0 <= me < world):
+        raise KernelConfigError(f"me = {me!r} must be a rank in 0 .. {world - 1}")
+    if M % world:
+        raise KernelConfigError(f"M = {M} rows must split evenly over {world} ranks (each rank's shard has M / world rows)")
+
+
+@T.macro
+def ag_producer(P, ring, A, B, As, Bs, FL, Need, epoch, unit, n_tiles, world):
+    """One thread: the GEMM's tiles and k-blocks; a tile's rows are waited for before its loads."""
+    for i in T.serial(n_tiles):
+        m0, n0, _wide = tile_at(P, unit + i * P.units, 0)
+        tr = m0 // BM
+        if P.drop != "flag_wait":
+            for q in range(world):
+                T.ptx.wait_geq_sys_u32(FL[q, tr], Need[q, tr] * epoch)
+        T.ptx.fence_proxy_async()
+        for k in T.serial(P.k_blocks):
+            g = i * P.k_blocks + k
+            s = ring.stage(g)
+            ring.wait_empty(g)
+            ring.expect_bytes(g, P.stage_bytes)
+            load_stage(P, A, B, As, Bs, ring.full, s, m0, n0, k * P.BK, 0)
+
+
+@T.macro
+def movers(P, AS, DL, DP, FL, FP, GL, GP, epoch, me, ms, pr, w):
+    """Warp ``w`` (1 .. 3) of warpgroup 0, alone in its branch (a copy deals its chunks over the active threads):
+    push this rank's pieces to itself and the peer, counting each one in."""
+    peer = 1 - me
+    units = P.grid * MOVERS
+    u = T.cta_id(0) * MOVERS + (w - 1)
+    if u == 0:
+        if T.lane_id() == 0:
+            T.ptx.st_release_sys_u32(GP[me], epoch)              # this rank started call `epoch`
+    T.ptx.wait_geq_sys_u32(GL[peer], epoch - 1)                  # the peer is done with this slot's last use
+    for p in T.serial((ms // pr - u + units - 1) // units):
+        j = u + p * units
+        r0 = me * ms + j * pr
+        Tx.warp.copy(DL[r0:r0 + pr, :], AS[j * pr:j * pr + pr, :])
+        Tx.warp.copy(DP[r0:r0 + pr, :], AS[j * pr:j * pr + pr, :])
+        T.ptx.bar_warp_sync(0xFFFFFFFF)
+        if T.lane_id() == 0:
+            if P.drop != "local_signal":
+                T.ptx.red_release_gpu_add_u32(FL[me, r0 // BM], T.uint32(1))
+            T.ptx.red_release_sys_add_u32(FP[me, r0 // BM], T.uint32(1))
+
+
+DROPS = ("flag_wait", "local_signal")
+
+
+def build(P, me: int, world: int):
+    """The ``@T.prim_func`` for rank ``me``: the GEMM of plan ``P`` plus the movers (module docstring)."""
+    ms = P.M // world
+    pr = piece_rows(ms)
+    rows = -(-P.M // BM)
+    a_shape, as_shape, a_layout, b_shape, bs_shape, b_layout = operand_shapes(P)
+    dt, out_dt = P.dtype, P.out_dtype
+    mine = TileLayout(S[(P.M, P.K)] + me @ rank)
+    theirs = TileLayout(S[(P.M, P.K)] + (1 - me) @ rank)
+    fl_mine = TileLayout(S[(world, rows)] + me @ rank)
+    fl_theirs = TileLayout(S[(world, rows)] + (1 - me) @ rank)
+    g_mine = TileLayout(S[world] + me @ rank)
+    g_theirs = TileLayout(S[world] + (1 - me) @ rank)
+
+    @T.prim_func
+    def ag_gemm_kernel(A: T.Tensor((P.M, P.K), dt), B: T.Tensor(b_shape, dt), Bias: T.Tensor(P.bias_shape, out_dt),
+                       C: T.Tensor((P.M, P.N), out_dt), AS: T.Tensor((ms, P.K), dt),
+                       DL: T.Tensor((P.M, P.K), dt, layout=mine), DP: T.Tensor((P.M, P.K), dt, layout=theirs),
+                       FL: T.Tensor((world, rows), "uint32", layout=fl_mine),
+                       FP: T.Tensor((world, rows), "uint32", layout=fl_theirs),
+                       GL: T.Tensor((world,), "uint32", layout=g_mine), GP: T.Tensor((world,), "uint32", layout=g_theirs),
+                       Need: T.Tensor((world, rows), "uint32"), epoch: T.uint32):
+        T.launch(grid=(P.grid,), threads=THREADS, pdl=P.pdl)
+        As = T.alloc_shared(as_shape, dt, layout=a_layout)
+        Bs = T.alloc_shared(bs_shape, dt, layout=b_layout)
+        Cs = T.alloc_shared(staging_shape(P), out_dt, layout=staging_layout(P))
+        full = T.alloc_shared((P.stages,), "uint64")
+        empty = T.alloc_shared((P.stages,), "uint64")
+        acc = T.alloc_local((64, P.BN), "float32", layout=wgmma_accumulator(P.BN))
+        pk = T.alloc_local((64, P.BN), out_dt, layout=wgmma_accumulator(P.BN))
+        brow = T.alloc_local((1, P.chunk_cols), out_dt, layout=bias_layout(P.chunk_cols))
+        unit = T.cta_id(0)
+        n_tiles = tiles_of_unit(unit, P.units, P.tiles)
+        ring = StageRing(full, empty, P.stages, 1)
+        setup_barriers([(ring, 1, P.empty_arrivals)], 1, P.pdl)
+        roles = WarpRoles(THREADS, PRODUCER_REGS, CONSUMER_REGS, "dist_ag_gemm")
+        wg = T.warpgroup_id()
+        if wg == 0:
+            roles.enter_producer()
+            if T.warp_id_in_wg() == 0:
+                if T.elect_one():
+                    ag_producer(P, ring, A, B, As, Bs, FL, Need, epoch, unit, n_tiles, world)
+            for w in range(1, 1 + MOVERS):
+                if T.warp_id_in_wg() == w:
+                    movers(P, AS, DL, DP, FL, FP, GL, GP, epoch, me, ms, pr, w)
+        else:
+            roles.enter_consumer()
+            cooperative_consumer(P, ring, acc, acc, Scales(), pk, pk, brow, As, Bs, Bias, C, Cs, unit, 0, n_tiles,
+                                 wg - 1)
+
+    return ag_gemm_kernel
+
+
+@tirxpy.jit
+def ag_gemm(M, N, K, me, world=2, BN=256, STAGES=None, b_major="MN", dtype="bfloat16", sms=TARGET.sm_count,
+            PDL=True, drop=None):
+    """The all-gather GEMM kernel of rank ``me``: ``M`` rows in all (``M / world`` per rank), ``C (M, N)``;
+    ``B`` is ``(K, N)`` row-major (``b_major="MN"``) or ``(N, K)`` (``"K"``). The deferred bf16 epilogue of
+    the Hopper GEMM; no bias (the ``Bias`` parameter is its ``(1, 1)`` placeholder). ``drop=`` removes one
+    protocol step, for the simulator's mutation tests only: ``"flag_wait"`` (the producer's wait for a tile
+    row's pieces) or ``"local_signal"`` (the movers' count of a piece on their own rank's flag)."""
+    check_world(M, world, me)
+    if drop is not None and drop not in DROPS:
+        raise KernelConfigError(f"ag_gemm: unknown drop={drop!r}; one of {DROPS}")
+    P = kernel_plan(M, N, K, BN, STAGES, 1, "K", b_major, dtype, "bfloat16", False, None, sms, 4, True, False,
+                    None, PDL, None)
+    return build(dataclasses.replace(P, drop=drop), me, world)
