@@ -3,23 +3,74 @@
 ``tirxpy_kernels.gemm(a, b, out=None, ...)``: Hopper GEMM (:mod:`tirxpy_kernels.gemm_sm90`) on torch tensors.
 ``tirxpy_kernels.attention(q, k, v, causal=False, scale=None)``: Hopper flash attention forward
 (:mod:`tirxpy_kernels.attention_sm90`) on ``(batch, seq, heads, dim)`` torch tensors.
+``tirxpy_kernels.attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k)``: the same over
+packed variable-length sequences (:mod:`tirxpy_kernels.attention_varlen_api`).
+``gemm`` and ``attention`` are torch custom operators when autograd or ``torch.compile`` needs them
+(:mod:`tirxpy_kernels.torch_ops`).
+``tirxpy_kernels.gemm_fp8(a, b, scale_a, scale_b, ...)``: Hopper FP8 GEMM with per-tensor, row-wise or
+block-wise scales (:mod:`tirxpy_kernels.gemm_fp8_api`).
 ``tirxpy_kernels.quantize_fp8(x, granularity, ...)``: bf16 / f16 -> fp8 with per-token, 1 x 128 or 128 x 128 amax
 scales (:mod:`tirxpy_kernels.quantize_fp8`).
 """
 
+_OPS: list = []     # [tirxpy_kernels.torch_ops] once a call has imported it (and torch)
+
+
+def _torch_ops():
+    """:mod:`tirxpy_kernels.torch_ops`, imported by the first call that needs it (it imports torch)."""
+    if not _OPS:
+        from . import torch_ops  # noqa: PLC0415
+
+        _OPS.append(torch_ops)
+    return _OPS[0]
+
 
 def gemm(a, b, out=None, **kw):
-    """``act(a @ b + bias)`` on a Hopper GPU; see :func:`tirxpy_kernels.gemm_api.gemm`."""
-    from .gemm_api import gemm as _gemm  # noqa: PLC0415  (imports torch lazily)
+    """``act(a @ b + bias)`` on a Hopper GPU; see :func:`tirxpy_kernels.gemm_api.gemm`. Differentiable and
+    ``torch.compile``-able through ``torch.ops.tirxpy.gemm`` (:mod:`tirxpy_kernels.torch_ops`) when an input
+    requires grad or a compiler traces the call."""
+    torch_ops = _OPS[0] if _OPS else _torch_ops()
+    if torch_ops.needs_op(a, b, kw.get("bias")):
+        return torch_ops.gemm(a, b, out, **kw)
+    from .gemm_api import gemm as _gemm  # noqa: PLC0415
 
     return _gemm(a, b, out, **kw)
 
 
+def gemm_fp8(a, b, scale_a, scale_b, out=None, **kw):
+    """``(a * scale_a) @ (b * scale_b) + bias`` for FP8 operands on a Hopper GPU; see
+    :func:`tirxpy_kernels.gemm_fp8_api.gemm_fp8`."""
+    from .gemm_fp8_api import gemm_fp8 as _gemm_fp8  # noqa: PLC0415  (imports torch lazily)
+
+    return _gemm_fp8(a, b, scale_a, scale_b, out, **kw)
+
+
 def attention(q, k, v, causal=False, scale=None, **kw):
-    """Attention forward on a Hopper GPU; see :func:`tirxpy_kernels.attention_api.attention`."""
-    from .attention_api import attention as _attention  # noqa: PLC0415  (imports torch lazily)
+    """Attention forward on a Hopper GPU; see :func:`tirxpy_kernels.attention_api.attention`. Differentiable
+    (backward: :func:`attention_backward`) and ``torch.compile``-able through ``torch.ops.tirxpy.attention``
+    (:mod:`tirxpy_kernels.torch_ops`) when an input requires grad or a compiler traces the call."""
+    torch_ops = _OPS[0] if _OPS else _torch_ops()
+    if torch_ops.needs_op(q, k, v):
+        return torch_ops.attention(q, k, v, causal=causal, scale=scale, **kw)
+    from .attention_api import attention as _attention  # noqa: PLC0415
 
     return _attention(q, k, v, causal=causal, scale=scale, **kw)
+
+
+def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal=False, scale=None,
+                     return_lse=False):
+    """Attention forward over packed variable-length sequences ``(total_tokens, heads, dim)`` on a Hopper GPU; see
+    :func:`tirxpy_kernels.attention_varlen_api.attention_varlen`. ``torch.compile``-able through
+    ``torch.ops.tirxpy.attention_varlen``; differentiable where the backward kernel takes packed sequences
+    (:func:`tirxpy_kernels.torch_ops.varlen_backward` says)."""
+    torch_ops = _OPS[0] if _OPS else _torch_ops()
+    if torch_ops.needs_op(q, k, v):
+        return torch_ops.attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+                                          causal=causal, scale=scale, return_lse=return_lse)
+    from .attention_varlen_api import attention_varlen as _varlen  # noqa: PLC0415
+
+    return _varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal=causal, scale=scale,
+                   return_lse=return_lse)
 
 
 def attention_backward(q, k, v, out, dout, lse, causal=False, scale=None, deterministic=False):
