@@ -1,0 +1,84 @@
+"""tirxpy_kernels.attention_backward's checks and the backward plan, on the CPU (meta tensors): each bad argument
+gets an AttentionBwdArgumentError (an ArgumentError) naming it; the kernel compiles for sm_90a."""
+import pytest
+import torch
+
+import tirxpy
+from tirxpy.errors import ArgumentError
+from tirxpy_kernels.attention_bwd_api import AttentionBwdArgumentError, attention_backward, check
+from tirxpy_kernels.attention_bwd_plan import plan
+from tirxpy_kernels.attention_bwd_sm90 import attention_bwd_sm90
+from tirxpy_kernels.errors import KernelConfigError
+
+
+def _meta(B=2, SQ=300, SK=200, H=8, HKV=2, D=128, dtype=torch.bfloat16):
+    q = torch.empty(B, SQ, H, D, dtype=dtype, device="meta")
+    k = torch.empty(B, SK, HKV, D, dtype=dtype, device="meta")
+    lse = torch.empty(B, H, SQ, device="meta")
+    return q, k, k.clone(), q.clone(), q.clone(), lse
+
+
+def test_good_arguments_plan():
+    p = check(*_meta(), causal=True)
+    assert (p.grid, p.group, p.dq_split) == ((2, 2, 2), 4, "cols")
+
+
+@pytest.mark.parametrize("mutate,words", [
+    (lambda a: a.__setitem__(0, a[0].float()), "q has dtype torch.float32"),
+    (lambda a: a.__setitem__(1, a[1].half()), "k has dtype torch.float16"),
+    (lambda a: a.__setitem__(5, a[5].half()), "lse has dtype"),
+    (lambda a: a.__setitem__(5, a[5][:, :4]), "lse has shape (2, 4, 300)"),
+    (lambda a: a.__setitem__(4, a[4][:, :10]), "dout has shape"),
+    (lambda a: a.__setitem__(2, a[2][:, :, :1]), "must have one shape"),
+    (lambda a: a.__setitem__(slice(1, 3), [a[1][..., :64], a[2][..., :64]]), "do not match q"),
+    (lambda a: a.__setitem__(slice(0, 1), [a[0][:, :, :4]]) or a.__setitem__(slice(3, 5), [a[3][:, :, :4], a[4][:, :, :4]]),
+     "lse has shape (2, 8, 300); it must be (batch, heads, seq_q) = (2, 4, 300)"),
+    (lambda a: a.__setitem__(3, "x"), "out must be a torch.Tensor"),
+    (lambda a: a.__setitem__(0, a[0][0]), "q must be 4-D"),
+])
+def test_bad_tensors_are_named(mutate, words):
+    args = list(_meta())
+    mutate(args)
+    with pytest.raises(AttentionBwdArgumentError) as e:
+        check(*args)
+    assert words in str(e.value)
+    assert isinstance(e.value, ArgumentError)
+
+
+def test_bad_head_dim_and_groups_and_flags():
+    q, k, v, o, do, lse = _meta(D=96)
+    with pytest.raises(AttentionBwdArgumentError, match="head dim 96"):
+        check(q, k, v, o, do, lse)
+    q, k, v, o, do, lse = _meta(H=6, HKV=4)
+    with pytest.raises(AttentionBwdArgumentError, match="6 query heads"):
+        check(q, k, v, o, do, lse)
+    with pytest.raises(AttentionBwdArgumentError, match="causal must be True or False"):
+        check(*_meta(), causal=1)
+    with pytest.raises(AttentionBwdArgumentError, match="deterministic must be True or False"):
+        check(*_meta(), deterministic="yes")
+    for bad in (0, -1.0, float("nan"), True, "0.1"):
+        with pytest.raises(AttentionBwdArgumentError, match="scale must be"):
+            check(*_meta(), scale=bad)
+
+
+def test_cpu_tensors_are_refused():
+    q, k = torch.zeros(1, 64, 2, 64, dtype=torch.bfloat16), torch.zeros(1, 128, 2, 64, dtype=torch.bfloat16)
+    with pytest.raises(AttentionBwdArgumentError, match="CUDA device"):
+        attention_backward(q, k, k, q, q, torch.zeros(1, 2, 64))
+
+
+def test_plan_refuses_what_it_cannot_build():
+    with pytest.raises(KernelConfigError, match="BM=64"):
+        plan(1, 2, 2, 256, 256, 128, BM=128)
+    with pytest.raises(KernelConfigError, match="whole 64-column boxes"):
+        plan(1, 2, 2, 256, 256, 64, DQ_SPLIT="cols")
+    with pytest.raises(KernelConfigError, match="shared memory"):
+        plan(1, 2, 2, 256, 256, 128, STAGES=4)
+    with pytest.raises(KernelConfigError, match="shorter than one block"):
+        attention_bwd_sm90(1, 2, 2, 100, 100, 64)
+
+
+@pytest.mark.parametrize("D,causal,det", [(64, True, False), (128, False, False), (128, True, True)])
+def test_compiles_for_sm90a(D, causal, det):
+    c = tirxpy.compile(attention_bwd_sm90(2, 16, 4, 4096, 4096, D, causal=causal, deterministic=det), arch="sm_90a")
+    assert c.resources.spill_stores <= (16 if D == 64 else 0)

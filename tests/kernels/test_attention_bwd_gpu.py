@@ -1,0 +1,102 @@
+"""GPU tests (marker gpu) of tirxpy_kernels.attention_backward / attention_bwd_sm90 on Hopper: dq, dk, dv against
+float64 autograd through a math attention on fresh random inputs, at head dims 64 / 128, causal and not,
+GQA / MQA, ragged lengths, SQ != SK, sequences shorter than one block, bf16 and f16; dk / dv NaN-poisoned
+before a direct launch; deterministic mode bit-equal across runs.
+
+    python -m pytest -q -m gpu tests/kernels/test_attention_bwd_gpu.py
+"""
+import pytest
+import torch
+
+import tirxpy_kernels
+from tirxpy_kernels import attention_bwd_api
+
+from tests.kernels.attention_bwd_reference import reference_grads
+
+pytestmark = [pytest.mark.gpu,
+              pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] != 9,
+                                 reason="the sm_90a kernel needs a Hopper GPU")]
+
+
+def _inputs(B, SQ, SK, H, HKV, D, dtype, causal, scale=None):
+    q, do = (torch.randn(B, SQ, H, D, device="cuda").to(dtype) for _ in range(2))
+    k, v = (torch.randn(B, SK, HKV, D, device="cuda").to(dtype) for _ in range(2))
+    out, lse = tirxpy_kernels.attention(q, k, v, causal=causal, scale=scale, return_lse=True)
+    return q, k, v, out, do, lse
+
+
+def _check(grads, q, k, v, do, causal, scale):
+    ref = reference_grads(q, k, v, do, causal, scale)
+    # P and dS are rounded to 16 bits before their products (and O, LSE come from the 16-bit forward)
+    tol = 2e-2 if q.dtype == torch.bfloat16 else 4e-3
+    for name, a, r, t in zip(("dq", "dk", "dv"), grads, ref, (q, k, v)):
+        assert a.shape == t.shape and a.dtype == t.dtype, name
+        assert not torch.isnan(a).any(), f"{name}: unwritten (NaN-poisoned) or NaN elements"
+        err = ((a.double() - r).norm() / r.norm()).item()
+        assert err < tol, (name, tuple(q.shape), tuple(k.shape), causal, err)
+
+
+SHAPES = [  # B, SQ, SK, H, HKV
+    (2, 1024, 1024, 4, 4),
+    (1, 1000, 1000, 4, 2),      # ragged, GQA 2:1
+    (2, 333, 517, 4, 1),        # SQ != SK, ragged both, multi-query
+    (1, 40, 24, 2, 2),          # shorter than one block (padded by the wrapper)
+]
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("D", [64, 128])
+@pytest.mark.parametrize("B,SQ,SK,H,HKV", SHAPES)
+def test_backward_bf16_matches_float64(B, SQ, SK, H, HKV, D, causal):
+    q, k, v, out, do, lse = _inputs(B, SQ, SK, H, HKV, D, torch.bfloat16, causal)
+    grads = tirxpy_kernels.attention_backward(q, k, v, out, do, lse, causal=causal)
+    torch.cuda.synchronize()
+    _check(grads, q, k, v, do, causal, D ** -0.5)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("D", [64, 128])
+def test_backward_f16_and_scale(D, causal):
+    sc = 0.3 / D ** 0.5
+    q, k, v, out, do, lse = _inputs(1, 777, 777, 4, 2, D, torch.float16, causal, scale=sc)
+    grads = tirxpy_kernels.attention_backward(q, k, v, out, do, lse, causal=causal, scale=sc)
+    torch.cuda.synchronize()
+    _check(grads, q, k, v, do, causal, sc)
+
+
+@pytest.mark.parametrize("D,causal", [(64, True), (128, False), (128, True)])
+def test_direct_launch_writes_every_output(D, causal):
+    """dk / dv poisoned with NaN before the kernel writes them (the wrapper allocates them uninitialised)."""
+    q, k, v, out, do, lse = _inputs(2, 700, 900, 8, 2, D, torch.bfloat16, causal)
+    ck, args, finish = attention_bwd_api.prepare(q, k, v, out, do, lse, causal=causal)
+    args[6].fill_(float("nan"))
+    args[7].fill_(float("nan"))
+    ck(*args)
+    torch.cuda.synchronize()
+    _check(finish(), q, k, v, do, causal, D ** -0.5)
+
+
+@pytest.mark.parametrize("D", [64, 128])
+def test_deterministic_is_bit_equal_across_runs(D):
+    q, k, v, out, do, lse = _inputs(2, 1500, 1500, 8, 2, D, torch.bfloat16, True)
+    a = tirxpy_kernels.attention_backward(q, k, v, out, do, lse, causal=True, deterministic=True)
+    b = tirxpy_kernels.attention_backward(q, k, v, out, do, lse, causal=True, deterministic=True)
+    torch.cuda.synchronize()
+    for x, y in zip(a, b):
+        assert torch.equal(x, y)
+    _check(a, q, k, v, do, True, D ** -0.5)
+
+
+def test_matches_cudnn_backward():
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    for causal in (False, True):
+        q, k, v, out, do, lse = _inputs(2, 2048, 2048, 8, 8, 128, torch.bfloat16, causal)
+        qt, kt, vt = (x.transpose(1, 2).detach().requires_grad_(True) for x in (q, k, v))
+        with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+            o = torch.nn.functional.scaled_dot_product_attention(qt, kt, vt, is_causal=causal)
+        ref = torch.autograd.grad(o, (qt, kt, vt), do.transpose(1, 2))
+        got = tirxpy_kernels.attention_backward(q, k, v, out, do, lse, causal=causal)
+        for a, r in zip(got, ref):
+            r = r.transpose(1, 2).float()
+            assert ((a.float() - r).norm() / r.norm()).item() < 2e-2
