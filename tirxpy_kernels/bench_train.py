@@ -1,0 +1,250 @@
+"""``python -m tirxpy_kernels.bench train``: a training step of a small transformer block on the kernel library
+against the same block on torch's defaults, and packed variable-length attention against the padded kernel.
+
+The block (:class:`Block`, pre-norm, bf16): ``x + Wo attn(Wqkv rmsnorm(x))``, then ``x + W2 relu(W1 rmsnorm(x))``,
+causal attention of ``heads`` heads of 128. ``impl="tirxpy"`` runs its matrix products through
+:func:`tirxpy_kernels.gemm` (the ReLU fused into ``W1``'s epilogue) and its attention through
+:func:`tirxpy_kernels.attention` (forward and backward kernels); ``impl="torch"`` through ``torch.nn.functional.linear``
+(cuBLAS) and ``scaled_dot_product_attention`` (the backend torch picks). Both are ``torch.compile(fullgraph=True)``d,
+and a step is the forward and the backward (``y.backward(dy)`` for a fixed random ``dy``), timed in one process,
+the two in turn (:func:`tirxpy_kernels.bench_tools.median_ms`).
+
+The varlen table packs sequences of random lengths in ``[512, 8192]`` (``--tokens`` real tokens in all) and times
+the ``VARLEN`` kernel, the dense kernel on the batch padded to the longest sequence, and SDPA's cuDNN backend on that
+padded batch; TFLOPS count the real work (``4 * lq * lk * heads * dim`` per sequence, half when causal), and the
+padded kernel's own rate (its padded work over its time) is the speed to match at equal work.
+
+``--sim`` runs a small packed batch through the ``VARLEN`` kernel in the CPU simulator against float64.
+"""
+from __future__ import annotations
+
+import time
+
+from .bench_tools import BenchArgumentError, count, positive, print_table, relative_error, seed_of, sim_verdict
+
+SIM_TOLERANCE = 2e-2
+
+
+class Block:
+    """The benchmark's transformer block as a plain function of its weights (module docstring): ``block(x)`` for
+    ``x`` ``(batch, seq, dim)`` bf16 on the weights' device; ``block.params`` are the weights (requires_grad).
+
+        >>> import torch
+        >>> b = Block(64, 2, 128, impl="torch", device="cpu", dtype=torch.float32)
+        >>> b(torch.randn(2, 8, 64)).shape
+        torch.Size([2, 8, 64])
+    """
+
+    def __init__(self, dim, heads, mlp, impl="tirxpy", device="cuda", dtype=None, seed=0):
+        import torch
+
+        if impl not in ("tirxpy", "torch"):
+            raise BenchArgumentError(f"Block: impl must be 'tirxpy' or 'torch', got {impl!r}")
+        if dim % heads:
+            raise BenchArgumentError(f"Block: dim {dim} does not split into {heads} heads")
+        g = torch.Generator().manual_seed(seed)
+        dtype = dtype or torch.bfloat16
+
+        def w(n, k):
+            return (torch.randn(n, k, generator=g) / k ** 0.5).to(device=device, dtype=dtype).requires_grad_()
+
+        self.dim, self.heads, self.impl = dim, heads, impl
+        self.wqkv, self.wo, self.w1, self.w2 = w(3 * dim, dim), w(dim, dim), w(mlp, dim), w(dim, mlp)
+        self.params = [self.wqkv, self.wo, self.w1, self.w2]
+
+    def __call__(self, x):
+        import torch
+        import torch.nn.functional as F
+
+        import tirxpy_kernels as tk
+
+        B, S, Dm = x.shape
+        H, D = self.heads, Dm // self.heads
+        tx = self.impl == "tirxpy"
+
+        def linear(t, w, act=None):
+            if tx:
+                return tk.gemm(t, w.t(), activation=act)
+            y = F.linear(t, w)
+            return torch.relu(y) if act == "relu" else y
+
+        h = F.rms_norm(x, (Dm,)).reshape(B * S, Dm)
+        q, k, v = linear(h, self.wqkv).view(B, S, 3, H, D).unbind(2)
+        if tx:
+            a = tk.attention(q, k, v, causal=True)
+        else:
+            a = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
+                                               is_causal=True).transpose(1, 2)
+        x = x + linear(a.reshape(B * S, Dm), self.wo).view(B, S, Dm)
+        h = F.rms_norm(x, (Dm,)).reshape(B * S, Dm)
+        return x + linear(linear(h, self.w1, "relu"), self.w2).view(B, S, Dm)
+
+
+def block_flops(batch, seq, dim, heads, mlp):
+    """FLOPs of one training step of :class:`Block` (forward and backward, 3x the forward's): the matrix
+    products ``2 * tokens * (4 dim^2 + 2 dim mlp)`` and causal attention ``2 * batch * heads * seq^2 * dim``."""
+    t = batch * seq
+    return 3 * (2 * t * (4 * dim * dim + 2 * dim * mlp) + 2 * batch * seq * seq * dim)
+
+
+def add_arguments(p):
+    p.add_argument("--batch", type=positive, default=4, help="sequences per step (default 4)")
+    p.add_argument("--seq", type=positive, default=2048, help="tokens per sequence (default 2048)")
+    p.add_argument("--dim", type=positive, default=2048, help="model width (default 2048; heads of 128)")
+    p.add_argument("--mlp", type=positive, default=8192, help="MLP hidden width (default 8192)")
+    p.add_argument("--tokens", type=positive, default=32768, help="real tokens of the varlen batch (default 32768)")
+    p.add_argument("--reps", type=positive, default=None, help="timed samples (default 20)")
+    p.add_argument("--jobs", type=count, default=None, help="(accepted for symmetry; the kernels build as they go)")
+    p.add_argument("--sim", action="store_true", help="instead of timing, run a small packed batch through the "
+                   f"VARLEN kernel in the CPU simulator; exits 1 when the relative error is not below {SIM_TOLERANCE:.0e}")
+    p.add_argument("--seed", type=count, default=None, help="seed of the random inputs (default: from the clock)")
+
+
+def check(args):
+    """Shapes that the kernels take: ``dim`` a multiple of 128 (heads of 128), ``seq`` and ``tokens`` at least 512."""
+    if args.dim % 128:
+        raise BenchArgumentError(f"--dim {args.dim}: the block uses heads of 128; pass a multiple of 128")
+    if args.seq < 128 or args.tokens < 8192:
+        raise BenchArgumentError("--seq must be at least 128 and --tokens at least 8192 (sequences of 512 to 8192)")
+
+
+def varlen_lengths(tokens, seed, lo=512, hi=8192):
+    """Random sequence lengths in ``[lo, hi]`` summing to ``tokens`` (the last one is what remains, at least
+    ``lo`` where ``tokens`` allows).
+
+        >>> ls = varlen_lengths(32768, 1)
+        >>> sum(ls), min(ls) >= 512, max(ls) <= 8192
+        (32768, True, True)
+    """
+    import random
+
+    r, out, left = random.Random(seed), [], tokens
+    while left > hi:
+        n = r.randint(lo, min(hi, left - lo))
+        out.append(n)
+        left -= n
+    return out + [left]
+
+
+def bench_varlen(args, heads=16, D=128):
+    """Rows of the varlen table: causal and not, the VARLEN kernel, the padded dense kernel and cuDNN padded."""
+    import torch
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    import tirxpy_kernels as tk
+
+    from .attention_plan import TARGET, varlen_window
+    from .attention_sm90 import attention_sm90
+    from .attention_varlen_api import empty_outputs, kernel_args
+    from .bench_tools import median_ms
+    from .launch_cache import compiled
+
+    lens = varlen_lengths(args.tokens, args.seed)
+    T, B, S = sum(lens), len(lens), max(lens)
+    cu = torch.tensor([0] + list(torch.tensor(lens).cumsum(0)), dtype=torch.int32, device="cuda")
+    q, k, v = (torch.randn(T, heads, D, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+    qp, kp, vp = (torch.zeros(B, S, heads, D, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+    for b, n in enumerate(lens):
+        for src, dst in ((q, qp), (k, kp), (v, vp)):
+            dst[b, :n] = src[cu[b]:cu[b] + n]
+    rows = []
+    for causal in (False, True):
+        real = sum(4 * n * n * heads * D for n in lens) / (2 if causal else 1)
+        padded = 4 * B * S * S * heads * D / (2 if causal else 1)
+        W = varlen_window(S)
+        kern = attention_sm90(B, heads, heads, W, W, D, causal=causal, SQT=T, SKT=T, VARLEN=True)
+        ck = compiled(kern, TARGET)
+        out, lse = empty_outputs(q, W)
+        vargs = kernel_args(q, k, v, cu, cu, W, out, lse)
+        got = tk.attention_varlen(q, k, v, cu, cu, S, S, causal=causal)
+        ref = tk.attention(qp, kp, vp, causal=causal)
+        err = max(relative_error(got[cu[b]:cu[b] + n].float(), ref[b, :n].float()) for b, n in enumerate(lens))
+        qs, ks, vs = (t.transpose(1, 2) for t in (qp, kp, vp))
+
+        def cudnn():
+            with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+                return torch.nn.functional.scaled_dot_product_attention(qs, ks, vs, is_causal=causal)
+
+        ms = median_ms({"varlen": lambda: ck(*vargs), "padded": lambda: tk.attention(qp, kp, vp, causal=causal),
+                        "cudnn": cudnn}, [()], args.reps or 20)
+        tf = {n: real / (t * 1e9) for n, t in ms.items()}
+        rows.append([causal, B, S, T, f"{tf['varlen']:.0f}", f"{tf['padded']:.0f} ({padded / (ms['padded'] * 1e9):.0f})",
+                     f"{tf['cudnn']:.0f}", f"{ms['padded'] / ms['varlen'] * real / padded:.2f}",
+                     f"{ms['cudnn'] / ms['varlen']:.2f}", f"{err:.1e}"])
+    return rows
+
+
+def bench_train(args):
+    """Time the training step of both blocks and the varlen table; print both tables. Returns 0."""
+    import torch
+
+    from .bench_tools import environment, median_ms, warm_gpu
+
+    seed = seed_of(args)
+    print(environment(), f"seed {seed}", flush=True)
+    B, S, Dm, M = args.batch, args.seq, args.dim, args.mlp
+    blocks = {impl: Block(Dm, Dm // 128, M, impl=impl, seed=seed) for impl in ("tirxpy", "torch")}
+    for p, q in zip(blocks["tirxpy"].params, blocks["torch"].params):
+        q.data.copy_(p.data)
+    x = torch.randn(B, S, Dm, device="cuda", dtype=torch.bfloat16)
+    dy = torch.randn(B, S, Dm, device="cuda", dtype=torch.bfloat16)
+    steps, grads = {}, {}
+    for impl, blk in blocks.items():
+        fwd = torch.compile(blk, fullgraph=True)
+
+        def step(fwd=fwd, blk=blk):
+            for p in blk.params:
+                p.grad = None
+            fwd(x).backward(dy)
+
+        t0 = time.time()
+        step()
+        torch.cuda.synchronize()
+        print(f"{impl}: first step (compile) {time.time() - t0:.1f} s", flush=True)
+        steps[impl] = step
+        grads[impl] = [p.grad.float() for p in blk.params]
+    errs = [relative_error(a, b.double()) for a, b in zip(grads["tirxpy"], grads["torch"])]
+    warm_gpu()
+    ms = median_ms(steps, [()], args.reps or 20, inner=3)
+    fl = block_flops(B, S, Dm, Dm // 128, M)
+    print_table(["batch x seq", "dim / mlp", "tirxpy ms", "torch ms", "speedup", "tirxpy TFLOPS", "grad relerr vs torch"],
+                [[f"{B}x{S}", f"{Dm}/{M}", f"{ms['tirxpy']:.3f}", f"{ms['torch']:.3f}",
+                  f"{ms['torch'] / ms['tirxpy']:.2f}", f"{fl / (ms['tirxpy'] * 1e9):.0f}", f"{max(errs):.1e}"]])
+    print_table(["causal", "seqs", "longest", "tokens", "varlen TFLOPS", "padded TFLOPS (own rate)", "cuDNN padded",
+                 "varlen / padded rate", "varlen / cuDNN", "relerr"], bench_varlen(args))
+    return 0
+
+
+def sim_train(args):
+    """The ``VARLEN`` kernel on three packed sequences (ragged, GQA, causal) in the simulator, vs float64."""
+    import torch
+
+    from tirxpy.sim import run
+
+    from .attention_sm90 import attention_sm90
+
+    seed = seed_of(args)
+    g = torch.Generator().manual_seed(seed)
+    lq, lk, H, HKV, D, XQ = [70, 20, 100], [50, 90, 33], 2, 1, 64, 128
+    cq = torch.tensor([0, 70, 90, 190], dtype=torch.int32)
+    ck = torch.tensor([0, 50, 140, 173], dtype=torch.int32)
+    q = torch.randn(190, H, D, generator=g).bfloat16()
+    k, v = (torch.randn(173, HKV, D, generator=g).bfloat16() for _ in range(2))
+    kern = attention_sm90(3, H, HKV, XQ, XQ, D, causal=True, BN=32, STAGES=2, NC=1, SQT=190, SKT=173, VARLEN=True)
+    O = torch.full((191, XQ, H, D), float("nan")).bfloat16()
+    t0 = time.time()
+    res = run(kern, q[None], k[None], v[None], O, torch.zeros(191 * H * XQ).view(191, H, XQ, 1), cq, ck, seed=seed)
+    err = 0.0
+    for b in range(3):
+        qs, ks = slice(cq[b], cq[b + 1]), slice(ck[b], ck[b + 1])
+        s = (q[qs].double().transpose(0, 1) @ k[ks].double().permute(1, 2, 0).repeat_interleave(H // HKV, 0)) * D ** -0.5
+        s = s.masked_fill(torch.ones(s.shape[-2:], dtype=torch.bool).triu(1), float("-inf"))
+        ref = (torch.softmax(s, -1) @ v[ks].double().transpose(0, 1).repeat_interleave(H // HKV, 0)).transpose(0, 1)
+        got = O[cq[b + 1], XQ - lq[b]:XQ]          # the simulator's TMA writes the view's elements densely
+        err = max(err, relative_error(got, ref))
+    return sim_verdict("attention_sm90 VARLEN, 3 sequences (causal, GQA 2/1, d64)", err, SIM_TOLERANCE, seed,
+                       time.time() - t0, res.problems)
+
+
+__all__ = ["Block", "add_arguments", "bench_train", "bench_varlen", "block_flops", "check", "sim_train",
+           "varlen_lengths"]
