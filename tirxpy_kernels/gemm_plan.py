@@ -26,25 +26,52 @@ from .errors import KernelConfigError, choice_option, flag_option, int_option
 TARGET = as_target("sm_90a")
 SMEM_LIMIT = TARGET.smem_per_cta
 IN_DTYPES = ("bfloat16", "float16")
+FP8_DTYPES = ("float8_e4m3", "float8_e5m2")
+# how an FP8 product is scaled (gemm_sm90's ``scaling``): one scale per tensor, per row of A and column of
+# B, or per 1 x 128 group of A along K and 128 x 128 block of B (promoted into the float32 accumulator
+# every k-block); 16-bit inputs take none
+SCALINGS = (None, "tensor", "row", "block")
+BLOCK_SCALE = 128      # the K (and B's N) extent of one block scale
 OUT_DTYPES = ("bfloat16", "float16", "float32")
 ACTIVATIONS = (None, "relu", "silu")
 # protocol steps ``drop=`` can remove (the simulator's mutation tests only; tirxpy_kernels.gemm refuses it)
 DROPS = ("full_wait", "empty_wait", "expect_tx", "wgmma_wait", "acc_wait", "fence_proxy_async", "store_wait", "turn")
 
 
-def plan(M, N, K, BM=128, BN=256, BK=64, STAGES=4, CM=1, sms=TARGET.sm_count, group=4,
-         dtype="bfloat16", out_dtype="bfloat16", PINGPONG=False, split=None):
+def k_block(dtype):
+    """The k-block depth for inputs of ``dtype``: one 128-byte swizzle atom of elements (64 16-bit, 128 8-bit).
+
+        >>> k_block("bfloat16"), k_block("float8_e4m3")
+        (64, 128)
+    """
+    return 128 // DataType.get(dtype).itemsize
+
+
+def scale_bytes(BM, scaling):
+    """Bytes of block scales landing in each stage next to the operands: A's ``BM`` row scales and a
+    16-byte box holding B's block scale (``scaling="block"``), else none.
+
+        >>> scale_bytes(128, "block"), scale_bytes(128, "row")
+        (528, 0)
+    """
+    return BM * 4 + 16 if scaling == "block" else 0
+
+
+def plan(M, N, K, BM=128, BN=256, BK=None, STAGES=4, CM=1, sms=TARGET.sm_count, group=4,
+         dtype="bfloat16", out_dtype="bfloat16", PINGPONG=False, split=None, scaling=None):
     """Checked tile plan: tile counts, persistent grid and shared-memory bytes (raises ValueError).
     ``PINGPONG``: each consumer warpgroup stages its own ``(BM, EPI)`` output chunks (two buffers each).
-    ``split``: ``gemm_sm90``'s ``SPLIT = (rows, wide, bn2)`` (checked by the kernel)."""
-    if type(dtype) is not str or dtype not in IN_DTYPES:
-        raise KernelConfigError(f"gemm_sm90: inputs must be one of {IN_DTYPES}, got {dtype!r}")
+    ``split``: ``gemm_sm90``'s ``SPLIT = (rows, wide, bn2)`` (checked by the kernel). ``BK``:
+    :func:`k_block` of ``dtype``."""
+    if type(dtype) is not str or dtype not in IN_DTYPES + FP8_DTYPES:
+        raise KernelConfigError(f"gemm_sm90: inputs must be one of {IN_DTYPES + FP8_DTYPES}, got {dtype!r}")
     if type(out_dtype) is not str or out_dtype not in OUT_DTYPES:
         raise KernelConfigError(f"gemm_sm90: the output dtype must be one of {OUT_DTYPES}, got {out_dtype!r}")
     if BM != 128:
         raise KernelConfigError(f"gemm_sm90: BM = {BM}; the kernel has two consumer warpgroups of 64 rows (BM = 128)")
-    if BK != 64:
-        raise KernelConfigError(f"gemm_sm90: BK = {BK} must be 64 (one 128-byte swizzle atom of 16-bit elements)")
+    BK = k_block(dtype) if BK is None else BK
+    if BK != k_block(dtype):
+        raise KernelConfigError(f"gemm_sm90: BK = {BK} must be {k_block(dtype)} (one 128-byte swizzle atom of {dtype})")
     if not (isinstance(BN, int) and 64 <= BN <= 256 and BN % 16 == 0):
         raise KernelConfigError(f"gemm_sm90: BN = {BN!r} must be a multiple of 16 in [64, 256] (the wgmma N)")
     epi = 128 // DataType.get(out_dtype).itemsize   # output chunk: 128 bytes, or the widest 2^k share of BN below
@@ -56,7 +83,7 @@ def plan(M, N, K, BM=128, BN=256, BK=64, STAGES=4, CM=1, sms=TARGET.sm_count, gr
         raise KernelConfigError(f"gemm_sm90: STAGES = {STAGES}; a pipeline needs at least 2 stages")
     if min(M, N, K) <= 0:
         raise KernelConfigError(f"gemm_sm90: M, N, K must be positive, got {(M, N, K)}")
-    stage = (BM + BN) * BK * 2
+    stage = (BM + BN) * 128 + scale_bytes(BM, scaling)
     # two 128-byte-wide staging buffers; with PINGPONG two per consumer, each as wide as one output chunk
     staging = 2 * 2 * BM * epi * DataType.get(out_dtype).itemsize if PINGPONG else 2 * BM * 128
     smem = STAGES * stage + staging + 1024 + 2 * STAGES * 8
@@ -327,9 +354,40 @@ def check_options(BN=256, STAGES=None, CM=1, group=4, DEFER=None, PINGPONG=False
         raise KernelConfigError(f"gemm_sm90: SPLIT must be a tuple (rows, wide, bn2) of ints, got {SPLIT!r:.60}")
 
 
+def check_scaling(dtype, scaling, a_major="K", b_major="K", BN=256, CM=1, PINGPONG=False, SPLIT=None):
+    """How an FP8 product is scaled, checked against the inputs and the schedule: FP8 inputs take one of
+    ``"tensor"``, ``"row"``, ``"block"`` and both operands K-major (FP8 wgmma reads no transposed operand);
+    16-bit inputs take none. ``"block"`` runs the cooperative schedule with ``BN = 128`` (one block scale
+    of B per tile and k-block) without a cluster or a split.
+
+        >>> check_scaling("float8_e4m3", "block", BN=128)
+        >>> check_scaling("float8_e4m3", "block", BN=256)
+        Traceback (most recent call last):
+        ...
+        tirxpy_kernels.errors.KernelConfigError: gemm_sm90: scaling='block' takes BN = 128 (one 128-column block scale of B per tile), got BN = 256
+    """
+    if not any(type(scaling) is type(x) and scaling == x for x in SCALINGS):
+        raise KernelConfigError(f"gemm_sm90: scaling must be one of {SCALINGS}, got {scaling!r:.60}")
+    if dtype in FP8_DTYPES:
+        if scaling is None:
+            raise KernelConfigError(f"gemm_sm90: {dtype} inputs need a scaling: 'tensor', 'row' or 'block'")
+        if (a_major, b_major) != ("K", "K"):
+            raise KernelConfigError(f"gemm_sm90: FP8 wgmma reads both operands K-major; got a_major={a_major!r}, "
+                                    f"b_major={b_major!r} (pass A as (M, K) row-major and B as (N, K) row-major)")
+    elif scaling is not None:
+        raise KernelConfigError(f"gemm_sm90: scaling={scaling!r} applies to FP8 inputs {FP8_DTYPES}, not {dtype}")
+    if scaling == "block":
+        if BN != BLOCK_SCALE:
+            raise KernelConfigError(f"gemm_sm90: scaling='block' takes BN = {BLOCK_SCALE} (one {BLOCK_SCALE}-column block "
+                                    f"scale of B per tile), got BN = {BN}")
+        if PINGPONG or CM != 1 or SPLIT is not None:
+            raise KernelConfigError("gemm_sm90: scaling='block' runs the cooperative schedule without a cluster or a "
+                                    f"split (PINGPONG=False, CM=1, SPLIT=None); got PINGPONG={PINGPONG}, CM={CM}, SPLIT={SPLIT}")
+
+
 def check_config(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", dtype="bfloat16",
                  out_dtype="bfloat16", bias=False, activation=None, sms=TARGET.sm_count, group=4, DEFER=None,
-                 PINGPONG=False, drop=None, PDL=True, SPLIT=None):
+                 PINGPONG=False, drop=None, PDL=True, SPLIT=None, scaling=None):
     """Every check :func:`gemm_sm90` makes of its arguments, before anything is built: the options
     (:func:`check_options`), the plan (:func:`plan`) and how they combine; the first failure raises
     :class:`~tirxpy_kernels.errors.KernelConfigError` naming the option and the fix. Returns the resolved schedule:
@@ -346,7 +404,11 @@ def check_config(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", d
         raise KernelConfigError("gemm_sm90: PINGPONG must be True or False (tirxpy_kernels.gemm picks it when given None)")
     flag_option("gemm_sm90", "bias", bias)
     activation = choice_option("gemm_sm90", "activation", activation, ACTIVATIONS)
-    BM, BK = 128, 64
+    BM = 128
+    if type(dtype) is not str or dtype not in IN_DTYPES + FP8_DTYPES:
+        raise KernelConfigError(f"gemm_sm90: inputs must be one of {IN_DTYPES + FP8_DTYPES}, got {dtype!r:.60}")
+    BK = k_block(dtype)
+    check_scaling(dtype, scaling, a_major, b_major, BN, CM, PINGPONG, SPLIT)
     PP = bool(PINGPONG)
     if PP and BN > widest_bn(True):
         raise KernelConfigError(f"gemm_sm90: PINGPONG keeps a whole (128, {BN}) float32 tile in each consumer's registers, "
@@ -354,7 +416,7 @@ def check_config(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", d
                                 "PINGPONG=False")
     if STAGES is None:
         STAGES = default_stages(BN, PP)
-    p = plan(M, N, K, BM, BN, BK, STAGES, CM, sms, group, dtype, out_dtype, PP)
+    p = plan(M, N, K, BM, BN, BK, STAGES, CM, sms, group, dtype, out_dtype, PP, scaling=scaling)
     if not all(type(v) is str and v in ("K", "MN") for v in (a_major, b_major)):
         raise KernelConfigError(f"gemm_sm90: a_major / b_major must be 'K' or 'MN', got {a_major!r}, {b_major!r}")
     if b_major == "MN" and BN % (64 * CM):
@@ -385,7 +447,7 @@ def check_config(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", d
     if SPLIT is not None:
         wide_chunks = p["epi"] * DataType.get(out_dtype).itemsize == 128
         checked = _split_checked(SPLIT, M, N, BN, p["epi"], wide_chunks, CM, PP, DEFER, b_major)
-        p = plan(M, N, K, BM, BN, BK, STAGES, CM, sms, group, dtype, out_dtype, PP, SPLIT)
+        p = plan(M, N, K, BM, BN, BK, STAGES, CM, sms, group, dtype, out_dtype, PP, SPLIT, scaling)
         SPLIT = checked         # (rows, wide, narrow, bn2), as split_tile takes it
     PDL = bool(PDL)
     if drop is not None and not (type(drop) is str and drop in DROPS):
@@ -396,7 +458,7 @@ def check_config(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", d
 
 
 
-BM, BK = 128, 64        # tile rows (two consumer warpgroups of 64) and k-block depth (one 128-byte swizzle atom)
+BM = 128                # tile rows: two consumer warpgroups of 64
 THREADS = 384           # a producer warpgroup and two consumer warpgroups
 PRODUCER_REGS, CONSUMER_REGS = 40, 232      # the setmaxnreg split of those 384 threads' registers
 
@@ -429,6 +491,8 @@ class GemmPlan:
     tiles: int              # tiles of the whole walk
     cluster_tile_rows: int  # tile rows of the plain grid, counted in clusters
     tile_cols: int          # tile columns of the plain grid
+    BK: int                 # k-block depth: one 128-byte swizzle atom of the inputs (k_block)
+    scaling: str | None     # how an FP8 product is scaled (SCALINGS); None for 16-bit inputs
     k_blocks: int           # k-blocks per tile (BK deep each)
     chunk_cols: int         # columns of one output chunk: 128 bytes, or the widest 2^k share of BN below
     chunks: int             # output chunks per tile
@@ -459,16 +523,17 @@ class GemmPlan:
         """Whether the store-at-once epilogue adds -0.0 to the accumulator first: without a write ahead of the
         chunk-by-chunk 16-bit conversions, ptxas takes those reads for reads inside the last wgmma's pipeline
         stage and serializes every wgmma of the kernel (C7514); a bias, an activation, a float32 output or the
-        deferred epilogue's whole-tile cast write the accumulator anyway."""
-        return not self.defer and not self.bias and self.activation is None and self.out_dtype != "float32"
+        deferred epilogue's whole-tile cast write the accumulator anyway, as does an FP8 product's scaling."""
+        return (not self.defer and not self.bias and self.activation is None and self.out_dtype != "float32"
+                and self.scaling is None)
 
 
 def kernel_plan(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", dtype="bfloat16", out_dtype="bfloat16",
                 bias=False, activation=None, sms=TARGET.sm_count, group=4, DEFER=None, PINGPONG=False, drop=None,
-                PDL=True, SPLIT=None) -> GemmPlan:
+                PDL=True, SPLIT=None, scaling=None) -> GemmPlan:
     """The :class:`GemmPlan` of these options (:func:`check_config` checks them first)."""
     c = check_config(M, N, K, BN, STAGES, CM, a_major, b_major, dtype, out_dtype, bias, activation, sms, group,
-                     DEFER, PINGPONG, drop, PDL, SPLIT)
+                     DEFER, PINGPONG, drop, PDL, SPLIT, scaling)
     p, defer, split = c["plan"], c["DEFER"], c["SPLIT"]
     epi = p["epi"]
     chunks = BN // epi
@@ -476,12 +541,13 @@ def kernel_plan(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", dt
     # a tile takes as many barrier rounds in the next tile's k-loop as a 64-multiple BN would
     per_round = 128 // DataType.get(out_dtype).itemsize // epi if defer else 1
     return GemmPlan(
-        M=M, N=N, K=K, BN=BN, stages=c["STAGES"], CM=CM, a_major=a_major, b_major=b_major, dtype=dtype,
+        M=M, N=N, K=K, BN=BN, BK=k_block(dtype), scaling=scaling, stages=c["STAGES"], CM=CM, a_major=a_major, b_major=b_major, dtype=dtype,
         out_dtype=out_dtype, bias=bias, activation=activation, group=group, pingpong=c["PP"], defer=defer,
         pdl=c["PDL"], split=split, drop=drop, grid=p["grid"], units=p["units"], tiles=p["tiles"],
         cluster_tile_rows=p["cluster_tiles_m"], tile_cols=p["tiles_n"], k_blocks=p["kt"], chunk_cols=epi,
         chunks=chunks, boxes_per_round=per_round, rounds=cdiv(chunks, per_round),
-        narrow_bn=BN if split is None else split[3], b_rows_per_cta=BN // CM, stage_bytes=(BM + BN) * BK * 2,
+        narrow_bn=BN if split is None else split[3], b_rows_per_cta=BN // CM, stage_bytes=(BM + BN) * 128 + scale_bytes(BM, scaling),
         a_boxes=1 if a_major == "K" else BM // 64, b_boxes=1 if b_major == "K" else BN // CM // 64,
-        multicast_mask=(1 << CM) - 1, empty_arrivals=(1 if c["PP"] else 2) * CM,
+        multicast_mask=(1 << CM) - 1,
+        empty_arrivals=(1 if c["PP"] else 2) * CM * (4 if scaling == "block" else 1),
         kloop_wait=None if drop == "wgmma_wait" else 1, expect_tx=drop != "expect_tx")

@@ -88,10 +88,11 @@ from tirxpy.layout.atoms import wgmma_accumulator
 from tirxpy.sim import register_model
 
 from .gemm_plan import (  # noqa: F401  (the plan's public names, re-exported: tirxpy_kernels.gemm_sm90 is the kernel's home)
-    ACTIVATIONS, BK, BM, CONSUMER_REGS, DROPS, IN_DTYPES, OUT_DTYPES, PRODUCER_REGS, SMEM_LIMIT, TARGET, THREADS,
+    ACTIVATIONS, BM, CONSUMER_REGS, DROPS, IN_DTYPES, OUT_DTYPES, PRODUCER_REGS, SMEM_LIMIT, TARGET, THREADS,
     GemmPlan, balanced_split, bn_candidates, check_config, check_options, choose_tile, default_stages, kernel_plan,
     plan, schedule_cost, splittable, tile_cost, widest_bn)
 from .gemm_plan import _PP_EFFICIENCY, _split_widths, _unit_loads  # noqa: F401  (tests of the cost model)
+from .gemm_scales import Scales, load_block_scales, load_row_scales, promote, row_layout, scale_chunk, scale_tile
 
 # -0.0 from an asm the C++ compiler cannot fold through: ``acc + NEG_ZERO()`` keeps an add (the identity on
 # every float, signed zeros and NaN included) in the PTX (GemmPlan.neg_zero_guard says when it is needed)
@@ -136,13 +137,13 @@ def operand_shapes(P: GemmPlan):
     """``(a_shape, as_shape, a_layout, b_shape, bs_shape, b_layout)``: the global operands as the kernel takes
     them and their shared-memory stages."""
     if P.a_major == "K":
-        a = (P.M, P.K), (P.stages, BM, BK), _k_major_stages(P.stages, BM, BK, P.dtype)
+        a = (P.M, P.K), (P.stages, BM, P.BK), _k_major_stages(P.stages, BM, P.BK, P.dtype)
     else:
-        a = (P.K, P.M), (P.stages, BK, BM), _mn_major_stages(P.stages, BK, BM, P.dtype)
+        a = (P.K, P.M), (P.stages, P.BK, BM), _mn_major_stages(P.stages, P.BK, BM, P.dtype)
     if P.b_major == "K":
-        b = (P.N, P.K), (P.stages, P.BN, BK), _k_major_stages(P.stages, P.BN, BK, P.dtype)
+        b = (P.N, P.K), (P.stages, P.BN, P.BK), _k_major_stages(P.stages, P.BN, P.BK, P.dtype)
     else:
-        b = (P.K, P.N), (P.stages, BK, P.BN), _mn_major_stages(P.stages, BK, P.BN, P.dtype)
+        b = (P.K, P.N), (P.stages, P.BK, P.BN), _mn_major_stages(P.stages, P.BK, P.BN, P.dtype)
     return a + b
 
 
@@ -168,24 +169,24 @@ def load_stage(P, A, B, As, Bs, full, s, m0, n0, k0, rank):
         c0 = rank * P.b_rows_per_cta + j * 64
         if P.b_major == "K":
             dst_b = Bs[s, rank * P.b_rows_per_cta:rank * P.b_rows_per_cta + P.b_rows_per_cta, :]
-            src_b = B[n0 + rank * P.b_rows_per_cta:n0 + rank * P.b_rows_per_cta + P.b_rows_per_cta, k0:k0 + BK]
+            src_b = B[n0 + rank * P.b_rows_per_cta:n0 + rank * P.b_rows_per_cta + P.b_rows_per_cta, k0:k0 + P.BK]
         else:
             dst_b = Bs[s, :, c0:c0 + 64]
-            src_b = B[k0:k0 + BK, n0 + c0:n0 + c0 + 64]
+            src_b = B[k0:k0 + P.BK, n0 + c0:n0 + c0 + 64]
         if P.CM > 1:
             Tx.copy_async(dst_b, src_b, mbar=full[s], arrive=False, multicast=P.multicast_mask, expect_tx=False)
         else:
             Tx.copy_async(dst_b, src_b, mbar=full[s], arrive=False, expect_tx=False)
     for j in range(P.a_boxes):
         if P.a_major == "K":
-            Tx.copy_async(As[s], A[m0:m0 + BM, k0:k0 + BK], mbar=full[s], arrive=False, expect_tx=False)
+            Tx.copy_async(As[s], A[m0:m0 + BM, k0:k0 + P.BK], mbar=full[s], arrive=False, expect_tx=False)
         else:
-            Tx.copy_async(As[s, :, j * 64:j * 64 + 64], A[k0:k0 + BK, m0 + j * 64:m0 + j * 64 + 64],
+            Tx.copy_async(As[s, :, j * 64:j * 64 + 64], A[k0:k0 + P.BK, m0 + j * 64:m0 + j * 64 + 64],
                           mbar=full[s], arrive=False, expect_tx=False)
 
 
 @T.macro
-def producer(P, ring, A, B, As, Bs, unit, rank, n_tiles):
+def producer(P, ring, A, B, As, Bs, SC, unit, rank, n_tiles):
     """One thread: every k-block of every tile of the CTA, through the ring."""
     for i in T.serial(n_tiles):
         m0, n0, _wide = tile_at(P, unit + i * P.units, rank)
@@ -194,12 +195,14 @@ def producer(P, ring, A, B, As, Bs, unit, rank, n_tiles):
             s = ring.stage(g)
             if P.drop != "empty_wait":
                 ring.wait_empty(g)
-            k0 = k * BK
+            k0 = k * P.BK
             if P.expect_tx:     # every byte landing in this stage: A, our B slice, the peers' slices
                 ring.expect_bytes(g, P.stage_bytes)
             else:
                 ring.arrive_full(g)
             load_stage(P, A, B, As, Bs, ring.full, s, m0, n0, k0, rank)
+            if P.scaling == "block":
+                load_block_scales(P, SC, ring.full, s, m0, n0, k)
 
 
 # ---- consumers: the k-loop -------------------------------------------------------------------------------
@@ -225,21 +228,31 @@ def mma(P, dst, As, Bs, s, r0, k, wt, n):
 
 
 @T.macro
-def k_loop(P, ring, acc, As, Bs, C, Cs, pk, i, c, pm0, pn0, pwide, n):
+def k_loop(P, ring, acc, tmp, SC, As, Bs, C, Cs, pk, i, c, pm0, pn0, pwide, n):
     """The cooperative consumer ``c``'s k-loop over the CTA's ``i``-th tile, ``n`` columns wide (``BN``, or a
     split's narrow tile's); with ``DEFER``, round ``j`` of tile ``i - 1`` (at ``(pm0, pn0)``, in ``pk``) is
-    stored under k-block ``j``."""
+    stored under k-block ``j``. With block scales each k-block's wgmma runs into ``tmp``, which is waited for
+    and promoted into ``acc`` (:func:`tirxpy_kernels.gemm_scales.promote`) before the stage is released (by
+    every warp: each read its rows' scales from the stage)."""
     for k in T.serial(P.k_blocks):
         g = i * P.k_blocks + k
         s = ring.stage(g)
         if P.drop != "full_wait":
             ring.wait_full(g)
-        mma(P, acc, As, Bs, s, c * 64, k, P.kloop_wait, n)
+        if P.scaling == "block":
+            mma(P, tmp, As, Bs, s, c * 64, 0, None, n)
+        else:
+            mma(P, acc, As, Bs, s, c * 64, k, P.kloop_wait, n)
         if c == 0:      # the stagger: consumer 1 waits for consumer 0's first k-block
             if i == 0:
                 if k == 0:
                     T.ptx.barrier_arrive(5, 256)
-        if k > 0:       # the previous k-block's wgmma is done with its stage
+        if P.scaling == "block":
+            Tx.wg.gemm_wait(0, tmp)
+            promote(P, SC, acc, tmp, s, c, k)
+            if T.lane_id() == 0:
+                ring.release(g)
+        elif k > 0:     # the previous k-block's wgmma is done with its stage
             if T.thread_id_in_wg() == 0:
                 ring.release(g + P.stages - 1)
         if P.defer:     # round k of the previous tile is stored while this k-block's wgmma runs
@@ -318,18 +331,21 @@ def store_round(P, C, Cs, src, t, j, c, m0, n0, wide):
 
 
 @T.macro
-def tile_epilogue(P, ring, acc, pk, out, brow, Bias, C, Cs, i, c, m0, n0):
-    """After the k-loop of the CTA's ``i``-th tile: wait for its wgmma, release its last stage, bias /
-    activate each chunk, then store it at once (``out``) or convert the whole tile into ``pk`` for the
-    deferred rounds."""
-    if P.drop != "acc_wait":
-        Tx.wg.gemm_wait(0, acc)
-    if T.thread_id_in_wg() == 0:
-        ring.release(i * P.k_blocks + P.k_blocks - 1)
+def tile_epilogue(P, ring, acc, SC, pk, out, brow, Bias, C, Cs, i, c, m0, n0):
+    """After the k-loop of the CTA's ``i``-th tile: wait for its wgmma, release its last stage (block scales:
+    the k-loop released every stage), scale (FP8), bias / activate each chunk, then store it at once
+    (``out``) or convert the whole tile into ``pk`` for the deferred rounds."""
+    if P.scaling != "block":
+        if P.drop != "acc_wait":
+            Tx.wg.gemm_wait(0, acc)
+        if T.thread_id_in_wg() == 0:
+            ring.release(i * P.k_blocks + P.k_blocks - 1)
     if P.neg_zero_guard:
         Tx.wg.add(acc, acc, NEG_ZERO())
+    scale_tile(P, SC, acc, m0 + c * 64)
     for j in range(P.chunks):
         chunk = acc[:, j * P.chunk_cols:j * P.chunk_cols + P.chunk_cols]
+        scale_chunk(P, SC, chunk, n0, j)
         load_bias(P, brow, Bias, n0, j)
         bias_and_activation(P, chunk, brow)
         if not P.defer:
@@ -342,7 +358,7 @@ def tile_epilogue(P, ring, acc, pk, out, brow, Bias, C, Cs, i, c, m0, n0):
 # ---- the two consumer schedules --------------------------------------------------------------------------
 
 @T.macro
-def cooperative_consumer(P, ring, acc, pk, out, brow, As, Bs, Bias, C, Cs, unit, rank, n_tiles, c):
+def cooperative_consumer(P, ring, acc, tmp, SC, pk, out, brow, As, Bs, Bias, C, Cs, unit, rank, n_tiles, c):
     """Consumer ``c`` of the cooperative schedule: rows ``64 c ..`` of every tile of the CTA (``pk``: the
     deferred tile's registers, ``out``: a converted chunk; only the one the plan uses is read)."""
     if c == 1:          # the stagger (named barrier 5), once per CTA
@@ -355,19 +371,19 @@ def cooperative_consumer(P, ring, acc, pk, out, brow, As, Bs, Bias, C, Cs, unit,
             pm0, pn0, pwide = tile_at(P, unit + (i - 1) * P.units, rank)
         if P.split is None:
             if P.defer:
-                k_loop(P, ring, acc, As, Bs, C, Cs, pk, i, c, pm0, pn0, pwide, P.BN)
+                k_loop(P, ring, acc, tmp, SC, As, Bs, C, Cs, pk, i, c, pm0, pn0, pwide, P.BN)
             else:
-                k_loop(P, ring, acc, As, Bs, C, Cs, acc, i, c, 0, 0, True, P.BN)
+                k_loop(P, ring, acc, tmp, SC, As, Bs, C, Cs, acc, i, c, 0, 0, True, P.BN)
         else:
             if wide:
-                k_loop(P, ring, acc, As, Bs, C, Cs, pk, i, c, pm0, pn0, pwide, P.BN)
+                k_loop(P, ring, acc, tmp, SC, As, Bs, C, Cs, pk, i, c, pm0, pn0, pwide, P.BN)
             else:
-                k_loop(P, ring, acc, As, Bs, C, Cs, pk, i, c, pm0, pn0, pwide, P.narrow_bn)
+                k_loop(P, ring, acc, tmp, SC, As, Bs, C, Cs, pk, i, c, pm0, pn0, pwide, P.narrow_bn)
         if P.defer:     # rounds left over when the tile has fewer k-blocks than rounds
             for j in range(P.k_blocks, P.rounds):
                 if i > 0:
                     store_round(P, C, Cs, pk, i - 1, j, c, pm0, pn0, pwide)
-        tile_epilogue(P, ring, acc, pk, out, brow, Bias, C, Cs, i, c, m0, n0)
+        tile_epilogue(P, ring, acc, SC, pk, out, brow, Bias, C, Cs, i, c, m0, n0)
     if P.defer:
         if n_tiles > 0:             # the CTA's last tile
             lm0, ln0, lwide = tile_at(P, unit + (n_tiles - 1) * P.units, rank)
@@ -378,7 +394,7 @@ def cooperative_consumer(P, ring, acc, pk, out, brow, As, Bs, Bias, C, Cs, unit,
 
 
 @T.macro
-def pingpong_store(P, C, Cs, acc, acc2, out, brow, Bias, j2, j, c, m0, n0):
+def pingpong_store(P, C, Cs, acc, acc2, SC, out, brow, Bias, j2, j, c, m0, n0):
     """Ping-pong: chunk ``j`` of consumer ``c``'s ``j2``-th tile (both 64-row halves) through its own two
     staging buffers, which alternate over its chunk sequence."""
     w = P.chunk_cols
@@ -390,6 +406,9 @@ def pingpong_store(P, C, Cs, acc, acc2, out, brow, Bias, j2, j, c, m0, n0):
     load_bias(P, brow, Bias, n0, j)
     for hh in range(2):
         chunk = (acc if hh == 0 else acc2)[:, j * w:j * w + w]
+        if P.scaling == "row":
+            load_row_scales(P, SC, m0 + hh * 64)
+            scale_chunk(P, SC, chunk, n0, j)
         bias_and_activation(P, chunk, brow)
         Tx.wg.cast(out, chunk)
         Tx.wg.copy(Cs[c, b, hh * 64:hh * 64 + 64, :], out)
@@ -402,7 +421,7 @@ def pingpong_store(P, C, Cs, acc, acc2, out, brow, Bias, j2, j, c, m0, n0):
 
 
 @T.macro
-def pingpong_consumer(P, ring, acc, acc2, out, brow, As, Bs, Bias, C, Cs, unit, rank, n_tiles, c):
+def pingpong_consumer(P, ring, acc, acc2, SC, out, brow, As, Bs, Bias, C, Cs, unit, rank, n_tiles, c):
     """Consumer ``c`` of the ping-pong schedule: the CTA's tiles ``c, c + 2, ...``, whole."""
     for j2 in T.serial((n_tiles + 1 - c) // 2):
         i = c + 2 * j2
@@ -430,76 +449,122 @@ def pingpong_consumer(P, ring, acc, acc2, out, brow, As, Bs, Bias, C, Cs, unit, 
             Tx.wg.gemm_wait(0, acc, acc2)
         if T.thread_id_in_wg() == 0:
             ring.release(i * P.k_blocks + P.k_blocks - 1)
+        if P.scaling == "tensor":
+            scale_tile(P, SC, acc, m0)
+            scale_tile(P, SC, acc2, m0 + 64)
         for j in range(P.chunks):
-            pingpong_store(P, C, Cs, acc, acc2, out, brow, Bias, j2, j, c, m0, n0)
+            pingpong_store(P, C, Cs, acc, acc2, SC, out, brow, Bias, j2, j, c, m0, n0)
     if T.thread_id_in_wg() == 0:
         T.ptx.bulk_wait_group(0)
 
 
 # ---- the kernel ------------------------------------------------------------------------------------------
 
-def build(P: GemmPlan):
-    """The ``@T.prim_func`` of plan ``P``: buffers, the barrier set-up, then one role per warpgroup."""
+def scale_shapes(P: GemmPlan):
+    """``(SA, SB)`` parameter shapes of plan ``P`` (:mod:`tirxpy_kernels.gemm_scales` says what each holds);
+    ``(1, 1)`` placeholders without scales."""
+    kb = -(-P.K // P.BK)
+    if P.scaling == "row":
+        return (P.M, 1), (1, P.N)
+    if P.scaling == "block":
+        return (kb, -(-P.M // 4) * 4), (kb, -(-(-(-P.N // P.BN)) // 4) * 4)
+    return (1, 1), (1, 1)
+
+
+@T.macro
+def kernel_body(P, A, B, SA, SB, Bias, C):
+    """Everything after ``T.launch``: buffers, the barrier set-up, then one role per warpgroup."""
     a_shape, as_shape, a_layout, b_shape, bs_shape, b_layout = operand_shapes(P)
-    c_layout = ComposeLayout(swizzle_for(P.chunk_cols * DataType.get(P.out_dtype).itemsize, P.out_dtype),
-                             TileLayout(S[staging_shape(P)]))
-    acc_layout, chunk_layout, bias_row_layout = wgmma_accumulator(P.BN), wgmma_accumulator(P.chunk_cols), \
-        bias_layout(P.chunk_cols)
+    As = T.alloc_shared(as_shape, P.dtype, layout=a_layout)
+    Bs = T.alloc_shared(bs_shape, P.dtype, layout=b_layout)
+    Cs = T.alloc_shared(staging_shape(P), P.out_dtype, layout=staging_layout(P))
+    full = T.alloc_shared((P.stages,), "uint64")
+    empty = T.alloc_shared((P.stages,), "uint64")
+    acc = T.alloc_local((64, P.BN), "float32", layout=wgmma_accumulator(P.BN))
+    if P.pingpong:
+        acc2 = T.alloc_local((64, P.BN), "float32", layout=wgmma_accumulator(P.BN))   # rows 64 .. 127 of the tile
+    if P.defer:
+        pk = T.alloc_local((64, P.BN), P.out_dtype, layout=wgmma_accumulator(P.BN))     # the whole tile, converted
+    else:
+        out = T.alloc_local((64, P.chunk_cols), P.out_dtype, layout=wgmma_accumulator(P.chunk_cols))
+    brow = T.alloc_local((1, P.chunk_cols), P.out_dtype, layout=bias_layout(P.chunk_cols))
+    SC = Scales(SA, SB)
+    tmp = acc
+    if P.scaling == "block":
+        tmp = T.alloc_local((64, P.BN), "float32", layout=wgmma_accumulator(P.BN))    # one k-block's product
+        srow = T.alloc_local((64, 1), "float32", layout=row_layout())
+        sas = T.alloc_shared((P.stages, 1, BM), "float32")
+        sbs = T.alloc_shared((P.stages, 1, 4), "float32")
+        SC = Scales(SA, SB, srow, None, sas, sbs)
+    if P.scaling == "row":
+        srow = T.alloc_local((64, 1), "float32", layout=row_layout())
+        scol = T.alloc_local((1, P.chunk_cols), "float32", layout=bias_layout(P.chunk_cols))
+        SC = Scales(SA, SB, srow, scol)
+    unit = T.cta_id(0) // P.CM
+    rank = T.cta_id(0) % P.CM
+    n_tiles = tiles_of_unit(unit, P.units, P.tiles)
+    ring = StageRing(full, empty, P.stages, P.CM)
+    setup_barriers([(ring, 1, P.empty_arrivals)], P.CM, P.pdl)
     roles = WarpRoles(THREADS, PRODUCER_REGS, CONSUMER_REGS, "gemm_sm90")
+    wg = T.warpgroup_id()
+    if wg == 0:
+        roles.enter_producer()
+        if T.warp_id_in_wg() == 0:
+            if T.elect_one():
+                producer(P, ring, A, B, As, Bs, SC, unit, rank, n_tiles)
+    elif P.pingpong:
+        roles.enter_consumer()
+        c = wg - 1
+        pingpong_consumer(P, ring, acc, acc2, SC, out, brow, As, Bs, Bias, C, Cs, unit, rank, n_tiles, c)
+    elif P.defer:
+        roles.enter_consumer()
+        c = wg - 1
+        cooperative_consumer(P, ring, acc, tmp, SC, pk, pk, brow, As, Bs, Bias, C, Cs, unit, rank, n_tiles, c)
+    else:
+        roles.enter_consumer()
+        c = wg - 1
+        cooperative_consumer(P, ring, acc, tmp, SC, acc, out, brow, As, Bs, Bias, C, Cs, unit, rank, n_tiles, c)
+    if P.CM > 1:
+        T.ptx.cluster_sync()     # no CTA leaves while a peer may still multicast into it / arrive on it
+
+
+def staging_layout(P: GemmPlan):
+    """The staging tile's swizzled layout: chunks of ``chunk_cols`` output elements."""
+    return ComposeLayout(swizzle_for(P.chunk_cols * DataType.get(P.out_dtype).itemsize, P.out_dtype),
+                         TileLayout(S[staging_shape(P)]))
+
+
+def build(P: GemmPlan):
+    """The ``@T.prim_func`` of plan ``P``: ``(A, B, Bias, C)``, or ``(A, B, SA, SB, Bias, C)`` for FP8 inputs
+    (:func:`scale_shapes`); its body is :func:`kernel_body`."""
+    a_shape, b_shape = operand_shapes(P)[0], operand_shapes(P)[3]
     dtype, out_dtype = P.dtype, P.out_dtype
+    if P.scaling is None:
+        @T.prim_func
+        def gemm_sm90_kernel(A: T.Tensor(a_shape, dtype), B: T.Tensor(b_shape, dtype),
+                             Bias: T.Tensor(P.bias_shape, out_dtype), C: T.Tensor((P.M, P.N), out_dtype)):
+            T.launch(grid=(P.grid,), threads=THREADS, cluster=P.cluster, pdl=P.pdl)
+            kernel_body(P, A, B, None, None, Bias, C)
+
+        return gemm_sm90_kernel
+    sa_shape, sb_shape = scale_shapes(P)
 
     @T.prim_func
-    def gemm_sm90_kernel(A: T.Tensor(a_shape, dtype), B: T.Tensor(b_shape, dtype),
-                         Bias: T.Tensor(P.bias_shape, out_dtype), C: T.Tensor((P.M, P.N), out_dtype)):
+    def gemm_fp8_sm90_kernel(A: T.Tensor(a_shape, dtype), B: T.Tensor(b_shape, dtype),
+                             SA: T.Tensor(sa_shape, "float32"), SB: T.Tensor(sb_shape, "float32"),
+                             Bias: T.Tensor(P.bias_shape, out_dtype), C: T.Tensor((P.M, P.N), out_dtype)):
         T.launch(grid=(P.grid,), threads=THREADS, cluster=P.cluster, pdl=P.pdl)
-        As = T.alloc_shared(as_shape, dtype, layout=a_layout)
-        Bs = T.alloc_shared(bs_shape, dtype, layout=b_layout)
-        Cs = T.alloc_shared(staging_shape(P), out_dtype, layout=c_layout)
-        full = T.alloc_shared((P.stages,), "uint64")
-        empty = T.alloc_shared((P.stages,), "uint64")
-        acc = T.alloc_local((64, P.BN), "float32", layout=acc_layout)
-        if P.pingpong:
-            acc2 = T.alloc_local((64, P.BN), "float32", layout=acc_layout)   # rows 64 .. 127 of the tile
-        if P.defer:
-            pk = T.alloc_local((64, P.BN), out_dtype, layout=acc_layout)     # the whole tile, converted
-        else:
-            out = T.alloc_local((64, P.chunk_cols), out_dtype, layout=chunk_layout)
-        brow = T.alloc_local((1, P.chunk_cols), out_dtype, layout=bias_row_layout)
-        unit = T.cta_id(0) // P.CM
-        rank = T.cta_id(0) % P.CM
-        n_tiles = tiles_of_unit(unit, P.units, P.tiles)
-        ring = StageRing(full, empty, P.stages, P.CM)
-        setup_barriers([(ring, 1, P.empty_arrivals)], P.CM, P.pdl)
-        wg = T.warpgroup_id()
-        if wg == 0:
-            roles.enter_producer()
-            if T.warp_id_in_wg() == 0:
-                if T.elect_one():
-                    producer(P, ring, A, B, As, Bs, unit, rank, n_tiles)
-        elif P.pingpong:
-            roles.enter_consumer()
-            c = wg - 1
-            pingpong_consumer(P, ring, acc, acc2, out, brow, As, Bs, Bias, C, Cs, unit, rank, n_tiles, c)
-        elif P.defer:
-            roles.enter_consumer()
-            c = wg - 1
-            cooperative_consumer(P, ring, acc, pk, pk, brow, As, Bs, Bias, C, Cs, unit, rank, n_tiles, c)
-        else:
-            roles.enter_consumer()
-            c = wg - 1
-            cooperative_consumer(P, ring, acc, acc, out, brow, As, Bs, Bias, C, Cs, unit, rank, n_tiles, c)
-        if P.CM > 1:
-            T.ptx.cluster_sync()     # no CTA leaves while a peer may still multicast into it / arrive on it
+        kernel_body(P, A, B, SA, SB, Bias, C)
 
-    return gemm_sm90_kernel
+    return gemm_fp8_sm90_kernel
 
 
 @tirxpy.jit
 def gemm_sm90(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", dtype="bfloat16",
               out_dtype="bfloat16", bias=False, activation=None, sms=TARGET.sm_count, group=4, DEFER=None,
-              PINGPONG=False, drop=None, PDL=True, SPLIT=None):
-    """The kernel for one problem: ``k(A, B, C)`` (``k(A, B, Bias, C)`` with ``bias=True``); see the
-    module docstring for the operand orientations and the parts. Each tuning option, what it does and
+              PINGPONG=False, drop=None, PDL=True, SPLIT=None, scaling=None):
+    """The kernel for one problem: ``k(A, B, Bias, C)``, or ``k(A, B, SA, SB, Bias, C)`` for FP8 inputs; see
+    the module docstring for the operand orientations and the parts. Each tuning option, what it does and
     when the defaults (:func:`tirxpy_kernels.gemm`, through :func:`~tirxpy_kernels.gemm_plan.choose_tile`) choose it:
 
     ``BN``: the tile width, any multiple of 16 in [64, 256] (the wgmma N); with an MN-major ``B``, a
@@ -551,7 +616,7 @@ def gemm_sm90(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", dtyp
     (before the TMA store), ``"store_wait"`` (the staging buffer's bulk read-wait) or ``"turn"``
     (``PINGPONG``'s turn barriers between the consumers' k-loops)."""
     return build(kernel_plan(M, N, K, BN, STAGES, CM, a_major, b_major, dtype, out_dtype, bias, activation, sms,
-                             group, DEFER, PINGPONG, drop, PDL, SPLIT))
+                             group, DEFER, PINGPONG, drop, PDL, SPLIT, scaling))
 
 
 @tirxpy.jit

@@ -20,7 +20,9 @@ from .errors import KernelConfigError
 def prebuild_one(spec):
     """Build one kernel: ``("gemm", M, N, K, tuning, sms)`` as :func:`tirxpy_kernels.gemm` builds it for
     row-major bf16 ``a`` and ``b = w.t()``, or ``("attention", B, H, HKV, SQ, SK, D, causal,
-    tuning)`` as :func:`tirxpy_kernels.attention` builds it for bf16 tensors. Returns ``(kind, seconds)``."""
+    tuning)`` as :func:`tirxpy_kernels.attention` builds it for bf16 tensors, or ``("gemm_fp8", M, N, K, scaling,
+    tuning, sms)`` as :func:`tirxpy_kernels.gemm_fp8` builds it for e4m3 operands and a bf16 output. Returns
+    ``(kind, seconds)``."""
     import tirxpy
 
     t0 = time.time()
@@ -42,8 +44,14 @@ def prebuild_one(spec):
         p = plan(B, H, HKV, SQ, SK, D, "bfloat16", causal=causal, **tuning)
         k = attention_sm90(B, H, HKV, SQ, SK, D, causal=causal, scale=None, dtype="bfloat16",
                            SQT=max(SQ, p["BM"]), SKT=max(SK, p["BN"]), **tuning)
+    elif spec[0] == "gemm_fp8":
+        from .gemm_fp8_api import kernel_for
+        from .gemm_plan import TARGET as target
+
+        _, M, N, K, scaling, tuning, sms = spec
+        k = kernel_for(M, N, K, scaling, sms=sms, **tuning)[0]
     else:
-        raise KernelConfigError(f"prebuild: unknown kernel kind {spec[0]!r}; 'gemm' or 'attention'")
+        raise KernelConfigError(f"prebuild: unknown kernel kind {spec[0]!r}; 'gemm', 'gemm_fp8' or 'attention'")
     tirxpy.compile(k, arch=target)
     return spec[0], time.time() - t0
 

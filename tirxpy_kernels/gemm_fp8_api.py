@@ -1,0 +1,283 @@
+"""``tirxpy_kernels.gemm_fp8(a, b, scale_a, scale_b, out=None, ...)``: ``(a * scale_a) @ (b * scale_b) + bias``
+for FP8 ``a`` and ``b`` with the Hopper kernel of :mod:`tirxpy_kernels.gemm_sm90` (``scaling=``).
+
+Operands are read as FP8 wgmma reads them, K-major: ``a`` is ``(M, K)`` row-major and ``b`` is ``(K, N)``
+column-major, the ``w.t()`` of a row-major ``(N, K)`` weight (``nn.Linear``'s layout), as
+``torch._scaled_mm`` takes them. Scales are float32; their shapes say which scaling applies (or
+``scaling=`` names it and the shapes are checked against it):
+
+================ =========================== ==========================================
+scaling          ``scale_a``                 ``scale_b``
+================ =========================== ==========================================
+``"tensor"``     one element                 one element
+``"row"``        ``(M, 1)``                  ``(1, N)``
+``"block"``      ``(M, ceil(K / 128))``      ``(ceil(K / 128), ceil(N / 128))``
+================ =========================== ==========================================
+
+``"block"`` is DeepSeek-V3's: ``a`` scaled per row and 128-deep group of K, ``b`` per 128 x 128 block
+(``scale_b`` indexed as ``b`` is, ``(k-block, column block)``: the ``.t()`` of an ``(N / 128, K / 128)``
+weight scale). Element ``(i, j)`` of the result is ``sum_k a[i, k] sa(i, k) b[k, j] sb(k, j)``
+accumulated in float32 (the block scaling promotes each 128-deep k-block's wgmma result into float32
+registers), plus ``bias[j]``, in ``out_dtype`` (bf16 by default; f16 or f32).
+
+    >>> import torch
+    >>> a = torch.empty(256, 512, dtype=torch.float8_e4m3fn, device="meta")
+    >>> w = torch.empty(384, 512, dtype=torch.float8_e4m3fn, device="meta")
+    >>> scales(a, w.t(), torch.empty(256, 4, device="meta"), torch.empty(4, 3, device="meta"))
+    'block'
+"""
+from __future__ import annotations
+
+import torch
+
+from tirxpy.ir.dtype import from_torch
+
+from .checks import dense_tensor, overlaps
+from .errors import KernelConfigError
+from .gemm_api import GemmArgumentError, _device, _sm_count, _tile
+from .gemm_plan import BLOCK_SCALE, FP8_DTYPES, OUT_DTYPES, TARGET, check_config, check_options
+from .gemm_sm90 import gemm_sm90
+from .launch_cache import LaunchCache, compiled, options_key, tensor_key
+
+TUNING = ("BN", "STAGES", "group", "DEFER", "PINGPONG", "PDL", "SPLIT", "sms")
+_SCALINGS = ("tensor", "row", "block")
+_FAST = LaunchCache("gemm_fp8")
+_DUMMY: dict = {}
+
+
+class Fp8ArgumentError(GemmArgumentError):
+    """A bad argument to :func:`gemm_fp8` (operand dtype, layout, scale shape or dtype, option)."""
+
+
+def _cdiv(a, b):
+    return -(-a // b)
+
+
+def _expected(scaling, M, N, K):
+    """``(scale_a shape, scale_b shape)`` of ``scaling`` for an ``(M, K) @ (K, N)`` product."""
+    kb = _cdiv(K, BLOCK_SCALE)
+    return {"tensor": ((1,), (1,)), "row": ((M, 1), (1, N)), "block": ((M, kb), (kb, _cdiv(N, BLOCK_SCALE)))}[scaling]
+
+
+def _matches(t, shape):
+    return t.numel() == 1 if shape == (1,) else tuple(t.shape) == shape
+
+
+def scales(a, b, scale_a, scale_b, scaling=None) -> str:
+    """The scaling of these operands: ``scaling`` checked against the scales' shapes, or (None) the one their
+    shapes name (module docstring's table); :class:`Fp8ArgumentError` naming the shapes expected."""
+    M, K = a.shape
+    N = b.shape[1]
+    for name, s in (("scale_a", scale_a), ("scale_b", scale_b)):
+        if not isinstance(s, torch.Tensor) or s.layout != torch.strided or s.is_nested:
+            raise Fp8ArgumentError(f"gemm_fp8: {name} must be a dense float32 torch.Tensor, got {type(s).__name__}")
+        if s.dtype != torch.float32:
+            raise Fp8ArgumentError(f"gemm_fp8: {name} has dtype {s.dtype}; scales are torch.float32 "
+                                   f"({name}.float())")
+    if scaling is not None and not any(type(scaling) is str and scaling == x for x in _SCALINGS):
+        raise Fp8ArgumentError(f"gemm_fp8: scaling must be one of {_SCALINGS} or None (read from the scales' "
+                               f"shapes), got {scaling!r:.60}")
+    table = "; ".join(f"{s!r}: scale_a {_expected(s, M, N, K)[0]}, scale_b {_expected(s, M, N, K)[1]}"
+                      for s in _SCALINGS)
+    for s in ((scaling,) if scaling is not None else _SCALINGS):
+        sa, sb = _expected(s, M, N, K)
+        if _matches(scale_a, sa) and _matches(scale_b, sb) and scale_a.dim() <= 2 and scale_b.dim() <= 2:
+            return s
+    got = f"scale_a {tuple(scale_a.shape)}, scale_b {tuple(scale_b.shape)}"
+    if scaling is not None:
+        sa, sb = _expected(scaling, M, N, K)
+        raise Fp8ArgumentError(f"gemm_fp8: scaling={scaling!r} for a ({M}, {K}) @ ({K}, {N}) product takes scale_a "
+                               f"of shape {sa} and scale_b {sb} (one element each: 'tensor'); got {got}")
+    raise Fp8ArgumentError(f"gemm_fp8: the scales' shapes ({got}) name no scaling of a ({M}, {K}) @ ({K}, {N}) "
+                           f"product; one of {table}")
+
+
+def _check(a, b, scale_a, scale_b, out, bias, out_dtype, scaling, tuning):
+    """``(M, N, K, out_dtype, scaling)`` once every argument but the device is right."""
+    for name, t in (("a", a), ("b", b)):
+        dense_tensor("gemm_fp8", name, t, 2, "(a matrix)", Fp8ArgumentError)
+        if from_torch(t.dtype) is None or from_torch(t.dtype).name not in FP8_DTYPES:
+            raise Fp8ArgumentError(f"gemm_fp8: {name} has dtype {t.dtype}; it takes torch.float8_e4m3fn or "
+                                   f"torch.float8_e5m2 (tirxpy_kernels.quantize_fp8 makes them from bf16)")
+    if a.dtype != b.dtype:
+        raise Fp8ArgumentError(f"gemm_fp8: a is {a.dtype} and b is {b.dtype}; the kernel takes one FP8 format for both")
+    M, K = a.shape
+    K2, N = b.shape
+    if K != K2:
+        raise Fp8ArgumentError(f"gemm_fp8: shapes do not chain: a {tuple(a.shape)} @ b {tuple(b.shape)} "
+                               f"(a.shape[1] = {K} != b.shape[0] = {K2}); pass the weight w (N, K) as w.t()")
+    if min(M, N, K) == 0:
+        raise Fp8ArgumentError(f"gemm_fp8: empty problem a {tuple(a.shape)} @ b {tuple(b.shape)}")
+    if not a.is_contiguous():
+        raise Fp8ArgumentError(f"gemm_fp8: a must be row-major (M, K) (FP8 wgmma reads it K-major); got strides "
+                               f"{a.stride()}: pass a.contiguous()")
+    if not b.t().is_contiguous():
+        raise Fp8ArgumentError(f"gemm_fp8: b must be (K, N) column-major, the .t() of a row-major (N, K) weight "
+                               f"(FP8 wgmma reads it K-major); got strides {b.stride()}: pass b.t().contiguous().t()")
+    scaling = scales(a, b, scale_a, scale_b, scaling)
+    if out_dtype is not None and not isinstance(out_dtype, torch.dtype):
+        raise Fp8ArgumentError(f"gemm_fp8: out_dtype must be a torch.dtype (torch.bfloat16, torch.float16 or "
+                               f"torch.float32), got {out_dtype!r:.60}")
+    if out is not None:
+        dense_tensor("gemm_fp8", "out", out, 2, "(a matrix)", Fp8ArgumentError)
+        if tuple(out.shape) != (M, N) or not out.is_contiguous():
+            raise Fp8ArgumentError(f"gemm_fp8: out must be a contiguous ({M}, {N}) tensor, got shape "
+                                   f"{tuple(out.shape)}, strides {out.stride()}")
+        if out_dtype is not None and out_dtype != out.dtype:
+            raise Fp8ArgumentError(f"gemm_fp8: out_dtype={out_dtype} but out is {out.dtype}; pass one of them")
+        out_dtype = out.dtype
+    out_dtype = out_dtype or torch.bfloat16
+    if from_torch(out_dtype) is None or from_torch(out_dtype).name not in OUT_DTYPES:
+        raise Fp8ArgumentError(f"gemm_fp8: out_dtype {out_dtype} must be torch.bfloat16, torch.float16 or torch.float32")
+    if bias is not None:
+        dense_tensor("gemm_fp8", "bias", bias, 1, f"of shape ({N},), one value per output column", Fp8ArgumentError)
+        if tuple(bias.shape) != (N,) or not bias.is_floating_point():
+            raise Fp8ArgumentError(f"gemm_fp8: bias must be a floating-point tensor of shape ({N},), got "
+                                   f"{tuple(bias.shape)} {bias.dtype}")
+    unknown = sorted(map(str, set(tuning) - set(TUNING)))
+    if unknown:
+        raise Fp8ArgumentError(f"gemm_fp8: unknown tuning argument(s) {unknown}; the kernel takes {TUNING}")
+    if out is not None:
+        for name, t in (("a", a), ("b", b), ("scale_a", scale_a), ("scale_b", scale_b), ("bias", bias)):
+            if t is not None and overlaps(out, t):
+                raise Fp8ArgumentError(f"gemm_fp8: out shares memory with {name}, which the kernel reads while it "
+                                       "writes out; pass a separate out tensor (or out=None)")
+    return M, N, K, out_dtype, scaling
+
+
+def _padded(M, N, K, out_dtype, BN):
+    """The kernel's problem: K padded to 16 bytes (TMA rows), N to 16 bytes of output, each at least one tile."""
+    Kp = max(_cdiv(K, 16) * 16, 128)
+    Np = max(_cdiv(N, 16 // torch.empty((), dtype=out_dtype).element_size()) * (16 // torch.empty((), dtype=out_dtype)
+                                                                                  .element_size()), BN)
+    return max(M, 128), Np, Kp
+
+
+def _plan(M, N, K, out_dtype, scaling, bias, tuning, sms):
+    """The kernel options for this problem: the block scaling's fixed tile (BN = 128, cooperative, five
+    stages), otherwise the 16-bit kernel's tile choice for the same bytes per k-block (``K / 2``)."""
+    tuning = dict(tuning)
+    if scaling == "block":
+        tuning.setdefault("BN", BLOCK_SCALE)
+        tuning.setdefault("STAGES", 5)
+        tuning.setdefault("PINGPONG", False)
+        return tuning
+    return _tile(tuning, M, N, _cdiv(K, 2), sms, "K", bias, None, from_torch(out_dtype).name)
+
+
+def _pad2(t, rows, cols):
+    """``t`` zero-padded to ``(rows, cols)`` (FP8 through its bytes), or ``t`` when it has that shape."""
+    if tuple(t.shape) == (rows, cols):
+        return t
+    p = torch.zeros((rows, cols), dtype=t.dtype, device=t.device)
+    p[:t.shape[0], :t.shape[1]] = t
+    return p
+
+
+def _scale_args(scaling, scale_a, scale_b, M, N, K, Mk, Nk, Kk, BN):
+    """``(SA, SB)`` as the kernel takes them (:func:`tirxpy_kernels.gemm_sm90.scale_shapes`)."""
+    if scaling == "tensor":
+        return scale_a.reshape(1, 1), scale_b.reshape(1, 1)
+    if scaling == "row":
+        return _pad2(scale_a.reshape(M, 1), Mk, 1), _pad2(scale_b.reshape(1, N), 1, Nk)
+    kb = _cdiv(Kk, 128)
+    sa = torch.zeros((kb, _cdiv(Mk, 4) * 4), dtype=torch.float32, device=scale_a.device)
+    sa[:scale_a.shape[1], :M] = scale_a.t()
+    nb = _cdiv(_cdiv(Nk, BN), 4) * 4
+    sb = torch.zeros((kb, nb), dtype=torch.float32, device=scale_b.device)
+    sb[:scale_b.shape[0], :scale_b.shape[1]] = scale_b
+    return sa, sb
+
+
+def _bias_arg(bias, out_dtype, N, Nk, device):
+    if bias is None:
+        key = (device, out_dtype)
+        if key not in _DUMMY:
+            _DUMMY[key] = torch.zeros((1, 1), dtype=out_dtype, device=device)
+        return _DUMMY[key]
+    b = bias.to(out_dtype).reshape(1, N)
+    return _pad2(b, 1, Nk) if Nk != N else b.contiguous()
+
+
+def check(a, b, scale_a, scale_b, out=None, *, bias=None, out_dtype=None, scaling=None, **tuning) -> None:
+    """Every check :func:`gemm_fp8` makes of these arguments but the device's (meta tensors work)."""
+    M, N, K, out_dtype, scaling = _check(a, b, scale_a, scale_b, out, bias, out_dtype, scaling, tuning)
+    sms = tuning.pop("sms", None) or _sm_count(a.device)
+    _checked_plan(M, N, K, a, out_dtype, scaling, bias is not None, tuning, sms)
+
+
+def _checked_plan(M, N, K, a, out_dtype, scaling, bias, tuning, sms):
+    """``(options, Mk, Nk, Kk)``: the kernel's options and padded problem, checked by
+    :func:`tirxpy_kernels.gemm_plan.check_config` (its errors re-raised as :class:`Fp8ArgumentError`)."""
+    try:
+        check_options(**tuning, sms=sms)
+        planned = _plan(M, N, K, out_dtype, scaling, bias, tuning, sms)
+        Mk, Nk, Kk = _padded(M, N, K, out_dtype, planned["BN"])
+        check_config(Mk, Nk, Kk, dtype=from_torch(a.dtype).name, out_dtype=from_torch(out_dtype).name, bias=bias,
+                     sms=sms, scaling=scaling, **planned)
+    except KernelConfigError as e:
+        raise Fp8ArgumentError("gemm_fp8: " + str(e).removeprefix("gemm_sm90: ")) from None
+    return planned, Mk, Nk, Kk
+
+
+def kernel_for(M, N, K, scaling, dtype=None, out_dtype=None, bias=False, sms=TARGET.sm_count, **tuning):
+    """``(kernel, Mk, Nk, Kk, BN)``: the :func:`tirxpy_kernels.gemm_sm90.gemm_sm90` kernel :func:`gemm_fp8` launches
+    for an ``M x N x K`` product of ``dtype`` operands (default e4m3) into ``out_dtype`` (default bf16), and the
+    padded problem it is built for."""
+    import torch  # noqa: PLC0415
+
+    a = torch.empty(0, dtype=dtype or torch.float8_e4m3fn, device="meta")
+    out_dtype = out_dtype or torch.bfloat16
+    planned, Mk, Nk, Kk = _checked_plan(M, N, K, a, out_dtype, scaling, bias, tuning, sms)
+    k = gemm_sm90(Mk, Nk, Kk, dtype=from_torch(a.dtype).name, out_dtype=from_torch(out_dtype).name, bias=bias,
+                  sms=sms, scaling=scaling, **planned)
+    return k, Mk, Nk, Kk, planned["BN"]
+
+
+def gemm_fp8(a, b, scale_a, scale_b, out=None, *, bias=None, out_dtype=None, scaling=None, **tuning):
+    """``(a * scale_a) @ (b * scale_b) + bias`` in ``out_dtype`` (default bf16) on a Hopper GPU; the module
+    docstring gives the operand layouts and the scalings. ``tuning`` goes to
+    :func:`tirxpy_kernels.gemm_sm90.gemm_sm90` (``BN``, ``STAGES``, ``group``, ``DEFER``, ``PINGPONG``,
+    ``PDL``, ``SPLIT``, ``sms``); by default the per-tensor and row-wise scalings take the 16-bit GEMM's
+    tile choice and the block scaling 128-wide tiles. A call like an earlier checked one (shapes, strides,
+    dtypes, device, options) skips the checks and the planning."""
+    key = None
+    tk = [tensor_key(t) for t in (a, b, scale_a, scale_b)]
+    ok = options_key(tuning)
+    if None not in tk and ok is not None and (out is None or tensor_key(out) is not None) and \
+            (bias is None or tensor_key(bias) is not None):
+        key = (tuple(tk), tensor_key(out) if out is not None else None,
+               tensor_key(bias) if bias is not None else None, out_dtype, scaling, ok)
+    hit = _FAST.get(key)
+    if hit is None:
+        M, N, K, odt, sc = _check(a, b, scale_a, scale_b, out, bias, out_dtype, scaling, tuning)
+        try:
+            dev = _device(a, b, out, bias)
+        except GemmArgumentError as e:
+            raise Fp8ArgumentError("gemm_fp8: " + str(e).removeprefix("gemm: ")) from None
+        if scale_a.device != dev or scale_b.device != dev:
+            raise Fp8ArgumentError(f"gemm_fp8: scale_a and scale_b must be on {dev} with the operands, got "
+                                   f"{scale_a.device} and {scale_b.device}")
+        opts = dict(tuning)
+        sms = opts.pop("sms", None) or _sm_count(dev)
+        k, Mk, Nk, Kk, BN = kernel_for(M, N, K, sc, a.dtype, odt, bias is not None, sms, **opts)
+        hit = (compiled(k, TARGET), M, N, K, Mk, Nk, Kk, odt, sc, BN)
+        _FAST.put(key, hit)
+    elif out is not None:
+        for name, t in (("a", a), ("b", b), ("bias", bias)):
+            if t is not None and overlaps(out, t):
+                raise Fp8ArgumentError(f"gemm_fp8: out shares memory with {name}; pass a separate out tensor")
+    ck, M, N, K, Mk, Nk, Kk, odt, sc, BN = hit
+    A = _pad2(a.view(torch.uint8), Mk, Kk).view(a.dtype) if (Mk, Kk) != (M, K) else a
+    B = _pad2(b.t().view(torch.uint8), Nk, Kk).view(b.dtype) if (Nk, Kk) != (N, K) else b.t()
+    SA, SB = _scale_args(sc, scale_a, scale_b, M, N, K, Mk, Nk, Kk, BN)
+    direct = out is not None and (Mk, Nk) == (M, N)
+    dst = out if direct else torch.empty((Mk, Nk), dtype=odt, device=a.device)
+    ck(A, B, SA, SB, _bias_arg(bias, odt, N, Nk, a.device), dst)
+    if direct or (Mk, Nk) == (M, N):
+        return dst
+    res = dst[:M, :N]
+    if out is not None:
+        out.copy_(res)
+        return out
+    return res.contiguous()

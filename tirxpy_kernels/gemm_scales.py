@@ -1,0 +1,97 @@
+"""The FP8 scaling steps of the Hopper GEMM (:mod:`tirxpy_kernels.gemm_sm90` with ``scaling=``).
+
+An FP8 product is ``C = (A * sa) @ (B * sb)``: the kernel multiplies the float32 wgmma results by the
+scales, never the FP8 operands. Three scalings (:data:`tirxpy_kernels.gemm_plan.SCALINGS`):
+
+- ``"tensor"``: ``SA``, ``SB`` are ``(1, 1)`` float32; each tile's accumulator is multiplied by
+  ``SA[0, 0] * SB[0, 0]`` before the bias (:func:`scale_tile`).
+- ``"row"``: ``SA`` is ``(M, 1)`` (one scale per row of A), ``SB`` is ``(1, N)`` (one per column of B);
+  each output chunk is multiplied by its rows' and columns' scales (:func:`scale_chunk`).
+- ``"block"`` (DeepSeek-V3): ``SA`` is ``(KB, Mp)``, A's scale per row and 128-deep group of K stored
+  group-major (row ``kb`` holds every row's scale of k-block ``kb``; ``Mp``: M rounded up to 4 so each
+  row is whole 16-byte units for TMA); ``SB`` is ``(KB, NBp)``, B's scale per 128 x 128 block (row
+  ``kb`` holds the k-block's scale of every 128-column block, ``NBp`` rounded up to 4). The producer
+  loads the k-block's 128 row scales and a 16-byte box starting at the tile's column block into the
+  stage next to the operands (:func:`load_block_scales`); the consumer runs the k-block's wgmma into
+  a scratch accumulator and adds it, times its rows' scales and the block's, into the float32 tile
+  (:func:`promote`), so partial sums leave the FP8 wgmma's narrow accumulator every 128 of K.
+
+A ``(64, 1)`` column of row scales is held the way the wgmma accumulator holds its rows
+(:func:`row_layout`: rows ``16 w + 8 h + lane / 4`` in slot ``h``, replicated over ``lane % 4``), so
+``Tx.wg.mul(chunk, chunk, srow)`` scales each thread's own rows.
+
+    >>> row_layout().apply(25, 0, shape=(64, 1))    # warp 1, h = 1, lane group 1
+    {'wid_in_wg': 1, 'm': 1, 'laneid': 4}
+"""
+from __future__ import annotations
+
+from tirxpy import T, Tx
+from tirxpy.layout import R, S, TileLayout, laneid, m, wid_in_wg
+
+from .gemm_plan import BLOCK_SCALE
+
+
+def row_layout() -> TileLayout:
+    """A ``(64, 1)`` float32 column held like the rows of a wgmma accumulator (module docstring)."""
+    return TileLayout(S[(4, 2, 8, 1) : (1 @ wid_in_wg, 1 @ m, 4 @ laneid, 1 @ m)] + R[(4,) : (1 @ laneid,)])
+
+
+class Scales:
+    """The scale operands of one FP8 GEMM and the registers / stage buffers the kernel reads them through:
+    ``sa``, ``sb`` (global), ``srow`` (a ``(64, 1)`` column of row scales, :func:`row_layout`), ``scol``
+    (a ``(1, chunk_cols)`` row of column scales, the bias row's layout), ``sas`` / ``sbs`` (the block
+    scales' shared-memory stages: ``(stages, 1, BM)`` and ``(stages, 1, 4)``). Unused ones are None."""
+
+    def __init__(self, sa=None, sb=None, srow=None, scol=None, sas=None, sbs=None):
+        self.sa, self.sb, self.srow, self.scol, self.sas, self.sbs = sa, sb, srow, scol, sas, sbs
+
+
+@T.macro
+def load_block_scales(P, SC, full, s, m0, n0, k):
+    """Producer: k-block ``k``'s 128 row scales of A (``SA[k, m0 .. m0 + 127]``) and the 16-byte box of B's
+    block scales starting at the tile's column block (``SB[k, n0 / 128 ..]``, the first one used) into
+    stage ``s``; both complete on ``full[s]`` with the operands."""
+    Tx.copy_async(SC.sas[s], SC.sa[k:k + 1, m0:m0 + 128], mbar=full[s], arrive=False, expect_tx=False)
+    Tx.copy_async(SC.sbs[s], SC.sb[k:k + 1, n0 // BLOCK_SCALE:n0 // BLOCK_SCALE + 4], mbar=full[s], arrive=False,
+                  expect_tx=False)
+
+
+@T.macro
+def promote(P, SC, acc, tmp, s, c, k):
+    """Consumer ``c`` after k-block ``k``'s wgmma into ``tmp`` was waited for: ``acc (+)= tmp * sa[rows] * sb``
+    with the scales of stage ``s`` (read before the stage is released)."""
+    Tx.wg.copy(SC.srow, SC.sas[s, 0:1, c * 64:c * 64 + 64])
+    Tx.wg.mul(SC.srow, SC.srow, SC.sbs[s, 0, 0])
+    if k == 0:
+        Tx.wg.mul(acc, tmp, SC.srow)
+    else:
+        Tx.wg.fma(acc, tmp, SC.srow, acc)
+
+
+@T.macro
+def load_row_scales(P, SC, r0):
+    """``"row"``: the scales of rows ``r0 .. r0 + 63`` of A into ``SC.srow`` (rows past M read 0)."""
+    Tx.wg.fill(SC.srow, T.float32(0))
+    Tx.wg.copy(SC.srow, SC.sa[r0:r0 + 64, 0:1])
+
+
+@T.macro
+def scale_tile(P, SC, acc, r0):
+    """Before the epilogue of a tile whose accumulator ``acc`` holds rows ``r0 .. r0 + 63``: ``"tensor"``
+    multiplies it by ``SA * SB``; ``"row"`` loads those rows' scales (the column scales come per chunk,
+    :func:`scale_chunk`)."""
+    if P.scaling == "tensor":
+        Tx.wg.mul(acc, acc, SC.sa[0, 0] * SC.sb[0, 0])
+    if P.scaling == "row":
+        load_row_scales(P, SC, r0)
+
+
+@T.macro
+def scale_chunk(P, SC, chunk, n0, j):
+    """``"row"``: output chunk ``j`` of the tile at column ``n0`` times its rows' scales (``SC.srow``, loaded by
+    :func:`scale_tile`) and its columns' (columns past N read 0)."""
+    if P.scaling == "row":
+        Tx.wg.fill(SC.scol, T.float32(0))
+        Tx.wg.copy(SC.scol, SC.sb[0:1, n0 + j * P.chunk_cols:n0 + j * P.chunk_cols + P.chunk_cols])
+        Tx.wg.mul(chunk, chunk, SC.srow)
+        Tx.wg.mul(chunk, chunk, SC.scol)
