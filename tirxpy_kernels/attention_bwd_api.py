@@ -5,9 +5,10 @@ the gradients ``(dq, dk, dv)`` of :func:`tirxpy_kernels.attention` on a Hopper G
 Tensors are those of the forward: ``q``, ``out``, ``dout`` ``(B, SQ, H, D)``, ``k``, ``v`` ``(B, SK, HKV, D)``
 (``H % HKV == 0``; ``dk``, ``dv`` sum over the query heads of a group), one dtype (bf16 or f16), ``lse``
 ``(B, H, SQ)`` float32, the natural log-sum-exp ``attention(..., return_lse=True)`` returns. ``causal`` and
-``scale`` must be the forward's. Three steps: ``D = rowsum(dout * out)`` in float32 (with the zeroed
-float32 ``dQ`` accumulator and, for ``deterministic``, the zeroed turn counters), the kernel, and ``dq =
-scale * dQacc`` converted to the input dtype. ``deterministic=True`` adds each key block's ``dQ`` share in
+``scale`` must be the forward's. Three steps: ``D = rowsum(dout * out)`` in float32 (the preprocessing
+kernel :func:`~tirxpy_kernels.attention_bwd_sm90.attention_bwd_preprocess`; the float32 ``dQ`` accumulator and
+the turn counters of ``deterministic`` are zeroed by torch), the main kernel, and ``dq = scale * dQacc``
+converted to the input dtype (torch). ``deterministic=True`` adds each key block's ``dQ`` share in
 key-block order, so that equal inputs give bit-equal ``dq``; otherwise the order of the float32 adds varies
 from run to run.
 
@@ -23,7 +24,7 @@ from tirxpy.errors import ArgumentError
 from tirxpy.ir.dtype import from_torch
 
 from .attention_bwd_plan import DTYPES, HEAD_DIMS, TARGET, plan
-from .attention_bwd_sm90 import attention_bwd_sm90
+from .attention_bwd_sm90 import attention_bwd_preprocess, attention_bwd_sm90
 from .checks import dense_tensor
 from .errors import KernelConfigError
 from .launch_cache import compiled
@@ -132,8 +133,8 @@ def prepare(q, k, v, out, dout, lse, causal=False, scale=None, deterministic=Fal
                               deterministic=deterministic, SQT=SQT, SKT=SKT)
     with torch.cuda.device(q.device):
         qp, kp, vp, dop = _rows(q, SQT), _rows(k, SKT), _rows(v, SKT), _rows(dout, SQT)
-        dl = torch.zeros((B, H, SQP), dtype=torch.float32, device=q.device)
-        dl[:, :, :SQ] = torch.einsum("bshd,bshd->bhs", dout.float(), out.float())
+        dl = torch.empty((B, H, SQP), dtype=torch.float32, device=q.device)
+        compiled(attention_bwd_preprocess(B, H, SQ, D, p.dtype, SQT), TARGET)(_rows(out, SQT), dop, dl)
         lp = torch.zeros((B, H, SQP), dtype=torch.float32, device=q.device)
         lp[:, :, :SQ] = lse
         dk = torch.empty((B, SKT, HKV, D), dtype=q.dtype, device=q.device)

@@ -59,3 +59,18 @@ def test_backward_sim_matches_float64(B, H, HKV, SQ, SK, D, causal, dtype, kw):
         want = torch.tensor([2 * sum(1 for f in first if f <= mi) for mi in range(sem.shape[2])], dtype=torch.int32)
         assert torch.equal(sem[..., 0], want.expand_as(sem[..., 0]))
         assert not sem[..., 1].any()
+
+
+@pytest.mark.parametrize("B,H,SQ,D,dtype", [(1, 2, 150, 128, torch.bfloat16), (2, 1, 64, 64, torch.float16)])
+def test_preprocess_sim_matches_float64(B, H, SQ, D, dtype):
+    """``D = rowsum(O * dO)`` in float32 into ``(B, H, SQP)``, rows past SQ zero (poisoned before)."""
+    from tirxpy_kernels.attention_bwd_sm90 import attention_bwd_preprocess
+
+    g = torch.Generator().manual_seed(int(torch.randint(0, 2**31 - 1, (1,))))
+    o, do = (torch.randn(B, SQ, H, D, generator=g).to(dtype) for _ in range(2))
+    SQP = -(-SQ // 64) * 64
+    dl = torch.full((B, H, SQP), float("nan"))
+    assert run(attention_bwd_preprocess(B, H, SQ, D, str(dtype).removeprefix("torch.")), o, do, dl).problems == []
+    ref = (o.double() * do.double()).sum(-1).transpose(1, 2)
+    assert (dl[:, :, :SQ].double() - ref).abs().max().item() < 1e-4 * D
+    assert torch.equal(dl[:, :, SQ:], torch.zeros(B, H, SQP - SQ))
