@@ -358,36 +358,36 @@ def example():
 def attention_bwd_preprocess(B, H, SQ, D, dtype="bfloat16", SQT=None):
     """The preprocessing kernel ``k(O, dO, DL)``: ``DL[b, h, s] = sum_d O[b, s, h, d] * dO[b, s, h, d]`` in float32
     for ``O, dO: (B, SQT, H, D)`` and ``DL: (B, H, SQP)``, ``SQP = ceil(SQ / 64) * 64``; rows ``SQ .. SQP - 1`` of
-    ``DL`` get 0. One CTA of 128 threads per 128 rows of one head, one row per thread, 64 columns at a time
+    ``DL`` get 0. One CTA of 64 threads per 64 rows of one head, one row per thread, 64 columns at a time
     (16-byte loads, products and sums in float32).
 
         >>> attention_bwd_preprocess(2, 4, 300, 128).launch.grid
-        (3, 4, 2)
+        (5, 4, 2)
     """
     SQT = SQT or SQ
     SQP = -(-SQ // 64) * 64
-    ROWS = TileLayout(S[(128, 64) : (1 @ tx, 1 @ m)])
-    ONE = TileLayout(S[128 : 1 @ tx])
+    ROWS = TileLayout(S[(64, 64) : (1 @ tx, 1 @ m)])
+    ONE = TileLayout(S[64 : 1 @ tx])
 
     @T.prim_func
     def attention_bwd_preprocess_kernel(O: T.Tensor((B, SQT, H, D), dtype), dO: T.Tensor((B, SQT, H, D), dtype),
                                         DL: T.Tensor((B, H, SQP), "float32")):
-        T.launch(grid=(-(-SQP // 128), H, B), threads=128)
-        o = T.alloc_local((128, 64), dtype, layout=ROWS)
-        g = T.alloc_local((128, 64), dtype, layout=ROWS)
-        prod = T.alloc_local((128, 64), "float32", layout=ROWS)
-        acc = T.alloc_local((128,), "float32", layout=ONE)
-        s0 = T.cta_id(0) * 128
+        T.launch(grid=(SQP // 64, H, B), threads=64)
+        o = T.alloc_local((64, 64), dtype, layout=ROWS)
+        g = T.alloc_local((64, 64), dtype, layout=ROWS)
+        prod = T.alloc_local((64, 64), "float32", layout=ROWS)
+        acc = T.alloc_local((64,), "float32", layout=ONE)
+        s0 = T.cta_id(0) * 64
         h = T.cta_id(1)
         b = T.cta_id(2)
         Tx.cta.fill(acc, T.float32(0))
         for j in range(D // 64):
             Tx.cta.fill(o, T.float32(0))
             Tx.cta.fill(g, T.float32(0))
-            Tx.cta.copy(o, O[b, s0:s0 + 128, h, j * 64:j * 64 + 64])
-            Tx.cta.copy(g, dO[b, s0:s0 + 128, h, j * 64:j * 64 + 64])
+            Tx.cta.copy(o, O[b, s0:s0 + 64, h, j * 64:j * 64 + 64])
+            Tx.cta.copy(g, dO[b, s0:s0 + 64, h, j * 64:j * 64 + 64])
             Tx.cta.mul(prod, o, g)
             Tx.cta.sum(acc, prod, axis=1, accum=True)
-        Tx.cta.copy(DL[b, h, s0:s0 + 128], acc)
+        Tx.cta.copy(DL[b, h, s0:s0 + 64], acc)
 
     return attention_bwd_preprocess_kernel
