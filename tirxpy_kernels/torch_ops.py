@@ -76,7 +76,7 @@ def gemm_op(a: Tensor, b: Tensor, bias: Optional[Tensor], activation: Optional[s
     """``act(a @ b + bias)`` by :func:`tirxpy_kernels.gemm_api.gemm` (a fresh output of ``out_dtype``)."""
     from .gemm_api import gemm  # noqa: PLC0415
 
-    return gemm(a, b, bias=bias, activation=activation, out_dtype=out_dtype)
+    return gemm(a, b, bias=bias, activation=activation, out_dtype=out_dtype).contiguous()
 
 
 @gemm_op.register_fake
@@ -133,7 +133,7 @@ def attention_op(q: Tensor, k: Tensor, v: Tensor, causal: bool, scale: Optional[
     from .attention_api import attention  # noqa: PLC0415
 
     out, lse = attention(q, k, v, causal=causal, scale=scale, return_lse=True)
-    return out, lse.contiguous()
+    return out.contiguous(), lse.contiguous()
 
 
 @attention_op.register_fake

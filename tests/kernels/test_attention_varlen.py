@@ -1,0 +1,191 @@
+"""tirxpy_kernels.attention_varlen and the VARLEN variant of the Hopper attention kernel.
+
+CPU: argument and cu_seqlens checks (typed errors), the plan, the overlapping output views (each sequence's rows
+at x < XQ of view row = its end), and small packed batches through the simulator against float64 with NaN-poisoned
+outputs. GPU (marker gpu): mixed ragged lengths against per-sequence dense attention (float64), head dims 64 / 128
+/ 256, causal and not, GQA, SQ != SK per sequence, empty sequences, opcheck.
+"""
+import pytest
+import torch
+
+import tirxpy_kernels
+from tirxpy.errors import ArgumentError
+from tirxpy.sim import run
+from tirxpy_kernels.attention_plan import plan, varlen_window
+from tirxpy_kernels.attention_sm90 import attention_sm90
+from tirxpy_kernels.attention_varlen_api import (VarlenArgumentError, check, check_lengths, empty_outputs,
+                                                 output_views)
+from tirxpy_kernels.errors import KernelConfigError
+
+from tests.kernels.attention_reference import reference
+
+HOPPER = torch.cuda.is_available() and torch.cuda.get_device_capability()[0] == 9
+hopper = pytest.mark.skipif(not HOPPER, reason="the sm_90a kernel needs a Hopper GPU")
+
+
+def _cu(lens, device="cpu"):
+    return torch.tensor([0] + torch.tensor(lens).cumsum(0).tolist(), dtype=torch.int32, device=device)
+
+
+def _m(*shape, dtype=torch.bfloat16):
+    return torch.empty(shape, dtype=dtype, device="meta")
+
+
+@pytest.mark.parametrize("args,match", [
+    ((_m(10, 2, 64, 1), _m(10, 2, 64), _m(10, 2, 64)), "q must be"),
+    ((_m(10, 2, 64, dtype=torch.float32), _m(10, 2, 64), _m(10, 2, 64)), "dtype"),
+    ((_m(10, 2, 64), _m(10, 2, 64), _m(10, 1, 64)), "one shape"),
+    ((_m(10, 3, 64), _m(10, 2, 64), _m(10, 2, 64)), "do not split"),
+    ((_m(10, 2, 96), _m(10, 2, 96), _m(10, 2, 96)), "head dim 96"),
+])
+def test_tensor_checks(args, match):
+    cu = _cu([4, 6])
+    with pytest.raises(VarlenArgumentError, match=match) as e:
+        check(*args, cu, cu, 6, 6)
+    assert isinstance(e.value, ArgumentError)
+
+
+@pytest.mark.parametrize("kw,match", [
+    (dict(cu_seqlens_q=torch.tensor([0, 4, 10])), "int32"),
+    (dict(cu_seqlens_q=torch.tensor([[0, 4, 10]], dtype=torch.int32)), "1-D"),
+    (dict(cu_seqlens_q=torch.tensor([0], dtype=torch.int32)), "batch \\+ 1 >= 2"),
+    (dict(cu_seqlens_k=torch.tensor([0, 10], dtype=torch.int32)), "both hold batch"),
+    (dict(max_seqlen_q=0), "max_seqlen_q must be a positive int"),
+    (dict(max_seqlen_k=True), "max_seqlen_k must be a positive int"),
+    (dict(causal=1), "causal must be True or False"),
+    (dict(scale=-1.0), "scale must be a positive"),
+])
+def test_argument_checks(kw, match):
+    q = _m(10, 2, 64)
+    args = dict(cu_seqlens_q=_cu([4, 6]), cu_seqlens_k=_cu([4, 6]), max_seqlen_q=6, max_seqlen_k=6)
+    args.update(kw)
+    with pytest.raises(VarlenArgumentError, match=match):
+        check(q, q, q, args.pop("cu_seqlens_q"), args.pop("cu_seqlens_k"), args.pop("max_seqlen_q"),
+              args.pop("max_seqlen_k"), **args)
+
+
+@pytest.mark.parametrize("cq,ck,match", [
+    ([1, 4, 10], [0, 4, 10], "start at 0"),
+    ([0, 6, 4], [0, 4, 10], "decreases"),
+    ([0, 2, 10], [0, 4, 10], "over max_seqlen"),
+    ([0, 6, 12], [0, 4, 10], "past the 10 packed rows"),
+    ([0, 4, 10], [0, 4, 4], "no keys"),
+])
+def test_length_checks(cq, ck, match):
+    with pytest.raises(VarlenArgumentError, match=match):
+        check_lengths(cq, ck, 10, 10, 6, 6)
+    check_lengths([0, 4, 4, 10], [0, 4, 5, 10], 10, 10, 6, 6)    # an empty query sequence may have keys
+
+
+def test_cpu_tensors_refused_after_the_checks():
+    q, cu = torch.zeros(10, 2, 64, dtype=torch.bfloat16), _cu([4, 6])
+    with pytest.raises(ArgumentError, match="CUDA"):
+        tirxpy_kernels.attention_varlen(q, q, q, cu, cu, 6, 6)
+
+
+def test_plan():
+    p = plan(5, 8, 2, 1000, 3000, 128, causal=True, VARLEN=True)
+    assert p.varlen and not p.persist and not p.chain and p.grid == (8, 8, 5) and p.xq == 1024
+    assert varlen_window(1) == 128 and varlen_window(129) == 256
+    with pytest.raises(KernelConfigError, match="one tile per CTA"):
+        plan(5, 8, 2, 1000, 1000, 128, VARLEN=True, PERSIST=True)
+    assert not plan(5, 8, 2, 1000, 1000, 128).varlen
+
+
+def test_output_views_clip_each_sequence_at_its_end():
+    """Row r of a sequence ending at q1 is view element (q1, XQ - q1 + r); its rows past q1 are at x >= XQ."""
+    lens, H, D = [3, 0, 5, 2], 2, 64
+    cu = _cu(lens).tolist()
+    out, lse = empty_outputs(torch.empty(sum(lens), H, D), 5)
+    XQ = varlen_window(5)
+    O, L = output_views(out, lse, 5)
+    assert O.shape == (sum(lens) + 1, XQ, H, D) and L.shape == (sum(lens) + 1, H, XQ, 1)
+    out.zero_()
+    lse.zero_()
+    for b, n in enumerate(lens):
+        q0, q1 = cu[b], cu[b + 1]
+        for r in range(n):
+            O[q1, XQ - n + r] = b + 1
+            L[q1, :, XQ - n + r] = b + 1
+        assert XQ - n + n == XQ          # the next row of the sequence would be past the view's edge
+    want = torch.tensor(sum(([b + 1] * n for b, n in enumerate(lens)), []), dtype=out.dtype)
+    assert torch.equal(out[:, 0, 0], want) and torch.equal(lse[0], want)
+
+
+def _sim_case(lq, lk, H, HKV, D, causal, BN, NC, dtype):
+    g = torch.Generator().manual_seed(int(torch.randint(0, 2**31 - 1, (1,))))
+    tdt = {"bfloat16": torch.bfloat16, "float16": torch.float16}[dtype]
+    cq, ck = _cu(lq), _cu(lk)
+    NQ, NK, XQ = sum(lq), sum(lk), varlen_window(max(lq))
+    q = torch.randn(NQ, H, D, generator=g).to(tdt)
+    k, v = (torch.randn(NK, HKV, D, generator=g).to(tdt) for _ in range(2))
+    kern = attention_sm90(len(lq), H, HKV, XQ, varlen_window(max(lk)), D, causal=causal, BN=BN, STAGES=2, NC=NC,
+                          dtype=dtype, SQT=NQ, SKT=NK, VARLEN=True)
+    # the simulator keeps each tensor parameter as a dense array of its logical shape: the views' elements
+    O = torch.full((NQ + 1, XQ, H, D), float("nan")).to(tdt)
+    L = torch.full(((NQ + 1) * H * XQ,), float("nan"))
+    res = run(kern, q[None], k[None], v[None], O, L.view(NQ + 1, H, XQ, 1), cq, ck,
+              seed=int(torch.randint(0, 1000, (1,))))
+    assert res.problems == []
+    lse = L[:H * (XQ + NQ)].view(H, XQ + NQ)[:, XQ:]      # register stores: through the view's strides
+    written = ~torch.isnan(O.float()).all(-1).all(-1)
+    assert int(written.sum()) == NQ                       # nothing stored past any sequence's end
+    tol = 2e-2 if dtype == "bfloat16" else 4e-3
+    for b in range(len(lq)):
+        q0, q1, k0, k1 = cq[b], cq[b + 1], ck[b], ck[b + 1]
+        if q1 == q0:
+            continue
+        ref, ref_lse = reference(q[None, q0:q1], k[None, k0:k1], v[None, k0:k1], causal, D ** -0.5)
+        o = O[q1, XQ - (q1 - q0):XQ]                     # TMA stores: the view's elements, densely
+        assert not torch.isnan(o).any() and not torch.isnan(lse[:, q0:q1]).any()
+        assert (o.double() - ref[0]).abs().max().item() < tol
+        assert (lse[:, q0:q1].double() - ref_lse[0]).abs().max().item() < 1e-4
+
+
+@pytest.mark.parametrize("lq,lk,H,HKV,D,causal,BN,NC,dtype", [
+    ([70, 20, 100], [50, 90, 33], 2, 1, 64, True, 32, 1, "bfloat16"),     # ragged, GQA, SQ != SK per sequence
+    ([40, 0, 130], [100, 7, 64], 2, 2, 64, False, 32, 2, "float16"),       # an empty sequence, two consumers
+])
+def test_varlen_sim_matches_float64(lq, lk, H, HKV, D, causal, BN, NC, dtype):
+    _sim_case(lq, lk, H, HKV, D, causal, BN, NC, dtype)
+
+
+# ---------------------------------------------------------------------------------------------------- GPU
+@pytest.mark.gpu
+@hopper
+@pytest.mark.parametrize("D", [64, 128, 256])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("lq,lk,H,HKV", [
+    ([1, 513, 77, 1000, 0, 300], [1, 513, 77, 1000, 5, 300], 4, 2),    # self-attention lengths, one empty
+    ([129, 700, 64], [300, 65, 1024], 2, 1),                            # SQ != SK in each sequence, MQA
+])
+def test_varlen_matches_dense_per_sequence(D, causal, lq, lk, H, HKV):
+    dt = torch.bfloat16
+    q = torch.randn(sum(lq), H, D, device="cuda").to(dt)
+    k, v = (torch.randn(sum(lk), HKV, D, device="cuda").to(dt) for _ in range(2))
+    cq, ck = _cu(lq, "cuda"), _cu(lk, "cuda")
+    torch.full((1 << 27,), float("nan"), device="cuda")        # freed NaN memory: fresh outputs start poisoned
+    o, lse = tirxpy_kernels.attention_varlen(q, k, v, cq, ck, max(lq) + 5, max(lk), causal=causal, return_lse=True)
+    assert o.shape == q.shape and lse.shape == (H, sum(lq))
+    cql, ckl = cq.tolist(), ck.tolist()
+    for b in range(len(lq)):
+        q0, q1, k0, k1 = cql[b], cql[b + 1], ckl[b], ckl[b + 1]
+        if q1 == q0:
+            continue
+        ref, ref_lse = reference(q[None, q0:q1], k[None, k0:k1], v[None, k0:k1], causal, D ** -0.5)
+        assert not torch.isnan(o[q0:q1]).any() and not torch.isnan(lse[:, q0:q1]).any()
+        err = ((o[q0:q1].double() - ref[0]).norm() / ref.norm()).item()
+        assert err < 1.5e-2, (b, err)
+        assert (lse[:, q0:q1].double() - ref_lse[0]).abs().max().item() < 2e-3
+
+
+@pytest.mark.gpu
+@hopper
+def test_varlen_opcheck_and_compile():
+    lens = [200, 57, 300]
+    q = torch.randn(sum(lens), 4, 128, device="cuda", dtype=torch.bfloat16)
+    cu = _cu(lens, "cuda")
+    torch.library.opcheck(torch.ops.tirxpy.attention_varlen.default, (q, q, q, cu, cu, 300, 300, True, None))
+    fn = torch.compile(lambda q: tirxpy_kernels.attention_varlen(q, q, q, cu, cu, 300, 300, causal=True) * 2,
+                       fullgraph=True)
+    assert torch.equal(fn(q), tirxpy_kernels.attention_varlen(q, q, q, cu, cu, 300, 300, causal=True) * 2)

@@ -1,0 +1,314 @@
+"""tirxpy_kernels.torch_ops: the torch custom operators over gemm / attention / attention_varlen.
+
+CPU: schemas, fake (meta) implementations, the routing rule (needs_op), the typed refusals, the backward formulas
+(with the kernels replaced by float64 torch references: torch.autograd.gradcheck and torch.library.opcheck), and a
+torch.compile(fullgraph=True) capture of the benchmark's block with the operators as graph nodes. GPU (marker gpu):
+opcheck on the real kernels, gradients against float64 with NaN-poisoned memory, torch.compile of the block against
+eager, CUDA graph capture and replay of a training step.
+"""
+import pytest
+import torch
+import torch.nn.functional as F
+
+import tirxpy_kernels
+from tirxpy.errors import ArgumentError, TirxError
+from tirxpy_kernels import attention_api, attention_bwd_api, gemm_api, torch_ops
+from tirxpy_kernels.attention_varlen_api import empty_outputs
+from tirxpy_kernels.bench_train import Block
+
+from tests.kernels.attention_reference import reference
+
+HOPPER = torch.cuda.is_available() and torch.cuda.get_device_capability()[0] == 9
+hopper = pytest.mark.skipif(not HOPPER, reason="the sm_90a kernels need a Hopper GPU")
+
+
+def _meta(*shape, dtype=torch.bfloat16):
+    return torch.empty(shape, dtype=dtype, device="meta")
+
+
+# ---------------------------------------------------------------------------------------------------- CPU
+def test_schemas():
+    assert str(torch.ops.tirxpy.gemm.default._schema) == (
+        "tirxpy::gemm(Tensor a, Tensor b, Tensor? bias, str? activation, ScalarType? out_dtype) -> Tensor")
+    assert "-> (Tensor, Tensor)" in str(torch.ops.tirxpy.attention.default._schema)
+    assert "SymInt max_seqlen_q" in str(torch.ops.tirxpy.attention_varlen.default._schema) or \
+        "int max_seqlen_q" in str(torch.ops.tirxpy.attention_varlen.default._schema)
+    assert "-> (Tensor, Tensor, Tensor)" in str(torch.ops.tirxpy.attention_backward.default._schema)
+
+
+def test_fake_shapes():
+    a, b = _meta(300, 70), _meta(70, 520)
+    assert torch.ops.tirxpy.gemm(a, b, None, None, None).shape == (300, 520)
+    assert torch.ops.tirxpy.gemm(a, b, None, "silu", torch.float32).dtype == torch.float32
+    with pytest.raises(gemm_api.GemmArgumentError, match="do not chain"):
+        torch.ops.tirxpy.gemm(a, _meta(71, 520), None, None, None)
+    q, k = _meta(2, 300, 8, 64), _meta(2, 200, 2, 64)
+    o, lse = torch.ops.tirxpy.attention(q, k, k, True, None)
+    assert o.shape == q.shape and lse.shape == (2, 8, 300) and lse.dtype == torch.float32
+    dq, dk, dv = torch.ops.tirxpy.attention_backward(q, k, k, o, o, lse, True, None)
+    assert dq.shape == q.shape and dk.shape == dv.shape == k.shape
+    qv, cu = _meta(700, 8, 128), torch.tensor([0, 300, 700], dtype=torch.int32, device="meta")
+    o, lse = torch.ops.tirxpy.attention_varlen(qv, qv, qv, cu, cu, 400, 400, False, None)
+    ro, rl = empty_outputs(qv, 400)          # as the kernel API allocates them: views past XQ leading rows
+    assert (o.shape, o.stride(), o.storage_offset()) == (ro.shape, ro.stride(), ro.storage_offset())
+    assert (lse.shape, lse.stride(), lse.storage_offset()) == (rl.shape, rl.stride(), rl.storage_offset())
+
+
+def test_needs_op():
+    x = torch.zeros(3, requires_grad=True)
+    assert torch_ops.needs_op(x) and torch_ops.needs_op(None, x)
+    assert not torch_ops.needs_op(x.detach(), None)
+    with torch.no_grad():
+        assert not torch_ops.needs_op(x)
+
+
+def test_refusals_are_typed():
+    a = torch.zeros(256, 64, dtype=torch.bfloat16, requires_grad=True)
+    b = torch.zeros(64, 256, dtype=torch.bfloat16)
+    with pytest.raises(gemm_api.GemmArgumentError, match="out= writes in place"):
+        tirxpy_kernels.gemm(a, b, torch.empty(256, 256, dtype=torch.bfloat16))
+    with pytest.raises(gemm_api.GemmArgumentError, match="tuning options"):
+        tirxpy_kernels.gemm(a, b, BN=128)
+    with pytest.raises(ArgumentError, match="CUDA"):     # through the operator, then the kernel API's checks
+        tirxpy_kernels.gemm(a, b)
+    q = torch.zeros(1, 128, 2, 64, dtype=torch.bfloat16, requires_grad=True)
+    with pytest.raises(attention_api.AttentionArgumentError, match="tuning options"):
+        tirxpy_kernels.attention(q, q, q, BN=64)
+    with pytest.raises(attention_api.AttentionArgumentError, match="return_lse"):
+        tirxpy_kernels.attention(q, q, q, return_lse=1)
+
+
+def test_varlen_grad_refused_until_the_backward_takes_cu_seqlens():
+    q = torch.zeros(300, 2, 64, dtype=torch.bfloat16, requires_grad=True)
+    cu = torch.tensor([0, 100, 300], dtype=torch.int32)
+    if "cu_seqlens_q" in __import__("inspect").signature(attention_bwd_api.attention_backward).parameters:
+        pytest.skip("the backward kernel takes packed sequences")
+    with pytest.raises(torch_ops.AutogradUnsupportedError, match="forward only") as e:
+        tirxpy_kernels.attention_varlen(q, q, q, cu, cu, 200, 200)
+    assert isinstance(e.value, TirxError) and isinstance(e.value, NotImplementedError)
+    with torch.no_grad(), pytest.raises(ArgumentError, match="CUDA"):      # forward only: the plain path
+        tirxpy_kernels.attention_varlen(q, q, q, cu, cu, 200, 200)
+
+
+def _ref_gemm(a, b, bias=None, activation=None, out_dtype=None):
+    z = a.double() @ b.double() + (0 if bias is None else bias.double())
+    z = torch.relu(z) if activation == "relu" else F.silu(z) if activation == "silu" else z
+    return z.to(out_dtype or a.dtype)
+
+
+@pytest.fixture
+def float64_kernels(monkeypatch):
+    """The kernel entry points replaced by float64 torch references (CPU), so the operators' backward formulas and
+    registrations run without a GPU."""
+    def attn(q, k, v, causal=False, scale=None, return_lse=False):
+        o, lse = reference(q, k, v, causal, scale or q.shape[-1] ** -0.5)
+        return o.to(q.dtype), lse.float()
+
+    def attn_bwd(q, k, v, out, dout, lse, causal=False, scale=None, deterministic=False):
+        # the softmax backward written out (an operator's implementation runs below autograd)
+        sc = scale or q.shape[-1] ** -0.5
+        G = q.shape[2] // k.shape[2]
+        qd, do = q.double().transpose(1, 2), dout.double().transpose(1, 2)
+        kd, vd = (t.double().transpose(1, 2).repeat_interleave(G, 1) for t in (k, v))
+        s = qd @ kd.transpose(-1, -2) * sc
+        if causal:
+            s = s.masked_fill(torch.ones(s.shape[-2:], dtype=torch.bool).triu(1), float("-inf"))
+        p = torch.softmax(s, -1)
+        dv = p.transpose(-1, -2) @ do
+        dp = do @ vd.transpose(-1, -2)
+        ds = p * (dp - (dp * p).sum(-1, keepdim=True)) * sc
+        dq, dk = ds @ kd, ds.transpose(-1, -2) @ qd
+        B, H, SK, D = dk.shape
+        dk, dv = (t.view(B, H // G, G, SK, D).sum(2) for t in (dk, dv))
+        return tuple(t.transpose(1, 2).to(q.dtype) for t in (dq, dk, dv))
+
+    monkeypatch.setattr(gemm_api, "gemm", _ref_gemm)
+    monkeypatch.setattr(attention_api, "attention", attn)
+    monkeypatch.setattr(attention_bwd_api, "attention_backward", attn_bwd)
+
+
+@pytest.mark.parametrize("activation,bias", [(None, False), ("relu", True), ("silu", True), ("silu", False)])
+def test_gemm_backward_gradcheck(float64_kernels, activation, bias):
+    g = torch.Generator().manual_seed(int(torch.randint(0, 2**31 - 1, (1,))))
+    a = torch.randn(7, 5, dtype=torch.float64, generator=g, requires_grad=True)
+    b = torch.randn(5, 6, dtype=torch.float64, generator=g, requires_grad=True)
+    c = torch.randn(6, dtype=torch.float64, generator=g, requires_grad=True) if bias else None
+    fn = lambda a, b, c: torch_ops.gemm(a, b, bias=c, activation=activation)  # noqa: E731
+    # silu's z is recomputed in float32 (as on the GPU): finite differences to float32 precision
+    assert torch.autograd.gradcheck(fn, (a, b, c), atol=1e-4, rtol=1e-3)
+
+
+def test_attention_backward_wiring(float64_kernels):
+    q = torch.randn(1, 9, 4, 16, dtype=torch.float64, requires_grad=True)
+    k = torch.randn(1, 7, 2, 16, dtype=torch.float64, requires_grad=True)
+    v = torch.randn(1, 7, 2, 16, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda q, k, v: torch_ops.attention(q, k, v, causal=True), (q, k, v))
+    out, lse = torch_ops.attention(q, k, v, return_lse=True)
+    assert out.requires_grad and not lse.requires_grad       # lse is not differentiable
+
+
+def test_opcheck_with_reference_kernels(float64_kernels):
+    a = torch.randn(32, 16, dtype=torch.float64, requires_grad=True)
+    b = torch.randn(16, 24, dtype=torch.float64, requires_grad=True)
+    torch.library.opcheck(torch.ops.tirxpy.gemm.default, (a, b, None, "relu", None))
+    q = torch.randn(1, 9, 4, 16, dtype=torch.float64, requires_grad=True)
+    torch.library.opcheck(torch.ops.tirxpy.attention.default, (q, q[:, :, :2].detach().clone().requires_grad_(),
+                                                               q[:, :, :2].detach().clone(), True, None))
+
+
+class _Captured(Exception):
+    pass
+
+
+def test_compile_fullgraph_captures_the_operators():
+    """torch.compile(fullgraph=True) of the block on meta-free CPU tensors: the graph holds the operators (a graph
+    break would raise); the capturing backend stops before anything runs."""
+    graphs = []
+
+    def backend(gm, example_inputs):
+        graphs.append(gm)
+
+        def stop(*args):
+            raise _Captured
+        return stop
+
+    torch._dynamo.reset()
+    blk = Block(256, 2, 512, impl="tirxpy", device="cpu")
+    x = torch.randn(2, 64, 256, dtype=torch.bfloat16)
+    with pytest.raises(_Captured):
+        torch.compile(blk, fullgraph=True, backend=backend)(x)
+    targets = {str(n.target) for n in graphs[0].graph.nodes if n.op == "call_function"}
+    assert "tirxpy.gemm.default" in targets and "tirxpy.attention.default" in targets
+    assert sum(str(n.target) == "tirxpy.gemm.default" for n in graphs[0].graph.nodes) == 4
+
+
+# ---------------------------------------------------------------------------------------------------- GPU
+def _poison_allocator(mb=512):
+    """Fill a large block of the caching allocator with NaN and free it, so that the operators' fresh outputs
+    start as NaN: an element a kernel does not write stays NaN."""
+    t = torch.full((mb << 18,), float("nan"), device="cuda")
+    del t
+
+
+def _relerr(x, ref):
+    return ((x.double() - ref).norm() / ref.norm()).item()
+
+
+@pytest.mark.parametrize("M,N,K,activation,bias,out_dtype", [
+    (300, 520, 200, None, False, None),
+    (256, 512, 128, "relu", True, None),
+    (1000, 264, 72, "silu", True, torch.float32),
+    (64, 256, 64, "silu", False, None),          # smaller than one tile: padded inside the API
+])
+@pytest.mark.gpu
+@hopper
+def test_gemm_opcheck_and_grads(M, N, K, activation, bias, out_dtype):
+    a = torch.randn(M, K, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    w = torch.randn(N, K, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    c = torch.randn(N, device="cuda", dtype=torch.bfloat16, requires_grad=True) if bias else None
+    torch.library.opcheck(torch.ops.tirxpy.gemm.default, (a, w.t(), c, activation, out_dtype))
+    _poison_allocator()
+    y = tirxpy_kernels.gemm(a, w.t(), bias=c, activation=activation, out_dtype=out_dtype)
+    dy = torch.randn_like(y)
+    grads = torch.autograd.grad(y, [t for t in (a, w, c) if t is not None], dy)
+    ad, wd = a.detach().double().requires_grad_(), w.detach().double().requires_grad_()
+    cd = c.detach().double().requires_grad_() if bias else None
+    yr = _ref_gemm(ad, wd.t(), cd, activation, torch.float64)
+    refs = torch.autograd.grad(yr, [t for t in (ad, wd, cd) if t is not None], dy.double())
+    assert not torch.isnan(y).any() and _relerr(y, yr) < 1e-2
+    for g, r in zip(grads, refs):
+        assert not torch.isnan(g).any() and _relerr(g, r) < 2e-2
+
+
+@pytest.mark.parametrize("D", [64, 128, 256])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("B,SQ,SK,H,HKV", [(2, 300, 300, 4, 2), (1, 128, 200, 2, 1)])
+@pytest.mark.gpu
+@hopper
+def test_attention_opcheck_and_grads(D, causal, B, SQ, SK, H, HKV):
+    q = torch.randn(B, SQ, H, D, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    k = torch.randn(B, SK, HKV, D, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    v = torch.randn(B, SK, HKV, D, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    if D == 128:
+        torch.library.opcheck(torch.ops.tirxpy.attention.default, (q, k, v, causal, None))
+    _poison_allocator()
+    o = tirxpy_kernels.attention(q, k, v, causal=causal)
+    do = torch.randn_like(o)
+    grads = torch.autograd.grad(o, (q, k, v), do)
+    qd, kd, vd = (t.detach().double().requires_grad_() for t in (q, k, v))
+    ro, _ = reference(qd, kd, vd, causal, D ** -0.5)
+    refs = torch.autograd.grad(ro, (qd, kd, vd), do.double())
+    assert not torch.isnan(o).any() and _relerr(o, ro) < 1.5e-2
+    for name, g, r in zip("qkv", grads, refs):
+        assert not torch.isnan(g).any(), name
+        assert _relerr(g, r) < 3e-2, (name, _relerr(g, r))
+
+
+def _step(blk, x, dy):
+    for p in blk.params:
+        p.grad = None
+    y = blk(x)
+    y.backward(dy)
+    return y.detach(), [p.grad.detach().clone() for p in blk.params]
+
+
+@pytest.mark.gpu
+@hopper
+def test_compile_fullgraph_matches_eager_and_cuda_graph_replays():
+    torch._dynamo.reset()
+    blk = Block(256, 2, 512, impl="tirxpy", seed=3)
+    x = torch.randn(2, 256, 256, device="cuda", dtype=torch.bfloat16)
+    dy = torch.randn_like(x)
+    y0, g0 = _step(blk, x, dy)
+    compiled = torch.compile(blk, fullgraph=True)
+    for p in blk.params:
+        p.grad = None
+    y1 = compiled(x)
+    y1.backward(dy)
+    assert _relerr(y1, y0.double()) < 1e-2
+    for p, g in zip(blk.params, g0):
+        assert _relerr(p.grad, g.double()) < 2e-2
+    # CUDA graph: a training step (forward and backward through the operators) captured and replayed
+    xs, dys = x.clone(), dy.clone()
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(2):
+            _step(blk, xs, dys)
+    torch.cuda.current_stream().wait_stream(s)
+    graph = torch.cuda.CUDAGraph()
+    for p in blk.params:
+        p.grad = None
+    with torch.cuda.graph(graph):
+        yg = blk(xs)
+        yg.backward(dys)
+    x2, dy2 = torch.randn_like(x), torch.randn_like(x)
+    xs.copy_(x2)
+    dys.copy_(dy2)
+    for p in blk.params:
+        p.grad.zero_()
+    graph.replay()
+    torch.cuda.synchronize()
+    yr, gr = yg.detach().clone(), [p.grad.detach().clone() for p in blk.params]
+    y2, g2 = _step(blk, x2, dy2)
+    assert _relerr(yr, y2.double()) < 1e-3
+    for a, b in zip(gr, g2):
+        assert not torch.isnan(a).any() and _relerr(a, b.double()) < 1e-2
+
+
+def test_compile_aot_eager_forward_and_backward_match_eager(float64_kernels):
+    """The block compiled with AOT autograd (forward and backward graphs through the fake implementations, then
+    run with the reference kernels) gives the eager result and gradients."""
+    torch._dynamo.reset()
+    blk = Block(128, 2, 256, impl="tirxpy", device="cpu", dtype=torch.float32, seed=1)
+    x = torch.randn(2, 16, 128)
+    dy = torch.randn_like(x)
+    y0, g0 = _step(blk, x, dy)
+    fwd = torch.compile(blk, fullgraph=True, backend="aot_eager")
+    for p in blk.params:
+        p.grad = None
+    y1 = fwd(x)
+    y1.backward(dy)
+    assert torch.allclose(y1, y0, atol=1e-5)
+    for p, g in zip(blk.params, g0):
+        assert torch.allclose(p.grad, g, atol=1e-4)
