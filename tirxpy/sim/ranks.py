@@ -83,8 +83,10 @@ class _Watch:
     def __init__(self):
         self.on = False
         self.current = None        # the warp running now (None: an asynchronous event fires)
+        self.issuer = None         # the warp that issued the event firing now
         self.mems: dict = {}       # id(array) -> (Symmetric, owner rank, writer agent array, writer clock array)
         self.local: dict = {}      # id(array) -> (writer's machine id, its CTA-local agent, CTA-local clock) per byte
+        self.init: dict = {}       # id(array) -> bytes written at least once (by the host or the kernel)
         self.problems = []
 
     def add(self, arr, sym, owner):
@@ -92,6 +94,7 @@ class _Watch:
         n = arr.size
         self.mems[id(arr)] = (sym, owner, np.full(n, -1, np.int64), np.zeros(n, np.int64))
         self.local[id(arr)] = (np.full(n, -1, np.int64), np.full(n, -1, np.int64), np.zeros(n, np.int64))
+        self.init[id(arr)] = np.zeros(n, bool)
 
     def _ordered_locally(self, w, arr, idx):
         """Bytes whose write is ordered before ``w`` by a CTA's own barriers (the writer's CTA clock)."""
@@ -112,11 +115,16 @@ class _Watch:
         idx = idx[(idx >= 0) & (idx < arr.size)]
         w = self.current
         mid, lag, lclk = self.local[id(arr)]
-        if w is None:                      # an asynchronous unit (TMA store...): its writer is unknown
-            if write:
-                wag[idx] = -1
-                mid[idx] = -1
-            return
+        if write:
+            self.init[id(arr)][idx] = True
+        if w is None:
+            w = self.issuer                # an asynchronous unit (TMA store...) writes for the warp that issued it,
+            if w is None or not write:     # as of now: a signal that warp sent before this ordered nothing of it
+                if write:
+                    wag[idx] = -1
+                    mid[idx] = -1
+                return
+            w.tick()
         me = w._gagent
         if write:
             w._gvc[me] += 1
@@ -125,6 +133,10 @@ class _Watch:
             mid[idx], lag[idx], lclk[idx] = id(w.cta.machine), w.agent, w.vc[w.agent]
             return
         a = wag[idx]
+        fresh = ~self.init[id(arr)][idx]
+        if fresh.any():                    # nothing wrote these bytes yet: the write this read waits for is to come
+            self._report(w, sym, owner, int(idx[int(np.argmax(fresh))]), "nothing (it is still to come)")
+            return
         other = (a >= 0) & (a != me)
         if not other.any():
             return
@@ -133,20 +145,21 @@ class _Watch:
             late &= ~self._ordered_locally(w, arr, idx)
         if late.any():
             j = int(np.argmax(late))
-            byte = int(idx[j])
-            writer = w._world.agent_names[int(a[j])]
-            span = getattr(w.where, "span", None)
-            w.cta.machine.report(
-                "race", f"rank {w._rank} reads {sym.name} of rank {owner} (byte {byte}) before any signal orders "
-                f"the write by {writer} before this read", span, f"rank {w._rank} {w.describe()}",
-                ["the writer signals after its stores (st.release.sys / red.release.sys on a flag) and the reader "
-                 "waits for that value (wait_geq_sys_u32 / ld.acquire.sys) before it reads"],
-                key=("race", sym.name, owner, getattr(span, "line", None)))
+            self._report(w, sym, owner, int(idx[j]), w._world.agent_names[int(a[j])])
+
+    def _report(self, w, sym, owner, byte, writer):
+        span = getattr(w.where, "span", None)
+        w.cta.machine.report(
+            "race", f"rank {w._rank} reads {sym.name} of rank {owner} (byte {byte}) before any signal orders "
+            f"the write by {writer} before this read", span, f"rank {w._rank} {w.describe()}",
+            ["the writer signals after its stores (st.release.sys / red.release.sys on a flag) and the reader "
+             "waits for that value (wait_geq_sys_u32 / ld.acquire.sys) before it reads"],
+            key=("race", sym.name, owner, getattr(span, "line", None)))
 
 
 class Symmetric:
-    """One symmetric allocation: a ``shape`` tensor of ``dtype`` on each of ``world`` ranks (zeros at
-    first). ``set(rank, values)`` writes rank's buffer as its host does before the launch; ``get(rank)``
+    """One symmetric allocation: a ``shape`` tensor of ``dtype`` on each of ``world`` ranks (its bytes are
+    undefined until written: a read of a byte nothing wrote is reported as a race). ``set(rank, values)`` writes rank's buffer as its host does before the launch; ``get(rank)``
     reads it back (bfloat16 / float8 as float32); ``on(rank)`` is the kernel argument for that buffer.
 
         >>> s = Symmetric("x", (2,), "float32", world=2); s.set(1, np.ones(2, np.float32)); s.get(1)
@@ -485,6 +498,7 @@ def _host_writes(watch, world):
                 hosts[owner] = world.agent(f"the host of rank {owner} (before its launch)")
             wag[:] = hosts[owner]
             wclk[:] = 1
+            watch.init[key][:] = True
     watch.hosts = hosts
 
 
@@ -500,6 +514,7 @@ def _schedule(machines, watch, world, rng, late, max_steps):
     gens = {w: exec_seq(w, w.cta.machine.kernel.body, w.alive.copy()) for w in warps}
     watch.on = True
     steps = 0
+    issuers: dict = {}
     try:
         while True:
             runnable = [w for w in warps if not w.done and steps >= late.get(w._rank, 0)
@@ -522,12 +537,15 @@ def _schedule(machines, watch, world, rng, late, max_steps):
             if k >= len(runnable):
                 m, ev = events[k - len(runnable)]
                 m.events.remove(ev)
-                watch.current = None
+                watch.current, watch.issuer = None, issuers.pop(id(ev), None)
                 ev.fire()
+                watch.issuer = None
                 continue
             w = runnable[k]
             watch.current = w
             w.block = None
+            evs = w.cta.machine.events
+            before = len(evs)
             try:
                 while True:
                     r = next(gens[w])
@@ -539,6 +557,8 @@ def _schedule(machines, watch, world, rng, late, max_steps):
             except StopIteration:
                 w.done = True
                 w.on_exit()
+            for ev in evs[before:]:
+                issuers[id(ev)] = w
     except BudgetExceeded as e:
         who = e.w if e.w is not None else None
         machines[0].report("no_progress", f"the ranks spent the budget of {max_steps} steps without finishing "
