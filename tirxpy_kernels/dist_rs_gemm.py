@@ -75,7 +75,6 @@ def rs_need(M: int, world: int, tile_cols: int, me: int) -> np.ndarray:
 def rs_consumer(P, ring, acc, out, As, Bs, Cs, RL, RP, FL, FP, GL, epoch, unit, n_tiles, c, me, ms):
     """Consumer ``c``: the k-loop of each tile, then its 64-row half pushed to the owner(s), counted in."""
     peer = 1 - me
-    w = P.chunk_cols
     if c == 1:          # the GEMM's stagger (named barrier 5), once per CTA
         T.ptx.barrier_sync(5, 256)
     elif n_tiles == 0:
@@ -89,35 +88,50 @@ def rs_consumer(P, ring, acc, out, As, Bs, Cs, RL, RP, FL, FP, GL, epoch, unit, 
         if T.thread_id_in_wg() == 0:
             ring.release(i * P.k_blocks + P.k_blocks - 1)
         r0 = m0 + c * 64
-        lo = r0 // ms
-        hi = T.min(r0 + 63, P.M - 1) // ms
-        live = r0 < P.M
-        for j in range(P.chunks):
-            Tx.wg.cast(out, acc[:, j * w:j * w + w])
-            if T.thread_id_in_wg() == 0:
-                T.ptx.bulk_wait_group_read(1)            # the store that last read buffer j % 2 is done
-            T.ptx.barrier_sync(1 + c, 128)
-            Tx.wg.copy(Cs[j % 2, c * 64:c * 64 + 64, :], out)
-            T.ptx.fence_proxy_async()
-            T.ptx.barrier_sync(1 + c, 128)
-            for cc in range(2):                          # one issuing thread per call site
-                if T.thread_id() == 128 * (cc + 1):
-                    if live:
-                        if lo == me or hi == me:
-                            Tx.copy_async(RL[m0 + cc * 64:m0 + cc * 64 + 64, n0 + j * w:n0 + j * w + w],
-                                          Cs[j % 2, cc * 64:cc * 64 + 64, :])
-                        if lo == peer or hi == peer:
-                            Tx.copy_async(RP[m0 + cc * 64:m0 + cc * 64 + 64, n0 + j * w:n0 + j * w + w],
-                                          Cs[j % 2, cc * 64:cc * 64 + 64, :])
+        first = r0 < ms                                  # the half has rows of rank 0
+        second = r0 + 63 >= ms and r0 < P.M              # ... of rank 1
+        to_me = first if me == 0 else second
+        to_peer = second if me == 0 else first
+        Tx.wg.cast(out, acc)            # the whole tile in bf16 at once: acc is read right after its wait only
+        # one branch per destination set around the whole store sequence (a branch around the stores alone, or a
+        # computed row coordinate, makes ptxas serialize the k-loop's wgmma)
+        if to_me and to_peer:
+            push_half(P, out, Cs, RL, RP, FL, FP, c, m0, n0, me, True, True)
+        elif to_me:
+            push_half(P, out, Cs, RL, RP, FL, FP, c, m0, n0, me, True, False)
+        elif to_peer:
+            push_half(P, out, Cs, RL, RP, FL, FP, c, m0, n0, me, False, True)
+
+
+@T.macro
+def push_half(P, out, Cs, RL, RP, FL, FP, c, m0, n0, me, mine, theirs):
+    """Consumer ``c``'s half of the tile at ``(m0, n0)`` (bf16 in ``out``): staged chunk by chunk, TMA-stored into
+    this rank's receive buffer (``mine``) and / or the peer's (``theirs``), then counted in on their flags once
+    the stores completed."""
+    w = P.chunk_cols
+    for j in range(P.chunks):
         if T.thread_id_in_wg() == 0:
-            if P.drop != "store_wait":
-                T.ptx.bulk_wait_group(0)                 # the half's stores completed: now it may be signalled
-            T.ptx.fence_proxy_async()
-            if live:
-                if lo == me or hi == me:
-                    T.ptx.red_release_gpu_add_u32(FL[me, m0 // BM], T.uint32(1))
-                if lo == peer or hi == peer:
-                    T.ptx.red_release_sys_add_u32(FP[me, m0 // BM], T.uint32(1))
+            T.ptx.bulk_wait_group_read(1)            # the store that last read buffer j % 2 is done
+        T.ptx.barrier_sync(1 + c, 128)
+        Tx.wg.copy(Cs[j % 2, c * 64:c * 64 + 64, :], out[:, j * w:j * w + w])
+        T.ptx.fence_proxy_async()
+        T.ptx.barrier_sync(1 + c, 128)
+        for cc in range(2):                          # one issuing thread per call site
+            if T.thread_id() == 128 * (cc + 1):
+                if mine:
+                    Tx.copy_async(RL[m0 + cc * 64:m0 + cc * 64 + 64, n0 + j * w:n0 + j * w + w],
+                                  Cs[j % 2, cc * 64:cc * 64 + 64, :])
+                if theirs:
+                    Tx.copy_async(RP[m0 + cc * 64:m0 + cc * 64 + 64, n0 + j * w:n0 + j * w + w],
+                                  Cs[j % 2, cc * 64:cc * 64 + 64, :])
+    if T.thread_id_in_wg() == 0:
+        if P.drop != "store_wait":
+            T.ptx.bulk_wait_group(0)                 # the half's stores completed: now it may be signalled
+        T.ptx.fence_proxy_async()
+        if mine:
+            T.ptx.red_release_gpu_add_u32(FL[me, m0 // BM], T.uint32(1))
+        if theirs:
+            T.ptx.red_release_sys_add_u32(FP[me, m0 // BM], T.uint32(1))
 
 
 @T.macro
@@ -174,7 +188,7 @@ def build(P, me: int, world: int):
         full = T.alloc_shared((P.stages,), "uint64")
         empty = T.alloc_shared((P.stages,), "uint64")
         acc = T.alloc_local((64, P.BN), "float32", layout=wgmma_accumulator(P.BN))
-        out = T.alloc_local((64, P.chunk_cols), dt, layout=wgmma_accumulator(P.chunk_cols))
+        out = T.alloc_local((64, P.BN), dt, layout=wgmma_accumulator(P.BN))
         x0 = T.alloc_local((VEC,), dt)
         x1 = T.alloc_local((VEC,), dt)
         f0 = T.alloc_local((VEC,), "float32")
