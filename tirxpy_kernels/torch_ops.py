@@ -229,6 +229,7 @@ def attention_varlen_backward_op(q: Tensor, k: Tensor, v: Tensor, out: Tensor, d
 @attention_varlen_backward_op.register_fake
 def _attention_varlen_backward_fake(q, k, v, out, dout, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
                                     causal, scale):
+    varlen_backward()
     return q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
 
 
@@ -277,8 +278,8 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
     require grad checks first that the backward takes packed sequences (:func:`varlen_backward`)."""
     if not isinstance(return_lse, bool):
         raise AttentionArgumentError(f"attention_varlen: return_lse must be True or False, got {return_lse!r:.60}")
-    if _grad_enabled() and any(isinstance(t, Tensor) and t.requires_grad for t in (q, k, v)):
-        varlen_backward()
+    if not _is_compiling() and _grad_enabled() and any(isinstance(t, Tensor) and t.requires_grad for t in (q, k, v)):
+        varlen_backward()       # (a compiled graph's backward checks it when it is traced: the fake below)
     out, lse = attention_varlen_op(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, scale)
     return (out, lse) if return_lse else out
 
