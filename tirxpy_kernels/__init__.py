@@ -9,6 +9,8 @@ packed variable-length sequences (:mod:`tirxpy_kernels.attention_varlen_api`).
 (:mod:`tirxpy_kernels.torch_ops`).
 ``tirxpy_kernels.gemm_fp8(a, b, scale_a, scale_b, ...)``: Hopper FP8 GEMM with per-tensor, row-wise or
 block-wise scales (:mod:`tirxpy_kernels.gemm_fp8_api`).
+``tirxpy_kernels.all_gather_gemm(a_shard, b, group)`` / ``tirxpy_kernels.gemm_reduce_scatter(a, b_shard, group)``: all-gather +
+GEMM and GEMM + reduce-scatter over NVLink peers, one overlapped kernel per rank (:mod:`tirxpy_kernels.dist_api`).
 ``tirxpy_kernels.quantize_fp8(x, granularity, ...)``: bf16 / f16 -> fp8 with per-token, 1 x 128 or 128 x 128 amax
 scales (:mod:`tirxpy_kernels.quantize_fp8`).
 """
@@ -86,3 +88,19 @@ def quantize_fp8(x, granularity, **kw):
     from .quantize_api import quantize_fp8 as _quantize_fp8  # noqa: PLC0415  (imports torch lazily)
 
     return _quantize_fp8(x, granularity, **kw)
+
+
+def all_gather_gemm(a_shard, b, group=None, **kw):
+    """``A_full @ b`` with ``A_full`` the ranks' row shards, gathered inside the GEMM; see
+    :func:`tirxpy_kernels.dist_api.all_gather_gemm`."""
+    from .dist_api import all_gather_gemm as _ag  # noqa: PLC0415  (imports torch lazily)
+
+    return _ag(a_shard, b, group, **kw)
+
+
+def gemm_reduce_scatter(a, b_shard, group=None, **kw):
+    """This rank's rows of ``sum_r a_r @ b_shard_r``, reduced inside the GEMM; see
+    :func:`tirxpy_kernels.dist_api.gemm_reduce_scatter`."""
+    from .dist_api import gemm_reduce_scatter as _rs  # noqa: PLC0415  (imports torch lazily)
+
+    return _rs(a, b_shard, group, **kw)
