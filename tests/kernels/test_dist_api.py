@@ -1,0 +1,42 @@
+"""The distributed GEMMs' torch API (tirxpy_kernels/dist_api.py): typed errors before any GPU work. The two-GPU
+checks run under torchrun (test_dist_gpu.py)."""
+import pytest
+import torch
+
+import tirxpy_kernels
+from tirxpy.errors import ArgumentError
+from tirxpy_kernels.dist_api import DistArgumentError, _b_operand, _tile_n
+
+
+def test_without_a_process_group_the_error_says_how_to_start_one():
+    import torch.distributed as dist
+
+    if dist.is_initialized():
+        pytest.skip("a process group is already initialized in this process")
+    with pytest.raises(DistArgumentError, match="init_process_group"):
+        tirxpy_kernels.all_gather_gemm(torch.zeros(128, 64), torch.zeros(64, 64))
+    with pytest.raises(ArgumentError, match="torchrun"):
+        tirxpy_kernels.gemm_reduce_scatter(torch.zeros(128, 64), torch.zeros(64, 64))
+
+
+def test_a_group_of_one_rank_is_refused(tmp_path):
+    import torch.distributed as dist
+
+    if dist.is_initialized():
+        pytest.skip("a process group is already initialized in this process")
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path}/pg", rank=0, world_size=1)
+    try:
+        with pytest.raises(DistArgumentError, match="1 ranks; the distributed GEMMs take 2"):
+            tirxpy_kernels.all_gather_gemm(torch.zeros(128, 64), torch.zeros(64, 64))
+    finally:
+        dist.destroy_process_group()
+
+
+def test_b_orientation_and_tile_width():
+    b = torch.zeros(64, 256)
+    assert _b_operand(b, "b")[1] == "MN" and _b_operand(torch.zeros(256, 64).t(), "b")[1] == "K"
+    with pytest.raises(DistArgumentError, match="row-major"):
+        _b_operand(torch.zeros(64, 256)[:, ::2], "b")
+    assert [_tile_n(n) for n in (4096, 200, 136, 64)] == [256, 192, 128, 64]
+    with pytest.raises(DistArgumentError, match="narrower than one 64-column tile"):
+        _tile_n(32)
