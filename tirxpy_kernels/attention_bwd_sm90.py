@@ -179,9 +179,7 @@ def dq_part(p):
             while T.ptx.ld_acquire_gpu_u32(T.address_of(SEM[b, hq, mi, si])) != T.uint32(turn):
                 T.ptx.nanosleep(T.uint32(32))
             T.ptx.fence_proxy_async_global()
-        for j in range(DQC // 32):
-            Tx.copy_async(dQacc[b, m0:m0 + BM, hq, col0 + j * 32:col0 + j * 32 + 32],
-                          sm.dQs[cc, :, j * 32:j * 32 + 32], reduce="add")
+        Tx.copy_async(dQacc[b, m0:m0 + BM, hq, col0:col0 + DQC], sm.dQs[cc, :, :], reduce="add")
         if p.deterministic:
             T.ptx.bulk_wait_group(0)
             T.ptx.fence_proxy_async_global()
@@ -303,7 +301,8 @@ def build_kernel(p, scale, SQT, SKT):
         Qs = T.alloc_shared((ST, BM, D), dtype, layout=tile_layout(BM, D, ST))
         dOs = T.alloc_shared((ST, BM, D), dtype, layout=tile_layout(BM, D, ST))
         dSs = T.alloc_shared((2, BN, BM), dtype, layout=tile_layout(BN, BM, 2))
-        dQs = T.alloc_shared((NC, 64, DQC), "float32", layout=tile_layout(64, DQC, NC, "float32"))
+        # dQ staging: unswizzled rows of dq_cols floats, one TMA box per consumer
+        dQs = T.alloc_shared((NC, 64, DQC), "float32", layout=TileLayout(S[(NC, 64, DQC) : (64 * DQC, DQC, 1)]))
         Ls = T.alloc_shared((ST, BM), "float32")
         Ds = T.alloc_shared((ST, BM), "float32")
         q_full = T.alloc_shared((ST,), "uint64")
