@@ -40,6 +40,11 @@ from .checks import dense_tensor
 from .launch_cache import compiled
 
 
+MIN_ROWS = 128
+"""Packed query tensors with fewer rows than this (one query tile) run on zero-padded copies (a TMA box may not
+exceed its tensor)."""
+
+
 class VarlenArgumentError(AttentionArgumentError):
     """A bad argument to :func:`attention_varlen` (tensors, ``cu_seqlens``, lengths, ``scale``)."""
 
@@ -128,7 +133,8 @@ def check_lengths(cu_q, cu_k, total_q, total_k, max_seqlen_q, max_seqlen_k) -> N
 def empty_outputs(q, max_seqlen_q):
     """``(out, lse)``, uninitialized, as the kernel writes them: ``out`` ``(total_q, H, D)`` and ``lse``
     ``(H, total_q)`` float32, each the tail of a buffer with ``XQ = varlen_window(max_seqlen_q)`` more rows in
-    front (the overlapping views of :func:`output_views` reach back into them).
+    front (the overlapping views of :func:`output_views` reach back into them); plain contiguous tensors below
+    :data:`MIN_ROWS` packed rows, where :func:`attention_varlen` computes on padded copies.
 
         >>> import torch
         >>> o, l = empty_outputs(torch.empty(300, 2, 64, device="meta"), 100)
@@ -136,6 +142,8 @@ def empty_outputs(q, max_seqlen_q):
         (torch.Size([300, 2, 64]), 16384, torch.Size([2, 300]), (428, 1))
     """
     NQ, H, D = q.shape
+    if NQ < MIN_ROWS:           # (the kernel ran on padded copies: the result was copied out contiguous)
+        return q.new_empty(q.shape), q.new_empty((H, NQ), dtype=torch.float32)
     XQ = varlen_window(max_seqlen_q)
     ob = q.new_empty((XQ + NQ, H, D))
     lb = q.new_empty((H, XQ + NQ), dtype=torch.float32)
@@ -182,7 +190,7 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
     B = cu_seqlens_q.numel() - 1
     SQ, SK = varlen_window(max_seqlen_q), varlen_window(max_seqlen_k)
     with torch.cuda.device(q.device):
-        qp, kp, vp = _pad_rows(q, 128), _pad_rows(k, 256), _pad_rows(v, 256)
+        qp, kp, vp = _pad_rows(q, MIN_ROWS), _pad_rows(k, 256), _pad_rows(v, 256)
         kern = attention_sm90(B, H, HKV, SQ, SK, D, causal=causal, scale=None if scale is None else float(scale),
                               dtype=from_torch(q.dtype).name, SQT=qp.shape[0], SKT=kp.shape[0],
                               sms=_sm_count(q.device), VARLEN=True)

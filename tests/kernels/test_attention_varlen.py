@@ -94,22 +94,24 @@ def test_plan():
 
 def test_output_views_clip_each_sequence_at_its_end():
     """Row r of a sequence ending at q1 is view element (q1, XQ - q1 + r); its rows past q1 are at x >= XQ."""
-    lens, H, D = [3, 0, 5, 2], 2, 64
+    lens, H, D = [30, 0, 100, 20], 2, 64
     cu = _cu(lens).tolist()
-    out, lse = empty_outputs(torch.empty(sum(lens), H, D), 5)
-    XQ = varlen_window(5)
-    O, L = output_views(out, lse, 5)
+    out, lse = empty_outputs(torch.empty(sum(lens), H, D), 100)
+    XQ = varlen_window(100)
+    O, L = output_views(out, lse, 100)
     assert O.shape == (sum(lens) + 1, XQ, H, D) and L.shape == (sum(lens) + 1, H, XQ, 1)
     out.zero_()
     lse.zero_()
     for b, n in enumerate(lens):
         q0, q1 = cu[b], cu[b + 1]
-        for r in range(n):
-            O[q1, XQ - n + r] = b + 1
-            L[q1, :, XQ - n + r] = b + 1
-        assert XQ - n + n == XQ          # the next row of the sequence would be past the view's edge
+        O[q1, XQ - n:XQ] = b + 1
+        L[q1, :, XQ - n:XQ] = b + 1
+        with pytest.raises(IndexError):   # the row after the sequence's last is past the view's edge
+            O[q1, XQ]
     want = torch.tensor(sum(([b + 1] * n for b, n in enumerate(lens)), []), dtype=out.dtype)
     assert torch.equal(out[:, 0, 0], want) and torch.equal(lse[0], want)
+    small, _ = empty_outputs(torch.empty(100, H, D), 100)     # below one tile: computed on padded copies
+    assert small.is_contiguous() and small.storage_offset() == 0
 
 
 def _sim_case(lq, lk, H, HKV, D, causal, BN, NC, dtype):
