@@ -132,6 +132,10 @@ def plan(B, H, HKV, SQ, SK, D, causal=False, dtype="bfloat16", deterministic=Fal
         raise KernelConfigError(f"{W}: DQ_SPLIT='cols' gives each of {NC} consumers {D // NC} columns of dQ, which "
                                 "must be whole 64-column boxes: use DQ_SPLIT='keys'")
     dq_cols = D // NC if split == "cols" else D
+    if dq_cols != BM:
+        raise KernelConfigError(f"{W}: DQ_SPLIT={split!r} gives each consumer a (64 x {dq_cols}) dQ accumulator; it must "
+                                f"reuse the (64 x {BM}) registers of S^T beside dK and dV (use DQ_SPLIT="
+                                f"{'cols' if split == 'keys' else 'keys'!r})")
     smem = smem_bytes(BM, BN, D, STAGES, dq_cols, NC)
     if smem > SMEM_LIMIT:
         raise KernelConfigError(f"{W}: {STAGES} stages need {smem} bytes of shared memory, over the {SMEM_LIMIT} "

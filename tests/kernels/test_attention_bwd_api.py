@@ -72,6 +72,8 @@ def test_plan_refuses_what_it_cannot_build():
         plan(1, 2, 2, 256, 256, 128, BM=128)
     with pytest.raises(KernelConfigError, match="whole 64-column boxes"):
         plan(1, 2, 2, 256, 256, 64, DQ_SPLIT="cols")
+    with pytest.raises(KernelConfigError, match="use DQ_SPLIT='cols'"):
+        plan(1, 2, 2, 256, 256, 128, DQ_SPLIT="keys")
     with pytest.raises(KernelConfigError, match="shared memory"):
         plan(1, 2, 2, 256, 256, 128, STAGES=4)
     with pytest.raises(KernelConfigError, match="shorter than one block"):
