@@ -194,3 +194,31 @@ def ag_gemm(M, N, K, me, world=2, BN=256, STAGES=None, b_major="MN", dtype="bflo
     P = kernel_plan(M, N, K, BN, STAGES, 1, "K", b_major, dtype, "bfloat16", False, None, sms, 4, True, False,
                     None, PDL, None)
     return build(dataclasses.replace(P, drop=drop), me, world)
+
+
+def simulate(M, N, K, *, BN=128, sms=2, seed=0, epoch=1, late=None, drop=None, check=True, world=2):
+    """Run the kernel on ``world`` simulated ranks (:func:`tirxpy.sim.ranks.run_ranks`) on fresh bf16 inputs,
+    as call number ``epoch`` (flags and signals as ``epoch - 1`` calls left them), with NaN-poisoned outputs.
+    Returns ``(C per rank, A_full, B, flags Symmetric, Need, problems)`` (torch tensors, float32 values)."""
+    import torch
+
+    from tirxpy.sim.ranks import Symmetric, run_ranks
+
+    g = torch.Generator().manual_seed(seed)
+    ms = M // world
+    shards = [torch.randn(ms, K, generator=g).bfloat16().float() for _ in range(world)]
+    b = torch.randn(K, N, generator=g).bfloat16().float()
+    need = need_table(M, world)
+    rows = need.shape[1]
+    slot = Symmetric("A_sym", (M, K), "bfloat16", world)
+    flags = Symmetric("flags", (world, rows), "uint32", world)
+    sig = Symmetric("sig", (world,), "uint32", world)
+    for r in range(world):
+        flags.set(r, need * np.uint32(epoch - 1))
+        sig.set(r, np.full(world, epoch - 1, np.uint32))
+    outs = [torch.full((M, N), float("nan")) for _ in range(world)]
+    ks = [ag_gemm(M, N, K, me=r, world=world, BN=BN, STAGES=2, sms=sms, drop=drop) for r in range(world)]
+    args = [(slot.on(r), b, torch.zeros(1, 1), outs[r], shards[r].numpy(), slot.on(r), slot.on(1 - r),
+             flags.on(r), flags.on(1 - r), sig.on(r), sig.on(1 - r), need, epoch) for r in range(world)]
+    res = run_ranks(ks, args, seed=seed, late=late, check=check)
+    return outs, torch.cat(shards), b, flags, need, res[0].problems

@@ -106,10 +106,23 @@ def _buffers(key, group, me, specs):
     return got
 
 
-def all_gather_gemm(a_shard, b, group=None, *, sms=None):
+def _out(out, shape, like, name):
+    """``out`` checked (or a new tensor): a row-major bf16 tensor of ``shape`` on ``like``'s device."""
+    import torch
+
+    if out is None:
+        return torch.empty(shape, dtype=torch.bfloat16, device=like.device)
+    _tensor(out, "out", str(tuple(shape)))
+    if tuple(out.shape) != tuple(shape) or not out.is_contiguous() or out.device != like.device:
+        raise DistArgumentError(f"{name}: out must be a row-major {tuple(shape)} tensor on {like.device}, got "
+                                f"{tuple(out.shape)} on {out.device}")
+    return out
+
+
+def all_gather_gemm(a_shard, b, group=None, *, out=None, sms=None):
     """``A_full @ b`` on every rank, where ``A_full`` stacks the ranks' ``a_shard`` in rank order: one persistent
     kernel per rank pushes this rank's shard to every rank while the GEMM runs over the rows already in
-    (:mod:`tirxpy_kernels.dist_ag_gemm`). Returns a new ``(M, N)`` bf16 tensor."""
+    (:mod:`tirxpy_kernels.dist_ag_gemm`). Returns ``out`` (a new ``(M, N)`` bf16 tensor when None)."""
     import torch
 
     from .dist_ag_gemm import ag_gemm, need_table
@@ -135,7 +148,7 @@ def all_gather_gemm(a_shard, b, group=None, *, sms=None):
         buf.mine["bias"] = torch.zeros(1, 1, dtype=torch.bfloat16, device=a_shard.device)
     buf.epoch += 1
     slot = buf.epoch % 2
-    out = torch.empty(M, N, dtype=torch.bfloat16, device=a_shard.device)
+    out = _out(out, (M, N), a_shard, "all_gather_gemm")
     ck = compiled(ag_gemm(M, N, K, me=me, world=world, BN=_tile_n(N), b_major=b_major, sms=sms), ARCH)
     a_slot = buf.mine["a"][slot]
     ck(a_slot, B, buf.mine["bias"], out, a_shard, a_slot, buf.peer["a"][slot], buf.mine["flags"], buf.peer["flags"],
@@ -143,10 +156,11 @@ def all_gather_gemm(a_shard, b, group=None, *, sms=None):
     return out
 
 
-def gemm_reduce_scatter(a, b_shard, group=None, *, sms=None):
+def gemm_reduce_scatter(a, b_shard, group=None, *, out=None, sms=None):
     """This rank's rows of ``sum_r a_r @ b_shard_r`` (``a`` holds this rank's ``K`` shard of the columns): one
     persistent kernel per rank pushes each finished tile's partial sums to the rank owning its rows and sums the
-    partials of its own rows as they arrive (:mod:`tirxpy_kernels.dist_rs_gemm`). Returns ``(M / world, N)`` bf16."""
+    partials of its own rows as they arrive (:mod:`tirxpy_kernels.dist_rs_gemm`). Returns ``out`` (a new
+    ``(M / world, N)`` bf16 tensor when None)."""
     import torch
 
     from .dist_rs_gemm import rs_gemm, rs_need
@@ -174,7 +188,7 @@ def gemm_reduce_scatter(a, b_shard, group=None, *, sms=None):
         buf.mine["need"] = torch.from_numpy(rs_need(M, world, -(-N // BN), me)).to(a.device)
         buf.mine["bias"] = torch.zeros(1, 1, dtype=torch.bfloat16, device=a.device)
     buf.epoch += 1
-    out = torch.empty(M // world, N, dtype=torch.bfloat16, device=a.device)
+    out = _out(out, (M // world, N), a, "gemm_reduce_scatter")
     ck = compiled(rs_gemm(M, N, K, me=me, world=world, BN=BN, b_major=b_major, sms=sms), ARCH)
     r = buf.mine["r"]
     ck(a, B, buf.mine["bias"], out, r[me], buf.peer["r"][me], r[0], r[1], buf.mine["flags"], buf.peer["flags"],

@@ -233,3 +233,32 @@ def rs_gemm(M, N, K, me, world=2, BN=256, STAGES=None, b_major="MN", dtype="bflo
     P = kernel_plan(M, N, K, BN, STAGES, 1, "K", b_major, dtype, dtype, False, None, sms, 4, False, False,
                     None, PDL, None)
     return build(dataclasses.replace(P, drop=drop), me, world)
+
+
+def simulate(M, N, K, *, BN=128, sms=2, seed=0, epoch=1, late=None, drop=None, check=True, world=2):
+    """Run the kernel on ``world`` simulated ranks (:func:`tirxpy.sim.ranks.run_ranks`) on fresh bf16 inputs,
+    rank ``r`` holding ``A[:, K shard r]`` and ``B[K shard r, :]``, as call number ``epoch``, with NaN-poisoned
+    outputs. Returns ``(OUT per rank, A, B, problems)`` (torch tensors, float32 values)."""
+    import torch
+
+    from tirxpy.sim.ranks import Symmetric, run_ranks
+
+    g = torch.Generator().manual_seed(seed)
+    kr = K // world
+    a = torch.randn(M, K, generator=g).bfloat16().float()
+    b = torch.randn(K, N, generator=g).bfloat16().float()
+    rows = -(-M // BM)
+    recv = [Symmetric(f"R{q}", (M, N), "bfloat16", world) for q in range(world)]
+    flags = Symmetric("flags", (world, rows), "uint32", world)
+    sig = Symmetric("sig", (world,), "uint32", world)
+    needs = [rs_need(M, world, -(-N // BN), r) for r in range(world)]
+    for r in range(world):
+        flags.set(r, needs[r] * np.uint32(epoch - 1))
+        sig.set(r, np.full(world, epoch - 1, np.uint32))
+    outs = [torch.full((M // world, N), float("nan")) for _ in range(world)]
+    ks = [rs_gemm(M, N, kr, me=r, world=world, BN=BN, STAGES=2, sms=sms, drop=drop) for r in range(world)]
+    args = [(a[:, r * kr:(r + 1) * kr].contiguous(), b[r * kr:(r + 1) * kr].contiguous(), torch.zeros(1, 1), outs[r],
+             recv[r].on(r), recv[r].on(1 - r), recv[0].on(r), recv[1].on(r), flags.on(r), flags.on(1 - r),
+             sig.on(r), sig.on(1 - r), needs[r], epoch) for r in range(world)]
+    res = run_ranks(ks, args, seed=seed, late=late, check=check)
+    return outs, a, b, res[0].problems

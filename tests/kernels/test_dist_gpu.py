@@ -1,0 +1,116 @@
+"""The distributed GEMMs on two GPUs (tirxpy_kernels.all_gather_gemm / gemm_reduce_scatter): float64 references on
+fresh inputs per rank, NaN-poisoned outputs, ragged shapes, repeated calls (both buffer slots, growing flags) and a
+rank that reaches the kernel late. Run under torchrun, every rank the same tests in the same order:
+
+    NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 \\
+        torchrun --nproc_per_node=2 -m pytest -m gpu tests/kernels/test_dist_gpu.py
+
+Skipped unless two CUDA GPUs and a torchrun environment (RANK, WORLD_SIZE = 2) exist."""
+import os
+
+for _k in ("NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS"):
+    os.environ[_k] = "0" if _k == "NCCL_NVLS_ENABLE" else "1"
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+pytestmark = pytest.mark.gpu
+
+_READY = (torch.cuda.is_available() and torch.cuda.device_count() >= 2 and os.environ.get("WORLD_SIZE") == "2"
+          and "RANK" in os.environ)
+if not _READY:
+    pytest.skip("needs 2 CUDA GPUs and torchrun --nproc_per_node=2", allow_module_level=True)
+
+import torch.distributed as dist  # noqa: E402
+
+import tirxpy_kernels  # noqa: E402
+
+
+@pytest.fixture(scope="module", autouse=True)
+def group():
+    torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", os.environ["RANK"])))
+    if not dist.is_initialized():
+        dist.init_process_group("nccl")
+    yield dist.group.WORLD
+
+
+def _seed():
+    """One fresh seed, the same on both ranks (rank 0 draws it)."""
+    s = torch.randint(0, 2**31 - 1, (1,), device="cuda")
+    dist.broadcast(s, 0)
+    return int(s.item())
+
+
+def _inputs(seed, *shapes):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    return [torch.randn(*s, generator=g, device="cuda").bfloat16() for s in shapes]
+
+
+def _close(out, ref, mag, K, parts=None):
+    """Within the bf16 rounding of the output (and of each partial sum, ``parts``, for the reduce-scatter) plus
+    the float32 accumulation's bound."""
+    rounded = ref.abs() if parts is None else ref.abs() + sum(p.abs() for p in parts)
+    bound = 2.0 ** -8 * rounded + K * 2.0 ** -22 * mag + 1e-30
+    return bool(torch.all((out.double() - ref).abs() <= bound))
+
+
+def _partials(a, b, rows):
+    kr = a.shape[1] // 2
+    return [a[rows, q * kr:(q + 1) * kr].double() @ b[q * kr:(q + 1) * kr].double() for q in range(2)]
+
+
+@pytest.mark.parametrize("M,N,K,bt", [(400, 136, 104, False), (2000, 1000, 520, True), (4096, 2048, 1024, False)])
+@pytest.mark.parametrize("calls", [3])
+def test_all_gather_gemm_matches_float64(M, N, K, bt, calls):
+    me = dist.get_rank()
+    for _ in range(calls):                       # both buffer slots, flags at Need * epoch
+        a_full, b = _inputs(_seed(), (M, K), (K, N))
+        if bt:                                   # b as the transpose of a row-major (N, K) weight
+            b = b.t().contiguous().t()
+        shard = a_full[me * M // 2:(me + 1) * M // 2].contiguous()
+        out = torch.full((M, N), float("nan"), dtype=torch.bfloat16, device="cuda")
+        tirxpy_kernels.all_gather_gemm(shard, b, out=out)
+        torch.cuda.synchronize()
+        ref = a_full.double() @ b.double()
+        assert not torch.isnan(out).any()
+        assert _close(out, ref, a_full.double().abs() @ b.double().abs(), K)
+
+
+@pytest.mark.parametrize("M,N,K,bt", [(400, 136, 208, False), (2000, 1000, 1040, True), (4096, 2048, 2048, False)])
+def test_gemm_reduce_scatter_matches_float64(M, N, K, bt):
+    me = dist.get_rank()
+    for _ in range(3):
+        a, b = _inputs(_seed(), (M, K), (K, N))
+        kr = K // 2
+        a_me, b_me = a[:, me * kr:(me + 1) * kr].contiguous(), b[me * kr:(me + 1) * kr]
+        if bt:                                   # b_shard as the transpose of a row-major (N, K / 2) weight
+            b_me = b_me.t().contiguous().t()
+        out = torch.full((M // 2, N), float("nan"), dtype=torch.bfloat16, device="cuda")
+        tirxpy_kernels.gemm_reduce_scatter(a_me, b_me, out=out)
+        torch.cuda.synchronize()
+        rows = slice(me * M // 2, (me + 1) * M // 2)
+        ref = a[rows].double() @ b.double()
+        assert not torch.isnan(out).any()
+        assert _close(out, ref, a[rows].double().abs() @ b.double().abs(), K, _partials(a, b, rows))
+
+
+@pytest.mark.parametrize("late", [0, 1])
+def test_a_late_rank_still_gives_the_right_answer(late):
+    me = dist.get_rank()
+    M, N, K = 2048, 1024, 1024
+    a_full, b = _inputs(_seed(), (M, K), (K, N))
+    dist.barrier()
+    torch.cuda.synchronize()
+    if me == late:
+        torch.cuda._sleep(200_000_000)           # ~0.1 s of GPU time before this rank's launches
+    out = torch.full((M, N), float("nan"), dtype=torch.bfloat16, device="cuda")
+    tirxpy_kernels.all_gather_gemm(a_full[me * M // 2:(me + 1) * M // 2].contiguous(), b, out=out)
+    rs = torch.full((M // 2, N), float("nan"), dtype=torch.bfloat16, device="cuda")
+    tirxpy_kernels.gemm_reduce_scatter(a_full[:, me * K // 2:(me + 1) * K // 2].contiguous(), b[me * K // 2:(me + 1) * K // 2],
+                                       out=rs)
+    torch.cuda.synchronize()
+    ref = a_full.double() @ b.double()
+    mag = a_full.double().abs() @ b.double().abs()
+    assert _close(out, ref, mag, K)
+    rows = slice(me * M // 2, (me + 1) * M // 2)
+    assert _close(rs, ref[rows], mag[rows], K, _partials(a_full, b, rows))
