@@ -5,6 +5,7 @@
     python -m tirxpy_kernels.bench rmsnorm [--shapes ROWSxD,...] [--tune ...] [--reps 25] [--sim]
     python -m tirxpy_kernels.bench quantize [--shapes MxK,...] [--granularity ...] [--tune ...] [--reps 30] [--sim]
     python -m tirxpy_kernels.bench fp8 [--shapes MxNxK,...] [--scalings tensor,row,block] [--tune ...] [--reps 30] [--sim]
+    torchrun --nproc_per_node=2 -m tirxpy_kernels.bench dist [--shapes ag:MxNxK,rs:MxNxK,...] [--reps 20] [--sim]
     python -m tirxpy_kernels.bench train [--batch 4 --seq 2048 --dim 2048 --mlp 8192 --tokens 32768] [--sim]
     python -m tirxpy_kernels.bench NAME -h          # that benchmark's options, shape syntax and defaults
 
@@ -30,7 +31,7 @@ import time
 
 from tirxpy.errors import TirxError
 
-from . import bench_attention, bench_attention_bwd, bench_fp8, bench_quantize, bench_rmsnorm, bench_train
+from . import bench_attention, bench_attention_bwd, bench_dist, bench_fp8, bench_quantize, bench_rmsnorm, bench_train
 from .bench_tools import (BenchArgumentError, add_common_arguments, check_sim_args, environment, gemm_inputs,
                           median_ms, meta_tensor, parse_shapes, positive, parse_tunings, print_table, relative_error, seed_of,
                           sim_verdict, warm_gpu)
@@ -179,6 +180,9 @@ def _benches():
                      lambda a: bench_quantize.sim_quantize(a)),
         "fp8": ("tirxpy_kernels.gemm_fp8 vs cuBLAS per-tensor FP8 (torch._scaled_mm)", bench_fp8.add_arguments,
                 bench_fp8.check, lambda a: bench_fp8.bench_fp8(a), lambda a: bench_fp8.sim_fp8(a)),
+        "dist": ("tirxpy_kernels.all_gather_gemm / gemm_reduce_scatter vs all-gather + matmul and torch's fused "
+                 "symmetric-memory ops (torchrun, 2 GPUs)", bench_dist.add_arguments, bench_dist.check,
+                 lambda a: bench_dist.bench_dist(a), lambda a: bench_dist.sim_dist(a)),
         "train": ("a transformer block's training step (tirxpy gemm + attention, torch.compile) vs torch's defaults, "
                   "and varlen attention vs padded", bench_train.add_arguments, bench_train.check,
                   lambda a: bench_train.bench_train(a), lambda a: bench_train.sim_train(a)),
@@ -220,7 +224,7 @@ def main(argv=None, prog="python -m tirxpy_kernels.bench"):
               file=sys.stderr)
         return 2
     if args.reps is None:
-        args.reps = {"gemm": 50, "attention": 30, "attention-bwd": 20, "rmsnorm": 25, "quantize": 30, "fp8": 30}[args.name]
+        args.reps = {"gemm": 50, "attention": 30, "attention-bwd": 20, "rmsnorm": 25, "quantize": 30, "fp8": 30, "dist": 20}[args.name]
     return timed(args)
 
 
