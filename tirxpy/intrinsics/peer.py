@@ -34,8 +34,6 @@ for _scope in ("gpu", "sys"):
         doc=f"Add v to the flag at ptr and return the old value, acquire + release at {_scope} scope.")
 row("ld_acquire_sys_u32", "ld.acquire.sys.global.u32 {r}, [{ptr}];", [out("r"), gmem("ptr")], ret="r",
     lowest="sm_80", doc="Load the flag at ptr with acquire semantics at system scope (another GPU's release).")
-row("ld_relaxed_sys_u32", "ld.relaxed.sys.global.u32 {r}, [{ptr}];", [out("r"), gmem("ptr")], ret="r",
-    lowest="sm_80", doc="Poll the flag at ptr without ordering (follow a successful poll with fence_acq_rel_sys).")
 row("fence_acq_rel_sys", "fence.acq_rel.sys;", [], lowest="sm_80",
     doc="Order this thread's accesses before and after it at system scope (turns a relaxed poll into an acquire).")
 row("wait_geq_sys_u32",
