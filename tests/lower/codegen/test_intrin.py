@@ -4,7 +4,7 @@ from types import SimpleNamespace
 import pytest
 
 import tirxpy.primitives.gemm.desc  # noqa: F401  (registers gemm_smem_desc)
-from tirxpy import T
+from tirxpy import T, Tx
 from tirxpy.lower import CodegenError, generate
 from tirxpy.lower.codegen.intrin import _reg_bytes
 
@@ -70,3 +70,28 @@ def test_vector_operand_needs_a_register_tile():
 @pytest.mark.parametrize("c, n", [("h", 2), ("r", 4), ("f", 4), ("l", 8), ("d", 8)])
 def test_register_bytes_follow_the_asm_constraint(c, n):
     assert _reg_bytes(SimpleNamespace(constraint=c)) == n
+
+
+def _tma_stage_kernel(row):
+    """A TMA load of a (1, 4) float32 box into stage ``s`` of a shared tile whose stages are ``row`` floats."""
+    @T.prim_func
+    def k(S: T.Tensor((8, 64), "float32")):
+        T.launch(grid=(1,), threads=128)
+        buf = T.alloc_shared((4, 1, row), "float32")
+        bar = T.alloc_shared((4,), "uint64")
+        for s in T.serial(4):
+            if T.thread_id() == 0:
+                Tx.copy_async(buf[s, 0:1, 0:4], S[s:s + 1, 0:4], mbar=bar[s])
+    return k
+
+
+def test_tma_box_must_start_on_a_128_byte_boundary():
+    """Stages of 16 bytes put the box of stage 1 at byte 16: refused with the tile named and the fix; stages of
+    128 bytes are accepted."""
+    from tirxpy.lower.build import lower_primitives
+
+    msg = _err(lower_primitives(_tma_stage_kernel(4), "sm_90a"))
+    assert "the TMA box buf[s, 0, 0] does not start on a 128-byte boundary of shared memory" in msg
+    assert "pad each stage of buf to a multiple of 128 bytes" in msg
+    body = _body(generate(lower_primitives(_tma_stage_kernel(32), "sm_90a"), "sm_90a").source)
+    assert "tx_tma_load_2d(tx_smem_addr(&buf[s * 32])" in body

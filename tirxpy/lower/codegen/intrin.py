@@ -159,6 +159,20 @@ class IntrinsicRenderer:
             return f"(tx_smem_addr(&{self.first(t, call)}) >> 4)"
         return f"((tx_smem_addr(&{info.cname}[0]) >> 4) + (unsigned)({self.r(off16)}))"
 
+    def tma_aligned(self, sreg, call):
+        """A TMA box's shared tile must start on a 128-byte boundary (every shared allocation does,
+        :func:`.kernel.smem_plan`): its start offset must be a whole number of 128-byte units for every value
+        of the indices, else a :class:`CodegenError` naming the tile and the fix."""
+        root = sreg.buffer
+        off = element_m(root.layout, root.shape, list(sreg.starts), swizzle=False, ranges=self.ctx.ranges.of,
+                        units=(root.dtype.bits, 1024))
+        if off is None:
+            self.fail(f"the TMA box {sreg.name}{list(sreg.starts)} does not start on a 128-byte boundary of shared "
+                      f"memory for every index (its tile {root.name} {tuple(root.shape)} {root.dtype}); TMA writes and "
+                      "reads shared memory from 128-byte aligned addresses", call,
+                      hint=f"pad each stage of {root.name} to a multiple of 128 bytes and copy into a sub-tile "
+                           "(e.g. T.alloc_shared((stages, 1, 32), \"float32\") and copy into buf[s, 0:1, 0:4])")
+
     def scalar(self, a, where, call):
         if not isinstance(a, E.Expr) or a.dtype is None:
             self.fail(f"{where} takes a value, got `{a}`", call)
@@ -272,6 +286,7 @@ class IntrinsicRenderer:
                 sw = swizzle_of_layout(sreg.layout, buf.dtype.name, box)
             except TmaError as err:
                 self.fail(f"T.ptx.{call.name}: the shared tile {sreg.name} cannot be a TMA box: {err}", call)
+            self.tma_aligned(sreg, call)
         key = (id(buf), box, sw)
         tm = next((t for t in self.ctx.tmaps if (id(t.buffer), t.box, t.swizzle) == key), None)
         if tm is None:
