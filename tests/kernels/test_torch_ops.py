@@ -13,6 +13,7 @@ import torch.nn.functional as F
 import tirxpy_kernels
 from tirxpy.errors import ArgumentError, TirxError
 from tirxpy_kernels import attention_api, attention_bwd_api, gemm_api, torch_ops
+from tirxpy_kernels.attention_bwd_plan import HEAD_DIMS as BWD_HEAD_DIMS
 from tirxpy_kernels.attention_varlen_api import empty_outputs
 from tirxpy_kernels.bench_train import Block
 
@@ -231,9 +232,15 @@ def test_attention_opcheck_and_grads(D, causal, B, SQ, SK, H, HKV):
     v = torch.randn(B, SK, HKV, D, device="cuda", dtype=torch.bfloat16, requires_grad=True)
     if D == 128:
         torch.library.opcheck(torch.ops.tirxpy.attention.default, (q, k, v, causal, None))
+    if D not in BWD_HEAD_DIMS:
+        torch.library.opcheck(torch.ops.tirxpy.attention.default, (q.detach(), k.detach(), v.detach(), causal, None))
     _poison_allocator()
     o = tirxpy_kernels.attention(q, k, v, causal=causal)
     do = torch.randn_like(o)
+    if D not in BWD_HEAD_DIMS:        # the backward kernel's refusal reaches autograd as its typed error
+        with pytest.raises(attention_bwd_api.AttentionBwdArgumentError, match="head dim"):
+            torch.autograd.grad(o, (q, k, v), do)
+        return
     grads = torch.autograd.grad(o, (q, k, v), do)
     qd, kd, vd = (t.detach().double().requires_grad_() for t in (q, k, v))
     ro, _ = reference(qd, kd, vd, causal, D ** -0.5)
