@@ -214,6 +214,9 @@ def tensor_strides(buf: Buffer):
     from tirxpy.layout import TileLayout
 
     lay = buf.layout
+    if isinstance(lay, TileLayout) and "rank" in lay.offset and all(it.axis.name != "rank" for it in lay.shard):
+        # a peer's tensor (tirxpy.layout.ranks): the rank offset says whose memory, not where in it
+        lay = TileLayout.from_iters(lay.shard, lay.replica, {k: v for k, v in lay.offset.items() if k != "rank"})
     if isinstance(lay, TileLayout) and set(lay.axes()) <= {"m"} and not lay.replica:
         shape = buf.shape
         zero = lay.apply(*([0] * len(shape)), shape=shape).get("m", 0)

@@ -61,3 +61,10 @@ def test_two_ranks_pull_then_push_move_the_values():
 
 def test_compiles_for_hopper():
     compile_ok(pull_push, "sm_90a")
+
+
+def test_a_peer_tensor_launches_with_its_local_strides():
+    from tirxpy.lower.build import tensor_strides
+
+    p = Buffer("P", (64, 40), "bfloat16", layout=PL)
+    assert tensor_strides(p) == ((64, 40), (40, 1))      # the rank offset says whose memory, not where in it
