@@ -32,11 +32,9 @@ def gemm(a, b, out=None, **kw):
     ``torch.compile``-able through ``torch.ops.tirxpy.gemm`` (:mod:`tirxpy_kernels.torch_ops`) when an input
     requires grad or a compiler traces the call."""
     torch_ops = _OPS[0] if _OPS else _torch_ops()
-    if torch_ops.needs_op(a, b, kw.get("bias")):
+    if torch_ops.needs_op(a, b, kw.get("bias") if kw else None):
         return torch_ops.gemm(a, b, out, **kw)
-    from .gemm_api import gemm as _gemm  # noqa: PLC0415
-
-    return _gemm(a, b, out, **kw)
+    return torch_ops.gemm_api.gemm(a, b, out, **kw)
 
 
 def gemm_fp8(a, b, scale_a, scale_b, out=None, **kw):
@@ -54,9 +52,7 @@ def attention(q, k, v, causal=False, scale=None, **kw):
     torch_ops = _OPS[0] if _OPS else _torch_ops()
     if torch_ops.needs_op(q, k, v):
         return torch_ops.attention(q, k, v, causal=causal, scale=scale, **kw)
-    from .attention_api import attention as _attention  # noqa: PLC0415
-
-    return _attention(q, k, v, causal=causal, scale=scale, **kw)
+    return torch_ops.attention_api.attention(q, k, v, causal=causal, scale=scale, **kw)
 
 
 def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal=False, scale=None,
@@ -69,10 +65,8 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
     if torch_ops.needs_op(q, k, v):
         return torch_ops.attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
                                           causal=causal, scale=scale, return_lse=return_lse)
-    from .attention_varlen_api import attention_varlen as _varlen  # noqa: PLC0415
-
-    return _varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal=causal, scale=scale,
-                   return_lse=return_lse)
+    return torch_ops.attention_varlen_api.attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+                                                           max_seqlen_k, causal=causal, scale=scale, return_lse=return_lse)
 
 
 def attention_backward(q, k, v, out, dout, lse, causal=False, scale=None, deterministic=False):

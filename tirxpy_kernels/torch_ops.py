@@ -7,7 +7,7 @@ records.
 The rule of :func:`tirxpy_kernels.gemm` / :func:`tirxpy_kernels.attention` / :func:`tirxpy_kernels.attention_varlen`:
 a call goes through these operators when autograd or a compiler needs it (:func:`needs_op`: an input requires
 grad with grad mode on, or ``torch.compile`` is tracing); a plain inference call goes straight to the kernel
-API and its fast repeated-call path.
+API (``torch_ops.gemm_api.gemm`` and so on, looked up at each call) and its fast repeated-call path.
 
 Gradients:
 
@@ -38,6 +38,8 @@ from torch import Tensor
 
 from tirxpy.errors import TirxError
 
+from . import attention_api, gemm_api
+from . import attention_varlen_api
 from . import attention_varlen_api as _varlen
 from .attention_api import AttentionArgumentError
 from .gemm_api import GemmArgumentError
