@@ -7,8 +7,8 @@ Tensors are those of the forward: ``q``, ``out``, ``dout`` ``(B, SQ, H, D)``, ``
 ``(B, H, SQ)`` float32, the natural log-sum-exp ``attention(..., return_lse=True)`` returns. ``causal`` and
 ``scale`` must be the forward's. Three steps: ``D = rowsum(dout * out)`` in float32 (the preprocessing
 kernel :func:`~tirxpy_kernels.attention_bwd_sm90.attention_bwd_preprocess`; the float32 ``dQ`` accumulator and
-the turn counters of ``deterministic`` are zeroed by torch), the main kernel, and ``dq = scale * dQacc``
-converted to the input dtype (torch). ``deterministic=True`` adds each key block's ``dQ`` share in
+the turn counters of ``deterministic`` are zeroed by torch), the main kernel (which accumulates
+``scale * dS K`` into ``dQacc``), and ``dq`` = ``dQacc`` converted to the input dtype (torch). ``deterministic=True`` adds each key block's ``dQ`` share in
 key-block order, so that equal inputs give bit-equal ``dq``; otherwise the order of the float32 adds varies
 from run to run.
 
@@ -135,8 +135,11 @@ def prepare(q, k, v, out, dout, lse, causal=False, scale=None, deterministic=Fal
         qp, kp, vp, dop = _rows(q, SQT), _rows(k, SKT), _rows(v, SKT), _rows(dout, SQT)
         dl = torch.empty((B, H, SQP), dtype=torch.float32, device=q.device)
         compiled(attention_bwd_preprocess(B, H, SQ, D, p.dtype, SQT), TARGET)(_rows(out, SQT), dop, dl)
-        lp = torch.zeros((B, H, SQP), dtype=torch.float32, device=q.device)
-        lp[:, :, :SQ] = lse
+        if SQ == SQP and lse.is_contiguous() and lse.data_ptr() % 16 == 0:
+            lp = lse                        # already whole 64-row blocks: the kernel reads it as it is
+        else:
+            lp = torch.zeros((B, H, SQP), dtype=torch.float32, device=q.device)
+            lp[:, :, :SQ] = lse
         dk = torch.empty((B, SKT, HKV, D), dtype=q.dtype, device=q.device)
         dv = torch.empty_like(dk)
         dqa = torch.zeros((B, SQT, H, D), dtype=torch.float32, device=q.device)
@@ -145,7 +148,7 @@ def prepare(q, k, v, out, dout, lse, causal=False, scale=None, deterministic=Fal
 
     def finish():
         with torch.cuda.device(q.device):
-            dq = dqa[:, :SQ].mul(sc).to(q.dtype)
+            dq = dqa[:, :SQ].to(q.dtype)
         if SKT != SK:
             return dq, dk[:, :SK].contiguous(), dv[:, :SK].contiguous()
         return dq, dk, dv

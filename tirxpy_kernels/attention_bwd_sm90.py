@@ -32,8 +32,8 @@ The kernel is built from an :class:`~tirxpy_kernels.attention_bwd_plan.Attention
 - **epilogue**: ``dK * scale`` and ``dV`` converted and staged over the CTA's own K / V rows once both
   consumers are past their last product, then stored with TMA (rows past ``SK`` dropped).
 
-``dQacc`` holds ``dS K`` summed over key blocks; the caller multiplies it by ``scale`` and converts it
-(:func:`tirxpy_kernels.attention_bwd_api.attention_backward`).
+``dQacc`` receives ``scale * dS K`` summed over key blocks (each block's share is scaled in registers before it
+is staged); the caller converts it (:func:`tirxpy_kernels.attention_bwd_api.attention_backward`).
 
     >>> k = attention_bwd_sm90(1, 2, 1, 100, 80, 64, causal=True, SKT=128)
     >>> k.launch.threads, k.launch.grid
@@ -102,7 +102,7 @@ def attention_bwd_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bf
     """The kernel for one problem: ``k(Q, K, V, dO, LSE, DL, dK, dV, dQacc, SEM)`` with ``Q, dO: (B, SQT, H, D)``,
     ``K, V, dK, dV: (B, SKT, HKV, D)`` in ``dtype``, ``LSE, DL: (B, H, SQP)`` float32 (natural log-sum-exp and
     ``rowsum(dO * O)``; ``SQP`` the query blocks' rows, ``ceil(SQ / 64) * 64``), ``dQacc: (B, SQT, H, D)``
-    float32 (zeroed; receives ``dS K``) and ``SEM: (B, H, SQP / 64, 2)`` int32 (zeroed; read only when
+    float32 (zeroed; receives ``scale * dS K``) and ``SEM: (B, H, SQP / 64, 2)`` int32 (zeroed; read only when
     ``deterministic``). ``SQ`` / ``SK`` are the valid lengths; the tensors may hold more rows (``SQT >= SQ``,
     ``SKT >= SK``), which must then be zero (a TMA box may not be larger than its tensor: the caller pads
     sequences shorter than one block). Options: :func:`tirxpy_kernels.attention_bwd_plan.plan`."""
@@ -153,7 +153,7 @@ def producer_part(p):
     return produce
 
 
-def dq_part(p):
+def dq_part(p, scale):
     """The consumer's macros ``dq_product(sm, rg, c, t)`` (``dQ`` of the step's query block from ``dS^T`` in
     shared memory) and ``dq_add(dQacc, SEM, sm, rg, c, b, hq, mi, kb)`` (staged, then reduce-added by TMA)."""
     BM, NC, DQC = p.BM, p.NC, p.dq_cols
@@ -190,6 +190,7 @@ def dq_part(p):
         if T.thread_id_in_wg() == 0:                 # the previous add has read the staging buffer
             T.ptx.bulk_wait_group_read(0)
         T.ptx.barrier_sync(1 + c, 128)
+        Tx.wg.mul(rg.dq, rg.dq, T.float32(scale))
         Tx.wg.copy(sm.dQs[c, :, :], rg.dq)
         T.ptx.fence_proxy_async()
         T.ptx.barrier_sync(1 + c, 128)
@@ -205,7 +206,7 @@ def consumer_part(p, scale):
     module docstring, then the epilogue."""
     BM, BN, D, NC, DC = p.BM, p.BN, p.D, p.NC, p.d_chunks
     sl2 = scale * LOG2E
-    dq_product, dq_add = dq_part(p)
+    dq_product, dq_add = dq_part(p, scale)
 
     @T.macro
     def step(dQacc, SEM, sm, rg, c, n0, hk, b, t):
