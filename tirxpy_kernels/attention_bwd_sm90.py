@@ -210,11 +210,13 @@ def consumer_part(p, scale):
 
     @T.macro
     def step(dQacc, SEM, sm, rg, c, n0, hk, b, t):
-        _, _, hq, mi = query_walk(p, n0, hk, t)
-        m0 = mi * BM
+        m0 = query_walk(p, n0, hk, t)[3] * BM
         s = sm.qr.stage(t)
         sm.qr.wait_full(t)
         Tx.wg.gemm_async(rg.sacc, sm.Ks[c * 64:c * 64 + 64, :], sm.Qs[s], transpose_b=True, accumulate=False)
+        if t > 0:                                    # the previous step's dQ (in dP^T's registers) under S^T
+            wp = query_walk(p, n0, hk, t - 1)
+            dq_add(dQacc, SEM, sm, rg, c, b, wp[2], wp[3], T.cta_id(0))
         Tx.wg.gemm_async(rg.dpacc, sm.Vs[c * 64:c * 64 + 64, :], sm.dOs[s], transpose_b=True, accumulate=False)
         Tx.wg.copy(rg.lcol, sm.Ls[s, :])
         Tx.wg.mul(rg.lcol, rg.lcol, T.float32(-LOG2E))
@@ -244,7 +246,6 @@ def consumer_part(p, scale):
         Tx.wg.gemm_wait(0, rg.dq, rg.dvacc, rg.dkacc)
         if T.lane_id() == 0:
             sm.qr.release(t)
-        dq_add(dQacc, SEM, sm, rg, c, b, hq, mi, T.cta_id(0))
 
     @T.macro
     def epilogue(dK, dV, sm, rg, c, n0, hk, b):
@@ -274,6 +275,9 @@ def consumer_part(p, scale):
         T.ptx.mbarrier_wait_parity(sm.kv[0], 0)
         for t in T.serial(n_steps):
             step(dQacc, SEM, sm, rg, c, n0, hk, b, t)
+        if n_steps > 0:                              # the last step's dQ
+            wl = query_walk(p, n0, hk, n_steps - 1)
+            dq_add(dQacc, SEM, sm, rg, c, b, wl[2], wl[3], T.cta_id(0))
         epilogue(dK, dV, sm, rg, c, n0, hk, b)
 
     return consume
@@ -323,9 +327,7 @@ def build_kernel(p, scale, SQT, SKT):
             och = T.alloc_local((64, 64), dtype, layout=OCH)
         lcol = T.alloc_local((BM,), "float32", layout=col_vector(BM))
         dcol = lcol                                  # D's columns, read once LSE's are used up
-        dq = sacc                                    # dQ (64 x dq_cols) reuses S^T's registers (dq_cols == BM)
-        if DQC != BM:
-            dq = T.alloc_local((64, DQC), "float32", layout=wgmma_accumulator(DQC))
+        dq = dpacc                                   # dQ (64 x dq_cols, dq_cols == BM) reuses dP^T's registers
         rg = Tiles(sacc=sacc, dpacc=dpacc, pfr=pfr, dsfr=dsfr, dvacc=dvacc, dkacc=dkacc, och=och, lcol=lcol,
                    dcol=dcol, dq=dq)
         n0 = T.cta_id(0) * BN
