@@ -11,8 +11,9 @@ the two in turn (:func:`tirxpy_kernels.bench_tools.median_ms`).
 
 The varlen table packs sequences of random lengths in ``[512, 8192]`` (``--tokens`` real tokens in all) and times
 the ``VARLEN`` kernel, the dense kernel on the batch padded to the longest sequence, and SDPA's cuDNN backend on that
-padded batch; TFLOPS count the real work (``4 * lq * lk * heads * dim`` per sequence, half when causal), and the
-padded kernel's own rate (its padded work over its time) is the speed to match at equal work.
+padded batch (unmasked padding: the peer's speed, not a result to use); TFLOPS count the real work (``4 * lq * lk *
+heads * dim`` per sequence, half when causal), and the padded kernel's own rate (its padded work over its time) is
+the speed to match at equal work. ``relerr``: the varlen output against the dense kernel on each sequence alone.
 
 ``--sim`` runs a small packed batch through the ``VARLEN`` kernel in the CPU simulator against float64.
 """
@@ -158,8 +159,9 @@ def bench_varlen(args, heads=16, D=128):
         out, lse = empty_outputs(q, W)
         vargs = kernel_args(q, k, v, cu, cu, W, out, lse)
         got = tk.attention_varlen(q, k, v, cu, cu, S, S, causal=causal)
-        ref = tk.attention(qp, kp, vp, causal=causal)
-        err = max(relative_error(got[cu[b]:cu[b] + n].float(), ref[b, :n].float()) for b, n in enumerate(lens))
+        c0 = cu.tolist()        # each sequence against the dense kernel on that sequence alone
+        err = max(relative_error(got[c0[b]:c0[b + 1]].float(), tk.attention(
+            *(t[None, c0[b]:c0[b + 1]] for t in (q, k, v)), causal=causal).float()[0]) for b in range(B))
         qs, ks, vs = (t.transpose(1, 2) for t in (qp, kp, vp))
 
         def cudnn():

@@ -54,7 +54,8 @@ class AutogradUnsupportedError(TirxError, NotImplementedError):
 
 def needs_op(*tensors) -> bool:
     """Whether a call on ``tensors`` goes through the custom operators: ``torch.compile`` is tracing it, or grad
-    mode is on and one of them (None is skipped) requires grad.
+    mode is on and one of them (None is skipped) requires grad. An argument that is not a tensor gives False:
+    the kernel API's checks then name it.
 
         >>> import torch
         >>> x = torch.zeros(2, requires_grad=True)
@@ -65,24 +66,60 @@ def needs_op(*tensors) -> bool:
         return True
     if not _grad_enabled():
         return False
-    for t in tensors:
-        if t is not None and t.requires_grad:
-            return True
+    try:
+        for t in tensors:
+            if t is not None and t.requires_grad:
+                return True
+    except AttributeError:      # not a tensor: the kernel API names it
+        return False
     return False
 
 
 # --------------------------------------------------------------------------------------------------- gemm
+@torch.compiler.assume_constant_result     # (torch.compile calls it while tracing: its arguments are constants)
+def encode_tuning(tuning: dict, where: str, error) -> str:
+    """The tuning options of a kernel API call as the string an operator takes (a Python literal, read back by
+    :func:`decode_tuning`): ``""`` for none; ``error`` (a typed ArgumentError) for a value that is not a plain
+    literal.
+
+        >>> encode_tuning({"STAGES": 2, "BN": 64}, "gemm", ValueError)
+        "(('BN', 64), ('STAGES', 2))"
+        >>> decode_tuning(encode_tuning({"SPLIT": (16, 1, 240), "PDL": False}, "gemm", ValueError))
+        {'PDL': False, 'SPLIT': (16, 1, 240)}
+    """
+    import ast  # noqa: PLC0415
+
+    if not tuning:
+        return ""
+    text = repr(tuple(sorted(tuning.items(), key=lambda kv: str(kv[0]))))
+    try:
+        if ast.literal_eval(text) is None:
+            raise ValueError
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        raise error(f"{where}: tuning options must be plain values (ints, bools, strings, None, tuples of them) "
+                    f"under autograd or torch.compile, got {text:.120}") from None
+    return text
+
+
+def decode_tuning(text: str) -> dict:
+    """The options :func:`encode_tuning` wrote."""
+    import ast  # noqa: PLC0415
+
+    return dict(ast.literal_eval(text)) if text else {}
+
+
 @torch.library.custom_op("tirxpy::gemm", mutates_args=())
 def gemm_op(a: Tensor, b: Tensor, bias: Optional[Tensor], activation: Optional[str],
-            out_dtype: Optional[torch.dtype]) -> Tensor:
-    """``act(a @ b + bias)`` by :func:`tirxpy_kernels.gemm_api.gemm` (a fresh output of ``out_dtype``)."""
+            out_dtype: Optional[torch.dtype], tuning: str = "") -> Tensor:
+    """``act(a @ b + bias)`` by :func:`tirxpy_kernels.gemm_api.gemm` (a fresh output of ``out_dtype``; ``tuning``:
+    :func:`encode_tuning`'s string of its options)."""
     from .gemm_api import gemm  # noqa: PLC0415
 
-    return gemm(a, b, bias=bias, activation=activation, out_dtype=out_dtype).contiguous()
+    return gemm(a, b, bias=bias, activation=activation, out_dtype=out_dtype, **decode_tuning(tuning)).contiguous()
 
 
 @gemm_op.register_fake
-def _gemm_fake(a, b, bias, activation, out_dtype):
+def _gemm_fake(a, b, bias, activation, out_dtype, tuning=""):
     if a.dim() != 2 or b.dim() != 2:
         raise GemmArgumentError(f"gemm: a and b must be matrices, got a {tuple(a.shape)}, b {tuple(b.shape)}")
     if a.shape[1] != b.shape[0]:
@@ -91,7 +128,7 @@ def _gemm_fake(a, b, bias, activation, out_dtype):
 
 
 def _gemm_setup(ctx, inputs, output):
-    a, b, bias, activation, _ = inputs
+    a, b, bias, activation, _, _ = inputs
     ctx.activation = activation
     ctx.bias_dtype = None if bias is None else bias.dtype
     ctx.save_for_backward(a, b, bias, output if activation == "relu" else None)
@@ -110,36 +147,40 @@ def _gemm_backward(ctx, dy):
     da = gemm_op(dz, b.t(), None, None, None) if ctx.needs_input_grad[0] else None
     db = gemm_op(a.t(), dz, None, None, None) if ctx.needs_input_grad[1] else None
     dbias = dz.float().sum(0).to(ctx.bias_dtype) if bias is not None and ctx.needs_input_grad[2] else None
-    return da, db, dbias, None, None
+    return da, db, dbias, None, None, None
 
 
 gemm_op.register_autograd(_gemm_backward, setup_context=_gemm_setup)
 
 
 def gemm(a, b, out=None, *, bias=None, activation=None, out_dtype=None, **tuning):
-    """:func:`tirxpy_kernels.gemm` through ``torch.ops.tirxpy.gemm`` (differentiable, traceable). ``out=`` and
-    tuning options are for inference calls: :class:`~tirxpy_kernels.gemm_api.GemmArgumentError` here."""
-    if out is not None:
-        raise GemmArgumentError("gemm: out= writes in place, which autograd and torch.compile cannot record; "
-                                "drop out= (the result is returned) or call under torch.no_grad()")
-    if tuning:
-        raise GemmArgumentError(f"gemm: tuning options {sorted(map(str, tuning))} are for inference calls; under "
-                                "autograd or torch.compile the defaults run: drop them or call under torch.no_grad()")
-    return gemm_op(a, b, bias, activation, out_dtype)
+    """:func:`tirxpy_kernels.gemm` through ``torch.ops.tirxpy.gemm`` (differentiable, traceable). The tuning options
+    travel with the call (:func:`encode_tuning`); ``out=`` gets the result by ``out.copy_`` (recorded like any
+    in-place copy)."""
+    text = encode_tuning(tuning, "gemm", GemmArgumentError)
+    if out is None:
+        return gemm_op(a, b, bias, activation, out_dtype, text)
+    want = ((a.shape[0], b.shape[1]), out_dtype or a.dtype)
+    if not isinstance(out, Tensor) or (out.shape, out.dtype) != want:
+        what = f"{out.dtype} {tuple(out.shape)}" if isinstance(out, Tensor) else type(out).__name__
+        raise GemmArgumentError(f"gemm: out is {what}; the result is {want[1]} {want[0]}")
+    return out.copy_(gemm_op(a, b, bias, activation, out_dtype, text))
 
 
 # ---------------------------------------------------------------------------------------------- attention
 @torch.library.custom_op("tirxpy::attention", mutates_args=())
-def attention_op(q: Tensor, k: Tensor, v: Tensor, causal: bool, scale: Optional[float]) -> tuple[Tensor, Tensor]:
-    """``(out, lse)`` of :func:`tirxpy_kernels.attention_api.attention` (``lse`` ``(B, H, SQ)`` float32)."""
+def attention_op(q: Tensor, k: Tensor, v: Tensor, causal: bool, scale: Optional[float],
+                 tuning: str = "") -> tuple[Tensor, Tensor]:
+    """``(out, lse)`` of :func:`tirxpy_kernels.attention_api.attention` (``lse`` ``(B, H, SQ)`` float32;
+    ``tuning``: :func:`encode_tuning`'s string of its options)."""
     from .attention_api import attention  # noqa: PLC0415
 
-    out, lse = attention(q, k, v, causal=causal, scale=scale, return_lse=True)
+    out, lse = attention(q, k, v, causal=causal, scale=scale, return_lse=True, **decode_tuning(tuning))
     return out.contiguous(), lse.contiguous()
 
 
 @attention_op.register_fake
-def _attention_fake(q, k, v, causal, scale):
+def _attention_fake(q, k, v, causal, scale, tuning=""):
     if q.dim() != 4 or k.dim() != 4 or v.dim() != 4:
         raise AttentionArgumentError("attention: q, k, v must be (batch, seq, heads, dim) tensors, got "
                                      f"{tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}")
@@ -170,7 +211,7 @@ def _backward_api():
 
 
 def _attention_setup(ctx, inputs, output):
-    q, k, v, causal, scale = inputs
+    q, k, v, causal, scale, _ = inputs
     out, lse = output
     ctx.causal, ctx.scale = causal, scale
     ctx.mark_non_differentiable(lse)
@@ -180,7 +221,7 @@ def _attention_setup(ctx, inputs, output):
 def _attention_backward(ctx, dout, _dlse):
     q, k, v, out, lse = ctx.saved_tensors
     dq, dk, dv = attention_backward_op(q, k, v, out, dout.contiguous(), lse, ctx.causal, ctx.scale)
-    return dq, dk, dv, None, None
+    return dq, dk, dv, None, None, None
 
 
 attention_op.register_autograd(_attention_backward, setup_context=_attention_setup)
@@ -188,15 +229,10 @@ attention_op.register_autograd(_attention_backward, setup_context=_attention_set
 
 def attention(q, k, v, causal=False, scale=None, return_lse=False, **tuning):
     """:func:`tirxpy_kernels.attention` through ``torch.ops.tirxpy.attention`` (differentiable, traceable): ``out``,
-    or ``(out, lse)`` with ``return_lse=True``. Tuning options are for inference calls
-    (:class:`~tirxpy_kernels.attention_api.AttentionArgumentError` here)."""
-    if tuning:
-        raise AttentionArgumentError(f"attention: tuning options {sorted(map(str, tuning))} are for inference calls; "
-                                     "under autograd or torch.compile the defaults run: drop them or call under "
-                                     "torch.no_grad()")
+    or ``(out, lse)`` with ``return_lse=True``; the tuning options travel with the call (:func:`encode_tuning`)."""
     if not isinstance(return_lse, bool):
         raise AttentionArgumentError(f"attention: return_lse must be True or False, got {return_lse!r:.60}")
-    out, lse = attention_op(q, k, v, causal, scale)
+    out, lse = attention_op(q, k, v, causal, scale, encode_tuning(tuning, "attention", AttentionArgumentError))
     return (out, lse) if return_lse else out
 
 
@@ -286,5 +322,5 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
     return (out, lse) if return_lse else out
 
 
-__all__ = ["AutogradUnsupportedError", "needs_op", "gemm", "attention", "attention_varlen", "gemm_op", "attention_op",
+__all__ = ["AutogradUnsupportedError", "needs_op", "encode_tuning", "decode_tuning", "gemm", "attention", "attention_varlen", "gemm_op", "attention_op",
            "attention_backward_op", "attention_varlen_op", "attention_varlen_backward_op", "varlen_backward"]

@@ -30,7 +30,8 @@ def _meta(*shape, dtype=torch.bfloat16):
 # ---------------------------------------------------------------------------------------------------- CPU
 def test_schemas():
     assert str(torch.ops.tirxpy.gemm.default._schema) == (
-        "tirxpy::gemm(Tensor a, Tensor b, Tensor? bias, str? activation, ScalarType? out_dtype) -> Tensor")
+        "tirxpy::gemm(Tensor a, Tensor b, Tensor? bias, str? activation, ScalarType? out_dtype, str tuning=\"\") "
+        "-> Tensor")
     assert "-> (Tensor, Tensor)" in str(torch.ops.tirxpy.attention.default._schema)
     assert "SymInt max_seqlen_q" in str(torch.ops.tirxpy.attention_varlen.default._schema) or \
         "int max_seqlen_q" in str(torch.ops.tirxpy.attention_varlen.default._schema)
@@ -66,17 +67,34 @@ def test_needs_op():
 def test_refusals_are_typed():
     a = torch.zeros(256, 64, dtype=torch.bfloat16, requires_grad=True)
     b = torch.zeros(64, 256, dtype=torch.bfloat16)
-    with pytest.raises(gemm_api.GemmArgumentError, match="out= writes in place"):
-        tirxpy_kernels.gemm(a, b, torch.empty(256, 256, dtype=torch.bfloat16))
-    with pytest.raises(gemm_api.GemmArgumentError, match="tuning options"):
-        tirxpy_kernels.gemm(a, b, BN=128)
     with pytest.raises(ArgumentError, match="CUDA"):     # through the operator, then the kernel API's checks
-        tirxpy_kernels.gemm(a, b)
+        tirxpy_kernels.gemm(a, b, BN=128)
+    with pytest.raises(gemm_api.GemmArgumentError, match="plain values"):
+        tirxpy_kernels.gemm(a, b, BN=object())
+    with pytest.raises(gemm_api.GemmArgumentError, match="out is"):
+        tirxpy_kernels.gemm(a, b, torch.empty(256, 255, dtype=torch.bfloat16))
     q = torch.zeros(1, 128, 2, 64, dtype=torch.bfloat16, requires_grad=True)
-    with pytest.raises(attention_api.AttentionArgumentError, match="tuning options"):
-        tirxpy_kernels.attention(q, q, q, BN=64)
     with pytest.raises(attention_api.AttentionArgumentError, match="return_lse"):
         tirxpy_kernels.attention(q, q, q, return_lse=1)
+    with pytest.raises(attention_api.AttentionArgumentError, match="NC = 3"):     # the options reach the API
+        tirxpy_kernels.attention(q, q, q, NC=3)
+
+
+def test_tuning_and_out_travel_through_the_operator(float64_kernels, monkeypatch):
+    seen = []
+
+    def ref(a, b, bias=None, activation=None, out_dtype=None, **tuning):
+        seen.append(tuning)
+        return _ref_gemm(a, b, bias, activation, out_dtype)
+
+    monkeypatch.setattr(gemm_api, "gemm", ref)
+    a = torch.randn(8, 4, dtype=torch.float64, requires_grad=True)
+    b = torch.randn(4, 6, dtype=torch.float64)
+    out = torch.empty(8, 6, dtype=torch.float64)
+    y = tirxpy_kernels.gemm(a, b, out, BN=128, SPLIT=(16, 1, 240))
+    assert y is out and seen == [{"BN": 128, "SPLIT": (16, 1, 240)}]
+    y.sum().backward()              # the gradient flows through out's copy
+    assert torch.allclose(a.grad, b.sum(1).expand(8, 4))
 
 
 def test_varlen_grad_refused_until_the_backward_takes_cu_seqlens():
@@ -183,6 +201,27 @@ def test_compile_fullgraph_captures_the_operators():
     assert sum(str(n.target) == "tirxpy.gemm.default" for n in graphs[0].graph.nodes) == 4
 
 
+def test_compile_keeps_tuning_options_in_the_graph():
+    graphs = []
+
+    def backend(gm, example_inputs):
+        graphs.append(gm)
+
+        def stop(*args):
+            raise _Captured
+        return stop
+
+    def fn(a, b, q):
+        return tirxpy_kernels.gemm(a, b, BN=128, SPLIT=(16, 1, 240)), tirxpy_kernels.attention(q, q, q, BN=64)
+
+    torch._dynamo.reset()
+    a, q = torch.randn(64, 256, dtype=torch.bfloat16), torch.randn(1, 64, 2, 128, dtype=torch.bfloat16)
+    with pytest.raises(_Captured):
+        torch.compile(fn, fullgraph=True, backend=backend)(a, a.t(), q)
+    args = [n.args[-1] for n in graphs[0].graph.nodes if str(n.target).startswith("tirxpy.")]
+    assert [torch_ops.decode_tuning(t) for t in args] == [{"BN": 128, "SPLIT": (16, 1, 240)}, {"BN": 64}]
+
+
 # ---------------------------------------------------------------------------------------------------- GPU
 def _poison_allocator(mb=512):
     """Fill a large block of the caching allocator with NaN and free it, so that the operators' fresh outputs
@@ -259,9 +298,17 @@ def _step(blk, x, dy):
     return y.detach(), [p.grad.detach().clone() for p in blk.params]
 
 
+def _float64_grads(blk, x, dy):
+    """The block's output and weight gradients in float64 (torch's ops on upcast copies of the weights)."""
+    ref = Block(blk.dim, blk.heads, blk.w1.shape[0], impl="torch", dtype=torch.float64)
+    for p, q in zip(blk.params, ref.params):
+        q.data.copy_(p.data)
+    return _step(ref, x.double(), dy.double())
+
+
 @pytest.mark.gpu
 @hopper
-def test_compile_fullgraph_matches_eager_and_cuda_graph_replays():
+def test_compile_fullgraph_matches_eager():
     torch._dynamo.reset()
     blk = Block(256, 2, 512, impl="tirxpy", seed=3)
     x = torch.randn(2, 256, 256, device="cuda", dtype=torch.bfloat16)
@@ -272,11 +319,22 @@ def test_compile_fullgraph_matches_eager_and_cuda_graph_replays():
         p.grad = None
     y1 = compiled(x)
     y1.backward(dy)
-    assert _relerr(y1, y0.double()) < 1e-2
-    for p, g in zip(blk.params, g0):
-        assert _relerr(p.grad, g.double()) < 2e-2
-    # CUDA graph: a training step (forward and backward through the operators) captured and replayed
-    xs, dys = x.clone(), dy.clone()
+    yr, gr = _float64_grads(blk, x, dy)
+    # eager and compiled differ by bf16 roundings in different places (the compiled norms fuse in float32):
+    # each is checked against float64, and against each other at twice that
+    assert _relerr(y0, yr) < 1e-2 and _relerr(y1, yr) < 1e-2 and _relerr(y1, y0.double()) < 2e-2
+    for p, g, r in zip(blk.params, g0, gr):
+        assert _relerr(g, r) < 3e-2 and _relerr(p.grad, r) < 3e-2 and _relerr(p.grad, g.double()) < 6e-2
+
+
+@pytest.mark.gpu
+@hopper
+def test_cuda_graph_replays_a_training_step():
+    """A training step (forward and backward through the operators) captured in a CUDA graph and replayed on new
+    inputs gives the eager step's result."""
+    blk = Block(256, 2, 512, impl="tirxpy", seed=4)
+    xs = torch.randn(2, 256, 256, device="cuda", dtype=torch.bfloat16)
+    dys = torch.randn_like(xs)
     s = torch.cuda.Stream()
     s.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(s):
@@ -289,11 +347,9 @@ def test_compile_fullgraph_matches_eager_and_cuda_graph_replays():
     with torch.cuda.graph(graph):
         yg = blk(xs)
         yg.backward(dys)
-    x2, dy2 = torch.randn_like(x), torch.randn_like(x)
+    x2, dy2 = torch.randn_like(xs), torch.randn_like(xs)
     xs.copy_(x2)
     dys.copy_(dy2)
-    for p in blk.params:
-        p.grad.zero_()
     graph.replay()
     torch.cuda.synchronize()
     yr, gr = yg.detach().clone(), [p.grad.detach().clone() for p in blk.params]
@@ -301,21 +357,3 @@ def test_compile_fullgraph_matches_eager_and_cuda_graph_replays():
     assert _relerr(yr, y2.double()) < 1e-3
     for a, b in zip(gr, g2):
         assert not torch.isnan(a).any() and _relerr(a, b.double()) < 1e-2
-
-
-def test_compile_aot_eager_forward_and_backward_match_eager(float64_kernels):
-    """The block compiled with AOT autograd (forward and backward graphs through the fake implementations, then
-    run with the reference kernels) gives the eager result and gradients."""
-    torch._dynamo.reset()
-    blk = Block(128, 2, 256, impl="tirxpy", device="cpu", dtype=torch.float32, seed=1)
-    x = torch.randn(2, 16, 128)
-    dy = torch.randn_like(x)
-    y0, g0 = _step(blk, x, dy)
-    fwd = torch.compile(blk, fullgraph=True, backend="aot_eager")
-    for p in blk.params:
-        p.grad = None
-    y1 = fwd(x)
-    y1.backward(dy)
-    assert torch.allclose(y1, y0, atol=1e-5)
-    for p, g in zip(blk.params, g0):
-        assert torch.allclose(p.grad, g, atol=1e-4)
