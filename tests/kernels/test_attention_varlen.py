@@ -191,3 +191,17 @@ def test_varlen_opcheck_and_compile():
     fn = torch.compile(lambda q: tirxpy_kernels.attention_varlen(q, q, q, cu, cu, 300, 300, causal=True) * 2,
                        fullgraph=True)
     assert torch.equal(fn(q), tirxpy_kernels.attention_varlen(q, q, q, cu, cu, 300, 300, causal=True) * 2)
+
+
+def test_bench_train_sim_and_its_argument_checks(capsys):
+    """``bench train --sim`` runs the VARLEN kernel in the simulator; bad shapes exit 2 before any GPU work."""
+    from tirxpy_kernels.bench import main
+    from tirxpy_kernels.bench_train import varlen_lengths
+
+    assert main(["train", "--sim", "--seed", "3"]) == 0
+    assert "VARLEN" in capsys.readouterr().out
+    assert main(["train", "--dim", "100"]) == 2
+    assert "multiple of 128" in capsys.readouterr().err
+    for seed in range(20):
+        ls = varlen_lengths(20000, seed)
+        assert sum(ls) == 20000 and min(ls) >= 512 and max(ls) <= 8192
