@@ -185,8 +185,10 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
       finishes, and every thread waits for it (``griddepcontrol.wait``) after the barrier setup, before any
       global load or store;
     - ``VARLEN``: ``B`` packed sequences of at most ``SQ`` query / ``SK`` key rows (one tile per CTA):
-      ``k(Q, K, V, O, LSE, CUQ, CUK)`` with ``Q: (1, SQT, H, D)``, ``K, V: (1, SKT, HKV, D)`` (the packed
-      rows), ``CUQ``, ``CUK: (B + 1,)`` int32 (sequence ``b``'s rows are ``CUQ[b] .. CUQ[b + 1] - 1``), and the
+      ``k(Q, K, V, O, LSE, CUQ, CUK, ORD)`` with ``Q: (1, SQT, H, D)``, ``K, V: (1, SKT, HKV, D)`` (the packed
+      rows), ``CUQ``, ``CUK: (B + 1,)`` int32 (sequence ``b``'s rows are ``CUQ[b] .. CUQ[b + 1] - 1``), ``ORD:
+      (B,)`` int32 a permutation of the sequences (grid slice ``z`` takes sequence ``ORD[z]``: longest first, so
+      that the longest tiles start first and short ones fill the end), and the
       outputs as overlapping views that clip each sequence's stores at its end: with ``XQ`` the plan's ``xq``,
       ``O: (SQT + 1, XQ, H, D)`` strides ``(H D, H D, D, 1)`` over a ``(XQ + SQT, H, D)`` buffer whose rows from
       ``XQ`` on are the packed output, ``LSE: (SQT + 1, H, XQ, 1)`` strides ``(1, XQ + SQT, 1, 1)`` over an
@@ -328,7 +330,7 @@ def producer_part(p):
             mt, h, b, valid = tile_of(t, p.persist, p.units, p.q_tiles, p.H, p.causal, p.B, p.tail)
             seq = None
             if p.varlen:                # packed sequences: this tile's rows, or none past the sequence's end
-                q0, q1, k0, k1 = sequence(cu[0], cu[1], b)
+                q0, q1, k0, k1 = sequence(cu[0], cu[1], cu[2][b])
                 seq = (q0, q1 - q0, k0, k1 - k0)
                 valid = mt * BM < q1 - q0
             if valid:
@@ -577,7 +579,7 @@ def consumer_part(p, score_log2):
             mt, h, b, valid = tile_of(t, p.persist, p.units, p.q_tiles, p.H, p.causal, p.B, p.tail)
             seq = None
             if p.varlen:                # packed sequences: this tile's rows, or none past the sequence's end
-                q0, q1, k0, k1 = sequence(cu[0], cu[1], b)
+                q0, q1, k0, k1 = sequence(cu[0], cu[1], cu[2][b])
                 seq = (q0, q1 - q0, k0, k1 - k0)
                 valid = mt * BM < q1 - q0
             if valid:
@@ -646,9 +648,10 @@ def build_kernel(p, scale, SQT, SKT, pdl):
                                          V: T.Tensor((1, SKT, HKV, D), dtype),
                                          O: T.Tensor((SQT + 1, XQ, H, D), dtype, layout=OV),
                                          LSE: T.Tensor((SQT + 1, H, XQ, 1), "float32", layout=LV),
-                                         CUQ: T.Tensor((B + 1,), "int32"), CUK: T.Tensor((B + 1,), "int32")):
+                                         CUQ: T.Tensor((B + 1,), "int32"), CUK: T.Tensor((B + 1,), "int32"),
+                                         ORD: T.Tensor((B,), "int32")):
             T.launch(grid=p.grid, threads=p.threads, pdl=pdl)
-            cta(Q, K, V, O, LSE, (CUQ, CUK))
+            cta(Q, K, V, O, LSE, (CUQ, CUK, ORD))
 
         return attention_varlen_sm90_kernel
 

@@ -160,10 +160,32 @@ def output_views(out, lse, max_seqlen_q):
     return O, L
 
 
-def kernel_args(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, out, lse):
-    """The launch arguments ``(Q, K, V, O, LSE, CUQ, CUK)`` of the ``VARLEN`` kernel for these packed tensors."""
+def launch_order(cu_q, cu_k, lengths=None):
+    """The sequences in the order the kernel's grid takes them (``ORD``): most work first (query length times key
+    length, ties by index), so the longest tiles start first and short ones fill the end of the run. From the
+    host ``lengths`` (``(cu_q list, cu_k list)``) when given, else computed on the device (no host copy).
+
+        >>> import torch
+        >>> cu = torch.tensor([0, 3, 10, 12], dtype=torch.int32)
+        >>> launch_order(cu, cu).tolist(), launch_order(cu, cu, (cu.tolist(), cu.tolist())).tolist()
+        ([1, 0, 2], [1, 0, 2])
+    """
+    if lengths is not None:
+        cq, ck = lengths
+        work = [(cq[b + 1] - cq[b]) * (ck[b + 1] - ck[b]) for b in range(len(cq) - 1)]
+        order = sorted(range(len(work)), key=lambda b: (-work[b], b))
+        return torch.tensor(order, dtype=torch.int32).to(cu_q.device, non_blocking=True)
+    work = (cu_q[1:] - cu_q[:-1]).long() * (cu_k[1:] - cu_k[:-1]).long()
+    return torch.argsort(-work, stable=True).to(torch.int32)
+
+
+def kernel_args(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, out, lse, order=None):
+    """The launch arguments ``(Q, K, V, O, LSE, CUQ, CUK, ORD)`` of the ``VARLEN`` kernel for these packed tensors
+    (``order``: :func:`launch_order`'s, computed on the device when not given)."""
     O, L = output_views(out, lse, max_seqlen_q)
-    return (q.unsqueeze(0), k.unsqueeze(0), v.unsqueeze(0), O, L, cu_seqlens_q, cu_seqlens_k)
+    if order is None:
+        order = launch_order(cu_seqlens_q, cu_seqlens_k)
+    return (q.unsqueeze(0), k.unsqueeze(0), v.unsqueeze(0), O, L, cu_seqlens_q, cu_seqlens_k, order)
 
 
 def _pad_rows(t, rows):
@@ -184,8 +206,9 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
             raise VarlenArgumentError(f"attention_varlen: {name} is on {cu.device}; move it to {q.device}")
     NQ, H, D = q.shape
     NK, HKV, _ = k.shape
+    lengths = None
     if not torch.cuda.is_current_stream_capturing():
-        cq, ck = torch.stack([cu_seqlens_q, cu_seqlens_k]).tolist()
+        cq, ck = lengths = tuple(torch.stack([cu_seqlens_q, cu_seqlens_k]).tolist())
         check_lengths(cq, ck, NQ, NK, max_seqlen_q, max_seqlen_k)
     B = cu_seqlens_q.numel() - 1
     SQ, SK = varlen_window(max_seqlen_q), varlen_window(max_seqlen_k)
@@ -195,11 +218,12 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
                               dtype=from_torch(q.dtype).name, SQT=qp.shape[0], SKT=kp.shape[0],
                               sms=_sm_count(q.device), VARLEN=True)
         out, lse = empty_outputs(qp, SQ)
-        compiled(kern, TARGET)(*kernel_args(qp, kp, vp, cu_seqlens_q, cu_seqlens_k, SQ, out, lse))
+        order = launch_order(cu_seqlens_q, cu_seqlens_k, lengths)
+        compiled(kern, TARGET)(*kernel_args(qp, kp, vp, cu_seqlens_q, cu_seqlens_k, SQ, out, lse, order))
     if qp.shape[0] != NQ:
         out, lse = out[:NQ].contiguous(), lse[:, :NQ].contiguous()
     return (out, lse) if return_lse else out
 
 
 __all__ = ["VarlenArgumentError", "attention_varlen", "check", "check_lengths", "empty_outputs", "output_views",
-           "kernel_args"]
+           "kernel_args", "launch_order"]

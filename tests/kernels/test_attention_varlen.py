@@ -14,7 +14,7 @@ from tirxpy.sim import run
 from tirxpy_kernels.attention_plan import plan, varlen_window
 from tirxpy_kernels.attention_sm90 import attention_sm90
 from tirxpy_kernels.attention_varlen_api import (VarlenArgumentError, check, check_lengths, empty_outputs,
-                                                 output_views)
+                                                 launch_order, output_views)
 from tirxpy_kernels.errors import KernelConfigError
 
 from tests.kernels.attention_reference import reference
@@ -92,6 +92,12 @@ def test_plan():
     assert not plan(5, 8, 2, 1000, 1000, 128).varlen
 
 
+def test_launch_order_is_most_work_first():
+    cq, ck = _cu([10, 300, 0, 300, 50]), _cu([10, 300, 5, 200, 60])
+    assert launch_order(cq, ck).tolist() == [1, 3, 4, 0, 2]
+    assert launch_order(cq, ck, (cq.tolist(), ck.tolist())).tolist() == [1, 3, 4, 0, 2]
+
+
 def test_output_views_clip_each_sequence_at_its_end():
     """Row r of a sequence ending at q1 is view element (q1, XQ - q1 + r); its rows past q1 are at x >= XQ."""
     lens, H, D = [30, 0, 100, 20], 2, 64
@@ -126,7 +132,9 @@ def _sim_case(lq, lk, H, HKV, D, causal, BN, NC, dtype):
     # the simulator keeps each tensor parameter as a dense array of its logical shape: the views' elements
     O = torch.full((NQ + 1, XQ, H, D), float("nan")).to(tdt)
     L = torch.full(((NQ + 1) * H * XQ,), float("nan"))
-    res = run(kern, q[None], k[None], v[None], O, L.view(NQ + 1, H, XQ, 1), cq, ck,
+    order = launch_order(cq, ck)              # a permutation: the grid's slice z takes sequence order[z]
+    assert sorted(order.tolist()) == list(range(len(lq)))
+    res = run(kern, q[None], k[None], v[None], O, L.view(NQ + 1, H, XQ, 1), cq, ck, order,
               seed=int(torch.randint(0, 1000, (1,))))
     assert res.problems == []
     lse = L[:H * (XQ + NQ)].view(H, XQ + NQ)[:, XQ:]      # register stores: through the view's strides
