@@ -84,3 +84,16 @@ def test_plan_refuses_what_it_cannot_build():
 def test_compiles_for_sm90a(D, causal, det):
     c = tirxpy.compile(attention_bwd_sm90(2, 16, 4, 4096, 4096, D, causal=causal, deterministic=det), arch="sm_90a")
     assert c.resources.spill_stores <= (16 if D == 64 else 0)
+
+
+@pytest.mark.parametrize("argv,msg", [
+    (["attention-bwd", "--shapes", "4096x128"], "'4096x128' is not SxDxC"),
+    (["attention-bwd", "--shapes", "4096x96x1"], "head dim 96 is not supported by the backward kernel"),
+    (["attention-bwd", "--tune", "BM=64"], "takes no --tune"),
+    (["attention-bwd", "--sim", "--reps", "3"], "--reps does not apply"),
+])
+def test_bench_refuses_bad_arguments_before_any_gpu_work(argv, msg, capsys):
+    from tirxpy_kernels.bench import main
+
+    assert main(argv) == 2
+    assert msg in capsys.readouterr().err
