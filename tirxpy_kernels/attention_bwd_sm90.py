@@ -32,6 +32,7 @@ The kernel is built from an :class:`~tirxpy_kernels.attention_bwd_plan.Attention
 - **epilogue**: ``dK * scale`` and ``dV`` converted and staged over the CTA's own K / V rows once both
   consumers are past their last product, then stored with TMA (rows past ``SK`` dropped).
 
+``D`` comes from :func:`attention_bwd_preprocess` (``rowsum(O * dO)`` in float32, one row per thread).
 ``dQacc`` receives ``scale * dS K`` summed over key blocks (each block's share is scaled in registers before it
 is staged); the caller converts it (:func:`tirxpy_kernels.attention_bwd_api.attention_backward`).
 
