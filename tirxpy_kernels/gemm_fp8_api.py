@@ -1,7 +1,7 @@
 """``tirxpy_kernels.gemm_fp8(a, b, scale_a, scale_b, out=None, ...)``: ``(a * scale_a) @ (b * scale_b) + bias``
 for FP8 ``a`` and ``b`` with the Hopper kernel of :mod:`tirxpy_kernels.gemm_sm90` (``scaling=``).
 
-Operands are read as FP8 wgmma reads them, K-major: ``a`` is ``(M, K)`` row-major and ``b`` is ``(K, N)``
+Operands are e4m3 or e5m2 (each its own), read as FP8 wgmma reads them, K-major: ``a`` is ``(M, K)`` row-major and ``b`` is ``(K, N)``
 column-major, the ``w.t()`` of a row-major ``(N, K)`` weight (``nn.Linear``'s layout), as
 ``torch._scaled_mm`` takes them. Scales are float32; their shapes say which scaling applies (or
 ``scaling=`` names it and the shapes are checked against it):
@@ -42,6 +42,8 @@ from .launch_cache import LaunchCache, compiled, options_key, tensor_key
 TUNING = ("BN", "STAGES", "group", "DEFER", "PINGPONG", "PDL", "SPLIT", "sms")
 _SCALINGS = ("tensor", "row", "block")
 _FAST = LaunchCache("gemm_fp8")
+# (_key, the tensors' data pointers) -> the kernel's BoundLaunch, for calls whose tensors go to it as they are
+_BOUND = LaunchCache("gemm_fp8 bound launches")
 _DUMMY: dict = {}
 
 
@@ -99,8 +101,6 @@ def _check(a, b, scale_a, scale_b, out, bias, out_dtype, scaling, tuning):
         if from_torch(t.dtype) is None or from_torch(t.dtype).name not in FP8_DTYPES:
             raise Fp8ArgumentError(f"gemm_fp8: {name} has dtype {t.dtype}; it takes torch.float8_e4m3fn or "
                                    f"torch.float8_e5m2 (tirxpy_kernels.quantize_fp8 makes them from bf16)")
-    if a.dtype != b.dtype:
-        raise Fp8ArgumentError(f"gemm_fp8: a is {a.dtype} and b is {b.dtype}; the kernel takes one FP8 format for both")
     M, K = a.shape
     K2, N = b.shape
     if K != K2:
@@ -154,12 +154,12 @@ def _padded(M, N, K, out_dtype, BN):
 
 
 def _plan(M, N, K, out_dtype, scaling, bias, tuning, sms):
-    """The kernel options for this problem: the block scaling's fixed tile (BN = 128, cooperative, five
+    """The kernel options for this problem: the block scaling's fixed tile (BN = 128, cooperative, four
     stages), otherwise the 16-bit kernel's tile choice for the same bytes per k-block (``K / 2``)."""
     tuning = dict(tuning)
     if scaling == "block":
         tuning.setdefault("BN", BLOCK_SCALE)
-        tuning.setdefault("STAGES", 5)
+        tuning.setdefault("STAGES", 4)
         tuning.setdefault("PINGPONG", False)
         return tuning
     return _tile(tuning, M, N, _cdiv(K, 2), sms, "K", bias, None, from_torch(out_dtype).name)
@@ -183,7 +183,9 @@ def _scale_args(scaling, scale_a, scale_b, M, N, K, Mk, Nk, Kk, BN):
     kb = _cdiv(Kk, 128)
     sa = torch.zeros((kb, _cdiv(Mk, 4) * 4), dtype=torch.float32, device=scale_a.device)
     sa[:scale_a.shape[1], :M] = scale_a.t()
-    nb = _cdiv(_cdiv(Nk, BN), 4) * 4
+    nb = _cdiv(Nk, BN)
+    if tuple(scale_b.shape) == (kb, nb) and scale_b.is_contiguous():
+        return sa, scale_b
     sb = torch.zeros((kb, nb), dtype=torch.float32, device=scale_b.device)
     sb[:scale_b.shape[0], :scale_b.shape[1]] = scale_b
     return sa, sb
@@ -220,18 +222,82 @@ def _checked_plan(M, N, K, a, out_dtype, scaling, bias, tuning, sms):
     return planned, Mk, Nk, Kk
 
 
-def kernel_for(M, N, K, scaling, dtype=None, out_dtype=None, bias=False, sms=TARGET.sm_count, **tuning):
+def kernel_for(M, N, K, scaling, dtype=None, out_dtype=None, bias=False, sms=TARGET.sm_count, b_dtype=None,
+               **tuning):
     """``(kernel, Mk, Nk, Kk, BN)``: the :func:`tirxpy_kernels.gemm_sm90.gemm_sm90` kernel :func:`gemm_fp8` launches
-    for an ``M x N x K`` product of ``dtype`` operands (default e4m3) into ``out_dtype`` (default bf16), and the
-    padded problem it is built for."""
+    for an ``M x N x K`` product of ``dtype`` operands (default e4m3; ``b_dtype``: B's, default ``dtype``) into
+    ``out_dtype`` (default bf16), and the padded problem it is built for."""
     import torch  # noqa: PLC0415
 
     a = torch.empty(0, dtype=dtype or torch.float8_e4m3fn, device="meta")
     out_dtype = out_dtype or torch.bfloat16
     planned, Mk, Nk, Kk = _checked_plan(M, N, K, a, out_dtype, scaling, bias, tuning, sms)
     k = gemm_sm90(Mk, Nk, Kk, dtype=from_torch(a.dtype).name, out_dtype=from_torch(out_dtype).name, bias=bias,
-                  sms=sms, scaling=scaling, **planned)
+                  sms=sms, scaling=scaling, b_dtype=from_torch(b_dtype or a.dtype).name, **planned)
     return k, Mk, Nk, Kk, planned["BN"]
+
+
+def _direct(sc, a, b, scale_a, scale_b, bias, odt, M, N, K, Mk, Nk, Kk, BN):
+    """Whether a call with these (checked) arguments hands every tensor to the kernel as it is (no padding, no
+    copy of a scale or the bias): then a call like it with the same addresses launches a bound launch. The
+    block scaling's ``scale_a`` must be an ``(M, KB)`` view of a row-major ``(KB, M)`` tensor (``M`` a multiple
+    of 4), ``scale_b`` a row-major ``(KB, NB)`` one."""
+    if (Mk, Nk, Kk) != (M, N, K) or (bias is not None and (bias.dtype != odt or not bias.is_contiguous())):
+        return False
+    if sc == "tensor":
+        return True
+    if sc == "row":
+        return scale_a.is_contiguous() and scale_b.is_contiguous()
+    return (scale_a.t().is_contiguous() and M % 4 == 0 and scale_b.is_contiguous()
+            and tuple(scale_b.shape) == (_cdiv(K, 128), _cdiv(N, BN)))
+
+
+def _direct_scales(sc, scale_a, scale_b):
+    if sc == "tensor":
+        return scale_a.reshape(1, 1), scale_b.reshape(1, 1)
+    if sc == "row":
+        return scale_a, scale_b
+    return scale_a.t(), scale_b
+
+
+def _key(a, b, scale_a, scale_b, out, bias, out_dtype, scaling, tuning):
+    """The exact key of a checked call like this one (every tensor's shape, strides, dtype, device; the options),
+    or None when an argument is not a plain tensor or an option not a plain value."""
+    ka, kb, ksa, ksb = tensor_key(a), tensor_key(b), tensor_key(scale_a), tensor_key(scale_b)
+    ok = options_key(tuning) if tuning else ()
+    if None in (ka, kb, ksa, ksb) or ok is None:
+        return None
+    kout = tensor_key(out) if out is not None else None
+    kbias = tensor_key(bias) if bias is not None else None
+    if (out is not None and kout is None) or (bias is not None and kbias is None):
+        return None
+    if not (type(scaling) is str or scaling is None) or not (out_dtype is None or isinstance(out_dtype, torch.dtype)):
+        return None
+    return (ka, kb, ksa, ksb, kout, kbias, out_dtype, scaling, ok)
+
+
+def _planned_call(a, b, scale_a, scale_b, out, bias, out_dtype, scaling, tuning):
+    """Every check of the arguments, then the kernel: the cache entry of calls like this one."""
+    M, N, K, odt, sc = _check(a, b, scale_a, scale_b, out, bias, out_dtype, scaling, tuning)
+    try:
+        dev = _device(a, b, out, bias)
+    except GemmArgumentError as e:
+        raise Fp8ArgumentError("gemm_fp8: " + str(e).removeprefix("gemm: ")) from None
+    if scale_a.device != dev or scale_b.device != dev:
+        raise Fp8ArgumentError(f"gemm_fp8: scale_a and scale_b must be on {dev} with the operands, got "
+                               f"{scale_a.device} and {scale_b.device}")
+    opts = dict(tuning)
+    sms = opts.pop("sms", None) or _sm_count(dev)
+    k, Mk, Nk, Kk, BN = kernel_for(M, N, K, sc, a.dtype, odt, bias is not None, sms, b.dtype, **opts)
+    direct = _direct(sc, a, b, scale_a, scale_b, bias, odt, M, N, K, Mk, Nk, Kk, BN)
+    return compiled(k, TARGET), M, N, K, Mk, Nk, Kk, odt, sc, BN, direct
+
+
+def _no_overlap(out, tensors):
+    for name, t in tensors:
+        if t is not None and overlaps(out, t):
+            raise Fp8ArgumentError(f"gemm_fp8: out shares memory with {name}, which the kernel reads while it writes "
+                                   "out; pass a separate out tensor (or out=None)")
 
 
 def gemm_fp8(a, b, scale_a, scale_b, out=None, *, bias=None, out_dtype=None, scaling=None, **tuning):
@@ -239,42 +305,41 @@ def gemm_fp8(a, b, scale_a, scale_b, out=None, *, bias=None, out_dtype=None, sca
     docstring gives the operand layouts and the scalings. ``tuning`` goes to
     :func:`tirxpy_kernels.gemm_sm90.gemm_sm90` (``BN``, ``STAGES``, ``group``, ``DEFER``, ``PINGPONG``,
     ``PDL``, ``SPLIT``, ``sms``); by default the per-tensor and row-wise scalings take the 16-bit GEMM's
-    tile choice and the block scaling 128-wide tiles. A call like an earlier checked one (shapes, strides,
-    dtypes, device, options) skips the checks and the planning."""
-    key = None
-    tk = [tensor_key(t) for t in (a, b, scale_a, scale_b)]
-    ok = options_key(tuning)
-    if None not in tk and ok is not None and (out is None or tensor_key(out) is not None) and \
-            (bias is None or tensor_key(bias) is not None):
-        key = (tuple(tk), tensor_key(out) if out is not None else None,
-               tensor_key(bias) if bias is not None else None, out_dtype, scaling, ok)
+    tile choice and the block scaling 128-wide tiles.
+
+    A call like an earlier checked one (shapes, strides, dtypes, device, options) skips the checks and the
+    planning; where every tensor goes to the kernel as it is (:func:`_direct`: no padding, scales in the
+    kernel's layout) and the addresses are those of an earlier call too, it launches the arguments packed then
+    (:mod:`tirxpy_kernels.launch_cache`). The block scaling reads ``scale_a`` group-major: an ``(M, KB)`` view
+    of a row-major ``(KB, M)`` tensor (``t.t()``) goes to the kernel as it is, any other is copied."""
+    key = _key(a, b, scale_a, scale_b, out, bias, out_dtype, scaling, tuning)
     hit = _FAST.get(key)
     if hit is None:
-        M, N, K, odt, sc = _check(a, b, scale_a, scale_b, out, bias, out_dtype, scaling, tuning)
-        try:
-            dev = _device(a, b, out, bias)
-        except GemmArgumentError as e:
-            raise Fp8ArgumentError("gemm_fp8: " + str(e).removeprefix("gemm: ")) from None
-        if scale_a.device != dev or scale_b.device != dev:
-            raise Fp8ArgumentError(f"gemm_fp8: scale_a and scale_b must be on {dev} with the operands, got "
-                                   f"{scale_a.device} and {scale_b.device}")
-        opts = dict(tuning)
-        sms = opts.pop("sms", None) or _sm_count(dev)
-        k, Mk, Nk, Kk, BN = kernel_for(M, N, K, sc, a.dtype, odt, bias is not None, sms, **opts)
-        hit = (compiled(k, TARGET), M, N, K, Mk, Nk, Kk, odt, sc, BN)
+        hit = _planned_call(a, b, scale_a, scale_b, out, bias, out_dtype, scaling, tuning)
         _FAST.put(key, hit)
-    elif out is not None:
-        for name, t in (("a", a), ("b", b), ("bias", bias)):
-            if t is not None and overlaps(out, t):
-                raise Fp8ArgumentError(f"gemm_fp8: out shares memory with {name}; pass a separate out tensor")
-    ck, M, N, K, Mk, Nk, Kk, odt, sc, BN = hit
+    ck, M, N, K, Mk, Nk, Kk, odt, sc, BN, direct = hit
+    if direct and key is not None:
+        if out is None:
+            out = torch.empty((M, N), dtype=odt, device=a.device)
+        bk = (key, a.data_ptr(), b.data_ptr(), scale_a.data_ptr(), scale_b.data_ptr(), out.data_ptr(),
+              None if bias is None else bias.data_ptr())
+        bl = _BOUND.get(bk)
+        if bl is None:
+            _no_overlap(out, (("a", a), ("b", b), ("scale_a", scale_a), ("scale_b", scale_b), ("bias", bias)))
+            SA, SB = _direct_scales(sc, scale_a, scale_b)
+            bl = ck.bind(a, b.t(), SA, SB, _bias_arg(bias, odt, N, Nk, a.device), out)
+            _BOUND.put(bk, bl)
+        bl()
+        return out
+    if out is not None:
+        _no_overlap(out, (("a", a), ("b", b), ("scale_a", scale_a), ("scale_b", scale_b), ("bias", bias)))
     A = _pad2(a.view(torch.uint8), Mk, Kk).view(a.dtype) if (Mk, Kk) != (M, K) else a
     B = _pad2(b.t().view(torch.uint8), Nk, Kk).view(b.dtype) if (Nk, Kk) != (N, K) else b.t()
     SA, SB = _scale_args(sc, scale_a, scale_b, M, N, K, Mk, Nk, Kk, BN)
-    direct = out is not None and (Mk, Nk) == (M, N)
-    dst = out if direct else torch.empty((Mk, Nk), dtype=odt, device=a.device)
+    fits = out is not None and (Mk, Nk) == (M, N)
+    dst = out if fits else torch.empty((Mk, Nk), dtype=odt, device=a.device)
     ck(A, B, SA, SB, _bias_arg(bias, odt, N, Nk, a.device), dst)
-    if direct or (Mk, Nk) == (M, N):
+    if fits or (Mk, Nk) == (M, N):
         return dst
     res = dst[:M, :N]
     if out is not None:

@@ -48,13 +48,13 @@ def k_block(dtype):
 
 
 def scale_bytes(BM, scaling):
-    """Bytes of block scales landing in each stage next to the operands: A's ``BM`` row scales and a
-    16-byte box holding B's block scale (``scaling="block"``), else none.
+    """Bytes of block scales landing in each stage next to the operands: A's ``BM`` row scales
+    (``scaling="block"``), else none.
 
         >>> scale_bytes(128, "block"), scale_bytes(128, "row")
-        (528, 0)
+        (512, 0)
     """
-    return BM * 4 + 16 if scaling == "block" else 0
+    return BM * 4 if scaling == "block" else 0
 
 
 def plan(M, N, K, BM=128, BN=256, BK=None, STAGES=4, CM=1, sms=TARGET.sm_count, group=4,
@@ -358,7 +358,7 @@ def check_scaling(dtype, scaling, a_major="K", b_major="K", BN=256, CM=1, PINGPO
     """How an FP8 product is scaled, checked against the inputs and the schedule: FP8 inputs take one of
     ``"tensor"``, ``"row"``, ``"block"`` and both operands K-major (FP8 wgmma reads no transposed operand);
     16-bit inputs take none. ``"block"`` runs the cooperative schedule with ``BN = 128`` (one block scale
-    of B per tile and k-block) without a cluster or a split.
+    of B per tile and k-block) without a cluster, a split or ``DEFER``.
 
         >>> check_scaling("float8_e4m3", "block", BN=128)
         >>> check_scaling("float8_e4m3", "block", BN=256)
@@ -387,7 +387,7 @@ def check_scaling(dtype, scaling, a_major="K", b_major="K", BN=256, CM=1, PINGPO
 
 def check_config(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", dtype="bfloat16",
                  out_dtype="bfloat16", bias=False, activation=None, sms=TARGET.sm_count, group=4, DEFER=None,
-                 PINGPONG=False, drop=None, PDL=True, SPLIT=None, scaling=None):
+                 PINGPONG=False, drop=None, PDL=True, SPLIT=None, scaling=None, b_dtype=None):
     """Every check :func:`gemm_sm90` makes of its arguments, before anything is built: the options
     (:func:`check_options`), the plan (:func:`plan`) and how they combine; the first failure raises
     :class:`~tirxpy_kernels.errors.KernelConfigError` naming the option and the fix. Returns the resolved schedule:
@@ -408,6 +408,9 @@ def check_config(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", d
     if type(dtype) is not str or dtype not in IN_DTYPES + FP8_DTYPES:
         raise KernelConfigError(f"gemm_sm90: inputs must be one of {IN_DTYPES + FP8_DTYPES}, got {dtype!r:.60}")
     BK = k_block(dtype)
+    if b_dtype is not None and b_dtype != dtype and not (dtype in FP8_DTYPES and b_dtype in FP8_DTYPES):
+        raise KernelConfigError(f"gemm_sm90: B's dtype {b_dtype!r:.40} may differ from A's ({dtype}) only between the FP8 "
+                                f"formats {FP8_DTYPES}")
     check_scaling(dtype, scaling, a_major, b_major, BN, CM, PINGPONG, SPLIT)
     PP = bool(PINGPONG)
     if PP and BN > widest_bn(True):
@@ -435,10 +438,13 @@ def check_config(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", d
     if PP and DEFER:
         raise KernelConfigError("gemm_sm90: with PINGPONG each consumer stores its own tile while the other one's k-loop runs, "
                                 f"so DEFER does not apply (got DEFER={DEFER!r})")
+    if DEFER and scaling == "block":
+        raise KernelConfigError("gemm_sm90: scaling='block' keeps two k-blocks' products next to the tile in registers, "
+                                f"which leaves no room for a deferred tile: use DEFER=False (got DEFER={DEFER!r})")
     if DEFER is None:
         # not with a fused bias: ptxas hoists its predicated loads, which (with silu) do not fit in the
         # registers next to a deferred tile and spill
-        DEFER = out_dtype != "float32" and not bias and not PP
+        DEFER = out_dtype != "float32" and not bias and not PP and scaling != "block"
     if DEFER and out_dtype == "float32":
         raise KernelConfigError("gemm_sm90: DEFER keeps a converted tile in registers until the next tile's k-loop, which "
                                 "a float32 output (as many registers as the accumulator) does not leave room for: "
@@ -493,6 +499,7 @@ class GemmPlan:
     tile_cols: int          # tile columns of the plain grid
     BK: int                 # k-block depth: one 128-byte swizzle atom of the inputs (k_block)
     scaling: str | None     # how an FP8 product is scaled (SCALINGS); None for 16-bit inputs
+    b_dtype: str            # B's dtype: A's, or the other FP8 format
     k_blocks: int           # k-blocks per tile (BK deep each)
     chunk_cols: int         # columns of one output chunk: 128 bytes, or the widest 2^k share of BN below
     chunks: int             # output chunks per tile
@@ -530,10 +537,10 @@ class GemmPlan:
 
 def kernel_plan(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", dtype="bfloat16", out_dtype="bfloat16",
                 bias=False, activation=None, sms=TARGET.sm_count, group=4, DEFER=None, PINGPONG=False, drop=None,
-                PDL=True, SPLIT=None, scaling=None) -> GemmPlan:
+                PDL=True, SPLIT=None, scaling=None, b_dtype=None) -> GemmPlan:
     """The :class:`GemmPlan` of these options (:func:`check_config` checks them first)."""
     c = check_config(M, N, K, BN, STAGES, CM, a_major, b_major, dtype, out_dtype, bias, activation, sms, group,
-                     DEFER, PINGPONG, drop, PDL, SPLIT, scaling)
+                     DEFER, PINGPONG, drop, PDL, SPLIT, scaling, b_dtype)
     p, defer, split = c["plan"], c["DEFER"], c["SPLIT"]
     epi = p["epi"]
     chunks = BN // epi
@@ -541,7 +548,7 @@ def kernel_plan(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", dt
     # a tile takes as many barrier rounds in the next tile's k-loop as a 64-multiple BN would
     per_round = 128 // DataType.get(out_dtype).itemsize // epi if defer else 1
     return GemmPlan(
-        M=M, N=N, K=K, BN=BN, BK=k_block(dtype), scaling=scaling, stages=c["STAGES"], CM=CM, a_major=a_major, b_major=b_major, dtype=dtype,
+        M=M, N=N, K=K, BN=BN, BK=k_block(dtype), scaling=scaling, b_dtype=b_dtype or dtype, stages=c["STAGES"], CM=CM, a_major=a_major, b_major=b_major, dtype=dtype,
         out_dtype=out_dtype, bias=bias, activation=activation, group=group, pingpong=c["PP"], defer=defer,
         pdl=c["PDL"], split=split, drop=drop, grid=p["grid"], units=p["units"], tiles=p["tiles"],
         cluster_tile_rows=p["cluster_tiles_m"], tile_cols=p["tiles_n"], k_blocks=p["kt"], chunk_cols=epi,

@@ -9,12 +9,14 @@ scales, never the FP8 operands. Three scalings (:data:`tirxpy_kernels.gemm_plan.
   each output chunk is multiplied by its rows' and columns' scales (:func:`scale_chunk`).
 - ``"block"`` (DeepSeek-V3): ``SA`` is ``(KB, Mp)``, A's scale per row and 128-deep group of K stored
   group-major (row ``kb`` holds every row's scale of k-block ``kb``; ``Mp``: M rounded up to 4 so each
-  row is whole 16-byte units for TMA); ``SB`` is ``(KB, NBp)``, B's scale per 128 x 128 block (row
-  ``kb`` holds the k-block's scale of every 128-column block, ``NBp`` rounded up to 4). The producer
-  loads the k-block's 128 row scales and a 16-byte box starting at the tile's column block into the
-  stage next to the operands (:func:`load_block_scales`); the consumer runs the k-block's wgmma into
-  a scratch accumulator and adds it, times its rows' scales and the block's, into the float32 tile
-  (:func:`promote`), so partial sums leave the FP8 wgmma's narrow accumulator every 128 of K.
+  row is whole 16-byte units for TMA); ``SB`` is ``(KB, NB)``, B's scale per 128 x 128 block (row
+  ``kb`` holds the k-block's scale of every 128-column block). The producer loads the k-block's 128
+  row scales into the stage next to the operands (:func:`load_block_scales`). Each consumer thread
+  reads its rows' scales of the k-block from the stage and B's from a register loaded one k-block
+  ahead (:func:`stage_row_scales`, :func:`next_block_scale_b`), runs the k-block's wgmma into a
+  scratch accumulator, releases the stage once it is waited for and adds the product, times the
+  scales, into the float32 tile (:func:`promote`): partial sums leave the FP8 wgmma's narrow
+  accumulator every 128 of K.
 
 A ``(64, 1)`` column of row scales is held the way the wgmma accumulator holds its rows
 (:func:`row_layout`: rows ``16 w + 8 h + lane / 4`` in slot ``h``, replicated over ``lane % 4``), so
@@ -39,33 +41,52 @@ def row_layout() -> TileLayout:
 class Scales:
     """The scale operands of one FP8 GEMM and the registers / stage buffers the kernel reads them through:
     ``sa``, ``sb`` (global), ``srow`` (a ``(64, 1)`` column of row scales, :func:`row_layout`), ``scol``
-    (a ``(1, chunk_cols)`` row of column scales, the bias row's layout), ``sas`` / ``sbs`` (the block
-    scales' shared-memory stages: ``(stages, 1, BM)`` and ``(stages, 1, 4)``). Unused ones are None."""
+    (a ``(1, chunk_cols)`` row of column scales, the bias row's layout), ``sas`` (A's block scales'
+    shared-memory stages, ``(stages, 1, BM)``), ``sbv`` (a register holding B's block scale of the next
+    k-block whose row scales are read), ``srow2`` (the pipelined k-loop's second column of row scales). Unused ones
+    are None."""
 
-    def __init__(self, sa=None, sb=None, srow=None, scol=None, sas=None, sbs=None):
-        self.sa, self.sb, self.srow, self.scol, self.sas, self.sbs = sa, sb, srow, scol, sas, sbs
+    def __init__(self, sa=None, sb=None, srow=None, scol=None, sas=None, sbv=None, srow2=None):
+        self.sa, self.sb, self.srow, self.scol, self.sas = sa, sb, srow, scol, sas
+        self.sbv, self.srow2 = sbv, srow2
 
 
 @T.macro
-def load_block_scales(P, SC, full, s, m0, n0, k):
-    """Producer: k-block ``k``'s 128 row scales of A (``SA[k, m0 .. m0 + 127]``) and the 16-byte box of B's
-    block scales starting at the tile's column block (``SB[k, n0 / 128 ..]``, the first one used) into
-    stage ``s``; both complete on ``full[s]`` with the operands."""
+def load_block_scales(P, SC, full, s, m0, k):
+    """Producer: k-block ``k``'s 128 row scales of A (``SA[k, m0 .. m0 + 127]``) into stage ``s``, completing on
+    ``full[s]`` with the operands."""
     Tx.copy_async(SC.sas[s], SC.sa[k:k + 1, m0:m0 + 128], mbar=full[s], arrive=False, expect_tx=False)
-    Tx.copy_async(SC.sbs[s], SC.sb[k:k + 1, n0 // BLOCK_SCALE:n0 // BLOCK_SCALE + 4], mbar=full[s], arrive=False,
-                  expect_tx=False)
 
 
 @T.macro
-def promote(P, SC, acc, tmp, s, c, k):
-    """Consumer ``c`` after k-block ``k``'s wgmma into ``tmp`` was waited for: ``acc (+)= tmp * sa[rows] * sb``
-    with the scales of stage ``s`` (read before the stage is released)."""
-    Tx.wg.copy(SC.srow, SC.sas[s, 0:1, c * 64:c * 64 + 64])
-    Tx.wg.mul(SC.srow, SC.srow, SC.sbs[s, 0, 0])
+def first_block_scale_b(P, SC, n0):
+    """Consumer, before a tile's k-loop: B's block scale of k-block 0 and the tile's column block
+    (``SB[0, n0 / 128]``, one value every thread reads) into ``SC.sbv``."""
+    SC.sbv[0] = SC.sb[0, n0 // BLOCK_SCALE]
+
+
+@T.macro
+def stage_row_scales(P, SC, s, c, srow):
+    """Consumer ``c`` once stage ``s`` has landed: its rows' scales of the k-block times B's (``SC.sbv``) into
+    ``srow``, read before the k-block's wgmma is waited for."""
+    Tx.wg.copy(srow, SC.sas[s, 0:1, c * 64:c * 64 + 64])
+    Tx.wg.mul(srow, srow, SC.sbv[0])
+
+
+@T.macro
+def next_block_scale_b(P, SC, n0, k):
+    """Consumer, under k-block ``k``'s wgmma: B's block scale of k-block ``k + 1`` (the last k-block loads its own
+    again), so the next k-block finds it in ``SC.sbv``."""
+    SC.sbv[0] = SC.sb[T.min(k + 1, P.k_blocks - 1), n0 // BLOCK_SCALE]
+
+
+@T.macro
+def promote(P, SC, acc, tmp, k, srow):
+    """After k-block ``k``'s wgmma into ``tmp`` was waited for: ``acc (+)= tmp * srow`` (:func:`stage_row_scales`)."""
     if k == 0:
-        Tx.wg.mul(acc, tmp, SC.srow)
+        Tx.wg.mul(acc, tmp, srow)
     else:
-        Tx.wg.fma(acc, tmp, SC.srow, acc)
+        Tx.wg.fma(acc, tmp, srow, acc)
 
 
 @T.macro

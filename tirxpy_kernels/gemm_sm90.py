@@ -1,7 +1,8 @@
 """Warp-specialized persistent GEMM for Hopper (sm_90a): TMA -> wgmma -> registers -> TMA.
 
 ``C[M, N] = act(A @ B + bias)`` with bf16 / f16 inputs, float32 accumulation, and a bf16 / f16 /
-f32 output. Written only with tirxpy's public API: tile primitives for every data movement and
+f32 output; or an FP8 product ``(A * sa) @ (B * sb) + bias`` with per-tensor, row-wise or block-wise
+scales (``scaling=``, :mod:`tirxpy_kernels.gemm_scales`). Written only with tirxpy's public API: tile primitives for every data movement and
 MMA (``Tx.copy_async`` -> TMA load with multicast / TMA store, ``Tx.wg.gemm_async`` ->
 ``wgmma.mma_async`` m64nBNk16, ``Tx.wg.copy`` -> ``stmatrix``), :mod:`tirxpy.lang` for the
 orchestration (the stage ring, the warp roles and their register split, the barrier set-up, the
@@ -92,7 +93,8 @@ from .gemm_plan import (  # noqa: F401  (the plan's public names, re-exported: t
     GemmPlan, balanced_split, bn_candidates, check_config, check_options, choose_tile, default_stages, kernel_plan,
     plan, schedule_cost, splittable, tile_cost, widest_bn)
 from .gemm_plan import _PP_EFFICIENCY, _split_widths, _unit_loads  # noqa: F401  (tests of the cost model)
-from .gemm_scales import Scales, load_block_scales, load_row_scales, promote, row_layout, scale_chunk, scale_tile
+from .gemm_scales import (Scales, first_block_scale_b, load_block_scales, load_row_scales, next_block_scale_b,
+                          promote, row_layout, scale_chunk, scale_tile, stage_row_scales)
 
 # -0.0 from an asm the C++ compiler cannot fold through: ``acc + NEG_ZERO()`` keeps an add (the identity on
 # every float, signed zeros and NaN included) in the PTX (GemmPlan.neg_zero_guard says when it is needed)
@@ -141,9 +143,9 @@ def operand_shapes(P: GemmPlan):
     else:
         a = (P.K, P.M), (P.stages, P.BK, BM), _mn_major_stages(P.stages, P.BK, BM, P.dtype)
     if P.b_major == "K":
-        b = (P.N, P.K), (P.stages, P.BN, P.BK), _k_major_stages(P.stages, P.BN, P.BK, P.dtype)
+        b = (P.N, P.K), (P.stages, P.BN, P.BK), _k_major_stages(P.stages, P.BN, P.BK, P.b_dtype)
     else:
-        b = (P.K, P.N), (P.stages, P.BK, P.BN), _mn_major_stages(P.stages, P.BK, P.BN, P.dtype)
+        b = (P.K, P.N), (P.stages, P.BK, P.BN), _mn_major_stages(P.stages, P.BK, P.BN, P.b_dtype)
     return a + b
 
 
@@ -202,7 +204,7 @@ def producer(P, ring, A, B, As, Bs, SC, unit, rank, n_tiles):
                 ring.arrive_full(g)
             load_stage(P, A, B, As, Bs, ring.full, s, m0, n0, k0, rank)
             if P.scaling == "block":
-                load_block_scales(P, SC, ring.full, s, m0, n0, k)
+                load_block_scales(P, SC, ring.full, s, m0, k)
 
 
 # ---- consumers: the k-loop -------------------------------------------------------------------------------
@@ -228,31 +230,21 @@ def mma(P, dst, As, Bs, s, r0, k, wt, n):
 
 
 @T.macro
-def k_loop(P, ring, acc, tmp, SC, As, Bs, C, Cs, pk, i, c, pm0, pn0, pwide, n):
+def k_loop(P, ring, acc, As, Bs, C, Cs, pk, i, c, pm0, pn0, pwide, n):
     """The cooperative consumer ``c``'s k-loop over the CTA's ``i``-th tile, ``n`` columns wide (``BN``, or a
     split's narrow tile's); with ``DEFER``, round ``j`` of tile ``i - 1`` (at ``(pm0, pn0)``, in ``pk``) is
-    stored under k-block ``j``. With block scales each k-block's wgmma runs into ``tmp``, which is waited for
-    and promoted into ``acc`` (:func:`tirxpy_kernels.gemm_scales.promote`) before the stage is released (by
-    every warp: each read its rows' scales from the stage)."""
+    stored under k-block ``j``. (Block scales take :func:`block_k_loop`.)"""
     for k in T.serial(P.k_blocks):
         g = i * P.k_blocks + k
         s = ring.stage(g)
         if P.drop != "full_wait":
             ring.wait_full(g)
-        if P.scaling == "block":
-            mma(P, tmp, As, Bs, s, c * 64, 0, None, n)
-        else:
-            mma(P, acc, As, Bs, s, c * 64, k, P.kloop_wait, n)
+        mma(P, acc, As, Bs, s, c * 64, k, P.kloop_wait, n)
         if c == 0:      # the stagger: consumer 1 waits for consumer 0's first k-block
             if i == 0:
                 if k == 0:
                     T.ptx.barrier_arrive(5, 256)
-        if P.scaling == "block":
-            Tx.wg.gemm_wait(0, tmp)
-            promote(P, SC, acc, tmp, s, c, k)
-            if T.lane_id() == 0:
-                ring.release(g)
-        elif k > 0:     # the previous k-block's wgmma is done with its stage
+        if k > 0:     # the previous k-block's wgmma is done with its stage
             if T.thread_id_in_wg() == 0:
                 ring.release(g + P.stages - 1)
         if P.defer:     # round k of the previous tile is stored while this k-block's wgmma runs
@@ -260,6 +252,51 @@ def k_loop(P, ring, acc, tmp, SC, As, Bs, C, Cs, pk, i, c, pm0, pn0, pwide, n):
                 if k == j:
                     if i > 0:
                         store_round(P, C, Cs, pk, i - 1, j, c, pm0, pn0, pwide)
+
+
+@T.macro
+def block_step(P, ring, tmp, srow, SC, As, Bs, i, n0, c, k):
+    """Block scaling, k-block ``k`` of the CTA's ``i``-th tile: wait for its stage, issue its wgmma into
+    ``tmp`` (one commit group), read its scales into ``srow`` and prefetch B's next block scale."""
+    g = i * P.k_blocks + k
+    s = ring.stage(g)
+    if P.drop != "full_wait":
+        ring.wait_full(g)
+    mma(P, tmp, As, Bs, s, c * 64, 0, None, P.BN)
+    stage_row_scales(P, SC, s, c, srow)
+    next_block_scale_b(P, SC, n0, k)
+    if c == 0:      # the stagger: consumer 1 waits for consumer 0's first k-block
+        if i == 0:
+            if k == 0:
+                T.ptx.barrier_arrive(5, 256)
+
+
+@T.macro
+def block_retire(P, ring, acc, tmp, srow, SC, i, k, pending):
+    """Block scaling: wait until k-block ``k``'s wgmma (``tmp``) is done with ``pending`` later groups
+    still running, release its stage (each warp read its scales from it) and promote it into ``acc``."""
+    Tx.wg.gemm_wait(pending, tmp)
+    if T.lane_id() == 0:
+        ring.release(i * P.k_blocks + k)
+    promote(P, SC, acc, tmp, k, srow)
+
+
+@T.macro
+def block_k_loop(P, ring, acc, tmp, tmp2, SC, As, Bs, i, n0, c):
+    """The cooperative consumer ``c``'s k-loop with block scales (tile ``i`` at column ``n0``): k-blocks in pairs,
+    each k-block's wgmma into its own product (``tmp``, ``tmp2``), the second one running while the first one is
+    promoted into ``acc`` (:func:`tirxpy_kernels.gemm_scales.promote`); each stage is released by every warp
+    once its product is waited for (each warp read its rows' scales from it). No wgmma group stays in flight
+    across the loop's back edge (ptxas would serialize every wgmma)."""
+    first_block_scale_b(P, SC, n0)
+    for kk in T.serial(P.k_blocks // 2):
+        block_step(P, ring, tmp, SC.srow, SC, As, Bs, i, n0, c, 2 * kk)
+        block_step(P, ring, tmp2, SC.srow2, SC, As, Bs, i, n0, c, 2 * kk + 1)
+        block_retire(P, ring, acc, tmp, SC.srow, SC, i, 2 * kk, 1)
+        block_retire(P, ring, acc, tmp2, SC.srow2, SC, i, 2 * kk + 1, 0)
+    if P.k_blocks % 2:
+        block_step(P, ring, tmp, SC.srow, SC, As, Bs, i, n0, c, P.k_blocks - 1)
+        block_retire(P, ring, acc, tmp, SC.srow, SC, i, P.k_blocks - 1, 0)
 
 
 # ---- the epilogue ----------------------------------------------------------------------------------------
@@ -358,7 +395,7 @@ def tile_epilogue(P, ring, acc, SC, pk, out, brow, Bias, C, Cs, i, c, m0, n0):
 # ---- the two consumer schedules --------------------------------------------------------------------------
 
 @T.macro
-def cooperative_consumer(P, ring, acc, tmp, SC, pk, out, brow, As, Bs, Bias, C, Cs, unit, rank, n_tiles, c):
+def cooperative_consumer(P, ring, acc, tmp, tmp2, SC, pk, out, brow, As, Bs, Bias, C, Cs, unit, rank, n_tiles, c):
     """Consumer ``c`` of the cooperative schedule: rows ``64 c ..`` of every tile of the CTA (``pk``: the
     deferred tile's registers, ``out``: a converted chunk; only the one the plan uses is read)."""
     if c == 1:          # the stagger (named barrier 5), once per CTA
@@ -369,16 +406,18 @@ def cooperative_consumer(P, ring, acc, tmp, SC, pk, out, brow, As, Bs, Bias, C, 
         m0, n0, wide = tile_at(P, unit + i * P.units, rank)
         if P.defer:     # the previous tile, whose 16-bit values wait in pk
             pm0, pn0, pwide = tile_at(P, unit + (i - 1) * P.units, rank)
-        if P.split is None:
+        if P.scaling == "block":
+            block_k_loop(P, ring, acc, tmp, tmp2, SC, As, Bs, i, n0, c)
+        elif P.split is None:
             if P.defer:
-                k_loop(P, ring, acc, tmp, SC, As, Bs, C, Cs, pk, i, c, pm0, pn0, pwide, P.BN)
+                k_loop(P, ring, acc, As, Bs, C, Cs, pk, i, c, pm0, pn0, pwide, P.BN)
             else:
-                k_loop(P, ring, acc, tmp, SC, As, Bs, C, Cs, acc, i, c, 0, 0, True, P.BN)
+                k_loop(P, ring, acc, As, Bs, C, Cs, acc, i, c, 0, 0, True, P.BN)
         else:
             if wide:
-                k_loop(P, ring, acc, tmp, SC, As, Bs, C, Cs, pk, i, c, pm0, pn0, pwide, P.BN)
+                k_loop(P, ring, acc, As, Bs, C, Cs, pk, i, c, pm0, pn0, pwide, P.BN)
             else:
-                k_loop(P, ring, acc, tmp, SC, As, Bs, C, Cs, pk, i, c, pm0, pn0, pwide, P.narrow_bn)
+                k_loop(P, ring, acc, As, Bs, C, Cs, pk, i, c, pm0, pn0, pwide, P.narrow_bn)
         if P.defer:     # rounds left over when the tile has fewer k-blocks than rounds
             for j in range(P.k_blocks, P.rounds):
                 if i > 0:
@@ -467,7 +506,7 @@ def scale_shapes(P: GemmPlan):
     if P.scaling == "row":
         return (P.M, 1), (1, P.N)
     if P.scaling == "block":
-        return (kb, -(-P.M // 4) * 4), (kb, -(-(-(-P.N // P.BN)) // 4) * 4)
+        return (kb, -(-P.M // 4) * 4), (kb, -(-P.N // P.BN))
     return (1, 1), (1, 1)
 
 
@@ -476,7 +515,7 @@ def kernel_body(P, A, B, SA, SB, Bias, C):
     """Everything after ``T.launch``: buffers, the barrier set-up, then one role per warpgroup."""
     a_shape, as_shape, a_layout, b_shape, bs_shape, b_layout = operand_shapes(P)
     As = T.alloc_shared(as_shape, P.dtype, layout=a_layout)
-    Bs = T.alloc_shared(bs_shape, P.dtype, layout=b_layout)
+    Bs = T.alloc_shared(bs_shape, P.b_dtype, layout=b_layout)
     Cs = T.alloc_shared(staging_shape(P), P.out_dtype, layout=staging_layout(P))
     full = T.alloc_shared((P.stages,), "uint64")
     empty = T.alloc_shared((P.stages,), "uint64")
@@ -490,12 +529,15 @@ def kernel_body(P, A, B, SA, SB, Bias, C):
     brow = T.alloc_local((1, P.chunk_cols), P.out_dtype, layout=bias_layout(P.chunk_cols))
     SC = Scales(SA, SB)
     tmp = acc
+    tmp2 = acc
     if P.scaling == "block":
         tmp = T.alloc_local((64, P.BN), "float32", layout=wgmma_accumulator(P.BN))    # one k-block's product
         srow = T.alloc_local((64, 1), "float32", layout=row_layout())
         sas = T.alloc_shared((P.stages, 1, BM), "float32")
-        sbs = T.alloc_shared((P.stages, 1, 4), "float32")
-        SC = Scales(SA, SB, srow, None, sas, sbs)
+        sbv = T.alloc_local((1,), "float32")
+        tmp2 = T.alloc_local((64, P.BN), "float32", layout=wgmma_accumulator(P.BN))     # the pair's second product
+        srow2 = T.alloc_local((64, 1), "float32", layout=row_layout())
+        SC = Scales(SA, SB, srow, None, sas, sbv, srow2)
     if P.scaling == "row":
         srow = T.alloc_local((64, 1), "float32", layout=row_layout())
         scol = T.alloc_local((1, P.chunk_cols), "float32", layout=bias_layout(P.chunk_cols))
@@ -519,11 +561,11 @@ def kernel_body(P, A, B, SA, SB, Bias, C):
     elif P.defer:
         roles.enter_consumer()
         c = wg - 1
-        cooperative_consumer(P, ring, acc, tmp, SC, pk, pk, brow, As, Bs, Bias, C, Cs, unit, rank, n_tiles, c)
+        cooperative_consumer(P, ring, acc, tmp, tmp, SC, pk, pk, brow, As, Bs, Bias, C, Cs, unit, rank, n_tiles, c)
     else:
         roles.enter_consumer()
         c = wg - 1
-        cooperative_consumer(P, ring, acc, tmp, SC, acc, out, brow, As, Bs, Bias, C, Cs, unit, rank, n_tiles, c)
+        cooperative_consumer(P, ring, acc, tmp, tmp2, SC, acc, out, brow, As, Bs, Bias, C, Cs, unit, rank, n_tiles, c)
     if P.CM > 1:
         T.ptx.cluster_sync()     # no CTA leaves while a peer may still multicast into it / arrive on it
 
@@ -550,7 +592,7 @@ def build(P: GemmPlan):
     sa_shape, sb_shape = scale_shapes(P)
 
     @T.prim_func
-    def gemm_fp8_sm90_kernel(A: T.Tensor(a_shape, dtype), B: T.Tensor(b_shape, dtype),
+    def gemm_fp8_sm90_kernel(A: T.Tensor(a_shape, dtype), B: T.Tensor(b_shape, P.b_dtype),
                              SA: T.Tensor(sa_shape, "float32"), SB: T.Tensor(sb_shape, "float32"),
                              Bias: T.Tensor(P.bias_shape, out_dtype), C: T.Tensor((P.M, P.N), out_dtype)):
         T.launch(grid=(P.grid,), threads=THREADS, cluster=P.cluster, pdl=P.pdl)
@@ -562,7 +604,7 @@ def build(P: GemmPlan):
 @tirxpy.jit
 def gemm_sm90(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", dtype="bfloat16",
               out_dtype="bfloat16", bias=False, activation=None, sms=TARGET.sm_count, group=4, DEFER=None,
-              PINGPONG=False, drop=None, PDL=True, SPLIT=None, scaling=None):
+              PINGPONG=False, drop=None, PDL=True, SPLIT=None, scaling=None, b_dtype=None):
     """The kernel for one problem: ``k(A, B, Bias, C)``, or ``k(A, B, SA, SB, Bias, C)`` for FP8 inputs; see
     the module docstring for the operand orientations and the parts. Each tuning option, what it does and
     when the defaults (:func:`tirxpy_kernels.gemm`, through :func:`~tirxpy_kernels.gemm_plan.choose_tile`) choose it:
@@ -609,6 +651,12 @@ def gemm_sm90(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", dtyp
 
     ``sms``: persistent units to fill (the device's SM count in :func:`tirxpy_kernels.gemm`).
 
+    ``dtype="float8_e4m3"`` / ``"float8_e5m2"`` (``b_dtype``: B's format when it is the other one) with
+    ``scaling="tensor"``, ``"row"`` or ``"block"``: an FP8 product, both operands K-major, 128-deep k-blocks
+    (one 128-byte swizzle atom, ``m64nBNk32`` wgmma); the kernel takes ``(A, B, SA, SB, Bias, C)`` with the
+    scales of :func:`scale_shapes` and applies them as :mod:`tirxpy_kernels.gemm_scales` describes (the block
+    scaling: ``BN = 128``, no ``DEFER``, each k-block promoted into the float32 accumulator).
+
     ``drop=`` removes one protocol step, for the simulator's mutation tests only: ``"full_wait"``
     (consumers' wait on ``full``), ``"empty_wait"`` (producer's wait on ``empty``), ``"expect_tx"``
     (the TMA loads announce no bytes), ``"wgmma_wait"`` (the k-loop's ``wait=1`` before a stage is
@@ -616,7 +664,7 @@ def gemm_sm90(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", dtyp
     (before the TMA store), ``"store_wait"`` (the staging buffer's bulk read-wait) or ``"turn"``
     (``PINGPONG``'s turn barriers between the consumers' k-loops)."""
     return build(kernel_plan(M, N, K, BN, STAGES, CM, a_major, b_major, dtype, out_dtype, bias, activation, sms,
-                             group, DEFER, PINGPONG, drop, PDL, SPLIT, scaling))
+                             group, DEFER, PINGPONG, drop, PDL, SPLIT, scaling, b_dtype))
 
 
 @tirxpy.jit

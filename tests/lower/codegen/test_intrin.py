@@ -95,3 +95,13 @@ def test_tma_box_must_start_on_a_128_byte_boundary():
     assert "pad each stage of buf to a multiple of 128 bytes" in msg
     body = _body(generate(lower_primitives(_tma_stage_kernel(32), "sm_90a"), "sm_90a").source)
     assert "tx_tma_load_2d(tx_smem_addr(&buf[s * 32])" in body
+
+
+def test_tma_boxes_at_column_chunks_of_a_wider_tile_are_not_refused():
+    """An MN-major B is loaded in 64-column boxes ``Bs[s, :, c0:c0 + 64]`` whose start ``c0`` is a variable: its
+    values are not known to codegen, so the box is not judged; the stage index steps whole 128-byte units."""
+    from tirxpy.lower.build import lower_primitives
+    from tirxpy_kernels.gemm_sm90 import gemm_sm90
+
+    k = gemm_sm90(512, 512, 256, BN=192, a_major="MN", b_major="MN", PINGPONG=False, STAGES=2)
+    assert "tx_tma_load_2d" in generate(lower_primitives(k, "sm_90a"), "sm_90a").source

@@ -161,12 +161,27 @@ class IntrinsicRenderer:
 
     def tma_aligned(self, sreg, call):
         """A TMA box's shared tile must start on a 128-byte boundary (every shared allocation does,
-        :func:`.kernel.smem_plan`): its start offset must be a whole number of 128-byte units for every value
-        of the indices, else a :class:`CodegenError` naming the tile and the fix."""
+        :func:`.kernel.smem_plan`). Judged where it can be without the indices' values: the start with every
+        index that is not a constant at 0 must be a whole number of 128-byte units, and so must the step of
+        each index that picks a single slice (a stage ``buf[s]``, box extent 1); a :class:`CodegenError` names
+        the tile and the fix. An index inside a wider extent (a column chunk ``buf[s, :, c0:c0 + 64]``) is not
+        judged: its values are not known here."""
         root = sreg.buffer
-        off = element_m(root.layout, root.shape, list(sreg.starts), swizzle=False, ranges=self.ctx.ranges.of,
-                        units=(root.dtype.bits, 1024))
-        if off is None:
+        const = [st.value if isinstance(st, E.IntImm) else None for st in sreg.starts]
+        base = [0 if c is None else c for c in const]
+
+        def byte_of(idx):
+            v = element_m(root.layout, root.shape, [ops.const(i) for i in idx], swizzle=False,
+                          units=(root.dtype.bits, 8))
+            return v.value if isinstance(v, E.IntImm) else None
+
+        b0 = byte_of(base)
+        steps = []
+        for d, (c, n) in enumerate(zip(const, sreg.extents)):
+            if c is None and n == 1 and root.shape[d] > 1 and b0 is not None:
+                one = byte_of(base[:d] + [1] + base[d + 1:])
+                steps.append(None if one is None else one - b0)
+        if any(v is not None and v % 128 for v in [b0] + steps):
             self.fail(f"the TMA box {sreg.name}{list(sreg.starts)} does not start on a 128-byte boundary of shared "
                       f"memory for every index (its tile {root.name} {tuple(root.shape)} {root.dtype}); TMA writes and "
                       "reads shared memory from 128-byte aligned addresses", call,
