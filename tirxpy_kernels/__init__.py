@@ -12,7 +12,7 @@ block-wise scales (:mod:`tirxpy_kernels.gemm_fp8_api`).
 ``tirxpy_kernels.all_gather_gemm(a_shard, b, group)`` / ``tirxpy_kernels.gemm_reduce_scatter(a, b_shard, group)``: all-gather +
 GEMM and GEMM + reduce-scatter over NVLink peers, one overlapped kernel per rank (:mod:`tirxpy_kernels.dist_api`).
 ``tirxpy_kernels.quantize_fp8(x, granularity, ...)``: bf16 / f16 -> fp8 with per-token, 1 x 128 or 128 x 128 amax
-scales (:mod:`tirxpy_kernels.quantize_fp8`).
+scales (:mod:`tirxpy_kernels.quantize_sm90`).
 """
 
 _OPS: list = []     # [tirxpy_kernels.torch_ops] once a call has imported it (and torch)

@@ -1,6 +1,6 @@
 """``python -m tirxpy_kernels.bench quantize [--shapes MxK,...] [--granularity token,1x128,128x128] [--tune "div=rcp;vecs=8"] [--sim]``
 
-Bandwidth of the FP8 quantization kernel (:mod:`tirxpy_kernels.quantize_fp8`, bf16 -> e4m3) against a
+Bandwidth of the FP8 quantization kernel (:mod:`tirxpy_kernels.quantize_sm90`, bf16 -> e4m3) against a
 device-to-device copy of the same bytes (``torch.Tensor.copy_`` of a byte buffer, the peer: what a memory-bound
 kernel can reach). The kernel reads ``2 M K`` bytes and writes ``M K`` bytes of ``x_q`` and 4 per scale; the
 copy moves as many (it reads and writes half of them each). Before timing, each kernel's output is checked
@@ -33,7 +33,7 @@ def add_arguments(p):
 
 def _tuning(t, g, M, K):
     from .errors import KernelConfigError
-    from .quantize_fp8 import check_config, padded_shape
+    from .quantize_sm90 import check_config, padded_shape
 
     kw = dict(t)
     try:
@@ -45,7 +45,7 @@ def _tuning(t, g, M, K):
 
 def check(args):
     """Check ``quantize``'s arguments before any GPU work; returns ``(shapes, tunings, granularities)``."""
-    from .quantize_fp8 import GRANULARITIES
+    from .quantize_sm90 import GRANULARITIES
 
     grans = [g.strip() for g in args.granularity.split(",") if g.strip()]
     bad = [g for g in grans if g not in GRANULARITIES]
@@ -73,7 +73,7 @@ def bench_quantize(args):
     import tirxpy
 
     from .quantize_api import reference
-    from .quantize_fp8 import padded_shape, quantize_fp8_kernel, scales_shape
+    from .quantize_sm90 import padded_shape, quantize_fp8_kernel, scales_shape, scales_storage, scales_view
 
     shapes, tunings, grans = check(args)
     torch.manual_seed(seed_of(args))
@@ -89,7 +89,7 @@ def bench_quantize(args):
             dst = torch.empty_like(src)
             fns = {"copy": lambda: dst.copy_(src)}
             q = torch.empty(M, K, dtype=torch.float8_e4m3fn, device="cuda")
-            s = torch.empty(scales_shape(g, M, K), dtype=torch.float32, device="cuda")
+            s = torch.empty(scales_storage(g, M, K), dtype=torch.float32, device="cuda")
             for i, t in enumerate(tunings):
                 if padded_shape(g, M, K) != (M, K):
                     print(f"{M}x{K} {g}: smaller than one tile; not timed", file=sys.stderr)
@@ -100,7 +100,7 @@ def bench_quantize(args):
                 ck(x, q, s)
                 rq, rs = reference(x, g, pow2_scales=bool(t.get("pow2", False)), rcp=t.get("div") == "rcp")
                 bad_q = int((q.view(torch.uint8) != rq.view(torch.uint8)).sum())
-                bad_s = int((s != rs).sum())
+                bad_s = int((scales_view(s, g) != rs).sum())
                 if bad_q or bad_s:       # reported, and the exit status says so; the timing still runs
                     print(f"FAILED: {M}x{K} {g} {t or 'defaults'}: {bad_q} elements and {bad_s} scales differ from "
                           f"the reference", file=sys.stderr)
@@ -128,7 +128,7 @@ def sim_quantize(args):
     from tirxpy.sim import run
 
     from .quantize_api import expand_scales, reference
-    from .quantize_fp8 import padded_shape, quantize_fp8_kernel, scales_shape
+    from .quantize_sm90 import padded_shape, quantize_fp8_kernel, scales_shape, scales_storage, scales_view
 
     (shape,), _, grans = check(args)
     M, K = shape
@@ -142,9 +142,10 @@ def sim_quantize(args):
         xp = torch.zeros(Mp, Kp, dtype=torch.bfloat16)
         xp[:M, :K] = x
         q = torch.full((Mp, Kp), float("nan")).to(torch.float8_e4m3fn)
-        s = torch.full(scales_shape(gran, Mp, Kp), float("nan"))
+        s = torch.full(scales_storage(gran, Mp, Kp), float("nan"))
         t0 = time.time()
         res = run(quantize_fp8_kernel(gran, Mp, Kp), xp, q, s, seed=seed)
+        s = scales_view(s, gran)
         rq, rs = reference(xp, gran)
         exact = torch.equal(q.view(torch.uint8), rq.view(torch.uint8)) and torch.equal(s, rs)
         deq = q.double() * expand_scales(s.double(), gran, Mp, Kp)

@@ -1,9 +1,11 @@
 """``tirxpy_kernels.quantize_fp8(x, granularity, *, dtype=torch.float8_e4m3fn, pow2_scales=False)``: bf16 / f16 ->
-fp8 with amax scales, on torch tensors, with the kernel of :mod:`tirxpy_kernels.quantize_fp8`.
+fp8 with amax scales, on torch tensors, with the kernel of :mod:`tirxpy_kernels.quantize_sm90`.
 
 Returns ``(x_q, scales)``: ``x_q`` the fp8 ``(M, K)`` tensor, ``scales`` float32 of shape ``(M, 1)`` (``"token"``),
-``(M, ceil(K/128))`` (``"1x128"``) or ``(ceil(M/128), ceil(K/128))`` (``"128x128"``), so that
-``x ~ x_q * scale`` of each element's group. The rule (:mod:`tirxpy_kernels.quantize_fp8`): ``scale = max(amax /
+``(M, ceil(K/128))`` (``"1x128"``, a view of a group-major ``(ceil(K/128), M')`` tensor, ``M'`` the rows
+padded to the kernel's tile: what :func:`tirxpy_kernels.gemm_fp8`'s block scaling reads without a copy where
+``M' = M``) or ``(ceil(M/128), ceil(K/128))`` (``"128x128"``), so that
+``x ~ x_q * scale`` of each element's group. The rule (:mod:`tirxpy_kernels.quantize_sm90`): ``scale = max(amax /
 fp8_max, 2**-126)`` (an all-zero group gets ``2**-126`` and ``x_q = 0``), rounded up to a power of two with
 ``pow2_scales=True``; ``x_q = satfinite_rn(x / scale)``. :func:`reference` computes the same in torch on any
 device.
@@ -28,8 +30,9 @@ from tirxpy.errors import ArgumentError
 
 from .errors import KernelConfigError
 from .launch_cache import LaunchCache, compiled
-from .quantize_fp8 import (FP8_MAX, GRANULARITIES, GROUP, SCALE_FLOOR, padded_shape, plan, quantize_fp8_kernel,
-                           scales_shape)
+from .quantize_sm90 import (FP8_MAX, GRANULARITIES, GROUP, SCALE_FLOOR, padded_shape, plan, quantize_fp8_kernel,
+                           scales_shape,
+                           scales_storage, scales_view)
 
 _FP8 = {torch.float8_e4m3fn: "float8_e4m3", torch.float8_e5m2: "float8_e5m2"}
 _IN = {torch.bfloat16: "bfloat16", torch.float16: "float16"}
@@ -76,7 +79,7 @@ def quantize_fp8(x, granularity, *, dtype=torch.float8_e4m3fn, pow2_scales=False
     """``(x_q, scales)`` for a bf16 / f16 ``(M, K)`` CUDA tensor ``x`` (module docstring: the rule and the shapes).
 
     Every argument is checked before the device (:class:`QuantizeArgumentError` naming it and the fix). An input
-    smaller than one CTA tile (:func:`tirxpy_kernels.quantize_fp8.padded_shape`) is quantized from a zero-padded copy (zeros change no amax), the outputs sliced back."""
+    smaller than one CTA tile (:func:`tirxpy_kernels.quantize_sm90.padded_shape`) is quantized from a zero-padded copy (zeros change no amax), the outputs sliced back."""
     key = (tuple(x.shape), x.dtype, x.device, granularity, dtype, pow2_scales) if isinstance(x, torch.Tensor) else None
     hit = _CACHE.get(key) if key is not None and x.is_contiguous() else None
     if hit is None:
@@ -92,11 +95,11 @@ def quantize_fp8(x, granularity, *, dtype=torch.float8_e4m3fn, pow2_scales=False
         xp[:M, :K] = x
         q, s = quantize_fp8(xp, granularity, dtype=dtype, pow2_scales=pow2_scales)
         sm, sk = scales_shape(granularity, M, K)
-        return q[:M, :K].contiguous(), s[:sm, :sk].contiguous()
+        return q[:M, :K].contiguous(), (s[:sm, :sk] if granularity == "1x128" else s[:sm, :sk].contiguous())
     q = torch.empty((M, K), dtype=dtype, device=x.device)
-    s = torch.empty(scales_shape(granularity, M, K), dtype=torch.float32, device=x.device)
+    s = torch.empty(scales_storage(granularity, M, K), dtype=torch.float32, device=x.device)
     ck(x, q, s)
-    return q, s
+    return q, scales_view(s, granularity)
 
 
 def _pow2_ceil(s):

@@ -237,3 +237,25 @@ def test_gpu_block_scales_group_major_go_to_the_kernel_as_they_are():
     sa_t.mul_(2)
     r3 = tirxpy_kernels.gemm_fp8(a, w.t(), sa_t.t(), sb, out)
     assert torch.allclose(r3.double(), 2 * r1.double(), rtol=2 ** -7)
+
+
+@pytest.mark.gpu
+def test_gpu_quantized_operands_end_to_end():
+    """DeepSeek-V3's recipe: activations quantized per 1 x 128 group (scales group-major, read by the GEMM as they
+    are), the weight per 128 x 128 block, then the block-scaled GEMM: the float64 product of the dequantized
+    operands, and within FP8's resolution of the bf16 product."""
+    from tirxpy_kernels.quantize_api import expand_scales
+
+    x = torch.randn(512, 1024, device="cuda").to(torch.bfloat16)
+    w = torch.randn(384, 1024, device="cuda").to(torch.bfloat16)
+    xq, xs = tirxpy_kernels.quantize_fp8(x, "1x128")
+    wq, ws = tirxpy_kernels.quantize_fp8(w, "128x128")
+    assert xs.t().is_contiguous()
+    out = tirxpy_kernels.gemm_fp8(xq, wq.t(), xs, ws.t().contiguous())
+    xd = xq.double() * expand_scales(xs.double(), "1x128", 512, 1024)
+    wd = wq.double() * expand_scales(ws.double(), "128x128", 384, 1024)
+    ref = xd @ wd.t()
+    bound = _fp8_bound(out, ref, xq, wq, xs, ws.t(), "block", 2.0 ** -8)
+    assert torch.all((out.double() - ref).abs() <= bound)
+    exact = x.double() @ w.double().t()
+    assert (out.double() - exact).norm() / exact.norm() < 0.05

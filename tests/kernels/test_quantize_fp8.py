@@ -1,4 +1,4 @@
-"""tirxpy_kernels/quantize_fp8.py and quantize_api.py: the plan, the reference's rule against float64, the kernel in the
+"""tirxpy_kernels/quantize_sm90.py and quantize_api.py: the plan, the reference's rule against float64, the kernel in the
 simulator (bit-exact against the reference, NaN-poisoned outputs, ragged shapes, outliers), NVRTC builds without
 spills, the API's typed errors, and the GPU.
 
@@ -13,8 +13,9 @@ from tirxpy_kernels.bench import main as bench_main
 from tirxpy_kernels.errors import KernelConfigError
 from tirxpy_kernels.quantize_api import (QuantizeArgumentError, expand_scales, group_scales, quantize_fp8,
                                   reference)
-from tirxpy_kernels.quantize_fp8 import (FP8_MAX, MAX_TOKEN_K, SCALE_FLOOR, padded_shape, plan,
-                                  quantize_fp8_kernel, scales_shape)
+from tirxpy_kernels.quantize_sm90 import (FP8_MAX, MAX_TOKEN_K, SCALE_FLOOR, padded_shape, plan,
+                                  quantize_fp8_kernel, scales_shape,
+                                  scales_storage, scales_view)
 from tests.primitives.helpers import compile_ok
 from tests.sim_plugin import device, launch, skip_large
 
@@ -115,10 +116,10 @@ def test_simulated_kernel_is_bit_exact(granularity, M, K, dtype, pow2, div):
 
     x = inputs(M, K, seed=M + K)
     q = torch.full((M, K), float("nan")).to(dtype)
-    s = torch.full(scales_shape(granularity, M, K), float("nan"))
+    s = torch.full(scales_storage(granularity, M, K), float("nan"))
     res = run(quantize_fp8_kernel(granularity, M, K, out_dtype=NAME[dtype], pow2=pow2, div=div), x, q, s)
     assert not res.problems
-    check_against_reference(x, q, s, granularity, dtype, pow2, div == "rcp")
+    check_against_reference(x, q, scales_view(s, granularity), granularity, dtype, pow2, div == "rcp")
 
 
 def test_simulated_float16_input():
@@ -126,9 +127,19 @@ def test_simulated_float16_input():
 
     x = inputs(32, 128, seed=9, dtype=torch.float16)
     q = torch.full((32, 128), float("nan")).to(E4M3)
-    s = torch.full((32, 1), float("nan"))
+    s = torch.full((1, 32), float("nan"))           # "1x128" scales are written group-major
     run(quantize_fp8_kernel("1x128", 32, 128, in_dtype="float16"), x, q, s)
-    check_against_reference(x, q, s, "1x128")
+    check_against_reference(x, q, s.t(), "1x128")
+
+
+def test_1x128_scales_are_a_group_major_view():
+    """``"1x128"`` scales come as the ``(M, KB)`` view of a ``(KB, M)`` tensor written group-major, which the FP8
+    GEMM's block scaling reads as it is."""
+    assert scales_storage("1x128", 64, 300) == (3, 64) and scales_storage("token", 64, 300) == (64, 1)
+    st = torch.arange(6.0).reshape(3, 2)
+    v = scales_view(st, "1x128")
+    assert v.shape == (2, 3) and v.stride() == (1, 2) and v[1, 2] == st[2, 1]
+    assert scales_view(st, "128x128") is st
 
 
 def test_bench_sim_runs_every_granularity(capsys):
@@ -195,10 +206,10 @@ def test_gpu_kernel_matches_reference(granularity, M, K, sim_mode):
         x, M, K = xp, Mp, Kp
     for dtype, pow2, div in ((E4M3, False, "exact"), (E5M2, True, "exact"), (E4M3, False, "rcp")):
         q = torch.full((M, K), float("nan"), device=dev).to(dtype)             # poisoned: every element written
-        s = torch.full(scales_shape(granularity, M, K), float("nan"), device=dev)
+        s = torch.full(scales_storage(granularity, M, K), float("nan"), device=dev)
         launch(quantize_fp8_kernel(granularity, M, K, out_dtype=NAME[dtype], pow2=pow2, div=div), x, q, s,
                sim=sim_mode)
-        check_against_reference(x, q, s, granularity, dtype, pow2, div == "rcp")
+        check_against_reference(x, q, scales_view(s, granularity), granularity, dtype, pow2, div == "rcp")
 
 
 @pytest.mark.gpu

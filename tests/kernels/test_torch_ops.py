@@ -321,10 +321,16 @@ def test_compile_fullgraph_matches_eager():
     y1.backward(dy)
     yr, gr = _float64_grads(blk, x, dy)
     # eager and compiled differ by bf16 roundings in different places (the compiled norms fuse in float32):
-    # each is checked against float64, and against each other at twice that
-    assert _relerr(y0, yr) < 1e-2 and _relerr(y1, yr) < 1e-2 and _relerr(y1, y0.double()) < 2e-2
-    for p, g, r in zip(blk.params, g0, gr):
-        assert _relerr(g, r) < 3e-2 and _relerr(p.grad, r) < 3e-2 and _relerr(p.grad, g.double()) < 6e-2
+    # each is checked against float64, at most twice as far from it as the same block on torch's own bf16 ops
+    # (SDPA + cuBLAS, same weights) is, plus 5e-3
+    base = Block(blk.dim, blk.heads, blk.w1.shape[0], impl="torch", dtype=torch.bfloat16)
+    for p, q in zip(blk.params, base.params):
+        q.data.copy_(p.data)
+    yt, gt = _step(base, x, dy)
+    assert _relerr(y0, yr) < 1e-2 and _relerr(y1, yr) < 2 * _relerr(yt, yr) + 5e-3
+    for p, g, r, t in zip(blk.params, g0, gr, gt):
+        bound = 2 * _relerr(t, r) + 5e-3
+        assert _relerr(g, r) < bound and _relerr(p.grad, r) < bound, (_relerr(g, r), _relerr(p.grad, r), bound)
 
 
 @pytest.mark.gpu

@@ -172,15 +172,33 @@ def scales_shape(granularity: str, M: int, K: int) -> tuple:
     return {"token": (M, 1), "1x128": (M, g), "128x128": (-(-M // GROUP), g)}[granularity]
 
 
+def scales_storage(granularity: str, M: int, K: int) -> tuple:
+    """The shape of the scales tensor the kernel writes: :func:`scales_shape`, except ``"1x128"``, stored
+    group-major as ``(ceil(K/128), M)`` (the scale of row ``r``'s group ``g`` at ``[g, r]``: one CTA's rows are
+    consecutive, and the FP8 GEMM's block scaling reads it so); :func:`scales_view` gives the
+    :func:`scales_shape` view of it.
+
+        >>> scales_storage("1x128", 256, 1024), scales_storage("128x128", 256, 1024)
+        ((8, 256), (2, 8))
+    """
+    SM, SK = scales_shape(granularity, M, K)
+    return (SK, SM) if granularity == "1x128" else (SM, SK)
+
+
+def scales_view(storage, granularity: str):
+    """The :func:`scales_shape` view of a :func:`scales_storage` tensor (``"1x128"``: its transpose)."""
+    return storage.t() if granularity == "1x128" else storage
+
+
 @tirxpy.jit
 def quantize_fp8_kernel(granularity: str, M: int, K: int, in_dtype: str = "bfloat16",
                         out_dtype: str = "float8_e4m3", pow2: bool = False, div: str = "exact", vecs: int = VECS):
     """The kernel: call it as ``k(x, q, scales)`` (``(M, K)`` input, ``(M, K)`` fp8 output, float32 scales of
-    :func:`scales_shape`)."""
+    :func:`scales_storage`)."""
     p = check_config(granularity, M, K, in_dtype, out_dtype, pow2, div, vecs)
     XL, AL, BL = tile_layout(p), amax_layout(p), block_layout(p)
     fmax = FP8_MAX[out_dtype]
-    SM, SK = scales_shape(granularity, M, K)
+    SS = scales_storage(granularity, M, K)
     BR, BC = p.rows, p.cols
     CW = 32 * V * p.warps
     block = granularity == "128x128"
@@ -189,7 +207,7 @@ def quantize_fp8_kernel(granularity: str, M: int, K: int, in_dtype: str = "bfloa
 
     @T.prim_func
     def quantize_fp8(X: T.Tensor((M, K), in_dtype), Q: T.Tensor((M, K), out_dtype),
-                     Sc: T.Tensor((SM, SK), "float32")):
+                     Sc: T.Tensor(SS, "float32")):
         T.launch(grid=grid, threads=32 * p.warps)
         x = T.alloc_local((BR, BC), in_dtype, layout=XL)
         xf = T.alloc_local((BR, BC), "float32", layout=XL)
@@ -230,7 +248,10 @@ def quantize_fp8_kernel(granularity: str, M: int, K: int, in_dtype: str = "bfloa
                 Tx.cta.mul(xf, xf, inv)
             else:
                 Tx.cta.div(xf, xf, amax)
-            Tx.cta.copy(Sc[T.cta_id(0) * BR:T.cta_id(0) * BR + BR, T.cta_id(1):T.cta_id(1) + 1], amax)
+            if granularity == "1x128":     # group-major: the CTA's BR rows' scales are consecutive
+                Tx.cta.copy(Sc[T.cta_id(1):T.cta_id(1) + 1, T.cta_id(0) * BR:T.cta_id(0) * BR + BR], amax)
+            else:
+                Tx.cta.copy(Sc[T.cta_id(0) * BR:T.cta_id(0) * BR + BR, T.cta_id(1):T.cta_id(1) + 1], amax)
         Tx.cta.cast(q, xf)
         if granularity == "token":
             for j in range(p.vecs):
