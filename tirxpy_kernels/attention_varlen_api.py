@@ -120,8 +120,8 @@ def check_lengths(cu_q, cu_k, total_q, total_k, max_seqlen_q, max_seqlen_k) -> N
                 raise VarlenArgumentError(f"attention_varlen: {name} decreases at {b + 1} ({cu[b]} -> {cu[b + 1]}); "
                                           "offsets are cumulative lengths")
             if n > mx:
-                raise VarlenArgumentError(f"attention_varlen: sequence {b} has length {n} in {name}, over max_seqlen "
-                                          f"{mx}; pass the longest length")
+                raise VarlenArgumentError(f"attention_varlen: sequence {b} has length {n} in {name}, over "
+                                          f"max_seqlen_{name[-1]} = {mx}; pass the longest length")
         if cu[-1] > total:
             raise VarlenArgumentError(f"attention_varlen: {name}[-1] = {cu[-1]} is past the {total} packed rows")
     for b in range(len(cu_q) - 1):
@@ -200,6 +200,9 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
                      return_lse=False):
     """Attention forward over packed variable-length sequences on a Hopper GPU; see the module docstring."""
     check(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, scale, return_lse)
+    if cu_seqlens_q.device.type == "cpu" and cu_seqlens_k.device.type == "cpu":      # values known without a copy
+        check_lengths(cu_seqlens_q.tolist(), cu_seqlens_k.tolist(), q.shape[0], k.shape[0], max_seqlen_q,
+                      max_seqlen_k)
     _device(q, k, v)
     for name, cu in (("cu_seqlens_q", cu_seqlens_q), ("cu_seqlens_k", cu_seqlens_k)):
         if cu.device != q.device:

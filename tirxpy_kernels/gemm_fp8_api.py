@@ -138,6 +138,10 @@ def _check(a, b, scale_a, scale_b, out, bias, out_dtype, scaling, tuning):
     unknown = sorted(map(str, set(tuning) - set(TUNING)))
     if unknown:
         raise Fp8ArgumentError(f"gemm_fp8: unknown tuning argument(s) {unknown}; the kernel takes {TUNING}")
+    try:
+        check_options(**{k: v for k, v in tuning.items() if not (k == "sms" and v is None)})
+    except KernelConfigError as e:
+        raise Fp8ArgumentError("gemm_fp8: " + str(e).removeprefix("gemm_sm90: ")) from None
     if out is not None:
         for name, t in (("a", a), ("b", b), ("scale_a", scale_a), ("scale_b", scale_b), ("bias", bias)):
             if t is not None and overlaps(out, t):
@@ -286,6 +290,10 @@ def _key(a, b, scale_a, scale_b, out, bias, out_dtype, scaling, tuning):
 def _planned_call(a, b, scale_a, scale_b, out, bias, out_dtype, scaling, tuning):
     """Every check of the arguments, then the kernel: the cache entry of calls like this one."""
     M, N, K, odt, sc = _check(a, b, scale_a, scale_b, out, bias, out_dtype, scaling, tuning)
+    opts = dict(tuning)
+    sms = opts.pop("sms", None) or _sm_count(a.device)
+    # the plan for this problem, checked on any device (an H100's SM count off a GPU), then the device
+    k, Mk, Nk, Kk, BN = kernel_for(M, N, K, sc, a.dtype, odt, bias is not None, sms, b.dtype, **opts)
     try:
         dev = _device(a, b, out, bias)
     except GemmArgumentError as e:
@@ -293,9 +301,6 @@ def _planned_call(a, b, scale_a, scale_b, out, bias, out_dtype, scaling, tuning)
     if scale_a.device != dev or scale_b.device != dev:
         raise Fp8ArgumentError(f"gemm_fp8: scale_a and scale_b must be on {dev} with the operands, got "
                                f"{scale_a.device} and {scale_b.device}")
-    opts = dict(tuning)
-    sms = opts.pop("sms", None) or _sm_count(dev)
-    k, Mk, Nk, Kk, BN = kernel_for(M, N, K, sc, a.dtype, odt, bias is not None, sms, b.dtype, **opts)
     direct = _direct(sc, a, b, scale_a, scale_b, bias, odt, M, N, K, Mk, Nk, Kk, BN)
     return compiled(k, TARGET), M, N, K, Mk, Nk, Kk, odt, sc, BN, direct
 

@@ -56,7 +56,7 @@ def _check(x, granularity, dtype, pow2_scales):
     if not isinstance(granularity, str) or granularity not in GRANULARITIES:
         raise QuantizeArgumentError(f"{w}: granularity must be one of {GRANULARITIES} (one scale per row, per 1 x 128 "
                                     f"group along K, per 128 x 128 block), got {granularity!r:.60}")
-    if dtype not in _FP8:
+    if not isinstance(dtype, torch.dtype) or dtype not in _FP8:
         raise QuantizeArgumentError(f"{w}: dtype must be torch.float8_e4m3fn or torch.float8_e5m2, got {dtype!r:.60}")
     if not isinstance(pow2_scales, bool):
         raise QuantizeArgumentError(f"{w}: pow2_scales must be True or False, got {pow2_scales!r:.60}")
@@ -81,7 +81,10 @@ def quantize_fp8(x, granularity, *, dtype=torch.float8_e4m3fn, pow2_scales=False
     Every argument is checked before the device (:class:`QuantizeArgumentError` naming it and the fix). An input
     smaller than one CTA tile (:func:`tirxpy_kernels.quantize_sm90.padded_shape`) is quantized from a zero-padded copy (zeros change no amax), the outputs sliced back."""
     key = (tuple(x.shape), x.dtype, x.device, granularity, dtype, pow2_scales) if isinstance(x, torch.Tensor) else None
-    hit = _CACHE.get(key) if key is not None and x.is_contiguous() else None
+    try:
+        hit = _CACHE.get(key) if key is not None and x.is_contiguous() else None
+    except TypeError:       # an unhashable option: the checks below name it
+        key = hit = None
     if hit is None:
         _check(x, granularity, dtype, pow2_scales)
         Mp, Kp = padded_shape(granularity, *x.shape)

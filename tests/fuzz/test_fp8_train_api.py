@@ -1,0 +1,198 @@
+"""Fuzz: tirxpy_kernels.gemm_fp8 / quantize_fp8 / attention_backward / attention_varlen arguments on CPU tensors.
+
+Every bad argument (a tensor of the wrong kind, dtype or shape, a scale of the wrong shape, an option of the wrong
+kind or range, an unknown option) must be refused with the library's typed error naming it before the device
+check; a call whose only fault is that its tensors are on the CPU gets the device error."""
+import pytest
+import torch
+from harness import EXAMPLES, refuse
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import tirxpy_kernels
+
+AREA = "tirxpy_kernels.gemm_fp8 / quantize_fp8 / attention_backward / attention_varlen arguments"
+ON_CPU = ["cpu"]
+SETTINGS = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+E4M3 = torch.float8_e4m3fn
+
+
+class _Thing:
+    pass
+
+
+JUNK = st.one_of(st.lists(st.integers(), max_size=3), st.builds(_Thing), st.just(object()), st.text(max_size=4),
+                 st.floats(allow_nan=True, allow_infinity=True), st.complex_numbers(max_magnitude=10),
+                 st.binary(max_size=3), st.just(Ellipsis), st.booleans(), st.integers())
+
+M, N, K = 256, 384, 512
+A, W = torch.zeros(M, K).to(E4M3), torch.zeros(N, K).to(E4M3)
+SCALES = {"tensor": (torch.ones(()), torch.ones(())), "row": (torch.ones(M, 1), torch.ones(1, N)),
+          "block": (torch.ones(M, K // 128), torch.ones(K // 128, N // 128))}
+
+
+_DEFAULT = object()
+
+
+def _gemm_fp8(a=A, b=W.t(), scales="tensor", sa=_DEFAULT, sb=_DEFAULT, **kw):
+    d_sa, d_sb = SCALES[scales]
+    sa = d_sa if sa is _DEFAULT else sa
+    sb = d_sb if sb is _DEFAULT else sb
+    return lambda: tirxpy_kernels.gemm_fp8(a, b, sa, sb, **kw)
+
+
+def _wrong_tensors(shape, dtype):
+    good = torch.zeros(shape).to(dtype)
+    return ["x", None, 3, [[0.0]], good.float().numpy(), (good,), torch.zeros(shape).to_sparse(),
+            torch.zeros(()).to(dtype), torch.zeros(*shape, 1).to(dtype), torch.zeros(shape[:-1]).to(dtype),
+            torch.zeros(shape, dtype=torch.int32), torch.zeros(shape, dtype=torch.complex64)]
+
+
+@pytest.mark.parametrize("scaling", ["tensor", "row", "block"])
+def test_gemm_fp8_good_arguments_reach_the_device_check(scaling):
+    refuse(AREA, _gemm_fp8(scales=scaling), names=ON_CPU)
+    refuse(AREA, _gemm_fp8(scales=scaling, scaling=scaling, out_dtype=torch.float32), names=ON_CPU)
+
+
+@pytest.mark.parametrize("name", ["a", "b", "sa", "sb"])
+def test_gemm_fp8_tensors_of_every_wrong_kind_are_named(name):
+    shape = {"a": (M, K), "b": (K, N), "sa": (M, 1), "sb": (1, N)}[name]
+    dtype = E4M3 if name in ("a", "b") else torch.float32
+    label = {"a": "a", "b": "b", "sa": "scale", "sb": "scale"}[name]
+    for t in _wrong_tensors(shape, dtype) + ([torch.zeros(shape)] if name in ("a", "b") else []):
+        refuse(AREA, _gemm_fp8(scales="row", **{name: t}), names=[label])
+
+
+@SETTINGS
+@given(st.data())
+def test_gemm_fp8_scales_of_random_shapes_are_refused_or_read(data):
+    """Scales of any small shape: one a scaling names goes on (to the device error), any other is refused with the
+    shapes each scaling takes."""
+    sa = torch.ones(data.draw(st.lists(st.integers(0, 5), max_size=3)))
+    sb = torch.ones(data.draw(st.lists(st.integers(0, 5), max_size=3)))
+    refuse(AREA, _gemm_fp8(sa=sa, sb=sb), names=["scale", "cpu"])
+
+
+@SETTINGS
+@given(st.sampled_from(["BN", "STAGES", "group", "DEFER", "PINGPONG", "PDL", "SPLIT", "scaling", "out_dtype",
+                        "bias"]), JUNK)
+def test_gemm_fp8_bad_options_are_named(name, value):
+    if name in ("DEFER", "PINGPONG", "PDL") and value in (0, 1, True, False):
+        return
+    if name == "STAGES" and type(value) is int and 2 <= value <= 4:
+        return
+    if name == "BN" and type(value) is int and 64 <= value <= 256 and value % 16 == 0:
+        return
+    if name == "group" and type(value) is int and value >= 1:
+        return
+    if name == "scaling" and value == "tensor":
+        return
+    refuse(AREA, _gemm_fp8(**{name: value}), names=[name, "cpu"] if name == "SPLIT" else [name])
+
+
+@SETTINGS
+@given(st.text(min_size=1, max_size=8).filter(lambda s: s.isidentifier() and s not in (
+    "BN", "STAGES", "group", "DEFER", "PINGPONG", "PDL", "SPLIT", "sms", "scaling", "out_dtype", "bias", "out",
+    "a", "b", "scale_a", "scale_b")))
+def test_gemm_fp8_unknown_option_is_named(name):
+    refuse(AREA, _gemm_fp8(**{name: 1}), names=[name])
+
+
+# ---- quantize_fp8 ---------------------------------------------------------------------------------------------
+
+X = torch.zeros(64, 256, dtype=torch.bfloat16)
+
+
+@pytest.mark.parametrize("granularity", ["token", "1x128", "128x128"])
+def test_quantize_good_arguments_reach_the_device_check(granularity):
+    refuse(AREA, lambda: tirxpy_kernels.quantize_fp8(X, granularity), names=ON_CPU)
+
+
+def test_quantize_inputs_of_every_wrong_kind_are_named():
+    for t in _wrong_tensors((64, 256), torch.bfloat16) + [torch.zeros(64, 256), X.t()]:
+        refuse(AREA, lambda t=t: tirxpy_kernels.quantize_fp8(t, "token"), names=["x"])
+
+
+@SETTINGS
+@given(st.sampled_from(["granularity", "dtype", "pow2_scales"]), JUNK)
+def test_quantize_bad_options_are_named(name, value):
+    kw = {"granularity": "token", name: value}
+    if (name == "granularity" and value in ("token", "1x128", "128x128")) or \
+            (name == "pow2_scales" and type(value) is bool):
+        return
+    g = kw.pop("granularity")
+    refuse(AREA, lambda: tirxpy_kernels.quantize_fp8(X, g, **kw), names=[name])
+
+
+# ---- attention_backward / attention_varlen ---------------------------------------------------------------------
+
+B, S, H, D = 1, 128, 2, 64
+Q = torch.zeros(B, S, H, D, dtype=torch.bfloat16)
+LSE = torch.zeros(B, H, S)
+
+
+def _bwd(**kw):
+    args = dict(q=Q, k=Q, v=Q, out=Q, dout=Q, lse=LSE)
+    args.update(kw)
+    return lambda: tirxpy_kernels.attention_backward(**args)
+
+
+def test_attention_backward_good_arguments_reach_the_device_check():
+    refuse(AREA, _bwd(), names=ON_CPU)
+    refuse(AREA, _bwd(causal=True, deterministic=True), names=ON_CPU)
+
+
+@pytest.mark.parametrize("name", ["q", "k", "v", "out", "dout", "lse"])
+def test_attention_backward_tensors_of_every_wrong_kind_are_named(name):
+    shape, dtype = ((B, H, S), torch.float32) if name == "lse" else ((B, S, H, D), torch.bfloat16)
+    for t in _wrong_tensors(shape, dtype):
+        refuse(AREA, _bwd(**{name: t}), names=[name])
+
+
+@SETTINGS
+@given(st.sampled_from(["causal", "scale", "deterministic"]), JUNK)
+def test_attention_backward_bad_options_are_named(name, value):
+    if name in ("causal", "deterministic") and type(value) is bool:
+        return
+    if name == "scale" and isinstance(value, (int, float)) and not isinstance(value, bool) and value == value \
+            and 0 < value < float("inf"):
+        return
+    refuse(AREA, _bwd(**{name: value}), names=[name])
+
+
+QV = torch.zeros(300, H, D, dtype=torch.bfloat16)
+CU = torch.tensor([0, 100, 300], dtype=torch.int32)
+
+
+def _varlen(**kw):
+    args = dict(q=QV, k=QV, v=QV, cu_seqlens_q=CU, cu_seqlens_k=CU, max_seqlen_q=200, max_seqlen_k=200)
+    args.update(kw)
+    return lambda: tirxpy_kernels.attention_varlen(**args)
+
+
+def test_attention_varlen_good_arguments_reach_the_device_check():
+    refuse(AREA, _varlen(), names=ON_CPU)
+
+
+@SETTINGS
+@given(st.sampled_from(["cu_seqlens_q", "cu_seqlens_k"]),
+       st.lists(st.integers(-5, 400), min_size=0, max_size=5), st.sampled_from([torch.int32, torch.int64,
+                                                                                   torch.float32]))
+def test_attention_varlen_bad_cu_seqlens_are_named(name, values, dtype):
+    t = torch.tensor(values, dtype=dtype)
+    ok = (dtype == torch.int32 and len(values) >= 2 and values[0] == 0 and values[-1] <= 300
+          and all(x <= y for x, y in zip(values, values[1:])) and max(y - x for x, y in zip(values, values[1:])) <= 200)
+    refuse(AREA, _varlen(**{name: t}), names=ON_CPU + ["cu_seqlens", "max_seqlen"] if ok else ["cu_seqlens"])
+
+
+@SETTINGS
+@given(st.sampled_from(["max_seqlen_q", "max_seqlen_k", "causal", "scale"]), JUNK)
+def test_attention_varlen_bad_options_are_named(name, value):
+    if name == "causal" and type(value) is bool:
+        return
+    if name.startswith("max_seqlen") and type(value) is int and value >= 200:
+        return
+    if name == "scale" and isinstance(value, (int, float)) and not isinstance(value, bool) and value == value \
+            and 0 < value < float("inf"):
+        return
+    refuse(AREA, _varlen(**{name: value}), names=[name])
