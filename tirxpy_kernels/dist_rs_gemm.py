@@ -47,7 +47,6 @@ from .gemm_scales import Scales
 from .gemm_sm90 import k_loop, operand_shapes, producer, staging_layout, staging_shape, tile_at
 
 DROPS = ("flag_wait", "store_wait")
-KLOOP_N0 = "n0" in k_loop.signature.parameters
 VEC = 8             # bf16 columns a reducer lane adds at once (16 bytes)
 
 
@@ -84,10 +83,7 @@ def rs_consumer(P, ring, acc, out, As, Bs, Cs, RL, RP, FL, FP, GL, epoch, unit, 
         T.ptx.wait_geq_sys_u32(GL[peer], epoch)          # the peer is past the last call's reduction
     for i in T.serial(n_tiles):
         m0, n0, _wide = tile_at(P, unit + i * P.units, 0)
-        if KLOOP_N0:        # the GEMM's k-loop, with or without its n0 argument (FP8 block scales read it)
-            k_loop(P, ring, acc, acc, Scales(), As, Bs, RL, Cs, acc, i, n0, c, 0, 0, True, P.BN)
-        else:
-            k_loop(P, ring, acc, acc, Scales(), As, Bs, RL, Cs, acc, i, c, 0, 0, True, P.BN)
+        k_loop(P, ring, acc, As, Bs, RL, Cs, acc, i, c, 0, 0, True, P.BN)
         Tx.wg.gemm_wait(0, acc)
         if T.thread_id_in_wg() == 0:
             ring.release(i * P.k_blocks + P.k_blocks - 1)

@@ -61,3 +61,18 @@ def test_element_m_refuses_rank_and_size_mismatch():
 def test_slot_span():
     assert slot_span(TileLayout(S[(4, 8) : (8, 1)])) == (0, 32, True)
     assert slot_span(TileLayout(S[(4,) : (2,)])) == (0, 7, False)
+
+
+def test_an_index_holding_a_mod_keeps_its_value_inside_the_layouts_mod():
+    """Column ``2 * (l % 4)`` of a tile whose columns come in blocks of 32 (the layout takes ``c % 32``): sympy 1.14
+    rewrites ``Mod(2*Mod(l, 4), 32)`` to ``2*Mod(Mod(l, 4)**2, 16)`` (8 at l = 2), so index terms enter the
+    layout's arithmetic as atoms; the address is 2 * (l % 4) for every l."""
+    from tirxpy.ir import Var, ops
+    from tirxpy.layout import S, TileLayout, m
+
+    lane = Var("l")
+    L = TileLayout(S[(64, 2, 32) : (32 @ m, 2048 @ m, 1 @ m)])
+    e = element_m(L, (64, 64), [ops.const(0), ops.mul(ops.const(2), ops.floormod(lane, ops.const(4)))],
+                  ranges=lambda x: (0, 127) if x is lane else None)
+    for v in range(16):
+        assert eval(str(e).replace("l", str(v))) == 2 * (v % 4), (str(e), v)

@@ -118,6 +118,68 @@ def _fuse_divmod(e):
 
 
 # ---------------------------------------------------------------- addresses
+def _atomize(e, atoms: dict):
+    """``e`` with each ``Mod`` / ``floor`` replaced by an integer symbol (the same one for equal terms, recorded in
+    ``atoms``: term -> symbol). Index expressions enter the layout's arithmetic as such opaque atoms: sympy 1.14
+    rewrites ``Mod(2*Mod(l, 4), 32)`` into ``2*Mod(Mod(l, 4)**2, 16)``, a different value, and an atom gives it
+    no nested ``Mod`` to rewrite. :func:`element_m` bounds each atom by its term and puts the terms back
+    unevaluated at the end."""
+    if e.is_Atom:
+        return e
+    args = [_atomize(a, atoms) for a in e.args]
+    if isinstance(e, (sympy.Mod, sympy.floor)):
+        inner = e.func(*args)
+        if inner.is_Atom:
+            return inner
+        if inner not in atoms:
+            atoms[inner] = sympy.Symbol(f"_a{len(atoms)}", integer=True)
+        return atoms[inner]
+    return e.func(*args)
+
+
+def _substituted(m, syms, indices, b, ranges, atomize):
+    """``(m, table, back)``: the layout's coordinate ``m`` (of coordinate symbols ``syms`` bounded by ``b``) with
+    the index expressions substituted and tightened with what ``ranges`` knows of their leaves. With
+    ``atomize`` each Mod / floor of an index enters as an atom (:func:`_atomize`); ``back`` maps the atoms to
+    their terms (empty without)."""
+    table = SymTable()
+    atoms: dict = {}
+    sub = {}
+    for s, i in zip(syms, indices):
+        t = to_sympy(i, table)[0]
+        sub[s] = _atomize(t, atoms) if atomize else t
+    m = sympy.sympify(m).xreplace(sub)
+    leaf = {}
+    if ranges is not None:
+        for s, ir in table.sym_to_ir.items():
+            r = ranges(ir)
+            if r is not None:
+                leaf[s] = r
+    for inner, d in atoms.items():      # an atom is as bounded as the Mod / floor it stands for
+        r = bound(inner, leaf)
+        if r is not None:
+            leaf[d] = r
+    for s in syms:  # an index that is one leaf is in range by contract
+        t = sub[s]
+        if t.is_Symbol:
+            lo, hi = b[s]
+            old = leaf.get(t)
+            leaf[t] = (lo, hi) if old is None else (max(lo, old[0]), min(hi, old[1]))
+    m = tighten(sympy.expand(m) if not m.has(bitxor) else m, leaf)
+    return m, table, {d: inner for inner, d in atoms.items()}
+
+
+def _nonaffine(m) -> bool:
+    """Whether ``m`` multiplies index terms together (a power, or a product of two non-constant factors): never
+    an address of affine indices, the mark of sympy's Mod rewrite (:func:`_atomize`)."""
+    for t in sympy.preorder_traversal(m):
+        if isinstance(t, sympy.Pow) and not t.exp.is_negative and not t.base.is_Number:
+            return True
+        if isinstance(t, sympy.Mul) and sum(1 for f in t.args if not f.is_Number) > 1:
+            return True
+    return False
+
+
 def _coords(shape):
     syms = [sympy.Symbol(f"_c{d}", integer=True, nonnegative=True) for d in range(len(shape))]
     return syms, {s: (0, n - 1) for s, n in zip(syms, shape)}
@@ -150,23 +212,10 @@ def element_m(layout, shape, indices, *, swizzle: bool = True, ranges=None, axis
         m = layout.apply(*syms, shape=shape).get(axis, 0)
     else:
         raise CodegenError(f"cannot address elements through a {type(layout).__name__}", span)
-    m = tighten(sympy.sympify(m), b)
-    table = SymTable()
-    sub = {s: to_sympy(i, table)[0] for s, i in zip(syms, indices)}
-    m = sympy.sympify(m).xreplace(sub)
-    leaf = {}
-    if ranges is not None:
-        for s, ir in table.sym_to_ir.items():
-            r = ranges(ir)
-            if r is not None:
-                leaf[s] = r
-    for s, i in zip(syms, indices):  # an index that is one leaf is in range by contract
-        t = sub[s]
-        if t.is_Symbol:
-            lo, hi = b[s]
-            old = leaf.get(t)
-            leaf[t] = (lo, hi) if old is None else (max(lo, old[0]), min(hi, old[1]))
-    m = tighten(sympy.expand(m) if not m.has(bitxor) else m, leaf)
+    m_layout = tighten(sympy.sympify(m), b)
+    m, table, back = _substituted(m_layout, syms, indices, b, ranges, atomize=False)
+    if _nonaffine(m):       # sympy rewrote a Mod of an index term wrongly (_atomize): again, with atoms
+        m, table, back = _substituted(m_layout, syms, indices, b, ranges, atomize=True)
     if units is not None:
         if m.has(bitxor):
             return None
@@ -174,6 +223,11 @@ def element_m(layout, shape, indices, *, swizzle: bool = True, ranges=None, axis
         # every term an integer times integer-valued factors (index symbols, floor, Mod)
         if not all(t.as_coeff_Mul()[0].is_Integer for t in sympy.Add.make_args(m)):
             return None
+    with sympy.evaluate(False):         # the atoms back (an atom's term may hold atoms), with no rewriting
+        for _ in range(len(back)):
+            if not m.free_symbols & back.keys():
+                break
+            m = m.xreplace(back)
     try:
         return from_sympy(m, table)
     except Exception as e:  # noqa: BLE001 - IRError from an index sympy cannot express as IR
