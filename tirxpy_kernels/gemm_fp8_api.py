@@ -232,8 +232,6 @@ def kernel_for(M, N, K, scaling, dtype=None, out_dtype=None, bias=False, sms=TAR
     """``(kernel, Mk, Nk, Kk, BN)``: the :func:`tirxpy_kernels.gemm_sm90.gemm_sm90` kernel :func:`gemm_fp8` launches
     for an ``M x N x K`` product of ``dtype`` operands (default e4m3; ``b_dtype``: B's, default ``dtype``) into
     ``out_dtype`` (default bf16), and the padded problem it is built for."""
-    import torch  # noqa: PLC0415
-
     a = torch.empty(0, dtype=dtype or torch.float8_e4m3fn, device="meta")
     out_dtype = out_dtype or torch.bfloat16
     planned, Mk, Nk, Kk = _checked_plan(M, N, K, a, out_dtype, scaling, bias, tuning, sms)
@@ -242,7 +240,7 @@ def kernel_for(M, N, K, scaling, dtype=None, out_dtype=None, bias=False, sms=TAR
     return k, Mk, Nk, Kk, planned["BN"]
 
 
-def _direct(sc, a, b, scale_a, scale_b, bias, odt, M, N, K, Mk, Nk, Kk, BN):
+def _direct(sc, scale_a, scale_b, bias, odt, M, N, K, Mk, Nk, Kk, BN):
     """Whether a call with these (checked) arguments hands every tensor to the kernel as it is (no padding, no
     copy of a scale or the bias): then a call like it with the same addresses launches a bound launch. The
     block scaling's ``scale_a`` must be an ``(M, KB)`` view of a row-major ``(KB, M)`` tensor (``M`` a multiple
@@ -301,7 +299,7 @@ def _planned_call(a, b, scale_a, scale_b, out, bias, out_dtype, scaling, tuning)
     if scale_a.device != dev or scale_b.device != dev:
         raise Fp8ArgumentError(f"gemm_fp8: scale_a and scale_b must be on {dev} with the operands, got "
                                f"{scale_a.device} and {scale_b.device}")
-    direct = _direct(sc, a, b, scale_a, scale_b, bias, odt, M, N, K, Mk, Nk, Kk, BN)
+    direct = _direct(sc, scale_a, scale_b, bias, odt, M, N, K, Mk, Nk, Kk, BN)
     return compiled(k, TARGET), M, N, K, Mk, Nk, Kk, odt, sc, BN, direct
 
 
