@@ -32,6 +32,7 @@ import torch
 from torch import Tensor
 
 from tirxpy.ir.dtype import from_torch
+from tirxpy.lang.schedule import cdiv
 
 from .checks import dense_tensor, overlaps
 from .errors import KernelConfigError
@@ -52,14 +53,10 @@ class Fp8ArgumentError(GemmArgumentError):
     """A bad argument to :func:`gemm_fp8` (operand dtype, layout, scale shape or dtype, option)."""
 
 
-def _cdiv(a, b):
-    return -(-a // b)
-
-
 def _expected(scaling, M, N, K):
     """``(scale_a shape, scale_b shape)`` of ``scaling`` for an ``(M, K) @ (K, N)`` product."""
-    kb = _cdiv(K, BLOCK_SCALE)
-    return {"tensor": ((1,), (1,)), "row": ((M, 1), (1, N)), "block": ((M, kb), (kb, _cdiv(N, BLOCK_SCALE)))}[scaling]
+    kb = cdiv(K, BLOCK_SCALE)
+    return {"tensor": ((1,), (1,)), "row": ((M, 1), (1, N)), "block": ((M, kb), (kb, cdiv(N, BLOCK_SCALE)))}[scaling]
 
 
 def _matches(t, shape):
@@ -143,19 +140,14 @@ def _check(a, b, scale_a, scale_b, out, bias, out_dtype, scaling, tuning):
     except KernelConfigError as e:
         raise Fp8ArgumentError("gemm_fp8: " + str(e).removeprefix("gemm_sm90: ")) from None
     if out is not None:
-        for name, t in (("a", a), ("b", b), ("scale_a", scale_a), ("scale_b", scale_b), ("bias", bias)):
-            if t is not None and overlaps(out, t):
-                raise Fp8ArgumentError(f"gemm_fp8: out shares memory with {name}, which the kernel reads while it "
-                                       "writes out; pass a separate out tensor (or out=None)")
+        _no_overlap(out, (("a", a), ("b", b), ("scale_a", scale_a), ("scale_b", scale_b), ("bias", bias)))
     return M, N, K, out_dtype, scaling
 
 
 def _padded(M, N, K, out_dtype, BN):
     """The kernel's problem: K padded to 16 bytes (TMA rows), N to 16 bytes of output, each at least one tile."""
-    Kp = max(_cdiv(K, 16) * 16, 128)
-    Np = max(_cdiv(N, 16 // torch.empty((), dtype=out_dtype).element_size()) * (16 // torch.empty((), dtype=out_dtype)
-                                                                                  .element_size()), BN)
-    return max(M, 128), Np, Kp
+    per = 16 // torch.empty((), dtype=out_dtype).element_size()     # output elements in 16 bytes
+    return max(M, 128), max(cdiv(N, per) * per, BN), max(cdiv(K, 16) * 16, 128)
 
 
 def _plan(M, N, K, out_dtype, scaling, bias, tuning, sms):
@@ -167,7 +159,7 @@ def _plan(M, N, K, out_dtype, scaling, bias, tuning, sms):
         tuning.setdefault("STAGES", 4)
         tuning.setdefault("PINGPONG", False)
         return tuning
-    return _tile(tuning, M, N, _cdiv(K, 2), sms, "K", bias, None, from_torch(out_dtype).name)
+    return _tile(tuning, M, N, cdiv(K, 2), sms, "K", bias, None, from_torch(out_dtype).name)
 
 
 def _pad2(t, rows, cols):
@@ -185,10 +177,10 @@ def _scale_args(scaling, scale_a, scale_b, M, N, K, Mk, Nk, Kk, BN):
         return scale_a.reshape(1, 1), scale_b.reshape(1, 1)
     if scaling == "row":
         return _pad2(scale_a.reshape(M, 1), Mk, 1), _pad2(scale_b.reshape(1, N), 1, Nk)
-    kb = _cdiv(Kk, 128)
-    sa = torch.zeros((kb, _cdiv(Mk, 4) * 4), dtype=torch.float32, device=scale_a.device)
+    kb = cdiv(Kk, 128)
+    sa = torch.zeros((kb, cdiv(Mk, 4) * 4), dtype=torch.float32, device=scale_a.device)
     sa[:scale_a.shape[1], :M] = scale_a.t()
-    nb = _cdiv(Nk, BN)
+    nb = cdiv(Nk, BN)
     if tuple(scale_b.shape) == (kb, nb) and scale_b.is_contiguous():
         return sa, scale_b
     sb = torch.zeros((kb, nb), dtype=torch.float32, device=scale_b.device)
@@ -252,7 +244,7 @@ def _direct(sc, scale_a, scale_b, bias, odt, M, N, K, Mk, Nk, Kk, BN):
     if sc == "row":
         return scale_a.is_contiguous() and scale_b.is_contiguous()
     return (scale_a.t().is_contiguous() and M % 4 == 0 and scale_b.is_contiguous()
-            and tuple(scale_b.shape) == (_cdiv(K, 128), _cdiv(N, BN)))
+            and tuple(scale_b.shape) == (cdiv(K, 128), cdiv(N, BN)))
 
 
 def _direct_scales(sc, scale_a, scale_b):

@@ -83,7 +83,7 @@ from tirxpy import T, Tx
 from tirxpy.intrinsics import register_intrinsic
 from tirxpy.ir.dtype import DataType
 from tirxpy.lang import StageRing, WarpRoles, setup_barriers
-from tirxpy.lang.schedule import grouped_tile, split_tile, tiles_of_unit
+from tirxpy.lang.schedule import cdiv, grouped_tile, split_tile, tiles_of_unit
 from tirxpy.layout import ComposeLayout, R, S, TileLayout, laneid, m, swizzle_for, wid_in_wg
 from tirxpy.layout.atoms import wgmma_accumulator
 from tirxpy.sim import register_model
@@ -502,11 +502,10 @@ def pingpong_consumer(P, ring, acc, acc2, SC, out, brow, As, Bs, Bias, C, Cs, un
 def scale_shapes(P: GemmPlan):
     """``(SA, SB)`` parameter shapes of plan ``P`` (:mod:`tirxpy_kernels.gemm_scales` says what each holds);
     ``(1, 1)`` placeholders without scales."""
-    kb = -(-P.K // P.BK)
     if P.scaling == "row":
         return (P.M, 1), (1, P.N)
     if P.scaling == "block":
-        return (kb, -(-P.M // 4) * 4), (kb, -(-P.N // P.BN))
+        return (P.k_blocks, cdiv(P.M, 4) * 4), (P.k_blocks, cdiv(P.N, P.BN))
     return (1, 1), (1, 1)
 
 
