@@ -13,13 +13,21 @@ For every group ``G`` of ``x`` (a bf16 / f16 ``(M, K)`` tensor) the kernel write
 instead of dividing: the same ``q`` wherever the two quotients round to the same fp8 value, at most one
 fp8 ulp apart otherwise, and exactly the same with ``pow2=True``.
 
+``div="exact"`` (the default) gets the correctly rounded quotient without a division per element: with
+``scale = m * 2**e`` (``m`` in [1, 2)), ``x' = x * 2**-e`` (exact), ``y = RN(1/m)`` once per group, then per
+element ``q = RN(x' y)`` (within 1.5 ulp of ``x'/m``) refined twice by ``q += RN(x' - m q) * y`` (two FMAs; the
+remainder is exact). The first step leaves ``q`` faithful, the second rounds it correctly (Markstein's theorem:
+``y`` within half an ulp of ``1/m``, ``q`` faithful). Quotients below ``2**-100`` (fp8 zeros) may lose that, never
+their sign. ``div="ieee"`` divides per element (``div.rn.f32``): the same values, more instructions.
+
 The groups and how the threads hold them (every thread moves 16-byte vectors of 8 input elements):
 
 - ``"1x128"`` (DeepSeek-V3's activations; ``scales (M, ceil(K/128))``): a CTA quantizes a ``(BR, 128)``
   tile, one 128-column group in each of ``BR = 2 * warps * vecs`` rows; 16 lanes hold a row's group
   (8 elements each), so the group's amax is a 4-step butterfly.
 - ``"128x128"`` (DeepSeek-V3's weights; ``scales (ceil(M/128), ceil(K/128))``): the same tile with
-  ``BR = 128`` (8 warps, 8 vectors a thread); the 128 row maxima meet in one CTA reduction.
+  ``BR = 128`` (``64 / vecs`` warps, :data:`BLOCK_VECS` vectors a thread: 512 threads), the block read once into
+  registers; the 128 row maxima meet in one CTA reduction.
 - ``"token"`` (``scales (M, 1)``): a CTA holds a whole row (``warps * 32 * 8 * vecs`` columns, loads
   past ``K`` read 0): butterflies, then one CTA reduction across the warps.
 
@@ -57,6 +65,11 @@ V = 8
 """Input elements per thread vector (16 bytes of bf16 / f16)."""
 VECS = 4
 """Vectors a thread holds for 1 x 128 groups and the target for a token row: 64 bytes in flight per thread."""
+BLOCK_VECS = 4
+"""Vectors a thread holds for a 128 x 128 block (``128 / (2 * BLOCK_VECS)`` warps)."""
+DIVS = ("exact", "ieee", "rcp")
+"""How ``x / scale`` is computed: ``exact`` and ``ieee`` give the correctly rounded quotient (a per-group
+reciprocal refined twice per element, or ``div.rn.f32`` per element), ``rcp`` multiplies by ``1 / scale``."""
 MAX_TOKEN_WARPS = 16
 """The most warps a token row gets (512 threads: 128 registers each, room for 8 vectors without spills)."""
 MAX_TOKEN_K = 32 * MAX_TOKEN_WARPS * V * 8
@@ -74,13 +87,54 @@ POW2_CEIL = register_intrinsic(
     [("r", "reg", "float32", "w"), ("x", "reg", "float32")], ret="r", memory=False, replace=True,
     doc="The least power of two >= x, for a positive normal float32 x (add the mantissa mask, drop the mantissa).")
 
+SCALE_MANT = register_intrinsic(
+    "quant_mant_f32",
+    """{
+    .reg .b32 t;
+    mov.b32 t, {x};
+    and.b32 t, t, 0x007fffff;
+    or.b32 t, t, 0x3f800000;
+    mov.b32 {r}, t;
+    }""",
+    [("r", "reg", "float32", "w"), ("x", "reg", "float32")], ret="r", memory=False, replace=True,
+    doc="The significand of a positive float32 x as a number in [1, 2): x = mant(x) * 2**e.")
+
+SCALE_NEG_INV_EXP = register_intrinsic(
+    "quant_neg_inv_exp_f32",
+    """{
+    .reg .b32 t, u;
+    .reg .pred p;
+    mov.b32 t, {x};
+    and.b32 t, t, 0x7f800000;
+    mov.b32 u, 0xff000000;
+    sub.u32 u, u, t;
+    setp.eq.u32 p, t, 0x7f800000;
+    selp.b32 u, 0x80000000, u, p;
+    mov.b32 {r}, u;
+    }""",
+    [("r", "reg", "float32", "w"), ("x", "reg", "float32")], ret="r", memory=False, replace=True,
+    doc="-2**-e for a positive normal float32 x = m * 2**e with e <= 126 (-0.0 for an infinite or NaN x).")
+
 
 def _pow2_ceil_model(ctx):
     b = np.asarray(ctx.arg("x"), np.float32).view(np.uint32)
     return ((b + np.uint32(0x7FFFFF)) & np.uint32(0xFF800000)).view(np.float32)
 
 
+def _mant_model(ctx):
+    b = np.asarray(ctx.arg("x"), np.float32).view(np.uint32)
+    return ((b & np.uint32(0x7FFFFF)) | np.uint32(0x3F800000)).view(np.float32)
+
+
+def _neg_inv_exp_model(ctx):
+    t = np.asarray(ctx.arg("x"), np.float32).view(np.uint32) & np.uint32(0x7F800000)
+    u = (np.uint32(0xFF000000) - t).astype(np.uint32)
+    return np.where(t == np.uint32(0x7F800000), np.uint32(0x80000000), u).astype(np.uint32).view(np.float32)
+
+
 register_model("quant_pow2_ceil_f32", _pow2_ceil_model)
+register_model("quant_mant_f32", _mant_model)
+register_model("quant_neg_inv_exp_f32", _neg_inv_exp_model)
 
 
 class Plan(NamedTuple):
@@ -92,18 +146,24 @@ class Plan(NamedTuple):
     vecs: int
 
 
-def plan(granularity: str, M: int, K: int, vecs: int = VECS) -> Plan:
-    """The CTA tile for ``granularity`` on an ``(M, K)`` input (module docstring); :class:`KernelConfigError`
-    when the input is smaller than one tile (:func:`min_shape`: pad it with zeros)."""
+def plan(granularity: str, M: int, K: int, vecs: int | None = None) -> Plan:
+    """The CTA tile for ``granularity`` on an ``(M, K)`` input (module docstring; ``vecs`` defaults to
+    :data:`VECS`, :data:`BLOCK_VECS` for ``"128x128"``); :class:`KernelConfigError` when the input is smaller
+    than one tile (:func:`min_shape`: pad it with zeros)."""
     granularity = choice_option("quantize_fp8", "granularity", granularity, GRANULARITIES)
     int_option("quantize_fp8", "M", M, lo=1, hi=2 ** 31 - 1)
     int_option("quantize_fp8", "K", K, lo=1, hi=2 ** 31 - 1)
+    if vecs is None:
+        vecs = BLOCK_VECS if granularity == "128x128" else VECS
     vecs = int_option("quantize_fp8", "vecs", vecs, lo=1, hi=16)
     if granularity == "1x128":
         warps = 4
         p = Plan(granularity, 2 * warps * vecs, GROUP, warps, vecs)
     elif granularity == "128x128":
-        p = Plan(granularity, GROUP, GROUP, 8, 8)
+        if vecs not in (2, 4, 8):
+            raise KernelConfigError(f"quantize_fp8: granularity '128x128' deals a block's 64 row pairs to warps of "
+                                    f"vecs row pairs each; vecs = {vecs} must be 2, 4 or 8 (1024, 512 or 256 threads)")
+        p = Plan(granularity, GROUP, GROUP, GROUP // 2 // vecs, vecs)
     else:
         warps = min(MAX_TOKEN_WARPS, max(1, K // (32 * V * vecs)))
         chunks = -(-K // (32 * V * warps))
@@ -157,12 +217,12 @@ def block_layout(p: Plan) -> TileLayout:
 
 
 def check_config(granularity, M, K, in_dtype="bfloat16", out_dtype="float8_e4m3", pow2=False, div="exact",
-                 vecs=VECS) -> Plan:
+                 vecs=None) -> Plan:
     """Every option checked (:class:`KernelConfigError` naming the one that is wrong); returns the plan."""
     choice_option("quantize_fp8", "in_dtype", in_dtype, IN_DTYPES)
     choice_option("quantize_fp8", "out_dtype", out_dtype, OUT_DTYPES)
     flag_option("quantize_fp8", "pow2", pow2)
-    choice_option("quantize_fp8", "div", div, ("exact", "rcp"))
+    choice_option("quantize_fp8", "div", div, DIVS)
     return plan(granularity, M, K, vecs)
 
 
@@ -192,9 +252,11 @@ def scales_view(storage, granularity: str):
 
 @tirxpy.jit
 def quantize_fp8_kernel(granularity: str, M: int, K: int, in_dtype: str = "bfloat16",
-                        out_dtype: str = "float8_e4m3", pow2: bool = False, div: str = "exact", vecs: int = VECS):
+                        out_dtype: str = "float8_e4m3", pow2: bool = False, div: str = "exact", vecs: int | None = None):
     """The kernel: call it as ``k(x, q, scales)`` (``(M, K)`` input, ``(M, K)`` fp8 output, float32 scales of
-    :func:`scales_storage`)."""
+    :func:`scales_storage`). Groups run along ``cta_id(0)`` (consecutive CTAs take neighbouring column groups
+    of the same rows, so the CTAs in flight read one contiguous stretch of ``x``), row tiles along ``cta_id(1)``;
+    a token row is ``cta_id(0)``."""
     p = check_config(granularity, M, K, in_dtype, out_dtype, pow2, div, vecs)
     XL, AL, BL = tile_layout(p), amax_layout(p), block_layout(p)
     fmax = FP8_MAX[out_dtype]
@@ -202,8 +264,11 @@ def quantize_fp8_kernel(granularity: str, M: int, K: int, in_dtype: str = "bfloa
     BR, BC = p.rows, p.cols
     CW = 32 * V * p.warps
     block = granularity == "128x128"
-    nslot = 1 if granularity == "token" else p.vecs
-    grid = (-(-M // BR), 1 if granularity == "token" else -(-K // GROUP))
+    token = granularity == "token"
+    nslot = 1 if token or block else p.vecs
+    RI, CI = (0, 1) if token else (1, 0)
+    grid = (M, 1) if token else (-(-K // GROUP), -(-M // BR))
+    SL, SR = (BL, 1) if block else (AL, BR)          # the scales' layout and rows
 
     @T.prim_func
     def quantize_fp8(X: T.Tensor((M, K), in_dtype), Q: T.Tensor((M, K), out_dtype),
@@ -214,49 +279,56 @@ def quantize_fp8_kernel(granularity: str, M: int, K: int, in_dtype: str = "bfloa
         ax = T.alloc_local((BR, BC), "float32", layout=XL)
         q = T.alloc_local((BR, BC), out_dtype, layout=XL)
         amax = T.alloc_local((BR, 1), "float32", layout=AL)
-        if granularity == "token":         # the row in chunks of one vector per thread (each inside the tensor)
+        if token:                          # the row in chunks of one vector per thread (each inside the tensor)
             for j in range(p.vecs):
-                Tx.cta.copy(x[0:1, j * CW:(j + 1) * CW], X[T.cta_id(0):T.cta_id(0) + 1, T.cta_id(1) * BC + j * CW:T.cta_id(1) * BC + (j + 1) * CW])
+                Tx.cta.copy(x[0:1, j * CW:(j + 1) * CW], X[T.cta_id(RI) * BR:T.cta_id(RI) * BR + 1, T.cta_id(CI) * BC + j * CW:T.cta_id(CI) * BC + (j + 1) * CW])
         else:
-            Tx.cta.copy(x, X[T.cta_id(0) * BR:T.cta_id(0) * BR + BR, T.cta_id(1) * BC:T.cta_id(1) * BC + BC])
+            Tx.cta.copy(x, X[T.cta_id(RI) * BR:T.cta_id(RI) * BR + BR, T.cta_id(CI) * BC:T.cta_id(CI) * BC + BC])
         Tx.cta.cast(xf, x)
         Tx.cta.abs(ax, xf)
         Tx.cta.max(amax, ax, axis=1)
+        sc = T.alloc_local((SR, 1), "float32", layout=SL)
         if block:
-            bmax = T.alloc_local((1, 1), "float32", layout=BL)
-            Tx.cta.max(bmax, amax, axis=0)
-            Tx.cta.div(bmax, bmax, T.float32(fmax))
-            Tx.cta.maximum(bmax, bmax, T.float32(SCALE_FLOOR))
-            if pow2:
-                bmax[0, 0] = T.ptx.quant_pow2_ceil_f32(bmax[0, 0])
-            if div == "rcp":
-                inv = T.alloc_local((1, 1), "float32", layout=BL)
-                Tx.cta.div(inv, T.float32(1.0), bmax)
-                Tx.cta.mul(xf, xf, inv)
-            else:
-                Tx.cta.div(xf, xf, bmax)
-            Tx.cta.copy(Sc[T.cta_id(0):T.cta_id(0) + 1, T.cta_id(1):T.cta_id(1) + 1], bmax)
+            Tx.cta.max(sc, amax, axis=0)
         else:
-            Tx.cta.div(amax, amax, T.float32(fmax))
-            Tx.cta.maximum(amax, amax, T.float32(SCALE_FLOOR))
-            if pow2:
-                for i in range(nslot):     # slot i: row 2 i of the tile (this thread's rows)
-                    amax[2 * i, 0] = T.ptx.quant_pow2_ceil_f32(amax[2 * i, 0])
-            if div == "rcp":
-                inv = T.alloc_local((BR, 1), "float32", layout=AL)
-                Tx.cta.div(inv, T.float32(1.0), amax)
-                Tx.cta.mul(xf, xf, inv)
-            else:
-                Tx.cta.div(xf, xf, amax)
-            if granularity == "1x128":     # group-major: the CTA's BR rows' scales are consecutive
-                Tx.cta.copy(Sc[T.cta_id(1):T.cta_id(1) + 1, T.cta_id(0) * BR:T.cta_id(0) * BR + BR], amax)
-            else:
-                Tx.cta.copy(Sc[T.cta_id(0) * BR:T.cta_id(0) * BR + BR, T.cta_id(1):T.cta_id(1) + 1], amax)
+            Tx.cta.copy(sc, amax)
+        Tx.cta.div(sc, sc, T.float32(fmax))
+        Tx.cta.maximum(sc, sc, T.float32(SCALE_FLOOR))
+        if pow2:
+            for i in range(nslot):         # slot i: row 2 i of the tile (this thread's rows)
+                sc[2 * i, 0] = T.ptx.quant_pow2_ceil_f32(sc[2 * i, 0])
+        if div == "rcp":
+            inv = T.alloc_local((SR, 1), "float32", layout=SL)
+            Tx.cta.div(inv, T.float32(1.0), sc)
+            Tx.cta.mul(xf, xf, inv)
+        elif div == "ieee":
+            Tx.cta.div(xf, xf, sc)
+        else:                              # exact: x' = x 2^-e, q = x' / m with m in [1, 2) (module docstring)
+            mant = T.alloc_local((SR, 1), "float32", layout=SL)
+            npow = T.alloc_local((SR, 1), "float32", layout=SL)
+            nrcp = T.alloc_local((SR, 1), "float32", layout=SL)
+            for i in range(nslot):
+                mant[2 * i, 0] = T.ptx.quant_mant_f32(sc[2 * i, 0])
+                npow[2 * i, 0] = T.ptx.quant_neg_inv_exp_f32(sc[2 * i, 0])
+            Tx.cta.div(nrcp, T.float32(-1.0), mant)
+            Tx.cta.mul(ax, xf, npow)       # ax = -x'
+            Tx.cta.mul(xf, ax, nrcp)       # q0 = x' * RN(1/m)
+            if not pow2:                   # m = 1 with pow2: q0 is exact
+                rem = T.alloc_local((BR, BC), "float32", layout=XL)
+                for _ in range(2):         # r = m q - x' (exact); q += -r RN(1/m)
+                    Tx.cta.fma(rem, mant, xf, ax)
+                    Tx.cta.fma(xf, rem, nrcp, xf)
+        if block:
+            Tx.cta.copy(Sc[T.cta_id(1):T.cta_id(1) + 1, T.cta_id(0):T.cta_id(0) + 1], sc)
+        elif granularity == "1x128":       # group-major: the CTA's BR rows' scales are consecutive
+            Tx.cta.copy(Sc[T.cta_id(0):T.cta_id(0) + 1, T.cta_id(RI) * BR:T.cta_id(RI) * BR + BR], sc)
+        else:
+            Tx.cta.copy(Sc[T.cta_id(RI) * BR:T.cta_id(RI) * BR + BR, 0:1], sc)
         Tx.cta.cast(q, xf)
-        if granularity == "token":
+        if token:
             for j in range(p.vecs):
-                Tx.cta.copy(Q[T.cta_id(0):T.cta_id(0) + 1, T.cta_id(1) * BC + j * CW:T.cta_id(1) * BC + (j + 1) * CW], q[0:1, j * CW:(j + 1) * CW])
+                Tx.cta.copy(Q[T.cta_id(RI) * BR:T.cta_id(RI) * BR + 1, T.cta_id(CI) * BC + j * CW:T.cta_id(CI) * BC + (j + 1) * CW], q[0:1, j * CW:(j + 1) * CW])
         else:
-            Tx.cta.copy(Q[T.cta_id(0) * BR:T.cta_id(0) * BR + BR, T.cta_id(1) * BC:T.cta_id(1) * BC + BC], q)
+            Tx.cta.copy(Q[T.cta_id(RI) * BR:T.cta_id(RI) * BR + BR, T.cta_id(CI) * BC:T.cta_id(CI) * BC + BC], q)
 
     return quantize_fp8

@@ -5,6 +5,7 @@ spills, the API's typed errors, and the GPU.
 GPU (marker gpu): python -m pytest -q -m gpu tests/kernels/test_quantize_fp8.py
 (``--sim``: the GPU test's small shapes in the simulator, on any machine)
 """
+import numpy as np
 import pytest
 import torch
 
@@ -60,6 +61,9 @@ def test_plan_tiles_and_padding():
         plan("token", 4, MAX_TOKEN_K + 8)
     with pytest.raises(KernelConfigError, match="granularity must be one of"):
         plan("1x64", 128, 128)
+    assert [plan("128x128", 128, 128, v).warps for v in (None, 2, 4, 8)] == [16, 32, 16, 8]
+    with pytest.raises(KernelConfigError, match="vecs = 3 must be 2, 4 or 8"):
+        plan("128x128", 128, 128, 3)
 
 
 # ---------------------------------------------------------------- the reference against float64
@@ -98,15 +102,63 @@ def test_reference_pow2_scales_are_the_next_power_of_two():
     assert q.float().abs().max() <= 448
 
 
+# ---------------------------------------------------------------- div="exact": the quotient without a division per element
+def _fma32(a, b, c):
+    """float32 ``a * b + c`` rounded once: the float64 sum rounded to odd (exact error by TwoSum), then to float32."""
+    a, b, c = (np.asarray(v, np.float32).astype(np.float64) for v in (a, b, c))
+    p = a * b                                   # exact: 24 x 24 bits
+    s = p + c
+    bb = s - p
+    err = (p - (s - bb)) + (c - bb)
+    odd = (err != 0) & ((s.view(np.uint64) & 1) == 0)
+    s = np.where(odd, np.nextafter(s, np.where(err > 0, np.inf, -np.inf)), s)
+    return s.astype(np.float32)
+
+
+def _exact_quotient(x, s):
+    """The kernel's ``div="exact"`` steps (quantize_sm90.quantize_fp8_kernel) in numpy, with its intrinsics' models."""
+    from types import SimpleNamespace
+
+    from tirxpy_kernels.quantize_sm90 import _mant_model, _neg_inv_exp_model
+
+    ctx = SimpleNamespace(arg=lambda name: s)
+    m, npow = _mant_model(ctx), _neg_inv_exp_model(ctx)
+    nrcp = np.float32(-1.0) / m
+    nx = x * npow
+    q = nx * nrcp
+    for _ in range(2):
+        q = _fma32(_fma32(m, q, nx), nrcp, q)
+    return q
+
+
+def test_exact_division_steps_round_like_division():
+    """x' = x 2^-e, q = x' RN(1/m) refined twice by the exact remainder m q - x' gives RN(x / s) bit for bit:
+    scales from the floor 2^-126 to 2^118, powers of two among them, |x| up to 448 s (bf16), signed zeros."""
+    rng = np.random.default_rng(7)
+    n = 1 << 18
+    e = rng.integers(-126, 119, n).astype(np.float64)
+    s = np.maximum((rng.uniform(1, 2, n) * np.exp2(e)).astype(np.float32), np.float32(2.0 ** -126))
+    s[:n // 8] = np.exp2(e[:n // 8]).astype(np.float32)
+    x = (np.exp2(rng.uniform(-40, np.log2(448.0), n)) * s * rng.choice([-1.0, 1.0], n)).astype(np.float32)
+    x = torch.from_numpy(x).bfloat16().float().numpy()
+    x[:64], x[64:128] = 0.0, -0.0
+    with np.errstate(under="ignore"):
+        ref, got = x / s, _exact_quotient(x, s)
+    diff = np.nonzero(ref.view(np.uint32) != got.view(np.uint32))[0]
+    assert len(diff) == 0, f"{len(diff)} quotients differ, first x = {x[diff[:3]]}, s = {s[diff[:3]]}"
+
+
 # ---------------------------------------------------------------- the kernel in the simulator
 SIM_CASES = [  # (granularity, M, K, dtype, pow2, div): ragged M and K, every option
     ("1x128", 40, 200, E4M3, False, "exact"),
     ("1x128", 33, 136, E5M2, True, "exact"),
     ("1x128", 32, 301, E4M3, False, "rcp"),       # K odd: element-wise loads and stores
+    ("1x128", 32, 128, E4M3, False, "ieee"),
     ("token", 3, 300, E4M3, False, "exact"),
     ("token", 2, 1100, E4M3, True, "rcp"),
     ("128x128", 130, 200, E4M3, False, "exact"),
     ("128x128", 128, 136, E5M2, True, "exact"),
+    ("128x128", 256, 128, E4M3, False, "ieee"),
 ]
 
 
@@ -120,6 +172,18 @@ def test_simulated_kernel_is_bit_exact(granularity, M, K, dtype, pow2, div):
     res = run(quantize_fp8_kernel(granularity, M, K, out_dtype=NAME[dtype], pow2=pow2, div=div), x, q, s)
     assert not res.problems
     check_against_reference(x, q, scales_view(s, granularity), granularity, dtype, pow2, div == "rcp")
+
+
+@pytest.mark.parametrize("vecs", [2, 8])
+def test_simulated_block_tiles(vecs):
+    """"128x128" with 1024 and 256 threads (the default is 512)."""
+    from tirxpy.sim import run
+
+    x = inputs(130, 136, seed=vecs)
+    q = torch.full((130, 136), float("nan")).to(E4M3)
+    s = torch.full(scales_storage("128x128", 130, 136), float("nan"))
+    run(quantize_fp8_kernel("128x128", 130, 136, vecs=vecs), x, q, s)
+    check_against_reference(x, q, s, "128x128")
 
 
 def test_simulated_float16_input():
@@ -151,7 +215,7 @@ def test_bench_sim_runs_every_granularity(capsys):
 @pytest.mark.parametrize("argv,msg", [
     (["quantize", "--granularity", "1x64"], "--granularity: '1x64' is not one of token, 1x128, 128x128"),
     (["quantize", "--tune", "vecs=0"], "vecs = 0 is out of range"),
-    (["quantize", "--tune", "div=fast"], "div must be one of ('exact', 'rcp')"),
+    (["quantize", "--tune", "div=fast"], "div must be one of ('exact', 'ieee', 'rcp')"),
     (["quantize", "--shapes", "64x70000", "--granularity", "token"], "past 32768"),
     (["quantize", "--sim", "--tune", "vecs=2"], "--tune does not apply"),
 ])
@@ -210,6 +274,21 @@ def test_gpu_kernel_matches_reference(granularity, M, K, sim_mode):
         launch(quantize_fp8_kernel(granularity, M, K, out_dtype=NAME[dtype], pow2=pow2, div=div), x, q, s,
                sim=sim_mode)
         check_against_reference(x, q, scales_view(s, granularity), granularity, dtype, pow2, div == "rcp")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("vecs", [2, 8])
+def test_gpu_block_tiles(vecs, sim_mode):
+    """"128x128" with 1024 and 256 threads, every option."""
+    dev = device(sim_mode)
+    for M, K in ((130, 200),) if sim_mode else ((130, 300), (1000, 7168)):
+        x = inputs(M, K, dev, seed=int(torch.seed() % 2 ** 31))
+        for dtype, pow2, div in ((E4M3, False, "exact"), (E5M2, True, "exact"), (E4M3, False, "rcp")):
+            q = torch.full((M, K), float("nan"), device=dev).to(dtype)
+            s = torch.full(scales_storage("128x128", M, K), float("nan"), device=dev)
+            launch(quantize_fp8_kernel("128x128", M, K, out_dtype=NAME[dtype], pow2=pow2, div=div, vecs=vecs), x, q, s,
+                   sim=sim_mode)
+            check_against_reference(x, q, s, "128x128", dtype, pow2, div == "rcp")
 
 
 @pytest.mark.gpu
