@@ -2,14 +2,20 @@
 per head dim, how the consumers share the ``dQ`` product, shared memory, and :func:`plan`, which checks every
 option before anything is built (:class:`~tirxpy_kernels.errors.KernelConfigError` naming what to change).
 
-One CTA owns ``BN`` keys of one key / value head (``NC`` consumer warpgroups of 64 keys each) and walks the
-query blocks of ``BM`` rows of every query head of its group.
+One CTA owns ``BN`` keys of one key / value head and walks the query blocks of ``BM`` rows of every query head
+of its group. ``kv_split`` says how its ``NC`` consumer warpgroups share the keys: ``"keys"`` (head dims 64 and
+128: each owns 64 keys, ``BN = 64 * NC``) or ``"cols"`` (head dim 256: all share 64 keys, ``BN = 64``, and each
+owns ``D / NC`` columns of ``dK`` and ``dV``, since the two ``64 x 256`` float32 accumulators of one warpgroup
+would take all of a thread's registers).
 
     >>> p = plan(2, 8, 2, 1000, 1000, 128, causal=True)
     >>> p.BM, p.BN, p.NC, p.STAGES, p.dq_split, p.grid, p.group
     (64, 128, 2, 2, 'cols', (8, 2, 2), 4)
     >>> plan(1, 4, 4, 512, 512, 64).dq_split
     'keys'
+    >>> p = plan(1, 4, 4, 512, 512, 256)
+    >>> p.BN, p.kv_split, p.STAGES, p.dq_cols, p.grid
+    (64, 'cols', 1, 128, (8, 4, 1))
 """
 from __future__ import annotations
 
@@ -23,7 +29,7 @@ from .errors import KernelConfigError, flag_option, int_option
 TARGET = as_target("sm_90a")
 SMEM_LIMIT = TARGET.smem_per_cta
 DTYPES = ("bfloat16", "float16")
-HEAD_DIMS = (64, 128)
+HEAD_DIMS = (64, 128, 256)
 W = "attention_bwd_sm90"
 
 
@@ -32,10 +38,11 @@ class AttentionBwdPlan:
     """Every constant the backward kernel is built from.
 
     Problem: ``B, H, HKV, SQ, SK, D, causal, dtype, deterministic``. Tiles: ``BM`` query rows per block,
-    ``BN = 64 * NC`` keys per CTA, ``STAGES`` ring stages of ``(Q, dO, LSE, D)`` blocks. ``dq_split``: how the
+    ``BN`` keys per CTA (``64 * NC`` when ``kv_split == "keys"``, 64 when ``"cols"``: see the module docstring),
+    ``STAGES`` ring stages of ``(Q, dO, LSE, D)`` blocks. ``dq_split``: how the
     consumers share ``dQ = dS K`` of a query block: ``"cols"`` (consumer ``c`` computes columns ``c D / NC ..``
     over all ``BN`` keys, from the ``dS`` both wrote to shared memory) or ``"keys"`` (consumer ``c`` computes all
-    columns over its own 64 keys; both add into ``dQ``). Derived: ``q_blocks`` per head, ``kv_blocks``,
+    columns over its own 64 keys; both add into ``dQ``); ``kv_split="cols"`` takes ``"cols"``. Derived: ``q_blocks`` per head, ``kv_blocks``,
     ``group`` query heads per key / value head, ``d_chunks`` (64-column boxes of a row), ``dq_cols`` (columns of
     one consumer's ``dQ``), ``grid`` ``(kv_blocks, HKV, B)``, ``threads``, ``smem`` bytes, ``regs`` (the
     ``setmaxnreg`` split)."""
@@ -53,6 +60,7 @@ class AttentionBwdPlan:
     NC: int
     STAGES: int
     dq_split: str
+    kv_split: str
     q_blocks: int
     kv_blocks: int
     group: int
@@ -73,25 +81,39 @@ _FIELDS = frozenset(f.name for f in fields(AttentionBwdPlan))
 
 
 def default_config(D):
-    """``(BM, STAGES, dq_split)`` per head dim, with two consumers of 64 keys (``BN = 128``): 64-row query blocks
-    in 2 stages; ``dQ`` split by columns at head dim 128 (each consumer's half is one 64-column box) and by keys
-    at 64 (the accumulator of all 64 columns costs the same 32 registers as half of head dim 128's).
+    """``(BM, STAGES, dq_split)`` per head dim, with two consumers and 64-row query blocks. Head dims 64 and 128
+    (consumers of 64 keys each, ``BN = 128``): 2 stages; ``dQ`` split by columns at 128 (each consumer's half is
+    one 64-column box) and by keys at 64 (the accumulator of all 64 columns costs the same 32 registers as half
+    of head dim 128's). Head dim 256 (the consumers share 64 keys): 1 stage, since K, V and one stage of Q, dO
+    are already 128 KiB, and the float32 ``dQ`` staging of two 128-column halves another 64 KiB; ``dQ`` by columns.
 
-        >>> default_config(128), default_config(64)
-        ((64, 2, 'cols'), (64, 2, 'keys'))
+        >>> default_config(128), default_config(64), default_config(256)
+        ((64, 2, 'cols'), (64, 2, 'keys'), (64, 1, 'cols'))
     """
-    return {64: (64, 2, "keys"), 128: (64, 2, "cols")}[D]
+    return {64: (64, 2, "keys"), 128: (64, 2, "cols"), 256: (64, 1, "cols")}[D]
 
 
-def smem_bytes(BM, BN, D, STAGES, dq_cols, NC):
+def kv_split_of(D):
+    """How the consumers share a CTA's keys at head dim ``D``: ``"keys"`` (64 keys each) while one warpgroup's
+    float32 ``dK`` and ``dV`` of 64 keys (``D`` registers a thread) leave room for the rest, else ``"cols"`` (one
+    64-key block, ``D / 2`` columns of ``dK`` and ``dV`` each: ``D / 2`` registers a thread).
+
+        >>> kv_split_of(128), kv_split_of(256)
+        ('keys', 'cols')
+    """
+    return "cols" if D > 128 else "keys"
+
+
+def smem_bytes(BM, BN, D, STAGES, dq_cols, NC, kv_split="keys"):
     """Shared memory of a plan: K and V (``BN x D``), ``STAGES`` stages of Q and dO (``BM x D``) and of LSE and
-    D (``BM`` floats each), two ``dS`` buffers (``BN x BM``), each consumer's ``dQ`` staging (``64 x dq_cols``
-    float32 for ``BM = 64``), the barriers and 1 KiB of alignment.
+    D (``BM`` floats each), two ``dS`` buffers (``BN x BM``; ``kv_split="cols"``: two ``P`` buffers more), each
+    consumer's ``dQ`` staging (``64 x dq_cols`` float32 for ``BM = 64``), the barriers and 1 KiB of alignment.
 
-        >>> smem_bytes(64, 128, 128, 2, 64, 2)
-        198696
+        >>> smem_bytes(64, 128, 128, 2, 64, 2), smem_bytes(64, 64, 256, 1, 128, 2, "cols")
+        (198696, 230936)
     """
-    return (2 * BN * D + 2 * STAGES * BM * D + 2 * BN * BM) * 2 + 8 * STAGES * BM + NC * 4 * BM * dq_cols \
+    ps = 2 * BN * BM if kv_split == "cols" else 0
+    return (2 * BN * D + 2 * STAGES * BM * D + 2 * BN * BM + ps) * 2 + 8 * STAGES * BM + NC * 4 * BM * dq_cols \
         + 1024 + 8 * (1 + 2 * STAGES)
 
 
@@ -114,7 +136,7 @@ def plan(B, H, HKV, SQ, SK, D, causal=False, dtype="bfloat16", deterministic=Fal
          DQ_SPLIT=None) -> AttentionBwdPlan:
     """The checked :class:`AttentionBwdPlan` of one problem; options left ``None`` take :func:`default_config`.
     ``BM`` must be 64 (one wgmma row block of ``dQ``), ``STAGES`` at least 1, ``DQ_SPLIT`` ``"cols"`` (head dim
-    128: 64 columns per consumer) or ``"keys"``."""
+    128: 64 columns per consumer; 256: 128) or ``"keys"`` (head dims 64 and 128: 64 keys per consumer)."""
     check_problem(B, H, HKV, SQ, SK, D, dtype)
     flag_option(W, "causal", causal)
     flag_option(W, "deterministic", deterministic)
@@ -127,21 +149,25 @@ def plan(B, H, HKV, SQ, SK, D, causal=False, dtype="bfloat16", deterministic=Fal
     if type(split) is not str or split not in ("cols", "keys"):
         raise KernelConfigError(f"{W}: DQ_SPLIT = {split!r:.60}; use 'cols' or 'keys'")
     NC = 2
-    BN = 64 * NC
+    kv_split = kv_split_of(D)
+    BN = 64 * NC if kv_split == "keys" else 64
+    if kv_split == "cols" and split != "cols":
+        raise KernelConfigError(f"{W}: head dim {D}: the consumers share 64 keys and own {D // NC} columns of dK, dV "
+                                "and dQ each; use DQ_SPLIT='cols'")
     if split == "cols" and D // NC % 64:
         raise KernelConfigError(f"{W}: DQ_SPLIT='cols' gives each of {NC} consumers {D // NC} columns of dQ, which "
                                 "must be whole 64-column boxes: use DQ_SPLIT='keys'")
     dq_cols = D // NC if split == "cols" else D
-    if dq_cols != BM:
+    if kv_split == "keys" and dq_cols != BM:
         raise KernelConfigError(f"{W}: DQ_SPLIT={split!r} gives each consumer a (64 x {dq_cols}) dQ accumulator; it must "
                                 f"reuse the (64 x {BM}) registers of S^T beside dK and dV (use DQ_SPLIT="
                                 f"{'cols' if split == 'keys' else 'keys'!r})")
-    smem = smem_bytes(BM, BN, D, STAGES, dq_cols, NC)
+    smem = smem_bytes(BM, BN, D, STAGES, dq_cols, NC, kv_split)
     if smem > SMEM_LIMIT:
         raise KernelConfigError(f"{W}: {STAGES} stages need {smem} bytes of shared memory, over the {SMEM_LIMIT} "
                                 "a CTA may have: use fewer stages")
     NKV = cdiv(SK, BN)
     return AttentionBwdPlan(
         B=B, H=H, HKV=HKV, SQ=SQ, SK=SK, D=D, causal=bool(causal), dtype=dtype, deterministic=bool(deterministic),
-        BM=BM, BN=BN, NC=NC, STAGES=STAGES, dq_split=split, q_blocks=cdiv(SQ, BM), kv_blocks=NKV, group=H // HKV,
+        BM=BM, BN=BN, NC=NC, STAGES=STAGES, dq_split=split, kv_split=kv_split, q_blocks=cdiv(SQ, BM), kv_blocks=NKV, group=H // HKV,
         d_chunks=D // 64, dq_cols=dq_cols, grid=(NKV, HKV, B), threads=128 * (1 + NC), smem=smem, regs=(24, 240))

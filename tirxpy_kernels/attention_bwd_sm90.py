@@ -180,7 +180,12 @@ def dq_part(p, scale):
             while T.ptx.ld_acquire_gpu_u32(T.address_of(SEM[b, hq, mi, si])) != T.uint32(turn):
                 T.ptx.nanosleep(T.uint32(32))
             T.ptx.fence_proxy_async_global()
-        Tx.copy_async(dQacc[b, m0:m0 + BM, hq, col0:col0 + DQC], sm.dQs[cc, :, :], reduce="add")
+        if DQC == 64:
+            Tx.copy_async(dQacc[b, m0:m0 + BM, hq, col0:col0 + DQC], sm.dQs[cc, :, :], reduce="add")
+        else:                                        # one 64-column box at a time
+            for j in range(DQC // 64):
+                Tx.copy_async(dQacc[b, m0:m0 + BM, hq, col0 + j * 64:col0 + j * 64 + 64],
+                              sm.dQs[cc, :, j * 64:j * 64 + 64], reduce="add")
         if p.deterministic:
             T.ptx.bulk_wait_group(0)
             T.ptx.fence_proxy_async_global()
@@ -284,6 +289,88 @@ def consumer_part(p, scale):
     return consume
 
 
+def consumer_cols_part(p, scale):
+    """The consumer's macro ``consume(dK, dV, dQacc, SEM, sm, rg, c, n0, hk, b, n_steps)`` for
+    ``kv_split="cols"`` (head dim 256): both consumers share the CTA's 64 keys; consumer ``c`` computes ``S^T``
+    and ``dP^T`` for the query columns ``c BM / NC ..`` of the block, writes its ``P^T`` and ``dS^T`` columns to
+    shared memory, and after a named barrier (both halves written) accumulates the columns ``c D / NC ..`` of
+    ``dV += P^T dO`` and ``dK += dS^T Q`` and computes those columns of ``dQ = dS K`` (all from shared
+    memory), which it adds into ``dQacc`` in the same step. ``P^T`` and ``dS^T`` alternate between two buffers
+    by step parity (a consumer at step ``t + 2`` has met the other past its products of step ``t``)."""
+    BM, BN, NC, DQC = p.BM, p.BN, p.NC, p.dq_cols
+    HQ = BM // NC
+    sl2 = scale * LOG2E
+    _, dq_add = dq_part(p, scale)
+
+    @T.macro
+    def step(dQacc, SEM, sm, rg, c, n0, hk, b, t):
+        wq = query_walk(p, n0, hk, t)
+        m0 = wq[3] * BM
+        s = sm.qr.stage(t)
+        db = t % 2
+        q0 = c * HQ
+        sm.qr.wait_full(t)
+        Tx.wg.gemm_async(rg.sacc, sm.Ks, sm.Qs[s, q0:q0 + HQ, :], transpose_b=True, accumulate=False)
+        Tx.wg.gemm_async(rg.dpacc, sm.Vs, sm.dOs[s, q0:q0 + HQ, :], transpose_b=True, accumulate=False)
+        Tx.wg.copy(rg.lcol, sm.Ls[s, q0:q0 + HQ])
+        Tx.wg.mul(rg.lcol, rg.lcol, T.float32(-LOG2E))
+        Tx.wg.gemm_wait(1, rg.sacc)                  # S^T done; dP^T in flight
+        if p.causal:
+            if m0 < n0 + BN:                         # a block on the diagonal: key n0 + r > query m0 + q0 + q
+                st = rg.sacc.alias((HQ, BN), layout=transposed_accumulator(HQ))
+                Tx.wg.mask(st, st, T.float32(NEG_INF), diag=m0 + q0 - n0)
+        Tx.wg.fma(rg.sacc, rg.sacc, T.float32(sl2), rg.lcol)
+        Tx.wg.exp2(rg.sacc, rg.sacc)                 # P^T
+        Tx.wg.cast(rg.pfr, rg.sacc)
+        Tx.wg.copy(sm.Ps[db, :, q0:q0 + HQ], rg.pfr)
+        Tx.wg.copy(rg.dcol, sm.Ds[s, q0:q0 + HQ])
+        Tx.wg.gemm_wait(0, rg.dpacc)
+        Tx.wg.sub(rg.dpacc, rg.dpacc, rg.dcol)
+        Tx.wg.mul(rg.dpacc, rg.dpacc, rg.sacc)       # dS^T
+        Tx.wg.cast(rg.dsfr, rg.dpacc)
+        Tx.wg.copy(sm.dSs[db, :, q0:q0 + HQ], rg.dsfr)
+        T.ptx.fence_proxy_async()
+        T.ptx.barrier_sync(3, 128 * NC)              # every consumer's P^T and dS^T columns are in shared memory
+        c0 = c * DQC
+        Tx.wg.gemm_async(rg.dvacc, sm.Ps[db], sm.dOs[s, :, c0:c0 + DQC], accumulate=True)
+        Tx.wg.gemm_async(rg.dkacc, sm.dSs[db], sm.Qs[s, :, c0:c0 + DQC], accumulate=True)
+        Tx.wg.gemm_async(rg.dq, sm.dSs[db], sm.Ks[:, c0:c0 + DQC], transpose_a=True, accumulate=False)
+        Tx.wg.gemm_wait(0, rg.dq, rg.dvacc, rg.dkacc)
+        if T.lane_id() == 0:
+            sm.qr.release(t)
+        dq_add(dQacc, SEM, sm, rg, c, b, wq[2], wq[3], T.cta_id(0))
+
+    @T.macro
+    def epilogue(dK, dV, sm, rg, c, n0, hk, b):
+        T.ptx.barrier_sync(3, 128 * NC)              # both consumers are past their last read of K and V
+        Tx.wg.mul(rg.dkacc, rg.dkacc, T.float32(scale))
+        for j in range(DQC // HQ):                   # HQ-column chunks through P^T's registers
+            Tx.wg.cast(rg.pfr, rg.dkacc[:, j * HQ:j * HQ + HQ])
+            Tx.wg.copy(sm.Ks[:, c * DQC + j * HQ:c * DQC + j * HQ + HQ], rg.pfr)
+            Tx.wg.cast(rg.pfr, rg.dvacc[:, j * HQ:j * HQ + HQ])
+            Tx.wg.copy(sm.Vs[:, c * DQC + j * HQ:c * DQC + j * HQ + HQ], rg.pfr)
+        T.ptx.fence_proxy_async()
+        T.ptx.barrier_sync(1 + c, 128)
+        for cc in range(NC):                         # one issuing thread per call site
+            if T.thread_id() == 128 * (cc + 1):
+                for j in range(DQC // 64):
+                    k0 = cc * DQC + j * 64
+                    Tx.copy_async(dK[b, n0:n0 + BN, hk, k0:k0 + 64], sm.Ks[:, k0:k0 + 64])
+                    Tx.copy_async(dV[b, n0:n0 + BN, hk, k0:k0 + 64], sm.Vs[:, k0:k0 + 64])
+                T.ptx.bulk_wait_group(0)
+
+    @T.macro
+    def consume(dK, dV, dQacc, SEM, sm, rg, c, n0, hk, b, n_steps):
+        Tx.wg.fill(rg.dvacc, T.float32(0))
+        Tx.wg.fill(rg.dkacc, T.float32(0))
+        T.ptx.mbarrier_wait_parity(sm.kv[0], 0)
+        for t in T.serial(n_steps):
+            step(dQacc, SEM, sm, rg, c, n0, hk, b, t)
+        epilogue(dK, dV, sm, rg, c, n0, hk, b)
+
+    return consume
+
+
 def build_kernel(p, scale, SQT, SKT):
     """The ``@T.prim_func`` of plan ``p`` for tensors of ``SQT`` / ``SKT`` rows and softmax scale ``scale``."""
     B, H, HKV, D, dtype = p.B, p.H, p.HKV, p.D, p.dtype
@@ -291,8 +378,14 @@ def build_kernel(p, scale, SQT, SKT):
     SQP = p.q_blocks * BM
     roles = WarpRoles(p.threads, *p.regs, kernel="attention_bwd_sm90")
     produce = producer_part(p)
-    consume = consumer_part(p, scale)
-    ACC, DACC, OCH = wgmma_accumulator(BM), wgmma_accumulator(D), wgmma_accumulator(64)
+    KVC = p.kv_split == "cols"
+    consume = consumer_cols_part(p, scale) if KVC else consumer_part(p, scale)
+    SW = BM // NC if KVC else BM                 # columns of a consumer's S^T / dP^T
+    DW = D // NC if KVC else D                   # columns of a consumer's dK / dV
+    ACC, DACC, OCH = wgmma_accumulator(SW), wgmma_accumulator(DW), wgmma_accumulator(64)
+    # dQ staging: unswizzled rows of dq_cols floats, one TMA box per consumer (64-column boxes one after another)
+    DQL = TileLayout(S[(NC, 64, DQC) : (64 * DQC, DQC, 1)]) if DQC == 64 else \
+        TileLayout(S[(NC, 64, DQC // 64, 64) : (64 * DQC, 64, 64 * 64, 1)])
 
     @T.prim_func
     def attention_bwd_sm90_kernel(Q: T.Tensor((B, SQT, H, D), dtype), K: T.Tensor((B, SKT, HKV, D), dtype),
@@ -307,28 +400,32 @@ def build_kernel(p, scale, SQT, SKT):
         Qs = T.alloc_shared((ST, BM, D), dtype, layout=tile_layout(BM, D, ST))
         dOs = T.alloc_shared((ST, BM, D), dtype, layout=tile_layout(BM, D, ST))
         dSs = T.alloc_shared((2, BN, BM), dtype, layout=tile_layout(BN, BM, 2))
-        # dQ staging: unswizzled rows of dq_cols floats, one TMA box per consumer
-        dQs = T.alloc_shared((NC, 64, DQC), "float32", layout=TileLayout(S[(NC, 64, DQC) : (64 * DQC, DQC, 1)]))
+        dQs = T.alloc_shared((NC, 64, DQC), "float32", layout=DQL)
         Ls = T.alloc_shared((ST, BM), "float32")
         Ds = T.alloc_shared((ST, BM), "float32")
         q_full = T.alloc_shared((ST,), "uint64")
         q_empty = T.alloc_shared((ST,), "uint64")
         kv = T.alloc_shared((1,), "uint64")
         kv_empty = T.alloc_shared((1,), "uint64")
+        Ps = dSs                                     # P^T goes through shared memory only when kv_split="cols"
+        if KVC:
+            Ps = T.alloc_shared((2, BN, BM), dtype, layout=tile_layout(BN, BM, 2))
         sm = Tiles(Ks=Ks, Vs=Vs, Qs=Qs, dOs=dOs, dSs=dSs, dQs=dQs, Ls=Ls, Ds=Ds, qr=StageRing(q_full, q_empty, ST),
-                   kv=kv, kvr=StageRing(kv, kv_empty, 1))
-        sacc = T.alloc_local((64, BM), "float32", layout=ACC)
-        dpacc = T.alloc_local((64, BM), "float32", layout=ACC)
-        pfr = T.alloc_local((64, BM), dtype, layout=ACC)
-        dsfr = T.alloc_local((64, BM), dtype, layout=ACC)
-        dvacc = T.alloc_local((64, D), "float32", layout=DACC)
-        dkacc = T.alloc_local((64, D), "float32", layout=DACC)
+                   kv=kv, kvr=StageRing(kv, kv_empty, 1), Ps=Ps)
+        sacc = T.alloc_local((64, SW), "float32", layout=ACC)
+        dpacc = T.alloc_local((64, SW), "float32", layout=ACC)
+        pfr = T.alloc_local((64, SW), dtype, layout=ACC)
+        dsfr = T.alloc_local((64, SW), dtype, layout=ACC)
+        dvacc = T.alloc_local((64, DW), "float32", layout=DACC)
+        dkacc = T.alloc_local((64, DW), "float32", layout=DACC)
         och = pfr                                    # the epilogue's 64-column chunks reuse P^T's registers
         if BM != 64:
             och = T.alloc_local((64, 64), dtype, layout=OCH)
-        lcol = T.alloc_local((BM,), "float32", layout=col_vector(BM))
+        lcol = T.alloc_local((SW,), "float32", layout=col_vector(SW))
         dcol = lcol                                  # D's columns, read once LSE's are used up
         dq = dpacc                                   # dQ (64 x dq_cols, dq_cols == BM) reuses dP^T's registers
+        if KVC:                                      # kv_split="cols": dQ (64 x dq_cols) is wider than S^T
+            dq = T.alloc_local((64, DQC), "float32", layout=wgmma_accumulator(DQC))
         rg = Tiles(sacc=sacc, dpacc=dpacc, pfr=pfr, dsfr=dsfr, dvacc=dvacc, dkacc=dkacc, och=och, lcol=lcol,
                    dcol=dcol, dq=dq)
         n0 = T.cta_id(0) * BN

@@ -5,7 +5,8 @@ backward against the forward's two) of :func:`tirxpy_kernels.attention_backward`
 kernel alone) and of ``torch.nn.functional.scaled_dot_product_attention``'s backward with the cuDNN backend
 (``torch.autograd.grad`` of its output), on the same bf16 inputs, in turn (:func:`tirxpy_kernels.bench_tools.median_ms`);
 ratios to cuDNN. The gradients are checked against cuDNN's first. Default cells: head dim 128 at S = 4k
-(causal and not) and 8k causal, head dim 64 at 2k causal; batch x seqlen = 32k tokens, 16 heads. ``--sim``
+(causal and not) and 8k causal, head dim 64 at 2k causal, head dim 256 at 4k (causal and not); batch x seqlen =
+32k tokens, 16 heads. ``--sim``
 runs the kernel through the CPU simulator at a small ragged causal GQA shape against float64.
 """
 from __future__ import annotations
@@ -16,7 +17,8 @@ import time
 from .bench_tools import (BenchArgumentError, add_common_arguments, check_sim_args, environment, median_ms,
                           meta_tensor, print_table, relative_error, seed_of, sim_verdict, warm_gpu)
 
-CELLS = ((4096, 128, False), (4096, 128, True), (8192, 128, True), (2048, 64, True))
+CELLS = ((4096, 128, False), (4096, 128, True), (8192, 128, True), (2048, 64, True), (4096, 256, False),
+         (4096, 256, True))
 TOKENS, HEADS = 32768, 16
 SIM_SHAPE = (150, 64)
 SIM_TOLERANCE = 2e-2        # bf16 P and dS (relative rounding 2^-9) in a float32 computation

@@ -21,6 +21,10 @@ def _meta(B=2, SQ=300, SK=200, H=8, HKV=2, D=128, dtype=torch.bfloat16):
 def test_good_arguments_plan():
     p = check(*_meta(), causal=True)
     assert (p.grid, p.group, p.dq_split) == ((2, 2, 2), 4, "cols")
+    # head dim 256: the consumers share 64 keys (4 key blocks of 200), each with 128 columns of dK, dV and dQ
+    p = check(*_meta(D=256, dtype=torch.float16), deterministic=True)
+    assert (p.BN, p.grid, p.kv_split, p.dq_split, p.dq_cols, p.STAGES) == (64, (4, 2, 2), "cols", "cols", 128, 1)
+    assert p.smem <= 227 * 1024
 
 
 @pytest.mark.parametrize("mutate,words", [
@@ -78,9 +82,16 @@ def test_plan_refuses_what_it_cannot_build():
         plan(1, 2, 2, 256, 256, 128, STAGES=4)
     with pytest.raises(KernelConfigError, match="shorter than one block"):
         attention_bwd_sm90(1, 2, 2, 100, 100, 64)
+    with pytest.raises(KernelConfigError, match="head dim 256: the consumers share 64 keys"):
+        plan(1, 2, 2, 256, 256, 256, DQ_SPLIT="keys")
+    with pytest.raises(KernelConfigError, match="2 stages need 297000 bytes"):
+        plan(1, 2, 2, 256, 256, 256, STAGES=2)
+    with pytest.raises(KernelConfigError, match="shorter than one block"):
+        attention_bwd_sm90(1, 2, 2, 100, 50, 256)
 
 
-@pytest.mark.parametrize("D,causal,det", [(64, True, False), (128, False, False), (128, True, True)])
+@pytest.mark.parametrize("D,causal,det", [(64, True, False), (128, False, False), (128, True, True),
+                                          (256, True, True)])
 def test_compiles_for_sm90a(D, causal, det):
     c = tirxpy.compile(attention_bwd_sm90(2, 16, 4, 4096, 4096, D, causal=causal, deterministic=det), arch="sm_90a")
     assert c.resources.spill_stores <= (16 if D == 64 else 0)

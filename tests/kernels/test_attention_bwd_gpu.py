@@ -1,5 +1,5 @@
 """GPU tests (marker gpu) of tirxpy_kernels.attention_backward / attention_bwd_sm90 on Hopper: dq, dk, dv against
-float64 autograd through a math attention on fresh random inputs, at head dims 64 / 128, causal and not,
+float64 autograd through a math attention on fresh random inputs, at head dims 64 / 128 / 256, causal and not,
 GQA / MQA, ragged lengths, SQ != SK, sequences shorter than one block, bf16 and f16; dk / dv NaN-poisoned
 before a direct launch; deterministic mode bit-equal across runs.
 
@@ -45,7 +45,7 @@ SHAPES = [  # B, SQ, SK, H, HKV
 
 
 @pytest.mark.parametrize("causal", [False, True])
-@pytest.mark.parametrize("D", [64, 128])
+@pytest.mark.parametrize("D", [64, 128, 256])
 @pytest.mark.parametrize("B,SQ,SK,H,HKV", SHAPES)
 def test_backward_bf16_matches_float64(B, SQ, SK, H, HKV, D, causal):
     q, k, v, out, do, lse = _inputs(B, SQ, SK, H, HKV, D, torch.bfloat16, causal)
@@ -55,7 +55,7 @@ def test_backward_bf16_matches_float64(B, SQ, SK, H, HKV, D, causal):
 
 
 @pytest.mark.parametrize("causal", [False, True])
-@pytest.mark.parametrize("D", [64, 128])
+@pytest.mark.parametrize("D", [64, 128, 256])
 def test_backward_f16_and_scale(D, causal):
     sc = 0.3 / D ** 0.5
     q, k, v, out, do, lse = _inputs(1, 777, 777, 4, 2, D, torch.float16, causal, scale=sc)
@@ -64,7 +64,7 @@ def test_backward_f16_and_scale(D, causal):
     _check(grads, q, k, v, do, causal, sc)
 
 
-@pytest.mark.parametrize("D,causal", [(64, True), (128, False), (128, True)])
+@pytest.mark.parametrize("D,causal", [(64, True), (128, False), (128, True), (256, False), (256, True)])
 def test_direct_launch_writes_every_output(D, causal):
     """dk / dv poisoned with NaN before the kernel writes them (the wrapper allocates them uninitialised)."""
     q, k, v, out, do, lse = _inputs(2, 700, 900, 8, 2, D, torch.bfloat16, causal)
@@ -76,7 +76,7 @@ def test_direct_launch_writes_every_output(D, causal):
     _check(finish(), q, k, v, do, causal, D ** -0.5)
 
 
-@pytest.mark.parametrize("D", [64, 128])
+@pytest.mark.parametrize("D", [64, 128, 256])
 def test_deterministic_is_bit_equal_across_runs(D):
     q, k, v, out, do, lse = _inputs(2, 1500, 1500, 8, 2, D, torch.bfloat16, True)
     a = tirxpy_kernels.attention_backward(q, k, v, out, do, lse, causal=True, deterministic=True)

@@ -1,10 +1,12 @@
 """The Hopper attention backward kernel (tirxpy_kernels/attention_bwd_sm90.py) under the CPU simulator at small
 shapes: dQ, dK, dV against float64 autograd on fresh random inputs, dK / dV NaN-poisoned; ragged query and key
-lengths, causal and not, grouped-query heads, both dQ splits, the ordered (deterministic) dQ adds."""
+lengths, causal and not, grouped-query heads, both dQ splits, head dim 256 (consumers sharing 64 keys, each with
+half the columns), the ordered (deterministic) dQ adds."""
 import pytest
 import torch
 
 from tirxpy.sim import run
+from tirxpy_kernels.attention_bwd_plan import plan
 from tirxpy_kernels.attention_bwd_sm90 import attention_bwd_sm90
 
 from tests.kernels.attention_bwd_reference import reference_grads
@@ -43,6 +45,8 @@ def sim_backward(B, H, HKV, SQ, SK, D, causal, dtype, **kw):
     (1, 4, 2, 150, 200, 64, True, torch.bfloat16, {}),      # GQA, 2 key blocks (one ragged), 3 query blocks
     (1, 2, 1, 130, 90, 128, False, torch.float16, {}),      # dQ split by columns over the shared dS
     (1, 2, 1, 100, 150, 64, True, torch.bfloat16, dict(deterministic=True, STAGES=1)),  # ordered dQ adds
+    (1, 2, 1, 100, 70, 256, True, torch.bfloat16, {}),      # head dim 256: GQA, 2 key blocks (one ragged), causal
+    (1, 1, 1, 70, 100, 256, False, torch.float16, dict(deterministic=True)),  # head dim 256, ordered dQ adds
 ])
 def test_backward_sim_matches_float64(B, H, HKV, SQ, SK, D, causal, dtype, kw):
     got, ref, sem = sim_backward(B, H, HKV, SQ, SK, D, causal, dtype, **kw)
@@ -52,13 +56,16 @@ def test_backward_sim_matches_float64(B, H, HKV, SQ, SK, D, causal, dtype, kw):
         # P and dS are rounded to 16 bits before their products: bf16 ~ 2**-9, f16 ~ 2**-12 relative
         assert err < (1e-2 if dtype == torch.bfloat16 else 2e-3), (name, err)
     if kw.get("deterministic"):
-        # head dim 64 splits dQ by keys: both consumers of every key block take a turn on counter 0 of each
-        # query block they add into (counter 1 is unused)
-        NKV = -(-SK // 128)
-        first = [min(n * 128 // 64, sem.shape[2]) for n in range(NKV)]
-        want = torch.tensor([2 * sum(1 for f in first if f <= mi) for mi in range(sem.shape[2])], dtype=torch.int32)
-        assert torch.equal(sem[..., 0], want.expand_as(sem[..., 0]))
-        assert not sem[..., 1].any()
+        # dQ split by keys (head dim 64): both consumers of every key block take a turn on counter 0 of each
+        # query block they add into (counter 1 is unused); by columns: consumer c takes one on counter c
+        p = plan(B, H, HKV, SQ, SK, D, causal, **kw)
+        first = [min(n * p.BN // 64, sem.shape[2]) if causal else 0 for n in range(p.kv_blocks)]
+        seen = torch.tensor([sum(1 for f in first if f <= mi) for mi in range(sem.shape[2])], dtype=torch.int32)
+        if p.dq_split == "keys":
+            assert torch.equal(sem[..., 0], (2 * seen).expand_as(sem[..., 0]))
+            assert not sem[..., 1].any()
+        else:
+            assert torch.equal(sem, seen[:, None].expand_as(sem))
 
 
 @pytest.mark.parametrize("B,H,SQ,D,dtype", [(1, 2, 150, 128, torch.bfloat16), (2, 1, 64, 64, torch.float16)])
