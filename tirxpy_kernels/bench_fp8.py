@@ -22,7 +22,7 @@ SIM_SHAPE = (200, 264, 272)
 
 def add_arguments(p):
     add_common_arguments(p, None, f"MxNxK list (default {SHAPES})", GPU_TOLERANCE,
-                         ("BN", "STAGES", "group", "DEFER", "PINGPONG", "PDL", "SPLIT"), "fp8")
+                         ("BN", "STAGES", "group", "DEFER", "PINGPONG", "PDL", "SPLIT", "PART"), "fp8")
     p.add_argument("--scalings", default=",".join(SCALINGS), help="comma list of tensor,row,block")
 
 
@@ -36,7 +36,7 @@ def check(args):
         check_sim_args(args, "200x264x272")
         return [SIM_SHAPE], [{}], ["block"]
     shapes = parse_shapes(args.shapes or SHAPES, 3, "4096x4096x4096")
-    tunings = parse_tunings(args.tune or "", ("BN", "STAGES", "group", "DEFER", "PINGPONG", "PDL", "SPLIT"))
+    tunings = parse_tunings(args.tune or "", ("BN", "STAGES", "group", "DEFER", "PINGPONG", "PDL", "SPLIT", "PART"))
     scalings = [s.strip() for s in args.scalings.split(",") if s.strip()]
     for s in scalings:
         if s not in SCALINGS:
@@ -50,9 +50,15 @@ def check(args):
         for s in scalings:
             sa, sb = inputs_scales(s, M, N, K, "meta")
             for t in tunings:
-                if s != "block" or "BN" not in t:
+                if applies(s, t):
                     check_fp8(a, b, sa, sb, scaling=s, **t)
     return shapes, tunings, scalings
+
+
+def applies(scaling, tuning):
+    """Whether ``tuning`` is timed with ``scaling``: ``PART`` (the block scaling's product parts) only with
+    ``"block"``, the others with every scaling."""
+    return scaling == "block" or "PART" not in tuning
 
 
 def inputs_scales(scaling, M, N, K, device):
@@ -100,7 +106,7 @@ def bench_fp8(args):
     torch.manual_seed(seed_of(args))
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     dt = prebuild([("gemm_fp8", M, N, K, s, t, sms) for M, N, K in shapes for s in scalings for t in tunings
-                   if s != "block" or "BN" not in t], args.jobs)
+                   if applies(s, t)], args.jobs)
     print(environment() + (f" (kernels prebuilt in {dt:.0f} s)" if dt else "") + f", seed {args.seed}")
     warm_gpu()
     rows = []
@@ -113,7 +119,7 @@ def bench_fp8(args):
             sa, sb = inputs_scales(s, M, N, K, "cuda")
             ref = reference(sets[0][0], sets[0][1], sa, sb, s)
             for i, t in enumerate(tunings):
-                if s == "block" and "BN" in t:      # the block scaling's tile is fixed
+                if not applies(s, t):
                     continue
                 t0 = time.time()
                 err = relative_error(tirxpy_kernels.gemm_fp8(sets[0][0], sets[0][1], sa, sb, out, scaling=s, **t), ref)
@@ -154,7 +160,7 @@ def sim_fp8(args):
     w = (torch.randn(N, K, generator=g) * 2).to(torch.float8_e4m3fn)
     sa = torch.rand(M, -(-K // 128), generator=g) + 0.5
     sb = torch.rand(-(-K // 128), -(-N // 128), generator=g) + 0.5
-    SA, SB = _scale_args("block", sa, sb, M, N, K, M, N, K, 128)
+    SA, SB = _scale_args("block", sa, sb, M, N, K, M, N, K)
     c = torch.full((M, N), float("nan")).bfloat16()
     t0 = time.time()
     res = run(gemm_sm90(M, N, K, BN=128, STAGES=2, sms=2, dtype="float8_e4m3", scaling="block"), a, w, SA, SB,

@@ -41,7 +41,7 @@ from .gemm_plan import BLOCK_SCALE, FP8_DTYPES, OUT_DTYPES, TARGET, check_config
 from .gemm_sm90 import gemm_sm90
 from .launch_cache import LaunchCache, compiled
 
-TUNING = ("BN", "STAGES", "group", "DEFER", "PINGPONG", "PDL", "SPLIT", "sms")
+TUNING = ("BN", "STAGES", "group", "DEFER", "PINGPONG", "PDL", "SPLIT", "PART", "sms")
 _SCALINGS = ("tensor", "row", "block")
 _FAST = LaunchCache("gemm_fp8")
 # (_key, the tensors' data pointers) -> the kernel's BoundLaunch, for calls whose tensors go to it as they are
@@ -156,7 +156,6 @@ def _plan(M, N, K, out_dtype, scaling, bias, tuning, sms):
     tuning = dict(tuning)
     if scaling == "block":
         tuning.setdefault("BN", BLOCK_SCALE)
-        tuning.setdefault("STAGES", 4)
         tuning.setdefault("PINGPONG", False)
         return tuning
     return _tile(tuning, M, N, cdiv(K, 2), sms, "K", bias, None, from_torch(out_dtype).name)
@@ -171,7 +170,7 @@ def _pad2(t, rows, cols):
     return p
 
 
-def _scale_args(scaling, scale_a, scale_b, M, N, K, Mk, Nk, Kk, BN):
+def _scale_args(scaling, scale_a, scale_b, M, N, K, Mk, Nk, Kk):
     """``(SA, SB)`` as the kernel takes them (:func:`tirxpy_kernels.gemm_sm90.scale_shapes`)."""
     if scaling == "tensor":
         return scale_a.reshape(1, 1), scale_b.reshape(1, 1)
@@ -180,7 +179,7 @@ def _scale_args(scaling, scale_a, scale_b, M, N, K, Mk, Nk, Kk, BN):
     kb = cdiv(Kk, 128)
     sa = torch.zeros((kb, cdiv(Mk, 4) * 4), dtype=torch.float32, device=scale_a.device)
     sa[:scale_a.shape[1], :M] = scale_a.t()
-    nb = cdiv(Nk, BN)
+    nb = cdiv(Nk, BLOCK_SCALE)
     if tuple(scale_b.shape) == (kb, nb) and scale_b.is_contiguous():
         return sa, scale_b
     sb = torch.zeros((kb, nb), dtype=torch.float32, device=scale_b.device)
@@ -221,7 +220,7 @@ def _checked_plan(M, N, K, a, out_dtype, scaling, bias, tuning, sms):
 
 def kernel_for(M, N, K, scaling, dtype=None, out_dtype=None, bias=False, sms=TARGET.sm_count, b_dtype=None,
                **tuning):
-    """``(kernel, Mk, Nk, Kk, BN)``: the :func:`tirxpy_kernels.gemm_sm90.gemm_sm90` kernel :func:`gemm_fp8` launches
+    """``(kernel, Mk, Nk, Kk)``: the :func:`tirxpy_kernels.gemm_sm90.gemm_sm90` kernel :func:`gemm_fp8` launches
     for an ``M x N x K`` product of ``dtype`` operands (default e4m3; ``b_dtype``: B's, default ``dtype``) into
     ``out_dtype`` (default bf16), and the padded problem it is built for."""
     a = torch.empty(0, dtype=dtype or torch.float8_e4m3fn, device="meta")
@@ -229,10 +228,10 @@ def kernel_for(M, N, K, scaling, dtype=None, out_dtype=None, bias=False, sms=TAR
     planned, Mk, Nk, Kk = _checked_plan(M, N, K, a, out_dtype, scaling, bias, tuning, sms)
     k = gemm_sm90(Mk, Nk, Kk, dtype=from_torch(a.dtype).name, out_dtype=from_torch(out_dtype).name, bias=bias,
                   sms=sms, scaling=scaling, b_dtype=from_torch(b_dtype or a.dtype).name, **planned)
-    return k, Mk, Nk, Kk, planned["BN"]
+    return k, Mk, Nk, Kk
 
 
-def _direct(sc, scale_a, scale_b, bias, odt, M, N, K, Mk, Nk, Kk, BN):
+def _direct(sc, scale_a, scale_b, bias, odt, M, N, K, Mk, Nk, Kk):
     """Whether a call with these (checked) arguments hands every tensor to the kernel as it is (no padding, no
     copy of a scale or the bias): then a call like it with the same addresses launches a bound launch. The
     block scaling's ``scale_a`` must be an ``(M, KB)`` view of a row-major ``(KB, M)`` tensor (``M`` a multiple
@@ -244,7 +243,7 @@ def _direct(sc, scale_a, scale_b, bias, odt, M, N, K, Mk, Nk, Kk, BN):
     if sc == "row":
         return scale_a.is_contiguous() and scale_b.is_contiguous()
     return (scale_a.t().is_contiguous() and M % 4 == 0 and scale_b.is_contiguous()
-            and tuple(scale_b.shape) == (cdiv(K, 128), cdiv(N, BN)))
+            and tuple(scale_b.shape) == (cdiv(K, BLOCK_SCALE), cdiv(N, BLOCK_SCALE)))
 
 
 def _direct_scales(sc, scale_a, scale_b):
@@ -277,13 +276,43 @@ def _key(a, b, scale_a, scale_b, out, bias, out_dtype, scaling, tuning):
     return key
 
 
+def _bound_key(a, b, scale_a, scale_b, out, bias, out_dtype, scaling, tuning):
+    """The exact key of a call with these tensors at these addresses (each tensor's address, shape, strides, dtype
+    and device index; the options with their types), or None when an argument is not a tensor or has no address
+    or strides. Under CUDA's unified address space an address belongs to one device, and a tensor of another
+    layout than strided has no strides. Written out flat and hashed once: every repeated call computes it."""
+    if not (isinstance(a, Tensor) and isinstance(b, Tensor) and isinstance(scale_a, Tensor)
+            and isinstance(scale_b, Tensor) and isinstance(out, Tensor) and (bias is None or isinstance(bias, Tensor))):
+        return None
+    try:
+        return (a.data_ptr(), a.shape, a.stride(), a.dtype, a.get_device(),
+                b.data_ptr(), b.shape, b.stride(), b.dtype, b.get_device(),
+                scale_a.data_ptr(), scale_a.shape, scale_a.stride(), scale_a.dtype, scale_a.get_device(),
+                scale_b.data_ptr(), scale_b.shape, scale_b.stride(), scale_b.dtype, scale_b.get_device(),
+                out.data_ptr(), out.shape, out.stride(), out.dtype, out.get_device(),
+                None if bias is None else (bias.data_ptr(), bias.shape, bias.stride(), bias.dtype, bias.get_device()),
+                out_dtype, scaling, tuple(sorted((k, type(v), v) for k, v in tuning.items())) if tuning else ())
+    except (RuntimeError, TypeError):    # no storage or strides (fake, nested, sparse), options that do not sort
+        return None
+
+
+def _bound(bk):
+    """The bound launch stored under ``bk``, or None (also for a key holding an unhashable option)."""
+    if bk is None:
+        return None
+    try:
+        return _BOUND.get(bk)
+    except TypeError:
+        return None
+
+
 def _planned_call(a, b, scale_a, scale_b, out, bias, out_dtype, scaling, tuning):
     """Every check of the arguments, then the kernel: the cache entry of calls like this one."""
     M, N, K, odt, sc = _check(a, b, scale_a, scale_b, out, bias, out_dtype, scaling, tuning)
     opts = dict(tuning)
     sms = opts.pop("sms", None) or _sm_count(a.device)
     # the plan for this problem, checked on any device (an H100's SM count off a GPU), then the device
-    k, Mk, Nk, Kk, BN = kernel_for(M, N, K, sc, a.dtype, odt, bias is not None, sms, b.dtype, **opts)
+    k, Mk, Nk, Kk = kernel_for(M, N, K, sc, a.dtype, odt, bias is not None, sms, b.dtype, **opts)
     try:
         dev = _device(a, b, out, bias)
     except GemmArgumentError as e:
@@ -291,8 +320,8 @@ def _planned_call(a, b, scale_a, scale_b, out, bias, out_dtype, scaling, tuning)
     if scale_a.device != dev or scale_b.device != dev:
         raise Fp8ArgumentError(f"gemm_fp8: scale_a and scale_b must be on {dev} with the operands, got "
                                f"{scale_a.device} and {scale_b.device}")
-    direct = _direct(sc, scale_a, scale_b, bias, odt, M, N, K, Mk, Nk, Kk, BN)
-    return compiled(k, TARGET), M, N, K, Mk, Nk, Kk, odt, sc, BN, direct
+    direct = _direct(sc, scale_a, scale_b, bias, odt, M, N, K, Mk, Nk, Kk)
+    return compiled(k, TARGET), M, N, K, Mk, Nk, Kk, odt, sc, direct
 
 
 def _no_overlap(out, tensors):
@@ -314,36 +343,35 @@ def gemm_fp8(a, b, scale_a, scale_b, out=None, *, bias=None, out_dtype=None, sca
     kernel's layout) and the addresses are those of an earlier call too, it launches the arguments packed then
     (:mod:`tirxpy_kernels.launch_cache`). The block scaling reads ``scale_a`` group-major: an ``(M, KB)`` view
     of a row-major ``(KB, M)`` tensor (``t.t()``) goes to the kernel as it is, any other is copied."""
-    key = _key(a, b, scale_a, scale_b, out, bias, out_dtype, scaling, tuning)
-    if out is not None and key is not None:      # the same call, addresses included: its bound launch, if any
-        bl = _BOUND.get((key, a.data_ptr(), b.data_ptr(), scale_a.data_ptr(), scale_b.data_ptr(), out.data_ptr(),
-                         None if bias is None else bias.data_ptr()))
+    if out is not None:      # the same call, addresses included: its bound launch, if any
+        bl = _bound(_bound_key(a, b, scale_a, scale_b, out, bias, out_dtype, scaling, tuning))
         if bl is not None:
             bl()
             return out
+    key = _key(a, b, scale_a, scale_b, out, bias, out_dtype, scaling, tuning)
     hit = _FAST.get(key)
     if hit is None:
         hit = _planned_call(a, b, scale_a, scale_b, out, bias, out_dtype, scaling, tuning)
         _FAST.put(key, hit)
-    ck, M, N, K, Mk, Nk, Kk, odt, sc, BN, direct = hit
+    ck, M, N, K, Mk, Nk, Kk, odt, sc, direct = hit
     if direct and key is not None:
         if out is None:
             out = torch.empty((M, N), dtype=odt, device=a.device)
-        bk = (key, a.data_ptr(), b.data_ptr(), scale_a.data_ptr(), scale_b.data_ptr(), out.data_ptr(),
-              None if bias is None else bias.data_ptr())
-        bl = _BOUND.get(bk)
+        bk = _bound_key(a, b, scale_a, scale_b, out, bias, out_dtype, scaling, tuning)
+        bl = _bound(bk)
         if bl is None:
             _no_overlap(out, (("a", a), ("b", b), ("scale_a", scale_a), ("scale_b", scale_b), ("bias", bias)))
             SA, SB = _direct_scales(sc, scale_a, scale_b)
             bl = ck.bind(a, b.t(), SA, SB, _bias_arg(bias, odt, N, Nk, a.device), out)
-            _BOUND.put(bk, bl)
+            if bk is not None:
+                _BOUND.put(bk, bl)
         bl()
         return out
     if out is not None:
         _no_overlap(out, (("a", a), ("b", b), ("scale_a", scale_a), ("scale_b", scale_b), ("bias", bias)))
     A = _pad2(a.view(torch.uint8), Mk, Kk).view(a.dtype) if (Mk, Kk) != (M, K) else a
     B = _pad2(b.t().view(torch.uint8), Nk, Kk).view(b.dtype) if (Nk, Kk) != (N, K) else b.t()
-    SA, SB = _scale_args(sc, scale_a, scale_b, M, N, K, Mk, Nk, Kk, BN)
+    SA, SB = _scale_args(sc, scale_a, scale_b, M, N, K, Mk, Nk, Kk)
     fits = out is not None and (Mk, Nk) == (M, N)
     dst = out if fits else torch.empty((Mk, Nk), dtype=odt, device=a.device)
     ck(A, B, SA, SB, _bias_arg(bias, odt, N, Nk, a.device), dst)

@@ -328,7 +328,7 @@ def _split_checked(SPLIT, M, N, BN, EPI, wide_chunks, CM, PP, DEFER, b_major):
 
 
 def check_options(BN=256, STAGES=None, CM=1, group=4, DEFER=None, PINGPONG=False, PDL=True, SPLIT=None,
-                  sms=TARGET.sm_count):
+                  sms=TARGET.sm_count, PART=None):
     """Each tuning option of :func:`gemm_sm90` on its own, its kind and the range no other option moves
     (:class:`~tirxpy_kernels.errors.KernelConfigError` naming the first bad one). ``PINGPONG=None`` passes (tirxpy_kernels.gemm
     then picks the schedule). :func:`check_config` runs this first; :func:`tirxpy_kernels.gemm` runs it before it picks
@@ -346,6 +346,7 @@ def check_options(BN=256, STAGES=None, CM=1, group=4, DEFER=None, PINGPONG=False
     int_option(w, "CM", CM)
     int_option(w, "group", group, lo=1)
     int_option(w, "sms", sms, lo=1)
+    int_option(w, "PART", PART, none=True)
     flag_option(w, "PINGPONG", PINGPONG, none=True)
     flag_option(w, "DEFER", DEFER, none=True)
     flag_option(w, "PDL", PDL)
@@ -354,17 +355,66 @@ def check_options(BN=256, STAGES=None, CM=1, group=4, DEFER=None, PINGPONG=False
         raise KernelConfigError(f"gemm_sm90: SPLIT must be a tuple (rows, wide, bn2) of ints, got {SPLIT!r:.60}")
 
 
-def check_scaling(dtype, scaling, a_major="K", b_major="K", BN=256, CM=1, PINGPONG=False, SPLIT=None):
-    """How an FP8 product is scaled, checked against the inputs and the schedule: FP8 inputs take one of
-    ``"tensor"``, ``"row"``, ``"block"`` and both operands K-major (FP8 wgmma reads no transposed operand);
-    16-bit inputs take none. ``"block"`` runs the cooperative schedule with ``BN = 128`` (one block scale
-    of B per tile and k-block) without a cluster, a split or ``DEFER``.
+def block_part(BN, PART=None):
+    """The width of one part of a block-scaled tile's per-k-block product (``scaling="block"``): each
+    k-block's wgmma runs ``BN / PART`` column parts, each into a scratch accumulator of ``PART`` columns
+    that is promoted (times its scales) into the float32 tile. ``BN`` is a multiple of 64 and ``PART`` (64 or
+    128) divides both ``BN`` and 128, so a part lies inside one 128-column block of B's scales. Default: 128
+    for ``BN = 128`` (one part, k-blocks in pairs), else 64.
 
-        >>> check_scaling("float8_e4m3", "block", BN=128)
-        >>> check_scaling("float8_e4m3", "block", BN=256)
+        >>> block_part(256), block_part(128), block_part(192, 64)
+        (64, 128, 64)
+        >>> block_part(192, 128)
         Traceback (most recent call last):
         ...
-        tirxpy_kernels.errors.KernelConfigError: gemm_sm90: scaling='block' takes BN = 128 (one 128-column block scale of B per tile), got BN = 256
+        tirxpy_kernels.errors.KernelConfigError: gemm_sm90: PART = 128 must divide both BN = 192 and 128 (a part of a block-scaled tile lies inside one 128-column block scale of B) and be at least 64: use PART = 64
+    """
+    if BN % 64:
+        raise KernelConfigError(f"gemm_sm90: scaling='block' takes BN = 64, 128, 192 or 256 (whole 64-column parts), "
+                                f"got BN = {BN}")
+    if PART is None:
+        return BLOCK_SCALE if BN == BLOCK_SCALE else 64
+    if not (type(PART) is int and PART in (64, 128) and BN % PART == 0):
+        fits = [p for p in (128, 64) if BN % p == 0]
+        raise KernelConfigError(f"gemm_sm90: PART = {PART!r:.40} must divide both BN = {BN} and {BLOCK_SCALE} (a part of a "
+                                f"block-scaled tile lies inside one {BLOCK_SCALE}-column block scale of B) and be at least 64: "
+                                "use PART = " + " or ".join(str(p) for p in fits))
+    return PART
+
+
+def block_stages(BN):
+    """The block scaling's default ring depth: four stages, or as many as fit next to the epilogue's staging
+    (three at ``BN = 256``, whose stages carry 128 row scales each besides the operands).
+
+        >>> block_stages(128), block_stages(256)
+        (4, 3)
+    """
+    stage = (BM + BN) * 128 + scale_bytes(BM, "block")
+    return min(4, (SMEM_LIMIT - 2 * BM * 128 - 1024) // (stage + 16))
+
+
+def part_buffers(BN, PART):
+    """Scratch accumulators of a block-scaled tile: two (a part's wgmma runs while the previous part is
+    promoted) when the tile's ``BN / 2`` accumulator registers per thread and two parts' ``PART / 2`` each fit in
+    192, else one (wgmma, wait, promote, part after part).
+
+        >>> part_buffers(256, 64), part_buffers(256, 128), part_buffers(128, 128)
+        (2, 1, 2)
+    """
+    return 2 if BN // 2 + PART <= 192 else 1
+
+
+def check_scaling(dtype, scaling, a_major="K", b_major="K", BN=256, CM=1, PINGPONG=False, SPLIT=None, PART=None):
+    """How an FP8 product is scaled, checked against the inputs and the schedule: FP8 inputs take one of
+    ``"tensor"``, ``"row"``, ``"block"`` and both operands K-major (FP8 wgmma reads no transposed operand);
+    16-bit inputs take none. ``"block"`` runs the cooperative schedule without a cluster, a split or
+    ``DEFER``, in parts of :func:`block_part` columns; ``PART`` applies to it alone.
+
+        >>> check_scaling("float8_e4m3", "block", BN=256, PART=64)
+        >>> check_scaling("float8_e4m3", "tensor", BN=256, PART=64)
+        Traceback (most recent call last):
+        ...
+        tirxpy_kernels.errors.KernelConfigError: gemm_sm90: PART = 64 applies to scaling='block' only (got scaling='tensor'): leave PART unset
     """
     if not any(type(scaling) is type(x) and scaling == x for x in SCALINGS):
         raise KernelConfigError(f"gemm_sm90: scaling must be one of {SCALINGS}, got {scaling!r:.60}")
@@ -376,18 +426,20 @@ def check_scaling(dtype, scaling, a_major="K", b_major="K", BN=256, CM=1, PINGPO
                                     f"b_major={b_major!r} (pass A as (M, K) row-major and B as (N, K) row-major)")
     elif scaling is not None:
         raise KernelConfigError(f"gemm_sm90: scaling={scaling!r} applies to FP8 inputs {FP8_DTYPES}, not {dtype}")
-    if scaling == "block":
-        if BN != BLOCK_SCALE:
-            raise KernelConfigError(f"gemm_sm90: scaling='block' takes BN = {BLOCK_SCALE} (one {BLOCK_SCALE}-column block "
-                                    f"scale of B per tile), got BN = {BN}")
-        if PINGPONG or CM != 1 or SPLIT is not None:
-            raise KernelConfigError("gemm_sm90: scaling='block' runs the cooperative schedule without a cluster or a "
-                                    f"split (PINGPONG=False, CM=1, SPLIT=None); got PINGPONG={PINGPONG}, CM={CM}, SPLIT={SPLIT}")
+    if scaling != "block":
+        if PART is not None:
+            raise KernelConfigError(f"gemm_sm90: PART = {PART!r:.40} applies to scaling='block' only (got scaling={scaling!r}): "
+                                    "leave PART unset")
+        return
+    if PINGPONG or CM != 1 or SPLIT is not None:
+        raise KernelConfigError("gemm_sm90: scaling='block' runs the cooperative schedule without a cluster or a "
+                                f"split (PINGPONG=False, CM=1, SPLIT=None); got PINGPONG={PINGPONG}, CM={CM}, SPLIT={SPLIT}")
+    block_part(BN, PART)
 
 
 def check_config(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", dtype="bfloat16",
                  out_dtype="bfloat16", bias=False, activation=None, sms=TARGET.sm_count, group=4, DEFER=None,
-                 PINGPONG=False, drop=None, PDL=True, SPLIT=None, scaling=None, b_dtype=None):
+                 PINGPONG=False, drop=None, PDL=True, SPLIT=None, scaling=None, b_dtype=None, PART=None):
     """Every check :func:`gemm_sm90` makes of its arguments, before anything is built: the options
     (:func:`check_options`), the plan (:func:`plan`) and how they combine; the first failure raises
     :class:`~tirxpy_kernels.errors.KernelConfigError` naming the option and the fix. Returns the resolved schedule:
@@ -411,14 +463,14 @@ def check_config(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", d
     if b_dtype is not None and b_dtype != dtype and not (dtype in FP8_DTYPES and b_dtype in FP8_DTYPES):
         raise KernelConfigError(f"gemm_sm90: B's dtype {b_dtype!r:.40} may differ from A's ({dtype}) only between the FP8 "
                                 f"formats {FP8_DTYPES}")
-    check_scaling(dtype, scaling, a_major, b_major, BN, CM, PINGPONG, SPLIT)
+    check_scaling(dtype, scaling, a_major, b_major, BN, CM, PINGPONG, SPLIT, PART)
     PP = bool(PINGPONG)
     if PP and BN > widest_bn(True):
         raise KernelConfigError(f"gemm_sm90: PINGPONG keeps a whole (128, {BN}) float32 tile in each consumer's registers, "
                                 f"{BN} per thread, more than fit next to the rest (at most 240): use BN <= {widest_bn(True)} or "
                                 "PINGPONG=False")
     if STAGES is None:
-        STAGES = default_stages(BN, PP)
+        STAGES = block_stages(BN) if scaling == "block" else default_stages(BN, PP)
     p = plan(M, N, K, BM, BN, BK, STAGES, CM, sms, group, dtype, out_dtype, PP, scaling=scaling)
     if not all(type(v) is str and v in ("K", "MN") for v in (a_major, b_major)):
         raise KernelConfigError(f"gemm_sm90: a_major / b_major must be 'K' or 'MN', got {a_major!r}, {b_major!r}")
@@ -439,7 +491,7 @@ def check_config(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", d
         raise KernelConfigError("gemm_sm90: with PINGPONG each consumer stores its own tile while the other one's k-loop runs, "
                                 f"so DEFER does not apply (got DEFER={DEFER!r})")
     if DEFER and scaling == "block":
-        raise KernelConfigError("gemm_sm90: scaling='block' keeps two k-blocks' products next to the tile in registers, "
+        raise KernelConfigError("gemm_sm90: scaling='block' keeps its k-block products next to the tile in registers, "
                                 f"which leaves no room for a deferred tile: use DEFER=False (got DEFER={DEFER!r})")
     if DEFER is None:
         # not with a fused bias: ptxas hoists its predicated loads, which (with silu) do not fit in the
@@ -450,6 +502,8 @@ def check_config(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", d
                                 "a float32 output (as many registers as the accumulator) does not leave room for: "
                                 "use DEFER=False or a 16-bit output")
     DEFER = bool(DEFER)
+    if scaling == "block":
+        PART = block_part(BN, PART)
     if SPLIT is not None:
         wide_chunks = p["epi"] * DataType.get(out_dtype).itemsize == 128
         checked = _split_checked(SPLIT, M, N, BN, p["epi"], wide_chunks, CM, PP, DEFER, b_major)
@@ -460,7 +514,7 @@ def check_config(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", d
         raise KernelConfigError(f"gemm_sm90: unknown drop={drop!r}; one of {DROPS}")
     if drop == "turn" and not PP:
         raise KernelConfigError("gemm_sm90: drop='turn' removes the ping-pong turns, which only PINGPONG=True has")
-    return {"PP": PP, "STAGES": STAGES, "plan": p, "DEFER": DEFER, "SPLIT": SPLIT, "PDL": PDL}
+    return {"PP": PP, "STAGES": STAGES, "plan": p, "DEFER": DEFER, "SPLIT": SPLIT, "PDL": PDL, "PART": PART}
 
 
 
@@ -514,6 +568,8 @@ class GemmPlan:
     empty_arrivals: int     # arrivals that release a stage: one per reading consumer warpgroup and CTA
     kloop_wait: int | None  # wgmma groups left pending in the k-loop before a stage is released
     expect_tx: bool         # the producer announces the stage's bytes
+    part: int               # block scaling: columns of one part of a k-block's product (block_part; else BN)
+    part_bufs: int          # block scaling: scratch accumulators the parts alternate over (part_buffers)
 
     @property
     def cluster(self):
@@ -534,13 +590,49 @@ class GemmPlan:
         return (not self.defer and not self.bias and self.activation is None and self.out_dtype != "float32"
                 and self.scaling is None)
 
+    @property
+    def parts(self):
+        """Block scaling: column parts of a tile (``BN / part``)."""
+        return self.BN // self.part
+
+    @property
+    def body_blocks(self):
+        """Block scaling: k-blocks per pass of the k-loop: two when a tile is one part over two buffers (the
+        second k-block's wgmma runs while the first one is promoted), else one. No wgmma stays in flight across
+        the loop's back edge (ptxas would serialize every wgmma)."""
+        return 2 if self.parts == 1 and self.part_bufs == 2 else 1
+
+    @property
+    def scale_cols(self):
+        """Block scaling: the column offsets in the tile of the B block scales a consumer holds per k-block: one
+        per 128 columns when ``BN`` is a multiple of 128 (tiles start on a block), else one per part (a tile may
+        start mid-block).
+
+            >>> kernel_plan(256, 256, 256, BN=256, dtype="float8_e4m3", scaling="block").scale_cols
+            (0, 128)
+            >>> kernel_plan(256, 384, 256, BN=192, dtype="float8_e4m3", scaling="block").scale_cols
+            (0, 64, 128)
+        """
+        if self.BN % BLOCK_SCALE == 0:
+            return tuple(range(0, self.BN, BLOCK_SCALE))
+        return tuple(range(0, self.BN, self.part))
+
+    def pass_units(self, nb):
+        """Block scaling: the ``(k-block of the pass, part)`` pairs of a pass of ``nb`` k-blocks, in issue order."""
+        return [(l, p) for l in range(nb) for p in range(self.parts)]
+
+    def part_slot(self, p):
+        """Which of :attr:`scale_cols` scales part ``p`` (the one whose block holds its columns)."""
+        return p * self.part // BLOCK_SCALE if self.BN % BLOCK_SCALE == 0 else p
+
 
 def kernel_plan(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", dtype="bfloat16", out_dtype="bfloat16",
                 bias=False, activation=None, sms=TARGET.sm_count, group=4, DEFER=None, PINGPONG=False, drop=None,
-                PDL=True, SPLIT=None, scaling=None, b_dtype=None) -> GemmPlan:
+                PDL=True, SPLIT=None, scaling=None, b_dtype=None, PART=None) -> GemmPlan:
     """The :class:`GemmPlan` of these options (:func:`check_config` checks them first)."""
     c = check_config(M, N, K, BN, STAGES, CM, a_major, b_major, dtype, out_dtype, bias, activation, sms, group,
-                     DEFER, PINGPONG, drop, PDL, SPLIT, scaling, b_dtype)
+                     DEFER, PINGPONG, drop, PDL, SPLIT, scaling, b_dtype, PART)
+    part = c["PART"] or BN
     p, defer, split = c["plan"], c["DEFER"], c["SPLIT"]
     epi = p["epi"]
     chunks = BN // epi
@@ -557,4 +649,5 @@ def kernel_plan(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", dt
         a_boxes=1 if a_major == "K" else BM // 64, b_boxes=1 if b_major == "K" else BN // CM // 64,
         multicast_mask=(1 << CM) - 1,
         empty_arrivals=(1 if c["PP"] else 2) * CM * (4 if scaling == "block" else 1),
-        kloop_wait=None if drop == "wgmma_wait" else 1, expect_tx=drop != "expect_tx")
+        kloop_wait=None if drop == "wgmma_wait" else 1, expect_tx=drop != "expect_tx",
+        part=part, part_bufs=part_buffers(BN, part))

@@ -12,11 +12,11 @@ scales, never the FP8 operands. Three scalings (:data:`tirxpy_kernels.gemm_plan.
   row is whole 16-byte units for TMA); ``SB`` is ``(KB, NB)``, B's scale per 128 x 128 block (row
   ``kb`` holds the k-block's scale of every 128-column block). The producer loads the k-block's 128
   row scales into the stage next to the operands (:func:`load_block_scales`). Each consumer thread
-  reads its rows' scales of the k-block from the stage and B's from a register loaded one k-block
-  ahead (:func:`stage_row_scales`, :func:`next_block_scale_b`), runs the k-block's wgmma into a
-  scratch accumulator, releases the stage once it is waited for and adds the product, times the
-  scales, into the float32 tile (:func:`promote`): partial sums leave the FP8 wgmma's narrow
-  accumulator every 128 of K.
+  holds B's scales of its tile's column blocks (:attr:`~tirxpy_kernels.gemm_plan.GemmPlan.scale_cols`) in
+  registers loaded one k-block ahead (:func:`next_block_scales`), multiplies its rows' scales of the
+  k-block from the stage by each (:func:`stage_row_scales`), runs the k-block's wgmma in column parts into
+  scratch accumulators, and adds each part, times its scales, into the float32 tile (:func:`promote`):
+  partial sums leave the FP8 wgmma's narrow accumulator every 128 of K.
 
 A ``(64, 1)`` column of row scales is held the way the wgmma accumulator holds its rows
 (:func:`row_layout`: rows ``16 w + 8 h + lane / 4`` in slot ``h``, replicated over ``lane % 4``), so
@@ -42,13 +42,13 @@ class Scales:
     """The scale operands of one FP8 GEMM and the registers / stage buffers the kernel reads them through:
     ``sa``, ``sb`` (global), ``srow`` (a ``(64, 1)`` column of row scales, :func:`row_layout`), ``scol``
     (a ``(1, chunk_cols)`` row of column scales, the bias row's layout), ``sas`` (A's block scales'
-    shared-memory stages, ``(stages, 1, BM)``), ``sbv`` (a register holding B's block scale of the next
-    k-block whose row scales are read), ``srow2`` (the pipelined k-loop's second column of row scales). Unused ones
-    are None."""
+    shared-memory stages, ``(stages, 1, BM)``), ``sbv`` (registers holding B's block scales of the next
+    k-block, one per :attr:`~tirxpy_kernels.gemm_plan.GemmPlan.scale_cols`), ``srows`` (``srows[l][q]``: the
+    loop pass's ``l``-th k-block's row scales times B's scale ``q``). Unused ones are None."""
 
-    def __init__(self, sa=None, sb=None, srow=None, scol=None, sas=None, sbv=None, srow2=None):
+    def __init__(self, sa=None, sb=None, srow=None, scol=None, sas=None, sbv=None, srows=None):
         self.sa, self.sb, self.srow, self.scol, self.sas = sa, sb, srow, scol, sas
-        self.sbv, self.srow2 = sbv, srow2
+        self.sbv, self.srows = sbv, srows
 
 
 @T.macro
@@ -59,30 +59,30 @@ def load_block_scales(P, SC, full, s, m0, k):
 
 
 @T.macro
-def first_block_scale_b(P, SC, n0):
-    """Consumer, before a tile's k-loop: B's block scale of k-block 0 and the tile's column block
-    (``SB[0, n0 / 128]``, one value every thread reads) into ``SC.sbv``."""
-    SC.sbv[0] = SC.sb[0, n0 // BLOCK_SCALE]
+def next_block_scales(P, SC, n0, k):
+    """Consumer: B's block scales of k-block ``k`` (clamped to the last) for the tile at column ``n0``, one per
+    :attr:`~tirxpy_kernels.gemm_plan.GemmPlan.scale_cols` (clamped to the last column block), into ``SC.sbv``;
+    every thread reads the same values. Called with ``k = 0`` before a tile's k-loop and with ``k + 1`` under
+    k-block ``k``'s wgmma."""
+    for q, off in enumerate(P.scale_cols):
+        SC.sbv[q] = SC.sb[T.min(k, P.k_blocks - 1), T.min((n0 + off) // BLOCK_SCALE, (P.N - 1) // BLOCK_SCALE)]
 
 
 @T.macro
-def stage_row_scales(P, SC, s, c, srow):
-    """Consumer ``c`` once stage ``s`` has landed: its rows' scales of the k-block times B's (``SC.sbv``) into
-    ``srow``, read before the k-block's wgmma is waited for."""
-    Tx.wg.copy(srow, SC.sas[s, 0:1, c * 64:c * 64 + 64])
-    Tx.wg.mul(srow, srow, SC.sbv[0])
-
-
-@T.macro
-def next_block_scale_b(P, SC, n0, k):
-    """Consumer, under k-block ``k``'s wgmma: B's block scale of k-block ``k + 1`` (the last k-block loads its own
-    again), so the next k-block finds it in ``SC.sbv``."""
-    SC.sbv[0] = SC.sb[T.min(k + 1, P.k_blocks - 1), n0 // BLOCK_SCALE]
+def stage_row_scales(P, SC, s, c, l):
+    """Consumer ``c`` once stage ``s`` has landed: its rows' scales of the k-block times each of B's
+    (``SC.sbv``) into ``SC.srows[l]``, read before the k-block's wgmma is waited for."""
+    srow = SC.srows[l]
+    Tx.wg.copy(srow[0], SC.sas[s, 0:1, c * 64:c * 64 + 64])
+    for q in range(1, len(P.scale_cols)):
+        Tx.wg.mul(srow[q], srow[0], SC.sbv[q])
+    Tx.wg.mul(srow[0], srow[0], SC.sbv[0])
 
 
 @T.macro
 def promote(P, SC, acc, tmp, k, srow):
-    """After k-block ``k``'s wgmma into ``tmp`` was waited for: ``acc (+)= tmp * srow`` (:func:`stage_row_scales`)."""
+    """After k-block ``k``'s wgmma of a part into ``tmp`` was waited for: the part's columns of the tile
+    ``acc (+)= tmp * srow`` (:func:`stage_row_scales`)."""
     if k == 0:
         Tx.wg.mul(acc, tmp, srow)
     else:

@@ -89,12 +89,12 @@ from tirxpy.layout.atoms import wgmma_accumulator
 from tirxpy.sim import register_model
 
 from .gemm_plan import (  # noqa: F401  (the plan's public names, re-exported: tirxpy_kernels.gemm_sm90 is the kernel's home)
-    ACTIVATIONS, BM, CONSUMER_REGS, DROPS, IN_DTYPES, OUT_DTYPES, PRODUCER_REGS, SMEM_LIMIT, TARGET, THREADS,
+    ACTIVATIONS, BLOCK_SCALE, BM, CONSUMER_REGS, DROPS, IN_DTYPES, OUT_DTYPES, PRODUCER_REGS, SMEM_LIMIT, TARGET, THREADS,
     GemmPlan, balanced_split, bn_candidates, check_config, check_options, choose_tile, default_stages, kernel_plan,
     plan, schedule_cost, splittable, tile_cost, widest_bn)
 from .gemm_plan import _PP_EFFICIENCY, _split_widths, _unit_loads  # noqa: F401  (tests of the cost model)
-from .gemm_scales import (Scales, first_block_scale_b, load_block_scales, load_row_scales, next_block_scale_b,
-                          promote, row_layout, scale_chunk, scale_tile, stage_row_scales)
+from .gemm_scales import (Scales, load_block_scales, load_row_scales, next_block_scales, promote, row_layout,
+                          scale_chunk, scale_tile, stage_row_scales)
 
 # -0.0 from an asm the C++ compiler cannot fold through: ``acc + NEG_ZERO()`` keeps an add (the identity on
 # every float, signed zeros and NaN included) in the PTX (GemmPlan.neg_zero_guard says when it is needed)
@@ -255,48 +255,67 @@ def k_loop(P, ring, acc, As, Bs, C, Cs, pk, i, c, pm0, pn0, pwide, n):
 
 
 @T.macro
-def block_step(P, ring, tmp, srow, SC, As, Bs, i, n0, c, k):
-    """Block scaling, k-block ``k`` of the CTA's ``i``-th tile: wait for its stage, issue its wgmma into
-    ``tmp`` (one commit group), read its scales into ``srow`` and prefetch B's next block scale."""
+def block_issue(P, ring, tmp, SC, As, Bs, i, n0, c, k, l, p):
+    """Block scaling, part ``p`` of k-block ``k`` (the pass's ``l``-th) of the CTA's ``i``-th tile: its wgmma into
+    ``tmp`` (one commit group). The first part waits for the stage, then reads the k-block's scales
+    (``SC.srows[l]``) and loads B's of the next k-block."""
     g = i * P.k_blocks + k
     s = ring.stage(g)
-    if P.drop != "full_wait":
-        ring.wait_full(g)
-    mma(P, tmp, As, Bs, s, c * 64, 0, None, P.BN)
-    stage_row_scales(P, SC, s, c, srow)
-    next_block_scale_b(P, SC, n0, k)
-    if c == 0:      # the stagger: consumer 1 waits for consumer 0's first k-block
-        if i == 0:
-            if k == 0:
-                T.ptx.barrier_arrive(5, 256)
+    if p == 0:
+        if P.drop != "full_wait":
+            ring.wait_full(g)
+    Tx.wg.gemm_async(tmp, As[s, c * 64:c * 64 + 64, :], Bs[s, p * P.part:p * P.part + P.part, :], transpose_b=True,
+                     accumulate=False)
+    if p == 0:
+        stage_row_scales(P, SC, s, c, l)
+        next_block_scales(P, SC, n0, k + 1)
+        if c == 0:      # the stagger: consumer 1 waits for consumer 0's first k-block
+            if i == 0:
+                if k == 0:
+                    T.ptx.barrier_arrive(5, 256)
 
 
 @T.macro
-def block_retire(P, ring, acc, tmp, srow, SC, i, k, pending):
-    """Block scaling: wait until k-block ``k``'s wgmma (``tmp``) is done with ``pending`` later groups
-    still running, release its stage (each warp read its scales from it) and promote it into ``acc``."""
+def block_retire(P, ring, acc, tmp, SC, i, k, l, p, pending):
+    """Block scaling: wait until part ``p`` of k-block ``k`` (``tmp``) is done with ``pending`` later groups still
+    running; after the k-block's last part release its stage (each warp read its scales from it); promote the
+    part into its columns of ``acc``."""
     Tx.wg.gemm_wait(pending, tmp)
-    if T.lane_id() == 0:
-        ring.release(i * P.k_blocks + k)
-    promote(P, SC, acc, tmp, k, srow)
+    if p == P.parts - 1:
+        if T.lane_id() == 0:
+            ring.release(i * P.k_blocks + k)
+    promote(P, SC, acc[:, p * P.part:p * P.part + P.part], tmp, k, SC.srows[l][P.part_slot(p)])
 
 
 @T.macro
-def block_k_loop(P, ring, acc, tmp, tmp2, SC, As, Bs, i, n0, c):
-    """The cooperative consumer ``c``'s k-loop with block scales (tile ``i`` at column ``n0``): k-blocks in pairs,
-    each k-block's wgmma into its own product (``tmp``, ``tmp2``), the second one running while the first one is
-    promoted into ``acc`` (:func:`tirxpy_kernels.gemm_scales.promote`); each stage is released by every warp
-    once its product is waited for (each warp read its rows' scales from it). No wgmma group stays in flight
-    across the loop's back edge (ptxas would serialize every wgmma)."""
-    first_block_scale_b(P, SC, n0)
-    for kk in T.serial(P.k_blocks // 2):
-        block_step(P, ring, tmp, SC.srow, SC, As, Bs, i, n0, c, 2 * kk)
-        block_step(P, ring, tmp2, SC.srow2, SC, As, Bs, i, n0, c, 2 * kk + 1)
-        block_retire(P, ring, acc, tmp, SC.srow, SC, i, 2 * kk, 1)
-        block_retire(P, ring, acc, tmp2, SC.srow2, SC, i, 2 * kk + 1, 0)
-    if P.k_blocks % 2:
-        block_step(P, ring, tmp, SC.srow, SC, As, Bs, i, n0, c, P.k_blocks - 1)
-        block_retire(P, ring, acc, tmp, SC.srow, SC, i, P.k_blocks - 1, 0)
+def block_pass(P, ring, acc, tmps, SC, As, Bs, i, n0, c, k0, nb):
+    """Block scaling: ``nb`` k-blocks from ``k0``, part by part. With two scratch accumulators each part's
+    wgmma is issued before the previous part is waited for and promoted, and the pass ends with every wgmma
+    waited for; with one, each part is issued, waited for and promoted in turn."""
+    units = P.pass_units(nb)
+    for j, (l, p) in enumerate(units):
+        block_issue(P, ring, tmps[j % P.part_bufs], SC, As, Bs, i, n0, c, k0 + l, l, p)
+        if P.part_bufs == 1:
+            block_retire(P, ring, acc, tmps[0], SC, i, k0 + l, l, p, 0)
+        elif j > 0:
+            block_retire(P, ring, acc, tmps[(j - 1) % 2], SC, i, k0 + units[j - 1][0], units[j - 1][0],
+                         units[j - 1][1], 1)
+    if P.part_bufs == 2:
+        last = len(units) - 1
+        block_retire(P, ring, acc, tmps[last % 2], SC, i, k0 + units[last][0], units[last][0], units[last][1], 0)
+
+
+@T.macro
+def block_k_loop(P, ring, acc, tmps, SC, As, Bs, i, n0, c):
+    """The cooperative consumer ``c``'s k-loop with block scales (tile ``i`` at column ``n0``): passes of
+    :attr:`~tirxpy_kernels.gemm_plan.GemmPlan.body_blocks` k-blocks (:func:`block_pass`), each part of a
+    k-block's product promoted into ``acc`` (:func:`tirxpy_kernels.gemm_scales.promote`); each stage is
+    released by every warp once its last part is waited for (each warp read its rows' scales from it)."""
+    next_block_scales(P, SC, n0, 0)
+    for kk in T.serial(P.k_blocks // P.body_blocks):
+        block_pass(P, ring, acc, tmps, SC, As, Bs, i, n0, c, kk * P.body_blocks, P.body_blocks)
+    if P.k_blocks % P.body_blocks:
+        block_pass(P, ring, acc, tmps, SC, As, Bs, i, n0, c, P.k_blocks - 1, 1)
 
 
 # ---- the epilogue ----------------------------------------------------------------------------------------
@@ -395,7 +414,7 @@ def tile_epilogue(P, ring, acc, SC, pk, out, brow, Bias, C, Cs, i, c, m0, n0):
 # ---- the two consumer schedules --------------------------------------------------------------------------
 
 @T.macro
-def cooperative_consumer(P, ring, acc, tmp, tmp2, SC, pk, out, brow, As, Bs, Bias, C, Cs, unit, rank, n_tiles, c):
+def cooperative_consumer(P, ring, acc, tmps, SC, pk, out, brow, As, Bs, Bias, C, Cs, unit, rank, n_tiles, c):
     """Consumer ``c`` of the cooperative schedule: rows ``64 c ..`` of every tile of the CTA (``pk``: the
     deferred tile's registers, ``out``: a converted chunk; only the one the plan uses is read)."""
     if c == 1:          # the stagger (named barrier 5), once per CTA
@@ -407,7 +426,7 @@ def cooperative_consumer(P, ring, acc, tmp, tmp2, SC, pk, out, brow, As, Bs, Bia
         if P.defer:     # the previous tile, whose 16-bit values wait in pk
             pm0, pn0, pwide = tile_at(P, unit + (i - 1) * P.units, rank)
         if P.scaling == "block":
-            block_k_loop(P, ring, acc, tmp, tmp2, SC, As, Bs, i, n0, c)
+            block_k_loop(P, ring, acc, tmps, SC, As, Bs, i, n0, c)
         elif P.split is None:
             if P.defer:
                 k_loop(P, ring, acc, As, Bs, C, Cs, pk, i, c, pm0, pn0, pwide, P.BN)
@@ -505,7 +524,7 @@ def scale_shapes(P: GemmPlan):
     if P.scaling == "row":
         return (P.M, 1), (1, P.N)
     if P.scaling == "block":
-        return (P.k_blocks, cdiv(P.M, 4) * 4), (P.k_blocks, cdiv(P.N, P.BN))
+        return (P.k_blocks, cdiv(P.M, 4) * 4), (P.k_blocks, cdiv(P.N, BLOCK_SCALE))
     return (1, 1), (1, 1)
 
 
@@ -527,16 +546,27 @@ def kernel_body(P, A, B, SA, SB, Bias, C):
         out = T.alloc_local((64, P.chunk_cols), P.out_dtype, layout=wgmma_accumulator(P.chunk_cols))
     brow = T.alloc_local((1, P.chunk_cols), P.out_dtype, layout=bias_layout(P.chunk_cols))
     SC = Scales(SA, SB)
-    tmp = acc
-    tmp2 = acc
+    tmps = [acc]
     if P.scaling == "block":
-        tmp = T.alloc_local((64, P.BN), "float32", layout=wgmma_accumulator(P.BN))    # one k-block's product
-        srow = T.alloc_local((64, 1), "float32", layout=row_layout())
+        t0 = T.alloc_local((64, P.part), "float32", layout=wgmma_accumulator(P.part))       # the parts' products
+        tmps = [t0]
+        if P.part_bufs == 2:
+            t1 = T.alloc_local((64, P.part), "float32", layout=wgmma_accumulator(P.part))
+            tmps = [t0, t1]
+        srows = []      # each k-block of a pass: its rows' scales times each of B's (at most three)
+        for _ in range(P.body_blocks):
+            q0 = T.alloc_local((64, 1), "float32", layout=row_layout())
+            cols = [q0]
+            if len(P.scale_cols) > 1:
+                q1 = T.alloc_local((64, 1), "float32", layout=row_layout())
+                cols = [q0, q1]
+            if len(P.scale_cols) > 2:
+                q2 = T.alloc_local((64, 1), "float32", layout=row_layout())
+                cols = [q0, q1, q2]
+            srows = srows + [cols]
         sas = T.alloc_shared((P.stages, 1, BM), "float32")
-        sbv = T.alloc_local((1,), "float32")
-        tmp2 = T.alloc_local((64, P.BN), "float32", layout=wgmma_accumulator(P.BN))     # the pair's second product
-        srow2 = T.alloc_local((64, 1), "float32", layout=row_layout())
-        SC = Scales(SA, SB, srow, None, sas, sbv, srow2)
+        sbv = T.alloc_local((len(P.scale_cols),), "float32")
+        SC = Scales(SA, SB, None, None, sas, sbv, srows)
     if P.scaling == "row":
         srow = T.alloc_local((64, 1), "float32", layout=row_layout())
         scol = T.alloc_local((1, P.chunk_cols), "float32", layout=bias_layout(P.chunk_cols))
@@ -560,11 +590,11 @@ def kernel_body(P, A, B, SA, SB, Bias, C):
     elif P.defer:
         roles.enter_consumer()
         c = wg - 1
-        cooperative_consumer(P, ring, acc, tmp, tmp, SC, pk, pk, brow, As, Bs, Bias, C, Cs, unit, rank, n_tiles, c)
+        cooperative_consumer(P, ring, acc, tmps, SC, pk, pk, brow, As, Bs, Bias, C, Cs, unit, rank, n_tiles, c)
     else:
         roles.enter_consumer()
         c = wg - 1
-        cooperative_consumer(P, ring, acc, tmp, tmp2, SC, acc, out, brow, As, Bs, Bias, C, Cs, unit, rank, n_tiles, c)
+        cooperative_consumer(P, ring, acc, tmps, SC, acc, out, brow, As, Bs, Bias, C, Cs, unit, rank, n_tiles, c)
     if P.CM > 1:
         T.ptx.cluster_sync()     # no CTA leaves while a peer may still multicast into it / arrive on it
 
@@ -603,7 +633,7 @@ def build(P: GemmPlan):
 @tirxpy.jit
 def gemm_sm90(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", dtype="bfloat16",
               out_dtype="bfloat16", bias=False, activation=None, sms=TARGET.sm_count, group=4, DEFER=None,
-              PINGPONG=False, drop=None, PDL=True, SPLIT=None, scaling=None, b_dtype=None):
+              PINGPONG=False, drop=None, PDL=True, SPLIT=None, scaling=None, b_dtype=None, PART=None):
     """The kernel for one problem: ``k(A, B, Bias, C)``, or ``k(A, B, SA, SB, Bias, C)`` for FP8 inputs; see
     the module docstring for the operand orientations and the parts. Each tuning option, what it does and
     when the defaults (:func:`tirxpy_kernels.gemm`, through :func:`~tirxpy_kernels.gemm_plan.choose_tile`) choose it:
@@ -654,7 +684,8 @@ def gemm_sm90(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", dtyp
     ``scaling="tensor"``, ``"row"`` or ``"block"``: an FP8 product, both operands K-major, 128-deep k-blocks
     (one 128-byte swizzle atom, ``m64nBNk32`` wgmma); the kernel takes ``(A, B, SA, SB, Bias, C)`` with the
     scales of :func:`scale_shapes` and applies them as :mod:`tirxpy_kernels.gemm_scales` describes (the block
-    scaling: ``BN = 128``, no ``DEFER``, each k-block promoted into the float32 accumulator).
+    scaling: no ``DEFER``, each k-block promoted into the float32 accumulator in parts of ``PART`` columns,
+    :func:`~tirxpy_kernels.gemm_plan.block_part`).
 
     ``drop=`` removes one protocol step, for the simulator's mutation tests only: ``"full_wait"``
     (consumers' wait on ``full``), ``"empty_wait"`` (producer's wait on ``empty``), ``"expect_tx"``
@@ -663,7 +694,7 @@ def gemm_sm90(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", dtyp
     (before the TMA store), ``"store_wait"`` (the staging buffer's bulk read-wait) or ``"turn"``
     (``PINGPONG``'s turn barriers between the consumers' k-loops)."""
     return build(kernel_plan(M, N, K, BN, STAGES, CM, a_major, b_major, dtype, out_dtype, bias, activation, sms,
-                             group, DEFER, PINGPONG, drop, PDL, SPLIT, scaling, b_dtype))
+                             group, DEFER, PINGPONG, drop, PDL, SPLIT, scaling, b_dtype, PART))
 
 
 @tirxpy.jit

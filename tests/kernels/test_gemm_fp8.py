@@ -33,23 +33,27 @@ def _scales(scaling, M, N, K, g):
     return tuple(torch.rand(s, generator=g) + 0.5 for s in shapes)
 
 
-@pytest.mark.parametrize("M,N,K,scaling,BN,out_dtype,bias,dtype,b_dtype", [
-    (136, 200, 144, "row", 128, "float32", True, E4M3, E4M3),      # row scales with a fused bias, float32 output
-    (200, 264, 272, "block", 128, "bfloat16", False, E4M3, E4M3),  # three column blocks, ragged last k-block
-    (130, 128, 400, "block", 128, "float16", True, E5M2, E4M3),    # e5m2 x e4m3, four k-blocks, bias
-    (200, 200, 272, "tensor", 192, "bfloat16", False, E5M2, E5M2),  # a 192-wide tile, ragged M, N, K
+@pytest.mark.parametrize("M,N,K,scaling,BN,out_dtype,bias,dtype,b_dtype,PART", [
+    (136, 200, 144, "row", 128, "float32", True, E4M3, E4M3, None),      # row scales with a fused bias, float32 output
+    (200, 264, 272, "block", 128, "bfloat16", False, E4M3, E4M3, None),  # three column blocks, ragged last k-block
+    (130, 128, 400, "block", 128, "float16", True, E5M2, E4M3, None),    # e5m2 x e4m3, four k-blocks, bias
+    (200, 200, 272, "tensor", 192, "bfloat16", False, E5M2, E5M2, None),  # a 192-wide tile, ragged M, N, K
+    (130, 400, 272, "block", 256, "bfloat16", False, E4M3, E4M3, None),  # two B scales per tile, 4 parts in 2 buffers
+    (130, 300, 400, "block", 256, "float32", True, E4M3, E4M3, 128),     # 2 parts in one buffer, bias
+    (136, 440, 272, "block", 192, "bfloat16", False, E4M3, E4M3, None),  # tiles starting mid-block (n0 = 192)
+    (130, 200, 272, "block", 128, "bfloat16", False, E4M3, E4M3, 64),    # two parts of a 128-wide tile
 ])
-def test_fp8_sim_matches_float64(M, N, K, scaling, BN, out_dtype, bias, dtype, b_dtype):
+def test_fp8_sim_matches_float64(M, N, K, scaling, BN, out_dtype, bias, dtype, b_dtype, PART):
     g = _fresh()
     a, w = _operands(M, N, K, g, dtype, outliers=True, b_dtype=b_dtype)
     sa, sb = _scales(scaling, M, N, K, g)
-    SA, SB = _scale_args(scaling, sa, sb, M, N, K, M, N, K, BN)
+    SA, SB = _scale_args(scaling, sa, sb, M, N, K, M, N, K)
     name = {E4M3: "float8_e4m3", E5M2: "float8_e5m2"}
     P = kernel_plan(M, N, K, BN=BN, STAGES=2, dtype=name[dtype], b_dtype=name[b_dtype], scaling=scaling,
-                    out_dtype=out_dtype, bias=bias)
+                    out_dtype=out_dtype, bias=bias, PART=PART)
     assert (tuple(SA.shape), tuple(SB.shape)) == scale_shapes(P)
     k = gemm_sm90(M, N, K, BN=BN, STAGES=2, sms=2, dtype=P.dtype, b_dtype=P.b_dtype, scaling=scaling,
-                  out_dtype=out_dtype, bias=bias)
+                  out_dtype=out_dtype, bias=bias, PART=PART)
     tdt = getattr(torch, out_dtype)
     bias_t = (torch.randn(1, N, generator=g) if bias else torch.zeros(1, 1)).to(tdt)
     c = torch.full((M, N), float("nan")).to(tdt)
@@ -97,10 +101,17 @@ def test_scalings_read_from_the_scale_shapes():
     ((A, W.t(), S0, S0), dict(BN=100), "gemm_fp8: BN = 100 must be a multiple of 16"),
     ((A, W.t(), S0, S0), dict(BN="x"), "gemm_fp8: BN must be an int"),
     ((A, W.t(), S0, S0), dict(CM=2), "unknown tuning argument(s) ['CM']"),
-    ((A, W.t(), torch.empty(256, 4, device="meta"), torch.empty(4, 3, device="meta")), dict(BN=256),
-     "scaling='block' takes BN = 128"),
+    ((A, W.t(), torch.empty(256, 4, device="meta"), torch.empty(4, 3, device="meta")), dict(BN=160),
+     "scaling='block' takes BN = 64, 128, 192 or 256"),
+    ((A, W.t(), torch.empty(256, 4, device="meta"), torch.empty(4, 3, device="meta")), dict(BN=192, PART=128),
+     "PART = 128 must divide both BN = 192 and 128"),
+    ((A, W.t(), torch.empty(256, 4, device="meta"), torch.empty(4, 3, device="meta")), dict(PART="64"),
+     "PART must be an int"),
+    ((A, W.t(), S0, S0), dict(PART=64), "PART = 64 applies to scaling='block' only"),
+    ((A, W.t(), torch.empty(256, 4, device="meta"), torch.empty(4, 3, device="meta")), dict(BN=256, STAGES=4),
+     "4 stages of 49664 bytes"),
     ((A, W.t(), torch.empty(256, 4, device="meta"), torch.empty(4, 3, device="meta")), dict(DEFER=True),
-     "scaling='block' keeps two k-blocks' products next to the tile in registers"),
+     "scaling='block' keeps its k-block products next to the tile in registers"),
     ((A, W.t(), S0, S0), dict(out_dtype=torch.int8), "out_dtype torch.int8 must be torch.bfloat16"),
     ((A, W.t(), S0, S0), dict(bias=torch.empty(5, device="meta")), "bias must be a floating-point tensor of shape (384,)"),
     ((A, W.t(), S0, S0, torch.empty(256, 383, device="meta")), {}, "out must be a contiguous (256, 384) tensor"),
@@ -109,6 +120,30 @@ def test_bad_arguments_are_refused_with_the_fix(args, kw, msg):
     with pytest.raises(Fp8ArgumentError) as e:
         check(*args, **kw)
     assert msg in str(e.value)
+
+
+def test_the_bound_key_tells_apart_what_the_launch_fixed():
+    """A repeated call reuses a bound launch only under an equal key: every tensor's address, shape, strides,
+    dtype and device, and the options with their types; anything else gets no key (the full checks run)."""
+    from tirxpy_kernels.gemm_fp8_api import _bound, _bound_key
+
+    a, w = torch.zeros(256, 512).to(E4M3), torch.zeros(384, 512).to(E4M3)
+    sa, sb, out = torch.ones(()), torch.ones(()), torch.empty(256, 384, dtype=torch.bfloat16)
+    k = _bound_key(a, w.t(), sa, sb, out, None, None, None, {})
+    assert k == _bound_key(a, w.t(), sa, sb, out, None, None, None, {})
+    others = [_bound_key(a, w.t(), sa, sb, out.view(384, 256), None, None, None, {}),     # same address, new shape
+              _bound_key(a, w.t(), sa, sb, out.as_strided((256, 384), (1, 256)), None, None, None, {}),
+              _bound_key(a, w.t(), sa, sb, out.view(torch.float16), None, None, None, {}),
+              _bound_key(a, w.t(), sa.clone(), sb, out, None, None, None, {}),             # new address
+              _bound_key(a, w.t(), sa, sb, out, None, None, None, {"BN": 128}),
+              _bound_key(a, w.t(), sa, sb, out, None, None, None, {"PDL": 1}),             # 1 is not True
+              _bound_key(a, w.t(), sa, sb, out, None, None, None, {"PDL": True})]
+    assert len({k, *others}) == len(others) + 1
+    assert _bound_key(a, w.t(), [1.0], sb, out, None, None, None, {}) is None
+    assert _bound_key(a, w.t(), sa, sb, None, None, None, None, {}) is None
+    assert _bound_key(a, w.t(), sa, sb, out, None, None, None, {"SPLIT": [1, 2]}) is not None
+    assert _bound(_bound_key(a, w.t(), sa, sb, out, None, None, None, {"SPLIT": [1, 2]})) is None   # unhashable
+    assert _bound(None) is None
 
 
 def test_the_api_needs_a_cuda_device():
@@ -216,6 +251,11 @@ def test_gpu_repeated_calls_reuse_the_launch_and_follow_new_scales():
     sa2.mul_(0.5)       # new values at the same address: the bound launch reads them
     res3 = tirxpy_kernels.gemm_fp8(a, w.t(), sa2, sb)
     assert torch.equal(res3, res)
+    out = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
+    tirxpy_kernels.gemm_fp8(a, w.t(), sa2, sb, out)
+    tirxpy_kernels.gemm_fp8(a, w.t(), sa2, sb, out)      # bound now
+    with pytest.raises(Fp8ArgumentError, match="out must be a contiguous"):     # same address, other strides
+        tirxpy_kernels.gemm_fp8(a, w.t(), sa2, sb, out.as_strided((M, N), (1, M)))
 
 
 @pytest.mark.gpu

@@ -77,6 +77,17 @@ ptxas info    : Used 32 registers
     assert res["k"].registers == 168 and res["other"].perf_warnings == ()
 
 
+def test_parse_ptxas_log_remark_without_a_function_goes_to_the_entries():
+    # ptxas 13.0 prints this before the entry when a kernel's register count at entry is not pinned
+    log = """ptxas info    : (C7508) Potential Performance Loss: 'setmaxnreg' ignored; unable to determine register count at entry.
+ptxas info    : 0 bytes gmem
+ptxas info    : Compiling entry function 'k' for 'sm_90a'
+ptxas info    : Used 168 registers, used 16 barriers
+"""
+    (remark,) = parse_ptxas_log(log)["k"].perf_warnings
+    assert remark == "(C7508) 'setmaxnreg' ignored; unable to determine register count at entry."
+
+
 def test_build_warns_on_performance_remarks():
     from types import SimpleNamespace
 

@@ -369,7 +369,9 @@ def _warn_performance(ck) -> None:
     for r in remarks:
         hint = (" -- ptxas waits after every wgmma of the kernel when it cannot follow each one's accumulator "
                 "registers from issue to wait (e.g. wgmmas of different shapes on one accumulator under "
-                "run-time branches); look for the branch or write that breaks the pipeline" if "C7515" in r else "")
+                "run-time branches); look for the branch or write that breaks the pipeline" if "C7515" in r else
+                " -- the kernel runs with the register count at entry everywhere; tirxpy pins it with "
+                "__launch_bounds__(threads, 1) when the kernel has setmaxnreg" if "C7508" in r else "")
         warnings.warn(f"{ck.name}: ptxas: {r}{hint}", PerformanceWarning, stacklevel=3)
 
 

@@ -123,15 +123,22 @@ _PROPS = re.compile(r"Function properties for (\S+)")
 _FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
 _USED = re.compile(r"Used (\d+) registers(?:, used (\d+) barriers)?(?:, (\d+) bytes smem)?")
 _PERF = re.compile(r"(\(C\d+\) )?Potential Performance Loss: (.*?) in the function '([^']+)'")
+_PERF_UNNAMED = re.compile(r"(\(C\d+\) )?Potential Performance Loss: (.*)")
 
 
 def parse_ptxas_log(log: str) -> dict:
-    """ptxas -v report -> {kernel symbol: KernelResources} (entry functions only)."""
-    entries, current, props_of, frames, perf = {}, None, None, {}, {}
+    """ptxas -v report -> {kernel symbol: KernelResources} (entry functions only). A performance remark that
+    names no function (e.g. ``(C7508) ... 'setmaxnreg' ignored``, printed before its entry) goes to every entry
+    of the report."""
+    entries, current, props_of, frames, perf, unnamed = {}, None, None, {}, {}, []
     for line in log.splitlines():
         m = _PERF.search(line)
         if m:
             perf.setdefault(m.group(3), []).append(((m.group(1) or "") + m.group(2)).strip())
+            continue
+        m = _PERF_UNNAMED.search(line)
+        if m:
+            unnamed.append(((m.group(1) or "") + m.group(2)).strip())
             continue
         m = _ENTRY.search(line)
         if m:
@@ -154,7 +161,7 @@ def parse_ptxas_log(log: str) -> dict:
     for name, used in entries.items():
         stack, st, ld = frames.get(name, (0, 0, 0))
         out[name] = KernelResources(name, spill_stores=st, spill_loads=ld, stack_bytes=stack,
-                                    perf_warnings=tuple(perf.get(name, ())), **used)
+                                    perf_warnings=tuple(perf.get(name, ())) + tuple(unnamed), **used)
     return out
 
 

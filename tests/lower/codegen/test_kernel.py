@@ -34,6 +34,23 @@ def test_signature_constness_and_launch_bounds():
     assert "tx_smem[]" not in u.source
 
 
+@T.prim_func
+def roles(Y: T.Tensor((256,), "float32")):
+    T.launch(grid=(1,), threads=256)
+    if T.warpgroup_id() == 0:
+        T.ptx.setmaxnreg_dec(40)
+    else:
+        T.ptx.setmaxnreg_inc(232)
+    Y[T.thread_id()] = 1.0
+
+
+def test_setmaxnreg_pins_one_cta_per_sm():
+    """ptxas honours setmaxnreg only when the register count at entry is fixed (else C7508: 'setmaxnreg' ignored);
+    a minimum of one CTA per SM fixes it."""
+    assert 'extern "C" __global__ void __launch_bounds__(256, 1) roles(' in generate(roles, "sm_90a").source
+    assert "__launch_bounds__(128) axpy(" in generate(axpy, "sm_90a").source
+
+
 def test_origins_point_at_the_statement_lines():
     u = generate(axpy, "sm_90a")
     lines = u.source.splitlines()

@@ -96,7 +96,10 @@ def generate(kernel, target="sm_90a") -> CudaUnit:
            TYPES_PRELUDE.rstrip("\n"), render_helpers(list(ctx.intrinsics.values()), target).rstrip("\n")]
     if "floor" in ctx.helpers:
         out.append(FLOOR_HELPERS.rstrip("\n"))
-    head = f'extern "C" __global__ void __launch_bounds__({L.threads}) {kname}('
+    # setmaxnreg moves registers within a fixed per-thread count at entry: ptxas ignores it (C7508) unless the
+    # kernel's count is pinned, which a minimum of one CTA per SM does (65536 / threads, rounded down to 8)
+    bounds = f"{L.threads}, 1" if {"setmaxnreg_inc", "setmaxnreg_dec"} & set(ctx.intrinsics) else f"{L.threads}"
+    head = f'extern "C" __global__ void __launch_bounds__({bounds}) {kname}('
     if len(", ".join(sig)) + len(head) <= 110:
         head += ", ".join(sig) + ") {"
     else:
