@@ -5,7 +5,8 @@ device-to-device copy of the same bytes (``torch.Tensor.copy_`` of a byte buffer
 kernel can reach). The kernel reads ``2 M K`` bytes and writes ``M K`` bytes of ``x_q`` and 4 per scale; the
 copy moves as many (it reads and writes half of them each). Before timing, each kernel's output is checked
 bit for bit against :func:`tirxpy_kernels.quantize_api.reference` (a difference is printed and the exit status is 1). Every tuning (``vecs``:
-vectors of 8 elements per thread, 1 x 128 and token; ``div``: ``exact`` or ``rcp``; ``pow2``: 0 / 1) and the copy
+vectors of 8 elements per thread; ``lanes``: lanes to a group row, 1 x 128 and 128 x 128; ``div``: ``exact``, ``ieee`` or
+``rcp``; ``pow2``: 0 / 1) and the copy
 take their samples in turn (:func:`tirxpy_kernels.bench_tools.median_ms`); printed: GB/s of each and the ratio
 copy time / kernel time. ``--sim`` runs a small case of each granularity through the CPU simulator.
 """
@@ -19,7 +20,7 @@ from .bench_tools import (BenchArgumentError, add_common_arguments, check_sim_ar
 
 SHAPES = [(8192, 7168), (4096, 7168), (4096, 16384), (16384, 2048)]
 SIM_SHAPE = (136, 200)
-TUNING = ("vecs", "div", "pow2")
+TUNING = ("vecs", "lanes", "div", "pow2")
 SIM_TOLERANCE = 2.0 ** -4   # e4m3 rounds to 3 mantissa bits: a relative error of at most 2^-4 per element
 
 

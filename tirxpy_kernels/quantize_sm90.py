@@ -23,8 +23,9 @@ their sign. ``div="ieee"`` divides per element (``div.rn.f32``): the same values
 The groups and how the threads hold them (every thread moves 16-byte vectors of 8 input elements):
 
 - ``"1x128"`` (DeepSeek-V3's activations; ``scales (M, ceil(K/128))``): a CTA quantizes a ``(BR, 128)``
-  tile, one 128-column group in each of ``BR = 2 * warps * vecs`` rows; 16 lanes hold a row's group
-  (8 elements each), so the group's amax is a 4-step butterfly.
+  tile, one 128-column group in each of ``BR = 2 * warps * vecs`` rows; ``lanes`` lanes (4 by default) hold a
+  row's group (``128 / lanes`` elements each), so the group's amax is a 2-step butterfly and a thread works
+  out ``vecs * lanes / 16`` scales.
 - ``"128x128"`` (DeepSeek-V3's weights; ``scales (ceil(M/128), ceil(K/128))``): the same tile with
   ``BR = 128`` (``64 / vecs`` warps, :data:`BLOCK_VECS` vectors a thread: 512 threads), the block read once into
   registers; the 128 row maxima meet in one CTA reduction.
@@ -34,9 +35,9 @@ The groups and how the threads hold them (every thread moves 16-byte vectors of 
 Rows past ``M`` and columns past ``K`` are neither read (they count as 0 in the amax) nor written.
 
     >>> plan("1x128", 8192, 7168)
-    Plan(granularity='1x128', rows=32, cols=128, warps=4, vecs=4)
+    Plan(granularity='1x128', rows=32, cols=128, warps=4, vecs=4, lanes=4)
     >>> plan("token", 4096, 7168), plan("128x128", 300, 200).rows
-    (Plan(granularity='token', rows=1, cols=7168, warps=7, vecs=4), 128)
+    (Plan(granularity='token', rows=1, cols=7168, warps=7, vecs=4, lanes=32), 128)
 """
 from __future__ import annotations
 
@@ -138,32 +139,41 @@ register_model("quant_neg_inv_exp_f32", _neg_inv_exp_model)
 
 
 class Plan(NamedTuple):
-    """A CTA's tile: ``rows x cols`` elements of ``x``, ``warps`` warps, ``vecs`` vectors per thread."""
+    """A CTA's tile: ``rows x cols`` elements of ``x``, ``warps`` warps, ``vecs`` vectors per thread, ``lanes``
+    lanes sharing a row of the tile (a group's 16 vectors: ``16 / lanes`` in each lane)."""
     granularity: str
     rows: int
     cols: int
     warps: int
     vecs: int
+    lanes: int = 32
 
 
-def plan(granularity: str, M: int, K: int, vecs: int | None = None) -> Plan:
+def plan(granularity: str, M: int, K: int, vecs: int | None = None, lanes: int | None = None) -> Plan:
     """The CTA tile for ``granularity`` on an ``(M, K)`` input (module docstring; ``vecs`` defaults to
-    :data:`VECS`, :data:`BLOCK_VECS` for ``"128x128"``); :class:`KernelConfigError` when the input is smaller
-    than one tile (:func:`min_shape`: pad it with zeros)."""
+    :data:`VECS`, :data:`BLOCK_VECS` for ``"128x128"``; ``lanes`` (4, 8 or 16 lanes to a group row) to the
+    fewest, ``max(4, 16 / vecs)``); :class:`KernelConfigError` when the input is smaller than one tile
+    (:func:`min_shape`: pad it with zeros)."""
     granularity = choice_option("quantize_fp8", "granularity", granularity, GRANULARITIES)
     int_option("quantize_fp8", "M", M, lo=1, hi=2 ** 31 - 1)
     int_option("quantize_fp8", "K", K, lo=1, hi=2 ** 31 - 1)
     if vecs is None:
         vecs = BLOCK_VECS if granularity == "128x128" else VECS
     vecs = int_option("quantize_fp8", "vecs", vecs, lo=1, hi=16)
+    if granularity == "128x128" and vecs not in (2, 4, 8):
+        raise KernelConfigError(f"quantize_fp8: granularity '128x128' deals a block's 64 row pairs to warps of "
+                                f"vecs row pairs each; vecs = {vecs} must be 2, 4 or 8 (1024, 512 or 256 threads)")
+    if granularity != "token":
+        if lanes is None:
+            lanes = max(4, 16 // vecs)
+        if lanes not in (4, 8, 16) or vecs % (16 // lanes):
+            raise KernelConfigError(f"quantize_fp8: lanes = {lanes!r:.20} lanes to a group row hold 16 / lanes vectors of "
+                                    f"it each; lanes must be 4, 8 or 16 and vecs = {vecs} a multiple of 16 / lanes")
     if granularity == "1x128":
         warps = 4
-        p = Plan(granularity, 2 * warps * vecs, GROUP, warps, vecs)
+        p = Plan(granularity, 2 * warps * vecs, GROUP, warps, vecs, lanes)
     elif granularity == "128x128":
-        if vecs not in (2, 4, 8):
-            raise KernelConfigError(f"quantize_fp8: granularity '128x128' deals a block's 64 row pairs to warps of "
-                                    f"vecs row pairs each; vecs = {vecs} must be 2, 4 or 8 (1024, 512 or 256 threads)")
-        p = Plan(granularity, GROUP, GROUP, GROUP // 2 // vecs, vecs)
+        p = Plan(granularity, GROUP, GROUP, GROUP // 2 // vecs, vecs, lanes)
     else:
         warps = min(MAX_TOKEN_WARPS, max(1, K // (32 * V * vecs)))
         chunks = -(-K // (32 * V * warps))
@@ -195,20 +205,29 @@ def padded_shape(granularity: str, M: int, K: int) -> tuple:
     return max(M, rows), max(K, 32 * V if granularity == "token" else GROUP)
 
 
+def row_slots(p: Plan) -> int:
+    """Group rows a thread holds (``vecs / (16 / lanes)``; 1 for a token row)."""
+    return 1 if p.granularity == "token" else p.vecs * p.lanes // 16
+
+
 def tile_layout(p: Plan) -> TileLayout:
-    """The ``(rows, cols)`` tile over the CTA. Groups: row ``(w * vecs + i) * 2 + h`` in warp ``w``, slot
-    group ``i``, lanes ``16 h .. 16 h + 15``, column ``8 l + j`` in lane ``l % 16``, slot ``8 i + j``. Token:
-    column ``((i * warps + w) * 32 + l) * 8 + j`` in warp ``w``, lane ``l``, slot ``8 i + j``."""
+    """The ``(rows, cols)`` tile over the CTA. Groups (``L = lanes``, ``c = 16 / L`` vectors of a row per lane):
+    row ``(w * row_slots + i) * (32 / L) + l // L`` in warp ``w``, lane ``l``, row slot ``i``; column
+    ``(v * L + l % L) * 8 + j`` at slot ``(i * c + v) * 8 + j``. Token: column ``((i * warps + w) * 32 + l) * 8 + j``
+    in warp ``w``, lane ``l``, slot ``8 i + j``."""
     if p.granularity == "token":
         return TileLayout(S[(1, p.vecs, p.warps, 32, V) : (1 @ m, V @ m, 1 @ warpid, 1 @ laneid, 1 @ m)])
-    return TileLayout(S[(p.warps, p.vecs, 2, 16, V) : (1 @ warpid, V @ m, 16 @ laneid, 1 @ laneid, 1 @ m)])
+    L, c = p.lanes, 16 // p.lanes
+    return TileLayout(S[(p.warps, row_slots(p), 32 // L, c, L, V) :
+                        (1 @ warpid, (c * V) @ m, L @ laneid, V @ m, 1 @ laneid, 1 @ m)])
 
 
 def amax_layout(p: Plan) -> TileLayout:
-    """The ``(rows, 1)`` row maxima: each held by every lane of its row (16 lanes; a token row: the CTA)."""
+    """The ``(rows, 1)`` row maxima: each held by every lane of its row (``lanes`` lanes; a token row: the CTA)."""
     if p.granularity == "token":
         return TileLayout(S[1 : 1 @ m] + R[(32, p.warps) : (1 @ laneid, 1 @ warpid)])
-    return TileLayout(S[(p.warps, p.vecs, 2) : (1 @ warpid, 1 @ m, 16 @ laneid)] + R[16 : 1 @ laneid])
+    L = p.lanes
+    return TileLayout(S[(p.warps, row_slots(p), 32 // L) : (1 @ warpid, 1 @ m, L @ laneid)] + R[L : 1 @ laneid])
 
 
 def block_layout(p: Plan) -> TileLayout:
@@ -217,13 +236,13 @@ def block_layout(p: Plan) -> TileLayout:
 
 
 def check_config(granularity, M, K, in_dtype="bfloat16", out_dtype="float8_e4m3", pow2=False, div="exact",
-                 vecs=None) -> Plan:
+                 vecs=None, lanes=None) -> Plan:
     """Every option checked (:class:`KernelConfigError` naming the one that is wrong); returns the plan."""
     choice_option("quantize_fp8", "in_dtype", in_dtype, IN_DTYPES)
     choice_option("quantize_fp8", "out_dtype", out_dtype, OUT_DTYPES)
     flag_option("quantize_fp8", "pow2", pow2)
     choice_option("quantize_fp8", "div", div, DIVS)
-    return plan(granularity, M, K, vecs)
+    return plan(granularity, M, K, vecs, lanes)
 
 
 def scales_shape(granularity: str, M: int, K: int) -> tuple:
@@ -252,12 +271,13 @@ def scales_view(storage, granularity: str):
 
 @tirxpy.jit
 def quantize_fp8_kernel(granularity: str, M: int, K: int, in_dtype: str = "bfloat16",
-                        out_dtype: str = "float8_e4m3", pow2: bool = False, div: str = "exact", vecs: int | None = None):
+                        out_dtype: str = "float8_e4m3", pow2: bool = False, div: str = "exact", vecs: int | None = None,
+                        lanes: int | None = None):
     """The kernel: call it as ``k(x, q, scales)`` (``(M, K)`` input, ``(M, K)`` fp8 output, float32 scales of
     :func:`scales_storage`). Groups run along ``cta_id(0)`` (consecutive CTAs take neighbouring column groups
     of the same rows, so the CTAs in flight read one contiguous stretch of ``x``), row tiles along ``cta_id(1)``;
     a token row is ``cta_id(0)``."""
-    p = check_config(granularity, M, K, in_dtype, out_dtype, pow2, div, vecs)
+    p = check_config(granularity, M, K, in_dtype, out_dtype, pow2, div, vecs, lanes)
     XL, AL, BL = tile_layout(p), amax_layout(p), block_layout(p)
     fmax = FP8_MAX[out_dtype]
     SS = scales_storage(granularity, M, K)
@@ -265,7 +285,8 @@ def quantize_fp8_kernel(granularity: str, M: int, K: int, in_dtype: str = "bfloa
     CW = 32 * V * p.warps
     block = granularity == "128x128"
     token = granularity == "token"
-    nslot = 1 if token or block else p.vecs
+    nslot = 1 if block else row_slots(p)
+    RS = 1 if token else 32 // p.lanes             # tile rows between a thread's row slots
     RI, CI = (0, 1) if token else (1, 0)
     grid = (M, 1) if token else (-(-K // GROUP), -(-M // BR))
     SL, SR = (BL, 1) if block else (AL, BR)          # the scales' layout and rows
@@ -295,8 +316,8 @@ def quantize_fp8_kernel(granularity: str, M: int, K: int, in_dtype: str = "bfloa
         Tx.cta.div(sc, sc, T.float32(fmax))
         Tx.cta.maximum(sc, sc, T.float32(SCALE_FLOOR))
         if pow2:
-            for i in range(nslot):         # slot i: row 2 i of the tile (this thread's rows)
-                sc[2 * i, 0] = T.ptx.quant_pow2_ceil_f32(sc[2 * i, 0])
+            for i in range(nslot):         # row slot i: tile row RS i (this thread's rows)
+                sc[RS * i, 0] = T.ptx.quant_pow2_ceil_f32(sc[RS * i, 0])
         if div == "rcp":
             inv = T.alloc_local((SR, 1), "float32", layout=SL)
             Tx.cta.div(inv, T.float32(1.0), sc)
@@ -308,8 +329,8 @@ def quantize_fp8_kernel(granularity: str, M: int, K: int, in_dtype: str = "bfloa
             npow = T.alloc_local((SR, 1), "float32", layout=SL)
             nrcp = T.alloc_local((SR, 1), "float32", layout=SL)
             for i in range(nslot):
-                mant[2 * i, 0] = T.ptx.quant_mant_f32(sc[2 * i, 0])
-                npow[2 * i, 0] = T.ptx.quant_neg_inv_exp_f32(sc[2 * i, 0])
+                mant[RS * i, 0] = T.ptx.quant_mant_f32(sc[RS * i, 0])
+                npow[RS * i, 0] = T.ptx.quant_neg_inv_exp_f32(sc[RS * i, 0])
             Tx.cta.div(nrcp, T.float32(-1.0), mant)
             Tx.cta.mul(ax, xf, npow)       # ax = -x'
             Tx.cta.mul(xf, ax, nrcp)       # q0 = x' * RN(1/m)

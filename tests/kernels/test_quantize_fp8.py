@@ -47,7 +47,10 @@ def check_against_reference(x, q, s, granularity, dtype=E4M3, pow2=False, rcp=Fa
 
 # ---------------------------------------------------------------- plan
 def test_plan_tiles_and_padding():
-    assert plan("1x128", 8192, 7168) == ("1x128", 32, 128, 4, 4)
+    assert plan("1x128", 8192, 7168) == ("1x128", 32, 128, 4, 4, 4)
+    assert plan("1x128", 64, 128, 2).lanes == 8 and plan("1x128", 64, 128, 8, lanes=16).rows == 64
+    with pytest.raises(KernelConfigError, match="lanes must be 4, 8 or 16 and vecs = 2 a multiple"):
+        plan("1x128", 64, 128, 2, lanes=4)
     assert plan("128x128", 300, 200)[1:3] == (128, 128)
     for K in (256, 300, 1000, 4096, 7168, 16384, 20000, MAX_TOKEN_K):
         p = plan("token", 1, K)
@@ -154,6 +157,8 @@ SIM_CASES = [  # (granularity, M, K, dtype, pow2, div): ragged M and K, every op
     ("1x128", 33, 136, E5M2, True, "exact"),
     ("1x128", 32, 301, E4M3, False, "rcp"),       # K odd: element-wise loads and stores
     ("1x128", 32, 128, E4M3, False, "ieee"),
+    ("1x128", 40, 256, E4M3, True, dict(vecs=2)),        # 8 lanes to a row
+    ("1x128", 64, 136, E4M3, False, dict(lanes=16)),     # 16 lanes to a row, 4 rows a thread
     ("token", 3, 300, E4M3, False, "exact"),
     ("token", 2, 1100, E4M3, True, "rcp"),
     ("128x128", 130, 200, E4M3, False, "exact"),
@@ -169,7 +174,8 @@ def test_simulated_kernel_is_bit_exact(granularity, M, K, dtype, pow2, div):
     x = inputs(M, K, seed=M + K)
     q = torch.full((M, K), float("nan")).to(dtype)
     s = torch.full(scales_storage(granularity, M, K), float("nan"))
-    res = run(quantize_fp8_kernel(granularity, M, K, out_dtype=NAME[dtype], pow2=pow2, div=div), x, q, s)
+    kw = div if isinstance(div, dict) else dict(div=div)        # a dict: tile options, exact division
+    res = run(quantize_fp8_kernel(granularity, M, K, out_dtype=NAME[dtype], pow2=pow2, **kw), x, q, s)
     assert not res.problems
     check_against_reference(x, q, scales_view(s, granularity), granularity, dtype, pow2, div == "rcp")
 
