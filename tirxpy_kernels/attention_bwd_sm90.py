@@ -31,6 +31,10 @@ The kernel is built from an :class:`~tirxpy_kernels.attention_bwd_plan.Attention
   to complete and bumps the counter (``red.release``).
 - **epilogue**: ``dK * scale`` and ``dV`` converted and staged over the CTA's own K / V rows once both
   consumers are past their last product, then stored with TMA (rows past ``SK`` dropped).
+- **head dim 256** (``kv_split="cols"``, :func:`consumer_cols_part`): the consumers share the CTA's 64 keys and
+  each owns ``D / NC`` columns of ``dK``, ``dV`` and ``dQ``; each computes ``S^T`` and ``dP^T`` for its share of
+  the block's query rows, and ``P^T`` joins ``dS^T`` in shared memory, so that ``dV`` and ``dK`` read both from
+  there.
 
 ``D`` comes from :func:`attention_bwd_preprocess` (``rowsum(O * dO)`` in float32, one row per thread).
 ``dQacc`` receives ``scale * dS K`` summed over key blocks (each block's share is scaled in registers before it
