@@ -22,7 +22,7 @@ SIM_SHAPE = (200, 264, 272)
 
 def add_arguments(p):
     add_common_arguments(p, None, f"MxNxK list (default {SHAPES})", GPU_TOLERANCE,
-                         ("BN", "STAGES", "group", "DEFER", "PINGPONG", "PDL", "SPLIT", "PART"), "fp8")
+                         ("BN", "STAGES", "group", "DEFER", "PINGPONG", "PDL", "SPLIT", "PART", "PASS"), "fp8")
     p.add_argument("--scalings", default=",".join(SCALINGS), help="comma list of tensor,row,block")
 
 
@@ -36,7 +36,7 @@ def check(args):
         check_sim_args(args, "200x264x272")
         return [SIM_SHAPE], [{}], ["block"]
     shapes = parse_shapes(args.shapes or SHAPES, 3, "4096x4096x4096")
-    tunings = parse_tunings(args.tune or "", ("BN", "STAGES", "group", "DEFER", "PINGPONG", "PDL", "SPLIT", "PART"))
+    tunings = parse_tunings(args.tune or "", ("BN", "STAGES", "group", "DEFER", "PINGPONG", "PDL", "SPLIT", "PART", "PASS"))
     scalings = [s.strip() for s in args.scalings.split(",") if s.strip()]
     for s in scalings:
         if s not in SCALINGS:
@@ -56,9 +56,9 @@ def check(args):
 
 
 def applies(scaling, tuning):
-    """Whether ``tuning`` is timed with ``scaling``: ``PART`` (the block scaling's product parts) only with
+    """Whether ``tuning`` is timed with ``scaling``: ``PART``, ``PASS`` (the block scaling's k-loop) only with
     ``"block"``, the others with every scaling."""
-    return scaling == "block" or "PART" not in tuning
+    return scaling == "block" or not {"PART", "PASS"} & set(tuning)
 
 
 def inputs_scales(scaling, M, N, K, device):

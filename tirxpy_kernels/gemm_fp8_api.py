@@ -41,7 +41,7 @@ from .gemm_plan import BLOCK_SCALE, FP8_DTYPES, OUT_DTYPES, TARGET, check_config
 from .gemm_sm90 import gemm_sm90
 from .launch_cache import LaunchCache, compiled
 
-TUNING = ("BN", "STAGES", "group", "DEFER", "PINGPONG", "PDL", "SPLIT", "PART", "sms")
+TUNING = ("BN", "STAGES", "group", "DEFER", "PINGPONG", "PDL", "SPLIT", "PART", "PASS", "sms")
 _SCALINGS = ("tensor", "row", "block")
 _FAST = LaunchCache("gemm_fp8")
 # (_key, the tensors' data pointers) -> the kernel's BoundLaunch, for calls whose tensors go to it as they are

@@ -328,7 +328,7 @@ def _split_checked(SPLIT, M, N, BN, EPI, wide_chunks, CM, PP, DEFER, b_major):
 
 
 def check_options(BN=256, STAGES=None, CM=1, group=4, DEFER=None, PINGPONG=False, PDL=True, SPLIT=None,
-                  sms=TARGET.sm_count, PART=None):
+                  sms=TARGET.sm_count, PART=None, PASS=None):
     """Each tuning option of :func:`gemm_sm90` on its own, its kind and the range no other option moves
     (:class:`~tirxpy_kernels.errors.KernelConfigError` naming the first bad one). ``PINGPONG=None`` passes (tirxpy_kernels.gemm
     then picks the schedule). :func:`check_config` runs this first; :func:`tirxpy_kernels.gemm` runs it before it picks
@@ -347,6 +347,7 @@ def check_options(BN=256, STAGES=None, CM=1, group=4, DEFER=None, PINGPONG=False
     int_option(w, "group", group, lo=1)
     int_option(w, "sms", sms, lo=1)
     int_option(w, "PART", PART, none=True)
+    int_option(w, "PASS", PASS, none=True)
     flag_option(w, "PINGPONG", PINGPONG, none=True)
     flag_option(w, "DEFER", DEFER, none=True)
     flag_option(w, "PDL", PDL)
@@ -404,6 +405,31 @@ def part_buffers(BN, PART):
     return 2 if BN // 2 + PART <= 192 else 1
 
 
+def check_pass(scaling, BN, PART, PASS=None):
+    """The block scaling's k-blocks per pass of the k-loop, resolved: an even ``PASS`` in [2, 16] (a k-block's B
+    scales sit in the register slot of its parity). Within a pass each part's wgmma runs while the previous part
+    is promoted (with two scratch accumulators), and a pass ends with every wgmma waited for. Default: 8 for a
+    tile of one part over two accumulators, else 2. Other scalings take none (None).
+
+        >>> check_pass("block", 128, 128), check_pass("block", 256, 64), check_pass("block", 128, 128, 4)
+        (8, 2, 4)
+        >>> check_pass("block", 128, 128, 3)
+        Traceback (most recent call last):
+        ...
+        tirxpy_kernels.errors.KernelConfigError: gemm_sm90: PASS = 3 must be an even int in [2, 16] (k-blocks per pass of the block-scaled k-loop)
+    """
+    if scaling != "block":
+        if PASS is not None:
+            raise KernelConfigError(f"gemm_sm90: PASS = {PASS!r:.40} applies to scaling='block' only: leave it unset")
+        return None
+    if PASS is None:
+        return 8 if PART == BN and part_buffers(BN, PART) == 2 else 2
+    if not (type(PASS) is int and 2 <= PASS <= 16 and PASS % 2 == 0):
+        raise KernelConfigError(f"gemm_sm90: PASS = {PASS!r:.40} must be an even int in [2, 16] (k-blocks per pass of "
+                                "the block-scaled k-loop)")
+    return PASS
+
+
 def check_scaling(dtype, scaling, a_major="K", b_major="K", BN=256, CM=1, PINGPONG=False, SPLIT=None, PART=None):
     """How an FP8 product is scaled, checked against the inputs and the schedule: FP8 inputs take one of
     ``"tensor"``, ``"row"``, ``"block"`` and both operands K-major (FP8 wgmma reads no transposed operand);
@@ -439,7 +465,7 @@ def check_scaling(dtype, scaling, a_major="K", b_major="K", BN=256, CM=1, PINGPO
 
 def check_config(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", dtype="bfloat16",
                  out_dtype="bfloat16", bias=False, activation=None, sms=TARGET.sm_count, group=4, DEFER=None,
-                 PINGPONG=False, drop=None, PDL=True, SPLIT=None, scaling=None, b_dtype=None, PART=None):
+                 PINGPONG=False, drop=None, PDL=True, SPLIT=None, scaling=None, b_dtype=None, PART=None, PASS=None):
     """Every check :func:`gemm_sm90` makes of its arguments, before anything is built: the options
     (:func:`check_options`), the plan (:func:`plan`) and how they combine; the first failure raises
     :class:`~tirxpy_kernels.errors.KernelConfigError` naming the option and the fix. Returns the resolved schedule:
@@ -504,6 +530,7 @@ def check_config(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", d
     DEFER = bool(DEFER)
     if scaling == "block":
         PART = block_part(BN, PART)
+    PASS = check_pass(scaling, BN, PART, PASS)
     if SPLIT is not None:
         wide_chunks = p["epi"] * DataType.get(out_dtype).itemsize == 128
         checked = _split_checked(SPLIT, M, N, BN, p["epi"], wide_chunks, CM, PP, DEFER, b_major)
@@ -514,7 +541,8 @@ def check_config(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", d
         raise KernelConfigError(f"gemm_sm90: unknown drop={drop!r}; one of {DROPS}")
     if drop == "turn" and not PP:
         raise KernelConfigError("gemm_sm90: drop='turn' removes the ping-pong turns, which only PINGPONG=True has")
-    return {"PP": PP, "STAGES": STAGES, "plan": p, "DEFER": DEFER, "SPLIT": SPLIT, "PDL": PDL, "PART": PART}
+    return {"PP": PP, "STAGES": STAGES, "plan": p, "DEFER": DEFER, "SPLIT": SPLIT, "PDL": PDL, "PART": PART,
+            "PASS": PASS}
 
 
 
@@ -570,6 +598,8 @@ class GemmPlan:
     expect_tx: bool         # the producer announces the stage's bytes
     part: int               # block scaling: columns of one part of a k-block's product (block_part; else BN)
     part_bufs: int          # block scaling: scratch accumulators the parts alternate over (part_buffers)
+    pass_blocks: int        # block scaling: k-blocks per pass of the k-loop (check_pass); no wgmma stays in flight
+                            # across the loop's back edge (ptxas would serialize every wgmma)
 
     @property
     def cluster(self):
@@ -594,13 +624,6 @@ class GemmPlan:
     def parts(self):
         """Block scaling: column parts of a tile (``BN / part``)."""
         return self.BN // self.part
-
-    @property
-    def body_blocks(self):
-        """Block scaling: k-blocks per pass of the k-loop: two when a tile is one part over two buffers (the
-        second k-block's wgmma runs while the first one is promoted), else one. No wgmma stays in flight across
-        the loop's back edge (ptxas would serialize every wgmma)."""
-        return 2 if self.parts == 1 and self.part_bufs == 2 else 1
 
     @property
     def scale_cols(self):
@@ -628,10 +651,10 @@ class GemmPlan:
 
 def kernel_plan(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", dtype="bfloat16", out_dtype="bfloat16",
                 bias=False, activation=None, sms=TARGET.sm_count, group=4, DEFER=None, PINGPONG=False, drop=None,
-                PDL=True, SPLIT=None, scaling=None, b_dtype=None, PART=None) -> GemmPlan:
+                PDL=True, SPLIT=None, scaling=None, b_dtype=None, PART=None, PASS=None) -> GemmPlan:
     """The :class:`GemmPlan` of these options (:func:`check_config` checks them first)."""
     c = check_config(M, N, K, BN, STAGES, CM, a_major, b_major, dtype, out_dtype, bias, activation, sms, group,
-                     DEFER, PINGPONG, drop, PDL, SPLIT, scaling, b_dtype, PART)
+                     DEFER, PINGPONG, drop, PDL, SPLIT, scaling, b_dtype, PART, PASS)
     part = c["PART"] or BN
     p, defer, split = c["plan"], c["DEFER"], c["SPLIT"]
     epi = p["epi"]
@@ -650,4 +673,4 @@ def kernel_plan(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", dt
         multicast_mask=(1 << CM) - 1,
         empty_arrivals=(1 if c["PP"] else 2) * CM * (4 if scaling == "block" else 1),
         kloop_wait=None if drop == "wgmma_wait" else 1, expect_tx=drop != "expect_tx",
-        part=part, part_bufs=part_buffers(BN, part))
+        part=part, part_bufs=part_buffers(BN, part), pass_blocks=c["PASS"] or 2)

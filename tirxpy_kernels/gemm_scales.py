@@ -13,10 +13,10 @@ scales, never the FP8 operands. Three scalings (:data:`tirxpy_kernels.gemm_plan.
   ``kb`` holds the k-block's scale of every 128-column block). The producer loads the k-block's 128
   row scales into the stage next to the operands (:func:`load_block_scales`). Each consumer thread
   holds B's scales of its tile's column blocks (:attr:`~tirxpy_kernels.gemm_plan.GemmPlan.scale_cols`) in
-  registers loaded one k-block ahead (:func:`next_block_scales`), multiplies its rows' scales of the
-  k-block from the stage by each (:func:`stage_row_scales`), runs the k-block's wgmma in column parts into
-  scratch accumulators, and adds each part, times its scales, into the float32 tile (:func:`promote`):
-  partial sums leave the FP8 wgmma's narrow accumulator every 128 of K.
+  registers loaded two k-blocks ahead (:func:`load_b_scales`), runs the k-block's wgmma in column parts into
+  scratch accumulators, and once a part is waited for multiplies its rows' scales of the k-block from the
+  stage by B's (:func:`stage_row_scales`) and adds the part, times those scales, into the float32 tile
+  (:func:`promote`): partial sums leave the FP8 wgmma's narrow accumulator every 128 of K.
 
 A ``(64, 1)`` column of row scales is held the way the wgmma accumulator holds its rows
 (:func:`row_layout`: rows ``16 w + 8 h + lane / 4`` in slot ``h``, replicated over ``lane % 4``), so
@@ -42,9 +42,9 @@ class Scales:
     """The scale operands of one FP8 GEMM and the registers / stage buffers the kernel reads them through:
     ``sa``, ``sb`` (global), ``srow`` (a ``(64, 1)`` column of row scales, :func:`row_layout`), ``scol``
     (a ``(1, chunk_cols)`` row of column scales, the bias row's layout), ``sas`` (A's block scales'
-    shared-memory stages, ``(stages, 1, BM)``), ``sbv`` (registers holding B's block scales of the next
-    k-block, one per :attr:`~tirxpy_kernels.gemm_plan.GemmPlan.scale_cols`), ``srows`` (``srows[l][q]``: the
-    loop pass's ``l``-th k-block's row scales times B's scale ``q``). Unused ones are None."""
+    shared-memory stages, ``(stages, 1, BM)``), ``sbv`` (registers holding B's block scales of two k-blocks,
+    one per :attr:`~tirxpy_kernels.gemm_plan.GemmPlan.scale_cols` each, by the k-block's parity), ``srows``
+    (``srows[q]``: the k-block being promoted's row scales times B's scale ``q``). Unused ones are None."""
 
     def __init__(self, sa=None, sb=None, srow=None, scol=None, sas=None, sbv=None, srows=None):
         self.sa, self.sb, self.srow, self.scol, self.sas = sa, sb, srow, scol, sas
@@ -59,24 +59,25 @@ def load_block_scales(P, SC, full, s, m0, k):
 
 
 @T.macro
-def next_block_scales(P, SC, n0, k):
+def load_b_scales(P, SC, n0, k, slot):
     """Consumer: B's block scales of k-block ``k`` (clamped to the last) for the tile at column ``n0``, one per
-    :attr:`~tirxpy_kernels.gemm_plan.GemmPlan.scale_cols` (clamped to the last column block), into ``SC.sbv``;
-    every thread reads the same values. Called with ``k = 0`` before a tile's k-loop and with ``k + 1`` under
-    k-block ``k``'s wgmma."""
+    :attr:`~tirxpy_kernels.gemm_plan.GemmPlan.scale_cols` (clamped to the last column block), into ``slot`` (0
+    or 1: k-block ``k``'s parity) of ``SC.sbv``; every thread reads the same values. A k-block's scales are loaded
+    while the two k-blocks before it are promoted, so the load's latency hides under their wgmma."""
     for q, off in enumerate(P.scale_cols):
-        SC.sbv[q] = SC.sb[T.min(k, P.k_blocks - 1), T.min((n0 + off) // BLOCK_SCALE, (P.N - 1) // BLOCK_SCALE)]
+        SC.sbv[slot * len(P.scale_cols) + q] = SC.sb[T.min(k, P.k_blocks - 1),
+                                                     T.min((n0 + off) // BLOCK_SCALE, (P.N - 1) // BLOCK_SCALE)]
 
 
 @T.macro
-def stage_row_scales(P, SC, s, c, l):
-    """Consumer ``c`` once stage ``s`` has landed: its rows' scales of the k-block times each of B's
-    (``SC.sbv``) into ``SC.srows[l]``, read before the k-block's wgmma is waited for."""
-    srow = SC.srows[l]
-    Tx.wg.copy(srow[0], SC.sas[s, 0:1, c * 64:c * 64 + 64])
-    for q in range(1, len(P.scale_cols)):
-        Tx.wg.mul(srow[q], srow[0], SC.sbv[q])
-    Tx.wg.mul(srow[0], srow[0], SC.sbv[0])
+def stage_row_scales(P, SC, s, c, slot):
+    """Consumer ``c`` once the k-block in stage ``s`` is waited for, before the stage is released: its rows' scales
+    of the k-block times each of B's (``slot`` of ``SC.sbv``) into ``SC.srows``."""
+    n = len(P.scale_cols)
+    Tx.wg.copy(SC.srows[0], SC.sas[s, 0:1, c * 64:c * 64 + 64])
+    for q in range(1, n):
+        Tx.wg.mul(SC.srows[q], SC.srows[0], SC.sbv[slot * n + q])
+    Tx.wg.mul(SC.srows[0], SC.srows[0], SC.sbv[slot * n])
 
 
 @T.macro

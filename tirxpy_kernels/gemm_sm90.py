@@ -93,7 +93,7 @@ from .gemm_plan import (  # noqa: F401  (the plan's public names, re-exported: t
     GemmPlan, balanced_split, bn_candidates, check_config, check_options, choose_tile, default_stages, kernel_plan,
     plan, schedule_cost, splittable, tile_cost, widest_bn)
 from .gemm_plan import _PP_EFFICIENCY, _split_widths, _unit_loads  # noqa: F401  (tests of the cost model)
-from .gemm_scales import (Scales, load_block_scales, load_row_scales, next_block_scales, promote, row_layout,
+from .gemm_scales import (Scales, load_b_scales, load_block_scales, load_row_scales, promote, row_layout,
                           scale_chunk, scale_tile, stage_row_scales)
 
 # -0.0 from an asm the C++ compiler cannot fold through: ``acc + NEG_ZERO()`` keeps an add (the identity on
@@ -255,10 +255,9 @@ def k_loop(P, ring, acc, As, Bs, C, Cs, pk, i, c, pm0, pn0, pwide, n):
 
 
 @T.macro
-def block_issue(P, ring, tmp, SC, As, Bs, i, n0, c, k, l, p):
-    """Block scaling, part ``p`` of k-block ``k`` (the pass's ``l``-th) of the CTA's ``i``-th tile: its wgmma into
-    ``tmp`` (one commit group). The first part waits for the stage, then reads the k-block's scales
-    (``SC.srows[l]``) and loads B's of the next k-block."""
+def block_issue(P, ring, tmp, As, Bs, i, c, k, p):
+    """Block scaling, part ``p`` of k-block ``k`` of the CTA's ``i``-th tile: its wgmma into ``tmp`` (one commit
+    group); the first part waits for the stage first."""
     g = i * P.k_blocks + k
     s = ring.stage(g)
     if p == 0:
@@ -267,8 +266,6 @@ def block_issue(P, ring, tmp, SC, As, Bs, i, n0, c, k, l, p):
     Tx.wg.gemm_async(tmp, As[s, c * 64:c * 64 + 64, :], Bs[s, p * P.part:p * P.part + P.part, :], transpose_b=True,
                      accumulate=False)
     if p == 0:
-        stage_row_scales(P, SC, s, c, l)
-        next_block_scales(P, SC, n0, k + 1)
         if c == 0:      # the stagger: consumer 1 waits for consumer 0's first k-block
             if i == 0:
                 if k == 0:
@@ -276,46 +273,56 @@ def block_issue(P, ring, tmp, SC, As, Bs, i, n0, c, k, l, p):
 
 
 @T.macro
-def block_retire(P, ring, acc, tmp, SC, i, k, l, p, pending):
-    """Block scaling: wait until part ``p`` of k-block ``k`` (``tmp``) is done with ``pending`` later groups still
-    running; after the k-block's last part release its stage (each warp read its scales from it); promote the
-    part into its columns of ``acc``."""
+def block_retire(P, ring, acc, tmp, SC, i, c, n0, k, l, p, pending):
+    """Block scaling: wait until part ``p`` of k-block ``k`` (the pass's ``l``-th; ``tmp``) is done with ``pending``
+    later groups still running. The first part reads the k-block's scales (:func:`~tirxpy_kernels.gemm_scales.
+    stage_row_scales`); the last one releases the stage (each warp read its rows' scales from it), and after its
+    promotion loads B's scales of k-block ``k + 2`` into the slot ``k`` leaves."""
     Tx.wg.gemm_wait(pending, tmp)
+    g = i * P.k_blocks + k
+    if p == 0:
+        stage_row_scales(P, SC, ring.stage(g), c, l % 2)
     if p == P.parts - 1:
         if T.lane_id() == 0:
-            ring.release(i * P.k_blocks + k)
-    promote(P, SC, acc[:, p * P.part:p * P.part + P.part], tmp, k, SC.srows[l][P.part_slot(p)])
+            ring.release(g)
+    promote(P, SC, acc[:, p * P.part:p * P.part + P.part], tmp, k, SC.srows[P.part_slot(p)])
+    if p == P.parts - 1:
+        load_b_scales(P, SC, n0, k + 2, l % 2)
 
 
 @T.macro
 def block_pass(P, ring, acc, tmps, SC, As, Bs, i, n0, c, k0, nb):
-    """Block scaling: ``nb`` k-blocks from ``k0``, part by part. With two scratch accumulators each part's
-    wgmma is issued before the previous part is waited for and promoted, and the pass ends with every wgmma
-    waited for; with one, each part is issued, waited for and promoted in turn."""
+    """Block scaling: ``nb`` k-blocks from ``k0`` (even: a k-block's B scales sit in the slot of its parity), part by
+    part. With two scratch accumulators each part's wgmma is issued before the previous part is waited for and
+    promoted, and the pass ends with every wgmma waited for; with one, each part is issued, waited for and
+    promoted in turn."""
     units = P.pass_units(nb)
     for j, (l, p) in enumerate(units):
-        block_issue(P, ring, tmps[j % P.part_bufs], SC, As, Bs, i, n0, c, k0 + l, l, p)
+        block_issue(P, ring, tmps[j % P.part_bufs], As, Bs, i, c, k0 + l, p)
         if P.part_bufs == 1:
-            block_retire(P, ring, acc, tmps[0], SC, i, k0 + l, l, p, 0)
+            block_retire(P, ring, acc, tmps[0], SC, i, c, n0, k0 + l, l, p, 0)
         elif j > 0:
-            block_retire(P, ring, acc, tmps[(j - 1) % 2], SC, i, k0 + units[j - 1][0], units[j - 1][0],
+            block_retire(P, ring, acc, tmps[(j - 1) % 2], SC, i, c, n0, k0 + units[j - 1][0], units[j - 1][0],
                          units[j - 1][1], 1)
     if P.part_bufs == 2:
         last = len(units) - 1
-        block_retire(P, ring, acc, tmps[last % 2], SC, i, k0 + units[last][0], units[last][0], units[last][1], 0)
+        block_retire(P, ring, acc, tmps[last % 2], SC, i, c, n0, k0 + units[last][0], units[last][0],
+                     units[last][1], 0)
 
 
 @T.macro
 def block_k_loop(P, ring, acc, tmps, SC, As, Bs, i, n0, c):
     """The cooperative consumer ``c``'s k-loop with block scales (tile ``i`` at column ``n0``): passes of
-    :attr:`~tirxpy_kernels.gemm_plan.GemmPlan.body_blocks` k-blocks (:func:`block_pass`), each part of a
+    :attr:`~tirxpy_kernels.gemm_plan.GemmPlan.pass_blocks` k-blocks (:func:`block_pass`), each part of a
     k-block's product promoted into ``acc`` (:func:`tirxpy_kernels.gemm_scales.promote`); each stage is
     released by every warp once its last part is waited for (each warp read its rows' scales from it)."""
-    next_block_scales(P, SC, n0, 0)
-    for kk in T.serial(P.k_blocks // P.body_blocks):
-        block_pass(P, ring, acc, tmps, SC, As, Bs, i, n0, c, kk * P.body_blocks, P.body_blocks)
-    if P.k_blocks % P.body_blocks:
-        block_pass(P, ring, acc, tmps, SC, As, Bs, i, n0, c, P.k_blocks - 1, 1)
+    load_b_scales(P, SC, n0, 0, 0)
+    load_b_scales(P, SC, n0, 1, 1)
+    for kk in T.serial(P.k_blocks // P.pass_blocks):
+        block_pass(P, ring, acc, tmps, SC, As, Bs, i, n0, c, kk * P.pass_blocks, P.pass_blocks)
+    if P.k_blocks % P.pass_blocks:       # the last k-blocks: a shorter pass
+        block_pass(P, ring, acc, tmps, SC, As, Bs, i, n0, c, P.k_blocks - P.k_blocks % P.pass_blocks,
+                   P.k_blocks % P.pass_blocks)
 
 
 # ---- the epilogue ----------------------------------------------------------------------------------------
@@ -553,19 +560,16 @@ def kernel_body(P, A, B, SA, SB, Bias, C):
         if P.part_bufs == 2:
             t1 = T.alloc_local((64, P.part), "float32", layout=wgmma_accumulator(P.part))
             tmps = [t0, t1]
-        srows = []      # each k-block of a pass: its rows' scales times each of B's (at most three)
-        for _ in range(P.body_blocks):
-            q0 = T.alloc_local((64, 1), "float32", layout=row_layout())
-            cols = [q0]
-            if len(P.scale_cols) > 1:
-                q1 = T.alloc_local((64, 1), "float32", layout=row_layout())
-                cols = [q0, q1]
-            if len(P.scale_cols) > 2:
-                q2 = T.alloc_local((64, 1), "float32", layout=row_layout())
-                cols = [q0, q1, q2]
-            srows = srows + [cols]
+        q0 = T.alloc_local((64, 1), "float32", layout=row_layout())    # the promoted k-block's scales, per B scale
+        srows = [q0]
+        if len(P.scale_cols) > 1:
+            q1 = T.alloc_local((64, 1), "float32", layout=row_layout())
+            srows = [q0, q1]
+        if len(P.scale_cols) > 2:
+            q2 = T.alloc_local((64, 1), "float32", layout=row_layout())
+            srows = [q0, q1, q2]
         sas = T.alloc_shared((P.stages, 1, BM), "float32")
-        sbv = T.alloc_local((len(P.scale_cols),), "float32")
+        sbv = T.alloc_local((2 * len(P.scale_cols),), "float32")
         SC = Scales(SA, SB, None, None, sas, sbv, srows)
     if P.scaling == "row":
         srow = T.alloc_local((64, 1), "float32", layout=row_layout())
@@ -633,7 +637,7 @@ def build(P: GemmPlan):
 @tirxpy.jit
 def gemm_sm90(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", dtype="bfloat16",
               out_dtype="bfloat16", bias=False, activation=None, sms=TARGET.sm_count, group=4, DEFER=None,
-              PINGPONG=False, drop=None, PDL=True, SPLIT=None, scaling=None, b_dtype=None, PART=None):
+              PINGPONG=False, drop=None, PDL=True, SPLIT=None, scaling=None, b_dtype=None, PART=None, PASS=None):
     """The kernel for one problem: ``k(A, B, Bias, C)``, or ``k(A, B, SA, SB, Bias, C)`` for FP8 inputs; see
     the module docstring for the operand orientations and the parts. Each tuning option, what it does and
     when the defaults (:func:`tirxpy_kernels.gemm`, through :func:`~tirxpy_kernels.gemm_plan.choose_tile`) choose it:
@@ -694,7 +698,7 @@ def gemm_sm90(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", dtyp
     (before the TMA store), ``"store_wait"`` (the staging buffer's bulk read-wait) or ``"turn"``
     (``PINGPONG``'s turn barriers between the consumers' k-loops)."""
     return build(kernel_plan(M, N, K, BN, STAGES, CM, a_major, b_major, dtype, out_dtype, bias, activation, sms,
-                             group, DEFER, PINGPONG, drop, PDL, SPLIT, scaling, b_dtype, PART))
+                             group, DEFER, PINGPONG, drop, PDL, SPLIT, scaling, b_dtype, PART, PASS))
 
 
 @tirxpy.jit

@@ -33,27 +33,29 @@ def _scales(scaling, M, N, K, g):
     return tuple(torch.rand(s, generator=g) + 0.5 for s in shapes)
 
 
-@pytest.mark.parametrize("M,N,K,scaling,BN,out_dtype,bias,dtype,b_dtype,PART", [
-    (136, 200, 144, "row", 128, "float32", True, E4M3, E4M3, None),      # row scales with a fused bias, float32 output
-    (200, 264, 272, "block", 128, "bfloat16", False, E4M3, E4M3, None),  # three column blocks, ragged last k-block
-    (130, 128, 400, "block", 128, "float16", True, E5M2, E4M3, None),    # e5m2 x e4m3, four k-blocks, bias
-    (200, 200, 272, "tensor", 192, "bfloat16", False, E5M2, E5M2, None),  # a 192-wide tile, ragged M, N, K
-    (130, 400, 272, "block", 256, "bfloat16", False, E4M3, E4M3, None),  # two B scales per tile, 4 parts in 2 buffers
-    (130, 300, 400, "block", 256, "float32", True, E4M3, E4M3, 128),     # 2 parts in one buffer, bias
-    (136, 440, 272, "block", 192, "bfloat16", False, E4M3, E4M3, None),  # tiles starting mid-block (n0 = 192)
-    (130, 200, 272, "block", 128, "bfloat16", False, E4M3, E4M3, 64),    # two parts of a 128-wide tile
+@pytest.mark.parametrize("M,N,K,scaling,BN,out_dtype,bias,dtype,b_dtype,opts", [
+    (136, 200, 144, "row", 128, "float32", True, E4M3, E4M3, {}),      # row scales with a fused bias, float32 output
+    (200, 264, 272, "block", 128, "bfloat16", False, E4M3, E4M3, {}),  # three column blocks, ragged last k-block
+    (130, 128, 400, "block", 128, "float16", True, E5M2, E4M3, {}),    # e5m2 x e4m3, four k-blocks, bias
+    (200, 200, 272, "tensor", 192, "bfloat16", False, E5M2, E5M2, {}),  # a 192-wide tile, ragged M, N, K
+    (130, 400, 272, "block", 256, "bfloat16", False, E4M3, E4M3, {}),  # two B scales per tile, 4 parts in 2 buffers
+    (130, 300, 400, "block", 256, "float32", True, E4M3, E4M3, {"PART": 128}),     # 2 parts in one buffer, bias
+    (136, 440, 272, "block", 192, "bfloat16", False, E4M3, E4M3, {}),  # tiles starting mid-block (n0 = 192)
+    (130, 200, 272, "block", 128, "bfloat16", False, E4M3, E4M3, {"PART": 64}),    # two parts of a 128-wide tile
+    (130, 200, 912, "block", 128, "bfloat16", False, E4M3, E4M3, {"PASS": 4}),  # 8 k-blocks: 4 + 4
+    (130, 200, 672, "block", 128, "bfloat16", False, E4M3, E4M3, {"PASS": 16}),    # 6 k-blocks: a short pass
 ])
-def test_fp8_sim_matches_float64(M, N, K, scaling, BN, out_dtype, bias, dtype, b_dtype, PART):
+def test_fp8_sim_matches_float64(M, N, K, scaling, BN, out_dtype, bias, dtype, b_dtype, opts):
     g = _fresh()
     a, w = _operands(M, N, K, g, dtype, outliers=True, b_dtype=b_dtype)
     sa, sb = _scales(scaling, M, N, K, g)
     SA, SB = _scale_args(scaling, sa, sb, M, N, K, M, N, K)
     name = {E4M3: "float8_e4m3", E5M2: "float8_e5m2"}
     P = kernel_plan(M, N, K, BN=BN, STAGES=2, dtype=name[dtype], b_dtype=name[b_dtype], scaling=scaling,
-                    out_dtype=out_dtype, bias=bias, PART=PART)
+                    out_dtype=out_dtype, bias=bias, **opts)
     assert (tuple(SA.shape), tuple(SB.shape)) == scale_shapes(P)
     k = gemm_sm90(M, N, K, BN=BN, STAGES=2, sms=2, dtype=P.dtype, b_dtype=P.b_dtype, scaling=scaling,
-                  out_dtype=out_dtype, bias=bias, PART=PART)
+                  out_dtype=out_dtype, bias=bias, **opts)
     tdt = getattr(torch, out_dtype)
     bias_t = (torch.randn(1, N, generator=g) if bias else torch.zeros(1, 1)).to(tdt)
     c = torch.full((M, N), float("nan")).to(tdt)
@@ -108,6 +110,9 @@ def test_scalings_read_from_the_scale_shapes():
     ((A, W.t(), torch.empty(256, 4, device="meta"), torch.empty(4, 3, device="meta")), dict(PART="64"),
      "PART must be an int"),
     ((A, W.t(), S0, S0), dict(PART=64), "PART = 64 applies to scaling='block' only"),
+    ((A, W.t(), S0, S0), dict(PASS=2), "PASS = 2 applies to scaling='block' only"),
+    ((A, W.t(), torch.empty(256, 4, device="meta"), torch.empty(4, 3, device="meta")), dict(PASS=5),
+     "PASS = 5 must be an even int in [2, 16]"),
     ((A, W.t(), torch.empty(256, 4, device="meta"), torch.empty(4, 3, device="meta")), dict(BN=256, STAGES=4),
      "4 stages of 49664 bytes"),
     ((A, W.t(), torch.empty(256, 4, device="meta"), torch.empty(4, 3, device="meta")), dict(DEFER=True),
