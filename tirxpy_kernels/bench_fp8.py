@@ -3,7 +3,8 @@ scaling) against cuBLAS's per-tensor FP8 GEMM (``torch._scaled_mm``, e4m3 x e4m3
 
 Each shape times cuBLAS and the three scalings in turn (:func:`tirxpy_kernels.bench_tools.median_ms`) on
 fresh e4m3 operands (enough sets to exceed the L2), after a check of each result against the float64
-product of the dequantized operands. ``--sim`` runs a small block-scaled kernel through the CPU simulator.
+product of the dequantized operands. ``--sim`` runs a small block-scaled kernel through the CPU simulator;
+``--host`` times the host side of a repeated call against :func:`tirxpy_kernels.gemm` (:func:`bench_host`).
 """
 from __future__ import annotations
 
@@ -24,6 +25,8 @@ def add_arguments(p):
     add_common_arguments(p, None, f"MxNxK list (default {SHAPES})", GPU_TOLERANCE,
                          ("BN", "STAGES", "group", "DEFER", "PINGPONG", "PDL", "SPLIT", "PART", "PASS"), "fp8")
     p.add_argument("--scalings", default=",".join(SCALINGS), help="comma list of tensor,row,block")
+    p.add_argument("--host", action="store_true",
+                   help="time the host side of a repeated call instead (bench_host: gemm_fp8 against tirxpy_kernels.gemm)")
 
 
 def check(args):
@@ -103,6 +106,8 @@ def bench_fp8(args):
     from .prebuild import prebuild
 
     shapes, tunings, scalings = check(args)
+    if args.host:
+        return bench_host(args, scalings)
     torch.manual_seed(seed_of(args))
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     dt = prebuild([("gemm_fp8", M, N, K, s, t, sms) for M, N, K in shapes for s in scalings for t in tunings
@@ -117,6 +122,8 @@ def bench_fp8(args):
         fns = {"cublas": lambda a, b: torch._scaled_mm(a, b, one, one, out_dtype=torch.bfloat16)}
         for s in scalings:
             sa, sb = inputs_scales(s, M, N, K, "cuda")
+            if s == "block":        # group-major, as quantize_fp8 writes it: the kernel reads it without a copy
+                sa = sa.t().contiguous().t()
             ref = reference(sets[0][0], sets[0][1], sa, sb, s)
             for i, t in enumerate(tunings):
                 if not applies(s, t):
@@ -141,6 +148,56 @@ def bench_fp8(args):
             print(f"{M}x{N}x{K} {key[0]} {tunings[key[1]] or 'defaults'}: tirxpy {tt:.0f} TFLOPS, cuBLAS {tc:.0f}, "
                   f"ratio {tt / tc:.3f}", flush=True)
     print_table(["shape (MxNxK)", "scaling", "tuning", "tirxpy TFLOPS", "cuBLAS per-tensor TFLOPS", "ratio"], rows)
+    return 0
+
+
+HOST_SHAPE = 256         # M = N = K of the host-time bench: a kernel shorter than the host's call
+HOST_CALLS = 400         # calls per sample
+
+
+def bench_host(args, scalings):
+    """The host time of a repeated call with the same tensors (``out`` given; the block scaling's ``scale_a`` an
+    ``(M, KB)`` view of a row-major ``(KB, M)`` tensor, as :func:`tirxpy_kernels.gemm_fp8` takes it without a copy)
+    against :func:`tirxpy_kernels.gemm` on bf16 tensors of the same shape, both with ``b`` the ``.t()`` of an
+    ``nn.Linear``-layout weight: made once (the libraries' own cost), and made in every call (the usual
+    ``f(x, w.t())``, which adds torch's view to both). Each sample is the wall time of ``HOST_CALLS`` calls queued
+    without a wait (the GPU runs each ``HOST_SHAPE``^3 product in less time than the host takes to launch it), the
+    functions take their samples in turn, and the table gives each median per call."""
+    import statistics
+
+    import torch
+
+    import tirxpy_kernels
+
+    n = HOST_SHAPE
+    a16, w16 = torch.randn(n, n, device="cuda").bfloat16(), torch.randn(n, n, device="cuda").bfloat16()
+    a, w = a16.to(torch.float8_e4m3fn), w16.to(torch.float8_e4m3fn)
+    wt16, wt = w16.t(), w.t()
+    out16, out = (torch.empty(n, n, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+    fns = {("gemm (bf16)", "once"): lambda: tirxpy_kernels.gemm(a16, wt16, out16),
+           ("gemm (bf16)", "per call"): lambda: tirxpy_kernels.gemm(a16, w16.t(), out16)}
+    for s in scalings:
+        sa, sb = inputs_scales(s, n, n, n, "cuda")
+        if s == "block":
+            sa = sa.t().contiguous().t()        # group-major: the kernel reads it as it is
+        fns[(s, "once")] = (lambda sa, sb: lambda: tirxpy_kernels.gemm_fp8(a, wt, sa, sb, out))(sa, sb)
+        fns[(s, "per call")] = (lambda sa, sb: lambda: tirxpy_kernels.gemm_fp8(a, w.t(), sa, sb, out))(sa, sb)
+    for fn in fns.values():
+        for _ in range(50):
+            fn()
+    torch.cuda.synchronize()
+    times = {name: [] for name in fns}
+    for _ in range(max(3, args.reps // 4)):
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            for _ in range(HOST_CALLS):
+                fn()
+            times[name].append((time.perf_counter() - t0) / HOST_CALLS * 1e6)
+            torch.cuda.synchronize()
+    print(environment() + f", seed {args.seed}")
+    med = {name: statistics.median(t) for name, t in times.items()}
+    rows = [[call, view, f"{us:.2f}", f"{us / med[('gemm (bf16)', view)]:.3f}"] for (call, view), us in med.items()]
+    print_table([f"call ({n}^3, same tensors)", "w.t() made", "host us per call", "/ gemm"], rows)
     return 0
 
 

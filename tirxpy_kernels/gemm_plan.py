@@ -408,11 +408,11 @@ def part_buffers(BN, PART):
 def check_pass(scaling, BN, PART, PASS=None):
     """The block scaling's k-blocks per pass of the k-loop, resolved: an even ``PASS`` in [2, 16] (a k-block's B
     scales sit in the register slot of its parity). Within a pass each part's wgmma runs while the previous part
-    is promoted (with two scratch accumulators), and a pass ends with every wgmma waited for. Default: 8 for a
+    is promoted (with two scratch accumulators), and a pass ends with every wgmma waited for. Default: 16 for a
     tile of one part over two accumulators, else 2. Other scalings take none (None).
 
         >>> check_pass("block", 128, 128), check_pass("block", 256, 64), check_pass("block", 128, 128, 4)
-        (8, 2, 4)
+        (16, 2, 4)
         >>> check_pass("block", 128, 128, 3)
         Traceback (most recent call last):
         ...
@@ -423,7 +423,7 @@ def check_pass(scaling, BN, PART, PASS=None):
             raise KernelConfigError(f"gemm_sm90: PASS = {PASS!r:.40} applies to scaling='block' only: leave it unset")
         return None
     if PASS is None:
-        return 8 if PART == BN and part_buffers(BN, PART) == 2 else 2
+        return 16 if PART == BN and part_buffers(BN, PART) == 2 else 2
     if not (type(PASS) is int and 2 <= PASS <= 16 and PASS % 2 == 0):
         raise KernelConfigError(f"gemm_sm90: PASS = {PASS!r:.40} must be an even int in [2, 16] (k-blocks per pass of "
                                 "the block-scaled k-loop)")

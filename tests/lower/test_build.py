@@ -347,3 +347,29 @@ def big(A: T.Tensor((128,), "float32")):
 ''')
     with pytest.raises(VerifyError, match=r"204800 bytes by s, over the 101376 B \(99 KB\) per-CTA limit on sm_86"):
         build(k, "sm_86")
+
+
+@T.prim_func
+def few_registers_with_roles(Y: T.Tensor((256,), "float32")):
+    T.launch(grid=(1,), threads=256)
+    if T.warpgroup_id() == 0:
+        T.ptx.setmaxnreg_dec(40)
+    else:
+        T.ptx.setmaxnreg_inc(232)
+    Y[T.thread_id()] = 1.0
+
+
+def test_setmaxnreg_ignored_by_ptxas_is_built_again_with_the_register_count_pinned():
+    """A setmaxnreg kernel whose own register count comes out below its launch bound has no fixed count at entry,
+    and ptxas drops its setmaxnreg (C7508); build generates it again with one CTA per SM declared, and the remark
+    is gone."""
+    from tirxpy.lower.codegen.kernel import generate
+    from tirxpy.lower.nvrtc import compile_cuda
+
+    plain = generate(few_registers_with_roles, "sm_90a")
+    remarks = compile_cuda(plain.source, "sm_90a").resources_of(plain.name).perf_warnings
+    assert any(r.startswith("(C7508)") for r in remarks)        # the case this guards against
+    k = build(few_registers_with_roles, "sm_90a")
+    assert k.unit.pinned and "__launch_bounds__(256, 1)" in k.cuda_source
+    assert not any(r.startswith("(C7508)") for r in k.resources.perf_warnings)
+    assert not build(saxpy, "sm_90a").unit.pinned

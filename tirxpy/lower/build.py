@@ -355,9 +355,24 @@ def build(kernel, arch: str = "sm_90a", *, options=()) -> CompiledKernel:
         from .nvrtc import ptx_only
 
         raise located(e, unit, lambda: ptx_only(unit.source, target, options)) from None
-    ck = memo[key] = CompiledKernel(unit, mod, options)
+    ck = CompiledKernel(unit, mod, options)
+    if _setmaxnreg_ignored(ck):      # ptxas needs the register count at entry fixed: generate it with the pin
+        pinned = generate(lowered, target, pin_registers=True)
+        ck = CompiledKernel(pinned, compile_cuda(pinned.source, target, options=options, filename=f"{unit.name}.cu"),
+                            options)
+    memo[key] = ck
     _warn_performance(ck)
     return ck
+
+
+def _setmaxnreg_ignored(ck) -> bool:
+    """Whether ptxas reported the kernel's ``setmaxnreg`` ignored (C7508) in a unit generated without the pin."""
+    if ck.unit.pinned:
+        return False
+    try:
+        return any(r.startswith("(C7508)") for r in ck.resources.perf_warnings)
+    except KeyError:
+        return False
 
 
 def _warn_performance(ck) -> None:

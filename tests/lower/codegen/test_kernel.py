@@ -44,11 +44,15 @@ def roles(Y: T.Tensor((256,), "float32")):
     Y[T.thread_id()] = 1.0
 
 
-def test_setmaxnreg_pins_one_cta_per_sm():
+def test_pin_registers_declares_one_cta_per_sm_for_setmaxnreg_kernels():
     """ptxas honours setmaxnreg only when the register count at entry is fixed (else C7508: 'setmaxnreg' ignored);
-    a minimum of one CTA per SM fixes it."""
-    assert 'extern "C" __global__ void __launch_bounds__(256, 1) roles(' in generate(roles, "sm_90a").source
-    assert "__launch_bounds__(128) axpy(" in generate(axpy, "sm_90a").source
+    a minimum of one CTA per SM fixes it. Kernels without setmaxnreg keep their plain launch bounds."""
+    u = generate(roles, "sm_90a", pin_registers=True)
+    assert 'extern "C" __global__ void __launch_bounds__(256, 1) roles(' in u.source and u.pinned
+    u = generate(roles, "sm_90a")
+    assert "__launch_bounds__(256) roles(" in u.source and not u.pinned
+    u = generate(axpy, "sm_90a", pin_registers=True)
+    assert "__launch_bounds__(128) axpy(" in u.source and not u.pinned
 
 
 def test_origins_point_at_the_statement_lines():

@@ -41,6 +41,7 @@ class CudaUnit:
     written: frozenset = frozenset()  # names of global tensors the kernel writes
     origins: dict = field(default_factory=dict)   # 1-based line of source -> the IR statement it renders
     intrinsics: tuple = ()                         # the intrinsic entries the unit's helpers render
+    pinned: bool = False                           # launch bounds declare one CTA per SM (generate's pin_registers)
 
 
 def unlowered(s) -> CodegenError:
@@ -56,9 +57,12 @@ def smem_plan(kernel) -> tuple:
     return shared_plan(kernel.body)
 
 
-def generate(kernel, target="sm_90a") -> CudaUnit:
+def generate(kernel, target="sm_90a", pin_registers=False) -> CudaUnit:
     """CUDA C++ for a verified kernel without primitive calls, for ``target`` (a
-    :class:`tirxpy.target.Target` or ``"sm_90a"``)."""
+    :class:`tirxpy.target.Target` or ``"sm_90a"``). ``pin_registers``: a kernel with ``setmaxnreg`` declares at
+    least one CTA per SM (``__launch_bounds__(threads, 1)``), which fixes its register count at entry; ptxas
+    ignores ``setmaxnreg`` where that count is not fixed (C7508), which :func:`tirxpy.lower.build.build` answers
+    by generating the kernel again with the pin."""
     from tirxpy.intrinsics import render_helpers
 
     target = as_target(target)
@@ -96,9 +100,8 @@ def generate(kernel, target="sm_90a") -> CudaUnit:
            TYPES_PRELUDE.rstrip("\n"), render_helpers(list(ctx.intrinsics.values()), target).rstrip("\n")]
     if "floor" in ctx.helpers:
         out.append(FLOOR_HELPERS.rstrip("\n"))
-    # setmaxnreg moves registers within a fixed per-thread count at entry: ptxas ignores it (C7508) unless the
-    # kernel's count is pinned, which a minimum of one CTA per SM does (65536 / threads, rounded down to 8)
-    bounds = f"{L.threads}, 1" if {"setmaxnreg_inc", "setmaxnreg_dec"} & set(ctx.intrinsics) else f"{L.threads}"
+    pin = pin_registers and bool({"setmaxnreg_inc", "setmaxnreg_dec"} & set(ctx.intrinsics))
+    bounds = f"{L.threads}, 1" if pin else f"{L.threads}"
     head = f'extern "C" __global__ void __launch_bounds__({bounds}) {kname}('
     if len(", ".join(sig)) + len(head) <= 110:
         head += ", ".join(sig) + ") {"
@@ -118,7 +121,7 @@ def generate(kernel, target="sm_90a") -> CudaUnit:
     written = frozenset(p.name for p, _ in params if isinstance(p, Buffer) and id(p) in ctx.written)
     total = max(smem, L.smem or 0)
     return CudaUnit(source, kname, arch, kernel, list(ctx.tmaps), total, written, origins,
-                    tuple(ctx.intrinsics.values()))
+                    tuple(ctx.intrinsics.values()), pin)
 
 
 def has_primitive_calls(kernel) -> bool:
