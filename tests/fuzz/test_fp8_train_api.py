@@ -91,9 +91,26 @@ def test_gemm_fp8_bad_options_are_named(name, value):
 
 
 @SETTINGS
+@given(st.one_of(st.sampled_from([64, 128, 192, 256]), st.integers(0, 300), JUNK),
+       st.one_of(st.none(), st.sampled_from([64, 128]), st.integers(-1, 300), JUNK),
+       st.one_of(st.none(), st.integers(-2, 20), JUNK), st.one_of(st.none(), st.integers(0, 6), JUNK))
+def test_gemm_fp8_block_tiles_are_built_or_refused_by_name(BN, PART, PASS, STAGES):
+    """The block scaling's tile options in any mix: a mix the kernel builds goes on to the device error, any other
+    is refused naming an option it gives (or the shared memory its stages would take)."""
+    kw = {k: v for k, v in (("BN", BN), ("PART", PART), ("PASS", PASS), ("STAGES", STAGES)) if v is not None}
+    refuse(AREA, _gemm_fp8(scales="block", **kw), names=list(kw) + ["cpu", "shared memory"])
+
+
+@SETTINGS
+@given(st.sampled_from(["PART", "PASS"]), st.one_of(st.integers(-2, 300), JUNK))
+def test_gemm_fp8_block_options_are_refused_with_other_scalings(name, value):
+    refuse(AREA, _gemm_fp8(scales="row", **{name: value}), names=[name])
+
+
+@SETTINGS
 @given(st.text(min_size=1, max_size=8).filter(lambda s: s.isidentifier() and s not in (
     "BN", "STAGES", "group", "DEFER", "PINGPONG", "PDL", "SPLIT", "sms", "scaling", "out_dtype", "bias", "out",
-    "a", "b", "scale_a", "scale_b")))
+    "a", "b", "scale_a", "scale_b", "PART", "PASS")))
 def test_gemm_fp8_unknown_option_is_named(name):
     refuse(AREA, _gemm_fp8(**{name: 1}), names=[name])
 
