@@ -151,8 +151,9 @@ def _padded(M, N, K, out_dtype, BN):
 
 
 def _plan(M, N, K, out_dtype, scaling, bias, tuning, sms):
-    """The kernel options for this problem: the block scaling's fixed tile (BN = 128, cooperative, four
-    stages), otherwise the 16-bit kernel's tile choice for the same bytes per k-block (``K / 2``)."""
+    """The kernel options for this problem: the block scaling's 128-wide cooperative tile (the one whose k-blocks
+    run over two scratch accumulators, :func:`tirxpy_kernels.gemm_plan.block_part`), otherwise the 16-bit kernel's
+    tile choice for the same bytes per k-block (``K / 2``)."""
     tuning = dict(tuning)
     if scaling == "block":
         tuning.setdefault("BN", BLOCK_SCALE)
@@ -335,8 +336,9 @@ def gemm_fp8(a, b, scale_a, scale_b, out=None, *, bias=None, out_dtype=None, sca
     """``(a * scale_a) @ (b * scale_b) + bias`` in ``out_dtype`` (default bf16) on a Hopper GPU; the module
     docstring gives the operand layouts and the scalings. ``tuning`` goes to
     :func:`tirxpy_kernels.gemm_sm90.gemm_sm90` (``BN``, ``STAGES``, ``group``, ``DEFER``, ``PINGPONG``,
-    ``PDL``, ``SPLIT``, ``sms``); by default the per-tensor and row-wise scalings take the 16-bit GEMM's
-    tile choice and the block scaling 128-wide tiles.
+    ``PDL``, ``SPLIT``, ``sms``; for the block scaling also ``PART`` and ``PASS``,
+    :func:`tirxpy_kernels.gemm_plan.block_part` and :func:`tirxpy_kernels.gemm_plan.check_pass`); by default the
+    per-tensor and row-wise scalings take the 16-bit GEMM's tile choice and the block scaling 128-wide tiles.
 
     A call like an earlier checked one (shapes, strides, dtypes, device, options) skips the checks and the
     planning; where every tensor goes to the kernel as it is (:func:`_direct`: no padding, scales in the
