@@ -133,3 +133,22 @@ def k(A: T.Tensor((1,), "int32")):
     with pytest.raises(SimReportError) as ei:
         run(k, np.zeros(1, np.int32))
     assert "trap" in ei.value.kinds()
+
+
+@pytest.mark.parametrize("op", ["T.evaluate(T.ptx.ld_shared_cluster_u32(T.uint32(0x1000000)))",
+                                "T.ptx.st_shared_cluster_u32(T.uint32(0x1000004), T.uint32(1))",
+                                "T.evaluate(T.ptx.mapa_shared(T.uint32(0x1000000), T.uint32(0)))"])
+def test_shared_addresses_past_24_bits_are_reported_not_wrapped(op):
+    """A shared::cta address keeps every bit: 0x1000000 is past the CTA's shared memory, not byte 0 (the cluster
+    form keeps 24 bits of offset, so mapa of such an address is reported too)."""
+    k = _k(f'''
+@T.prim_func
+def k(A: T.Tensor((32,), "uint32")):
+    T.launch(grid=(1,), threads=32)
+    s = T.alloc_shared((32,), "uint32")
+    s[T.lane_id()] = T.uint32(0)
+    T.ptx.syncthreads()
+    {op}
+''')
+    res = run(k, np.zeros(32, np.uint32), check=False)
+    assert "oob_shared" in [p.kind for p in res.problems]

@@ -193,6 +193,10 @@ for _i, _a in enumerate("xyz"):
 def _mapa(ctx):
     addr = ctx.arg("addr").astype(np.int64)
     cta = ctx.arg("cta").astype(np.int64)
+    big = [l for l in ctx.lanes if not 0 <= addr[l] < 1 << 24]
+    if big:     # the cluster address keeps 24 bits of offset; no CTA's shared memory reaches past them
+        ctx.report("oob_shared", f"{ctx.call.name}: shared::cta address {int(addr[big[0]]):#x} (lane {big[0]}) is past "
+                   "every CTA's shared memory")
     # bit 31 tags a shared::cluster address so that rank 0 differs from a plain shared::cta address
     return ((1 << 31) | (cta << 24) | (addr & 0xFFFFFF)).astype(np.uint32)
 
@@ -201,8 +205,8 @@ def _remote(ctx, addr):
     """``(cta, offset)`` of a shared::cluster address; ``(None, offset)`` (reported) for a rank
     outside the cluster."""
     addr = int(addr)
-    if not addr >> 31:  # a shared::cta address names this CTA
-        return ctx.cta, addr & 0xFFFFFF
+    if not addr >> 31:  # a shared::cta address names this CTA, all of its bits the offset
+        return ctx.cta, addr
     rank = (addr >> 24) & 0x7F
     if rank >= len(ctx.machine.cluster):
         ctx.report("oob_shared", f"{ctx.call.name}: shared::cluster address {addr:#x} names CTA rank {rank}; the "
