@@ -349,20 +349,11 @@ def big(A: T.Tensor((128,), "float32")):
         build(k, "sm_86")
 
 
-@T.prim_func
-def few_registers_with_roles(Y: T.Tensor((256,), "float32")):
-    T.launch(grid=(1,), threads=256)
-    if T.warpgroup_id() == 0:
-        T.ptx.setmaxnreg_dec(40)
-    else:
-        T.ptx.setmaxnreg_inc(232)
-    Y[T.thread_id()] = 1.0
-
-
 def test_setmaxnreg_ignored_by_ptxas_is_built_again_with_the_register_count_pinned():
     """A setmaxnreg kernel whose own register count comes out below its launch bound has no fixed count at entry,
     and ptxas drops its setmaxnreg (C7508); build generates it again with one CTA per SM declared, and the remark
     is gone."""
+    from tests.lower.codegen.test_kernel import roles as few_registers_with_roles      # a few registers, setmaxnreg
     from tirxpy.lower.codegen.kernel import generate
     from tirxpy.lower.nvrtc import compile_cuda
 
