@@ -301,13 +301,12 @@ def block_pass(P, ring, acc, tmps, SC, As, Bs, i, n0, c, k0, nb):
         block_issue(P, ring, tmps[j % P.part_bufs], As, Bs, i, c, k0 + l, p)
         if P.part_bufs == 1:
             block_retire(P, ring, acc, tmps[0], SC, i, c, n0, k0 + l, l, p, 0)
-        elif j > 0:
-            block_retire(P, ring, acc, tmps[(j - 1) % 2], SC, i, c, n0, k0 + units[j - 1][0], units[j - 1][0],
-                         units[j - 1][1], 1)
-    if P.part_bufs == 2:
-        last = len(units) - 1
-        block_retire(P, ring, acc, tmps[last % 2], SC, i, c, n0, k0 + units[last][0], units[last][0],
-                     units[last][1], 0)
+        elif j > 0:         # the previous part, one wgmma group still running behind it
+            lq, pq = units[j - 1]
+            block_retire(P, ring, acc, tmps[(j - 1) % 2], SC, i, c, n0, k0 + lq, lq, pq, 1)
+    if P.part_bufs == 2:    # the pass's last part, with nothing behind it
+        lq, pq = units[len(units) - 1]
+        block_retire(P, ring, acc, tmps[(len(units) - 1) % 2], SC, i, c, n0, k0 + lq, lq, pq, 0)
 
 
 @T.macro
