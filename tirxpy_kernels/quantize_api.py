@@ -80,7 +80,8 @@ def quantize_fp8(x, granularity, *, dtype=torch.float8_e4m3fn, pow2_scales=False
 
     Every argument is checked before the device (:class:`QuantizeArgumentError` naming it and the fix). An input
     smaller than one CTA tile (:func:`tirxpy_kernels.quantize_sm90.padded_shape`) is quantized from a zero-padded copy (zeros change no amax), the outputs sliced back."""
-    key = (tuple(x.shape), x.dtype, x.device, granularity, dtype, pow2_scales) if isinstance(x, torch.Tensor) else None
+    key = ((tuple(x.shape), x.dtype, x.device, type(granularity), granularity, dtype, type(pow2_scales), pow2_scales)
+           if isinstance(x, torch.Tensor) else None)       # with the types: 1 == True, but pow2_scales=1 is refused
     try:
         hit = _CACHE.get(key) if key is not None and x.is_contiguous() else None
     except TypeError:       # an unhashable option: the checks below name it

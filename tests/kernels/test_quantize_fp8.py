@@ -261,6 +261,25 @@ def test_api_typed_errors_name_the_fix():
     _bad(lambda: quantize_fp8(torch.zeros(4, 40000, dtype=torch.bfloat16), "token"), "past 32768; use '1x128'")
 
 
+def test_the_launch_cache_key_tells_option_types_apart(monkeypatch):
+    """``pow2_scales=1`` equals ``True`` in Python but is refused: a call with it must not find the entry a call
+    with ``True`` left (the key carries each option's type)."""
+    import tirxpy_kernels.quantize_api as api
+
+    keys = []
+
+    class Recorder:
+        def get(self, key):
+            keys.append(key)
+
+    monkeypatch.setattr(api, "_CACHE", Recorder())
+    x = torch.zeros(64, 256, dtype=torch.bfloat16)
+    for flag in (True, 1):
+        with pytest.raises(QuantizeArgumentError):
+            quantize_fp8(x, "token", pow2_scales=flag)
+    assert len(keys) == 2 and keys[0] != keys[1]
+
+
 # ---------------------------------------------------------------- GPU (or --sim)
 @pytest.mark.gpu
 @pytest.mark.parametrize("granularity", ["token", "1x128", "128x128"])
