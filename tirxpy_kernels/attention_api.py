@@ -210,7 +210,8 @@ def _fast_key(q, k, v, causal, scale, tuning):
             or not all(type(x) in _PLAIN for x in tuning.values()):
         return None
     return (q.shape, q.stride(), k.shape, k.stride(), v.shape, v.stride(), q.dtype, k.dtype, v.dtype, q.device,
-            k.device, v.device, causal, scale, tuple(sorted(tuning.items())))
+            k.device, v.device, causal, type(scale), scale,
+            tuple(sorted((name, type(x), x) for name, x in tuning.items())))   # 1 == True, as options they differ
 
 
 # _fast_key -> the compiled kernel of a checked call with no padding (tirxpy_kernels.launch_cache)

@@ -80,3 +80,16 @@ def test_meta_and_mixed_devices_come_last():
         tirxpy_kernels.attention(m, KV, KV)
     with pytest.raises(AttentionArgumentError, match="NC = 7"):
         tirxpy_kernels.attention(m, KV, KV, NC=7)
+
+
+def test_the_fast_key_tells_option_types_apart():
+    """An option equal in Python but of another type (1 and True) gets another key: a call with it runs the full
+    checks instead of taking the kernel an earlier call planned."""
+    import torch
+
+    from tirxpy_kernels.attention_api import _fast_key
+
+    q = torch.zeros(1, 128, 2, 64, dtype=torch.bfloat16)
+    assert _fast_key(q, q, q, False, None, {"NC": 2}) == _fast_key(q, q, q, False, None, {"NC": 2})
+    assert _fast_key(q, q, q, False, None, {"PDL": True}) != _fast_key(q, q, q, False, None, {"PDL": 1})
+    assert _fast_key(q, q, q, False, 1, {}) != _fast_key(q, q, q, False, 1.0, {})
