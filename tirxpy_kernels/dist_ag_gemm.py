@@ -174,7 +174,7 @@ def build(P, me: int, world: int):
                     movers(P, AS, DL, DP, FL, FP, GL, GP, epoch, me, ms, pr, w)
         else:
             roles.enter_consumer()
-            cooperative_consumer(P, ring, acc, acc, acc, Scales(), pk, pk, brow, As, Bs, Bias, C, Cs, unit, 0,
+            cooperative_consumer(P, ring, acc, [acc], Scales(), pk, pk, brow, As, Bs, Bias, C, Cs, unit, 0,
                                  n_tiles, wg - 1)
 
     return ag_gemm_kernel
