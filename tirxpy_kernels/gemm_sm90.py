@@ -317,8 +317,9 @@ def block_k_loop(P, ring, acc, tmps, SC, As, Bs, i, n0, c):
     released by every warp once its last part is waited for (each warp read its rows' scales from it)."""
     load_b_scales(P, SC, n0, 0, 0)
     load_b_scales(P, SC, n0, 1, 1)
-    for kk in T.serial(P.k_blocks // P.pass_blocks):
-        block_pass(P, ring, acc, tmps, SC, As, Bs, i, n0, c, kk * P.pass_blocks, P.pass_blocks)
+    if P.k_blocks >= P.pass_blocks:      # (a K shorter than one pass has only the short one)
+        for kk in T.serial(P.k_blocks // P.pass_blocks):
+            block_pass(P, ring, acc, tmps, SC, As, Bs, i, n0, c, kk * P.pass_blocks, P.pass_blocks)
     if P.k_blocks % P.pass_blocks:       # the last k-blocks: a shorter pass
         block_pass(P, ring, acc, tmps, SC, As, Bs, i, n0, c, P.k_blocks - P.k_blocks % P.pass_blocks,
                    P.k_blocks % P.pass_blocks)
