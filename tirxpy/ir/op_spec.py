@@ -206,7 +206,9 @@ register_op_spec(
     doc="dst <- src, synchronous: registers <-> global / shared (vectorized when both layouts allow), "
         "shared <-> global / shared by all active threads, ldmatrix / stmatrix fragments, registers <-> "
         "TMEM (tcgen05.ld / tcgen05.st, taddr=). Elements convert to dst's dtype.",
-    kwargs={"guard": _GUARD, "taddr": "tcgen05.ld / tcgen05.st: " + _TADDR, "compute": _COMPUTE})
+    kwargs={"guard": _GUARD, "taddr": "tcgen05.ld / tcgen05.st: " + _TADDR, "compute": _COMPUTE,
+            "depth": "global <-> a peer's global (copy/peer_vec): int 1..16, default 4: the vectors each thread "
+                     "loads before it stores them (loads in flight at once; 4 registers a 16-byte vector)"})
 register_op_spec(
     "copy_async", n_operands=2, same_shape=True, signature="Tx.<scope>.copy_async(dst, src, **kw)",
     operand_storage={0: ("shared", "shared::cluster", "global", "tmem"), 1: ("global", "shared", "shared::cluster")},
