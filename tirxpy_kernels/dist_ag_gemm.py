@@ -45,8 +45,8 @@ from tirxpy.layout.atoms import wgmma_accumulator
 from .errors import KernelConfigError
 from .gemm_plan import BM, CONSUMER_REGS, PRODUCER_REGS, THREADS, TARGET, kernel_plan
 from .gemm_scales import Scales
-from .gemm_sm90 import bias_layout, cooperative_consumer, load_stage, operand_shapes, staging_layout, \
-    staging_shape, tile_at
+from .gemm_sm90 import bias_layout, k_loop, load_stage, operand_shapes, staging_layout, staging_shape, \
+    store_round, tile_at, tile_epilogue
 
 MOVERS = 3          # warps 1 .. 3 of the producer warpgroup
 WORLD = 2           # the kernel's parameter list names one peer
@@ -61,16 +61,52 @@ def piece_rows(ms: int) -> int:
     return p
 
 
-def need_table(M: int, world: int) -> np.ndarray:
-    """``Need[q, t]``: how many pieces of rank ``q``'s shard land in tile row ``t`` (``uint32``)."""
+def own_range(M: int, world: int, me: int) -> tuple:
+    """``(lo, hi)``: the tile rows ``lo .. hi`` hold rank ``me``'s rows only (none when ``lo > hi``, and none for
+    a shard shorter than a tile row). The GEMM loads those straight from the rank's shard; every other tile row
+    comes from the symmetric buffer.
+
+        >>> own_range(400, 2, 0), own_range(400, 2, 1), own_range(512, 2, 1), own_range(200, 2, 1)
+        ((0, 0), (2, 3), (2, 3), (0, -1))
+    """
+    ms = M // world
+    if ms < BM:
+        return 0, -1
+    lo = -(-me * ms // BM)
+    hi = lo - 1
+    while (hi + 1) * BM < M and min((hi + 2) * BM, M) <= me * ms + ms:
+        hi += 1
+    return lo, hi
+
+
+def need_table(M: int, world: int, me: int) -> np.ndarray:
+    """``Need[q, t]`` on rank ``me``: the pieces of rank ``q``'s shard that land in tile row ``t`` of this rank's
+    buffer (``uint32``): all of a peer's; of its own, only those in tile rows it shares with a peer (the rows it
+    holds alone are read from the shard itself)."""
     ms = M // world
     pr = piece_rows(ms)
     rows = -(-M // BM)
     need = np.zeros((world, rows), np.uint32)
+    lo, hi = own_range(M, world, me)
     for q in range(world):
         for j in range(ms // pr):
-            need[q, (q * ms + j * pr) // BM] += 1
+            t = (q * ms + j * pr) // BM
+            if q != me or not lo <= t <= hi:
+                need[q, t] += 1
     return need
+
+
+def tile_of(P, t, me, world):
+    """``(m0, n0, wide)`` of the CTA's tile ``t``: the GEMM's walk with its tile rows rotated so that rank
+    ``me`` starts at the first tile row of its own shard (its own rows need no transfer; the peer's arrive
+    meanwhile). A bijection of the tiles, like the walk it rotates."""
+    m0, n0, wide = tile_at(P, t, 0)
+    rows = -(-P.M // BM)
+    lo, hi = own_range(P.M, world, me)
+    off = lo % rows if lo <= hi else 0
+    if off == 0:
+        return m0, n0, wide
+    return (m0 + off * BM) % (rows * BM), n0, wide
 
 
 def check_world(M, world, me):
@@ -84,29 +120,86 @@ def check_world(M, world, me):
 
 
 @T.macro
-def ag_producer(P, ring, A, B, As, Bs, FL, Need, epoch, unit, n_tiles, world):
-    """One thread: the GEMM's tiles and k-blocks; a tile's rows are waited for before its loads."""
+def ag_producer(P, ring, A, AS, B, As, Bs, FL, Need, epoch, unit, n_tiles, me, world):
+    """One thread: the GEMM's tiles (own rows first) and k-blocks; a tile row this rank holds alone is loaded
+    from its shard ``AS``, any other waits for its pieces first and is loaded from the buffer ``A``."""
+    ms = P.M // world
     for i in T.serial(n_tiles):
-        m0, n0, _wide = tile_at(P, unit + i * P.units, 0)
+        m0, n0, _wide = tile_of(P, unit + i * P.units, me, world)
         tr = m0 // BM
-        if P.drop != "flag_wait":
-            for q in range(world):
-                T.ptx.wait_geq_sys_u32(FL[q, tr], Need[q, tr] * epoch)
-        T.ptx.fence_proxy_async()
-        for k in T.serial(P.k_blocks):
-            g = i * P.k_blocks + k
-            s = ring.stage(g)
-            ring.wait_empty(g)
-            ring.expect_bytes(g, P.stage_bytes)
-            load_stage(P, A, B, As, Bs, ring.full, s, m0, n0, k * P.BK, 0)
+        lo, hi = own_range(P.M, world, me)
+        if lo <= hi:
+            own = tr >= lo and tr <= hi
+            if not own:
+                ag_wait_rows(P, FL, Need, epoch, tr, world)
+            for k in T.serial(P.k_blocks):
+                ag_stage(P, ring, A, B, As, Bs, i, k, m0, n0)
+                if own:
+                    load_stage(P, AS, B, As, Bs, ring.full, ring.stage(i * P.k_blocks + k), m0 - me * ms, n0,
+                               k * P.BK, 0)
+                else:
+                    load_stage(P, A, B, As, Bs, ring.full, ring.stage(i * P.k_blocks + k), m0, n0, k * P.BK, 0)
+        else:                   # a shard shorter than a tile row: every tile row is shared
+            ag_wait_rows(P, FL, Need, epoch, tr, world)
+            for k in T.serial(P.k_blocks):
+                ag_stage(P, ring, A, B, As, Bs, i, k, m0, n0)
+                load_stage(P, A, B, As, Bs, ring.full, ring.stage(i * P.k_blocks + k), m0, n0, k * P.BK, 0)
 
 
 @T.macro
-def movers(P, AS, DL, DP, FL, FP, GL, GP, epoch, me, ms, pr, w):
-    """Warp ``w`` (1 .. 3) of warpgroup 0, alone in its branch (a copy deals its chunks over the active threads):
-    push this rank's pieces to itself and the peer, counting each one in."""
+def ag_wait_rows(P, FL, Need, epoch, tr, world):
+    """Wait until every source's pieces of tile row ``tr`` are in, then order the async proxy's reads after them."""
+    if P.drop != "flag_wait":
+        for q in range(world):
+            T.ptx.wait_geq_sys_u32(FL[q, tr], Need[q, tr] * epoch)
+    T.ptx.fence_proxy_async()
+
+
+@T.macro
+def ag_stage(P, ring, A, B, As, Bs, i, k, m0, n0):
+    """Wait for k-block ``k``'s stage to be free and expect its bytes."""
+    g = i * P.k_blocks + k
+    ring.wait_empty(g)
+    ring.expect_bytes(g, P.stage_bytes)
+
+
+@T.macro
+def ag_consumer(P, ring, acc, pk, out, brow, As, Bs, Bias, C, Cs, unit, n_tiles, c, me, world):
+    """Consumer ``c``: the Hopper GEMM's cooperative consumer (its k-loop and deferred epilogue, unchanged) over
+    the rotated tile walk of :func:`tile_of`."""
+    if c == 1:          # the GEMM's stagger (named barrier 5), once per CTA
+        T.ptx.barrier_sync(5, 256)
+    elif n_tiles == 0:
+        T.ptx.barrier_arrive(5, 256)
+    for i in T.serial(n_tiles):
+        m0, n0, wide = tile_of(P, unit + i * P.units, me, world)
+        pm0, pn0, pwide = tile_of(P, unit + (i - 1) * P.units, me, world)
+        if P.split is None:
+            k_loop(P, ring, acc, As, Bs, C, Cs, pk, i, c, pm0, pn0, pwide, P.BN)
+        elif wide:
+            k_loop(P, ring, acc, As, Bs, C, Cs, pk, i, c, pm0, pn0, pwide, P.BN)
+        else:
+            k_loop(P, ring, acc, As, Bs, C, Cs, pk, i, c, pm0, pn0, pwide, P.narrow_bn)
+        for j in range(P.k_blocks, P.rounds):       # rounds left over when a tile has fewer k-blocks than rounds
+            if i > 0:
+                store_round(P, C, Cs, pk, i - 1, j, c, pm0, pn0, pwide)
+        tile_epilogue(P, ring, acc, Scales(), pk, out, brow, Bias, C, Cs, i, c, m0, n0)
+    if n_tiles > 0:             # the CTA's last tile
+        lm0, ln0, lwide = tile_of(P, unit + (n_tiles - 1) * P.units, me, world)
+        for j in range(P.rounds):
+            store_round(P, C, Cs, pk, n_tiles - 1, j, c, lm0, ln0, lwide)
+    if T.thread_id_in_wg() == 0:
+        T.ptx.bulk_wait_group(0)
+
+
+@T.macro
+def movers(P, AS, DL, DP, FL, FP, GL, GP, epoch, me, ms, pr, w, world, depth):
+    """Warp ``w`` (1 .. MOVERS) of warpgroup 0, alone in its branch (a copy deals its chunks over the active
+    threads): push this rank's pieces to the peer (and into this rank's own buffer where a tile row is shared with the
+    peer), counting each one in."""
     peer = 1 - me
     units = P.grid * MOVERS
+    lo, hi = own_range(P.M, world, me)
     u = T.cta_id(0) * MOVERS + (w - 1)
     if u == 0:
         if T.lane_id() == 0:
@@ -115,19 +208,24 @@ def movers(P, AS, DL, DP, FL, FP, GL, GP, epoch, me, ms, pr, w):
     for p in T.serial((ms // pr - u + units - 1) // units):
         j = u + p * units
         r0 = me * ms + j * pr
-        Tx.warp.copy(DL[r0:r0 + pr, :], AS[j * pr:j * pr + pr, :])
-        Tx.warp.copy(DP[r0:r0 + pr, :], AS[j * pr:j * pr + pr, :])
+        shared_row = r0 // BM < lo or r0 // BM > hi
+        Tx.warp.copy(DP[r0:r0 + pr, :], AS[j * pr:j * pr + pr, :], guard=False, depth=depth)
+        if shared_row:
+            # rare (only a tile row shared with the peer), one vector in flight: the kernel's registers are spent
+            Tx.warp.copy(DL[r0:r0 + pr, :], AS[j * pr:j * pr + pr, :], guard=False, depth=1)
         T.ptx.bar_warp_sync(0xFFFFFFFF)
         if T.lane_id() == 0:
-            if P.drop != "local_signal":
-                T.ptx.red_release_gpu_add_u32(FL[me, r0 // BM], T.uint32(1))
-            T.ptx.red_release_sys_add_u32(FP[me, r0 // BM], T.uint32(1))
+            if shared_row:
+                if P.drop != "local_signal":
+                    T.ptx.red_release_gpu_add_u32(FL[me, r0 // BM], T.uint32(1))
+            if P.drop != "peer_signal":
+                T.ptx.red_release_sys_add_u32(FP[me, r0 // BM], T.uint32(1))
 
 
-DROPS = ("flag_wait", "local_signal")
+DROPS = ("flag_wait", "local_signal", "peer_signal")
 
 
-def build(P, me: int, world: int):
+def build(P, me: int, world: int, depth: int = 4):
     """The ``@T.prim_func`` for rank ``me``: the GEMM of plan ``P`` plus the movers (module docstring)."""
     ms = P.M // world
     pr = piece_rows(ms)
@@ -157,7 +255,7 @@ def build(P, me: int, world: int):
         empty = T.alloc_shared((P.stages,), "uint64")
         acc = T.alloc_local((64, P.BN), "float32", layout=wgmma_accumulator(P.BN))
         pk = T.alloc_local((64, P.BN), out_dt, layout=wgmma_accumulator(P.BN))
-        brow = T.alloc_local((1, P.chunk_cols), out_dt, layout=bias_layout(P.chunk_cols))
+        brow = T.alloc_local((1, 8), out_dt, layout=bias_layout(8))     # no bias: a placeholder row
         unit = T.cta_id(0)
         n_tiles = tiles_of_unit(unit, P.units, P.tiles)
         ring = StageRing(full, empty, P.stages, 1)
@@ -168,38 +266,42 @@ def build(P, me: int, world: int):
             roles.enter_producer()
             if T.warp_id_in_wg() == 0:
                 if T.elect_one():
-                    ag_producer(P, ring, A, B, As, Bs, FL, Need, epoch, unit, n_tiles, world)
+                    ag_producer(P, ring, A, AS, B, As, Bs, FL, Need, epoch, unit, n_tiles, me, world)
             for w in range(1, 1 + MOVERS):
                 if T.warp_id_in_wg() == w:
-                    movers(P, AS, DL, DP, FL, FP, GL, GP, epoch, me, ms, pr, w)
+                    movers(P, AS, DL, DP, FL, FP, GL, GP, epoch, me, ms, pr, w, world, depth)
         else:
             roles.enter_consumer()
-            cooperative_consumer(P, ring, acc, [acc], Scales(), pk, pk, brow, As, Bs, Bias, C, Cs, unit, 0,
-                                 n_tiles, wg - 1)
+            ag_consumer(P, ring, acc, pk, pk, brow, As, Bs, Bias, C, Cs, unit, n_tiles, wg - 1, me, world)
 
     return ag_gemm_kernel
 
 
 @tirxpy.jit
 def ag_gemm(M, N, K, me, world=2, BN=256, STAGES=None, b_major="MN", dtype="bfloat16", sms=TARGET.sm_count,
-            PDL=True, drop=None):
+            PDL=True, drop=None, DEPTH=4):
     """The all-gather GEMM kernel of rank ``me``: ``M`` rows in all (``M / world`` per rank), ``C (M, N)``;
     ``B`` is ``(K, N)`` row-major (``b_major="MN"``) or ``(N, K)`` (``"K"``). The deferred bf16 epilogue of
-    the Hopper GEMM; no bias (the ``Bias`` parameter is its ``(1, 1)`` placeholder). ``drop=`` removes one
-    protocol step, for the simulator's mutation tests only: ``"flag_wait"`` (the producer's wait for a tile
-    row's pieces) or ``"local_signal"`` (the movers' count of a piece on their own rank's flag)."""
+    the Hopper GEMM; no bias (the ``Bias`` parameter is its ``(1, 1)`` placeholder). ``DEPTH``: the 16-byte
+    vectors a mover lane keeps in flight (the copy's ``depth=``). ``drop=`` removes one protocol step, for the
+    simulator's mutation tests only: ``"flag_wait"`` (the producer's wait for a tile row's pieces),
+    ``"local_signal"`` (the movers' count of a piece on their own rank's flag) or ``"peer_signal"`` (on the
+    peer's)."""
     check_world(M, world, me)
     if drop is not None and drop not in DROPS:
         raise KernelConfigError(f"ag_gemm: unknown drop={drop!r}; one of {DROPS}")
+    if not isinstance(DEPTH, int) or not 1 <= DEPTH <= 16:
+        raise KernelConfigError(f"ag_gemm: DEPTH = {DEPTH!r} must be an integer in 1 .. 16 (vectors in flight per lane)")
     P = kernel_plan(M, N, K, BN, STAGES, 1, "K", b_major, dtype, "bfloat16", False, None, sms, 4, True, False,
                     None, PDL, None)
-    return build(dataclasses.replace(P, drop=drop), me, world)
+    return build(dataclasses.replace(P, drop=drop), me, world, DEPTH)
 
 
 def simulate(M, N, K, *, BN=128, sms=2, seed=0, epoch=1, late=None, drop=None, check=True, world=2):
     """Run the kernel on ``world`` simulated ranks (:func:`tirxpy.sim.ranks.run_ranks`) on fresh bf16 inputs,
     as call number ``epoch`` (flags and signals as ``epoch - 1`` calls left them), with NaN-poisoned outputs.
-    Returns ``(C per rank, A_full, B, flags Symmetric, Need, problems)`` (torch tensors, float32 values)."""
+    Returns ``(C per rank, A_full, B, flags Symmetric, Need per rank, problems)`` (torch tensors, float32
+    values)."""
     import torch
 
     from tirxpy.sim.ranks import Symmetric, run_ranks
@@ -208,17 +310,17 @@ def simulate(M, N, K, *, BN=128, sms=2, seed=0, epoch=1, late=None, drop=None, c
     ms = M // world
     shards = [torch.randn(ms, K, generator=g).bfloat16().float() for _ in range(world)]
     b = torch.randn(K, N, generator=g).bfloat16().float()
-    need = need_table(M, world)
-    rows = need.shape[1]
+    need = [need_table(M, world, r) for r in range(world)]
+    rows = need[0].shape[1]
     slot = Symmetric("A_sym", (M, K), "bfloat16", world)
     flags = Symmetric("flags", (world, rows), "uint32", world)
     sig = Symmetric("sig", (world,), "uint32", world)
     for r in range(world):
-        flags.set(r, need * np.uint32(epoch - 1))
+        flags.set(r, need[r] * np.uint32(epoch - 1))
         sig.set(r, np.full(world, epoch - 1, np.uint32))
     outs = [torch.full((M, N), float("nan")) for _ in range(world)]
     ks = [ag_gemm(M, N, K, me=r, world=world, BN=BN, STAGES=2, sms=sms, drop=drop) for r in range(world)]
     args = [(slot.on(r), b, torch.zeros(1, 1), outs[r], shards[r].numpy(), slot.on(r), slot.on(1 - r),
-             flags.on(r), flags.on(1 - r), sig.on(r), sig.on(1 - r), need, epoch) for r in range(world)]
+             flags.on(r), flags.on(1 - r), sig.on(r), sig.on(1 - r), need[r], epoch) for r in range(world)]
     res = run_ranks(ks, args, seed=seed, late=late, check=check)
     return outs, torch.cat(shards), b, flags, need, res[0].problems

@@ -144,7 +144,7 @@ def all_gather_gemm(a_shard, b, group=None, *, out=None, sms=None):
     buf = _buffers(key, group, me, [("a", (2, M, K), torch.bfloat16), ("flags", (world, rows), torch.uint32),
                                     ("sig", (world,), torch.uint32)])
     if "need" not in buf.mine:
-        buf.mine["need"] = torch.from_numpy(need_table(M, world)).to(a_shard.device)
+        buf.mine["need"] = torch.from_numpy(need_table(M, world, me)).to(a_shard.device)
         buf.mine["bias"] = torch.zeros(1, 1, dtype=torch.bfloat16, device=a_shard.device)
     buf.epoch += 1
     slot = buf.epoch % 2
