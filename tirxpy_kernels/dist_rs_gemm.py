@@ -87,6 +87,9 @@ def rs_consumer(P, ring, acc, out, As, Bs, Cs, RL, RP, FL, FP, GL, epoch, unit, 
         Tx.wg.gemm_wait(0, acc)
         if T.thread_id_in_wg() == 0:
             ring.release(i * P.k_blocks + P.k_blocks - 1)
+        if i > 0:               # the previous tile's stores had this whole k-loop to complete: count them in now
+            pm0, _pn0, _pw = tile_at(P, unit + (i - 1) * P.units, 0)
+            signal_half(P, FL, FP, c, pm0, me, ms)
         r0 = m0 + c * 64
         first = r0 < ms                                  # the half has rows of rank 0
         second = r0 + 63 >= ms and r0 < P.M              # ... of rank 1
@@ -101,13 +104,36 @@ def rs_consumer(P, ring, acc, out, As, Bs, Cs, RL, RP, FL, FP, GL, epoch, unit, 
             push_half(P, out, Cs, RL, RP, FL, FP, c, m0, n0, me, True, False)
         elif to_peer:
             push_half(P, out, Cs, RL, RP, FL, FP, c, m0, n0, me, False, True)
+    if n_tiles > 0:             # the CTA's last tile
+        lm0, _ln0, _lw = tile_at(P, unit + (n_tiles - 1) * P.units, 0)
+        signal_half(P, FL, FP, c, lm0, me, ms)
+
+
+@T.macro
+def signal_half(P, FL, FP, c, m0, me, ms):
+    """Consumer ``c``'s half of the tile at row ``m0``, pushed earlier: once its TMA stores completed
+    (``cp.async.bulk.wait_group 0``: every store this thread issued so far), count it in on the flag of each
+    rank that received it."""
+    r0 = m0 + c * 64
+    first = r0 < ms
+    second = r0 + 63 >= ms and r0 < P.M
+    to_me = first if me == 0 else second
+    to_peer = second if me == 0 else first
+    if T.thread_id_in_wg() == 0:
+        if P.drop != "store_wait":
+            T.ptx.bulk_wait_group(0)
+        T.ptx.fence_proxy_async()
+        if to_me:
+            T.ptx.red_release_gpu_add_u32(FL[me, m0 // BM], T.uint32(1))
+        if to_peer:
+            T.ptx.red_release_sys_add_u32(FP[me, m0 // BM], T.uint32(1))
 
 
 @T.macro
 def push_half(P, out, Cs, RL, RP, FL, FP, c, m0, n0, me, mine, theirs):
     """Consumer ``c``'s half of the tile at ``(m0, n0)`` (bf16 in ``out``): staged chunk by chunk, TMA-stored into
-    this rank's receive buffer (``mine``) and / or the peer's (``theirs``), then counted in on their flags once
-    the stores completed."""
+    this rank's receive buffer (``mine``) and / or the peer's (``theirs``). It is counted in later
+    (:func:`signal_half`, after the next tile's k-loop), so no consumer waits for its stores to land."""
     w = P.chunk_cols
     for j in range(P.chunks):
         if T.thread_id_in_wg() == 0:
@@ -124,23 +150,16 @@ def push_half(P, out, Cs, RL, RP, FL, FP, c, m0, n0, me, mine, theirs):
                 if theirs:
                     Tx.copy_async(RP[m0 + cc * 64:m0 + cc * 64 + 64, n0 + j * w:n0 + j * w + w],
                                   Cs[j % 2, cc * 64:cc * 64 + 64, :])
-    if T.thread_id_in_wg() == 0:
-        if P.drop != "store_wait":
-            T.ptx.bulk_wait_group(0)                 # the half's stores completed: now it may be signalled
-        T.ptx.fence_proxy_async()
-        if mine:
-            T.ptx.red_release_gpu_add_u32(FL[me, m0 // BM], T.uint32(1))
-        if theirs:
-            T.ptx.red_release_sys_add_u32(FP[me, m0 // BM], T.uint32(1))
 
 
 @T.macro
-def reducers(P, OUT, R0, R1, FL, Need, epoch, me, ms, pr, w, x0, x1, f0, f1):
+def reducers(P, OUT, R0, R1, FL, Need, epoch, me, ms, pr, w, xs, f0, f1):
     """Warp ``w`` (1 .. 3) of warpgroup 0: ``OUT = R0 + R1`` over this rank's pieces, each once its tile row's
-    halves from every source are in."""
+    halves from every source are in. A lane adds two 8-column vectors per step (``xs``: four 16-byte registers
+    slots), their four loads issued before any sum, so four loads are in flight."""
     units = P.grid * MOVERS
     u = T.cta_id(0) * MOVERS + (w - 1)
-    steps = (P.N + 32 * VEC - 1) // (32 * VEC)
+    steps = (P.N + 2 * 32 * VEC - 1) // (2 * 32 * VEC)
     for p in T.serial((ms // pr - u + units - 1) // units):
         j = u + p * units
         g0 = me * ms + j * pr
@@ -151,14 +170,19 @@ def reducers(P, OUT, R0, R1, FL, Need, epoch, me, ms, pr, w, x0, x1, f0, f1):
             for cb in T.serial(steps):
                 # lanes past the row's end redo its last 8 columns (the same values): every lane loads a real
                 # element, none is masked off
-                c0 = T.min(cb * 32 * VEC + T.lane_id() * VEC, P.N - VEC)
-                Tx.copy(x0, R0[g0 + rr, c0:c0 + VEC])
-                Tx.copy(x1, R1[g0 + rr, c0:c0 + VEC])
-                Tx.cast(f0, x0)
-                Tx.cast(f1, x1)
-                Tx.add(f0, f0, f1)
-                Tx.cast(x0, f0)
-                Tx.copy(OUT[j * pr + rr, c0:c0 + VEC], x0)
+                c0 = T.min(cb * 64 * VEC + T.lane_id() * VEC, P.N - VEC)
+                c1 = T.min(cb * 64 * VEC + 32 * VEC + T.lane_id() * VEC, P.N - VEC)
+                Tx.copy(xs[0], R0[g0 + rr, c0:c0 + VEC])
+                Tx.copy(xs[1], R1[g0 + rr, c0:c0 + VEC])
+                Tx.copy(xs[2], R0[g0 + rr, c1:c1 + VEC])
+                Tx.copy(xs[3], R1[g0 + rr, c1:c1 + VEC])
+                for h in range(2):
+                    Tx.cast(f0, xs[2 * h])
+                    Tx.cast(f1, xs[2 * h + 1])
+                    Tx.add(f0, f0, f1)
+                    Tx.cast(xs[2 * h], f0)
+                Tx.copy(OUT[j * pr + rr, c0:c0 + VEC], xs[0])
+                Tx.copy(OUT[j * pr + rr, c1:c1 + VEC], xs[2])
 
 
 def build(P, me: int, world: int):
@@ -191,6 +215,8 @@ def build(P, me: int, world: int):
         out = T.alloc_local((64, P.BN), dt, layout=wgmma_accumulator(P.BN))
         x0 = T.alloc_local((VEC,), dt)
         x1 = T.alloc_local((VEC,), dt)
+        x2 = T.alloc_local((VEC,), dt)
+        x3 = T.alloc_local((VEC,), dt)
         f0 = T.alloc_local((VEC,), "float32")
         f1 = T.alloc_local((VEC,), "float32")
         unit = T.cta_id(0)
@@ -208,7 +234,7 @@ def build(P, me: int, world: int):
                     producer(P, ring, A, B, As, Bs, Scales(), unit, 0, n_tiles)
             for w in range(1, 1 + MOVERS):
                 if T.warp_id_in_wg() == w:
-                    reducers(P, OUT, R0, R1, FL, Need, epoch, me, ms, pr, w, x0, x1, f0, f1)
+                    reducers(P, OUT, R0, R1, FL, Need, epoch, me, ms, pr, w, (x0, x1, x2, x3), f0, f1)
         else:
             roles.enter_consumer()
             rs_consumer(P, ring, acc, out, As, Bs, Cs, RL, RP, FL, FP, GL, epoch, unit, n_tiles, wg - 1, me, ms)
