@@ -70,8 +70,76 @@ def gpu_workers(config, has_gpu, cpu_count) -> int:
     return int(env) if env else min(MAX_GPU_WORKERS, cpu_count or 1)
 
 
+# -- the whole suite in parallel -----------------------------------------------------------------
+# `python -m pytest -q` with no paths (the README's command, which CI runs) runs the default test paths in
+# worker processes (pytest-xdist), one per available core, at most 8: the suite is CPU-bound (kernel
+# lowering, the simulator), so two cores take about half the time of one. A session given paths
+# (`pytest tests/sim/test_run.py`), -n, -p no:xdist, --pdb or --collect-only runs as asked.
+# TIRXPY_TEST_WORKERS=N sets the count (0: run in this process). Fuzz tallies of the workers are summed
+# in the main process (FuzzTally) for the table at the end.
+SUITE_WORKERS_ENV = "TIRXPY_TEST_WORKERS"
+MAX_SUITE_WORKERS = 8
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:      # not on Linux
+        return os.cpu_count() or 1
+
+
+def runs_default_paths(config) -> bool:
+    """Whether the session was started with no paths, so it runs the ini file's ``testpaths``."""
+    source = getattr(config, "args_source", None)
+    return source is not None and source.name == "TESTPATHS"
+
+
+def suite_workers(config, cpu_count) -> int:
+    """How many worker processes run a whole-suite session (no paths given): 0 to run it in this process
+    (also where fewer than two would run)."""
+    env = os.environ.get(SUITE_WORKERS_ENV, "").strip()
+    if env and not env.isdigit():
+        raise pytest.UsageError(f"{SUITE_WORKERS_ENV}={env!r}: give a number of worker processes (0: none)")
+    if os.environ.get("PYTEST_XDIST_WORKER") or not config.pluginmanager.hasplugin("xdist"):
+        return 0
+    if config.getoption("numprocesses", None) is not None or config.getoption("collectonly", False) \
+            or config.getoption("usepdb", False) or not runs_default_paths(config):
+        return 0
+    n = int(env) if env else min(MAX_SUITE_WORKERS, cpu_count or 1)
+    return n if n >= 2 else 0
+
+
+class FuzzTally:
+    """In the main process of a session run by pytest-xdist workers: sums the fuzz harness's tallies and
+    findings (tests/fuzz/harness.py) that each worker sends at its end (tests/fuzz/conftest.py) and prints
+    the table, as tests/fuzz/conftest.py does when the tests run in one process."""
+
+    def __init__(self):
+        self.tally, self.findings = {}, []
+
+    def pytest_testnodedown(self, node, error):
+        out = getattr(node, "workeroutput", {}).get("tirxpy_fuzz")
+        if out:
+            for area, outcome, n in out["tally"]:
+                self.tally[(area, outcome)] = self.tally.get((area, outcome), 0) + n
+            self.findings += [tuple(f) for f in out["findings"]]
+
+    def pytest_terminal_summary(self, terminalreporter):
+        if not any(not a.startswith("_") for a, _ in self.tally):
+            return
+        import importlib.util
+
+        spec = importlib.util.spec_from_file_location(
+            "tirxpy_fuzz_harness_summary", os.path.join(os.path.dirname(__file__), "fuzz", "harness.py"))
+        harness = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(harness)
+        harness.TALLY.update(self.tally)
+        harness.FINDINGS.extend(self.findings)
+        harness.print_table(terminalreporter)
+
+
 def pytest_configure(config):
-    n = gpu_workers(config, _has_gpu(), os.cpu_count())
+    n = gpu_workers(config, _has_gpu(), os.cpu_count()) or suite_workers(config, _cores())
     if n:
         import xdist
 
@@ -79,11 +147,16 @@ def pytest_configure(config):
         config.option.tx = ["popen"] * n
         # worksteal (xdist >= 3.2) rebalances the long tail of slow compiles; load on older versions
         config.option.dist = "worksteal" if tuple(map(int, xdist.__version__.split(".")[:2])) >= (3, 2) else "load"
+    if (n or config.getoption("numprocesses", None)) and not os.environ.get("PYTEST_XDIST_WORKER"):
+        config.pluginmanager.register(FuzzTally(), "tirxpy_fuzz_tally")
     config._tirxpy_gpu_workers = n
 
 
 def pytest_report_header(config):
     n = getattr(config, "_tirxpy_gpu_workers", 0)
+    if n and runs_default_paths(config) and not selects_only_gpu_tests(config.getoption("markexpr", ""),
+                                                                        _markers(config)):
+        return f"tirxpy: the suite runs in {n} worker processes (pytest-xdist; {SUITE_WORKERS_ENV}=0 runs it here)"
     if n:
         return f"tirxpy: gpu tests run in {n} worker processes (pytest-xdist; {GPU_WORKERS_ENV}=0 runs them here)"
     if selects_only_gpu_tests(config.getoption("markexpr", ""), _markers(config)) \

@@ -1,4 +1,5 @@
-"""`pytest -m gpu` on a GPU machine runs in pytest-xdist workers (tests/conftest.py)."""
+"""`pytest -m gpu` on a GPU machine, and the whole suite (`python -m pytest -q`, no paths) anywhere, run in
+pytest-xdist workers (tests/conftest.py); the workers' fuzz tallies are summed in the main process."""
 import importlib.util
 import pathlib
 
@@ -17,10 +18,18 @@ class _Plugins:
         return name == "xdist" and self.xdist
 
 
+class _Source:
+    def __init__(self, name):
+        self.name = name
+
+
 class FakeConfig:
-    def __init__(self, markexpr="gpu", xdist=True, numprocesses=None, collectonly=False):
+    def __init__(self, markexpr="gpu", xdist=True, numprocesses=None, collectonly=False, usepdb=False,
+                 source="TESTPATHS"):
         self.pluginmanager = _Plugins(xdist)
-        self._opts = {"markexpr": markexpr, "numprocesses": numprocesses, "collectonly": collectonly}
+        self._opts = {"markexpr": markexpr, "numprocesses": numprocesses, "collectonly": collectonly,
+                      "usepdb": usepdb}
+        self.args_source = _Source(source)
 
     def getoption(self, name, default=None):
         return self._opts.get(name, default)
@@ -41,6 +50,7 @@ def test_a_session_runs_only_gpu_tests_when_the_mark_expression_drops_the_rest(e
 @pytest.fixture
 def env(monkeypatch):
     monkeypatch.delenv(conftest.GPU_WORKERS_ENV, raising=False)
+    monkeypatch.delenv(conftest.SUITE_WORKERS_ENV, raising=False)
     monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
     return monkeypatch
 
@@ -75,3 +85,67 @@ def test_the_environment_sets_the_worker_count(env):
     with pytest.raises(pytest.UsageError, match="TIRXPY_GPU_WORKERS='many': give a number of worker processes"):
         conftest.gpu_workers(FakeConfig(), has_gpu=True, cpu_count=16)
 
+
+def test_the_whole_suite_uses_one_worker_per_core_up_to_8(env):
+    cfg = FakeConfig(markexpr="")
+    assert [conftest.suite_workers(cfg, cpu_count=n) for n in (2, 4, 64)] == [2, 4, 8]
+    assert conftest.suite_workers(cfg, cpu_count=1) == 0            # one core: no workers
+
+
+@pytest.mark.parametrize("kw", [
+    dict(source="ARGS"),                 # paths given: `pytest tests/sim/test_run.py` runs here
+    dict(xdist=False),                   # pytest-xdist missing or -p no:xdist
+    dict(numprocesses=0), dict(numprocesses=3),     # -n given: as asked
+    dict(collectonly=True), dict(usepdb=True),
+])
+def test_other_whole_suite_sessions_run_in_this_process(env, kw):
+    assert conftest.suite_workers(FakeConfig(markexpr="", **kw), cpu_count=16) == 0
+
+
+def test_the_environment_sets_the_suite_worker_count(env):
+    env.setenv(conftest.SUITE_WORKERS_ENV, "0")
+    assert conftest.suite_workers(FakeConfig(markexpr=""), cpu_count=16) == 0
+    env.setenv(conftest.SUITE_WORKERS_ENV, "3")
+    assert conftest.suite_workers(FakeConfig(markexpr=""), cpu_count=2) == 3
+    env.setenv("PYTEST_XDIST_WORKER", "gw1")                                          # inside a worker: none
+    assert conftest.suite_workers(FakeConfig(markexpr=""), cpu_count=16) == 0
+    env.setenv(conftest.SUITE_WORKERS_ENV, "two")
+    with pytest.raises(pytest.UsageError, match="TIRXPY_TEST_WORKERS='two': give a number of worker processes"):
+        conftest.suite_workers(FakeConfig(markexpr=""), cpu_count=16)
+
+
+class _Node:
+    def __init__(self, out):
+        self.workeroutput = out
+
+
+class _Reporter:
+    def __init__(self):
+        self.lines = []
+
+    def write_sep(self, sep, title):
+        self.lines.append(title)
+
+    def write_line(self, line):
+        self.lines.append(line)
+
+
+def test_the_workers_fuzz_tallies_are_summed_into_one_table():
+    t = conftest.FuzzTally()
+    t.pytest_testnodedown(_Node({"tirxpy_fuzz": {"tally": [("layouts", "refused", 3), ("_self", "crash", 1)],
+                                                 "findings": [["_self", "crash", "KeyError"]]}}), None)
+    t.pytest_testnodedown(_Node({"tirxpy_fuzz": {"tally": [("layouts", "refused", 2), ("layouts", "hang", 1)],
+                                                 "findings": [["layouts", "hang", "5.0 s"]]}}), None)
+    t.pytest_testnodedown(_Node({}), None)             # a worker that ran no fuzz test (or crashed)
+    r = _Reporter()
+    t.pytest_terminal_summary(r)
+    assert r.lines[0] == "fuzz outcomes per area (tests/fuzz/harness.py)"
+    assert "| layouts | 6 | 5 | 0 | 0 | 1 | 0 | 0 | 0 |" in r.lines[1]
+    assert "_self" not in r.lines[1]
+    assert r.lines[2:] == ["  layouts: hang: 5.0 s"]
+
+
+def test_no_fuzz_cases_print_no_table():
+    r = _Reporter()
+    conftest.FuzzTally().pytest_terminal_summary(r)
+    assert r.lines == []

@@ -146,3 +146,18 @@ def summary() -> str:
         n = sum(TALLY[(a, c)] for c in cols)
         rows.append(f"| {a} | {n} | " + " | ".join(str(TALLY[(a, c)]) for c in cols) + " |")
     return "\n".join(rows)
+
+
+def export() -> dict:
+    """The tally and findings as plain lists (what a pytest-xdist worker sends to the main process)."""
+    return {"tally": [(a, o, n) for (a, o), n in TALLY.items()], "findings": [list(f) for f in FINDINGS]}
+
+
+def print_table(terminalreporter) -> None:
+    """The tally table and the first findings at the end of a run that ran fuzz cases (none otherwise)."""
+    if not any(not a.startswith("_") for a, _ in TALLY):
+        return
+    terminalreporter.write_sep("-", "fuzz outcomes per area (tests/fuzz/harness.py)")
+    terminalreporter.write_line(summary())
+    for area, outcome, detail in [f for f in FINDINGS if not f[0].startswith("_")][:40]:
+        terminalreporter.write_line(f"  {area}: {outcome}: {detail}")
