@@ -406,17 +406,17 @@ def part_buffers(BN, PART):
 
 
 def check_pass(scaling, BN, PART, PASS=None):
-    """The block scaling's k-blocks per pass of the k-loop, resolved: an even ``PASS`` in [2, 16] (a k-block's B
-    scales sit in the register slot of its parity). Within a pass each part's wgmma runs while the previous part
-    is promoted (with two scratch accumulators), and a pass ends with every wgmma waited for. Default: 16 for a
-    tile of one part over two accumulators, else 2. Other scalings take none (None).
+    """The block scaling's k-blocks per pass of the k-loop, resolved: an int ``PASS`` in [1, 16] (each pass is
+    unrolled). Within a pass each part's wgmma runs while the previous part is promoted (with two scratch
+    accumulators), and a pass ends with every wgmma waited for. Default: 16 for a tile of one part over two
+    accumulators, else 2. Other scalings take none (None).
 
-        >>> check_pass("block", 128, 128), check_pass("block", 256, 64), check_pass("block", 128, 128, 4)
-        (16, 2, 4)
-        >>> check_pass("block", 128, 128, 3)
+        >>> check_pass("block", 128, 128), check_pass("block", 256, 64), check_pass("block", 128, 128, 3)
+        (16, 2, 3)
+        >>> check_pass("block", 128, 128, 17)
         Traceback (most recent call last):
         ...
-        tirxpy_kernels.errors.KernelConfigError: gemm_sm90: PASS = 3 must be an even int in [2, 16] (k-blocks per pass of the block-scaled k-loop)
+        tirxpy_kernels.errors.KernelConfigError: gemm_sm90: PASS = 17 must be an int in [1, 16] (k-blocks per pass of the block-scaled k-loop, each pass unrolled)
     """
     if scaling != "block":
         if PASS is not None:
@@ -424,9 +424,9 @@ def check_pass(scaling, BN, PART, PASS=None):
         return None
     if PASS is None:
         return 16 if PART == BN and part_buffers(BN, PART) == 2 else 2
-    if not (type(PASS) is int and 2 <= PASS <= 16 and PASS % 2 == 0):
-        raise KernelConfigError(f"gemm_sm90: PASS = {PASS!r:.40} must be an even int in [2, 16] (k-blocks per pass of "
-                                "the block-scaled k-loop)")
+    if not (type(PASS) is int and 1 <= PASS <= 16):
+        raise KernelConfigError(f"gemm_sm90: PASS = {PASS!r:.40} must be an int in [1, 16] (k-blocks per pass of "
+                                "the block-scaled k-loop, each pass unrolled)")
     return PASS
 
 
@@ -600,6 +600,7 @@ class GemmPlan:
     part_bufs: int          # block scaling: scratch accumulators the parts alternate over (part_buffers)
     pass_blocks: int        # block scaling: k-blocks per pass of the k-loop (check_pass); no wgmma stays in flight
                             # across the loop's back edge (ptxas would serialize every wgmma)
+    b_window: int = 32      # block scaling: k-blocks per window of B's scales, one per lane (2 .. 32; load_b_window)
 
     @property
     def cluster(self):

@@ -11,10 +11,10 @@ scales, never the FP8 operands. Three scalings (:data:`tirxpy_kernels.gemm_plan.
   group-major (row ``kb`` holds every row's scale of k-block ``kb``; ``Mp``: M rounded up to 4 so each
   row is whole 16-byte units for TMA); ``SB`` is ``(KB, NB)``, B's scale per 128 x 128 block (row
   ``kb`` holds the k-block's scale of every 128-column block). The producer loads the k-block's 128
-  row scales into the stage next to the operands (:func:`load_block_scales`). Each consumer thread
-  holds B's scales of its tile's column blocks (:attr:`~tirxpy_kernels.gemm_plan.GemmPlan.scale_cols`) in
-  registers loaded two k-blocks ahead (:func:`load_b_scales`), runs the k-block's wgmma in column parts into
-  scratch accumulators, and once a part is waited for multiplies its rows' scales of the k-block from the
+  row scales into the stage next to the operands (:func:`load_block_scales`). Each consumer warp holds
+  B's scales of its tile's column blocks (:attr:`~tirxpy_kernels.gemm_plan.GemmPlan.scale_cols`) for
+  windows of 32 k-blocks, one k-block per lane, loaded a window ahead (:func:`load_b_window`); it runs the
+  k-block's wgmma in column parts into scratch accumulators, and once a part is waited for multiplies its rows' scales of the k-block from the
   stage by B's (:func:`stage_row_scales`) and adds the part, times those scales, into the float32 tile
   (:func:`promote`): partial sums leave the FP8 wgmma's narrow accumulator every 128 of K.
 
@@ -42,8 +42,9 @@ class Scales:
     """The scale operands of one FP8 GEMM and the registers / stage buffers the kernel reads them through:
     ``sa``, ``sb`` (global), ``srow`` (a ``(64, 1)`` column of row scales, :func:`row_layout`), ``scol``
     (a ``(1, chunk_cols)`` row of column scales, the bias row's layout), ``sas`` (A's block scales'
-    shared-memory stages, ``(stages, 1, BM)``), ``sbv`` (registers holding B's block scales of two k-blocks,
-    one per :attr:`~tirxpy_kernels.gemm_plan.GemmPlan.scale_cols` each, by the k-block's parity), ``srows``
+    shared-memory stages, ``(stages, 1, BM)``), ``sbv`` (registers holding B's block scales of two windows of
+    32 k-blocks, the one in use and the next, one per :attr:`~tirxpy_kernels.gemm_plan.GemmPlan.scale_cols` each:
+    :func:`load_b_window`), ``srows``
     (``srows[q]``: the k-block being promoted's row scales times B's scale ``q``). Unused ones are None."""
 
     def __init__(self, sa=None, sb=None, srow=None, scol=None, sas=None, sbv=None, srows=None):
@@ -59,25 +60,41 @@ def load_block_scales(P, SC, full, s, m0, k):
 
 
 @T.macro
-def load_b_scales(P, SC, n0, k, slot):
-    """Consumer: B's block scales of k-block ``k`` (clamped to the last) for the tile at column ``n0``, one per
-    :attr:`~tirxpy_kernels.gemm_plan.GemmPlan.scale_cols` (clamped to the last column block), into ``slot`` (0
-    or 1: k-block ``k``'s parity) of ``SC.sbv``; every thread reads the same values. A k-block's scales are loaded
-    while the two k-blocks before it are promoted, so the load's latency hides under their wgmma."""
+def load_b_window(P, SC, n0, w, slot):
+    """Consumer: B's block scales of window ``w``, k-blocks ``W w .. W w + W - 1`` (``W``:
+    :attr:`~tirxpy_kernels.gemm_plan.GemmPlan.b_window`, 32; clamped to the last) for the tile at column ``n0``,
+    lane ``l`` holding k-block ``W w + l``'s, one register per
+    :attr:`~tirxpy_kernels.gemm_plan.GemmPlan.scale_cols` (clamped to the last column block), into ``slot`` of
+    ``SC.sbv`` (0: the window in use, 1: the next one). A k-block's scale is read from its lane by a shuffle
+    (:func:`stage_row_scales`), so one load serves a window and lands a whole window before its first use."""
     for q, off in enumerate(P.scale_cols):
-        SC.sbv[slot * len(P.scale_cols) + q] = SC.sb[T.min(k, P.k_blocks - 1),
-                                                     T.min((n0 + off) // BLOCK_SCALE, (P.N - 1) // BLOCK_SCALE)]
+        SC.sbv[slot * len(P.scale_cols) + q] = T.ptx.ld_global_f32(T.address_of(
+            SC.sb[T.min(w * P.b_window + T.lane_id(), P.k_blocks - 1),
+                  T.min((n0 + off) // BLOCK_SCALE, (P.N - 1) // BLOCK_SCALE)]))
 
 
 @T.macro
-def stage_row_scales(P, SC, s, c, slot):
-    """Consumer ``c`` once the k-block in stage ``s`` is waited for, before the stage is released: its rows' scales
-    of the k-block times each of B's (``slot`` of ``SC.sbv``) into ``SC.srows``."""
+def advance_b_window(P, SC, n0, k):
+    """Consumer, after k-block ``k``'s B scales were read: the first k-block of a window loads the next window
+    (into slot 1; it lands while this window's k-blocks run), and the last one makes it the window in use. The
+    first window of a tile is loaded before it, under the previous tile's epilogue (:func:`load_b_window`)."""
+    n = len(P.scale_cols)
+    if k % P.b_window == 0:
+        load_b_window(P, SC, n0, k // P.b_window + 1, 1)
+    if k % P.b_window == P.b_window - 1:
+        for q in range(n):
+            SC.sbv[q] = SC.sbv[n + q]
+
+
+@T.macro
+def stage_row_scales(P, SC, s, c, k):
+    """Consumer ``c`` once k-block ``k`` in stage ``s`` is waited for, before the stage is released: its rows' scales
+    of the k-block times each of B's (shuffled from lane ``k % W`` of the window in use) into ``SC.srows``."""
     n = len(P.scale_cols)
     Tx.wg.copy(SC.srows[0], SC.sas[s, 0:1, c * 64:c * 64 + 64])
     for q in range(1, n):
-        Tx.wg.mul(SC.srows[q], SC.srows[0], SC.sbv[slot * n + q])
-    Tx.wg.mul(SC.srows[0], SC.srows[0], SC.sbv[slot * n])
+        Tx.wg.mul(SC.srows[q], SC.srows[0], T.ptx.shfl_sync_idx_f32(SC.sbv[q], k % P.b_window, 0xFFFFFFFF))
+    Tx.wg.mul(SC.srows[0], SC.srows[0], T.ptx.shfl_sync_idx_f32(SC.sbv[0], k % P.b_window, 0xFFFFFFFF))
 
 
 @T.macro

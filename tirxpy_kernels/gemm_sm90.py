@@ -93,8 +93,8 @@ from .gemm_plan import (  # noqa: F401  (the plan's public names, re-exported: t
     GemmPlan, balanced_split, bn_candidates, check_config, check_options, choose_tile, default_stages, kernel_plan,
     plan, schedule_cost, splittable, tile_cost, widest_bn)
 from .gemm_plan import _PP_EFFICIENCY, _split_widths, _unit_loads  # noqa: F401  (tests of the cost model)
-from .gemm_scales import (Scales, load_b_scales, load_block_scales, load_row_scales, promote, row_layout,
-                          scale_chunk, scale_tile, stage_row_scales)
+from .gemm_scales import (Scales, advance_b_window, load_b_window, load_block_scales, load_row_scales, promote,
+                          row_layout, scale_chunk, scale_tile, stage_row_scales)
 
 # -0.0 from an asm the C++ compiler cannot fold through: ``acc + NEG_ZERO()`` keeps an add (the identity on
 # every float, signed zeros and NaN included) in the PTX (GemmPlan.neg_zero_guard says when it is needed)
@@ -277,23 +277,23 @@ def block_retire(P, ring, acc, tmp, SC, i, c, n0, k, l, p, pending):
     """Block scaling: wait until part ``p`` of k-block ``k`` (the pass's ``l``-th; ``tmp``) is done with ``pending``
     later groups still running. The first part reads the k-block's scales (:func:`~tirxpy_kernels.gemm_scales.
     stage_row_scales`); the last one releases the stage (each warp read its rows' scales from it), and after its
-    promotion loads B's scales of k-block ``k + 2`` into the slot ``k`` leaves."""
+    promotion, at the end of a window of 32 k-blocks, moves on to the next window of B's scales
+    (:func:`~tirxpy_kernels.gemm_scales.advance_b_window`)."""
     Tx.wg.gemm_wait(pending, tmp)
     g = i * P.k_blocks + k
     if p == 0:
-        stage_row_scales(P, SC, ring.stage(g), c, l % 2)
+        stage_row_scales(P, SC, ring.stage(g), c, k)
     if p == P.parts - 1:
         if T.lane_id() == 0:
             ring.release(g)
     promote(P, SC, acc[:, p * P.part:p * P.part + P.part], tmp, k, SC.srows[P.part_slot(p)])
     if p == P.parts - 1:
-        load_b_scales(P, SC, n0, k + 2, l % 2)
+        advance_b_window(P, SC, n0, k)
 
 
 @T.macro
 def block_pass(P, ring, acc, tmps, SC, As, Bs, i, n0, c, k0, nb):
-    """Block scaling: ``nb`` k-blocks from ``k0`` (even: a k-block's B scales sit in the slot of its parity), part by
-    part. With two scratch accumulators each part's wgmma is issued before the previous part is waited for and
+    """Block scaling: ``nb`` k-blocks from ``k0``, part by part. With two scratch accumulators each part's wgmma is issued before the previous part is waited for and
     promoted, and the pass ends with every wgmma waited for; with one, each part is issued, waited for and
     promoted in turn."""
     units = P.pass_units(nb)
@@ -310,19 +310,19 @@ def block_pass(P, ring, acc, tmps, SC, As, Bs, i, n0, c, k0, nb):
 
 
 @T.macro
-def block_k_loop(P, ring, acc, tmps, SC, As, Bs, i, n0, c):
+def block_k_loop(P, ring, acc, tmps, SC, As, Bs, i, n0, nn0, c):
     """The cooperative consumer ``c``'s k-loop with block scales (tile ``i`` at column ``n0``): passes of
     :attr:`~tirxpy_kernels.gemm_plan.GemmPlan.pass_blocks` k-blocks (:func:`block_pass`), each part of a
     k-block's product promoted into ``acc`` (:func:`tirxpy_kernels.gemm_scales.promote`); each stage is
-    released by every warp once its last part is waited for (each warp read its rows' scales from it)."""
-    load_b_scales(P, SC, n0, 0, 0)
-    load_b_scales(P, SC, n0, 1, 1)
+    released by every warp once its last part is waited for (each warp read its rows' scales from it). Then
+    the first window of B's scales of the next tile (at column ``nn0``) is loaded, to land under the epilogue."""
     if P.k_blocks >= P.pass_blocks:      # (a K shorter than one pass has only the short one)
         for kk in T.serial(P.k_blocks // P.pass_blocks):
             block_pass(P, ring, acc, tmps, SC, As, Bs, i, n0, c, kk * P.pass_blocks, P.pass_blocks)
     if P.k_blocks % P.pass_blocks:       # the last k-blocks: a shorter pass
         block_pass(P, ring, acc, tmps, SC, As, Bs, i, n0, c, P.k_blocks - P.k_blocks % P.pass_blocks,
                    P.k_blocks % P.pass_blocks)
+    load_b_window(P, SC, nn0, 0, 0)
 
 
 # ---- the epilogue ----------------------------------------------------------------------------------------
@@ -428,12 +428,16 @@ def cooperative_consumer(P, ring, acc, tmps, SC, pk, out, brow, As, Bs, Bias, C,
         T.ptx.barrier_sync(5, 256)
     elif n_tiles == 0:
         T.ptx.barrier_arrive(5, 256)
+    if P.scaling == "block":    # the first tile's first window of B's scales
+        fm0, fn0, fwide = tile_at(P, unit, rank)
+        load_b_window(P, SC, fn0, 0, 0)
     for i in T.serial(n_tiles):
         m0, n0, wide = tile_at(P, unit + i * P.units, rank)
         if P.defer:     # the previous tile, whose 16-bit values wait in pk
             pm0, pn0, pwide = tile_at(P, unit + (i - 1) * P.units, rank)
         if P.scaling == "block":
-            block_k_loop(P, ring, acc, tmps, SC, As, Bs, i, n0, c)
+            nm0, nn0, nwide = tile_at(P, unit + (i + 1) * P.units, rank)
+            block_k_loop(P, ring, acc, tmps, SC, As, Bs, i, n0, nn0, c)
         elif P.split is None:
             if P.defer:
                 k_loop(P, ring, acc, As, Bs, C, Cs, pk, i, c, pm0, pn0, pwide, P.BN)

@@ -2,6 +2,8 @@
 the simulator at ragged shapes against the float64 product of the dequantized operands, the argument checks
 on meta tensors, and on the GPU against float64 with NaN-poisoned outputs (outliers, ragged M / N / K,
 bias, every output dtype, e5m2), the block scaling's error at K = 16384 against cuBLAS's per-tensor one."""
+import dataclasses
+
 import pytest
 import torch
 
@@ -10,7 +12,7 @@ from tirxpy.sim import run
 from tirxpy_kernels.bench_fp8 import reference
 from tirxpy_kernels.gemm_fp8_api import Fp8ArgumentError, _scale_args, check, scales
 from tirxpy_kernels.gemm_plan import kernel_plan
-from tirxpy_kernels.gemm_sm90 import gemm_sm90, scale_shapes
+from tirxpy_kernels.gemm_sm90 import build, gemm_sm90, scale_shapes
 
 E4M3, E5M2 = torch.float8_e4m3fn, torch.float8_e5m2
 
@@ -42,10 +44,21 @@ def _scales(scaling, M, N, K, g):
     (130, 300, 400, "block", 256, "float32", True, E4M3, E4M3, {"PART": 128}),     # 2 parts in one buffer, bias
     (136, 440, 272, "block", 192, "bfloat16", False, E4M3, E4M3, {}),  # tiles starting mid-block (n0 = 192)
     (130, 200, 272, "block", 128, "bfloat16", False, E4M3, E4M3, {"PART": 64}),    # two parts of a 128-wide tile
-    (130, 200, 912, "block", 128, "bfloat16", False, E4M3, E4M3, {"PASS": 4}),  # 8 k-blocks: 4 + 4
     (130, 200, 672, "block", 128, "bfloat16", False, E4M3, E4M3, {"PASS": 16}),    # 6 k-blocks: a short pass
 ])
 def test_fp8_sim_matches_float64(M, N, K, scaling, BN, out_dtype, bias, dtype, b_dtype, opts):
+    _sim_case(M, N, K, scaling, BN, out_dtype, bias, dtype, b_dtype, opts)
+
+
+def test_block_scales_cross_windows_of_b_scales_in_the_simulator():
+    """B's block scales come in windows of ``b_window`` k-blocks, one per lane, shuffled out per k-block; at a
+    window of 4, 10 k-blocks in passes of 3 cross two windows (one mid-pass, one at a pass's end), load a
+    third window and end on a short pass; one CTA takes both tiles, whose column blocks differ, so the second
+    tile's first window is the one loaded under the first tile's epilogue."""
+    _sim_case(128, 200, 1232, "block", 128, "bfloat16", False, E4M3, E4M3, {"PASS": 3}, b_window=4, sms=1)
+
+
+def _sim_case(M, N, K, scaling, BN, out_dtype, bias, dtype, b_dtype, opts, b_window=None, sms=2):
     g = _fresh()
     a, w = _operands(M, N, K, g, dtype, outliers=True, b_dtype=b_dtype)
     sa, sb = _scales(scaling, M, N, K, g)
@@ -54,8 +67,13 @@ def test_fp8_sim_matches_float64(M, N, K, scaling, BN, out_dtype, bias, dtype, b
     P = kernel_plan(M, N, K, BN=BN, STAGES=2, dtype=name[dtype], b_dtype=name[b_dtype], scaling=scaling,
                     out_dtype=out_dtype, bias=bias, **opts)
     assert (tuple(SA.shape), tuple(SB.shape)) == scale_shapes(P)
-    k = gemm_sm90(M, N, K, BN=BN, STAGES=2, sms=2, dtype=P.dtype, b_dtype=P.b_dtype, scaling=scaling,
-                  out_dtype=out_dtype, bias=bias, **opts)
+    if b_window is None:
+        k = gemm_sm90(M, N, K, BN=BN, STAGES=2, sms=sms, dtype=P.dtype, b_dtype=P.b_dtype, scaling=scaling,
+                      out_dtype=out_dtype, bias=bias, **opts)
+    else:
+        k = build(dataclasses.replace(kernel_plan(M, N, K, BN=BN, STAGES=2, dtype=P.dtype, b_dtype=P.b_dtype,
+                                                  scaling=scaling, out_dtype=out_dtype, bias=bias, sms=sms, **opts),
+                                      b_window=b_window))
     tdt = getattr(torch, out_dtype)
     bias_t = (torch.randn(1, N, generator=g) if bias else torch.zeros(1, 1)).to(tdt)
     c = torch.full((M, N), float("nan")).to(tdt)
@@ -111,8 +129,8 @@ def test_scalings_read_from_the_scale_shapes():
      "PART must be an int"),
     ((A, W.t(), S0, S0), dict(PART=64), "PART = 64 applies to scaling='block' only"),
     ((A, W.t(), S0, S0), dict(PASS=2), "PASS = 2 applies to scaling='block' only"),
-    ((A, W.t(), torch.empty(256, 4, device="meta"), torch.empty(4, 3, device="meta")), dict(PASS=5),
-     "PASS = 5 must be an even int in [2, 16]"),
+    ((A, W.t(), torch.empty(256, 4, device="meta"), torch.empty(4, 3, device="meta")), dict(PASS=17),
+     "PASS = 17 must be an int in [1, 16]"),
     ((A, W.t(), torch.empty(256, 4, device="meta"), torch.empty(4, 3, device="meta")), dict(BN=256, STAGES=4),
      "4 stages of 49664 bytes"),
     ((A, W.t(), torch.empty(256, 4, device="meta"), torch.empty(4, 3, device="meta")), dict(DEFER=True),

@@ -152,3 +152,28 @@ def k(A: T.Tensor((32,), "uint32")):
 ''')
     res = run(k, np.zeros(32, np.uint32), check=False)
     assert "oob_shared" in [p.kind for p in res.problems]
+
+
+def test_plain_global_load_reads_each_lanes_element():
+    """``ld.global.f32`` (T.ptx.ld_global_f32) reads the float32 at each lane's own address."""
+    k = _k('''
+@T.prim_func
+def k(A: T.Tensor((40,), "float32"), B: T.Tensor((32,), "float32")):
+    T.launch(grid=(1,), threads=32)
+    B[T.lane_id()] = T.ptx.ld_global_f32(T.address_of(A[39 - T.lane_id()]))
+''')
+    a = np.random.default_rng().standard_normal(40).astype(np.float32)
+    b = np.full(32, np.nan, np.float32)
+    run(k, a, b)
+    assert (b == a[39 - np.arange(32)]).all()
+
+
+def test_plain_global_load_past_its_buffer_is_reported():
+    k = _k('''
+@T.prim_func
+def k(A: T.Tensor((32,), "float32"), B: T.Tensor((32,), "float32")):
+    T.launch(grid=(1,), threads=32)
+    B[T.lane_id()] = T.ptx.ld_global_f32(T.address_of(A[T.lane_id() + 1]))
+''')
+    res = run(k, np.zeros(32, np.float32), np.zeros(32, np.float32), check=False)
+    assert res.problems and all(p.kind.startswith("oob") for p in res.problems)

@@ -38,6 +38,9 @@ row("atom_shared_add_f32", "atom.shared::cta.add.f32 {old}, [{addr}], {v};",
     [out("old", "float32"), smem("addr"), reg("v", "float32")], ret="old")
 row("red_global_add_release_gpu_u32", "red.release.gpu.global.add.u32 [{ptr}], {v};", [gmem("ptr", "rw"), reg("v")])
 row("ld_acquire_gpu_u32", "ld.acquire.gpu.global.u32 {r}, [{ptr}];", [out("r"), gmem("ptr")], ret="r")
+row("ld_global_f32", "ld.global.f32 {r}, [{ptr}];", [out("r", "float32"), gmem("ptr")], ret="r",
+    doc="A plain (weak, coherent) load: unlike the read-only path (ld.global.nc) a compiler keeps it ahead of "
+        "the next release (an mbarrier arrive), so a value loaded early lands early.")
 
 row("clock", "mov.u32 {r}, %clock;", [out("r")], ret="r", ptx="%clock")
 row("clock64", "mov.u64 {r}, %clock64;", [out("r", "uint64")], ret="r", ptx="%clock64")

@@ -111,15 +111,20 @@ def _cas(ctx):
     return out
 
 
-@register_model("ld_acquire_gpu_u32")
-def _ld_acq(ctx):
-    ptr = ctx.arg("ptr")
-    out = np.zeros(WARP, np.uint32)
-    for l in ctx.lanes:
-        got = global_span(ctx, ptr[l:l + 1], 4, "ld.acquire")
-        if got is not None:
-            out[l] = got[0].read(np.array([got[1]]), "uint32")[0]
-    return out
+def _ld_global(dt, what):
+    def model(ctx):
+        ptr = ctx.arg("ptr")
+        out = np.zeros(WARP, dt)
+        for l in ctx.lanes:
+            got = global_span(ctx, ptr[l:l + 1], 4, what)
+            if got is not None:
+                out[l] = got[0].read(np.array([got[1]]), dt)[0]
+        return out
+    return model
+
+
+register_model("ld_acquire_gpu_u32", _ld_global("uint32", "ld.acquire"))
+register_model("ld_global_f32", _ld_global("float32", "ld.global"))
 
 
 def _atom_shared(dt):
