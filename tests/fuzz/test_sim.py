@@ -241,6 +241,7 @@ GLOBAL_OPS = {
     "atom": "T.evaluate(T.ptx.atom_global_add_u32(P, T.uint32(1)))",
     "cas": "T.evaluate(T.ptx.atom_global_cas_b32(P, T.uint32(0), T.uint32(1)))",
     "ld.acquire": "T.evaluate(T.ptx.ld_acquire_gpu_u32(P))",
+    "ld.global": "T.evaluate(T.ptx.ld_global_f32(P))",
     "red": "T.ptx.red_global_add_u32(P, T.uint32(1))",
     "bulk g2s": "T.ptx.bulk_copy_g2s(T.uint32(16), P, T.uint32(16), bar[0])",
     "bulk s2g": "T.ptx.bulk_copy_s2g(P, T.uint32(16), T.uint32(16))",
