@@ -46,6 +46,14 @@ def test_pingpong_needs_two_consumers():
         attention_sm90(1, 2, 2, 200, 200, 64, causal=False, NC=1, PINGPONG=True)
 
 
+def _long(D, causal):
+    """The S = 4096 kernel whose SASS the loop tests read: the shape test_compiles_for_sm90a_without_spills
+    builds (grouped heads, HKV = 4), so that where both test one (D, causal) it is built once per process
+    (attention_sm90 and tirxpy.compile memoize it). The key-block loop's body does not depend on the head
+    grouping (only the K / V head index does: the plan differs in ``group`` alone)."""
+    return attention_sm90(2, 16, 4, 4096, 4096, D, causal=causal)
+
+
 @pytest.mark.parametrize("D,causal", [(64, False), (128, False), (128, True), (256, True)])
 def test_softmax_runs_while_p_v_is_in_flight_in_sass(D, causal):
     """In the SASS of the overlapped loop, the block's exponentials (``MUFU.EX2``) lie between the
@@ -54,7 +62,7 @@ def test_softmax_runs_while_p_v_is_in_flight_in_sass(D, causal):
     count is 0. Needs a disassembler (cuobjdump / nvdisasm)."""
     from tirxpy.lower.build import ToolchainError
 
-    k = tirxpy.compile(attention_sm90(2, 16, 16, 4096, 4096, D, causal=causal), arch="sm_90a")
+    k = tirxpy.compile(_long(D, causal), arch="sm_90a")
     try:
         sass = k.sass
     except ToolchainError:
@@ -62,7 +70,7 @@ def test_softmax_runs_while_p_v_is_in_flight_in_sass(D, causal):
     lines = sass.splitlines()
     waits_for_s = [i for i, ln in enumerate(lines) if "WARPGROUP.DEPBAR.LE gsb0, 0x1" in ln]
     assert waits_for_s, "no wait_group 1 in the SASS: the overlapped loop is missing"
-    BN = plan(2, 16, 16, 4096, 4096, D)["BN"]
+    BN = plan(2, 16, 4, 4096, 4096, D)["BN"]
     for i in waits_for_s:
         j = next(j for j in range(i + 1, len(lines)) if "WARPGROUP.DEPBAR.LE gsb0, 0x0" in lines[j])
         ex2 = sum("MUFU.EX2" in ln for ln in lines[i:j])
@@ -76,7 +84,7 @@ def test_key_block_loop_shuffles_only_for_the_row_max(D, causal):
     only for the row max: 2 rows per thread x 2 butterfly steps (summing every block would take 8)."""
     from tirxpy.lower.build import ToolchainError
 
-    k = tirxpy.compile(attention_sm90(2, 16, 16, 4096, 4096, D, causal=causal), arch="sm_90a")
+    k = tirxpy.compile(_long(D, causal), arch="sm_90a")
     try:
         lines = k.sass.splitlines()
     except ToolchainError:
@@ -88,13 +96,18 @@ def test_key_block_loop_shuffles_only_for_the_row_max(D, causal):
 
 def test_fold_cuts_the_loops_descriptor_arithmetic_in_sass():
     """``FOLD`` (the head-dim-256 causal default) builds each wgmma descriptor with one uniform add: the
-    key-block loop's uniform-datapath instructions drop by more than two per wgmma."""
+    key-block loop's uniform-datapath instructions drop by more than two per wgmma. The folded kernel is the
+    default build of test_compiles_for_sm90a_without_spills's (256, causal, 1024) shape, built once per
+    process (batch and head grouping do not change the loop body)."""
     import re
 
     from tirxpy.lower.build import ToolchainError
 
+    assert plan(2, 16, 4, 1024, 1024, 256, causal=True)["fold"] is True
+
     def loop(fold):
-        k = tirxpy.compile(attention_sm90(32, 16, 16, 1024, 1024, 256, causal=True, FOLD=fold), arch="sm_90a")
+        kw = {} if fold else dict(FOLD=False)          # FOLD=True: the default
+        k = tirxpy.compile(attention_sm90(2, 16, 4, 1024, 1024, 256, causal=True, **kw), arch="sm_90a")
         try:
             lines = k.sass.splitlines()
         except ToolchainError:
