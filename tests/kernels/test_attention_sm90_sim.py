@@ -121,13 +121,20 @@ def test_trim_sim_matches_float64(B, H, HKV, SQ, SK, BN, kw):
 
 @pytest.mark.parametrize("B,H,HKV,SQ,SK,BN,kw", [
     (2, 3, 1, 260, 260, 32, dict(sms=5)),                    # 3 query tiles: a lone middle tile in pairs and tail
-    (2, 2, 1, 520, 520, 64, dict(sms=3)),                    # 5 query tiles, chained
+    (1, 2, 1, 520, 520, 64, dict(sms=3)),                    # 5 query tiles, chained
     (1, 4, 2, 512, 400, 64, dict(sms=3, CHAIN=False)),       # GQA, SK < SQ
-    (2, 2, 1, 384, 384, 64, dict(sms=2, OSTAGE="kv", PINGPONG=False, TRIM=True, CHAIN=False)),
+    (1, 2, 1, 384, 384, 64, dict(sms=2, OSTAGE="kv", PINGPONG=False, TRIM=True, CHAIN=False)),
 ])
 def test_causal_tail_sim_matches_float64(B, H, HKV, SQ, SK, BN, kw):
     """``TAIL``: persistent causal CTAs walk pairs of query tiles, then the last pairs' tiles one by one,
-    heaviest first, in rounds alternating direction over the CTAs."""
+    heaviest first, in rounds alternating direction over the CTAs.
+
+    Each case has pairs before the tail (``causal_tail``'s ``S0 > 0``) and dealt tiles after it: 3 query tiles
+    (a lone middle one) over 5 CTAs, 12 dealt tiles in 2 rounds and a remainder, two batches (the batch of a
+    dealt tile); 5 query tiles over 3 CTAs, chained, 5 dealt tiles in one round and a remainder dealt in
+    reverse; 4 query tiles (even: no lone tile), grouped heads, SK < SQ, 12 dealt tiles in 4 rounds; 3 query
+    tiles over 2 CTAs with TRIM and O over K / V, 3 dealt tiles in one round and a reversed remainder. One
+    batch where a second would only add pairs before the tail (the same dealt rounds)."""
     g = torch.Generator().manual_seed(int(torch.randint(0, 2**31 - 1, (1,))))
     kern = attention_sm90(B, H, HKV, SQ, SK, 64, causal=True, BN=BN, STAGES=2, NC=2, PERSIST=True, TAIL=True, **kw)
     q, k, v = (torch.randn(B, n, h, 64, generator=g).bfloat16() for n, h in ((SQ, H), (SK, HKV), (SK, HKV)))
