@@ -76,3 +76,25 @@ def test_an_index_holding_a_mod_keeps_its_value_inside_the_layouts_mod():
                   ranges=lambda x: (0, 127) if x is lane else None)
     for v in range(16):
         assert eval(str(e).replace("l", str(v))) == 2 * (v % 4), (str(e), v)
+
+
+def test_layout_m_is_memoized_by_layout_value_and_keeps_each_variant_apart():
+    """layout_m (the index-free part of element_m) is computed once per (layout value, shape, swizzle, axis):
+    an equal layout built anew hits the entry; swizzle on / off and another shape are entries of their own,
+    each equal to the expression computed without the memo."""
+    from tirxpy.layout.atoms import mma_smem_layout
+    from tirxpy.lower.codegen import address as A
+
+    A._LAYOUT_M.clear()
+    L = mma_smem_layout(64, 64, "bfloat16", "K", 128)
+    on, off = A.layout_m(L, (64, 64)), A.layout_m(L, (64, 64), swizzle=False)
+    assert on != off and on.has(A.bitxor) and not off.has(A.bitxor)
+    assert A.layout_m(mma_smem_layout(64, 64, "bfloat16", "K", 128), (64, 64)) is on     # equal value: one entry
+    assert len(A._LAYOUT_M) == 2
+    A._LAYOUT_M.clear()
+    assert A.layout_m(L, (64, 64)) == on and A.layout_m(L, (64, 64), swizzle=False) == off
+    i, j = Var("i"), Var("j")
+    assert str(element_m(L, (64, 64), [i, j])) == "i * 64 + j ^ i % 8 * 8"      # through the memo, twice
+    assert str(element_m(L, (64, 64), [j, i])) == "j * 64 + i ^ j % 8 * 8"
+    T = TileLayout(S[(4, 8) : (8, 1)])
+    assert str(A.layout_m(T, (4, 8))) == "8*_c0 + _c1" and str(A.layout_m(T, (32,))) != str(A.layout_m(T, (4, 8)))

@@ -185,6 +185,37 @@ def _coords(shape):
     return syms, {s: (0, n - 1) for s, n in zip(syms, shape)}
 
 
+_LAYOUT_M: dict = {}
+
+
+def layout_m(layout, shape: tuple, swizzle: bool = True, axis: str = "m"):
+    """The ``axis`` coordinate of element ``(_c0, _c1, ...)`` of a tile of ``shape`` (a
+    :class:`~tirxpy.layout.TileLayout` or a ``swizzle_inner`` :class:`~tirxpy.layout.ComposeLayout`) as a sympy
+    expression of the coordinate symbols of :func:`_coords`, tightened with their bounds: the part of
+    :func:`element_m` that does not depend on the indices. Memoized by the layout's value (layouts compare by
+    structure and are immutable; a kernel addresses a few tiles thousands of times).
+
+        >>> from tirxpy.layout import S
+        >>> layout_m(TileLayout(S[(4, 8) : (8, 1)]), (4, 8))
+        8*_c0 + _c1
+    """
+    key = (type(layout), layout, shape, bool(swizzle), axis)
+    hit = _LAYOUT_M.get(key)
+    if hit is not None:
+        return hit
+    syms, b = _coords(shape)
+    if isinstance(layout, ComposeLayout):
+        pre = layout.tile_layout.apply(*syms, shape=shape).get(axis, 0)
+        m = layout.swizzle.apply(tighten(sympy.sympify(pre), b)) if swizzle and axis == layout.swizzle.axis.name else pre
+    else:
+        m = layout.apply(*syms, shape=shape).get(axis, 0)
+    m = tighten(sympy.sympify(m), b)
+    if len(_LAYOUT_M) >= 4096:
+        _LAYOUT_M.clear()
+    _LAYOUT_M[key] = m
+    return m
+
+
 def element_m(layout, shape, indices, *, swizzle: bool = True, ranges=None, axis: str = "m", span=None, units=None):
     """IR expression of the ``axis`` coordinate of element ``indices`` of a tile of ``shape``.
 
@@ -206,13 +237,9 @@ def element_m(layout, shape, indices, *, swizzle: bool = True, ranges=None, axis
             raise CodegenError(f"layout {layout!r} swizzles the logical index (swizzle_inner=False); codegen "
                                "addresses swizzles of the memory coordinate only", span,
                                hint="build the ComposeLayout with swizzle_inner=True (the shared-memory swizzle)")
-        pre = layout.tile_layout.apply(*syms, shape=shape).get(axis, 0)
-        m = layout.swizzle.apply(tighten(sympy.sympify(pre), b)) if swizzle and axis == layout.swizzle.axis.name else pre
-    elif isinstance(layout, TileLayout):
-        m = layout.apply(*syms, shape=shape).get(axis, 0)
-    else:
+    elif not isinstance(layout, TileLayout):
         raise CodegenError(f"cannot address elements through a {type(layout).__name__}", span)
-    m_layout = tighten(sympy.sympify(m), b)
+    m_layout = layout_m(layout, shape, swizzle, axis)
     m, table, back = _substituted(m_layout, syms, indices, b, ranges, atomize=False)
     if _nonaffine(m):       # sympy rewrote a Mod of an index term wrongly (_atomize): again, with atoms
         m, table, back = _substituted(m_layout, syms, indices, b, ranges, atomize=True)
