@@ -97,3 +97,19 @@ def test_unnamed_thread_axes_are_free_named_ones_pinned():
     assert sorted(thread_fragment(ext1, (4, 8), ThreadSet.full(64)).holders) == [0, 32]
     with pytest.raises(FragmentError, match="puts 8 elements on one laneid at stride 0"):
         thread_fragment(TileLayout(S[(4, 8) : (1 @ laneid, 0 @ laneid)]), (4, 8), ThreadSet.full(64))
+
+
+def test_the_owner_table_check_is_memoized_by_layout_value_and_thread_set():
+    """thread_fragment checks its closed form against the owner table once per (layout value, shape, thread
+    set, pins): an equal layout built anew reuses the entry and gives the same fragment; another thread set
+    is checked on its own."""
+    from tirxpy.primitives import fragment as F
+
+    F._CHECKED.clear()
+    warp = ThreadSet(32, range(32))
+    a = thread_fragment(TileLayout(S[(32, 4) : (1 @ laneid, 1 @ m)]), (32, 4), warp)
+    b = thread_fragment(TileLayout(S[(32, 4) : (1 @ laneid, 1 @ m)]), (32, 4), warp)
+    assert len(F._CHECKED) == 1
+    assert (a.slots, a.const_coords, a.holders) == (b.slots, b.const_coords, b.holders) and len(a.holders) == 32
+    c = thread_fragment(TileLayout(S[(32, 4) : (1 @ laneid, 1 @ m)]), (32, 4), ThreadSet(64, range(64)))
+    assert len(F._CHECKED) == 2 and c.holders == frozenset(range(64))     # no warpid: both warps hold the tile

@@ -256,8 +256,25 @@ def _guard_terms(G, axes) -> list:
     return out
 
 
-def _check(frag, layout, shape, threads, pinned=None) -> set:
-    """Brute force: every active thread's closed-form slots agree with the owner table."""
+_CHECKED: dict = {}
+
+
+def _check(frag, layout, shape, threads, pinned=None) -> frozenset:
+    """Brute force: every active thread's closed-form slots agree with the owner table; returns the threads
+    that hold elements. ``frag`` is :func:`thread_fragment`'s, a function of ``(layout, shape)``, so a layout
+    that passed for a thread set and pins is not checked again (memoized by layout value: layouts compare by
+    structure and are immutable; a kernel's element-wise calls reuse a few register tiles many times)."""
+    key = (type(layout), layout, tuple(shape), frozenset(threads.tids), tuple(sorted((pinned or {}).items())))
+    hit = _CHECKED.get(key)
+    if hit is None:
+        hit = frozenset(_check_all(frag, layout, shape, threads, pinned))
+        if len(_CHECKED) >= 4096:
+            _CHECKED.clear()
+        _CHECKED[key] = hit
+    return hit
+
+
+def _check_all(frag, layout, shape, threads, pinned=None) -> set:
     names, t = layout.owner_table()
     holds: dict = {}
     thread_axes = [a for a in names if a != "m"]

@@ -65,9 +65,14 @@ def register_fragment(ctx, tile):
         fail(f"{tile.name}: {e.reason}")
 
 
+_MAPS: dict = {}     # (dst layout, shape, pins, operand layout, shape, pins, thread ids) -> the operand's map
+
+
 def slot_map(ctx, dst, operands):
     """``(frag, maps)``: ``maps[j][k]`` is the slot of ``operands[j]`` read by destination slot
-    ``frag.slots[k]`` (``None`` entries in ``operands`` are scalars and get ``None``)."""
+    ``frag.slots[k]`` (``None`` entries in ``operands`` are scalars and get ``None``). A map is a function
+    of the two tiles' layouts, shapes and pinned axes and of the active threads, so one that was built
+    (every check passed) is reused for the same values (layouts compare by structure)."""
     frag = register_fragment(ctx, dst)
     maps = []
     for op in operands:
@@ -78,10 +83,16 @@ def slot_map(ctx, dst, operands):
         why = broadcast_shape_ok(dst, op)
         if why:
             fail(why)
-        axes, idx, owners = _owner_index(op)
         from ..fragment import pinned_axes
 
         pin = pinned_axes(op)
+        memo = (dst.layout, dst.shape, tuple(sorted(pinned_axes(dst).items())), op.layout, op.shape,
+                tuple(sorted(pin.items())), ctx.threads.tids)
+        hit = _MAPS.get(memo)
+        if hit is not None:
+            maps.append(list(hit))
+            continue
+        axes, idx, owners = _owner_index(op)
         per_slot = [None] * frag.nslots
         for tid in sorted(ctx.threads.tids):
             ids = thread_ids(tid)
@@ -105,6 +116,9 @@ def slot_map(ctx, dst, operands):
                     fail(f"{op.name}: the element that {dst.name} slot {frag.slots[k]} reads sits in slot "
                          f"{per_slot[k][0]} of thread {per_slot[k][1]} but slot {s} of thread {tid}")
         maps.append([p[0] if p else None for p in per_slot])
+        if len(_MAPS) >= 4096:
+            _MAPS.clear()
+        _MAPS[memo] = tuple(maps[-1])
     return frag, maps
 
 
