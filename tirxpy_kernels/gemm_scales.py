@@ -14,9 +14,10 @@ scales, never the FP8 operands. Three scalings (:data:`tirxpy_kernels.gemm_plan.
   row scales into the stage next to the operands (:func:`load_block_scales`). Each consumer warp holds
   B's scales of its tile's column blocks (:attr:`~tirxpy_kernels.gemm_plan.GemmPlan.scale_cols`) for
   windows of 32 k-blocks, one k-block per lane, loaded a window ahead (:func:`load_b_window`); it runs the
-  k-block's wgmma in column parts into scratch accumulators, and once a part is waited for multiplies its rows' scales of the k-block from the
-  stage by B's (:func:`stage_row_scales`) and adds the part, times those scales, into the float32 tile
-  (:func:`promote`): partial sums leave the FP8 wgmma's narrow accumulator every 128 of K.
+  k-block's wgmma in column parts into scratch accumulators, and once a part is waited for multiplies its
+  rows' scales of the k-block from the stage by B's (:func:`stage_row_scales`) and adds the part, times those
+  scales, into the float32 tile (:func:`promote`): partial sums leave the FP8 wgmma's narrow accumulator every
+  128 of K.
 
 A ``(64, 1)`` column of row scales is held the way the wgmma accumulator holds its rows
 (:func:`row_layout`: rows ``16 w + 8 h + lane / 4`` in slot ``h``, replicated over ``lane % 4``), so

@@ -277,8 +277,7 @@ def block_retire(P, ring, acc, tmp, SC, i, c, n0, k, l, p, pending):
     """Block scaling: wait until part ``p`` of k-block ``k`` (the pass's ``l``-th; ``tmp``) is done with ``pending``
     later groups still running. The first part reads the k-block's scales (:func:`~tirxpy_kernels.gemm_scales.
     stage_row_scales`); the last one releases the stage (each warp read its rows' scales from it), and after its
-    promotion, at the end of a window of 32 k-blocks, moves on to the next window of B's scales
-    (:func:`~tirxpy_kernels.gemm_scales.advance_b_window`)."""
+    promotion advances the window of B's scales (:func:`~tirxpy_kernels.gemm_scales.advance_b_window`)."""
     Tx.wg.gemm_wait(pending, tmp)
     g = i * P.k_blocks + k
     if p == 0:
@@ -293,9 +292,9 @@ def block_retire(P, ring, acc, tmp, SC, i, c, n0, k, l, p, pending):
 
 @T.macro
 def block_pass(P, ring, acc, tmps, SC, As, Bs, i, n0, c, k0, nb):
-    """Block scaling: ``nb`` k-blocks from ``k0``, part by part. With two scratch accumulators each part's wgmma is issued before the previous part is waited for and
-    promoted, and the pass ends with every wgmma waited for; with one, each part is issued, waited for and
-    promoted in turn."""
+    """Block scaling: ``nb`` k-blocks from ``k0``, part by part. With two scratch accumulators each part's wgmma
+    is issued before the previous part is waited for and promoted, and the pass ends with every wgmma waited
+    for; with one, each part is issued, waited for and promoted in turn."""
     units = P.pass_units(nb)
     for j, (l, p) in enumerate(units):
         block_issue(P, ring, tmps[j % P.part_bufs], As, Bs, i, c, k0 + l, p)
