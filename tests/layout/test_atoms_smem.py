@@ -147,3 +147,22 @@ def test_operand_size_and_shape_checks():
         smem_descriptor_strides(L, "bf16", shape=(64.5, 64))
     with pytest.raises(LayoutError, match="shape must be the \\(mn, k\\) pair"):
         smem_descriptor_strides(L, "bf16", shape=(4096,))
+
+
+def test_descriptor_strides_are_kept_per_layout_value_and_refusals_are_not():
+    """smem_descriptor_strides answers an equal layout (built anew) from its memo, keeps dtype / major / shape
+    apart, and refuses bad arguments every time."""
+    from tirxpy.layout.atoms import smem
+
+    smem._STRIDES.clear()
+    a = smem.smem_descriptor_strides(mma_smem_layout(64, 64, "bf16", "K", 128), "bf16", "K", (64, 64))
+    b = smem.smem_descriptor_strides(mma_smem_layout(64, 64, "bf16", "K", 128), "bf16", "K", [64, 64])
+    assert a is b and len(smem._STRIDES) == 1 and (a.swizzle, a.sbo) == (128, 1024)
+    c = smem.smem_descriptor_strides(mma_smem_layout(64, 16, "bf16", "MN", 0), "bf16", "MN")
+    assert c == SmemStrides(major="MN", swizzle=0, lbo=1024, sbo=128) and len(smem._STRIDES) == 2
+    for _ in range(2):
+        with pytest.raises(LayoutError, match="shape must be the"):
+            smem.smem_descriptor_strides(mma_smem_layout(64, 64, "bf16", "K", 128), "bf16", "K", "ab")
+        with pytest.raises(LayoutError, match="shape must be the"):
+            smem.smem_descriptor_strides(mma_smem_layout(64, 64, "bf16", "K", 128), "bf16", "K", 64)
+    assert len(smem._STRIDES) == 2

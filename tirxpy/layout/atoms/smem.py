@@ -133,6 +133,9 @@ def _mode_of(layout, dtype, T):
     )
 
 
+_STRIDES: dict = {}
+
+
 def smem_descriptor_strides(layout, dtype, major: str = "K", shape=None) -> SmemStrides:
     """Leading / stride byte offsets and swizzle mode the matrix descriptor needs, read off
     ``layout`` (a layout of the logical ``(mn, k)`` operand tile).
@@ -146,7 +149,26 @@ def smem_descriptor_strides(layout, dtype, major: str = "K", shape=None) -> Smem
         >>> L = mma_smem_layout(64, 16, "bf16", "MN", 0)
         >>> smem_descriptor_strides(L, "bf16", "MN")
         SmemStrides(major='MN', swizzle=0, lbo=1024, sbo=128)
+
+    A result is kept per (layout value, dtype, major, shape): layouts compare by structure and are
+    immutable, and a kernel asks for the same few operand tiles' strides at every descriptor.
     """
+    try:
+        key = (type(layout), layout, dtype, major, None if shape is None else tuple(shape))
+        hit = _STRIDES.get(key)
+    except TypeError:       # an unhashable argument: checked (and refused) below
+        key = hit = None
+    if hit is not None:
+        return hit
+    out = _descriptor_strides(layout, dtype, major, shape)
+    if key is not None:
+        if len(_STRIDES) >= 4096:
+            _STRIDES.clear()
+        _STRIDES[key] = out
+    return out
+
+
+def _descriptor_strides(layout, dtype, major, shape) -> SmemStrides:
     bits, T = _params(dtype, 0, major)
     nbytes = bits // 8
     mode, tile = _mode_of(layout, dtype, T)
