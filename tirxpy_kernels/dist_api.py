@@ -158,12 +158,12 @@ def all_gather_gemm(a_shard, b, group=None, *, out=None, sms=None):
 
 def gemm_reduce_scatter(a, b_shard, group=None, *, out=None, sms=None):
     """This rank's rows of ``sum_r a_r @ b_shard_r`` (``a`` holds this rank's ``K`` shard of the columns): one
-    persistent kernel per rank pushes each finished tile's partial sums to the rank owning its rows and sums the
-    partials of its own rows as they arrive (:mod:`tirxpy_kernels.dist_rs_gemm`). Returns ``out`` (a new
-    ``(M / world, N)`` bf16 tensor when None)."""
+    persistent kernel per rank computes the peer's rows first and pushes their partial sums into the peer's
+    receive buffer, then its own rows, adding the peer's partial of each tile in its epilogue
+    (:mod:`tirxpy_kernels.dist_rs_gemm`). Returns ``out`` (a new ``(M / world, N)`` bf16 tensor when None)."""
     import torch
 
-    from .dist_rs_gemm import rs_gemm, rs_need
+    from .dist_rs_gemm import rs_gemm, shard_tile_rows
 
     group, me, world = _group(group)
     _tensor(a, "a", "(M, K / world)")
@@ -180,17 +180,14 @@ def gemm_reduce_scatter(a, b_shard, group=None, *, out=None, sms=None):
     B, b_major = _b_operand(b_shard, "b_shard")
     BN = _tile_n(N)
     sms = sms or torch.cuda.get_device_properties(a.device).multi_processor_count
-    rows = -(-M // 128)
+    ms = M // world
     key = ("rs", getattr(group, "group_name", str(id(group))), M, N, BN, a.device.index)
-    buf = _buffers(key, group, me, [("r", (world, M, N), torch.bfloat16), ("flags", (world, rows), torch.uint32),
+    buf = _buffers(key, group, me, [("r", (ms, N), torch.bfloat16),
+                                    ("flags", (shard_tile_rows(M, world), -(-N // BN)), torch.uint32),
                                     ("sig", (world,), torch.uint32)])
-    if "need" not in buf.mine:
-        buf.mine["need"] = torch.from_numpy(rs_need(M, world, -(-N // BN), me)).to(a.device)
-        buf.mine["bias"] = torch.zeros(1, 1, dtype=torch.bfloat16, device=a.device)
     buf.epoch += 1
-    out = _out(out, (M // world, N), a, "gemm_reduce_scatter")
+    out = _out(out, (ms, N), a, "gemm_reduce_scatter")
     ck = compiled(rs_gemm(M, N, K, me=me, world=world, BN=BN, b_major=b_major, sms=sms), ARCH)
-    r = buf.mine["r"]
-    ck(a, B, buf.mine["bias"], out, r[me], buf.peer["r"][me], r[0], r[1], buf.mine["flags"], buf.peer["flags"],
-       buf.mine["sig"], buf.peer["sig"], buf.mine["need"], buf.epoch)
+    ck(a, B, out, buf.mine["r"], buf.peer["r"], buf.mine["flags"], buf.peer["flags"], buf.mine["sig"], buf.peer["sig"],
+       buf.epoch)
     return out

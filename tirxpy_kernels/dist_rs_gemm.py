@@ -1,30 +1,32 @@
 """GEMM + reduce-scatter over NVLink peers, one persistent kernel per rank: rank ``r`` holds ``A_r (M, Kr)``
-and ``B_r (Kr, N)`` (a shard of ``K``) and gets rows ``r Ms .. r Ms + Ms - 1`` of ``sum_q A_q @ B_q``.
+and ``B_r (Kr, N)`` (a shard of ``K``) and gets rows ``r Ms .. r Ms + Ms - 1`` of ``sum_q A_q @ B_q``
+(``Ms = M / world``).
 
-Built on the Hopper GEMM's parts (:mod:`tirxpy_kernels.gemm_sm90`: its producer, stage loads and k-loop,
-unchanged) with its own epilogue and a reducing role:
+Built on the Hopper GEMM's parts (:mod:`tirxpy_kernels.gemm_sm90`: its stage loads, wgmma issue ``mma`` and
+deferred store rounds ``store_round``, unchanged) with its own tile walk and epilogue:
 
-- **consumers** (warpgroups 1, 2) run the GEMM's k-loop over every tile of ``A_r @ B_r``; each 64-row half
-  of a finished tile is converted to bf16, staged in shared memory and TMA-stored into the receive buffer of
-  the rank that owns those rows (``R_src``, one ``(M, N)`` buffer per source rank on every rank: the
-  owner's, over NVLink, or this rank's own). Once its stores completed (``cp.async.bulk.wait_group 0``),
-  the half is counted in on the owner's flag ``F[me, tile_row]`` (``red.release.sys`` / ``.gpu``). A half
-  that straddles two shards (ragged ``M``) goes to both owners; the reducers read only their own rows.
-- **reducers** (warps 1..3 of warpgroup 0, every CTA) take pieces of this rank's rows; a piece waits until
-  every source's halves of its tile row are in (``Need[q, tile_row] * epoch``, acquire at system scope),
-  then writes ``OUT = R_0 + R_1`` (float32 sum of the two bf16 partials, 8 columns per lane).
-- before its first push a consumer waits until the peer started this call (``G[peer] >= epoch``): the peer
-  has then finished reducing the previous call's partials out of the buffers being overwritten.
+- **the walk**: each shard's rows are tiled from the shard's first row (``tr = ceil(Ms / 128)`` tile rows per
+  shard, so no tile straddles two shards), and each rank walks the *peer's* tile rows first, then its own, in
+  the GEMM's grouped order over those ``2 tr`` rows. Both ranks walk the rows of one shard in the same order,
+  so the peer computes a tile of this rank's rows about half a GEMM before this rank needs it.
+- **a peer tile**: its partial sum (bf16) is stored by the deferred rounds under the next tile's k-loop, by
+  TMA, straight into the peer's receive buffer ``R`` (``(Ms, N)``, shard-local rows) over NVLink; after that
+  k-loop (the stores long complete, ``cp.async.bulk.wait_group 0``) the consumer counts its half in on the
+  peer's flag ``F[tile]`` (``red.release.sys``; two halves per tile and call). No consumer waits for NVLink.
+- **an own tile**: during its k-loop (after the previous tile's store rounds have freed the staging
+  registers) the consumer waits until ``F[tile] >= 2 epoch`` (acquire at system scope, every thread) and
+  loads the peer's partial from its own ``R`` into registers; after the k-loop it adds it to the float32
+  accumulator and the deferred rounds store the sum into ``OUT``. Nothing is reduced after the GEMM, and
+  partial sums cross HBM once (written by the peer, read once).
+- before its first push a consumer waits until the peer started this call (``G[peer] >= epoch``): the peer is
+  past the previous call's reads of the buffer being overwritten. Flags only grow (``2 epoch`` after call
+  ``epoch``), so nothing is reset between calls.
 
-The ranks walk the tiles in the same order, so the tiles one rank pushes arrive while both keep computing,
-and a tile row is reduced as soon as both partials are in: the reduction trails the GEMM by about one tile
-row.
-
-    >>> from tirxpy_kernels.dist_rs_gemm import rs_gemm, rs_need
-    >>> rs_need(200, 2, 2, me=1).tolist()   # Ms = 100: rows 64..127 straddle, so rank 1 gets one half of row 0
-    [[2, 4], [2, 4]]
+    >>> from tirxpy_kernels.dist_rs_gemm import rs_gemm, shard_tile_rows
+    >>> shard_tile_rows(200, 2), shard_tile_rows(512, 2)     # Ms = 100: one tile row; Ms = 256: two
+    (1, 2)
     >>> [p.name for p in rs_gemm(200, 256, 128, me=0, BN=128, STAGES=2, sms=2).params][:5]
-    ['A', 'B', 'Bias', 'OUT', 'RL']
+    ['A', 'B', 'OUT', 'RL', 'RP']
 """
 from __future__ import annotations
 
@@ -40,171 +42,185 @@ from tirxpy.lang.schedule import tiles_of_unit
 from tirxpy.layout import S, TileLayout, rank
 from tirxpy.layout.atoms import wgmma_accumulator
 
-from .dist_ag_gemm import MOVERS, check_world, piece_rows
+from .dist_ag_gemm import check_world
 from .errors import KernelConfigError
 from .gemm_plan import BM, CONSUMER_REGS, PRODUCER_REGS, THREADS, TARGET, kernel_plan
-from .gemm_scales import Scales
-from .gemm_sm90 import k_loop, operand_shapes, producer, staging_layout, staging_shape, tile_at
+from .gemm_sm90 import load_stage, mma, operand_shapes, staging_layout, staging_shape, store_round, tile_at
 
-DROPS = ("flag_wait", "store_wait")
-VEC = 8             # bf16 columns a reducer lane adds at once (16 bytes)
-
-
-def _owners(r0, M, ms):
-    """Ranks owning the first and the last row of the 64-row half starting at row ``r0`` (None: no row < M)."""
-    if r0 >= M:
-        return None
-    return r0 // ms, (min(r0 + 63, M - 1)) // ms
+DROPS = ("flag_wait", "push_wait", "peer_signal")
+HALVES = 2          # consumer halves counted on a tile's flag per call
 
 
-def rs_need(M: int, world: int, tile_cols: int, me: int) -> np.ndarray:
-    """``Need[q, t]``: the tile halves source ``q`` stores into rank ``me``'s rows of tile row ``t`` (every
-    source computes every tile, so the rows of the table are equal)."""
-    ms = M // world
-    rows = -(-M // BM)
-    need = np.zeros((world, rows), np.uint32)
-    for t in range(rows):
-        for h in range(2):
-            o = _owners(t * BM + 64 * h, M, ms)
-            if o is not None and me in o:
-                need[:, t] += tile_cols
-    return need
+def shard_tile_rows(M: int, world: int) -> int:
+    """Tile rows per shard, ``ceil((M / world) / 128)``: each shard's rows are tiled from its own first row."""
+    return -(-(M // world) // BM)
+
+
+def rs_tile(P, t, me, tr, ms):
+    """``(a0, l0, n0, own)`` of walk tile ``t``: ``a0`` its first row of ``A``, ``l0`` the same row in its
+    shard (the row of ``OUT`` / ``R``), ``n0`` its first column, ``own`` whether the shard is rank ``me``'s.
+    Walk rows ``0 .. tr - 1`` are the peer's shard, ``tr .. 2 tr - 1`` this rank's (each in shard order).
+
+        >>> P = rs_plan(512, 256, 64, BN=256, sms=2)     # Ms = 256: two tile rows per shard, one column
+        >>> [rs_tile(P, t, 0, 2, 256) for t in range(4)]         # rank 0: rank 1's rows, then its own
+        [(256, 0, 0, False), (384, 128, 0, False), (0, 0, 0, True), (128, 128, 0, True)]
+    """
+    m0, n0, _wide = tile_at(P, t, 0)
+    wrow = m0 // BM
+    own = wrow >= tr
+    l0 = _select(own, wrow - tr, wrow) * BM
+    a0 = _select(own, me * ms, (1 - me) * ms) + l0
+    return a0, l0, n0, own
+
+
+def _select(cond, a, b):
+    """``T.select`` on device expressions, plain Python on a Python bool (the walk evaluated on the host)."""
+    if isinstance(cond, bool):
+        return a if cond else b
+    return T.select(cond, a, b)
 
 
 @T.macro
-def rs_consumer(P, ring, acc, out, As, Bs, Cs, RL, RP, FL, FP, GL, epoch, unit, n_tiles, c, me, ms):
-    """Consumer ``c``: the k-loop of each tile, then its 64-row half pushed to the owner(s), counted in."""
-    peer = 1 - me
+def rs_producer(P, ring, A, B, As, Bs, unit, n_tiles, me, tr, ms):
+    """One thread: every k-block of every tile of the CTA (the walk of :func:`rs_tile`), through the ring."""
+    for i in T.serial(n_tiles):
+        a0, _l0, n0, _own = rs_tile(P, unit + i * P.units, me, tr, ms)
+        for k in T.serial(P.k_blocks):
+            g = i * P.k_blocks + k
+            ring.wait_empty(g)
+            ring.expect_bytes(g, P.stage_bytes)
+            load_stage(P, A, B, As, Bs, ring.full, ring.stage(g), a0, n0, k * P.BK, 0)
+
+
+@T.macro
+def fetch_partial(P, RL, FL, pk, c, l0, n0, epoch, ms):
+    """Own tile at ``(l0, n0)``: wait (every thread, acquire at system scope) until the peer's two halves of it
+    are in, then load consumer ``c``'s 64 rows of the peer's partial into ``pk`` (rows past the shard read 0)."""
+    if P.drop != "flag_wait":
+        T.ptx.wait_geq_sys_u32(FL[l0 // BM, n0 // P.BN], T.uint32(HALVES) * epoch)
+    # the starts written out (a macro's local name is a variable of unknown divisibility): 4-byte vectors; edge
+    # guards only where the shard or N ends inside a tile
+    Tx.wg.copy(pk, RL[(l0 // BM) * BM + c * 64:(l0 // BM) * BM + c * 64 + 64, (n0 // P.BN) * P.BN:(n0 // P.BN) * P.BN + P.BN],
+               guard=ms % BM != 0 or P.N % P.BN != 0)
+
+
+@T.macro
+def rs_round(P, Cs, OUT, RP, pk, t, j, c, l0, n0, own):
+    """Deferred round ``j`` of the CTA's ``t``-th tile (values in ``pk``): into ``OUT`` (own tile) or the peer's
+    receive buffer (peer tile), at the tile's shard-local row ``l0``."""
+    if own:
+        store_round(P, OUT, Cs, pk, t, j, c, l0, n0, True)
+    else:
+        store_round(P, RP, Cs, pk, t, j, c, l0, n0, True)
+
+
+@T.macro
+def signal_half(P, FP, c, l0, n0):
+    """Consumer ``c``'s half of the peer tile at ``(l0, n0)``, stored earlier: once its TMA stores completed
+    (``cp.async.bulk.wait_group 0``: every store this thread issued so far), count it in on the peer's flag."""
+    if T.thread_id_in_wg() == 0:
+        if P.drop != "push_wait":
+            T.ptx.bulk_wait_group(0)
+        T.ptx.fence_proxy_async()
+        if P.drop != "peer_signal":
+            T.ptx.red_release_sys_add_u32(FP[l0 // BM, n0 // P.BN], T.uint32(1))
+
+
+@T.macro
+def k_step(P, ring, acc, As, Bs, i, c, k):
+    """K-block ``k`` of the CTA's ``i``-th tile: wait for its stage, issue its wgmma, release the previous stage."""
+    g = i * P.k_blocks + k
+    ring.wait_full(g)
+    mma(P, acc, As, Bs, ring.stage(g), c * 64, k, P.kloop_wait, P.BN)
+    if c == 0:      # the stagger: consumer 1 waits for consumer 0's first k-block
+        if i == 0:
+            if k == 0:
+                T.ptx.barrier_arrive(5, 256)
+    if k > 0:       # the previous k-block's wgmma is done with its stage
+        if T.thread_id_in_wg() == 0:
+            ring.release(g + P.stages - 1)
+
+
+@T.macro
+def rs_k_loop(P, ring, acc, pk, As, Bs, Cs, OUT, RL, RP, FL, FP, i, c, pl0, pn0, pown, l0, n0, own, epoch, ms):
+    """Consumer ``c``'s k-loop over the CTA's ``i``-th tile: round ``j`` of tile ``i - 1`` (in ``pk``) is stored
+    under k-block ``j`` (those k-blocks unrolled); then an own tile's peer partial is fetched into ``pk`` (between
+    two loops, so no address of it is kept live across one) and the other k-blocks run."""
+    for k in range(min(P.rounds, P.k_blocks)):
+        k_step(P, ring, acc, As, Bs, i, c, k)
+        if i > 0:
+            rs_round(P, Cs, OUT, RP, pk, i - 1, k, c, pl0, pn0, pown)
+    if P.k_blocks > P.rounds:
+        if own:
+            if i > 0:       # a peer tile's half is counted in before any wait (no two ranks wait on each other)
+                if not pown:
+                    signal_half(P, FP, c, pl0, pn0)
+            fetch_partial(P, RL, FL, pk, c, l0, n0, epoch, ms)
+        for k in T.serial(P.rounds, P.k_blocks):
+            k_step(P, ring, acc, As, Bs, i, c, k)
+
+
+@T.macro
+def rs_consumer(P, ring, acc, pk, As, Bs, Cs, OUT, RL, RP, FL, FP, GL, epoch, unit, n_tiles, c, me, tr, ms):
+    """Consumer ``c`` (rows ``64 c ..`` of each tile): k-loop, the peer's partial added to an own tile, the tile
+    converted into ``pk`` and stored under the next tile's k-loop; a peer tile's half counted in after it."""
     if c == 1:          # the GEMM's stagger (named barrier 5), once per CTA
         T.ptx.barrier_sync(5, 256)
     elif n_tiles == 0:
         T.ptx.barrier_arrive(5, 256)
     if T.thread_id_in_wg() == 0:
-        T.ptx.wait_geq_sys_u32(GL[peer], epoch)          # the peer is past the last call's reduction
+        T.ptx.wait_geq_sys_u32(GL[1 - me], epoch)          # the peer is past the last call's reads of R
     for i in T.serial(n_tiles):
-        m0, n0, _wide = tile_at(P, unit + i * P.units, 0)
-        k_loop(P, ring, acc, As, Bs, RL, Cs, acc, i, c, 0, 0, True, P.BN)
+        _a0, l0, n0, own = rs_tile(P, unit + i * P.units, me, tr, ms)
+        _pa0, pl0, pn0, pown = rs_tile(P, unit + (i - 1) * P.units, me, tr, ms)
+        rs_k_loop(P, ring, acc, pk, As, Bs, Cs, OUT, RL, RP, FL, FP, i, c, pl0, pn0, pown, l0, n0, own, epoch, ms)
+        for j in range(P.k_blocks, P.rounds):       # rounds left over when a tile has fewer k-blocks than rounds
+            if i > 0:
+                rs_round(P, Cs, OUT, RP, pk, i - 1, j, c, pl0, pn0, pown)
+        if i > 0:       # the previous tile's stores had this whole k-loop to complete: count them in now
+            if not pown:
+                if P.k_blocks <= P.rounds:
+                    signal_half(P, FP, c, pl0, pn0)
+                elif not own:           # (an own tile counted it in before its fetch)
+                    signal_half(P, FP, c, pl0, pn0)
+        if P.k_blocks <= P.rounds:
+            if own:
+                fetch_partial(P, RL, FL, pk, c, l0, n0, epoch, ms)
         Tx.wg.gemm_wait(0, acc)
         if T.thread_id_in_wg() == 0:
             ring.release(i * P.k_blocks + P.k_blocks - 1)
-        if i > 0:               # the previous tile's stores had this whole k-loop to complete: count them in now
-            pm0, _pn0, _pw = tile_at(P, unit + (i - 1) * P.units, 0)
-            signal_half(P, FL, FP, c, pm0, me, ms)
-        r0 = m0 + c * 64
-        first = r0 < ms                                  # the half has rows of rank 0
-        second = r0 + 63 >= ms and r0 < P.M              # ... of rank 1
-        to_me = first if me == 0 else second
-        to_peer = second if me == 0 else first
-        Tx.wg.cast(out, acc)            # the whole tile in bf16 at once: acc is read right after its wait only
-        # one branch per destination set around the whole store sequence (a branch around the stores alone, or a
-        # computed row coordinate, makes ptxas serialize the k-loop's wgmma)
-        if to_me and to_peer:
-            push_half(P, out, Cs, RL, RP, FL, FP, c, m0, n0, me, True, True)
-        elif to_me:
-            push_half(P, out, Cs, RL, RP, FL, FP, c, m0, n0, me, True, False)
-        elif to_peer:
-            push_half(P, out, Cs, RL, RP, FL, FP, c, m0, n0, me, False, True)
-    if n_tiles > 0:             # the CTA's last tile
-        lm0, _ln0, _lw = tile_at(P, unit + (n_tiles - 1) * P.units, 0)
-        signal_half(P, FL, FP, c, lm0, me, ms)
-
-
-@T.macro
-def signal_half(P, FL, FP, c, m0, me, ms):
-    """Consumer ``c``'s half of the tile at row ``m0``, pushed earlier: once its TMA stores completed
-    (``cp.async.bulk.wait_group 0``: every store this thread issued so far), count it in on the flag of each
-    rank that received it."""
-    r0 = m0 + c * 64
-    first = r0 < ms
-    second = r0 + 63 >= ms and r0 < P.M
-    to_me = first if me == 0 else second
-    to_peer = second if me == 0 else first
+        if own:
+            Tx.wg.add(acc, acc, pk)
+        Tx.wg.cast(pk, acc)             # frees acc for the next tile's first wgmma
+    if n_tiles > 0:                     # the CTA's last tile
+        _la0, ll0, ln0, lown = rs_tile(P, unit + (n_tiles - 1) * P.units, me, tr, ms)
+        for j in range(P.rounds):
+            rs_round(P, Cs, OUT, RP, pk, n_tiles - 1, j, c, ll0, ln0, lown)
+        if not lown:
+            signal_half(P, FP, c, ll0, ln0)
     if T.thread_id_in_wg() == 0:
-        if P.drop != "store_wait":
-            T.ptx.bulk_wait_group(0)
-        T.ptx.fence_proxy_async()
-        if to_me:
-            T.ptx.red_release_gpu_add_u32(FL[me, m0 // BM], T.uint32(1))
-        if to_peer:
-            T.ptx.red_release_sys_add_u32(FP[me, m0 // BM], T.uint32(1))
+        T.ptx.bulk_wait_group(0)
 
 
-@T.macro
-def push_half(P, out, Cs, RL, RP, FL, FP, c, m0, n0, me, mine, theirs):
-    """Consumer ``c``'s half of the tile at ``(m0, n0)`` (bf16 in ``out``): staged chunk by chunk, TMA-stored into
-    this rank's receive buffer (``mine``) and / or the peer's (``theirs``). It is counted in later
-    (:func:`signal_half`, after the next tile's k-loop), so no consumer waits for its stores to land."""
-    w = P.chunk_cols
-    for j in range(P.chunks):
-        if T.thread_id_in_wg() == 0:
-            T.ptx.bulk_wait_group_read(1)            # the store that last read buffer j % 2 is done
-        T.ptx.barrier_sync(1 + c, 128)
-        Tx.wg.copy(Cs[j % 2, c * 64:c * 64 + 64, :], out[:, j * w:j * w + w])
-        T.ptx.fence_proxy_async()
-        T.ptx.barrier_sync(1 + c, 128)
-        for cc in range(2):                          # one issuing thread per call site
-            if T.thread_id() == 128 * (cc + 1):
-                if mine:
-                    Tx.copy_async(RL[m0 + cc * 64:m0 + cc * 64 + 64, n0 + j * w:n0 + j * w + w],
-                                  Cs[j % 2, cc * 64:cc * 64 + 64, :])
-                if theirs:
-                    Tx.copy_async(RP[m0 + cc * 64:m0 + cc * 64 + 64, n0 + j * w:n0 + j * w + w],
-                                  Cs[j % 2, cc * 64:cc * 64 + 64, :])
-
-
-@T.macro
-def reducers(P, OUT, R0, R1, FL, Need, epoch, me, ms, pr, w, xs, f0, f1):
-    """Warp ``w`` (1 .. 3) of warpgroup 0: ``OUT = R0 + R1`` over this rank's pieces, each once its tile row's
-    halves from every source are in. A lane adds two 8-column vectors per step (``xs``: four 16-byte registers
-    slots), their four loads issued before any sum, so four loads are in flight."""
-    units = P.grid * MOVERS
-    u = T.cta_id(0) * MOVERS + (w - 1)
-    steps = (P.N + 2 * 32 * VEC - 1) // (2 * 32 * VEC)
-    for p in T.serial((ms // pr - u + units - 1) // units):
-        j = u + p * units
-        g0 = me * ms + j * pr
-        if P.drop != "flag_wait":
-            for q in range(2):
-                T.ptx.wait_geq_sys_u32(FL[q, g0 // BM], Need[q, g0 // BM] * epoch)
-        for rr in T.serial(pr):
-            for cb in T.serial(steps):
-                # lanes past the row's end redo its last 8 columns (the same values): every lane loads a real
-                # element, none is masked off
-                c0 = T.min(cb * 64 * VEC + T.lane_id() * VEC, P.N - VEC)
-                c1 = T.min(cb * 64 * VEC + 32 * VEC + T.lane_id() * VEC, P.N - VEC)
-                Tx.copy(xs[0], R0[g0 + rr, c0:c0 + VEC])
-                Tx.copy(xs[1], R1[g0 + rr, c0:c0 + VEC])
-                Tx.copy(xs[2], R0[g0 + rr, c1:c1 + VEC])
-                Tx.copy(xs[3], R1[g0 + rr, c1:c1 + VEC])
-                for h in range(2):
-                    Tx.cast(f0, xs[2 * h])
-                    Tx.cast(f1, xs[2 * h + 1])
-                    Tx.add(f0, f0, f1)
-                    Tx.cast(xs[2 * h], f0)
-                Tx.copy(OUT[j * pr + rr, c0:c0 + VEC], xs[0])
-                Tx.copy(OUT[j * pr + rr, c1:c1 + VEC], xs[2])
-
-
-def build(P, me: int, world: int):
-    """The ``@T.prim_func`` for rank ``me`` (module docstring)."""
-    ms = P.M // world
-    pr = piece_rows(ms)
-    rows = -(-P.M // BM)
-    a_shape, as_shape, a_layout, b_shape, bs_shape, b_layout = operand_shapes(P)
+def build(P, M: int, me: int, world: int):
+    """The ``@T.prim_func`` for rank ``me`` (module docstring); ``P`` is planned over the ``2 tr`` walk rows."""
+    ms = M // world
+    tr = shard_tile_rows(M, world)
+    _a, as_shape, a_layout, b_shape, bs_shape, b_layout = operand_shapes(P)
+    a_shape = (M, P.K)
     dt = P.dtype
+    cols = P.tile_cols
     lay = {k: TileLayout(S[shape] + who @ rank) for k, shape, who in (
-        ("RL", (P.M, P.N), me), ("RP", (P.M, P.N), 1 - me), ("R0", (P.M, P.N), me), ("R1", (P.M, P.N), me),
-        ("FL", (world, rows), me), ("FP", (world, rows), 1 - me), ("GL", (world,), me), ("GP", (world,), 1 - me))}
+        ("RL", (ms, P.N), me), ("RP", (ms, P.N), 1 - me), ("FL", (tr, cols), me), ("FP", (tr, cols), 1 - me),
+        ("GL", (world,), me), ("GP", (world,), 1 - me))}
 
     @T.prim_func
-    def rs_gemm_kernel(A: T.Tensor(a_shape, dt), B: T.Tensor(b_shape, dt), Bias: T.Tensor(P.bias_shape, dt),
-                       OUT: T.Tensor((ms, P.N), dt), RL: T.Tensor((P.M, P.N), dt, layout=lay["RL"]),
-                       RP: T.Tensor((P.M, P.N), dt, layout=lay["RP"]), R0: T.Tensor((P.M, P.N), dt, layout=lay["R0"]),
-                       R1: T.Tensor((P.M, P.N), dt, layout=lay["R1"]),
-                       FL: T.Tensor((world, rows), "uint32", layout=lay["FL"]),
-                       FP: T.Tensor((world, rows), "uint32", layout=lay["FP"]),
+    def rs_gemm_kernel(A: T.Tensor(a_shape, dt), B: T.Tensor(b_shape, dt), OUT: T.Tensor((ms, P.N), dt),
+                       RL: T.Tensor((ms, P.N), dt, layout=lay["RL"]), RP: T.Tensor((ms, P.N), dt, layout=lay["RP"]),
+                       FL: T.Tensor((tr, cols), "uint32", layout=lay["FL"]),
+                       FP: T.Tensor((tr, cols), "uint32", layout=lay["FP"]),
                        GL: T.Tensor((world,), "uint32", layout=lay["GL"]), GP: T.Tensor((world,), "uint32", layout=lay["GP"]),
-                       Need: T.Tensor((world, rows), "uint32"), epoch: T.uint32):
+                       epoch: T.uint32):
         T.launch(grid=(P.grid,), threads=THREADS, pdl=P.pdl)
         As = T.alloc_shared(as_shape, dt, layout=a_layout)
         Bs = T.alloc_shared(bs_shape, dt, layout=b_layout)
@@ -212,13 +228,7 @@ def build(P, me: int, world: int):
         full = T.alloc_shared((P.stages,), "uint64")
         empty = T.alloc_shared((P.stages,), "uint64")
         acc = T.alloc_local((64, P.BN), "float32", layout=wgmma_accumulator(P.BN))
-        out = T.alloc_local((64, P.BN), dt, layout=wgmma_accumulator(P.BN))
-        x0 = T.alloc_local((VEC,), dt)
-        x1 = T.alloc_local((VEC,), dt)
-        x2 = T.alloc_local((VEC,), dt)
-        x3 = T.alloc_local((VEC,), dt)
-        f0 = T.alloc_local((VEC,), "float32")
-        f1 = T.alloc_local((VEC,), "float32")
+        pk = T.alloc_local((64, P.BN), dt, layout=wgmma_accumulator(P.BN))
         unit = T.cta_id(0)
         n_tiles = tiles_of_unit(unit, P.units, P.tiles)
         ring = StageRing(full, empty, P.stages, 1)
@@ -231,15 +241,20 @@ def build(P, me: int, world: int):
                 if T.elect_one():
                     if unit == 0:
                         T.ptx.st_release_sys_u32(GP[me], epoch)      # this rank started call `epoch`
-                    producer(P, ring, A, B, As, Bs, Scales(), unit, 0, n_tiles)
-            for w in range(1, 1 + MOVERS):
-                if T.warp_id_in_wg() == w:
-                    reducers(P, OUT, R0, R1, FL, Need, epoch, me, ms, pr, w, (x0, x1, x2, x3), f0, f1)
+                    rs_producer(P, ring, A, B, As, Bs, unit, n_tiles, me, tr, ms)
         else:
             roles.enter_consumer()
-            rs_consumer(P, ring, acc, out, As, Bs, Cs, RL, RP, FL, FP, GL, epoch, unit, n_tiles, wg - 1, me, ms)
+            rs_consumer(P, ring, acc, pk, As, Bs, Cs, OUT, RL, RP, FL, FP, GL, epoch, unit, n_tiles, wg - 1, me, tr, ms)
 
     return rs_gemm_kernel
+
+
+def rs_plan(M, N, K, world=2, BN=256, STAGES=None, b_major="MN", dtype="bfloat16", sms=TARGET.sm_count, PDL=True):
+    """The GEMM plan of the walk: ``2 tr`` tile rows (each shard tiled from its first row), ``K`` this rank's
+    shard, the deferred bf16 epilogue."""
+    rows = world * shard_tile_rows(M, world) * BM
+    return kernel_plan(rows, N, K, BN, STAGES, 1, "K", b_major, dtype, dtype, False, None, sms, 4, True, False,
+                       None, PDL, None)
 
 
 @tirxpy.jit
@@ -248,43 +263,44 @@ def rs_gemm(M, N, K, me, world=2, BN=256, STAGES=None, b_major="MN", dtype="bflo
     """The GEMM + reduce-scatter kernel of rank ``me``: ``A (M, K)`` (this rank's ``K`` shard), ``B`` ``(K, N)``
     row-major (``b_major="MN"``) or ``(N, K)`` (``"K"``), ``OUT (M / world, N)`` bf16. ``BN`` a multiple of 64
     (128-byte output chunks). ``drop=`` removes one protocol step, for the simulator's mutation tests only:
-    ``"flag_wait"`` (the reducers' wait) or ``"store_wait"`` (a half signalled before its stores completed)."""
+    ``"flag_wait"`` (an own tile's wait for the peer's partial), ``"push_wait"`` (a half counted in before its
+    stores completed) or ``"peer_signal"`` (a half never counted in)."""
     check_world(M, world, me)
     if drop is not None and drop not in DROPS:
         raise KernelConfigError(f"rs_gemm: unknown drop={drop!r}; one of {DROPS}")
     if BN % 64:
         raise KernelConfigError(f"rs_gemm: BN = {BN} must be a multiple of 64 (its epilogue stores 64-column chunks)")
-    if N % VEC:
-        raise KernelConfigError(f"rs_gemm: N = {N} must be a multiple of {VEC} (16-byte rows for TMA and the reducers)")
-    P = kernel_plan(M, N, K, BN, STAGES, 1, "K", b_major, dtype, dtype, False, None, sms, 4, False, False,
-                    None, PDL, None)
-    return build(dataclasses.replace(P, drop=drop), me, world)
+    if N % 8:
+        raise KernelConfigError(f"rs_gemm: N = {N} must be a multiple of 8 (16-byte rows, which TMA needs)")
+    P = rs_plan(M, N, K, world, BN, STAGES, b_major, dtype, sms, PDL)
+    return build(dataclasses.replace(P, drop=drop), M, me, world)
 
 
 def simulate(M, N, K, *, BN=128, sms=2, seed=0, epoch=1, late=None, drop=None, check=True, world=2):
     """Run the kernel on ``world`` simulated ranks (:func:`tirxpy.sim.ranks.run_ranks`) on fresh bf16 inputs,
-    rank ``r`` holding ``A[:, K shard r]`` and ``B[K shard r, :]``, as call number ``epoch``, with NaN-poisoned
-    outputs. Returns ``(OUT per rank, A, B, problems)`` (torch tensors, float32 values)."""
+    rank ``r`` holding ``A[:, K shard r]`` and ``B[K shard r, :]``, as call number ``epoch`` (flags and signals
+    as ``epoch - 1`` calls left them), with NaN-poisoned outputs. Returns ``(OUT per rank, A, B, problems)``
+    (torch tensors, float32 values)."""
     import torch
 
     from tirxpy.sim.ranks import Symmetric, run_ranks
 
     g = torch.Generator().manual_seed(seed)
     kr = K // world
+    ms = M // world
     a = torch.randn(M, K, generator=g).bfloat16().float()
     b = torch.randn(K, N, generator=g).bfloat16().float()
-    rows = -(-M // BM)
-    recv = [Symmetric(f"R{q}", (M, N), "bfloat16", world) for q in range(world)]
-    flags = Symmetric("flags", (world, rows), "uint32", world)
+    tr = shard_tile_rows(M, world)
+    recv = Symmetric("R", (ms, N), "bfloat16", world)
+    flags = Symmetric("flags", (tr, -(-N // BN)), "uint32", world)
     sig = Symmetric("sig", (world,), "uint32", world)
-    needs = [rs_need(M, world, -(-N // BN), r) for r in range(world)]
     for r in range(world):
-        flags.set(r, needs[r] * np.uint32(epoch - 1))
+        flags.set(r, np.full((tr, -(-N // BN)), HALVES * (epoch - 1), np.uint32))
         sig.set(r, np.full(world, epoch - 1, np.uint32))
-    outs = [torch.full((M // world, N), float("nan")) for _ in range(world)]
+    outs = [torch.full((ms, N), float("nan")) for _ in range(world)]
     ks = [rs_gemm(M, N, kr, me=r, world=world, BN=BN, STAGES=2, sms=sms, drop=drop) for r in range(world)]
-    args = [(a[:, r * kr:(r + 1) * kr].contiguous(), b[r * kr:(r + 1) * kr].contiguous(), torch.zeros(1, 1), outs[r],
-             recv[r].on(r), recv[r].on(1 - r), recv[0].on(r), recv[1].on(r), flags.on(r), flags.on(1 - r),
-             sig.on(r), sig.on(1 - r), needs[r], epoch) for r in range(world)]
+    args = [(a[:, r * kr:(r + 1) * kr].contiguous(), b[r * kr:(r + 1) * kr].contiguous(), outs[r],
+             recv.on(r), recv.on(1 - r), flags.on(r), flags.on(1 - r), sig.on(r), sig.on(1 - r), epoch)
+            for r in range(world)]
     res = run_ranks(ks, args, seed=seed, late=late, check=check)
     return outs, a, b, res[0].problems

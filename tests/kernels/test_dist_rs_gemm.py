@@ -1,11 +1,13 @@
-"""GEMM + reduce-scatter (tirxpy_kernels/dist_rs_gemm.py) on two simulated ranks: float64 reference at a ragged
-shape (a tile half straddling the two shards), a later call with a late rank, and the protocol's mutations
-(reducers that do not wait, halves signalled before their stores completed: races)."""
+"""GEMM + reduce-scatter (tirxpy_kernels/dist_rs_gemm.py) on two simulated ranks: float64 reference at ragged
+shapes (a shard ending inside a tile row, N inside a tile), a later call with a late rank, K long enough that an
+own tile fetches the peer's partial inside its k-loop, and the protocol's mutations (an own tile that reads the
+peer's partial before its flag, or a half counted in before its stores completed: races; a half never counted
+in: deadlock)."""
 import pytest
 import torch
 
 from tests.kernels.dist_helpers import rs_close_to_float64, run_rs
-from tirxpy_kernels.dist_rs_gemm import rs_gemm, rs_need
+from tirxpy_kernels.dist_rs_gemm import rs_gemm, rs_plan, rs_tile, shard_tile_rows
 from tirxpy_kernels.errors import KernelConfigError
 
 
@@ -17,19 +19,44 @@ def test_two_ranks_match_float64_on_a_later_call_with_a_late_rank():
         assert not torch.isnan(o).any() and rs_close_to_float64(o, a, b, r)
 
 
-@pytest.mark.parametrize("drop,sms,seed", [("flag_wait", 2, 0), ("store_wait", 1, 0)])
-def test_protocol_mutations_are_races(drop, sms, seed):
-    outs, a, b, probs = run_rs(256, 128, 128, drop=drop, sms=sms, seed=seed, epoch=2, check=False)
-    assert "race" in {p.kind for p in probs}
-    assert any("reads R" in str(p) for p in probs if p.kind == "race")
+def test_fetch_inside_the_k_loop_two_tile_rows_per_shard():
+    # K shard 512 = 8 k-blocks > 3 store rounds (BN 192): the own tiles' fetch runs between the two k-loops
+    seed = int(torch.randint(0, 1000, (1,)))
+    outs, a, b, probs = run_rs(520, 320, 1024, BN=192, epoch=2, seed=seed)
+    assert probs == []
+    for r, o in enumerate(outs):
+        assert not torch.isnan(o).any() and rs_close_to_float64(o, a, b, r)
 
 
-def test_need_table_counts_every_half_once():
-    for M, cols in ((200, 2), (256, 3), (130, 1)):
-        tot = sum(rs_need(M, 2, cols, r)[0] for r in range(2))
-        halves = [(t, h) for t in range(-(-M // 128)) for h in range(2) if t * 128 + 64 * h < M]
-        straddle = sum(1 for t, h in halves if (t * 128 + 64 * h) // (M // 2) != min(t * 128 + 64 * h + 63, M - 1) // (M // 2))
-        assert int(tot.sum()) == cols * (len(halves) + straddle)
+@pytest.mark.parametrize("drop,sms,kind", [("flag_wait", 2, "race"), ("push_wait", 1, "race"),
+                                           ("peer_signal", 2, "deadlock")])
+def test_protocol_mutations_are_reported(drop, sms, kind):
+    outs, a, b, probs = run_rs(256, 256, 128, drop=drop, sms=sms, seed=0, epoch=2, check=False)
+    assert kind in {p.kind for p in probs}
+    if kind == "race":
+        assert any("reads R" in str(p) for p in probs if p.kind == "race")
+
+
+@pytest.mark.parametrize("M,N,BN", [(520, 512, 128), (16384, 8192, 256), (8192, 28672, 256)])
+def test_walk_takes_the_peers_rows_first_then_its_own_in_the_order_the_peer_computes_them(M, N, BN):
+    ms, tr = M // 2, shard_tile_rows(M, 2)
+    P = rs_plan(M, N, 256, BN=BN, sms=132)
+    walks = [[rs_tile(P, t, me, tr, ms) for t in range(P.tiles)] for me in range(2)]
+    half = P.tiles // 2
+    for me in range(2):
+        assert sorted((w[0], w[2]) for w in walks[me]) == sorted(
+            (q * ms + l * 128, n * BN) for q in range(2) for l in range(tr) for n in range(P.tile_cols))
+        assert all(w[0] == (me if w[3] else 1 - me) * ms + w[1] for w in walks[me])
+        assert sum(w[3] for w in walks[me]) == half
+        if tr % P.group == 0:           # bands of whole shards: all peer tiles, then all own ones
+            assert [w[3] for w in walks[me]] == [False] * half + [True] * half
+    # the peer computes each of this rank's tiles before this rank needs it: half a walk before, when bands
+    # do not straddle the two shards
+    for me in range(2):
+        at_peer = {w[1:3]: t for t, w in enumerate(walks[1 - me]) if not w[3]}
+        for t, w in enumerate(walks[me]):
+            if w[3]:
+                assert at_peer[w[1:3]] < t and (tr % P.group or at_peer[w[1:3]] == t - half)
 
 
 @pytest.mark.parametrize("kw,msg", [
