@@ -2,6 +2,7 @@
 device expressions the kernel runs; these tests evaluate those very expressions (tirxpy.sim's
 expression compiler, with ``T.cta_id(0)`` bound to each CTA in turn), not a host re-implementation."""
 import collections
+import functools
 import itertools
 import types
 
@@ -22,9 +23,12 @@ def _value(x, u):
     return int(compile_expr(x)(w, np.ones(32, bool))[0])
 
 
+@functools.lru_cache(maxsize=None)
 def _walk(B, H, MT, units, causal, tail):
-    """``{(query tile, head, batch): visits}`` over every CTA's steps, and each CTA's list of steps."""
-    seen, steps = collections.Counter(), []
+    """``{(query tile, head, batch): visits}`` over every CTA's steps, and each CTA's list of steps (callers
+    only read them: one walk serves every test of its arguments). Step ``t``'s expressions are built once
+    and evaluated on every CTA (they read the CTA from ``T.cta_id(0)``)."""
+    seen, steps, exprs = collections.Counter(), [], {}
     for u in range(units):
         if causal:
             n = _value(causal_steps(MT, H, B, units, tail), u)
@@ -32,7 +36,9 @@ def _walk(B, H, MT, units, causal, tail):
             n = _value(tiles_of_unit(u, units, MT * H * B), u)
         mine = []
         for t in range(n):
-            mt, h, b, valid = (_value(x, u) for x in tile_of(t, True, units, MT, H, causal, B, tail))
+            if t not in exprs:
+                exprs[t] = tile_of(t, True, units, MT, H, causal, B, tail)
+            mt, h, b, valid = (_value(x, u) for x in exprs[t])
             if valid:
                 seen[(mt, h, b)] += 1
                 mine.append((t, mt))
