@@ -208,18 +208,26 @@ def movers(P, AS, DL, DP, FL, FP, GL, GP, epoch, me, ms, pr, w, world, depth):
     for p in T.serial((ms // pr - u + units - 1) // units):
         j = u + p * units
         r0 = me * ms + j * pr
-        shared_row = r0 // BM < lo or r0 // BM > hi
         Tx.warp.copy(DP[r0:r0 + pr, :], AS[j * pr:j * pr + pr, :], guard=False, depth=depth)
-        if shared_row:
-            # rare (only a tile row shared with the peer), one vector in flight: the kernel's registers are spent
-            Tx.warp.copy(DL[r0:r0 + pr, :], AS[j * pr:j * pr + pr, :], guard=False, depth=1)
-        T.ptx.bar_warp_sync(0xFFFFFFFF)
-        if T.lane_id() == 0:
+        if ms % BM == 0 and lo <= hi:
+            # shards of whole tile rows: no tile row is shared, so no local copy and no local count (none is
+            # generated: fewer live values under the producer warpgroup's register cap)
+            T.ptx.bar_warp_sync(0xFFFFFFFF)
+            if T.lane_id() == 0:
+                if P.drop != "peer_signal":
+                    T.ptx.red_release_sys_add_u32(FP[me, r0 // BM], T.uint32(1))
+        else:
+            shared_row = r0 // BM < lo or r0 // BM > hi
             if shared_row:
-                if P.drop != "local_signal":
-                    T.ptx.red_release_gpu_add_u32(FL[me, r0 // BM], T.uint32(1))
-            if P.drop != "peer_signal":
-                T.ptx.red_release_sys_add_u32(FP[me, r0 // BM], T.uint32(1))
+                # rare (only a tile row shared with the peer), one vector in flight: the registers are spent
+                Tx.warp.copy(DL[r0:r0 + pr, :], AS[j * pr:j * pr + pr, :], guard=False, depth=1)
+            T.ptx.bar_warp_sync(0xFFFFFFFF)
+            if T.lane_id() == 0:
+                if shared_row:
+                    if P.drop != "local_signal":
+                        T.ptx.red_release_gpu_add_u32(FL[me, r0 // BM], T.uint32(1))
+                if P.drop != "peer_signal":
+                    T.ptx.red_release_sys_add_u32(FP[me, r0 // BM], T.uint32(1))
 
 
 DROPS = ("flag_wait", "local_signal", "peer_signal")
