@@ -57,6 +57,8 @@ def add_arguments(p):
     p.add_argument("--inner", type=positive, default=5, help="back-to-back calls per sample (default 5)")
     p.add_argument("--sim", action="store_true", help="both kernels on two simulated ranks, against float64")
     p.add_argument("--seed", type=int, default=None, help="the --sim run's seed (default: from the clock)")
+    p.add_argument("--no-tirxpy-gemm", action="store_true", help="leave out tirxpy's GEMM alone (its column reads "
+                   "n/a; saves its builds)")
     p.add_argument("--tune", default="", help=argparse_suppressed())
     p.add_argument("--jobs", type=positive, default=None, help=argparse_suppressed())
 
@@ -99,7 +101,7 @@ def _timed(fns, reps, inner):
     return dict(zip(fns, med.tolist()))
 
 
-def _functions(kind, M, N, K, group):
+def _functions(kind, M, N, K, group, tirxpy_gemm=True):
     """``(fns, check)`` of one shape: the timed callables and a check of tirxpy's result against peer (a)'s."""
     import torch
     import torch.distributed as dist
@@ -136,6 +138,8 @@ def _functions(kind, M, N, K, group):
                "GEMM alone (cuBLAS)": lambda: torch.matmul(a, b, out=part),
                "GEMM alone (tirxpy)": lambda: tirxpy_kernels.gemm(a, b),
                "transfer alone": lambda: dist.reduce_scatter_tensor(dst, part, group=group)}
+    if not tirxpy_gemm:
+        del fns["GEMM alone (tirxpy)"]
     try:
         symm_mem.enable_symm_mem_for_group(name)
         fused()
@@ -169,7 +173,7 @@ def bench_dist(args):
     rows, status = [], 0
     for kind, M, N, K in args.parsed:
         t0 = time.time()
-        fns, check_result = _functions(kind, M, N, K, group)
+        fns, check_result = _functions(kind, M, N, K, group, not args.no_tirxpy_gemm)
         err = check_result()
         if err > 2e-2:
             status = 1
@@ -182,7 +186,8 @@ def bench_dist(args):
             rows.append([f"{'all-gather + GEMM' if kind == 'ag' else 'GEMM + reduce-scatter'}", f"{M}x{N}x{K}",
                          f"{ours:.3f}", f"{seq:.3f} ({seq / ours:.2f}x)",
                          "n/a" if fused is None else f"{fused:.3f} ({fused / ours:.2f}x)",
-                         f"{ms['GEMM alone (cuBLAS)']:.3f}", f"{ms['GEMM alone (tirxpy)']:.3f}",
+                         f"{ms['GEMM alone (cuBLAS)']:.3f}",
+                         f"{ms['GEMM alone (tirxpy)']:.3f}" if "GEMM alone (tirxpy)" in ms else "n/a",
                          f"{ms['transfer alone']:.3f}", f"{ours / bound:.2f}", f"{err:.1e}"])
             print(f"{kind} {M}x{N}x{K}: " + ", ".join(f"{k} {v:.3f} ms" for k, v in ms.items())
                   + f"; relerr vs (a) {err:.1e}; {time.time() - t0:.1f} s", flush=True)
