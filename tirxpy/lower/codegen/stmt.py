@@ -80,7 +80,7 @@ class StmtRenderer:
                 # ptxas (13.0 and 13.4 seen) may unroll such a loop, leave it from the middle of the
                 # unrolled body and then schedule reads of the accumulators of the still-running
                 # wgmma group above the WARPGROUP.DEPBAR of the wait_group after the loop (wrong
-                # 8x8 blocks in gemm_sm90, see tirxpy_kernels/NOTES_gemm_sm90.md). A loop it does not
+                # 8x8 blocks in gemm_sm90: docs/performance.md, "Fixed bug: CM=1 results wrong"). A loop it does not
                 # unroll keeps the wait ahead of the reads.
                 self.emit("#pragma unroll 1")
             self.emit(f"for ({ctype(s.var.dtype, s.span)} {name} = {start}; {name} < {stop}; ++{name}) {{")
