@@ -3,7 +3,8 @@
 ptxas 13.0 (also 13.4) unrolled gemm_sm90's k-loop, left it from the middle of the unrolled body
 and scheduled the epilogue's reads of the accumulators of the still-running wgmma group above the
 ``WARPGROUP.DEPBAR.LE gsb0, 0x0`` of the final ``wgmma.wait_group 0``: wrong first 64-column
-chunk with CM=1 on the H100 (docs/performance.md, "Fixed bug: CM=1 results wrong"). The PTX was in order; the SASS was not.
+chunk with CM=1 on the H100 (docs/performance.md, "Fixed bug: CM=1 results wrong"). The PTX was in
+order; the SASS was not.
 """
 import os
 import re
