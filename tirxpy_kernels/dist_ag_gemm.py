@@ -175,11 +175,11 @@ def ag_consumer(P, ring, acc, pk, out, brow, As, Bs, Bias, C, Cs, unit, n_tiles,
         m0, n0, wide = tile_of(P, unit + i * P.units, me, world)
         pm0, pn0, pwide = tile_of(P, unit + (i - 1) * P.units, me, world)
         if P.split is None:
-            k_loop(P, ring, acc, As, Bs, C, Cs, pk, i, c, pm0, pn0, pwide, P.BN, Scales(), n0)
+            k_loop(P, ring, acc, As, Bs, C, Cs, pk, i, c, pm0, pn0, pwide, P.BN)
         elif wide:
-            k_loop(P, ring, acc, As, Bs, C, Cs, pk, i, c, pm0, pn0, pwide, P.BN, Scales(), n0)
+            k_loop(P, ring, acc, As, Bs, C, Cs, pk, i, c, pm0, pn0, pwide, P.BN)
         else:
-            k_loop(P, ring, acc, As, Bs, C, Cs, pk, i, c, pm0, pn0, pwide, P.narrow_bn, Scales(), n0)
+            k_loop(P, ring, acc, As, Bs, C, Cs, pk, i, c, pm0, pn0, pwide, P.narrow_bn)
         for j in range(P.k_blocks, P.rounds):       # rounds left over when a tile has fewer k-blocks than rounds
             if i > 0:
                 store_round(P, C, Cs, pk, i - 1, j, c, pm0, pn0, pwide)

@@ -622,18 +622,6 @@ class GemmPlan:
                 and self.scaling is None)
 
     @property
-    def col_scale_k(self):
-        """Row scales, cooperative schedule: the k-block under which a tile's first chunk's column scales are
-        loaded: the first after the deferred rounds (whose converted tile's registers are then free; the last
-        k-block when there are fewer), else the first.
-
-            >>> p = kernel_plan(4096, 4096, 4096, BN=256, dtype="float8_e4m3", scaling="row")
-            >>> p.rounds, p.col_scale_k
-            (4, 4)
-        """
-        return min(self.rounds, self.k_blocks - 1) if self.defer else 0
-
-    @property
     def parts(self):
         """Block scaling: column parts of a tile (``BN / part``)."""
         return self.BN // self.part

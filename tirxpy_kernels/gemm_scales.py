@@ -46,14 +46,11 @@ class Scales:
     shared-memory stages, ``(stages, 1, BM)``), ``sbv`` (registers holding B's block scales of two windows of
     32 k-blocks, the one in use and the next, one per :attr:`~tirxpy_kernels.gemm_plan.GemmPlan.scale_cols` each:
     :func:`load_b_window`), ``srows``
-    (``srows[q]``: the k-block being promoted's row scales times B's scale ``q``), ``scol0`` (``"row"``: a
-    second row of column scales, loaded ahead, :func:`prefetch_col_scales`), ``srow2`` (``"row"``, ping-pong: the
-    scales of the tile's rows 64 .. 127). Unused ones are None."""
+    (``srows[q]``: the k-block being promoted's row scales times B's scale ``q``). Unused ones are None."""
 
-    def __init__(self, sa=None, sb=None, srow=None, scol=None, sas=None, sbv=None, srows=None, scol0=None,
-                 srow2=None):
+    def __init__(self, sa=None, sb=None, srow=None, scol=None, sas=None, sbv=None, srows=None):
         self.sa, self.sb, self.srow, self.scol, self.sas = sa, sb, srow, scol, sas
-        self.sbv, self.srows, self.scol0, self.srow2 = sbv, srows, scol0, srow2
+        self.sbv, self.srows = sbv, srows
 
 
 @T.macro
@@ -114,53 +111,8 @@ def promote(P, SC, acc, tmp, k, srow):
 @T.macro
 def load_row_scales(P, SC, r0):
     """``"row"``: the scales of rows ``r0 .. r0 + 63`` of A into ``SC.srow`` (rows past M read 0)."""
-    rows_into(P, SC.srow, SC.sa, r0)
-
-
-@T.macro
-def rows_into(P, srow, sa, r0):
-    """``"row"``: the scales of rows ``r0 .. r0 + 63`` of A into the column ``srow`` (rows past M read 0)."""
-    Tx.wg.fill(srow, T.float32(0))
-    Tx.wg.copy(srow, sa[r0:r0 + 64, 0:1])
-
-
-@T.macro
-def cols_into(P, scol, sb, n0, j):
-    """``"row"``: the scales of output chunk ``j``'s columns of the tile at column ``n0`` into the row ``scol``
-    (columns past N read 0)."""
-    Tx.wg.fill(scol, T.float32(0))
-    Tx.wg.copy(scol, sb[0:1, n0 + j * P.chunk_cols:n0 + j * P.chunk_cols + P.chunk_cols])
-
-
-def cols_ahead(P) -> bool:
-    """``"row"``, ping-pong: whether the epilogue's scales are loaded ahead: both halves' row scales and the first
-    chunk's column scales under the k-loop (:func:`prefetch_pingpong_scales`), each later chunk's a chunk ahead
-    over two register rows (:func:`pingpong_chunk_scales`). For narrow chunks (at most 32 columns: ``BN = 176``
-    stores 11 of 16), many per tile, whose loads would otherwise each wait in turn; a 64-column chunk's row of
-    scales takes 16 registers, which a 192-wide tile's two accumulators leave no room to double (each chunk then
-    loads its own scales, as the cooperative schedule's later chunks do)."""
-    return P.chunk_cols <= 32
-
-
-@T.macro
-def prefetch_pingpong_scales(P, SC, m0, n0):
-    """``"row"``, ping-pong with :func:`cols_ahead`, during the k-loop of the tile at ``(m0, n0)``: both 64-row
-    halves' row scales (``SC.srow``, ``SC.srow2``) and the first output chunk's column scales (``SC.scol0``), so
-    the epilogue starts without waiting for a load."""
-    rows_into(P, SC.srow, SC.sa, m0)
-    rows_into(P, SC.srow2, SC.sa, m0 + 64)
-    cols_into(P, SC.scol0, SC.sb, n0, 0)
-
-
-@T.macro
-def pingpong_chunk_scales(P, SC, n0, j):
-    """``"row"``, ping-pong with :func:`cols_ahead`, at output chunk ``j``: the next chunk's column scales into
-    the row buffer chunk ``j`` does not use (chunk ``j`` reads ``SC.scol0`` when even, ``SC.scol`` when odd)."""
-    if j + 1 < P.chunks:
-        if j % 2 == 0:
-            cols_into(P, SC.scol, SC.sb, n0, j + 1)
-        else:
-            cols_into(P, SC.scol0, SC.sb, n0, j + 1)
+    Tx.wg.fill(SC.srow, T.float32(0))
+    Tx.wg.copy(SC.srow, SC.sa[r0:r0 + 64, 0:1])
 
 
 @T.macro
@@ -175,24 +127,11 @@ def scale_tile(P, SC, acc, r0):
 
 
 @T.macro
-def prefetch_col_scales(P, SC, n0):
-    """``"row"``, during the k-loop of the tile at column ``n0`` (k-block
-    :attr:`~tirxpy_kernels.gemm_plan.GemmPlan.col_scale_k`): its first output chunk's column scales into
-    ``SC.scol0`` (columns past N read 0), so the epilogue's first chunk does not wait for a load. A chunk's
-    scales are read at the epilogue otherwise, where a short k-loop (K = 1536) shows the round trip."""
-    cols_into(P, SC.scol0, SC.sb, n0, 0)
-
-
-@T.macro
 def scale_chunk(P, SC, chunk, n0, j):
     """``"row"``: output chunk ``j`` of the tile at column ``n0`` times its rows' scales (``SC.srow``, loaded by
-    :func:`scale_tile`) and its columns' (columns past N read 0; the first chunk's prefetched in ``SC.scol0``
-    where the schedule has it)."""
+    :func:`scale_tile`) and its columns' (columns past N read 0)."""
     if P.scaling == "row":
-        if j == 0 and not P.pingpong:   # (the cooperative schedule prefetched them)
-            Tx.wg.mul(chunk, chunk, SC.srow)
-            Tx.wg.mul(chunk, chunk, SC.scol0)
-        else:
-            cols_into(P, SC.scol, SC.sb, n0, j)
-            Tx.wg.mul(chunk, chunk, SC.srow)
-            Tx.wg.mul(chunk, chunk, SC.scol)
+        Tx.wg.fill(SC.scol, T.float32(0))
+        Tx.wg.copy(SC.scol, SC.sb[0:1, n0 + j * P.chunk_cols:n0 + j * P.chunk_cols + P.chunk_cols])
+        Tx.wg.mul(chunk, chunk, SC.srow)
+        Tx.wg.mul(chunk, chunk, SC.scol)

@@ -93,9 +93,8 @@ from .gemm_plan import (  # noqa: F401  (the plan's public names, re-exported: t
     GemmPlan, balanced_split, bn_candidates, check_config, check_options, choose_tile, default_stages, kernel_plan,
     plan, schedule_cost, splittable, tile_cost, widest_bn)
 from .gemm_plan import _PP_EFFICIENCY, _split_widths, _unit_loads  # noqa: F401  (tests of the cost model)
-from .gemm_scales import (Scales, advance_b_window, cols_ahead, load_b_window, load_block_scales, load_row_scales,
-                          pingpong_chunk_scales, prefetch_col_scales, prefetch_pingpong_scales, promote, row_layout,
-                          scale_chunk, scale_tile, stage_row_scales)
+from .gemm_scales import (Scales, advance_b_window, load_b_window, load_block_scales, load_row_scales, promote,
+                          row_layout, scale_chunk, scale_tile, stage_row_scales)
 
 # -0.0 from an asm the C++ compiler cannot fold through: ``acc + NEG_ZERO()`` keeps an add (the identity on
 # every float, signed zeros and NaN included) in the PTX (GemmPlan.neg_zero_guard says when it is needed)
@@ -231,12 +230,10 @@ def mma(P, dst, As, Bs, s, r0, k, wt, n):
 
 
 @T.macro
-def k_loop(P, ring, acc, As, Bs, C, Cs, pk, i, c, pm0, pn0, pwide, n, SC, n0):
-    """The cooperative consumer ``c``'s k-loop over the CTA's ``i``-th tile (at column ``n0``), ``n`` columns wide
-    (``BN``, or a split's narrow tile's); with ``DEFER``, round ``j`` of tile ``i - 1`` (at ``(pm0, pn0)``, in
-    ``pk``) is stored under k-block ``j``. Row scales: k-block
-    :attr:`~tirxpy_kernels.gemm_plan.GemmPlan.col_scale_k` loads the tile's first chunk's column scales
-    (:func:`~tirxpy_kernels.gemm_scales.prefetch_col_scales`). (Block scales take :func:`block_k_loop`.)"""
+def k_loop(P, ring, acc, As, Bs, C, Cs, pk, i, c, pm0, pn0, pwide, n):
+    """The cooperative consumer ``c``'s k-loop over the CTA's ``i``-th tile, ``n`` columns wide (``BN``, or a
+    split's narrow tile's); with ``DEFER``, round ``j`` of tile ``i - 1`` (at ``(pm0, pn0)``, in ``pk``) is
+    stored under k-block ``j``. (Block scales take :func:`block_k_loop`.)"""
     for k in T.serial(P.k_blocks):
         g = i * P.k_blocks + k
         s = ring.stage(g)
@@ -255,9 +252,6 @@ def k_loop(P, ring, acc, As, Bs, C, Cs, pk, i, c, pm0, pn0, pwide, n, SC, n0):
                 if k == j:
                     if i > 0:
                         store_round(P, C, Cs, pk, i - 1, j, c, pm0, pn0, pwide)
-        if P.scaling == "row":
-            if k == P.col_scale_k:
-                prefetch_col_scales(P, SC, n0)
 
 
 @T.macro
@@ -445,14 +439,14 @@ def cooperative_consumer(P, ring, acc, tmps, SC, pk, out, brow, As, Bs, Bias, C,
             block_k_loop(P, ring, acc, tmps, SC, As, Bs, i, n0, nn0, c)
         elif P.split is None:
             if P.defer:
-                k_loop(P, ring, acc, As, Bs, C, Cs, pk, i, c, pm0, pn0, pwide, P.BN, SC, n0)
+                k_loop(P, ring, acc, As, Bs, C, Cs, pk, i, c, pm0, pn0, pwide, P.BN)
             else:
-                k_loop(P, ring, acc, As, Bs, C, Cs, acc, i, c, 0, 0, True, P.BN, SC, n0)
+                k_loop(P, ring, acc, As, Bs, C, Cs, acc, i, c, 0, 0, True, P.BN)
         else:
             if wide:
-                k_loop(P, ring, acc, As, Bs, C, Cs, pk, i, c, pm0, pn0, pwide, P.BN, SC, n0)
+                k_loop(P, ring, acc, As, Bs, C, Cs, pk, i, c, pm0, pn0, pwide, P.BN)
             else:
-                k_loop(P, ring, acc, As, Bs, C, Cs, pk, i, c, pm0, pn0, pwide, P.narrow_bn, SC, n0)
+                k_loop(P, ring, acc, As, Bs, C, Cs, pk, i, c, pm0, pn0, pwide, P.narrow_bn)
         if P.defer:     # rounds left over when the tile has fewer k-blocks than rounds
             for j in range(P.k_blocks, P.rounds):
                 if i > 0:
@@ -478,18 +472,11 @@ def pingpong_store(P, C, Cs, acc, acc2, SC, out, brow, Bias, j2, j, c, m0, n0):
             T.ptx.bulk_wait_group_read(1)    # the store that last read buffer b is done
     T.ptx.barrier_sync(1 + c, 128)
     load_bias(P, brow, Bias, n0, j)
-    if P.scaling == "row":
-        if cols_ahead(P):
-            pingpong_chunk_scales(P, SC, n0, j)
     for hh in range(2):
         chunk = (acc if hh == 0 else acc2)[:, j * w:j * w + w]
         if P.scaling == "row":
-            if cols_ahead(P):       # the half's row scales and the chunk's column scales, loaded ahead
-                Tx.wg.mul(chunk, chunk, SC.srow if hh == 0 else SC.srow2)
-                Tx.wg.mul(chunk, chunk, SC.scol0 if j % 2 == 0 else SC.scol)
-            else:
-                load_row_scales(P, SC, m0 + hh * 64)
-                scale_chunk(P, SC, chunk, n0, j)
+            load_row_scales(P, SC, m0 + hh * 64)
+            scale_chunk(P, SC, chunk, n0, j)
         bias_and_activation(P, chunk, brow)
         Tx.wg.cast(out, chunk)
         Tx.wg.copy(Cs[c, b, hh * 64:hh * 64 + 64, :], out)
@@ -523,10 +510,6 @@ def pingpong_consumer(P, ring, acc, acc2, SC, out, brow, As, Bs, Bias, C, Cs, un
             if k > 0:                   # the previous k-block's two groups are done with its stage
                 if T.thread_id_in_wg() == 0:
                     ring.release(g + P.stages - 1)
-            if P.scaling == "row":
-                if cols_ahead(P):
-                    if k == 0:          # the epilogue's first scales, under the k-loop
-                        prefetch_pingpong_scales(P, SC, m0, n0)
         if P.drop != "turn":
             if i + 1 < n_tiles:         # the other consumer's turn
                 T.ptx.barrier_arrive(3 + c, 256)
@@ -595,11 +578,6 @@ def kernel_body(P, A, B, SA, SB, Bias, C):
         srow = T.alloc_local((64, 1), "float32", layout=row_layout())
         scol = T.alloc_local((1, P.chunk_cols), "float32", layout=bias_layout(P.chunk_cols))
         SC = Scales(SA, SB, srow, scol)
-        scol0 = T.alloc_local((1, P.chunk_cols), "float32", layout=bias_layout(P.chunk_cols))   # loaded ahead
-        SC = Scales(SA, SB, srow, scol, scol0=scol0)
-        if P.pingpong and cols_ahead(P):        # the scales of the tile's rows 64 .. 127
-            srow2 = T.alloc_local((64, 1), "float32", layout=row_layout())
-            SC = Scales(SA, SB, srow, scol, scol0=scol0, srow2=srow2)
     unit = T.cta_id(0) // P.CM
     rank = T.cta_id(0) % P.CM
     n_tiles = tiles_of_unit(unit, P.units, P.tiles)
