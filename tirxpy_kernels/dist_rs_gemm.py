@@ -2,7 +2,7 @@
 and ``B_r (Kr, N)`` (a shard of ``K``) and gets rows ``r Ms .. r Ms + Ms - 1`` of ``sum_q A_q @ B_q``
 (``Ms = M / world``).
 
-Built on the Hopper GEMM's parts (:mod:`tirxpy_kernels.gemm_sm90`: its stage loads, wgmma issue ``mma`` and
+Built on the Hopper GEMM's parts (:mod:`tirxpy_kernels.gemm_sm90`: its stage loads, k-block step ``k_step`` and
 deferred store rounds ``store_round``, unchanged) with its own tile walk and epilogue:
 
 - **the walk**: each shard's rows are tiled from the shard's first row (``tr = ceil(Ms / 128)`` tile rows per
@@ -45,7 +45,7 @@ from tirxpy.layout.atoms import wgmma_accumulator
 from .dist_ag_gemm import check_world
 from .errors import KernelConfigError
 from .gemm_plan import BM, CONSUMER_REGS, PRODUCER_REGS, THREADS, TARGET, kernel_plan
-from .gemm_sm90 import load_stage, mma, operand_shapes, staging_layout, staging_shape, store_round, tile_at
+from .gemm_sm90 import k_step, load_stage, operand_shapes, staging_layout, staging_shape, store_round, tile_at
 
 DROPS = ("flag_wait", "push_wait", "peer_signal")
 HALVES = 2          # consumer halves counted on a tile's flag per call
@@ -127,27 +127,12 @@ def signal_half(P, FP, c, l0, n0):
 
 
 @T.macro
-def k_step(P, ring, acc, As, Bs, i, c, k):
-    """K-block ``k`` of the CTA's ``i``-th tile: wait for its stage, issue its wgmma, release the previous stage."""
-    g = i * P.k_blocks + k
-    ring.wait_full(g)
-    mma(P, acc, As, Bs, ring.stage(g), c * 64, k, P.kloop_wait, P.BN)
-    if c == 0:      # the stagger: consumer 1 waits for consumer 0's first k-block
-        if i == 0:
-            if k == 0:
-                T.ptx.barrier_arrive(5, 256)
-    if k > 0:       # the previous k-block's wgmma is done with its stage
-        if T.thread_id_in_wg() == 0:
-            ring.release(g + P.stages - 1)
-
-
-@T.macro
 def rs_k_loop(P, ring, acc, pk, As, Bs, Cs, OUT, RL, RP, FL, FP, i, c, pl0, pn0, pown, l0, n0, own, epoch, ms):
     """Consumer ``c``'s k-loop over the CTA's ``i``-th tile: round ``j`` of tile ``i - 1`` (in ``pk``) is stored
     under k-block ``j`` (those k-blocks unrolled); then an own tile's peer partial is fetched into ``pk`` (between
     two loops, so no address of it is kept live across one) and the other k-blocks run."""
     for k in range(min(P.rounds, P.k_blocks)):
-        k_step(P, ring, acc, As, Bs, i, c, k)
+        k_step(P, ring, acc, As, Bs, i, c, k, P.BN)
         if i > 0:
             rs_round(P, Cs, OUT, RP, pk, i - 1, k, c, pl0, pn0, pown)
     if P.k_blocks > P.rounds:
@@ -157,7 +142,7 @@ def rs_k_loop(P, ring, acc, pk, As, Bs, Cs, OUT, RL, RP, FL, FP, i, c, pl0, pn0,
                     signal_half(P, FP, c, pl0, pn0)
             fetch_partial(P, RL, FL, pk, c, l0, n0, epoch, ms)
         for k in T.serial(P.rounds, P.k_blocks):
-            k_step(P, ring, acc, As, Bs, i, c, k)
+            k_step(P, ring, acc, As, Bs, i, c, k, P.BN)
 
 
 @T.macro

@@ -230,23 +230,31 @@ def mma(P, dst, As, Bs, s, r0, k, wt, n):
 
 
 @T.macro
+def k_step(P, ring, acc, As, Bs, i, c, k, n):
+    """K-block ``k`` of the cooperative consumer ``c``'s ``i``-th tile (``n`` columns): wait for its stage, issue
+    its wgmma (:func:`mma`, ``kloop_wait`` groups left pending), the stagger's arrive, and release the previous
+    k-block's stage (its wgmma is done with it)."""
+    g = i * P.k_blocks + k
+    s = ring.stage(g)
+    if P.drop != "full_wait":
+        ring.wait_full(g)
+    mma(P, acc, As, Bs, s, c * 64, k, P.kloop_wait, n)
+    if c == 0:      # the stagger: consumer 1 waits for consumer 0's first k-block
+        if i == 0:
+            if k == 0:
+                T.ptx.barrier_arrive(5, 256)
+    if k > 0:     # the previous k-block's wgmma is done with its stage
+        if T.thread_id_in_wg() == 0:
+            ring.release(g + P.stages - 1)
+
+
+@T.macro
 def k_loop(P, ring, acc, As, Bs, C, Cs, pk, i, c, pm0, pn0, pwide, n):
     """The cooperative consumer ``c``'s k-loop over the CTA's ``i``-th tile, ``n`` columns wide (``BN``, or a
     split's narrow tile's); with ``DEFER``, round ``j`` of tile ``i - 1`` (at ``(pm0, pn0)``, in ``pk``) is
     stored under k-block ``j``. (Block scales take :func:`block_k_loop`.)"""
     for k in T.serial(P.k_blocks):
-        g = i * P.k_blocks + k
-        s = ring.stage(g)
-        if P.drop != "full_wait":
-            ring.wait_full(g)
-        mma(P, acc, As, Bs, s, c * 64, k, P.kloop_wait, n)
-        if c == 0:      # the stagger: consumer 1 waits for consumer 0's first k-block
-            if i == 0:
-                if k == 0:
-                    T.ptx.barrier_arrive(5, 256)
-        if k > 0:     # the previous k-block's wgmma is done with its stage
-            if T.thread_id_in_wg() == 0:
-                ring.release(g + P.stages - 1)
+        k_step(P, ring, acc, As, Bs, i, c, k, n)
         if P.defer:     # round k of the previous tile is stored while this k-block's wgmma runs
             for j in range(min(P.rounds, P.k_blocks)):
                 if k == j:
