@@ -289,8 +289,9 @@ def plan(B, H, HKV, SQ, SK, D, dtype="bfloat16", BN=None, STAGES=None, NC=None, 
       ``TAIL``: :func:`default_tail`; ``FOLD``: :func:`default_fold` (what each does:
       :func:`tirxpy_kernels.attention_sm90.attention_sm90`);
     - ``VARLEN``: ``B`` packed sequences of at most ``SQ`` query / ``SK`` key rows, each tile's start and length
-      read from ``cu_seqlens`` (:mod:`tirxpy_kernels.attention_varlen_api`): one tile per CTA (``PERSIST`` False),
-      the grid ``(ceil(SQ / BM), H, B)``, tiles past their sequence's end return at once.
+      read from ``cu_seqlens`` (:mod:`tirxpy_kernels.attention_varlen_api`): one tile per CTA (``PERSIST`` False);
+      ``grid`` here is the bound ``(ceil(SQ / BM), H, B)``, and :func:`tirxpy_kernels.attention_sm90.attention_sm90`
+      launches one CTA per head and slot of the tile map (:func:`tirxpy_kernels.attention_walk.varlen_slots`).
 
         >>> plan(3, 16, 16, 2048, 2048, 128, VARLEN=True).grid
         (16, 16, 3)

@@ -55,6 +55,7 @@ every derived constant) by :func:`build_kernel`, out of named parts:
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import tirxpy
@@ -66,7 +67,7 @@ from tirxpy.layout import ComposeLayout, R, S, TileLayout, laneid, m, swizzle_fo
 from tirxpy.layout.atoms import wgmma_accumulator
 
 from .attention_plan import TARGET, plan
-from .attention_walk import causal_steps, next_step, sequence, tile_blocks, tile_of
+from .attention_walk import causal_steps, next_step, sequence, tile_blocks, tile_of, varlen_slots, varlen_tile
 from .errors import KernelConfigError
 
 LOG2E = 1.4426950408889634
@@ -185,10 +186,12 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
       finishes, and every thread waits for it (``griddepcontrol.wait``) after the barrier setup, before any
       global load or store;
     - ``VARLEN``: ``B`` packed sequences of at most ``SQ`` query / ``SK`` key rows (one tile per CTA):
-      ``k(Q, K, V, O, LSE, CUQ, CUK, ORD)`` with ``Q: (1, SQT, H, D)``, ``K, V: (1, SKT, HKV, D)`` (the packed
-      rows), ``CUQ``, ``CUK: (B + 1,)`` int32 (sequence ``b``'s rows are ``CUQ[b] .. CUQ[b + 1] - 1``), ``ORD:
-      (B,)`` int32 a permutation of the sequences (grid slice ``z`` takes sequence ``ORD[z]``: longest first, so
-      that the longest tiles start first and short ones fill the end), and the
+      ``k(Q, K, V, O, LSE, CUQ, CUK, MAP)`` with ``Q: (1, SQT, H, D)``, ``K, V: (1, SKT, HKV, D)`` (the packed
+      rows), ``CUQ``, ``CUK: (B + 1,)`` int32 (sequence ``b``'s rows are ``CUQ[b] .. CUQ[b + 1] - 1``), ``MAP:
+      (2, S)`` int32 the tile map (``S``: :func:`~tirxpy_kernels.attention_walk.varlen_slots`; slot ``s`` holds
+      sequence ``MAP[0, s]``'s query tile ``MAP[1, s]``, :func:`tirxpy_kernels.attention_varlen_api.tile_map`) on a
+      grid of ``H S`` CTAs, heads fastest (:func:`~tirxpy_kernels.attention_walk.varlen_tile`): only real tiles
+      get a CTA, in the map's order (most work first), and the
       outputs as overlapping views that clip each sequence's stores at its end: with ``XQ`` the plan's ``xq``,
       ``O: (SQT + 1, XQ, H, D)`` strides ``(H D, H D, D, 1)`` over a ``(XQ + SQT, H, D)`` buffer whose rows from
       ``XQ`` on are the packed output, ``LSE: (SQT + 1, H, XQ, 1)`` strides ``(1, XQ + SQT, 1, 1)`` over an
@@ -197,7 +200,7 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
       allocates them).
 
         >>> attention_sm90(3, 2, 1, 300, 200, 64, SQT=500, SKT=400, VARLEN=True).launch.grid
-        (3, 2, 3)
+        (14, 1, 1)
     """
     if PDL not in (True, False, 0, 1):
         raise KernelConfigError(f"attention_sm90: PDL must be True or False, got {PDL!r}")
@@ -208,6 +211,7 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
         if SQT < p.BM or SKT < p.BN:
             raise KernelConfigError(f"attention_sm90: packed tensors of {SQT} query / {SKT} key rows are shorter than "
                                     f"one tile ({p.BM} / {p.BN}): pad them")
+        p = dataclasses.replace(p, grid=(H * varlen_slots(SQT, p.BM, B), 1, 1))     # one CTA per head and map slot
     elif SQT < max(SQ, p.BM) or SKT < max(SK, p.BN):
         raise KernelConfigError(f"attention_sm90: tensors of {SQT} query / {SKT} key rows are shorter than one tile "
                                 f"({p.BM} / {p.BN}) or than SQ = {SQ} / SK = {SK}: pad the sequences")
@@ -327,10 +331,12 @@ def producer_part(p):
         gb[0] = 0
         tc[0] = 0
         for t in T.serial(n_tiles):
-            mt, h, b, valid = tile_of(t, p.persist, p.units, p.q_tiles, p.H, p.causal, p.B, p.tail)
             seq = None
+            if not p.varlen:
+                mt, h, b, valid = tile_of(t, p.persist, p.units, p.q_tiles, p.H, p.causal, p.B, p.tail)
             if p.varlen:                # packed sequences: this tile's rows, or none past the sequence's end
-                q0, q1, k0, k1 = sequence(cu[0], cu[1], cu[2][b])
+                mt, h, b = varlen_tile(p.H, cu[2])
+                q0, q1, k0, k1 = sequence(cu[0], cu[1], b)
                 seq = (q0, q1 - q0, k0, k1 - k0)
                 valid = mt * BM < q1 - q0
             if valid:
@@ -576,10 +582,12 @@ def consumer_part(p, score_log2):
         gb[0] = 0
         tc[0] = 0
         for t in T.serial(n_tiles):
-            mt, h, b, valid = tile_of(t, p.persist, p.units, p.q_tiles, p.H, p.causal, p.B, p.tail)
             seq = None
+            if not p.varlen:
+                mt, h, b, valid = tile_of(t, p.persist, p.units, p.q_tiles, p.H, p.causal, p.B, p.tail)
             if p.varlen:                # packed sequences: this tile's rows, or none past the sequence's end
-                q0, q1, k0, k1 = sequence(cu[0], cu[1], cu[2][b])
+                mt, h, b = varlen_tile(p.H, cu[2])
+                q0, q1, k0, k1 = sequence(cu[0], cu[1], b)
                 seq = (q0, q1 - q0, k0, k1 - k0)
                 valid = mt * BM < q1 - q0
             if valid:
@@ -649,9 +657,9 @@ def build_kernel(p, scale, SQT, SKT, pdl):
                                          O: T.Tensor((SQT + 1, XQ, H, D), dtype, layout=OV),
                                          LSE: T.Tensor((SQT + 1, H, XQ, 1), "float32", layout=LV),
                                          CUQ: T.Tensor((B + 1,), "int32"), CUK: T.Tensor((B + 1,), "int32"),
-                                         ORD: T.Tensor((B,), "int32")):
+                                         MAP: T.Tensor((2, varlen_slots(SQT, p.BM, B)), "int32")):
             T.launch(grid=p.grid, threads=p.threads, pdl=pdl)
-            cta(Q, K, V, O, LSE, (CUQ, CUK, ORD))
+            cta(Q, K, V, O, LSE, (CUQ, CUK, MAP))
 
         return attention_varlen_sm90_kernel
 

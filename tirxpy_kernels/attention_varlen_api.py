@@ -34,8 +34,9 @@ import torch
 from tirxpy.ir.dtype import from_torch
 
 from .attention_api import AttentionArgumentError, _device, _sm_count
-from .attention_plan import DTYPES, HEAD_DIMS, TARGET, varlen_window
+from .attention_plan import DTYPES, HEAD_DIMS, TARGET, plan, varlen_window
 from .attention_sm90 import attention_sm90
+from .attention_walk import EMPTY_TILE, varlen_slots
 from .checks import dense_tensor
 from .launch_cache import compiled
 
@@ -161,8 +162,8 @@ def output_views(out, lse, max_seqlen_q):
 
 
 def launch_order(cu_q, cu_k, lengths=None):
-    """The sequences in the order the kernel's grid takes them (``ORD``): most work first (query length times key
-    length, ties by index), so the longest tiles start first and short ones fill the end of the run. From the
+    """The sequences in the order the kernel's tile map lists them (:func:`tile_map`): most work first (query length
+    times key length, ties by index), so the longest tiles start first and short ones fill the end of the run. From the
     host ``lengths`` (``(cu_q list, cu_k list)``) when given, else computed on the device (no host copy).
 
         >>> import torch
@@ -179,13 +180,50 @@ def launch_order(cu_q, cu_k, lengths=None):
     return torch.argsort(-work, stable=True).to(torch.int32)
 
 
-def kernel_args(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, out, lse, order=None):
-    """The launch arguments ``(Q, K, V, O, LSE, CUQ, CUK, ORD)`` of the ``VARLEN`` kernel for these packed tensors
-    (``order``: :func:`launch_order`'s, computed on the device when not given)."""
+def tile_map(cu_q, cu_k, BM, slots, lengths=None):
+    """The ``VARLEN`` kernel's tile map, ``(2, slots)`` int32: the query tiles (``BM`` rows: the kernel's) of every
+    sequence, sequences in :func:`launch_order` (most work first) and each one's tiles from its last (under a
+    causal mask the heaviest) to its first; slot ``s`` holds sequence ``map[0, s]``'s tile ``map[1, s]``, and slots
+    past the last tile sequence 0's tile :data:`~tirxpy_kernels.attention_walk.EMPTY_TILE` (past its end, so the CTA
+    stores nothing). From the host ``lengths`` when given, else on the device.
+
+        >>> import torch
+        >>> cu = torch.tensor([0, 3, 300, 430], dtype=torch.int32)
+        >>> m = tile_map(cu, cu, 128, 6)
+        >>> m[0].tolist(), m[1, :4].tolist()
+        ([1, 1, 1, 2, 2, 0], [2, 1, 0, 1])
+        >>> bool((m == tile_map(cu, cu, 128, 6, (cu.tolist(), cu.tolist()))).all())
+        True
+    """
+    if lengths is not None:
+        cq = lengths[0]
+        order = launch_order(cu_q, cu_k, lengths).tolist()
+        seqs, tiles = [], []
+        for b in order:
+            n = -(-(cq[b + 1] - cq[b]) // BM)
+            seqs += [b] * n
+            tiles += range(n - 1, -1, -1)
+        pad = slots - len(seqs)
+        rows = [seqs + [0] * pad, tiles + [EMPTY_TILE] * pad]
+        return torch.tensor(rows, dtype=torch.int32).to(cu_q.device, non_blocking=True)
+    order = launch_order(cu_q, cu_k).long()
+    n = ((cu_q[1:] - cu_q[:-1]).long() + BM - 1).div(BM, rounding_mode="floor")[order]
+    end = torch.cumsum(n, 0)
+    s = torch.arange(slots, device=cu_q.device)
+    pos = torch.searchsorted(end, s, right=True).clamp(max=n.numel() - 1)
+    real = s < end[-1]
+    tile = end[pos] - 1 - s          # the sequence's tiles from its last down
+    return torch.stack([torch.where(real, order[pos], 0), torch.where(real, tile, EMPTY_TILE)]).to(torch.int32)
+
+
+def kernel_args(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, out, lse, BM, tiles=None):
+    """The launch arguments ``(Q, K, V, O, LSE, CUQ, CUK, MAP)`` of the ``VARLEN`` kernel of query tiles of ``BM``
+    rows for these packed tensors (``q``'s rows padded as the kernel was built for; ``tiles``: :func:`tile_map`'s,
+    computed on the device when not given)."""
     O, L = output_views(out, lse, max_seqlen_q)
-    if order is None:
-        order = launch_order(cu_seqlens_q, cu_seqlens_k)
-    return (q.unsqueeze(0), k.unsqueeze(0), v.unsqueeze(0), O, L, cu_seqlens_q, cu_seqlens_k, order)
+    if tiles is None:
+        tiles = tile_map(cu_seqlens_q, cu_seqlens_k, BM, varlen_slots(q.shape[0], BM, cu_seqlens_q.numel() - 1))
+    return (q.unsqueeze(0), k.unsqueeze(0), v.unsqueeze(0), O, L, cu_seqlens_q, cu_seqlens_k, tiles)
 
 
 def _pad_rows(t, rows):
@@ -221,12 +259,14 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
                               dtype=from_torch(q.dtype).name, SQT=qp.shape[0], SKT=kp.shape[0],
                               sms=_sm_count(q.device), VARLEN=True)
         out, lse = empty_outputs(qp, SQ)
-        order = launch_order(cu_seqlens_q, cu_seqlens_k, lengths)
-        compiled(kern, TARGET)(*kernel_args(qp, kp, vp, cu_seqlens_q, cu_seqlens_k, SQ, out, lse, order))
+        BM = plan(B, H, HKV, SQ, SK, D, causal=causal, dtype=from_torch(q.dtype).name, sms=_sm_count(q.device),
+                  VARLEN=True).BM
+        tiles = tile_map(cu_seqlens_q, cu_seqlens_k, BM, varlen_slots(qp.shape[0], BM, B), lengths)
+        compiled(kern, TARGET)(*kernel_args(qp, kp, vp, cu_seqlens_q, cu_seqlens_k, SQ, out, lse, BM, tiles))
     if qp.shape[0] != NQ:
         out, lse = out[:NQ].contiguous(), lse[:, :NQ].contiguous()
     return (out, lse) if return_lse else out
 
 
 __all__ = ["VarlenArgumentError", "attention_varlen", "check", "check_lengths", "empty_outputs", "output_views",
-           "kernel_args", "launch_order"]
+           "kernel_args", "launch_order", "tile_map"]

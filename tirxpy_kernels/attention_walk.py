@@ -100,6 +100,29 @@ def tile_blocks(p, m0, rows, seq=None):
     return key_blocks(m0, T.ceildiv(seq[3], p.BN), rows, p.BN, seq[1], p.causal)
 
 
+EMPTY_TILE = 1 << 20
+"""The query tile a padding slot of a VARLEN tile map names: past the end of any sequence (rows ``2^27`` on)."""
+
+
+def varlen_slots(SQT, BM, B):
+    """Slots of a VARLEN grid's tile map: at least the query tiles of ``B`` sequences of ``SQT`` packed rows in all
+    (each sequence adds at most one partial tile).
+
+        >>> varlen_slots(500, 128, 3)
+        7
+    """
+    return -(-SQT // BM) + B
+
+
+def varlen_tile(H, MAP):
+    """``(query tile, head, sequence)`` of this CTA of a VARLEN grid: CTA ``x`` takes head ``x % H`` of the tile in
+    slot ``x / H`` of the tile map ``MAP`` (``MAP[0, s]``: its sequence, ``MAP[1, s]``: its query tile; a padding
+    slot names sequence 0 and tile :data:`EMPTY_TILE`, past its end). Heads are fastest, so the CTAs start the map's
+    tiles in its order (:func:`tirxpy_kernels.attention_varlen_api.tile_map`: most work first)."""
+    x = T.cta_id(0)
+    return MAP[1, x // H], x % H, MAP[0, x // H]
+
+
 def sequence(cu_q, cu_k, b):
     """``(q0, q1, k0, k1)``: the query rows ``q0 .. q1 - 1`` and key rows ``k0 .. k1 - 1`` of packed sequence ``b``,
     loads of the ``cu_seqlens`` tensors ``cu_q`` / ``cu_k`` (device expressions; the kernel binds each once)."""

@@ -135,7 +135,7 @@ def bench_varlen(args, heads=16, D=128):
 
     import tirxpy_kernels as tk
 
-    from .attention_plan import TARGET, varlen_window
+    from .attention_plan import TARGET, plan, varlen_window
     from .attention_sm90 import attention_sm90
     from .attention_varlen_api import empty_outputs, kernel_args
     from .bench_tools import median_ms
@@ -157,7 +157,8 @@ def bench_varlen(args, heads=16, D=128):
         kern = attention_sm90(B, heads, heads, W, W, D, causal=causal, SQT=T, SKT=T, VARLEN=True)
         ck = compiled(kern, TARGET)
         out, lse = empty_outputs(q, W)
-        vargs = kernel_args(q, k, v, cu, cu, W, out, lse)
+        BM = plan(B, heads, heads, W, W, D, causal=causal, VARLEN=True).BM
+        vargs = kernel_args(q, k, v, cu, cu, W, out, lse, BM)
         got = tk.attention_varlen(q, k, v, cu, cu, S, S, causal=causal)
         c0 = cu.tolist()        # each sequence against the dense kernel on that sequence alone
         err = max(relative_error(got[c0[b]:c0[b + 1]].float(), tk.attention(
@@ -324,6 +325,8 @@ def sim_train(args):
     from tirxpy.sim import run
 
     from .attention_sm90 import attention_sm90
+    from .attention_varlen_api import tile_map
+    from .attention_walk import varlen_slots
 
     seed = seed_of(args)
     g = torch.Generator().manual_seed(seed)
@@ -335,8 +338,8 @@ def sim_train(args):
     kern = attention_sm90(3, H, HKV, XQ, XQ, D, causal=True, BN=32, STAGES=2, NC=1, SQT=190, SKT=173, VARLEN=True)
     O = torch.full((191, XQ, H, D), float("nan")).bfloat16()
     t0 = time.time()
-    order = torch.tensor([2, 0, 1], dtype=torch.int32)          # the grid takes the longest sequence first
-    res = run(kern, q[None], k[None], v[None], O, torch.zeros(191 * H * XQ).view(191, H, XQ, 1), cq, ck, order,
+    tiles = tile_map(cq, ck, 64, varlen_slots(190, 64, 3))      # the longest sequence's tiles first
+    res = run(kern, q[None], k[None], v[None], O, torch.zeros(191 * H * XQ).view(191, H, XQ, 1), cq, ck, tiles,
               seed=seed)
     err = 0.0
     for b in range(3):

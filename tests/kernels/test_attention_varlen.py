@@ -13,8 +13,9 @@ from tirxpy.errors import ArgumentError
 from tirxpy.sim import run
 from tirxpy_kernels.attention_plan import plan, varlen_window
 from tirxpy_kernels.attention_sm90 import attention_sm90
+from tirxpy_kernels.attention_walk import EMPTY_TILE, varlen_slots
 from tirxpy_kernels.attention_varlen_api import (VarlenArgumentError, check, check_lengths, empty_outputs,
-                                                 launch_order, output_views)
+                                                 launch_order, output_views, tile_map)
 from tirxpy_kernels.errors import KernelConfigError
 
 from tests.kernels.attention_reference import reference
@@ -92,6 +93,25 @@ def test_plan():
     assert not plan(5, 8, 2, 1000, 1000, 128).varlen
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_tile_map_lists_every_tile_once_most_work_first(seed):
+    """Every query tile of every sequence is in exactly one slot, sequences in launch order and each one's tiles
+    from its last down; the slots after the last tile name a tile past sequence 0's end; the host and the device
+    forms agree."""
+    g = torch.Generator().manual_seed(seed)
+    B, BM = int(torch.randint(1, 9, (1,), generator=g)), (64, 128)[seed % 2]
+    lq = torch.randint(0, 700, (B,), generator=g).tolist()
+    lk = torch.randint(1, 700, (B,), generator=g).tolist()
+    cq, ck = _cu(lq), _cu(lk)
+    slots = varlen_slots(sum(lq), BM, B)
+    m = tile_map(cq, ck, BM, slots)
+    assert torch.equal(m, tile_map(cq, ck, BM, slots, (cq.tolist(), ck.tolist())))
+    want = [(b, t) for b in launch_order(cq, ck).tolist() for t in reversed(range(-(-lq[b] // BM)))]
+    got = list(zip(m[0].tolist(), m[1].tolist()))
+    assert got[:len(want)] == want
+    assert all(x == (0, EMPTY_TILE) for x in got[len(want):]) and EMPTY_TILE * BM >= 2 ** 26
+
+
 def test_launch_order_is_most_work_first():
     cq, ck = _cu([10, 300, 0, 300, 50]), _cu([10, 300, 5, 200, 60])
     assert launch_order(cq, ck).tolist() == [1, 3, 4, 0, 2]
@@ -132,9 +152,9 @@ def _sim_case(lq, lk, H, HKV, D, causal, BN, NC, dtype):
     # the simulator keeps each tensor parameter as a dense array of its logical shape: the views' elements
     O = torch.full((NQ + 1, XQ, H, D), float("nan")).to(tdt)
     L = torch.full(((NQ + 1) * H * XQ,), float("nan"))
-    order = launch_order(cq, ck)              # a permutation: the grid's slice z takes sequence order[z]
-    assert sorted(order.tolist()) == list(range(len(lq)))
-    res = run(kern, q[None], k[None], v[None], O, L.view(NQ + 1, H, XQ, 1), cq, ck, order,
+    BM = 64 * NC
+    tiles = tile_map(cq, ck, BM, varlen_slots(NQ, BM, len(lq)))     # every real tile once, then padding slots
+    res = run(kern, q[None], k[None], v[None], O, L.view(NQ + 1, H, XQ, 1), cq, ck, tiles,
               seed=int(torch.randint(0, 1000, (1,))))
     assert res.problems == []
     lse = L[:H * (XQ + NQ)].view(H, XQ + NQ)[:, XQ:]      # register stores: through the view's strides
