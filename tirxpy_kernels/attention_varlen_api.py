@@ -172,12 +172,15 @@ def launch_order(cu_q, cu_k, lengths=None):
         ([1, 0, 2], [1, 0, 2])
     """
     if lengths is not None:
-        cq, ck = lengths
-        work = [(cq[b + 1] - cq[b]) * (ck[b + 1] - ck[b]) for b in range(len(cq) - 1)]
-        order = sorted(range(len(work)), key=lambda b: (-work[b], b))
-        return torch.tensor(order, dtype=torch.int32).to(cu_q.device, non_blocking=True)
+        return torch.tensor(_host_order(*lengths), dtype=torch.int32).to(cu_q.device, non_blocking=True)
     work = (cu_q[1:] - cu_q[:-1]).long() * (cu_k[1:] - cu_k[:-1]).long()
     return torch.argsort(-work, stable=True).to(torch.int32)
+
+
+def _host_order(cq, ck):
+    """:func:`launch_order` of the host lists ``cq``, ``ck``, as a list."""
+    work = [(cq[b + 1] - cq[b]) * (ck[b + 1] - ck[b]) for b in range(len(cq) - 1)]
+    return sorted(range(len(work)), key=lambda b: (-work[b], b))
 
 
 def tile_map(cu_q, cu_k, BM, slots, lengths=None):
@@ -197,9 +200,8 @@ def tile_map(cu_q, cu_k, BM, slots, lengths=None):
     """
     if lengths is not None:
         cq = lengths[0]
-        order = launch_order(cu_q, cu_k, lengths).tolist()
         seqs, tiles = [], []
-        for b in order:
+        for b in _host_order(*lengths):
             n = -(-(cq[b + 1] - cq[b]) // BM)
             seqs += [b] * n
             tiles += range(n - 1, -1, -1)
