@@ -37,7 +37,8 @@ from tirxpy.lang.schedule import cdiv
 from .checks import dense_tensor, overlaps
 from .errors import KernelConfigError
 from .gemm_api import GemmArgumentError, _device, _sm_count, _tile
-from .gemm_plan import BLOCK_SCALE, FP8_DTYPES, OUT_DTYPES, TARGET, check_config, check_options
+from .gemm_fp8_plan import BLOCK_SCALE, FP8_DTYPES
+from .gemm_plan import OUT_DTYPES, TARGET, check_config, check_options
 from .gemm_sm90 import gemm_sm90
 from .launch_cache import LaunchCache, compiled
 
@@ -152,7 +153,7 @@ def _padded(M, N, K, out_dtype, BN):
 
 def _plan(M, N, K, out_dtype, scaling, bias, tuning, sms):
     """The kernel options for this problem: the block scaling's 128-wide cooperative tile (the one whose k-blocks
-    run over two scratch accumulators, :func:`tirxpy_kernels.gemm_plan.block_part`), otherwise the 16-bit kernel's
+    run over two scratch accumulators, :func:`tirxpy_kernels.gemm_fp8_plan.block_part`), otherwise the 16-bit kernel's
     tile choice for the same bytes per k-block (``K / 2``)."""
     tuning = dict(tuning)
     if scaling == "block":
@@ -337,7 +338,7 @@ def gemm_fp8(a, b, scale_a, scale_b, out=None, *, bias=None, out_dtype=None, sca
     docstring gives the operand layouts and the scalings. ``tuning`` goes to
     :func:`tirxpy_kernels.gemm_sm90.gemm_sm90` (``BN``, ``STAGES``, ``group``, ``DEFER``, ``PINGPONG``,
     ``PDL``, ``SPLIT``, ``sms``; for the block scaling also ``PART`` and ``PASS``,
-    :func:`tirxpy_kernels.gemm_plan.block_part` and :func:`tirxpy_kernels.gemm_plan.check_pass`); by default the
+    :func:`tirxpy_kernels.gemm_fp8_plan.block_part` and :func:`tirxpy_kernels.gemm_fp8_plan.check_pass`); by default the
     per-tensor and row-wise scalings take the 16-bit GEMM's tile choice and the block scaling 128-wide tiles.
 
     A call like an earlier checked one (shapes, strides, dtypes, device, options) skips the checks and the

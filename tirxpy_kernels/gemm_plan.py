@@ -20,18 +20,13 @@ from tirxpy.lang.schedule import cdiv, persistent_units
 from tirxpy.target import as_target
 
 from .errors import KernelConfigError, choice_option, flag_option, int_option
+from .gemm_fp8_plan import BLOCK_SCALE, FP8_DTYPES, block_part, check_pass, check_scaling, part_buffers, scale_bytes
 
 #: The target the Hopper GEMM is built for: a plan fits its shared memory per CTA, and its SM count (an
 #: H100 SXM's) is the persistent grid's size where no device is given.
 TARGET = as_target("sm_90a")
 SMEM_LIMIT = TARGET.smem_per_cta
 IN_DTYPES = ("bfloat16", "float16")
-FP8_DTYPES = ("float8_e4m3", "float8_e5m2")
-# how an FP8 product is scaled (gemm_sm90's ``scaling``): one scale per tensor, per row of A and column of
-# B, or per 1 x 128 group of A along K and 128 x 128 block of B (promoted into the float32 accumulator
-# every k-block); 16-bit inputs take none
-SCALINGS = (None, "tensor", "row", "block")
-BLOCK_SCALE = 128      # the K (and B's N) extent of one block scale
 OUT_DTYPES = ("bfloat16", "float16", "float32")
 ACTIVATIONS = (None, "relu", "silu")
 # protocol steps ``drop=`` can remove (the simulator's mutation tests only; tirxpy_kernels.gemm refuses it)
@@ -45,16 +40,6 @@ def k_block(dtype):
         (64, 128)
     """
     return 128 // DataType.get(dtype).itemsize
-
-
-def scale_bytes(BM, scaling):
-    """Bytes of block scales landing in each stage next to the operands: A's ``BM`` row scales
-    (``scaling="block"``), else none.
-
-        >>> scale_bytes(128, "block"), scale_bytes(128, "row")
-        (512, 0)
-    """
-    return BM * 4 if scaling == "block" else 0
 
 
 def plan(M, N, K, BM=128, BN=256, BK=None, STAGES=4, CM=1, sms=TARGET.sm_count, group=4,
@@ -325,8 +310,6 @@ def _split_checked(SPLIT, M, N, BN, EPI, wide_chunks, CM, PP, DEFER, b_major):
     return rows, wide, cdiv(N - wide * BN, bn2), bn2
 
 
-
-
 def check_options(BN=256, STAGES=None, CM=1, group=4, DEFER=None, PINGPONG=False, PDL=True, SPLIT=None,
                   sms=TARGET.sm_count, PART=None, PASS=None):
     """Each tuning option of :func:`gemm_sm90` on its own, its kind and the range no other option moves
@@ -356,33 +339,6 @@ def check_options(BN=256, STAGES=None, CM=1, group=4, DEFER=None, PINGPONG=False
         raise KernelConfigError(f"gemm_sm90: SPLIT must be a tuple (rows, wide, bn2) of ints, got {SPLIT!r:.60}")
 
 
-def block_part(BN, PART=None):
-    """The width of one part of a block-scaled tile's per-k-block product (``scaling="block"``): each
-    k-block's wgmma runs ``BN / PART`` column parts, each into a scratch accumulator of ``PART`` columns
-    that is promoted (times its scales) into the float32 tile. ``BN`` is a multiple of 64 and ``PART`` (64 or
-    128) divides both ``BN`` and 128, so a part lies inside one 128-column block of B's scales. Default: 128
-    for ``BN = 128`` (one part, k-blocks in pairs), else 64.
-
-        >>> block_part(256), block_part(128), block_part(192, 64)
-        (64, 128, 64)
-        >>> block_part(192, 128)
-        Traceback (most recent call last):
-        ...
-        tirxpy_kernels.errors.KernelConfigError: gemm_sm90: PART = 128 must divide both BN = 192 and 128 (a part of a block-scaled tile lies inside one 128-column block scale of B) and be at least 64: use PART = 64
-    """
-    if BN % 64:
-        raise KernelConfigError(f"gemm_sm90: scaling='block' takes BN = 64, 128, 192 or 256 (whole 64-column parts), "
-                                f"got BN = {BN}")
-    if PART is None:
-        return BLOCK_SCALE if BN == BLOCK_SCALE else 64
-    if not (type(PART) is int and PART in (64, 128) and BN % PART == 0):
-        fits = [p for p in (128, 64) if BN % p == 0]
-        raise KernelConfigError(f"gemm_sm90: PART = {PART!r:.40} must divide both BN = {BN} and {BLOCK_SCALE} (a part of a "
-                                f"block-scaled tile lies inside one {BLOCK_SCALE}-column block scale of B) and be at least 64: "
-                                "use PART = " + " or ".join(str(p) for p in fits))
-    return PART
-
-
 def block_stages(BN):
     """The block scaling's default ring depth: four stages, or as many as fit next to the epilogue's staging
     (three at ``BN = 256``, whose stages carry 128 row scales each besides the operands).
@@ -392,75 +348,6 @@ def block_stages(BN):
     """
     stage = (BM + BN) * 128 + scale_bytes(BM, "block")
     return min(4, (SMEM_LIMIT - 2 * BM * 128 - 1024) // (stage + 16))
-
-
-def part_buffers(BN, PART):
-    """Scratch accumulators of a block-scaled tile: two (a part's wgmma runs while the previous part is
-    promoted) when the tile's ``BN / 2`` accumulator registers per thread and two parts' ``PART / 2`` each fit in
-    192, else one (wgmma, wait, promote, part after part).
-
-        >>> part_buffers(256, 64), part_buffers(256, 128), part_buffers(128, 128)
-        (2, 1, 2)
-    """
-    return 2 if BN // 2 + PART <= 192 else 1
-
-
-def check_pass(scaling, BN, PART, PASS=None):
-    """The block scaling's k-blocks per pass of the k-loop, resolved: an int ``PASS`` in [1, 16] (each pass is
-    unrolled). Within a pass each part's wgmma runs while the previous part is promoted (with two scratch
-    accumulators), and a pass ends with every wgmma waited for. Default: 16 for a tile of one part over two
-    accumulators, else 2. Other scalings take none (None).
-
-        >>> check_pass("block", 128, 128), check_pass("block", 256, 64), check_pass("block", 128, 128, 3)
-        (16, 2, 3)
-        >>> check_pass("block", 128, 128, 17)
-        Traceback (most recent call last):
-        ...
-        tirxpy_kernels.errors.KernelConfigError: gemm_sm90: PASS = 17 must be an int in [1, 16] (k-blocks per pass of the block-scaled k-loop, each pass unrolled)
-    """
-    if scaling != "block":
-        if PASS is not None:
-            raise KernelConfigError(f"gemm_sm90: PASS = {PASS!r:.40} applies to scaling='block' only: leave it unset")
-        return None
-    if PASS is None:
-        return 16 if PART == BN and part_buffers(BN, PART) == 2 else 2
-    if not (type(PASS) is int and 1 <= PASS <= 16):
-        raise KernelConfigError(f"gemm_sm90: PASS = {PASS!r:.40} must be an int in [1, 16] (k-blocks per pass of "
-                                "the block-scaled k-loop, each pass unrolled)")
-    return PASS
-
-
-def check_scaling(dtype, scaling, a_major="K", b_major="K", BN=256, CM=1, PINGPONG=False, SPLIT=None, PART=None):
-    """How an FP8 product is scaled, checked against the inputs and the schedule: FP8 inputs take one of
-    ``"tensor"``, ``"row"``, ``"block"`` and both operands K-major (FP8 wgmma reads no transposed operand);
-    16-bit inputs take none. ``"block"`` runs the cooperative schedule without a cluster, a split or
-    ``DEFER``, in parts of :func:`block_part` columns; ``PART`` applies to it alone.
-
-        >>> check_scaling("float8_e4m3", "block", BN=256, PART=64)
-        >>> check_scaling("float8_e4m3", "tensor", BN=256, PART=64)
-        Traceback (most recent call last):
-        ...
-        tirxpy_kernels.errors.KernelConfigError: gemm_sm90: PART = 64 applies to scaling='block' only (got scaling='tensor'): leave PART unset
-    """
-    if not any(type(scaling) is type(x) and scaling == x for x in SCALINGS):
-        raise KernelConfigError(f"gemm_sm90: scaling must be one of {SCALINGS}, got {scaling!r:.60}")
-    if dtype in FP8_DTYPES:
-        if scaling is None:
-            raise KernelConfigError(f"gemm_sm90: {dtype} inputs need a scaling: 'tensor', 'row' or 'block'")
-        if (a_major, b_major) != ("K", "K"):
-            raise KernelConfigError(f"gemm_sm90: FP8 wgmma reads both operands K-major; got a_major={a_major!r}, "
-                                    f"b_major={b_major!r} (pass A as (M, K) row-major and B as (N, K) row-major)")
-    elif scaling is not None:
-        raise KernelConfigError(f"gemm_sm90: scaling={scaling!r} applies to FP8 inputs {FP8_DTYPES}, not {dtype}")
-    if scaling != "block":
-        if PART is not None:
-            raise KernelConfigError(f"gemm_sm90: PART = {PART!r:.40} applies to scaling='block' only (got scaling={scaling!r}): "
-                                    "leave PART unset")
-        return
-    if PINGPONG or CM != 1 or SPLIT is not None:
-        raise KernelConfigError("gemm_sm90: scaling='block' runs the cooperative schedule without a cluster or a "
-                                f"split (PINGPONG=False, CM=1, SPLIT=None); got PINGPONG={PINGPONG}, CM={CM}, SPLIT={SPLIT}")
-    block_part(BN, PART)
 
 
 def check_config(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", dtype="bfloat16",
@@ -545,13 +432,14 @@ def check_config(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", d
             "PASS": PASS}
 
 
-
 BM = 128                # tile rows: two consumer warpgroups of 64
 THREADS = 384           # a producer warpgroup and two consumer warpgroups
 PRODUCER_REGS, CONSUMER_REGS = 40, 232      # the setmaxnreg split of those 384 threads' registers
 
 
 @dataclass(frozen=True)
+
+
 class GemmPlan:
     """Every size and switch :func:`tirxpy_kernels.gemm_sm90.gemm_sm90` builds its kernel from, resolved and checked
     (:func:`kernel_plan`). The kernel's parts read these names; none of them is derived again there."""
@@ -580,7 +468,7 @@ class GemmPlan:
     cluster_tile_rows: int  # tile rows of the plain grid, counted in clusters
     tile_cols: int          # tile columns of the plain grid
     BK: int                 # k-block depth: one 128-byte swizzle atom of the inputs (k_block)
-    scaling: str | None     # how an FP8 product is scaled (SCALINGS); None for 16-bit inputs
+    scaling: str | None     # how an FP8 product is scaled (gemm_fp8_plan.SCALINGS); None for 16-bit inputs
     b_dtype: str            # B's dtype: A's, or the other FP8 format
     k_blocks: int           # k-blocks per tile (BK deep each)
     chunk_cols: int         # columns of one output chunk: 128 bytes, or the widest 2^k share of BN below

@@ -1,7 +1,7 @@
 """The FP8 scaling steps of the Hopper GEMM (:mod:`tirxpy_kernels.gemm_sm90` with ``scaling=``).
 
 An FP8 product is ``C = (A * sa) @ (B * sb)``: the kernel multiplies the float32 wgmma results by the
-scales, never the FP8 operands. Three scalings (:data:`tirxpy_kernels.gemm_plan.SCALINGS`):
+scales, never the FP8 operands. Three scalings (:data:`tirxpy_kernels.gemm_fp8_plan.SCALINGS`):
 
 - ``"tensor"``: ``SA``, ``SB`` are ``(1, 1)`` float32; each tile's accumulator is multiplied by
   ``SA[0, 0] * SB[0, 0]`` before the bias (:func:`scale_tile`).
@@ -31,7 +31,7 @@ from __future__ import annotations
 from tirxpy import T, Tx
 from tirxpy.layout import R, S, TileLayout, laneid, m, wid_in_wg
 
-from .gemm_plan import BLOCK_SCALE
+from .gemm_fp8_plan import BLOCK_SCALE
 
 
 def row_layout() -> TileLayout:

@@ -700,8 +700,8 @@ def gemm_sm90(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", dtyp
     (one 128-byte swizzle atom, ``m64nBNk32`` wgmma); the kernel takes ``(A, B, SA, SB, Bias, C)`` with the
     scales of :func:`scale_shapes` and applies them as :mod:`tirxpy_kernels.gemm_scales` describes (the block
     scaling: no ``DEFER``, each k-block promoted into the float32 accumulator in parts of ``PART`` columns,
-    :func:`~tirxpy_kernels.gemm_plan.block_part`, in passes of ``PASS`` k-blocks,
-    :func:`~tirxpy_kernels.gemm_plan.check_pass`).
+    :func:`~tirxpy_kernels.gemm_fp8_plan.block_part`, in passes of ``PASS`` k-blocks,
+    :func:`~tirxpy_kernels.gemm_fp8_plan.check_pass`).
 
     ``drop=`` removes one protocol step, for the simulator's mutation tests only: ``"full_wait"``
     (consumers' wait on ``full``), ``"empty_wait"`` (producer's wait on ``empty``), ``"expect_tx"``
