@@ -3,7 +3,8 @@
 Everything here is plain Python on ints: :func:`check_config` resolves and checks every option of
 :func:`tirxpy_kernels.gemm_sm90.gemm_sm90` for one problem, :func:`kernel_plan` turns that into the
 :class:`GemmPlan` the kernel is built from (every derived size named), and :func:`choose_tile` /
-:func:`balanced_split` are what :func:`tirxpy_kernels.gemm` runs when it is given no tile.
+:func:`balanced_split` are what :func:`tirxpy_kernels.gemm` runs when it is given no tile. The FP8 parts (formats,
+scalings, the block scaling's parts and passes) are :mod:`tirxpy_kernels.gemm_fp8_plan`'s.
 
     >>> p = kernel_plan(4096, 4096, 4096, SPLIT=(16, 1, 240))
     >>> p.k_blocks, p.chunk_cols, p.chunks, p.rounds, p.narrow_bn, p.tiles, p.grid
