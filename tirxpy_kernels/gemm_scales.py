@@ -6,7 +6,10 @@ scales, never the FP8 operands. Three scalings (:data:`tirxpy_kernels.gemm_fp8_p
 - ``"tensor"``: ``SA``, ``SB`` are ``(1, 1)`` float32; each tile's accumulator is multiplied by
   ``SA[0, 0] * SB[0, 0]`` before the bias (:func:`scale_tile`).
 - ``"row"``: ``SA`` is ``(M, 1)`` (one scale per row of A), ``SB`` is ``(1, N)`` (one per column of B);
-  each output chunk is multiplied by its rows' and columns' scales (:func:`scale_chunk`).
+  each output chunk is multiplied by its rows' and columns' scales (:func:`scale_chunk`). Each consumer warp
+  loads its tile's column scales before the tile's k-loop, lane ``l`` holding column ``32 r + l`` in register
+  ``r`` (:func:`load_col_scales`), so they land under the k-loop; each chunk shuffles its columns' scales out
+  of them (:func:`chunk_col_scales`).
 - ``"block"`` (DeepSeek-V3): ``SA`` is ``(KB, Mp)``, A's scale per row and 128-deep group of K stored
   group-major (row ``kb`` holds every row's scale of k-block ``kb``; ``Mp``: M rounded up to 4 so each
   row is whole 16-byte units for TMA); ``SB`` is ``(KB, NB)``, B's scale per 128 x 128 block (row
@@ -46,11 +49,12 @@ class Scales:
     shared-memory stages, ``(stages, 1, BM)``), ``sbv`` (registers holding B's block scales of two windows of
     32 k-blocks, the one in use and the next, one per :attr:`~tirxpy_kernels.gemm_plan.GemmPlan.scale_cols` each:
     :func:`load_b_window`), ``srows``
-    (``srows[q]``: the k-block being promoted's row scales times B's scale ``q``). Unused ones are None."""
+    (``srows[q]``: the k-block being promoted's row scales times B's scale ``q``), ``scv`` (registers holding the
+    tile's column scales, 32 columns each: :func:`load_col_scales`). Unused ones are None."""
 
-    def __init__(self, sa=None, sb=None, srow=None, scol=None, sas=None, sbv=None, srows=None):
+    def __init__(self, sa=None, sb=None, srow=None, scol=None, sas=None, sbv=None, srows=None, scv=None):
         self.sa, self.sb, self.srow, self.scol, self.sas = sa, sb, srow, scol, sas
-        self.sbv, self.srows = sbv, srows
+        self.sbv, self.srows, self.scv = sbv, srows, scv
 
 
 @T.macro
@@ -118,20 +122,51 @@ def load_row_scales(P, SC, r0):
 @T.macro
 def scale_tile(P, SC, acc, r0):
     """Before the epilogue of a tile whose accumulator ``acc`` holds rows ``r0 .. r0 + 63``: ``"tensor"``
-    multiplies it by ``SA * SB``; ``"row"`` loads those rows' scales (the column scales come per chunk,
-    :func:`scale_chunk`)."""
+    multiplies it by ``SA * SB``; ``"row"`` loads those rows' scales (the columns' come per chunk, :func:`chunk_col_scales`)."""
     if P.scaling == "tensor":
         Tx.wg.mul(acc, acc, SC.sa[0, 0] * SC.sb[0, 0])
     if P.scaling == "row":
         load_row_scales(P, SC, r0)
 
 
+def col_registers(P) -> int:
+    """``"row"``: the registers a consumer thread holds its tile's column scales in, one per 32 columns of
+    ``BN`` (:func:`load_col_scales`).
+
+        >>> from types import SimpleNamespace
+        >>> col_registers(SimpleNamespace(BN=176)), col_registers(SimpleNamespace(BN=256))
+        (6, 8)
+    """
+    return -(-P.BN // 32)
+
+
 @T.macro
-def scale_chunk(P, SC, chunk, n0, j):
-    """``"row"``: output chunk ``j`` of the tile at column ``n0`` times its rows' scales (``SC.srow``, loaded by
-    :func:`scale_tile`) and its columns' (columns past N read 0)."""
+def load_col_scales(P, SC, n0):
+    """``"row"``, consumer, before the k-loop of the tile at column ``n0``: register ``r`` of lane ``l`` in
+    ``SC.scv`` gets column ``n0 + 32 r + l``'s scale (a plain load, ``T.ptx.ld_global_f32``, which ptxas
+    keeps where it is, so it lands under the k-loop). Columns past N read column N - 1's: their
+    outputs are never stored."""
+    for r in range(col_registers(P)):
+        SC.scv[r] = T.ptx.ld_global_f32(T.address_of(SC.sb[0, T.min(n0 + 32 * r + T.lane_id(), P.N - 1)]))
+
+
+@T.macro
+def chunk_col_scales(P, SC, j):
+    """``"row"``: output chunk ``j``'s column scales into ``SC.scol`` (the bias row's layout: slot ``2 b + e``
+    holds chunk column ``8 b + 2 (lane % 4) + e``), each shuffled from the lane of ``SC.scv`` that holds it
+    (:func:`load_col_scales`)."""
     if P.scaling == "row":
-        Tx.wg.fill(SC.scol, T.float32(0))
-        Tx.wg.copy(SC.scol, SC.sb[0:1, n0 + j * P.chunk_cols:n0 + j * P.chunk_cols + P.chunk_cols])
+        slots = SC.scol.alias((P.chunk_cols // 4,))
+        for t in range(P.chunk_cols // 4):
+            base = j * P.chunk_cols + 8 * (t // 2)     # a multiple of 8: one register holds all 8 columns
+            slots[t] = T.ptx.shfl_sync_idx_f32(SC.scv[base // 32], base % 32 + 2 * (T.lane_id() % 4) + t % 2,
+                                               0xFFFFFFFF)
+
+
+@T.macro
+def scale_chunk(P, SC, chunk):
+    """``"row"``: an output chunk times its rows' scales (``SC.srow``, :func:`load_row_scales`) and its columns'
+    (``SC.scol``, :func:`chunk_col_scales`)."""
+    if P.scaling == "row":
         Tx.wg.mul(chunk, chunk, SC.srow)
         Tx.wg.mul(chunk, chunk, SC.scol)

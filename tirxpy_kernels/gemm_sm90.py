@@ -93,8 +93,9 @@ from .gemm_plan import (  # noqa: F401  (the plan's public names, re-exported: t
     GemmPlan, balanced_split, bn_candidates, check_config, check_options, choose_tile, default_stages, kernel_plan,
     plan, schedule_cost, splittable, tile_cost, widest_bn)
 from .gemm_plan import _PP_EFFICIENCY, _split_widths, _unit_loads  # noqa: F401  (tests of the cost model)
-from .gemm_scales import (Scales, advance_b_window, load_b_window, load_block_scales, load_row_scales, promote,
-                          row_layout, scale_chunk, scale_tile, stage_row_scales)
+from .gemm_scales import (Scales, advance_b_window, chunk_col_scales, col_registers, load_b_window, load_block_scales,
+                          load_col_scales, load_row_scales, promote, row_layout, scale_chunk, scale_tile,
+                          stage_row_scales)
 
 # -0.0 from an asm the C++ compiler cannot fold through: ``acc + NEG_ZERO()`` keeps an add (the identity on
 # every float, signed zeros and NaN included) in the PTX (GemmPlan.neg_zero_guard says when it is needed)
@@ -415,7 +416,8 @@ def tile_epilogue(P, ring, acc, SC, pk, out, brow, Bias, C, Cs, i, c, m0, n0):
     scale_tile(P, SC, acc, m0 + c * 64)
     for j in range(P.chunks):
         chunk = acc[:, j * P.chunk_cols:j * P.chunk_cols + P.chunk_cols]
-        scale_chunk(P, SC, chunk, n0, j)
+        chunk_col_scales(P, SC, j)
+        scale_chunk(P, SC, chunk)
         load_bias(P, brow, Bias, n0, j)
         bias_and_activation(P, chunk, brow)
         if not P.defer:
@@ -442,6 +444,8 @@ def cooperative_consumer(P, ring, acc, tmps, SC, pk, out, brow, As, Bs, Bias, C,
         m0, n0, wide = tile_at(P, unit + i * P.units, rank)
         if P.defer:     # the previous tile, whose 16-bit values wait in pk
             pm0, pn0, pwide = tile_at(P, unit + (i - 1) * P.units, rank)
+        if P.scaling == "row":
+            load_col_scales(P, SC, n0)
         if P.scaling == "block":
             nm0, nn0, nwide = tile_at(P, unit + (i + 1) * P.units, rank)
             block_k_loop(P, ring, acc, tmps, SC, As, Bs, i, n0, nn0, c)
@@ -480,11 +484,12 @@ def pingpong_store(P, C, Cs, acc, acc2, SC, out, brow, Bias, j2, j, c, m0, n0):
             T.ptx.bulk_wait_group_read(1)    # the store that last read buffer b is done
     T.ptx.barrier_sync(1 + c, 128)
     load_bias(P, brow, Bias, n0, j)
+    chunk_col_scales(P, SC, j)
     for hh in range(2):
         chunk = (acc if hh == 0 else acc2)[:, j * w:j * w + w]
         if P.scaling == "row":
             load_row_scales(P, SC, m0 + hh * 64)
-            scale_chunk(P, SC, chunk, n0, j)
+            scale_chunk(P, SC, chunk)
         bias_and_activation(P, chunk, brow)
         Tx.wg.cast(out, chunk)
         Tx.wg.copy(Cs[c, b, hh * 64:hh * 64 + 64, :], out)
@@ -502,6 +507,8 @@ def pingpong_consumer(P, ring, acc, acc2, SC, out, brow, As, Bs, Bias, C, Cs, un
     for j2 in T.serial((n_tiles + 1 - c) // 2):
         i = c + 2 * j2
         m0, n0, _wide = tile_at(P, unit + i * P.units, rank)
+        if P.scaling == "row":
+            load_col_scales(P, SC, n0)
         # turns: tile i's k-loop starts once tile i - 1's has waited for all of its stages (named barriers 3:
         # consumer 1's turn, 4: consumer 0's); they also make the parity waits below sound (module docstring)
         if P.drop != "turn":
@@ -585,7 +592,8 @@ def kernel_body(P, A, B, SA, SB, Bias, C):
     if P.scaling == "row":
         srow = T.alloc_local((64, 1), "float32", layout=row_layout())
         scol = T.alloc_local((1, P.chunk_cols), "float32", layout=bias_layout(P.chunk_cols))
-        SC = Scales(SA, SB, srow, scol)
+        scv = T.alloc_local((col_registers(P),), "float32")
+        SC = Scales(SA, SB, srow, scol, scv=scv)
     unit = T.cta_id(0) // P.CM
     rank = T.cta_id(0) % P.CM
     n_tiles = tiles_of_unit(unit, P.units, P.tiles)

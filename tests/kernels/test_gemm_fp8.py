@@ -58,6 +58,14 @@ def test_block_scales_cross_windows_of_b_scales_in_the_simulator():
     _sim_case(128, 200, 1232, "block", 128, "bfloat16", False, E4M3, E4M3, {"PASS": 3}, b_window=4, sms=1)
 
 
+def test_row_scales_follow_each_tile_in_the_ping_pong_schedule():
+    """Row scaling, ping-pong: one CTA's two consumers take six 128 x 176 tiles in turn; each loads its tile's
+    column scales into six registers a lane before the tile's k-loop, and each 16-column output chunk shuffles
+    its columns' out of them, so a stale tile's scales, a wrong register or a wrong lane shows in the output
+    (the last tile column, 48 wide, clamps its reads at N)."""
+    _sim_case(200, 400, 144, "row", 176, "bfloat16", False, E4M3, E4M3, {"PINGPONG": True}, sms=1)
+
+
 def _sim_case(M, N, K, scaling, BN, out_dtype, bias, dtype, b_dtype, opts, b_window=None, sms=2):
     g = _fresh()
     a, w = _operands(M, N, K, g, dtype, outliers=True, b_dtype=b_dtype)
