@@ -67,6 +67,40 @@ def test_meta_programming_unrolls_and_folds():
     round_trip(k)
 
 
+ROLLED = """
+@T.prim_func
+def k(A: T.Tensor((64,), "float32"), n: T.int32):
+    T.launch(grid=(1,), threads=32)
+    for i in T.rolled(n):
+        for j in T.rolled(1, 3):
+            A[i * 2 + j] = A[i * 2 + j] + 1.0
+"""
+
+
+def test_rolled_loop_parses_prints_and_round_trips():
+    from tirxpy.ir import structural_equal
+
+    k = T.parse_script(ROLLED)
+    outer = next(s for s in k.body.stmts if isinstance(s, For))
+    inner = outer.body.stmts[0]
+    assert (outer.kind, str(outer.stop)) == ("rolled", "n")
+    assert (inner.kind, str(inner.start), str(inner.stop)) == ("rolled", "1", "3")
+    assert "for i in T.rolled(n):" in str(k) and "for j in T.rolled(1, 3):" in str(k)
+    round_trip(k)
+    # the kind is part of the structure: the same loops as T.serial are a different kernel
+    assert not structural_equal(k, T.parse_script(ROLLED.replace("T.rolled", "T.serial")))
+
+
+@pytest.mark.parametrize("loop, match", [("T.rolled(2.5)", "loop bounds must be integers"),
+                                         ("T.rolled(1, 2, 3)", "calling `T.rolled` failed"),
+                                         ("T.rolled()", "calling `T.rolled` failed")])
+def test_rolled_loop_bad_arguments_are_parse_errors(loop, match):
+    src = ROLLED.replace("T.rolled(n)", loop)
+    with pytest.raises(ParseError, match=match) as e:
+        T.parse_script(src)
+    assert loop in str(e.value) and isinstance(e.value, ValueError)
+
+
 def test_device_if_while_select_and_logic():
     @T.prim_func
     def k(A: T.Tensor((64,), "int32"), n: T.int32):

@@ -120,7 +120,7 @@ class Gen:
             elif k == 3 and d > 0:
                 var = Var(self.name())
                 start = ops.const(0) if r.random() < 0.5 else self.int_expr(vs, 1)
-                out.append(For(var, start, self.int_expr(vs, 1), r.choice(["serial", "unroll"]),
+                out.append(For(var, start, self.int_expr(vs, 1), r.choice(["serial", "unroll", "rolled"]),
                                self.block(vs + [var], bufs, d - 1)))
             elif k == 4 and d > 0:
                 other = None

@@ -28,6 +28,9 @@ def test_serial_and_unroll_ranges():
     assert isinstance(r, LoopRange) and (r.kind, r.start, r.stop) == ("serial", 0, 5)
     u = T.unroll(2, 6)
     assert (u.kind, u.start, u.stop) == ("unroll", 2, 6)
+    k = T.rolled(3)
+    assert (k.kind, k.start, k.stop) == ("rolled", 0, 3)
+    assert (T.rolled(1, 4).start, T.rolled(1, 4).stop) == (1, 4)
 
 
 def test_tensor_spec():

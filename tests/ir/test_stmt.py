@@ -36,8 +36,10 @@ def test_for_kind_and_body():
     f = For(i, IntImm(0), IntImm(4), "unroll", body)
     assert isinstance(f.body, SeqStmt) and f.body.stmts == (body,)
     assert [n for n, _ in f.fields()] == ["var", "start", "stop", "kind", "body"]
-    with pytest.raises(IRError, match="loop kind"):
+    with pytest.raises(IRError, match="loop kind") as e:
         For(i, IntImm(0), IntImm(4), "parallel", body)
+    assert isinstance(e.value, ValueError) and "T.rolled" in e.value.hint
+    assert For(i, IntImm(0), IntImm(4), "rolled", body).kind == "rolled"
 
 
 def test_if_and_while_wrap_bodies():

@@ -74,3 +74,31 @@ def test_charge_raises_past_the_budget():
 def test_block_holds_its_condition():
     b = Block(lambda: True, "x", spin=True)
     assert b.cond() and b.what == "x" and b.span is None and b.spin
+
+
+ROLLED_VS_SERIAL = '''
+@T.prim_func
+def k(A: T.Tensor((32,), "int32"), n: T.int32):
+    T.launch(grid=(1,), threads=32)
+    l = T.lane_id()
+    A[l] = 1
+    for i in T.KIND(l % 5, n):
+        A[l] = A[l] * 3 + i
+'''
+
+
+def test_rolled_loop_runs_as_the_serial_loop():
+    """``T.rolled`` changes only the CUDA compiler's unrolling: the simulator runs it as ``T.serial``, per-lane
+    bounds included."""
+    out = {}
+    for kind in ("rolled", "serial"):
+        a = np.full(32, -7, np.int32)
+        run(_k(ROLLED_VS_SERIAL.replace("KIND", kind)), a, 6)
+        out[kind] = a.tolist()
+    want = []
+    for x in range(32):
+        v = 1
+        for i in range(x % 5, 6):
+            v = v * 3 + i
+        want.append(v)
+    assert out["rolled"] == out["serial"] == want

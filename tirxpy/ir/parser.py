@@ -2,9 +2,9 @@
 
 Python values from the closure and globals are compile-time constants. Python-level ``if``
 on constants, ``for`` over Python iterables (``range(4)``, lists) and ``while`` on constants
-run at parse time (meta-programming); ``for i in T.serial(n)`` / ``T.unroll(n)``, ``if`` /
-``while`` on device values, ``x = <device expr>``, ``A[i] = v``, ``Tx.<scope>.<op>(...)`` and
-intrinsic calls become IR. Rebinding a device name makes a new variable (SSA), except across
+run at parse time (meta-programming); ``for i in T.serial(n)`` / ``T.unroll(n)`` / ``T.rolled(n)``,
+``if`` / ``while`` on device values, ``x = <device expr>``, ``A[i] = v``, ``Tx.<scope>.<op>(...)``
+and intrinsic calls become IR. Rebinding a device name makes a new variable (SSA), except across
 a device ``for`` / ``if`` / ``while`` boundary, where it is an error (use a local buffer).
 
 Parsing evaluates nothing with Python's ``eval``: expressions go through :mod:`tirxpy.ir.parse_expr`,

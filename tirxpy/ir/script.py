@@ -6,7 +6,7 @@ Inside a ``@T.prim_func`` body (see :mod:`tirxpy.ir.parser`):
 - hardware ids ``T.cta_id(dim)``, ``T.cluster_rank()``, ``T.cta_id_in_cluster(dim)``,
   ``T.warpgroup_id()``, ``T.warp_id()``, ``T.warp_id_in_wg()``, ``T.lane_id()``,
   ``T.thread_id()``, ``T.thread_id_in_wg()``, and ``T.elect_one()``;
-- loops ``for i in T.serial(n)`` / ``T.serial(start, stop)`` / ``T.unroll(...)``;
+- loops ``for i in T.serial(n)`` / ``T.serial(start, stop)`` / ``T.unroll(...)`` / ``T.rolled(...)``;
 - allocations ``buf = T.alloc_shared(shape, dtype, layout=None)``, ``T.alloc_local``,
   ``T.alloc_tmem``, ``T.alloc_buffer(shape, dtype, scope=..., layout=...)``;
 - scalar types and casts ``T.float32(1)``, ``T.int64(x)``, ``T.cast(x, "float16")``;
@@ -166,13 +166,27 @@ def _loop(kind, start, stop):
 
 
 def serial(start, stop=None):
-    """``for i in T.serial(n)`` / ``T.serial(start, stop)``: a device loop."""
+    """``for i in T.serial(n)`` / ``T.serial(start, stop)``: a device loop; the CUDA compiler may unroll it
+    (:func:`rolled` keeps it a loop, :func:`unroll` unrolls it fully)."""
     return _loop("serial", start, stop)
 
 
 def unroll(start, stop=None):
     """``for i in T.unroll(n)``: a device loop the compiler fully unrolls."""
     return _loop("unroll", start, stop)
+
+
+def rolled(start, stop=None):
+    """``for i in T.rolled(n)`` / ``T.rolled(start, stop)``: a device loop the compiler keeps a loop
+    (``#pragma unroll 1``), where :func:`serial` leaves unrolling to the CUDA compiler, which unrolls most
+    loops of known trip count. The rule: use it where an unrolled body would keep more values live than the
+    registers hold (each unrolled copy keeps its own addresses), so a spill costs more than the loop's branch;
+    the loop computes the same as ``T.serial``.
+
+        for b in T.rolled(n_batches):       # for (...) under #pragma unroll 1
+            ...
+    """
+    return _loop("rolled", start, stop)
 
 
 # ---------------------------------------------------------------- ids
@@ -363,8 +377,8 @@ class _TNamespace:
         from .jit_hooks import macro, prim_func, parse_script
 
         d = self.__dict__
-        for fn in (Tensor, launch, alloc_buffer, alloc_shared, alloc_local, alloc_tmem, serial, unroll, cta_id,
-                   cta_id_in_cluster, cluster_rank, warpgroup_id, warp_id, warp_id_in_wg, lane_id, thread_id,
+        for fn in (Tensor, launch, alloc_buffer, alloc_shared, alloc_local, alloc_tmem, serial, unroll, rolled,
+                   cta_id, cta_id_in_cluster, cluster_rank, warpgroup_id, warp_id, warp_id_in_wg, lane_id, thread_id,
                    thread_id_in_wg, elect_one, cast, select, ceildiv, address_of, call_intrin, evaluate):
             d[fn.__name__] = fn
         d["min"], d["max"] = min, max

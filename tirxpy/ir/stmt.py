@@ -5,7 +5,7 @@ Bodies are :class:`SeqStmt` (nested sequences are flattened). :class:`LetStmt` a
 after them in the same sequence, the way ``x = ...`` does in Python.
 
 - :class:`SeqStmt` (``stmts``), :class:`For` (``var, start, stop, kind, body``; kind
-  ``"serial"`` or ``"unroll"``), :class:`IfThenElse` (``cond, then_body, else_body``),
+  ``"serial"``, ``"unroll"`` or ``"rolled"``), :class:`IfThenElse` (``cond, then_body, else_body``),
   :class:`While` (``cond, body``), :class:`LetStmt` (``var, value``), :class:`Evaluate`
   (``expr``), :class:`Allocate` (``buffer``), :class:`BufferStore` (``buffer, indices,
   value``), :class:`PrimitiveCall` (``op, operands, scope, attrs, dispatch``).
@@ -55,18 +55,22 @@ def as_seq(body) -> SeqStmt:
     return SeqStmt(list(body or ()))
 
 
-FOR_KINDS = ("serial", "unroll")
+FOR_KINDS = ("serial", "unroll", "rolled")
 
 
 class For(Stmt):
-    """``for var in T.serial(start, stop)`` / ``T.unroll(...)``: ``var`` from ``start`` to ``stop - 1``."""
+    """``for var in T.serial(start, stop)`` / ``T.unroll(...)`` / ``T.rolled(...)``: ``var`` from ``start`` to
+    ``stop - 1``. ``kind`` says what the CUDA compiler may do with the loop: ``"serial"`` leaves it to its
+    heuristics (it may unroll a loop of known trip count), ``"unroll"`` unrolls it fully (``#pragma unroll``),
+    ``"rolled"`` keeps it a loop (``#pragma unroll 1``). The kind never changes what the loop computes."""
 
     _fields = ("var", "start", "stop", "kind", "body")
 
     def __init__(self, var: Var, start: Expr, stop: Expr, kind: str, body, span=None):
         super().__init__(span)
         if kind not in FOR_KINDS:
-            raise IRError(f"loop kind must be one of {FOR_KINDS}, got {kind!r}")
+            raise IRError(f"loop kind must be one of {FOR_KINDS}, got {kind!r}",
+                          hint="pass \"serial\" (T.serial), \"unroll\" (T.unroll) or \"rolled\" (T.rolled)")
         self.var, self.start, self.stop, self.kind = var, start, stop, kind
         self.body = as_seq(body)
 

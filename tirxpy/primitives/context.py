@@ -13,7 +13,8 @@ Helpers that build IR (names are fresh per call site, so lowered code never coll
 - ``ctx.intrin(name, *args)`` an :class:`~tirxpy.ir.IntrinsicCall` of a table entry; calls
   ``fail`` when the target lacks it; ``ctx.emit(name, *args)`` the same as a statement
 - ``ctx.loop(n, body_fn, kind="unroll", name="i")`` a :class:`~tirxpy.ir.For` whose body is
-  ``body_fn(var)``; ``ctx.seq(stmts)``
+  ``body_fn(var)`` (``kind``: ``"unroll"``, ``"serial"`` or ``"rolled"``, as ``T.unroll`` / ``T.serial`` /
+  ``T.rolled``); ``ctx.seq(stmts)``
 - ``ctx.tensor(k)`` the k-th operand as a Tile (``fail`` if it is not a tensor); ``ctx.attr(name, default)``
 
 ``Tile`` (one operand): ``name``, ``buffer`` (the tensor it views), ``storage``, ``dtype``,

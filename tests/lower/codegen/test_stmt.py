@@ -43,3 +43,29 @@ def test_issues_wgmma_finds_commit_group_at_any_depth():
     inner = For(i, IntImm(0), IntImm(2), "serial", [IfThenElse(Var("c", "bool"), [commit])])
     assert issues_wgmma(SeqStmt([fence, inner]))
     assert not issues_wgmma(SeqStmt([fence]))
+
+
+@T.prim_func
+def loop_kinds(A: T.Tensor((64,), "int32"), n: T.int32):
+    T.launch(grid=(1,), threads=32)
+    t = T.thread_id()
+    for a in T.rolled(4):
+        A[t] = A[t] + a
+    for b in T.serial(4):
+        A[t] = A[t] + b
+    for c in T.rolled(1, n):
+        A[t + 32] = A[t + 32] + c
+
+
+def _pragma_of(src, head):
+    """The line right above the loop head ``head`` (its pragma, if any)."""
+    lines = [ln.strip() for ln in src.splitlines()]
+    return lines[next(i for i, ln in enumerate(lines) if ln.startswith(head)) - 1]
+
+
+def test_rolled_loop_is_kept_a_loop_and_serial_is_left_to_nvcc():
+    src = generate(loop_kinds, "sm_90a").source
+    assert _pragma_of(src, "for (int32_t a = 0; a < 4; ++a) {") == "#pragma unroll 1"
+    assert _pragma_of(src, "for (int32_t c = 1; c < n; ++c) {") == "#pragma unroll 1"
+    assert _pragma_of(src, "for (int32_t b = 0; b < 4; ++b) {") != "#pragma unroll 1"
+    assert src.count("#pragma unroll 1") == 2 and "#pragma unroll\n" not in src

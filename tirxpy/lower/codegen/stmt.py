@@ -76,6 +76,8 @@ class StmtRenderer:
             name = ctx.name(s.var, s.var.name)
             if s.kind == "unroll":
                 self.emit("#pragma unroll")
+            elif s.kind == "rolled":
+                self.emit("#pragma unroll 1")                # T.rolled: kept a loop
             elif issues_wgmma(s.body):
                 # ptxas (13.0 and 13.4 seen) may unroll such a loop, leave it from the middle of the
                 # unrolled body and then schedule reads of the accumulators of the still-running
