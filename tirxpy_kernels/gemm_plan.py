@@ -534,25 +534,6 @@ class GemmPlan:
         """Block scaling: the ``(k-block of the pass, part)`` pairs of a pass of ``nb`` k-blocks, in issue order."""
         return [(l, p) for l in range(nb) for p in range(self.parts)]
 
-    @property
-    def head_blocks(self):
-        """Block scaling: the k-blocks of a tile's head pass, whose first :attr:`head_units` parts are issued
-        before the previous tile's epilogue (``gemm_sm90.block_head``): enough for one part per scratch
-        accumulator."""
-        return min(self.k_blocks, -(-self.part_bufs // self.parts))
-
-    @property
-    def head_units(self):
-        """Block scaling: parts of a tile's head pass issued before the previous tile's epilogue, one per scratch
-        accumulator.
-
-            >>> kernel_plan(256, 256, 256, BN=128, dtype="float8_e4m3", scaling="block").head_units
-            2
-            >>> kernel_plan(256, 256, 128, BN=256, dtype="float8_e4m3", scaling="block", PART=128).head_units
-            1
-        """
-        return min(self.part_bufs, self.head_blocks * self.parts)
-
     def part_slot(self, p):
         """Which of :attr:`scale_cols` scales part ``p`` (the one whose block holds its columns)."""
         return p * self.part // BLOCK_SCALE if self.BN % BLOCK_SCALE == 0 else p

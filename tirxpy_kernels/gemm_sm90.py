@@ -300,15 +300,13 @@ def block_retire(P, ring, acc, tmp, SC, i, c, n0, k, l, p, pending):
 
 
 @T.macro
-def block_pass(P, ring, acc, tmps, SC, As, Bs, i, n0, c, k0, nb, pre):
-    """Block scaling: ``nb`` k-blocks from ``k0``, part by part; the first ``pre`` parts were issued already
-    (:func:`block_head`). With two scratch accumulators each part's wgmma is issued before the previous part is
-    waited for and promoted, and the pass ends with every wgmma waited for; with one, each part is issued,
-    waited for and promoted in turn."""
+def block_pass(P, ring, acc, tmps, SC, As, Bs, i, n0, c, k0, nb):
+    """Block scaling: ``nb`` k-blocks from ``k0``, part by part. With two scratch accumulators each part's wgmma
+    is issued before the previous part is waited for and promoted, and the pass ends with every wgmma waited
+    for; with one, each part is issued, waited for and promoted in turn."""
     units = P.pass_units(nb)
     for j, (l, p) in enumerate(units):
-        if j >= pre:
-            block_issue(P, ring, tmps[j % P.part_bufs], As, Bs, i, c, k0 + l, p)
+        block_issue(P, ring, tmps[j % P.part_bufs], As, Bs, i, c, k0 + l, p)
         if P.part_bufs == 1:
             block_retire(P, ring, acc, tmps[0], SC, i, c, n0, k0 + l, l, p, 0)
         elif j > 0:         # the previous part, one wgmma group still running behind it
@@ -320,33 +318,18 @@ def block_pass(P, ring, acc, tmps, SC, As, Bs, i, n0, c, k0, nb, pre):
 
 
 @T.macro
-def block_head(P, ring, tmps, As, Bs, i, c):
-    """Block scaling: the first :attr:`~tirxpy_kernels.gemm_plan.GemmPlan.head_units` parts of the CTA's ``i``-th
-    tile issued (into scratch accumulators ``0, 1, ..``), so their wgmmas run under the previous tile's epilogue;
-    the tile's head pass waits for them (:func:`block_k_loop`)."""
-    for j, (l, p) in enumerate(P.pass_units(P.head_blocks)[:P.head_units]):
-        block_issue(P, ring, tmps[j % P.part_bufs], As, Bs, i, c, l, p)
-
-
-@T.macro
 def block_k_loop(P, ring, acc, tmps, SC, As, Bs, i, n0, nn0, c):
-    """The cooperative consumer ``c``'s k-loop with block scales (tile ``i`` at column ``n0``): the head pass of
-    :attr:`~tirxpy_kernels.gemm_plan.GemmPlan.head_blocks` k-blocks (its first parts issued by :func:`block_head`),
-    then passes of :attr:`~tirxpy_kernels.gemm_plan.GemmPlan.pass_blocks` k-blocks and a shorter last one
-    (:func:`block_pass`), each part of a k-block's product promoted into ``acc``
-    (:func:`tirxpy_kernels.gemm_scales.promote`); each stage is released by every warp once its last part is
-    waited for (each warp read its rows' scales from it). Every pass ends with its wgmmas waited for, so none is
-    in flight across a loop's back edge. Then the first window of B's scales of the next tile (at column ``nn0``)
-    is loaded, to land under the epilogue."""
-    h = P.head_blocks
-    full = (P.k_blocks - h) // P.pass_blocks
-    short = (P.k_blocks - h) % P.pass_blocks
-    block_pass(P, ring, acc, tmps, SC, As, Bs, i, n0, c, 0, h, P.head_units)
-    if full > 0:
-        for kk in T.serial(full):
-            block_pass(P, ring, acc, tmps, SC, As, Bs, i, n0, c, h + kk * P.pass_blocks, P.pass_blocks, 0)
-    if short:
-        block_pass(P, ring, acc, tmps, SC, As, Bs, i, n0, c, h + full * P.pass_blocks, short, 0)
+    """The cooperative consumer ``c``'s k-loop with block scales (tile ``i`` at column ``n0``): passes of
+    :attr:`~tirxpy_kernels.gemm_plan.GemmPlan.pass_blocks` k-blocks (:func:`block_pass`), each part of a
+    k-block's product promoted into ``acc`` (:func:`tirxpy_kernels.gemm_scales.promote`); each stage is
+    released by every warp once its last part is waited for (each warp read its rows' scales from it). Then
+    the first window of B's scales of the next tile (at column ``nn0``) is loaded, to land under the epilogue."""
+    if P.k_blocks >= P.pass_blocks:      # (a K shorter than one pass has only the short one)
+        for kk in T.serial(P.k_blocks // P.pass_blocks):
+            block_pass(P, ring, acc, tmps, SC, As, Bs, i, n0, c, kk * P.pass_blocks, P.pass_blocks)
+    if P.k_blocks % P.pass_blocks:       # the last k-blocks: a shorter pass
+        block_pass(P, ring, acc, tmps, SC, As, Bs, i, n0, c, P.k_blocks - P.k_blocks % P.pass_blocks,
+                   P.k_blocks % P.pass_blocks)
     load_b_window(P, SC, nn0, 0, 0)
 
 
@@ -447,20 +430,26 @@ def tile_epilogue(P, ring, acc, SC, pk, out, brow, Bias, C, Cs, i, c, m0, n0):
 # ---- the two consumer schedules --------------------------------------------------------------------------
 
 @T.macro
-def cooperative_consumer(P, ring, acc, SC, pk, out, brow, As, Bs, Bias, C, Cs, unit, rank, n_tiles, c):
+def cooperative_consumer(P, ring, acc, tmps, SC, pk, out, brow, As, Bs, Bias, C, Cs, unit, rank, n_tiles, c):
     """Consumer ``c`` of the cooperative schedule: rows ``64 c ..`` of every tile of the CTA (``pk``: the
     deferred tile's registers, ``out``: a converted chunk; only the one the plan uses is read)."""
     if c == 1:          # the stagger (named barrier 5), once per CTA
         T.ptx.barrier_sync(5, 256)
     elif n_tiles == 0:
         T.ptx.barrier_arrive(5, 256)
+    if P.scaling == "block":    # the first tile's first window of B's scales
+        fm0, fn0, fwide = tile_at(P, unit, rank)
+        load_b_window(P, SC, fn0, 0, 0)
     for i in T.serial(n_tiles):
         m0, n0, wide = tile_at(P, unit + i * P.units, rank)
         if P.defer:     # the previous tile, whose 16-bit values wait in pk
             pm0, pn0, pwide = tile_at(P, unit + (i - 1) * P.units, rank)
         if P.scaling == "row":
             load_col_scales(P, SC, n0)
-        if P.split is None:
+        if P.scaling == "block":
+            nm0, nn0, nwide = tile_at(P, unit + (i + 1) * P.units, rank)
+            block_k_loop(P, ring, acc, tmps, SC, As, Bs, i, n0, nn0, c)
+        elif P.split is None:
             if P.defer:
                 k_loop(P, ring, acc, As, Bs, C, Cs, pk, i, c, pm0, pn0, pwide, P.BN)
             else:
@@ -480,33 +469,6 @@ def cooperative_consumer(P, ring, acc, SC, pk, out, brow, As, Bs, Bias, C, Cs, u
             lm0, ln0, lwide = tile_at(P, unit + (n_tiles - 1) * P.units, rank)
             for j in range(P.rounds):
                 store_round(P, C, Cs, pk, n_tiles - 1, j, c, lm0, ln0, lwide)
-    if T.thread_id_in_wg() == 0:
-        T.ptx.bulk_wait_group(0)
-
-
-@T.macro
-def block_consumer(P, ring, acc, tmps, SC, out, brow, As, Bs, Bias, C, Cs, unit, rank, n_tiles, c):
-    """Consumer ``c`` of the block-scaled cooperative schedule: rows ``64 c ..`` of every tile of the CTA. Tile
-    ``i``'s head (:func:`block_head`) is issued before tile ``i - 1``'s epilogue, whose stores then run under
-    those wgmmas; each k-loop ends with every wgmma waited for, so none is in flight across the loop's back
-    edge."""
-    if c == 1:          # the stagger (named barrier 5), once per CTA
-        T.ptx.barrier_sync(5, 256)
-    elif n_tiles == 0:
-        T.ptx.barrier_arrive(5, 256)
-    fm0, fn0, fwide = tile_at(P, unit, rank)
-    load_b_window(P, SC, fn0, 0, 0)     # the first tile's first window of B's scales
-    for i in T.serial(n_tiles):
-        m0, n0, wide = tile_at(P, unit + i * P.units, rank)
-        nm0, nn0, nwide = tile_at(P, unit + (i + 1) * P.units, rank)
-        block_head(P, ring, tmps, As, Bs, i, c)
-        if i > 0:
-            pm0, pn0, pwide = tile_at(P, unit + (i - 1) * P.units, rank)
-            tile_epilogue(P, ring, acc, SC, acc, out, brow, Bias, C, Cs, i - 1, c, pm0, pn0)
-        block_k_loop(P, ring, acc, tmps, SC, As, Bs, i, n0, nn0, c)
-    if n_tiles > 0:                     # the CTA's last tile
-        lm0, ln0, lwide = tile_at(P, unit + (n_tiles - 1) * P.units, rank)
-        tile_epilogue(P, ring, acc, SC, acc, out, brow, Bias, C, Cs, n_tiles - 1, c, lm0, ln0)
     if T.thread_id_in_wg() == 0:
         T.ptx.bulk_wait_group(0)
 
@@ -648,18 +610,14 @@ def kernel_body(P, A, B, SA, SB, Bias, C):
         roles.enter_consumer()
         c = wg - 1
         pingpong_consumer(P, ring, acc, acc2, SC, out, brow, As, Bs, Bias, C, Cs, unit, rank, n_tiles, c)
-    elif P.scaling == "block":
-        roles.enter_consumer()
-        c = wg - 1
-        block_consumer(P, ring, acc, tmps, SC, out, brow, As, Bs, Bias, C, Cs, unit, rank, n_tiles, c)
     elif P.defer:
         roles.enter_consumer()
         c = wg - 1
-        cooperative_consumer(P, ring, acc, SC, pk, pk, brow, As, Bs, Bias, C, Cs, unit, rank, n_tiles, c)
+        cooperative_consumer(P, ring, acc, tmps, SC, pk, pk, brow, As, Bs, Bias, C, Cs, unit, rank, n_tiles, c)
     else:
         roles.enter_consumer()
         c = wg - 1
-        cooperative_consumer(P, ring, acc, SC, acc, out, brow, As, Bs, Bias, C, Cs, unit, rank, n_tiles, c)
+        cooperative_consumer(P, ring, acc, tmps, SC, acc, out, brow, As, Bs, Bias, C, Cs, unit, rank, n_tiles, c)
     if P.CM > 1:
         T.ptx.cluster_sync()     # no CTA leaves while a peer may still multicast into it / arrive on it
 
