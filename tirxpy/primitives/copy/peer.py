@@ -9,9 +9,8 @@ split the tile into 16-byte (or the widest both layouts allow) vectors, thread `
 generic loads and stores over the mapping). The chunks go in batches of ``depth`` (the call's ``depth=``
 attribute, default :data:`DEPTH`): a thread first loads its ``depth`` chunks of the batch into registers,
 then stores them, so ``depth`` loads are in flight at once instead of one load waiting out its round trip
-before the next is issued (``depth * 16`` bytes of registers per thread for 16-byte vectors). More than two
-batches run as a loop the CUDA compiler keeps rolled (``T.rolled``, ``#pragma unroll 1``), so a thread holds one
-batch's addresses at a time, whatever the tile's size. The copy does
+before the next is issued (``depth * 16`` bytes of registers per thread for 16-byte vectors). Up to two
+batches are unrolled; more run as a ``T.serial`` loop, which the CUDA compiler may unroll. The copy does
 not signal: follow it with a release on a flag (:mod:`tirxpy.intrinsics.peer`) so the reader knows the
 data is there.
 
@@ -106,9 +105,7 @@ def peer_vec(ctx):
             stores.append(IfThenElse(g_dst, [st]) if g_dst is not None else st)
         return ctx.seq(loads + stores)
 
-    # more than two batches stay a loop (T.rolled): unrolled, each copy of the body keeps its own 64-bit
-    # addresses live, which spills in a warp under a register cap (the all-gather GEMM's movers)
-    return ctx.seq([alloc, ctx.loop(batches, batch, kind="unroll" if batches <= 2 else "rolled", name="batch")])
+    return ctx.seq([alloc, ctx.loop(batches, batch, kind="unroll" if batches <= 2 else "serial", name="batch")])
 
 
 def _and(a, b):
