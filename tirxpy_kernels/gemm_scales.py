@@ -122,7 +122,8 @@ def load_row_scales(P, SC, r0):
 @T.macro
 def scale_tile(P, SC, acc, r0):
     """Before the epilogue of a tile whose accumulator ``acc`` holds rows ``r0 .. r0 + 63``: ``"tensor"``
-    multiplies it by ``SA * SB``; ``"row"`` loads those rows' scales (the columns' come per chunk, :func:`chunk_col_scales`)."""
+    multiplies it by ``SA * SB``; ``"row"`` loads those rows' scales (the columns' come per chunk,
+    :func:`chunk_col_scales`)."""
     if P.scaling == "tensor":
         Tx.wg.mul(acc, acc, SC.sa[0, 0] * SC.sb[0, 0])
     if P.scaling == "row":

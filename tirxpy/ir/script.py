@@ -179,9 +179,9 @@ def unroll(start, stop=None):
 def rolled(start, stop=None):
     """``for i in T.rolled(n)`` / ``T.rolled(start, stop)``: a device loop the compiler keeps a loop
     (``#pragma unroll 1``), where :func:`serial` leaves unrolling to the CUDA compiler, which unrolls most
-    loops of known trip count. The rule: use it where an unrolled body would keep more values live than the
-    registers hold (each unrolled copy keeps its own addresses), so a spill costs more than the loop's branch;
-    the loop computes the same as ``T.serial``.
+    loops of known trip count. It computes the same as ``T.serial``; it is for a loop whose unrolled copies would
+    keep more values live than the registers hold (each copy its own addresses), where ptxas spills. Fewer
+    spills need not mean faster code: time both.
 
         for b in T.rolled(n_batches):       # for (...) under #pragma unroll 1
             ...
