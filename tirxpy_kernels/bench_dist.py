@@ -118,7 +118,8 @@ def _functions(kind, M, N, K, group, tirxpy_gemm=True):
         ours = lambda: tirxpy_kernels.all_gather_gemm(a, b, group)                          # noqa: E731
         seq = lambda: (dist.all_gather_into_tensor(full, a, group=group), torch.matmul(full, b))[1]   # noqa: E731
         fused = lambda: torch.ops.symm_mem.fused_all_gather_matmul(a, [b], 0, name)[1][0]  # noqa: E731
-        fns = {"tirxpy": ours, "(a) sequential": seq, "(b) torch fused": fused,
+        fns = {"tirxpy": ours, "tirxpy (movers)": lambda: tirxpy_kernels.all_gather_gemm(a, b, group, transfer="movers"),
+               "(a) sequential": seq, "(b) torch fused": fused,
                "GEMM alone (cuBLAS)": lambda: torch.matmul(full, b),
                "GEMM alone (tirxpy)": lambda: tirxpy_kernels.gemm(full, b),
                "transfer alone": lambda: dist.all_gather_into_tensor(full, a, group=group)}

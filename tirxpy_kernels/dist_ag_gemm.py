@@ -96,6 +96,67 @@ def need_table(M: int, world: int, me: int) -> np.ndarray:
     return need
 
 
+def chunk_rows(ms: int, q: int, chunks: int) -> list:
+    """The copy engines' chunks of rank ``q``'s shard (``ms`` rows): ``[(r0, r1), ..]`` in shard rows, at most
+    ``chunks`` of them, cut where the global row ``q ms + r`` starts a 128-row tile row (so a chunk fills whole
+    tile rows of the receiver's buffer wherever the shard allows). Both ranks compute the same list.
+
+        >>> chunk_rows(8192, 1, 4), chunk_rows(200, 1, 4)
+        ([(0, 2048), (2048, 4096), (4096, 6144), (6144, 8192)], [(0, 56), (56, 184), (184, 200)])
+    """
+    if not (isinstance(chunks, int) and chunks >= 1):
+        raise KernelConfigError(f"CHUNKS = {chunks!r} must be a positive integer (copy-engine chunks per shard)")
+    base = q * ms
+    cuts = {0, ms}
+    for i in range(1, chunks):
+        g = round((base + i * ms / chunks) / BM) * BM - base
+        if 0 < g < ms:
+            cuts.add(g)
+    cuts = sorted(cuts)
+    return list(zip(cuts[:-1], cuts[1:]))
+
+
+def ce_need_table(M: int, world: int, me: int, chunks: int) -> np.ndarray:
+    """``Need[q, t]`` on rank ``me`` with the copy engines: how many of peer ``q``'s chunks (:func:`chunk_rows`,
+    sent in order) must be in before tile row ``t`` is read from the buffer (``uint32``; 0: none of ``q``'s
+    rows are in it, and always 0 for ``q = me``, whose rows in shared tile rows are copied before the launch).
+
+        >>> ce_need_table(512, 2, 0, 2)[1].tolist()
+        [0, 0, 1, 2]
+    """
+    ms = M // world
+    rows = -(-M // BM)
+    need = np.zeros((world, rows), np.uint32)
+    for q in range(world):
+        if q == me:
+            continue
+        for c, (r0, r1) in enumerate(chunk_rows(ms, q, chunks)):
+            for t in range((q * ms + r0) // BM, (q * ms + r1 - 1) // BM + 1):
+                need[q, t] = c + 1
+    return need
+
+
+def shared_own_rows(M: int, world: int, me: int) -> list:
+    """The rows ``[(r0, r1), ..]`` of rank ``me``'s shard (shard rows) that lie in tile rows shared with a peer:
+    with the copy engines they are copied into this rank's own buffer before the launch (the kernel reads every
+    other own row from the shard itself).
+
+        >>> shared_own_rows(400, 2, 0), shared_own_rows(400, 2, 1), shared_own_rows(512, 2, 1)
+        ([(128, 200)], [(0, 56)], [])
+    """
+    ms = M // world
+    lo, hi = own_range(M, world, me)
+    out = []
+    if lo > hi:
+        return [(0, ms)]
+    a, b = lo * BM - me * ms, min((hi + 1) * BM, M) - me * ms
+    if a > 0:
+        out.append((0, a))
+    if b < ms:
+        out.append((b, ms))
+    return out
+
+
 def tile_of(P, t, me, world):
     """``(m0, n0, wide)`` of the CTA's tile ``t``: the GEMM's walk with its tile rows rotated so that rank
     ``me`` starts at the first tile row of its own shard (its own rows need no transfer; the peer's arrive
@@ -120,9 +181,10 @@ def check_world(M, world, me):
 
 
 @T.macro
-def ag_producer(P, ring, A, AS, B, As, Bs, FL, Need, epoch, unit, n_tiles, me, world):
+def ag_producer(P, ring, A, AS, B, As, Bs, FL, Need, epoch, unit, n_tiles, me, world, per):
     """One thread: the GEMM's tiles (own rows first) and k-blocks; a tile row this rank holds alone is loaded
-    from its shard ``AS``, any other waits for its pieces first and is loaded from the buffer ``A``."""
+    from its shard ``AS``, any other waits for its rows first (:func:`ag_wait_rows`, or with the copy engines
+    (``per``: chunks per source and call) :func:`ce_wait_rows`) and is loaded from the buffer ``A``."""
     ms = P.M // world
     for i in T.serial(n_tiles):
         m0, n0, _wide = tile_of(P, unit + i * P.units, me, world)
@@ -131,7 +193,10 @@ def ag_producer(P, ring, A, AS, B, As, Bs, FL, Need, epoch, unit, n_tiles, me, w
         if lo <= hi:
             own = tr >= lo and tr <= hi
             if not own:
-                ag_wait_rows(P, FL, Need, epoch, tr, world)
+                if per:
+                    ce_wait_rows(P, FL, Need, epoch, tr, me, world, per)
+                else:
+                    ag_wait_rows(P, FL, Need, epoch, tr, world)
             for k in T.serial(P.k_blocks):
                 ag_stage(P, ring, A, B, As, Bs, i, k, m0, n0)
                 if own:
@@ -140,10 +205,25 @@ def ag_producer(P, ring, A, AS, B, As, Bs, FL, Need, epoch, unit, n_tiles, me, w
                 else:
                     load_stage(P, A, B, As, Bs, ring.full, ring.stage(i * P.k_blocks + k), m0, n0, k * P.BK, 0)
         else:                   # a shard shorter than a tile row: every tile row is shared
-            ag_wait_rows(P, FL, Need, epoch, tr, world)
+            if per:
+                ce_wait_rows(P, FL, Need, epoch, tr, me, world, per)
+            else:
+                ag_wait_rows(P, FL, Need, epoch, tr, world)
             for k in T.serial(P.k_blocks):
                 ag_stage(P, ring, A, B, As, Bs, i, k, m0, n0)
                 load_stage(P, A, B, As, Bs, ring.full, ring.stage(i * P.k_blocks + k), m0, n0, k * P.BK, 0)
+
+
+@T.macro
+def ce_wait_rows(P, FL, Need, epoch, tr, me, world, per):
+    """Copy engines: wait until each peer's chunks that tile row ``tr`` needs are in (``FL[q]`` counts rank
+    ``q``'s chunks, ``per`` a call: ``(epoch - 1) per + Need[q, tr]``), then order the async proxy's reads
+    after them."""
+    if P.drop != "flag_wait":
+        for q in range(world):
+            if q != me:
+                T.ptx.wait_geq_sys_u32(FL[q], (epoch - 1) * per + Need[q, tr])
+    T.ptx.fence_proxy_async()
 
 
 @T.macro
@@ -233,10 +313,46 @@ def movers(P, AS, DL, DP, FL, FP, GL, GP, epoch, me, ms, pr, w, world, depth):
 DROPS = ("flag_wait", "local_signal", "peer_signal")
 
 
+@T.macro
+def ag_body(P, A, B, Bias, C, AS, FL, Need, epoch, me, world, per, mv):
+    """The kernel of rank ``me`` after its launch: the GEMM's shared memory, barriers and roles; warps
+    1 .. 3 of the producer warpgroup run the movers when ``mv`` holds their tensors
+    ``(DL, DP, FP, GL, GP, depth)``, and idle with the copy engines (``mv`` None, ``per`` chunks a call)."""
+    dt, out_dt = P.dtype, P.out_dtype
+    a_shape, as_shape, a_layout, b_shape, bs_shape, b_layout = operand_shapes(P)
+    As = T.alloc_shared(as_shape, dt, layout=a_layout)
+    Bs = T.alloc_shared(bs_shape, dt, layout=b_layout)
+    Cs = T.alloc_shared(staging_shape(P), out_dt, layout=staging_layout(P))
+    full = T.alloc_shared((P.stages,), "uint64")
+    empty = T.alloc_shared((P.stages,), "uint64")
+    acc = T.alloc_local((64, P.BN), "float32", layout=wgmma_accumulator(P.BN))
+    pk = T.alloc_local((64, P.BN), out_dt, layout=wgmma_accumulator(P.BN))
+    brow = T.alloc_local((1, 8), out_dt, layout=bias_layout(8))     # no bias: a placeholder row
+    unit = T.cta_id(0)
+    n_tiles = tiles_of_unit(unit, P.units, P.tiles)
+    ring = StageRing(full, empty, P.stages, 1)
+    setup_barriers([(ring, 1, P.empty_arrivals)], 1, P.pdl)
+    roles = WarpRoles(THREADS, PRODUCER_REGS, CONSUMER_REGS, "dist_ag_gemm")
+    wg = T.warpgroup_id()
+    if wg == 0:
+        roles.enter_producer()
+        if T.warp_id_in_wg() == 0:
+            if T.elect_one():
+                ag_producer(P, ring, A, AS, B, As, Bs, FL, Need, epoch, unit, n_tiles, me, world, per)
+        if mv is not None:
+            ms = P.M // world
+            for w in range(1, 1 + MOVERS):
+                if T.warp_id_in_wg() == w:
+                    movers(P, AS, mv[0], mv[1], FL, mv[2], mv[3], mv[4], epoch, me, ms, piece_rows(ms), w, world,
+                           mv[5])
+    else:
+        roles.enter_consumer()
+        ag_consumer(P, ring, acc, pk, pk, brow, As, Bs, Bias, C, Cs, unit, n_tiles, wg - 1, me, world)
+
+
 def build(P, me: int, world: int, depth: int = 4):
     """The ``@T.prim_func`` for rank ``me``: the GEMM of plan ``P`` plus the movers (module docstring)."""
     ms = P.M // world
-    pr = piece_rows(ms)
     rows = -(-P.M // BM)
     a_shape, as_shape, a_layout, b_shape, bs_shape, b_layout = operand_shapes(P)
     dt, out_dt = P.dtype, P.out_dtype
@@ -256,60 +372,98 @@ def build(P, me: int, world: int, depth: int = 4):
                        GL: T.Tensor((world,), "uint32", layout=g_mine), GP: T.Tensor((world,), "uint32", layout=g_theirs),
                        Need: T.Tensor((world, rows), "uint32"), epoch: T.uint32):
         T.launch(grid=(P.grid,), threads=THREADS, pdl=P.pdl)
-        As = T.alloc_shared(as_shape, dt, layout=a_layout)
-        Bs = T.alloc_shared(bs_shape, dt, layout=b_layout)
-        Cs = T.alloc_shared(staging_shape(P), out_dt, layout=staging_layout(P))
-        full = T.alloc_shared((P.stages,), "uint64")
-        empty = T.alloc_shared((P.stages,), "uint64")
-        acc = T.alloc_local((64, P.BN), "float32", layout=wgmma_accumulator(P.BN))
-        pk = T.alloc_local((64, P.BN), out_dt, layout=wgmma_accumulator(P.BN))
-        brow = T.alloc_local((1, 8), out_dt, layout=bias_layout(8))     # no bias: a placeholder row
-        unit = T.cta_id(0)
-        n_tiles = tiles_of_unit(unit, P.units, P.tiles)
-        ring = StageRing(full, empty, P.stages, 1)
-        setup_barriers([(ring, 1, P.empty_arrivals)], 1, P.pdl)
-        roles = WarpRoles(THREADS, PRODUCER_REGS, CONSUMER_REGS, "dist_ag_gemm")
-        wg = T.warpgroup_id()
-        if wg == 0:
-            roles.enter_producer()
-            if T.warp_id_in_wg() == 0:
-                if T.elect_one():
-                    ag_producer(P, ring, A, AS, B, As, Bs, FL, Need, epoch, unit, n_tiles, me, world)
-            for w in range(1, 1 + MOVERS):
-                if T.warp_id_in_wg() == w:
-                    movers(P, AS, DL, DP, FL, FP, GL, GP, epoch, me, ms, pr, w, world, depth)
-        else:
-            roles.enter_consumer()
-            ag_consumer(P, ring, acc, pk, pk, brow, As, Bs, Bias, C, Cs, unit, n_tiles, wg - 1, me, world)
+        ag_body(P, A, B, Bias, C, AS, FL, Need, epoch, me, world, 0, (DL, DP, FP, GL, GP, depth))
 
     return ag_gemm_kernel
 
 
+def build_ce(P, me: int, world: int, per: int):
+    """The ``@T.prim_func`` for rank ``me`` with the copy engines: the GEMM of plan ``P`` whose producer waits
+    on ``FL[q]``, the count of peer ``q``'s chunks written by its copy stream (``per`` a call)."""
+    ms = P.M // world
+    rows = -(-P.M // BM)
+    a_shape, as_shape, a_layout, b_shape, bs_shape, b_layout = operand_shapes(P)
+    dt, out_dt = P.dtype, P.out_dtype
+    fl_mine = TileLayout(S[world] + me @ rank)
+
+    @T.prim_func
+    def ag_gemm_ce_kernel(A: T.Tensor((P.M, P.K), dt), B: T.Tensor(b_shape, dt),
+                          Bias: T.Tensor(P.bias_shape, out_dt), C: T.Tensor((P.M, P.N), out_dt),
+                          AS: T.Tensor((ms, P.K), dt), FL: T.Tensor((world,), "uint32", layout=fl_mine),
+                          Need: T.Tensor((world, rows), "uint32"), epoch: T.uint32):
+        T.launch(grid=(P.grid,), threads=THREADS, pdl=P.pdl)
+        ag_body(P, A, B, Bias, C, AS, FL, Need, epoch, me, world, per, None)
+
+    return ag_gemm_ce_kernel
+
+
+TRANSFERS = ("movers", "copy_engine")
+
+
 @tirxpy.jit
 def ag_gemm(M, N, K, me, world=2, BN=256, STAGES=None, b_major="MN", dtype="bfloat16", sms=TARGET.sm_count,
-            PDL=True, drop=None, DEPTH=4):
+            PDL=True, drop=None, DEPTH=4, transfer="movers", CHUNKS=4, SPLIT=None):
     """The all-gather GEMM kernel of rank ``me``: ``M`` rows in all (``M / world`` per rank), ``C (M, N)``;
     ``B`` is ``(K, N)`` row-major (``b_major="MN"``) or ``(N, K)`` (``"K"``). The deferred bf16 epilogue of
-    the Hopper GEMM; no bias (the ``Bias`` parameter is its ``(1, 1)`` placeholder). ``DEPTH``: the 16-byte
-    vectors a mover lane keeps in flight (the copy's ``depth=``). ``drop=`` removes one protocol step, for the
-    simulator's mutation tests only: ``"flag_wait"`` (the producer's wait for a tile row's pieces),
-    ``"local_signal"`` (the movers' count of a piece on their own rank's flag) or ``"peer_signal"`` (on the
-    peer's)."""
+    the Hopper GEMM; no bias (the ``Bias`` parameter is its ``(1, 1)`` placeholder). ``transfer``: who moves
+    the shards, ``"movers"`` (warps of this kernel, :func:`build`; ``DEPTH``: the 16-byte vectors a mover lane
+    keeps in flight) or ``"copy_engine"`` (the host's copy stream in ``CHUNKS`` chunks per shard,
+    :func:`build_ce`). ``SPLIT``: the GEMM's tiling with narrower tiles in some rows
+    (:func:`tirxpy_kernels.gemm_plan.balanced_split`); the rotated walk gives each tile row the columns of the row it
+    takes the place of, so the tiles still cover ``C`` once. ``drop=`` removes one protocol step, for the simulator's mutation tests only:
+    ``"flag_wait"`` (the producer's wait for a tile row's rows), ``"local_signal"`` (the movers' count of a
+    piece on their own rank's flag) or ``"peer_signal"`` (on the peer's)."""
     check_world(M, world, me)
+    if transfer not in TRANSFERS:
+        raise KernelConfigError(f"ag_gemm: transfer = {transfer!r} must be one of {TRANSFERS}")
     if drop is not None and drop not in DROPS:
         raise KernelConfigError(f"ag_gemm: unknown drop={drop!r}; one of {DROPS}")
     if not isinstance(DEPTH, int) or not 1 <= DEPTH <= 16:
         raise KernelConfigError(f"ag_gemm: DEPTH = {DEPTH!r} must be an integer in 1 .. 16 (vectors in flight per lane)")
+    per = len(chunk_rows(M // world, 1 - me, CHUNKS)) if transfer == "copy_engine" else 0
     P = kernel_plan(M, N, K, BN, STAGES, 1, "K", b_major, dtype, "bfloat16", False, None, sms, 4, True, False,
-                    None, PDL, None)
-    return build(dataclasses.replace(P, drop=drop), me, world, DEPTH)
+                    None, PDL, SPLIT)
+    P = dataclasses.replace(P, drop=drop)
+    if per:
+        return build_ce(P, me, world, per)
+    return build(P, me, world, DEPTH)
 
 
-def simulate(M, N, K, *, BN=128, sms=2, seed=0, epoch=1, late=None, drop=None, check=True, world=2):
+@tirxpy.jit
+def ce_model(M, K, me, world=2, CHUNKS=4, drop=None):
+    """Rank ``me``'s copy-engine transfer as the simulator runs it (``run_ranks(..., side=)``), a model of the
+    side stream of :func:`tirxpy_kernels.dist_api.all_gather_gemm`: one warp copies each chunk of the shard
+    (:func:`chunk_rows`) into its rows of the peer's slot, then stores the count of chunks sent on the peer's
+    flag ``F[me]`` with release at system scope (what ``cuStreamWriteValue32``'s fence and write amount to).
+    ``drop="peer_signal"`` leaves the flag writes out (the simulator's mutation tests)."""
+    ms = M // world
+    chunks = chunk_rows(ms, me, CHUNKS)
+    per = len(chunks)
+    theirs = TileLayout(S[(M, K)] + (1 - me) @ rank)
+    f_theirs = TileLayout(S[world] + (1 - me) @ rank)
+
+    @T.prim_func
+    def ag_copy_engine_model(AS: T.Tensor((ms, K), "bfloat16"), DP: T.Tensor((M, K), "bfloat16", layout=theirs),
+                             FP: T.Tensor((world,), "uint32", layout=f_theirs), epoch: T.uint32):
+        T.launch(grid=(1,), threads=32)
+        for c in range(per):
+            Tx.warp.copy(DP[me * ms + chunks[c][0]:me * ms + chunks[c][1], :], AS[chunks[c][0]:chunks[c][1], :],
+                         guard=False)
+            T.ptx.bar_warp_sync(0xFFFFFFFF)
+            if T.lane_id() == 0:
+                if drop != "peer_signal":
+                    T.ptx.st_release_sys_u32(FP[me], (epoch - 1) * per + c + 1)
+
+    return ag_copy_engine_model
+
+
+def simulate(M, N, K, *, BN=128, sms=2, seed=0, epoch=1, late=None, drop=None, check=True, world=2, SPLIT=None,
+             transfer="movers", CHUNKS=4):
     """Run the kernel on ``world`` simulated ranks (:func:`tirxpy.sim.ranks.run_ranks`) on fresh bf16 inputs,
-    as call number ``epoch`` (flags and signals as ``epoch - 1`` calls left them), with NaN-poisoned outputs.
-    Returns ``(C per rank, A_full, B, flags Symmetric, Need per rank, problems)`` (torch tensors, float32
-    values)."""
+    as call number ``epoch`` (flags and signals as ``epoch - 1`` calls left them), with NaN-poisoned outputs;
+    with ``transfer="copy_engine"`` each rank's copy stream runs beside it (:func:`ce_model`), and the own rows
+    of shared tile rows are in the rank's slot before the launch. Returns ``(C per rank, A_full, B, flags
+    Symmetric, Need per rank, problems)`` (torch tensors, float32 values)."""
     import torch
 
     from tirxpy.sim.ranks import Symmetric, run_ranks
@@ -318,17 +472,35 @@ def simulate(M, N, K, *, BN=128, sms=2, seed=0, epoch=1, late=None, drop=None, c
     ms = M // world
     shards = [torch.randn(ms, K, generator=g).bfloat16().float() for _ in range(world)]
     b = torch.randn(K, N, generator=g).bfloat16().float()
-    need = [need_table(M, world, r) for r in range(world)]
+    ce = transfer == "copy_engine"
+    need = [ce_need_table(M, world, r, CHUNKS) if ce else need_table(M, world, r) for r in range(world)]
     rows = need[0].shape[1]
     slot = Symmetric("A_sym", (M, K), "bfloat16", world)
-    flags = Symmetric("flags", (world, rows), "uint32", world)
+    flags = Symmetric("flags", (world,) if ce else (world, rows), "uint32", world)
     sig = Symmetric("sig", (world,), "uint32", world)
     for r in range(world):
-        flags.set(r, need[r] * np.uint32(epoch - 1))
+        if ce:
+            flags.set(r, np.array([(epoch - 1) * len(chunk_rows(ms, q, CHUNKS)) for q in range(world)], np.uint32))
+            own = np.zeros((M, K), np.float32)
+            for r0, r1 in shared_own_rows(M, world, r):
+                own[r * ms + r0:r * ms + r1] = shards[r][r0:r1].numpy()
+            slot.set(r, own)
+        else:
+            flags.set(r, need[r] * np.uint32(epoch - 1))
         sig.set(r, np.full(world, epoch - 1, np.uint32))
     outs = [torch.full((M, N), float("nan")) for _ in range(world)]
-    ks = [ag_gemm(M, N, K, me=r, world=world, BN=BN, STAGES=2, sms=sms, drop=drop) for r in range(world)]
-    args = [(slot.on(r), b, torch.zeros(1, 1), outs[r], shards[r].numpy(), slot.on(r), slot.on(1 - r),
-             flags.on(r), flags.on(1 - r), sig.on(r), sig.on(1 - r), need[r], epoch) for r in range(world)]
-    res = run_ranks(ks, args, seed=seed, late=late, check=check)
+    major = "MN" if SPLIT is None else "K"       # a split tiles the GEMM with a K-major B
+    ks = [ag_gemm(M, N, K, me=r, world=world, BN=BN, STAGES=2, sms=sms, drop=None if drop == "peer_signal" and ce
+                  else drop, SPLIT=SPLIT, b_major=major, transfer=transfer, CHUNKS=CHUNKS) for r in range(world)]
+    b_arg = b if SPLIT is None else b.t().contiguous()
+    if ce:
+        args = [(slot.on(r), b_arg, torch.zeros(1, 1), outs[r], shards[r].numpy(), flags.on(r), need[r], epoch)
+                for r in range(world)]
+        side = [(ce_model(M, K, me=r, world=world, CHUNKS=CHUNKS, drop=drop if drop == "peer_signal" else None),
+                 (shards[r].numpy(), slot.on(1 - r), flags.on(1 - r), epoch)) for r in range(world)]
+    else:
+        args = [(slot.on(r), b_arg, torch.zeros(1, 1), outs[r], shards[r].numpy(), slot.on(r), slot.on(1 - r),
+                 flags.on(r), flags.on(1 - r), sig.on(r), sig.on(1 - r), need[r], epoch) for r in range(world)]
+        side = None
+    res = run_ranks(ks, args, seed=seed, late=late, check=check, side=side)
     return outs, torch.cat(shards), b, flags, need, res[0].problems

@@ -16,6 +16,8 @@ rows ``(M / world, N)`` of ``sum_r a_r @ b_r``. bf16 in and out, ``world = 2``. 
 """
 from __future__ import annotations
 
+import functools
+
 from tirxpy.errors import ArgumentError
 from .launch_cache import compiled
 
@@ -38,6 +40,16 @@ def _group(group):
         raise DistArgumentError(f"the process group has {world} ranks; the distributed GEMMs take 2 (one NVLink peer) "
                                 "for now: docs/distributed.md says how they extend")
     return group, me, world
+
+
+def _not_capturing(what):
+    """The kernels' flags count calls (``epoch``), which a captured CUDA graph would replay unchanged: refuse."""
+    import torch
+
+    if torch.cuda.is_current_stream_capturing():
+        raise DistArgumentError(f"{what} cannot be captured in a CUDA graph: its flags count calls, and a replayed "
+                                "call would reuse the captured call number (so it would not wait for new rows); "
+                                "call it eagerly, outside the capture")
 
 
 def _tensor(t, name, shape_text):
@@ -119,17 +131,23 @@ def _out(out, shape, like, name):
     return out
 
 
-def all_gather_gemm(a_shard, b, group=None, *, out=None, sms=None):
+def all_gather_gemm(a_shard, b, group=None, *, out=None, sms=None, transfer="copy_engine"):
     """``A_full @ b`` on every rank, where ``A_full`` stacks the ranks' ``a_shard`` in rank order: one persistent
-    kernel per rank pushes this rank's shard to every rank while the GEMM runs over the rows already in
-    (:mod:`tirxpy_kernels.dist_ag_gemm`). Returns ``out`` (a new ``(M, N)`` bf16 tensor when None)."""
+    GEMM kernel per rank runs over the rows already in while the rest arrive (:mod:`tirxpy_kernels.dist_ag_gemm`).
+    ``transfer``: ``"copy_engine"`` (default) pushes this rank's shard into each peer's buffer with the copy
+    engines, chunk by chunk, each chunk counted on the peer's flag by a stream write (no SM time);
+    ``"movers"`` pushes it with warps of the kernel itself. Returns ``out`` (a new ``(M, N)`` bf16 tensor when
+    None)."""
     import torch
 
-    from .dist_ag_gemm import ag_gemm, need_table
+    from .dist_ag_gemm import TRANSFERS
 
     group, me, world = _group(group)
+    _not_capturing("all_gather_gemm")
     _tensor(a_shard, "a_shard", "(M / world, K)")
     _tensor(b, "b", "(K, N)")
+    if transfer not in TRANSFERS:
+        raise DistArgumentError(f"transfer = {transfer!r} must be one of {TRANSFERS}")
     if not a_shard.is_contiguous():
         raise DistArgumentError(f"a_shard {tuple(a_shard.shape)} must be row-major; pass a_shard.contiguous()")
     ms, K = a_shard.shape
@@ -139,21 +157,107 @@ def all_gather_gemm(a_shard, b, group=None, *, out=None, sms=None):
     _sizes(M, N, K, "all_gather_gemm")
     B, b_major = _b_operand(b, "b")
     sms = sms or torch.cuda.get_device_properties(a_shard.device).multi_processor_count
-    rows = -(-M // 128)
+    out = _out(out, (M, N), a_shard, "all_gather_gemm")
+    ck = compiled(_ag_kernel(M, N, K, me, world, b_major, sms, transfer, CHUNKS), ARCH)
+    if transfer == "copy_engine":
+        _ag_copy_engine(ck, a_shard, B, out, group, me, world, M, K)
+    else:
+        _ag_movers(ck, a_shard, B, out, group, me, world, M, K)
+    return out
+
+
+CHUNKS = 2      # copy-engine chunks per shard (all_gather_gemm)
+
+
+@functools.lru_cache(maxsize=64)
+def _ag_kernel(M, N, K, me, world, b_major, sms, transfer, chunks):
+    """The all-gather GEMM kernel of this problem: ``BN`` from :func:`_tile_n`, and with a K-major ``b`` the
+    standalone GEMM's :func:`~tirxpy_kernels.gemm_plan.balanced_split` (its search runs once per shape)."""
+    from .dist_ag_gemm import ag_gemm
+    from .gemm_plan import balanced_split
+
+    BN = _tile_n(N)
+    split = balanced_split(M, N, K, BN, sms) if b_major == "K" else None
+    return ag_gemm(M, N, K, me=me, world=world, BN=BN, b_major=b_major, sms=sms, transfer=transfer, CHUNKS=chunks,
+                   SPLIT=split)
+
+
+def _ag_movers(ck, a_shard, B, out, group, me, world, M, K):
+    import torch
+
+    from .dist_ag_gemm import need_table
+
     key = ("ag", getattr(group, "group_name", str(id(group))), M, K, a_shard.device.index)
-    buf = _buffers(key, group, me, [("a", (2, M, K), torch.bfloat16), ("flags", (world, rows), torch.uint32),
+    buf = _buffers(key, group, me, [("a", (2, M, K), torch.bfloat16), ("flags", (world, -(-M // 128)), torch.uint32),
                                     ("sig", (world,), torch.uint32)])
     if "need" not in buf.mine:
         buf.mine["need"] = torch.from_numpy(need_table(M, world, me)).to(a_shard.device)
         buf.mine["bias"] = torch.zeros(1, 1, dtype=torch.bfloat16, device=a_shard.device)
     buf.epoch += 1
+    a_slot = buf.mine["a"][buf.epoch % 2]
+    ck(a_slot, B, buf.mine["bias"], out, a_shard, a_slot, buf.peer["a"][buf.epoch % 2], buf.mine["flags"],
+       buf.peer["flags"], buf.mine["sig"], buf.peer["sig"], buf.mine["need"], buf.epoch)
+
+
+def _ag_copy_engine(ck, a_shard, B, out, group, me, world, M, K):
+    """The copy-engine transfer around the kernel's launch. On a side stream that first waits for the caller's
+    stream: each chunk of this rank's shard (:func:`~tirxpy_kernels.dist_ag_gemm.chunk_rows`) is copied into its
+    rows of the peer's buffer slot, then the peer's flag ``F[me]`` is set to the chunks sent so far
+    (``cuStreamWriteValue32``, which fences the copies before the write). Own rows in tile rows shared with the
+    peer are copied into this rank's slot on the caller's stream before the launch. The caller's stream waits
+    for the side stream after the launch. Slot ``epoch % 2`` is free when a chunk lands in it: this rank's
+    previous kernel waited for the peer's previous chunks, which the peer sent after its own kernel of two
+    calls ago, the last reader of the slot."""
+    import torch
+
+    from .dist_ag_gemm import ce_need_table, chunk_rows, shared_own_rows
+
+    ms = M // world
+    key = ("ag-ce", getattr(group, "group_name", str(id(group))), M, K, CHUNKS, a_shard.device.index)
+    buf = _buffers(key, group, me, [("a", (2, M, K), torch.bfloat16), ("flags", (world,), torch.uint32)])
+    if "need" not in buf.mine:
+        buf.mine["need"] = torch.from_numpy(ce_need_table(M, world, me, CHUNKS)).to(a_shard.device)
+        buf.mine["bias"] = torch.zeros(1, 1, dtype=torch.bfloat16, device=a_shard.device)
+    buf.epoch += 1
     slot = buf.epoch % 2
-    out = _out(out, (M, N), a_shard, "all_gather_gemm")
-    ck = compiled(ag_gemm(M, N, K, me=me, world=world, BN=_tile_n(N), b_major=b_major, sms=sms), ARCH)
+    chunks = chunk_rows(ms, me, CHUNKS)
+    cur = torch.cuda.current_stream(a_shard.device)
+    side = _side_stream(a_shard.device)
+    side.wait_stream(cur)
+    peer_slot, flag = buf.peer["a"][slot], buf.peer["flags"][me]
+    with torch.cuda.stream(side):
+        for c, (r0, r1) in enumerate(chunks):
+            peer_slot[me * ms + r0:me * ms + r1].copy_(a_shard[r0:r1])
+            _write_value32(side, flag, (buf.epoch - 1) * len(chunks) + c + 1)
     a_slot = buf.mine["a"][slot]
-    ck(a_slot, B, buf.mine["bias"], out, a_shard, a_slot, buf.peer["a"][slot], buf.mine["flags"], buf.peer["flags"],
-       buf.mine["sig"], buf.peer["sig"], buf.mine["need"], buf.epoch)
-    return out
+    for r0, r1 in shared_own_rows(M, world, me):
+        a_slot[me * ms + r0:me * ms + r1].copy_(a_shard[r0:r1])
+    ck(a_slot, B, buf.mine["bias"], out, a_shard, buf.mine["flags"], buf.mine["need"], buf.epoch)
+    cur.wait_stream(side)
+
+
+_SIDE: dict = {}
+
+
+def _side_stream(device):
+    import torch
+
+    s = _SIDE.get(device.index)
+    if s is None:
+        s = _SIDE[device.index] = torch.cuda.Stream(device, priority=-1)
+    return s
+
+
+def _write_value32(stream, t, value):
+    """``*t = value`` (a one-element uint32 tensor, local or a peer's) in stream order, after a memory fence
+    (``cuStreamWriteValue32``)."""
+    from cuda.bindings import driver
+
+    err, = driver.cuStreamWriteValue32(driver.CUstream(stream.cuda_stream), driver.CUdeviceptr(t.data_ptr()),
+                                        value, driver.CUstreamWriteValue_flags.CU_STREAM_WRITE_VALUE_DEFAULT)
+    if err != driver.CUresult.CUDA_SUCCESS:
+        raise DistArgumentError(f"all_gather_gemm: cuStreamWriteValue32 on the peer's flag failed ({err.name}); "
+                                "pass transfer='movers' to move the shards with the kernel's own warps")
 
 
 def gemm_reduce_scatter(a, b_shard, group=None, *, out=None, sms=None):
@@ -166,6 +270,7 @@ def gemm_reduce_scatter(a, b_shard, group=None, *, out=None, sms=None):
     from .dist_rs_gemm import rs_gemm, shard_tile_rows
 
     group, me, world = _group(group)
+    _not_capturing("gemm_reduce_scatter")
     _tensor(a, "a", "(M, K / world)")
     _tensor(b_shard, "b_shard", "(K / world, N)")
     if not a.is_contiguous():

@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from tests.kernels.dist_helpers import close_to_float64, run_ag
-from tirxpy_kernels.dist_ag_gemm import ag_gemm, need_table, own_range, piece_rows
+from tirxpy_kernels.dist_ag_gemm import ag_gemm, ce_need_table, chunk_rows, need_table, own_range, piece_rows, \
+    shared_own_rows
 from tirxpy_kernels.errors import KernelConfigError
 
 
@@ -77,7 +78,68 @@ def test_tile_walk_starts_at_the_own_rows_and_covers_every_tile():
     (dict(M=256, N=128, K=64, me=2), "me = 2"),
     (dict(M=256, N=128, K=64, me=0, drop="x"), "unknown drop"),
     (dict(M=256, N=128, K=64, me=0, DEPTH=0), "DEPTH"),
+    (dict(M=256, N=128, K=64, me=0, transfer="nccl"), "transfer"),
+    (dict(M=256, N=128, K=64, me=0, transfer="copy_engine", CHUNKS=0), "CHUNKS = 0"),
 ])
 def test_bad_configs_are_typed_errors(kw, msg):
     with pytest.raises(KernelConfigError, match=msg):
         ag_gemm(**kw)
+
+
+# ---- the copy-engine transfer (each rank's copy stream modelled by ce_model beside the kernel) ----
+
+@pytest.mark.parametrize("M,chunks", [(200, 3), (400, 4), (512, 2)])
+def test_copy_engine_transfer_matches_float64_on_a_later_call_with_a_late_rank(M, chunks):
+    seed = int(torch.randint(0, 2**31 - 1, (1,))) % 1000
+    cs, a, b, flags, need, probs = run_ag(M, 136, 104, epoch=3, late={seed % 2: 300}, seed=seed,
+                                          transfer="copy_engine", CHUNKS=chunks)
+    assert probs == []
+    for c in cs:
+        assert not torch.isnan(c).any() and close_to_float64(c, a, b)
+    for r in range(2):          # the peer's flag counts its chunks of three calls; a rank never counts its own
+        assert flags.get(r).tolist() == [(2 if q == r else 3) * len(chunk_rows(M // 2, q, chunks)) for q in range(2)]
+
+
+def test_copy_engine_without_the_flag_wait_the_reads_race():
+    cs, a, b, flags, need, probs = run_ag(256, 128, 64, drop="flag_wait", check=False, late={1: 2000},
+                                          transfer="copy_engine", CHUNKS=2)
+    assert "race" in {p.kind for p in probs}
+    assert any("reads A_sym of rank" in str(p) for p in probs)
+
+
+def test_copy_engine_without_the_flag_writes_deadlocks():
+    cs, a, b, flags, need, probs = run_ag(256, 128, 64, drop="peer_signal", check=False, transfer="copy_engine")
+    assert "deadlock" in {p.kind for p in probs}
+
+
+def test_copy_engine_chunks_cover_each_shard_and_need_counts_the_last_one_of_each_row():
+    for M in (200, 256, 400, 2000, 16384):
+        ms = M // 2
+        for chunks in (1, 3, 4, 8):
+            for me in range(2):
+                q = 1 - me
+                got = chunk_rows(ms, q, chunks)
+                assert got[0][0] == 0 and got[-1][1] == ms and len(got) <= chunks
+                assert all(a1 == b0 for (_, a1), (b0, _) in zip(got, got[1:]))
+                need = ce_need_table(M, 2, me, chunks)
+                assert not need[me].any()
+                for t in range(need.shape[1]):      # the last chunk of q holding a row of tile row t
+                    rows = set(range(t * 128, min(t * 128 + 128, M)))
+                    want = max((c + 1 for c, (r0, r1) in enumerate(got)
+                                if rows & set(range(q * ms + r0, q * ms + r1))), default=0)
+                    assert need[q, t] == want
+                # own rows the kernel reads from the buffer are exactly those outside own_range
+                lo, hi = own_range(M, 2, me)
+                outside = [r for r in range(ms) if not lo <= (me * ms + r) // 128 <= hi]
+                copied = [r for r0, r1 in shared_own_rows(M, 2, me) for r in range(r0, r1)]
+                assert copied == outside
+
+
+def test_a_split_tiling_under_the_rotated_walk_covers_the_output_once():
+    # 512 x 480: tile rows 0-1 split as 256 + 224 columns, rows 2-3 as 256 + 256 (clipped); the walk of rank 1
+    # starts at tile row 2, so the split partition lands on its own rows
+    seed = int(torch.randint(0, 2**31 - 1, (1,))) % 1000
+    cs, a, b, flags, need, probs = run_ag(512, 480, 64, BN=256, SPLIT=(2, 1, 224), seed=seed)
+    assert probs == []
+    for c in cs:
+        assert not torch.isnan(c).any() and close_to_float64(c, a, b)

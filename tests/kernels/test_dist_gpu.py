@@ -24,6 +24,7 @@ if not _READY:
 import torch.distributed as dist  # noqa: E402
 
 import tirxpy_kernels  # noqa: E402
+from tirxpy_kernels.dist_api import DistArgumentError  # noqa: E402
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -60,16 +61,16 @@ def _partials(a, b, rows):
 
 
 @pytest.mark.parametrize("M,N,K,bt", [(400, 136, 104, False), (2000, 1000, 520, True), (4096, 2048, 1024, False)])
-@pytest.mark.parametrize("calls", [3])
-def test_all_gather_gemm_matches_float64(M, N, K, bt, calls):
+@pytest.mark.parametrize("transfer", ["copy_engine", "movers"])
+def test_all_gather_gemm_matches_float64(M, N, K, bt, transfer):
     me = dist.get_rank()
-    for _ in range(calls):                       # both buffer slots, flags at Need * epoch
+    for _ in range(3):                           # both buffer slots, growing flags
         a_full, b = _inputs(_seed(), (M, K), (K, N))
         if bt:                                   # b as the transpose of a row-major (N, K) weight
             b = b.t().contiguous().t()
         shard = a_full[me * M // 2:(me + 1) * M // 2].contiguous()
         out = torch.full((M, N), float("nan"), dtype=torch.bfloat16, device="cuda")
-        tirxpy_kernels.all_gather_gemm(shard, b, out=out)
+        tirxpy_kernels.all_gather_gemm(shard, b, out=out, transfer=transfer)
         torch.cuda.synchronize()
         ref = a_full.double() @ b.double()
         assert not torch.isnan(out).any()
@@ -95,7 +96,8 @@ def test_gemm_reduce_scatter_matches_float64(M, N, K, bt):
 
 
 @pytest.mark.parametrize("late", [0, 1])
-def test_a_late_rank_still_gives_the_right_answer(late):
+@pytest.mark.parametrize("transfer", ["copy_engine", "movers"])
+def test_a_late_rank_still_gives_the_right_answer(late, transfer):
     me = dist.get_rank()
     M, N, K = 2048, 1024, 1024
     a_full, b = _inputs(_seed(), (M, K), (K, N))
@@ -104,7 +106,7 @@ def test_a_late_rank_still_gives_the_right_answer(late):
     if me == late:
         torch.cuda._sleep(200_000_000)           # ~0.1 s of GPU time before this rank's launches
     out = torch.full((M, N), float("nan"), dtype=torch.bfloat16, device="cuda")
-    tirxpy_kernels.all_gather_gemm(a_full[me * M // 2:(me + 1) * M // 2].contiguous(), b, out=out)
+    tirxpy_kernels.all_gather_gemm(a_full[me * M // 2:(me + 1) * M // 2].contiguous(), b, out=out, transfer=transfer)
     rs = torch.full((M // 2, N), float("nan"), dtype=torch.bfloat16, device="cuda")
     tirxpy_kernels.gemm_reduce_scatter(a_full[:, me * K // 2:(me + 1) * K // 2].contiguous(), b[me * K // 2:(me + 1) * K // 2],
                                        out=rs)
@@ -114,3 +116,42 @@ def test_a_late_rank_still_gives_the_right_answer(late):
     assert _close(out, ref, mag, K)
     rows = slice(me * M // 2, (me + 1) * M // 2)
     assert _close(rs, ref[rows], mag[rows], K, _partials(a_full, b, rows))
+
+
+@pytest.mark.parametrize("transfer", ["copy_engine", "movers"])
+def test_all_gather_gemm_back_to_back_calls_reuse_the_slots_safely(transfer):
+    """Six calls queued with no synchronization between them (each slot written three times while the peer may
+    still be reading the one before), each checked afterwards."""
+    me = dist.get_rank()
+    M, N, K = 1024, 512, 768
+    cases = []
+    for _ in range(6):
+        a_full, b = _inputs(_seed(), (M, K), (K, N))
+        out = torch.full((M, N), float("nan"), dtype=torch.bfloat16, device="cuda")
+        cases.append((a_full, b, out))
+    dist.barrier()
+    torch.cuda.synchronize()
+    if me == 1:
+        torch.cuda._sleep(50_000_000)
+    for a_full, b, out in cases:
+        tirxpy_kernels.all_gather_gemm(a_full[me * M // 2:(me + 1) * M // 2].contiguous(), b, out=out, transfer=transfer)
+    torch.cuda.synchronize()
+    for a_full, b, out in cases:
+        assert _close(out, a_full.double() @ b.double(), a_full.double().abs() @ b.double().abs(), K)
+
+
+def test_capture_in_a_cuda_graph_is_refused_with_the_reason():
+    me = dist.get_rank()
+    M, N, K = 512, 256, 256
+    a_full, b = _inputs(_seed(), (M, K), (K, N))
+    shard = a_full[me * M // 2:(me + 1) * M // 2].contiguous()
+    tirxpy_kernels.all_gather_gemm(shard, b)            # buffers and build outside the capture
+    torch.cuda.synchronize()
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    for call in (lambda: tirxpy_kernels.all_gather_gemm(shard, b),
+                 lambda: tirxpy_kernels.gemm_reduce_scatter(a_full[:, :K // 2].contiguous(), b[:K // 2])):
+        with pytest.raises(DistArgumentError, match="CUDA graph"):
+            with torch.cuda.graph(torch.cuda.CUDAGraph(), stream=s):
+                call()
+    dist.barrier()

@@ -136,3 +136,52 @@ def one(C: T.Tensor((1,), "uint32"), Old: T.Tensor((2,), "uint32")):
         run_ranks(k, [(s.on(0), np.zeros(2, np.uint32))], late={5: 1})
     with pytest.raises(ArgumentError, match="ranks 0 .. 0"):
         s.on(1)
+
+
+_PUSH = '''
+@T.prim_func
+def push(Peer: T.Tensor((32,), "uint32"), PeerFlag: T.Tensor((1,), "uint32"), Src: T.Tensor((32,), "uint32")):
+    T.launch(grid=(1,), threads=32)
+    Peer[T.lane_id()] = Src[T.lane_id()]
+    T.ptx.bar_warp_sync(0xFFFFFFFF)
+    if T.lane_id() == 0:
+        T.ptx.st_release_sys_u32(PeerFlag[0], T.uint32({flag}))
+'''
+_WAIT_READ = '''
+@T.prim_func
+def wait_read(Mine: T.Tensor((32,), "uint32"), Flag: T.Tensor((1,), "uint32"), Out: T.Tensor((32,), "uint32")):
+    T.launch(grid=(1,), threads=32)
+    T.ptx.wait_geq_sys_u32(Flag[0], T.uint32(1))
+    Out[T.lane_id()] = Mine[T.lane_id()]
+'''
+
+
+def _side_world(flag_value):
+    data, flag = Symmetric("data", (32,), "uint32", 2), Symmetric("flag", (1,), "uint32", 2)
+    outs = [np.zeros(32, np.uint32) for _ in range(2)]
+    srcs = [np.arange(32, dtype=np.uint32) + 1000 * (r + 1) for r in range(2)]
+    main = [(data.on(r), flag.on(r), outs[r]) for r in range(2)]
+    push = T.parse_script(_PUSH.format(flag=flag_value))
+    side = [(push, (data.on(1 - r), flag.on(1 - r), srcs[r])) for r in range(2)]
+    return T.parse_script(_WAIT_READ), main, side, outs, srcs
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_side_launch_runs_beside_the_kernel_like_a_second_stream(seed):
+    k, main, side, outs, srcs = _side_world(1)
+    run_ranks(k, main, seed=seed, side=side, late={seed % 2: 50})
+    assert outs[0].tolist() == srcs[1].tolist() and outs[1].tolist() == srcs[0].tolist()
+
+
+def test_a_side_launch_that_never_signals_deadlocks_the_kernel():
+    k, main, side, outs, srcs = _side_world(0)
+    with pytest.raises(SimReportError, match="deadlock"):
+        run_ranks(k, main, side=side)
+
+
+def test_bad_side_launches():
+    k, main, side, outs, srcs = _side_world(1)
+    with pytest.raises(ArgumentError, match="one \\(kernel, args\\) pair"):
+        run_ranks(k, main, side=side[:1])
+    with pytest.raises(ArgumentError, match="side\\[1\\] must be"):
+        run_ranks(k, main, side=[side[0], (k,)])

@@ -18,6 +18,8 @@ Checks, besides every single-GPU check of :func:`tirxpy.sim.run`:
   launch) that no such chain orders first is reported as ``race``.
 - ``late={rank: steps}`` holds a rank's warps back for that many scheduling steps (a rank that reaches
   the kernel late).
+- ``side=[(kernel, args) per rank]`` runs a second launch on each rank at the same time as the first (a
+  second stream: a copy engine's transfer and its flag writes can be modelled as a small kernel there).
 
     >>> import numpy as np
     >>> from tirxpy import T
@@ -397,7 +399,7 @@ def _bind_rank(kernel, args, rank, watch):
     return glob, gtag, gbuf, scal, views
 
 
-def _machines(kernel, arch, args, rank, watch, world, seed, max_steps):
+def _machines(kernel, arch, args, rank, watch, world, seed, max_steps, label=""):
     """One Machine per CTA of the rank's grid, all sharing the rank's global memory."""
     from tirxpy.target import as_target
 
@@ -424,7 +426,7 @@ def _machines(kernel, arch, args, rank, watch, world, seed, max_steps):
                     a = m.clocks.add(f"{cta.describe()} warp {wi}")
                     w = Warp(cta, wi, a, nthreads)
                     w._rank, w._world = rank, world
-                    w._gagent = world.agent(f"rank {rank} {cta.describe()} warp {wi}")
+                    w._gagent = world.agent(f"rank {rank}{label} {cta.describe()} warp {wi}")
                     cta.warps.append(w)
                 m.cluster = [cta]
                 out.append(m)
@@ -438,11 +440,12 @@ class _Env:
 
 
 def run_ranks(kernel, args_per_rank, *, arch: str | None = None, seed: int = 0, check: bool = True,
-              max_steps: int = 2_000_000, late=None):
+              max_steps: int = 2_000_000, late=None, side=None):
     """Run ``kernel`` (or one kernel per rank, a list) on ``len(args_per_rank)`` ranks at once; returns one
     :class:`~tirxpy.sim.SimResult` per rank (its private tensors; symmetric buffers are read with
     :meth:`Symmetric.get`). ``late={rank: steps}`` starts that rank's warps after ``steps`` scheduling
-    steps. Raises :class:`~tirxpy.sim.SimReportError` listing every problem (deadlock, race, and the
+    steps. ``side``: one ``(kernel, args)`` per rank (or None for none), launched on that rank together with
+    the first, as on a second stream (its private tensors are its own copies). Raises :class:`~tirxpy.sim.SimReportError` listing every problem (deadlock, race, and the
     single-GPU checks) when ``check``; otherwise each result's ``.problems`` lists them (all ranks')."""
     from tirxpy.ir.kernel import Kernel
     from tirxpy.ir.stmt import PrimitiveCall
@@ -459,20 +462,28 @@ def run_ranks(kernel, args_per_rank, *, arch: str | None = None, seed: int = 0, 
     for r, s in late.items():
         if not (isinstance(r, int) and 0 <= r < n and isinstance(s, int) and s >= 0):
             raise ArgumentError(f"late={{rank: steps}} needs ranks in 0 .. {n - 1} and steps >= 0, got {r!r}: {s!r}")
+    side = _side_launches(side, n)
     watch, world = _Watch(), _World()
-    ms, views = [], []
-    for r, (k, args) in enumerate(zip(kernels, args_per_rank)):
+    ms, views, extra = [], [], []
+
+    def machines(k, args, r, label, salt):
         a = choose_arch(k, arch)
         if first(k.body, PrimitiveCall) is not None:
             from tirxpy.primitives import lower_calls
 
             k = lower_calls(k, a)
-        mr, v = _machines(k, a, args, r, watch, world, seed * 1009 + r, max_steps)
+        return _machines(k, a, args, r, watch, world, seed * 1009 + r + salt, max_steps, label)
+
+    for r, (k, args) in enumerate(zip(kernels, args_per_rank)):
+        mr, v = machines(k, args, r, "", 0)
         ms.append(mr)
         views.append(v)
+    for r, launch in enumerate(side):
+        if launch is not None:
+            extra += machines(launch[0], launch[1], r, f" ({launch[0].name}, side stream)", 7919)[0]
     _host_writes(watch, world)
-    _schedule([m for mr in ms for m in mr], watch, world, np.random.default_rng(seed), late, max_steps)
-    problems = [p for mr in ms for m in mr for p in m.problems]
+    _schedule([m for mr in ms for m in mr] + extra, watch, world, np.random.default_rng(seed), late, max_steps)
+    problems = [p for mr in ms for m in mr for p in m.problems] + [p for m in extra for p in m.problems]
     results = []
     for r, (mr, v) in enumerate(zip(ms, views)):
         outs = []
@@ -486,6 +497,21 @@ def run_ranks(kernel, args_per_rank, *, arch: str | None = None, seed: int = 0, 
     if check and problems:
         raise SimReportError(problems, kernels[0].name)
     return results
+
+
+def _side_launches(side, n):
+    """``side`` checked: ``n`` entries, each None or a ``(Kernel, args)`` pair."""
+    from tirxpy.ir.kernel import Kernel
+
+    if side is None:
+        return [None] * n
+    if not isinstance(side, (list, tuple)) or len(side) != n:
+        raise ArgumentError(f"side= takes one (kernel, args) pair (or None) per rank: {n} entries, got {side!r:.80}")
+    for r, launch in enumerate(side):
+        if launch is not None and not (isinstance(launch, (list, tuple)) and len(launch) == 2
+                                       and isinstance(launch[0], Kernel) and isinstance(launch[1], (list, tuple))):
+            raise ArgumentError(f"side[{r}] must be a (kernel, args) pair or None, got {launch!r:.80}")
+    return list(side)
 
 
 def _host_writes(watch, world):
