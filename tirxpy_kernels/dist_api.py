@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 
 from tirxpy.errors import ArgumentError
+from .errors import KernelConfigError
 from .launch_cache import compiled
 
 ARCH = "sm_90a"
@@ -260,11 +261,13 @@ def _write_value32(stream, t, value):
                                 "pass transfer='movers' to move the shards with the kernel's own warps")
 
 
-def gemm_reduce_scatter(a, b_shard, group=None, *, out=None, sms=None):
+def gemm_reduce_scatter(a, b_shard, group=None, *, out=None, sms=None, lag=None):
     """This rank's rows of ``sum_r a_r @ b_shard_r`` (``a`` holds this rank's ``K`` shard of the columns): one
-    persistent kernel per rank computes the peer's rows first and pushes their partial sums into the peer's
-    receive buffer, then its own rows, adding the peer's partial of each tile in its epilogue
-    (:mod:`tirxpy_kernels.dist_rs_gemm`). Returns ``out`` (a new ``(M / world, N)`` bf16 tensor when None)."""
+    persistent kernel per rank computes tiles of the peer's rows and pushes their partial sums into the peer's
+    receive buffer, and tiles of its own rows, adding the peer's partial of each in its epilogue; its walk
+    starts with ``lag`` tile rows of the peer's and then interleaves the two (:mod:`tirxpy_kernels.dist_rs_gemm`,
+    ``lag`` default :func:`~tirxpy_kernels.dist_rs_gemm.rs_lag`). Returns ``out`` (a new ``(M / world, N)`` bf16 tensor when
+    None)."""
     import torch
 
     from .dist_rs_gemm import rs_gemm, shard_tile_rows
@@ -286,13 +289,16 @@ def gemm_reduce_scatter(a, b_shard, group=None, *, out=None, sms=None):
     BN = _tile_n(N)
     sms = sms or torch.cuda.get_device_properties(a.device).multi_processor_count
     ms = M // world
+    out = _out(out, (ms, N), a, "gemm_reduce_scatter")
+    try:
+        ck = compiled(rs_gemm(M, N, K, me=me, world=world, BN=BN, b_major=b_major, sms=sms, LAG=lag), ARCH)
+    except KernelConfigError as e:
+        raise DistArgumentError(f"gemm_reduce_scatter: {e}") from None
     key = ("rs", getattr(group, "group_name", str(id(group))), M, N, BN, a.device.index)
     buf = _buffers(key, group, me, [("r", (ms, N), torch.bfloat16),
                                     ("flags", (shard_tile_rows(M, world), -(-N // BN)), torch.uint32),
                                     ("sig", (world,), torch.uint32)])
-    buf.epoch += 1
-    out = _out(out, (ms, N), a, "gemm_reduce_scatter")
-    ck = compiled(rs_gemm(M, N, K, me=me, world=world, BN=BN, b_major=b_major, sms=sms), ARCH)
+    buf.epoch += 1      # (after every check: a call that raises leaves the call count as it was)
     ck(a, B, out, buf.mine["r"], buf.peer["r"], buf.mine["flags"], buf.peer["flags"], buf.mine["sig"], buf.peer["sig"],
        buf.epoch)
     return out

@@ -56,35 +56,70 @@ def shard_tile_rows(M: int, world: int) -> int:
     return -(-(M // world) // BM)
 
 
-def rs_tile(P, t, me, tr, ms):
+def rs_lag(tr: int, cols: int, units: int, group: int = 4) -> int:
+    """Walk rows of the peer's shard before the walk starts interleaving own rows (:func:`walk_row`): about three
+    rounds of tiles (``3 units / cols`` rows), rounded up so that the ``tr - lag`` interleaved peer rows fill
+    whole ``group``-row blocks; ``tr`` (peer rows first, then own rows) when the shard is too short to interleave.
+
+        >>> rs_lag(64, 32, 132), rs_lag(32, 112, 132), rs_lag(8, 32, 132)
+        (16, 4, 8)
+    """
+    want = -(-3 * units // cols)
+    inter = max(0, (tr - want) // group * group)
+    return tr - inter
+
+
+def walk_row(w, tr, lag, group=4):
+    """``(own, row)`` of walk row ``w`` (of ``2 tr``): the peer's rows ``0 .. lag - 1`` first, then blocks of
+    ``group`` rows alternating between the peer's next rows and this rank's first rows, then this rank's
+    remaining rows. Each of this rank's rows comes at least ``lag + group`` walk rows after the peer walks the
+    same shard row (both ranks walk alike), so the peer's partial of it is long pushed when it is needed, and
+    the pushes spread over the whole walk instead of its first half. Works on ints and on device expressions.
+
+        >>> [walk_row(w, 6, 2, 2) for w in range(12)]      # peer rows 0 1 | 2 3 own 0 1 | 4 5 own 2 3 | own 4 5
+        [(False, 0), (False, 1), (False, 2), (False, 3), (True, 0), (True, 1), (False, 4), (False, 5), (True, 2), (True, 3), (True, 4), (True, 5)]
+    """
+    inter = tr - lag
+    d = _max(w - lag, 0)
+    q, r = d // group, d % group
+    mid = _select(q % 2 < 1, lag + q // 2 * group + r, q // 2 * group + r)
+    own = _select(w < lag, 0, _select(w < lag + 2 * inter, q % 2, 1)) >= 1     # (an expression's == compares trees)
+    row = _select(w < lag, w, _select(w < lag + 2 * inter, mid, w - tr))
+    return own, row
+
+
+def rs_tile(P, t, me, tr, ms, lag):
     """``(a0, l0, n0, own)`` of walk tile ``t``: ``a0`` its first row of ``A``, ``l0`` the same row in its
     shard (the row of ``OUT`` / ``R``), ``n0`` its first column, ``own`` whether the shard is rank ``me``'s.
-    Walk rows ``0 .. tr - 1`` are the peer's shard, ``tr .. 2 tr - 1`` this rank's (each in shard order).
+    Walk rows map to shard rows by :func:`walk_row` (``lag`` peer rows first, then both interleaved).
 
         >>> P = rs_plan(512, 256, 64, BN=256, sms=2)     # Ms = 256: two tile rows per shard, one column
-        >>> [rs_tile(P, t, 0, 2, 256) for t in range(4)]         # rank 0: rank 1's rows, then its own
+        >>> [rs_tile(P, t, 0, 2, 256, 2) for t in range(4)]      # rank 0: rank 1's rows, then its own
         [(256, 0, 0, False), (384, 128, 0, False), (0, 0, 0, True), (128, 128, 0, True)]
     """
     m0, n0, _wide = tile_at(P, t, 0)
-    wrow = m0 // BM
-    own = wrow >= tr
-    l0 = _select(own, wrow - tr, wrow) * BM
+    own, row = walk_row(m0 // BM, tr, lag, P.group)
+    l0 = row * BM
     a0 = _select(own, me * ms, (1 - me) * ms) + l0
     return a0, l0, n0, own
 
 
+def _max(a, b):
+    return max(a, b) if isinstance(a, int) else T.max(a, b)
+
+
 def _select(cond, a, b):
     """``T.select`` on device expressions, plain Python on a Python bool (the walk evaluated on the host)."""
-    if isinstance(cond, bool):
+    if isinstance(cond, (bool, np.bool_)):
         return a if cond else b
     return T.select(cond, a, b)
 
 
 @T.macro
-def rs_producer(P, ring, A, B, As, Bs, unit, n_tiles, me, tr, ms):
+def rs_producer(P, ring, A, B, As, Bs, unit, n_tiles, me, tr, ms, lag):
     """One thread: every k-block of every tile of the CTA (the walk of :func:`rs_tile`), through the ring."""
     for i in T.serial(n_tiles):
-        a0, _l0, n0, _own = rs_tile(P, unit + i * P.units, me, tr, ms)
+        a0, _l0, n0, _own = rs_tile(P, unit + i * P.units, me, tr, ms, lag)
         for k in T.serial(P.k_blocks):
             g = i * P.k_blocks + k
             ring.wait_empty(g)
@@ -146,7 +181,7 @@ def rs_k_loop(P, ring, acc, pk, As, Bs, Cs, OUT, RL, RP, FL, FP, i, c, pl0, pn0,
 
 
 @T.macro
-def rs_consumer(P, ring, acc, pk, As, Bs, Cs, OUT, RL, RP, FL, FP, GL, epoch, unit, n_tiles, c, me, tr, ms):
+def rs_consumer(P, ring, acc, pk, As, Bs, Cs, OUT, RL, RP, FL, FP, GL, epoch, unit, n_tiles, c, me, tr, ms, lag):
     """Consumer ``c`` (rows ``64 c ..`` of each tile): k-loop, the peer's partial added to an own tile, the tile
     converted into ``pk`` and stored under the next tile's k-loop; a peer tile's half counted in after it."""
     if c == 1:          # the GEMM's stagger (named barrier 5), once per CTA
@@ -156,8 +191,8 @@ def rs_consumer(P, ring, acc, pk, As, Bs, Cs, OUT, RL, RP, FL, FP, GL, epoch, un
     if T.thread_id_in_wg() == 0:
         T.ptx.wait_geq_sys_u32(GL[1 - me], epoch)          # the peer is past the last call's reads of R
     for i in T.serial(n_tiles):
-        _a0, l0, n0, own = rs_tile(P, unit + i * P.units, me, tr, ms)
-        _pa0, pl0, pn0, pown = rs_tile(P, unit + (i - 1) * P.units, me, tr, ms)
+        _a0, l0, n0, own = rs_tile(P, unit + i * P.units, me, tr, ms, lag)
+        _pa0, pl0, pn0, pown = rs_tile(P, unit + (i - 1) * P.units, me, tr, ms, lag)
         rs_k_loop(P, ring, acc, pk, As, Bs, Cs, OUT, RL, RP, FL, FP, i, c, pl0, pn0, pown, l0, n0, own, epoch, ms)
         for j in range(P.k_blocks, P.rounds):       # rounds left over when a tile has fewer k-blocks than rounds
             if i > 0:
@@ -178,7 +213,7 @@ def rs_consumer(P, ring, acc, pk, As, Bs, Cs, OUT, RL, RP, FL, FP, GL, epoch, un
             Tx.wg.add(acc, acc, pk)
         Tx.wg.cast(pk, acc)             # frees acc for the next tile's first wgmma
     if n_tiles > 0:                     # the CTA's last tile
-        _la0, ll0, ln0, lown = rs_tile(P, unit + (n_tiles - 1) * P.units, me, tr, ms)
+        _la0, ll0, ln0, lown = rs_tile(P, unit + (n_tiles - 1) * P.units, me, tr, ms, lag)
         for j in range(P.rounds):
             rs_round(P, Cs, OUT, RP, pk, n_tiles - 1, j, c, ll0, ln0, lown)
         if not lown:
@@ -187,8 +222,9 @@ def rs_consumer(P, ring, acc, pk, As, Bs, Cs, OUT, RL, RP, FL, FP, GL, epoch, un
         T.ptx.bulk_wait_group(0)
 
 
-def build(P, M: int, me: int, world: int):
-    """The ``@T.prim_func`` for rank ``me`` (module docstring); ``P`` is planned over the ``2 tr`` walk rows."""
+def build(P, M: int, me: int, world: int, lag: int):
+    """The ``@T.prim_func`` for rank ``me`` (module docstring); ``P`` is planned over the ``2 tr`` walk rows,
+    ``lag`` those of :func:`walk_row`."""
     ms = M // world
     tr = shard_tile_rows(M, world)
     _a, as_shape, a_layout, b_shape, bs_shape, b_layout = operand_shapes(P)
@@ -226,10 +262,11 @@ def build(P, M: int, me: int, world: int):
                 if T.elect_one():
                     if unit == 0:
                         T.ptx.st_release_sys_u32(GP[me], epoch)      # this rank started call `epoch`
-                    rs_producer(P, ring, A, B, As, Bs, unit, n_tiles, me, tr, ms)
+                    rs_producer(P, ring, A, B, As, Bs, unit, n_tiles, me, tr, ms, lag)
         else:
             roles.enter_consumer()
-            rs_consumer(P, ring, acc, pk, As, Bs, Cs, OUT, RL, RP, FL, FP, GL, epoch, unit, n_tiles, wg - 1, me, tr, ms)
+            rs_consumer(P, ring, acc, pk, As, Bs, Cs, OUT, RL, RP, FL, FP, GL, epoch, unit, n_tiles, wg - 1, me, tr, ms,
+                        lag)
 
     return rs_gemm_kernel
 
@@ -244,10 +281,11 @@ def rs_plan(M, N, K, world=2, BN=256, STAGES=None, b_major="MN", dtype="bfloat16
 
 @tirxpy.jit
 def rs_gemm(M, N, K, me, world=2, BN=256, STAGES=None, b_major="MN", dtype="bfloat16", sms=TARGET.sm_count,
-            PDL=True, drop=None):
+            PDL=True, drop=None, LAG=None):
     """The GEMM + reduce-scatter kernel of rank ``me``: ``A (M, K)`` (this rank's ``K`` shard), ``B`` ``(K, N)``
     row-major (``b_major="MN"``) or ``(N, K)`` (``"K"``), ``OUT (M / world, N)`` bf16. ``BN`` a multiple of 64
-    (128-byte output chunks). ``drop=`` removes one protocol step, for the simulator's mutation tests only:
+    (128-byte output chunks). ``LAG``: the walk's peer rows before own rows interleave (:func:`walk_row`;
+    default :func:`rs_lag`; ``tr``, the shard's tile rows, walks all the peer's rows first). ``drop=`` removes one protocol step, for the simulator's mutation tests only:
     ``"flag_wait"`` (an own tile's wait for the peer's partial), ``"push_wait"`` (a half counted in before its
     stores completed) or ``"peer_signal"`` (a half never counted in)."""
     check_world(M, world, me)
@@ -258,10 +296,16 @@ def rs_gemm(M, N, K, me, world=2, BN=256, STAGES=None, b_major="MN", dtype="bflo
     if N % 8:
         raise KernelConfigError(f"rs_gemm: N = {N} must be a multiple of 8 (16-byte rows, which TMA needs)")
     P = rs_plan(M, N, K, world, BN, STAGES, b_major, dtype, sms, PDL)
-    return build(dataclasses.replace(P, drop=drop), M, me, world)
+    tr = shard_tile_rows(M, world)
+    if LAG is None:
+        LAG = rs_lag(tr, P.tile_cols, P.units, P.group)
+    if isinstance(LAG, bool) or not isinstance(LAG, int) or not 0 <= LAG <= tr or (tr - LAG) % P.group:
+        raise KernelConfigError(f"rs_gemm: LAG = {LAG!r} must be an int in 0 .. {tr} (the shard's tile rows) leaving a "
+                                f"multiple of group = {P.group} rows to interleave (tr - LAG); e.g. LAG = {tr}")
+    return build(dataclasses.replace(P, drop=drop), M, me, world, LAG)
 
 
-def simulate(M, N, K, *, BN=128, sms=2, seed=0, epoch=1, late=None, drop=None, check=True, world=2):
+def simulate(M, N, K, *, BN=128, sms=2, seed=0, epoch=1, late=None, drop=None, check=True, world=2, LAG=None):
     """Run the kernel on ``world`` simulated ranks (:func:`tirxpy.sim.ranks.run_ranks`) on fresh bf16 inputs,
     rank ``r`` holding ``A[:, K shard r]`` and ``B[K shard r, :]``, as call number ``epoch`` (flags and signals
     as ``epoch - 1`` calls left them), with NaN-poisoned outputs. Returns ``(OUT per rank, A, B, problems)``
@@ -283,7 +327,7 @@ def simulate(M, N, K, *, BN=128, sms=2, seed=0, epoch=1, late=None, drop=None, c
         flags.set(r, np.full((tr, -(-N // BN)), HALVES * (epoch - 1), np.uint32))
         sig.set(r, np.full(world, epoch - 1, np.uint32))
     outs = [torch.full((ms, N), float("nan")) for _ in range(world)]
-    ks = [rs_gemm(M, N, kr, me=r, world=world, BN=BN, STAGES=2, sms=sms, drop=drop) for r in range(world)]
+    ks = [rs_gemm(M, N, kr, me=r, world=world, BN=BN, STAGES=2, sms=sms, drop=drop, LAG=LAG) for r in range(world)]
     args = [(a[:, r * kr:(r + 1) * kr].contiguous(), b[r * kr:(r + 1) * kr].contiguous(), outs[r],
              recv.on(r), recv.on(1 - r), flags.on(r), flags.on(1 - r), sig.on(r), sig.on(1 - r), epoch)
             for r in range(world)]

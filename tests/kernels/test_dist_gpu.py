@@ -77,8 +77,10 @@ def test_all_gather_gemm_matches_float64(M, N, K, bt, transfer):
         assert _close(out, ref, a_full.double().abs() @ b.double().abs(), K)
 
 
-@pytest.mark.parametrize("M,N,K,bt", [(400, 136, 208, False), (2000, 1000, 1040, True), (4096, 2048, 2048, False)])
-def test_gemm_reduce_scatter_matches_float64(M, N, K, bt):
+@pytest.mark.parametrize("M,N,K,bt,lag", [(400, 136, 208, False, None), (2000, 1000, 1040, True, None),
+                                          (4096, 2048, 2048, False, None), (4096, 2048, 2048, True, 0),
+                                          (4096, 2048, 2048, False, 8)])
+def test_gemm_reduce_scatter_matches_float64(M, N, K, bt, lag):
     me = dist.get_rank()
     for _ in range(3):
         a, b = _inputs(_seed(), (M, K), (K, N))
@@ -87,7 +89,7 @@ def test_gemm_reduce_scatter_matches_float64(M, N, K, bt):
         if bt:                                   # b_shard as the transpose of a row-major (N, K / 2) weight
             b_me = b_me.t().contiguous().t()
         out = torch.full((M // 2, N), float("nan"), dtype=torch.bfloat16, device="cuda")
-        tirxpy_kernels.gemm_reduce_scatter(a_me, b_me, out=out)
+        tirxpy_kernels.gemm_reduce_scatter(a_me, b_me, out=out, lag=lag)   # lag 0 / 8: the walk interleaves
         torch.cuda.synchronize()
         rows = slice(me * M // 2, (me + 1) * M // 2)
         ref = a[rows].double() @ b.double()
@@ -155,3 +157,9 @@ def test_capture_in_a_cuda_graph_is_refused_with_the_reason():
             with torch.cuda.graph(torch.cuda.CUDAGraph(), stream=s):
                 call()
     dist.barrier()
+
+
+def test_a_bad_lag_is_a_typed_error():
+    a, b = _inputs(_seed(), (4096, 1024), (1024, 512))
+    with pytest.raises(DistArgumentError, match="LAG = 3"):
+        tirxpy_kernels.gemm_reduce_scatter(a, b, lag=3)
