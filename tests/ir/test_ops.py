@@ -88,6 +88,12 @@ def test_type_errors_are_actionable():
         bool(i < j)
     with pytest.raises(IRError, match="not a compile-time int"):
         range(i)
+    # outside a kernel body Python would answer == / != by identity (always False / True): refused
+    for bad in (lambda: i == 0, lambda: 1 != i, lambda: T.select(i < j, i, j) == 1, lambda: 0 in [i]):
+        with pytest.raises(IRError, match="compares a device value with a Python number") as e:
+            bad()
+        assert "ordering comparison" in str(e.value)
+    assert (i == i) and (i != j) and i in {i: 1}        # between expressions: identity, as for dict keys
     with pytest.raises(IRError, match=r"constant 4294967296 does not fit int32"):
         i + (1 << 32)
     with pytest.raises(IRError, match="`and` needs a bool condition, got int32"):

@@ -136,6 +136,16 @@ class Expr(Node):
 
     __hash__ = Node.__hash__
 
+    def __eq__(self, o):
+        if isinstance(o, (bool, int, float)):
+            _python_compare(self, "==", o)
+        return self is o
+
+    def __ne__(self, o):
+        if isinstance(o, (bool, int, float)):
+            _python_compare(self, "!=", o)
+        return self is not o
+
     def __bool__(self):
         raise IRError(
             f"the device value `{self}` has no Python truth value at parse time",
@@ -153,6 +163,17 @@ class Expr(Node):
     def __iter__(self):
         raise IRError(f"the device value `{self}` cannot be iterated",
                       hint="loop with `for i in T.serial(n):`")
+
+
+def _python_compare(e, op, o):
+    """``e == o`` / ``e != o`` with a Python number, outside a kernel body (in a helper function called at
+    parse time): Python would answer with object identity, never the device comparison; refuse."""
+    raise IRError(
+        f"`{e} {op} {o!r}` compares a device value with a Python number at parse time: Python would answer "
+        "False / True by object identity, not compare on the device",
+        hint="write the comparison in the kernel or macro body (it becomes an IR compare), or build it with "
+        "T.select(...) and an ordering comparison (`<`, `>=`), which build device expressions anywhere",
+    )
 
 
 def _ops():
