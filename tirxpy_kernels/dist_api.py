@@ -119,9 +119,12 @@ def _buffers(key, group, me, specs):
     return got
 
 
-def _out(out, shape, like, name):
-    """``out`` checked (or a new tensor): a row-major bf16 tensor of ``shape`` on ``like``'s device."""
+def _out(out, shape, like, name, inputs=()):
+    """``out`` checked (or a new tensor): a row-major bf16 tensor of ``shape`` on ``like``'s device that shares
+    no memory with the named ``inputs``."""
     import torch
+
+    from .checks import overlaps
 
     if out is None:
         return torch.empty(shape, dtype=torch.bfloat16, device=like.device)
@@ -129,6 +132,10 @@ def _out(out, shape, like, name):
     if tuple(out.shape) != tuple(shape) or not out.is_contiguous() or out.device != like.device:
         raise DistArgumentError(f"{name}: out must be a row-major {tuple(shape)} tensor on {like.device}, got "
                                 f"{tuple(out.shape)} on {out.device}")
+    for what, t in inputs:
+        if overlaps(out, t):
+            raise DistArgumentError(f"{name}: out shares memory with {what}, which is read while out is written; "
+                                    "pass a separate out tensor (or out=None)")
     return out
 
 
@@ -158,7 +165,7 @@ def all_gather_gemm(a_shard, b, group=None, *, out=None, sms=None, transfer="cop
     _sizes(M, N, K, "all_gather_gemm")
     B, b_major = _b_operand(b, "b")
     sms = sms or torch.cuda.get_device_properties(a_shard.device).multi_processor_count
-    out = _out(out, (M, N), a_shard, "all_gather_gemm")
+    out = _out(out, (M, N), a_shard, "all_gather_gemm", (("a_shard", a_shard), ("b", b)))
     ck = compiled(_ag_kernel(M, N, K, me, world, b_major, sms, transfer, CHUNKS), ARCH)
     if transfer == "copy_engine":
         _ag_copy_engine(ck, a_shard, B, out, group, me, world, M, K)
@@ -289,7 +296,7 @@ def gemm_reduce_scatter(a, b_shard, group=None, *, out=None, sms=None, lag=None)
     BN = _tile_n(N)
     sms = sms or torch.cuda.get_device_properties(a.device).multi_processor_count
     ms = M // world
-    out = _out(out, (ms, N), a, "gemm_reduce_scatter")
+    out = _out(out, (ms, N), a, "gemm_reduce_scatter", (("a", a), ("b_shard", b_shard)))
     try:
         ck = compiled(rs_gemm(M, N, K, me=me, world=world, BN=BN, b_major=b_major, sms=sms, LAG=lag), ARCH)
     except KernelConfigError as e:

@@ -163,3 +163,19 @@ def test_a_bad_lag_is_a_typed_error():
     a, b = _inputs(_seed(), (4096, 1024), (1024, 512))
     with pytest.raises(DistArgumentError, match="LAG = 3"):
         tirxpy_kernels.gemm_reduce_scatter(a, b, lag=3)
+
+
+def test_an_out_that_shares_memory_with_an_input_is_refused():
+    me = dist.get_rank()
+    M, N, K = 512, 256, 256
+    a_full, b = _inputs(_seed(), (M, K), (K, N))
+    shard = a_full[me * M // 2:(me + 1) * M // 2].contiguous()
+    big = torch.empty(M * N + M * K, dtype=torch.bfloat16, device="cuda")
+    sh = big[:M // 2 * K].view(M // 2, K)
+    sh.copy_(shard)
+    with pytest.raises(DistArgumentError, match="out shares memory with a_shard"):
+        tirxpy_kernels.all_gather_gemm(sh, b, out=big[:M * N].view(M, N))
+    a = a_full[:, :K // 2].contiguous()            # (M, K / 2): as many elements as out (M / 2, N)
+    with pytest.raises(DistArgumentError, match="out shares memory with a"):
+        tirxpy_kernels.gemm_reduce_scatter(a, b[:K // 2], out=a.view(M // 2, N))
+    dist.barrier()
