@@ -2,24 +2,29 @@
 is the row shards ``A_r`` (``Ms`` rows each) of every rank stacked in rank order.
 
 Built on the Hopper GEMM's parts (:mod:`tirxpy_kernels.gemm_sm90`: its stage loads, consumers and epilogue,
-unchanged) plus two roles in the producer warpgroup:
+unchanged). The shards reach the peers one of two ways (``transfer=``):
 
-- **movers** (warps 1..3 of warpgroup 0, every CTA; ``3 * grid`` units): each takes pieces ``u, u + units, ..``
-  of its rank's shard (``PR`` rows each; ``PR`` divides both ``Ms`` and the tile height, so no piece straddles
-  a tile row or a shard), and *pushes* each piece into row ``me * Ms + j * PR`` of the symmetric buffer of
-  every rank, itself included (16-byte ``ld.global`` / ``st.global``, over NVLink for a peer). After a piece,
-  lane 0 counts it in on that rank's flag ``F[me, tile_row]``: ``red.release.gpu`` locally,
-  ``red.release.sys`` on a peer.
-- **the producer** (warp 0, one thread) walks the GEMM's tiles in the GEMM's own order; before a tile row's
-  first TMA load it waits (``wait_geq_sys_u32``: acquire at system scope) until ``F[q, tile_row]`` holds
-  every piece rank ``q`` owes to it, ``Need[q, tile_row] * epoch``, then ``fence.proxy.async`` (the pieces
-  were generic-proxy stores; TMA reads through the async proxy) and loads as the plain GEMM does.
+- **the copy engines** (``"copy_engine"``, :func:`build_ce`): the host's side stream copies this rank's shard
+  in chunks (:func:`chunk_rows`) into the peer's buffer and after each chunk stores the count of chunks sent on
+  the peer's flag ``F[me]`` (:func:`tirxpy_kernels.dist_api.all_gather_gemm`; :func:`ce_model` is that stream
+  as the simulator runs it). No warp of the kernel moves data.
+- **movers** (``"movers"``, :func:`build`; warps 1..3 of warpgroup 0, every CTA; ``3 * grid`` units): each
+  takes pieces ``u, u + units, ..`` of its rank's shard (``PR`` rows each; ``PR`` divides both ``Ms`` and the
+  tile height, so no piece straddles a tile row or a shard), and *pushes* each piece into row ``me * Ms + j *
+  PR`` of the symmetric buffer of every rank, itself included where a tile row is shared (16-byte
+  ``ld.global`` / ``st.global``, over NVLink for a peer). After a piece, lane 0 counts it in on that rank's
+  flag ``F[me, tile_row]``: ``red.release.gpu`` locally, ``red.release.sys`` on a peer. They push only after
+  the peer signalled that it started the previous call (``G[peer] >= epoch - 1``; every rank stores ``epoch``
+  into each peer's pad at its start), so the peer is done reading the buffer slot being written.
 
-Ranks share nothing else: a rank pushes only after its peer signalled that it started the previous call
-(``G[peer] >= epoch - 1`` on this rank's signal pad; every rank stores ``epoch`` into each peer's pad at
-its start), so the peer is done reading the buffer slot being written (the API alternates two slots by
-epoch parity). Flags only grow (``Need * epoch``), so nothing is reset between calls, and a flag counts
-one source rank's pieces only, so a fast peer's next call can never complete a slow one's row.
+**The producer** (warp 0, one thread) walks the GEMM's tiles in the GEMM's own order, own rows first
+(:func:`tile_of`); a tile row this rank holds alone is loaded from its shard, and before any other tile row's
+first TMA load it waits (``wait_geq_sys_u32``: acquire at system scope) until the flags hold every chunk
+(:func:`ce_need_table`) or piece (:func:`need_table`) the row needs, then ``fence.proxy.async`` (the rows
+were not written through the async proxy; TMA reads through it) and loads as the plain GEMM does. The API
+alternates two buffer slots by call parity. Flags only grow (counts times the call number ``epoch``), so
+nothing is reset between calls, and a flag counts one source rank's rows only, so a fast peer's next call can
+never complete a slow one's row.
 
     >>> from tirxpy_kernels.dist_ag_gemm import ag_gemm, piece_rows
     >>> piece_rows(100), piece_rows(4096)
@@ -420,11 +425,11 @@ def ag_gemm(M, N, K, me, world=2, BN=256, STAGES=None, b_major="MN", dtype="bflo
         raise KernelConfigError(f"ag_gemm: unknown drop={drop!r}; one of {DROPS}")
     if not isinstance(DEPTH, int) or not 1 <= DEPTH <= 16:
         raise KernelConfigError(f"ag_gemm: DEPTH = {DEPTH!r} must be an integer in 1 .. 16 (vectors in flight per lane)")
-    per = len(chunk_rows(M // world, 1 - me, CHUNKS)) if transfer == "copy_engine" else 0
+    per = len(chunk_rows(M // world, 1 - me, CHUNKS))       # (CHUNKS checked with either transfer)
     P = kernel_plan(M, N, K, BN, STAGES, 1, "K", b_major, dtype, "bfloat16", False, None, sms, 4, True, False,
                     None, PDL, SPLIT)
     P = dataclasses.replace(P, drop=drop)
-    if per:
+    if transfer == "copy_engine":
         return build_ce(P, me, world, per)
     return build(P, me, world, DEPTH)
 

@@ -105,3 +105,106 @@ def test_bad_calls_are_refused():
     refuse(A, lambda: run_ranks(k, "x"), names=["one argument tuple per rank"])
     refuse(A, lambda: run_ranks([k], [(), ()]), names=["list of 2 kernels"])
     refuse(A, lambda: run_ranks(k, [(s.on(0),) * 6, (s.on(1),) * 6]), names=["parameter", "scalar"])
+
+
+# ---- a second launch per rank (side=): a copy stream's copies and flag writes beside a kernel that waits ----
+
+def _push_kernel(rounds, kinds, drop_signal=None, name="push"):
+    body = []
+    for i in range(rounds):
+        body += [f"    PeerData[{i * 32} + T.lane_id()] = T.uint32({i * 1000}) + T.cast(T.lane_id(), \"uint32\") + base",
+                 "    T.ptx.bar_warp_sync(0xFFFFFFFF)",
+                 "    if T.lane_id() == 0:",
+                 f"        {SIGNALS[kinds[i]].format(i=i) if drop_signal != i else 'T.evaluate(0)'}"]
+    src = f'''
+@T.prim_func
+def {name}(PeerData: T.Tensor(({rounds * 32},), "uint32"), PeerFlag: T.Tensor(({rounds},), "uint32"), base: T.uint32):
+    T.launch(grid=(1,), threads=32)
+''' + "\n".join(body) + "\n"
+    return T.parse_script(src)
+
+
+def _wait_kernel(rounds, drop_wait=None, name="waitread"):
+    body = []
+    for i in range(rounds):
+        if drop_wait != i:
+            body.append(f"    T.ptx.wait_geq_sys_u32(Flag[{i}], T.uint32(1))")
+        body.append(f"    Out[{i * 32} + T.lane_id()] = Mine[{i * 32} + T.lane_id()]")
+    src = f'''
+@T.prim_func
+def {name}(Mine: T.Tensor(({rounds * 32},), "uint32"), Flag: T.Tensor(({rounds},), "uint32"),
+           Out: T.Tensor(({rounds * 32},), "uint32")):
+    T.launch(grid=(1,), threads=32)
+''' + "\n".join(body) + "\n"
+    return T.parse_script(src)
+
+
+def _run_side(main, pushes, rounds, seed, late):
+    data, flag = Symmetric("data", (rounds * 32,), "uint32", 2), Symmetric("flag", (rounds,), "uint32", 2)
+    for r in range(2):
+        flag.set(r, np.zeros(rounds, np.uint32))
+    outs = [np.zeros(rounds * 32, np.uint32) for _ in range(2)]
+    side = [(pushes[r], (data.on(1 - r), flag.on(1 - r), 7 + 100000 * r)) for r in range(2)]
+    res = run_ranks(main, [(data.on(r), flag.on(r), outs[r]) for r in range(2)], seed=seed, late=late, check=False,
+                    side=side)
+    return outs, {p.kind for p in res[0].problems}
+
+
+@SETTINGS
+@given(protocols, st.integers(0, 10**6), st.sampled_from([None, 0, 1]), st.integers(0, 300),
+       st.sampled_from(["whole", "no_signal", "no_wait"]), st.data())
+def test_a_side_launch_protocol_gives_the_values_or_its_report(proto, seed, late_rank, steps, mutation, data):
+    rounds, kinds = proto
+    i = data.draw(st.integers(0, rounds - 1))
+    who = data.draw(st.integers(0, 1))
+    late = None if late_rank is None else {late_rank: steps}
+    pushes = [_push_kernel(rounds, kinds, name=f"push{r}") for r in range(2)]
+    mains = [_wait_kernel(rounds, name=f"wait{r}") for r in range(2)]
+    if mutation == "no_signal":
+        pushes[who] = _push_kernel(rounds, kinds, drop_signal=i, name="nosig")
+    if mutation == "no_wait":
+        mains[who] = _wait_kernel(rounds, drop_wait=i, name="nowait")
+        late = {1 - who: 400}       # the peer's pushes come late, so the read without its wait is early
+
+    def check(v):
+        outs, found = v
+        if mutation == "no_signal":
+            return "deadlock" in found
+        if mutation == "no_wait":
+            return "race" in found
+        return not found and all((outs[r] == _want(rounds, 1 - r)).all() for r in range(2))
+    accept(A, lambda: _run_side(mains, pushes, rounds, seed, late), check, seconds=30)
+
+
+def test_bad_side_launches_are_refused():
+    k = _wait_kernel(1)
+    s, f = Symmetric("s", (32,), "uint32", 2), Symmetric("f", (1,), "uint32", 2)
+    main = [(s.on(r), f.on(r), np.zeros(32, np.uint32)) for r in range(2)]
+    refuse(A, lambda: run_ranks(k, main, side="x"), names=["side="])
+    refuse(A, lambda: run_ranks(k, main, side=[None]), names=["side="])
+    refuse(A, lambda: run_ranks(k, main, side=[None, (k,)]), names=["side[1]"])
+    refuse(A, lambda: run_ranks(k, main, side=[None, (k, [(s.on(0),)])]), names=["argument"])
+
+
+# ---- the dist kernels' options: a kernel or a typed error naming the option ----
+
+@SETTINGS
+@given(st.integers(1, 40).map(lambda x: 64 * x),
+       st.sampled_from([64, 128, 136, 200]), st.sampled_from([64, 104, 256]), st.integers(-1, 2),
+       st.sampled_from(["movers", "copy_engine", "nccl", None, 3]), st.one_of(st.integers(-2, 12), st.none(),
+                                                                               st.just(2.5)))
+def test_all_gather_options_build_or_refuse(M, N, K, me, transfer, chunks):
+    from tirxpy_kernels.dist_ag_gemm import ag_gemm
+
+    refuse(A, lambda: ag_gemm(M, N, K, me=me, BN=64, STAGES=2, sms=2, transfer=transfer, CHUNKS=chunks),
+           names=["transfer", "CHUNKS", "me =", "split evenly", "world", "BN", "M ="], allow=lambda v: v is not None,
+           seconds=30)
+
+
+@SETTINGS
+@given(st.integers(2, 40).map(lambda x: 64 * x), st.integers(-2, 24), st.sampled_from([64, 128]))
+def test_reduce_scatter_lags_build_or_refuse(M, lag, BN):
+    from tirxpy_kernels.dist_rs_gemm import rs_gemm
+
+    refuse(A, lambda: rs_gemm(M, 128, 64, me=0, BN=BN, STAGES=2, sms=2, LAG=lag), names=["LAG"],
+           allow=lambda v: v is not None, seconds=30)
