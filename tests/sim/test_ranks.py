@@ -1,57 +1,12 @@
-"""Several ranks in one process (tirxpy/sim/ranks.py): values, deadlocks from missing signals, races
-from reads before their signal, late ranks, counters, argument errors."""
+"""Several ranks in one process (tirxpy/sim/ranks.py): values, late ranks, side launches, argument errors. The
+race watch is tested in test_rank_memory.py, the signal models (deadlocks, counters) in test_rank_flags.py."""
 import numpy as np
 import pytest
 
+from tests.sim.rank_helpers import WRITE_SIGNAL_READ, kernel as _kernel, world as _world
 from tirxpy import T
 from tirxpy.sim import ArgumentError, SimReportError
 from tirxpy.sim.ranks import Symmetric, run_ranks
-
-_HEAD = '''
-@T.prim_func
-def {name}(Mine: T.Tensor((64,), "uint32"), Peer: T.Tensor((64,), "uint32"),
-           Flag: T.Tensor((1,), "uint32"), PeerFlag: T.Tensor((1,), "uint32"), Out: T.Tensor((64,), "uint32")):
-    T.launch(grid=(2,), threads=64)
-    i = T.cta_id(0) * 32 + T.lane_id()
-'''
-
-# each CTA's warp 0 writes its half of Mine, the CTA's warp 1 counts the CTA in on the peer's flag once warp 0
-# is done (named barrier), and everyone reads the peer's Mine after the flag reached 2 (both CTAs of the peer)
-WRITE_SIGNAL_READ = _HEAD + '''
-    if T.warp_id() == 0:
-        Mine[i] = T.cast(i, "uint32") + T.uint32(100)
-    T.ptx.barrier_sync(1, 64)
-    if T.warp_id() == 1:
-        if T.lane_id() == 0:
-            T.ptx.red_release_sys_add_u32(PeerFlag[0], T.uint32(1))
-    T.ptx.wait_geq_sys_u32(Flag[0], T.uint32(2))
-    if T.warp_id() == 0:
-        Out[i] = Peer[i]
-'''
-NO_SIGNAL = WRITE_SIGNAL_READ.replace("T.ptx.red_release_sys_add_u32(PeerFlag[0], T.uint32(1))",
-                                      "T.evaluate(T.uint32(0))")
-READ_FIRST = _HEAD + '''
-    if T.warp_id() == 0:
-        Mine[i] = T.cast(i, "uint32") + T.uint32(100)
-    if T.warp_id() == 0:
-        Out[i] = Peer[i]
-    T.ptx.barrier_sync(1, 64)
-    if T.warp_id() == 1:
-        if T.lane_id() == 0:
-            T.ptx.red_release_sys_add_u32(PeerFlag[0], T.uint32(1))
-    T.ptx.wait_geq_sys_u32(Flag[0], T.uint32(2))
-'''
-
-
-def _kernel(src, name):
-    return T.parse_script(src.format(name=name))
-
-
-def _world():
-    data, flag = Symmetric("data", (64,), "uint32", 2), Symmetric("flag", (1,), "uint32", 2)
-    outs = [np.zeros(64, np.uint32) for _ in range(2)]
-    args = [(data.on(r), data.on(1 - r), flag.on(r), flag.on(1 - r), outs[r]) for r in range(2)]
-    return data, flag, outs, args
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -68,53 +23,6 @@ def test_a_late_rank_still_gives_the_right_answer():
     data, flag, outs, args = _world()
     run_ranks(_kernel(WRITE_SIGNAL_READ, "wsr"), args, late={1: 500}, seed=3)
     assert (outs[0] == np.arange(64, dtype=np.uint32) + 100).all()
-
-
-def test_missing_signal_is_a_deadlock():
-    data, flag, outs, args = _world()
-    ks = [_kernel(WRITE_SIGNAL_READ, "wsr"), _kernel(NO_SIGNAL, "nosig")]
-    with pytest.raises(SimReportError) as e:
-        run_ranks(ks, args)
-    assert "deadlock" in e.value.kinds()
-    assert "rank 0 cta" in str(e.value) and "flag@rank0 to reach 2 (wait_geq_sys_u32)" in str(e.value)
-
-
-def test_read_before_the_signal_is_a_race():
-    found = 0
-    for seed in range(4):
-        data, flag, outs, args = _world()
-        res = run_ranks(_kernel(READ_FIRST, "rf"), args, seed=seed, check=False)
-        kinds = {p.kind for p in res[0].problems}
-        assert kinds <= {"race"}
-        found += "race" in kinds
-    assert found >= 1
-
-
-def test_host_data_read_without_waiting_is_a_race():
-    k = T.parse_script('''
-@T.prim_func
-def peek(Peer: T.Tensor((32,), "float32"), Out: T.Tensor((32,), "float32")):
-    T.launch(grid=(1,), threads=32)
-    Out[T.lane_id()] = Peer[T.lane_id()]
-''')
-    x = Symmetric("x", (32,), "float32", 2)
-    x.set(1, np.ones(32, np.float32))
-    with pytest.raises(SimReportError, match="rank 0 reads x of rank 1 .* before any signal"):
-        run_ranks(k, [(x.on(1), np.zeros(32, np.float32)), (x.on(0), np.zeros(32, np.float32))])
-
-
-def test_atom_counter_returns_old_values_and_orders():
-    k = T.parse_script('''
-@T.prim_func
-def count(C: T.Tensor((1,), "uint32"), Old: T.Tensor((2,), "uint32")):
-    T.launch(grid=(2,), threads=32)
-    if T.lane_id() == 0:
-        Old[T.cta_id(0)] = T.ptx.atom_acq_rel_gpu_add_u32(C[0], T.uint32(1))
-''')
-    c = Symmetric("c", (1,), "uint32", 1)
-    old = np.zeros(2, np.uint32)
-    run_ranks(k, [(c.on(0), old)])
-    assert sorted(old.tolist()) == [0, 1] and int(c.get(0)[0]) == 2
 
 
 @pytest.mark.parametrize("bad,msg", [
