@@ -414,9 +414,9 @@ def ag_gemm(M, N, K, me, world=2, BN=256, STAGES=None, b_major="MN", dtype="bflo
     the shards, ``"movers"`` (warps of this kernel, :func:`build`; ``DEPTH``: the 16-byte vectors a mover lane
     keeps in flight) or ``"copy_engine"`` (the host's copy stream in ``CHUNKS`` chunks per shard,
     :func:`build_ce`). ``SPLIT``: the GEMM's tiling with narrower tiles in some rows
-    (:func:`tirxpy_kernels.gemm_plan.balanced_split`); the rotated walk gives each tile row the columns of the row it
-    takes the place of, so the tiles still cover ``C`` once. ``drop=`` removes one protocol step, for the simulator's mutation tests only:
-    ``"flag_wait"`` (the producer's wait for a tile row's rows), ``"local_signal"`` (the movers' count of a
+    (:func:`tirxpy_kernels.gemm_plan.balanced_split`); the rotated walk gives each tile row the columns of the
+    row it takes the place of, so the tiles still cover ``C`` once. ``drop=`` removes one protocol step, for the
+    simulator's mutation tests only: ``"flag_wait"`` (the producer's wait for a tile row's rows), ``"local_signal"`` (the movers' count of a
     piece on their own rank's flag) or ``"peer_signal"`` (on the peer's)."""
     check_world(M, world, me)
     if transfer not in TRANSFERS:

@@ -77,7 +77,8 @@ def walk_row(w, tr, lag, group=4):
     the pushes spread over the whole walk instead of its first half. Works on ints and on device expressions.
 
         >>> [walk_row(w, 6, 2, 2) for w in range(12)]      # peer rows 0 1 | 2 3 own 0 1 | 4 5 own 2 3 | own 4 5
-        [(False, 0), (False, 1), (False, 2), (False, 3), (True, 0), (True, 1), (False, 4), (False, 5), (True, 2), (True, 3), (True, 4), (True, 5)]
+        [(False, 0), (False, 1), (False, 2), (False, 3), (True, 0), (True, 1), (False, 4), (False, 5),
+         (True, 2), (True, 3), (True, 4), (True, 5)]
     """
     inter = tr - lag
     d = _max(w - lag, 0)
@@ -285,8 +286,8 @@ def rs_gemm(M, N, K, me, world=2, BN=256, STAGES=None, b_major="MN", dtype="bflo
     """The GEMM + reduce-scatter kernel of rank ``me``: ``A (M, K)`` (this rank's ``K`` shard), ``B`` ``(K, N)``
     row-major (``b_major="MN"``) or ``(N, K)`` (``"K"``), ``OUT (M / world, N)`` bf16. ``BN`` a multiple of 64
     (128-byte output chunks). ``LAG``: the walk's peer rows before own rows interleave (:func:`walk_row`;
-    default :func:`rs_lag`; ``tr``, the shard's tile rows, walks all the peer's rows first). ``drop=`` removes one protocol step, for the simulator's mutation tests only:
-    ``"flag_wait"`` (an own tile's wait for the peer's partial), ``"push_wait"`` (a half counted in before its
+    default :func:`rs_lag`; ``tr``, the shard's tile rows, walks all the peer's rows first). ``drop=`` removes
+    one protocol step, for the simulator's mutation tests only: ``"flag_wait"`` (an own tile's wait for the peer's partial), ``"push_wait"`` (a half counted in before its
     stores completed) or ``"peer_signal"`` (a half never counted in)."""
     check_world(M, world, me)
     if drop is not None and drop not in DROPS:
