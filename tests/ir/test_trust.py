@@ -206,6 +206,12 @@ def test_safe_builtins_compute_and_refuse():
         ("tuple(range(10 ** 9))", "MAX_ITEMS"),
         ("divmod(1, 0)", "divmod"),
         ("abs('x')", "abs"),
+        ("abs(T.thread_id())", "on the device write T.abs(x)"),     # device values: the device form is named
+        ("min(T.thread_id(), 3)", "T.min(a, b)"),
+        ("max([1, T.thread_id()])", "T.max(a, b)"),
+        ("int(T.thread_id())", 'T.cast(x, "int32")'),
+        ("float(T.thread_id())", 'T.cast(x, "float32")'),
+        ("bool(T.thread_id())", "x != 0"),
     ]
     for expr, names in bad:
         with pytest.raises(ParseError) as e:

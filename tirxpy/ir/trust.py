@@ -398,6 +398,21 @@ def _len(x):
     raise BuiltinError(f"len: {describe(x)} has no length in a kernel")
 
 
+_DEVICE_FORM = {"abs": "T.abs(x)", "min": "T.min(a, b)", "max": "T.max(a, b)", "int": 'T.cast(x, "int32")',
+                "float": 'T.cast(x, "float32")', "bool": "a comparison such as `x != 0`"}
+
+
+def _no_device(name, args):
+    """Refuse a device value in a Python builtin (it computes on Python values at parse time), naming the
+    device form."""
+    from .expr import Expr
+
+    for a in args:
+        if isinstance(a, Expr):
+            raise BuiltinError(f"{name}: `{a}` is a device value; Python's {name}() works on Python values while "
+                               "the kernel is parsed", hint=f"on the device write {_DEVICE_FORM[name]}")
+
+
 def _minmax(fn):
     def run(*args):
         if not args:
@@ -405,12 +420,19 @@ def _minmax(fn):
         vals = _items(args[0], fn.__name__) if len(args) == 1 else list(args)
         if not vals:
             raise BuiltinError(f"{fn.__name__} of an empty sequence")
+        _no_device(fn.__name__, vals)
         return fn(vals)
     return run
 
 
+def _abs(x):
+    _no_device("abs", (x,))
+    return abs(x) if isinstance(x, (int, float)) else _bad("abs", x)
+
+
 def _convert(kind):
     def run(*args):
+        _no_device(kind.__name__, args)
         if len(args) > 1 or (args and isinstance(args[0], (str, bytes)) and len(args[0]) > 400):
             raise BuiltinError(f"{kind.__name__}() takes one number (or a short string)")
         try:
@@ -425,7 +447,7 @@ SAFE_BUILTINS = {s.__name__: s for s in (
     SafeBuiltin("len", _len, "len of a tuple, list, dict, string, range or tirxpy object"),
     SafeBuiltin("min", _minmax(builtins.min), "smallest Python value (T.min for device values)"),
     SafeBuiltin("max", _minmax(builtins.max), "largest Python value (T.max for device values)"),
-    SafeBuiltin("abs", lambda x: abs(x) if isinstance(x, (int, float)) else _bad("abs", x), "absolute value of a number"),
+    SafeBuiltin("abs", _abs, "absolute value of a number (T.abs for device values)"),
     SafeBuiltin("int", _convert(int), "int of a number or short string"),
     SafeBuiltin("float", _convert(float), "float of a number or a short string such as 'inf'"),
     SafeBuiltin("bool", _convert(bool), "bool of a Python value"),
