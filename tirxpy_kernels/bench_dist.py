@@ -4,8 +4,8 @@
         torchrun --nproc_per_node=2 -m tirxpy_kernels.bench dist [--shapes ag:MxNxK,rs:MxNxK,...] [--reps 20]
     python -m tirxpy_kernels.bench dist --sim       # both kernels on two simulated ranks, against float64
 
-Per shape (``ag:MxNxK``: ``M`` rows gathered, each rank's ``N`` columns, ``K``; ``rs:MxNxK``: each rank's ``K``
-shard) every rank times, on the same inputs: the tirxpy kernel; peer (a), ``all_gather_into_tensor`` then
+Per shape (``ag:MxNxK``: ``M`` rows gathered, each rank's ``N`` columns, ``K``; ``rs:MxNxK``: the whole ``K``, each
+rank holding ``K / 2``; the defaults are the issue's six shapes) every rank times, on the same inputs: the tirxpy kernel; peer (a), ``all_gather_into_tensor`` then
 ``torch.matmul`` (``torch.matmul`` then ``reduce_scatter_tensor``); peer (b), torch's fused symmetric-memory op
 (``torch.ops.symm_mem.fused_all_gather_matmul`` / ``fused_matmul_reduce_scatter``); the GEMM alone (cuBLAS, and
 tirxpy's); the transfer alone (the NCCL collective). Samples are taken in turn, each after a barrier, ``--inner``
@@ -24,7 +24,7 @@ from .bench_tools import BenchArgumentError, environment, positive, print_table,
 
 ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
 SHAPES = [("ag", 16384, 4096, 8192), ("ag", 8192, 14336, 8192), ("ag", 8192, 4096, 28672),
-          ("rs", 16384, 8192, 4096), ("rs", 8192, 28672, 4096), ("rs", 8192, 8192, 14336)]
+          ("rs", 16384, 8192, 8192), ("rs", 8192, 28672, 8192), ("rs", 8192, 8192, 28672)]
 SIM_SHAPES = {"ag": (200, 136, 104), "rs": (200, 136, 208)}
 SIM_TOLERANCE = 2 ** -7     # bf16 outputs (and bf16 partial sums): the relative error of two roundings
 
@@ -135,7 +135,9 @@ def _functions(kind, M, N, K, group, tirxpy_gemm=True):
             dist.reduce_scatter_tensor(dst, part, group=group)
             return dst
         fused = lambda: torch.ops.symm_mem.fused_matmul_reduce_scatter(a, b, "sum", 0, name)   # noqa: E731
-        fns = {"tirxpy": ours, "(a) sequential": seq, "(b) torch fused": fused,
+        fns = {"tirxpy": ours,
+               "tirxpy (push)": lambda: tirxpy_kernels.gemm_reduce_scatter(a, b, group, transfer="push"),
+               "(a) sequential": seq, "(b) torch fused": fused,
                "GEMM alone (cuBLAS)": lambda: torch.matmul(a, b, out=part),
                "GEMM alone (tirxpy)": lambda: tirxpy_kernels.gemm(a, b),
                "transfer alone": lambda: dist.reduce_scatter_tensor(dst, part, group=group)}

@@ -264,25 +264,34 @@ def _write_value32(stream, t, value):
     err, = driver.cuStreamWriteValue32(driver.CUstream(stream.cuda_stream), driver.CUdeviceptr(t.data_ptr()),
                                         value, driver.CUstreamWriteValue_flags.CU_STREAM_WRITE_VALUE_DEFAULT)
     if err != driver.CUresult.CUDA_SUCCESS:
-        raise DistArgumentError(f"all_gather_gemm: cuStreamWriteValue32 on the peer's flag failed ({err.name}); "
-                                "pass transfer='movers' to move the shards with the kernel's own warps")
+        raise DistArgumentError(f"cuStreamWriteValue32 on a flag failed ({err.name}); pass transfer='movers' "
+                                "(all_gather_gemm) or transfer='push' (gemm_reduce_scatter) to move data with the "
+                                "kernel's own warps")
 
 
-def gemm_reduce_scatter(a, b_shard, group=None, *, out=None, sms=None, lag=None):
+def gemm_reduce_scatter(a, b_shard, group=None, *, out=None, sms=None, lag=None, transfer="copy_engine"):
     """This rank's rows of ``sum_r a_r @ b_shard_r`` (``a`` holds this rank's ``K`` shard of the columns): one
-    persistent kernel per rank computes tiles of the peer's rows and pushes their partial sums into the peer's
-    receive buffer, and tiles of its own rows, adding the peer's partial of each in its epilogue; its walk
-    starts with ``lag`` tile rows of the peer's and then interleaves the two (:mod:`tirxpy_kernels.dist_rs_gemm`,
-    ``lag`` default :func:`~tirxpy_kernels.dist_rs_gemm.rs_lag`). Returns ``out`` (a new ``(M / world, N)`` bf16 tensor when
+    persistent kernel per rank computes tiles of the peer's rows and tiles of its own
+    (:mod:`tirxpy_kernels.dist_rs_gemm`). ``transfer``: ``"copy_engine"`` (default) keeps the peer's partials
+    in a local buffer, the copy engines pull them into the peer's ``out`` chunk by chunk, and each own tile is
+    reduce-added onto them (the sum of two bf16-rounded partials, as NCCL's bf16 reduce-scatter gives);
+    ``"push"`` stores the partials into the peer's buffer over NVLink and adds the peer's in float32 registers,
+    its walk starting with ``lag`` tile rows of the peer's before interleaving the two (default
+    :func:`~tirxpy_kernels.dist_rs_walk.rs_lag`). Returns ``out`` (a new ``(M / world, N)`` bf16 tensor when
     None)."""
     import torch
 
-    from .dist_rs_gemm import rs_gemm, shard_tile_rows
+    from .dist_rs_gemm import TRANSFERS, rs_gemm
 
     group, me, world = _group(group)
     _not_capturing("gemm_reduce_scatter")
     _tensor(a, "a", "(M, K / world)")
     _tensor(b_shard, "b_shard", "(K / world, N)")
+    if transfer not in TRANSFERS:
+        raise DistArgumentError(f"transfer = {transfer!r} must be one of {TRANSFERS}")
+    if lag is not None and transfer != "push":
+        raise DistArgumentError(f"lag = {lag!r} tunes transfer='push' only (the copy-engine walk takes every peer "
+                                "tile first); pass transfer='push' with it, or drop lag")
     if not a.is_contiguous():
         raise DistArgumentError(f"a {tuple(a.shape)} must be row-major; pass a.contiguous()")
     M, K = a.shape
@@ -295,17 +304,78 @@ def gemm_reduce_scatter(a, b_shard, group=None, *, out=None, sms=None, lag=None)
     B, b_major = _b_operand(b_shard, "b_shard")
     BN = _tile_n(N)
     sms = sms or torch.cuda.get_device_properties(a.device).multi_processor_count
-    ms = M // world
-    out = _out(out, (ms, N), a, "gemm_reduce_scatter", (("a", a), ("b_shard", b_shard)))
+    out = _out(out, (M // world, N), a, "gemm_reduce_scatter", (("a", a), ("b_shard", b_shard)))
     try:
-        ck = compiled(rs_gemm(M, N, K, me=me, world=world, BN=BN, b_major=b_major, sms=sms, LAG=lag), ARCH)
+        ck = compiled(rs_gemm(M, N, K, me=me, world=world, BN=BN, b_major=b_major, sms=sms, LAG=lag,
+                              transfer=transfer, CHUNKS=RS_CHUNKS), ARCH)
     except KernelConfigError as e:
         raise DistArgumentError(f"gemm_reduce_scatter: {e}") from None
+    if transfer == "copy_engine":
+        _rs_copy_engine(ck, a, B, out, group, me, world, M, N, BN)
+    else:
+        _rs_push(ck, a, B, out, group, me, world, M, N, BN)
+    return out
+
+
+RS_CHUNKS = 8   # copy-engine chunks of a shard's partials (gemm_reduce_scatter)
+
+
+def _rs_push(ck, a, B, out, group, me, world, M, N, BN):
+    import torch
+
+    from .dist_rs_walk import shard_tile_rows
+
     key = ("rs", getattr(group, "group_name", str(id(group))), M, N, BN, a.device.index)
-    buf = _buffers(key, group, me, [("r", (ms, N), torch.bfloat16),
+    buf = _buffers(key, group, me, [("r", (M // world, N), torch.bfloat16),
                                     ("flags", (shard_tile_rows(M, world), -(-N // BN)), torch.uint32),
                                     ("sig", (world,), torch.uint32)])
     buf.epoch += 1      # (after every check: a call that raises leaves the call count as it was)
     ck(a, B, out, buf.mine["r"], buf.peer["r"], buf.mine["flags"], buf.peer["flags"], buf.mine["sig"], buf.peer["sig"],
        buf.epoch)
-    return out
+
+
+def _rs_copy_engine(ck, a, B, out, group, me, world, M, N, BN):
+    """The copy-engine transfer after the kernel's launch. On a side stream that first waits for the caller's
+    stream (up to the launch), for each chunk of shard rows (:func:`~tirxpy_kernels.dist_rs_walk.chunk_shard_rows`): wait until the
+    peer counted in every half of the chunk's tiles on this rank's flag ``F[c]`` (``cuStreamWaitValue32``),
+    copy the peer's partial rows from its send buffer into ``out``, set the ready flag ``H[c]`` to the call
+    number (``cuStreamWriteValue32``, which fences the copy before the write) and reset ``F[c]`` to 0. The
+    caller's stream waits for the side stream after the launch. The peer overwrites its send buffer only after
+    this rank's next kernel started (the kernel's start flag), which follows this call's copies."""
+    import torch
+
+    from .dist_rs_gemm import HALVES
+    from .dist_rs_walk import chunk_halves, chunk_shard_rows
+
+    rows = chunk_shard_rows(M, world, RS_CHUNKS)
+    key = ("rs-ce", getattr(group, "group_name", str(id(group))), M, N, BN, RS_CHUNKS, a.device.index)
+    buf = _buffers(key, group, me, [("s", (M // world, N), torch.bfloat16), ("flags", (len(rows),), torch.uint32),
+                                    ("sig", (world,), torch.uint32)])
+    if "ready" not in buf.mine:
+        buf.mine["ready"] = torch.zeros(len(rows), dtype=torch.int32, device=a.device).view(torch.uint32)
+        buf.mine["want"] = chunk_halves(M, N, BN, world, RS_CHUNKS, HALVES)
+    buf.epoch += 1
+    cur = torch.cuda.current_stream(a.device)
+    side = _side_stream(a.device)
+    side.wait_stream(cur)
+    flags, ready, peer_s = buf.mine["flags"], buf.mine["ready"], buf.peer["s"]
+    # the launch goes first: a stream wait holds the hardware queue it sits in, which the caller's stream may share
+    ck(a, B, out, buf.mine["s"], buf.peer["flags"], ready, buf.mine["sig"], buf.peer["sig"], buf.epoch)
+    with torch.cuda.stream(side):
+        for c, (r0, r1) in enumerate(rows):
+            _wait_value32(side, flags[c], buf.mine["want"][c])
+            out[r0:r1].copy_(peer_s[r0:r1])
+            _write_value32(side, ready[c], buf.epoch)
+            _write_value32(side, flags[c], 0)
+    cur.wait_stream(side)
+
+
+def _wait_value32(stream, t, value):
+    """Hold ``stream`` until ``*t >= value`` (a one-element uint32 tensor; ``cuStreamWaitValue32``, GEQ)."""
+    from cuda.bindings import driver
+
+    err, = driver.cuStreamWaitValue32(driver.CUstream(stream.cuda_stream), driver.CUdeviceptr(t.data_ptr()), value,
+                                      driver.CUstreamWaitValue_flags.CU_STREAM_WAIT_VALUE_GEQ)
+    if err != driver.CUresult.CUDA_SUCCESS:
+        raise DistArgumentError(f"gemm_reduce_scatter: cuStreamWaitValue32 on a chunk flag failed ({err.name}); "
+                                "pass transfer='push' to move the partials with the kernel's own stores")

@@ -3,30 +3,33 @@ and ``B_r (Kr, N)`` (a shard of ``K``) and gets rows ``r Ms .. r Ms + Ms - 1`` o
 (``Ms = M / world``).
 
 Built on the Hopper GEMM's parts (:mod:`tirxpy_kernels.gemm_sm90`: its stage loads, k-block step ``k_step`` and
-deferred store rounds ``store_round``, unchanged) with its own tile walk and epilogue:
+deferred store rounds ``store_round``, unchanged) over the walk of :mod:`tirxpy_kernels.dist_rs_walk` (each
+shard tiled from its own first row, the peer's rows before this rank's). The partials move one of two ways:
 
-- **the walk**: each shard's rows are tiled from the shard's first row (``tr = ceil(Ms / 128)`` tile rows per
-  shard, so no tile straddles two shards), and each rank walks the *peer's* tile rows first, then its own, in
-  the GEMM's grouped order over those ``2 tr`` rows. Both ranks walk the rows of one shard in the same order,
-  so the peer computes a tile of this rank's rows about half a GEMM before this rank needs it.
-- **a peer tile**: its partial sum (bf16) is stored by the deferred rounds under the next tile's k-loop, by
-  TMA, straight into the peer's receive buffer ``R`` (``(Ms, N)``, shard-local rows) over NVLink; after that
-  k-loop (the stores long complete, ``cp.async.bulk.wait_group 0``) the consumer counts its half in on the
-  peer's flag ``F[tile]`` (``red.release.sys``; two halves per tile and call). No consumer waits for NVLink.
-- **an own tile**: during its k-loop (after the previous tile's store rounds have freed the staging
-  registers) the consumer waits until ``F[tile] >= 2 epoch`` (acquire at system scope, every thread) and
-  loads the peer's partial from its own ``R`` into registers; after the k-loop it adds it to the float32
-  accumulator and the deferred rounds store the sum into ``OUT``. Nothing is reduced after the GEMM, and
-  partial sums cross HBM once (written by the peer, read once).
-- before its first push a consumer waits until the peer started this call (``G[peer] >= epoch``): the peer is
-  past the previous call's reads of the buffer being overwritten. Flags only grow (``2 epoch`` after call
-  ``epoch``), so nothing is reset between calls.
+- **copy engines** (``transfer="copy_engine"``, :func:`build_ce`): every peer tile first, then every own
+  tile. A peer tile's bf16 partial goes by local TMA stores into this rank's send buffer ``S``; one k-loop
+  later (its stores complete, ``cp.async.bulk.wait_group 0``) the consumer counts its half in on the peer's
+  flag ``F[chunk]`` (``red.release.sys``; a chunk is whole tile rows,
+  :func:`~tirxpy_kernels.dist_rs_walk.rs_chunks`). The peer's host side stream waits for each chunk's count,
+  copies its rows of ``S`` into the peer's ``OUT`` and sets the peer's ready flag ``H[chunk]`` to the call
+  number (:func:`tirxpy_kernels.dist_api.gemm_reduce_scatter`; :func:`ce_model` is that stream in the
+  simulator). An own tile's first store round waits until ``H[chunk] >= epoch``, and its rounds reduce-add
+  into ``OUT``. Deadlock-free on any grid: waits happen only in own tiles' rounds, and every CTA sends all
+  its peer tiles' signals before it reaches an own tile.
+- **pushes** (``transfer="push"``, :func:`build`): ``lag`` peer rows first, then blocks of both interleaved.
+  A peer tile is stored by TMA straight into the peer's receive buffer ``R`` over NVLink and counted on its
+  per-tile flag (two halves per tile and call, so flags only grow, ``2 epoch`` after call ``epoch``); an own
+  tile waits for that flag inside its k-loop (acquire at system scope, every thread), loads the peer's partial
+  into registers, adds it to the float32 accumulator and stores the sum into ``OUT``.
 
-    >>> from tirxpy_kernels.dist_rs_gemm import rs_gemm, shard_tile_rows
-    >>> shard_tile_rows(200, 2), shard_tile_rows(512, 2)     # Ms = 100: one tile row; Ms = 256: two
-    (1, 2)
-    >>> [p.name for p in rs_gemm(200, 256, 128, me=0, BN=128, STAGES=2, sms=2).params][:5]
-    ['A', 'B', 'OUT', 'RL', 'RP']
+Before its first store into a buffer the peer reads, a consumer waits until the peer started this call
+(``G[peer] >= epoch``): the peer is past the previous call's reads of it.
+
+    >>> from tirxpy_kernels.dist_rs_gemm import rs_gemm
+    >>> [p.name for p in rs_gemm(200, 256, 128, me=0, BN=128, STAGES=2, sms=2).params][:6]
+    ['A', 'B', 'OUT', 'SL', 'FP', 'HL']
+    >>> [p.name for p in rs_gemm(200, 256, 128, me=0, BN=128, STAGES=2, sms=2, transfer="push").params][:6]
+    ['A', 'B', 'OUT', 'RL', 'RP', 'FL']
 """
 from __future__ import annotations
 
@@ -43,77 +46,14 @@ from tirxpy.layout import S, TileLayout, rank
 from tirxpy.layout.atoms import wgmma_accumulator
 
 from .dist_ag_gemm import check_world
+from .dist_rs_walk import chunk_halves, chunk_shard_rows, rs_chunks, rs_lag, rs_tile, shard_tile_rows
 from .errors import KernelConfigError
 from .gemm_plan import BM, CONSUMER_REGS, PRODUCER_REGS, THREADS, TARGET, kernel_plan
-from .gemm_sm90 import k_step, load_stage, operand_shapes, staging_layout, staging_shape, store_round, tile_at
+from .gemm_sm90 import k_step, load_stage, operand_shapes, staging_layout, staging_shape, store_round
 
 DROPS = ("flag_wait", "push_wait", "peer_signal")
+TRANSFERS = ("copy_engine", "push")
 HALVES = 2          # consumer halves counted on a tile's flag per call
-
-
-def shard_tile_rows(M: int, world: int) -> int:
-    """Tile rows per shard, ``ceil((M / world) / 128)``: each shard's rows are tiled from its own first row."""
-    return -(-(M // world) // BM)
-
-
-def rs_lag(tr: int, cols: int, units: int, group: int = 4) -> int:
-    """Walk rows of the peer's shard before the walk starts interleaving own rows (:func:`walk_row`): about three
-    rounds of tiles (``3 units / cols`` rows), rounded up so that the ``tr - lag`` interleaved peer rows fill
-    whole ``group``-row blocks; ``tr`` (peer rows first, then own rows) when the shard is too short to interleave.
-
-        >>> rs_lag(64, 32, 132), rs_lag(32, 112, 132), rs_lag(8, 32, 132)
-        (16, 4, 8)
-    """
-    want = -(-3 * units // cols)
-    inter = max(0, (tr - want) // group * group)
-    return tr - inter
-
-
-def walk_row(w, tr, lag, group=4):
-    """``(own, row)`` of walk row ``w`` (of ``2 tr``): the peer's rows ``0 .. lag - 1`` first, then blocks of
-    ``group`` rows alternating between the peer's next rows and this rank's first rows, then this rank's
-    remaining rows. Each of this rank's rows comes at least ``lag + group`` walk rows after the peer walks the
-    same shard row (both ranks walk alike), so the peer's partial of it is long pushed when it is needed, and
-    the pushes spread over the whole walk instead of its first half. Works on ints and on device expressions.
-
-        >>> [walk_row(w, 6, 2, 2) for w in range(12)]      # peer rows 0 1 | 2 3 own 0 1 | 4 5 own 2 3 | own 4 5
-        [(False, 0), (False, 1), (False, 2), (False, 3), (True, 0), (True, 1), (False, 4), (False, 5),
-         (True, 2), (True, 3), (True, 4), (True, 5)]
-    """
-    inter = tr - lag
-    d = _max(w - lag, 0)
-    q, r = d // group, d % group
-    mid = _select(q % 2 < 1, lag + q // 2 * group + r, q // 2 * group + r)
-    own = _select(w < lag, 0, _select(w < lag + 2 * inter, q % 2, 1)) >= 1     # (an expression's == compares trees)
-    row = _select(w < lag, w, _select(w < lag + 2 * inter, mid, w - tr))
-    return own, row
-
-
-def rs_tile(P, t, me, tr, ms, lag):
-    """``(a0, l0, n0, own)`` of walk tile ``t``: ``a0`` its first row of ``A``, ``l0`` the same row in its
-    shard (the row of ``OUT`` / ``R``), ``n0`` its first column, ``own`` whether the shard is rank ``me``'s.
-    Walk rows map to shard rows by :func:`walk_row` (``lag`` peer rows first, then both interleaved).
-
-        >>> P = rs_plan(512, 256, 64, BN=256, sms=2)     # Ms = 256: two tile rows per shard, one column
-        >>> [rs_tile(P, t, 0, 2, 256, 2) for t in range(4)]      # rank 0: rank 1's rows, then its own
-        [(256, 0, 0, False), (384, 128, 0, False), (0, 0, 0, True), (128, 128, 0, True)]
-    """
-    m0, n0, _wide = tile_at(P, t, 0)
-    own, row = walk_row(m0 // BM, tr, lag, P.group)
-    l0 = row * BM
-    a0 = _select(own, me * ms, (1 - me) * ms) + l0
-    return a0, l0, n0, own
-
-
-def _max(a, b):
-    return max(a, b) if isinstance(a, int) else T.max(a, b)
-
-
-def _select(cond, a, b):
-    """``T.select`` on device expressions, plain Python on a Python bool (the walk evaluated on the host)."""
-    if isinstance(cond, (bool, np.bool_)):
-        return a if cond else b
-    return T.select(cond, a, b)
 
 
 @T.macro
@@ -151,15 +91,20 @@ def rs_round(P, Cs, OUT, RP, pk, t, j, c, l0, n0, own):
 
 
 @T.macro
-def signal_half(P, FP, c, l0, n0):
+def signal_half(P, FP, c, l0, n0, per=0):
     """Consumer ``c``'s half of the peer tile at ``(l0, n0)``, stored earlier: once its TMA stores completed
-    (``cp.async.bulk.wait_group 0``: every store this thread issued so far), count it in on the peer's flag."""
+    (``cp.async.bulk.wait_group 0``: every store this thread issued so far), count it in on the peer's flag:
+    the tile's ``FP[l0 / 128, n0 / BN]`` (pushed partials), or with the copy engines (``per`` tile rows a
+    chunk) its chunk's ``FP[l0 / 128 / per]``."""
     if T.thread_id_in_wg() == 0:
         if P.drop != "push_wait":
             T.ptx.bulk_wait_group(0)
         T.ptx.fence_proxy_async()
         if P.drop != "peer_signal":
-            T.ptx.red_release_sys_add_u32(FP[l0 // BM, n0 // P.BN], T.uint32(1))
+            if per:
+                T.ptx.red_release_sys_add_u32(FP[l0 // BM // per], T.uint32(1))
+            else:
+                T.ptx.red_release_sys_add_u32(FP[l0 // BM, n0 // P.BN], T.uint32(1))
 
 
 @T.macro
@@ -223,53 +168,162 @@ def rs_consumer(P, ring, acc, pk, As, Bs, Cs, OUT, RL, RP, FL, FP, GL, epoch, un
         T.ptx.bulk_wait_group(0)
 
 
-def build(P, M: int, me: int, world: int, lag: int):
-    """The ``@T.prim_func`` for rank ``me`` (module docstring); ``P`` is planned over the ``2 tr`` walk rows,
-    ``lag`` those of :func:`walk_row`."""
-    ms = M // world
-    tr = shard_tile_rows(M, world)
+@T.macro
+def ce_round(P, Cs, OUT, SL, HL, pk, t, j, c, l0, n0, own, epoch, per):
+    """Copy-engine transfer, deferred round ``j`` of the CTA's ``t``-th tile: an own tile is reduce-added into
+    ``OUT`` (which holds the peer's partial once ``HL[chunk] >= epoch``: the issuing thread waits for that
+    before the tile's first round), a peer tile stored into this rank's send buffer ``SL``."""
+    if own:
+        if j == 0:
+            if T.thread_id_in_wg() == 0:
+                if P.drop != "flag_wait":
+                    T.ptx.wait_geq_sys_u32(HL[l0 // BM // per], epoch)
+                T.ptx.fence_proxy_async()       # the copy engine wrote OUT; the reduce reads it through TMA
+        store_round(P, OUT, Cs, pk, t, j, c, l0, n0, True, "add")
+    else:
+        store_round(P, SL, Cs, pk, t, j, c, l0, n0, True)
+
+
+@T.macro
+def ce_consumer(P, ring, acc, pk, As, Bs, Cs, OUT, SL, FP, HL, GL, epoch, unit, n_tiles, c, me, tr, ms, per):
+    """Consumer ``c`` with the copy-engine transfer: the GEMM's k-loop and deferred rounds (:func:`ce_round`)
+    over the walk; a peer tile's half counted in on its chunk's flag one k-loop after its rounds."""
+    if c == 1:          # the GEMM's stagger (named barrier 5), once per CTA
+        T.ptx.barrier_sync(5, 256)
+    elif n_tiles == 0:
+        T.ptx.barrier_arrive(5, 256)
+    if T.thread_id_in_wg() == 0:
+        T.ptx.wait_geq_sys_u32(GL[1 - me], epoch)          # the peer's copy engine is past the last call's SL
+    for i in T.serial(n_tiles):
+        _pa0, pl0, pn0, pown = rs_tile(P, unit + (i - 1) * P.units, me, tr, ms, None)
+        for k in range(min(P.rounds, P.k_blocks)):
+            k_step(P, ring, acc, As, Bs, i, c, k, P.BN)
+            if i > 0:
+                ce_round(P, Cs, OUT, SL, HL, pk, i - 1, k, c, pl0, pn0, pown, epoch, per)
+        if P.k_blocks > P.rounds:
+            for k in T.serial(P.rounds, P.k_blocks):
+                k_step(P, ring, acc, As, Bs, i, c, k, P.BN)
+        for j in range(P.k_blocks, P.rounds):       # rounds left over when a tile has fewer k-blocks than rounds
+            if i > 0:
+                ce_round(P, Cs, OUT, SL, HL, pk, i - 1, j, c, pl0, pn0, pown, epoch, per)
+        if i > 0:       # the previous tile's stores had this whole k-loop to complete: count them in now
+            if not pown:
+                signal_half(P, FP, c, pl0, pn0, per)
+        Tx.wg.gemm_wait(0, acc)
+        if T.thread_id_in_wg() == 0:
+            ring.release(i * P.k_blocks + P.k_blocks - 1)
+        Tx.wg.cast(pk, acc)             # frees acc for the next tile's first wgmma
+    if n_tiles > 0:                     # the CTA's last tile
+        _la0, ll0, ln0, lown = rs_tile(P, unit + (n_tiles - 1) * P.units, me, tr, ms, None)
+        for j in range(P.rounds):
+            ce_round(P, Cs, OUT, SL, HL, pk, n_tiles - 1, j, c, ll0, ln0, lown, epoch, per)
+        if not lown:
+            signal_half(P, FP, c, ll0, ln0, per)
+    if T.thread_id_in_wg() == 0:
+        T.ptx.bulk_wait_group(0)
+
+
+@T.macro
+def rs_body(P, G, A, B, OUT, X1, X2, X3, X4, GL, GP, epoch, me, lag, per):
+    """The kernel body of both transfers (``G``: shapes and layouts of :func:`_frame`): shared and register
+    tiles, the stage ring, then the producer (after it stored this call's start flag) and the consumers. ``per``
+    tile rows a chunk: the copy engines (``X1 .. X3`` are ``SL, FP, HL``); 0: pushes (``RL, RP, FL, FP``)."""
+    As = T.alloc_shared(G.as_shape, P.dtype, layout=G.a_layout)
+    Bs = T.alloc_shared(G.bs_shape, P.dtype, layout=G.b_layout)
+    Cs = T.alloc_shared(staging_shape(P), P.dtype, layout=staging_layout(P))
+    full = T.alloc_shared((P.stages,), "uint64")
+    empty = T.alloc_shared((P.stages,), "uint64")
+    acc = T.alloc_local((64, P.BN), "float32", layout=wgmma_accumulator(P.BN))
+    pk = T.alloc_local((64, P.BN), P.dtype, layout=wgmma_accumulator(P.BN))
+    unit = T.cta_id(0)
+    n_tiles = tiles_of_unit(unit, P.units, P.tiles)
+    ring = StageRing(full, empty, P.stages, 1)
+    setup_barriers([(ring, 1, P.empty_arrivals)], 1, P.pdl)
+    roles = WarpRoles(THREADS, PRODUCER_REGS, CONSUMER_REGS, G.name)
+    wg = T.warpgroup_id()
+    if wg == 0:
+        roles.enter_producer()
+        if T.warp_id_in_wg() == 0:
+            if T.elect_one():
+                if unit == 0:
+                    T.ptx.st_release_sys_u32(GP[me], epoch)      # this rank started call `epoch`
+                rs_producer(P, ring, A, B, As, Bs, unit, n_tiles, me, G.tr, G.ms, lag)
+    else:
+        roles.enter_consumer()
+        if per:
+            ce_consumer(P, ring, acc, pk, As, Bs, Cs, OUT, X1, X2, X3, GL, epoch, unit, n_tiles, wg - 1, me, G.tr,
+                        G.ms, per)
+        else:
+            rs_consumer(P, ring, acc, pk, As, Bs, Cs, OUT, X1, X2, X3, X4, GL, epoch, unit, n_tiles, wg - 1, me, G.tr,
+                        G.ms, lag)
+
+
+@dataclasses.dataclass(frozen=True)
+class RsFrame:
+    """Shapes and layouts both kernels' parameters and :func:`rs_body` take (:func:`_frame`)."""
+    ms: int
+    tr: int
+    a_shape: tuple
+    as_shape: tuple
+    a_layout: object
+    b_shape: tuple
+    bs_shape: tuple
+    b_layout: object
+    name: str
+
+
+def _frame(P, M, world, name):
     _a, as_shape, a_layout, b_shape, bs_shape, b_layout = operand_shapes(P)
-    a_shape = (M, P.K)
-    dt = P.dtype
-    cols = P.tile_cols
-    lay = {k: TileLayout(S[shape] + who @ rank) for k, shape, who in (
-        ("RL", (ms, P.N), me), ("RP", (ms, P.N), 1 - me), ("FL", (tr, cols), me), ("FP", (tr, cols), 1 - me),
-        ("GL", (world,), me), ("GP", (world,), 1 - me))}
+    return RsFrame(M // world, shard_tile_rows(M, world), (M, P.K), as_shape, a_layout, b_shape, bs_shape, b_layout,
+                   name)
+
+
+def _ranked(me, world, specs):
+    """``{name: layout}``: each ``(name, shape, owner)`` as a tensor on rank ``owner``."""
+    return {k: TileLayout(S[shape] + who @ rank) for k, shape, who in specs} | {
+        "GL": TileLayout(S[(world,)] + me @ rank), "GP": TileLayout(S[(world,)] + (1 - me) @ rank)}
+
+
+def build(P, M: int, me: int, world: int, lag: int):
+    """The ``@T.prim_func`` of the pushed partials for rank ``me`` (module docstring); ``P`` is planned over the
+    ``2 tr`` walk rows, ``lag`` those of :func:`~tirxpy_kernels.dist_rs_walk.walk_row`."""
+    G = _frame(P, M, world, "dist_rs_gemm")
+    ms, tr, dt, cols = G.ms, G.tr, P.dtype, P.tile_cols
+    lay = _ranked(me, world, (("RL", (ms, P.N), me), ("RP", (ms, P.N), 1 - me), ("FL", (tr, cols), me),
+                              ("FP", (tr, cols), 1 - me)))
 
     @T.prim_func
-    def rs_gemm_kernel(A: T.Tensor(a_shape, dt), B: T.Tensor(b_shape, dt), OUT: T.Tensor((ms, P.N), dt),
+    def rs_gemm_kernel(A: T.Tensor(G.a_shape, dt), B: T.Tensor(G.b_shape, dt), OUT: T.Tensor((ms, P.N), dt),
                        RL: T.Tensor((ms, P.N), dt, layout=lay["RL"]), RP: T.Tensor((ms, P.N), dt, layout=lay["RP"]),
                        FL: T.Tensor((tr, cols), "uint32", layout=lay["FL"]),
                        FP: T.Tensor((tr, cols), "uint32", layout=lay["FP"]),
                        GL: T.Tensor((world,), "uint32", layout=lay["GL"]), GP: T.Tensor((world,), "uint32", layout=lay["GP"]),
                        epoch: T.uint32):
         T.launch(grid=(P.grid,), threads=THREADS, pdl=P.pdl)
-        As = T.alloc_shared(as_shape, dt, layout=a_layout)
-        Bs = T.alloc_shared(bs_shape, dt, layout=b_layout)
-        Cs = T.alloc_shared(staging_shape(P), dt, layout=staging_layout(P))
-        full = T.alloc_shared((P.stages,), "uint64")
-        empty = T.alloc_shared((P.stages,), "uint64")
-        acc = T.alloc_local((64, P.BN), "float32", layout=wgmma_accumulator(P.BN))
-        pk = T.alloc_local((64, P.BN), dt, layout=wgmma_accumulator(P.BN))
-        unit = T.cta_id(0)
-        n_tiles = tiles_of_unit(unit, P.units, P.tiles)
-        ring = StageRing(full, empty, P.stages, 1)
-        setup_barriers([(ring, 1, P.empty_arrivals)], 1, P.pdl)
-        roles = WarpRoles(THREADS, PRODUCER_REGS, CONSUMER_REGS, "dist_rs_gemm")
-        wg = T.warpgroup_id()
-        if wg == 0:
-            roles.enter_producer()
-            if T.warp_id_in_wg() == 0:
-                if T.elect_one():
-                    if unit == 0:
-                        T.ptx.st_release_sys_u32(GP[me], epoch)      # this rank started call `epoch`
-                    rs_producer(P, ring, A, B, As, Bs, unit, n_tiles, me, tr, ms, lag)
-        else:
-            roles.enter_consumer()
-            rs_consumer(P, ring, acc, pk, As, Bs, Cs, OUT, RL, RP, FL, FP, GL, epoch, unit, n_tiles, wg - 1, me, tr, ms,
-                        lag)
+        rs_body(P, G, A, B, OUT, RL, RP, FL, FP, GL, GP, epoch, me, lag, 0)
 
     return rs_gemm_kernel
+
+
+def build_ce(P, M: int, me: int, world: int, chunks: int):
+    """The ``@T.prim_func`` of the copy-engine transfer for rank ``me``: peer tiles into this rank's send buffer
+    ``SL`` (counted on the peer's chunk flags ``FP``), own tiles reduce-added into ``OUT`` once ``HL`` says the
+    copy engine put the peer's partial there (module docstring)."""
+    G = _frame(P, M, world, "dist_rs_gemm_ce")
+    ms, dt = G.ms, P.dtype
+    per, n = rs_chunks(G.tr, chunks)
+    lay = _ranked(me, world, (("SL", (ms, P.N), me), ("FP", (n,), 1 - me)))
+
+    @T.prim_func
+    def rs_gemm_ce_kernel(A: T.Tensor(G.a_shape, dt), B: T.Tensor(G.b_shape, dt), OUT: T.Tensor((ms, P.N), dt),
+                          SL: T.Tensor((ms, P.N), dt, layout=lay["SL"]), FP: T.Tensor((n,), "uint32", layout=lay["FP"]),
+                          HL: T.Tensor((n,), "uint32"),
+                          GL: T.Tensor((world,), "uint32", layout=lay["GL"]),
+                          GP: T.Tensor((world,), "uint32", layout=lay["GP"]), epoch: T.uint32):
+        T.launch(grid=(P.grid,), threads=THREADS, pdl=P.pdl)
+        rs_body(P, G, A, B, OUT, SL, FP, HL, None, GL, GP, epoch, me, None, per)
+
+    return rs_gemm_ce_kernel
 
 
 def rs_plan(M, N, K, world=2, BN=256, STAGES=None, b_major="MN", dtype="bfloat16", sms=TARGET.sm_count, PDL=True):
@@ -282,14 +336,21 @@ def rs_plan(M, N, K, world=2, BN=256, STAGES=None, b_major="MN", dtype="bfloat16
 
 @tirxpy.jit
 def rs_gemm(M, N, K, me, world=2, BN=256, STAGES=None, b_major="MN", dtype="bfloat16", sms=TARGET.sm_count,
-            PDL=True, drop=None, LAG=None):
+            PDL=True, drop=None, LAG=None, transfer="copy_engine", CHUNKS=8):
     """The GEMM + reduce-scatter kernel of rank ``me``: ``A (M, K)`` (this rank's ``K`` shard), ``B`` ``(K, N)``
     row-major (``b_major="MN"``) or ``(N, K)`` (``"K"``), ``OUT (M / world, N)`` bf16. ``BN`` a multiple of 64
-    (128-byte output chunks). ``LAG``: the walk's peer rows before own rows interleave (:func:`walk_row`;
-    default :func:`rs_lag`; ``tr``, the shard's tile rows, walks all the peer's rows first). ``drop=`` removes
-    one protocol step, for the simulator's mutation tests only: ``"flag_wait"`` (an own tile's wait for the peer's partial), ``"push_wait"`` (a half counted in before its
-    stores completed) or ``"peer_signal"`` (a half never counted in)."""
+    (128-byte output chunks). ``transfer``: ``"copy_engine"`` (:func:`build_ce`: partials stay local, the
+    host's copy stream moves them in chunks of whole tile rows, at most ``CHUNKS`` per shard, and own tiles
+    reduce-add into ``OUT``) or ``"push"`` (:func:`build`: the kernel stores peer partials over NVLink and adds
+    the peer's in registers). ``LAG`` (pushes only; ``None`` with the copy engines, whose walk takes every peer
+    tile first): the walk's peer rows before own rows interleave
+    (:func:`~tirxpy_kernels.dist_rs_walk.walk_row`; default :func:`~tirxpy_kernels.dist_rs_walk.rs_lag`).
+    ``drop=`` removes one protocol step, for the simulator's mutation tests only: ``"flag_wait"`` (an own tile's
+    wait for the peer's partial), ``"push_wait"`` (a half counted in before its stores completed) or
+    ``"peer_signal"`` (a half never counted in)."""
     check_world(M, world, me)
+    if transfer not in TRANSFERS:
+        raise KernelConfigError(f"rs_gemm: transfer = {transfer!r} must be one of {TRANSFERS}")
     if drop is not None and drop not in DROPS:
         raise KernelConfigError(f"rs_gemm: unknown drop={drop!r}; one of {DROPS}")
     if BN % 64:
@@ -298,6 +359,15 @@ def rs_gemm(M, N, K, me, world=2, BN=256, STAGES=None, b_major="MN", dtype="bflo
         raise KernelConfigError(f"rs_gemm: N = {N} must be a multiple of 8 (16-byte rows, which TMA needs)")
     P = rs_plan(M, N, K, world, BN, STAGES, b_major, dtype, sms, PDL)
     tr = shard_tile_rows(M, world)
+    if transfer == "copy_engine":
+        if LAG is not None:
+            raise KernelConfigError(f"rs_gemm: LAG = {LAG!r} applies to transfer='push'; the copy-engine transfer "
+                                    "walks every tile of the peer's rows first (pass LAG=None)")
+        try:
+            rs_chunks(tr, CHUNKS)
+        except KernelConfigError as e:
+            raise KernelConfigError(f"rs_gemm: {e}") from None
+        return build_ce(dataclasses.replace(P, drop=drop), M, me, world, CHUNKS)
     if LAG is None:
         LAG = rs_lag(tr, P.tile_cols, P.units, P.group)
     if isinstance(LAG, bool) or not isinstance(LAG, int) or not 0 <= LAG <= tr or (tr - LAG) % P.group:
@@ -305,12 +375,44 @@ def rs_gemm(M, N, K, me, world=2, BN=256, STAGES=None, b_major="MN", dtype="bflo
                                 f"multiple of group = {P.group} rows to interleave (tr - LAG); e.g. LAG = {tr}")
     return build(dataclasses.replace(P, drop=drop), M, me, world, LAG)
 
+def ce_model(M, N, BN, me, world=2, CHUNKS=8, drop=None):
+    """Rank ``me``'s copy stream as the simulator runs it (``run_ranks(..., side=)``), a model of the side
+    stream of :func:`tirxpy_kernels.dist_api.gemm_reduce_scatter`: for each chunk (:func:`chunk_shard_rows`)
+    one warp waits until the peer counted in every half of the chunk's tiles (``F[c]``, acquire at system
+    scope: ``cuStreamWaitValue32``), copies the peer's partial rows from its send buffer into ``OUT``, stores
+    ``epoch`` on the ready flag ``H[c]`` with release (``cuStreamWriteValue32``'s fence and write) and resets
+    ``F[c]`` for the next call. ``drop="ready_signal"`` leaves the ready stores out (a mutation test)."""
+    ms = M // world
+    rows = chunk_shard_rows(M, world, CHUNKS)
+    want = chunk_halves(M, N, BN, world, CHUNKS, HALVES)
+    n = len(rows)
+    theirs = TileLayout(S[(ms, N)] + (1 - me) @ rank)
+    mine = TileLayout(S[n] + me @ rank)
 
-def simulate(M, N, K, *, BN=128, sms=2, seed=0, epoch=1, late=None, drop=None, check=True, world=2, LAG=None):
+    @T.prim_func
+    def rs_copy_engine_model(OUT: T.Tensor((ms, N), "bfloat16"), SP: T.Tensor((ms, N), "bfloat16", layout=theirs),
+                             F: T.Tensor((n,), "uint32", layout=mine), H: T.Tensor((n,), "uint32"), epoch: T.uint32):
+        T.launch(grid=(1,), threads=32)
+        for c in range(n):
+            T.ptx.wait_geq_sys_u32(F[c], T.uint32(want[c]))
+            Tx.warp.copy(OUT[rows[c][0]:rows[c][1], :], SP[rows[c][0]:rows[c][1], :], guard=False)
+            T.ptx.bar_warp_sync(0xFFFFFFFF)
+            if T.lane_id() == 0:
+                if drop != "ready_signal":
+                    T.ptx.st_release_sys_u32(H[c], epoch)
+                T.ptx.st_release_sys_u32(F[c], T.uint32(0))
+
+    return rs_copy_engine_model
+
+
+def simulate(M, N, K, *, BN=128, sms=2, seed=0, epoch=1, late=None, drop=None, check=True, world=2, LAG=None,
+             transfer="copy_engine", CHUNKS=8):
     """Run the kernel on ``world`` simulated ranks (:func:`tirxpy.sim.ranks.run_ranks`) on fresh bf16 inputs,
     rank ``r`` holding ``A[:, K shard r]`` and ``B[K shard r, :]``, as call number ``epoch`` (flags and signals
-    as ``epoch - 1`` calls left them), with NaN-poisoned outputs. Returns ``(OUT per rank, A, B, problems)``
-    (torch tensors, float32 values)."""
+    as ``epoch - 1`` calls left them). Pushed partials: NaN-poisoned outputs. Copy engines: each rank's copy
+    stream runs beside it (:func:`ce_model`; ``drop="ready_signal"`` is the model's mutation) and ``OUT`` is a
+    symmetric buffer the two share, unwritten before the launch (a read of it before the copy is a race).
+    Returns ``(OUT per rank, A, B, problems)`` (torch tensors, float32 values)."""
     import torch
 
     from tirxpy.sim.ranks import Symmetric, run_ranks
@@ -321,16 +423,34 @@ def simulate(M, N, K, *, BN=128, sms=2, seed=0, epoch=1, late=None, drop=None, c
     a = torch.randn(M, K, generator=g).bfloat16().float()
     b = torch.randn(K, N, generator=g).bfloat16().float()
     tr = shard_tile_rows(M, world)
-    recv = Symmetric("R", (ms, N), "bfloat16", world)
-    flags = Symmetric("flags", (tr, -(-N // BN)), "uint32", world)
     sig = Symmetric("sig", (world,), "uint32", world)
     for r in range(world):
-        flags.set(r, np.full((tr, -(-N // BN)), HALVES * (epoch - 1), np.uint32))
         sig.set(r, np.full(world, epoch - 1, np.uint32))
+    kdrop = None if drop == "ready_signal" else drop
+    ks = [rs_gemm(M, N, kr, me=r, world=world, BN=BN, STAGES=2, sms=sms, drop=kdrop, LAG=LAG, transfer=transfer,
+                  CHUNKS=CHUNKS) for r in range(world)]
+    ab = [(a[:, r * kr:(r + 1) * kr].contiguous(), b[r * kr:(r + 1) * kr].contiguous()) for r in range(world)]
+    if transfer == "copy_engine":
+        n = len(chunk_shard_rows(M, world, CHUNKS))
+        out = Symmetric("OUT", (ms, N), "bfloat16", world)
+        send = Symmetric("S", (ms, N), "bfloat16", world)
+        flags = Symmetric("flags", (n,), "uint32", world)
+        ready = Symmetric("ready", (n,), "uint32", world)
+        for r in range(world):
+            flags.set(r, np.zeros(n, np.uint32))
+            ready.set(r, np.full(n, epoch - 1, np.uint32))
+        args = [(*ab[r], out.on(r), send.on(r), flags.on(1 - r), ready.on(r), sig.on(r), sig.on(1 - r), epoch)
+                for r in range(world)]
+        side = [(ce_model(M, N, BN, r, world, CHUNKS, drop if drop == "ready_signal" else None),
+                 (out.on(r), send.on(1 - r), flags.on(r), ready.on(r), epoch)) for r in range(world)]
+        res = run_ranks(ks, args, seed=seed, late=late, check=check, side=side)
+        return [torch.from_numpy(out.get(r)) for r in range(world)], a, b, res[0].problems
+    recv = Symmetric("R", (ms, N), "bfloat16", world)
+    flags = Symmetric("flags", (tr, -(-N // BN)), "uint32", world)
+    for r in range(world):
+        flags.set(r, np.full((tr, -(-N // BN)), HALVES * (epoch - 1), np.uint32))
     outs = [torch.full((ms, N), float("nan")) for _ in range(world)]
-    ks = [rs_gemm(M, N, kr, me=r, world=world, BN=BN, STAGES=2, sms=sms, drop=drop, LAG=LAG) for r in range(world)]
-    args = [(a[:, r * kr:(r + 1) * kr].contiguous(), b[r * kr:(r + 1) * kr].contiguous(), outs[r],
-             recv.on(r), recv.on(1 - r), flags.on(r), flags.on(1 - r), sig.on(r), sig.on(1 - r), epoch)
-            for r in range(world)]
+    args = [(*ab[r], outs[r], recv.on(r), recv.on(1 - r), flags.on(r), flags.on(1 - r), sig.on(r), sig.on(1 - r),
+             epoch) for r in range(world)]
     res = run_ranks(ks, args, seed=seed, late=late, check=check)
     return outs, a, b, res[0].problems

@@ -355,10 +355,11 @@ def bias_and_activation(P, chunk, brow):
 
 
 @T.macro
-def store_chunk(P, C, Cs, src, s0, t, j, nper, nb, c, m0, n0, col):
+def store_chunk(P, C, Cs, src, s0, t, j, nper, nb, c, m0, n0, col, red=None):
     """Round ``j`` (of ``nper`` per tile) of the CTA's ``t``-th tile, at ``(m0, n0)``: ``nb`` chunks from the
     tile's column ``col`` (this consumer's 64 rows, accumulator layout, in columns ``s0 ..`` of ``src``) ->
-    staging buffer -> TMA stores, behind the consumer's own 128-thread barrier. The two buffers alternate
+    staging buffer -> TMA stores (``red="add"``: TMA reduce-adds into ``C``), behind the consumer's own
+    128-thread barrier. The two buffers alternate
     over the CTA's round sequence ``t nper + j`` (with an odd ``nper``, ``j % 2`` would give a tile's first
     round the buffer its previous tile's last store may still read)."""
     b = (t * nper + j) % 2 if nper % 2 else j % 2
@@ -378,27 +379,29 @@ def store_chunk(P, C, Cs, src, s0, t, j, nper, nb, c, m0, n0, col):
     for cc in range(2):         # one issuing thread per call site
         if T.thread_id() == 128 * (cc + 1):
             if P.boxes_per_round == 1:
-                Tx.copy_async(C[m0 + cc * 64:m0 + cc * 64 + 64, n0 + col:n0 + col + w], Cs[b, cc * 64:cc * 64 + 64, :])
+                Tx.copy_async(C[m0 + cc * 64:m0 + cc * 64 + 64, n0 + col:n0 + col + w], Cs[b, cc * 64:cc * 64 + 64, :],
+                              reduce=red)
             else:
                 for g in range(nb):
                     Tx.copy_async(C[m0 + cc * 64:m0 + cc * 64 + 64, n0 + col + g * w:n0 + col + g * w + w],
-                                  Cs[b, g, cc * 64:cc * 64 + 64, :])
+                                  Cs[b, g, cc * 64:cc * 64 + 64, :], reduce=red)
 
 
 @T.macro
-def store_round(P, C, Cs, src, t, j, c, m0, n0, wide):
+def store_round(P, C, Cs, src, t, j, c, m0, n0, wide, red=None):
     """Deferred round ``j`` of the CTA's ``t``-th tile (at ``(m0, n0)``, its values in ``src``); a split's
     narrow tile (``wide`` false) has its last round at the ``chunk_cols`` columns that end it (they overlap
-    the chunk before, whose values they write again)."""
+    the chunk before, whose values they write again, so a reduce-add, ``red="add"``, takes no split)."""
     w = P.chunk_cols
     if (j + 1) * w > P.narrow_bn:
         if wide:
-            store_chunk(P, C, Cs, src, j * w, t, j, P.rounds, 1, c, m0, n0, j * w)
+            store_chunk(P, C, Cs, src, j * w, t, j, P.rounds, 1, c, m0, n0, j * w, red)
         else:
-            store_chunk(P, C, Cs, src, P.narrow_bn - w, t, j, P.rounds, 1, c, m0, n0, P.narrow_bn - w)
+            store_chunk(P, C, Cs, src, P.narrow_bn - w, t, j, P.rounds, 1, c, m0, n0, P.narrow_bn - w, red)
     else:
         per = P.boxes_per_round
-        store_chunk(P, C, Cs, src, j * per * w, t, j, P.rounds, min(per, P.chunks - j * per), c, m0, n0, j * per * w)
+        store_chunk(P, C, Cs, src, j * per * w, t, j, P.rounds, min(per, P.chunks - j * per), c, m0, n0, j * per * w,
+                    red)
 
 
 @T.macro

@@ -77,10 +77,12 @@ def test_all_gather_gemm_matches_float64(M, N, K, bt, transfer):
         assert _close(out, ref, a_full.double().abs() @ b.double().abs(), K)
 
 
-@pytest.mark.parametrize("M,N,K,bt,lag", [(400, 136, 208, False, None), (2000, 1000, 1040, True, None),
-                                          (4096, 2048, 2048, False, None), (4096, 2048, 2048, True, 0),
-                                          (4096, 2048, 2048, False, 8)])
-def test_gemm_reduce_scatter_matches_float64(M, N, K, bt, lag):
+@pytest.mark.parametrize("M,N,K,bt,transfer,lag", [
+    (400, 136, 208, False, "copy_engine", None), (2000, 1000, 1040, True, "copy_engine", None),
+    (4096, 2048, 2048, False, "copy_engine", None), (300, 264, 144, True, "copy_engine", None),
+    (400, 136, 208, False, "push", None), (2000, 1000, 1040, True, "push", None),
+    (4096, 2048, 2048, False, "push", None), (4096, 2048, 2048, True, "push", 0), (4096, 2048, 2048, False, "push", 8)])
+def test_gemm_reduce_scatter_matches_float64(M, N, K, bt, transfer, lag):
     me = dist.get_rank()
     for _ in range(3):
         a, b = _inputs(_seed(), (M, K), (K, N))
@@ -89,7 +91,7 @@ def test_gemm_reduce_scatter_matches_float64(M, N, K, bt, lag):
         if bt:                                   # b_shard as the transpose of a row-major (N, K / 2) weight
             b_me = b_me.t().contiguous().t()
         out = torch.full((M // 2, N), float("nan"), dtype=torch.bfloat16, device="cuda")
-        tirxpy_kernels.gemm_reduce_scatter(a_me, b_me, out=out, lag=lag)   # lag 0 / 8: the walk interleaves
+        tirxpy_kernels.gemm_reduce_scatter(a_me, b_me, out=out, lag=lag, transfer=transfer)   # lag 0 / 8: interleaved
         torch.cuda.synchronize()
         rows = slice(me * M // 2, (me + 1) * M // 2)
         ref = a[rows].double() @ b.double()
@@ -98,8 +100,8 @@ def test_gemm_reduce_scatter_matches_float64(M, N, K, bt, lag):
 
 
 @pytest.mark.parametrize("late", [0, 1])
-@pytest.mark.parametrize("transfer", ["copy_engine", "movers"])
-def test_a_late_rank_still_gives_the_right_answer(late, transfer):
+@pytest.mark.parametrize("transfer,rs_transfer", [("copy_engine", "copy_engine"), ("movers", "push")])
+def test_a_late_rank_still_gives_the_right_answer(late, transfer, rs_transfer):
     me = dist.get_rank()
     M, N, K = 2048, 1024, 1024
     a_full, b = _inputs(_seed(), (M, K), (K, N))
@@ -111,7 +113,7 @@ def test_a_late_rank_still_gives_the_right_answer(late, transfer):
     tirxpy_kernels.all_gather_gemm(a_full[me * M // 2:(me + 1) * M // 2].contiguous(), b, out=out, transfer=transfer)
     rs = torch.full((M // 2, N), float("nan"), dtype=torch.bfloat16, device="cuda")
     tirxpy_kernels.gemm_reduce_scatter(a_full[:, me * K // 2:(me + 1) * K // 2].contiguous(), b[me * K // 2:(me + 1) * K // 2],
-                                       out=rs)
+                                       out=rs, transfer=rs_transfer)
     torch.cuda.synchronize()
     ref = a_full.double() @ b.double()
     mag = a_full.double().abs() @ b.double().abs()
@@ -159,10 +161,39 @@ def test_capture_in_a_cuda_graph_is_refused_with_the_reason():
     dist.barrier()
 
 
-def test_a_bad_lag_is_a_typed_error():
+def test_a_bad_lag_or_transfer_is_a_typed_error():
     a, b = _inputs(_seed(), (4096, 1024), (1024, 512))
     with pytest.raises(DistArgumentError, match="LAG = 3"):
-        tirxpy_kernels.gemm_reduce_scatter(a, b, lag=3)
+        tirxpy_kernels.gemm_reduce_scatter(a, b, lag=3, transfer="push")
+    with pytest.raises(DistArgumentError, match="transfer='push' only"):
+        tirxpy_kernels.gemm_reduce_scatter(a, b, lag=4)
+    with pytest.raises(DistArgumentError, match="transfer = 'nccl'"):
+        tirxpy_kernels.gemm_reduce_scatter(a, b, transfer="nccl")
+
+
+@pytest.mark.parametrize("transfer", ["copy_engine", "push"])
+def test_gemm_reduce_scatter_back_to_back_calls(transfer):
+    """Six calls queued with no synchronization between them (the send buffer and flags reused while the peer
+    may still be a call behind), each checked afterwards."""
+    me = dist.get_rank()
+    M, N, K = 1024, 512, 768
+    cases = []
+    for _ in range(6):
+        a, b = _inputs(_seed(), (M, K), (K, N))
+        cases.append((a, b, torch.full((M // 2, N), float("nan"), dtype=torch.bfloat16, device="cuda")))
+    dist.barrier()
+    torch.cuda.synchronize()
+    if me == 0:
+        torch.cuda._sleep(50_000_000)
+    kr = K // 2
+    for a, b, out in cases:
+        tirxpy_kernels.gemm_reduce_scatter(a[:, me * kr:(me + 1) * kr].contiguous(), b[me * kr:(me + 1) * kr], out=out,
+                                           transfer=transfer)
+    torch.cuda.synchronize()
+    rows = slice(me * M // 2, (me + 1) * M // 2)
+    for a, b, out in cases:
+        ref = a[rows].double() @ b.double()
+        assert _close(out, ref, a[rows].double().abs() @ b.double().abs(), K, _partials(a, b, rows))
 
 
 def test_an_out_that_shares_memory_with_an_input_is_refused():

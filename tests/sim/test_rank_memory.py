@@ -58,3 +58,41 @@ def peek(Peer: T.Tensor((32,), "uint32"), Out: T.Tensor((32,), "uint32")):
     x = Symmetric("x", (32,), "uint32", 2)          # never set: its bytes are undefined
     with pytest.raises(SimReportError, match="before any signal orders the write by nothing"):
         run_ranks(k, [(x.on(1), np.zeros(32, np.uint32)), (x.on(0), np.zeros(32, np.uint32))])
+
+
+def _tma_add(wait):
+    """Rank r TMA reduce-adds a tile of ones into rank 1 - r's buffer (the add's read of it is asynchronous, on
+    behalf of the issuing thread), after the peer's release on this rank's flag when ``wait``."""
+    @T.prim_func
+    def tma_add(Peer: T.Tensor((8, 16), "float32"), Flag: T.Tensor((1,), "uint32"), PeerFlag: T.Tensor((1,), "uint32")):
+        T.launch(grid=(1,), threads=32)
+        Cs = T.alloc_shared((8, 16), "float32")
+        for i in T.serial(4):
+            Cs[(i * 32 + T.lane_id()) // 16, (i * 32 + T.lane_id()) % 16] = T.float32(1)
+        T.ptx.fence_proxy_async()
+        T.ptx.syncthreads()
+        if T.thread_id() == 0:
+            T.ptx.st_release_sys_u32(PeerFlag[0], T.uint32(1))
+            if wait:
+                T.ptx.wait_geq_sys_u32(Flag[0], T.uint32(1))
+            T.ptx.tma_reduce_add_2d(Peer[0:8, 0:16], 0, 0, Cs)
+            T.ptx.bulk_commit_group()
+            T.ptx.bulk_wait_group(0)
+
+    return tma_add
+
+
+@pytest.mark.parametrize("wait", [True, False])
+def test_an_asynchronous_read_is_checked_for_the_thread_that_issued_it(wait):
+    # each rank's host wrote its buffer before its own launch; the peer's TMA reduce-add reads it ordered after
+    # that only through the rank's release (sent at its start) and the reader's acquire
+    x, f = Symmetric("x", (8, 16), "float32", 2), Symmetric("f", (1,), "uint32", 2)
+    for r in range(2):
+        x.set(r, np.full((8, 16), r + 1, np.float32))
+        f.set(r, np.zeros(1, np.uint32))
+    res = run_ranks(_tma_add(wait), [(x.on(1 - r), f.on(r), f.on(1 - r)) for r in range(2)], seed=0, check=False)
+    races = [p for p in res[0].problems if p.kind == "race"]
+    if wait:
+        assert races == [] and all((x.get(r) == r + 2).all() for r in range(2))
+    else:
+        assert any("reads x of rank" in str(p) for p in races)

@@ -74,12 +74,13 @@ class _Watch:
             self.init[id(arr)][idx] = True
         if w is None:
             w = self.issuer                # an asynchronous unit (TMA store...) writes for the warp that issued it,
-            if w is None or not write:     # as of now: a signal that warp sent before this ordered nothing of it
-                if write:
+            if w is None:                  # as of now: a signal that warp sent before this ordered nothing of it;
+                if write:                  # and it reads (TMA load, reduce) what that warp's acquires ordered
                     wag[idx] = -1
                     mid[idx] = -1
                 return
-            w.tick()
+            if write:
+                w.tick()
         me = w._gagent
         if write:
             w._gvc[me] += 1
