@@ -336,12 +336,13 @@ def _rs_push(ck, a, B, out, group, me, world, M, N, BN):
 
 def _rs_copy_engine(ck, a, B, out, group, me, world, M, N, BN):
     """The copy-engine transfer after the kernel's launch. On a side stream that first waits for the caller's
-    stream (up to the launch), for each chunk of shard rows (:func:`~tirxpy_kernels.dist_rs_walk.chunk_shard_rows`): wait until the
-    peer counted in every half of the chunk's tiles on this rank's flag ``F[c]`` (``cuStreamWaitValue32``),
-    copy the peer's partial rows from its send buffer into ``out``, set the ready flag ``H[c]`` to the call
-    number (``cuStreamWriteValue32``, which fences the copy before the write) and reset ``F[c]`` to 0. The
-    caller's stream waits for the side stream after the launch. The peer overwrites its send buffer only after
-    this rank's next kernel started (the kernel's start flag), which follows this call's copies."""
+    stream (up to the launch), for each chunk of shard rows
+    (:func:`~tirxpy_kernels.dist_rs_walk.chunk_shard_rows`): wait until the peer counted in every half of the
+    chunk's tiles on this rank's flag ``F[c]`` (``cuStreamWaitValue32``), copy the peer's partial rows from its
+    send buffer into ``out``, set the ready flag ``H[c]`` to the call number (``cuStreamWriteValue32``, which
+    fences the copy before the write) and reset ``F[c]`` to 0. The caller's stream waits for the side stream
+    after the launch. The peer overwrites its send buffer only after this rank's next kernel started (the
+    kernel's start flag), which follows this call's copies."""
     import torch
 
     from .dist_rs_gemm import HALVES
@@ -351,12 +352,17 @@ def _rs_copy_engine(ck, a, B, out, group, me, world, M, N, BN):
     key = ("rs-ce", getattr(group, "group_name", str(id(group))), M, N, BN, RS_CHUNKS, a.device.index)
     buf = _buffers(key, group, me, [("s", (M // world, N), torch.bfloat16), ("flags", (len(rows),), torch.uint32),
                                     ("sig", (world,), torch.uint32)])
+    cur = torch.cuda.current_stream(a.device)
+    side = _side_stream(a.device)
     if "ready" not in buf.mine:
         buf.mine["ready"] = torch.zeros(len(rows), dtype=torch.int32, device=a.device).view(torch.uint32)
         buf.mine["want"] = chunk_halves(M, N, BN, world, RS_CHUNKS, HALVES)
+        # the stream operations tried once before any launch: one that failed after the launch would leave the
+        # kernel waiting for a ready flag nobody sets
+        side.wait_stream(cur)
+        _wait_value32(side, buf.mine["ready"][0], 0)
+        _write_value32(side, buf.mine["ready"][0], 0)
     buf.epoch += 1
-    cur = torch.cuda.current_stream(a.device)
-    side = _side_stream(a.device)
     side.wait_stream(cur)
     flags, ready, peer_s = buf.mine["flags"], buf.mine["ready"], buf.peer["s"]
     # the launch goes first: a stream wait holds the hardware queue it sits in, which the caller's stream may share

@@ -297,8 +297,8 @@ def build(P, M: int, me: int, world: int, lag: int):
                        RL: T.Tensor((ms, P.N), dt, layout=lay["RL"]), RP: T.Tensor((ms, P.N), dt, layout=lay["RP"]),
                        FL: T.Tensor((tr, cols), "uint32", layout=lay["FL"]),
                        FP: T.Tensor((tr, cols), "uint32", layout=lay["FP"]),
-                       GL: T.Tensor((world,), "uint32", layout=lay["GL"]), GP: T.Tensor((world,), "uint32", layout=lay["GP"]),
-                       epoch: T.uint32):
+                       GL: T.Tensor((world,), "uint32", layout=lay["GL"]),
+                       GP: T.Tensor((world,), "uint32", layout=lay["GP"]), epoch: T.uint32):
         T.launch(grid=(P.grid,), threads=THREADS, pdl=P.pdl)
         rs_body(P, G, A, B, OUT, RL, RP, FL, FP, GL, GP, epoch, me, lag, 0)
 

@@ -212,7 +212,8 @@ def test_reduce_scatter_lags_build_or_refuse(M, lag, BN):
 
 @SETTINGS
 @given(st.integers(1, 40).map(lambda x: 64 * x), st.sampled_from([64, 128, 136, 200]),
-       st.sampled_from(["copy_engine", "push", "nccl", None, 1]), st.one_of(st.integers(-2, 40), st.none(), st.just(True)),
+       st.sampled_from(["copy_engine", "push", "nccl", None, 1]),
+       st.one_of(st.integers(-2, 40), st.none(), st.just(True)),
        st.one_of(st.none(), st.integers(-1, 12)))
 def test_reduce_scatter_transfers_and_chunks_build_or_refuse(M, N, transfer, chunks, lag):
     from tirxpy_kernels.dist_rs_gemm import rs_gemm

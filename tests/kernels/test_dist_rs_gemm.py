@@ -41,7 +41,8 @@ def test_push_protocol_mutations_are_reported(drop, sms, kind):
         assert any("reads R" in str(p) for p in probs if p.kind == "race")
 
 
-@pytest.mark.parametrize("drop,sms,kind,what", [("flag_wait", 2, "race", "reads OUT"), ("push_wait", 4, "race", "reads S"),
+@pytest.mark.parametrize("drop,sms,kind,what", [("flag_wait", 2, "race", "reads OUT"),
+                                                ("push_wait", 4, "race", "reads S"),
                                                 ("peer_signal", 2, "deadlock", None),
                                                 ("ready_signal", 2, "deadlock", None)])
 def test_copy_engine_protocol_mutations_are_reported(drop, sms, kind, what):
