@@ -345,7 +345,6 @@ def _rs_copy_engine(ck, a, B, out, group, me, world, M, N, BN):
     kernel's start flag), which follows this call's copies."""
     import torch
 
-    from .dist_rs_gemm import HALVES
     from .dist_rs_walk import chunk_halves, chunk_shard_rows
 
     rows = chunk_shard_rows(M, world, RS_CHUNKS)
@@ -356,7 +355,7 @@ def _rs_copy_engine(ck, a, B, out, group, me, world, M, N, BN):
     side = _side_stream(a.device)
     if "ready" not in buf.mine:
         buf.mine["ready"] = torch.zeros(len(rows), dtype=torch.int32, device=a.device).view(torch.uint32)
-        buf.mine["want"] = chunk_halves(M, N, BN, world, RS_CHUNKS, HALVES)
+        buf.mine["want"] = chunk_halves(M, N, BN, world, RS_CHUNKS)
         # the stream operations tried once before any launch: one that failed after the launch would leave the
         # kernel waiting for a ready flag nobody sets
         side.wait_stream(cur)

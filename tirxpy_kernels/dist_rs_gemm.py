@@ -46,14 +46,13 @@ from tirxpy.layout import S, TileLayout, rank
 from tirxpy.layout.atoms import wgmma_accumulator
 
 from .dist_ag_gemm import check_world
-from .dist_rs_walk import chunk_halves, chunk_shard_rows, rs_chunks, rs_lag, rs_tile, shard_tile_rows
+from .dist_rs_walk import HALVES, chunk_halves, chunk_shard_rows, rs_chunks, rs_lag, rs_tile, shard_tile_rows
 from .errors import KernelConfigError
 from .gemm_plan import BM, CONSUMER_REGS, PRODUCER_REGS, THREADS, TARGET, kernel_plan
 from .gemm_sm90 import k_step, load_stage, operand_shapes, staging_layout, staging_shape, store_round
 
 DROPS = ("flag_wait", "push_wait", "peer_signal")
 TRANSFERS = ("copy_engine", "push")
-HALVES = 2          # consumer halves counted on a tile's flag per call
 
 
 @T.macro
@@ -384,7 +383,7 @@ def ce_model(M, N, BN, me, world=2, CHUNKS=8, drop=None):
     ``F[c]`` for the next call. ``drop="ready_signal"`` leaves the ready stores out (a mutation test)."""
     ms = M // world
     rows = chunk_shard_rows(M, world, CHUNKS)
-    want = chunk_halves(M, N, BN, world, CHUNKS, HALVES)
+    want = chunk_halves(M, N, BN, world, CHUNKS)
     n = len(rows)
     theirs = TileLayout(S[(ms, N)] + (1 - me) @ rank)
     mine = TileLayout(S[n] + me @ rank)

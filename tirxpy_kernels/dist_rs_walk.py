@@ -20,6 +20,8 @@ from .errors import KernelConfigError
 from .gemm_plan import BM
 from .gemm_sm90 import tile_at
 
+HALVES = 2          # consumer warpgroups of a tile, each counting its half in on a flag once per call
+
 
 def shard_tile_rows(M: int, world: int) -> int:
     """Tile rows per shard, ``ceil((M / world) / 128)``: each shard's rows are tiled from its own first row."""
@@ -107,8 +109,8 @@ def chunk_shard_rows(M: int, world: int, chunks: int) -> list:
     return [(c * per * BM, min((c + 1) * per * BM, ms)) for c in range(n)]
 
 
-def chunk_halves(M: int, N: int, BN: int, world: int, chunks: int, halves: int = 2) -> list:
-    """How many consumer halves the peer counts in on each chunk's flag per call: ``halves`` per tile of the
+def chunk_halves(M: int, N: int, BN: int, world: int, chunks: int) -> list:
+    """How many consumer halves the peer counts in on each chunk's flag per call: :data:`HALVES` per tile of the
     chunk's tile rows (``ceil(N / BN)`` tiles each).
 
         >>> chunk_halves(2048, 512, 256, 2, 4)      # 8 tile rows per shard in chunks of 2, 2 tiles per row
@@ -117,7 +119,7 @@ def chunk_halves(M: int, N: int, BN: int, world: int, chunks: int, halves: int =
     tr = shard_tile_rows(M, world)
     per, n = rs_chunks(tr, chunks)
     cols = -(-N // BN)
-    return [halves * cols * (min((c + 1) * per, tr) - c * per) for c in range(n)]
+    return [HALVES * cols * (min((c + 1) * per, tr) - c * per) for c in range(n)]
 
 
 def _max(a, b):
