@@ -305,19 +305,36 @@ def gemm_reduce_scatter(a, b_shard, group=None, *, out=None, sms=None, lag=None,
     BN = _tile_n(N)
     sms = sms or torch.cuda.get_device_properties(a.device).multi_processor_count
     out = _out(out, (M // world, N), a, "gemm_reduce_scatter", (("a", a), ("b_shard", b_shard)))
+    split = _rs_split(M, N, K, BN, world, b_major, sms, transfer)
     try:
         ck = compiled(rs_gemm(M, N, K, me=me, world=world, BN=BN, b_major=b_major, sms=sms, LAG=lag,
-                              transfer=transfer, CHUNKS=RS_CHUNKS), ARCH)
+                              transfer=transfer, CHUNKS=RS_CHUNKS, SPLIT=split), ARCH)
     except KernelConfigError as e:
         raise DistArgumentError(f"gemm_reduce_scatter: {e}") from None
     if transfer == "copy_engine":
-        _rs_copy_engine(ck, a, B, out, group, me, world, M, N, BN)
+        _rs_copy_engine(ck, a, B, out, group, me, world, M, N, BN, split)
     else:
         _rs_push(ck, a, B, out, group, me, world, M, N, BN)
     return out
 
 
 RS_CHUNKS = 8   # copy-engine chunks of a shard's partials (gemm_reduce_scatter)
+
+
+@functools.lru_cache(maxsize=64)
+def _rs_split(M, N, K, BN, world, b_major, sms, transfer):
+    """The copy-engine walk's :func:`~tirxpy_kernels.dist_rs_walk.rs_split` with a K-major ``b`` (its search runs
+    once per shape), else None."""
+    from .dist_rs_walk import rs_split
+
+    return rs_split(M, N, K, BN, world, sms) if transfer == "copy_engine" and b_major == "K" else None
+
+
+@functools.lru_cache(maxsize=64)
+def _chunk_halves(M, N, BN, world, chunks, split):
+    from .dist_rs_walk import chunk_halves
+
+    return chunk_halves(M, N, BN, world, chunks, split)
 
 
 def _rs_push(ck, a, B, out, group, me, world, M, N, BN):
@@ -334,18 +351,18 @@ def _rs_push(ck, a, B, out, group, me, world, M, N, BN):
        buf.epoch)
 
 
-def _rs_copy_engine(ck, a, B, out, group, me, world, M, N, BN):
+def _rs_copy_engine(ck, a, B, out, group, me, world, M, N, BN, split):
     """The copy-engine transfer after the kernel's launch. On a side stream that first waits for the caller's
     stream (up to the launch), for each chunk of shard rows
     (:func:`~tirxpy_kernels.dist_rs_walk.chunk_shard_rows`): wait until the peer counted in every half of the
-    chunk's tiles on this rank's flag ``F[c]`` (``cuStreamWaitValue32``), copy the peer's partial rows from its
-    send buffer into ``out``, set the ready flag ``H[c]`` to the call number (``cuStreamWriteValue32``, which
-    fences the copy before the write) and reset ``F[c]`` to 0. The caller's stream waits for the side stream
-    after the launch. The peer overwrites its send buffer only after this rank's next kernel started (the
-    kernel's start flag), which follows this call's copies."""
+    chunk's tiles (``split``: the kernel's) on this rank's flag ``F[c]`` (``cuStreamWaitValue32``), copy the
+    peer's partial rows from its send buffer into ``out``, set the ready flag ``H[c]`` to the call number
+    (``cuStreamWriteValue32``, which fences the copy before the write) and reset ``F[c]`` to 0. The caller's
+    stream waits for the side stream after the launch. The peer overwrites its send buffer only after this
+    rank's next kernel started (the kernel's start flag), which follows this call's copies."""
     import torch
 
-    from .dist_rs_walk import chunk_halves, chunk_shard_rows
+    from .dist_rs_walk import chunk_shard_rows
 
     rows = chunk_shard_rows(M, world, RS_CHUNKS)
     key = ("rs-ce", getattr(group, "group_name", str(id(group))), M, N, BN, RS_CHUNKS, a.device.index)
@@ -355,7 +372,6 @@ def _rs_copy_engine(ck, a, B, out, group, me, world, M, N, BN):
     side = _side_stream(a.device)
     if "ready" not in buf.mine:
         buf.mine["ready"] = torch.zeros(len(rows), dtype=torch.int32, device=a.device).view(torch.uint32)
-        buf.mine["want"] = chunk_halves(M, N, BN, world, RS_CHUNKS)
         # the stream operations tried once before any launch: one that failed after the launch would leave the
         # kernel waiting for a ready flag nobody sets
         side.wait_stream(cur)
@@ -364,11 +380,12 @@ def _rs_copy_engine(ck, a, B, out, group, me, world, M, N, BN):
     buf.epoch += 1
     side.wait_stream(cur)
     flags, ready, peer_s = buf.mine["flags"], buf.mine["ready"], buf.peer["s"]
+    want = _chunk_halves(M, N, BN, world, RS_CHUNKS, split)
     # the launch goes first: a stream wait holds the hardware queue it sits in, which the caller's stream may share
     ck(a, B, out, buf.mine["s"], buf.peer["flags"], ready, buf.mine["sig"], buf.peer["sig"], buf.epoch)
     with torch.cuda.stream(side):
         for c, (r0, r1) in enumerate(rows):
-            _wait_value32(side, flags[c], buf.mine["want"][c])
+            _wait_value32(side, flags[c], want[c])
             out[r0:r1].copy_(peer_s[r0:r1])
             _write_value32(side, ready[c], buf.epoch)
             _write_value32(side, flags[c], 0)

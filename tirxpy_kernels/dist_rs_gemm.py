@@ -7,9 +7,10 @@ deferred store rounds ``store_round``, unchanged) over the walk of :mod:`tirxpy_
 shard tiled from its own first row, the peer's rows before this rank's). The partials move one of two ways:
 
 - **copy engines** (``transfer="copy_engine"``, :func:`build_ce`): every peer tile first, then every own
-  tile. A peer tile's bf16 partial goes by local TMA stores into this rank's send buffer ``S``; one k-loop
-  later (its stores complete, ``cp.async.bulk.wait_group 0``) the consumer counts its half in on the peer's
-  flag ``F[chunk]`` (``red.release.sys``; a chunk is whole tile rows,
+  tile (with ``SPLIT``, some of the peer's rows in the GEMM's narrower tiles so that the tiles fill the last
+  round; own tiles stay ``BN`` wide). A peer tile's bf16 partial goes by local TMA stores into this rank's
+  send buffer ``S``; one k-loop later (its stores complete, ``cp.async.bulk.wait_group 0``) the consumer
+  counts its half in on the peer's flag ``F[chunk]`` (``red.release.sys``; a chunk is whole tile rows,
   :func:`~tirxpy_kernels.dist_rs_walk.rs_chunks`). The peer's host side stream waits for each chunk's count,
   copies its rows of ``S`` into the peer's ``OUT`` and sets the peer's ready flag ``H[chunk]`` to the call
   number (:func:`tirxpy_kernels.dist_api.gemm_reduce_scatter`; :func:`ce_model` is that stream in the
@@ -59,7 +60,7 @@ TRANSFERS = ("copy_engine", "push")
 def rs_producer(P, ring, A, B, As, Bs, unit, n_tiles, me, tr, ms, lag):
     """One thread: every k-block of every tile of the CTA (the walk of :func:`rs_tile`), through the ring."""
     for i in T.serial(n_tiles):
-        a0, _l0, n0, _own = rs_tile(P, unit + i * P.units, me, tr, ms, lag)
+        a0, _l0, n0, _own, _wide = rs_tile(P, unit + i * P.units, me, tr, ms, lag)
         for k in T.serial(P.k_blocks):
             g = i * P.k_blocks + k
             ring.wait_empty(g)
@@ -136,8 +137,8 @@ def rs_consumer(P, ring, acc, pk, As, Bs, Cs, OUT, RL, RP, FL, FP, GL, epoch, un
     if T.thread_id_in_wg() == 0:
         T.ptx.wait_geq_sys_u32(GL[1 - me], epoch)          # the peer is past the last call's reads of R
     for i in T.serial(n_tiles):
-        _a0, l0, n0, own = rs_tile(P, unit + i * P.units, me, tr, ms, lag)
-        _pa0, pl0, pn0, pown = rs_tile(P, unit + (i - 1) * P.units, me, tr, ms, lag)
+        _a0, l0, n0, own, _wide = rs_tile(P, unit + i * P.units, me, tr, ms, lag)
+        _pa0, pl0, pn0, pown, _pwide = rs_tile(P, unit + (i - 1) * P.units, me, tr, ms, lag)
         rs_k_loop(P, ring, acc, pk, As, Bs, Cs, OUT, RL, RP, FL, FP, i, c, pl0, pn0, pown, l0, n0, own, epoch, ms)
         for j in range(P.k_blocks, P.rounds):       # rounds left over when a tile has fewer k-blocks than rounds
             if i > 0:
@@ -158,7 +159,7 @@ def rs_consumer(P, ring, acc, pk, As, Bs, Cs, OUT, RL, RP, FL, FP, GL, epoch, un
             Tx.wg.add(acc, acc, pk)
         Tx.wg.cast(pk, acc)             # frees acc for the next tile's first wgmma
     if n_tiles > 0:                     # the CTA's last tile
-        _la0, ll0, ln0, lown = rs_tile(P, unit + (n_tiles - 1) * P.units, me, tr, ms, lag)
+        _la0, ll0, ln0, lown, _lwide = rs_tile(P, unit + (n_tiles - 1) * P.units, me, tr, ms, lag)
         for j in range(P.rounds):
             rs_round(P, Cs, OUT, RP, pk, n_tiles - 1, j, c, ll0, ln0, lown)
         if not lown:
@@ -168,10 +169,11 @@ def rs_consumer(P, ring, acc, pk, As, Bs, Cs, OUT, RL, RP, FL, FP, GL, epoch, un
 
 
 @T.macro
-def ce_round(P, Cs, OUT, SL, HL, pk, t, j, c, l0, n0, own, epoch, per):
-    """Copy-engine transfer, deferred round ``j`` of the CTA's ``t``-th tile: an own tile is reduce-added into
-    ``OUT`` (which holds the peer's partial once ``HL[chunk] >= epoch``: the issuing thread waits for that
-    before the tile's first round), a peer tile stored into this rank's send buffer ``SL``."""
+def ce_round(P, Cs, OUT, SL, HL, pk, t, j, c, l0, n0, own, wide, epoch, per):
+    """Copy-engine transfer, deferred round ``j`` of the CTA's ``t``-th tile: an own tile (always ``BN`` wide)
+    is reduce-added into ``OUT`` (which holds the peer's partial once ``HL[chunk] >= epoch``: the issuing thread
+    waits for that before the tile's first round), a peer tile (``wide`` false: a split's narrow one) stored
+    into this rank's send buffer ``SL``."""
     if own:
         if j == 0:
             if T.thread_id_in_wg() == 0:
@@ -180,7 +182,20 @@ def ce_round(P, Cs, OUT, SL, HL, pk, t, j, c, l0, n0, own, epoch, per):
                 T.ptx.fence_proxy_async()       # the copy engine wrote OUT; the reduce reads it through TMA
         store_round(P, OUT, Cs, pk, t, j, c, l0, n0, True, "add")
     else:
-        store_round(P, SL, Cs, pk, t, j, c, l0, n0, True)
+        store_round(P, SL, Cs, pk, t, j, c, l0, n0, wide)
+
+
+@T.macro
+def ce_k_loop(P, ring, acc, pk, As, Bs, Cs, OUT, SL, HL, epoch, i, c, pl0, pn0, pown, pwide, per, n):
+    """The copy-engine consumer ``c``'s k-loop over the CTA's ``i``-th tile, ``n`` columns wide (``BN``, or a
+    split's narrow tile's): round ``j`` of tile ``i - 1`` (at ``(pl0, pn0)``, in ``pk``) under k-block ``j``."""
+    for k in range(min(P.rounds, P.k_blocks)):
+        k_step(P, ring, acc, As, Bs, i, c, k, n)
+        if i > 0:
+            ce_round(P, Cs, OUT, SL, HL, pk, i - 1, k, c, pl0, pn0, pown, pwide, epoch, per)
+    if P.k_blocks > P.rounds:
+        for k in T.serial(P.rounds, P.k_blocks):
+            k_step(P, ring, acc, As, Bs, i, c, k, n)
 
 
 @T.macro
@@ -194,17 +209,19 @@ def ce_consumer(P, ring, acc, pk, As, Bs, Cs, OUT, SL, FP, HL, GL, epoch, unit, 
     if T.thread_id_in_wg() == 0:
         T.ptx.wait_geq_sys_u32(GL[1 - me], epoch)          # the peer's copy engine is past the last call's SL
     for i in T.serial(n_tiles):
-        _pa0, pl0, pn0, pown = rs_tile(P, unit + (i - 1) * P.units, me, tr, ms, None)
-        for k in range(min(P.rounds, P.k_blocks)):
-            k_step(P, ring, acc, As, Bs, i, c, k, P.BN)
-            if i > 0:
-                ce_round(P, Cs, OUT, SL, HL, pk, i - 1, k, c, pl0, pn0, pown, epoch, per)
-        if P.k_blocks > P.rounds:
-            for k in T.serial(P.rounds, P.k_blocks):
-                k_step(P, ring, acc, As, Bs, i, c, k, P.BN)
+        _pa0, pl0, pn0, pown, pwide = rs_tile(P, unit + (i - 1) * P.units, me, tr, ms, None)
+        if P.split is None:
+            ce_k_loop(P, ring, acc, pk, As, Bs, Cs, OUT, SL, HL, epoch, i, c, pl0, pn0, pown, pwide, per, P.BN)
+        else:
+            _a0, _l0, _n0, _own, wide = rs_tile(P, unit + i * P.units, me, tr, ms, None)
+            if wide:
+                ce_k_loop(P, ring, acc, pk, As, Bs, Cs, OUT, SL, HL, epoch, i, c, pl0, pn0, pown, pwide, per, P.BN)
+            else:
+                ce_k_loop(P, ring, acc, pk, As, Bs, Cs, OUT, SL, HL, epoch, i, c, pl0, pn0, pown, pwide, per,
+                          P.narrow_bn)
         for j in range(P.k_blocks, P.rounds):       # rounds left over when a tile has fewer k-blocks than rounds
             if i > 0:
-                ce_round(P, Cs, OUT, SL, HL, pk, i - 1, j, c, pl0, pn0, pown, epoch, per)
+                ce_round(P, Cs, OUT, SL, HL, pk, i - 1, j, c, pl0, pn0, pown, pwide, epoch, per)
         if i > 0:       # the previous tile's stores had this whole k-loop to complete: count them in now
             if not pown:
                 signal_half(P, FP, c, pl0, pn0, per)
@@ -213,9 +230,9 @@ def ce_consumer(P, ring, acc, pk, As, Bs, Cs, OUT, SL, FP, HL, GL, epoch, unit, 
             ring.release(i * P.k_blocks + P.k_blocks - 1)
         Tx.wg.cast(pk, acc)             # frees acc for the next tile's first wgmma
     if n_tiles > 0:                     # the CTA's last tile
-        _la0, ll0, ln0, lown = rs_tile(P, unit + (n_tiles - 1) * P.units, me, tr, ms, None)
+        _la0, ll0, ln0, lown, lwide = rs_tile(P, unit + (n_tiles - 1) * P.units, me, tr, ms, None)
         for j in range(P.rounds):
-            ce_round(P, Cs, OUT, SL, HL, pk, n_tiles - 1, j, c, ll0, ln0, lown, epoch, per)
+            ce_round(P, Cs, OUT, SL, HL, pk, n_tiles - 1, j, c, ll0, ln0, lown, lwide, epoch, per)
         if not lown:
             signal_half(P, FP, c, ll0, ln0, per)
     if T.thread_id_in_wg() == 0:
@@ -325,17 +342,18 @@ def build_ce(P, M: int, me: int, world: int, chunks: int):
     return rs_gemm_ce_kernel
 
 
-def rs_plan(M, N, K, world=2, BN=256, STAGES=None, b_major="MN", dtype="bfloat16", sms=TARGET.sm_count, PDL=True):
+def rs_plan(M, N, K, world=2, BN=256, STAGES=None, b_major="MN", dtype="bfloat16", sms=TARGET.sm_count, PDL=True,
+            SPLIT=None):
     """The GEMM plan of the walk: ``2 tr`` tile rows (each shard tiled from its first row), ``K`` this rank's
-    shard, the deferred bf16 epilogue."""
+    shard, the deferred bf16 epilogue, the GEMM's ``SPLIT`` over the walk's rows."""
     rows = world * shard_tile_rows(M, world) * BM
     return kernel_plan(rows, N, K, BN, STAGES, 1, "K", b_major, dtype, dtype, False, None, sms, 4, True, False,
-                       None, PDL, None)
+                       None, PDL, SPLIT)
 
 
 @tirxpy.jit
 def rs_gemm(M, N, K, me, world=2, BN=256, STAGES=None, b_major="MN", dtype="bfloat16", sms=TARGET.sm_count,
-            PDL=True, drop=None, LAG=None, transfer="copy_engine", CHUNKS=8):
+            PDL=True, drop=None, LAG=None, transfer="copy_engine", CHUNKS=8, SPLIT=None):
     """The GEMM + reduce-scatter kernel of rank ``me``: ``A (M, K)`` (this rank's ``K`` shard), ``B`` ``(K, N)``
     row-major (``b_major="MN"``) or ``(N, K)`` (``"K"``), ``OUT (M / world, N)`` bf16. ``BN`` a multiple of 64
     (128-byte output chunks). ``transfer``: ``"copy_engine"`` (:func:`build_ce`: partials stay local, the
@@ -344,6 +362,8 @@ def rs_gemm(M, N, K, me, world=2, BN=256, STAGES=None, b_major="MN", dtype="bflo
     the peer's in registers). ``LAG`` (pushes only; ``None`` with the copy engines, whose walk takes every peer
     tile first): the walk's peer rows before own rows interleave
     (:func:`~tirxpy_kernels.dist_rs_walk.walk_row`; default :func:`~tirxpy_kernels.dist_rs_walk.rs_lag`).
+    ``SPLIT`` (copy engines, ``b_major="K"``): the GEMM's ``(rows, wide, bn2)`` over the walk's rows, narrow
+    tiles in the peer's first ``rows`` tile rows only (:func:`~tirxpy_kernels.dist_rs_walk.rs_split` picks it).
     ``drop=`` removes one protocol step, for the simulator's mutation tests only: ``"flag_wait"`` (an own tile's
     wait for the peer's partial), ``"push_wait"`` (a half counted in before its stores completed) or
     ``"peer_signal"`` (a half never counted in)."""
@@ -356,8 +376,20 @@ def rs_gemm(M, N, K, me, world=2, BN=256, STAGES=None, b_major="MN", dtype="bflo
         raise KernelConfigError(f"rs_gemm: BN = {BN} must be a multiple of 64 (its epilogue stores 64-column chunks)")
     if N % 8:
         raise KernelConfigError(f"rs_gemm: N = {N} must be a multiple of 8 (16-byte rows, which TMA needs)")
-    P = rs_plan(M, N, K, world, BN, STAGES, b_major, dtype, sms, PDL)
     tr = shard_tile_rows(M, world)
+    if SPLIT is not None:
+        if transfer != "copy_engine":
+            raise KernelConfigError(f"rs_gemm: SPLIT = {SPLIT!r} tiles the copy-engine walk only; drop it with "
+                                    f"transfer={transfer!r}")
+        if not (isinstance(SPLIT, tuple) and len(SPLIT) == 3 and isinstance(SPLIT[0], int)
+                and 1 <= SPLIT[0] <= tr and (tr - SPLIT[0]) % 4 == 0):
+            raise KernelConfigError(f"rs_gemm: SPLIT = {SPLIT!r} must be (rows, wide, bn2) with rows in 1 .. {tr} (the "
+                                    f"peer's tile rows) and a multiple of 4 short of {tr}, so every own tile stays "
+                                    f"{BN} wide and after every peer tile; rs_split(M, N, K, BN) picks one")
+    try:
+        P = rs_plan(M, N, K, world, BN, STAGES, b_major, dtype, sms, PDL, SPLIT)
+    except KernelConfigError as e:
+        raise KernelConfigError(f"rs_gemm: {e}") from None
     if transfer == "copy_engine":
         if LAG is not None:
             raise KernelConfigError(f"rs_gemm: LAG = {LAG!r} applies to transfer='push'; the copy-engine transfer "
@@ -374,16 +406,17 @@ def rs_gemm(M, N, K, me, world=2, BN=256, STAGES=None, b_major="MN", dtype="bflo
                                 f"multiple of group = {P.group} rows to interleave (tr - LAG); e.g. LAG = {tr}")
     return build(dataclasses.replace(P, drop=drop), M, me, world, LAG)
 
-def ce_model(M, N, BN, me, world=2, CHUNKS=8, drop=None):
+def ce_model(M, N, BN, me, world=2, CHUNKS=8, drop=None, SPLIT=None):
     """Rank ``me``'s copy stream as the simulator runs it (``run_ranks(..., side=)``), a model of the side
     stream of :func:`tirxpy_kernels.dist_api.gemm_reduce_scatter`: for each chunk (:func:`chunk_shard_rows`)
     one warp waits until the peer counted in every half of the chunk's tiles (``F[c]``, acquire at system
     scope: ``cuStreamWaitValue32``), copies the peer's partial rows from its send buffer into ``OUT``, stores
     ``epoch`` on the ready flag ``H[c]`` with release (``cuStreamWriteValue32``'s fence and write) and resets
-    ``F[c]`` for the next call. ``drop="ready_signal"`` leaves the ready stores out (a mutation test)."""
+    ``F[c]`` for the next call. ``drop="ready_signal"`` leaves the ready stores out (a mutation test); ``SPLIT``:
+    the kernel's, which sets how many halves a chunk counts."""
     ms = M // world
     rows = chunk_shard_rows(M, world, CHUNKS)
-    want = chunk_halves(M, N, BN, world, CHUNKS)
+    want = chunk_halves(M, N, BN, world, CHUNKS, SPLIT)
     n = len(rows)
     theirs = TileLayout(S[(ms, N)] + (1 - me) @ rank)
     mine = TileLayout(S[n] + me @ rank)
@@ -405,13 +438,14 @@ def ce_model(M, N, BN, me, world=2, CHUNKS=8, drop=None):
 
 
 def simulate(M, N, K, *, BN=128, sms=2, seed=0, epoch=1, late=None, drop=None, check=True, world=2, LAG=None,
-             transfer="copy_engine", CHUNKS=8):
+             transfer="copy_engine", CHUNKS=8, SPLIT=None):
     """Run the kernel on ``world`` simulated ranks (:func:`tirxpy.sim.ranks.run_ranks`) on fresh bf16 inputs,
     rank ``r`` holding ``A[:, K shard r]`` and ``B[K shard r, :]``, as call number ``epoch`` (flags and signals
     as ``epoch - 1`` calls left them). Pushed partials: NaN-poisoned outputs. Copy engines: each rank's copy
     stream runs beside it (:func:`ce_model`; ``drop="ready_signal"`` is the model's mutation) and ``OUT`` is a
     symmetric buffer the two share, unwritten before the launch (a read of it before the copy is a race).
-    Returns ``(OUT per rank, A, B, problems)`` (torch tensors, float32 values)."""
+    ``SPLIT`` (copy engines): the walk's narrow tiles, with ``B`` passed K-major. Returns ``(OUT per rank, A, B,
+    problems)`` (torch tensors, float32 values)."""
     import torch
 
     from tirxpy.sim.ranks import Symmetric, run_ranks
@@ -426,9 +460,12 @@ def simulate(M, N, K, *, BN=128, sms=2, seed=0, epoch=1, late=None, drop=None, c
     for r in range(world):
         sig.set(r, np.full(world, epoch - 1, np.uint32))
     kdrop = None if drop == "ready_signal" else drop
+    major = "MN" if SPLIT is None else "K"       # a split tiles the GEMM with a K-major B
     ks = [rs_gemm(M, N, kr, me=r, world=world, BN=BN, STAGES=2, sms=sms, drop=kdrop, LAG=LAG, transfer=transfer,
-                  CHUNKS=CHUNKS) for r in range(world)]
-    ab = [(a[:, r * kr:(r + 1) * kr].contiguous(), b[r * kr:(r + 1) * kr].contiguous()) for r in range(world)]
+                  CHUNKS=CHUNKS, SPLIT=SPLIT, b_major=major) for r in range(world)]
+    ab = [(a[:, r * kr:(r + 1) * kr].contiguous(),
+           b[r * kr:(r + 1) * kr].contiguous() if SPLIT is None else b[r * kr:(r + 1) * kr].t().contiguous())
+          for r in range(world)]
     if transfer == "copy_engine":
         n = len(chunk_shard_rows(M, world, CHUNKS))
         out = Symmetric("OUT", (ms, N), "bfloat16", world)
@@ -440,7 +477,7 @@ def simulate(M, N, K, *, BN=128, sms=2, seed=0, epoch=1, late=None, drop=None, c
             ready.set(r, np.full(n, epoch - 1, np.uint32))
         args = [(*ab[r], out.on(r), send.on(r), flags.on(1 - r), ready.on(r), sig.on(r), sig.on(1 - r), epoch)
                 for r in range(world)]
-        side = [(ce_model(M, N, BN, r, world, CHUNKS, drop if drop == "ready_signal" else None),
+        side = [(ce_model(M, N, BN, r, world, CHUNKS, drop if drop == "ready_signal" else None, SPLIT),
                  (out.on(r), send.on(1 - r), flags.on(r), ready.on(r), epoch)) for r in range(world)]
         res = run_ranks(ks, args, seed=seed, late=late, check=check, side=side)
         return [torch.from_numpy(out.get(r)) for r in range(world)], a, b, res[0].problems

@@ -17,7 +17,7 @@ from tirxpy import T
 from tirxpy.lang.schedule import grouped_tile
 
 from .errors import KernelConfigError
-from .gemm_plan import BM
+from .gemm_plan import BM, balanced_split
 from .gemm_sm90 import tile_at
 
 HALVES = 2          # consumer warpgroups of a tile, each counting its half in on a flag once per call
@@ -62,21 +62,31 @@ def walk_row(w, tr, lag, group=4):
 
 
 def rs_tile(P, t, me, tr, ms, lag):
-    """``(a0, l0, n0, own)`` of walk tile ``t``: ``a0`` its first row of ``A``, ``l0`` the same row in its
-    shard (the row of ``OUT``), ``n0`` its first column, ``own`` whether the shard is rank ``me``'s. Walk rows
-    map to shard rows by :func:`walk_row` (``lag`` peer rows first, then both interleaved). ``lag=None``: the
-    halves walk, every tile of the peer's shard first (the GEMM's grouped order over its ``tr`` tile rows),
-    then this rank's, so no band of the grouped order mixes the two shards.
+    """``(a0, l0, n0, own, wide)`` of walk tile ``t``: ``a0`` its first row of ``A``, ``l0`` the same row in its
+    shard (the row of ``OUT``), ``n0`` its first column, ``own`` whether the shard is rank ``me``'s, ``wide``
+    whether it is ``BN`` columns wide (else a split's narrow tile). Walk rows map to shard rows by
+    :func:`walk_row` (``lag`` peer rows first, then both interleaved). ``lag=None``: the halves walk, every tile
+    of the peer's shard first (the GEMM's grouped order over its ``tr`` tile rows), then this rank's, so no band
+    of the grouped order mixes the two shards; with the plan's ``split`` (:func:`rs_split`: its rows are peer
+    rows ending at a band boundary) the GEMM's split walk over both shards' ``2 tr`` rows.
 
         >>> from tirxpy_kernels.dist_rs_gemm import rs_plan
         >>> P = rs_plan(512, 256, 64, BN=256, sms=2)     # Ms = 256: two tile rows per shard, one column
-        >>> [rs_tile(P, t, 0, 2, 256, 2) for t in range(4)]      # rank 0: rank 1's rows, then its own
+        >>> [rs_tile(P, t, 0, 2, 256, 2)[:4] for t in range(4)]      # rank 0: rank 1's rows, then its own
         [(256, 0, 0, False), (384, 128, 0, False), (0, 0, 0, True), (128, 128, 0, True)]
         >>> P = rs_plan(256, 512, 64, BN=256, sms=2)     # Ms = 128: one tile row per shard, two columns
         >>> [rs_tile(P, t, 1, 1, 128, None)[1:] for t in range(4)]
-        [(0, 0, False), (0, 256, False), (0, 0, True), (0, 256, True)]
+        [(0, 0, False, True), (0, 256, False, True), (0, 0, True, True), (0, 256, True, True)]
+        >>> P = rs_plan(256, 512, 64, BN=256, sms=2, b_major="K", SPLIT=(1, 1, 240))    # peer row: 256 + 240 + 240
+        >>> [rs_tile(P, t, 1, 1, 128, None)[2:] for t in range(5)]
+        [(0, False, True), (256, False, False), (496, False, False), (0, True, True), (256, True, True)]
     """
-    if lag is None:
+    wide = True
+    if lag is None and P.split is not None:
+        m0, n0, wide = tile_at(P, t, 0)
+        own = m0 >= tr * BM
+        l0 = m0 - _select(own, tr * BM, 0)
+    elif lag is None:
         half = tr * P.tile_cols
         own = t >= half
         tm, tn = grouped_tile(t - _select(own, half, 0), tr, P.tile_cols, P.group)
@@ -86,7 +96,21 @@ def rs_tile(P, t, me, tr, ms, lag):
         own, row = walk_row(m0 // BM, tr, lag, P.group)
         l0 = row * BM
     a0 = _select(own, me * ms, (1 - me) * ms) + l0
-    return a0, l0, n0, own
+    return a0, l0, n0, own, wide
+
+
+def rs_split(M: int, N: int, K: int, BN: int, world: int = 2, sms: int = 132, group: int = 4):
+    """The copy-engine walk's ``SPLIT`` (or None): the standalone GEMM's
+    :func:`~tirxpy_kernels.gemm_plan.balanced_split` over the walk's ``world tr`` tile rows, its narrow tiles kept
+    in the peer's rows (the first ``tr``, ending a multiple of ``group`` rows short of the own rows, so no band
+    of the walk mixes the shards and own tiles, which reduce-add whole 64-column chunks, stay wide). ``K``: this
+    rank's shard.
+
+        >>> rs_split(8192, 8192, 14336, 256)        # 32 peer rows of 2 x 256 + 32 x 240: 2112 tiles, 16 rounds
+        (32, 2, 240)
+    """
+    tr = shard_tile_rows(M, world)
+    return balanced_split(world * tr * BM, N, K, BN, sms, group, rows_max=tr)
 
 
 def rs_chunks(tr: int, chunks: int) -> tuple:
@@ -109,17 +133,21 @@ def chunk_shard_rows(M: int, world: int, chunks: int) -> list:
     return [(c * per * BM, min((c + 1) * per * BM, ms)) for c in range(n)]
 
 
-def chunk_halves(M: int, N: int, BN: int, world: int, chunks: int) -> list:
+def chunk_halves(M: int, N: int, BN: int, world: int, chunks: int, split=None) -> list:
     """How many consumer halves the peer counts in on each chunk's flag per call: :data:`HALVES` per tile of the
-    chunk's tile rows (``ceil(N / BN)`` tiles each).
+    chunk's tile rows (``ceil(N / BN)`` tiles each, or ``wide + ceil((N - wide BN) / bn2)`` in the first
+    ``rows`` of a ``split = (rows, wide, bn2)``).
 
-        >>> chunk_halves(2048, 512, 256, 2, 4)      # 8 tile rows per shard in chunks of 2, 2 tiles per row
-        [8, 8, 8, 8]
+        >>> chunk_halves(2048, 512, 256, 2, 4), chunk_halves(2048, 512, 256, 2, 4, (3, 1, 240))
+        ([8, 8, 8, 8], [12, 10, 8, 8])
     """
     tr = shard_tile_rows(M, world)
     per, n = rs_chunks(tr, chunks)
     cols = -(-N // BN)
-    return [HALVES * cols * (min((c + 1) * per, tr) - c * per) for c in range(n)]
+    rows, wide, bn2 = split or (0, 0, BN)
+    split_cols = wide + -(-(N - wide * BN) // bn2)
+    return [HALVES * sum(split_cols if r < rows else cols for r in range(c * per, min((c + 1) * per, tr)))
+            for c in range(n)]
 
 
 def _max(a, b):

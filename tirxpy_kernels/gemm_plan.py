@@ -241,13 +241,15 @@ def _split_widths(rows, wide, narrow, bn2, TM, TN, BN, group):
     return np.concatenate([np.where(yn < wide, BN, bn2), np.full((TM - rows) * TN, BN)])
 
 
-def balanced_split(M, N, K, BN=256, sms=TARGET.sm_count, group=4, out_dtype="bfloat16", margin=0.005):
+def balanced_split(M, N, K, BN=256, sms=TARGET.sm_count, group=4, out_dtype="bfloat16", margin=0.005, rows_max=None):
     """A ``SPLIT = (rows, wide, bn2)`` for :func:`gemm_sm90`'s cooperative deferred schedule that deals its
     tiles over the ``sms`` persistent CTAs more evenly than the plain grid, or None. The first ``rows`` tile
     rows become ``wide`` tiles of ``BN`` columns and then tiles of ``bn2 < BN`` (the rest of ``N``), so that
     the tile count fills the last round: the CTA with the most work (:func:`tile_cost`'s units, summed over
     the tiles dealt to it) must do at least ``margin`` less than in the plain grid. ``bn2`` keeps as many
-    output chunks as ``BN`` (``BN - EPI < bn2``) and a multiple of 16; ``rows`` a multiple of ``group``. Only
+    output chunks as ``BN`` (``BN - EPI < bn2``) and a multiple of 16; ``rows`` a multiple of ``group``, or with
+    ``rows_max`` at most ``rows_max`` and a multiple of ``group`` short of it (the split rows then end at a
+    band boundary of the grouped walk, so its tiles of rows from ``rows_max`` on come after every other). Only
     for ``BN = 256`` and a plain grid of more than one round (the cost model does not weigh a narrower
     wgmma's lower efficiency, which matters more for narrower tiles).
 
@@ -256,12 +258,14 @@ def balanced_split(M, N, K, BN=256, sms=TARGET.sm_count, group=4, out_dtype="bfl
 
         >>> balanced_split(4096, 4096, 4096), balanced_split(2048, 2048, 2048)
         ((16, 1, 240), None)
+        >>> balanced_split(4096, 4096, 4096, rows_max=14)     # rows 14, 10, 6 or 2
+        (14, 1, 240)
     """
-    best = _best_split(M, N, K, BN, sms, group, out_dtype, margin)
+    best = _best_split(M, N, K, BN, sms, group, out_dtype, margin, rows_max)
     return None if best is None else best[1]
 
 
-def _best_split(M, N, K, BN, sms, group, out_dtype, margin=0.005):
+def _best_split(M, N, K, BN, sms, group, out_dtype, margin=0.005, rows_max=None):
     """``(busiest CTA's work, SPLIT)`` of :func:`balanced_split`, or None."""
     epi = 128 // DataType.get(out_dtype).itemsize
     TM, TN, KT = cdiv(M, 128), cdiv(N, BN), cdiv(K, 64)
@@ -280,7 +284,7 @@ def _best_split(M, N, K, BN, sms, group, out_dtype, margin=0.005):
             narrow = cdiv(N - wide * BN, bn2)
             if wide + narrow <= TN:
                 continue
-            for rows in sorted(set(range(group, TM + 1, group)) | {TM}):
+            for rows in _split_rows(TM, group, rows_max):
                 widths = _split_widths(rows, wide, narrow, bn2, TM, TN, BN, group)
                 loads = _unit_loads(widths, KT, persistent_units(len(widths), sms), _SPLIT_WALK)
                 cost = (loads.max(), int((loads == loads.max()).sum()))     # ties: fewer CTAs with the most work
@@ -289,6 +293,14 @@ def _best_split(M, N, K, BN, sms, group, out_dtype, margin=0.005):
     if best is None or best[0][0] > plain * (1 - margin):
         return None
     return float(best[0][0]), best[1]
+
+
+def _split_rows(TM, group, rows_max=None):
+    """The split row counts :func:`balanced_split` tries: multiples of ``group`` and ``TM``, or with ``rows_max``
+    the counts ``rows_max - i group`` down to 1."""
+    if rows_max is None:
+        return sorted(set(range(group, TM + 1, group)) | {TM})
+    return list(range(min(rows_max, TM), 0, -group))[::-1]
 
 
 def _split_checked(SPLIT, M, N, BN, EPI, wide_chunks, CM, PP, DEFER, b_major):

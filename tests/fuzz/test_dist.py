@@ -223,6 +223,24 @@ def test_reduce_scatter_transfers_and_chunks_build_or_refuse(M, N, transfer, chu
            names=["transfer", "CHUNKS", "LAG", "split evenly", "M =", "N ="], allow=lambda v: v is not None, seconds=30)
 
 
+@SETTINGS
+@given(st.integers(1, 24).map(lambda x: 128 * x), st.sampled_from([256, 512, 1000]), st.sampled_from(["K", "MN"]),
+       st.sampled_from(["copy_engine", "copy_engine", "push"]),
+       st.one_of(st.tuples(st.sampled_from([0, 0, 4, 1, 2, -1, -20]), st.integers(-1, 3),
+                           st.sampled_from([80, 112, 176, 208, 240, 250])),
+                 st.just([4, 1, 240]), st.just((4, 1)), st.none()))
+def test_reduce_scatter_splits_build_or_refuse(M, N, major, transfer, split):
+    # split rows drawn as an offset below the shard's tile rows (0 and 4 fit, the others do not)
+    from tirxpy_kernels.dist_rs_gemm import rs_gemm
+
+    tr = -(-(M // 2) // 128)
+    if isinstance(split, tuple) and len(split) == 3:
+        split = (tr - split[0], split[1], split[2])
+    refuse(A, lambda: rs_gemm(M, N, 64, me=0, BN=256 if N >= 512 else 128, STAGES=2, sms=4, b_major=major,
+                              transfer=transfer, SPLIT=split),
+           names=["SPLIT", "split evenly"], allow=lambda v: v is not None, seconds=30)
+
+
 @settings(max_examples=min(EXAMPLES, 4), deadline=None, suppress_health_check=list(HealthCheck), database=None)
 @given(st.integers(1, 3), st.sampled_from([64, 136]), st.integers(1, 5), st.integers(1, 3), st.integers(0, 10**6),
        st.sampled_from([None, "flag_wait", "peer_signal", "ready_signal"]))

@@ -80,6 +80,7 @@ def test_all_gather_gemm_matches_float64(M, N, K, bt, transfer):
 @pytest.mark.parametrize("M,N,K,bt,transfer,lag", [
     (400, 136, 208, False, "copy_engine", None), (2000, 1000, 1040, True, "copy_engine", None),
     (4096, 2048, 2048, False, "copy_engine", None), (300, 264, 144, True, "copy_engine", None),
+    (4096, 4096, 4096, True, "copy_engine", None), (3000, 3000, 2064, True, "copy_engine", None),   # split walks
     (400, 136, 208, False, "push", None), (2000, 1000, 1040, True, "push", None),
     (4096, 2048, 2048, False, "push", None), (4096, 2048, 2048, True, "push", 0), (4096, 2048, 2048, False, "push", 8)])
 def test_gemm_reduce_scatter_matches_float64(M, N, K, bt, transfer, lag):

@@ -63,6 +63,16 @@ def test_copy_engine_chunks_and_one_cta_per_rank_match_float64(chunks):
     _ok(*run_rs(1000, 136, 128, BN=64, sms=1, epoch=2, seed=seed, CHUNKS=chunks, late={seed % 2: 200}))
 
 
+@pytest.mark.parametrize("M,N,split,sms", [(1000, 360, (4, 1, 112), 3), (2000, 200, (4, 0, 80), 5)])
+def test_copy_engine_walk_with_a_split_matches_float64(M, N, split, sms):
+    # narrow tiles (a prefix of the accumulator, the last chunk ending the tile) in the peer's rows, counted on
+    # their chunks' flags; Ms = 1000: rows 4..7 of eight stay wide (tr - rows a multiple of 4)
+    seed = int(torch.randint(0, 1000, (1,)))
+    outs, a, b, probs = run_rs(M, N, 256, BN=128, sms=sms, epoch=2, seed=seed, SPLIT=split, CHUNKS=3,
+                               late={seed % 2: 200})
+    _ok(outs, a, b, probs)
+
+
 @pytest.mark.parametrize("M,N,lag", [(1024, 136, 0), (2048, 64, 4)])
 def test_an_interleaved_walk_matches_float64(M, N, lag):
     # LAG = 0: own rows 4 walk rows after the peer's from the start, so own tiles wait for partials the peer
@@ -82,6 +92,12 @@ def test_an_interleaved_walk_matches_float64(M, N, lag):
     (dict(M=1024, N=128, K=64, me=0, BN=128, LAG=4), "applies to transfer='push'"),
     (dict(M=256, N=128, K=64, me=0, transfer="nccl"), "transfer = 'nccl'"),
     (dict(M=256, N=128, K=64, me=0, BN=128, CHUNKS=0), "CHUNKS = 0"),
+    (dict(M=1024, N=512, K=64, me=0, b_major="K", SPLIT=(4, 1, 240), transfer="push"), "copy-engine walk only"),
+    (dict(M=1024, N=512, K=64, me=0, b_major="K", SPLIT=(5, 1, 240)), r"rows in 1 \.\. 4"),
+    (dict(M=2048, N=512, K=64, me=0, b_major="K", SPLIT=(6, 1, 240)), "multiple of 4 short of 8"),
+    (dict(M=1024, N=512, K=64, me=0, b_major="K", SPLIT=[4, 1, 240]), "must be \\(rows, wide, bn2\\)"),
+    (dict(M=1024, N=512, K=64, me=0, SPLIT=(4, 1, 240)), "rs_gemm: gemm_sm90: SPLIT is a tiling.*b_major='MN'"),
+    (dict(M=1024, N=512, K=64, me=0, b_major="K", SPLIT=(4, 1, 176)), "narrow width 176"),
 ])
 def test_bad_configs_are_typed_errors(kw, msg):
     with pytest.raises(KernelConfigError, match=msg):

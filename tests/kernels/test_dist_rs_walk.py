@@ -1,13 +1,14 @@
 """The reduce-scatter's walk and chunks (tirxpy_kernels/dist_rs_walk.py): both walks cover both shards once, the
 interleaved walk keeps each own row at least lag + group rows after the peer's, the halves walk puts every peer
-tile before every own tile in each CTA's sequence (what makes the copy-engine protocol deadlock-free), and the
-chunks cover each shard's rows in whole tile rows."""
+tile before every own tile in each CTA's sequence (what makes the copy-engine protocol deadlock-free), also with
+a split's narrow tiles in the peer's rows, and the chunks cover each shard's rows in whole tile rows and count
+every tile of the walk."""
 import pytest
 from hypothesis import given, settings, strategies as st
 
 from tirxpy_kernels.dist_rs_gemm import rs_plan
-from tirxpy_kernels.dist_rs_walk import (chunk_halves, chunk_shard_rows, rs_chunks, rs_lag, rs_tile, shard_tile_rows,
-                                         walk_row)
+from tirxpy_kernels.dist_rs_walk import (HALVES, chunk_halves, chunk_shard_rows, rs_chunks, rs_lag, rs_split, rs_tile,
+                                         shard_tile_rows, walk_row)
 from tirxpy_kernels.errors import KernelConfigError
 
 
@@ -80,3 +81,57 @@ def test_chunks_are_whole_tile_rows_covering_the_shard(tr, chunks):
 def test_bad_chunk_counts_are_typed_errors(bad):
     with pytest.raises(KernelConfigError, match="CHUNKS"):
         rs_chunks(8, bad)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 24), st.integers(2, 6), st.integers(0, 4), st.sampled_from([208, 224, 240]), st.integers(1, 9),
+       st.integers(0, 1), st.integers(0, 5), st.data())
+def test_split_walk_covers_each_row_and_keeps_own_tiles_wide_and_last(tr, cols, wide, bn2, sms, me, chunks, data):
+    ms = tr * 128 - 40 * (tr > 1)
+    M, N = 2 * ms, cols * 256 - 56
+    wide = min(wide, cols - 1)
+    rows = data.draw(st.sampled_from(range(tr, 0, -4)))
+    P = rs_plan(M, N, 64, BN=256, sms=sms, b_major="K", SPLIT=(rows, wide, bn2))
+    walk = [rs_tile(P, t, me, tr, ms, None) for t in range(P.tiles)]
+    spans = {}
+    for a0, l0, n0, own, w in walk:
+        assert a0 == (me if own else 1 - me) * ms + l0
+        assert w or (not own and l0 // 128 < rows)      # narrow tiles: only in the peer's split rows
+        spans.setdefault((own, l0), []).append((n0, n0 + (256 if w else bn2)))
+    assert sorted(spans) == sorted((own, l * 128) for own in (False, True) for l in range(tr))
+    for row in spans.values():      # each row's tiles abut from column 0 to past N
+        row.sort()
+        assert row[0][0] == 0 and row[-1][1] >= N > row[-1][0]
+        assert all(x[1] == y[0] for x, y in zip(row, row[1:]))
+    for unit in range(P.units):
+        seq = [walk[t][3] for t in range(unit, P.tiles, P.units)]
+        assert seq == sorted(seq)
+    n = max(chunks, 1)
+    per, _ = rs_chunks(tr, n)
+    counted = [0] * len(chunk_shard_rows(M, 2, n))
+    for _a0, l0, _n0, own, _w in walk:
+        if not own:
+            counted[l0 // 128 // per] += HALVES
+    assert chunk_halves(M, N, 256, 2, n, (rows, wide, bn2)) == counted
+
+
+@pytest.mark.parametrize("M,N,K,splits", [(16384, 8192, 4096, True), (8192, 28672, 4096, True),
+                                          (8192, 8192, 14336, True), (4096, 4096, 2048, True),
+                                          (3000, 3000, 1032, True), (2000, 3000, 1024, False)])
+def test_rs_split_keeps_its_rows_in_the_peers_shard_and_lowers_the_busiest_cta(M, N, K, splits):
+    # (4096, 4096, 2048) and (3000, 3000, 1032) are the split walks tests/kernels/test_dist_gpu.py runs
+    # 2000 x 3000: 192 tiles on 132 CTAs, where no split lowers the busiest CTA's two tiles by the search's margin
+    from tirxpy_kernels.gemm_plan import _unit_loads, _split_widths, persistent_units
+
+    tr = shard_tile_rows(M, 2)
+    split = rs_split(M, N, K, 256)
+    TN, KT = -(-N // 256), K // 64
+    plain = _unit_loads([256] * (2 * tr * TN), KT, persistent_units(2 * tr * TN, 132)).max()
+    assert (split is not None) == splits
+    if split is None:
+        return
+    rows, wide, bn2 = split
+    assert 1 <= rows <= tr and (tr - rows) % 4 == 0
+    narrow = -(-(N - wide * 256) // bn2)
+    widths = _split_widths(rows, wide, narrow, bn2, 2 * tr, TN, 256, 4)
+    assert _unit_loads(widths, KT, persistent_units(len(widths), 132)).max() < plain

@@ -341,6 +341,27 @@ def test_split_is_checked(kw, msg):
     assert msg in str(e.value)
 
 
+@pytest.mark.parametrize("M,N,K", [(4096, 4096, 4096), (8192, 8192, 14336), (8192, 28672, 4096), (3000, 3000, 1032)])
+def test_balanced_split_with_rows_max_ends_its_rows_a_band_short_of_it(M, N, K):
+    """``rows_max``: the split rows stay at most ``rows_max`` and a multiple of the group (4) short of it, and the
+    split still lowers the busiest CTA's work below the plain grid's (or there is none)."""
+    from tirxpy_kernels.gemm_sm90 import _split_widths, _unit_loads, balanced_split
+
+    TM, TN, KT = -(-M // 128), -(-N // 256), -(-K // 64)
+    plain = _unit_loads([256] * (TM * TN), KT, min(132, TM * TN)).max()
+    found = 0
+    for rows_max in range(1, TM + 1):
+        sp = balanced_split(M, N, K, rows_max=rows_max)
+        if sp is None:
+            continue
+        found += 1
+        rows, wide, bn2 = sp
+        assert rows <= rows_max and (rows_max - rows) % 4 == 0
+        widths = _split_widths(rows, wide, -(-(N - wide * 256) // bn2), bn2, TM, TN, 256, 4)
+        assert _unit_loads(widths, KT, min(132, len(widths))).max() < plain
+    assert found > 0
+
+
 def test_balanced_split_lowers_the_busiest_ctas_work():
     """balanced_split against the plain grid in its own cost model: at 4096^3 the busiest CTA of the plain grid
     does four 256-wide tiles, of the split grid three and one 240-wide; no split where the plain grid is one
