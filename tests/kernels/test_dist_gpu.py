@@ -123,21 +123,27 @@ def test_a_late_rank_still_gives_the_right_answer(late, transfer, rs_transfer):
     assert _close(rs, ref[rows], mag[rows], K, _partials(a_full, b, rows))
 
 
+def _queued_cases(M, N, K, out_shape, late):
+    """Six ``(a, b, out)`` cases on fresh inputs (``out`` NaN-poisoned), then both ranks lined up and rank ``late``
+    held back (~25 ms of GPU time) before the caller queues its calls."""
+    cases = []
+    for _ in range(6):
+        a, b = _inputs(_seed(), (M, K), (K, N))
+        cases.append((a, b, torch.full(out_shape, float("nan"), dtype=torch.bfloat16, device="cuda")))
+    dist.barrier()
+    torch.cuda.synchronize()
+    if dist.get_rank() == late:
+        torch.cuda._sleep(50_000_000)
+    return cases
+
+
 @pytest.mark.parametrize("transfer", ["copy_engine", "movers"])
 def test_all_gather_gemm_back_to_back_calls_reuse_the_slots_safely(transfer):
     """Six calls queued with no synchronization between them (each slot written three times while the peer may
     still be reading the one before), each checked afterwards."""
     me = dist.get_rank()
     M, N, K = 1024, 512, 768
-    cases = []
-    for _ in range(6):
-        a_full, b = _inputs(_seed(), (M, K), (K, N))
-        out = torch.full((M, N), float("nan"), dtype=torch.bfloat16, device="cuda")
-        cases.append((a_full, b, out))
-    dist.barrier()
-    torch.cuda.synchronize()
-    if me == 1:
-        torch.cuda._sleep(50_000_000)
+    cases = _queued_cases(M, N, K, (M, N), late=1)
     for a_full, b, out in cases:
         tirxpy_kernels.all_gather_gemm(a_full[me * M // 2:(me + 1) * M // 2].contiguous(), b, out=out, transfer=transfer)
     torch.cuda.synchronize()
@@ -178,14 +184,7 @@ def test_gemm_reduce_scatter_back_to_back_calls(transfer):
     may still be a call behind), each checked afterwards."""
     me = dist.get_rank()
     M, N, K = 1024, 512, 768
-    cases = []
-    for _ in range(6):
-        a, b = _inputs(_seed(), (M, K), (K, N))
-        cases.append((a, b, torch.full((M // 2, N), float("nan"), dtype=torch.bfloat16, device="cuda")))
-    dist.barrier()
-    torch.cuda.synchronize()
-    if me == 0:
-        torch.cuda._sleep(50_000_000)
+    cases = _queued_cases(M, N, K, (M // 2, N), late=0)
     kr = K // 2
     for a, b, out in cases:
         tirxpy_kernels.gemm_reduce_scatter(a[:, me * kr:(me + 1) * kr].contiguous(), b[me * kr:(me + 1) * kr], out=out,
