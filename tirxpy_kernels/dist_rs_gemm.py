@@ -381,15 +381,17 @@ def rs_gemm(M, N, K, me, world=2, BN=256, STAGES=None, b_major="MN", dtype="bflo
         if transfer != "copy_engine":
             raise KernelConfigError(f"rs_gemm: SPLIT = {SPLIT!r} tiles the copy-engine walk only; drop it with "
                                     f"transfer={transfer!r}")
-        if not (isinstance(SPLIT, tuple) and len(SPLIT) == 3 and isinstance(SPLIT[0], int)
-                and 1 <= SPLIT[0] <= tr and (tr - SPLIT[0]) % 4 == 0):
+        if not (isinstance(SPLIT, tuple) and len(SPLIT) == 3 and isinstance(SPLIT[0], int) and 1 <= SPLIT[0] <= tr):
             raise KernelConfigError(f"rs_gemm: SPLIT = {SPLIT!r} must be (rows, wide, bn2) with rows in 1 .. {tr} (the "
-                                    f"peer's tile rows) and a multiple of 4 short of {tr}, so every own tile stays "
-                                    f"{BN} wide and after every peer tile; rs_split(M, N, K, BN) picks one")
+                                    "peer's tile rows, so every own tile stays wide); rs_split(M, N, K, BN) picks one")
     try:
         P = rs_plan(M, N, K, world, BN, STAGES, b_major, dtype, sms, PDL, SPLIT)
     except KernelConfigError as e:
         raise KernelConfigError(f"rs_gemm: {e}") from None
+    if SPLIT is not None and (tr - SPLIT[0]) % P.group:
+        raise KernelConfigError(f"rs_gemm: SPLIT = {SPLIT!r}: its rows must end a multiple of group = {P.group} rows "
+                                f"short of the peer's {tr} (so no band of the walk mixes the shards and every own "
+                                "tile comes after every peer tile); rs_split(M, N, K, BN) picks one")
     if transfer == "copy_engine":
         if LAG is not None:
             raise KernelConfigError(f"rs_gemm: LAG = {LAG!r} applies to transfer='push'; the copy-engine transfer "
