@@ -48,7 +48,7 @@ from tirxpy.layout import S, TileLayout, rank
 from tirxpy.layout.atoms import wgmma_accumulator
 
 from .errors import KernelConfigError
-from .gemm_plan import BM, CONSUMER_REGS, PRODUCER_REGS, THREADS, TARGET, kernel_plan
+from .gemm_plan import BM, CONSUMER_REGS, GROUP, PRODUCER_REGS, THREADS, TARGET, kernel_plan
 from .gemm_scales import Scales
 from .gemm_sm90 import bias_layout, k_loop, load_stage, operand_shapes, staging_layout, staging_shape, \
     store_round, tile_at, tile_epilogue
@@ -426,7 +426,7 @@ def ag_gemm(M, N, K, me, world=2, BN=256, STAGES=None, b_major="MN", dtype="bflo
     if not isinstance(DEPTH, int) or not 1 <= DEPTH <= 16:
         raise KernelConfigError(f"ag_gemm: DEPTH = {DEPTH!r} must be an integer in 1 .. 16 (vectors in flight per lane)")
     per = len(chunk_rows(M // world, 1 - me, CHUNKS))       # (CHUNKS checked with either transfer)
-    P = kernel_plan(M, N, K, BN, STAGES, 1, "K", b_major, dtype, "bfloat16", False, None, sms, 4, True, False,
+    P = kernel_plan(M, N, K, BN, STAGES, 1, "K", b_major, dtype, "bfloat16", False, None, sms, GROUP, True, False,
                     None, PDL, SPLIT)
     P = dataclasses.replace(P, drop=drop)
     if transfer == "copy_engine":

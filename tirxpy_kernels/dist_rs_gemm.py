@@ -49,7 +49,7 @@ from tirxpy.layout.atoms import wgmma_accumulator
 from .dist_ag_gemm import check_world
 from .dist_rs_walk import HALVES, chunk_halves, chunk_shard_rows, rs_chunks, rs_lag, rs_tile, shard_tile_rows
 from .errors import KernelConfigError
-from .gemm_plan import BM, CONSUMER_REGS, PRODUCER_REGS, THREADS, TARGET, kernel_plan
+from .gemm_plan import BM, CONSUMER_REGS, GROUP, PRODUCER_REGS, THREADS, TARGET, kernel_plan
 from .gemm_sm90 import k_step, load_stage, operand_shapes, staging_layout, staging_shape, store_round
 
 DROPS = ("flag_wait", "push_wait", "peer_signal")
@@ -347,7 +347,7 @@ def rs_plan(M, N, K, world=2, BN=256, STAGES=None, b_major="MN", dtype="bfloat16
     """The GEMM plan of the walk: ``2 tr`` tile rows (each shard tiled from its first row), ``K`` this rank's
     shard, the deferred bf16 epilogue, the GEMM's ``SPLIT`` over the walk's rows."""
     rows = world * shard_tile_rows(M, world) * BM
-    return kernel_plan(rows, N, K, BN, STAGES, 1, "K", b_major, dtype, dtype, False, None, sms, 4, True, False,
+    return kernel_plan(rows, N, K, BN, STAGES, 1, "K", b_major, dtype, dtype, False, None, sms, GROUP, True, False,
                        None, PDL, SPLIT)
 
 

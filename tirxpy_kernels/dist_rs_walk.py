@@ -17,7 +17,7 @@ from tirxpy import T
 from tirxpy.lang.schedule import grouped_tile
 
 from .errors import KernelConfigError
-from .gemm_plan import BM, balanced_split
+from .gemm_plan import BM, GROUP, balanced_split
 from .gemm_sm90 import tile_at
 
 HALVES = 2          # consumer warpgroups of a tile, each counting its half in on a flag once per call
@@ -28,7 +28,7 @@ def shard_tile_rows(M: int, world: int) -> int:
     return -(-(M // world) // BM)
 
 
-def rs_lag(tr: int, cols: int, units: int, group: int = 4) -> int:
+def rs_lag(tr: int, cols: int, units: int, group: int = GROUP) -> int:
     """Walk rows of the peer's shard before the walk starts interleaving own rows (:func:`walk_row`): about three
     rounds of tiles (``3 units / cols`` rows), rounded up so that the ``tr - lag`` interleaved peer rows fill
     whole ``group``-row blocks; ``tr`` (peer rows first, then own rows) when the shard is too short to interleave.
@@ -41,7 +41,7 @@ def rs_lag(tr: int, cols: int, units: int, group: int = 4) -> int:
     return tr - inter
 
 
-def walk_row(w, tr, lag, group=4):
+def walk_row(w, tr, lag, group=GROUP):
     """``(own, row)`` of walk row ``w`` (of ``2 tr``): the peer's rows ``0 .. lag - 1`` first, then blocks of
     ``group`` rows alternating between the peer's next rows and this rank's first rows, then this rank's
     remaining rows. Each of this rank's rows comes at least ``lag + group`` walk rows after the peer walks the
@@ -99,7 +99,7 @@ def rs_tile(P, t, me, tr, ms, lag):
     return a0, l0, n0, own, wide
 
 
-def rs_split(M: int, N: int, K: int, BN: int, world: int = 2, sms: int = 132, group: int = 4):
+def rs_split(M: int, N: int, K: int, BN: int, world: int = 2, sms: int = 132, group: int = GROUP):
     """The copy-engine walk's ``SPLIT`` (or None): the standalone GEMM's
     :func:`~tirxpy_kernels.gemm_plan.balanced_split` over the walk's ``world tr`` tile rows, its narrow tiles kept
     in the peer's rows (the first ``tr``, ending a multiple of ``group`` rows short of the own rows, so no band

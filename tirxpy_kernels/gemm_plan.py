@@ -31,6 +31,7 @@ IN_DTYPES = ("bfloat16", "float16")
 OUT_DTYPES = ("bfloat16", "float16", "float32")
 ACTIVATIONS = (None, "relu", "silu")
 # protocol steps ``drop=`` can remove (the simulator's mutation tests only; tirxpy_kernels.gemm refuses it)
+GROUP = 4               # tile rows of a band of the grouped walk (grouped_tile): the default ``group``
 DROPS = ("full_wait", "empty_wait", "expect_tx", "wgmma_wait", "acc_wait", "fence_proxy_async", "store_wait", "turn")
 
 
@@ -43,7 +44,7 @@ def k_block(dtype):
     return 128 // DataType.get(dtype).itemsize
 
 
-def plan(M, N, K, BM=128, BN=256, BK=None, STAGES=4, CM=1, sms=TARGET.sm_count, group=4,
+def plan(M, N, K, BM=128, BN=256, BK=None, STAGES=4, CM=1, sms=TARGET.sm_count, group=GROUP,
          dtype="bfloat16", out_dtype="bfloat16", PINGPONG=False, split=None, scaling=None):
     """Checked tile plan: tile counts, persistent grid and shared-memory bytes (raises ValueError).
     ``PINGPONG``: each consumer warpgroup stages its own ``(BM, EPI)`` output chunks (two buffers each).
@@ -200,7 +201,7 @@ def schedule_cost(M, N, K, BN, PINGPONG=False, sms=TARGET.sm_count, CM=1, b_majo
     """
     cost = tile_cost(M, N, K, BN, PINGPONG, sms, CM)
     if splittable(PINGPONG, CM, b_major, bias, out_dtype):
-        best = _best_split(M, N, K, BN, sms, 4, out_dtype)
+        best = _best_split(M, N, K, BN, sms, GROUP, out_dtype)
         if best is not None:
             cost = min(cost, best[0])
     return cost
@@ -241,7 +242,8 @@ def _split_widths(rows, wide, narrow, bn2, TM, TN, BN, group):
     return np.concatenate([np.where(yn < wide, BN, bn2), np.full((TM - rows) * TN, BN)])
 
 
-def balanced_split(M, N, K, BN=256, sms=TARGET.sm_count, group=4, out_dtype="bfloat16", margin=0.005, rows_max=None):
+def balanced_split(M, N, K, BN=256, sms=TARGET.sm_count, group=GROUP, out_dtype="bfloat16", margin=0.005,
+                   rows_max=None):
     """A ``SPLIT = (rows, wide, bn2)`` for :func:`gemm_sm90`'s cooperative deferred schedule that deals its
     tiles over the ``sms`` persistent CTAs more evenly than the plain grid, or None. The first ``rows`` tile
     rows become ``wide`` tiles of ``BN`` columns and then tiles of ``bn2 < BN`` (the rest of ``N``), so that
@@ -323,7 +325,7 @@ def _split_checked(SPLIT, M, N, BN, EPI, wide_chunks, CM, PP, DEFER, b_major):
     return rows, wide, cdiv(N - wide * BN, bn2), bn2
 
 
-def check_options(BN=256, STAGES=None, CM=1, group=4, DEFER=None, PINGPONG=False, PDL=True, SPLIT=None,
+def check_options(BN=256, STAGES=None, CM=1, group=GROUP, DEFER=None, PINGPONG=False, PDL=True, SPLIT=None,
                   sms=TARGET.sm_count, PART=None, PASS=None):
     """Each tuning option of :func:`gemm_sm90` on its own, its kind and the range no other option moves
     (:class:`~tirxpy_kernels.errors.KernelConfigError` naming the first bad one). ``PINGPONG=None`` passes (tirxpy_kernels.gemm
@@ -364,7 +366,7 @@ def block_stages(BN):
 
 
 def check_config(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", dtype="bfloat16",
-                 out_dtype="bfloat16", bias=False, activation=None, sms=TARGET.sm_count, group=4, DEFER=None,
+                 out_dtype="bfloat16", bias=False, activation=None, sms=TARGET.sm_count, group=GROUP, DEFER=None,
                  PINGPONG=False, drop=None, PDL=True, SPLIT=None, scaling=None, b_dtype=None, PART=None, PASS=None):
     """Every check :func:`gemm_sm90` makes of its arguments, before anything is built: the options
     (:func:`check_options`), the plan (:func:`plan`) and how they combine; the first failure raises
@@ -552,7 +554,7 @@ class GemmPlan:
 
 
 def kernel_plan(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", dtype="bfloat16", out_dtype="bfloat16",
-                bias=False, activation=None, sms=TARGET.sm_count, group=4, DEFER=None, PINGPONG=False, drop=None,
+                bias=False, activation=None, sms=TARGET.sm_count, group=GROUP, DEFER=None, PINGPONG=False, drop=None,
                 PDL=True, SPLIT=None, scaling=None, b_dtype=None, PART=None, PASS=None) -> GemmPlan:
     """The :class:`GemmPlan` of these options (:func:`check_config` checks them first)."""
     c = check_config(M, N, K, BN, STAGES, CM, a_major, b_major, dtype, out_dtype, bias, activation, sms, group,

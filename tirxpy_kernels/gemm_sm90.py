@@ -89,9 +89,9 @@ from tirxpy.layout.atoms import wgmma_accumulator
 from tirxpy.sim import register_model
 
 from .gemm_plan import (  # noqa: F401  (the plan's public names, re-exported: tirxpy_kernels.gemm_sm90 is the kernel's home)
-    ACTIVATIONS, BLOCK_SCALE, BM, CONSUMER_REGS, DROPS, IN_DTYPES, OUT_DTYPES, PRODUCER_REGS, SMEM_LIMIT, TARGET, THREADS,
-    GemmPlan, balanced_split, bn_candidates, check_config, check_options, choose_tile, default_stages, kernel_plan,
-    plan, schedule_cost, splittable, tile_cost, widest_bn)
+    ACTIVATIONS, BLOCK_SCALE, BM, CONSUMER_REGS, DROPS, GROUP, IN_DTYPES, OUT_DTYPES, PRODUCER_REGS, SMEM_LIMIT, TARGET,
+    THREADS, GemmPlan, balanced_split, bn_candidates, check_config, check_options, choose_tile, default_stages,
+    kernel_plan, plan, schedule_cost, splittable, tile_cost, widest_bn)
 from .gemm_plan import _PP_EFFICIENCY, _split_widths, _unit_loads  # noqa: F401  (tests of the cost model)
 from .gemm_scales import (Scales, advance_b_window, chunk_col_scales, col_registers, load_b_window, load_block_scales,
                           load_col_scales, load_row_scales, promote, row_layout, scale_chunk, scale_tile,
@@ -658,7 +658,7 @@ def build(P: GemmPlan):
 
 @tirxpy.jit
 def gemm_sm90(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", dtype="bfloat16",
-              out_dtype="bfloat16", bias=False, activation=None, sms=TARGET.sm_count, group=4, DEFER=None,
+              out_dtype="bfloat16", bias=False, activation=None, sms=TARGET.sm_count, group=GROUP, DEFER=None,
               PINGPONG=False, drop=None, PDL=True, SPLIT=None, scaling=None, b_dtype=None, PART=None, PASS=None):
     """The kernel for one problem: ``k(A, B, Bias, C)``, or ``k(A, B, SA, SB, Bias, C)`` for FP8 inputs; see
     the module docstring for the operand orientations and the parts. Each tuning option, what it does and
