@@ -20,7 +20,7 @@ from tirxpy.ir.dtype import from_torch
 
 from .checks import dense_tensor, overlaps
 from .errors import KernelConfigError
-from .gemm_plan import (ACTIVATIONS, IN_DTYPES, OUT_DTYPES, TARGET, balanced_split, check_config, check_options,
+from .gemm_plan import (ACTIVATIONS, GROUP, IN_DTYPES, OUT_DTYPES, TARGET, balanced_split, check_config, check_options,
                         choose_tile, splittable)
 from .gemm_sm90 import gemm_sm90
 from .launch_cache import LaunchCache, compiled
@@ -380,7 +380,7 @@ def _tile(tuning, M, N, K, sms, b_major="K", bias=False, activation=None, out_dt
     bn, pp = choose_tile(M, N, K, sms, tuning.get("CM", 1), b_major, pp, bias, activation, out_dtype)
     tuning = dict(tuning, BN=bn, PINGPONG=pp)
     if "SPLIT" not in tuning and splittable(pp, tuning.get("CM", 1), b_major, bias, out_dtype, tuning.get("DEFER")):
-        split = balanced_split(M, N, K, bn, sms, tuning.get("group", 4), out_dtype)
+        split = balanced_split(M, N, K, bn, sms, tuning.get("group", GROUP), out_dtype)
         if split is not None:
             tuning["SPLIT"] = split
     return tuning
