@@ -107,6 +107,7 @@ class _Buffers:
 
         dist.barrier(group)          # every rank's flags are zero before any rank signals
         self.epoch = 0
+        self.host = {}               # host-side values derived from the buffers (addresses, chunk byte ranges)
 
 
 _BUFFERS: dict = {}
@@ -211,8 +212,9 @@ def _ag_copy_engine(ck, a_shard, B, out, group, me, world, M, K):
     """The copy-engine transfer around the kernel's launch. On a side stream that first waits for the caller's
     stream: each chunk of this rank's shard (:func:`~tirxpy_kernels.dist_ag_gemm.chunk_rows`) is copied into its
     rows of the peer's buffer slot, then the peer's flag ``F[me]`` is set to the chunks sent so far
-    (``cuStreamWriteValue32``, which fences the copies before the write). Own rows in tile rows shared with the
-    peer are copied into this rank's slot on the caller's stream before the launch. The caller's stream waits
+    (``cuStreamWriteValue32``, which fences the copies before the write), both through the side stream's
+    :class:`~tirxpy_kernels.dist_streams.StreamOps`. Own rows in tile rows shared with the peer are copied into
+    this rank's slot on the caller's stream before the launch. The caller's stream waits
     for the side stream after the launch. Slot ``epoch % 2`` is free when a chunk lands in it: this rank's
     previous kernel waited for the peer's previous chunks, which the peer sent after its own kernel of two
     calls ago, the last reader of the slot."""
@@ -226,17 +228,20 @@ def _ag_copy_engine(ck, a_shard, B, out, group, me, world, M, K):
     if "need" not in buf.mine:
         buf.mine["need"] = torch.from_numpy(ce_need_table(M, world, me, CHUNKS)).to(a_shard.device)
         buf.mine["bias"] = torch.zeros(1, 1, dtype=torch.bfloat16, device=a_shard.device)
+        row = K * a_shard.element_size()      # bytes of a row of A
+        buf.host["pushes"] = [(r0 * row, (me * ms + r0) * row, (r1 - r0) * row)
+                              for r0, r1 in chunk_rows(ms, me, CHUNKS)]
+        buf.host["slots"] = [buf.peer["a"][s].data_ptr() for s in range(2)]
+        buf.host["flag"] = buf.peer["flags"][me].data_ptr()
     buf.epoch += 1
     slot = buf.epoch % 2
-    chunks = chunk_rows(ms, me, CHUNKS)
     cur = torch.cuda.current_stream(a_shard.device)
-    side = _side_stream(a_shard.device)
+    side, ops = _side_stream(a_shard.device)
     side.wait_stream(cur)
-    peer_slot, flag = buf.peer["a"][slot], buf.peer["flags"][me]
-    with torch.cuda.stream(side):
-        for c, (r0, r1) in enumerate(chunks):
-            peer_slot[me * ms + r0:me * ms + r1].copy_(a_shard[r0:r1])
-            _write_value32(side, flag, (buf.epoch - 1) * len(chunks) + c + 1)
+    pushes, src, dst = buf.host["pushes"], a_shard.data_ptr(), buf.host["slots"][slot]
+    for c, (s0, d0, n) in enumerate(pushes):     # (source, destination, bytes) of each chunk
+        ops.copy(dst + d0, src + s0, n)
+        ops.write(buf.host["flag"], (buf.epoch - 1) * len(pushes) + c + 1)
     a_slot = buf.mine["a"][slot]
     for r0, r1 in shared_own_rows(M, world, me):
         a_slot[me * ms + r0:me * ms + r1].copy_(a_shard[r0:r1])
@@ -248,25 +253,18 @@ _SIDE: dict = {}
 
 
 def _side_stream(device):
+    """``(stream, ops)``: the device's side stream of the copy-engine transfers (high priority) and its
+    :class:`~tirxpy_kernels.dist_streams.StreamOps`."""
     import torch
 
-    s = _SIDE.get(device.index)
-    if s is None:
-        s = _SIDE[device.index] = torch.cuda.Stream(device, priority=-1)
-    return s
+    from .dist_streams import StreamOps
 
-
-def _write_value32(stream, t, value):
-    """``*t = value`` (a one-element uint32 tensor, local or a peer's) in stream order, after a memory fence
-    (``cuStreamWriteValue32``)."""
-    from cuda.bindings import driver
-
-    err, = driver.cuStreamWriteValue32(driver.CUstream(stream.cuda_stream), driver.CUdeviceptr(t.data_ptr()),
-                                        value, driver.CUstreamWriteValue_flags.CU_STREAM_WRITE_VALUE_DEFAULT)
-    if err != driver.CUresult.CUDA_SUCCESS:
-        raise DistArgumentError(f"cuStreamWriteValue32 on a flag failed ({err.name}); pass transfer='movers' "
-                                "(all_gather_gemm) or transfer='push' (gemm_reduce_scatter) to move data with the "
-                                "kernel's own warps")
+    got = _SIDE.get(device.index)
+    if got is None:
+        s = torch.cuda.Stream(device, priority=-1)
+        got = _SIDE[device.index] = (s, StreamOps(s.cuda_stream, DistArgumentError, "transfer='movers' "
+                                                  "(all_gather_gemm) or transfer='push' (gemm_reduce_scatter)"))
+    return got
 
 
 def gemm_reduce_scatter(a, b_shard, group=None, *, out=None, sms=None, lag=None, transfer="copy_engine"):
@@ -281,7 +279,7 @@ def gemm_reduce_scatter(a, b_shard, group=None, *, out=None, sms=None, lag=None,
     None)."""
     import torch
 
-    from .dist_rs_gemm import TRANSFERS, rs_gemm
+    from .dist_rs_gemm import TRANSFERS
 
     group, me, world = _group(group)
     _not_capturing("gemm_reduce_scatter")
@@ -289,6 +287,8 @@ def gemm_reduce_scatter(a, b_shard, group=None, *, out=None, sms=None, lag=None,
     _tensor(b_shard, "b_shard", "(K / world, N)")
     if transfer not in TRANSFERS:
         raise DistArgumentError(f"transfer = {transfer!r} must be one of {TRANSFERS}")
+    if lag is not None and (isinstance(lag, bool) or not isinstance(lag, int)):
+        raise DistArgumentError(f"lag = {lag!r} must be an int (tile rows of the peer's shard first) or None")
     if lag is not None and transfer != "push":
         raise DistArgumentError(f"lag = {lag!r} tunes transfer='push' only (the copy-engine walk takes every peer "
                                 "tile first); pass transfer='push' with it, or drop lag")
@@ -305,10 +305,9 @@ def gemm_reduce_scatter(a, b_shard, group=None, *, out=None, sms=None, lag=None,
     BN = _tile_n(N)
     sms = sms or torch.cuda.get_device_properties(a.device).multi_processor_count
     out = _out(out, (M // world, N), a, "gemm_reduce_scatter", (("a", a), ("b_shard", b_shard)))
-    split = _rs_split(M, N, K, BN, world, b_major, sms, transfer)
     try:
-        ck = compiled(rs_gemm(M, N, K, me=me, world=world, BN=BN, b_major=b_major, sms=sms, LAG=lag,
-                              transfer=transfer, CHUNKS=RS_CHUNKS, SPLIT=split), ARCH)
+        prim, split = _rs_kernel(M, N, K, me, world, BN, b_major, sms, lag, transfer)
+        ck = compiled(prim, ARCH)
     except KernelConfigError as e:
         raise DistArgumentError(f"gemm_reduce_scatter: {e}") from None
     if transfer == "copy_engine":
@@ -319,6 +318,17 @@ def gemm_reduce_scatter(a, b_shard, group=None, *, out=None, sms=None, lag=None,
 
 
 RS_CHUNKS = 8   # copy-engine chunks of a shard's partials (gemm_reduce_scatter)
+
+
+@functools.lru_cache(maxsize=64)
+def _rs_kernel(M, N, K, me, world, BN, b_major, sms, lag, transfer):
+    """``(kernel, split)``: the reduce-scatter kernel of this problem (:func:`~tirxpy_kernels.dist_rs_gemm.rs_gemm`)
+    with its walk's :func:`_rs_split`, built once per shape (a repeated call only looks it up)."""
+    from .dist_rs_gemm import rs_gemm
+
+    split = _rs_split(M, N, K, BN, world, b_major, sms, transfer)
+    return rs_gemm(M, N, K, me=me, world=world, BN=BN, b_major=b_major, sms=sms, LAG=lag, transfer=transfer,
+                   CHUNKS=RS_CHUNKS, SPLIT=split), split
 
 
 @functools.lru_cache(maxsize=64)
@@ -369,35 +379,33 @@ def _rs_copy_engine(ck, a, B, out, group, me, world, M, N, BN, split):
     buf = _buffers(key, group, me, [("s", (M // world, N), torch.bfloat16), ("flags", (len(rows),), torch.uint32),
                                     ("sig", (world,), torch.uint32)])
     cur = torch.cuda.current_stream(a.device)
-    side = _side_stream(a.device)
+    side, ops = _side_stream(a.device)
     if "ready" not in buf.mine:
-        buf.mine["ready"] = torch.zeros(len(rows), dtype=torch.int32, device=a.device).view(torch.uint32)
+        ready = buf.mine["ready"] = torch.zeros(len(rows), dtype=torch.int32, device=a.device).view(torch.uint32)
+        row = N * out.element_size()          # bytes of a row of out
+        flag, done = buf.mine["flags"].data_ptr(), ready.data_ptr()
+        # per chunk: its count flag F[c], its ready flag H[c] (4-byte flags), its byte offset and size in a shard
+        buf.host["chunks"] = [(flag + 4 * c, done + 4 * c, r0 * row, (r1 - r0) * row)
+                              for c, (r0, r1) in enumerate(rows)]
+        buf.host["peer_s"] = buf.peer["s"].data_ptr()
         # the stream operations tried once before any launch: one that failed after the launch would leave the
         # kernel waiting for a ready flag nobody sets
+        scratch = buf.mine["scratch"] = torch.zeros(1, dtype=torch.int32, device=a.device)
         side.wait_stream(cur)
-        _wait_value32(side, buf.mine["ready"][0], 0)
-        _write_value32(side, buf.mine["ready"][0], 0)
+        ops.wait_geq(done, 0)
+        ops.write(done, 0)
+        ops.copy(scratch.data_ptr(), buf.host["peer_s"], 4)       # a read of the peer's send buffer
     buf.epoch += 1
     side.wait_stream(cur)
-    flags, ready, peer_s = buf.mine["flags"], buf.mine["ready"], buf.peer["s"]
     want = _chunk_halves(M, N, BN, world, RS_CHUNKS, split)
     # the launch goes first: a stream wait holds the hardware queue it sits in, which the caller's stream may share
-    ck(a, B, out, buf.mine["s"], buf.peer["flags"], ready, buf.mine["sig"], buf.peer["sig"], buf.epoch)
-    with torch.cuda.stream(side):
-        for c, (r0, r1) in enumerate(rows):
-            _wait_value32(side, flags[c], want[c])
-            out[r0:r1].copy_(peer_s[r0:r1])
-            _write_value32(side, ready[c], buf.epoch)
-            _write_value32(side, flags[c], 0)
+    ck(a, B, out, buf.mine["s"], buf.peer["flags"], buf.mine["ready"], buf.mine["sig"], buf.peer["sig"], buf.epoch)
+    dst, src = out.data_ptr(), buf.host["peer_s"]
+    for (flag, done, off, n), count in zip(buf.host["chunks"], want):
+        ops.wait_geq(flag, count)
+        ops.copy(dst + off, src + off, n)
+        ops.write(done, buf.epoch)
+        ops.write(flag, 0)
     cur.wait_stream(side)
 
 
-def _wait_value32(stream, t, value):
-    """Hold ``stream`` until ``*t >= value`` (a one-element uint32 tensor; ``cuStreamWaitValue32``, GEQ)."""
-    from cuda.bindings import driver
-
-    err, = driver.cuStreamWaitValue32(driver.CUstream(stream.cuda_stream), driver.CUdeviceptr(t.data_ptr()), value,
-                                      driver.CUstreamWaitValue_flags.CU_STREAM_WAIT_VALUE_GEQ)
-    if err != driver.CUresult.CUDA_SUCCESS:
-        raise DistArgumentError(f"gemm_reduce_scatter: cuStreamWaitValue32 on a chunk flag failed ({err.name}); "
-                                "pass transfer='push' to move the partials with the kernel's own stores")

@@ -176,6 +176,9 @@ def test_a_bad_lag_or_transfer_is_a_typed_error():
         tirxpy_kernels.gemm_reduce_scatter(a, b, lag=4)
     with pytest.raises(DistArgumentError, match="transfer = 'nccl'"):
         tirxpy_kernels.gemm_reduce_scatter(a, b, transfer="nccl")
+    for bad in (2.5, [1], True):
+        with pytest.raises(DistArgumentError, match="must be an int"):
+            tirxpy_kernels.gemm_reduce_scatter(a, b, lag=bad, transfer="push")
 
 
 @pytest.mark.parametrize("transfer", ["copy_engine", "push"])
