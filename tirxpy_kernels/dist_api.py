@@ -323,21 +323,14 @@ RS_CHUNKS = 8   # copy-engine chunks of a shard's partials (gemm_reduce_scatter)
 @functools.lru_cache(maxsize=64)
 def _rs_kernel(M, N, K, me, world, BN, b_major, sms, lag, transfer):
     """``(kernel, split)``: the reduce-scatter kernel of this problem (:func:`~tirxpy_kernels.dist_rs_gemm.rs_gemm`)
-    with its walk's :func:`_rs_split`, built once per shape (a repeated call only looks it up)."""
+    and, for the copy-engine walk with a K-major ``b``, its :func:`~tirxpy_kernels.dist_rs_walk.rs_split` (else
+    None); built once per shape, so a repeated call only looks them up."""
     from .dist_rs_gemm import rs_gemm
-
-    split = _rs_split(M, N, K, BN, world, b_major, sms, transfer)
-    return rs_gemm(M, N, K, me=me, world=world, BN=BN, b_major=b_major, sms=sms, LAG=lag, transfer=transfer,
-                   CHUNKS=RS_CHUNKS, SPLIT=split), split
-
-
-@functools.lru_cache(maxsize=64)
-def _rs_split(M, N, K, BN, world, b_major, sms, transfer):
-    """The copy-engine walk's :func:`~tirxpy_kernels.dist_rs_walk.rs_split` with a K-major ``b`` (its search runs
-    once per shape), else None."""
     from .dist_rs_walk import rs_split
 
-    return rs_split(M, N, K, BN, world, sms) if transfer == "copy_engine" and b_major == "K" else None
+    split = rs_split(M, N, K, BN, world, sms) if transfer == "copy_engine" and b_major == "K" else None
+    return rs_gemm(M, N, K, me=me, world=world, BN=BN, b_major=b_major, sms=sms, LAG=lag, transfer=transfer,
+                   CHUNKS=RS_CHUNKS, SPLIT=split), split
 
 
 @functools.lru_cache(maxsize=64)
