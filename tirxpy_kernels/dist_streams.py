@@ -1,52 +1,111 @@
 """The side-stream operations of the distributed GEMMs' copy-engine transfers (:mod:`tirxpy_kernels.dist_api`),
-issued through the CUDA driver with the stream's handle built once, so that each costs a few microseconds of host
-time (a torch ``copy_`` of two slices and a driver call that builds its handles every time cost several times more):
+each one call of libcuda through ctypes with its handles built once (the ``cuda.bindings`` wrappers build an
+object per argument and per result, several microseconds of host time a call):
 
 - ``wait_geq(flag, value)``: hold the stream until the 32-bit flag at address ``flag`` is ``>= value``
   (``cuStreamWaitValue32``, GEQ);
 - ``write(flag, value)``: store ``value`` there in stream order, after a memory fence (``cuStreamWriteValue32``);
 - ``copy(dst, src, nbytes)``: a device-to-device copy (``cuMemcpyDtoDAsync``, run by the copy engines), between
-  NVLink peers too: a peer's symmetric-memory buffer has a device address in this process.
+  NVLink peers too: a peer's symmetric-memory buffer has a device address in this process;
+- ``follow(other)``: the stream waits for the work queued on stream ``other`` so far; ``join(other)``: ``other``
+  waits for the work queued on this stream so far (an event recorded on one, waited on by the other; the two
+  events are made once, with the stream: ``events``).
 
-Addresses are ints (``tensor.data_ptr()`` plus a byte offset). A call the driver refuses raises ``error`` (the
-class given) naming the operation, the driver's error and ``fallback``, what to pass instead.
+Addresses are ints (``tensor.data_ptr()`` plus a byte offset); streams are raw handles
+(``torch.cuda.Stream.cuda_stream``). A call the driver refuses raises ``error`` (the class given) naming the
+operation, the driver's error and ``fallback``, what to pass instead.
 
-    >>> ops = StreamOps(0, ValueError, "transfer='push'")     # nothing reaches the driver before a call
+    >>> ops = StreamOps(0, ValueError, "transfer='push'", lib=object())    # nothing reaches the driver yet
     >>> ops.fallback
     "transfer='push'"
 """
 from __future__ import annotations
 
+import ctypes
+
+GEQ = 0x0               # CU_STREAM_WAIT_VALUE_GEQ
+WRITE_DEFAULT = 0x0     # CU_STREAM_WRITE_VALUE_DEFAULT
+# the driver's entry points as cuda.h names them for the CUDA 12 / 13 ABI (the unsuffixed names are macros)
+ENTRY = {"wait": "cuStreamWaitValue32_v2", "write": "cuStreamWriteValue32_v2", "copy": "cuMemcpyDtoDAsync_v2",
+         "record": "cuEventRecord", "wait_event": "cuStreamWaitEvent"}
+_ARGS = {"wait": [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint32, ctypes.c_uint],
+         "write": [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint32, ctypes.c_uint],
+         "copy": [ctypes.c_uint64, ctypes.c_uint64, ctypes.c_size_t, ctypes.c_void_p],
+         "record": [ctypes.c_void_p, ctypes.c_void_p], "wait_event": [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint]}
+
+
+def libcuda():
+    """libcuda opened with ctypes (PyDLL: a call of a microsecond keeps the GIL), or None where it cannot be."""
+    try:
+        return ctypes.PyDLL("libcuda.so.1")
+    except OSError:
+        return None
+
 
 class StreamOps:
-    """Flag waits, flag writes and copies on one CUDA stream (``stream``: its handle, ``torch.cuda.Stream.cuda_stream``)."""
+    """Flag waits, flag writes, copies and joins on one CUDA stream (``stream``: its raw handle). ``events``: two
+    event handles on the stream's device, for :meth:`follow` and :meth:`join` (None: those two are unavailable).
+    ``lib``: the driver library (default: :func:`libcuda`); a stand-in in tests."""
 
-    def __init__(self, stream: int, error: type, fallback: str):
-        from cuda.bindings import driver
-
-        self._driver = driver
-        self._stream = driver.CUstream(stream)
-        self._ptr = driver.CUdeviceptr
-        self._geq = driver.CUstreamWaitValue_flags.CU_STREAM_WAIT_VALUE_GEQ
-        self._plain = driver.CUstreamWriteValue_flags.CU_STREAM_WRITE_VALUE_DEFAULT
-        self._ok = driver.CUresult.CUDA_SUCCESS
+    def __init__(self, stream: int, error: type, fallback: str, *, events=None, lib=None):
         self.error, self.fallback = error, fallback
+        self._stream, self._events = stream, events
+        lib = libcuda() if lib is None else lib
+        if lib is None:
+            raise error(f"libcuda.so.1 cannot be opened with ctypes, which the copy-engine transfer calls; pass "
+                        f"{fallback} to move the data with the kernel's own warps")
+        self._lib, self._fns = lib, None
+
+    def _fn(self, op):
+        if self._fns is None:
+            fns = {}
+            for name, entry in ENTRY.items():
+                fn = getattr(self._lib, entry)
+                if hasattr(fn, "argtypes"):          # a ctypes function (not a test's stand-in)
+                    fn.argtypes, fn.restype = _ARGS[name], ctypes.c_int
+                fns[name] = fn
+            self._fns = fns
+        return self._fns[op]
 
     def wait_geq(self, flag: int, value: int) -> None:
-        err, = self._driver.cuStreamWaitValue32(self._stream, self._ptr(flag), value, self._geq)
-        if err != self._ok:
+        err = self._fn("wait")(self._stream, flag, value, GEQ)
+        if err:
             self._fail("cuStreamWaitValue32 on a flag", err)
 
     def write(self, flag: int, value: int) -> None:
-        err, = self._driver.cuStreamWriteValue32(self._stream, self._ptr(flag), value, self._plain)
-        if err != self._ok:
+        err = self._fn("write")(self._stream, flag, value, WRITE_DEFAULT)
+        if err:
             self._fail("cuStreamWriteValue32 on a flag", err)
 
     def copy(self, dst: int, src: int, nbytes: int) -> None:
-        err, = self._driver.cuMemcpyDtoDAsync(self._ptr(dst), self._ptr(src), nbytes, self._stream)
-        if err != self._ok:
+        err = self._fn("copy")(dst, src, nbytes, self._stream)
+        if err:
             self._fail(f"cuMemcpyDtoDAsync of {nbytes} bytes", err)
 
+    def follow(self, other: int) -> None:
+        self._order(self._events[0], other, self._stream)
+
+    def join(self, other: int) -> None:
+        self._order(self._events[1], self._stream, other)
+
+    def _order(self, event, first, then):
+        """Stream ``then`` waits for the work queued on stream ``first`` so far (``event`` recorded on ``first``)."""
+        err = self._fn("record")(event, first)
+        if not err:
+            err = self._fn("wait_event")(then, event, 0)
+        if err:
+            self._fail("an event wait between the caller's stream and the side stream", err)
+
     def _fail(self, what, err):
-        raise self.error(f"{what} failed ({getattr(err, 'name', err)}); pass {self.fallback} to move the data with "
-                         "the kernel's own warps")
+        raise self.error(f"{what} failed ({self._name(err)}); pass {self.fallback} to move the data with the kernel's "
+                         "own warps")
+
+    def _name(self, err) -> str:
+        """The driver's name of error code ``err`` (``cuGetErrorName``), or ``CUresult <code>``."""
+        text = ctypes.c_char_p()
+        try:
+            if self._lib.cuGetErrorName(ctypes.c_int(err), ctypes.byref(text)) == 0 and text.value:
+                return text.value.decode()
+        except (AttributeError, TypeError, ctypes.ArgumentError):
+            pass
+        return f"CUresult {err}"

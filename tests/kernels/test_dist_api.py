@@ -40,3 +40,29 @@ def test_b_orientation_and_tile_width():
     assert [_tile_n(n) for n in (4096, 200, 136, 64)] == [256, 192, 128, 64]
     with pytest.raises(DistArgumentError, match="narrower than one 64-column tile"):
         _tile_n(32)
+
+
+def test_a_call_key_changes_with_every_input_the_kept_run_depends_on():
+    from tirxpy_kernels.dist_api import _call_key
+
+    x, y, out = torch.zeros(4, 8), torch.zeros(8, 6), torch.zeros(4, 6)
+    group = object()
+
+    def key(**kw):
+        args = dict(op="ag", group=group, x=x, y=y, out=out, options=(None, "copy_engine"))
+        args.update(kw)
+        return _call_key(**args)
+
+    base = key()
+    assert base is not None and key() == base
+    assert key(x=x.view(4, 8)) == base                        # another view of the same memory, same layout
+    variants = [dict(op="rs"), dict(group=object()), dict(group=None), dict(x=x.clone()), dict(x=x[:, :4]),
+                dict(x=x.t().contiguous().t()), dict(x=x.double()), dict(y=y.clone()), dict(y=y.t()),
+                dict(out=None), dict(out=out.clone()), dict(out=out[:2]), dict(options=(132, "copy_engine")),
+                dict(options=(None, "movers"))]
+    keys = [key(**v) for v in variants]
+    assert None not in keys and base not in keys and len(set(keys)) == len(keys)
+    # anything not a dense tensor, or an option not None / int / str: no key (that call is checked every time)
+    for bad in (dict(x=[1.0]), dict(y=x.to_sparse()), dict(out="out"), dict(options=(True, "copy_engine")),
+                dict(options=(2.5, "copy_engine")), dict(options=([1], "copy_engine"))):
+        assert key(**bad) is None, bad

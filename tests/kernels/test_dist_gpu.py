@@ -213,3 +213,68 @@ def test_an_out_that_shares_memory_with_an_input_is_refused():
     with pytest.raises(DistArgumentError, match="out shares memory with a"):
         tirxpy_kernels.gemm_reduce_scatter(a, b[:K // 2], out=a.view(M // 2, N))
     dist.barrier()
+
+
+@pytest.mark.parametrize("transfer,rs_transfer", [("copy_engine", "copy_engine"), ("movers", "push")])
+def test_repeated_calls_on_the_same_tensors_take_the_kept_run_and_stay_right(transfer, rs_transfer):
+    """The same tensors refilled in place (the kept run of the first call), then the same shapes at new addresses
+    and with out=None (checked again): every result against float64."""
+    from tirxpy_kernels.dist_api import _CALLS, _call_key
+
+    me = dist.get_rank()
+    M, N, K = 1024, 512, 768
+    shard = torch.empty(M // 2, K, dtype=torch.bfloat16, device="cuda")
+    b = torch.empty(N, K, dtype=torch.bfloat16, device="cuda").t()       # K-major, as nn.Linear's weight.t()
+    a_rs = torch.empty(M, K // 2, dtype=torch.bfloat16, device="cuda")
+    b_rs = torch.empty(K // 2, N, dtype=torch.bfloat16, device="cuda")
+    out, rs = torch.empty(M, N, dtype=torch.bfloat16, device="cuda"), torch.empty(M // 2, N, dtype=torch.bfloat16,
+                                                                                  device="cuda")
+    rows = slice(me * M // 2, (me + 1) * M // 2)
+    for i in range(4):
+        a_full, bb = _inputs(_seed(), (M, K), (K, N))
+        if i < 3:                                        # the same tensors, refilled
+            shard.copy_(a_full[rows])
+            b.copy_(bb)
+            a_rs.copy_(a_full[:, me * K // 2:(me + 1) * K // 2])
+            b_rs.copy_(bb[me * K // 2:(me + 1) * K // 2])
+            out.fill_(float("nan"))
+            rs.fill_(float("nan"))
+            got = tirxpy_kernels.all_gather_gemm(shard, b, out=out, transfer=transfer)
+            got_rs = tirxpy_kernels.gemm_reduce_scatter(a_rs, b_rs, out=rs, transfer=rs_transfer)
+            assert got is out and got_rs is rs
+            assert _call_key("ag", None, shard, b, out, (None, transfer)) in _CALLS
+        else:                                            # new tensors, out=None
+            got = tirxpy_kernels.all_gather_gemm(a_full[rows].contiguous(), bb.t().contiguous().t(), transfer=transfer)
+            got_rs = tirxpy_kernels.gemm_reduce_scatter(a_full[:, me * K // 2:(me + 1) * K // 2].contiguous(),
+                                                        bb[me * K // 2:(me + 1) * K // 2], transfer=rs_transfer)
+        torch.cuda.synchronize()
+        ref = a_full.double() @ bb.double()
+        mag = a_full.double().abs() @ bb.double().abs()
+        assert _close(got, ref, mag, K)
+        assert _close(got_rs, ref[rows], mag[rows], K, _partials(a_full, bb, rows))
+
+
+def test_a_misaligned_view_another_device_or_a_bad_sms_is_a_typed_error():
+    me = dist.get_rank()
+    M, N, K = 512, 256, 256
+    a_full, b = _inputs(_seed(), (M, K), (K, N))
+    shard = a_full[me * M // 2:(me + 1) * M // 2].contiguous()
+    odd = torch.empty(M // 2 * K + 8, dtype=torch.bfloat16, device="cuda")[1:1 + M // 2 * K].view(M // 2, K)
+    with pytest.raises(DistArgumentError, match="a_shard starts 2 bytes past a 16-byte boundary.*a_shard.clone()"):
+        tirxpy_kernels.all_gather_gemm(odd, b)
+    with pytest.raises(DistArgumentError, match=f"b is on cuda:{1 - me} and a_shard on cuda:{me}"):
+        tirxpy_kernels.all_gather_gemm(shard, b.to(f"cuda:{1 - me}"))
+    sms = torch.cuda.get_device_properties(me).multi_processor_count
+    for bad in (0, -1, sms + 1, 2.5, True):
+        with pytest.raises(DistArgumentError, match=rf"sms = .* must be None or an int in \[1, {sms}\]"):
+            tirxpy_kernels.all_gather_gemm(shard, b, sms=bad)
+        with pytest.raises(DistArgumentError, match=rf"sms = .* must be None or an int in \[1, {sms}\]"):
+            tirxpy_kernels.gemm_reduce_scatter(a_full[:, :K // 2].contiguous(), b[:K // 2], sms=bad)
+    with pytest.raises(DistArgumentError, match="out starts 2 bytes past a 16-byte boundary"):
+        tirxpy_kernels.gemm_reduce_scatter(a_full[:, :K // 2].contiguous(), b[:K // 2],
+                                           out=torch.empty(M // 2 * N + 8, dtype=torch.bfloat16,
+                                                           device="cuda")[1:1 + M // 2 * N].view(M // 2, N))
+    out = torch.full((M, N), float("nan"), dtype=torch.bfloat16, device="cuda")
+    tirxpy_kernels.all_gather_gemm(shard, b, out=out, sms=64)        # the refusals left nothing half done
+    torch.cuda.synchronize()
+    assert _close(out, a_full.double() @ b.double(), a_full.double().abs() @ b.double().abs(), K)

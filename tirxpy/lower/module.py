@@ -9,7 +9,7 @@ from __future__ import annotations
 import ctypes
 from typing import Sequence
 
-from .device import _check, _driver, _stream_getter, arch_for, cubin_runs_on, ensure_context
+from .device import _check, _driver, stream_getter, arch_for, cubin_runs_on, ensure_context
 from .errors import DriverError, LaunchError
 from .launcher import Launcher
 from .packer import ArgPacker
@@ -73,7 +73,7 @@ class Kernel:
         self._max_dyn_smem = 48 * 1024
         self._launchers: dict = {}
         self._configs: dict = {}
-        self._stream = _stream_getter()
+        self._stream = stream_getter()
         self._optin = None
 
     def attribute(self, attr: str) -> int:
