@@ -20,6 +20,7 @@ rows ``(M / world, N)`` of ``sum_r a_r @ b_r``. bf16 in and out, ``world = 2``. 
 from __future__ import annotations
 
 import functools
+import numbers
 
 from .dist_runs import CHUNKS, RS_CHUNKS, DistArgumentError, ag_copy_engine, ag_movers, rs_copy_engine, rs_push
 from .errors import KernelConfigError
@@ -101,10 +102,10 @@ def _sms(sms, device, what):
     count = torch.cuda.get_device_properties(device).multi_processor_count
     if sms is None:
         return count
-    if isinstance(sms, bool) or not isinstance(sms, int) or not 1 <= sms <= count:
+    if isinstance(sms, bool) or not isinstance(sms, numbers.Integral) or not 1 <= sms <= count:
         raise DistArgumentError(f"{what}: sms = {sms!r} must be None or an int in [1, {count}] (the persistent "
                                 f"kernel's CTAs; this GPU has {count} SMs)")
-    return sms
+    return int(sms)
 
 
 def _check_out(out, shape, like, name, inputs=()):
