@@ -47,7 +47,7 @@ def _not_capturing(what):
     """The kernels' flags count calls (``epoch``), which a captured CUDA graph would replay unchanged: refuse."""
     import torch
 
-    if torch.cuda.is_current_stream_capturing():
+    if torch.cuda.is_available() and torch.cuda.is_current_stream_capturing():
         raise DistArgumentError(f"{what} cannot be captured in a CUDA graph: its flags count calls, and a replayed "
                                 "call would reuse the captured call number (so it would not wait for new rows); "
                                 "call it eagerly, outside the capture")
@@ -155,8 +155,9 @@ def _call_key(op, group, x, y, out, options):
 
 
 def _repeat(key, group):
-    """The run of an earlier checked call with this key while its group is still the one meant (``group``, or
-    the default group when None) and no CUDA graph is being captured; else None (the call is checked)."""
+    """The run of an earlier checked call with this key while a process group is initialized, its group is still
+    the one meant (``group``, or the default group when None) and no CUDA graph is being captured; else None (the
+    call is checked, and an error names what changed)."""
     got = _CALLS.get(key)
     if got is None:
         return None
@@ -164,9 +165,9 @@ def _repeat(key, group):
     import torch.distributed as dist
 
     g, run = got
-    if group is None and not (dist.is_initialized() and dist.group.WORLD is g):
+    if not dist.is_initialized() or (group is None and dist.group.WORLD is not g):
         return None
-    if torch.cuda.is_current_stream_capturing():
+    if torch.cuda.is_available() and torch.cuda.is_current_stream_capturing():
         return None
     return run
 

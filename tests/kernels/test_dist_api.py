@@ -66,3 +66,27 @@ def test_a_call_key_changes_with_every_input_the_kept_run_depends_on():
     for bad in (dict(x=[1.0]), dict(y=x.to_sparse()), dict(out="out"), dict(options=(True, "copy_engine")),
                 dict(options=(2.5, "copy_engine")), dict(options=([1], "copy_engine"))):
         assert key(**bad) is None, bad
+
+
+def test_a_kept_run_is_taken_only_while_its_group_is_the_live_one(tmp_path):
+    import torch.distributed as dist
+
+    from tirxpy_kernels.dist_api import _CALLS, _repeat
+
+    if dist.is_initialized():
+        pytest.skip("a process group is already initialized in this process")
+    key = ("test-only key",)
+    run = object()
+    try:
+        dist.init_process_group("gloo", init_method=f"file://{tmp_path}/pg", rank=0, world_size=1)
+        world = dist.group.WORLD
+        _CALLS.put(key, (world, run))
+        assert _repeat(key, None) is run and _repeat(key, world) is run
+        assert _repeat(("another key",), None) is None
+        _CALLS.put(key, (object(), run))             # kept for another default group (since destroyed)
+        assert _repeat(key, None) is None
+        _CALLS.put(key, (world, run))
+    finally:
+        dist.destroy_process_group()
+    assert _repeat(key, None) is None and _repeat(key, world) is None     # no process group: checked again
+    del _CALLS._entries[key]
