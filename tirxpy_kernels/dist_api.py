@@ -35,6 +35,9 @@ def _group(group):
     if not dist.is_available() or not dist.is_initialized():
         raise DistArgumentError("the distributed GEMMs run on a torch.distributed process group: call "
                                 "torch.distributed.init_process_group('nccl') first (launch with torchrun)")
+    if group is not None and not isinstance(group, dist.ProcessGroup):
+        raise DistArgumentError(f"group must be a torch.distributed process group (dist.new_group(...)) or None for "
+                                f"the default one, got {type(group).__name__}")
     group = dist.group.WORLD if group is None else group
     world, me = dist.get_world_size(group), dist.get_rank(group)
     if world != 2:

@@ -28,6 +28,9 @@ def test_a_group_of_one_rank_is_refused(tmp_path):
     try:
         with pytest.raises(DistArgumentError, match="1 ranks; the distributed GEMMs take 2"):
             tirxpy_kernels.all_gather_gemm(torch.zeros(128, 64), torch.zeros(64, 64))
+        for bad in ("world", 0, object()):
+            with pytest.raises(DistArgumentError, match="group must be a torch.distributed process group"):
+                tirxpy_kernels.gemm_reduce_scatter(torch.zeros(128, 64), torch.zeros(64, 64), bad)
     finally:
         dist.destroy_process_group()
 
