@@ -74,6 +74,16 @@ def _tensor(t, name, shape_text, like=None, like_name=""):
                                 f"offset); the kernel's TMA loads need 16-byte aligned rows: pass {name}.clone()")
 
 
+def _current_device(t, name):
+    """``t`` is on the current CUDA device, where the symmetric buffers are made and the kernel runs."""
+    import torch
+
+    if t.device.index != torch.cuda.current_device():
+        raise DistArgumentError(f"{name} is on {t.device} but the current device is "
+                                f"cuda:{torch.cuda.current_device()}, where this rank's buffers and kernel live: call "
+                                f"torch.cuda.set_device({t.device.index}) first (torchrun: the LOCAL_RANK device)")
+
+
 def _b_operand(b, name):
     """``(tensor the kernel takes, b_major)``: ``b (K, N)`` row-major as is, or ``b.t()`` of a row-major ``(N, K)``."""
     if b.is_contiguous():
@@ -159,18 +169,18 @@ def _call_key(op, group, x, y, out, options):
 
 def _repeat(key, group):
     """The run of an earlier checked call with this key while a process group is initialized, its group is still
-    the one meant (``group``, or the default group when None) and no CUDA graph is being captured; else None (the
-    call is checked, and an error names what changed)."""
+    the one meant (``group``, or the default group when None), the current device is its device and no CUDA graph
+    is being captured; else None (the call is checked, and an error names what changed)."""
     got = _CALLS.get(key)
     if got is None:
         return None
     import torch
     import torch.distributed as dist
 
-    g, run = got
+    g, index, run = got
     if not dist.is_initialized() or (group is None and dist.group.WORLD is not g):
         return None
-    if torch.cuda.is_available() and torch.cuda.is_current_stream_capturing():
+    if torch.cuda.is_available() and (torch.cuda.current_device() != index or torch.cuda.is_current_stream_capturing()):
         return None
     return run
 
@@ -186,7 +196,7 @@ def all_gather_gemm(a_shard, b, group=None, *, out=None, sms=None, transfer="cop
     run = _repeat(key, group)
     if run is None:
         g, run = _ag_checked(a_shard, b, group, out, sms, transfer)
-        _CALLS.put(key, (g, run))
+        _CALLS.put(key, (g, a_shard.device.index, run))
     return run(a_shard, b, out)
 
 
@@ -198,6 +208,7 @@ def _ag_checked(a_shard, b, group, out, sms, transfer):
     group, me, world = _group(group)
     _not_capturing("all_gather_gemm")
     _tensor(a_shard, "a_shard", "(M / world, K)")
+    _current_device(a_shard, "a_shard")
     _tensor(b, "b", "(K, N)", a_shard, "a_shard")
     if not isinstance(transfer, str) or transfer not in TRANSFERS:
         raise DistArgumentError(f"transfer = {transfer!r} must be one of {TRANSFERS}")
@@ -247,7 +258,7 @@ def gemm_reduce_scatter(a, b_shard, group=None, *, out=None, sms=None, lag=None,
     run = _repeat(key, group)
     if run is None:
         g, run = _rs_checked(a, b_shard, group, out, sms, lag, transfer)
-        _CALLS.put(key, (g, run))
+        _CALLS.put(key, (g, a.device.index, run))
     return run(a, b_shard, out)
 
 
@@ -258,6 +269,7 @@ def _rs_checked(a, b_shard, group, out, sms, lag, transfer):
     group, me, world = _group(group)
     _not_capturing("gemm_reduce_scatter")
     _tensor(a, "a", "(M, K / world)")
+    _current_device(a, "a")
     _tensor(b_shard, "b_shard", "(K / world, N)", a, "a")
     if not isinstance(transfer, str) or transfer not in TRANSFERS:
         raise DistArgumentError(f"transfer = {transfer!r} must be one of {TRANSFERS}")

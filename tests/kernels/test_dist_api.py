@@ -83,12 +83,12 @@ def test_a_kept_run_is_taken_only_while_its_group_is_the_live_one(tmp_path):
     try:
         dist.init_process_group("gloo", init_method=f"file://{tmp_path}/pg", rank=0, world_size=1)
         world = dist.group.WORLD
-        _CALLS.put(key, (world, run))
+        _CALLS.put(key, (world, 0, run))
         assert _repeat(key, None) is run and _repeat(key, world) is run
         assert _repeat(("another key",), None) is None
-        _CALLS.put(key, (object(), run))             # kept for another default group (since destroyed)
+        _CALLS.put(key, (object(), 0, run))             # kept for another default group (since destroyed)
         assert _repeat(key, None) is None
-        _CALLS.put(key, (world, run))
+        _CALLS.put(key, (world, 0, run))
     finally:
         dist.destroy_process_group()
     assert _repeat(key, None) is None and _repeat(key, world) is None     # no process group: checked again

@@ -264,8 +264,13 @@ def test_a_misaligned_view_another_device_or_a_bad_sms_is_a_typed_error():
         tirxpy_kernels.all_gather_gemm(odd, b)
     with pytest.raises(DistArgumentError, match=f"b is on cuda:{1 - me} and a_shard on cuda:{me}"):
         tirxpy_kernels.all_gather_gemm(shard, b.to(f"cuda:{1 - me}"))
+    with torch.cuda.device(1 - me):
+        with pytest.raises(DistArgumentError, match=f"current device is cuda:{1 - me}.*set_device\\({me}\\)"):
+            tirxpy_kernels.all_gather_gemm(shard, b)
     sms = torch.cuda.get_device_properties(me).multi_processor_count
-    for bad in (0, -1, sms + 1, 2.5, True):
+    import numpy as np
+
+    for bad in (0, -1, sms + 1, 2.5, True, np.float32(8)):
         with pytest.raises(DistArgumentError, match=rf"sms = .* must be None or an int in \[1, {sms}\]"):
             tirxpy_kernels.all_gather_gemm(shard, b, sms=bad)
         with pytest.raises(DistArgumentError, match=rf"sms = .* must be None or an int in \[1, {sms}\]"):
@@ -275,6 +280,6 @@ def test_a_misaligned_view_another_device_or_a_bad_sms_is_a_typed_error():
                                            out=torch.empty(M // 2 * N + 8, dtype=torch.bfloat16,
                                                            device="cuda")[1:1 + M // 2 * N].view(M // 2, N))
     out = torch.full((M, N), float("nan"), dtype=torch.bfloat16, device="cuda")
-    tirxpy_kernels.all_gather_gemm(shard, b, out=out, sms=64)        # the refusals left nothing half done
+    tirxpy_kernels.all_gather_gemm(shard, b, out=out, sms=np.int64(64))     # the refusals left nothing half done
     torch.cuda.synchronize()
     assert _close(out, a_full.double() @ b.double(), a_full.double().abs() @ b.double().abs(), K)
