@@ -1,6 +1,6 @@
 """The side-stream operations of the distributed GEMMs' copy-engine transfers (:mod:`tirxpy_kernels.dist_api`),
 each one call of libcuda through ctypes with its handles built once (the ``cuda.bindings`` wrappers build an
-object per argument and per result, several microseconds of host time a call):
+object per argument and per result on every call):
 
 - ``wait_geq(flag, value)``: hold the stream until the 32-bit flag at address ``flag`` is ``>= value``
   (``cuStreamWaitValue32``, GEQ);
