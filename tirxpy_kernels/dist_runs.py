@@ -47,8 +47,9 @@ _BUFFERS: dict = {}
 
 
 def buffers(key, group, me, specs):
-    """The buffers of ``key`` on ``group`` (made, collectively, on the first call; again for a new group object
-    of the same name, after the process group was destroyed and made anew)."""
+    """The buffers of ``key`` (a kernel's kind and shape) on ``group`` (made, collectively, on the first call; again
+    for a new group object of the same name, after the process group was destroyed and made anew)."""
+    key = (getattr(group, "group_name", str(id(group))),) + key
     got = _BUFFERS.get(key)
     if got is None or got.group is not group:
         got = _BUFFERS[key] = Buffers(group, me, specs)
@@ -68,7 +69,7 @@ def ag_movers(ck, device, group, me, world, M, N, K, k_major):
 
     from .dist_ag_gemm import need_table
 
-    key = ("ag", getattr(group, "group_name", str(id(group))), M, K, device.index)
+    key = ("ag", M, K, device.index)
     buf = buffers(key, group, me, [("a", (2, M, K), torch.bfloat16), ("flags", (world, -(-M // 128)), torch.uint32),
                                    ("sig", (world,), torch.uint32)])
     if "need" not in buf.mine:
@@ -105,7 +106,7 @@ def ag_copy_engine(ck, device, group, me, world, M, N, K, k_major):
     from .dist_ag_gemm import ce_need_table, chunk_rows, shared_own_rows
 
     ms = M // world
-    key = ("ag-ce", getattr(group, "group_name", str(id(group))), M, K, CHUNKS, device.index)
+    key = ("ag-ce", M, K, CHUNKS, device.index)
     buf = buffers(key, group, me, [("a", (2, M, K), torch.bfloat16), ("flags", (world,), torch.uint32)])
     ops = side_stream(device)
     if "need" not in buf.mine:
@@ -190,7 +191,7 @@ def rs_push(ck, device, group, me, world, M, N, BN, k_major):
 
     from .dist_rs_walk import shard_tile_rows
 
-    key = ("rs", getattr(group, "group_name", str(id(group))), M, N, BN, device.index)
+    key = ("rs", M, N, BN, device.index)
     buf = buffers(key, group, me, [("r", (M // world, N), torch.bfloat16),
                                    ("flags", (shard_tile_rows(M, world), -(-N // BN)), torch.uint32),
                                    ("sig", (world,), torch.uint32)])
@@ -223,7 +224,7 @@ def rs_copy_engine(ck, device, group, me, world, M, N, BN, split, k_major):
     from .dist_rs_walk import chunk_halves, chunk_shard_rows
 
     rows = chunk_shard_rows(M, world, RS_CHUNKS)
-    key = ("rs-ce", getattr(group, "group_name", str(id(group))), M, N, BN, RS_CHUNKS, device.index)
+    key = ("rs-ce", M, N, BN, RS_CHUNKS, device.index)
     buf = buffers(key, group, me, [("s", (M // world, N), torch.bfloat16), ("flags", (len(rows),), torch.uint32),
                                    ("sig", (world,), torch.uint32)])
     ops = side_stream(device)
