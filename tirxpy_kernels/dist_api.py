@@ -69,8 +69,12 @@ def _tensor(t, name, shape_text, like=None, like_name=""):
     if like is not None and t.device != like.device:
         raise DistArgumentError(f"{name} is on {t.device} and {like_name} on {like.device}: pass both on this rank's "
                                 "GPU")
-    if t.data_ptr() % 16:
-        raise DistArgumentError(f"{name} starts {t.data_ptr() % 16} bytes past a 16-byte boundary (a view at an odd "
+    ptr = _address(t)
+    if ptr is None:
+        raise DistArgumentError(f"{name} has no data pointer (a tensor subclass without storage); pass a plain "
+                                "torch tensor")
+    if ptr % 16:
+        raise DistArgumentError(f"{name} starts {ptr % 16} bytes past a 16-byte boundary (a view at an odd "
                                 f"offset); the kernel's TMA loads need 16-byte aligned rows: pass {name}.clone()")
 
 
@@ -78,6 +82,9 @@ def _current_device(t, name):
     """``t`` is on the current CUDA device, where the symmetric buffers are made and the kernel runs."""
     import torch
 
+    if not torch.cuda.is_available():
+        raise DistArgumentError(f"{name} is on {t.device}, but torch sees no CUDA device in this process; run on the "
+                                "GPU machine, one process per GPU (torchrun)")
     if t.device.index != torch.cuda.current_device():
         raise DistArgumentError(f"{name} is on {t.device} but the current device is "
                                 f"cuda:{torch.cuda.current_device()}, where this rank's buffers and kernel live: call "
@@ -164,7 +171,18 @@ def _call_key(op, group, x, y, out, options):
         return None
     if any(type(v) not in _KEYED for v in options):
         return None
-    return (op, id(group), options, kx, x.data_ptr(), ky, y.data_ptr(), None if out is None else (ko, out.data_ptr()))
+    px, py, po = _address(x), _address(y), None if out is None else _address(out)
+    if px is None or py is None or (out is not None and po is None):
+        return None
+    return (op, id(group), options, kx, px, ky, py, None if out is None else (ko, po))
+
+
+def _address(t):
+    """``t.data_ptr()``, or None for a tensor without one (a wrapper subclass with no storage)."""
+    try:
+        return t.data_ptr()
+    except (RuntimeError, NotImplementedError, TypeError):
+        return None
 
 
 def _repeat(key, group):
