@@ -93,3 +93,27 @@ def test_a_kept_run_is_taken_only_while_its_group_is_the_live_one(tmp_path):
         dist.destroy_process_group()
     assert _repeat(key, None) is None and _repeat(key, world) is None     # no process group: checked again
     del _CALLS._entries[key]
+
+
+class _NoPointer(torch.Tensor):
+    """A tensor subclass claiming a CUDA device whose data pointer cannot be read (as a functorch batched tensor's)."""
+
+    @staticmethod
+    def __new__(cls, shape):
+        return torch.Tensor._make_wrapper_subclass(cls, shape, dtype=torch.bfloat16, device="cuda")
+
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+        raise NotImplementedError(f"{func}")
+
+    def data_ptr(self):
+        raise RuntimeError("Cannot access data pointer of Tensor that doesn't have storage")
+
+
+def test_a_tensor_without_a_data_pointer_gets_no_key_and_a_typed_error():
+    from tirxpy_kernels.dist_api import _call_key, _tensor
+
+    t = _NoPointer((256, 128))
+    assert _call_key("ag", None, t, torch.zeros(128, 64), None, (None, "copy_engine")) is None
+    with pytest.raises(DistArgumentError, match="a_shard has no data pointer .* pass a plain torch tensor"):
+        _tensor(t, "a_shard", "(M / world, K)")
