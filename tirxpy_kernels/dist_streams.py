@@ -15,9 +15,11 @@ Addresses are ints (``tensor.data_ptr()`` plus a byte offset); streams are raw h
 (``torch.cuda.Stream.cuda_stream``). A call the driver refuses raises ``error`` (the class given) naming the
 operation, the driver's error and ``fallback``, what to pass instead.
 
-    >>> ops = StreamOps(0, ValueError, "transfer='push'", lib=object())    # nothing reaches the driver yet
-    >>> ops.fallback
-    "transfer='push'"
+    >>> class Driver:                    # a stand-in libcuda: every entry point succeeds (returns 0)
+    ...     def __getattr__(self, name):
+    ...         return lambda *args: 0
+    >>> ops = StreamOps(7, ValueError, "transfer='push'", events=(1, 2), lib=Driver())
+    >>> ops.write(4096, 3)               # cuStreamWriteValue32 on stream 7: flag at address 4096 := 3
 """
 from __future__ import annotations
 
@@ -34,51 +36,42 @@ _ARGS = {"wait": [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint32, ctypes.c_ui
          "record": [ctypes.c_void_p, ctypes.c_void_p], "wait_event": [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint]}
 
 
-def libcuda():
-    """libcuda opened with ctypes (PyDLL: a call of a microsecond keeps the GIL), or None where it cannot be."""
-    try:
-        return ctypes.PyDLL("libcuda.so.1")
-    except OSError:
-        return None
-
-
 class StreamOps:
     """Flag waits, flag writes, copies and joins on one CUDA stream (``stream``: its raw handle). ``events``: two
-    event handles on the stream's device, for :meth:`follow` and :meth:`join` (None: those two are unavailable).
-    ``lib``: the driver library (default: :func:`libcuda`); a stand-in in tests."""
+    event handles on the stream's device, for :meth:`follow` and :meth:`join`. ``lib``: the driver library
+    (default: :func:`tirxpy.lower.device.libcuda`); a stand-in in tests."""
 
     def __init__(self, stream: int, error: type, fallback: str, *, events=None, lib=None):
+        from tirxpy.lower.device import libcuda
+
         self.error, self.fallback = error, fallback
         self._stream, self._events = stream, events
         lib = libcuda() if lib is None else lib
         if lib is None:
             raise error(f"libcuda.so.1 cannot be opened with ctypes, which the copy-engine transfer calls; pass "
                         f"{fallback} to move the data with the kernel's own warps")
-        self._lib, self._fns = lib, None
-
-    def _fn(self, op):
-        if self._fns is None:
-            fns = {}
-            for name, entry in ENTRY.items():
-                fn = getattr(self._lib, entry)
-                if hasattr(fn, "argtypes"):          # a ctypes function (not a test's stand-in)
-                    fn.argtypes, fn.restype = _ARGS[name], ctypes.c_int
-                fns[name] = fn
-            self._fns = fns
-        return self._fns[op]
+        self._lib = lib
+        fns = {}
+        for name, entry in ENTRY.items():
+            fn = getattr(lib, entry)
+            if hasattr(fn, "argtypes"):          # a ctypes function (not a test's stand-in)
+                fn.argtypes, fn.restype = _ARGS[name], ctypes.c_int
+            fns[name] = fn
+        self._wait, self._write, self._copy = fns["wait"], fns["write"], fns["copy"]
+        self._record, self._wait_event = fns["record"], fns["wait_event"]
 
     def wait_geq(self, flag: int, value: int) -> None:
-        err = self._fn("wait")(self._stream, flag, value, GEQ)
+        err = self._wait(self._stream, flag, value, GEQ)
         if err:
             self._fail("cuStreamWaitValue32 on a flag", err)
 
     def write(self, flag: int, value: int) -> None:
-        err = self._fn("write")(self._stream, flag, value, WRITE_DEFAULT)
+        err = self._write(self._stream, flag, value, WRITE_DEFAULT)
         if err:
             self._fail("cuStreamWriteValue32 on a flag", err)
 
     def copy(self, dst: int, src: int, nbytes: int) -> None:
-        err = self._fn("copy")(dst, src, nbytes, self._stream)
+        err = self._copy(dst, src, nbytes, self._stream)
         if err:
             self._fail(f"cuMemcpyDtoDAsync of {nbytes} bytes", err)
 
@@ -90,9 +83,9 @@ class StreamOps:
 
     def _order(self, event, first, then):
         """Stream ``then`` waits for the work queued on stream ``first`` so far (``event`` recorded on ``first``)."""
-        err = self._fn("record")(event, first)
+        err = self._record(event, first)
         if not err:
-            err = self._fn("wait_event")(then, event, 0)
+            err = self._wait_event(then, event, 0)
         if err:
             self._fail("an event wait between the caller's stream and the side stream", err)
 

@@ -78,8 +78,8 @@ def test_a_refused_record_skips_the_wait():
 
 
 def test_without_libcuda_the_error_names_the_fallback(monkeypatch):
-    import tirxpy_kernels.dist_streams as ds
+    import tirxpy.lower.device as device
 
-    monkeypatch.setattr(ds, "libcuda", lambda: None)
+    monkeypatch.setattr(device, "libcuda", lambda: None)
     with pytest.raises(LookupError, match="libcuda.so.1 cannot be opened with ctypes.*pass transfer='push'"):
         StreamOps(1, LookupError, "transfer='push'")

@@ -64,6 +64,23 @@ def ensure_context(device_index: int | None = None) -> int:
     return idx
 
 
+_LIBCUDA: list = []
+
+
+def libcuda():
+    """libcuda opened once with ctypes as a ``PyDLL`` (a call of a few microseconds keeps the GIL: no release /
+    re-acquire around it), or None where it cannot be opened this way; every ctypes call of the driver (the
+    launcher's ``cuLaunchKernelEx`` among them) goes through this one handle."""
+    if not _LIBCUDA:
+        import ctypes  # noqa: PLC0415
+
+        try:
+            _LIBCUDA.append(ctypes.PyDLL("libcuda.so.1"))
+        except OSError:
+            _LIBCUDA.append(None)
+    return _LIBCUDA[0]
+
+
 def stream_getter():
     """``f(device_index) -> int``: the raw handle of torch's current stream on that device (torch's own
     accessor where it has one: a call of well under a microsecond)."""

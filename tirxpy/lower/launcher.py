@@ -10,7 +10,7 @@ from __future__ import annotations
 import ctypes
 from typing import TYPE_CHECKING, Sequence
 
-from .device import _check, _driver, ensure_context
+from .device import _check, _driver, ensure_context, libcuda
 from .errors import LaunchError
 from .packer import ArgPacker
 from .params import ParamSpec, _infer_specs
@@ -73,16 +73,17 @@ _LAUNCH_EX = []
 
 
 def _launch_ex_ctypes():
-    """libcuda's ``cuLaunchKernelEx`` as a ctypes function that keeps the GIL (PyDLL: no release /
-    re-acquire around a call of a few microseconds), or None where libcuda cannot be opened this way."""
+    """libcuda's ``cuLaunchKernelEx`` as a ctypes function of :func:`~tirxpy.lower.device.libcuda` (it keeps the
+    GIL), or None where libcuda cannot be opened this way."""
     if not _LAUNCH_EX:
-        fn = None
-        try:
-            fn = ctypes.PyDLL("libcuda.so.1").cuLaunchKernelEx
-            fn.argtypes = [ctypes.c_void_p] * 4
-            fn.restype = ctypes.c_int
-        except (OSError, AttributeError):
-            fn = None
+        lib, fn = libcuda(), None
+        if lib is not None:
+            try:
+                fn = lib.cuLaunchKernelEx
+                fn.argtypes = [ctypes.c_void_p] * 4
+                fn.restype = ctypes.c_int
+            except AttributeError:
+                fn = None
         _LAUNCH_EX.append(fn)
     return _LAUNCH_EX[0]
 
