@@ -37,7 +37,7 @@ from tirxpy.lang.schedule import cdiv
 from .checks import dense_tensor, overlaps
 from .errors import KernelConfigError
 from .gemm_api import GemmArgumentError, _device, _sm_count, _tile
-from .gemm_fp8_plan import BLOCK_SCALE, FP8_DTYPES
+from .gemm_fp8_plan import BLOCK_SCALE, FP8_DTYPES, choose_block_tile
 from .gemm_plan import OUT_DTYPES, TARGET, check_config, check_options
 from .gemm_sm90 import gemm_sm90
 from .launch_cache import LaunchCache, compiled
@@ -152,12 +152,12 @@ def _padded(M, N, K, out_dtype, BN):
 
 
 def _plan(M, N, K, out_dtype, scaling, bias, tuning, sms):
-    """The kernel options for this problem: the block scaling's 128-wide cooperative tile (the one whose k-blocks
-    run over two scratch accumulators, :func:`tirxpy_kernels.gemm_fp8_plan.block_part`), otherwise the 16-bit kernel's
-    tile choice for the same bytes per k-block (``K / 2``)."""
+    """The kernel options for this problem: the block scaling's cooperative tile of
+    :func:`tirxpy_kernels.gemm_fp8_plan.choose_block_tile`, otherwise the 16-bit kernel's tile choice for the same
+    bytes per k-block (``K / 2``)."""
     tuning = dict(tuning)
     if scaling == "block":
-        tuning.setdefault("BN", BLOCK_SCALE)
+        tuning.setdefault("BN", choose_block_tile(M, N, K, sms))
         tuning.setdefault("PINGPONG", False)
         return tuning
     return _tile(tuning, M, N, cdiv(K, 2), sms, "K", bias, None, from_torch(out_dtype).name)
@@ -339,7 +339,8 @@ def gemm_fp8(a, b, scale_a, scale_b, out=None, *, bias=None, out_dtype=None, sca
     :func:`tirxpy_kernels.gemm_sm90.gemm_sm90` (``BN``, ``STAGES``, ``group``, ``DEFER``, ``PINGPONG``,
     ``PDL``, ``SPLIT``, ``sms``; for the block scaling also ``PART`` and ``PASS``,
     :func:`tirxpy_kernels.gemm_fp8_plan.block_part` and :func:`tirxpy_kernels.gemm_fp8_plan.check_pass`); by default the
-    per-tensor and row-wise scalings take the 16-bit GEMM's tile choice and the block scaling 128-wide tiles.
+    per-tensor and row-wise scalings take the 16-bit GEMM's tile choice and the block scaling
+    :func:`tirxpy_kernels.gemm_fp8_plan.choose_block_tile`'s width (128 or 192).
 
     A call like an earlier checked one (shapes, strides, dtypes, device, options) skips the checks and the
     planning; where every tensor goes to the kernel as it is (:func:`_direct`: no padding, scales in the

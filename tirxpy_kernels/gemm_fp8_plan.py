@@ -6,6 +6,8 @@ and the block scaling's k-loop shape (parts, scratch accumulators, passes). Plai
 """
 from __future__ import annotations
 
+from tirxpy.lang.schedule import cdiv, persistent_units
+
 from .errors import KernelConfigError
 
 FP8_DTYPES = ("float8_e4m3", "float8_e5m2")
@@ -14,6 +16,7 @@ FP8_DTYPES = ("float8_e4m3", "float8_e5m2")
 # every k-block); 16-bit inputs take none
 SCALINGS = (None, "tensor", "row", "block")
 BLOCK_SCALE = 128      # the K (and B's N) extent of one block scale
+WHOLE_PART_MAX = 192   # the widest whole-tile part: its scratch and the tile's accumulator, BN / 2 registers each
 
 
 def scale_bytes(BM, scaling):
@@ -29,27 +32,31 @@ def scale_bytes(BM, scaling):
 def block_part(BN, PART=None):
     """The width of one part of a block-scaled tile's per-k-block product (``scaling="block"``): each
     k-block's wgmma runs ``BN / PART`` column parts, each into a scratch accumulator of ``PART`` columns
-    that is promoted (times its scales) into the float32 tile. ``BN`` is a multiple of 64 and ``PART`` (64 or
-    128) divides both ``BN`` and 128, so a part lies inside one 128-column block of B's scales. Default: 128
-    for ``BN = 128`` (one part, k-blocks in pairs), else 64.
+    that is promoted (times its scales) into the float32 tile. ``BN`` is a multiple of 64; ``PART`` is 64 or
+    128 dividing both ``BN`` and 128 (a part inside one 128-column block of B's scales), or ``BN`` itself up to
+    192 (one whole-tile part, promoted segment by segment: :attr:`~tirxpy_kernels.gemm_plan.GemmPlan.scale_cols`).
+    Default: 128 for ``BN = 128`` (one part, k-blocks in pairs), ``BN`` for 192, else 64.
 
-        >>> block_part(256), block_part(128), block_part(192, 64)
-        (64, 128, 64)
-        >>> block_part(192, 128)
+        >>> block_part(256), block_part(128), block_part(192, 64), block_part(192)
+        (64, 128, 64, 192)
+        >>> block_part(256, 256)
         Traceback (most recent call last):
         ...
-        tirxpy_kernels.errors.KernelConfigError: gemm_sm90: PART = 128 must divide both BN = 192 and 128 (a part of a block-scaled tile lies inside one 128-column block scale of B) and be at least 64: use PART = 64
+        tirxpy_kernels.errors.KernelConfigError: gemm_sm90: PART = 256 must divide both BN = 256 and 128 (a part of a block-scaled tile lies inside one 128-column block scale of B) and be at least 64, or be BN up to 192 (one whole-tile part): use PART = 128 or 64
     """
     if BN % 64:
         raise KernelConfigError(f"gemm_sm90: scaling='block' takes BN = 64, 128, 192 or 256 (whole 64-column parts), "
                                 f"got BN = {BN}")
     if PART is None:
-        return BLOCK_SCALE if BN == BLOCK_SCALE else 64
-    if not (type(PART) is int and PART in (64, 128) and BN % PART == 0):
+        return BN if BN in (BLOCK_SCALE, 192) else 64
+    if not (type(PART) is int and ((PART in (64, 128) and BN % PART == 0) or PART == BN <= WHOLE_PART_MAX)):
         fits = [p for p in (128, 64) if BN % p == 0]
+        if BN <= WHOLE_PART_MAX and BN not in fits:
+            fits.insert(0, BN)
         raise KernelConfigError(f"gemm_sm90: PART = {PART!r:.40} must divide both BN = {BN} and {BLOCK_SCALE} (a part of a "
-                                f"block-scaled tile lies inside one {BLOCK_SCALE}-column block scale of B) and be at least 64: "
-                                "use PART = " + " or ".join(str(p) for p in fits))
+                                f"block-scaled tile lies inside one {BLOCK_SCALE}-column block scale of B) and be at least 64, "
+                                f"or be BN up to {WHOLE_PART_MAX} (one whole-tile part): use PART = "
+                                + " or ".join(str(p) for p in fits))
     return PART
 
 
@@ -67,10 +74,10 @@ def part_buffers(BN, PART):
 def check_pass(scaling, BN, PART, PASS=None):
     """The block scaling's k-blocks per pass of the k-loop, resolved: an int ``PASS`` in [1, 16] (each pass is
     unrolled). Within a pass each part's wgmma runs while the previous part is promoted (with two scratch
-    accumulators), and a pass ends with every wgmma waited for. Default: 16 for a tile of one part over two
-    accumulators, else 2. Other scalings take none (None).
+    accumulators), and a pass ends with every wgmma waited for. Default: 16 for a tile of one part, else 2.
+    Other scalings take none (None).
 
-        >>> check_pass("block", 128, 128), check_pass("block", 256, 64), check_pass("block", 128, 128, 3)
+        >>> check_pass("block", 128, 128), check_pass("block", 256, 64), check_pass("block", 192, 192, 3)
         (16, 2, 3)
         >>> check_pass("block", 128, 128, 17)
         Traceback (most recent call last):
@@ -82,11 +89,43 @@ def check_pass(scaling, BN, PART, PASS=None):
             raise KernelConfigError(f"gemm_sm90: PASS = {PASS!r:.40} applies to scaling='block' only: leave it unset")
         return None
     if PASS is None:
-        return 16 if PART == BN and part_buffers(BN, PART) == 2 else 2
+        return 16 if PART == BN else 2
     if not (type(PASS) is int and 1 <= PASS <= 16):
         raise KernelConfigError(f"gemm_sm90: PASS = {PASS!r:.40} must be an int in [1, 16] (k-blocks per pass of "
                                 "the block-scaled k-loop, each pass unrolled)")
     return PASS
+
+
+# The block-scaled tile widths gemm_fp8 chooses from, each as one part: 128 over two scratch accumulators (a
+# k-block's wgmma runs while the previous one is promoted) and 192 over one (the other consumer's wgmma runs
+# while it is promoted), with the 192-wide tile's throughput per column relative to the 128-wide one's; and the
+# exposed time per tile (epilogue, pipeline turn) in k-blocks of a 128-wide tile. The rule they encode: 192 where
+# its fewer tiles fill the persistent grid's rounds better (N = 2112, 24576 x 1536), 128 elsewhere. Fitted to
+# same-process runs on the H100 (docs/performance.md).
+_BLOCK_EFFICIENCY = {128: 1.0, 192: 0.95}
+_BLOCK_TILE_OVERHEAD = 4.7
+
+
+def block_tile_cost(M, N, K, BN, sms):
+    """Estimated time of the block-scaled persistent schedule at tile width ``BN`` (128 or 192), in 128-wide
+    tiles' k-blocks: rounds (``ceil(tiles / CTAs)``) times a tile's k-blocks times ``BN / 128`` over the width's
+    efficiency, plus the per-tile overhead.
+
+        >>> round(block_tile_cost(4096, 2112, 7168, 128, 132)), round(block_tile_cost(4096, 2112, 7168, 192, 132))
+        (304, 279)
+    """
+    tiles = cdiv(M, 128) * cdiv(N, BN)
+    rounds = cdiv(tiles, persistent_units(tiles, sms, 1))
+    return rounds * (cdiv(K, BLOCK_SCALE) * BN / BLOCK_SCALE / _BLOCK_EFFICIENCY[BN] + _BLOCK_TILE_OVERHEAD)
+
+
+def choose_block_tile(M, N, K, sms):
+    """The block scaling's tile width with the least :func:`block_tile_cost` (the narrower one on a tie).
+
+        >>> choose_block_tile(8192, 8192, 8192, 132), choose_block_tile(4096, 2112, 7168, 132)
+        (128, 192)
+    """
+    return min(_BLOCK_EFFICIENCY, key=lambda bn: (block_tile_cost(M, N, K, bn, sms), bn))
 
 
 def check_scaling(dtype, scaling, a_major="K", b_major="K", BN=256, CM=1, PINGPONG=False, SPLIT=None, PART=None):

@@ -530,27 +530,39 @@ class GemmPlan:
         return self.BN // self.part
 
     @property
+    def scale_seg(self):
+        """Block scaling: the columns of the tile one B block scale covers in every tile: 128 when ``BN`` is a
+        multiple of 128 (tiles start on a block), else 64 (a tile may start mid-block)."""
+        return BLOCK_SCALE if self.BN % BLOCK_SCALE == 0 else 64
+
+    @property
     def scale_cols(self):
-        """Block scaling: the column offsets in the tile of the B block scales a consumer holds per k-block: one
-        per 128 columns when ``BN`` is a multiple of 128 (tiles start on a block), else one per part (a tile may
-        start mid-block).
+        """Block scaling: the column offsets in the tile of the B block scales a consumer holds per k-block, one
+        per :attr:`scale_seg` columns.
 
             >>> kernel_plan(256, 256, 256, BN=256, dtype="float8_e4m3", scaling="block").scale_cols
             (0, 128)
             >>> kernel_plan(256, 384, 256, BN=192, dtype="float8_e4m3", scaling="block").scale_cols
             (0, 64, 128)
         """
-        if self.BN % BLOCK_SCALE == 0:
-            return tuple(range(0, self.BN, BLOCK_SCALE))
-        return tuple(range(0, self.BN, self.part))
+        return tuple(range(0, self.BN, self.scale_seg))
 
     def pass_units(self, nb):
         """Block scaling: the ``(k-block of the pass, part)`` pairs of a pass of ``nb`` k-blocks, in issue order."""
         return [(l, p) for l in range(nb) for p in range(self.parts)]
 
-    def part_slot(self, p):
-        """Which of :attr:`scale_cols` scales part ``p`` (the one whose block holds its columns)."""
-        return p * self.part // BLOCK_SCALE if self.BN % BLOCK_SCALE == 0 else p
+    def part_segments(self, p):
+        """Block scaling: ``(first column in the part, width, scale slot)`` of each run of part ``p``'s columns
+        that one of :attr:`scale_cols` scales (a part lies in one block, or a whole-tile part spans several).
+
+            >>> kernel_plan(256, 384, 256, BN=192, dtype="float8_e4m3", scaling="block", PART=192).part_segments(0)
+            [(0, 64, 0), (64, 64, 1), (128, 64, 2)]
+            >>> kernel_plan(256, 256, 256, BN=256, dtype="float8_e4m3", scaling="block").part_segments(3)
+            [(0, 64, 1)]
+        """
+        lo, hi = p * self.part, (p + 1) * self.part
+        return [(max(lo, c) - lo, min(hi, c + self.scale_seg) - max(lo, c), q) for q, c in enumerate(self.scale_cols)
+                if c < hi and c + self.scale_seg > lo]
 
 
 def kernel_plan(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", dtype="bfloat16", out_dtype="bfloat16",

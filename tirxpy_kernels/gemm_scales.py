@@ -19,8 +19,9 @@ scales, never the FP8 operands. Three scalings (:data:`tirxpy_kernels.gemm_fp8_p
   windows of 32 k-blocks, one k-block per lane, loaded a window ahead (:func:`load_b_window`); it runs the
   k-block's wgmma in column parts into scratch accumulators, and once a part is waited for multiplies its
   rows' scales of the k-block from the stage by B's (:func:`stage_row_scales`) and adds the part, times those
-  scales, into the float32 tile (:func:`promote`): partial sums leave the FP8 wgmma's narrow accumulator every
-  128 of K.
+  scales, into the float32 tile (:func:`promote`; a whole-tile part spanning several column blocks run by run,
+  :meth:`~tirxpy_kernels.gemm_plan.GemmPlan.part_segments`): partial sums leave the FP8 wgmma's narrow
+  accumulator every 128 of K.
 
 A ``(64, 1)`` column of row scales is held the way the wgmma accumulator holds its rows
 (:func:`row_layout`: rows ``16 w + 8 h + lane / 4`` in slot ``h``, replicated over ``lane % 4``), so

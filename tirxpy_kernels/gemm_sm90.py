@@ -294,7 +294,8 @@ def block_retire(P, ring, acc, tmp, SC, i, c, n0, k, l, p, pending):
     if p == P.parts - 1:
         if T.lane_id() == 0:
             ring.release(g)
-    promote(P, SC, acc[:, p * P.part:p * P.part + P.part], tmp, k, SC.srows[P.part_slot(p)])
+    for o, w, q in P.part_segments(p):
+        promote(P, SC, acc[:, p * P.part + o:p * P.part + o + w], tmp[:, o:o + w], k, SC.srows[q])
     if p == P.parts - 1:
         advance_b_window(P, SC, n0, k)
 

@@ -3,14 +3,19 @@ the simulator at ragged shapes against the float64 product of the dequantized op
 on meta tensors, and on the GPU against float64 with NaN-poisoned outputs (outliers, ragged M / N / K,
 bias, every output dtype, e5m2), the block scaling's error at K = 16384 against cuBLAS's per-tensor one."""
 import dataclasses
+import itertools
 
 import pytest
 import torch
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 import tirxpy_kernels
 from tirxpy.sim import run
 from tirxpy_kernels.bench_fp8 import reference
-from tirxpy_kernels.gemm_fp8_api import Fp8ArgumentError, _scale_args, check, scales
+from tirxpy_kernels.errors import KernelConfigError
+from tirxpy_kernels.gemm_fp8_api import Fp8ArgumentError, _checked_plan, _scale_args, check, scales
+from tirxpy_kernels.gemm_fp8_plan import BLOCK_SCALE, block_part, block_tile_cost, choose_block_tile
 from tirxpy_kernels.gemm_plan import kernel_plan
 from tirxpy_kernels.gemm_sm90 import build, gemm_sm90, scale_shapes
 
@@ -42,7 +47,8 @@ def _scales(scaling, M, N, K, g):
     (200, 200, 272, "tensor", 192, "bfloat16", False, E5M2, E5M2, {}),  # a 192-wide tile, ragged M, N, K
     (130, 400, 272, "block", 256, "bfloat16", False, E4M3, E4M3, {}),  # two B scales per tile, 4 parts in 2 buffers
     (130, 300, 400, "block", 256, "float32", True, E4M3, E4M3, {"PART": 128}),     # 2 parts in one buffer, bias
-    (136, 440, 272, "block", 192, "bfloat16", False, E4M3, E4M3, {}),  # tiles starting mid-block (n0 = 192)
+    (136, 440, 272, "block", 192, "bfloat16", False, E4M3, E4M3, {}),  # one whole-tile part, tiles starting mid-block
+    (130, 440, 400, "block", 192, "float32", True, E4M3, E4M3, {"PART": 64}),     # three 64-column parts, two buffers
     (130, 200, 272, "block", 128, "bfloat16", False, E4M3, E4M3, {"PART": 64}),    # two parts of a 128-wide tile
     (130, 200, 672, "block", 128, "bfloat16", False, E4M3, E4M3, {"PASS": 16}),    # 6 k-blocks: a short pass
 ])
@@ -56,6 +62,41 @@ def test_block_scales_cross_windows_of_b_scales_in_the_simulator():
     third window and end on a short pass; one CTA takes both tiles, whose column blocks differ, so the second
     tile's first window is the one loaded under the first tile's epilogue."""
     _sim_case(128, 200, 1232, "block", 128, "bfloat16", False, E4M3, E4M3, {"PASS": 3}, b_window=4, sms=1)
+
+
+@settings(max_examples=200, deadline=None)
+@given(BN=st.sampled_from([64, 128, 192, 256]), part=st.sampled_from([64, 128, 192, 256]), j=st.integers(0, 40))
+def test_block_parts_promote_each_column_with_its_own_block_scale(BN, part, j):
+    """For every tile start ``n0 = j BN`` each promoted run of a part's columns lies inside one 128-column block of
+    B's scales, and the scale slot it takes is that block's; the runs cover each part once, in order."""
+    try:
+        part = block_part(BN, part)
+    except KernelConfigError:
+        assume(False)
+    P = kernel_plan(128, 128 * 64, 256, BN=BN, dtype="float8_e4m3", scaling="block", PART=part)
+    n0 = j * BN
+    for p in range(P.parts):
+        runs = P.part_segments(p)
+        assert [o for o, _, _ in runs] == [0] + list(itertools.accumulate(w for _, w, _ in runs))[:-1]
+        assert sum(w for _, w, _ in runs) == part
+        for o, w, q in runs:
+            first, last = n0 + p * part + o, n0 + p * part + o + w - 1
+            assert first // BLOCK_SCALE == last // BLOCK_SCALE == (n0 + P.scale_cols[q]) // BLOCK_SCALE
+
+
+def test_choose_block_tile_takes_the_width_with_fewer_exposed_rounds():
+    """The block scaling's default width is the one of least estimated time: 192 where 128-wide tiles leave a
+    nearly empty last round (N = 2112: 544 tiles = 4.12 rounds of 132 against 352 = 2.67), 128 where both fill
+    their rounds alike; each cost grows with the rounds it runs."""
+    assert choose_block_tile(4096, 2112, 7168, 132) == 192
+    assert choose_block_tile(4096, 4096, 4096, 132) == 128
+    assert choose_block_tile(8192, 8192, 8192, 132) == 128
+    for bn in (128, 192):
+        assert block_tile_cost(4096, 8192, 4096, bn, 132) > block_tile_cost(4096, 4096, 4096, bn, 132)
+        assert block_tile_cost(4096, 4096, 8192, bn, 132) > block_tile_cost(4096, 4096, 4096, bn, 132)
+    a = torch.empty(0, dtype=E4M3, device="meta")
+    assert _checked_plan(4096, 2112, 7168, a, torch.bfloat16, "block", False, {}, 132)[0]["BN"] == 192
+    assert _checked_plan(4096, 2112, 7168, a, torch.bfloat16, "block", False, {"BN": 128}, 132)[0]["BN"] == 128
 
 
 def test_row_scales_follow_each_tile_in_the_ping_pong_schedule():
@@ -133,6 +174,8 @@ def test_scalings_read_from_the_scale_shapes():
      "scaling='block' takes BN = 64, 128, 192 or 256"),
     ((A, W.t(), torch.empty(256, 4, device="meta"), torch.empty(4, 3, device="meta")), dict(BN=192, PART=128),
      "PART = 128 must divide both BN = 192 and 128"),
+    ((A, W.t(), torch.empty(256, 4, device="meta"), torch.empty(4, 3, device="meta")), dict(BN=256, PART=256),
+     "or be BN up to 192 (one whole-tile part): use PART = 128 or 64"),
     ((A, W.t(), torch.empty(256, 4, device="meta"), torch.empty(4, 3, device="meta")), dict(PART="64"),
      "PART must be an int"),
     ((A, W.t(), S0, S0), dict(PART=64), "PART = 64 applies to scaling='block' only"),
