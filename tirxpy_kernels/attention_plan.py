@@ -48,7 +48,8 @@ class AttentionPlan:
     - ``dispatch``: the wgmma variant of the matrix products (``"wgmma_folded"`` with ``fold``);
     - ``varlen``: packed variable-length sequences (:func:`plan`'s ``VARLEN``): ``B`` sequences whose starts
       and lengths the kernel reads from ``cu_seqlens``, ``SQ`` / ``SK`` their longest; ``xq``: the window of
-      the output views (:func:`varlen_window` of ``SQ``; 0 without ``VARLEN``)."""
+      the output views (:func:`varlen_window` of ``SQ``; 0 without ``VARLEN``); ``per_cta``: the query tiles of
+      one sequence a ``VARLEN`` CTA takes (:func:`plan`'s ``PAIRS``: 2, else 1)."""
     B: int
     H: int
     HKV: int
@@ -89,6 +90,7 @@ class AttentionPlan:
     dispatch: str | None
     varlen: bool = False
     xq: int = 0
+    per_cta: int = 1
 
     def __getitem__(self, name):
         if name not in _FIELDS:
@@ -247,8 +249,8 @@ def _check_staging(OSTAGE, PERSIST, BN, BM, D, smem, own_fits):
         raise KernelConfigError(f"attention_sm90: OSTAGE='kv' stages consumer 0's O rows over the last K stage and consumer "
                                 f"1's over the last V stage: it needs BN >= 64 (got BN={BN})")
     if OSTAGE == "own" and not PERSIST:
-        raise KernelConfigError("attention_sm90: OSTAGE='own' is for persistent CTAs (PERSIST=True); one tile per CTA "
-                                "stages O over Q, which needs no buffer of its own")
+        raise KernelConfigError("attention_sm90: OSTAGE='own' is for CTAs of several tiles (PERSIST=True, or VARLEN with "
+                                "PAIRS); one tile per CTA stages O over Q, which needs no buffer of its own")
     if OSTAGE == "own" and not own_fits:
         raise KernelConfigError(f"attention_sm90: OSTAGE='own' stages O in its own ({BM} x {D}) buffer, {smem + BM * D * 2} "
                                 f"bytes of shared memory in all, over the {SMEM_LIMIT} a CTA may have: use OSTAGE='q', "
@@ -270,7 +272,7 @@ def _check_chain(CHAIN, PERSIST, OSTAGE, BM, D, chain_smem):
 
 def plan(B, H, HKV, SQ, SK, D, dtype="bfloat16", BN=None, STAGES=None, NC=None, causal=False, PINGPONG=None,
          PERSIST=None, CHAIN=None, sms=TARGET.sm_count, OSTAGE=None, LAZY=None, TRIM=None, TAIL=None,
-         FOLD=None, VARLEN=False) -> AttentionPlan:
+         FOLD=None, VARLEN=False, PAIRS=None) -> AttentionPlan:
     """The checked :class:`AttentionPlan` of one problem. Every option left ``None`` takes its default rule:
 
     - ``BN``, ``STAGES``, ``NC``: :func:`default_config`, :func:`default_stages`;
@@ -289,18 +291,27 @@ def plan(B, H, HKV, SQ, SK, D, dtype="bfloat16", BN=None, STAGES=None, NC=None, 
       ``TAIL``: :func:`default_tail`; ``FOLD``: :func:`default_fold` (what each does:
       :func:`tirxpy_kernels.attention_sm90.attention_sm90`);
     - ``VARLEN``: ``B`` packed sequences of at most ``SQ`` query / ``SK`` key rows, each tile's start and length
-      read from ``cu_seqlens`` (:mod:`tirxpy_kernels.attention_varlen_api`): one tile per CTA (``PERSIST`` False);
-      ``grid`` here is the bound ``(ceil(SQ / BM), H, B)``, and :func:`tirxpy_kernels.attention_sm90.attention_sm90`
-      launches one CTA per head and slot of the tile map (:func:`tirxpy_kernels.attention_walk.varlen_slots`).
+      read from ``cu_seqlens`` (:mod:`tirxpy_kernels.attention_varlen_api`), not persistent (``PERSIST`` False):
+      each CTA takes one slot of the tile map, whose CTAs the hardware deals out as SMs free up; ``grid`` here is
+      the bound ``(ceil(SQ / BM), H, B)``, and :func:`tirxpy_kernels.attention_sm90.attention_sm90` launches one
+      CTA per head and slot (:func:`tirxpy_kernels.attention_walk.varlen_slots`);
+    - ``PAIRS`` (``VARLEN``; default where O's own buffer fits, head dims 64 / 128): a slot holds two query tiles of
+      one sequence, its ``j``-th from the last and its ``j``-th (about equal work under a causal mask), run one
+      after the other with O staged in its own buffer (``OSTAGE="own"``), so the second tile's Q and first K / V
+      load under the first one's last blocks and epilogue, and a CTA's fixed costs are paid once per two tiles.
 
         >>> plan(3, 16, 16, 2048, 2048, 128, VARLEN=True).grid
         (16, 16, 3)
     """
     check_options(BN, STAGES, NC, PINGPONG, PERSIST, CHAIN, sms, OSTAGE, LAZY, TRIM, TAIL, FOLD)
     VARLEN = flag_option("attention_sm90", "VARLEN", VARLEN)
+    PAIRS = flag_option("attention_sm90", "PAIRS", PAIRS, none=True)
+    if PAIRS and not VARLEN:
+        raise KernelConfigError("attention_sm90: PAIRS puts two query tiles of a packed sequence in one slot of the VARLEN "
+                                "tile map: pass VARLEN=True, or leave PAIRS unset")
     if VARLEN and PERSIST:
-        raise KernelConfigError("attention_sm90: VARLEN runs one tile per CTA (each CTA reads its sequence's start "
-                                "and length); pass PERSIST=False or None")
+        raise KernelConfigError("attention_sm90: VARLEN runs one slot of its tile map per CTA (each CTA reads its "
+                                "sequence's start and length), not persistent CTAs; pass PERSIST=False or None")
     if VARLEN:
         PERSIST = False
     bn, st, nc = default_config(D, causal, SK) if D in HEAD_DIMS else (None, None, None)
@@ -316,8 +327,10 @@ def plan(B, H, HKV, SQ, SK, D, dtype="bfloat16", BN=None, STAGES=None, NC=None, 
                                 f"of shared memory, over the {SMEM_LIMIT} a CTA may have: use fewer stages or a smaller BN")
     own_fits = smem + BM * D * 2 <= SMEM_LIMIT
     PERSIST = default_persist(SK, BN, causal) if PERSIST is None else bool(PERSIST)
-    OSTAGE = default_ostage(PERSIST, own_fits) if OSTAGE is None else OSTAGE
-    _check_staging(OSTAGE, PERSIST, BN, BM, D, smem, own_fits)
+    per_cta = (2 if (own_fits if PAIRS is None else PAIRS) else 1) if VARLEN else 1
+    if OSTAGE is None:
+        OSTAGE = "own" if per_cta == 2 else default_ostage(PERSIST, own_fits)
+    _check_staging(OSTAGE, PERSIST or per_cta == 2, BN, BM, D, smem, own_fits)
     chain_smem = smem + 2 * BM * D * 2 + 16     # the O buffer, a second Q buffer and its two barriers
     CHAIN = (PERSIST and OSTAGE == "own" and chain_smem <= SMEM_LIMIT) if CHAIN is None else bool(CHAIN)
     _check_chain(CHAIN, PERSIST, OSTAGE, BM, D, chain_smem)
@@ -346,7 +359,8 @@ def plan(B, H, HKV, SQ, SK, D, dtype="bfloat16", BN=None, STAGES=None, NC=None, 
         kv_blocks=cdiv(SK, BN), q_tiles=MT, units=grid[0] if PERSIST else 1, group=H // HKV, d_chunks=D // 64,
         ragged=SK % BN != 0, o_own=OSTAGE == "own", o_over_kv=OSTAGE == "kv", q_after_o=q_after_o,
         q_release_arrivals=NC if q_after_o else 4 * NC, regs=default_regs(NC, PERSIST, D, OSTAGE),
-        dispatch="wgmma_folded" if FOLD else None, varlen=VARLEN, xq=varlen_window(SQ) if VARLEN else 0)
+        dispatch="wgmma_folded" if FOLD else None, varlen=VARLEN, xq=varlen_window(SQ) if VARLEN else 0,
+        per_cta=per_cta)
 
 
 def varlen_window(max_seqlen):

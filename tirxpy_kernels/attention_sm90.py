@@ -13,8 +13,9 @@ every derived constant) by :func:`build_kernel`, out of named parts:
 - **tiles**: a tile is ``BM = 64 * NC`` query rows of one head. Persistent CTAs (``PERSIST``) walk the
   ``(query tile, head, batch)`` tiles (:mod:`tirxpy_kernels.attention_walk`): the K / V rings, their barrier
   phases and the Q buffers carry over from tile to tile, so the next tile's Q and first K / V blocks load
-  while this tile finishes. Otherwise the grid is ``(ceil(SQ / BM), H, B)``, one tile per CTA. Causal query
-  tiles of a head run from the last (heaviest) down.
+  while this tile finishes. Otherwise the grid is ``(ceil(SQ / BM), H, B)``, one tile per CTA (``VARLEN``: a
+  slot of the tile map per CTA, one tile or a pair of one sequence's, ``PAIRS``). Causal query tiles of a head
+  run from the last (heaviest) down.
 - **rings** (:class:`tirxpy.lang.StageRing`): Q (``q_buffers`` buffers, counted by the CTA's tile counter
   ``tc``), K and V (``STAGES`` stages each, counted by the CTA's key block counter ``g``: its earlier tiles'
   blocks plus ``i``). K and V have their own empty barriers because a K stage is free as soon as
@@ -154,7 +155,7 @@ class ConsumerRegs:
 @tirxpy.jit
 def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat16", BN=None, STAGES=None, NC=None,
                    SQT=None, SKT=None, PINGPONG=None, PERSIST=None, CHAIN=None, sms=TARGET.sm_count, OSTAGE=None,
-                   LAZY=None, TRIM=None, TAIL=None, FOLD=None, PDL=True, VARLEN=False):
+                   LAZY=None, TRIM=None, TAIL=None, FOLD=None, PDL=True, VARLEN=False, PAIRS=None):
     """The kernel for one problem: ``k(Q, K, V, O, LSE)`` with ``Q, O: (B, SQT, H, D)``,
     ``K, V: (B, SKT, HKV, D)``, ``LSE: (B, H, SQT, 1)`` float32. ``SQ`` / ``SK`` are the valid
     lengths; the tensors may have more rows (``SQT >= SQ``, ``SKT >= SK``, default equal): a TMA
@@ -185,13 +186,15 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
       :func:`tirxpy_kernels.gemm_sm90.gemm_sm90`: the kernel may start while the previous kernel in the stream
       finishes, and every thread waits for it (``griddepcontrol.wait``) after the barrier setup, before any
       global load or store;
-    - ``VARLEN``: ``B`` packed sequences of at most ``SQ`` query / ``SK`` key rows (one tile per CTA):
+    - ``VARLEN``: ``B`` packed sequences of at most ``SQ`` query / ``SK`` key rows (one slot of the tile map per
+      CTA: one query tile, or two with ``PAIRS``, :func:`~tirxpy_kernels.attention_plan.plan`):
       ``k(Q, K, V, O, LSE, CUQ, CUK, MAP)`` with ``Q: (1, SQT, H, D)``, ``K, V: (1, SKT, HKV, D)`` (the packed
       rows), ``CUQ``, ``CUK: (B + 1,)`` int32 (sequence ``b``'s rows are ``CUQ[b] .. CUQ[b + 1] - 1``), ``MAP:
-      (2, S)`` int32 the tile map (``S``: :func:`~tirxpy_kernels.attention_walk.varlen_slots`; slot ``s`` holds
-      sequence ``MAP[0, s]``'s query tile ``MAP[1, s]``, :func:`tirxpy_kernels.attention_varlen_api.tile_map`) on a
-      grid of ``H S`` CTAs, heads fastest (:func:`~tirxpy_kernels.attention_walk.varlen_tile`): only real tiles
-      get a CTA, in the map's order (most work first), and the
+      (1 + n, S)`` int32 the tile map of ``n`` tiles a slot (``S``: :func:`~tirxpy_kernels.attention_walk.varlen_slots`;
+      slot ``s`` holds sequence ``MAP[0, s]``'s query tiles ``MAP[1 .. n, s]``,
+      :func:`tirxpy_kernels.attention_varlen_api.tile_map`) on a grid of ``H S`` CTAs, heads fastest
+      (:func:`~tirxpy_kernels.attention_walk.varlen_tile`): only real tiles get a CTA, in the map's order (most work
+      first), and the
       outputs as overlapping views that clip each sequence's stores at its end: with ``XQ`` the plan's ``xq``,
       ``O: (SQT + 1, XQ, H, D)`` strides ``(H D, H D, D, 1)`` over a ``(XQ + SQT, H, D)`` buffer whose rows from
       ``XQ`` on are the packed output, ``LSE: (SQT + 1, H, XQ, 1)`` strides ``(1, XQ + SQT, 1, 1)`` over an
@@ -199,19 +202,21 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
       + r)``, so rows past ``q1`` have ``x >= XQ`` and are not stored (:mod:`tirxpy_kernels.attention_varlen_api`
       allocates them).
 
-        >>> attention_sm90(3, 2, 1, 300, 200, 64, SQT=500, SKT=400, VARLEN=True).launch.grid
+        >>> attention_sm90(3, 2, 1, 300, 200, 64, SQT=500, SKT=400, VARLEN=True).launch.grid     # 2 heads x 5 pairs
+        (10, 1, 1)
+        >>> attention_sm90(3, 2, 1, 300, 200, 64, SQT=500, SKT=400, VARLEN=True, PAIRS=False).launch.grid
         (14, 1, 1)
     """
     if PDL not in (True, False, 0, 1):
         raise KernelConfigError(f"attention_sm90: PDL must be True or False, got {PDL!r}")
     p = plan(B, H, HKV, SQ, SK, D, dtype, BN, STAGES, NC, causal, PINGPONG, PERSIST, CHAIN, sms, OSTAGE, LAZY, TRIM,
-             TAIL, FOLD, VARLEN)
+             TAIL, FOLD, VARLEN, PAIRS)
     SQT, SKT = SQT or SQ, SKT or SK
     if p.varlen:
         if SQT < p.BM or SKT < p.BN:
             raise KernelConfigError(f"attention_sm90: packed tensors of {SQT} query / {SKT} key rows are shorter than "
                                     f"one tile ({p.BM} / {p.BN}): pad them")
-        p = dataclasses.replace(p, grid=(H * varlen_slots(SQT, p.BM, B), 1, 1))     # one CTA per head and map slot
+        p = dataclasses.replace(p, grid=(H * varlen_slots(SQT, p.BM, B, p.per_cta), 1, 1))   # a CTA per head and slot
     elif SQT < max(SQ, p.BM) or SKT < max(SK, p.BN):
         raise KernelConfigError(f"attention_sm90: tensors of {SQT} query / {SKT} key rows are shorter than one tile "
                                 f"({p.BM} / {p.BN}) or than SQ = {SQ} / SK = {SK}: pad the sequences")
@@ -335,7 +340,7 @@ def producer_part(p):
             if not p.varlen:
                 mt, h, b, valid = tile_of(t, p.persist, p.units, p.q_tiles, p.H, p.causal, p.B, p.tail)
             if p.varlen:                # packed sequences: this tile's rows, or none past the sequence's end
-                mt, h, b = varlen_tile(p.H, cu[2])
+                mt, h, b = varlen_tile(p.H, cu[2], t)
                 q0, q1, k0, k1 = sequence(cu[0], cu[1], b)
                 seq = (q0, q1 - q0, k0, k1 - k0)
                 valid = mt * BM < q1 - q0
@@ -586,7 +591,7 @@ def consumer_part(p, score_log2):
             if not p.varlen:
                 mt, h, b, valid = tile_of(t, p.persist, p.units, p.q_tiles, p.H, p.causal, p.B, p.tail)
             if p.varlen:                # packed sequences: this tile's rows, or none past the sequence's end
-                mt, h, b = varlen_tile(p.H, cu[2])
+                mt, h, b = varlen_tile(p.H, cu[2], t)
                 q0, q1, k0, k1 = sequence(cu[0], cu[1], b)
                 seq = (q0, q1 - q0, k0, k1 - k0)
                 valid = mt * BM < q1 - q0
@@ -657,7 +662,8 @@ def build_kernel(p, scale, SQT, SKT, pdl):
                                          O: T.Tensor((SQT + 1, XQ, H, D), dtype, layout=OV),
                                          LSE: T.Tensor((SQT + 1, H, XQ, 1), "float32", layout=LV),
                                          CUQ: T.Tensor((B + 1,), "int32"), CUK: T.Tensor((B + 1,), "int32"),
-                                         MAP: T.Tensor((2, varlen_slots(SQT, p.BM, B)), "int32")):
+                                         MAP: T.Tensor((1 + p.per_cta, varlen_slots(SQT, p.BM, B, p.per_cta)),
+                                                       "int32")):
             T.launch(grid=p.grid, threads=p.threads, pdl=pdl)
             cta(Q, K, V, O, LSE, (CUQ, CUK, MAP))
 
@@ -718,7 +724,7 @@ def cta_part(p, scale, pdl):
         rg = ConsumerRegs(sacc, pfr, oacc, och, mrow, mprev, nms, lrow, ltot, alpha, linv, mfin, lfin, resc)
         gb = T.alloc_local((1,), "int32")       # key blocks of this CTA's earlier tiles: K / V ring position
         tc = T.alloc_local((1,), "int32")       # tiles this CTA has done: Q ring position
-        n_tiles = 1
+        n_tiles = p.per_cta
         if p.persist:
             n_tiles = causal_steps(p.q_tiles, H, B, p.units, p.tail) if p.causal else \
                 tiles_of_unit(T.cta_id(0), p.units, p.work)

@@ -183,48 +183,65 @@ def _host_order(cq, ck):
     return sorted(range(len(work)), key=lambda b: (-work[b], b))
 
 
-def tile_map(cu_q, cu_k, BM, slots, lengths=None):
-    """The ``VARLEN`` kernel's tile map, ``(2, slots)`` int32: the query tiles (``BM`` rows: the kernel's) of every
-    sequence, sequences in :func:`launch_order` (most work first) and each one's tiles from its last (under a
-    causal mask the heaviest) to its first; slot ``s`` holds sequence ``map[0, s]``'s tile ``map[1, s]``, and slots
-    past the last tile sequence 0's tile :data:`~tirxpy_kernels.attention_walk.EMPTY_TILE` (past its end, so the CTA
-    stores nothing). From the host ``lengths`` when given, else on the device.
+def tile_map(cu_q, cu_k, BM, slots, lengths=None, per=1):
+    """The ``VARLEN`` kernel's tile map, ``(1 + per, slots)`` int32: the query tiles (``BM`` rows: the kernel's) of
+    every sequence, sequences in :func:`launch_order` (most work first). With ``per = 1`` each slot holds one tile,
+    each sequence's from its last (under a causal mask the heaviest) to its first; with ``per = 2`` (the kernel's
+    ``PAIRS``) slot ``j`` of a sequence of ``n`` tiles holds its tiles ``n - 1 - j`` and ``j`` (about equal work
+    under a causal mask together), the middle one of an odd ``n`` alone. Slot ``s`` holds sequence ``map[0, s]``'s
+    tiles ``map[1 .. per, s]``; an empty place, and every slot past the last, names tile
+    :data:`~tirxpy_kernels.attention_walk.EMPTY_TILE` (past the end of any sequence, so the CTA stores nothing).
+    From the host ``lengths`` when given, else on the device.
 
         >>> import torch
         >>> cu = torch.tensor([0, 3, 300, 430], dtype=torch.int32)
         >>> m = tile_map(cu, cu, 128, 6)
         >>> m[0].tolist(), m[1, :4].tolist()
         ([1, 1, 1, 2, 2, 0], [2, 1, 0, 1])
-        >>> bool((m == tile_map(cu, cu, 128, 6, (cu.tolist(), cu.tolist()))).all())
+        >>> m = tile_map(cu, cu, 128, 5, per=2)
+        >>> m[0, :4].tolist(), m[1, :4].tolist(), (m[2, :4] == EMPTY_TILE).tolist()
+        ([1, 1, 2, 0], [2, 1, 1, 0], [False, True, False, True])
+        >>> bool((m == tile_map(cu, cu, 128, 5, (cu.tolist(), cu.tolist()), per=2)).all())
         True
     """
     if lengths is not None:
         cq = lengths[0]
-        seqs, tiles = [], []
+        rows = [[] for _ in range(1 + per)]
         for b in _host_order(*lengths):
             n = -(-(cq[b + 1] - cq[b]) // BM)
-            seqs += [b] * n
-            tiles += range(n - 1, -1, -1)
-        pad = slots - len(seqs)
-        rows = [seqs + [0] * pad, tiles + [EMPTY_TILE] * pad]
+            for j in range(-(-n // per)):
+                rows[0].append(b)
+                if per == 1:
+                    rows[1].append(n - 1 - j)
+                else:
+                    rows[1].append(n - 1 - j)
+                    rows[2].append(j if j < n - 1 - j else EMPTY_TILE)
+        pad = slots - len(rows[0])
+        rows = [rows[0] + [0] * pad] + [r + [EMPTY_TILE] * pad for r in rows[1:]]
         return torch.tensor(rows, dtype=torch.int32).to(cu_q.device, non_blocking=True)
     order = launch_order(cu_q, cu_k).long()
     n = ((cu_q[1:] - cu_q[:-1]).long() + BM - 1).div(BM, rounding_mode="floor")[order]
-    end = torch.cumsum(n, 0)
+    used = (n + per - 1).div(per, rounding_mode="floor")        # slots of each sequence
+    end = torch.cumsum(used, 0)
     s = torch.arange(slots, device=cu_q.device)
     pos = torch.searchsorted(end, s, right=True).clamp(max=n.numel() - 1)
     real = s < end[-1]
-    tile = end[pos] - 1 - s          # the sequence's tiles from its last down
-    return torch.stack([torch.where(real, order[pos], 0), torch.where(real, tile, EMPTY_TILE)]).to(torch.int32)
+    j = s - (end[pos] - used[pos])       # the slot's place in its sequence
+    first = n[pos] - 1 - j               # the sequence's tiles from its last down
+    rows = [torch.where(real, order[pos], 0), torch.where(real, first, EMPTY_TILE)]
+    if per == 2:
+        rows.append(torch.where(real & (j < first), j, EMPTY_TILE))
+    return torch.stack(rows).to(torch.int32)
 
 
-def kernel_args(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, out, lse, BM, tiles=None):
+def kernel_args(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, out, lse, BM, tiles=None, per=1):
     """The launch arguments ``(Q, K, V, O, LSE, CUQ, CUK, MAP)`` of the ``VARLEN`` kernel of query tiles of ``BM``
-    rows for these packed tensors (``q``'s rows padded as the kernel was built for; ``tiles``: :func:`tile_map`'s,
-    computed on the device when not given)."""
+    rows, ``per`` a slot, for these packed tensors (``q``'s rows padded as the kernel was built for; ``tiles``:
+    :func:`tile_map`'s, computed on the device when not given)."""
     O, L = output_views(out, lse, max_seqlen_q)
     if tiles is None:
-        tiles = tile_map(cu_seqlens_q, cu_seqlens_k, BM, varlen_slots(q.shape[0], BM, cu_seqlens_q.numel() - 1))
+        tiles = tile_map(cu_seqlens_q, cu_seqlens_k, BM,
+                         varlen_slots(q.shape[0], BM, cu_seqlens_q.numel() - 1, per), per=per)
     return (q.unsqueeze(0), k.unsqueeze(0), v.unsqueeze(0), O, L, cu_seqlens_q, cu_seqlens_k, tiles)
 
 
@@ -261,10 +278,11 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
                               dtype=from_torch(q.dtype).name, SQT=qp.shape[0], SKT=kp.shape[0],
                               sms=_sm_count(q.device), VARLEN=True)
         out, lse = empty_outputs(qp, SQ)
-        BM = plan(B, H, HKV, SQ, SK, D, causal=causal, dtype=from_torch(q.dtype).name, sms=_sm_count(q.device),
-                  VARLEN=True).BM
-        tiles = tile_map(cu_seqlens_q, cu_seqlens_k, BM, varlen_slots(qp.shape[0], BM, B), lengths)
-        compiled(kern, TARGET)(*kernel_args(qp, kp, vp, cu_seqlens_q, cu_seqlens_k, SQ, out, lse, BM, tiles))
+        kp_ = plan(B, H, HKV, SQ, SK, D, causal=causal, dtype=from_torch(q.dtype).name, sms=_sm_count(q.device),
+                   VARLEN=True)
+        BM, per = kp_.BM, kp_.per_cta
+        tiles = tile_map(cu_seqlens_q, cu_seqlens_k, BM, varlen_slots(qp.shape[0], BM, B, per), lengths, per)
+        compiled(kern, TARGET)(*kernel_args(qp, kp, vp, cu_seqlens_q, cu_seqlens_k, SQ, out, lse, BM, tiles, per))
     if qp.shape[0] != NQ:
         out, lse = out[:NQ].contiguous(), lse[:, :NQ].contiguous()
     return (out, lse) if return_lse else out

@@ -101,26 +101,28 @@ def tile_blocks(p, m0, rows, seq=None):
 
 
 EMPTY_TILE = 1 << 20
-"""The query tile a padding slot of a VARLEN tile map names: past the end of any sequence (rows ``2^27`` on)."""
+"""The query tile an empty place of a VARLEN tile map names: past the end of any sequence (rows ``2^27`` on)."""
 
 
-def varlen_slots(SQT, BM, B):
+def varlen_slots(SQT, BM, B, per=1):
     """Slots of a VARLEN grid's tile map: at least the query tiles of ``B`` sequences of ``SQT`` packed rows in all
-    (each sequence adds at most one partial tile).
+    (each sequence adds at most one partial tile), or with ``per = 2`` (pairs of a sequence's tiles, a lone middle
+    one in its own slot) at least half of them plus one per sequence.
 
-        >>> varlen_slots(500, 128, 3)
-        7
+        >>> varlen_slots(500, 128, 3), varlen_slots(500, 128, 3, 2)
+        (7, 5)
     """
-    return -(-SQT // BM) + B
+    tiles = -(-SQT // BM) + B
+    return tiles if per == 1 else (tiles + B + 1) // 2
 
 
-def varlen_tile(H, MAP):
-    """``(query tile, head, sequence)`` of this CTA of a VARLEN grid: CTA ``x`` takes head ``x % H`` of the tile in
-    slot ``x / H`` of the tile map ``MAP`` (``MAP[0, s]``: its sequence, ``MAP[1, s]``: its query tile; a padding
-    slot names sequence 0 and tile :data:`EMPTY_TILE`, past its end). Heads are fastest, so the CTAs start the map's
-    tiles in its order (:func:`tirxpy_kernels.attention_varlen_api.tile_map`: most work first)."""
+def varlen_tile(H, MAP, t=0):
+    """``(query tile, head, sequence)`` of step ``t`` of this CTA of a VARLEN grid: CTA ``x`` takes head ``x % H`` of
+    slot ``x / H`` of the tile map ``MAP`` (``MAP[0, s]``: its sequence, ``MAP[1 + t, s]``: its ``t``-th query tile;
+    an empty place names tile :data:`EMPTY_TILE`, past the sequence's end). Heads are fastest, so the CTAs start the
+    map's tiles in its order (:func:`tirxpy_kernels.attention_varlen_api.tile_map`: most work first)."""
     x = T.cta_id(0)
-    return MAP[1, x // H], x % H, MAP[0, x // H]
+    return MAP[1 + t, x // H], x % H, MAP[0, x // H]
 
 
 def sequence(cu_q, cu_k, b):

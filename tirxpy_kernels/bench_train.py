@@ -157,9 +157,17 @@ def bench_varlen(args, heads=16, D=128):
         kern = attention_sm90(B, heads, heads, W, W, D, causal=causal, SQT=T, SKT=T, VARLEN=True)
         ck = compiled(kern, TARGET)
         out, lse = empty_outputs(q, W)
-        BM = plan(B, heads, heads, W, W, D, causal=causal, VARLEN=True).BM
-        vargs = kernel_args(q, k, v, cu, cu, W, out, lse, BM)
+        vp_ = plan(B, heads, heads, W, W, D, causal=causal, VARLEN=True)
+        vargs = kernel_args(q, k, v, cu, cu, W, out, lse, vp_.BM, per=vp_.per_cta)
+        # the same kernel with one tile a CTA (PAIRS=False), for comparison; its output must be the same bits
+        ck1 = compiled(attention_sm90(B, heads, heads, W, W, D, causal=causal, SQT=T, SKT=T, VARLEN=True,
+                                      PAIRS=False), TARGET)
+        out1, lse1 = empty_outputs(q, W)
+        vargs1 = kernel_args(q, k, v, cu, cu, W, out1, lse1, vp_.BM)
         got = tk.attention_varlen(q, k, v, cu, cu, S, S, causal=causal)
+        ck1(*vargs1)
+        if not torch.equal(out1, got):
+            raise AssertionError("bench train: the one-tile-a-CTA varlen kernel's output differs from attention_varlen's")
         c0 = cu.tolist()        # each sequence against the dense kernel on that sequence alone
         err = max(relative_error(got[c0[b]:c0[b + 1]].float(), tk.attention(
             *(t[None, c0[b]:c0[b + 1]] for t in (q, k, v)), causal=causal).float()[0]) for b in range(B))
@@ -169,10 +177,11 @@ def bench_varlen(args, heads=16, D=128):
             with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
                 return torch.nn.functional.scaled_dot_product_attention(qs, ks, vs, is_causal=causal)
 
-        ms = median_ms({"varlen": lambda: ck(*vargs), "padded": lambda: tk.attention(qp, kp, vp, causal=causal),
-                        "cudnn": cudnn}, [()], args.reps or 20)
+        ms = median_ms({"varlen": lambda: ck(*vargs), "one": lambda: ck1(*vargs1),
+                        "padded": lambda: tk.attention(qp, kp, vp, causal=causal), "cudnn": cudnn}, [()], args.reps or 20)
         tf = {n: real / (t * 1e9) for n, t in ms.items()}
-        rows.append([causal, B, S, T, f"{tf['varlen']:.0f}", f"{tf['padded']:.0f} ({padded / (ms['padded'] * 1e9):.0f})",
+        rows.append([causal, B, S, T, f"{tf['varlen']:.0f}", f"{tf['one']:.0f}",
+                     f"{tf['padded']:.0f} ({padded / (ms['padded'] * 1e9):.0f})",
                      f"{tf['cudnn']:.0f}", f"{ms['padded'] / ms['varlen'] * real / padded:.2f}",
                      f"{ms['cudnn'] / ms['varlen']:.2f}", f"{err:.1e}"])
     return rows
@@ -295,8 +304,8 @@ def bench_train(args):
     print_table(["batch x seq", "dim / mlp", "tirxpy ms", "torch ms", "speedup", "tirxpy TFLOPS", "grad relerr vs torch"],
                 [[f"{B}x{S}", f"{Dm}/{M}", f"{ms['tirxpy']:.3f}", f"{ms['torch']:.3f}",
                   f"{ms['torch'] / ms['tirxpy']:.2f}", f"{fl / (ms['tirxpy'] * 1e9):.0f}", f"{max(errs):.1e}"]])
-    print_table(["causal", "seqs", "longest", "tokens", "varlen TFLOPS", "padded TFLOPS (own rate)", "cuDNN padded",
-                 "varlen / padded rate", "varlen / cuDNN", "relerr"], bench_varlen(args))
+    print_table(["causal", "seqs", "longest", "tokens", "varlen TFLOPS", "one tile a CTA", "padded TFLOPS (own rate)",
+                 "cuDNN padded", "varlen / padded rate", "varlen / cuDNN", "relerr"], bench_varlen(args))
     return 0
 
 
@@ -324,6 +333,7 @@ def sim_train(args):
 
     from tirxpy.sim import run
 
+    from .attention_plan import plan
     from .attention_sm90 import attention_sm90
     from .attention_varlen_api import tile_map
     from .attention_walk import varlen_slots
@@ -335,10 +345,12 @@ def sim_train(args):
     ck = torch.tensor([0, 50, 140, 173], dtype=torch.int32)
     q = torch.randn(190, H, D, generator=g).bfloat16()
     k, v = (torch.randn(173, HKV, D, generator=g).bfloat16() for _ in range(2))
-    kern = attention_sm90(3, H, HKV, XQ, XQ, D, causal=True, BN=32, STAGES=2, NC=1, SQT=190, SKT=173, VARLEN=True)
+    opts = dict(causal=True, BN=32, STAGES=2, NC=1, VARLEN=True)
+    kern = attention_sm90(3, H, HKV, XQ, XQ, D, SQT=190, SKT=173, **opts)
+    per = plan(3, H, HKV, XQ, XQ, D, **opts).per_cta
     O = torch.full((191, XQ, H, D), float("nan")).bfloat16()
     t0 = time.time()
-    tiles = tile_map(cq, ck, 64, varlen_slots(190, 64, 3))      # the longest sequence's tiles first
+    tiles = tile_map(cq, ck, 64, varlen_slots(190, 64, 3, per), per=per)      # the longest sequence's tiles first
     res = run(kern, q[None], k[None], v[None], O, torch.zeros(191 * H * XQ).view(191, H, XQ, 1), cq, ck, tiles,
               seed=seed)
     err = 0.0

@@ -88,7 +88,7 @@ def test_plan():
     p = plan(5, 8, 2, 1000, 3000, 128, causal=True, VARLEN=True)
     assert p.varlen and not p.persist and not p.chain and p.grid == (8, 8, 5) and p.xq == 1024
     assert varlen_window(1) == 128 and varlen_window(129) == 256
-    with pytest.raises(KernelConfigError, match="one tile per CTA"):
+    with pytest.raises(KernelConfigError, match="one slot of its tile map per CTA"):
         plan(5, 8, 2, 1000, 1000, 128, VARLEN=True, PERSIST=True)
     assert not plan(5, 8, 2, 1000, 1000, 128).varlen
 
@@ -110,6 +110,31 @@ def test_tile_map_lists_every_tile_once_most_work_first(seed):
     got = list(zip(m[0].tolist(), m[1].tolist()))
     assert got[:len(want)] == want
     assert all(x == (0, EMPTY_TILE) for x in got[len(want):]) and EMPTY_TILE * BM >= 2 ** 26
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_pair_map_puts_each_tile_in_one_slot_with_its_partner(seed):
+    """With two tiles a slot (PAIRS) sequence ``b``'s slot ``j`` holds its tiles ``n - 1 - j`` and ``j``, the middle
+    tile of an odd ``n`` alone; every tile is in exactly one slot, sequences in launch order, the map fits the slots
+    :func:`varlen_slots` counts, and the host and the device forms agree."""
+    g = torch.Generator().manual_seed(seed)
+    B, BM = int(torch.randint(1, 9, (1,), generator=g)), (64, 128)[seed % 2]
+    lq = torch.randint(0, 900, (B,), generator=g).tolist()
+    lk = torch.randint(1, 700, (B,), generator=g).tolist()
+    cq, ck = _cu(lq), _cu(lk)
+    slots = varlen_slots(sum(lq), BM, B, 2)
+    m = tile_map(cq, ck, BM, slots, per=2)
+    assert m.shape == (3, slots)
+    assert torch.equal(m, tile_map(cq, ck, BM, slots, (cq.tolist(), ck.tolist()), per=2))
+    want = []
+    for b in launch_order(cq, ck).tolist():
+        n = -(-lq[b] // BM)
+        want += [(b, n - 1 - j, j if j < n - 1 - j else EMPTY_TILE) for j in range(-(-n // 2))]
+    got = list(zip(*m.tolist()))
+    assert got[:len(want)] == want
+    assert all(x == (0, EMPTY_TILE, EMPTY_TILE) for x in got[len(want):])
+    tiles = sorted((b, t) for b, t0, t1 in want for t in (t0, t1) if t != EMPTY_TILE)
+    assert tiles == sorted((b, t) for b in range(B) for t in range(-(-lq[b] // BM)))
 
 
 def test_launch_order_is_most_work_first():
@@ -140,20 +165,22 @@ def test_output_views_clip_each_sequence_at_its_end():
     assert small.is_contiguous() and small.storage_offset() == 0
 
 
-def _sim_case(lq, lk, H, HKV, D, causal, BN, NC, dtype):
+def _sim_case(lq, lk, H, HKV, D, causal, BN, NC, dtype, pairs=None):
     g = torch.Generator().manual_seed(int(torch.randint(0, 2**31 - 1, (1,))))
     tdt = {"bfloat16": torch.bfloat16, "float16": torch.float16}[dtype]
     cq, ck = _cu(lq), _cu(lk)
     NQ, NK, XQ = sum(lq), sum(lk), varlen_window(max(lq))
     q = torch.randn(NQ, H, D, generator=g).to(tdt)
     k, v = (torch.randn(NK, HKV, D, generator=g).to(tdt) for _ in range(2))
-    kern = attention_sm90(len(lq), H, HKV, XQ, varlen_window(max(lk)), D, causal=causal, BN=BN, STAGES=2, NC=NC,
-                          dtype=dtype, SQT=NQ, SKT=NK, VARLEN=True)
+    opts = dict(causal=causal, BN=BN, STAGES=2, NC=NC, dtype=dtype, VARLEN=True, PAIRS=pairs)
+    kern = attention_sm90(len(lq), H, HKV, XQ, varlen_window(max(lk)), D, SQT=NQ, SKT=NK, **opts)
+    per = plan(len(lq), H, HKV, XQ, varlen_window(max(lk)), D, **opts).per_cta
+    assert per == (1 if pairs is False else 2)
     # the simulator keeps each tensor parameter as a dense array of its logical shape: the views' elements
     O = torch.full((NQ + 1, XQ, H, D), float("nan")).to(tdt)
     L = torch.full(((NQ + 1) * H * XQ,), float("nan"))
     BM = 64 * NC
-    tiles = tile_map(cq, ck, BM, varlen_slots(NQ, BM, len(lq)))     # every real tile once, then padding slots
+    tiles = tile_map(cq, ck, BM, varlen_slots(NQ, BM, len(lq), per), per=per)    # every real tile once, then padding
     res = run(kern, q[None], k[None], v[None], O, L.view(NQ + 1, H, XQ, 1), cq, ck, tiles,
               seed=int(torch.randint(0, 1000, (1,))))
     assert res.problems == []
@@ -172,12 +199,14 @@ def _sim_case(lq, lk, H, HKV, D, causal, BN, NC, dtype):
         assert (lse[:, q0:q1].double() - ref_lse[0]).abs().max().item() < 1e-4
 
 
-@pytest.mark.parametrize("lq,lk,H,HKV,D,causal,BN,NC,dtype", [
-    ([70, 20, 100], [50, 90, 33], 2, 1, 64, True, 32, 1, "bfloat16"),     # ragged, GQA, SQ != SK per sequence
-    ([40, 0, 130], [100, 7, 64], 2, 2, 64, False, 32, 2, "float16"),       # an empty sequence, two consumers
+@pytest.mark.parametrize("lq,lk,H,HKV,D,causal,BN,NC,dtype,pairs", [
+    ([70, 20, 150], [50, 90, 33], 2, 1, 64, True, 32, 1, "bfloat16", None),    # ragged, GQA, SQ != SK per sequence;
+                                                                                # pairs, a lone middle tile
+    ([40, 0, 130], [100, 7, 64], 2, 2, 64, False, 32, 2, "float16", None),      # an empty sequence, two consumers
+    ([70, 20, 150], [50, 90, 33], 2, 1, 64, True, 32, 1, "bfloat16", False),   # one tile a CTA
 ])
-def test_varlen_sim_matches_float64(lq, lk, H, HKV, D, causal, BN, NC, dtype):
-    _sim_case(lq, lk, H, HKV, D, causal, BN, NC, dtype)
+def test_varlen_sim_matches_float64(lq, lk, H, HKV, D, causal, BN, NC, dtype, pairs):
+    _sim_case(lq, lk, H, HKV, D, causal, BN, NC, dtype, pairs)
 
 
 # ---------------------------------------------------------------------------------------------------- GPU
