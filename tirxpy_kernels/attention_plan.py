@@ -141,15 +141,19 @@ def default_ostage(persist, own_fits):
     return ("own" if own_fits else "kv") if persist else "q"
 
 
-def default_pingpong(D, causal, NC=2, CHAIN=False, BN=None):
+def default_pingpong(D, causal, NC=2, CHAIN=False, BN=None, per_cta=1):
     """Whether the two consumer warpgroups take turns on the tensor cores by default: for head dim 256, and for
-    causal masks without CHAIN; not for causal head dim 256 with 64-key blocks (:func:`default_config`'s short
-    causal case). Each warpgroup already overlaps its softmax with its own ``P V``; the turns pay where the
-    softmax is long next to the GEMMs (head dim 256, causal diagonal blocks), and chained tiles keep the tensor
-    cores busy without them."""
+    causal masks without CHAIN and one tile per CTA; not for causal head dim 256 with 64-key blocks
+    (:func:`default_config`'s short causal case). Each warpgroup already overlaps its softmax with its own
+    ``P V``; the turns pay where the softmax is long next to the GEMMs (head dim 256, causal diagonal blocks),
+    and chained tiles, or a ``VARLEN`` pair of tiles (``per_cta = 2``), keep the tensor cores busy without them.
+
+        >>> default_pingpong(128, True), default_pingpong(128, True, CHAIN=True), default_pingpong(128, True, per_cta=2)
+        (True, False, False)
+    """
     if D == 256 and causal and BN == 64:
         return False
-    return NC == 2 and (D == 256 or (causal and not CHAIN))
+    return NC == 2 and (D == 256 or (causal and not CHAIN and per_cta == 1))
 
 
 def default_lazy(D):
@@ -334,7 +338,7 @@ def plan(B, H, HKV, SQ, SK, D, dtype="bfloat16", BN=None, STAGES=None, NC=None, 
     chain_smem = smem + 2 * BM * D * 2 + 16     # the O buffer, a second Q buffer and its two barriers
     CHAIN = (PERSIST and OSTAGE == "own" and chain_smem <= SMEM_LIMIT) if CHAIN is None else bool(CHAIN)
     _check_chain(CHAIN, PERSIST, OSTAGE, BM, D, chain_smem)
-    PINGPONG = default_pingpong(D, causal, NC, CHAIN, BN) if PINGPONG is None else bool(PINGPONG)
+    PINGPONG = default_pingpong(D, causal, NC, CHAIN, BN, per_cta) if PINGPONG is None else bool(PINGPONG)
     if PINGPONG and NC != 2:
         raise KernelConfigError("attention_sm90: PINGPONG schedules two consumer warpgroups (NC = 2)")
     LAZY = default_lazy(D) if LAZY is None else bool(LAZY)

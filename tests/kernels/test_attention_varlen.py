@@ -165,14 +165,14 @@ def test_output_views_clip_each_sequence_at_its_end():
     assert small.is_contiguous() and small.storage_offset() == 0
 
 
-def _sim_case(lq, lk, H, HKV, D, causal, BN, NC, dtype, pairs=None):
+def _sim_case(lq, lk, H, HKV, D, causal, BN, NC, dtype, pairs=None, **extra):
     g = torch.Generator().manual_seed(int(torch.randint(0, 2**31 - 1, (1,))))
     tdt = {"bfloat16": torch.bfloat16, "float16": torch.float16}[dtype]
     cq, ck = _cu(lq), _cu(lk)
     NQ, NK, XQ = sum(lq), sum(lk), varlen_window(max(lq))
     q = torch.randn(NQ, H, D, generator=g).to(tdt)
     k, v = (torch.randn(NK, HKV, D, generator=g).to(tdt) for _ in range(2))
-    opts = dict(causal=causal, BN=BN, STAGES=2, NC=NC, dtype=dtype, VARLEN=True, PAIRS=pairs)
+    opts = dict(causal=causal, BN=BN, STAGES=2, NC=NC, dtype=dtype, VARLEN=True, PAIRS=pairs, **extra)
     kern = attention_sm90(len(lq), H, HKV, XQ, varlen_window(max(lk)), D, SQT=NQ, SKT=NK, **opts)
     per = plan(len(lq), H, HKV, XQ, varlen_window(max(lk)), D, **opts).per_cta
     assert per == (1 if pairs is False else 2)
@@ -207,6 +207,13 @@ def _sim_case(lq, lk, H, HKV, D, causal, BN, NC, dtype, pairs=None):
 ])
 def test_varlen_sim_matches_float64(lq, lk, H, HKV, D, causal, BN, NC, dtype, pairs):
     _sim_case(lq, lk, H, HKV, D, causal, BN, NC, dtype, pairs)
+
+
+@pytest.mark.parametrize("pingpong", [False, True])
+def test_varlen_pairs_with_two_consumers_in_the_simulator(pingpong):
+    """Causal pairs of 128-row tiles with two consumer warpgroups, with and without their turns on the tensor cores
+    (which carry over from a pair's first tile to its second): sequences of 3 and 4 tiles, one of 1."""
+    _sim_case([300, 100, 400], [300, 120, 390], 2, 1, 64, True, 64, 2, "bfloat16", None, PINGPONG=pingpong)
 
 
 # ---------------------------------------------------------------------------------------------------- GPU
