@@ -59,8 +59,8 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
                      return_lse=False):
     """Attention forward over packed variable-length sequences ``(total_tokens, heads, dim)`` on a Hopper GPU; see
     :func:`tirxpy_kernels.attention_varlen_api.attention_varlen`. ``torch.compile``-able through
-    ``torch.ops.tirxpy.attention_varlen``; differentiable where the backward kernel takes packed sequences
-    (:func:`tirxpy_kernels.torch_ops.varlen_backward` says)."""
+    ``torch.ops.tirxpy.attention_varlen``; differentiable (backward:
+    :func:`tirxpy_kernels.attention_bwd_api.attention_varlen_backward`, the backward kernel on the padded batch)."""
     torch_ops = _OPS[0] if _OPS else _torch_ops()
     if torch_ops.needs_op(q, k, v):
         return torch_ops.attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,

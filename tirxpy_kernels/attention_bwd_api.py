@@ -162,3 +162,90 @@ def attention_backward(q, k, v, out, dout, lse, causal=False, scale=None, determ
     with torch.cuda.device(q.device):
         ck(*args)
     return finish()
+
+
+# ------------------------------------------------------------------------------------- variable-length batches
+def padded_rows(t, cu, S):
+    """The packed rows ``t`` ``(total, ...)`` of the sequences ``cu`` (int32 offsets, ``batch + 1``) as a
+    ``(batch, S, ...)`` batch: row ``s`` of sequence ``b`` is ``t[cu[b] + s]`` where ``s`` is below its length, zero
+    past it (``S``: at least the longest length). Device ops only, no host copy.
+
+        >>> import torch
+        >>> padded_rows(torch.arange(1., 6.), torch.tensor([0, 2, 2, 5], dtype=torch.int32), 3).tolist()
+        [[1.0, 2.0, 0.0], [0.0, 0.0, 0.0], [3.0, 4.0, 5.0]]
+    """
+    B = cu.numel() - 1
+    s = torch.arange(S, device=t.device)
+    start = cu[:-1].long()[:, None]
+    keep = s < (cu[1:] - cu[:-1]).long()[:, None]
+    rows = t.index_select(0, (start + s).clamp(0, t.shape[0] - 1).flatten()).view((B, S) + tuple(t.shape[1:]))
+    return torch.where(keep.view((B, S) + (1,) * (t.dim() - 1)), rows, torch.zeros((), dtype=t.dtype, device=t.device))
+
+
+def packed_rows(tp, cu, total):
+    """:func:`padded_rows` undone: ``(total, ...)`` whose row ``r`` of sequence ``b`` is ``tp[b, r - cu[b]]``; rows past
+    ``cu[-1]`` are zero.
+
+        >>> import torch
+        >>> cu = torch.tensor([0, 2, 2, 5], dtype=torch.int32)
+        >>> packed_rows(padded_rows(torch.arange(1., 7.), cu, 3), cu, 6).tolist()
+        [1.0, 2.0, 3.0, 4.0, 5.0, 0.0]
+    """
+    r = torch.arange(total, device=tp.device)
+    cl = cu.long()
+    b = (torch.searchsorted(cl, r, right=True) - 1).clamp(0, cu.numel() - 2)
+    S = tp.shape[1]
+    flat = tp.reshape((-1,) + tuple(tp.shape[2:]))
+    rows = flat.index_select(0, b * S + (r - cl[b]).clamp(0, S - 1))
+    keep = (r < cl[-1]).view((total,) + (1,) * (tp.dim() - 2))
+    return torch.where(keep, rows, torch.zeros((), dtype=tp.dtype, device=tp.device))
+
+
+def _check_varlen(q, k, v, out, dout, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, scale):
+    """:func:`attention_varlen_backward`'s checks but the device's and the ``cu_seqlens`` values'."""
+    from .attention_varlen_api import VarlenArgumentError, check as check_varlen  # noqa: PLC0415
+
+    check_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, scale)
+    for name, t in (("out", out), ("dout", dout)):
+        dense_tensor("attention_varlen_backward", name, t, 3, "(total_tokens, heads, dim)", VarlenArgumentError)
+        if t.shape != q.shape or t.dtype != q.dtype:
+            raise VarlenArgumentError(f"attention_varlen_backward: {name} is {t.dtype} {tuple(t.shape)}; it must be "
+                                      f"q's {q.dtype} {tuple(q.shape)}")
+    dense_tensor("attention_varlen_backward", "lse", lse, 2, "(heads, total_tokens)", VarlenArgumentError)
+    if lse.dtype != torch.float32 or tuple(lse.shape) != (q.shape[1], q.shape[0]):
+        raise VarlenArgumentError(f"attention_varlen_backward: lse is {lse.dtype} {tuple(lse.shape)}; it must be the "
+                                  f"float32 (heads, total_tokens) = {(q.shape[1], q.shape[0])} of "
+                                  "attention_varlen(..., return_lse=True)")
+
+
+def attention_varlen_backward(q, k, v, out, dout, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+                              causal=False, scale=None, deterministic=False):
+    """``(dq, dk, dv)`` of :func:`tirxpy_kernels.attention_varlen` over packed sequences (its tensors: ``q``, ``out``,
+    ``dout`` ``(total_q, H, D)``, ``k``, ``v`` ``(total_k, HKV, D)``, ``lse`` ``(H, total_q)``), computed by
+    :func:`attention_backward` on the batch padded to ``max_seqlen_q`` / ``max_seqlen_k`` (:func:`padded_rows`).
+
+    The padded gradients are exact for the real rows: padding rows of ``k`` and ``v`` are zero, so where a query sees
+    them (a mask never hides keys past a sequence's end in the dense kernel) they add ``dS K = 0`` to ``dq`` and
+    ``dO V^T = 0`` to ``dP``; padding rows of ``q``, ``dout`` and ``lse`` are zero, so their ``dS = P (dP - D)`` is 0
+    and they add nothing to ``dk`` and ``dv``. The work is the padded batch's (``batch x max_seqlen^2``), not the
+    real tokens'. Rows past ``cu_seqlens[-1]`` get zero gradients. The ``cu_seqlens`` values are checked on the
+    host (one copy) except while a CUDA graph is being captured."""
+    from .attention_varlen_api import VarlenArgumentError, check_lengths  # noqa: PLC0415
+
+    _check_varlen(q, k, v, out, dout, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, scale)
+    _device(q, k, v, out, dout, lse)
+    for name, cu in (("cu_seqlens_q", cu_seqlens_q), ("cu_seqlens_k", cu_seqlens_k)):
+        if cu.device != q.device:
+            raise VarlenArgumentError(f"attention_varlen_backward: {name} is on {cu.device}; move it to {q.device}")
+    if not torch.cuda.is_current_stream_capturing():
+        cq, ck = torch.stack([cu_seqlens_q, cu_seqlens_k]).tolist()
+        check_lengths(cq, ck, q.shape[0], k.shape[0], max_seqlen_q, max_seqlen_k)
+    with torch.cuda.device(q.device):
+        SQ, SK = int(max_seqlen_q), int(max_seqlen_k)
+        qp, op, dop = (padded_rows(t, cu_seqlens_q, SQ) for t in (q, out, dout))
+        kp, vp = (padded_rows(t, cu_seqlens_k, SK) for t in (k, v))
+        lp = padded_rows(lse.t(), cu_seqlens_q, SQ).transpose(1, 2).contiguous()
+        dq, dk, dv = attention_backward(qp, kp, vp, op, dop, lp, causal=causal, scale=scale,
+                                        deterministic=deterministic)
+        return (packed_rows(dq, cu_seqlens_q, q.shape[0]), packed_rows(dk, cu_seqlens_k, k.shape[0]),
+                packed_rows(dv, cu_seqlens_k, k.shape[0]))

@@ -3,7 +3,8 @@
 CPU: argument and cu_seqlens checks (typed errors), the plan, the overlapping output views (each sequence's rows
 at x < XQ of view row = its end), and small packed batches through the simulator against float64 with NaN-poisoned
 outputs. GPU (marker gpu): mixed ragged lengths against per-sequence dense attention (float64), head dims 64 / 128
-/ 256, causal and not, GQA, SQ != SK per sequence, empty sequences, opcheck.
+/ 256, causal and not, GQA, SQ != SK per sequence, empty sequences, opcheck; gradients through the padded backward
+(attention_bwd_api.attention_varlen_backward) against float64 per sequence, and its row gathers on the CPU.
 """
 import pytest
 import torch
@@ -16,6 +17,7 @@ from tirxpy_kernels.attention_sm90 import attention_sm90
 from tirxpy_kernels.attention_walk import EMPTY_TILE, varlen_slots
 from tirxpy_kernels.attention_varlen_api import (VarlenArgumentError, check, check_lengths, empty_outputs,
                                                  launch_order, output_views, tile_map)
+from tirxpy_kernels.attention_bwd_api import attention_varlen_backward, packed_rows, padded_rows
 from tirxpy_kernels.errors import KernelConfigError
 
 from tests.kernels.attention_reference import reference
@@ -216,6 +218,45 @@ def test_varlen_pairs_with_two_consumers_in_the_simulator(pingpong):
     _sim_case([300, 100, 400], [300, 120, 390], 2, 1, 64, True, 64, 2, "bfloat16", None, PINGPONG=pingpong)
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_padded_rows_and_back_keep_every_real_row(seed):
+    """padded_rows puts row s of sequence b at [b, s] (zero past its length) and packed_rows undoes it, rows past
+    cu[-1] coming back zero; empty sequences and a buffer longer than its sequences included."""
+    g = torch.Generator().manual_seed(seed)
+    B = int(torch.randint(1, 7, (1,), generator=g))
+    lens = torch.randint(0, 40, (B,), generator=g).tolist()
+    cu = _cu(lens)
+    total = sum(lens) + int(torch.randint(0, 5, (1,), generator=g))
+    t = torch.randn(total, 3, 2, generator=g)
+    S = max(lens + [1]) + int(torch.randint(0, 3, (1,), generator=g))
+    p = padded_rows(t, cu, S)
+    assert p.shape == (B, S, 3, 2)
+    c = cu.tolist()
+    for b in range(B):
+        assert torch.equal(p[b, :lens[b]], t[c[b]:c[b + 1]])
+        assert not p[b, lens[b]:].any()
+    back = packed_rows(p, cu, total)
+    assert torch.equal(back[:c[-1]], t[:c[-1]]) and not back[c[-1]:].any()
+
+
+def test_varlen_backward_refuses_bad_tensors_with_the_shape_it_takes():
+    q = torch.empty(300, 4, 64, dtype=torch.bfloat16, device="meta")
+    k = torch.empty(250, 2, 64, dtype=torch.bfloat16, device="meta")
+    cq, ck = _cu([100, 200]), _cu([50, 200])
+    lse = torch.empty(4, 300, device="meta")
+    bad = [((q, k, k, q[:10], q, lse), "out is torch.bfloat16 (10, 4, 64); it must be q's torch.bfloat16 (300, 4, 64)"),
+           ((q, k, k, q, q.half(), lse), "dout is torch.float16 (300, 4, 64); it must be q's"),
+           ((q, k, k, q, q, lse.t()), "lse is torch.float32 (300, 4); it must be the float32 (heads, total_tokens)"),
+           ((q, k, k, q, q, lse.double()), "lse is torch.float64 (4, 300)"),
+           ((q, k[:, :1, :32], k, q, q, lse), "k (250, 1, 32) and v (250, 2, 64) must have one shape")]
+    for args, msg in bad:
+        with pytest.raises(VarlenArgumentError) as e:
+            attention_varlen_backward(*args, cq, ck, 200, 200)
+        assert msg in str(e.value)
+    with pytest.raises(ArgumentError, match="CUDA device"):      # good tensors: the device check is next
+        attention_varlen_backward(q, k, k, q, q, lse, cq, ck, 200, 200)
+
+
 # ---------------------------------------------------------------------------------------------------- GPU
 @pytest.mark.gpu
 @hopper
@@ -269,3 +310,49 @@ def test_bench_train_sim_and_its_argument_checks(capsys):
     for seed in range(20):
         ls = varlen_lengths(20000, seed)
         assert sum(ls) == 20000 and min(ls) >= 512 and max(ls) <= 8192
+
+
+@pytest.mark.gpu
+@hopper
+@pytest.mark.parametrize("D", [64, 128, 256])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("lq,lk,H,HKV", [
+    ([1, 513, 77, 1000, 0, 300], [1, 513, 77, 1000, 5, 300], 4, 2),    # self-attention lengths, one empty
+    ([129, 700, 64], [300, 65, 1024], 2, 1),                            # SQ != SK in each sequence, MQA
+])
+def test_varlen_gradients_match_float64_per_sequence(D, causal, lq, lk, H, HKV):
+    """torch.autograd.grad through tirxpy_kernels.attention_varlen against float64 autograd through the math
+    attention of each sequence alone; the packed buffer has rows past the last sequence (their gradients are
+    zero), and the allocator's memory is NaN-poisoned first."""
+    from tests.kernels.attention_bwd_reference import reference_grads
+
+    dt = torch.bfloat16
+    extra = 3
+    q = torch.randn(sum(lq) + extra, H, D, device="cuda").to(dt).requires_grad_()
+    k, v = (torch.randn(sum(lk), HKV, D, device="cuda").to(dt).requires_grad_() for _ in range(2))
+    cq, ck = _cu(lq, "cuda"), _cu(lk, "cuda")
+    torch.full((1 << 27,), float("nan"), device="cuda")        # freed NaN memory: fresh outputs start poisoned
+    out = tirxpy_kernels.attention_varlen(q, k, v, cq, ck, max(lq), max(lk), causal=causal)
+    do = torch.randn_like(out)
+    dq, dk, dv = torch.autograd.grad(out, (q, k, v), do)
+    assert dq.shape == q.shape and dk.shape == k.shape and dv.shape == v.shape
+    assert not dq[sum(lq):].any()                               # rows past the last sequence
+    refs = [torch.zeros(t.shape, dtype=torch.float64, device="cuda") for t in (q, k, v)]
+    cql, ckl = cq.tolist(), ck.tolist()
+    for b in range(len(lq)):
+        q0, q1, k0, k1 = cql[b], cql[b + 1], ckl[b], ckl[b + 1]
+        if q1 == q0:
+            assert not dk[k0:k1].any() and not dv[k0:k1].any()  # keys no query sees
+            continue
+        ref = reference_grads(q[None, q0:q1].detach(), k[None, k0:k1].detach(), v[None, k0:k1].detach(),
+                              do[None, q0:q1], causal, D ** -0.5)
+        for r, rows, part in zip(refs, (slice(q0, q1), slice(k0, k1), slice(k0, k1)), ref):
+            r[rows] = part[0]
+    # relative to each whole gradient: a one-key sequence's dq is zero in float64 and only rounding here
+    for name, got, r in zip(("dq", "dk", "dv"), (dq, dk, dv), refs):
+        assert not torch.isnan(got).any(), name
+        err = ((got.double() - r).norm() / r.norm()).item()
+        assert err < 2e-2, (name, err)
+        worst = max(((got[i:j].double() - r[i:j]).norm() / r.norm()).item()
+                    for i, j in zip(cql[:-1], cql[1:]) if j > i) if name == "dq" else 0.0
+        assert worst < 2e-2, (name, worst)

@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 
 import tirxpy_kernels
-from tirxpy.errors import ArgumentError, TirxError
+from tirxpy.errors import ArgumentError
 from tirxpy_kernels import attention_api, attention_bwd_api, gemm_api, torch_ops
 from tirxpy_kernels.attention_bwd_plan import HEAD_DIMS as BWD_HEAD_DIMS
 from tirxpy_kernels.attention_varlen_api import empty_outputs
@@ -97,15 +97,14 @@ def test_tuning_and_out_travel_through_the_operator(float64_kernels, monkeypatch
     assert torch.allclose(a.grad, b.sum(1).expand(8, 4))
 
 
-def test_varlen_grad_refused_until_the_backward_takes_cu_seqlens():
+def test_varlen_grad_goes_to_the_padded_backward():
+    """A varlen call whose inputs require grad takes the custom operator, whose backward is
+    attention_bwd_api.attention_varlen_backward; without a GPU the call stops at the device check, not at a
+    refusal of the gradient."""
+    assert torch_ops.varlen_backward() is attention_bwd_api.attention_varlen_backward
     q = torch.zeros(300, 2, 64, dtype=torch.bfloat16, requires_grad=True)
     cu = torch.tensor([0, 100, 300], dtype=torch.int32)
-    if "cu_seqlens_q" in __import__("inspect").signature(attention_bwd_api.attention_backward).parameters:
-        pytest.skip("the backward kernel takes packed sequences")
-    with pytest.raises(torch_ops.AutogradUnsupportedError, match="forward only") as e:
-        tirxpy_kernels.attention_varlen(q, q, q, cu, cu, 200, 200)
-    assert isinstance(e.value, TirxError) and isinstance(e.value, NotImplementedError)
-    with torch.no_grad(), pytest.raises(ArgumentError, match="CUDA"):      # forward only: the plain path
+    with pytest.raises(ArgumentError, match="CUDA"):
         tirxpy_kernels.attention_varlen(q, q, q, cu, cu, 200, 200)
 
 
