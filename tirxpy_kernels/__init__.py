@@ -4,7 +4,8 @@
 ``tirxpy_kernels.attention(q, k, v, causal=False, scale=None)``: Hopper flash attention forward
 (:mod:`tirxpy_kernels.attention_sm90`) on ``(batch, seq, heads, dim)`` torch tensors.
 ``tirxpy_kernels.attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k)``: the same over
-packed variable-length sequences (:mod:`tirxpy_kernels.attention_varlen_api`).
+packed variable-length sequences (:mod:`tirxpy_kernels.attention_varlen_api`); ``attention_backward`` /
+``attention_varlen_backward``: their gradients (:mod:`tirxpy_kernels.attention_bwd_api`).
 ``gemm`` and ``attention`` are torch custom operators when autograd or ``torch.compile`` needs them
 (:mod:`tirxpy_kernels.torch_ops`).
 ``tirxpy_kernels.gemm_fp8(a, b, scale_a, scale_b, ...)``: Hopper FP8 GEMM with per-tensor, row-wise or
@@ -75,6 +76,16 @@ def attention_backward(q, k, v, out, dout, lse, causal=False, scale=None, determ
     from .attention_bwd_api import attention_backward as _bwd  # noqa: PLC0415  (imports torch lazily)
 
     return _bwd(q, k, v, out, dout, lse, causal=causal, scale=scale, deterministic=deterministic)
+
+
+def attention_varlen_backward(q, k, v, out, dout, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+                              causal=False, scale=None, deterministic=False):
+    """``(dq, dk, dv)`` of :func:`attention_varlen` over packed sequences, from the forward's output and ``lse``
+    ``(heads, total_q)``; see :func:`tirxpy_kernels.attention_bwd_api.attention_varlen_backward`."""
+    from .attention_bwd_api import attention_varlen_backward as _bwd  # noqa: PLC0415  (imports torch lazily)
+
+    return _bwd(q, k, v, out, dout, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal=causal,
+                scale=scale, deterministic=deterministic)
 
 
 def quantize_fp8(x, granularity, **kw):

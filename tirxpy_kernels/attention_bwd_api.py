@@ -233,7 +233,14 @@ def attention_varlen_backward(q, k, v, out, dout, lse, cu_seqlens_q, cu_seqlens_
     from .attention_varlen_api import VarlenArgumentError, check_lengths  # noqa: PLC0415
 
     _check_varlen(q, k, v, out, dout, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, scale)
-    _device(q, k, v, out, dout, lse)
+    on_cpu = cu_seqlens_q.device.type == "cpu" and cu_seqlens_k.device.type == "cpu"
+    if on_cpu:      # values known without a copy: checked before the device
+        check_lengths(cu_seqlens_q.tolist(), cu_seqlens_k.tolist(), q.shape[0], k.shape[0], max_seqlen_q, max_seqlen_k)
+    try:
+        _device(q, k, v, out, dout, lse)
+    except AttentionBwdArgumentError as e:
+        raise AttentionBwdArgumentError("attention_varlen_backward: " + str(e).removeprefix("attention_backward: ")) \
+            from None
     for name, cu in (("cu_seqlens_q", cu_seqlens_q), ("cu_seqlens_k", cu_seqlens_k)):
         if cu.device != q.device:
             raise VarlenArgumentError(f"attention_varlen_backward: {name} is on {cu.device}; move it to {q.device}")

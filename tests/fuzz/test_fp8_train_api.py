@@ -1,4 +1,5 @@
-"""Fuzz: tirxpy_kernels.gemm_fp8 / quantize_fp8 / attention_backward / attention_varlen arguments on CPU tensors.
+"""Fuzz: tirxpy_kernels.gemm_fp8 / quantize_fp8 / attention_backward / attention_varlen / attention_varlen_backward
+arguments on CPU tensors.
 
 Every bad argument (a tensor of the wrong kind, dtype or shape, a scale of the wrong shape, an option of the wrong
 kind or range, an unknown option) must be refused with the library's typed error naming it before the device
@@ -213,3 +214,36 @@ def test_attention_varlen_bad_options_are_named(name, value):
             and 0 < value < float("inf"):
         return
     refuse(AREA, _varlen(**{name: value}), names=[name])
+
+
+LSEV = torch.zeros(H, 300)
+
+
+def _varlen_bwd(**kw):
+    args = dict(q=QV, k=QV, v=QV, out=QV, dout=QV, lse=LSEV, cu_seqlens_q=CU, cu_seqlens_k=CU, max_seqlen_q=200,
+                max_seqlen_k=200)
+    args.update(kw)
+    return lambda: tirxpy_kernels.attention_varlen_backward(**args)
+
+
+def test_attention_varlen_backward_good_arguments_reach_the_device_check():
+    refuse(AREA, _varlen_bwd(), names=ON_CPU)
+    refuse(AREA, _varlen_bwd(causal=True, deterministic=True), names=ON_CPU)
+
+
+@pytest.mark.parametrize("name", ["q", "k", "v", "out", "dout", "lse"])
+def test_attention_varlen_backward_tensors_of_every_wrong_kind_are_named(name):
+    shape, dtype = ((H, 300), torch.float32) if name == "lse" else ((300, H, D), torch.bfloat16)
+    for t in _wrong_tensors(shape, dtype):
+        refuse(AREA, _varlen_bwd(**{name: t}), names=[name])
+
+
+@SETTINGS
+@given(st.sampled_from(["cu_seqlens_q", "cu_seqlens_k"]),
+       st.lists(st.integers(-5, 400), min_size=0, max_size=5), st.sampled_from([torch.int32, torch.int64,
+                                                                                   torch.float32]))
+def test_attention_varlen_backward_bad_cu_seqlens_are_named(name, values, dtype):
+    t = torch.tensor(values, dtype=dtype)
+    ok = (dtype == torch.int32 and len(values) >= 2 and values[0] == 0 and values[-1] <= 300
+          and all(x <= y for x, y in zip(values, values[1:])) and max(y - x for x, y in zip(values, values[1:])) <= 200)
+    refuse(AREA, _varlen_bwd(**{name: t}), names=ON_CPU + ["cu_seqlens", "max_seqlen"] if ok else ["cu_seqlens"])
