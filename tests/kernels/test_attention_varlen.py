@@ -258,14 +258,17 @@ def test_varlen_backward_refuses_bad_tensors_with_the_shape_it_takes():
 
 
 # ---------------------------------------------------------------------------------------------------- GPU
+GPU_BATCHES = pytest.mark.parametrize("lq,lk,H,HKV", [
+    ([1, 513, 77, 1000, 0, 300], [1, 513, 77, 1000, 5, 300], 4, 2),    # self-attention lengths, one empty
+    ([129, 700, 64], [300, 65, 1024], 2, 1),                            # SQ != SK in each sequence, MQA
+])
+
+
 @pytest.mark.gpu
 @hopper
 @pytest.mark.parametrize("D", [64, 128, 256])
 @pytest.mark.parametrize("causal", [False, True])
-@pytest.mark.parametrize("lq,lk,H,HKV", [
-    ([1, 513, 77, 1000, 0, 300], [1, 513, 77, 1000, 5, 300], 4, 2),    # self-attention lengths, one empty
-    ([129, 700, 64], [300, 65, 1024], 2, 1),                            # SQ != SK in each sequence, MQA
-])
+@GPU_BATCHES
 def test_varlen_matches_dense_per_sequence(D, causal, lq, lk, H, HKV):
     dt = torch.bfloat16
     q = torch.randn(sum(lq), H, D, device="cuda").to(dt)
@@ -316,10 +319,7 @@ def test_bench_train_sim_and_its_argument_checks(capsys):
 @hopper
 @pytest.mark.parametrize("D", [64, 128, 256])
 @pytest.mark.parametrize("causal", [False, True])
-@pytest.mark.parametrize("lq,lk,H,HKV", [
-    ([1, 513, 77, 1000, 0, 300], [1, 513, 77, 1000, 5, 300], 4, 2),    # self-attention lengths, one empty
-    ([129, 700, 64], [300, 65, 1024], 2, 1),                            # SQ != SK in each sequence, MQA
-])
+@GPU_BATCHES
 def test_varlen_gradients_match_float64_per_sequence(D, causal, lq, lk, H, HKV):
     """torch.autograd.grad through tirxpy_kernels.attention_varlen against float64 autograd through the math
     attention of each sequence alone; the packed buffer has rows past the last sequence (their gradients are
