@@ -179,7 +179,7 @@ def padded_rows(t, cu, S):
     start = cu[:-1].long()[:, None]
     keep = s < (cu[1:] - cu[:-1]).long()[:, None]
     rows = t.index_select(0, (start + s).clamp(0, t.shape[0] - 1).flatten()).view((B, S) + tuple(t.shape[1:]))
-    return torch.where(keep.view((B, S) + (1,) * (t.dim() - 1)), rows, torch.zeros((), dtype=t.dtype, device=t.device))
+    return rows.masked_fill_(~keep.view((B, S) + (1,) * (t.dim() - 1)), 0)
 
 
 def packed_rows(tp, cu, total):
@@ -197,8 +197,18 @@ def packed_rows(tp, cu, total):
     S = tp.shape[1]
     flat = tp.reshape((-1,) + tuple(tp.shape[2:]))
     rows = flat.index_select(0, b * S + (r - cl[b]).clamp(0, S - 1))
-    keep = (r < cl[-1]).view((total,) + (1,) * (tp.dim() - 2))
-    return torch.where(keep, rows, torch.zeros((), dtype=tp.dtype, device=tp.device))
+    return rows.masked_fill_(~(r < cl[-1]).view((total,) + (1,) * (tp.dim() - 2)), 0)
+
+
+def padded_length(cu, max_seqlen):
+    """The padded batch's sequence length for offsets ``cu`` (a list): the longest length rounded up to a multiple
+    of 128 (so that batches of similar lengths share a kernel), at least 1, at most ``max_seqlen``.
+
+        >>> padded_length([0, 300, 1000], 4096), padded_length([0, 300, 1000], 750), padded_length([0, 0], 8)
+        (768, 750, 1)
+    """
+    longest = max(b - a for a, b in zip(cu, cu[1:]))
+    return max(1, min(max_seqlen, -(-longest // 128) * 128))
 
 
 def _check_varlen(q, k, v, out, dout, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, scale):
@@ -222,7 +232,8 @@ def attention_varlen_backward(q, k, v, out, dout, lse, cu_seqlens_q, cu_seqlens_
                               causal=False, scale=None, deterministic=False):
     """``(dq, dk, dv)`` of :func:`tirxpy_kernels.attention_varlen` over packed sequences (its tensors: ``q``, ``out``,
     ``dout`` ``(total_q, H, D)``, ``k``, ``v`` ``(total_k, HKV, D)``, ``lse`` ``(H, total_q)``), computed by
-    :func:`attention_backward` on the batch padded to ``max_seqlen_q`` / ``max_seqlen_k`` (:func:`padded_rows`).
+    :func:`attention_backward` on the batch padded to the longest sequence (:func:`padded_length`; ``max_seqlen_q`` /
+    ``max_seqlen_k`` while a CUDA graph is being captured) (:func:`padded_rows`).
 
     The padded gradients are exact for the real rows: padding rows of ``k`` and ``v`` are zero, so where a query sees
     them (a mask never hides keys past a sequence's end in the dense kernel) they add ``dS K = 0`` to ``dq`` and
@@ -244,11 +255,12 @@ def attention_varlen_backward(q, k, v, out, dout, lse, cu_seqlens_q, cu_seqlens_
     for name, cu in (("cu_seqlens_q", cu_seqlens_q), ("cu_seqlens_k", cu_seqlens_k)):
         if cu.device != q.device:
             raise VarlenArgumentError(f"attention_varlen_backward: {name} is on {cu.device}; move it to {q.device}")
+    SQ, SK = int(max_seqlen_q), int(max_seqlen_k)
     if not torch.cuda.is_current_stream_capturing():
         cq, ck = torch.stack([cu_seqlens_q, cu_seqlens_k]).tolist()
         check_lengths(cq, ck, q.shape[0], k.shape[0], max_seqlen_q, max_seqlen_k)
+        SQ, SK = padded_length(cq, SQ), padded_length(ck, SK)
     with torch.cuda.device(q.device):
-        SQ, SK = int(max_seqlen_q), int(max_seqlen_k)
         qp, op, dop = (padded_rows(t, cu_seqlens_q, SQ) for t in (q, out, dout))
         kp, vp = (padded_rows(t, cu_seqlens_k, SK) for t in (k, v))
         lp = padded_rows(lse.t(), cu_seqlens_q, SQ).transpose(1, 2).contiguous()

@@ -332,7 +332,7 @@ def test_varlen_gradients_match_float64_per_sequence(D, causal, lq, lk, H, HKV):
     k, v = (torch.randn(sum(lk), HKV, D, device="cuda").to(dt).requires_grad_() for _ in range(2))
     cq, ck = _cu(lq, "cuda"), _cu(lk, "cuda")
     torch.full((1 << 27,), float("nan"), device="cuda")        # freed NaN memory: fresh outputs start poisoned
-    out = tirxpy_kernels.attention_varlen(q, k, v, cq, ck, max(lq), max(lk), causal=causal)
+    out = tirxpy_kernels.attention_varlen(q, k, v, cq, ck, max(lq) + 200, max(lk) + 70, causal=causal)   # loose bounds
     do = torch.randn_like(out)
     dq, dk, dv = torch.autograd.grad(out, (q, k, v), do)
     assert dq.shape == q.shape and dk.shape == k.shape and dv.shape == v.shape
