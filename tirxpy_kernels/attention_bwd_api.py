@@ -25,6 +25,7 @@ from tirxpy.ir.dtype import from_torch
 
 from .attention_bwd_plan import DTYPES, HEAD_DIMS, TARGET, plan
 from .attention_bwd_sm90 import attention_bwd_preprocess, attention_bwd_sm90
+from .attention_varlen_api import VarlenArgumentError, check_lengths, check as check_varlen
 from .checks import dense_tensor
 from .errors import KernelConfigError
 from .launch_cache import compiled
@@ -213,8 +214,6 @@ def padded_length(cu, max_seqlen):
 
 def _check_varlen(q, k, v, out, dout, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, scale):
     """:func:`attention_varlen_backward`'s checks but the device's and the ``cu_seqlens`` values'."""
-    from .attention_varlen_api import VarlenArgumentError, check as check_varlen  # noqa: PLC0415
-
     check_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, scale)
     for name, t in (("out", out), ("dout", dout)):
         dense_tensor("attention_varlen_backward", name, t, 3, "(total_tokens, heads, dim)", VarlenArgumentError)
@@ -241,8 +240,6 @@ def attention_varlen_backward(q, k, v, out, dout, lse, cu_seqlens_q, cu_seqlens_
     and they add nothing to ``dk`` and ``dv``. The work is the padded batch's (``batch x max_seqlen^2``), not the
     real tokens'. Rows past ``cu_seqlens[-1]`` get zero gradients. The ``cu_seqlens`` values are checked on the
     host (one copy) except while a CUDA graph is being captured."""
-    from .attention_varlen_api import VarlenArgumentError, check_lengths  # noqa: PLC0415
-
     _check_varlen(q, k, v, out, dout, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, scale)
     on_cpu = cu_seqlens_q.device.type == "cpu" and cu_seqlens_k.device.type == "cpu"
     if on_cpu:      # values known without a copy: checked before the device

@@ -211,10 +211,8 @@ def tile_map(cu_q, cu_k, BM, slots, lengths=None, per=1):
             n = -(-(cq[b + 1] - cq[b]) // BM)
             for j in range(-(-n // per)):
                 rows[0].append(b)
-                if per == 1:
-                    rows[1].append(n - 1 - j)
-                else:
-                    rows[1].append(n - 1 - j)
+                rows[1].append(n - 1 - j)
+                if per == 2:
                     rows[2].append(j if j < n - 1 - j else EMPTY_TILE)
         pad = slots - len(rows[0])
         rows = [rows[0] + [0] * pad] + [r + [EMPTY_TILE] * pad for r in rows[1:]]
