@@ -119,11 +119,14 @@ def _rows(t, rows):
     return o
 
 
-def prepare(q, k, v, out, dout, lse, causal=False, scale=None, deterministic=False):
+def prepare(q, k, v, out, dout, lse, causal=False, scale=None, deterministic=False, lens=None):
     """The three steps of :func:`attention_backward` apart: ``(kernel, args, finish)``, where ``kernel(*args)``
     launches the compiled kernel on the prepared tensors (``D``, the zeroed accumulator and counters, padded
     inputs) and ``finish()`` returns ``(dq, dk, dv)`` from them; a benchmark times the kernel alone with it.
-    Checks every argument first."""
+    Checks every argument first. ``lens``: a ``(2, batch)`` int32 tensor on q's device, batch element ``b``'s real
+    query rows ``lens[0, b] <= SQ`` and key rows ``lens[1, b] <= SK`` (its other rows zero): the kernel skips the
+    blocks past them (``LENS`` of :func:`~tirxpy_kernels.attention_bwd_sm90.attention_bwd_sm90`; the padded batch of
+    :func:`attention_varlen_backward`)."""
     p = check(q, k, v, out, dout, lse, causal, scale, deterministic)
     _device(q, k, v, out, dout, lse)
     B, SQ, H, D = q.shape
@@ -131,7 +134,7 @@ def prepare(q, k, v, out, dout, lse, causal=False, scale=None, deterministic=Fal
     sc = 1.0 / math.sqrt(D) if scale is None else float(scale)
     SQT, SKT, SQP = max(SQ, p.BM), max(SK, p.BN), p.q_blocks * p.BM
     kern = attention_bwd_sm90(B, H, HKV, SQ, SK, D, causal=causal, scale=sc, dtype=p.dtype,
-                              deterministic=deterministic, SQT=SQT, SKT=SKT)
+                              deterministic=deterministic, SQT=SQT, SKT=SKT, LENS=lens is not None)
     with torch.cuda.device(q.device):
         qp, kp, vp, dop = _rows(q, SQT), _rows(k, SKT), _rows(v, SKT), _rows(dout, SQT)
         dl = torch.empty((B, H, SQP), dtype=torch.float32, device=q.device)
@@ -154,12 +157,16 @@ def prepare(q, k, v, out, dout, lse, causal=False, scale=None, deterministic=Fal
             return dq, dk[:, :SK].contiguous(), dv[:, :SK].contiguous()
         return dq, dk, dv
 
-    return ck, (qp, kp, vp, dop, lp, dl, dk, dv, dqa, sem), finish
+    return ck, (qp, kp, vp, dop, lp, dl, dk, dv, dqa, sem) + ((lens,) if lens is not None else ()), finish
 
 
 def attention_backward(q, k, v, out, dout, lse, causal=False, scale=None, deterministic=False):
     """``(dq, dk, dv)`` of attention on a Hopper GPU; see the module docstring."""
-    ck, args, finish = prepare(q, k, v, out, dout, lse, causal, scale, deterministic)
+    return _backward(q, k, v, out, dout, lse, causal, scale, deterministic)
+
+
+def _backward(q, k, v, out, dout, lse, causal, scale, deterministic, lens=None):
+    ck, args, finish = prepare(q, k, v, out, dout, lse, causal, scale, deterministic, lens)
     with torch.cuda.device(q.device):
         ck(*args)
     return finish()
@@ -234,11 +241,11 @@ def attention_varlen_backward(q, k, v, out, dout, lse, cu_seqlens_q, cu_seqlens_
     :func:`attention_backward` on the batch padded to the longest sequence (:func:`padded_length`; ``max_seqlen_q`` /
     ``max_seqlen_k`` while a CUDA graph is being captured) (:func:`padded_rows`).
 
-    The padded gradients are exact for the real rows: padding rows of ``k`` and ``v`` are zero, so where a query sees
-    them (a mask never hides keys past a sequence's end in the dense kernel) they add ``dS K = 0`` to ``dq`` and
-    ``dO V^T = 0`` to ``dP``; padding rows of ``q``, ``dout`` and ``lse`` are zero, so their ``dS = P (dP - D)`` is 0
-    and they add nothing to ``dk`` and ``dv``. The work is the padded batch's (``batch x max_seqlen^2``), not the
-    real tokens'. Rows past ``cu_seqlens[-1]`` get zero gradients. The ``cu_seqlens`` values are checked on the
+    The kernel gets each sequence's lengths (``prepare``'s ``lens``): it masks the keys past a sequence's end and
+    skips the key and query blocks past it, so its work is each sequence's own, rounded up to whole blocks (the
+    gathers move the padded batch's bytes). The padded gradients are exact for the real rows: padding rows of
+    ``q``, ``dout`` and ``lse`` are zero, so their ``dS = P (dP - D)`` is 0 and they add nothing to ``dk`` and
+    ``dv``. Rows past ``cu_seqlens[-1]`` get zero gradients. The ``cu_seqlens`` values are checked on the
     host (one copy) except while a CUDA graph is being captured."""
     _check_varlen(q, k, v, out, dout, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, scale)
     on_cpu = cu_seqlens_q.device.type == "cpu" and cu_seqlens_k.device.type == "cpu"
@@ -261,7 +268,7 @@ def attention_varlen_backward(q, k, v, out, dout, lse, cu_seqlens_q, cu_seqlens_
         qp, op, dop = (padded_rows(t, cu_seqlens_q, SQ) for t in (q, out, dout))
         kp, vp = (padded_rows(t, cu_seqlens_k, SK) for t in (k, v))
         lp = padded_rows(lse.t(), cu_seqlens_q, SQ).transpose(1, 2).contiguous()
-        dq, dk, dv = attention_backward(qp, kp, vp, op, dop, lp, causal=causal, scale=scale,
-                                        deterministic=deterministic)
+        lens = torch.stack([cu_seqlens_q[1:] - cu_seqlens_q[:-1], cu_seqlens_k[1:] - cu_seqlens_k[:-1]]).int()
+        dq, dk, dv = _backward(qp, kp, vp, op, dop, lp, causal, scale, deterministic, lens)
         return (packed_rows(dq, cu_seqlens_q, q.shape[0]), packed_rows(dk, cu_seqlens_k, k.shape[0]),
                 packed_rows(dv, cu_seqlens_k, k.shape[0]))

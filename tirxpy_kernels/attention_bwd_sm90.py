@@ -103,15 +103,20 @@ class Tiles:
 
 @tirxpy.jit
 def attention_bwd_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat16", deterministic=False,
-                       SQT=None, SKT=None, BM=None, STAGES=None, DQ_SPLIT=None):
+                       SQT=None, SKT=None, BM=None, STAGES=None, DQ_SPLIT=None, LENS=False):
     """The kernel for one problem: ``k(Q, K, V, dO, LSE, DL, dK, dV, dQacc, SEM)`` with ``Q, dO: (B, SQT, H, D)``,
     ``K, V, dK, dV: (B, SKT, HKV, D)`` in ``dtype``, ``LSE, DL: (B, H, SQP)`` float32 (natural log-sum-exp and
     ``rowsum(dO * O)``; ``SQP`` the query blocks' rows, ``ceil(SQ / 64) * 64``), ``dQacc: (B, SQT, H, D)``
     float32 (zeroed; receives ``scale * dS K``) and ``SEM: (B, H, SQP / 64, 2)`` int32 (zeroed; read only when
     ``deterministic``). ``SQ`` / ``SK`` are the valid lengths; the tensors may hold more rows (``SQT >= SQ``,
     ``SKT >= SK``), which must then be zero (a TMA box may not be larger than its tensor: the caller pads
-    sequences shorter than one block). Options: :func:`tirxpy_kernels.attention_bwd_plan.plan`."""
-    p = plan(B, H, HKV, SQ, SK, D, causal, dtype, deterministic, BM, STAGES, DQ_SPLIT)
+    sequences shorter than one block); key rows past the real ones are also masked out of ``P`` (their zero scores
+    would give ``P = exp(-LSE)``, past float32's range where ``LSE < -88``).
+    ``LENS=True`` adds an input ``LEN: (2, B)`` int32 after ``SEM``: batch element ``b`` has ``LEN[0, b] <= SQ``
+    real query rows and ``LEN[1, b] <= SK`` real key rows, its other rows zero (a padded batch of packed
+    sequences, :func:`tirxpy_kernels.attention_bwd_api.attention_varlen_backward`); key blocks past them and query
+    blocks past them are skipped, so the work is the real rows'. Options: :func:`tirxpy_kernels.attention_bwd_plan.plan`."""
+    p = plan(B, H, HKV, SQ, SK, D, causal, dtype, deterministic, BM, STAGES, DQ_SPLIT, LENS)
     SQT, SKT = SQT or SQ, SKT or SK
     if SQT < max(SQ, p.BM) or SKT < max(SK, p.BN):
         raise KernelConfigError(f"attention_bwd_sm90: tensors of {SQT} query / {SKT} key rows are shorter than one "
@@ -120,22 +125,50 @@ def attention_bwd_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bf
     return build_kernel(p, scale, SQT, SKT)
 
 
-def query_walk(p, n0, hk, t):
+def lengths(p, LEN, b):
+    """``(lq, lk)``: the real query and key rows of batch element ``b``: ``LEN[0, b]``, ``LEN[1, b]`` with ``p.lens``
+    (device loads, clamped to ``[0, SQ]`` / ``[0, SK]``: no block past the tensors is walked whatever they hold),
+    else the plan's ``SQ``, ``SK``."""
+    if p.lens:
+        return T.min(T.max(LEN[0, b], 0), p.SQ), T.min(T.max(LEN[1, b], 0), p.SK)
+    return p.SQ, p.SK
+
+
+def query_walk(p, n0, hk, t, ln):
     """``(first, nq, hq, mi)``: the first query block that sees keys from ``n0``, the number of blocks walked per
-    head, and step ``t``'s query head and block (heads of the group outermost)."""
-    MT = p.q_blocks
+    head (none when the CTA's keys start past the ``ln = (lq, lk)`` real ones, :func:`lengths`), and step ``t``'s
+    query head and block (heads of the group outermost)."""
+    MT = T.ceildiv(ln[0], p.BM) if p.lens else p.q_blocks
     first = T.min(n0 // p.BM, MT) if p.causal else 0
-    nq = MT - first
+    nq = T.select(n0 < ln[1], MT - first, 0) if p.lens else MT - first
     return first, nq, hk * p.group + t // T.max(nq, 1), first + t % T.max(nq, 1)
 
 
+@T.macro
+def key_mask(p, st, w, kc, diag, m0, n0):
+    """Scores of the transposed view ``st`` (query rows, ``w`` key columns) set to -inf for key columns from ``kc`` on (the
+    keys past the real ones, :func:`lengths`, whose zero rows would give ``P = exp(-LSE)``: past float32 where
+    ``LSE < -88``) and, when causal on a diagonal block (``m0 < n0 + BN``), past ``diag`` + the row. Only blocks
+    that reach past the real keys take the column bound (none when ``SK`` is a multiple of ``BN``)."""
+    ragged = p.lens or p.SK % p.BN != 0
+    if p.causal:
+        if m0 < n0 + p.BN:
+            Tx.wg.mask(st, st, T.float32(NEG_INF), cols=kc if ragged else None, diag=diag)
+        elif ragged:
+            if kc < w:
+                Tx.wg.mask(st, st, T.float32(NEG_INF), cols=kc)
+    elif ragged:
+        if kc < w:
+            Tx.wg.mask(st, st, T.float32(NEG_INF), cols=kc)
+
+
 def producer_part(p):
-    """The producer's macro ``produce(Q, K, V, dO, LSE, DL, sm, n0, hk, b, n_steps)``: K and V once, then per step
+    """The producer's macro ``produce(Q, K, V, dO, LSE, DL, sm, n0, hk, b, ln, n_steps)``: K and V once, then per step
     Q, dO, LSE and D of the step's query block into stage ``t % STAGES``."""
     BM, BN, DC = p.BM, p.BN, p.d_chunks
 
     @T.macro
-    def produce(Q, K, V, dO, LSE, DL, sm, n0, hk, b, n_steps):
+    def produce(Q, K, V, dO, LSE, DL, sm, n0, hk, b, ln, n_steps):
         for j in range(DC):
             Tx.copy_async(sm.Ks[:, j * 64:j * 64 + 64], K[b, n0:n0 + BN, hk, j * 64:j * 64 + 64], mbar=sm.kv[0],
                           arrive=False)
@@ -143,7 +176,7 @@ def producer_part(p):
             Tx.copy_async(sm.Vs[:, j * 64:j * 64 + 64], V[b, n0:n0 + BN, hk, j * 64:j * 64 + 64], mbar=sm.kv[0],
                           arrive=j == DC - 1)
         for t in T.serial(n_steps):
-            _, _, hq, mi = query_walk(p, n0, hk, t)
+            _, _, hq, mi = query_walk(p, n0, hk, t, ln)
             m0 = mi * BM
             s = sm.qr.stage(t)
             sm.qr.wait_empty(t)
@@ -212,29 +245,28 @@ def dq_part(p, scale):
 
 
 def consumer_part(p, scale):
-    """The consumer's macro ``consume(dK, dV, dQacc, SEM, sm, rg, c, n0, hk, b, n_steps)``: the steps of the
+    """The consumer's macro ``consume(dK, dV, dQacc, SEM, sm, rg, c, n0, hk, b, ln, n_steps)``: the steps of the
     module docstring, then the epilogue."""
     BM, BN, D, NC, DC = p.BM, p.BN, p.D, p.NC, p.d_chunks
     sl2 = scale * LOG2E
     dq_product, dq_add = dq_part(p, scale)
 
     @T.macro
-    def step(dQacc, SEM, sm, rg, c, n0, hk, b, t):
-        m0 = query_walk(p, n0, hk, t)[3] * BM
+    def step(dQacc, SEM, sm, rg, c, n0, hk, b, ln, t):
+        m0 = query_walk(p, n0, hk, t, ln)[3] * BM
         s = sm.qr.stage(t)
         sm.qr.wait_full(t)
         Tx.wg.gemm_async(rg.sacc, sm.Ks[c * 64:c * 64 + 64, :], sm.Qs[s], transpose_b=True, accumulate=False)
         if t > 0:                                    # the previous step's dQ (in dP^T's registers) under S^T
-            wp = query_walk(p, n0, hk, t - 1)
+            wp = query_walk(p, n0, hk, t - 1, ln)
             dq_add(dQacc, SEM, sm, rg, c, b, wp[2], wp[3], T.cta_id(0))
         Tx.wg.gemm_async(rg.dpacc, sm.Vs[c * 64:c * 64 + 64, :], sm.dOs[s], transpose_b=True, accumulate=False)
         Tx.wg.copy(rg.lcol, sm.Ls[s, :])
         Tx.wg.mul(rg.lcol, rg.lcol, T.float32(-LOG2E))
         Tx.wg.gemm_wait(1, rg.sacc)                  # S^T done; dP^T in flight
-        if p.causal:
-            if m0 < n0 + BN:                         # a block on the diagonal: key n0 + 64 c + r > query m0 + q
-                st = rg.sacc.alias((BM, 64), layout=transposed_accumulator(BM))
-                Tx.wg.mask(st, st, T.float32(NEG_INF), diag=m0 - n0 - c * 64)
+        # keys past the real ones; causal: key n0 + 64 c + r > query m0 + q on a diagonal block
+        st = rg.sacc.alias((BM, 64), layout=transposed_accumulator(BM))
+        key_mask(p, st, 64, ln[1] - n0 - c * 64, m0 - n0 - c * 64, m0, n0)
         Tx.wg.fma(rg.sacc, rg.sacc, T.float32(sl2), rg.lcol)
         Tx.wg.exp2(rg.sacc, rg.sacc)                 # P^T
         Tx.wg.cast(rg.pfr, rg.sacc)
@@ -279,14 +311,14 @@ def consumer_part(p, scale):
                 T.ptx.bulk_wait_group(0)
 
     @T.macro
-    def consume(dK, dV, dQacc, SEM, sm, rg, c, n0, hk, b, n_steps):
+    def consume(dK, dV, dQacc, SEM, sm, rg, c, n0, hk, b, ln, n_steps):
         Tx.wg.fill(rg.dvacc, T.float32(0))
         Tx.wg.fill(rg.dkacc, T.float32(0))
         T.ptx.mbarrier_wait_parity(sm.kv[0], 0)
         for t in T.serial(n_steps):
-            step(dQacc, SEM, sm, rg, c, n0, hk, b, t)
+            step(dQacc, SEM, sm, rg, c, n0, hk, b, ln, t)
         if n_steps > 0:                              # the last step's dQ
-            wl = query_walk(p, n0, hk, n_steps - 1)
+            wl = query_walk(p, n0, hk, n_steps - 1, ln)
             dq_add(dQacc, SEM, sm, rg, c, b, wl[2], wl[3], T.cta_id(0))
         epilogue(dK, dV, sm, rg, c, n0, hk, b)
 
@@ -294,7 +326,7 @@ def consumer_part(p, scale):
 
 
 def consumer_cols_part(p, scale):
-    """The consumer's macro ``consume(dK, dV, dQacc, SEM, sm, rg, c, n0, hk, b, n_steps)`` for
+    """The consumer's macro ``consume(dK, dV, dQacc, SEM, sm, rg, c, n0, hk, b, ln, n_steps)`` for
     ``kv_split="cols"`` (head dim 256): both consumers share the CTA's 64 keys; consumer ``c`` computes ``S^T``
     and ``dP^T`` for the query columns ``c BM / NC ..`` of the block, writes its ``P^T`` and ``dS^T`` columns to
     shared memory, and after a named barrier (both halves written) accumulates the columns ``c D / NC ..`` of
@@ -307,8 +339,8 @@ def consumer_cols_part(p, scale):
     _, dq_add = dq_part(p, scale)
 
     @T.macro
-    def step(dQacc, SEM, sm, rg, c, n0, hk, b, t):
-        wq = query_walk(p, n0, hk, t)
+    def step(dQacc, SEM, sm, rg, c, n0, hk, b, ln, t):
+        wq = query_walk(p, n0, hk, t, ln)
         m0 = wq[3] * BM
         s = sm.qr.stage(t)
         db = t % 2
@@ -319,10 +351,9 @@ def consumer_cols_part(p, scale):
         Tx.wg.copy(rg.lcol, sm.Ls[s, q0:q0 + HQ])
         Tx.wg.mul(rg.lcol, rg.lcol, T.float32(-LOG2E))
         Tx.wg.gemm_wait(1, rg.sacc)                  # S^T done; dP^T in flight
-        if p.causal:
-            if m0 < n0 + BN:                         # a block on the diagonal: key n0 + r > query m0 + q0 + q
-                st = rg.sacc.alias((HQ, BN), layout=transposed_accumulator(HQ))
-                Tx.wg.mask(st, st, T.float32(NEG_INF), diag=m0 + q0 - n0)
+        # keys past the real ones; causal: key n0 + r > query m0 + q0 + q on a diagonal block
+        st = rg.sacc.alias((HQ, BN), layout=transposed_accumulator(HQ))
+        key_mask(p, st, BN, ln[1] - n0, m0 + q0 - n0, m0, n0)
         Tx.wg.fma(rg.sacc, rg.sacc, T.float32(sl2), rg.lcol)
         Tx.wg.exp2(rg.sacc, rg.sacc)                 # P^T
         Tx.wg.cast(rg.pfr, rg.sacc)
@@ -364,12 +395,12 @@ def consumer_cols_part(p, scale):
                 T.ptx.bulk_wait_group(0)
 
     @T.macro
-    def consume(dK, dV, dQacc, SEM, sm, rg, c, n0, hk, b, n_steps):
+    def consume(dK, dV, dQacc, SEM, sm, rg, c, n0, hk, b, ln, n_steps):
         Tx.wg.fill(rg.dvacc, T.float32(0))
         Tx.wg.fill(rg.dkacc, T.float32(0))
         T.ptx.mbarrier_wait_parity(sm.kv[0], 0)
         for t in T.serial(n_steps):
-            step(dQacc, SEM, sm, rg, c, n0, hk, b, t)
+            step(dQacc, SEM, sm, rg, c, n0, hk, b, ln, t)
         epilogue(dK, dV, sm, rg, c, n0, hk, b)
 
     return consume
@@ -391,14 +422,8 @@ def build_kernel(p, scale, SQT, SKT):
     DQL = TileLayout(S[(NC, 64, DQC) : (64 * DQC, DQC, 1)]) if DQC == 64 else \
         TileLayout(S[(NC, 64, DQC // 64, 64) : (64 * DQC, 64, 64 * 64, 1)])
 
-    @T.prim_func
-    def attention_bwd_sm90_kernel(Q: T.Tensor((B, SQT, H, D), dtype), K: T.Tensor((B, SKT, HKV, D), dtype),
-                                  V: T.Tensor((B, SKT, HKV, D), dtype), dO: T.Tensor((B, SQT, H, D), dtype),
-                                  LSE: T.Tensor((B, H, SQP), "float32"), DL: T.Tensor((B, H, SQP), "float32"),
-                                  dK: T.Tensor((B, SKT, HKV, D), dtype), dV: T.Tensor((B, SKT, HKV, D), dtype),
-                                  dQacc: T.Tensor((B, SQT, H, D), "float32"),
-                                  SEM: T.Tensor((B, H, p.q_blocks, 2), "int32")):
-        T.launch(grid=p.grid, threads=p.threads)
+    @T.macro
+    def body(Q, K, V, dO, LSE, DL, dK, dV, dQacc, SEM, LEN):
         Ks = T.alloc_shared((BN, D), dtype, layout=tile_layout(BN, D))
         Vs = T.alloc_shared((BN, D), dtype, layout=tile_layout(BN, D))
         Qs = T.alloc_shared((ST, BM, D), dtype, layout=tile_layout(BM, D, ST))
@@ -435,7 +460,8 @@ def build_kernel(p, scale, SQT, SKT):
         n0 = T.cta_id(0) * BN
         hk = T.cta_id(1)
         b = T.cta_id(2)
-        _, nq, _, _ = query_walk(p, n0, hk, 0)
+        ln = lengths(p, LEN, b)
+        _, nq, _, _ = query_walk(p, n0, hk, 0, ln)
         n_steps = nq * p.group
         setup_barriers([(sm.qr, 1, 4 * NC), (sm.kvr, 1, 1)], 1, False)
         wg = T.warpgroup_id()
@@ -443,10 +469,34 @@ def build_kernel(p, scale, SQT, SKT):
             roles.enter_producer()
             if T.warp_id_in_wg() == 0:
                 if T.elect_one():
-                    produce(Q, K, V, dO, LSE, DL, sm, n0, hk, b, n_steps)
+                    produce(Q, K, V, dO, LSE, DL, sm, n0, hk, b, ln, n_steps)
         else:
             roles.enter_consumer()
-            consume(dK, dV, dQacc, SEM, sm, rg, wg - 1, n0, hk, b, n_steps)
+            consume(dK, dV, dQacc, SEM, sm, rg, wg - 1, n0, hk, b, ln, n_steps)
+
+    if p.lens:
+        @T.prim_func
+        def attention_bwd_lens_sm90_kernel(Q: T.Tensor((B, SQT, H, D), dtype), K: T.Tensor((B, SKT, HKV, D), dtype),
+                                           V: T.Tensor((B, SKT, HKV, D), dtype), dO: T.Tensor((B, SQT, H, D), dtype),
+                                           LSE: T.Tensor((B, H, SQP), "float32"), DL: T.Tensor((B, H, SQP), "float32"),
+                                           dK: T.Tensor((B, SKT, HKV, D), dtype), dV: T.Tensor((B, SKT, HKV, D), dtype),
+                                           dQacc: T.Tensor((B, SQT, H, D), "float32"),
+                                           SEM: T.Tensor((B, H, p.q_blocks, 2), "int32"),
+                                           LEN: T.Tensor((2, B), "int32")):
+            T.launch(grid=p.grid, threads=p.threads)
+            body(Q, K, V, dO, LSE, DL, dK, dV, dQacc, SEM, LEN)
+
+        return attention_bwd_lens_sm90_kernel
+
+    @T.prim_func
+    def attention_bwd_sm90_kernel(Q: T.Tensor((B, SQT, H, D), dtype), K: T.Tensor((B, SKT, HKV, D), dtype),
+                                  V: T.Tensor((B, SKT, HKV, D), dtype), dO: T.Tensor((B, SQT, H, D), dtype),
+                                  LSE: T.Tensor((B, H, SQP), "float32"), DL: T.Tensor((B, H, SQP), "float32"),
+                                  dK: T.Tensor((B, SKT, HKV, D), dtype), dV: T.Tensor((B, SKT, HKV, D), dtype),
+                                  dQacc: T.Tensor((B, SQT, H, D), "float32"),
+                                  SEM: T.Tensor((B, H, p.q_blocks, 2), "int32")):
+        T.launch(grid=p.grid, threads=p.threads)
+        body(Q, K, V, dO, LSE, DL, dK, dV, dQacc, SEM, None)
 
     return attention_bwd_sm90_kernel
 

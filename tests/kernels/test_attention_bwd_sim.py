@@ -68,6 +68,77 @@ def test_backward_sim_matches_float64(B, H, HKV, SQ, SK, D, causal, dtype, kw):
             assert torch.equal(sem, seen[:, None].expand_as(sem))
 
 
+def test_keys_past_the_length_are_masked_where_lse_is_below_float32_exp_range():
+    """Every score of a query row near -90 (``LSE < -88``): the zero key rows of the ragged last key block would give
+    ``P = exp(-LSE)``, past float32's range, and ``dQ = inf * 0``; masked, the gradients stay finite and match."""
+    B, H, SQ, SK, D = 1, 1, 64, 70, 64
+    g = torch.Generator().manual_seed(int(torch.randint(0, 2**31 - 1, (1,))))
+    k = (1 + 0.3 * torch.randn(B, SK, H, D, generator=g)).to(torch.bfloat16)
+    q = (-14 + 0.05 * torch.randn(B, SQ, H, D, generator=g)).to(torch.bfloat16)
+    v, do = torch.randn(B, SK, H, D, generator=g).to(torch.bfloat16), torch.randn(B, SQ, H, D, generator=g).to(torch.bfloat16)
+    _, lse = reference(q, k, v, False, D ** -0.5)
+    assert lse.max() < -88
+    got = _run(q, k, v, do, False, torch.bfloat16, exact_d=True)
+    for name, a, r in zip(("dq", "dk", "dv"), got, reference_grads(q, k, v, do, False, D ** -0.5)):
+        assert torch.isfinite(a).all(), name
+        # the keys share a large mean, which dQ = scale dS K cancels (dS sums to 0 over a row), so D comes from the
+        # float64 O here: a bf16 O's rounding of D would not cancel and would dominate dQ's error
+        assert ((a - r).norm() / r.norm()).item() < 1e-2, name
+
+
+@pytest.mark.parametrize("D,causal,lens", [
+    (64, True, [(150, 200), (70, 45), (0, 0)]),       # query blocks past lq and a key block past lk skipped
+    (128, False, [(200, 130), (1, 200), (130, 1)]),   # one query row; one key
+    (256, True, [(90, 200), (200, 70)]),               # head dim 256 (consumers share 64 keys)
+])
+def test_lengths_input_matches_each_sequence_alone(D, causal, lens):
+    """``LENS``: batch element ``b`` has ``lens[b]`` real (query, key) rows, the rest zero: its gradients over those
+    rows are the float64 ones of the sequence alone, and the rows past them are not touched (dQ) or zero."""
+    B, H, HKV, SQ, SK = len(lens), 2, 1, 200, 200
+    g = torch.Generator().manual_seed(int(torch.randint(0, 2**31 - 1, (1,))))
+    q, do = (torch.randn(B, SQ, H, D, generator=g).to(torch.bfloat16) for _ in range(2))
+    k, v = (torch.randn(B, SK, HKV, D, generator=g).to(torch.bfloat16) for _ in range(2))
+    for b, (lq, lk) in enumerate(lens):        # rows past the lengths are zero, as in the varlen backward's batch
+        q[b, lq:], do[b, lq:], k[b, lk:], v[b, lk:] = 0, 0, 0, 0
+    ln = torch.tensor(lens, dtype=torch.int32).t().contiguous()
+    dq, dk, dv = _run(q, k, v, do, causal, torch.bfloat16, lens=[(lq, lk) for lq, lk in lens], LEN=ln)
+    for b, (lq, lk) in enumerate(lens):
+        assert not dq[b, lq:].any() and not dk[b, lk:].any() and not dv[b, lk:].any()
+        if lq == 0 or lk == 0:
+            assert not dq[b].any() and not dk[b].any() and not dv[b].any()
+            continue
+        ref = reference_grads(q[b:b + 1, :lq], k[b:b + 1, :lk], v[b:b + 1, :lk], do[b:b + 1, :lq], causal, D ** -0.5)
+        for name, a, r in zip(("dq", "dk", "dv"), (dq[b:b + 1, :lq], dk[b:b + 1, :lk], dv[b:b + 1, :lk]), ref):
+            # (a one-key sequence's dq is 0 in float64: an absolute floor far below the gradients' O(1) elements)
+            assert (a - r).norm() <= 1e-2 * r.norm() + 1e-4 * r.numel() ** 0.5, (b, name)
+
+
+def _run(q, k, v, do, causal, dtype, lens=None, LEN=None, exact_d=False):
+    """The kernel in the simulator on ``q, k, v, do`` (O and LSE from the float64 forward per batch element over its
+    ``lens``, else the whole rows; ``D`` from O rounded to ``dtype`` as the forward returns it, or from the float64 O
+    with ``exact_d``); ``(dq, dk, dv)`` in float64, dK / dV NaN-poisoned before, dQ's accumulator zeroed."""
+    B, SQ, H, D = q.shape
+    SK, HKV = k.shape[1], k.shape[2]
+    lens = lens or [(SQ, SK)] * B
+    SQP, SQT, SKT = -(-SQ // 64) * 64, max(SQ, 64), max(SK, 128)
+    lp, dl = torch.zeros(B, H, SQP), torch.zeros(B, H, SQP)
+    for b, (lq, lk) in enumerate(lens):
+        if lq and lk:
+            o, lse = reference(q[b:b + 1, :lq], k[b:b + 1, :lk], v[b:b + 1, :lk], causal, D ** -0.5)
+            lp[b, :, :lq] = lse[0].float()
+            o = o if exact_d else o.to(dtype)
+            dl[b, :, :lq] = (do[b:b + 1, :lq].double() * o.double()).sum(-1)[0].t().float()
+    dk, dv = (torch.full((B, SKT, HKV, D), float("nan")).to(dtype) for _ in range(2))
+    dqa = torch.zeros(B, SQT, H, D)
+    sem = torch.zeros(B, H, SQP // 64, 2, dtype=torch.int32)
+    kern = attention_bwd_sm90(B, H, HKV, SQ, SK, D, causal=causal, dtype=str(dtype).removeprefix("torch."),
+                              SQT=SQT, SKT=SKT, LENS=LEN is not None)
+    args = (_pad(q, SQT), _pad(k, SKT), _pad(v, SKT), _pad(do, SQT), lp, dl, dk, dv, dqa, sem)
+    res = run(kern, *args + ((LEN,) if LEN is not None else ()), seed=int(torch.randint(0, 1000, (1,))))
+    assert res.problems == []
+    return dqa[:, :SQ].double(), dk[:, :SK].double(), dv[:, :SK].double()
+
+
 @pytest.mark.parametrize("B,H,SQ,D,dtype", [(1, 2, 150, 128, torch.bfloat16), (2, 1, 64, 64, torch.float16)])
 def test_preprocess_sim_matches_float64(B, H, SQ, D, dtype):
     """``D = rowsum(O * dO)`` in float32 into ``(B, H, SQP)``, rows past SQ zero (poisoned before)."""
