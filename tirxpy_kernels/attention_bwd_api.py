@@ -128,14 +128,20 @@ def prepare(q, k, v, out, dout, lse, causal=False, scale=None, deterministic=Fal
     blocks past them (``LENS`` of :func:`~tirxpy_kernels.attention_bwd_sm90.attention_bwd_sm90`; the padded batch of
     :func:`attention_varlen_backward`)."""
     p = check(q, k, v, out, dout, lse, causal, scale, deterministic)
-    _device(q, k, v, out, dout, lse)
     B, SQ, H, D = q.shape
+    if lens is not None and not (isinstance(lens, torch.Tensor) and lens.dtype == torch.int32
+                                 and tuple(lens.shape) == (2, B) and lens.device == q.device):
+        what = f"{lens.dtype} {tuple(lens.shape)} on {lens.device}" if isinstance(lens, torch.Tensor) else type(lens).__name__
+        raise _err(f"lens is {what}; it must be a (2, batch) = {(2, B)} torch.int32 tensor on {q.device} (each batch "
+                   "element's real query and key rows)")
+    _device(q, k, v, out, dout, lse)
     SK, HKV = k.shape[1], k.shape[2]
     sc = 1.0 / math.sqrt(D) if scale is None else float(scale)
     SQT, SKT, SQP = max(SQ, p.BM), max(SK, p.BN), p.q_blocks * p.BM
     kern = attention_bwd_sm90(B, H, HKV, SQ, SK, D, causal=causal, scale=sc, dtype=p.dtype,
                               deterministic=deterministic, SQT=SQT, SKT=SKT, LENS=lens is not None)
     with torch.cuda.device(q.device):
+        lens = lens if lens is None else lens.contiguous()
         qp, kp, vp, dop = _rows(q, SQT), _rows(k, SKT), _rows(v, SKT), _rows(dout, SQT)
         dl = torch.empty((B, H, SQP), dtype=torch.float32, device=q.device)
         compiled(attention_bwd_preprocess(B, H, SQ, D, p.dtype, SQT), TARGET)(_rows(out, SQT), dop, dl)

@@ -137,8 +137,9 @@ def plan(B, H, HKV, SQ, SK, D, causal=False, dtype="bfloat16", deterministic=Fal
          DQ_SPLIT=None, LENS=False) -> AttentionBwdPlan:
     """The checked :class:`AttentionBwdPlan` of one problem; options left ``None`` take :func:`default_config`.
     ``BM`` must be 64 (one wgmma row block of ``dQ``), ``STAGES`` at least 1, ``DQ_SPLIT`` ``"cols"`` (head dim
-    128: 64 columns per consumer; 256: 128) or ``"keys"`` (head dims 64 and 128: 64 keys per consumer). ``LENS``: each batch element's real query and key
-    rows come in a tensor (at most ``SQ`` / ``SK``; :func:`~tirxpy_kernels.attention_bwd_sm90.attention_bwd_sm90`)."""
+    128: 64 columns per consumer; 256: 128) or ``"keys"`` (head dims 64 and 128: 64 keys per consumer).
+    ``LENS``: each batch element's real query and key rows come in a tensor (at most ``SQ`` / ``SK``;
+    :func:`~tirxpy_kernels.attention_bwd_sm90.attention_bwd_sm90`)."""
     check_problem(B, H, HKV, SQ, SK, D, dtype)
     flag_option(W, "causal", causal)
     flag_option(W, "deterministic", deterministic)

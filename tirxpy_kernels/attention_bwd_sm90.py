@@ -115,7 +115,8 @@ def attention_bwd_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bf
     ``LENS=True`` adds an input ``LEN: (2, B)`` int32 after ``SEM``: batch element ``b`` has ``LEN[0, b] <= SQ``
     real query rows and ``LEN[1, b] <= SK`` real key rows, its other rows zero (a padded batch of packed
     sequences, :func:`tirxpy_kernels.attention_bwd_api.attention_varlen_backward`); key blocks past them and query
-    blocks past them are skipped, so the work is the real rows'. Options: :func:`tirxpy_kernels.attention_bwd_plan.plan`."""
+    blocks past them are skipped, so the work is the real rows'. Options:
+    :func:`tirxpy_kernels.attention_bwd_plan.plan`."""
     p = plan(B, H, HKV, SQ, SK, D, causal, dtype, deterministic, BM, STAGES, DQ_SPLIT, LENS)
     SQT, SKT = SQT or SQ, SKT or SK
     if SQT < max(SQ, p.BM) or SKT < max(SK, p.BN):
@@ -146,8 +147,8 @@ def query_walk(p, n0, hk, t, ln):
 
 @T.macro
 def key_mask(p, st, w, kc, diag, m0, n0):
-    """Scores of the transposed view ``st`` (query rows, ``w`` key columns) set to -inf for key columns from ``kc`` on (the
-    keys past the real ones, :func:`lengths`, whose zero rows would give ``P = exp(-LSE)``: past float32 where
+    """Scores of the transposed view ``st`` (query rows, ``w`` key columns) set to -inf for key columns from ``kc``
+    on (the keys past the real ones, :func:`lengths`, whose zero rows would give ``P = exp(-LSE)``: past float32 where
     ``LSE < -88``) and, when causal on a diagonal block (``m0 < n0 + BN``), past ``diag`` + the row. Only blocks
     that reach past the real keys take the column bound (none when ``SK`` is a multiple of ``BN``)."""
     ragged = p.lens or p.SK % p.BN != 0

@@ -75,7 +75,8 @@ def test_keys_past_the_length_are_masked_where_lse_is_below_float32_exp_range():
     g = torch.Generator().manual_seed(int(torch.randint(0, 2**31 - 1, (1,))))
     k = (1 + 0.3 * torch.randn(B, SK, H, D, generator=g)).to(torch.bfloat16)
     q = (-14 + 0.05 * torch.randn(B, SQ, H, D, generator=g)).to(torch.bfloat16)
-    v, do = torch.randn(B, SK, H, D, generator=g).to(torch.bfloat16), torch.randn(B, SQ, H, D, generator=g).to(torch.bfloat16)
+    v = torch.randn(B, SK, H, D, generator=g).to(torch.bfloat16)
+    do = torch.randn(B, SQ, H, D, generator=g).to(torch.bfloat16)
     _, lse = reference(q, k, v, False, D ** -0.5)
     assert lse.max() < -88
     got = _run(q, k, v, do, False, torch.bfloat16, exact_d=True)
