@@ -141,7 +141,8 @@ def prepare(q, k, v, out, dout, lse, causal=False, scale=None, deterministic=Fal
     kern = attention_bwd_sm90(B, H, HKV, SQ, SK, D, causal=causal, scale=sc, dtype=p.dtype,
                               deterministic=deterministic, SQT=SQT, SKT=SKT, LENS=lens is not None)
     with torch.cuda.device(q.device):
-        lens = lens if lens is None else lens.contiguous()
+        if lens is not None:
+            lens = lens.contiguous()
         qp, kp, vp, dop = _rows(q, SQT), _rows(k, SKT), _rows(v, SKT), _rows(dout, SQT)
         dl = torch.empty((B, H, SQP), dtype=torch.float32, device=q.device)
         compiled(attention_bwd_preprocess(B, H, SQ, D, p.dtype, SQT), TARGET)(_rows(out, SQT), dop, dl)
