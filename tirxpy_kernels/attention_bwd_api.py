@@ -119,30 +119,20 @@ def _rows(t, rows):
     return o
 
 
-def prepare(q, k, v, out, dout, lse, causal=False, scale=None, deterministic=False, lens=None):
+def prepare(q, k, v, out, dout, lse, causal=False, scale=None, deterministic=False):
     """The three steps of :func:`attention_backward` apart: ``(kernel, args, finish)``, where ``kernel(*args)``
     launches the compiled kernel on the prepared tensors (``D``, the zeroed accumulator and counters, padded
     inputs) and ``finish()`` returns ``(dq, dk, dv)`` from them; a benchmark times the kernel alone with it.
-    Checks every argument first. ``lens``: a ``(2, batch)`` int32 tensor on q's device, batch element ``b``'s real
-    query rows ``lens[0, b] <= SQ`` and key rows ``lens[1, b] <= SK`` (its other rows zero): the kernel skips the
-    blocks past them (``LENS`` of :func:`~tirxpy_kernels.attention_bwd_sm90.attention_bwd_sm90`; the padded batch of
-    :func:`attention_varlen_backward`)."""
+    Checks every argument first."""
     p = check(q, k, v, out, dout, lse, causal, scale, deterministic)
-    B, SQ, H, D = q.shape
-    if lens is not None and not (isinstance(lens, torch.Tensor) and lens.dtype == torch.int32
-                                 and tuple(lens.shape) == (2, B) and lens.device == q.device):
-        what = f"{lens.dtype} {tuple(lens.shape)} on {lens.device}" if isinstance(lens, torch.Tensor) else type(lens).__name__
-        raise _err(f"lens is {what}; it must be a (2, batch) = {(2, B)} torch.int32 tensor on {q.device} (each batch "
-                   "element's real query and key rows)")
     _device(q, k, v, out, dout, lse)
+    B, SQ, H, D = q.shape
     SK, HKV = k.shape[1], k.shape[2]
     sc = 1.0 / math.sqrt(D) if scale is None else float(scale)
     SQT, SKT, SQP = max(SQ, p.BM), max(SK, p.BN), p.q_blocks * p.BM
     kern = attention_bwd_sm90(B, H, HKV, SQ, SK, D, causal=causal, scale=sc, dtype=p.dtype,
-                              deterministic=deterministic, SQT=SQT, SKT=SKT, LENS=lens is not None)
+                              deterministic=deterministic, SQT=SQT, SKT=SKT)
     with torch.cuda.device(q.device):
-        if lens is not None:
-            lens = lens.contiguous()
         qp, kp, vp, dop = _rows(q, SQT), _rows(k, SKT), _rows(v, SKT), _rows(dout, SQT)
         dl = torch.empty((B, H, SQP), dtype=torch.float32, device=q.device)
         compiled(attention_bwd_preprocess(B, H, SQ, D, p.dtype, SQT), TARGET)(_rows(out, SQT), dop, dl)
@@ -164,60 +154,61 @@ def prepare(q, k, v, out, dout, lse, causal=False, scale=None, deterministic=Fal
             return dq, dk[:, :SK].contiguous(), dv[:, :SK].contiguous()
         return dq, dk, dv
 
-    return ck, (qp, kp, vp, dop, lp, dl, dk, dv, dqa, sem) + ((lens,) if lens is not None else ()), finish
+    return ck, (qp, kp, vp, dop, lp, dl, dk, dv, dqa, sem), finish
 
 
 def attention_backward(q, k, v, out, dout, lse, causal=False, scale=None, deterministic=False):
     """``(dq, dk, dv)`` of attention on a Hopper GPU; see the module docstring."""
-    return _backward(q, k, v, out, dout, lse, causal, scale, deterministic)
-
-
-def _backward(q, k, v, out, dout, lse, causal, scale, deterministic, lens=None):
-    ck, args, finish = prepare(q, k, v, out, dout, lse, causal, scale, deterministic, lens)
+    ck, args, finish = prepare(q, k, v, out, dout, lse, causal, scale, deterministic)
     with torch.cuda.device(q.device):
         ck(*args)
     return finish()
 
 
 # ------------------------------------------------------------------------------------- variable-length batches
-def padded_rows(t, cu, S):
-    """The packed rows ``t`` ``(total, ...)`` of the sequences ``cu`` (int32 offsets, ``batch + 1``) as a
-    ``(batch, S, ...)`` batch: row ``s`` of sequence ``b`` is ``t[cu[b] + s]`` where ``s`` is below its length, zero
-    past it (``S``: at least the longest length). Device ops only, no host copy.
+def _pad_rows(t, rows):
+    """``t`` contiguous with at least ``rows`` rows on dim 0 (zero rows appended: a TMA box may not be larger than
+    its tensor)."""
+    if t.shape[0] >= rows:
+        return t.contiguous()
+    o = t.new_zeros((rows,) + tuple(t.shape[1:]))
+    o[:t.shape[0]] = t
+    return o
+
+
+def sequence_rows(t, cu, X):
+    """The ``(H, total)`` per-row values ``t`` (LSE, ``D``) of the packed sequences ``cu`` as ``(H, B, X)``: sequence
+    ``b``'s rows from 0, zero past its length (``X``: at least the longest). Device ops only.
 
         >>> import torch
-        >>> padded_rows(torch.arange(1., 6.), torch.tensor([0, 2, 2, 5], dtype=torch.int32), 3).tolist()
-        [[1.0, 2.0, 0.0], [0.0, 0.0, 0.0], [3.0, 4.0, 5.0]]
+        >>> sequence_rows(torch.arange(1., 6.)[None], torch.tensor([0, 2, 2, 5], dtype=torch.int32), 3).tolist()
+        [[[1.0, 2.0, 0.0], [0.0, 0.0, 0.0], [3.0, 4.0, 5.0]]]
     """
-    B = cu.numel() - 1
-    s = torch.arange(S, device=t.device)
+    r = torch.arange(X, device=t.device)
     start = cu[:-1].long()[:, None]
-    keep = s < (cu[1:] - cu[:-1]).long()[:, None]
-    rows = t.index_select(0, (start + s).clamp(0, t.shape[0] - 1).flatten()).view((B, S) + tuple(t.shape[1:]))
-    return rows.masked_fill_(~keep.view((B, S) + (1,) * (t.dim() - 1)), 0)
+    keep = r < (cu[1:] - cu[:-1]).long()[:, None]
+    return t[:, (start + r).clamp(0, t.shape[1] - 1)].masked_fill_(~keep, 0)
 
 
-def packed_rows(tp, cu, total):
-    """:func:`padded_rows` undone: ``(total, ...)`` whose row ``r`` of sequence ``b`` is ``tp[b, r - cu[b]]``; rows past
-    ``cu[-1]`` are zero.
+def clipped_view(buf, X, rows):
+    """The ``(rows + 1, X, heads, dim)`` overlapping view of a ``(X + rows, heads, dim)`` buffer through which the
+    packed backward stores (``PACKED`` of :func:`~tirxpy_kernels.attention_bwd_sm90.attention_bwd_sm90`): element
+    ``(e, x)`` is buffer row ``e + x``, packed row ``e + x - X``, so a sequence ending at packed row ``e`` stores
+    its rows at ``x < X`` and nothing past its end.
 
         >>> import torch
-        >>> cu = torch.tensor([0, 2, 2, 5], dtype=torch.int32)
-        >>> packed_rows(padded_rows(torch.arange(1., 7.), cu, 3), cu, 6).tolist()
-        [1.0, 2.0, 3.0, 4.0, 5.0, 0.0]
+        >>> v = clipped_view(torch.arange(5.).view(5, 1, 1), 2, 3)
+        >>> v.shape, v[1, 1, 0, 0].item(), v[3, 0, 0, 0].item()
+        (torch.Size([4, 2, 1, 1]), 2.0, 3.0)
     """
-    r = torch.arange(total, device=tp.device)
-    cl = cu.long()
-    b = (torch.searchsorted(cl, r, right=True) - 1).clamp(0, cu.numel() - 2)
-    S = tp.shape[1]
-    flat = tp.reshape((-1,) + tuple(tp.shape[2:]))
-    rows = flat.index_select(0, b * S + (r - cl[b]).clamp(0, S - 1))
-    return rows.masked_fill_(~(r < cl[-1]).view((total,) + (1,) * (tp.dim() - 2)), 0)
+    _, h, d = buf.shape
+    return torch.as_strided(buf, (rows + 1, X, h, d), (h * d, h * d, d, 1), buf.storage_offset())
 
 
 def padded_length(cu, max_seqlen):
-    """The padded batch's sequence length for offsets ``cu`` (a list): the longest length rounded up to a multiple
-    of 128 (so that batches of similar lengths share a kernel), at least 1, at most ``max_seqlen``.
+    """The longest sequence the varlen backward's kernel is built for, from offsets ``cu`` (a list): the longest
+    length rounded up to a multiple of 128 (so that batches of similar lengths share a kernel), at least 1, at most
+    ``max_seqlen``.
 
         >>> padded_length([0, 300, 1000], 4096), padded_length([0, 300, 1000], 750), padded_length([0, 0], 8)
         (768, 750, 1)
@@ -244,16 +235,14 @@ def _check_varlen(q, k, v, out, dout, lse, cu_seqlens_q, cu_seqlens_k, max_seqle
 def attention_varlen_backward(q, k, v, out, dout, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
                               causal=False, scale=None, deterministic=False):
     """``(dq, dk, dv)`` of :func:`tirxpy_kernels.attention_varlen` over packed sequences (its tensors: ``q``, ``out``,
-    ``dout`` ``(total_q, H, D)``, ``k``, ``v`` ``(total_k, HKV, D)``, ``lse`` ``(H, total_q)``), computed by
-    :func:`attention_backward` on the batch padded to the longest sequence (:func:`padded_length`; ``max_seqlen_q`` /
-    ``max_seqlen_k`` while a CUDA graph is being captured) (:func:`padded_rows`).
-
-    The kernel gets each sequence's lengths (``prepare``'s ``lens``): it masks the keys past a sequence's end and
-    skips the key and query blocks past it, so its work is each sequence's own, rounded up to whole blocks (the
-    gathers move the padded batch's bytes). The padded gradients are exact for the real rows: padding rows of
-    ``q``, ``dout`` and ``lse`` are zero, so their ``dS = P (dP - D)`` is 0 and they add nothing to ``dk`` and
-    ``dv``. Rows past ``cu_seqlens[-1]`` get zero gradients. The ``cu_seqlens`` values are checked on the
-    host (one copy) except while a CUDA graph is being captured."""
+    ``dout`` ``(total_q, H, D)``, ``k``, ``v`` ``(total_k, HKV, D)``, ``lse`` ``(H, total_q)``), computed by the
+    backward kernel on the packed rows (``PACKED`` of :func:`~tirxpy_kernels.attention_bwd_sm90.attention_bwd_sm90`):
+    a CTA per 128 keys of a sequence (``cu_seqlens``) and key / value head walks that sequence's query blocks; a
+    block loaded past a sequence's end is zeroed in shared memory past it, and the stores clip at the end
+    (:func:`clipped_view`), so each sequence's gradients are those of the sequence alone. The kernel is built for
+    the longest lengths rounded up to 128 (:func:`padded_length`; ``max_seqlen_q`` / ``max_seqlen_k`` while a CUDA
+    graph is being captured) and the packed row counts. Rows past ``cu_seqlens[-1]`` get zero gradients. The
+    ``cu_seqlens`` values are checked on the host (one copy) except while a CUDA graph is being captured."""
     _check_varlen(q, k, v, out, dout, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, scale)
     on_cpu = cu_seqlens_q.device.type == "cpu" and cu_seqlens_k.device.type == "cpu"
     if on_cpu:      # values known without a copy: checked before the device
@@ -271,11 +260,25 @@ def attention_varlen_backward(q, k, v, out, dout, lse, cu_seqlens_q, cu_seqlens_
         cq, ck = torch.stack([cu_seqlens_q, cu_seqlens_k]).tolist()
         check_lengths(cq, ck, q.shape[0], k.shape[0], max_seqlen_q, max_seqlen_k)
         SQ, SK = padded_length(cq, SQ), padded_length(ck, SK)
+    NQ, H, D = q.shape
+    NK, HKV = k.shape[0], k.shape[1]
+    B = cu_seqlens_q.numel() - 1
+    dtype = from_torch(q.dtype).name
+    p = plan(B, H, HKV, SQ, SK, D, causal, dtype, deterministic, PACKED=True)
+    sc = 1.0 / math.sqrt(D) if scale is None else float(scale)
     with torch.cuda.device(q.device):
-        qp, op, dop = (padded_rows(t, cu_seqlens_q, SQ) for t in (q, out, dout))
-        kp, vp = (padded_rows(t, cu_seqlens_k, SK) for t in (k, v))
-        lp = padded_rows(lse.t(), cu_seqlens_q, SQ).transpose(1, 2).contiguous()
-        lens = torch.stack([cu_seqlens_q[1:] - cu_seqlens_q[:-1], cu_seqlens_k[1:] - cu_seqlens_k[:-1]]).int()
-        dq, dk, dv = _backward(qp, kp, vp, op, dop, lp, causal, scale, deterministic, lens)
-        return (packed_rows(dq, cu_seqlens_q, q.shape[0]), packed_rows(dk, cu_seqlens_k, k.shape[0]),
-                packed_rows(dv, cu_seqlens_k, k.shape[0]))
+        qp, dop, op = (_pad_rows(t, p.BM) for t in (q, dout, out))
+        kp, vp = _pad_rows(k, p.BN), _pad_rows(v, p.BN)
+        TQ, TK = qp.shape[0], kp.shape[0]
+        XQ, XK = p.q_blocks * p.BM, p.kv_blocks * p.BN
+        dl = torch.empty((1, H, -(-TQ // 64) * 64), dtype=torch.float32, device=q.device)
+        compiled(attention_bwd_preprocess(1, H, TQ, D, dtype), TARGET)(op[None], dop[None], dl)
+        lp, dlp = sequence_rows(lse, cu_seqlens_q, XQ), sequence_rows(dl[0], cu_seqlens_q, XQ)
+        dkb, dvb = (torch.zeros((XK + TK, HKV, D), dtype=q.dtype, device=q.device) for _ in range(2))
+        dqb = torch.zeros((XQ + TQ, H, D), dtype=torch.float32, device=q.device)
+        sem = torch.zeros((B, H, p.q_blocks, 2), dtype=torch.int32, device=q.device)
+        kern = attention_bwd_sm90(B, H, HKV, SQ, SK, D, causal=causal, scale=sc, dtype=dtype,
+                                  deterministic=deterministic, SQT=TQ, SKT=TK, PACKED=True)
+        compiled(kern, TARGET)(qp, kp, vp, dop, lp, dlp, clipped_view(dkb, XK, TK), clipped_view(dvb, XK, TK),
+                               clipped_view(dqb, XQ, TQ), sem, cu_seqlens_q, cu_seqlens_k)
+        return dqb[XQ:XQ + NQ].to(q.dtype), dkb[XK:XK + NK], dvb[XK:XK + NK]

@@ -45,7 +45,8 @@ class AttentionBwdPlan:
     columns over its own 64 keys; both add into ``dQ``); ``kv_split="cols"`` takes ``"cols"``. Derived: ``q_blocks`` per head, ``kv_blocks``,
     ``group`` query heads per key / value head, ``d_chunks`` (64-column boxes of a row), ``dq_cols`` (columns of
     one consumer's ``dQ``), ``grid`` ``(kv_blocks, HKV, B)``, ``threads``, ``smem`` bytes, ``regs`` (the
-    ``setmaxnreg`` split); ``lens``: the real rows of each batch element are a kernel input (``LEN``)."""
+    ``setmaxnreg`` split); ``packed``: the batch elements are packed sequences (``cu_seqlens``), ``SQ`` / ``SK`` the
+    longest."""
     B: int
     H: int
     HKV: int
@@ -70,7 +71,7 @@ class AttentionBwdPlan:
     threads: int
     smem: int
     regs: tuple
-    lens: bool = False
+    packed: bool = False
 
     def __getitem__(self, name):
         if name not in _FIELDS:
@@ -134,16 +135,16 @@ def check_problem(B, H, HKV, SQ, SK, D, dtype):
 
 
 def plan(B, H, HKV, SQ, SK, D, causal=False, dtype="bfloat16", deterministic=False, BM=None, STAGES=None,
-         DQ_SPLIT=None, LENS=False) -> AttentionBwdPlan:
+         DQ_SPLIT=None, PACKED=False) -> AttentionBwdPlan:
     """The checked :class:`AttentionBwdPlan` of one problem; options left ``None`` take :func:`default_config`.
     ``BM`` must be 64 (one wgmma row block of ``dQ``), ``STAGES`` at least 1, ``DQ_SPLIT`` ``"cols"`` (head dim
     128: 64 columns per consumer; 256: 128) or ``"keys"`` (head dims 64 and 128: 64 keys per consumer).
-    ``LENS``: each batch element's real query and key rows come in a tensor (at most ``SQ`` / ``SK``;
-    :func:`~tirxpy_kernels.attention_bwd_sm90.attention_bwd_sm90`)."""
+    ``PACKED``: ``B`` sequences of at most ``SQ`` / ``SK`` rows packed one after another, with ``cu_seqlens`` offsets
+    (:func:`~tirxpy_kernels.attention_bwd_sm90.attention_bwd_sm90`)."""
     check_problem(B, H, HKV, SQ, SK, D, dtype)
     flag_option(W, "causal", causal)
     flag_option(W, "deterministic", deterministic)
-    flag_option(W, "LENS", LENS)
+    flag_option(W, "PACKED", PACKED)
     bm, st, split = default_config(D)
     BM = bm if BM is None else int_option(W, "BM", BM)
     STAGES = st if STAGES is None else int_option(W, "STAGES", STAGES, lo=1, hi=4)
@@ -175,4 +176,4 @@ def plan(B, H, HKV, SQ, SK, D, causal=False, dtype="bfloat16", deterministic=Fal
         B=B, H=H, HKV=HKV, SQ=SQ, SK=SK, D=D, causal=bool(causal), dtype=dtype, deterministic=bool(deterministic),
         BM=BM, BN=BN, NC=NC, STAGES=STAGES, dq_split=split, kv_split=kv_split, q_blocks=cdiv(SQ, BM), kv_blocks=NKV, group=H // HKV,
         d_chunks=D // 64, dq_cols=dq_cols, grid=(NKV, HKV, B), threads=128 * (1 + NC), smem=smem, regs=(24, 240),
-        lens=LENS)
+        packed=bool(PACKED))

@@ -103,7 +103,7 @@ class Tiles:
 
 @tirxpy.jit
 def attention_bwd_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat16", deterministic=False,
-                       SQT=None, SKT=None, BM=None, STAGES=None, DQ_SPLIT=None, LENS=False):
+                       SQT=None, SKT=None, BM=None, STAGES=None, DQ_SPLIT=None, PACKED=False):
     """The kernel for one problem: ``k(Q, K, V, dO, LSE, DL, dK, dV, dQacc, SEM)`` with ``Q, dO: (B, SQT, H, D)``,
     ``K, V, dK, dV: (B, SKT, HKV, D)`` in ``dtype``, ``LSE, DL: (B, H, SQP)`` float32 (natural log-sum-exp and
     ``rowsum(dO * O)``; ``SQP`` the query blocks' rows, ``ceil(SQ / 64) * 64``), ``dQacc: (B, SQT, H, D)``
@@ -112,36 +112,88 @@ def attention_bwd_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bf
     ``SKT >= SK``), which must then be zero (a TMA box may not be larger than its tensor: the caller pads
     sequences shorter than one block); key rows past the real ones are also masked out of ``P`` (their zero scores
     would give ``P = exp(-LSE)``, past float32's range where ``LSE < -88``).
-    ``LENS=True`` adds an input ``LEN: (2, B)`` int32 after ``SEM``: batch element ``b`` has ``LEN[0, b] <= SQ``
-    real query rows and ``LEN[1, b] <= SK`` real key rows, its other rows zero (a padded batch of packed
-    sequences, :func:`tirxpy_kernels.attention_bwd_api.attention_varlen_backward`); key blocks past them and query
-    blocks past them are skipped, so the work is the real rows'. Options:
-    :func:`tirxpy_kernels.attention_bwd_plan.plan`."""
-    p = plan(B, H, HKV, SQ, SK, D, causal, dtype, deterministic, BM, STAGES, DQ_SPLIT, LENS)
+    ``PACKED=True``: ``B`` packed sequences of at most ``SQ`` query / ``SK`` key rows, ``k(Q, K, V, dO, LSE, DL, dK,
+    dV, dQacc, SEM, CUQ, CUK)`` with ``Q, dO: (SQT, H, D)``, ``K, V: (SKT, HKV, D)`` the packed rows, ``LSE, DL:
+    (H, B, XQ)`` (sequence ``b``'s rows from 0, zero past its end), ``CUQ``, ``CUK: (B + 1,)`` int32 offsets, and
+    ``dK``, ``dV``, ``dQacc`` overlapping views that clip each sequence's stores at its end: with ``XK`` (``XQ``) the key (query)
+    block rows times the blocks of ``SK`` (``SQ``), ``dK: (SKT + 1, XK, HKV, D)`` strides ``(HKV D, HKV D, D, 1)``
+    over a ``(XK + SKT, HKV, D)`` buffer whose rows from ``XK`` on are the packed rows (row ``r`` of a sequence
+    ending at ``k1`` is view element ``(k1, XK - (k1 - k0) + r)``), ``dQacc`` likewise over ``(XQ + SQT, H, D)``
+    float32. A block loaded past a sequence's end holds its neighbour's rows: the consumers zero them in shared
+    memory (:func:`zero_tails`). Options: :func:`tirxpy_kernels.attention_bwd_plan.plan`."""
+    p = plan(B, H, HKV, SQ, SK, D, causal, dtype, deterministic, BM, STAGES, DQ_SPLIT, PACKED)
     SQT, SKT = SQT or SQ, SKT or SK
-    if SQT < max(SQ, p.BM) or SKT < max(SK, p.BN):
+    if p.packed:
+        if SQT < p.BM or SKT < p.BN:
+            raise KernelConfigError(f"attention_bwd_sm90: {SQT} packed query / {SKT} key rows are fewer than one block "
+                                    f"({p.BM} / {p.BN}): pad the packed tensors with zero rows")
+    elif SQT < max(SQ, p.BM) or SKT < max(SK, p.BN):
         raise KernelConfigError(f"attention_bwd_sm90: tensors of {SQT} query / {SKT} key rows are shorter than one "
                                 f"block ({p.BM} / {p.BN}) or than SQ = {SQ} / SK = {SK}: pad the sequences")
     scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
     return build_kernel(p, scale, SQT, SKT)
 
 
-def lengths(p, LEN, b):
-    """``(lq, lk)``: the real query and key rows of batch element ``b``: ``LEN[0, b]``, ``LEN[1, b]`` with ``p.lens``
-    (device loads, clamped to ``[0, SQ]`` / ``[0, SK]``: no block past the tensors is walked whatever they hold),
-    else the plan's ``SQ``, ``SK``."""
-    if p.lens:
-        return T.min(T.max(LEN[0, b], 0), p.SQ), T.min(T.max(LEN[1, b], 0), p.SK)
-    return p.SQ, p.SK
+def lengths(p, CU, b):
+    """``(lq, lk, q0, k0)``: the real query and key rows of batch element ``b`` and where they start: with ``p.packed``
+    sequence ``b`` of the ``cu_seqlens`` pair ``CU`` (rows ``q0 .. q0 + lq - 1`` of the packed tensors; lengths
+    clamped to ``[0, SQ]`` / ``[0, SK]``, so no block past the window is walked whatever they hold), else the
+    plan's ``SQ``, ``SK`` from row 0."""
+    if p.packed:
+        q0, k0 = CU[0][b], CU[1][b]
+        return (T.min(T.max(CU[0][b + 1] - q0, 0), p.SQ), T.min(T.max(CU[1][b + 1] - k0, 0), p.SK), q0, k0)
+    return p.SQ, p.SK, 0, 0
+
+
+def q_rows(p, X, b, ln, m0, h, c0, w):
+    """Query rows ``m0 .. m0 + BM - 1`` of batch element ``b`` (:func:`lengths` ``ln``) in ``Q`` or ``dO``, head
+    ``h``, columns ``c0 .. c0 + w - 1``."""
+    if p.packed:
+        return X[ln[2] + m0:ln[2] + m0 + p.BM, h, c0:c0 + w]
+    return X[b, m0:m0 + p.BM, h, c0:c0 + w]
+
+
+def k_rows(p, X, b, ln, n0, n, h, c0, w):
+    """Key rows ``n0 .. n0 + n - 1`` of batch element ``b`` in ``K`` or ``V``, head ``h``, columns ``c0 ..``."""
+    if p.packed:
+        return X[ln[3] + n0:ln[3] + n0 + n, h, c0:c0 + w]
+    return X[b, n0:n0 + n, h, c0:c0 + w]
+
+
+def row_vals(p, X, b, h, m0):
+    """``LSE`` or ``D`` of query rows ``m0 .. m0 + BM - 1`` of batch element ``b``, head ``h`` (packed: from the
+    ``(H, B, XQ)`` per-sequence rows, so that a box starts 16-byte aligned, as TMA needs)."""
+    if p.packed:
+        return X[h, b, m0:m0 + p.BM]
+    return X[b, h, m0:m0 + p.BM]
+
+
+def q_out(p, X, b, ln, m0, h, c0, w):
+    """Where query rows ``m0 .. m0 + BM - 1`` of batch element ``b`` go in ``dQacc``. Packed: the overlapping view
+    whose element ``(q0 + lq, XQ - lq + r)`` is packed row ``q0 + r``, so rows past the sequence (``x >= XQ``)
+    are clipped (``XQ`` the window, ``q_blocks * BM``)."""
+    if p.packed:
+        XQ = p.q_blocks * p.BM
+        return X[ln[2] + ln[0], XQ - ln[0] + m0:XQ - ln[0] + m0 + p.BM, h, c0:c0 + w]
+    return X[b, m0:m0 + p.BM, h, c0:c0 + w]
+
+
+def k_out(p, X, b, ln, r0, n, h, c0, w):
+    """Where key rows ``r0 .. r0 + n - 1`` of batch element ``b`` go in ``dK`` / ``dV`` (packed: clipped at the
+    sequence's end as :func:`q_out`, window ``kv_blocks * BN``)."""
+    if p.packed:
+        XK = p.kv_blocks * p.BN
+        return X[ln[3] + ln[1], XK - ln[1] + r0:XK - ln[1] + r0 + n, h, c0:c0 + w]
+    return X[b, r0:r0 + n, h, c0:c0 + w]
 
 
 def query_walk(p, n0, hk, t, ln):
     """``(first, nq, hq, mi)``: the first query block that sees keys from ``n0``, the number of blocks walked per
     head (none when the CTA's keys start past the ``ln = (lq, lk)`` real ones, :func:`lengths`), and step ``t``'s
     query head and block (heads of the group outermost)."""
-    MT = T.ceildiv(ln[0], p.BM) if p.lens else p.q_blocks
+    MT = T.ceildiv(ln[0], p.BM) if p.packed else p.q_blocks
     first = T.min(n0 // p.BM, MT) if p.causal else 0
-    nq = T.select(n0 < ln[1], MT - first, 0) if p.lens else MT - first
+    nq = T.select(n0 < ln[1], MT - first, 0) if p.packed else MT - first
     return first, nq, hk * p.group + t // T.max(nq, 1), first + t % T.max(nq, 1)
 
 
@@ -151,7 +203,7 @@ def key_mask(p, st, w, kc, diag, m0, n0):
     on (the keys past the real ones, :func:`lengths`, whose zero rows would give ``P = exp(-LSE)``: past float32 where
     ``LSE < -88``) and, when causal on a diagonal block (``m0 < n0 + BN``), past ``diag`` + the row. Only blocks
     that reach past the real keys take the column bound (none when ``SK`` is a multiple of ``BN``)."""
-    ragged = p.lens or p.SK % p.BN != 0
+    ragged = p.packed or p.SK % p.BN != 0
     if p.causal:
         if m0 < n0 + p.BN:
             Tx.wg.mask(st, st, T.float32(NEG_INF), cols=kc if ragged else None, diag=diag)
@@ -163,6 +215,26 @@ def key_mask(p, st, w, kc, diag, m0, n0):
             Tx.wg.mask(st, st, T.float32(NEG_INF), cols=kc)
 
 
+@T.macro
+def zero_tails(p, tiles, staged, s, r):
+    """Packed sequences: rows ``r ..`` of a block loaded past the sequence's end (its neighbour's rows) set to 0 in
+    shared memory by the consumers' threads, so that the block is the padded batch's, exactly. ``tiles``: shared
+    buffers of ``(rows, cols)`` tiles, with a leading stage index ``s`` when ``staged``. Then the async proxy sees the stores and both consumers meet (named barrier 4) before either's
+    wgmma reads them."""
+    tc = T.thread_id() - 128
+    for X in tiles:
+        rows, cols = X.shape[1:] if staged else X.shape
+        for i in T.serial(rows * cols // (128 * p.NC)):
+            e = tc + 128 * p.NC * i
+            if e // cols >= r:
+                if staged:
+                    X[s, e // cols, e % cols] = T.cast(0, X.dtype)
+                else:
+                    X[e // cols, e % cols] = T.cast(0, X.dtype)
+    T.ptx.fence_proxy_async()
+    T.ptx.barrier_sync(4, 128 * p.NC)
+
+
 def producer_part(p):
     """The producer's macro ``produce(Q, K, V, dO, LSE, DL, sm, n0, hk, b, ln, n_steps)``: K and V once, then per step
     Q, dO, LSE and D of the step's query block into stage ``t % STAGES``."""
@@ -171,10 +243,10 @@ def producer_part(p):
     @T.macro
     def produce(Q, K, V, dO, LSE, DL, sm, n0, hk, b, ln, n_steps):
         for j in range(DC):
-            Tx.copy_async(sm.Ks[:, j * 64:j * 64 + 64], K[b, n0:n0 + BN, hk, j * 64:j * 64 + 64], mbar=sm.kv[0],
+            Tx.copy_async(sm.Ks[:, j * 64:j * 64 + 64], k_rows(p, K, b, ln, n0, BN, hk, j * 64, 64), mbar=sm.kv[0],
                           arrive=False)
         for j in range(DC):
-            Tx.copy_async(sm.Vs[:, j * 64:j * 64 + 64], V[b, n0:n0 + BN, hk, j * 64:j * 64 + 64], mbar=sm.kv[0],
+            Tx.copy_async(sm.Vs[:, j * 64:j * 64 + 64], k_rows(p, V, b, ln, n0, BN, hk, j * 64, 64), mbar=sm.kv[0],
                           arrive=j == DC - 1)
         for t in T.serial(n_steps):
             _, _, hq, mi = query_walk(p, n0, hk, t, ln)
@@ -182,19 +254,19 @@ def producer_part(p):
             s = sm.qr.stage(t)
             sm.qr.wait_empty(t)
             for j in range(DC):
-                Tx.copy_async(sm.Qs[s, :, j * 64:j * 64 + 64], Q[b, m0:m0 + BM, hq, j * 64:j * 64 + 64],
+                Tx.copy_async(sm.Qs[s, :, j * 64:j * 64 + 64], q_rows(p, Q, b, ln, m0, hq, j * 64, 64),
                               mbar=sm.qr.full[s], arrive=False)
-                Tx.copy_async(sm.dOs[s, :, j * 64:j * 64 + 64], dO[b, m0:m0 + BM, hq, j * 64:j * 64 + 64],
+                Tx.copy_async(sm.dOs[s, :, j * 64:j * 64 + 64], q_rows(p, dO, b, ln, m0, hq, j * 64, 64),
                               mbar=sm.qr.full[s], arrive=False)
-            Tx.copy_async(sm.Ls[s, :], LSE[b, hq, m0:m0 + BM], mbar=sm.qr.full[s], arrive=False)
-            Tx.copy_async(sm.Ds[s, :], DL[b, hq, m0:m0 + BM], mbar=sm.qr.full[s], arrive=True)
+            Tx.copy_async(sm.Ls[s, :], row_vals(p, LSE, b, hq, m0), mbar=sm.qr.full[s], arrive=False)
+            Tx.copy_async(sm.Ds[s, :], row_vals(p, DL, b, hq, m0), mbar=sm.qr.full[s], arrive=True)
 
     return produce
 
 
 def dq_part(p, scale):
     """The consumer's macros ``dq_product(sm, rg, c, t)`` (``dQ`` of the step's query block from ``dS^T`` in
-    shared memory) and ``dq_add(dQacc, SEM, sm, rg, c, b, hq, mi, kb)`` (staged, then reduce-added by TMA)."""
+    shared memory) and ``dq_add(dQacc, SEM, sm, rg, c, b, ln, hq, mi, kb)`` (staged, then reduce-added by TMA)."""
     BM, NC, DQC = p.BM, p.NC, p.dq_cols
 
     @T.macro
@@ -208,7 +280,7 @@ def dq_part(p, scale):
                              transpose_a=True, accumulate=False)
 
     @T.macro
-    def issue_add(dQacc, SEM, sm, cc, b, hq, mi, kb):
+    def issue_add(dQacc, SEM, sm, cc, b, ln, hq, mi, kb):
         """Consumer ``cc``'s issuing thread: (``deterministic``: wait for its turn,) reduce-add its staged block."""
         m0 = mi * BM
         col0 = cc * DQC if p.dq_split == "cols" else 0
@@ -219,18 +291,18 @@ def dq_part(p, scale):
                 T.ptx.nanosleep(T.uint32(32))
             T.ptx.fence_proxy_async_global()
         if DQC == 64:
-            Tx.copy_async(dQacc[b, m0:m0 + BM, hq, col0:col0 + DQC], sm.dQs[cc, :, :], reduce="add")
+            Tx.copy_async(q_out(p, dQacc, b, ln, m0, hq, col0, DQC), sm.dQs[cc, :, :], reduce="add")
         else:                                        # one 64-column box at a time
             for j in range(DQC // 64):
-                Tx.copy_async(dQacc[b, m0:m0 + BM, hq, col0 + j * 64:col0 + j * 64 + 64],
-                              sm.dQs[cc, :, j * 64:j * 64 + 64], reduce="add")
+                Tx.copy_async(q_out(p, dQacc, b, ln, m0, hq, col0 + j * 64, 64), sm.dQs[cc, :, j * 64:j * 64 + 64],
+                              reduce="add")
         if p.deterministic:
             T.ptx.bulk_wait_group(0)
             T.ptx.fence_proxy_async_global()
             T.ptx.red_global_add_release_gpu_u32(T.address_of(SEM[b, hq, mi, si]), T.uint32(1))
 
     @T.macro
-    def dq_add(dQacc, SEM, sm, rg, c, b, hq, mi, kb):
+    def dq_add(dQacc, SEM, sm, rg, c, b, ln, hq, mi, kb):
         if T.thread_id_in_wg() == 0:                 # the previous add has read the staging buffer
             T.ptx.bulk_wait_group_read(0)
         T.ptx.barrier_sync(1 + c, 128)
@@ -240,7 +312,7 @@ def dq_part(p, scale):
         T.ptx.barrier_sync(1 + c, 128)
         for cc in range(NC):                         # one issuing thread per call site
             if T.thread_id() == 128 * (cc + 1):
-                issue_add(dQacc, SEM, sm, cc, b, hq, mi, kb)
+                issue_add(dQacc, SEM, sm, cc, b, ln, hq, mi, kb)
 
     return dq_product, dq_add
 
@@ -257,10 +329,13 @@ def consumer_part(p, scale):
         m0 = query_walk(p, n0, hk, t, ln)[3] * BM
         s = sm.qr.stage(t)
         sm.qr.wait_full(t)
+        if p.packed:
+            if ln[0] - m0 < BM:                      # the sequence's last, partial query block
+                zero_tails(p, [sm.Qs, sm.dOs], True, s, ln[0] - m0)
         Tx.wg.gemm_async(rg.sacc, sm.Ks[c * 64:c * 64 + 64, :], sm.Qs[s], transpose_b=True, accumulate=False)
         if t > 0:                                    # the previous step's dQ (in dP^T's registers) under S^T
             wp = query_walk(p, n0, hk, t - 1, ln)
-            dq_add(dQacc, SEM, sm, rg, c, b, wp[2], wp[3], T.cta_id(0))
+            dq_add(dQacc, SEM, sm, rg, c, b, ln, wp[2], wp[3], T.cta_id(0))
         Tx.wg.gemm_async(rg.dpacc, sm.Vs[c * 64:c * 64 + 64, :], sm.dOs[s], transpose_b=True, accumulate=False)
         Tx.wg.copy(rg.lcol, sm.Ls[s, :])
         Tx.wg.mul(rg.lcol, rg.lcol, T.float32(-LOG2E))
@@ -291,7 +366,7 @@ def consumer_part(p, scale):
             sm.qr.release(t)
 
     @T.macro
-    def epilogue(dK, dV, sm, rg, c, n0, hk, b):
+    def epilogue(dK, dV, sm, rg, c, n0, hk, b, ln):
         T.ptx.barrier_sync(3, 128 * NC)              # both consumers are past their last read of K and V
         Tx.wg.mul(rg.dkacc, rg.dkacc, T.float32(scale))
         for j in range(DC):
@@ -305,9 +380,9 @@ def consumer_part(p, scale):
             if T.thread_id() == 128 * (cc + 1):
                 r0 = n0 + cc * 64
                 for j in range(DC):
-                    Tx.copy_async(dK[b, r0:r0 + 64, hk, j * 64:j * 64 + 64],
+                    Tx.copy_async(k_out(p, dK, b, ln, r0, 64, hk, j * 64, 64),
                                   sm.Ks[cc * 64:cc * 64 + 64, j * 64:j * 64 + 64])
-                    Tx.copy_async(dV[b, r0:r0 + 64, hk, j * 64:j * 64 + 64],
+                    Tx.copy_async(k_out(p, dV, b, ln, r0, 64, hk, j * 64, 64),
                                   sm.Vs[cc * 64:cc * 64 + 64, j * 64:j * 64 + 64])
                 T.ptx.bulk_wait_group(0)
 
@@ -316,12 +391,15 @@ def consumer_part(p, scale):
         Tx.wg.fill(rg.dvacc, T.float32(0))
         Tx.wg.fill(rg.dkacc, T.float32(0))
         T.ptx.mbarrier_wait_parity(sm.kv[0], 0)
+        if p.packed:
+            if ln[1] - n0 < BN:                      # keys past the sequence's end (its neighbour's)
+                zero_tails(p, [sm.Ks, sm.Vs], False, 0, ln[1] - n0)
         for t in T.serial(n_steps):
             step(dQacc, SEM, sm, rg, c, n0, hk, b, ln, t)
         if n_steps > 0:                              # the last step's dQ
             wl = query_walk(p, n0, hk, n_steps - 1, ln)
-            dq_add(dQacc, SEM, sm, rg, c, b, wl[2], wl[3], T.cta_id(0))
-        epilogue(dK, dV, sm, rg, c, n0, hk, b)
+            dq_add(dQacc, SEM, sm, rg, c, b, ln, wl[2], wl[3], T.cta_id(0))
+        epilogue(dK, dV, sm, rg, c, n0, hk, b, ln)
 
     return consume
 
@@ -347,6 +425,9 @@ def consumer_cols_part(p, scale):
         db = t % 2
         q0 = c * HQ
         sm.qr.wait_full(t)
+        if p.packed:
+            if ln[0] - m0 < BM:                      # the sequence's last, partial query block
+                zero_tails(p, [sm.Qs, sm.dOs], True, s, ln[0] - m0)
         Tx.wg.gemm_async(rg.sacc, sm.Ks, sm.Qs[s, q0:q0 + HQ, :], transpose_b=True, accumulate=False)
         Tx.wg.gemm_async(rg.dpacc, sm.Vs, sm.dOs[s, q0:q0 + HQ, :], transpose_b=True, accumulate=False)
         Tx.wg.copy(rg.lcol, sm.Ls[s, q0:q0 + HQ])
@@ -374,10 +455,10 @@ def consumer_cols_part(p, scale):
         Tx.wg.gemm_wait(0, rg.dq, rg.dvacc, rg.dkacc)
         if T.lane_id() == 0:
             sm.qr.release(t)
-        dq_add(dQacc, SEM, sm, rg, c, b, wq[2], wq[3], T.cta_id(0))
+        dq_add(dQacc, SEM, sm, rg, c, b, ln, wq[2], wq[3], T.cta_id(0))
 
     @T.macro
-    def epilogue(dK, dV, sm, rg, c, n0, hk, b):
+    def epilogue(dK, dV, sm, rg, c, n0, hk, b, ln):
         T.ptx.barrier_sync(3, 128 * NC)              # both consumers are past their last read of K and V
         Tx.wg.mul(rg.dkacc, rg.dkacc, T.float32(scale))
         for j in range(DQC // HQ):                   # HQ-column chunks through P^T's registers
@@ -391,8 +472,8 @@ def consumer_cols_part(p, scale):
             if T.thread_id() == 128 * (cc + 1):
                 for j in range(DQC // 64):
                     k0 = cc * DQC + j * 64
-                    Tx.copy_async(dK[b, n0:n0 + BN, hk, k0:k0 + 64], sm.Ks[:, k0:k0 + 64])
-                    Tx.copy_async(dV[b, n0:n0 + BN, hk, k0:k0 + 64], sm.Vs[:, k0:k0 + 64])
+                    Tx.copy_async(k_out(p, dK, b, ln, n0, BN, hk, k0, 64), sm.Ks[:, k0:k0 + 64])
+                    Tx.copy_async(k_out(p, dV, b, ln, n0, BN, hk, k0, 64), sm.Vs[:, k0:k0 + 64])
                 T.ptx.bulk_wait_group(0)
 
     @T.macro
@@ -400,9 +481,12 @@ def consumer_cols_part(p, scale):
         Tx.wg.fill(rg.dvacc, T.float32(0))
         Tx.wg.fill(rg.dkacc, T.float32(0))
         T.ptx.mbarrier_wait_parity(sm.kv[0], 0)
+        if p.packed:
+            if ln[1] - n0 < BN:                      # keys past the sequence's end (its neighbour's)
+                zero_tails(p, [sm.Ks, sm.Vs], False, 0, ln[1] - n0)
         for t in T.serial(n_steps):
             step(dQacc, SEM, sm, rg, c, n0, hk, b, ln, t)
-        epilogue(dK, dV, sm, rg, c, n0, hk, b)
+        epilogue(dK, dV, sm, rg, c, n0, hk, b, ln)
 
     return consume
 
@@ -424,7 +508,19 @@ def build_kernel(p, scale, SQT, SKT):
         TileLayout(S[(NC, 64, DQC // 64, 64) : (64 * DQC, 64, 64 * 64, 1)])
 
     @T.macro
-    def body(Q, K, V, dO, LSE, DL, dK, dV, dQacc, SEM, LEN):
+    def run_roles(Q, K, V, dO, LSE, DL, dK, dV, dQacc, SEM, sm, rg, n0, hk, b, ln, n_steps):
+        wg = T.warpgroup_id()
+        if wg == 0:
+            roles.enter_producer()
+            if T.warp_id_in_wg() == 0:
+                if T.elect_one():
+                    produce(Q, K, V, dO, LSE, DL, sm, n0, hk, b, ln, n_steps)
+        else:
+            roles.enter_consumer()
+            consume(dK, dV, dQacc, SEM, sm, rg, wg - 1, n0, hk, b, ln, n_steps)
+
+    @T.macro
+    def body(Q, K, V, dO, LSE, DL, dK, dV, dQacc, SEM, CU):
         Ks = T.alloc_shared((BN, D), dtype, layout=tile_layout(BN, D))
         Vs = T.alloc_shared((BN, D), dtype, layout=tile_layout(BN, D))
         Qs = T.alloc_shared((ST, BM, D), dtype, layout=tile_layout(BM, D, ST))
@@ -461,33 +557,34 @@ def build_kernel(p, scale, SQT, SKT):
         n0 = T.cta_id(0) * BN
         hk = T.cta_id(1)
         b = T.cta_id(2)
-        ln = lengths(p, LEN, b)
+        ln = lengths(p, CU, b)
         _, nq, _, _ = query_walk(p, n0, hk, 0, ln)
         n_steps = nq * p.group
         setup_barriers([(sm.qr, 1, 4 * NC), (sm.kvr, 1, 1)], 1, False)
-        wg = T.warpgroup_id()
-        if wg == 0:
-            roles.enter_producer()
-            if T.warp_id_in_wg() == 0:
-                if T.elect_one():
-                    produce(Q, K, V, dO, LSE, DL, sm, n0, hk, b, ln, n_steps)
+        if p.packed:
+            if n0 < ln[1]:                           # (a CTA past its sequence's keys has nothing to do)
+                run_roles(Q, K, V, dO, LSE, DL, dK, dV, dQacc, SEM, sm, rg, n0, hk, b, ln, n_steps)
         else:
-            roles.enter_consumer()
-            consume(dK, dV, dQacc, SEM, sm, rg, wg - 1, n0, hk, b, ln, n_steps)
+            run_roles(Q, K, V, dO, LSE, DL, dK, dV, dQacc, SEM, sm, rg, n0, hk, b, ln, n_steps)
 
-    if p.lens:
+    if p.packed:
+        XQ, XK = p.q_blocks * BM, p.kv_blocks * BN
+        QV = TileLayout(S[(SQT + 1, XQ, H, D) : (H * D, H * D, D, 1)])
+        KV = TileLayout(S[(SKT + 1, XK, HKV, D) : (HKV * D, HKV * D, D, 1)])
+
         @T.prim_func
-        def attention_bwd_lens_sm90_kernel(Q: T.Tensor((B, SQT, H, D), dtype), K: T.Tensor((B, SKT, HKV, D), dtype),
-                                           V: T.Tensor((B, SKT, HKV, D), dtype), dO: T.Tensor((B, SQT, H, D), dtype),
-                                           LSE: T.Tensor((B, H, SQP), "float32"), DL: T.Tensor((B, H, SQP), "float32"),
-                                           dK: T.Tensor((B, SKT, HKV, D), dtype), dV: T.Tensor((B, SKT, HKV, D), dtype),
-                                           dQacc: T.Tensor((B, SQT, H, D), "float32"),
-                                           SEM: T.Tensor((B, H, p.q_blocks, 2), "int32"),
-                                           LEN: T.Tensor((2, B), "int32")):
+        def attention_bwd_packed_sm90_kernel(Q: T.Tensor((SQT, H, D), dtype), K: T.Tensor((SKT, HKV, D), dtype),
+                                             V: T.Tensor((SKT, HKV, D), dtype), dO: T.Tensor((SQT, H, D), dtype),
+                                             LSE: T.Tensor((H, B, XQ), "float32"), DL: T.Tensor((H, B, XQ), "float32"),
+                                             dK: T.Tensor((SKT + 1, XK, HKV, D), dtype, layout=KV),
+                                             dV: T.Tensor((SKT + 1, XK, HKV, D), dtype, layout=KV),
+                                             dQacc: T.Tensor((SQT + 1, XQ, H, D), "float32", layout=QV),
+                                             SEM: T.Tensor((B, H, p.q_blocks, 2), "int32"),
+                                             CUQ: T.Tensor((B + 1,), "int32"), CUK: T.Tensor((B + 1,), "int32")):
             T.launch(grid=p.grid, threads=p.threads)
-            body(Q, K, V, dO, LSE, DL, dK, dV, dQacc, SEM, LEN)
+            body(Q, K, V, dO, LSE, DL, dK, dV, dQacc, SEM, (CUQ, CUK))
 
-        return attention_bwd_lens_sm90_kernel
+        return attention_bwd_packed_sm90_kernel
 
     @T.prim_func
     def attention_bwd_sm90_kernel(Q: T.Tensor((B, SQT, H, D), dtype), K: T.Tensor((B, SKT, HKV, D), dtype),

@@ -5,7 +5,7 @@ import torch
 
 import tirxpy
 from tirxpy.errors import ArgumentError
-from tirxpy_kernels.attention_bwd_api import AttentionBwdArgumentError, attention_backward, check, prepare
+from tirxpy_kernels.attention_bwd_api import AttentionBwdArgumentError, attention_backward, check
 from tirxpy_kernels.attention_bwd_plan import plan
 from tirxpy_kernels.attention_bwd_sm90 import attention_bwd_sm90
 from tirxpy_kernels.errors import KernelConfigError
@@ -71,23 +71,11 @@ def test_cpu_tensors_are_refused():
         attention_backward(q, k, k, q, q, torch.zeros(1, 2, 64))
 
 
-@pytest.mark.parametrize("lens, words", [
-    (torch.zeros(2, 2, dtype=torch.int64, device="meta"), "torch.int64 (2, 2) on meta"),
-    (torch.zeros(2, 3, dtype=torch.int32, device="meta"), "torch.int32 (2, 3) on meta"),
-    (torch.zeros(2, 2, dtype=torch.int32), "torch.int32 (2, 2) on cpu"),
-    ([[300, 300], [200, 200]], "lens is list"),
-])
-def test_bad_lengths_are_named_before_the_device(lens, words):
-    """``prepare``'s ``lens`` (each batch element's real rows, the varlen backward's) must be a (2, batch) int32 tensor
-    on the inputs' device; anything else is named, with the shape it must have, before any device work."""
-    with pytest.raises(AttentionBwdArgumentError) as e:
-        prepare(*_meta(), lens=lens)
-    assert words in str(e.value) and "it must be a (2, batch) = (2, 2) torch.int32 tensor on meta" in str(e.value)
-    with pytest.raises(KernelConfigError, match="LENS must be True or False"):
-        plan(2, 8, 2, 300, 200, 128, LENS="yes")
-
-
 def test_plan_refuses_what_it_cannot_build():
+    with pytest.raises(KernelConfigError, match="PACKED must be True or False"):
+        plan(2, 8, 2, 300, 200, 128, PACKED="yes")
+    with pytest.raises(KernelConfigError, match="fewer than one block"):
+        attention_bwd_sm90(2, 2, 1, 100, 100, 64, SQT=40, SKT=300, PACKED=True)
     with pytest.raises(KernelConfigError, match="BM=64"):
         plan(1, 2, 2, 256, 256, 128, BM=128)
     with pytest.raises(KernelConfigError, match="whole 64-column boxes"):

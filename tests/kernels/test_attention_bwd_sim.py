@@ -2,6 +2,8 @@
 shapes: dQ, dK, dV against float64 autograd on fresh random inputs, dK / dV NaN-poisoned; ragged query and key
 lengths, causal and not, grouped-query heads, both dQ splits, head dim 256 (consumers sharing 64 keys, each with
 half the columns), the ordered (deterministic) dQ adds."""
+import itertools
+
 import pytest
 import torch
 
@@ -88,54 +90,81 @@ def test_keys_past_the_length_are_masked_where_lse_is_below_float32_exp_range():
 
 
 @pytest.mark.parametrize("D,causal,lens", [
-    (64, True, [(150, 200), (70, 45), (0, 0)]),       # query blocks past lq and a key block past lk skipped
-    (128, False, [(200, 130), (1, 200), (130, 1)]),   # one query row; one key
-    (256, True, [(90, 200), (200, 70)]),               # head dim 256 (consumers share 64 keys)
+    (64, True, [(41, 50), (150, 201), (70, 45), (0, 0), (64, 130)]),    # a first sequence under one block; empty
+    (128, False, [(200, 130), (1, 3), (130, 1), (77, 77)]),              # one query row; one key; rows after the last
+    (256, True, [(90, 200), (200, 70)]),                                 # head dim 256 (consumers share 64 keys)
 ])
-def test_lengths_input_matches_each_sequence_alone(D, causal, lens):
-    """``LENS``: batch element ``b`` has ``lens[b]`` real (query, key) rows, the rest zero: its gradients over those
-    rows are the float64 ones of the sequence alone, and the rows past them are not touched (dQ) or zero."""
-    B, H, HKV, SQ, SK = len(lens), 2, 1, 200, 200
+def test_packed_sequences_match_each_sequence_alone(D, causal, lens):
+    """``PACKED``: sequences packed row after row (``cu_seqlens``), NaN in the rows past the last one (a block past a
+    sequence's end loads its neighbour's rows, or these): each sequence's gradients are the float64 ones of the
+    sequence alone, and the stores write each sequence's rows only. (The simulator keeps the overlapping output
+    views as dense arrays of their logical shape: sequence ``b``'s rows are view elements ``(q1, XQ - lq ..)``.)"""
+    H, HKV, extra = 2, 1, 5
+    SQ, SK = max(l for l, _ in lens), max(l for _, l in lens)
     g = torch.Generator().manual_seed(int(torch.randint(0, 2**31 - 1, (1,))))
-    q, do = (torch.randn(B, SQ, H, D, generator=g).to(torch.bfloat16) for _ in range(2))
-    k, v = (torch.randn(B, SK, HKV, D, generator=g).to(torch.bfloat16) for _ in range(2))
-    for b, (lq, lk) in enumerate(lens):        # rows past the lengths are zero, as in the varlen backward's batch
-        q[b, lq:], do[b, lq:], k[b, lk:], v[b, lk:] = 0, 0, 0, 0
-    ln = torch.tensor(lens, dtype=torch.int32).t().contiguous()
-    dq, dk, dv = _run(q, k, v, do, causal, torch.bfloat16, lens=[(lq, lk) for lq, lk in lens], LEN=ln)
+    TQ, TK = sum(l for l, _ in lens) + extra, sum(l for _, l in lens) + extra
+    TQ, TK = max(TQ, 64), max(TK, 128)
+    cuq = torch.tensor([0] + list(itertools.accumulate(l for l, _ in lens)), dtype=torch.int32)
+    cuk = torch.tensor([0] + list(itertools.accumulate(l for _, l in lens)), dtype=torch.int32)
+    q, do = (torch.randn(TQ, H, D, generator=g).to(torch.bfloat16) for _ in range(2))
+    k, v = (torch.randn(TK, HKV, D, generator=g).to(torch.bfloat16) for _ in range(2))
+    for t, cu in ((q, cuq), (do, cuq), (k, cuk), (v, cuk)):
+        t[int(cu[-1]):] = float("nan")          # past the last sequence: must not reach any gradient
+    p = plan(len(lens), H, HKV, SQ, SK, D, causal, PACKED=True)
+    XQ, XK = p.q_blocks * p.BM, p.kv_blocks * p.BN
+    lp, dl = torch.zeros(H, len(lens), XQ), torch.zeros(H, len(lens), XQ)     # each sequence's rows from 0
+    refs = []
     for b, (lq, lk) in enumerate(lens):
-        assert not dq[b, lq:].any() and not dk[b, lk:].any() and not dv[b, lk:].any()
-        if lq == 0 or lk == 0:
-            assert not dq[b].any() and not dk[b].any() and not dv[b].any()
+        q0, k0 = int(cuq[b]), int(cuk[b])
+        if lq and lk:
+            qs, ks, vs, ds = q[None, q0:q0 + lq], k[None, k0:k0 + lk], v[None, k0:k0 + lk], do[None, q0:q0 + lq]
+            o, lse = reference(qs, ks, vs, causal, D ** -0.5)
+            lp[:, b, :lq] = lse[0].float()
+            dl[:, b, :lq] = (ds.double() * o.to(torch.bfloat16).double()).sum(-1)[0].t().float()
+            refs.append(reference_grads(qs, ks, vs, ds, causal, D ** -0.5))
+        else:
+            refs.append(None)
+    kern = attention_bwd_sm90(len(lens), H, HKV, SQ, SK, D, causal=causal, SQT=TQ, SKT=TK, PACKED=True)
+    dK, dV = (torch.full((TK + 1, XK, HKV, D), float("nan")).to(torch.bfloat16) for _ in range(2))
+    dQ = torch.zeros(TQ + 1, XQ, H, D)
+    sem = torch.zeros(len(lens), H, p.q_blocks, 2, dtype=torch.int32)
+    res = run(kern, q, k, v, do, lp, dl, dK, dV, dQ, sem, cuq, cuk, seed=int(torch.randint(0, 1000, (1,))))
+    assert res.problems == []
+    own_q, own_k = torch.zeros(TQ + 1, XQ, dtype=torch.bool), torch.zeros(TK + 1, XK, dtype=torch.bool)
+    for b, (lq, lk) in enumerate(lens):
+        own_q[int(cuq[b + 1]), XQ - lq:] = True
+        own_k[int(cuk[b + 1]), XK - lk:] = True
+    assert not dQ[~own_q].any()                                      # no add outside a sequence's own rows
+    assert torch.isnan(dK[~own_k]).all() and torch.isnan(dV[~own_k]).all()     # nor a store
+    for b, (lq, lk) in enumerate(lens):
+        q1, k1 = int(cuq[b + 1]), int(cuk[b + 1])
+        got = tuple(x.double()[None] for x in (dQ[q1, XQ - lq:], dK[k1, XK - lk:], dV[k1, XK - lk:]))
+        if refs[b] is None:         # an empty side: zero gradients on the other
+            assert all(not a.any() for a in got)
             continue
-        ref = reference_grads(q[b:b + 1, :lq], k[b:b + 1, :lk], v[b:b + 1, :lk], do[b:b + 1, :lq], causal, D ** -0.5)
-        for name, a, r in zip(("dq", "dk", "dv"), (dq[b:b + 1, :lq], dk[b:b + 1, :lk], dv[b:b + 1, :lk]), ref):
-            # (a one-key sequence's dq is 0 in float64: an absolute floor far below the gradients' O(1) elements)
+        for name, a, r in zip(("dq", "dk", "dv"), got, refs[b]):
             assert (a - r).norm() <= 1e-2 * r.norm() + 1e-4 * r.numel() ** 0.5, (b, name)
 
 
-def _run(q, k, v, do, causal, dtype, lens=None, LEN=None, exact_d=False):
-    """The kernel in the simulator on ``q, k, v, do`` (O and LSE from the float64 forward per batch element over its
-    ``lens``, else the whole rows; ``D`` from O rounded to ``dtype`` as the forward returns it, or from the float64 O
-    with ``exact_d``); ``(dq, dk, dv)`` in float64, dK / dV NaN-poisoned before, dQ's accumulator zeroed."""
+def _run(q, k, v, do, causal, dtype, exact_d=False):
+    """The kernel in the simulator on ``q, k, v, do`` (O and LSE from the float64 forward; ``D`` from O rounded to
+    ``dtype`` as the forward returns it, or from the float64 O with ``exact_d``); ``(dq, dk, dv)`` in float64, dK /
+    dV NaN-poisoned before, dQ's accumulator zeroed."""
     B, SQ, H, D = q.shape
     SK, HKV = k.shape[1], k.shape[2]
-    lens = lens or [(SQ, SK)] * B
     SQP, SQT, SKT = -(-SQ // 64) * 64, max(SQ, 64), max(SK, 128)
     lp, dl = torch.zeros(B, H, SQP), torch.zeros(B, H, SQP)
-    for b, (lq, lk) in enumerate(lens):
-        if lq and lk:
-            o, lse = reference(q[b:b + 1, :lq], k[b:b + 1, :lk], v[b:b + 1, :lk], causal, D ** -0.5)
-            lp[b, :, :lq] = lse[0].float()
-            o = o if exact_d else o.to(dtype)
-            dl[b, :, :lq] = (do[b:b + 1, :lq].double() * o.double()).sum(-1)[0].t().float()
+    o, lse = reference(q, k, v, causal, D ** -0.5)
+    o = o if exact_d else o.to(dtype)
+    lp[:, :, :SQ] = lse.float()
+    dl[:, :, :SQ] = (do.double() * o.double()).sum(-1).transpose(1, 2).float()
     dk, dv = (torch.full((B, SKT, HKV, D), float("nan")).to(dtype) for _ in range(2))
     dqa = torch.zeros(B, SQT, H, D)
     sem = torch.zeros(B, H, SQP // 64, 2, dtype=torch.int32)
     kern = attention_bwd_sm90(B, H, HKV, SQ, SK, D, causal=causal, dtype=str(dtype).removeprefix("torch."),
-                              SQT=SQT, SKT=SKT, LENS=LEN is not None)
-    args = (_pad(q, SQT), _pad(k, SKT), _pad(v, SKT), _pad(do, SQT), lp, dl, dk, dv, dqa, sem)
-    res = run(kern, *args + ((LEN,) if LEN is not None else ()), seed=int(torch.randint(0, 1000, (1,))))
+                              SQT=SQT, SKT=SKT)
+    res = run(kern, _pad(q, SQT), _pad(k, SKT), _pad(v, SKT), _pad(do, SQT), lp, dl, dk, dv, dqa, sem,
+              seed=int(torch.randint(0, 1000, (1,))))
     assert res.problems == []
     return dqa[:, :SQ].double(), dk[:, :SK].double(), dv[:, :SK].double()
 

@@ -17,7 +17,7 @@ from tirxpy_kernels.attention_sm90 import attention_sm90
 from tirxpy_kernels.attention_walk import EMPTY_TILE, varlen_slots
 from tirxpy_kernels.attention_varlen_api import (VarlenArgumentError, check, check_lengths, empty_outputs,
                                                  launch_order, output_views, tile_map)
-from tirxpy_kernels.attention_bwd_api import attention_varlen_backward, packed_rows, padded_rows
+from tirxpy_kernels.attention_bwd_api import attention_varlen_backward, clipped_view
 from tirxpy_kernels.errors import KernelConfigError
 
 from tests.kernels.attention_reference import reference
@@ -218,25 +218,18 @@ def test_varlen_pairs_with_two_consumers_in_the_simulator(pingpong):
     _sim_case([300, 100, 400], [300, 120, 390], 2, 1, 64, True, 64, 2, "bfloat16", None, PINGPONG=pingpong)
 
 
-@pytest.mark.parametrize("seed", range(6))
-def test_padded_rows_and_back_keep_every_real_row(seed):
-    """padded_rows puts row s of sequence b at [b, s] (zero past its length) and packed_rows undoes it, rows past
-    cu[-1] coming back zero; empty sequences and a buffer longer than its sequences included."""
-    g = torch.Generator().manual_seed(seed)
-    B = int(torch.randint(1, 7, (1,), generator=g))
-    lens = torch.randint(0, 40, (B,), generator=g).tolist()
-    cu = _cu(lens)
-    total = sum(lens) + int(torch.randint(0, 5, (1,), generator=g))
-    t = torch.randn(total, 3, 2, generator=g)
-    S = max(lens + [1]) + int(torch.randint(0, 3, (1,), generator=g))
-    p = padded_rows(t, cu, S)
-    assert p.shape == (B, S, 3, 2)
-    c = cu.tolist()
-    for b in range(B):
-        assert torch.equal(p[b, :lens[b]], t[c[b]:c[b + 1]])
-        assert not p[b, lens[b]:].any()
-    back = packed_rows(p, cu, total)
-    assert torch.equal(back[:c[-1]], t[:c[-1]]) and not back[c[-1]:].any()
+def test_clipped_view_stores_each_sequence_up_to_its_end():
+    """The packed backward's store view: writing sequence ``b``'s rows at view elements ``(q1, X - lq + r)`` for every
+    ``r`` of a box of ``X`` rows lands them at packed rows ``q0 + r`` and the box's rows past ``q1`` (``x >= X``)
+    are not in the view; the rows in front of the packed rows are the window's."""
+    lens, X = [3, 0, 5, 2], 8
+    cu = _cu(lens).tolist()
+    buf = torch.zeros(X + cu[-1], 1, 1)
+    v = clipped_view(buf, X, cu[-1])
+    for b, n in enumerate(lens):
+        q1 = cu[b + 1]
+        v[q1, X - n:, 0, 0] = torch.arange(cu[b], q1, dtype=torch.float32) + 1
+    assert buf[X:, 0, 0].tolist() == [r + 1.0 for r in range(cu[-1])] and not buf[:X].any()
 
 
 def test_varlen_backward_refuses_bad_tensors_with_the_shape_it_takes():
