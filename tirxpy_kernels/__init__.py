@@ -61,7 +61,7 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
     """Attention forward over packed variable-length sequences ``(total_tokens, heads, dim)`` on a Hopper GPU; see
     :func:`tirxpy_kernels.attention_varlen_api.attention_varlen`. ``torch.compile``-able through
     ``torch.ops.tirxpy.attention_varlen``; differentiable (backward:
-    :func:`tirxpy_kernels.attention_bwd_api.attention_varlen_backward`, the backward kernel on the padded batch)."""
+    :func:`tirxpy_kernels.attention_bwd_api.attention_varlen_backward`, the backward kernel on the packed rows)."""
     torch_ops = _OPS[0] if _OPS else _torch_ops()
     if torch_ops.needs_op(q, k, v):
         return torch_ops.attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,

@@ -237,7 +237,7 @@ def attention_varlen_backward(q, k, v, out, dout, lse, cu_seqlens_q, cu_seqlens_
     """``(dq, dk, dv)`` of :func:`tirxpy_kernels.attention_varlen` over packed sequences (its tensors: ``q``, ``out``,
     ``dout`` ``(total_q, H, D)``, ``k``, ``v`` ``(total_k, HKV, D)``, ``lse`` ``(H, total_q)``), computed by the
     backward kernel on the packed rows (``PACKED`` of :func:`~tirxpy_kernels.attention_bwd_sm90.attention_bwd_sm90`):
-    a CTA per 128 keys of a sequence (``cu_seqlens``) and key / value head walks that sequence's query blocks; a
+    a CTA per key block of a sequence (``cu_seqlens``) and key / value head walks that sequence's query blocks; a
     block loaded past a sequence's end is zeroed in shared memory past it, and the stores clip at the end
     (:func:`clipped_view`), so each sequence's gradients are those of the sequence alone. The kernel is built for
     the longest lengths rounded up to 128 (:func:`padded_length`; ``max_seqlen_q`` / ``max_seqlen_k`` while a CUDA
