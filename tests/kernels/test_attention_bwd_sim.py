@@ -89,15 +89,17 @@ def test_keys_past_the_length_are_masked_where_lse_is_below_float32_exp_range():
         assert ((a - r).norm() / r.norm()).item() < 1e-2, name
 
 
-@pytest.mark.parametrize("D,causal,lens", [
-    (64, True, [(41, 50), (150, 201), (70, 45), (0, 0), (64, 130)]),    # a first sequence under one block; empty
-    (128, False, [(200, 130), (1, 3), (130, 1), (77, 77)]),              # one query row; one key; rows after the last
-    (256, True, [(90, 200), (200, 70)]),                                 # head dim 256 (consumers share 64 keys)
+@pytest.mark.parametrize("D,causal,lens,det", [
+    (64, True, [(41, 50), (150, 201), (70, 45), (0, 0), (64, 130)], False),    # a first sequence under one block
+    (128, False, [(200, 130), (1, 3), (130, 1), (77, 77)], False),             # one query row; one key
+    (256, True, [(90, 200), (200, 70)], False),                                # head dim 256 (64 keys shared)
+    (64, False, [(130, 300), (0, 20), (70, 129)], True),                       # ordered dQ adds, CTAs skipped
 ])
-def test_packed_sequences_match_each_sequence_alone(D, causal, lens):
+def test_packed_sequences_match_each_sequence_alone(D, causal, lens, det):
     """``PACKED``: sequences packed row after row (``cu_seqlens``), NaN in the rows past the last one (a block past a
     sequence's end loads its neighbour's rows, or these): each sequence's gradients are the float64 ones of the
-    sequence alone, and the stores write each sequence's rows only. (The simulator keeps the overlapping output
+    sequence alone, and the stores write each sequence's rows only; ``deterministic``: every query block's turns
+    are taken by the key blocks that see it, none by a CTA past its sequence's keys. (The simulator keeps the overlapping output
     views as dense arrays of their logical shape: sequence ``b``'s rows are view elements ``(q1, XQ - lq ..)``.)"""
     H, HKV, extra = 2, 1, 5
     SQ, SK = max(l for l, _ in lens), max(l for _, l in lens)
@@ -110,7 +112,7 @@ def test_packed_sequences_match_each_sequence_alone(D, causal, lens):
     k, v = (torch.randn(TK, HKV, D, generator=g).to(torch.bfloat16) for _ in range(2))
     for t, cu in ((q, cuq), (do, cuq), (k, cuk), (v, cuk)):
         t[int(cu[-1]):] = float("nan")          # past the last sequence: must not reach any gradient
-    p = plan(len(lens), H, HKV, SQ, SK, D, causal, PACKED=True)
+    p = plan(len(lens), H, HKV, SQ, SK, D, causal, deterministic=det, PACKED=True)
     XQ, XK = p.q_blocks * p.BM, p.kv_blocks * p.BN
     lp, dl = torch.zeros(H, len(lens), XQ), torch.zeros(H, len(lens), XQ)     # each sequence's rows from 0
     refs = []
@@ -124,7 +126,8 @@ def test_packed_sequences_match_each_sequence_alone(D, causal, lens):
             refs.append(reference_grads(qs, ks, vs, ds, causal, D ** -0.5))
         else:
             refs.append(None)
-    kern = attention_bwd_sm90(len(lens), H, HKV, SQ, SK, D, causal=causal, SQT=TQ, SKT=TK, PACKED=True)
+    kern = attention_bwd_sm90(len(lens), H, HKV, SQ, SK, D, causal=causal, deterministic=det, SQT=TQ, SKT=TK,
+                              PACKED=True)
     dK, dV = (torch.full((TK + 1, XK, HKV, D), float("nan")).to(torch.bfloat16) for _ in range(2))
     dQ = torch.zeros(TQ + 1, XQ, H, D)
     sem = torch.zeros(len(lens), H, p.q_blocks, 2, dtype=torch.int32)
@@ -144,6 +147,10 @@ def test_packed_sequences_match_each_sequence_alone(D, causal, lens):
             continue
         for name, a, r in zip(("dq", "dk", "dv"), got, refs[b]):
             assert (a - r).norm() <= 1e-2 * r.norm() + 1e-4 * r.numel() ** 0.5, (b, name)
+    if det:     # dQ split by keys: both consumers of each of a sequence's key blocks add to each of its query blocks
+        for b, (lq, lk) in enumerate(lens):
+            nq, nk = -(-lq // p.BM), -(-lk // p.BN)
+            assert (sem[b, :, :nq, 0] == 2 * nk).all() and not sem[b, :, nq:].any() and not sem[b, :, :, 1].any()
 
 
 def _run(q, k, v, do, causal, dtype, exact_d=False):
