@@ -25,7 +25,8 @@ from tirxpy.ir.dtype import from_torch
 
 from .attention_bwd_plan import DTYPES, HEAD_DIMS, TARGET, plan
 from .attention_bwd_sm90 import attention_bwd_preprocess, attention_bwd_sm90
-from .attention_varlen_api import VarlenArgumentError, check_lengths, check as check_varlen
+from .attention_varlen_api import VarlenArgumentError, check_lengths, clipped_view, pad_rows
+from .attention_varlen_api import check as check_varlen
 from .checks import dense_tensor
 from .errors import KernelConfigError
 from .launch_cache import compiled
@@ -166,16 +167,6 @@ def attention_backward(q, k, v, out, dout, lse, causal=False, scale=None, determ
 
 
 # ------------------------------------------------------------------------------------- variable-length batches
-def _pad_rows(t, rows):
-    """``t`` contiguous with at least ``rows`` rows on dim 0 (zero rows appended: a TMA box may not be larger than
-    its tensor)."""
-    if t.shape[0] >= rows:
-        return t.contiguous()
-    o = t.new_zeros((rows,) + tuple(t.shape[1:]))
-    o[:t.shape[0]] = t
-    return o
-
-
 def sequence_rows(t, cu, X):
     """The ``(H, total)`` per-row values ``t`` (LSE, ``D``) of the packed sequences ``cu`` as ``(H, B, X)``: sequence
     ``b``'s rows from 0, zero past its length (``X``: at least the longest). Device ops only.
@@ -188,21 +179,6 @@ def sequence_rows(t, cu, X):
     start = cu[:-1].long()[:, None]
     keep = r < (cu[1:] - cu[:-1]).long()[:, None]
     return t[:, (start + r).clamp(0, t.shape[1] - 1)].masked_fill_(~keep, 0)
-
-
-def clipped_view(buf, X, rows):
-    """The ``(rows + 1, X, heads, dim)`` overlapping view of a ``(X + rows, heads, dim)`` buffer through which the
-    packed backward stores (``PACKED`` of :func:`~tirxpy_kernels.attention_bwd_sm90.attention_bwd_sm90`): element
-    ``(e, x)`` is buffer row ``e + x``, packed row ``e + x - X``, so a sequence ending at packed row ``e`` stores
-    its rows at ``x < X`` and nothing past its end.
-
-        >>> import torch
-        >>> v = clipped_view(torch.arange(5.).view(5, 1, 1), 2, 3)
-        >>> v.shape, v[1, 1, 0, 0].item(), v[3, 0, 0, 0].item()
-        (torch.Size([4, 2, 1, 1]), 2.0, 3.0)
-    """
-    _, h, d = buf.shape
-    return torch.as_strided(buf, (rows + 1, X, h, d), (h * d, h * d, d, 1), buf.storage_offset())
 
 
 def padded_length(cu, max_seqlen):
@@ -267,8 +243,8 @@ def attention_varlen_backward(q, k, v, out, dout, lse, cu_seqlens_q, cu_seqlens_
     p = plan(B, H, HKV, SQ, SK, D, causal, dtype, deterministic, PACKED=True)
     sc = 1.0 / math.sqrt(D) if scale is None else float(scale)
     with torch.cuda.device(q.device):
-        qp, dop, op = (_pad_rows(t, p.BM) for t in (q, dout, out))
-        kp, vp = _pad_rows(k, p.BN), _pad_rows(v, p.BN)
+        qp, dop, op = (pad_rows(t, p.BM) for t in (q, dout, out))
+        kp, vp = pad_rows(k, p.BN), pad_rows(v, p.BN)
         TQ, TK = qp.shape[0], kp.shape[0]
         XQ, XK = p.q_blocks * p.BM, p.kv_blocks * p.BN
         dl = torch.empty((1, H, -(-TQ // 64) * 64), dtype=torch.float32, device=q.device)
@@ -279,6 +255,6 @@ def attention_varlen_backward(q, k, v, out, dout, lse, cu_seqlens_q, cu_seqlens_
         sem = torch.zeros((B, H, p.q_blocks, 2), dtype=torch.int32, device=q.device)
         kern = attention_bwd_sm90(B, H, HKV, SQ, SK, D, causal=causal, scale=sc, dtype=dtype,
                                   deterministic=deterministic, SQT=TQ, SKT=TK, PACKED=True)
-        compiled(kern, TARGET)(qp, kp, vp, dop, lp, dlp, clipped_view(dkb, XK, TK), clipped_view(dvb, XK, TK),
-                               clipped_view(dqb, XQ, TQ), sem, cu_seqlens_q, cu_seqlens_k)
+        compiled(kern, TARGET)(qp, kp, vp, dop, lp, dlp, clipped_view(dkb[XK:], XK), clipped_view(dvb[XK:], XK),
+                               clipped_view(dqb[XQ:], XQ), sem, cu_seqlens_q, cu_seqlens_k)
         return dqb[XQ:XQ + NQ].to(q.dtype), dkb[XK:XK + NK], dvb[XK:XK + NK]

@@ -113,20 +113,22 @@ def attention_bwd_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bf
     sequences shorter than one block); key rows past the real ones are also masked out of ``P`` (their zero scores
     would give ``P = exp(-LSE)``, past float32's range where ``LSE < -88``).
     ``PACKED=True``: ``B`` packed sequences of at most ``SQ`` query / ``SK`` key rows, ``k(Q, K, V, dO, LSE, DL, dK,
-    dV, dQacc, SEM, CUQ, CUK)`` with ``Q, dO: (SQT, H, D)``, ``K, V: (SKT, HKV, D)`` the packed rows, ``LSE, DL:
-    (H, B, XQ)`` (sequence ``b``'s rows from 0, zero past its end), ``CUQ``, ``CUK: (B + 1,)`` int32 offsets, and
-    ``dK``, ``dV``, ``dQacc`` overlapping views that clip each sequence's stores at its end: with ``XK`` (``XQ``) the key (query)
-    block rows times the blocks of ``SK`` (``SQ``), ``dK: (SKT + 1, XK, HKV, D)`` strides ``(HKV D, HKV D, D, 1)``
-    over a ``(XK + SKT, HKV, D)`` buffer whose rows from ``XK`` on are the packed rows (row ``r`` of a sequence
-    ending at ``k1`` is view element ``(k1, XK - (k1 - k0) + r)``), ``dQacc`` likewise over ``(XQ + SQT, H, D)``
-    float32. A block loaded past a sequence's end holds its neighbour's rows: the consumers zero them in shared
-    memory (:func:`zero_tails`). Options: :func:`tirxpy_kernels.attention_bwd_plan.plan`."""
+    dV, dQacc, SEM, CUQ, CUK)`` with ``Q, dO: (SQT, H, D)``, ``K, V: (SKT, HKV, D)`` the packed rows,
+    ``LSE, DL: (H, B, XQ)`` (sequence ``b``'s rows from 0, zero past its end), ``CUQ``, ``CUK: (B + 1,)`` int32
+    offsets, and ``dK``, ``dV``, ``dQacc`` overlapping views that clip each sequence's stores at its end: with
+    ``XK`` (``XQ``) the key (query) block rows times the blocks of ``SK`` (``SQ``), ``dK: (SKT + 1, XK, HKV, D)``
+    with strides ``(HKV D, HKV D, D, 1)`` over a ``(XK + SKT, HKV, D)`` buffer whose rows from ``XK`` on are the
+    packed rows (row ``r`` of a sequence ending at ``k1`` is view element ``(k1, XK - (k1 - k0) + r)``,
+    :func:`tirxpy_kernels.attention_varlen_api.clipped_view`), ``dQacc`` likewise over ``(XQ + SQT, H, D)`` float32.
+    A block loaded past a sequence's end holds its neighbour's rows: the consumers zero them in shared memory
+    (:func:`zero_tails`).
+    Options: :func:`tirxpy_kernels.attention_bwd_plan.plan`."""
     p = plan(B, H, HKV, SQ, SK, D, causal, dtype, deterministic, BM, STAGES, DQ_SPLIT, PACKED)
     SQT, SKT = SQT or SQ, SKT or SK
     if p.packed:
         if SQT < p.BM or SKT < p.BN:
-            raise KernelConfigError(f"attention_bwd_sm90: {SQT} packed query / {SKT} key rows are fewer than one block "
-                                    f"({p.BM} / {p.BN}): pad the packed tensors with zero rows")
+            raise KernelConfigError(f"attention_bwd_sm90: {SQT} packed query / {SKT} key rows are fewer than one "
+                                    f"block ({p.BM} / {p.BN}): pad the packed tensors with zero rows")
     elif SQT < max(SQ, p.BM) or SKT < max(SK, p.BN):
         raise KernelConfigError(f"attention_bwd_sm90: tensors of {SQT} query / {SKT} key rows are shorter than one "
                                 f"block ({p.BM} / {p.BN}) or than SQ = {SQ} / SK = {SK}: pad the sequences")
@@ -219,8 +221,8 @@ def key_mask(p, st, w, kc, diag, m0, n0):
 def zero_tails(p, tiles, staged, s, r):
     """Packed sequences: rows ``r ..`` of a block loaded past the sequence's end (its neighbour's rows) set to 0 in
     shared memory by the consumers' threads, so that the block is the padded batch's, exactly. ``tiles``: shared
-    buffers of ``(rows, cols)`` tiles, with a leading stage index ``s`` when ``staged``. Then the async proxy sees the stores and both consumers meet (named barrier 4) before either's
-    wgmma reads them."""
+    buffers of ``(rows, cols)`` tiles, with a leading stage index ``s`` when ``staged``. Then the async proxy sees
+    the stores and both consumers meet (named barrier 4) before either's wgmma reads them."""
     tc = T.thread_id() - 128
     for X in tiles:
         rows, cols = X.shape[1:] if staged else X.shape

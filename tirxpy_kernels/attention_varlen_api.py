@@ -151,12 +151,29 @@ def empty_outputs(q, max_seqlen_q):
     return ob[XQ:], lb[:, XQ:]
 
 
+def clipped_view(rows, X):
+    """The ``(total + 1, X, heads, dim)`` overlapping view through which a varlen kernel stores the packed ``rows``
+    ``(total, heads, dim)``, the tail of a buffer with ``X`` more rows in front: element ``(e, x)`` is packed row
+    ``e + x - X``, so a sequence ending at packed row ``e`` stores its rows at ``x < X`` and nothing past its end
+    (the box's rows at ``x >= X`` are outside the view). Used for the forward's ``O`` and the backward's ``dK``,
+    ``dV``, ``dQ``.
+
+        >>> import torch
+        >>> buf = torch.arange(5.).view(5, 1, 1)
+        >>> v = clipped_view(buf[2:], 2)
+        >>> v.shape, v[1, 1, 0, 0].item(), v[3, 0, 0, 0].item()
+        (torch.Size([4, 2, 1, 1]), 2.0, 3.0)
+    """
+    n, h, d = rows.shape
+    return torch.as_strided(rows, (n + 1, X, h, d), (h * d, h * d, d, 1), rows.storage_offset() - X * h * d)
+
+
 def output_views(out, lse, max_seqlen_q):
     """The kernel's overlapping views ``(O, LSE)`` of :func:`empty_outputs`' tensors (see
     :func:`tirxpy_kernels.attention_sm90.attention_sm90`'s ``VARLEN``)."""
     NQ, H, D = out.shape
     XQ = varlen_window(max_seqlen_q)
-    O = torch.as_strided(out, (NQ + 1, XQ, H, D), (H * D, H * D, D, 1), out.storage_offset() - XQ * H * D)
+    O = clipped_view(out, XQ)
     L = torch.as_strided(lse, (NQ + 1, H, XQ, 1), (1, XQ + NQ, 1, 1), lse.storage_offset() - XQ)
     return O, L
 
@@ -243,7 +260,14 @@ def kernel_args(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, out, lse, BM,
     return (q.unsqueeze(0), k.unsqueeze(0), v.unsqueeze(0), O, L, cu_seqlens_q, cu_seqlens_k, tiles)
 
 
-def _pad_rows(t, rows):
+def pad_rows(t, rows):
+    """``t`` contiguous with at least ``rows`` rows on dim 0 (zero rows appended: a TMA box may not be larger than
+    its tensor).
+
+        >>> import torch
+        >>> pad_rows(torch.ones(2, 1), 3).tolist()
+        [[1.0], [1.0], [0.0]]
+    """
     if t.shape[0] >= rows:
         return t.contiguous()
     p = t.new_zeros((rows,) + tuple(t.shape[1:]))
@@ -271,7 +295,7 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
     B = cu_seqlens_q.numel() - 1
     SQ, SK = varlen_window(max_seqlen_q), varlen_window(max_seqlen_k)
     with torch.cuda.device(q.device):
-        qp, kp, vp = _pad_rows(q, MIN_ROWS), _pad_rows(k, 256), _pad_rows(v, 256)
+        qp, kp, vp = pad_rows(q, MIN_ROWS), pad_rows(k, 256), pad_rows(v, 256)
         kern = attention_sm90(B, H, HKV, SQ, SK, D, causal=causal, scale=None if scale is None else float(scale),
                               dtype=from_torch(q.dtype).name, SQT=qp.shape[0], SKT=kp.shape[0],
                               sms=_sm_count(q.device), VARLEN=True)
@@ -286,5 +310,6 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
     return (out, lse) if return_lse else out
 
 
-__all__ = ["VarlenArgumentError", "attention_varlen", "check", "check_lengths", "empty_outputs", "output_views",
+__all__ = ["VarlenArgumentError", "attention_varlen", "check", "check_lengths", "clipped_view", "empty_outputs",
+           "output_views",
            "kernel_args", "launch_order", "tile_map"]

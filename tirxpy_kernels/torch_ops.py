@@ -18,8 +18,9 @@ Gradients:
   (imported when a backward runs). ``lse`` is not differentiable (it is returned for the backward and for
   inspection; a loss through it gets no gradient from it).
 - ``attention_varlen``: as ``attention`` over packed sequences; the backward is
-  ``tirxpy_kernels.attention_bwd_api.attention_varlen_backward`` (the backward kernel on the packed rows). Where that function is missing (:func:`varlen_backward`), a call that needs the gradient
-  raises :class:`AutogradUnsupportedError`.
+  ``tirxpy_kernels.attention_bwd_api.attention_varlen_backward`` (the backward kernel on the packed rows). Where
+  that function is missing (:func:`varlen_backward`), a call that needs the gradient raises
+  :class:`AutogradUnsupportedError`.
 
     >>> import torch
     >>> a = torch.empty(256, 64, dtype=torch.bfloat16, device="meta")

@@ -99,8 +99,9 @@ def test_packed_sequences_match_each_sequence_alone(D, causal, lens, det):
     """``PACKED``: sequences packed row after row (``cu_seqlens``), NaN in the rows past the last one (a block past a
     sequence's end loads its neighbour's rows, or these): each sequence's gradients are the float64 ones of the
     sequence alone, and the stores write each sequence's rows only; ``deterministic``: every query block's turns
-    are taken by the key blocks that see it, none by a CTA past its sequence's keys. (The simulator keeps the overlapping output
-    views as dense arrays of their logical shape: sequence ``b``'s rows are view elements ``(q1, XQ - lq ..)``.)"""
+    are taken by the key blocks that see it, none by a CTA past its sequence's keys. (The simulator keeps the
+    overlapping output views as dense arrays of their logical shape: sequence ``b``'s rows are view elements
+    ``(q1, XQ - lq ..)``.)"""
     H, HKV, extra = 2, 1, 5
     SQ, SK = max(l for l, _ in lens), max(l for _, l in lens)
     g = torch.Generator().manual_seed(int(torch.randint(0, 2**31 - 1, (1,))))

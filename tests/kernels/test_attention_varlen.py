@@ -15,9 +15,9 @@ from tirxpy.sim import run
 from tirxpy_kernels.attention_plan import plan, varlen_window
 from tirxpy_kernels.attention_sm90 import attention_sm90
 from tirxpy_kernels.attention_walk import EMPTY_TILE, varlen_slots
-from tirxpy_kernels.attention_varlen_api import (VarlenArgumentError, check, check_lengths, empty_outputs,
-                                                 launch_order, output_views, tile_map)
-from tirxpy_kernels.attention_bwd_api import attention_varlen_backward, clipped_view
+from tirxpy_kernels.attention_varlen_api import (VarlenArgumentError, check, check_lengths, clipped_view,
+                                                 empty_outputs, launch_order, output_views, tile_map)
+from tirxpy_kernels.attention_bwd_api import attention_varlen_backward
 from tirxpy_kernels.errors import KernelConfigError
 
 from tests.kernels.attention_reference import reference
@@ -219,13 +219,13 @@ def test_varlen_pairs_with_two_consumers_in_the_simulator(pingpong):
 
 
 def test_clipped_view_stores_each_sequence_up_to_its_end():
-    """The packed backward's store view: writing sequence ``b``'s rows at view elements ``(q1, X - lq + r)`` for every
+    """The varlen kernels' store view: writing sequence ``b``'s rows at view elements ``(q1, X - lq + r)`` for every
     ``r`` of a box of ``X`` rows lands them at packed rows ``q0 + r`` and the box's rows past ``q1`` (``x >= X``)
     are not in the view; the rows in front of the packed rows are the window's."""
     lens, X = [3, 0, 5, 2], 8
     cu = _cu(lens).tolist()
     buf = torch.zeros(X + cu[-1], 1, 1)
-    v = clipped_view(buf, X, cu[-1])
+    v = clipped_view(buf[X:], X)
     for b, n in enumerate(lens):
         q1 = cu[b + 1]
         v[q1, X - n:, 0, 0] = torch.arange(cu[b], q1, dtype=torch.float32) + 1
