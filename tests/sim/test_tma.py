@@ -99,3 +99,36 @@ def test_tma_rank_mismatch_is_reported():
     with pytest.raises(SimReportError) as ei:
         run(k, np.zeros((8, 16), np.float32), seed=0)
     assert "tma_misuse" in ei.value.kinds(), str(ei.value)
+
+
+def _store_kernel(col0):
+    @T.prim_func
+    def k(C: T.Tensor((4, 16), "float32")):
+        T.launch(grid=(1,), threads=32)
+        Cs = T.alloc_shared((4, 8), "float32")
+        Cs[T.lane_id() // 8, T.lane_id() % 8] = T.cast(T.lane_id(), "float32")
+        T.ptx.fence_proxy_async()
+        T.ptx.syncthreads()
+        if T.thread_id() == 0:
+            T.ptx.tma_store_2d(C[0:4, 0:8], col0, 0, Cs)
+            T.ptx.bulk_commit_group()
+            T.ptx.bulk_wait_group(0)
+
+    return k
+
+
+@pytest.mark.parametrize("col0, ok", [(4, True), (8, True), (2, False), (6, False), (1, False)])
+def test_a_box_must_start_16_byte_aligned_in_its_innermost_dimension(col0, ok):
+    """The TMA unit faults (illegal instruction, on an H100) on a load or store whose box starts off a 16-byte boundary
+    in the innermost dimension: float32 columns 1, 2, 6 are reported, 4 and 8 are not."""
+    a, c = np.arange(8 * 16, dtype=np.float32).reshape(8, 16), np.zeros((8, 16), np.float32)
+    for kern, args, name in ((_load_kernel(col0), (a, c), "tma_load_2d: the box of A"),
+                             (_store_kernel(col0), (np.zeros((4, 16), np.float32),), "tma_store_2d: the box of C")):
+        if ok:
+            assert run(kern, *args, seed=0).problems == []
+            continue
+        with pytest.raises(SimReportError) as ei:
+            run(kern, *args, seed=0)
+        assert ei.value.kinds() == {"tma_misuse"}
+        assert f"{name} starts at element {col0} of its innermost dimension ({col0 * 4} bytes), not a multiple of " \
+               "16 bytes" in str(ei.value) and "a multiple of 4 elements" in str(ei.value)

@@ -2,7 +2,8 @@
 non-tensor bulk copies with their groups (PTX ISA 9.7.9.25).
 
 A load gathers the box (region extents of the tensor-map operand) at the coordinates
-(innermost first), fills elements outside the tensor with zero, writes it to shared memory
+(innermost first; a box whose innermost start is not 16-byte aligned is reported, as the hardware faults on
+it), fills elements outside the tensor with zero, writes it to shared memory
 row-major with the tensor map's swizzle applied to the byte addresses, and completes its byte
 count on the mbarrier (``complete_tx``), all at a later scheduling point than the issue."""
 from __future__ import annotations
@@ -72,6 +73,18 @@ def _check_map(ctx, tm, d):
     return True
 
 
+def _check_start(ctx, tm, c0, esz):
+    """A box that starts off a 16-byte boundary in the innermost dimension (element ``c0``) is reported: the TMA unit
+    faults on it (``CUDA_ERROR_ILLEGAL_INSTRUCTION`` on an H100, loads and stores alike). The copy is still simulated,
+    so that the report is the first problem, not a hang that follows from it."""
+    if c0 * esz % 16 == 0:
+        return
+    ctx.report("tma_misuse", f"{ctx.call.name}: the box of {tm.buffer.name} starts at element {c0} of its innermost "
+               f"dimension ({c0 * esz} bytes), not a multiple of 16 bytes, which the TMA unit faults on (illegal "
+               f"instruction): start each box at a multiple of {max(1, 16 // esz)} elements there, or lay the tensor "
+               "out so that the varying start is an outer dimension")
+
+
 def _load(ctx, d, multicast=False):
     tm = ctx.arg("tmap")
     if not _check_map(ctx, tm, d):
@@ -82,6 +95,7 @@ def _load(ctx, d, multicast=False):
     m = ctx.machine
     esz = nbytes(tm.buffer.dtype)
     for l in ctx.lanes:
+        _check_start(ctx, tm, int(cs[0][l]), esz)
         flat, ok = _box_coords(tm, [int(c[l]) for c in cs])
         gm = m.globals[tm.buffer]
         raw = gm.data[(flat * esz)[:, None] + np.arange(esz)]
@@ -125,6 +139,7 @@ def _store(ctx, d, reduce=False):
     w = ctx.w
     a = agent(m, ("bulk", ctx.cta.rank, w.wid), f"bulk-copy unit of {w.describe()}")
     for l in ctx.lanes:
+        _check_start(ctx, tm, int(cs[0][l]), esz)
         flat, ok = _box_coords(tm, [int(c[l]) for c in cs])
         lin = np.arange(flat.size, dtype=np.int64) * esz
         addrs = swizzle_addr(int(src[l]) + lin, tm.swizzle)
