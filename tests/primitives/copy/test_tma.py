@@ -48,6 +48,21 @@ def test_reasons():
     assert reason(err, "tma_store") == "reduce='max': TMA reductions here support 'add'"
 
 
+@pytest.mark.parametrize("c0, ok", [(8, True), (64, True), (4, False), (1, False)])
+def test_a_constant_box_start_must_be_16_byte_aligned_in_the_innermost_dimension(c0, ok):
+    """bf16 columns 8 and 64 start 16 and 128 bytes in; 4 and 1 start 8 and 2 bytes in, which the TMA unit faults on
+    (the simulator reports a device-valued start; a constant one is refused here, for loads and stores)."""
+    for call, variant in ((f"Tx.copy_async(s[1], A[r0:r0 + 128, {c0}:{c0 + 64}], mbar=bar[1])", "tma_load"),
+                          (f"Tx.copy_async(B[r0:r0 + 128, {c0}:{c0 + 64}], s[0])", "tma_store")):
+        if ok:
+            assert choices(_k(call))[0][0] == variant
+            continue
+        assert reason(rejected(_k(call)), variant) == (
+            f"the box starts at element {c0} of {'A' if variant == 'tma_load' else 'B'}'s innermost dimension "
+            f"({c0 * 2:g} bytes), not a multiple of 16 bytes, which the TMA unit faults on: start it at a multiple of "
+            "8 elements")
+
+
 @pytest.mark.parametrize("arch", ["sm_90a", "sm_100a"])
 def test_compiles_with_derived_tensor_maps(arch):
     k = kernel(P, f"""

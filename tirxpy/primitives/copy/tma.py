@@ -20,14 +20,19 @@ The box is the global view's extents (outermost first); the shared tile must be 
 densely row-major, optionally under a TMA swizzle (32/64/128 B) -- read from its layout. Codegen
 builds the tensor map (a hidden kernel parameter) from the global view and the shared tile.
 Out-of-range parts of the box are filled with zeros on loads and dropped on stores by the
-hardware, so ragged edges need no guard.
+hardware, so ragged edges need no guard. A box must start at a multiple of 16 bytes in the innermost
+dimension (the hardware faults otherwise): a constant start that is not is refused here, a device value is
+the kernel's to keep aligned (the simulator reports it).
+
+    A[r0:r0 + 64, 4:68]   (float32: 16 bytes in)  -- a TMA box
+    A[r0:r0 + 64, 2:66]   (8 bytes in)            -- refused
 """
 from __future__ import annotations
 
 from math import prod
 
 from tirxpy.ir import ops
-from tirxpy.ir.expr import BufferLoad
+from tirxpy.ir.expr import BufferLoad, IntImm
 from tirxpy.layout import ComposeLayout, TileLayout, hardware_swizzle_bytes
 
 from ..dispatch import fail, register_impl
@@ -104,6 +109,11 @@ def _common(ctx, smem, gmem):
     if not 1 <= gmem.buffer.ndim <= 5:
         return f"{gmem.name} has rank {gmem.buffer.ndim}; TMA moves 1-5 dimensional tensors"
     box = gmem.extents
+    inner = gmem.starts[-1]
+    if isinstance(inner, IntImm) and inner.value * gmem.dtype.bits % 128:
+        return (f"the box starts at element {inner.value} of {gmem.name}'s innermost dimension "
+                f"({inner.value * gmem.dtype.bits / 8:g} bytes), not a multiple of 16 bytes, which the TMA unit faults "
+                f"on: start it at a multiple of {max(1, 128 // gmem.dtype.bits)} elements")
     if prod(box) != prod(smem.shape):
         return f"the box {box} has {prod(box)} elements, {smem.name} {smem.shape} has {prod(smem.shape)}"
     r = box_swizzle(smem, box)
