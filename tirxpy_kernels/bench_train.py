@@ -9,11 +9,12 @@ causal attention of ``heads`` heads of 128. ``impl="tirxpy"`` runs its matrix pr
 and a step is the forward and the backward (``y.backward(dy)`` for a fixed random ``dy``), timed in one process,
 the two in turn (:func:`tirxpy_kernels.bench_tools.median_ms`).
 
-The varlen table packs sequences of random lengths in ``[512, 8192]`` (``--tokens`` real tokens in all) and times
-the ``VARLEN`` kernel, the dense kernel on the batch padded to the longest sequence, and SDPA's cuDNN backend on that
-padded batch (unmasked padding: the peer's speed, not a result to use); TFLOPS count the real work (``4 * lq * lk *
-heads * dim`` per sequence, half when causal), and the padded kernel's own rate (its padded work over its time) is
-the speed to match at equal work. ``relerr``: the varlen output against the dense kernel on each sequence alone.
+The varlen tables pack sequences of random lengths in ``[512, 8192]`` (``--tokens`` real tokens in all). The first
+times the ``VARLEN`` kernel, the dense kernel on the batch padded to the longest sequence, and SDPA's cuDNN backend
+on that padded batch (unmasked padding: the peer's speed, not a result to use); TFLOPS count the real work
+(``4 * lq * lk * heads * dim`` per sequence, half when causal), and the padded kernel's own rate (its padded work
+over its time) is the speed to match at equal work. ``relerr``: the varlen output against the dense kernel on each sequence
+alone. The second times the backward the same way (:func:`bench_varlen_backward`).
 
 ``--sim`` runs a small packed batch through the ``VARLEN`` kernel in the CPU simulator against float64.
 """
@@ -187,6 +188,57 @@ def bench_varlen(args, heads=16, D=128):
     return rows
 
 
+def bench_varlen_backward(args, heads=16, D=128):
+    """Rows of the varlen backward table: causal and not, :func:`tirxpy_kernels.attention_varlen_backward` end to end
+    (the packed kernel), :func:`tirxpy_kernels.attention_backward` on the batch padded to the longest sequence (its
+    own rate: padded work over its time, the speed to match at equal work) and cuDNN's backward on that padded batch
+    (SDPA; unmasked padding: the peer's speed). TFLOPS count 2.5x the forward's FLOPs. ``relerr``: each sequence's
+    gradients against the padded backward's rows of it."""
+    import torch
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    import tirxpy_kernels as tk
+
+    from .bench_tools import median_ms
+
+    lens = varlen_lengths(args.tokens, args.seed)
+    T, B, S = sum(lens), len(lens), max(lens)
+    cu = torch.tensor([0] + list(torch.tensor(lens).cumsum(0)), dtype=torch.int32, device="cuda")
+    c0 = cu.tolist()
+    q, k, v, do = (torch.randn(T, heads, D, device="cuda", dtype=torch.bfloat16) for _ in range(4))
+
+    def pad(t):         # (T, ...) packed rows -> (B, S, ...) with zero rows past each sequence
+        out = t.new_zeros((B, S) + tuple(t.shape[1:]))
+        for b, n in enumerate(lens):
+            out[b, :n] = t[c0[b]:c0[b] + n]
+        return out
+
+    rows = []
+    for causal in (False, True):
+        real = 2.5 * sum(4 * n * n * heads * D for n in lens) / (2 if causal else 1)
+        padded = 2.5 * 4 * B * S * S * heads * D / (2 if causal else 1)
+        o, lse = tk.attention_varlen(q, k, v, cu, cu, S, S, causal=causal, return_lse=True)
+        qp, kp, vp, op, dop = (pad(t) for t in (q, k, v, o, do))
+        lp = pad(lse.t().contiguous()).transpose(1, 2).contiguous()
+        got = tk.attention_varlen_backward(q, k, v, o, do, lse, cu, cu, S, S, causal=causal)
+        ref = tk.attention_backward(qp, kp, vp, op, dop, lp, causal=causal)
+        err = max(relative_error(g[c0[b]:c0[b + 1]].float(), r[b, :n].float())
+                  for g, r in zip(got, ref) for b, n in enumerate(lens) if n)
+        qc, kc, vc = (t.transpose(1, 2).detach().requires_grad_(True) for t in (qp, kp, vp))
+        with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+            oc = torch.nn.functional.scaled_dot_product_attention(qc, kc, vc, is_causal=causal)
+        gc = dop.transpose(1, 2)
+        args_ = (q, k, v, o, do, lse, cu, cu, S, S)
+        ms = median_ms({"varlen": lambda: tk.attention_varlen_backward(*args_, causal=causal),
+                        "padded": lambda: tk.attention_backward(qp, kp, vp, op, dop, lp, causal=causal),
+                        "cudnn": lambda: torch.autograd.grad(oc, (qc, kc, vc), gc, retain_graph=True)},
+                       [()], args.reps or 20)
+        tv, tp = real / (ms["varlen"] * 1e9), padded / (ms["padded"] * 1e9)
+        rows.append([causal, B, S, T, f"{tv:.0f}", f"{tp:.0f}", f"{padded / (ms['cudnn'] * 1e9):.0f}",
+                     f"{tv / tp:.2f}", f"{ms['cudnn'] / ms['varlen']:.2f}", f"{err:.1e}"])
+    return rows
+
+
 _FACTORIES = (("gemm_api", "gemm_sm90"), ("attention_api", "attention_sm90"), ("attention_varlen_api", "attention_sm90"),
               ("attention_bwd_api", "attention_bwd_sm90"), ("attention_bwd_api", "attention_bwd_preprocess"))
 
@@ -306,6 +358,9 @@ def bench_train(args):
                   f"{ms['torch'] / ms['tirxpy']:.2f}", f"{fl / (ms['tirxpy'] * 1e9):.0f}", f"{max(errs):.1e}"]])
     print_table(["causal", "seqs", "longest", "tokens", "varlen TFLOPS", "one tile a CTA", "padded TFLOPS (own rate)",
                  "cuDNN padded", "varlen / padded rate", "varlen / cuDNN", "relerr"], bench_varlen(args))
+    print_table(["causal", "seqs", "longest", "tokens", "varlen backward TFLOPS", "padded backward (own rate)",
+                 "cuDNN padded backward (own rate)", "varlen / padded rate", "cuDNN time / varlen time", "relerr"],
+                bench_varlen_backward(args))
     return 0
 
 
@@ -322,9 +377,12 @@ def _warm_calls(blk, x, dy, args, heads=16, D=128):
     cu = torch.tensor([0] + list(torch.tensor(lens).cumsum(0)), dtype=torch.int32, device="cuda")
     q = torch.empty(sum(lens), heads, D, device="cuda", dtype=torch.bfloat16)
     qp = torch.empty(len(lens), max(lens), heads, D, device="cuda", dtype=torch.bfloat16)
+    lse, lp = torch.empty(heads, sum(lens), device="cuda"), torch.empty(len(lens), heads, max(lens), device="cuda")
     for causal in (False, True):
         tk.attention_varlen(q, q, q, cu, cu, max(lens), max(lens), causal=causal)
         tk.attention(qp, qp, qp, causal=causal)
+        tk.attention_varlen_backward(q, q, q, q, q, lse, cu, cu, max(lens), max(lens), causal=causal)
+        tk.attention_backward(qp, qp, qp, qp, qp, lp, causal=causal)
 
 
 def sim_train(args):
