@@ -311,5 +311,4 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
 
 
 __all__ = ["VarlenArgumentError", "attention_varlen", "check", "check_lengths", "clipped_view", "empty_outputs",
-           "output_views",
-           "kernel_args", "launch_order", "tile_map"]
+           "kernel_args", "launch_order", "output_views", "pad_rows", "tile_map"]

@@ -13,8 +13,8 @@ The varlen tables pack sequences of random lengths in ``[512, 8192]`` (``--token
 times the ``VARLEN`` kernel, the dense kernel on the batch padded to the longest sequence, and SDPA's cuDNN backend
 on that padded batch (unmasked padding: the peer's speed, not a result to use); TFLOPS count the real work
 (``4 * lq * lk * heads * dim`` per sequence, half when causal), and the padded kernel's own rate (its padded work
-over its time) is the speed to match at equal work. ``relerr``: the varlen output against the dense kernel on each sequence
-alone. The second times the backward the same way (:func:`bench_varlen_backward`).
+over its time) is the speed to match at equal work. ``relerr``: the varlen output against the dense kernel on each
+sequence alone. The second times the backward the same way (:func:`bench_varlen_backward`).
 
 ``--sim`` runs a small packed batch through the ``VARLEN`` kernel in the CPU simulator against float64.
 """
@@ -129,6 +129,20 @@ def varlen_lengths(tokens, seed, lo=512, hi=8192):
     return out + [left]
 
 
+def padded_batch(t, lens, cu):
+    """The packed rows ``t`` ``(total, ...)`` of sequences of ``lens`` (offsets ``cu``, a list) as a ``(batch, longest,
+    ...)`` batch, zero rows past each sequence (the benchmarks' padded form; a loop of copies, outside the timing).
+
+        >>> import torch
+        >>> padded_batch(torch.arange(1., 6.), [2, 3], [0, 2, 5]).tolist()
+        [[1.0, 2.0, 0.0], [3.0, 4.0, 5.0]]
+    """
+    out = t.new_zeros((len(lens), max(lens)) + tuple(t.shape[1:]))
+    for b, n in enumerate(lens):
+        out[b, :n] = t[cu[b]:cu[b] + n]
+    return out
+
+
 def bench_varlen(args, heads=16, D=128):
     """Rows of the varlen table: causal and not, the VARLEN kernel, the padded dense kernel and cuDNN padded."""
     import torch
@@ -146,10 +160,7 @@ def bench_varlen(args, heads=16, D=128):
     T, B, S = sum(lens), len(lens), max(lens)
     cu = torch.tensor([0] + list(torch.tensor(lens).cumsum(0)), dtype=torch.int32, device="cuda")
     q, k, v = (torch.randn(T, heads, D, device="cuda", dtype=torch.bfloat16) for _ in range(3))
-    qp, kp, vp = (torch.zeros(B, S, heads, D, device="cuda", dtype=torch.bfloat16) for _ in range(3))
-    for b, n in enumerate(lens):
-        for src, dst in ((q, qp), (k, kp), (v, vp)):
-            dst[b, :n] = src[cu[b]:cu[b] + n]
+    qp, kp, vp = (padded_batch(t, lens, cu.tolist()) for t in (q, k, v))
     rows = []
     for causal in (False, True):
         real = sum(4 * n * n * heads * D for n in lens) / (2 if causal else 1)
@@ -168,7 +179,8 @@ def bench_varlen(args, heads=16, D=128):
         got = tk.attention_varlen(q, k, v, cu, cu, S, S, causal=causal)
         ck1(*vargs1)
         if not torch.equal(out1, got):
-            raise AssertionError("bench train: the one-tile-a-CTA varlen kernel's output differs from attention_varlen's")
+            raise AssertionError("bench train: the one-tile-a-CTA varlen kernel's output differs from "
+                                 "attention_varlen's")
         c0 = cu.tolist()        # each sequence against the dense kernel on that sequence alone
         err = max(relative_error(got[c0[b]:c0[b + 1]].float(), tk.attention(
             *(t[None, c0[b]:c0[b + 1]] for t in (q, k, v)), causal=causal).float()[0]) for b in range(B))
@@ -179,7 +191,8 @@ def bench_varlen(args, heads=16, D=128):
                 return torch.nn.functional.scaled_dot_product_attention(qs, ks, vs, is_causal=causal)
 
         ms = median_ms({"varlen": lambda: ck(*vargs), "one": lambda: ck1(*vargs1),
-                        "padded": lambda: tk.attention(qp, kp, vp, causal=causal), "cudnn": cudnn}, [()], args.reps or 20)
+                        "padded": lambda: tk.attention(qp, kp, vp, causal=causal), "cudnn": cudnn},
+                       [()], args.reps or 20)
         tf = {n: real / (t * 1e9) for n, t in ms.items()}
         rows.append([causal, B, S, T, f"{tf['varlen']:.0f}", f"{tf['one']:.0f}",
                      f"{tf['padded']:.0f} ({padded / (ms['padded'] * 1e9):.0f})",
@@ -206,20 +219,13 @@ def bench_varlen_backward(args, heads=16, D=128):
     cu = torch.tensor([0] + list(torch.tensor(lens).cumsum(0)), dtype=torch.int32, device="cuda")
     c0 = cu.tolist()
     q, k, v, do = (torch.randn(T, heads, D, device="cuda", dtype=torch.bfloat16) for _ in range(4))
-
-    def pad(t):         # (T, ...) packed rows -> (B, S, ...) with zero rows past each sequence
-        out = t.new_zeros((B, S) + tuple(t.shape[1:]))
-        for b, n in enumerate(lens):
-            out[b, :n] = t[c0[b]:c0[b] + n]
-        return out
-
     rows = []
     for causal in (False, True):
         real = 2.5 * sum(4 * n * n * heads * D for n in lens) / (2 if causal else 1)
         padded = 2.5 * 4 * B * S * S * heads * D / (2 if causal else 1)
         o, lse = tk.attention_varlen(q, k, v, cu, cu, S, S, causal=causal, return_lse=True)
-        qp, kp, vp, op, dop = (pad(t) for t in (q, k, v, o, do))
-        lp = pad(lse.t().contiguous()).transpose(1, 2).contiguous()
+        qp, kp, vp, op, dop = (padded_batch(t, lens, c0) for t in (q, k, v, o, do))
+        lp = padded_batch(lse.t(), lens, c0).transpose(1, 2).contiguous()
         got = tk.attention_varlen_backward(q, k, v, o, do, lse, cu, cu, S, S, causal=causal)
         ref = tk.attention_backward(qp, kp, vp, op, dop, lp, causal=causal)
         err = max(relative_error(g[c0[b]:c0[b + 1]].float(), r[b, :n].float())
