@@ -208,6 +208,19 @@ def _check_varlen(q, k, v, out, dout, lse, cu_seqlens_q, cu_seqlens_k, max_seqle
                                   "attention_varlen(..., return_lse=True)")
 
 
+def _key_grads(rows, HKV, D, q, written):
+    """A ``(rows, HKV, D)`` buffer for the packed kernel's ``dK`` or ``dV``, zero from row ``written`` on (the rows
+    before it, up to the last sequence's end, are all stored by the kernel; the first ``XK`` are never read).
+
+        >>> import torch
+        >>> _key_grads(4, 1, 2, torch.empty(0), 3)[3].tolist()
+        [[0.0, 0.0]]
+    """
+    t = torch.empty((rows, HKV, D), dtype=q.dtype, device=q.device)
+    t[written:].zero_()
+    return t
+
+
 def attention_varlen_backward(q, k, v, out, dout, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
                               causal=False, scale=None, deterministic=False):
     """``(dq, dk, dv)`` of :func:`tirxpy_kernels.attention_varlen` over packed sequences (its tensors: ``q``, ``out``,
@@ -232,8 +245,10 @@ def attention_varlen_backward(q, k, v, out, dout, lse, cu_seqlens_q, cu_seqlens_
         if cu.device != q.device:
             raise VarlenArgumentError(f"attention_varlen_backward: {name} is on {cu.device}; move it to {q.device}")
     SQ, SK = int(max_seqlen_q), int(max_seqlen_k)
+    end_k = None            # the last sequence's end, where known: the key rows no CTA writes start there
     if not torch.cuda.is_current_stream_capturing():
         cq, ck = torch.stack([cu_seqlens_q, cu_seqlens_k]).tolist()
+        end_k = ck[-1]
         check_lengths(cq, ck, q.shape[0], k.shape[0], max_seqlen_q, max_seqlen_k)
         SQ, SK = padded_length(cq, SQ), padded_length(ck, SK)
     NQ, H, D = q.shape
@@ -250,7 +265,7 @@ def attention_varlen_backward(q, k, v, out, dout, lse, cu_seqlens_q, cu_seqlens_
         dl = torch.empty((1, H, -(-TQ // 64) * 64), dtype=torch.float32, device=q.device)
         compiled(attention_bwd_preprocess(1, H, TQ, D, dtype), TARGET)(op[None], dop[None], dl)
         lp, dlp = sequence_rows(lse, cu_seqlens_q, XQ), sequence_rows(dl[0], cu_seqlens_q, XQ)
-        dkb, dvb = (torch.zeros((XK + TK, HKV, D), dtype=q.dtype, device=q.device) for _ in range(2))
+        dkb, dvb = (_key_grads(XK + TK, HKV, D, q, XK + end_k if end_k is not None else 0) for _ in range(2))
         dqb = torch.zeros((XQ + TQ, H, D), dtype=torch.float32, device=q.device)
         sem = torch.zeros((B, H, p.q_blocks, 2), dtype=torch.int32, device=q.device)
         kern = attention_bwd_sm90(B, H, HKV, SQ, SK, D, causal=causal, scale=sc, dtype=dtype,

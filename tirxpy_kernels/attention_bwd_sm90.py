@@ -560,6 +560,9 @@ def build_kernel(p, scale, SQT, SKT):
         hk = T.cta_id(1)
         b = T.cta_id(2)
         ln = lengths(p, CU, b)
+        if p.packed:        # read cu_seqlens once, into registers: every later use is a register, not a load
+            lq, lk, q0, k0 = ln
+            ln = (lq, lk, q0, k0)
         _, nq, _, _ = query_walk(p, n0, hk, 0, ln)
         n_steps = nq * p.group
         setup_barriers([(sm.qr, 1, 4 * NC), (sm.kvr, 1, 1)], 1, False)

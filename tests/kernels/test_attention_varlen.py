@@ -315,14 +315,14 @@ def test_bench_train_sim_and_its_argument_checks(capsys):
 @GPU_BATCHES
 def test_varlen_gradients_match_float64_per_sequence(D, causal, lq, lk, H, HKV):
     """torch.autograd.grad through tirxpy_kernels.attention_varlen against float64 autograd through the math
-    attention of each sequence alone; the packed buffer has rows past the last sequence (their gradients are
+    attention of each sequence alone; the packed buffers have rows past the last sequence (their gradients are
     zero), and the allocator's memory is NaN-poisoned first."""
     from tests.kernels.attention_bwd_reference import reference_grads
 
     dt = torch.bfloat16
     extra = 3
     q = torch.randn(sum(lq) + extra, H, D, device="cuda").to(dt).requires_grad_()
-    k, v = (torch.randn(sum(lk), HKV, D, device="cuda").to(dt).requires_grad_() for _ in range(2))
+    k, v = (torch.randn(sum(lk) + extra, HKV, D, device="cuda").to(dt).requires_grad_() for _ in range(2))
     cq, ck = _cu(lq, "cuda"), _cu(lk, "cuda")
     torch.full((1 << 27,), float("nan"), device="cuda")        # freed NaN memory: fresh outputs start poisoned
     out = tirxpy_kernels.attention_varlen(q, k, v, cq, ck, max(lq) + 200, max(lk) + 70, causal=causal)   # loose bounds
@@ -330,6 +330,7 @@ def test_varlen_gradients_match_float64_per_sequence(D, causal, lq, lk, H, HKV):
     dq, dk, dv = torch.autograd.grad(out, (q, k, v), do)
     assert dq.shape == q.shape and dk.shape == k.shape and dv.shape == v.shape
     assert not dq[sum(lq):].any()                               # rows past the last sequence
+    assert not dk[sum(lk):].any() and not dv[sum(lk):].any()
     refs = [torch.zeros(t.shape, dtype=torch.float64, device="cuda") for t in (q, k, v)]
     cql, ckl = cq.tolist(), ck.tolist()
     for b in range(len(lq)):
