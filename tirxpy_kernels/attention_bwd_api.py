@@ -181,16 +181,15 @@ def sequence_rows(t, cu, X):
     return t[:, (start + r).clamp(0, t.shape[1] - 1)].masked_fill_(~keep, 0)
 
 
-def padded_length(cu, max_seqlen):
-    """The longest sequence the varlen backward's kernel is built for, from offsets ``cu`` (a list): the longest
-    length rounded up to a multiple of 128 (so that batches of similar lengths share a kernel), at least 1, at most
-    ``max_seqlen``.
+def kernel_window(max_seqlen, total):
+    """The longest sequence the varlen backward's kernel is built for: ``max_seqlen`` rounded up to a multiple of 128
+    (so that batches of similar bounds share a kernel), no longer than the ``total`` packed rows rounded so (no
+    sequence is longer than those), which bounds the per-sequence buffers whatever the bound.
 
-        >>> padded_length([0, 300, 1000], 4096), padded_length([0, 300, 1000], 750), padded_length([0, 0], 8)
-        (768, 750, 1)
+        >>> kernel_window(1000, 4096), kernel_window(7454, 32768), kernel_window(10 ** 6, 300)
+        (1024, 7552, 384)
     """
-    longest = max(b - a for a, b in zip(cu, cu[1:]))
-    return max(1, min(max_seqlen, -(-longest // 128) * 128))
+    return -(-min(max_seqlen, total) // 128) * 128
 
 
 def _check_varlen(q, k, v, out, dout, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, scale):
@@ -208,30 +207,13 @@ def _check_varlen(q, k, v, out, dout, lse, cu_seqlens_q, cu_seqlens_k, max_seqle
                                   "attention_varlen(..., return_lse=True)")
 
 
-def _key_grads(rows, HKV, D, q, written):
-    """A ``(rows, HKV, D)`` buffer for the packed kernel's ``dK`` or ``dV``, zero from row ``written`` on (the rows
-    before it, up to the last sequence's end, are all stored by the kernel; the first ``XK`` are never read).
-
-        >>> import torch
-        >>> _key_grads(4, 1, 2, torch.empty(0), 3)[3].tolist()
-        [[0.0, 0.0]]
-    """
-    t = torch.empty((rows, HKV, D), dtype=q.dtype, device=q.device)
-    t[written:].zero_()
-    return t
-
-
-def attention_varlen_backward(q, k, v, out, dout, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
-                              causal=False, scale=None, deterministic=False):
-    """``(dq, dk, dv)`` of :func:`tirxpy_kernels.attention_varlen` over packed sequences (its tensors: ``q``, ``out``,
-    ``dout`` ``(total_q, H, D)``, ``k``, ``v`` ``(total_k, HKV, D)``, ``lse`` ``(H, total_q)``), computed by the
-    backward kernel on the packed rows (``PACKED`` of :func:`~tirxpy_kernels.attention_bwd_sm90.attention_bwd_sm90`):
-    a CTA per key block of a sequence (``cu_seqlens``) and key / value head walks that sequence's query blocks; a
-    block loaded past a sequence's end is zeroed in shared memory past it, and the stores clip at the end
-    (:func:`clipped_view`), so each sequence's gradients are those of the sequence alone. The kernel is built for
-    the longest lengths rounded up to 128 (:func:`padded_length`; ``max_seqlen_q`` / ``max_seqlen_k`` while a CUDA
-    graph is being captured) and the packed row counts. Rows past ``cu_seqlens[-1]`` get zero gradients. The
-    ``cu_seqlens`` values are checked on the host (one copy) except while a CUDA graph is being captured."""
+def prepare_varlen(q, k, v, out, dout, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal=False,
+                   scale=None, deterministic=False):
+    """The steps of :func:`attention_varlen_backward` apart, as :func:`prepare` gives :func:`attention_backward`'s:
+    ``(kernel, args, finish)``. Checks every argument but the ``cu_seqlens`` values first; those are copied to the
+    host behind the launches and checked by ``finish()`` (which raises :class:`VarlenArgumentError` instead of
+    returning gradients), so no host wait stands between the launches: the kernel is safe on any values (it clamps
+    each sequence to the window, and every load and store is a TMA box that stays inside its tensor)."""
     _check_varlen(q, k, v, out, dout, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, scale)
     on_cpu = cu_seqlens_q.device.type == "cpu" and cu_seqlens_k.device.type == "cpu"
     if on_cpu:      # values known without a copy: checked before the device
@@ -244,13 +226,8 @@ def attention_varlen_backward(q, k, v, out, dout, lse, cu_seqlens_q, cu_seqlens_
     for name, cu in (("cu_seqlens_q", cu_seqlens_q), ("cu_seqlens_k", cu_seqlens_k)):
         if cu.device != q.device:
             raise VarlenArgumentError(f"attention_varlen_backward: {name} is on {cu.device}; move it to {q.device}")
-    SQ, SK = int(max_seqlen_q), int(max_seqlen_k)
-    end_k = None            # the last sequence's end, where known: the key rows no CTA writes start there
-    if not torch.cuda.is_current_stream_capturing():
-        cq, ck = torch.stack([cu_seqlens_q, cu_seqlens_k]).tolist()
-        end_k = ck[-1]
-        check_lengths(cq, ck, q.shape[0], k.shape[0], max_seqlen_q, max_seqlen_k)
-        SQ, SK = padded_length(cq, SQ), padded_length(ck, SK)
+    SQ, SK = kernel_window(int(max_seqlen_q), q.shape[0]), kernel_window(int(max_seqlen_k), k.shape[0])
+    capturing = torch.cuda.is_current_stream_capturing()
     NQ, H, D = q.shape
     NK, HKV = k.shape[0], k.shape[1]
     B = cu_seqlens_q.numel() - 1
@@ -265,11 +242,49 @@ def attention_varlen_backward(q, k, v, out, dout, lse, cu_seqlens_q, cu_seqlens_
         dl = torch.empty((1, H, -(-TQ // 64) * 64), dtype=torch.float32, device=q.device)
         compiled(attention_bwd_preprocess(1, H, TQ, D, dtype), TARGET)(op[None], dop[None], dl)
         lp, dlp = sequence_rows(lse, cu_seqlens_q, XQ), sequence_rows(dl[0], cu_seqlens_q, XQ)
-        dkb, dvb = (_key_grads(XK + TK, HKV, D, q, XK + end_k if end_k is not None else 0) for _ in range(2))
+        # key rows past the last sequence are zeroed by finish(), which knows where it ends (no kernel writes them);
+        # while a graph is captured, all of them here
+        dkb, dvb = ((torch.zeros if capturing else torch.empty)((XK + TK, HKV, D), dtype=q.dtype, device=q.device)
+                    for _ in range(2))
         dqb = torch.zeros((XQ + TQ, H, D), dtype=torch.float32, device=q.device)
         sem = torch.zeros((B, H, p.q_blocks, 2), dtype=torch.int32, device=q.device)
         kern = attention_bwd_sm90(B, H, HKV, SQ, SK, D, causal=causal, scale=sc, dtype=dtype,
                                   deterministic=deterministic, SQT=TQ, SKT=TK, PACKED=True)
-        compiled(kern, TARGET)(qp, kp, vp, dop, lp, dlp, clipped_view(dkb[XK:], XK), clipped_view(dvb[XK:], XK),
-                               clipped_view(dqb[XQ:], XQ), sem, cu_seqlens_q, cu_seqlens_k)
-        return dqb[XQ:XQ + NQ].to(q.dtype), dkb[XK:XK + NK], dvb[XK:XK + NK]
+        args = (qp, kp, vp, dop, lp, dlp, clipped_view(dkb[XK:], XK), clipped_view(dvb[XK:], XK),
+                clipped_view(dqb[XQ:], XQ), sem, cu_seqlens_q, cu_seqlens_k)
+        kfn = compiled(kern, TARGET)
+        if not capturing:       # the offsets, behind every launch before them: waited for by finish() alone
+            host = torch.empty((2, B + 1), dtype=torch.int32, pin_memory=True)
+            host.copy_(torch.stack([cu_seqlens_q, cu_seqlens_k]), non_blocking=True)
+            copied = torch.cuda.Event()
+            copied.record()
+
+    def finish():
+        with torch.cuda.device(q.device):
+            if not capturing:
+                copied.synchronize()
+                cq, ck = host.tolist()
+                check_lengths(cq, ck, NQ, NK, max_seqlen_q, max_seqlen_k)
+                dkb[XK + ck[-1]:].zero_()
+                dvb[XK + ck[-1]:].zero_()
+            return dqb[XQ:XQ + NQ].to(q.dtype), dkb[XK:XK + NK], dvb[XK:XK + NK]
+
+    return kfn, args, finish
+
+
+def attention_varlen_backward(q, k, v, out, dout, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+                              causal=False, scale=None, deterministic=False):
+    """``(dq, dk, dv)`` of :func:`tirxpy_kernels.attention_varlen` over packed sequences (its tensors: ``q``, ``out``,
+    ``dout`` ``(total_q, H, D)``, ``k``, ``v`` ``(total_k, HKV, D)``, ``lse`` ``(H, total_q)``), computed by the
+    backward kernel on the packed rows (``PACKED`` of :func:`~tirxpy_kernels.attention_bwd_sm90.attention_bwd_sm90`):
+    a CTA per key block of a sequence (``cu_seqlens``) and key / value head walks that sequence's query blocks; a
+    block loaded past a sequence's end is zeroed in shared memory past it, and the stores clip at the end
+    (:func:`clipped_view`), so each sequence's gradients are those of the sequence alone. The kernel is built for
+    ``max_seqlen_q`` / ``max_seqlen_k`` rounded up to 128 (:func:`kernel_window`) and the packed row counts. Rows past
+    ``cu_seqlens[-1]`` get zero gradients. The ``cu_seqlens`` values are checked on the host (one copy, waited for
+    after the launches: :func:`prepare_varlen`) except while a CUDA graph is being captured."""
+    kfn, args, finish = prepare_varlen(q, k, v, out, dout, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+                                       max_seqlen_k, causal, scale, deterministic)
+    with torch.cuda.device(q.device):
+        kfn(*args)
+    return finish()
