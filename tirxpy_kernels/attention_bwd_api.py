@@ -246,7 +246,8 @@ def prepare_varlen(q, k, v, out, dout, lse, cu_seqlens_q, cu_seqlens_k, max_seql
         # while a graph is captured, all of them here
         dkb, dvb = ((torch.zeros if capturing else torch.empty)((XK + TK, HKV, D), dtype=q.dtype, device=q.device)
                     for _ in range(2))
-        dqb = torch.zeros((XQ + TQ, H, D), dtype=torch.float32, device=q.device)
+        dqb = torch.empty((XQ + TQ, H, D), dtype=torch.float32, device=q.device)
+        dqb[XQ:].zero_()        # the reduce-adds' rows (the XQ in front of them are never written or read)
         sem = torch.zeros((B, H, p.q_blocks, 2), dtype=torch.int32, device=q.device)
         kern = attention_bwd_sm90(B, H, HKV, SQ, SK, D, causal=causal, scale=sc, dtype=dtype,
                                   deterministic=deterministic, SQT=TQ, SKT=TK, PACKED=True)
