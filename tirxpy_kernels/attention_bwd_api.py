@@ -24,8 +24,9 @@ from tirxpy.errors import ArgumentError
 from tirxpy.ir.dtype import from_torch
 
 from .attention_bwd_plan import DTYPES, HEAD_DIMS, TARGET, plan
+from .attention_plan import varlen_window
 from .attention_bwd_sm90 import attention_bwd_preprocess, attention_bwd_sm90
-from .attention_varlen_api import VarlenArgumentError, check_lengths, clipped_view, pad_rows
+from .attention_varlen_api import VarlenArgumentError, check_copied, check_lengths, clipped_view, host_copy, pad_rows
 from .attention_varlen_api import check as check_varlen
 from .checks import dense_tensor
 from .errors import KernelConfigError
@@ -181,17 +182,6 @@ def sequence_rows(t, cu, X):
     return t[:, (start + r).clamp(0, t.shape[1] - 1)].masked_fill_(~keep, 0)
 
 
-def kernel_window(max_seqlen, total):
-    """The longest sequence the varlen backward's kernel is built for: ``max_seqlen`` rounded up to a multiple of 128
-    (so that batches of similar bounds share a kernel), no longer than the ``total`` packed rows rounded so (no
-    sequence is longer than those), which bounds the per-sequence buffers whatever the bound.
-
-        >>> kernel_window(1000, 4096), kernel_window(7454, 32768), kernel_window(10 ** 6, 300)
-        (1024, 7552, 384)
-    """
-    return -(-min(max_seqlen, total) // 128) * 128
-
-
 def _check_varlen(q, k, v, out, dout, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, scale):
     """:func:`attention_varlen_backward`'s checks but the device's and the ``cu_seqlens`` values'."""
     check_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, scale)
@@ -226,7 +216,9 @@ def prepare_varlen(q, k, v, out, dout, lse, cu_seqlens_q, cu_seqlens_k, max_seql
     for name, cu in (("cu_seqlens_q", cu_seqlens_q), ("cu_seqlens_k", cu_seqlens_k)):
         if cu.device != q.device:
             raise VarlenArgumentError(f"attention_varlen_backward: {name} is on {cu.device}; move it to {q.device}")
-    SQ, SK = kernel_window(int(max_seqlen_q), q.shape[0]), kernel_window(int(max_seqlen_k), k.shape[0])
+    # the kernel's window: the bound rounded up to 128, no longer than the packed rows (no sequence is), which bounds
+    # the per-sequence buffers whatever the bound
+    SQ, SK = varlen_window(min(int(max_seqlen_q), q.shape[0])), varlen_window(min(int(max_seqlen_k), k.shape[0]))
     capturing = torch.cuda.is_current_stream_capturing()
     NQ, H, D = q.shape
     NK, HKV = k.shape[0], k.shape[1]
@@ -254,18 +246,12 @@ def prepare_varlen(q, k, v, out, dout, lse, cu_seqlens_q, cu_seqlens_k, max_seql
         args = (qp, kp, vp, dop, lp, dlp, clipped_view(dkb[XK:], XK), clipped_view(dvb[XK:], XK),
                 clipped_view(dqb[XQ:], XQ), sem, cu_seqlens_q, cu_seqlens_k)
         kfn = compiled(kern, TARGET)
-        if not capturing:       # the offsets, behind every launch before them: waited for by finish() alone
-            host = torch.empty((2, B + 1), dtype=torch.int32, pin_memory=True)
-            host.copy_(torch.stack([cu_seqlens_q, cu_seqlens_k]), non_blocking=True)
-            copied = torch.cuda.Event()
-            copied.record()
+        copied = None if capturing else host_copy(cu_seqlens_q, cu_seqlens_k)   # waited for by finish() alone
 
     def finish():
         with torch.cuda.device(q.device):
-            if not capturing:
-                copied.synchronize()
-                cq, ck = host.tolist()
-                check_lengths(cq, ck, NQ, NK, max_seqlen_q, max_seqlen_k)
+            if copied is not None:
+                _, ck = check_copied(copied, NQ, NK, max_seqlen_q, max_seqlen_k)
                 dkb[XK + ck[-1]:].zero_()
                 dvb[XK + ck[-1]:].zero_()
             return dqb[XQ:XQ + NQ].to(q.dtype), dkb[XK:XK + NK], dvb[XK:XK + NK]
@@ -281,7 +267,8 @@ def attention_varlen_backward(q, k, v, out, dout, lse, cu_seqlens_q, cu_seqlens_
     a CTA per key block of a sequence (``cu_seqlens``) and key / value head walks that sequence's query blocks; a
     block loaded past a sequence's end is zeroed in shared memory past it, and the stores clip at the end
     (:func:`clipped_view`), so each sequence's gradients are those of the sequence alone. The kernel is built for
-    ``max_seqlen_q`` / ``max_seqlen_k`` rounded up to 128 (:func:`kernel_window`) and the packed row counts. Rows past
+    ``max_seqlen_q`` / ``max_seqlen_k`` rounded up to 128 (:func:`~tirxpy_kernels.attention_plan.varlen_window`, at
+    most the packed rows) and the packed row counts. Rows past
     ``cu_seqlens[-1]`` get zero gradients. The ``cu_seqlens`` values are checked on the host (one copy, waited for
     after the launches: :func:`prepare_varlen`) except while a CUDA graph is being captured."""
     kfn, args, finish = prepare_varlen(q, k, v, out, dout, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
