@@ -370,3 +370,39 @@ def test_varlen_backward_deterministic_is_bit_equal_run_to_run(D):
     for a, b, c in zip(g1, g2, g0):
         assert torch.equal(a, b)
         assert (a.float() - c.float()).abs().max() <= 1e-2 * c.float().abs().max()
+
+
+BAD_DEVICE_OFFSETS = [
+    ([1, 4, 10], [0, 4, 10], "start at 0"),
+    ([0, 6, 4], [0, 4, 10], "decreases"),
+    ([0, -5, 10], [0, 4, 10], "decreases"),
+    ([0, 2, 10], [0, 4, 10], "over max_seqlen"),
+    ([0, 2 ** 30, 10], [0, 4, 10], "over max_seqlen"),
+    ([0, 6, 12], [0, 4, 10], "past the 10 packed rows"),
+    ([0, 4, 10], [0, 4, 4], "no keys"),
+]
+
+
+@pytest.mark.gpu
+@hopper
+@pytest.mark.parametrize("deterministic", [False, True])
+def test_bad_device_offsets_are_refused_before_any_launch(deterministic):
+    """``cu_seqlens`` on the device: each bad kind raises :class:`VarlenArgumentError` naming it from the forward and
+    the backward before a kernel sees it (the kernels trust their offsets), so the GPU stays usable and a good call
+    after them gives what it gave before them."""
+    H, D, N = 2, 64, 10
+    q, k, v, do = (torch.randn(N, H, D, device="cuda").to(torch.bfloat16) for _ in range(4))
+    good = _cu([4, 6], "cuda")
+    out, lse = tirxpy_kernels.attention_varlen(q, k, v, good, good, 6, 6, return_lse=True)
+    grads = attention_varlen_backward(q, k, v, out, do, lse, good, good, 6, 6, deterministic=deterministic)
+    for cq, ck, match in BAD_DEVICE_OFFSETS:
+        cq, ck = (torch.tensor(c, dtype=torch.int32, device="cuda") for c in (cq, ck))
+        with pytest.raises(VarlenArgumentError, match=match):
+            tirxpy_kernels.attention_varlen(q, k, v, cq, ck, 6, 6)
+        with pytest.raises(VarlenArgumentError, match=match):
+            attention_varlen_backward(q, k, v, out, do, lse, cq, ck, 6, 6, deterministic=deterministic)
+    torch.cuda.synchronize()
+    assert torch.equal(tirxpy_kernels.attention_varlen(q, k, v, good, good, 6, 6), out)
+    again = attention_varlen_backward(q, k, v, out, do, lse, good, good, 6, 6, deterministic=deterministic)
+    for a, b in zip(again, grads):
+        assert torch.allclose(a.float(), b.float(), atol=1e-2, rtol=1e-2)
