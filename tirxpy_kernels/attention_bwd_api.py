@@ -208,16 +208,16 @@ def _check_varlen(q, k, v, out, dout, lse, cu_seqlens_q, cu_seqlens_k, max_seqle
                                   "attention_varlen(..., return_lse=True)")
 
 
-def _key_grads(rows, HKV, D, q, written):
-    """A ``(rows, HKV, D)`` buffer for the packed kernel's ``dK`` or ``dV``, zero from row ``written`` on (the rows
-    before it, up to the last sequence's end, are all stored by the kernel; the first ``XK`` are never read).
+def _zero_from(shape, dtype, device, start):
+    """A buffer of the packed kernel's outputs, zero from row ``start`` on: the rows before it are ones the kernel
+    stores itself or never reads (the window in front of the clipped views, :func:`clipped_view`).
 
         >>> import torch
-        >>> _key_grads(4, 1, 2, torch.empty(0), 3)[3].tolist()
+        >>> _zero_from((4, 1, 2), torch.float32, "cpu", 3)[3].tolist()
         [[0.0, 0.0]]
     """
-    t = torch.empty((rows, HKV, D), dtype=q.dtype, device=q.device)
-    t[written:].zero_()
+    t = torch.empty(shape, dtype=dtype, device=device)
+    t[start:].zero_()
     return t
 
 
@@ -265,9 +265,10 @@ def attention_varlen_backward(q, k, v, out, dout, lse, cu_seqlens_q, cu_seqlens_
         dl = torch.empty((1, H, -(-TQ // 64) * 64), dtype=torch.float32, device=q.device)
         compiled(attention_bwd_preprocess(1, H, TQ, D, dtype), TARGET)(op[None], dop[None], dl)
         lp, dlp = sequence_rows(lse, cu_seqlens_q, XQ), sequence_rows(dl[0], cu_seqlens_q, XQ)
-        dkb, dvb = (_key_grads(XK + TK, HKV, D, q, XK + end_k if end_k is not None else 0) for _ in range(2))
-        dqb = torch.empty((XQ + TQ, H, D), dtype=torch.float32, device=q.device)
-        dqb[XQ:].zero_()        # the reduce-adds' rows (the XQ in front of them are never written or read)
+        # dK / dV: every key row up to the last sequence's end is stored; dQ: every row is reduce-added into
+        dkb, dvb = (_zero_from((XK + TK, HKV, D), q.dtype, q.device, 0 if end_k is None else XK + end_k)
+                    for _ in range(2))
+        dqb = _zero_from((XQ + TQ, H, D), torch.float32, q.device, XQ)
         sem = torch.zeros((B, H, p.q_blocks, 2), dtype=torch.int32, device=q.device)
         kern = attention_bwd_sm90(B, H, HKV, SQ, SK, D, causal=causal, scale=sc, dtype=dtype,
                                   deterministic=deterministic, SQT=TQ, SKT=TK, PACKED=True)
