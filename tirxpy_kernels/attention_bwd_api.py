@@ -25,7 +25,8 @@ from tirxpy.ir.dtype import from_torch
 
 from .attention_bwd_plan import DTYPES, HEAD_DIMS, TARGET, plan
 from .attention_bwd_sm90 import attention_bwd_preprocess, attention_bwd_sm90
-from .attention_varlen_api import VarlenArgumentError, check_lengths, clipped_view, pad_rows
+from .attention_plan import varlen_window
+from .attention_varlen_api import VarlenArgumentError, check_copied, check_lengths, clipped_view, host_copy, pad_rows
 from .attention_varlen_api import check as check_varlen
 from .checks import dense_tensor
 from .errors import KernelConfigError
@@ -181,18 +182,6 @@ def sequence_rows(t, cu, X):
     return t[:, (start + r).clamp(0, t.shape[1] - 1)].masked_fill_(~keep, 0)
 
 
-def padded_length(cu, max_seqlen):
-    """The longest sequence the varlen backward's kernel is built for, from offsets ``cu`` (a list): the longest
-    length rounded up to a multiple of 128 (so that batches of similar lengths share a kernel), at least 1, at most
-    ``max_seqlen``.
-
-        >>> padded_length([0, 300, 1000], 4096), padded_length([0, 300, 1000], 750), padded_length([0, 0], 8)
-        (768, 750, 1)
-    """
-    longest = max(b - a for a, b in zip(cu, cu[1:]))
-    return max(1, min(max_seqlen, -(-longest // 128) * 128))
-
-
 def _check_varlen(q, k, v, out, dout, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, scale):
     """:func:`attention_varlen_backward`'s checks but the device's and the ``cu_seqlens`` values'."""
     check_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, scale)
@@ -208,30 +197,14 @@ def _check_varlen(q, k, v, out, dout, lse, cu_seqlens_q, cu_seqlens_k, max_seqle
                                   "attention_varlen(..., return_lse=True)")
 
 
-def _zero_from(shape, dtype, device, start):
-    """A buffer of the packed kernel's outputs, zero from row ``start`` on: the rows before it are ones the kernel
-    stores itself or never reads (the window in front of the clipped views, :func:`clipped_view`).
-
-        >>> import torch
-        >>> _zero_from((4, 1, 2), torch.float32, "cpu", 3)[3].tolist()
-        [[0.0, 0.0]]
-    """
-    t = torch.empty(shape, dtype=dtype, device=device)
-    t[start:].zero_()
-    return t
-
-
-def attention_varlen_backward(q, k, v, out, dout, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
-                              causal=False, scale=None, deterministic=False):
-    """``(dq, dk, dv)`` of :func:`tirxpy_kernels.attention_varlen` over packed sequences (its tensors: ``q``, ``out``,
-    ``dout`` ``(total_q, H, D)``, ``k``, ``v`` ``(total_k, HKV, D)``, ``lse`` ``(H, total_q)``), computed by the
-    backward kernel on the packed rows (``PACKED`` of :func:`~tirxpy_kernels.attention_bwd_sm90.attention_bwd_sm90`):
-    a CTA per key block of a sequence (``cu_seqlens``) and key / value head walks that sequence's query blocks; a
-    block loaded past a sequence's end is zeroed in shared memory past it, and the stores clip at the end
-    (:func:`clipped_view`), so each sequence's gradients are those of the sequence alone. The kernel is built for
-    the longest lengths rounded up to 128 (:func:`padded_length`; ``max_seqlen_q`` / ``max_seqlen_k`` while a CUDA
-    graph is being captured) and the packed row counts. Rows past ``cu_seqlens[-1]`` get zero gradients. The
-    ``cu_seqlens`` values are checked on the host (one copy) except while a CUDA graph is being captured."""
+def prepare_varlen(q, k, v, out, dout, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal=False,
+                   scale=None, deterministic=False):
+    """The steps of :func:`attention_varlen_backward` apart, as :func:`prepare` gives :func:`attention_backward`'s:
+    ``(kernel, args, finish)``. Checks every argument but the ``cu_seqlens`` values first; those are copied to the
+    host ahead of the launches (:func:`~tirxpy_kernels.attention_varlen_api.host_copy`) and checked by ``finish()``,
+    which raises :class:`~tirxpy_kernels.attention_varlen_api.VarlenArgumentError` instead of returning gradients.
+    So no host wait stands between the launches, and the kernel is safe on any values: it clamps each sequence's
+    lengths to the window, and every load and store of the packed rows is a TMA box inside its tensor."""
     _check_varlen(q, k, v, out, dout, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, scale)
     on_cpu = cu_seqlens_q.device.type == "cpu" and cu_seqlens_k.device.type == "cpu"
     if on_cpu:      # values known without a copy: checked before the device
@@ -244,20 +217,17 @@ def attention_varlen_backward(q, k, v, out, dout, lse, cu_seqlens_q, cu_seqlens_
     for name, cu in (("cu_seqlens_q", cu_seqlens_q), ("cu_seqlens_k", cu_seqlens_k)):
         if cu.device != q.device:
             raise VarlenArgumentError(f"attention_varlen_backward: {name} is on {cu.device}; move it to {q.device}")
-    SQ, SK = int(max_seqlen_q), int(max_seqlen_k)
-    end_k = None            # the last sequence's end, where known: the key rows no CTA writes start there
-    if not torch.cuda.is_current_stream_capturing():
-        cq, ck = torch.stack([cu_seqlens_q, cu_seqlens_k]).tolist()
-        end_k = ck[-1]
-        check_lengths(cq, ck, q.shape[0], k.shape[0], max_seqlen_q, max_seqlen_k)
-        SQ, SK = padded_length(cq, SQ), padded_length(ck, SK)
     NQ, H, D = q.shape
     NK, HKV = k.shape[0], k.shape[1]
     B = cu_seqlens_q.numel() - 1
+    # the kernel's window: the bound rounded up to 128 (no longer than the packed rows, as no sequence is)
+    SQ, SK = varlen_window(min(int(max_seqlen_q), NQ)), varlen_window(min(int(max_seqlen_k), NK))
     dtype = from_torch(q.dtype).name
     p = plan(B, H, HKV, SQ, SK, D, causal, dtype, deterministic, PACKED=True)
     sc = 1.0 / math.sqrt(D) if scale is None else float(scale)
+    capturing = torch.cuda.is_current_stream_capturing()
     with torch.cuda.device(q.device):
+        copied = None if capturing else host_copy(cu_seqlens_q, cu_seqlens_k)     # waited for by finish()
         qp, dop, op = (pad_rows(t, p.BM) for t in (q, dout, out))
         kp, vp = pad_rows(k, p.BN), pad_rows(v, p.BN)
         TQ, TK = qp.shape[0], kp.shape[0]
@@ -265,13 +235,44 @@ def attention_varlen_backward(q, k, v, out, dout, lse, cu_seqlens_q, cu_seqlens_
         dl = torch.empty((1, H, -(-TQ // 64) * 64), dtype=torch.float32, device=q.device)
         compiled(attention_bwd_preprocess(1, H, TQ, D, dtype), TARGET)(op[None], dop[None], dl)
         lp, dlp = sequence_rows(lse, cu_seqlens_q, XQ), sequence_rows(dl[0], cu_seqlens_q, XQ)
-        # dK / dV: every key row up to the last sequence's end is stored; dQ: every row is reduce-added into
-        dkb, dvb = (_zero_from((XK + TK, HKV, D), q.dtype, q.device, 0 if end_k is None else XK + end_k)
+        # dK / dV: the key rows past the last sequence, which no CTA stores, are zeroed by finish() (it knows where
+        # that is), or here while a graph is captured; the XK rows in front are never read
+        dkb, dvb = ((torch.zeros if capturing else torch.empty)((XK + TK, HKV, D), dtype=q.dtype, device=q.device)
                     for _ in range(2))
-        dqb = _zero_from((XQ + TQ, H, D), torch.float32, q.device, XQ)
+        dqb = torch.empty((XQ + TQ, H, D), dtype=torch.float32, device=q.device)
+        dqb[XQ:].zero_()        # the reduce-adds' rows (the XQ in front of them are never written or read)
         sem = torch.zeros((B, H, p.q_blocks, 2), dtype=torch.int32, device=q.device)
         kern = attention_bwd_sm90(B, H, HKV, SQ, SK, D, causal=causal, scale=sc, dtype=dtype,
                                   deterministic=deterministic, SQT=TQ, SKT=TK, PACKED=True)
-        compiled(kern, TARGET)(qp, kp, vp, dop, lp, dlp, clipped_view(dkb[XK:], XK), clipped_view(dvb[XK:], XK),
-                               clipped_view(dqb[XQ:], XQ), sem, cu_seqlens_q, cu_seqlens_k)
-        return dqb[XQ:XQ + NQ].to(q.dtype), dkb[XK:XK + NK], dvb[XK:XK + NK]
+        args = (qp, kp, vp, dop, lp, dlp, clipped_view(dkb[XK:], XK), clipped_view(dvb[XK:], XK),
+                clipped_view(dqb[XQ:], XQ), sem, cu_seqlens_q, cu_seqlens_k)
+        kfn = compiled(kern, TARGET)
+
+    def finish():
+        with torch.cuda.device(q.device):
+            if copied is not None:
+                _, ck = check_copied(copied, NQ, NK, max_seqlen_q, max_seqlen_k)
+                dkb[XK + ck[-1]:].zero_()
+                dvb[XK + ck[-1]:].zero_()
+            return dqb[XQ:XQ + NQ].to(q.dtype), dkb[XK:XK + NK], dvb[XK:XK + NK]
+
+    return kfn, args, finish
+
+
+def attention_varlen_backward(q, k, v, out, dout, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+                              causal=False, scale=None, deterministic=False):
+    """``(dq, dk, dv)`` of :func:`tirxpy_kernels.attention_varlen` over packed sequences (its tensors: ``q``, ``out``,
+    ``dout`` ``(total_q, H, D)``, ``k``, ``v`` ``(total_k, HKV, D)``, ``lse`` ``(H, total_q)``), computed by the
+    backward kernel on the packed rows (``PACKED`` of :func:`~tirxpy_kernels.attention_bwd_sm90.attention_bwd_sm90`):
+    a CTA per key block of a sequence (``cu_seqlens``) and key / value head walks that sequence's query blocks; a
+    block loaded past a sequence's end is zeroed in shared memory past it, and the stores clip at the end
+    (:func:`clipped_view`), so each sequence's gradients are those of the sequence alone. The kernel is built for
+    ``max_seqlen_q`` / ``max_seqlen_k`` rounded up to 128 (:func:`~tirxpy_kernels.attention_plan.varlen_window`, at
+    most the packed rows) and the packed row counts. Rows past ``cu_seqlens[-1]`` get zero gradients. The
+    ``cu_seqlens`` values are checked on the host (one copy, waited for after the launches: :func:`prepare_varlen`)
+    except while a CUDA graph is being captured, where they must already be right."""
+    kfn, args, finish = prepare_varlen(q, k, v, out, dout, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+                                       max_seqlen_k, causal, scale, deterministic)
+    with torch.cuda.device(q.device):
+        kfn(*args)
+    return finish()

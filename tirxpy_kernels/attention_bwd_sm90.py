@@ -56,6 +56,7 @@ from tirxpy.layout import ComposeLayout, R, S, TileLayout, laneid, m, swizzle_fo
 from tirxpy.layout.atoms import wgmma_accumulator
 
 from .attention_bwd_plan import plan
+from .attention_walk import sequence
 from .errors import KernelConfigError
 
 LOG2E = 1.4426950408889634
@@ -136,14 +137,14 @@ def attention_bwd_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bf
     return build_kernel(p, scale, SQT, SKT)
 
 
-def lengths(p, CU, b):
+def lengths(p, CU, b, SQT, SKT):
     """``(lq, lk, q0, k0)``: the real query and key rows of batch element ``b`` and where they start: with ``p.packed``
-    sequence ``b`` of the ``cu_seqlens`` pair ``CU`` (rows ``q0 .. q0 + lq - 1`` of the packed tensors; lengths
-    clamped to ``[0, SQ]`` / ``[0, SK]``, so no block past the window is walked whatever they hold), else the
-    plan's ``SQ``, ``SK`` from row 0."""
+    sequence ``b`` of the ``cu_seqlens`` pair ``CU`` over ``SQT`` / ``SKT`` packed rows (rows ``q0 .. q0 + lq - 1``;
+    clamped by :func:`tirxpy_kernels.attention_walk.sequence`, so no block past the window is walked and no box
+    leaves its tensor whatever the offsets hold), else the plan's ``SQ``, ``SK`` from row 0."""
     if p.packed:
-        q0, k0 = CU[0][b], CU[1][b]
-        return (T.min(T.max(CU[0][b + 1] - q0, 0), p.SQ), T.min(T.max(CU[1][b + 1] - k0, 0), p.SK), q0, k0)
+        q0, lq, k0, lk = sequence(CU[0], CU[1], b, p, SQT, SKT)
+        return lq, lk, q0, k0
     return p.SQ, p.SK, 0, 0
 
 
@@ -559,7 +560,7 @@ def build_kernel(p, scale, SQT, SKT):
         n0 = T.cta_id(0) * BN
         hk = T.cta_id(1)
         b = T.cta_id(2)
-        ln = lengths(p, CU, b)
+        ln = lengths(p, CU, b, SQT, SKT)
         if p.packed:        # read cu_seqlens once, into registers: every later use is a register, not a load
             lq, lk, q0, k0 = ln
             ln = (lq, lk, q0, k0)

@@ -341,9 +341,9 @@ def producer_part(p):
                 mt, h, b, valid = tile_of(t, p.persist, p.units, p.q_tiles, p.H, p.causal, p.B, p.tail)
             if p.varlen:                # packed sequences: this tile's rows, or none past the sequence's end
                 mt, h, b = varlen_tile(p.H, cu[2], t)
-                q0, q1, k0, k1 = sequence(cu[0], cu[1], b)
-                seq = (q0, q1 - q0, k0, k1 - k0)
-                valid = mt * BM < q1 - q0
+                q0, lq, k0, lk = sequence(cu[0], cu[1], b, p, cu[3], cu[4])
+                seq = (q0, lq, k0, lk)
+                valid = mt >= 0 and mt < T.ceildiv(lq, BM) and lk > 0
             if valid:
                 hk = h // p.group
                 m0 = mt * BM
@@ -592,9 +592,9 @@ def consumer_part(p, score_log2):
                 mt, h, b, valid = tile_of(t, p.persist, p.units, p.q_tiles, p.H, p.causal, p.B, p.tail)
             if p.varlen:                # packed sequences: this tile's rows, or none past the sequence's end
                 mt, h, b = varlen_tile(p.H, cu[2], t)
-                q0, q1, k0, k1 = sequence(cu[0], cu[1], b)
-                seq = (q0, q1 - q0, k0, k1 - k0)
-                valid = mt * BM < q1 - q0
+                q0, lq, k0, lk = sequence(cu[0], cu[1], b, p, cu[3], cu[4])
+                seq = (q0, lq, k0, lk)
+                valid = mt >= 0 and mt < T.ceildiv(lq, BM) and lk > 0
             if valid:
                 m0 = mt * BM
                 r0 = m0 + c * 64
@@ -630,9 +630,9 @@ def consumer_part(p, score_log2):
                 if more > 0:
                     chain_next(O, LSE, sm, rg, wg, c, nt, qb, tc[0], g0, nkv, last, b, h, m0, r0)
                 elif p.varlen:
-                    # O / LSE are the overlapping views of attention_sm90's VARLEN: row x of view row q1 is
-                    # packed row q1 - XQ + x, and x < XQ (the edge the stores clip at) ends the sequence
-                    finish_tile(O, LSE, sm, rg, c, g0, nkv, nkc, last, lastc, q1, h, p.xq - seq[1] + m0,
+                    # O / LSE are the overlapping views of attention_sm90's VARLEN: row x of view row q0 + lq
+                    # is packed row q0 + lq - XQ + x, and x < XQ (the edge the stores clip at) ends the sequence
+                    finish_tile(O, LSE, sm, rg, c, g0, nkv, nkc, last, lastc, q0 + lq, h, p.xq - seq[1] + m0,
                                 p.xq - seq[1] + r0, qb)
                 else:
                     finish_tile(O, LSE, sm, rg, c, g0, nkv, nkc, last, lastc, b, h, m0, r0, qb)
@@ -665,7 +665,7 @@ def build_kernel(p, scale, SQT, SKT, pdl):
                                          MAP: T.Tensor((1 + p.per_cta, varlen_slots(SQT, p.BM, B, p.per_cta)),
                                                        "int32")):
             T.launch(grid=p.grid, threads=p.threads, pdl=pdl)
-            cta(Q, K, V, O, LSE, (CUQ, CUK, MAP))
+            cta(Q, K, V, O, LSE, (CUQ, CUK, MAP, SQT, SKT))
 
         return attention_varlen_sm90_kernel
 
@@ -681,8 +681,8 @@ def build_kernel(p, scale, SQT, SKT, pdl):
 
 def cta_part(p, scale, pdl):
     """The macro ``cta(Q, K, V, O, LSE, cu)`` of one CTA of plan ``p``: shared tiles and rings, registers,
-    barrier setup, the register split and the producer / consumer roles (``cu``: the ``cu_seqlens`` tensors
-    with ``p.varlen``, else None). ``pdl``: the kernel is launched with programmatic dependent launch."""
+    barrier setup, the register split and the producer / consumer roles (``cu``: with ``p.varlen`` the
+    ``cu_seqlens`` tensors, the tile map and the packed row counts, ``(CUQ, CUK, MAP, SQT, SKT)``, else None). ``pdl``: the kernel is launched with programmatic dependent launch."""
     B, H, D, dtype = p.B, p.H, p.D, p.dtype
     BM, BN, STAGES, QB = p.BM, p.BN, p.STAGES, p.q_buffers
     roles = WarpRoles(p.threads, *p.regs, kernel="attention_sm90")

@@ -11,8 +11,11 @@ starting at 0, non-decreasing); each query row attends to its own sequence's key
 ``(total_q, H, D)`` or, with ``return_lse=True``, ``(out, lse)`` with ``lse`` ``(H, total_q)`` float32. Rows
 past ``cu_seqlens_q[-1]`` (a packed buffer longer than its sequences) are left unwritten.
 
-The lengths are checked on the host (one copy of the two ``cu_seqlens`` to the CPU) except while a CUDA graph
-is being captured, where they must already be right. The kernel is built per packed row counts, number of
+The lengths are checked on the host (one copy of the two ``cu_seqlens`` to pinned memory, queued before the
+launches and waited for after them: :func:`host_copy`) except while a CUDA graph is being captured, where they must
+already be right; bad values raise :class:`VarlenArgumentError` once the kernel has run on them. The kernel reads
+each sequence's offsets clamped to its window and its tensors (:func:`tirxpy_kernels.attention_walk.sequence`), so
+on any values it stays inside its tensors and finishes. The kernel is built per packed row counts, number of
 sequences and longest length rounded up to 128 (:func:`tirxpy_kernels.attention_plan.varlen_window`), so a
 training loop that packs its batches into buffers of a fixed size reuses one kernel.
 
@@ -131,6 +134,28 @@ def check_lengths(cu_q, cu_k, total_q, total_k, max_seqlen_q, max_seqlen_k) -> N
                                       "keys; give every sequence with queries at least one key")
 
 
+def host_copy(cu_q, cu_k):
+    """``(host, event)``: the two ``cu_seqlens`` tensors copied into pinned host memory behind the work queued so far
+    on the current stream, and the event that marks the copy done. A varlen API queues this before its launches and
+    checks the values (:func:`check_copied`) after them, so the host waits for the work queued before the call while
+    the call's kernels are queued behind it, never between the launches."""
+    host = torch.empty((2, cu_q.numel()), dtype=torch.int32, pin_memory=True)
+    host.copy_(torch.stack([cu_q, cu_k]), non_blocking=True)
+    done = torch.cuda.Event()
+    done.record()
+    return host, done
+
+
+def check_copied(copied, total_q, total_k, max_seqlen_q, max_seqlen_k):
+    """Waits for :func:`host_copy`'s copy and checks the values (:func:`check_lengths`); returns them as lists
+    ``(cu_q, cu_k)``."""
+    host, done = copied
+    done.synchronize()
+    cq, ck = host.tolist()
+    check_lengths(cq, ck, total_q, total_k, max_seqlen_q, max_seqlen_k)
+    return cq, ck
+
+
 def empty_outputs(q, max_seqlen_q):
     """``(out, lse)``, uninitialized, as the kernel writes them: ``out`` ``(total_q, H, D)`` and ``lse``
     ``(H, total_q)`` float32, each the tail of a buffer with ``XQ = varlen_window(max_seqlen_q)`` more rows in
@@ -190,7 +215,7 @@ def launch_order(cu_q, cu_k, lengths=None):
     """
     if lengths is not None:
         return torch.tensor(_host_order(*lengths), dtype=torch.int32).to(cu_q.device, non_blocking=True)
-    work = (cu_q[1:] - cu_q[:-1]).long() * (cu_k[1:] - cu_k[:-1]).long()
+    work = (cu_q[1:] - cu_q[:-1]).long().clamp(min=0) * (cu_k[1:] - cu_k[:-1]).long().clamp(min=0)
     return torch.argsort(-work, stable=True).to(torch.int32)
 
 
@@ -235,7 +260,7 @@ def tile_map(cu_q, cu_k, BM, slots, lengths=None, per=1):
         rows = [rows[0] + [0] * pad] + [r + [EMPTY_TILE] * pad for r in rows[1:]]
         return torch.tensor(rows, dtype=torch.int32).to(cu_q.device, non_blocking=True)
     order = launch_order(cu_q, cu_k).long()
-    n = ((cu_q[1:] - cu_q[:-1]).long() + BM - 1).div(BM, rounding_mode="floor")[order]
+    n = ((cu_q[1:] - cu_q[:-1]).long().clamp(min=0) + BM - 1).div(BM, rounding_mode="floor")[order]
     used = (n + per - 1).div(per, rounding_mode="floor")        # slots of each sequence
     end = torch.cumsum(used, 0)
     s = torch.arange(slots, device=cu_q.device)
@@ -288,11 +313,8 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
             raise VarlenArgumentError(f"attention_varlen: {name} is on {cu.device}; move it to {q.device}")
     NQ, H, D = q.shape
     NK, HKV, _ = k.shape
-    lengths = None
-    if not torch.cuda.is_current_stream_capturing():
-        cq, ck = lengths = tuple(torch.stack([cu_seqlens_q, cu_seqlens_k]).tolist())
-        check_lengths(cq, ck, NQ, NK, max_seqlen_q, max_seqlen_k)
     B = cu_seqlens_q.numel() - 1
+    copied = None if torch.cuda.is_current_stream_capturing() else host_copy(cu_seqlens_q, cu_seqlens_k)
     SQ, SK = varlen_window(max_seqlen_q), varlen_window(max_seqlen_k)
     with torch.cuda.device(q.device):
         qp, kp, vp = pad_rows(q, MIN_ROWS), pad_rows(k, 256), pad_rows(v, 256)
@@ -303,12 +325,14 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
         kp_ = plan(B, H, HKV, SQ, SK, D, causal=causal, dtype=from_torch(q.dtype).name, sms=_sm_count(q.device),
                    VARLEN=True)
         BM, per = kp_.BM, kp_.per_cta
-        tiles = tile_map(cu_seqlens_q, cu_seqlens_k, BM, varlen_slots(qp.shape[0], BM, B, per), lengths, per)
+        tiles = tile_map(cu_seqlens_q, cu_seqlens_k, BM, varlen_slots(qp.shape[0], BM, B, per), None, per)
         compiled(kern, TARGET)(*kernel_args(qp, kp, vp, cu_seqlens_q, cu_seqlens_k, SQ, out, lse, BM, tiles, per))
+        if copied is not None:
+            check_copied(copied, NQ, NK, max_seqlen_q, max_seqlen_k)
     if qp.shape[0] != NQ:
         out, lse = out[:NQ].contiguous(), lse[:, :NQ].contiguous()
     return (out, lse) if return_lse else out
 
 
-__all__ = ["VarlenArgumentError", "attention_varlen", "check", "check_lengths", "clipped_view", "empty_outputs",
-           "kernel_args", "launch_order", "output_views", "pad_rows", "tile_map"]
+__all__ = ["VarlenArgumentError", "attention_varlen", "check", "check_copied", "check_lengths", "clipped_view",
+           "empty_outputs", "host_copy", "kernel_args", "launch_order", "output_views", "pad_rows", "tile_map"]

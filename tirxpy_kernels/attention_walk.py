@@ -125,10 +125,18 @@ def varlen_tile(H, MAP, t=0):
     return MAP[1 + t, x // H], x % H, MAP[0, x // H]
 
 
-def sequence(cu_q, cu_k, b):
-    """``(q0, q1, k0, k1)``: the query rows ``q0 .. q1 - 1`` and key rows ``k0 .. k1 - 1`` of packed sequence ``b``,
-    loads of the ``cu_seqlens`` tensors ``cu_q`` / ``cu_k`` (device expressions; the kernel binds each once)."""
-    return cu_q[b], cu_q[b + 1], cu_k[b], cu_k[b + 1]
+def sequence(cu_q, cu_k, b, p, SQT, SKT):
+    """``(q0, lq, k0, lk)``: the query rows ``q0 .. q0 + lq - 1`` and key rows ``k0 .. k0 + lk - 1`` of packed
+    sequence ``b`` (device expressions over loads of the ``cu_seqlens`` tensors ``cu_q`` / ``cu_k``; the kernel
+    binds each once), clamped so that whatever the offsets hold the rows lie in the ``SQT`` / ``SKT`` packed rows and
+    the lengths in ``[0, p.SQ]`` / ``[0, p.SK]``, the window the kernel is built for: right offsets pass unchanged,
+    and bad ones (which the host check refuses) give rows that keep every access inside its tensor and a walk of
+    at most the window's blocks."""
+    q0 = T.min(T.max(cu_q[b], 0), SQT)
+    k0 = T.min(T.max(cu_k[b], 0), SKT)
+    lq = T.min(T.max(cu_q[b + 1] - q0, 0), T.min(p.SQ, SQT - q0))
+    lk = T.min(T.max(cu_k[b + 1] - k0, 0), T.min(p.SK, SKT - k0))
+    return q0, lq, k0, lk
 
 
 def next_step(t, units, MT, H, causal, B=1, tail=False):

@@ -18,6 +18,8 @@ from tirxpy_kernels.attention_walk import EMPTY_TILE, varlen_slots
 from tirxpy_kernels.attention_varlen_api import (VarlenArgumentError, check, check_lengths, clipped_view,
                                                  empty_outputs, launch_order, output_views, tile_map)
 from tirxpy_kernels.attention_bwd_api import attention_varlen_backward
+from tirxpy_kernels.attention_bwd_plan import plan as bwd_plan
+from tirxpy_kernels.attention_bwd_sm90 import attention_bwd_sm90
 from tirxpy_kernels.errors import KernelConfigError
 
 from tests.kernels.attention_reference import reference
@@ -218,6 +220,62 @@ def test_varlen_pairs_with_two_consumers_in_the_simulator(pingpong):
     _sim_case([300, 100, 400], [300, 120, 390], 2, 1, 64, True, 64, 2, "bfloat16", None, PINGPONG=pingpong)
 
 
+HOSTILE_OFFSETS = [       # (cu_seqlens_q, cu_seqlens_k) of two sequences over 10 packed rows with max_seqlen 6, and
+    ([1, 4, 10], [0, 4, 10], "start at 0"),                     # what the host check's refusal names
+    ([-2 ** 30, 4, 10], [0, 4, 10], "start at 0"),
+    ([0, 4, 10], [-2 ** 31, 0, 10], "start at 0"),
+    ([0, 6, 4], [0, 4, 10], "decreases"),
+    ([0, -5, 10], [0, 4, 10], "decreases"),
+    ([0, 2, 10], [0, 4, 10], "over max_seqlen"),
+    ([0, 2 ** 30, 10], [0, 4, 10], "over max_seqlen"),
+    ([0, 2 ** 31 - 1, 10], [0, 4, 2 ** 31 - 1], "over max_seqlen"),
+    ([0, 6, 12], [0, 4, 10], "past the 10 packed rows"),
+    ([0, 4, 10], [0, 4, 4], "no keys"),
+]
+
+
+@pytest.mark.parametrize("cq,ck,match", HOSTILE_OFFSETS)
+def test_host_check_names_each_hostile_kind(cq, ck, match):
+    with pytest.raises(VarlenArgumentError, match=match):
+        check_lengths(cq, ck, 10, 10, 6, 6)
+
+
+@pytest.mark.parametrize("cq,ck,_", HOSTILE_OFFSETS)
+def test_varlen_kernel_finishes_inside_its_tensors_on_any_offsets(cq, ck, _):
+    """The VARLEN kernel on offsets the host check refuses (as it runs while a CUDA graph is captured, or before the
+    API's deferred check): each sequence is clamped to its window and the packed rows, so the simulator sees no
+    access outside a tensor, no deadlock and no unbounded walk."""
+    H, D, N = 2, 64, 128
+    cq, ck = (torch.tensor(c, dtype=torch.int32) for c in (cq, ck))
+    kern = attention_sm90(2, H, H, 128, 128, D, SQT=N, SKT=N, BN=64, STAGES=2, NC=1, VARLEN=True)
+    per = plan(2, H, H, 128, 128, D, BN=64, STAGES=2, NC=1, VARLEN=True).per_cta
+    q, k, v = (torch.randn(1, N, H, D).to(torch.bfloat16) for _ in range(3))
+    O = torch.zeros((N + 1, 128, H, D), dtype=torch.bfloat16)
+    L = torch.zeros((N + 1, H, 128, 1))
+    tiles = tile_map(cq, ck, 64, varlen_slots(N, 64, 2, per), per=per)
+    res = run(kern, q, k, v, O, L, cq, ck, tiles, check=False, max_steps=2_000_000)
+    assert res.problems == []
+
+
+@pytest.mark.parametrize("cq,ck,_", HOSTILE_OFFSETS)
+@pytest.mark.parametrize("det", [False, True])
+def test_packed_backward_kernel_finishes_inside_its_tensors_on_any_offsets(cq, ck, _, det):
+    """The packed backward kernel likewise (:func:`~tirxpy_kernels.attention_bwd_sm90.lengths` clamps each sequence),
+    with the ordered dQ adds too: every turn a CTA waits for is taken."""
+    H, D, N = 2, 64, 128
+    cq, ck = (torch.tensor(c, dtype=torch.int32) for c in (cq, ck))
+    p = bwd_plan(2, H, H, 128, 128, D, True, deterministic=det, PACKED=True)
+    XQ, XK = p.q_blocks * p.BM, p.kv_blocks * p.BN
+    kern = attention_bwd_sm90(2, H, H, 128, 128, D, causal=True, deterministic=det, SQT=N, SKT=N, PACKED=True)
+    q, k, v, do = (torch.randn(N, H, D).to(torch.bfloat16) for _ in range(4))
+    lp, dl = torch.zeros(H, 2, XQ), torch.zeros(H, 2, XQ)
+    dK, dV = (torch.zeros((N + 1, XK, H, D), dtype=torch.bfloat16) for _ in range(2))
+    dQ = torch.zeros(N + 1, XQ, H, D)
+    sem = torch.zeros(2, H, p.q_blocks, 2, dtype=torch.int32)
+    res = run(kern, q, k, v, do, lp, dl, dK, dV, dQ, sem, cq, ck, check=False, max_steps=2_000_000)
+    assert res.problems == []
+
+
 def test_clipped_view_stores_each_sequence_up_to_its_end():
     """The varlen kernels' store view: writing sequence ``b``'s rows at view elements ``(q1, X - lq + r)`` for every
     ``r`` of a box of ``X`` rows lands them at packed rows ``q0 + r`` and the box's rows past ``q1`` (``x >= X``)
@@ -372,30 +430,21 @@ def test_varlen_backward_deterministic_is_bit_equal_run_to_run(D):
         assert (a.float() - c.float()).abs().max() <= 1e-2 * c.float().abs().max()
 
 
-BAD_DEVICE_OFFSETS = [
-    ([1, 4, 10], [0, 4, 10], "start at 0"),
-    ([0, 6, 4], [0, 4, 10], "decreases"),
-    ([0, -5, 10], [0, 4, 10], "decreases"),
-    ([0, 2, 10], [0, 4, 10], "over max_seqlen"),
-    ([0, 2 ** 30, 10], [0, 4, 10], "over max_seqlen"),
-    ([0, 6, 12], [0, 4, 10], "past the 10 packed rows"),
-    ([0, 4, 10], [0, 4, 4], "no keys"),
-]
 
 
 @pytest.mark.gpu
 @hopper
 @pytest.mark.parametrize("deterministic", [False, True])
-def test_bad_device_offsets_are_refused_before_any_launch(deterministic):
+def test_bad_device_offsets_raise_and_leave_the_gpu_usable(deterministic):
     """``cu_seqlens`` on the device: each bad kind raises :class:`VarlenArgumentError` naming it from the forward and
-    the backward before a kernel sees it (the kernels trust their offsets), so the GPU stays usable and a good call
-    after them gives what it gave before them."""
+    the backward (checked after the launches: the kernels ran on the offsets clamped, inside their tensors), so the
+    GPU stays usable and a good call after them gives what it gave before them."""
     H, D, N = 2, 64, 10
     q, k, v, do = (torch.randn(N, H, D, device="cuda").to(torch.bfloat16) for _ in range(4))
     good = _cu([4, 6], "cuda")
     out, lse = tirxpy_kernels.attention_varlen(q, k, v, good, good, 6, 6, return_lse=True)
     grads = attention_varlen_backward(q, k, v, out, do, lse, good, good, 6, 6, deterministic=deterministic)
-    for cq, ck, match in BAD_DEVICE_OFFSETS:
+    for cq, ck, match in HOSTILE_OFFSETS:
         cq, ck = (torch.tensor(c, dtype=torch.int32, device="cuda") for c in (cq, ck))
         with pytest.raises(VarlenArgumentError, match=match):
             tirxpy_kernels.attention_varlen(q, k, v, cq, ck, 6, 6)
