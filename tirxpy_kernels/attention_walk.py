@@ -131,7 +131,15 @@ def sequence(cu_q, cu_k, b, p, SQT, SKT):
     binds each once), clamped so that whatever the offsets hold the rows lie in the ``SQT`` / ``SKT`` packed rows and
     the lengths in ``[0, p.SQ]`` / ``[0, p.SK]``, the window the kernel is built for: right offsets pass unchanged,
     and bad ones (which the host check refuses) give rows that keep every access inside its tensor and a walk of
-    at most the window's blocks."""
+    at most the window's blocks. Python ints give ints:
+
+        >>> from tirxpy_kernels.attention_plan import plan
+        >>> p = plan(1, 2, 2, 384, 384, 64, VARLEN=True)          # a window of 384 rows
+        >>> sequence([0, 300], [0, 200], 0, p, 1000, 1000), sequence([-2 ** 30, 4], [0, 2 ** 30], 0, p, 1000, 1000)
+        ((0, 300, 0, 200), (0, 4, 0, 384))
+        >>> sequence([990, 1200], [5, 2], 0, p, 1000, 1000)      # past the packed rows; a negative length
+        (990, 10, 5, 0)
+    """
     q0 = T.min(T.max(cu_q[b], 0), SQT)
     k0 = T.min(T.max(cu_k[b], 0), SKT)
     lq = T.min(T.max(cu_q[b + 1] - q0, 0), T.min(p.SQ, SQT - q0))
