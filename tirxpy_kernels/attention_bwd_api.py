@@ -6,7 +6,7 @@ Tensors are those of the forward: ``q``, ``out``, ``dout`` ``(B, SQ, H, D)``, ``
 (``H % HKV == 0``; ``dk``, ``dv`` sum over the query heads of a group), one dtype (bf16 or f16), ``lse``
 ``(B, H, SQ)`` float32, the natural log-sum-exp ``attention(..., return_lse=True)`` returns. ``causal`` and
 ``scale`` must be the forward's. Three steps: ``D = rowsum(dout * out)`` in float32 (the preprocessing
-kernel :func:`~tirxpy_kernels.attention_bwd_sm90.attention_bwd_preprocess`; the float32 ``dQ`` accumulator and
+kernel :func:`~tirxpy_kernels.attention_bwd_pre.attention_bwd_preprocess`; the float32 ``dQ`` accumulator and
 the turn counters of ``deterministic`` are zeroed by torch), the main kernel (which accumulates
 ``scale * dS K`` into ``dQacc``), and ``dq`` = ``dQacc`` converted to the input dtype (torch). ``deterministic=True`` adds each key block's ``dQ`` share in
 key-block order, so that equal inputs give bit-equal ``dq``; otherwise the order of the float32 adds varies
@@ -24,7 +24,8 @@ from tirxpy.errors import ArgumentError
 from tirxpy.ir.dtype import from_torch
 
 from .attention_bwd_plan import DTYPES, HEAD_DIMS, TARGET, plan
-from .attention_bwd_sm90 import attention_bwd_preprocess, attention_bwd_sm90
+from .attention_bwd_pre import attention_bwd_preprocess, attention_bwd_preprocess_packed
+from .attention_bwd_sm90 import attention_bwd_sm90
 from .attention_plan import varlen_window
 from .attention_varlen_api import VarlenArgumentError, check_copied, check_lengths, clipped_view, host_copy, pad_rows
 from .attention_varlen_api import check as check_varlen
@@ -168,20 +169,6 @@ def attention_backward(q, k, v, out, dout, lse, causal=False, scale=None, determ
 
 
 # ------------------------------------------------------------------------------------- variable-length batches
-def sequence_rows(t, cu, X):
-    """The ``(H, total)`` per-row values ``t`` (LSE, ``D``) of the packed sequences ``cu`` as ``(H, B, X)``: sequence
-    ``b``'s rows from 0, zero past its length (``X``: at least the longest). Device ops only.
-
-        >>> import torch
-        >>> sequence_rows(torch.arange(1., 6.)[None], torch.tensor([0, 2, 2, 5], dtype=torch.int32), 3).tolist()
-        [[[1.0, 2.0, 0.0], [0.0, 0.0, 0.0], [3.0, 4.0, 5.0]]]
-    """
-    r = torch.arange(X, device=t.device)
-    start = cu[:-1].long()[:, None]
-    keep = r < (cu[1:] - cu[:-1]).long()[:, None]
-    return t[:, (start + r).clamp(0, t.shape[1] - 1)].masked_fill_(~keep, 0)
-
-
 def _check_varlen(q, k, v, out, dout, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, scale):
     """:func:`attention_varlen_backward`'s checks but the device's and the ``cu_seqlens`` values'."""
     check_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, scale)
@@ -232,9 +219,12 @@ def prepare_varlen(q, k, v, out, dout, lse, cu_seqlens_q, cu_seqlens_k, max_seql
         kp, vp = pad_rows(k, p.BN), pad_rows(v, p.BN)
         TQ, TK = qp.shape[0], kp.shape[0]
         XQ, XK = p.q_blocks * p.BM, p.kv_blocks * p.BN
-        dl = torch.empty((1, H, -(-TQ // 64) * 64), dtype=torch.float32, device=q.device)
-        compiled(attention_bwd_preprocess(1, H, TQ, D, dtype), TARGET)(op[None], dop[None], dl)
-        lp, dlp = sequence_rows(lse, cu_seqlens_q, XQ), sequence_rows(dl[0], cu_seqlens_q, XQ)
+        lsp = lse.contiguous()                  # (H, TQ): every row the kernel may address
+        if TQ != NQ:
+            lsp = torch.nn.functional.pad(lsp, (0, TQ - NQ))
+        lp, dlp = (torch.empty((H, B, XQ), dtype=torch.float32, device=q.device) for _ in range(2))
+        compiled(attention_bwd_preprocess_packed(B, H, TQ, D, SQ, XQ, dtype), TARGET)(op, dop, lsp, cu_seqlens_q,
+                                                                                      dlp, lp)
         # dK / dV: the key rows past the last sequence, which no CTA stores, are zeroed by finish() (it knows where
         # that is), or here while a graph is captured; the XK rows in front are never read
         dkb, dvb = ((torch.zeros if capturing else torch.empty)((XK + TK, HKV, D), dtype=q.dtype, device=q.device)

@@ -36,7 +36,8 @@ The kernel is built from an :class:`~tirxpy_kernels.attention_bwd_plan.Attention
   the block's query rows, and ``P^T`` joins ``dS^T`` in shared memory, so that ``dV`` and ``dK`` read both from
   there.
 
-``D`` comes from :func:`attention_bwd_preprocess` (``rowsum(O * dO)`` in float32, one row per thread).
+``D`` comes from :func:`tirxpy_kernels.attention_bwd_pre.attention_bwd_preprocess` (``rowsum(O * dO)`` in
+float32, one row per thread).
 ``dQacc`` receives ``scale * dS K`` summed over key blocks (each block's share is scaled in registers before it
 is staged); the caller converts it (:func:`tirxpy_kernels.attention_bwd_api.attention_backward`).
 
@@ -610,42 +611,3 @@ def example():
     """The kernel ``python -m tirxpy compile tirxpy_kernels/attention_bwd_sm90.py`` builds: head dim 128, 4096
     tokens, 16 heads, batch 8, causal."""
     return attention_bwd_sm90(8, 16, 16, 4096, 4096, 128, causal=True)
-
-
-@tirxpy.jit
-def attention_bwd_preprocess(B, H, SQ, D, dtype="bfloat16", SQT=None):
-    """The preprocessing kernel ``k(O, dO, DL)``: ``DL[b, h, s] = sum_d O[b, s, h, d] * dO[b, s, h, d]`` in float32
-    for ``O, dO: (B, SQT, H, D)`` and ``DL: (B, H, SQP)``, ``SQP = ceil(SQ / 64) * 64``; rows ``SQ .. SQP - 1`` of
-    ``DL`` get 0. One CTA of 64 threads per 64 rows of one head, one row per thread, 64 columns at a time
-    (16-byte loads, products and sums in float32).
-
-        >>> attention_bwd_preprocess(2, 4, 300, 128).launch.grid
-        (5, 4, 2)
-    """
-    SQT = SQT or SQ
-    SQP = -(-SQ // 64) * 64
-    ROWS = TileLayout(S[(64, 64) : (1 @ tx, 1 @ m)])
-    ONE = TileLayout(S[64 : 1 @ tx])
-
-    @T.prim_func
-    def attention_bwd_preprocess_kernel(O: T.Tensor((B, SQT, H, D), dtype), dO: T.Tensor((B, SQT, H, D), dtype),
-                                        DL: T.Tensor((B, H, SQP), "float32")):
-        T.launch(grid=(SQP // 64, H, B), threads=64)
-        o = T.alloc_local((64, 64), dtype, layout=ROWS)
-        g = T.alloc_local((64, 64), dtype, layout=ROWS)
-        prod = T.alloc_local((64, 64), "float32", layout=ROWS)
-        acc = T.alloc_local((64,), "float32", layout=ONE)
-        s0 = T.cta_id(0) * 64
-        h = T.cta_id(1)
-        b = T.cta_id(2)
-        Tx.cta.fill(acc, T.float32(0))
-        for j in range(D // 64):
-            Tx.cta.fill(o, T.float32(0))
-            Tx.cta.fill(g, T.float32(0))
-            Tx.cta.copy(o, O[b, s0:s0 + 64, h, j * 64:j * 64 + 64])
-            Tx.cta.copy(g, dO[b, s0:s0 + 64, h, j * 64:j * 64 + 64])
-            Tx.cta.mul(prod, o, g)
-            Tx.cta.sum(acc, prod, axis=1, accum=True)
-        Tx.cta.copy(DL[b, h, s0:s0 + 64], acc)
-
-    return attention_bwd_preprocess_kernel

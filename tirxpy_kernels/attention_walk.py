@@ -140,11 +140,18 @@ def sequence(cu_q, cu_k, b, p, SQT, SKT):
         >>> sequence([990, 1200], [5, 2], 0, p, 1000, 1000)      # past the packed rows; a negative length
         (990, 10, 5, 0)
     """
-    q0 = T.min(T.max(cu_q[b], 0), SQT)
-    k0 = T.min(T.max(cu_k[b], 0), SKT)
-    lq = T.min(T.max(cu_q[b + 1] - q0, 0), T.min(p.SQ, SQT - q0))
-    lk = T.min(T.max(cu_k[b + 1] - k0, 0), T.min(p.SK, SKT - k0))
-    return q0, lq, k0, lk
+    return clamped_rows(cu_q, b, p.SQ, SQT) + clamped_rows(cu_k, b, p.SK, SKT)
+
+
+def clamped_rows(cu, b, window, total):
+    """``(start, length)`` of sequence ``b`` of the offsets ``cu`` over ``total`` packed rows: the start clamped to
+    ``[0, total]``, the length to ``[0, window]`` and to the rows left (:func:`sequence`).
+
+        >>> clamped_rows([0, 300, 2 ** 31 - 1], 1, 384, 1000)
+        (300, 384)
+    """
+    start = T.min(T.max(cu[b], 0), total)
+    return start, T.min(T.max(cu[b + 1] - start, 0), T.min(window, total - start))
 
 
 def next_step(t, units, MT, H, causal, B=1, tail=False):

@@ -180,7 +180,7 @@ def _run(q, k, v, do, causal, dtype, exact_d=False):
 @pytest.mark.parametrize("B,H,SQ,D,dtype", [(1, 2, 150, 128, torch.bfloat16), (2, 1, 64, 64, torch.float16)])
 def test_preprocess_sim_matches_float64(B, H, SQ, D, dtype):
     """``D = rowsum(O * dO)`` in float32 into ``(B, H, SQP)``, rows past SQ zero (poisoned before)."""
-    from tirxpy_kernels.attention_bwd_sm90 import attention_bwd_preprocess
+    from tirxpy_kernels.attention_bwd_pre import attention_bwd_preprocess
 
     g = torch.Generator().manual_seed(int(torch.randint(0, 2**31 - 1, (1,))))
     o, do = (torch.randn(B, SQ, H, D, generator=g).to(dtype) for _ in range(2))
@@ -190,3 +190,48 @@ def test_preprocess_sim_matches_float64(B, H, SQ, D, dtype):
     ref = (o.double() * do.double()).sum(-1).transpose(1, 2)
     assert (dl[:, :, :SQ].double() - ref).abs().max().item() < 1e-4 * D
     assert torch.equal(dl[:, :, SQ:], torch.zeros(B, H, SQP - SQ))
+
+
+@pytest.mark.parametrize("lens,total,D,dtype", [
+    ([70, 0, 130, 1], 210, 128, torch.bfloat16),       # an empty sequence, one of one row, rows past the last
+    ([64, 200], 264, 64, torch.float16),               # a sequence of exactly one block
+])
+def test_packed_preprocess_sim_matches_float64(lens, total, D, dtype):
+    """Packed sequences: ``D`` and the forward's ``LSE`` gathered per sequence into ``(H, B, XQ)``, rows from 0,
+    zero past each sequence's length (poisoned before); NaN in the packed rows past the last sequence reaches none."""
+    from tirxpy_kernels.attention_bwd_pre import attention_bwd_preprocess_packed
+
+    H, B = 2, len(lens)
+    SQ = max(lens)
+    XQ = -(-SQ // 64) * 64
+    g = torch.Generator().manual_seed(int(torch.randint(0, 2**31 - 1, (1,))))
+    cu = torch.tensor([0] + list(itertools.accumulate(lens)), dtype=torch.int32)
+    o, do = (torch.randn(total, H, D, generator=g).to(dtype) for _ in range(2))
+    lse = torch.randn(H, total, generator=g)
+    for t in (o, do):
+        t[int(cu[-1]):] = float("nan")
+    lse[:, int(cu[-1]):] = float("nan")
+    dl, ls = (torch.full((H, B, XQ), float("nan")) for _ in range(2))
+    kern = attention_bwd_preprocess_packed(B, H, total, D, SQ, XQ, str(dtype).removeprefix("torch."))
+    assert run(kern, o, do, lse, cu, dl, ls).problems == []
+    ref = (o.double() * do.double()).sum(-1).t()          # (H, total)
+    for b, n in enumerate(lens):
+        q0 = int(cu[b])
+        assert (dl[:, b, :n].double() - ref[:, q0:q0 + n]).abs().max().item() < 1e-4 * D if n else True
+        assert torch.equal(ls[:, b, :n], lse[:, q0:q0 + n])
+        assert not dl[:, b, n:].any() and not ls[:, b, n:].any()     # zero past the length (no NaN either)
+
+
+@pytest.mark.parametrize("cq", [[-2 ** 30, 4, 10], [0, 2 ** 31 - 1, 10], [0, 6, 4], [0, 4, 2 ** 30], [60, 70, 80]])
+def test_packed_preprocess_stays_inside_its_tensors_on_any_offsets(cq):
+    """Offsets the host check refuses: each sequence clamped to the window and the packed rows, no access outside
+    a tensor, every row of the outputs written (finite)."""
+    from tirxpy_kernels.attention_bwd_pre import attention_bwd_preprocess_packed
+
+    H, TQ, D = 2, 64, 64
+    o, do = (torch.randn(TQ, H, D).to(torch.bfloat16) for _ in range(2))
+    dl, ls = (torch.full((H, 2, 64), float("nan")) for _ in range(2))
+    kern = attention_bwd_preprocess_packed(2, H, TQ, D, 6, 64)
+    cu = torch.tensor(cq, dtype=torch.int32)
+    assert run(kern, o, do, torch.randn(H, TQ), cu, dl, ls).problems == []
+    assert torch.isfinite(dl).all() and torch.isfinite(ls).all()

@@ -2,9 +2,10 @@
 
 CPU: argument and cu_seqlens checks (typed errors), the plan, the overlapping output views (each sequence's rows
 at x < XQ of view row = its end), and small packed batches through the simulator against float64 with NaN-poisoned
-outputs. GPU (marker gpu): mixed ragged lengths against per-sequence dense attention (float64), head dims 64 / 128
-/ 256, causal and not, GQA, SQ != SK per sequence, empty sequences, opcheck; gradients through the padded backward
-(attention_bwd_api.attention_varlen_backward) against float64 per sequence, and its row gathers on the CPU.
+outputs; both varlen kernels (forward, packed backward) on offsets the host check refuses, inside their tensors.
+GPU (marker gpu): mixed ragged lengths against per-sequence dense attention (float64), head dims 64 / 128 / 256,
+causal and not, GQA, SQ != SK per sequence, empty sequences, opcheck; gradients of the packed backward
+(attention_bwd_api.attention_varlen_backward) against float64 per sequence; bad device offsets raising.
 """
 import pytest
 import torch

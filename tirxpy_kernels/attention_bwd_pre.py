@@ -1,0 +1,119 @@
+"""The row steps ahead of the attention backward kernel (:mod:`tirxpy_kernels.attention_bwd_sm90`): ``D =
+rowsum(O * dO)`` in float32 per query row and head, and for packed sequences the per-sequence rows the kernel reads.
+
+- :func:`attention_bwd_preprocess`: ``D`` of a ``(batch, seq, heads, dim)`` problem, ``(B, H, SQP)``.
+- :func:`attention_bwd_preprocess_packed`: ``D`` and the forward's ``LSE`` of packed sequences (``cu_seqlens``) as
+  ``(H, B, XQ)``: sequence ``b``'s rows from 0, zero past its length, so that every TMA box of a sequence's rows
+  starts at a multiple of 64 floats and the rows past its end give finite scores.
+
+Both run one CTA of 64 threads per 64 rows of one head, one row per thread, 64 columns at a time (16-byte loads,
+products and sums in float32).
+
+    >>> attention_bwd_preprocess(2, 4, 300, 128).launch.grid
+    (5, 4, 2)
+"""
+from __future__ import annotations
+
+import tirxpy
+from tirxpy import T, Tx
+from tirxpy.layout import S, TileLayout, m, tx
+
+from .attention_walk import clamped_rows
+from .errors import KernelConfigError
+
+ROWS = TileLayout(S[(64, 64) : (1 @ tx, 1 @ m)])
+"""A ``(64 rows, 64 columns)`` register tile, one row per thread."""
+ONE = TileLayout(S[64 : 1 @ tx])
+"""One float per thread: its row's."""
+LINE = TileLayout(S[(1, 64) : (1 @ m, 1 @ tx)])
+"""The same floats as a ``(1, 64)`` row (column ``c`` in thread ``c``), for the column mask."""
+
+
+@T.macro
+def row_sums(acc, O, dO, b, r0, h, D, dtype, packed):
+    """``acc`` (:data:`ONE`) = ``rowsum(O * dO)`` of rows ``r0 .. r0 + 63`` of head ``h`` of batch element ``b``
+    (``packed``: of the ``(rows, heads, dim)`` tensors, ``b`` unused)."""
+    o = T.alloc_local((64, 64), dtype, layout=ROWS)
+    g = T.alloc_local((64, 64), dtype, layout=ROWS)
+    prod = T.alloc_local((64, 64), "float32", layout=ROWS)
+    Tx.cta.fill(acc, T.float32(0))
+    for j in range(D // 64):
+        Tx.cta.fill(o, T.float32(0))
+        Tx.cta.fill(g, T.float32(0))
+        if packed:
+            Tx.cta.copy(o, O[r0:r0 + 64, h, j * 64:j * 64 + 64])
+            Tx.cta.copy(g, dO[r0:r0 + 64, h, j * 64:j * 64 + 64])
+        else:
+            Tx.cta.copy(o, O[b, r0:r0 + 64, h, j * 64:j * 64 + 64])
+            Tx.cta.copy(g, dO[b, r0:r0 + 64, h, j * 64:j * 64 + 64])
+        Tx.cta.mul(prod, o, g)
+        Tx.cta.sum(acc, prod, axis=1, accum=True)
+
+
+@tirxpy.jit
+def attention_bwd_preprocess(B, H, SQ, D, dtype="bfloat16", SQT=None):
+    """The preprocessing kernel ``k(O, dO, DL)``: ``DL[b, h, s] = sum_d O[b, s, h, d] * dO[b, s, h, d]`` in float32
+    for ``O, dO: (B, SQT, H, D)`` and ``DL: (B, H, SQP)``, ``SQP = ceil(SQ / 64) * 64``; rows ``SQ .. SQP - 1`` of
+    ``DL`` get 0."""
+    SQT = SQT or SQ
+    SQP = -(-SQ // 64) * 64
+
+    @T.prim_func
+    def attention_bwd_preprocess_kernel(O: T.Tensor((B, SQT, H, D), dtype), dO: T.Tensor((B, SQT, H, D), dtype),
+                                        DL: T.Tensor((B, H, SQP), "float32")):
+        T.launch(grid=(SQP // 64, H, B), threads=64)
+        acc = T.alloc_local((64,), "float32", layout=ONE)
+        s0 = T.cta_id(0) * 64
+        b = T.cta_id(2)
+        row_sums(acc, O, dO, b, s0, T.cta_id(1), D, dtype, False)
+        Tx.cta.copy(DL[b, T.cta_id(1), s0:s0 + 64], acc)
+
+    return attention_bwd_preprocess_kernel
+
+
+@tirxpy.jit
+def attention_bwd_preprocess_packed(B, H, TQ, D, SQ, XQ, dtype="bfloat16"):
+    """The preprocessing kernel of packed sequences ``k(O, dO, LSE, CUQ, DL, LS)``: for ``O, dO: (TQ, H, D)`` (the
+    packed rows), the forward's ``LSE: (H, TQ)`` and ``CUQ: (B + 1,)`` int32 offsets, ``DL[h, b, r] = sum_d O[q0 + r,
+    h, d] * dO[q0 + r, h, d]`` and ``LS[h, b, r] = LSE[h, q0 + r]`` for the rows ``r < lq`` of sequence ``b``
+    (``q0``, ``lq``: :func:`~tirxpy_kernels.attention_walk.clamped_rows` of ``CUQ`` with window ``SQ``), and 0 for
+    ``lq <= r < XQ``; ``DL, LS: (H, B, XQ)`` float32, ``XQ`` a multiple of 64 at least ``SQ``. Grid ``(XQ / 64, H,
+    B)``.
+
+        >>> attention_bwd_preprocess_packed(3, 2, 1000, 64, 300, 320).launch.grid
+        (5, 2, 3)
+    """
+    if XQ % 64 or XQ < SQ:
+        raise KernelConfigError(f"attention_bwd_preprocess_packed: XQ = {XQ} must be a multiple of 64 of at least "
+                                f"SQ = {SQ}")
+    if TQ < 64:
+        raise KernelConfigError(f"attention_bwd_preprocess_packed: {TQ} packed rows are fewer than one block of 64; "
+                                "pad them (attention_varlen_api.pad_rows)")
+
+    @T.prim_func
+    def attention_bwd_preprocess_packed_kernel(O: T.Tensor((TQ, H, D), dtype), dO: T.Tensor((TQ, H, D), dtype),
+                                               LSE: T.Tensor((H, TQ), "float32"), CUQ: T.Tensor((B + 1,), "int32"),
+                                               DL: T.Tensor((H, B, XQ), "float32"),
+                                               LS: T.Tensor((H, B, XQ), "float32")):
+        T.launch(grid=(XQ // 64, H, B), threads=64)
+        acc = T.alloc_local((64,), "float32", layout=ONE)
+        lse = T.alloc_local((1, 64), "float32", layout=LINE)
+        s0 = T.cta_id(0) * 64
+        h = T.cta_id(1)
+        b = T.cta_id(2)
+        q0, lq = clamped_rows(CUQ, b, SQ, TQ)
+        Tx.cta.fill(acc, T.float32(0))
+        Tx.cta.fill(lse, T.float32(0))
+        if s0 < lq:                                  # (a block past the sequence's end only writes zeros)
+            row_sums(acc, O, dO, b, q0 + s0, h, D, dtype, True)
+            Tx.cta.copy(lse, LSE[h:h + 1, q0 + s0:q0 + s0 + 64])
+        line = acc.alias((1, 64), layout=LINE)
+        Tx.cta.mask(line, line, T.float32(0), cols=lq - s0)         # rows past the sequence's end: 0
+        Tx.cta.mask(lse, lse, T.float32(0), cols=lq - s0)
+        Tx.cta.copy(DL[h, b:b + 1, s0:s0 + 64], line)
+        Tx.cta.copy(LS[h, b:b + 1, s0:s0 + 64], lse)
+
+    return attention_bwd_preprocess_packed_kernel
+
+
+__all__ = ["attention_bwd_preprocess", "attention_bwd_preprocess_packed"]
