@@ -682,7 +682,8 @@ def build_kernel(p, scale, SQT, SKT, pdl):
 def cta_part(p, scale, pdl):
     """The macro ``cta(Q, K, V, O, LSE, cu)`` of one CTA of plan ``p``: shared tiles and rings, registers,
     barrier setup, the register split and the producer / consumer roles (``cu``: with ``p.varlen`` the
-    ``cu_seqlens`` tensors, the tile map and the packed row counts, ``(CUQ, CUK, MAP, SQT, SKT)``, else None). ``pdl``: the kernel is launched with programmatic dependent launch."""
+    ``cu_seqlens`` tensors, the tile map and the packed row counts, ``(CUQ, CUK, MAP, SQT, SKT)``, else None).
+    ``pdl``: the kernel is launched with programmatic dependent launch."""
     B, H, D, dtype = p.B, p.H, p.D, p.dtype
     BM, BN, STAGES, QB = p.BM, p.BN, p.STAGES, p.q_buffers
     roles = WarpRoles(p.threads, *p.regs, kernel="attention_sm90")

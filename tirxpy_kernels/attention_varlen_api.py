@@ -203,29 +203,20 @@ def output_views(out, lse, max_seqlen_q):
     return O, L
 
 
-def launch_order(cu_q, cu_k, lengths=None):
+def launch_order(cu_q, cu_k):
     """The sequences in the order the kernel's tile map lists them (:func:`tile_map`): most work first (query length
-    times key length, ties by index), so the longest tiles start first and short ones fill the end of the run. From the
-    host ``lengths`` (``(cu_q list, cu_k list)``) when given, else computed on the device (no host copy).
+    times key length, ties by index), so the longest tiles start first and short ones fill the end of the run.
+    Device ops only (no host copy).
 
         >>> import torch
-        >>> cu = torch.tensor([0, 3, 10, 12], dtype=torch.int32)
-        >>> launch_order(cu, cu).tolist(), launch_order(cu, cu, (cu.tolist(), cu.tolist())).tolist()
-        ([1, 0, 2], [1, 0, 2])
+        >>> launch_order(torch.tensor([0, 3, 10, 12], dtype=torch.int32), torch.tensor([0, 3, 10, 12])).tolist()
+        [1, 0, 2]
     """
-    if lengths is not None:
-        return torch.tensor(_host_order(*lengths), dtype=torch.int32).to(cu_q.device, non_blocking=True)
     work = (cu_q[1:] - cu_q[:-1]).long().clamp(min=0) * (cu_k[1:] - cu_k[:-1]).long().clamp(min=0)
     return torch.argsort(-work, stable=True).to(torch.int32)
 
 
-def _host_order(cq, ck):
-    """:func:`launch_order` of the host lists ``cq``, ``ck``, as a list."""
-    work = [(cq[b + 1] - cq[b]) * (ck[b + 1] - ck[b]) for b in range(len(cq) - 1)]
-    return sorted(range(len(work)), key=lambda b: (-work[b], b))
-
-
-def tile_map(cu_q, cu_k, BM, slots, lengths=None, per=1):
+def tile_map(cu_q, cu_k, BM, slots, per=1):
     """The ``VARLEN`` kernel's tile map, ``(1 + per, slots)`` int32: the query tiles (``BM`` rows: the kernel's) of
     every sequence, sequences in :func:`launch_order` (most work first). With ``per = 1`` each slot holds one tile,
     each sequence's from its last (under a causal mask the heaviest) to its first; with ``per = 2`` (the kernel's
@@ -233,7 +224,7 @@ def tile_map(cu_q, cu_k, BM, slots, lengths=None, per=1):
     under a causal mask together), the middle one of an odd ``n`` alone. Slot ``s`` holds sequence ``map[0, s]``'s
     tiles ``map[1 .. per, s]``; an empty place, and every slot past the last, names tile
     :data:`~tirxpy_kernels.attention_walk.EMPTY_TILE` (past the end of any sequence, so the CTA stores nothing).
-    From the host ``lengths`` when given, else on the device.
+    Device ops only; negative lengths count as 0.
 
         >>> import torch
         >>> cu = torch.tensor([0, 3, 300, 430], dtype=torch.int32)
@@ -243,22 +234,7 @@ def tile_map(cu_q, cu_k, BM, slots, lengths=None, per=1):
         >>> m = tile_map(cu, cu, 128, 5, per=2)
         >>> m[0, :4].tolist(), m[1, :4].tolist(), (m[2, :4] == EMPTY_TILE).tolist()
         ([1, 1, 2, 0], [2, 1, 1, 0], [False, True, False, True])
-        >>> bool((m == tile_map(cu, cu, 128, 5, (cu.tolist(), cu.tolist()), per=2)).all())
-        True
     """
-    if lengths is not None:
-        cq = lengths[0]
-        rows = [[] for _ in range(1 + per)]
-        for b in _host_order(*lengths):
-            n = -(-(cq[b + 1] - cq[b]) // BM)
-            for j in range(-(-n // per)):
-                rows[0].append(b)
-                rows[1].append(n - 1 - j)
-                if per == 2:
-                    rows[2].append(j if j < n - 1 - j else EMPTY_TILE)
-        pad = slots - len(rows[0])
-        rows = [rows[0] + [0] * pad] + [r + [EMPTY_TILE] * pad for r in rows[1:]]
-        return torch.tensor(rows, dtype=torch.int32).to(cu_q.device, non_blocking=True)
     order = launch_order(cu_q, cu_k).long()
     n = ((cu_q[1:] - cu_q[:-1]).long().clamp(min=0) + BM - 1).div(BM, rounding_mode="floor")[order]
     used = (n + per - 1).div(per, rounding_mode="floor")        # slots of each sequence
@@ -325,7 +301,7 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
         kp_ = plan(B, H, HKV, SQ, SK, D, causal=causal, dtype=from_torch(q.dtype).name, sms=_sm_count(q.device),
                    VARLEN=True)
         BM, per = kp_.BM, kp_.per_cta
-        tiles = tile_map(cu_seqlens_q, cu_seqlens_k, BM, varlen_slots(qp.shape[0], BM, B, per), None, per)
+        tiles = tile_map(cu_seqlens_q, cu_seqlens_k, BM, varlen_slots(qp.shape[0], BM, B, per), per)
         compiled(kern, TARGET)(*kernel_args(qp, kp, vp, cu_seqlens_q, cu_seqlens_k, SQ, out, lse, BM, tiles, per))
         if copied is not None:
             check_copied(copied, NQ, NK, max_seqlen_q, max_seqlen_k)

@@ -101,8 +101,7 @@ def test_plan():
 @pytest.mark.parametrize("seed", range(4))
 def test_tile_map_lists_every_tile_once_most_work_first(seed):
     """Every query tile of every sequence is in exactly one slot, sequences in launch order and each one's tiles
-    from its last down; the slots after the last tile name a tile past sequence 0's end; the host and the device
-    forms agree."""
+    from its last down; the slots after the last tile name a tile past sequence 0's end."""
     g = torch.Generator().manual_seed(seed)
     B, BM = int(torch.randint(1, 9, (1,), generator=g)), (64, 128)[seed % 2]
     lq = torch.randint(0, 700, (B,), generator=g).tolist()
@@ -110,7 +109,6 @@ def test_tile_map_lists_every_tile_once_most_work_first(seed):
     cq, ck = _cu(lq), _cu(lk)
     slots = varlen_slots(sum(lq), BM, B)
     m = tile_map(cq, ck, BM, slots)
-    assert torch.equal(m, tile_map(cq, ck, BM, slots, (cq.tolist(), ck.tolist())))
     want = [(b, t) for b in launch_order(cq, ck).tolist() for t in reversed(range(-(-lq[b] // BM)))]
     got = list(zip(m[0].tolist(), m[1].tolist()))
     assert got[:len(want)] == want
@@ -121,7 +119,7 @@ def test_tile_map_lists_every_tile_once_most_work_first(seed):
 def test_pair_map_puts_each_tile_in_one_slot_with_its_partner(seed):
     """With two tiles a slot (PAIRS) sequence ``b``'s slot ``j`` holds its tiles ``n - 1 - j`` and ``j``, the middle
     tile of an odd ``n`` alone; every tile is in exactly one slot, sequences in launch order, the map fits the slots
-    :func:`varlen_slots` counts, and the host and the device forms agree."""
+    :func:`varlen_slots` counts."""
     g = torch.Generator().manual_seed(seed)
     B, BM = int(torch.randint(1, 9, (1,), generator=g)), (64, 128)[seed % 2]
     lq = torch.randint(0, 900, (B,), generator=g).tolist()
@@ -130,7 +128,6 @@ def test_pair_map_puts_each_tile_in_one_slot_with_its_partner(seed):
     slots = varlen_slots(sum(lq), BM, B, 2)
     m = tile_map(cq, ck, BM, slots, per=2)
     assert m.shape == (3, slots)
-    assert torch.equal(m, tile_map(cq, ck, BM, slots, (cq.tolist(), ck.tolist()), per=2))
     want = []
     for b in launch_order(cq, ck).tolist():
         n = -(-lq[b] // BM)
@@ -145,7 +142,6 @@ def test_pair_map_puts_each_tile_in_one_slot_with_its_partner(seed):
 def test_launch_order_is_most_work_first():
     cq, ck = _cu([10, 300, 0, 300, 50]), _cu([10, 300, 5, 200, 60])
     assert launch_order(cq, ck).tolist() == [1, 3, 4, 0, 2]
-    assert launch_order(cq, ck, (cq.tolist(), ck.tolist())).tolist() == [1, 3, 4, 0, 2]
 
 
 def test_output_views_clip_each_sequence_at_its_end():
