@@ -16,8 +16,9 @@ launches and waited for after them: :func:`host_copy`) except while a CUDA graph
 already be right; bad values raise :class:`VarlenArgumentError` once the kernel has run on them. The kernel reads
 each sequence's offsets clamped to its window and its tensors (:func:`tirxpy_kernels.attention_walk.sequence`), so
 on any values it stays inside its tensors and finishes. The kernel is built per packed row counts, number of
-sequences and longest length rounded up to 128 (:func:`tirxpy_kernels.attention_plan.varlen_window`), so a
-training loop that packs its batches into buffers of a fixed size reuses one kernel.
+sequences and ``max_seqlen_q`` / ``max_seqlen_k`` rounded up to 128
+(:func:`tirxpy_kernels.attention_plan.varlen_window`), so a training loop that packs its batches into buffers of a
+fixed size reuses one kernel.
 
     >>> import torch
     >>> q = torch.empty(1000, 8, 64, dtype=torch.bfloat16, device="meta")
