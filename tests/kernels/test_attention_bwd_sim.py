@@ -235,3 +235,14 @@ def test_packed_preprocess_stays_inside_its_tensors_on_any_offsets(cq):
     cu = torch.tensor(cq, dtype=torch.int32)
     assert run(kern, o, do, torch.randn(H, TQ), cu, dl, ls).problems == []
     assert torch.isfinite(dl).all() and torch.isfinite(ls).all()
+
+
+@pytest.mark.parametrize("TQ,SQ,XQ,match", [(32, 6, 64, "fewer than one block of 64"),
+                                            (128, 100, 96, "multiple of 64 of at least SQ = 100"),
+                                            (128, 60, 100, "multiple of 64")])
+def test_packed_preprocess_refuses_a_malformed_window(TQ, SQ, XQ, match):
+    from tirxpy_kernels.attention_bwd_pre import attention_bwd_preprocess_packed
+    from tirxpy_kernels.errors import KernelConfigError
+
+    with pytest.raises(KernelConfigError, match=match):
+        attention_bwd_preprocess_packed(2, 2, TQ, 64, SQ, XQ)
