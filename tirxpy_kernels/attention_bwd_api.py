@@ -27,7 +27,8 @@ from .attention_bwd_plan import DTYPES, HEAD_DIMS, TARGET, plan
 from .attention_bwd_pre import attention_bwd_preprocess, attention_bwd_preprocess_packed
 from .attention_bwd_sm90 import attention_bwd_sm90
 from .attention_plan import varlen_window
-from .attention_varlen_api import VarlenArgumentError, check_copied, check_lengths, clipped_view, host_copy, pad_rows
+from .attention_varlen_api import (VarlenArgumentError, check_copied, check_cu_device, check_lengths, clipped_view,
+                                   host_copy, pad_rows)
 from .attention_varlen_api import check as check_varlen
 from .checks import dense_tensor
 from .errors import KernelConfigError
@@ -190,8 +191,8 @@ def prepare_varlen(q, k, v, out, dout, lse, cu_seqlens_q, cu_seqlens_k, max_seql
     ``(kernel, args, finish)``. Checks every argument but the ``cu_seqlens`` values first; those are copied to the
     host ahead of the launches (:func:`~tirxpy_kernels.attention_varlen_api.host_copy`) and checked by ``finish()``,
     which raises :class:`~tirxpy_kernels.attention_varlen_api.VarlenArgumentError` instead of returning gradients.
-    So no host wait stands between the launches, and the kernel is safe on any values: it clamps each sequence's
-    lengths to the window, and every load and store of the packed rows is a TMA box inside its tensor."""
+    So no host wait stands between the launches, and the kernels are safe on any values: they clamp each sequence
+    to the window and the packed rows (:func:`~tirxpy_kernels.attention_walk.sequence`)."""
     _check_varlen(q, k, v, out, dout, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, scale)
     on_cpu = cu_seqlens_q.device.type == "cpu" and cu_seqlens_k.device.type == "cpu"
     if on_cpu:      # values known without a copy: checked before the device
@@ -201,9 +202,7 @@ def prepare_varlen(q, k, v, out, dout, lse, cu_seqlens_q, cu_seqlens_k, max_seql
     except AttentionBwdArgumentError as e:
         raise AttentionBwdArgumentError("attention_varlen_backward: " + str(e).removeprefix("attention_backward: ")) \
             from None
-    for name, cu in (("cu_seqlens_q", cu_seqlens_q), ("cu_seqlens_k", cu_seqlens_k)):
-        if cu.device != q.device:
-            raise VarlenArgumentError(f"attention_varlen_backward: {name} is on {cu.device}; move it to {q.device}")
+    check_cu_device("attention_varlen_backward", cu_seqlens_q, cu_seqlens_k, q.device)
     NQ, H, D = q.shape
     NK, HKV = k.shape[0], k.shape[1]
     B = cu_seqlens_q.numel() - 1

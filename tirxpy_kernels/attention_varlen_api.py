@@ -135,6 +135,14 @@ def check_lengths(cu_q, cu_k, total_q, total_k, max_seqlen_q, max_seqlen_k) -> N
                                       "keys; give every sequence with queries at least one key")
 
 
+def check_cu_device(api, cu_q, cu_k, device):
+    """Both ``cu_seqlens`` tensors on ``device``, the packed tensors' (:class:`VarlenArgumentError` from ``api``
+    naming the one that is not)."""
+    for name, cu in (("cu_seqlens_q", cu_q), ("cu_seqlens_k", cu_k)):
+        if cu.device != device:
+            raise VarlenArgumentError(f"{api}: {name} is on {cu.device}; move it to {device}")
+
+
 def host_copy(cu_q, cu_k):
     """``(host, event)``: the two ``cu_seqlens`` tensors copied into pinned host memory behind the work queued so far
     on the current stream, and the event that marks the copy done. A varlen API queues this before its launches and
@@ -285,9 +293,7 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
         check_lengths(cu_seqlens_q.tolist(), cu_seqlens_k.tolist(), q.shape[0], k.shape[0], max_seqlen_q,
                       max_seqlen_k)
     _device(q, k, v)
-    for name, cu in (("cu_seqlens_q", cu_seqlens_q), ("cu_seqlens_k", cu_seqlens_k)):
-        if cu.device != q.device:
-            raise VarlenArgumentError(f"attention_varlen: {name} is on {cu.device}; move it to {q.device}")
+    check_cu_device("attention_varlen", cu_seqlens_q, cu_seqlens_k, q.device)
     NQ, H, D = q.shape
     NK, HKV, _ = k.shape
     B = cu_seqlens_q.numel() - 1
@@ -311,5 +317,6 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
     return (out, lse) if return_lse else out
 
 
-__all__ = ["VarlenArgumentError", "attention_varlen", "check", "check_copied", "check_lengths", "clipped_view",
-           "empty_outputs", "host_copy", "kernel_args", "launch_order", "output_views", "pad_rows", "tile_map"]
+__all__ = ["VarlenArgumentError", "attention_varlen", "check", "check_copied", "check_cu_device", "check_lengths",
+           "clipped_view", "empty_outputs", "host_copy", "kernel_args", "launch_order", "output_views", "pad_rows",
+           "tile_map"]
