@@ -110,9 +110,9 @@ def test_packed_sequences_match_each_sequence_alone(D, causal, lens, det):
     """``PACKED``: sequences packed row after row (``cu_seqlens``), NaN in the rows past the last one (a block past a
     sequence's end loads its neighbour's rows, or these): each sequence's gradients are the float64 ones of the
     sequence alone, and the stores write each sequence's rows only; ``deterministic``: every query block's turns
-    are taken by the key blocks that see it, none by a CTA past its sequence's keys. (The simulator keeps the
-    overlapping output views as dense arrays of their logical shape: sequence ``b``'s rows are view elements
-    ``(q1, XQ - lq ..)``.)"""
+    are taken by the key blocks that see it, none by a CTA past its sequence's keys. (The overlapping output views
+    are passed as arrays of their logical shape; the simulator addresses them through the views' strides, as the
+    GPU does, so packed row ``r`` is storage row ``X + r``: :func:`_storage_rows`.)"""
     H, HKV, extra = 2, 1, 5
     SQ, SK = max(l for l, _ in lens), max(l for _, l in lens)
     g = torch.Generator().manual_seed(int(torch.randint(0, 2**31 - 1, (1,))))
@@ -145,15 +145,14 @@ def test_packed_sequences_match_each_sequence_alone(D, causal, lens, det):
     sem = torch.zeros(len(lens), H, p.q_blocks, 2, dtype=torch.int32)
     res = run(kern, q, k, v, do, lp, dl, dK, dV, dQ, sem, cuq, cuk, seed=int(torch.randint(0, 1000, (1,))))
     assert res.problems == []
-    own_q, own_k = torch.zeros(TQ + 1, XQ, dtype=torch.bool), torch.zeros(TK + 1, XK, dtype=torch.bool)
+    dQr, dKr, dVr = _storage_rows(dQ, XQ), _storage_rows(dK, XK), _storage_rows(dV, XK)
+    nq_, nk_ = int(cuq[-1]), int(cuk[-1])
+    assert not dQr[:XQ].any() and not dQr[XQ + nq_:].any()         # no add outside the sequences' rows
+    for t in (dKr, dVr):                                             # nor a store
+        assert torch.isnan(t[:XK]).all() and torch.isnan(t[XK + nk_:]).all()
     for b, (lq, lk) in enumerate(lens):
-        own_q[int(cuq[b + 1]), XQ - lq:] = True
-        own_k[int(cuk[b + 1]), XK - lk:] = True
-    assert not dQ[~own_q].any()                                      # no add outside a sequence's own rows
-    assert torch.isnan(dK[~own_k]).all() and torch.isnan(dV[~own_k]).all()     # nor a store
-    for b, (lq, lk) in enumerate(lens):
-        q1, k1 = int(cuq[b + 1]), int(cuk[b + 1])
-        got = tuple(x.double()[None] for x in (dQ[q1, XQ - lq:], dK[k1, XK - lk:], dV[k1, XK - lk:]))
+        q0, q1, k0, k1 = int(cuq[b]), int(cuq[b + 1]), int(cuk[b]), int(cuk[b + 1])
+        got = tuple(x.double()[None] for x in (dQr[XQ + q0:XQ + q1], dKr[XK + k0:XK + k1], dVr[XK + k0:XK + k1]))
         if refs[b] is None:         # an empty side: zero gradients on the other
             assert all(not a.any() for a in got)
             continue
@@ -163,6 +162,12 @@ def test_packed_sequences_match_each_sequence_alone(D, causal, lens, det):
         for b, (lq, lk) in enumerate(lens):
             nq, nk = -(-lq // p.BM), -(-lk // p.BN)
             assert (sem[b, :, :nq, 0] == 2 * nk).all() and not sem[b, :, nq:].any() and not sem[b, :, :, 1].any()
+
+
+def _storage_rows(t, X):
+    """The storage of an overlapping output view ``(N + 1, X, heads, D)`` (strides ``(heads D, heads D, D, 1)``) passed
+    as an array of its logical shape, by row: element ``(k, x)`` is row ``k + x``, packed row ``r`` row ``X + r``."""
+    return t.reshape(-1, t.shape[2], t.shape[3])
 
 
 def _run(q, k, v, do, causal, dtype, exact_d=False):

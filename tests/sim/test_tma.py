@@ -7,12 +7,14 @@ import pytest
 
 from tirxpy import T
 from tirxpy.sim import SimReportError, run
+from tirxpy.ir.buffer import Buffer
+from tirxpy.layout import S, TileLayout
 from tirxpy.sim.tma import _box_coords
 
 
 def test_box_coords_row_major_with_clamp_and_validity():
     # 4 x 5 tensor, 2 x 3 box at (col 3, row 1) (coordinates innermost first): rows 1..2, cols 3..5
-    tm = SimpleNamespace(buffer=SimpleNamespace(shape=(4, 5)), box=(2, 3))
+    tm = SimpleNamespace(buffer=Buffer("A", (4, 5), "float32"), box=(2, 3))
     flat, ok = _box_coords(tm, [3, 1])
     # col 5 is outside the tensor: its element index is clamped to col 4, and it is marked invalid
     assert flat.tolist() == [1 * 5 + 3, 1 * 5 + 4, 1 * 5 + 4, 2 * 5 + 3, 2 * 5 + 4, 2 * 5 + 4]
@@ -20,9 +22,17 @@ def test_box_coords_row_major_with_clamp_and_validity():
 
 
 def test_box_coords_negative_start_is_invalid():
-    tm = SimpleNamespace(buffer=SimpleNamespace(shape=(8,)), box=(4,))
+    tm = SimpleNamespace(buffer=Buffer("A", (8,), "float32"), box=(4,))
     flat, ok = _box_coords(tm, [-2])
     assert flat.tolist() == [0, 0, 0, 1] and ok.tolist() == [False, False, True, True]
+
+
+def test_box_coords_follow_the_tensors_strides():
+    """A box addresses elements through the tensor's layout, as a tensor map's strides do: in the overlapping view
+    ``(5, 3)`` with strides ``(1, 1)`` element ``(k, x)`` is slot ``k + x``."""
+    view = Buffer("V", (5, 3), "float32", layout=TileLayout(S[(5, 3) : (1, 1)]))
+    flat, ok = _box_coords(SimpleNamespace(buffer=view, box=(3, 2)), [0, 2])     # rows 2..4, cols 0..1
+    assert flat.tolist() == [2, 3, 3, 4, 4, 5] and ok.all()
 
 
 def _load_kernel(col0, rows=8, cols=16):

@@ -56,11 +56,33 @@ def flat_index(shape, indices):
     return flat
 
 
+def _strided_slots(layout, flat):
+    """``m`` slots of the flat element indices ``flat`` of a plain :class:`~tirxpy.layout.TileLayout` (no swizzle),
+    in closed form: the sum over its shard iterators on ``m`` of component times stride (replicas at 0), as
+    ``apply`` gives; ``None`` for any other kind of layout."""
+    from tirxpy.layout import TileLayout
+    from tirxpy.layout.coords import unflatten
+
+    if type(layout) is not TileLayout:
+        return None
+    comps = unflatten(np.asarray(flat, np.int64), [it.extent for it in layout.shard])
+    out = np.zeros(np.shape(flat), np.int64) + layout.offset.get("m", 0)
+    for c, it in zip(comps, layout.shard):
+        if it.axis.name == "m":
+            out = out + c * it.stride
+    return out
+
+
 def element_slots(buf, indices):
-    """``m`` slot of element ``indices`` (arrays) of ``buf`` (no bounds check: see callers)."""
+    """``m`` slot of element ``indices`` (arrays) of ``buf`` (no bounds check: see callers): row-major, a strided
+    layout's closed form (any size; overlapping views too), or the layout's owner table."""
     flat = flat_index(buf.shape, indices)
     if _default_rowmajor(buf):
         return flat
+    size = prod(buf.shape)
+    strided = _strided_slots(buf.layout, clamp(flat, 0, size - 1))
+    if strided is not None:
+        return strided
     tab = slot_table(buf.layout, prod(buf.shape))
     return tab[clamp(flat, 0, len(tab) - 1)]
 

@@ -15,7 +15,7 @@ import numpy as np
 from . import mbarrier as MB
 from .asyncops import agent, issue_vc, swizzle_addr
 from .interp import Block
-from .memory import clamp
+from .memory import clamp, element_slots
 from .races import ASYNC
 from .registry import register_family, register_model
 from .scheduler import Event
@@ -23,7 +23,7 @@ from .values import nbytes
 
 
 def _box_coords(tm, coords):
-    """Global element coordinates (rows: box elements in row-major order) and validity."""
+    """Global element slots (rows: box elements in row-major order) and validity."""
     g = tm.buffer.shape
     box = tm.box
     outer_first = list(reversed(coords))
@@ -32,10 +32,9 @@ def _box_coords(tm, coords):
     ok = np.ones(pos[0].shape, bool)
     for p, n in zip(pos, g):
         ok &= (p >= 0) & (p < n)
-    flat = np.zeros(pos[0].shape, np.int64)
-    for p, n in zip(pos, g):
-        flat = flat * n + clamp(p, 0, n - 1)
-    return flat, ok
+    # element slots through the tensor's layout, as the tensor map's strides give them on the GPU (an overlapping
+    # view's elements share storage there too)
+    return element_slots(tm.buffer, [clamp(p, 0, n - 1) for p, n in zip(pos, g)]), ok
 
 
 def _coords(ctx, tm, d):
