@@ -3,7 +3,10 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from tirxpy.sim.memory import Bytes, TensorMemory, clamp, flat_index, in_bounds
+from hypothesis import given, settings
+
+from tirxpy.sim.memory import Bytes, TensorMemory, _strided_slots, clamp, flat_index, in_bounds, slot_table
+from tirxpy.testing import tile_layouts
 
 
 def test_clamp_matches_np_clip():
@@ -56,3 +59,12 @@ def test_tensor_memory_alloc_clears_init_of_its_columns():
     t.init[:, :] = True
     start = t.alloc(128)
     assert start == 0 and not t.init[:, :128].any() and t.init[:, 128:].all()
+
+
+@settings(max_examples=200, deadline=None)
+@given(tile_layouts(max_size=128))
+def test_strided_slots_are_the_owner_tables_m_column(L):
+    """The closed form the simulator uses for global tensors gives each element the ``m`` slot of its first owner, as
+    the layout's owner table does (other axes and replicas ignored, an ``m`` offset included)."""
+    flat = np.arange(L.size())
+    assert _strided_slots(L, flat).tolist() == slot_table(L, L.size()).tolist()

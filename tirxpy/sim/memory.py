@@ -74,16 +74,18 @@ def _strided_slots(layout, flat):
 
 
 def element_slots(buf, indices):
-    """``m`` slot of element ``indices`` (arrays) of ``buf`` (no bounds check: see callers): row-major, a strided
-    layout's closed form (any size; overlapping views too), or the layout's owner table."""
+    """``m`` slot of element ``indices`` (arrays) of ``buf`` (no bounds check: see callers): row-major, a global
+    tensor's strided layout in closed form (any size; overlapping views too), or the layout's owner table (cached:
+    registers and shared memory)."""
     flat = flat_index(buf.shape, indices)
     if _default_rowmajor(buf):
         return flat
     size = prod(buf.shape)
-    strided = _strided_slots(buf.layout, clamp(flat, 0, size - 1))
-    if strided is not None:
-        return strided
-    tab = slot_table(buf.layout, prod(buf.shape))
+    if buf.storage == "global":
+        strided = _strided_slots(buf.layout, clamp(flat, 0, size - 1))
+        if strided is not None:
+            return strided
+    tab = slot_table(buf.layout, size)
     return tab[clamp(flat, 0, len(tab) - 1)]
 
 
