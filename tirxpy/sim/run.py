@@ -64,8 +64,9 @@ def run(kernel, *args, arch: str | None = None, seed: int = 0, check: bool = Tru
     scalars). Tensors are updated in place where possible; returns a :class:`SimResult` tuple of
     numpy arrays (one per tensor parameter, bfloat16 / float8 as float32 values). A tensor argument is taken in
     its parameter's logical shape and held as that many elements in row-major order; every access to it (element
-    loads and stores, TMA boxes) goes through the parameter's layout, as on the GPU, so the elements of a view
-    whose layout overlaps (strides ``(1, 1)``) share storage, and its result is read back through those strides.
+    loads and stores, TMA boxes) goes through the parameter's layout, as on the GPU. The array written back holds
+    that storage: the elements of a view whose layout overlaps (strides ``(1, 1)``) share it, so read such a
+    view's results through its strides (``(k, x)`` at storage element ``k + x``).
 
     ``arch`` (None: taken from the instructions the kernel uses, :mod:`tirxpy.sim.target`);
     ``seed`` picks among legal interleavings; ``check=True`` raises :class:`SimReportError` when
