@@ -2,7 +2,6 @@
 from types import SimpleNamespace
 
 import numpy as np
-
 from hypothesis import given, settings
 
 from tirxpy.sim.memory import Bytes, TensorMemory, _strided_slots, clamp, flat_index, in_bounds, slot_table

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from tirxpy import T
-from tirxpy.sim import SimReportError, run
 from tirxpy.ir.buffer import Buffer
 from tirxpy.layout import S, TileLayout
+from tirxpy.sim import SimReportError, run
 from tirxpy.sim.tma import _box_coords
 
 

@@ -11,6 +11,9 @@ from math import prod
 
 import numpy as np
 
+from tirxpy.layout import TileLayout
+from tirxpy.layout.coords import unflatten
+
 from .values import from_bits, nbytes, storage_dtype, to_bits
 
 _TABLES: dict = {}
@@ -60,9 +63,6 @@ def _strided_slots(layout, flat):
     """``m`` slots of the flat element indices ``flat`` of a plain :class:`~tirxpy.layout.TileLayout` (no swizzle),
     in closed form: the sum over its shard iterators on ``m`` of component times stride (replicas at 0), as
     ``apply`` gives; ``None`` for any other kind of layout."""
-    from tirxpy.layout import TileLayout
-    from tirxpy.layout.coords import unflatten
-
     if type(layout) is not TileLayout:
         return None
     comps = unflatten(np.asarray(flat, np.int64), [it.extent for it in layout.shard])
