@@ -46,7 +46,8 @@ class AttentionBwdPlan:
     ``group`` query heads per key / value head, ``d_chunks`` (64-column boxes of a row), ``dq_cols`` (columns of
     one consumer's ``dQ``), ``grid`` ``(kv_blocks, HKV, B)``, ``threads``, ``smem`` bytes, ``regs`` (the
     ``setmaxnreg`` split); ``packed``: the batch elements are packed sequences (``cu_seqlens``), ``SQ`` / ``SK`` the
-    longest."""
+    longest; ``fold``: the matrix products use the ``wgmma_folded`` variant (descriptors advanced by one uniform add
+    per k-step and operand, in place of about five: on by default, as a step issues five chains of wgmmas)."""
     B: int
     H: int
     HKV: int
@@ -72,6 +73,12 @@ class AttentionBwdPlan:
     smem: int
     regs: tuple
     packed: bool = False
+    fold: bool = True
+
+    @property
+    def dispatch(self):
+        """The wgmma variant of the matrix products: ``"wgmma_folded"`` with ``fold``, else the default."""
+        return "wgmma_folded" if self.fold else None
 
     def __getitem__(self, name):
         if name not in _FIELDS:
@@ -135,16 +142,18 @@ def check_problem(B, H, HKV, SQ, SK, D, dtype):
 
 
 def plan(B, H, HKV, SQ, SK, D, causal=False, dtype="bfloat16", deterministic=False, BM=None, STAGES=None,
-         DQ_SPLIT=None, PACKED=False) -> AttentionBwdPlan:
+         DQ_SPLIT=None, PACKED=False, FOLD=None) -> AttentionBwdPlan:
     """The checked :class:`AttentionBwdPlan` of one problem; options left ``None`` take :func:`default_config`.
     ``BM`` must be 64 (one wgmma row block of ``dQ``), ``STAGES`` at least 1, ``DQ_SPLIT`` ``"cols"`` (head dim
     128: 64 columns per consumer; 256: 128) or ``"keys"`` (head dims 64 and 128: 64 keys per consumer).
     ``PACKED``: ``B`` sequences of at most ``SQ`` / ``SK`` rows packed one after another, with ``cu_seqlens`` offsets
-    (:func:`~tirxpy_kernels.attention_bwd_sm90.attention_bwd_sm90`)."""
+    (:func:`~tirxpy_kernels.attention_bwd_sm90.attention_bwd_sm90`). ``FOLD`` (default ``True``): the
+    ``wgmma_folded`` variant of the matrix products."""
     check_problem(B, H, HKV, SQ, SK, D, dtype)
     flag_option(W, "causal", causal)
     flag_option(W, "deterministic", deterministic)
     flag_option(W, "PACKED", PACKED)
+    fold = True if FOLD is None else flag_option(W, "FOLD", FOLD)
     bm, st, split = default_config(D)
     BM = bm if BM is None else int_option(W, "BM", BM)
     STAGES = st if STAGES is None else int_option(W, "STAGES", STAGES, lo=1, hi=4)
@@ -176,4 +185,4 @@ def plan(B, H, HKV, SQ, SK, D, causal=False, dtype="bfloat16", deterministic=Fal
         B=B, H=H, HKV=HKV, SQ=SQ, SK=SK, D=D, causal=bool(causal), dtype=dtype, deterministic=bool(deterministic),
         BM=BM, BN=BN, NC=NC, STAGES=STAGES, dq_split=split, kv_split=kv_split, q_blocks=cdiv(SQ, BM), kv_blocks=NKV, group=H // HKV,
         d_chunks=D // 64, dq_cols=dq_cols, grid=(NKV, HKV, B), threads=128 * (1 + NC), smem=smem, regs=(24, 240),
-        packed=bool(PACKED))
+        packed=bool(PACKED), fold=bool(fold))

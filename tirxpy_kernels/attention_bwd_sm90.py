@@ -19,17 +19,19 @@ The kernel is built from an :class:`~tirxpy_kernels.attention_bwd_plan.Attention
 - **per step** (consumer ``c``), everything transposed so that the key rows are the wgmma ``M``:
   ``S^T = K_c Q^T`` and ``dP^T = V_c dO^T`` (wgmma SS, ``(64, BM)`` float32); ``P^T = exp2(S^T * scale *
   log2 e - LSE * log2 e)`` (the causal mask on a transposed view of the fragment); ``dV += P^T dO`` (wgmma
-  RS: the accumulator fragment of ``P^T`` is the A fragment); ``dS^T = P^T (dP^T - D)``; ``dK += dS^T Q``
+  RS: the accumulator fragment of ``P^T`` is the A fragment); ``dS^T = scale P^T (dP^T - D)`` (the softmax
+  scale folded in once, as ``dP^T scale - D scale``, so that ``dK`` and ``dQ`` come out scaled); ``dK += dS^T Q``
   (RS); ``dS^T`` to shared memory (``stmatrix``), and ``dQ = dS K`` (wgmma, A = ``dS`` read transposed).
   ``dq_split="cols"``: the consumers meet at a named barrier once both wrote ``dS`` (two buffers, by step
   parity, so no second barrier guards the overwrite) and consumer ``c`` computes ``dQ``'s columns
   ``c D / NC ..``; ``"keys"``: consumer ``c`` computes all columns over its own 64 keys.
-- **dQ accumulation**: the consumer's ``dQ`` block (float32) goes to its staging buffer and one thread
-  reduce-adds it into the float32 ``dQacc`` with a TMA store (``cp.reduce.async.bulk.tensor .add``).
+- **dQ accumulation**: the consumer's ``dQ`` block (float32) goes to its staging buffer (128-byte-swizzled boxes
+  of 32 floats, so that the stores of the accumulator fragment are free of bank conflicts) and one thread
+  reduce-adds it into the float32 ``dQacc`` with TMA stores (``cp.reduce.async.bulk.tensor .add``).
   ``deterministic``: the reduce-adds into one block of ``dQacc`` go in key-block order: before its add a
   consumer spins (``ld.acquire``) until the block's counter in ``SEM`` reaches its turn, waits for the add
   to complete and bumps the counter (``red.release``).
-- **epilogue**: ``dK * scale`` and ``dV`` converted and staged over the CTA's own K / V rows once both
+- **epilogue**: ``dK`` and ``dV`` converted and staged over the CTA's own K / V rows once both
   consumers are past their last product, then stored with TMA (rows past ``SK`` dropped).
 - **head dim 256** (``kv_split="cols"``, :func:`consumer_cols_part`): the consumers share the CTA's 64 keys and
   each owns ``D / NC`` columns of ``dK``, ``dV`` and ``dQ``; each computes ``S^T`` and ``dP^T`` for its share of
@@ -38,8 +40,8 @@ The kernel is built from an :class:`~tirxpy_kernels.attention_bwd_plan.Attention
 
 ``D`` comes from :func:`tirxpy_kernels.attention_bwd_pre.attention_bwd_preprocess` (``rowsum(O * dO)`` in
 float32, one row per thread).
-``dQacc`` receives ``scale * dS K`` summed over key blocks (each block's share is scaled in registers before it
-is staged); the caller converts it (:func:`tirxpy_kernels.attention_bwd_api.attention_backward`).
+``dQacc`` receives ``scale * dS K`` summed over key blocks; the caller converts it
+(:func:`tirxpy_kernels.attention_bwd_api.attention_backward`).
 
     >>> k = attention_bwd_sm90(1, 2, 1, 100, 80, 64, causal=True, SKT=128)
     >>> k.launch.threads, k.launch.grid
@@ -105,7 +107,7 @@ class Tiles:
 
 @tirxpy.jit
 def attention_bwd_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat16", deterministic=False,
-                       SQT=None, SKT=None, BM=None, STAGES=None, DQ_SPLIT=None, PACKED=False):
+                       SQT=None, SKT=None, BM=None, STAGES=None, DQ_SPLIT=None, PACKED=False, FOLD=None):
     """The kernel for one problem: ``k(Q, K, V, dO, LSE, DL, dK, dV, dQacc, SEM)`` with ``Q, dO: (B, SQT, H, D)``,
     ``K, V, dK, dV: (B, SKT, HKV, D)`` in ``dtype``, ``LSE, DL: (B, H, SQP)`` float32 (natural log-sum-exp and
     ``rowsum(dO * O)``; ``SQP`` the query blocks' rows, ``ceil(SQ / 64) * 64``), ``dQacc: (B, SQT, H, D)``
@@ -125,7 +127,7 @@ def attention_bwd_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bf
     A block loaded past a sequence's end holds its neighbour's rows: the consumers zero them in shared memory
     (:func:`zero_tails`).
     Options: :func:`tirxpy_kernels.attention_bwd_plan.plan`."""
-    p = plan(B, H, HKV, SQ, SK, D, causal, dtype, deterministic, BM, STAGES, DQ_SPLIT, PACKED)
+    p = plan(B, H, HKV, SQ, SK, D, causal, dtype, deterministic, BM, STAGES, DQ_SPLIT, PACKED, FOLD)
     SQT, SKT = SQT or SQ, SKT or SK
     if p.packed:
         if SQT < p.BM or SKT < p.BN:
@@ -268,7 +270,7 @@ def producer_part(p):
     return produce
 
 
-def dq_part(p, scale):
+def dq_part(p):
     """The consumer's macros ``dq_product(sm, rg, c, t)`` (``dQ`` of the step's query block from ``dS^T`` in
     shared memory) and ``dq_add(dQacc, SEM, sm, rg, c, b, ln, hq, mi, kb)`` (staged, then reduce-added by TMA)."""
     BM, NC, DQC = p.BM, p.NC, p.dq_cols
@@ -278,10 +280,10 @@ def dq_part(p, scale):
         db = t % 2
         if p.dq_split == "cols":
             Tx.wg.gemm_async(rg.dq, sm.dSs[db, :, :], sm.Ks[:, c * DQC:c * DQC + DQC], transpose_a=True,
-                             accumulate=False)
+                             accumulate=False, dispatch=p.dispatch)
         else:
             Tx.wg.gemm_async(rg.dq, sm.dSs[db, c * 64:c * 64 + 64, :], sm.Ks[c * 64:c * 64 + 64, :],
-                             transpose_a=True, accumulate=False)
+                             transpose_a=True, accumulate=False, dispatch=p.dispatch)
 
     @T.macro
     def issue_add(dQacc, SEM, sm, cc, b, ln, hq, mi, kb):
@@ -294,12 +296,9 @@ def dq_part(p, scale):
             while T.ptx.ld_acquire_gpu_u32(T.address_of(SEM[b, hq, mi, si])) != T.uint32(turn):
                 T.ptx.nanosleep(T.uint32(32))
             T.ptx.fence_proxy_async_global()
-        if DQC == 64:
-            Tx.copy_async(q_out(p, dQacc, b, ln, m0, hq, col0, DQC), sm.dQs[cc, :, :], reduce="add")
-        else:                                        # one 64-column box at a time
-            for j in range(DQC // 64):
-                Tx.copy_async(q_out(p, dQacc, b, ln, m0, hq, col0 + j * 64, 64), sm.dQs[cc, :, j * 64:j * 64 + 64],
-                              reduce="add")
+        for j in range(DQC // 32):                   # one 128-byte-swizzled box of 32 floats at a time
+            Tx.copy_async(q_out(p, dQacc, b, ln, m0, hq, col0 + j * 32, 32), sm.dQs[cc, :, j * 32:j * 32 + 32],
+                          reduce="add")
         if p.deterministic:
             T.ptx.bulk_wait_group(0)
             T.ptx.fence_proxy_async_global()
@@ -307,10 +306,9 @@ def dq_part(p, scale):
 
     @T.macro
     def dq_add(dQacc, SEM, sm, rg, c, b, ln, hq, mi, kb):
-        if T.thread_id_in_wg() == 0:                 # the previous add has read the staging buffer
-            T.ptx.bulk_wait_group_read(0)
+        T.ptx.bulk_wait_group_read(0)                # the previous add has read the staging buffer (a no-op but
+                                                     # on its issuing thread; no branch, so no wgmma wait)
         T.ptx.barrier_sync(1 + c, 128)
-        Tx.wg.mul(rg.dq, rg.dq, T.float32(scale))
         Tx.wg.copy(sm.dQs[c, :, :], rg.dq)
         T.ptx.fence_proxy_async()
         T.ptx.barrier_sync(1 + c, 128)
@@ -326,7 +324,7 @@ def consumer_part(p, scale):
     module docstring, then the epilogue."""
     BM, BN, D, NC, DC = p.BM, p.BN, p.D, p.NC, p.d_chunks
     sl2 = scale * LOG2E
-    dq_product, dq_add = dq_part(p, scale)
+    dq_product, dq_add = dq_part(p)
 
     @T.macro
     def step(dQacc, SEM, sm, rg, c, n0, hk, b, ln, t):
@@ -336,11 +334,13 @@ def consumer_part(p, scale):
         if p.packed:
             if ln[0] - m0 < BM:                      # the sequence's last, partial query block
                 zero_tails(p, [sm.Qs, sm.dOs], True, s, ln[0] - m0)
-        Tx.wg.gemm_async(rg.sacc, sm.Ks[c * 64:c * 64 + 64, :], sm.Qs[s], transpose_b=True, accumulate=False)
+        Tx.wg.gemm_async(rg.sacc, sm.Ks[c * 64:c * 64 + 64, :], sm.Qs[s], transpose_b=True, accumulate=False,
+                         dispatch=p.dispatch)
         if t > 0:                                    # the previous step's dQ (in dP^T's registers) under S^T
             wp = query_walk(p, n0, hk, t - 1, ln)
             dq_add(dQacc, SEM, sm, rg, c, b, ln, wp[2], wp[3], T.cta_id(0))
-        Tx.wg.gemm_async(rg.dpacc, sm.Vs[c * 64:c * 64 + 64, :], sm.dOs[s], transpose_b=True, accumulate=False)
+        Tx.wg.gemm_async(rg.dpacc, sm.Vs[c * 64:c * 64 + 64, :], sm.dOs[s], transpose_b=True, accumulate=False,
+                         dispatch=p.dispatch)
         Tx.wg.copy(rg.lcol, sm.Ls[s, :])
         Tx.wg.mul(rg.lcol, rg.lcol, T.float32(-LOG2E))
         Tx.wg.gemm_wait(1, rg.sacc)                  # S^T done; dP^T in flight
@@ -348,15 +348,16 @@ def consumer_part(p, scale):
         st = rg.sacc.alias((BM, 64), layout=transposed_accumulator(BM))
         key_mask(p, st, 64, ln[1] - n0 - c * 64, m0 - n0 - c * 64, m0, n0)
         Tx.wg.fma(rg.sacc, rg.sacc, T.float32(sl2), rg.lcol)
+        Tx.wg.copy(rg.dcol, sm.Ds[s, :])             # D's load (over LSE's registers) lands under the exp2s
         Tx.wg.exp2(rg.sacc, rg.sacc)                 # P^T
         Tx.wg.cast(rg.pfr, rg.sacc)
-        Tx.wg.gemm_async(rg.dvacc, rg.pfr, sm.dOs[s], accumulate=True)
-        Tx.wg.copy(rg.dcol, sm.Ds[s, :])
+        Tx.wg.gemm_async(rg.dvacc, rg.pfr, sm.dOs[s], accumulate=True, dispatch=p.dispatch)
         Tx.wg.gemm_wait(1, rg.dpacc)                 # dP^T done; dV in flight
-        Tx.wg.sub(rg.dpacc, rg.dpacc, rg.dcol)
-        Tx.wg.mul(rg.dpacc, rg.dpacc, rg.sacc)       # dS^T
+        Tx.wg.mul(rg.dcol, rg.dcol, T.float32(-scale))
+        Tx.wg.fma(rg.dpacc, rg.dpacc, T.float32(scale), rg.dcol)
+        Tx.wg.mul(rg.dpacc, rg.dpacc, rg.sacc)       # scale dS^T
         Tx.wg.cast(rg.dsfr, rg.dpacc)
-        Tx.wg.gemm_async(rg.dkacc, rg.dsfr, sm.Qs[s], accumulate=True)
+        Tx.wg.gemm_async(rg.dkacc, rg.dsfr, sm.Qs[s], accumulate=True, dispatch=p.dispatch)
         for j in range(BM // 64):
             Tx.wg.copy(sm.dSs[t % 2, c * 64:c * 64 + 64, j * 64:j * 64 + 64], rg.dsfr[:, j * 64:j * 64 + 64])
         T.ptx.fence_proxy_async()
@@ -372,7 +373,6 @@ def consumer_part(p, scale):
     @T.macro
     def epilogue(dK, dV, sm, rg, c, n0, hk, b, ln):
         T.ptx.barrier_sync(3, 128 * NC)              # both consumers are past their last read of K and V
-        Tx.wg.mul(rg.dkacc, rg.dkacc, T.float32(scale))
         for j in range(DC):
             Tx.wg.cast(rg.och, rg.dkacc[:, j * 64:j * 64 + 64])
             Tx.wg.copy(sm.Ks[c * 64:c * 64 + 64, j * 64:j * 64 + 64], rg.och)
@@ -419,7 +419,7 @@ def consumer_cols_part(p, scale):
     BM, BN, NC, DQC = p.BM, p.BN, p.NC, p.dq_cols
     HQ = BM // NC
     sl2 = scale * LOG2E
-    _, dq_add = dq_part(p, scale)
+    _, dq_add = dq_part(p)
 
     @T.macro
     def step(dQacc, SEM, sm, rg, c, n0, hk, b, ln, t):
@@ -432,8 +432,10 @@ def consumer_cols_part(p, scale):
         if p.packed:
             if ln[0] - m0 < BM:                      # the sequence's last, partial query block
                 zero_tails(p, [sm.Qs, sm.dOs], True, s, ln[0] - m0)
-        Tx.wg.gemm_async(rg.sacc, sm.Ks, sm.Qs[s, q0:q0 + HQ, :], transpose_b=True, accumulate=False)
-        Tx.wg.gemm_async(rg.dpacc, sm.Vs, sm.dOs[s, q0:q0 + HQ, :], transpose_b=True, accumulate=False)
+        Tx.wg.gemm_async(rg.sacc, sm.Ks, sm.Qs[s, q0:q0 + HQ, :], transpose_b=True, accumulate=False,
+                         dispatch=p.dispatch)
+        Tx.wg.gemm_async(rg.dpacc, sm.Vs, sm.dOs[s, q0:q0 + HQ, :], transpose_b=True, accumulate=False,
+                         dispatch=p.dispatch)
         Tx.wg.copy(rg.lcol, sm.Ls[s, q0:q0 + HQ])
         Tx.wg.mul(rg.lcol, rg.lcol, T.float32(-LOG2E))
         Tx.wg.gemm_wait(1, rg.sacc)                  # S^T done; dP^T in flight
@@ -441,21 +443,23 @@ def consumer_cols_part(p, scale):
         st = rg.sacc.alias((HQ, BN), layout=transposed_accumulator(HQ))
         key_mask(p, st, BN, ln[1] - n0, m0 + q0 - n0, m0, n0)
         Tx.wg.fma(rg.sacc, rg.sacc, T.float32(sl2), rg.lcol)
+        Tx.wg.copy(rg.dcol, sm.Ds[s, q0:q0 + HQ])    # D's load (over LSE's registers) lands under the exp2s
         Tx.wg.exp2(rg.sacc, rg.sacc)                 # P^T
         Tx.wg.cast(rg.pfr, rg.sacc)
         Tx.wg.copy(sm.Ps[db, :, q0:q0 + HQ], rg.pfr)
-        Tx.wg.copy(rg.dcol, sm.Ds[s, q0:q0 + HQ])
         Tx.wg.gemm_wait(0, rg.dpacc)
-        Tx.wg.sub(rg.dpacc, rg.dpacc, rg.dcol)
-        Tx.wg.mul(rg.dpacc, rg.dpacc, rg.sacc)       # dS^T
+        Tx.wg.mul(rg.dcol, rg.dcol, T.float32(-scale))
+        Tx.wg.fma(rg.dpacc, rg.dpacc, T.float32(scale), rg.dcol)
+        Tx.wg.mul(rg.dpacc, rg.dpacc, rg.sacc)       # scale dS^T
         Tx.wg.cast(rg.dsfr, rg.dpacc)
         Tx.wg.copy(sm.dSs[db, :, q0:q0 + HQ], rg.dsfr)
         T.ptx.fence_proxy_async()
         T.ptx.barrier_sync(3, 128 * NC)              # every consumer's P^T and dS^T columns are in shared memory
         c0 = c * DQC
-        Tx.wg.gemm_async(rg.dvacc, sm.Ps[db], sm.dOs[s, :, c0:c0 + DQC], accumulate=True)
-        Tx.wg.gemm_async(rg.dkacc, sm.dSs[db], sm.Qs[s, :, c0:c0 + DQC], accumulate=True)
-        Tx.wg.gemm_async(rg.dq, sm.dSs[db], sm.Ks[:, c0:c0 + DQC], transpose_a=True, accumulate=False)
+        Tx.wg.gemm_async(rg.dvacc, sm.Ps[db], sm.dOs[s, :, c0:c0 + DQC], accumulate=True, dispatch=p.dispatch)
+        Tx.wg.gemm_async(rg.dkacc, sm.dSs[db], sm.Qs[s, :, c0:c0 + DQC], accumulate=True, dispatch=p.dispatch)
+        Tx.wg.gemm_async(rg.dq, sm.dSs[db], sm.Ks[:, c0:c0 + DQC], transpose_a=True, accumulate=False,
+                         dispatch=p.dispatch)
         Tx.wg.gemm_wait(0, rg.dq, rg.dvacc, rg.dkacc)
         if T.lane_id() == 0:
             sm.qr.release(t)
@@ -464,7 +468,6 @@ def consumer_cols_part(p, scale):
     @T.macro
     def epilogue(dK, dV, sm, rg, c, n0, hk, b, ln):
         T.ptx.barrier_sync(3, 128 * NC)              # both consumers are past their last read of K and V
-        Tx.wg.mul(rg.dkacc, rg.dkacc, T.float32(scale))
         for j in range(DQC // HQ):                   # HQ-column chunks through P^T's registers
             Tx.wg.cast(rg.pfr, rg.dkacc[:, j * HQ:j * HQ + HQ])
             Tx.wg.copy(sm.Ks[:, c * DQC + j * HQ:c * DQC + j * HQ + HQ], rg.pfr)
@@ -507,9 +510,8 @@ def build_kernel(p, scale, SQT, SKT):
     SW = BM // NC if KVC else BM                 # columns of a consumer's S^T / dP^T
     DW = D // NC if KVC else D                   # columns of a consumer's dK / dV
     ACC, DACC, OCH = wgmma_accumulator(SW), wgmma_accumulator(DW), wgmma_accumulator(64)
-    # dQ staging: unswizzled rows of dq_cols floats, one TMA box per consumer (64-column boxes one after another)
-    DQL = TileLayout(S[(NC, 64, DQC) : (64 * DQC, DQC, 1)]) if DQC == 64 else \
-        TileLayout(S[(NC, 64, DQC // 64, 64) : (64 * DQC, 64, 64 * 64, 1)])
+    # dQ staging: 128-byte-swizzled boxes of 32 floats (conflict-free stores of the accumulator fragment)
+    DQL = tile_layout(64, DQC, NC, dtype="float32")
 
     @T.macro
     def run_roles(Q, K, V, dO, LSE, DL, dK, dV, dQacc, SEM, sm, rg, n0, hk, b, ln, n_steps):

@@ -74,6 +74,8 @@ def test_cpu_tensors_are_refused():
 def test_plan_refuses_what_it_cannot_build():
     with pytest.raises(KernelConfigError, match="PACKED must be True or False"):
         plan(2, 8, 2, 300, 200, 128, PACKED="yes")
+    with pytest.raises(KernelConfigError, match="FOLD must be True or False"):
+        plan(2, 8, 2, 300, 200, 128, FOLD="yes")
     with pytest.raises(KernelConfigError, match="fewer than one block"):
         attention_bwd_sm90(2, 2, 1, 100, 100, 64, SQT=40, SKT=300, PACKED=True)
     with pytest.raises(KernelConfigError, match="BM=64"):
