@@ -394,6 +394,9 @@ def consumer_part(p, scale):
     def consume(dK, dV, dQacc, SEM, sm, rg, c, n0, hk, b, ln, n_steps):
         Tx.wg.fill(rg.dvacc, T.float32(0))
         Tx.wg.fill(rg.dkacc, T.float32(0))
+        # dQ's registers (dP^T's) get a plain definition ahead of the loop: defined by wgmmas alone, ptxas would wait
+        # for each step's S^T before the staging reads them (ptxas info C7517), and the staging would not run under it
+        Tx.wg.fill(rg.dpacc, T.float32(0))
         T.ptx.mbarrier_wait_parity(sm.kv[0], 0)
         if p.packed:
             if ln[1] - n0 < BN:                      # keys past the sequence's end (its neighbour's)
