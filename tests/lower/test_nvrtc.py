@@ -107,3 +107,60 @@ def test_build_warns_on_performance_remarks():
 
 def test_version():
     assert nvrtc_version()[0] >= 12
+
+
+def test_parse_ptxas_log_injected_wait_is_a_remark():
+    # the note ptxas 13.0 printed for the attention backward kernel before its dQ staging was changed
+    log = """ptxas info    : (C7517) warpgroup.wait is injected in around line 425 by compiler to allow use of registers \
+defined by GMMA in function 'k'
+ptxas info    : Compiling entry function 'k' for 'sm_90a'
+ptxas info    : Used 168 registers, used 16 barriers
+"""
+    (remark,) = parse_ptxas_log(log)["k"].perf_warnings
+    assert remark == ("(C7517) warpgroup.wait is injected in around line 425 by compiler to allow use of registers "
+                      "defined by GMMA")
+
+
+def _wgmma(acc):
+    regs = ", ".join(f"%{i}" for i in range(32))
+    outs = ", ".join(f'"+f"({acc}[{i}])' for i in range(32))
+    return (f'asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, %34, 0;\\n'
+            f'wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{{regs}}}, %32, %33, p, 1, 1, 0, 0;\\n}}\\n"'
+            f' : {outs} : "l"(da), "l"(db), "r"(0) : "memory");')
+
+
+def test_a_read_of_a_wgmma_accumulator_under_another_wgmma_is_reported():
+    """A loop that stores accumulator ``a`` (written by the previous iteration's wgmma) while the wgmma into ``b``
+    is in flight: ptxas waits for ``b`` first and says so (C7517), and the remark reaches ``perf_warnings``."""
+    src = f"""
+extern "C" __global__ void __launch_bounds__(128, 1) k(float* out, unsigned long long da, unsigned long long db, int n) {{
+  float a[32], b[32];
+  for (int t = 0; t < n; ++t) {{
+    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+    {_wgmma("b")}
+    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+    if (t > 0) {{
+      for (int i = 0; i < 32; ++i) out[threadIdx.x * 32 + i] = a[i];
+    }}
+    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+    {_wgmma("a")}
+    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+  }}
+}}
+"""
+    remarks = compile_cuda(src, "sm_90a", cache=False).resources_of("k").perf_warnings
+    assert any(r.startswith("(C7517) warpgroup.wait is injected") for r in remarks), remarks
+
+
+def test_an_injected_wait_warns_with_what_to_look_at():
+    from types import SimpleNamespace
+
+    from tirxpy.lower.build import _warn_performance
+    from tirxpy.lower.errors import PerformanceWarning
+    from tirxpy.lower.nvrtc import KernelResources
+
+    remark = "(C7517) warpgroup.wait is injected in around line 425 by compiler to allow use of registers defined by GMMA"
+    ck = SimpleNamespace(name="k", resources=KernelResources("k", perf_warnings=(remark,)))
+    with pytest.warns(PerformanceWarning, match=r"k: ptxas: \(C7517\) .* line is the PTX's .*plain definition"):
+        _warn_performance(ck)

@@ -386,7 +386,10 @@ def _warn_performance(ck) -> None:
                 "registers from issue to wait (e.g. wgmmas of different shapes on one accumulator under "
                 "run-time branches); look for the branch or write that breaks the pipeline" if "C7515" in r else
                 " -- the kernel runs with the register count at entry everywhere; tirxpy pins it with "
-                "__launch_bounds__(threads, 1) when the kernel has setmaxnreg" if "C7508" in r else "")
+                "__launch_bounds__(threads, 1) when the kernel has setmaxnreg" if "C7508" in r else
+                " -- ptxas waits there for the wgmmas in flight before a read of registers it takes to be written by a "
+                "wgmma; the line is the PTX's (CompiledKernel.ptx); reading those registers after a wait of your own, "
+                "or giving them a plain definition ahead of the loop, can remove it" if "warpgroup.wait" in r else "")
         warnings.warn(f"{ck.name}: ptxas: {r}{hint}", PerformanceWarning, stacklevel=3)
 
 

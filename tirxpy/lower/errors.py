@@ -48,8 +48,9 @@ class LaunchError(LowerError, ValueError, TypeError):
 
 class PerformanceWarning(UserWarning):
     """ptxas compiled the kernel but reported a "Potential Performance Loss" (for example C7515:
-    every ``wgmma.mma_async`` of the function serialized, several times slower). The message names
-    the kernel and ptxas's reason; ``CompiledKernel.resources.perf_warnings`` holds the remarks."""
+    every ``wgmma.mma_async`` of the function serialized, several times slower) or a ``warpgroup.wait`` it
+    injected (C7517: one read waits for the wgmmas in flight). The message names the kernel and ptxas's
+    reason; ``CompiledKernel.resources.perf_warnings`` holds the remarks."""
 
 
 class TmaError(LowerError, ValueError):

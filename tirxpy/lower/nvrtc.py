@@ -31,7 +31,8 @@ class KernelResources:
     stack_bytes: int = 0
     static_smem: int = 0
     barriers: int = 0
-    perf_warnings: tuple = ()   # ptxas "Potential Performance Loss" remarks, e.g. serialized wgmma (C7515)
+    perf_warnings: tuple = ()   # ptxas "Potential Performance Loss" remarks, e.g. serialized wgmma (C7515), and
+    #                             its notes of a warpgroup.wait it injected (C7517)
 
     @property
     def spills(self) -> int:
@@ -124,15 +125,17 @@ _FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) b
 _USED = re.compile(r"Used (\d+) registers(?:, used (\d+) barriers)?(?:, (\d+) bytes smem)?")
 _PERF = re.compile(r"(\(C\d+\) )?Potential Performance Loss: (.*?) in the function '([^']+)'")
 _PERF_UNNAMED = re.compile(r"(\(C\d+\) )?Potential Performance Loss: (.*)")
+_WAIT = re.compile(r"(\(C\d+\) )?(warpgroup\.wait is injected .*?) in function '([^']+)'")
 
 
 def parse_ptxas_log(log: str) -> dict:
-    """ptxas -v report -> {kernel symbol: KernelResources} (entry functions only). A performance remark that
+    """ptxas -v report -> {kernel symbol: KernelResources} (entry functions only). Performance remarks are the
+    "Potential Performance Loss" lines and the notes of a ``warpgroup.wait`` ptxas injected (C7517). A remark that
     names no function (e.g. ``(C7508) ... 'setmaxnreg' ignored``, printed before its entry) goes to every entry
     of the report."""
     entries, current, props_of, frames, perf, unnamed = {}, None, None, {}, {}, []
     for line in log.splitlines():
-        m = _PERF.search(line)
+        m = _PERF.search(line) or _WAIT.search(line)
         if m:
             perf.setdefault(m.group(3), []).append(((m.group(1) or "") + m.group(2)).strip())
             continue
