@@ -306,8 +306,8 @@ def dq_part(p):
 
     @T.macro
     def dq_add(dQacc, SEM, sm, rg, c, b, ln, hq, mi, kb):
-        T.ptx.bulk_wait_group_read(0)                # the previous add has read the staging buffer (a no-op but
-                                                     # on its issuing thread; no branch, so no wgmma wait)
+        T.ptx.bulk_wait_group_read(0)                # the previous add has read the staging buffer (every thread
+                                                     # waits: a no-op but on the thread that issued it)
         T.ptx.barrier_sync(1 + c, 128)
         Tx.wg.copy(sm.dQs[c, :, :], rg.dq)
         T.ptx.fence_proxy_async()
