@@ -26,8 +26,9 @@ The kernel is built from an :class:`~tirxpy_kernels.attention_bwd_plan.Attention
   parity, so no second barrier guards the overwrite) and consumer ``c`` computes ``dQ``'s columns
   ``c D / NC ..``; ``"keys"``: consumer ``c`` computes all columns over its own 64 keys.
 - **dQ accumulation**: the consumer's ``dQ`` block (float32) goes to its staging buffer (128-byte-swizzled boxes
-  of 32 floats, so that the stores of the accumulator fragment are free of bank conflicts) and one thread
-  reduce-adds it into the float32 ``dQacc`` with TMA stores (``cp.reduce.async.bulk.tensor .add``).
+  of 32 floats: each 8-byte store of the accumulator fragment takes 4 shared-memory wavefronts, against 8 in
+  unswizzled 256-byte rows and 2 without conflicts, as rows ``r`` and ``r ^ 1`` of a half-warp share banks) and
+  one thread reduce-adds it into the float32 ``dQacc`` with TMA stores (``cp.reduce.async.bulk.tensor .add``).
   ``deterministic``: the reduce-adds into one block of ``dQacc`` go in key-block order: before its add a
   consumer spins (``ld.acquire``) until the block's counter in ``SEM`` reaches its turn, waits for the add
   to complete and bumps the counter (``red.release``).
@@ -513,7 +514,7 @@ def build_kernel(p, scale, SQT, SKT):
     SW = BM // NC if KVC else BM                 # columns of a consumer's S^T / dP^T
     DW = D // NC if KVC else D                   # columns of a consumer's dK / dV
     ACC, DACC, OCH = wgmma_accumulator(SW), wgmma_accumulator(DW), wgmma_accumulator(64)
-    # dQ staging: 128-byte-swizzled boxes of 32 floats (conflict-free stores of the accumulator fragment)
+    # dQ staging: 128-byte-swizzled boxes of 32 floats (2-way bank conflicts on the accumulator's stores, not 4)
     DQL = tile_layout(64, DQC, NC, dtype="float32")
 
     @T.macro
