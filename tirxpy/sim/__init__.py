@@ -12,8 +12,9 @@ memory nothing wrote (``uninitialized_read``), warp-scope instructions under div
 flow (``divergent_collective``), mbarrier misuse, accumulators read before
 ``wgmma.wait_group``, out-of-bounds accesses, TMEM over-allocation and intrinsics without a
 model (named). A bad argument raises :class:`ArgumentError` before anything runs.
-``tirxpy.testing.kernel_args(kernel)`` draws arguments that match a kernel's parameters for
-property tests.
+The result's ``bank_conflicts`` lists the source lines whose vector shared-memory accesses took more
+wavefronts than ideal (:mod:`tirxpy.sim.banks`). ``tirxpy.testing.kernel_args(kernel)`` draws arguments that
+match a kernel's parameters for property tests.
 
     >>> import numpy as np
     >>> from tirxpy import T

@@ -6,6 +6,7 @@ import numpy as np
 
 from tirxpy.ir.visitor import shared_plan, walk_stmts
 
+from .banks import BankCounter
 from .errors import Problem, lanes_text
 from .memory import Bytes, TensorMemory, clamp
 from .races import Clocks, Shadow, join
@@ -257,6 +258,7 @@ class Machine:
         self.elected: dict = {}
         self.wg_pending: dict = {}
         self.cluster_state: dict = {}
+        self.banks = BankCounter()  # shared-memory wavefronts of the vector accesses, per source line
 
     def site(self, span, who):
         self.sites.append((span, who))

@@ -25,9 +25,12 @@ from .values import compute_dtype, from_bits, storage_dtype, to_bits
 
 
 class SimResult(tuple):
-    """The output tensors (numpy, in argument order) with ``.problems`` (empty when clean)."""
+    """The output tensors (numpy, in argument order) with ``.problems`` (empty when clean) and ``.bank_conflicts``:
+    the source lines whose vector shared-memory loads / stores took more wavefronts than ideal
+    (:class:`tirxpy.sim.banks.BankConflicts`, the most wavefronts lost first; empty when none did)."""
 
     problems: list = []
+    bank_conflicts: list = []
 
 
 def _elected(kernel):
@@ -71,7 +74,9 @@ def run(kernel, *args, arch: str | None = None, seed: int = 0, check: bool = Tru
     ``arch`` (None: taken from the instructions the kernel uses, :mod:`tirxpy.sim.target`);
     ``seed`` picks among legal interleavings; ``check=True`` raises :class:`SimReportError` when
     a problem was found (deadlock, no progress, race, uninitialized read, mbarrier misuse, out of
-    bounds, unsupported intrinsic); with ``check=False`` the problems are on ``result.problems``.
+    bounds, unsupported intrinsic); with ``check=False`` the problems are on ``result.problems``. Shared-memory
+    bank conflicts are no problem but a cost: ``result.bank_conflicts`` lists the lines whose vector accesses
+    took more wavefronts than ideal (:mod:`tirxpy.sim.banks`).
     ``max_steps`` bounds the run's work (loop iterations plus scheduling steps): a loop that
     would run past it is reported as ``no_progress`` and the run stops there. ``ctas`` limits
     the run to some CTA ids (tuples), for quick checks. Arguments are checked first
@@ -138,6 +143,7 @@ def run(kernel, *args, arch: str | None = None, seed: int = 0, check: bool = Tru
         _write_back(a, arr, raw, how, p)
     res = SimResult(outs)
     res.problems = list(m.problems)
+    res.bank_conflicts = m.banks.conflicts()
     if check and m.problems:
         raise SimReportError(m.problems, kernel.name)
     return res

@@ -68,6 +68,7 @@ def _vec(ctx):
                        f"{4 * n}-byte aligned")
         idx = off[:, None] + 4 * np.arange(n)
         w.smem_access(off, 4 * n, op == "st", GENERIC, ctx.call)
+        m.banks.note(getattr(ctx.call, "span", None), lanes, off, 4 * n)
         if op == "st":
             vals = np.stack([ctx.arg(c)[lanes].astype(np.uint32) for c in names], 1)
             w.cta.smem.write(idx.ravel(), vals.ravel(), "uint32")
