@@ -411,3 +411,32 @@ def k(A: T.Tensor((32,), "uint32"), B: T.Tensor((32,), "uint32")):
     else:
         want = np.where(a < t, ~a, 0).astype(np.uint32)
         accept(A, lambda: run(k, a, np.zeros(32, np.uint32), seed=seed)[1], lambda b: np.array_equal(b, want))
+
+
+junk = st.one_of(st.none(), st.booleans(), st.floats(allow_nan=True), st.text(max_size=3),
+                 st.integers(-2**70, 2**70), st.lists(st.integers(-40, 40), max_size=40))
+
+
+@st.composite
+def _warp_access(draw):
+    """Distinct lanes of one warp with one byte offset each (aligned or not), or junk in any of the three."""
+    lanes = draw(st.lists(st.integers(0, 31), max_size=32, unique=True))
+    offsets = draw(st.lists(st.integers(0, 2**20), min_size=len(lanes), max_size=len(lanes)))
+    return (draw(st.one_of(st.just(lanes), junk, st.lists(st.integers(-2, 33), max_size=34))),
+            draw(st.one_of(st.just(offsets), junk)), draw(st.one_of(st.sampled_from([4, 8, 16]), junk)))
+
+
+@SETTINGS
+@given(case=_warp_access())
+def test_bank_wavefronts_on_any_input(case):
+    """``tirxpy.sim.banks.wavefronts``: a typed refusal, or a count between the ideal and 32 words a bank for
+    every phase."""
+    from tirxpy.sim.banks import wavefronts
+
+    lanes, offsets, width = case
+
+    def sane(v):
+        got, ideal = v
+        return 0 <= ideal <= got <= 32 * ideal and ideal <= 4
+
+    refuse(A, lambda: wavefronts(lanes, offsets, width), names=["wavefronts"], allow=sane)

@@ -30,6 +30,17 @@ WORD = 4
 PHASE_BYTES = 128
 
 
+def _ints(name, x):
+    """``x`` as a flat int64 array, or :class:`~tirxpy.sim.args.ArgumentError` when it is not integers in range."""
+    try:
+        a = np.asarray(x)
+    except (TypeError, ValueError, OverflowError):
+        a = None
+    if a is None or a.dtype.kind not in "iu" or a.ndim > 1:
+        raise ArgumentError(f"wavefronts: {name} must be a sequence of ints (int64 range), got {x!r:.60}")
+    return a.astype(np.int64).ravel()
+
+
 def wavefronts(lanes, offsets, width: int) -> tuple:
     """``(wavefronts, ideal)`` of one warp access in which lane ``lanes[i]`` (0 .. 31, each at most once) touches
     ``width`` bytes (4, 8 or 16) from byte ``offsets[i]`` of shared memory; see the module docstring for the rule.
@@ -42,8 +53,7 @@ def wavefronts(lanes, offsets, width: int) -> tuple:
     if type(width) is not int or width not in (4, 8, 16):
         raise ArgumentError("wavefronts: width must be 4, 8 or 16 bytes (a vector of 1, 2 or 4 words), got "
                             f"{width!r:.40}")
-    lanes = np.asarray(lanes, np.int64).ravel()
-    off = np.asarray(offsets, np.int64).ravel()
+    lanes, off = _ints("lanes", lanes), _ints("offsets", offsets)
     if lanes.shape != off.shape or ((lanes < 0) | (lanes >= 32)).any() or np.unique(lanes).size != lanes.size:
         raise ArgumentError(f"wavefronts: lanes must be distinct lane ids 0 .. 31, one per offset; got {lanes.size} "
                             f"lanes for {off.size} offsets")
