@@ -57,6 +57,11 @@ def wavefronts(lanes, offsets, width: int) -> tuple:
     if lanes.shape != off.shape or ((lanes < 0) | (lanes >= 32)).any() or np.unique(lanes).size != lanes.size:
         raise ArgumentError(f"wavefronts: lanes must be distinct lane ids 0 .. 31, one per offset; got {lanes.size} "
                             f"lanes for {off.size} offsets")
+    return _count(lanes, off, width)
+
+
+def _count(lanes, off, width):
+    """:func:`wavefronts` of arguments already checked (int64 arrays; the simulator's own accesses)."""
     if lanes.size == 0:
         return 0, 0
     words = off[:, None] // WORD + np.arange(width // WORD)        # (lanes, words a lane)
@@ -94,7 +99,7 @@ class BankCounter:
         self._lines: dict = {}
 
     def note(self, span, lanes, offsets, width: int) -> None:
-        got, ideal = wavefronts(lanes, offsets, width)
+        got, ideal = _count(np.asarray(lanes, np.int64), np.asarray(offsets, np.int64), width)
         key = (getattr(span, "file", None), getattr(span, "line", None))
         entry = self._lines.setdefault(key, [span, 0, 0, 0])
         entry[1] += 1
