@@ -13,7 +13,8 @@ Gradients:
 
 - ``gemm``: ``y = act(z)``, ``z = a @ b + bias``. ``dz = dy * act'(z)`` (relu: ``y > 0``; silu: ``z``
   recomputed by the GEMM in float32), ``da = dz @ b^T``, ``db = a^T @ dz`` (both through the GEMM, with the
-  other operand majors), ``dbias = dz.sum(0)``.
+  other operand majors, each computed in its operand's layout: ``db`` of ``b = w.t()`` as ``(dz^T a)^T``, so
+  ``w``'s gradient comes out row-major like ``w``), ``dbias = dz.sum(0)``.
 - ``attention``: returns ``(out, lse)``; the backward is ``tirxpy_kernels.attention_bwd_api.attention_backward``
   (imported when a backward runs). ``lse`` is not differentiable (it is returned for the backward and for
   inspection; a loss through it gets no gradient from it).
@@ -146,10 +147,19 @@ def _gemm_backward(ctx, dy):
         s = torch.sigmoid(z)
         dz = dy.float() * (s * (1 + z * (1 - s)))
     dz = dz.to(a.dtype)
-    da = gemm_op(dz, b.t(), None, None, None) if ctx.needs_input_grad[0] else None
-    db = gemm_op(a.t(), dz, None, None, None) if ctx.needs_input_grad[1] else None
+    da = _product_like(a, dz, b.t()) if ctx.needs_input_grad[0] else None
+    db = _product_like(b, a.t(), dz) if ctx.needs_input_grad[1] else None
     dbias = dz.float().sum(0).to(ctx.bias_dtype) if bias is not None and ctx.needs_input_grad[2] else None
     return da, db, dbias, None, None, None
+
+
+def _product_like(t, x, y):
+    """``x @ y`` through the GEMM, laid out like ``t`` (the operand whose gradient it is): a column-major ``t`` (such
+    as ``w.t()`` of an ``nn.Linear`` weight) gets ``(y^T @ x^T)^T``, so that the gradient reaching ``w`` is
+    row-major like ``w`` and autograd keeps it as ``w.grad`` without a transposing copy."""
+    if t.dim() == 2 and t.stride(0) == 1 and t.stride(1) != 1:
+        return gemm_op(y.t(), x.t(), None, None, None).t()
+    return gemm_op(x, y, None, None, None)
 
 
 gemm_op.register_autograd(_gemm_backward, setup_context=_gemm_setup)

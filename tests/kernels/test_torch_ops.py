@@ -156,6 +156,26 @@ def test_gemm_backward_gradcheck(float64_kernels, activation, bias):
     assert torch.autograd.gradcheck(fn, (a, b, c), atol=1e-4, rtol=1e-3)
 
 
+@pytest.mark.parametrize("a_cols,b_cols", [(False, True), (True, False), (True, True), (False, False)])
+def test_gemm_gradients_come_in_their_operands_layout(float64_kernels, a_cols, b_cols):
+    """The gradient reaching a leaf has the leaf's layout, so autograd stores it without a transposing copy: ``b =
+    w.t()`` of a row-major ``nn.Linear`` weight ``w`` gets a row-major ``dw`` (and likewise a column-major ``a``)."""
+    g = torch.Generator().manual_seed(int(torch.randint(0, 2**31 - 1, (1,))))
+    def leaf(rows, cols, col_major):    # a row-major leaf, used as it is or through its column-major transpose
+        t = torch.randn(*((cols, rows) if col_major else (rows, cols)), dtype=torch.float64, generator=g,
+                        requires_grad=True)
+        return t, (t.t() if col_major else t)
+
+    x, a = leaf(6, 7, a_cols)           # a (6, 7)
+    w, b = leaf(7, 5, b_cols)           # b (7, 5)
+    dy = torch.randn(6, 5, dtype=torch.float64, generator=g)
+    dx, dw = torch.autograd.grad(torch_ops.gemm(a, b), (x, w), dy)
+    assert dx.stride() == x.stride() and dw.stride() == w.stride()
+    da, db = dy @ b.detach().t(), a.detach().t() @ dy
+    torch.testing.assert_close(dx, da.t() if a_cols else da, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(dw, db.t() if b_cols else db, rtol=1e-12, atol=1e-12)
+
+
 def test_attention_backward_wiring(float64_kernels):
     q = torch.randn(1, 9, 4, 16, dtype=torch.float64, requires_grad=True)
     k = torch.randn(1, 7, 2, 16, dtype=torch.float64, requires_grad=True)
