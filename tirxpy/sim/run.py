@@ -69,7 +69,9 @@ def run(kernel, *args, arch: str | None = None, seed: int = 0, check: bool = Tru
     its parameter's logical shape and held as that many elements in row-major order; every access to it (element
     loads and stores, TMA boxes) goes through the parameter's layout, as on the GPU. The array written back holds
     that storage: the elements of a view whose layout overlaps (strides ``(1, 1)``) share it, so read such a
-    view's results through its strides (``(k, x)`` at storage element ``k + x``).
+    view's results through its strides (``(k, x)`` at storage element ``k + x``). A layout that reaches past the
+    element count (a strided view, such as one slice of a fused projection) holds each element at its layout offset
+    instead (:func:`spread_offsets`), so the kernel reads the tensor's own elements, as on the GPU.
 
     ``arch`` (None: taken from the instructions the kernel uses, :mod:`tirxpy.sim.target`);
     ``seed`` picks among legal interleavings; ``check=True`` raises :class:`SimReportError` when
@@ -137,7 +139,9 @@ def run(kernel, *args, arch: str | None = None, seed: int = 0, check: bool = Tru
         finish_cluster(m, cta_objs)
     outs = []
     for p, a, arr, how in views:
-        raw = m.globals[p].data.view(storage_dtype(p.dtype)).reshape(p.shape)
+        raw = m.globals[p].data.view(storage_dtype(p.dtype))
+        off = spread_offsets(p)
+        raw = (raw if off is None else raw[off]).reshape(p.shape)
         val = from_bits(raw, p.dtype)
         outs.append(np.array(val))
         _write_back(a, arr, raw, how, p)
@@ -147,6 +151,33 @@ def run(kernel, *args, arch: str | None = None, seed: int = 0, check: bool = Tru
     if check and m.problems:
         raise SimReportError(m.problems, kernel.name)
     return res
+
+
+def spread_offsets(p):
+    """Storage offsets of the elements of tensor parameter ``p`` (row-major order) when its layout reaches past its
+    element count, as a strided view does (the query slice of a fused ``(B, S, 3, H, D)`` projection reaches ``3 H
+    D`` elements per row and holds ``H D``); None otherwise, where the simulator holds the elements in row-major
+    order and every access goes through the layout. A layout that reaches further without a closed stride form is
+    refused (:class:`~tirxpy.sim.args.ArgumentError`)."""
+    from tirxpy.ir.buffer import footprint
+    from tirxpy.layout import TileLayout
+    from tirxpy.lower.build import tensor_strides
+
+    lay = p.layout
+    if lay is None or not isinstance(lay, TileLayout):
+        return None
+    n = int(np.prod(p.shape, dtype=np.int64))
+    if footprint(lay) <= n:
+        return None
+    shape, strides = tensor_strides(p)
+    if tuple(shape) != tuple(p.shape):
+        raise ArgumentError(f"parameter {p.name}: its layout reaches {footprint(lay)} elements, more than its {n}, "
+                            "and is not a strided map of its dimensions; the simulator holds such a tensor only "
+                            "through strides")
+    off = np.zeros((), dtype=np.int64)
+    for ext, st in zip(shape, strides):
+        off = off[..., None] + np.arange(ext, dtype=np.int64) * (st or 0)
+    return off.reshape(-1)
 
 
 def _bind(m, kernel, args):
@@ -159,6 +190,11 @@ def _bind(m, kernel, args):
             flat = arr.reshape(-1)
             same = arr.dtype == st or how == "bits" or arr.dtype == np.bool_
             raw = flat.view(st) if same else to_bits(flat, p.dtype)
+            off = spread_offsets(p)
+            if off is not None:          # a strided view: each element at its layout offset (the rest zero)
+                spread = np.zeros(int(off.max()) + 1, dtype=st)
+                spread[off] = raw
+                raw = spread
             mem = Bytes(raw.nbytes, p.name)
             mem.data[:] = np.ascontiguousarray(raw).view(np.uint8)
             m.globals[p] = mem
