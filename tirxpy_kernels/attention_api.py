@@ -9,8 +9,10 @@ natural log). ``causal=True`` masks key ``j > i`` for query row ``i`` (top-left 
 ``1 / sqrt(D)``.
 
 Arguments are checked first (:class:`AttentionArgumentError` says what to change). Sequences
-shorter than one tile are zero-padded (a TMA box may not exceed its tensor); non-contiguous
-inputs are made contiguous.
+shorter than one tile are zero-padded (a TMA box may not exceed its tensor). Strided views are read in
+place where TMA can (innermost stride 1, other strides multiples of 16 bytes, such as the slices of a
+fused ``(B, S, 3, H, D)`` projection: :func:`tirxpy_kernels.views.kernel_input`); other inputs are
+copied.
 """
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ from .checks import dense_tensor
 from .errors import KernelConfigError, flag_option
 from .attention_sm90 import attention_sm90
 from .launch_cache import LaunchCache, compiled
+from .views import kernel_input
 
 
 class AttentionArgumentError(ArgumentError):
@@ -152,14 +155,6 @@ def _device(q, k, v):
                                    f"is sm_{cap[0]}{cap[1]}")
 
 
-def _pad(t, rows):
-    if t.shape[1] >= rows:
-        return t.contiguous()
-    out = t.new_zeros((t.shape[0], rows) + tuple(t.shape[2:]))
-    out[:, :t.shape[1]] = t
-    return out
-
-
 def attention(q, k, v, causal=False, scale=None, return_lse=False, **tuning):
     """Attention forward on a Hopper GPU; see the module docstring. ``tuning`` passes ``BN``,
     ``STAGES``, ``NC``, ``PINGPONG``, ``PERSIST``, ``CHAIN``, ``OSTAGE``, ``LAZY``, ``TRIM``, ``TAIL``,
@@ -186,16 +181,17 @@ def attention(q, k, v, causal=False, scale=None, return_lse=False, **tuning):
     if tuning.get("sms") is None:
         tuning["sms"] = _sm_count(q.device)
     SQT, SKT = max(SQ, p["BM"]), max(SK, p["BN"])
-    kern = attention_sm90(B, H, HKV, SQ, SK, D, causal=causal, scale=None if scale is None else float(scale),
-                          dtype=from_torch(q.dtype).name, SQT=SQT, SKT=SKT, PDL=pdl, **tuning)
     with torch.cuda.device(q.device):
-        qp, kp, vp = _pad(q, SQT), _pad(k, SKT), _pad(v, SKT)
+        (qp, qs), (kp, ks), (vp, vs) = kernel_input(q, SQT), kernel_input(k, SKT), kernel_input(v, SKT)
+        strides = None if qs is ks is vs is None else (qs, ks, vs)
+        kern = attention_sm90(B, H, HKV, SQ, SK, D, causal=causal, scale=None if scale is None else float(scale),
+                              dtype=from_torch(q.dtype).name, SQT=SQT, SKT=SKT, PDL=pdl, strides=strides, **tuning)
         out = torch.empty((B, SQT, H, D), dtype=q.dtype, device=q.device)
         lse = torch.empty((B, H, SQT, 1), dtype=torch.float32, device=q.device)
         ck = compiled(kern, TARGET)
         ck(qp, kp, vp, out, lse)
-    if key is not None and SQT == SQ and SKT == SK and all(t.is_contiguous() for t in (q, k, v)):
-        _FAST.put(key, ck)    # later calls like this one skip the checks, the plan and the padding
+    if key is not None and qp is q and kp is k and vp is v:
+        _FAST.put(key, ck)    # later calls like this one (read in place) skip the checks, the plan and the copies
     out = out[:, :SQ].contiguous() if SQT != SQ else out
     return (out, lse[:, :, :SQ, 0]) if return_lse else out
 

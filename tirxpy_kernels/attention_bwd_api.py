@@ -33,6 +33,7 @@ from .attention_varlen_api import check as check_varlen
 from .checks import dense_tensor
 from .errors import KernelConfigError
 from .launch_cache import compiled
+from .views import kernel_input
 
 
 class AttentionBwdArgumentError(ArgumentError):
@@ -114,15 +115,6 @@ def _device(*ts):
         raise _err(f"the kernel is for Hopper ({TARGET}); {torch.cuda.get_device_name(dev)} is sm_{cap[0]}{cap[1]}")
 
 
-def _rows(t, rows):
-    """``t`` contiguous with at least ``rows`` rows on dim 1 (zero rows appended)."""
-    if t.shape[1] >= rows:
-        return t.contiguous()
-    o = t.new_zeros((t.shape[0], rows) + tuple(t.shape[2:]))
-    o[:, :t.shape[1]] = t
-    return o
-
-
 def prepare(q, k, v, out, dout, lse, causal=False, scale=None, deterministic=False):
     """The three steps of :func:`attention_backward` apart: ``(kernel, args, finish)``, where ``kernel(*args)``
     launches the compiled kernel on the prepared tensors (``D``, the zeroed accumulator and counters, padded
@@ -134,12 +126,15 @@ def prepare(q, k, v, out, dout, lse, causal=False, scale=None, deterministic=Fal
     SK, HKV = k.shape[1], k.shape[2]
     sc = 1.0 / math.sqrt(D) if scale is None else float(scale)
     SQT, SKT, SQP = max(SQ, p.BM), max(SK, p.BN), p.q_blocks * p.BM
-    kern = attention_bwd_sm90(B, H, HKV, SQ, SK, D, causal=causal, scale=sc, dtype=p.dtype,
-                              deterministic=deterministic, SQT=SQT, SKT=SKT)
     with torch.cuda.device(q.device):
-        qp, kp, vp, dop = _rows(q, SQT), _rows(k, SKT), _rows(v, SKT), _rows(dout, SQT)
+        ins = [kernel_input(t, n) for t, n in ((q, SQT), (k, SKT), (v, SKT), (dout, SQT))]
+        (qp, _), (kp, _), (vp, _), (dop, _) = ins
+        strides = None if all(st is None for _, st in ins) else tuple(st for _, st in ins)
+        kern = attention_bwd_sm90(B, H, HKV, SQ, SK, D, causal=causal, scale=sc, dtype=p.dtype,
+                                  deterministic=deterministic, SQT=SQT, SKT=SKT, strides=strides)
         dl = torch.empty((B, H, SQP), dtype=torch.float32, device=q.device)
-        compiled(attention_bwd_preprocess(B, H, SQ, D, p.dtype, SQT), TARGET)(_rows(out, SQT), dop, dl)
+        pre = compiled(attention_bwd_preprocess(B, H, SQ, D, p.dtype, SQT), TARGET)
+        pre(kernel_input(out, SQT)[0].contiguous(), dop.contiguous(), dl)     # (it reads O and dO dense)
         if SQ == SQP and lse.is_contiguous() and lse.data_ptr() % 16 == 0:
             lp = lse                        # already whole 64-row blocks: the kernel reads it as it is
         else:

@@ -62,6 +62,7 @@ from tirxpy.layout.atoms import wgmma_accumulator
 from .attention_bwd_plan import plan
 from .attention_walk import sequence
 from .errors import KernelConfigError
+from .views import check_strides, tensor
 
 LOG2E = 1.4426950408889634
 NEG_INF = float("-inf")
@@ -108,7 +109,8 @@ class Tiles:
 
 @tirxpy.jit
 def attention_bwd_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat16", deterministic=False,
-                       SQT=None, SKT=None, BM=None, STAGES=None, DQ_SPLIT=None, PACKED=False, FOLD=None):
+                       SQT=None, SKT=None, BM=None, STAGES=None, DQ_SPLIT=None, PACKED=False, FOLD=None,
+                       strides=None):
     """The kernel for one problem: ``k(Q, K, V, dO, LSE, DL, dK, dV, dQacc, SEM)`` with ``Q, dO: (B, SQT, H, D)``,
     ``K, V, dK, dV: (B, SKT, HKV, D)`` in ``dtype``, ``LSE, DL: (B, H, SQP)`` float32 (natural log-sum-exp and
     ``rowsum(dO * O)``; ``SQP`` the query blocks' rows, ``ceil(SQ / 64) * 64``), ``dQacc: (B, SQT, H, D)``
@@ -127,6 +129,8 @@ def attention_bwd_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bf
     :func:`tirxpy_kernels.attention_varlen_api.clipped_view`), ``dQacc`` likewise over ``(XQ + SQT, H, D)`` float32.
     A block loaded past a sequence's end holds its neighbour's rows: the consumers zero them in shared memory
     (:func:`zero_tails`).
+    ``strides``: ``Q``, ``K``, ``V``, ``dO`` read in place as strided views, ``(q, k, v, dout)`` element strides of
+    their shapes above (an entry None: dense; :func:`tirxpy_kernels.views.check_strides`).
     Options: :func:`tirxpy_kernels.attention_bwd_plan.plan`."""
     p = plan(B, H, HKV, SQ, SK, D, causal, dtype, deterministic, BM, STAGES, DQ_SPLIT, PACKED, FOLD)
     SQT, SKT = SQT or SQ, SKT or SK
@@ -137,8 +141,10 @@ def attention_bwd_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bf
     elif SQT < max(SQ, p.BM) or SKT < max(SK, p.BN):
         raise KernelConfigError(f"attention_bwd_sm90: tensors of {SQT} query / {SKT} key rows are shorter than one "
                                 f"block ({p.BM} / {p.BN}) or than SQ = {SQ} / SK = {SK}: pad the sequences")
+    qshape, kshape = ((SQT, H, D), (SKT, HKV, D)) if p.packed else ((B, SQT, H, D), (B, SKT, HKV, D))
+    strides = check_strides("attention_bwd_sm90", ("q", "k", "v", "dout"), (qshape, kshape, kshape, qshape), strides)
     scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
-    return build_kernel(p, scale, SQT, SKT)
+    return build_kernel(p, scale, SQT, SKT, strides)
 
 
 def lengths(p, CU, b, SQT, SKT):
@@ -502,9 +508,14 @@ def consumer_cols_part(p, scale):
     return consume
 
 
-def build_kernel(p, scale, SQT, SKT):
-    """The ``@T.prim_func`` of plan ``p`` for tensors of ``SQT`` / ``SKT`` rows and softmax scale ``scale``."""
+def build_kernel(p, scale, SQT, SKT, strides=None):
+    """The ``@T.prim_func`` of plan ``p`` for tensors of ``SQT`` / ``SKT`` rows and softmax scale ``scale``
+    (``strides``: the checked strides of ``Q``, ``K``, ``V``, ``dO``, or None)."""
     B, H, HKV, D, dtype = p.B, p.H, p.HKV, p.D, p.dtype
+    qs, ks, vs, ds = strides or (None,) * 4
+    lead = () if p.packed else (B,)
+    QT, KT, VT, DT = (tensor(lead + (SQT, H, D), dtype, qs), tensor(lead + (SKT, HKV, D), dtype, ks),
+                      tensor(lead + (SKT, HKV, D), dtype, vs), tensor(lead + (SQT, H, D), dtype, ds))
     BM, BN, ST, NC, DQC = p.BM, p.BN, p.STAGES, p.NC, p.dq_cols
     SQP = p.q_blocks * BM
     roles = WarpRoles(p.threads, *p.regs, kernel="attention_bwd_sm90")
@@ -586,8 +597,7 @@ def build_kernel(p, scale, SQT, SKT):
         KV = TileLayout(S[(SKT + 1, XK, HKV, D) : (HKV * D, HKV * D, D, 1)])
 
         @T.prim_func
-        def attention_bwd_packed_sm90_kernel(Q: T.Tensor((SQT, H, D), dtype), K: T.Tensor((SKT, HKV, D), dtype),
-                                             V: T.Tensor((SKT, HKV, D), dtype), dO: T.Tensor((SQT, H, D), dtype),
+        def attention_bwd_packed_sm90_kernel(Q: QT, K: KT, V: VT, dO: DT,
                                              LSE: T.Tensor((H, B, XQ), "float32"), DL: T.Tensor((H, B, XQ), "float32"),
                                              dK: T.Tensor((SKT + 1, XK, HKV, D), dtype, layout=KV),
                                              dV: T.Tensor((SKT + 1, XK, HKV, D), dtype, layout=KV),
@@ -600,8 +610,7 @@ def build_kernel(p, scale, SQT, SKT):
         return attention_bwd_packed_sm90_kernel
 
     @T.prim_func
-    def attention_bwd_sm90_kernel(Q: T.Tensor((B, SQT, H, D), dtype), K: T.Tensor((B, SKT, HKV, D), dtype),
-                                  V: T.Tensor((B, SKT, HKV, D), dtype), dO: T.Tensor((B, SQT, H, D), dtype),
+    def attention_bwd_sm90_kernel(Q: QT, K: KT, V: VT, dO: DT,
                                   LSE: T.Tensor((B, H, SQP), "float32"), DL: T.Tensor((B, H, SQP), "float32"),
                                   dK: T.Tensor((B, SKT, HKV, D), dtype), dV: T.Tensor((B, SKT, HKV, D), dtype),
                                   dQacc: T.Tensor((B, SQT, H, D), "float32"),

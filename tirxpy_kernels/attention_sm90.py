@@ -70,6 +70,7 @@ from tirxpy.layout.atoms import wgmma_accumulator
 from .attention_plan import TARGET, plan
 from .attention_walk import causal_steps, next_step, sequence, tile_blocks, tile_of, varlen_slots, varlen_tile
 from .errors import KernelConfigError
+from .views import check_strides, tensor
 
 LOG2E = 1.4426950408889634
 LN2 = 0.6931471805599453
@@ -155,7 +156,7 @@ class ConsumerRegs:
 @tirxpy.jit
 def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat16", BN=None, STAGES=None, NC=None,
                    SQT=None, SKT=None, PINGPONG=None, PERSIST=None, CHAIN=None, sms=TARGET.sm_count, OSTAGE=None,
-                   LAZY=None, TRIM=None, TAIL=None, FOLD=None, PDL=True, VARLEN=False, PAIRS=None):
+                   LAZY=None, TRIM=None, TAIL=None, FOLD=None, PDL=True, VARLEN=False, PAIRS=None, strides=None):
     """The kernel for one problem: ``k(Q, K, V, O, LSE)`` with ``Q, O: (B, SQT, H, D)``,
     ``K, V: (B, SKT, HKV, D)``, ``LSE: (B, H, SQT, 1)`` float32. ``SQ`` / ``SK`` are the valid
     lengths; the tensors may have more rows (``SQT >= SQ``, ``SKT >= SK``, default equal): a TMA
@@ -202,6 +203,10 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
       + r)``, so rows past ``q1`` have ``x >= XQ`` and are not stored (:mod:`tirxpy_kernels.attention_varlen_api`
       allocates them).
 
+    ``strides``: ``Q``, ``K``, ``V`` read in place as strided views, ``(q, k, v)`` element strides of their shapes
+    above (an entry None: dense), checked by :func:`tirxpy_kernels.views.check_strides`; for example the slices of
+    a fused projection ``(B, S, 3, H, D)``, whose rows are ``3 H D`` elements apart.
+
         >>> attention_sm90(3, 2, 1, 300, 200, 64, SQT=500, SKT=400, VARLEN=True).launch.grid     # 2 heads x 5 pairs
         (10, 1, 1)
         >>> attention_sm90(3, 2, 1, 300, 200, 64, SQT=500, SKT=400, VARLEN=True, PAIRS=False).launch.grid
@@ -220,8 +225,11 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
     elif SQT < max(SQ, p.BM) or SKT < max(SK, p.BN):
         raise KernelConfigError(f"attention_sm90: tensors of {SQT} query / {SKT} key rows are shorter than one tile "
                                 f"({p.BM} / {p.BN}) or than SQ = {SQ} / SK = {SK}: pad the sequences")
+    qrows, krows = (1, SQT) if p.varlen else (B, SQT), (1, SKT) if p.varlen else (B, SKT)
+    strides = check_strides("attention_sm90", ("q", "k", "v"), (qrows + (H, D), krows + (HKV, D), krows + (HKV, D)),
+                            strides)
     scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
-    return build_kernel(p, scale, SQT, SKT, bool(PDL))
+    return build_kernel(p, scale, SQT, SKT, bool(PDL), strides)
 
 
 def softmax_parts(p, score_log2):
@@ -644,21 +652,25 @@ def consumer_part(p, score_log2):
     return consume
 
 
-def build_kernel(p, scale, SQT, SKT, pdl):
+def build_kernel(p, scale, SQT, SKT, pdl, strides=None):
     """The ``@T.prim_func`` of plan ``p`` for tensors of ``SQT`` / ``SKT`` rows and softmax scale ``scale``:
     shared tiles and rings, barrier setup (:func:`tirxpy.lang.setup_barriers`), the register split
     (:class:`tirxpy.lang.WarpRoles`), then the producer and the consumers (:func:`cta_part`). With
-    ``p.varlen`` the tensors are packed (:func:`attention_sm90`'s ``VARLEN``) and two ``cu_seqlens`` follow."""
+    ``p.varlen`` the tensors are packed (:func:`attention_sm90`'s ``VARLEN``) and two ``cu_seqlens`` follow.
+    ``strides``: the checked strides of ``Q``, ``K``, ``V`` (:func:`attention_sm90`), or None."""
     B, H, HKV, D, dtype = p.B, p.H, p.HKV, p.D, p.dtype
     cta = cta_part(p, scale, pdl)
+    qs, ks, vs = strides or (None, None, None)
+    nb = 1 if p.varlen else B
+    QT, KT, VT = (tensor((nb, SQT, H, D), dtype, qs), tensor((nb, SKT, HKV, D), dtype, ks),
+                  tensor((nb, SKT, HKV, D), dtype, vs))
     if p.varlen:
         XQ = p.xq
         OV = TileLayout(S[(SQT + 1, XQ, H, D) : (H * D, H * D, D, 1)])
         LV = TileLayout(S[(SQT + 1, H, XQ, 1) : (1, SQT + XQ, 1, 1)])
 
         @T.prim_func
-        def attention_varlen_sm90_kernel(Q: T.Tensor((1, SQT, H, D), dtype), K: T.Tensor((1, SKT, HKV, D), dtype),
-                                         V: T.Tensor((1, SKT, HKV, D), dtype),
+        def attention_varlen_sm90_kernel(Q: QT, K: KT, V: VT,
                                          O: T.Tensor((SQT + 1, XQ, H, D), dtype, layout=OV),
                                          LSE: T.Tensor((SQT + 1, H, XQ, 1), "float32", layout=LV),
                                          CUQ: T.Tensor((B + 1,), "int32"), CUK: T.Tensor((B + 1,), "int32"),
@@ -670,8 +682,7 @@ def build_kernel(p, scale, SQT, SKT, pdl):
         return attention_varlen_sm90_kernel
 
     @T.prim_func
-    def attention_sm90_kernel(Q: T.Tensor((B, SQT, H, D), dtype), K: T.Tensor((B, SKT, HKV, D), dtype),
-                              V: T.Tensor((B, SKT, HKV, D), dtype), O: T.Tensor((B, SQT, H, D), dtype),
+    def attention_sm90_kernel(Q: QT, K: KT, V: VT, O: T.Tensor((B, SQT, H, D), dtype),
                               LSE: T.Tensor((B, H, SQT, 1), "float32")):
         T.launch(grid=p.grid, threads=p.threads, pdl=pdl)
         cta(Q, K, V, O, LSE, None)

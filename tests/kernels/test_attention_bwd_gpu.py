@@ -100,3 +100,21 @@ def test_matches_cudnn_backward():
         for a, r in zip(got, ref):
             r = r.transpose(1, 2).float()
             assert ((a.float() - r).norm() / r.norm()).item() < 2e-2
+
+
+@pytest.mark.parametrize("D,causal", [(64, True), (128, False), (128, True), (256, True)])
+def test_fused_projection_views_are_read_in_place(D, causal, monkeypatch):
+    """``q``, ``k``, ``v`` sliced out of one ``(B, S, H + 2 HKV, D)`` projection and ``dout`` as the first half of
+    wider rows go to the backward kernel as they are (its ``strides`` are theirs); the gradients match float64."""
+    B, S, H, HKV = 2, 700, 4, 2
+    qkv = torch.randn(B, S, H + 2 * HKV, D, device="cuda").to(torch.bfloat16)
+    q, k, v = qkv[:, :, :H], qkv[:, :, H:H + HKV], qkv[:, :, H + HKV:]
+    do = torch.randn(B, S, H, 2 * D, device="cuda").to(torch.bfloat16)[..., :D]
+    out, lse = tirxpy_kernels.attention(q, k, v, causal=causal, return_lse=True)
+    built = []
+    real = attention_bwd_api.attention_bwd_sm90
+    monkeypatch.setattr(attention_bwd_api, "attention_bwd_sm90",
+                        lambda *a, **kw: built.append(kw["strides"]) or real(*a, **kw))
+    grads = tirxpy_kernels.attention_backward(q, k, v, out, do, lse, causal=causal)
+    assert built == [(q.stride(), k.stride(), v.stride(), do.stride())]
+    _check(grads, q, k, v, do, causal, D ** -0.5)

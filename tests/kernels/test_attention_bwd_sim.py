@@ -193,6 +193,31 @@ def _run(q, k, v, do, causal, dtype, exact_d=False):
     return dqa[:, :SQ].double(), dk[:, :SK].double(), dv[:, :SK].double()
 
 
+@pytest.mark.parametrize("D,causal", [(64, True), (128, False)])
+def test_strided_views_are_read_in_place(D, causal):
+    """``q``, ``k``, ``v`` as slices of one fused projection ``(B, S, H + 2 HKV, D)`` (rows ``(H + 2 HKV) D`` apart)
+    and ``dO`` as the first half of wider rows, passed as they are with ``strides=``: the gradients match float64."""
+    B, H, HKV, S = 2, 2, 1, 128
+    dtype = torch.bfloat16
+    g = torch.Generator().manual_seed(int(torch.randint(0, 2**31 - 1, (1,))))
+    qkv = torch.randn(B, S, H + 2 * HKV, D, generator=g).to(dtype)
+    q, k, v = qkv[:, :, :H], qkv[:, :, H:H + HKV], qkv[:, :, H + HKV:]
+    do = torch.randn(B, S, H, 2 * D, generator=g).to(dtype)[..., :D]
+    o, lse = reference(q, k, v, causal, D ** -0.5)
+    dl = (do.float() * o.to(dtype).float()).sum(-1).transpose(1, 2).contiguous()
+    dk, dv = (torch.full((B, S, HKV, D), float("nan")).to(dtype) for _ in range(2))
+    dqa = torch.zeros(B, S, H, D)
+    sem = torch.zeros(B, H, S // 64, 2, dtype=torch.int32)
+    kern = attention_bwd_sm90(B, H, HKV, S, S, D, causal=causal, strides=(q.stride(), k.stride(), v.stride(),
+                                                                          do.stride()))
+    assert kern is not attention_bwd_sm90(B, H, HKV, S, S, D, causal=causal)
+    res = run(kern, q, k, v, do, lse.float().contiguous(), dl, dk, dv, dqa, sem, seed=int(torch.randint(0, 1000, (1,))))
+    assert res.problems == []
+    for name, a, r in zip(("dq", "dk", "dv"), (dqa, dk, dv), reference_grads(q, k, v, do, causal, D ** -0.5)):
+        assert not torch.isnan(a).any(), name
+        assert ((a.double() - r).norm() / r.norm()).item() < 1e-2, name
+
+
 @pytest.mark.parametrize("B,H,SQ,D,dtype", [(1, 2, 150, 128, torch.bfloat16), (2, 1, 64, 64, torch.float16)])
 def test_preprocess_sim_matches_float64(B, H, SQ, D, dtype):
     """``D = rowsum(O * dO)`` in float32 into ``(B, H, SQP)``, rows past SQ zero (poisoned before)."""

@@ -260,3 +260,22 @@ def test_captured_in_a_cuda_graph_replays_on_new_inputs(D, causal):
         graph.replay()
         torch.cuda.synchronize()
         _check(o, lse, q, k, v, causal, D ** -0.5)
+
+
+@pytest.mark.parametrize("D,causal,HKV", [(64, True, 4), (128, False, 2), (128, True, 4), (256, True, 1)])
+def test_fused_projection_views_are_read_in_place(D, causal, HKV, monkeypatch):
+    """``q``, ``k``, ``v`` sliced out of one ``(B, S, H + 2 HKV, D)`` projection go to the kernel as they are (its
+    ``strides`` are theirs, no copy), the result matches float64, and a repeated call takes the fast path."""
+    from tirxpy_kernels import attention_api
+
+    B, S, H = 2, 700, 4
+    qkv = torch.randn(B, S, H + 2 * HKV, D, device="cuda").to(torch.bfloat16)
+    q, k, v = qkv[:, :, :H], qkv[:, :, H:H + HKV], qkv[:, :, H + HKV:]
+    built = []
+    real = attention_api.attention_sm90
+    monkeypatch.setattr(attention_api, "attention_sm90", lambda *a, **kw: built.append(kw["strides"]) or real(*a, **kw))
+    o, lse = tirxpy_kernels.attention(q, k, v, causal=causal, return_lse=True)
+    assert built == [(q.stride(), k.stride(), v.stride())]
+    _check(o, lse, q, k, v, causal, D ** -0.5)
+    o2 = tirxpy_kernels.attention(q, k, v, causal=causal)
+    assert len(built) == 1 and torch.equal(o, o2)            # the fast path: no second build
