@@ -214,18 +214,17 @@ def query_walk(p, n0, hk, t, ln):
 def key_mask(p, st, w, kc, diag, m0, n0):
     """Scores of the transposed view ``st`` (query rows, ``w`` key columns) set to -inf for key columns from ``kc``
     on (the keys past the real ones, :func:`lengths`, whose zero rows would give ``P = exp(-LSE)``: past float32 where
-    ``LSE < -88``) and, when causal on a diagonal block (``m0 < n0 + BN``), past ``diag`` + the row. Only blocks
-    that reach past the real keys take the column bound (none when ``SK`` is a multiple of ``BN``)."""
+    ``LSE < -88``) and, when causal on a diagonal block (``m0 < n0 + BN``), past ``diag`` + the row. The column bound
+    is applied only where keys can be past the real ones (``PACKED``, or ``SK`` not a multiple of ``BN``), and then
+    on every block, as selects: a branch around it would wait for the loads in flight (LSE's) before it."""
     ragged = p.packed or p.SK % p.BN != 0
     if p.causal:
         if m0 < n0 + p.BN:
             Tx.wg.mask(st, st, T.float32(NEG_INF), cols=kc if ragged else None, diag=diag)
         elif ragged:
-            if kc < w:
-                Tx.wg.mask(st, st, T.float32(NEG_INF), cols=kc)
-    elif ragged:
-        if kc < w:
             Tx.wg.mask(st, st, T.float32(NEG_INF), cols=kc)
+    elif ragged:
+        Tx.wg.mask(st, st, T.float32(NEG_INF), cols=kc)
 
 
 @T.macro

@@ -342,6 +342,8 @@ def test_varlen_matches_dense_per_sequence(D, causal, lq, lk, H, HKV):
 @pytest.mark.gpu
 @hopper
 def test_varlen_opcheck_and_compile():
+    import tirxpy_kernels.torch_ops  # noqa: F401  (registers torch.ops.tirxpy.*, whatever ran before)
+
     lens = [200, 57, 300]
     q = torch.randn(sum(lens), 4, 128, device="cuda", dtype=torch.bfloat16)
     cu = _cu(lens, "cuda")
