@@ -79,7 +79,7 @@ def kernel_input(t, rows):
 def check_strides(where, names, shapes, strides, elem_bytes=2):
     """The ``strides=`` option of a kernel whose inputs ``names`` have ``shapes``: None (every input dense) or one
     entry per input, None (dense) or its element strides, innermost 1 and the others positive multiples of 16
-    bytes (``elem_bytes`` per element). Returns it with dense entries as None (None when all are), so equal
+    bytes below 2**40 bytes (``elem_bytes`` per element). Returns it with dense entries as None (None when all are), so equal
     layouts key one kernel; :class:`~tirxpy_kernels.errors.KernelConfigError` names a bad entry.
 
         >>> check_strides("k", ("q", "k"), ((1, 8, 2, 64), (1, 8, 2, 64)), ((1024, 128, 64, 1), None)) is None
@@ -87,7 +87,7 @@ def check_strides(where, names, shapes, strides, elem_bytes=2):
         >>> check_strides("k", ("q",), ((1, 8, 2, 64),), ((1024, 128, 2, 1),))
         Traceback (most recent call last):
         ...
-        tirxpy_kernels.errors.KernelConfigError: k: strides of q (1024, 128, 2, 1): TMA reads a view whose innermost stride is 1 and whose other strides are positive multiples of 8 elements (16 bytes); pass a contiguous copy
+        tirxpy_kernels.errors.KernelConfigError: k: strides of q (1024, 128, 2, 1): TMA reads a view whose innermost stride is 1 and whose other strides are positive multiples of 8 elements (16 bytes) below 2**40 bytes; pass a contiguous copy
     """
     if strides is None:
         return None
@@ -102,10 +102,10 @@ def check_strides(where, names, shapes, strides, elem_bytes=2):
         if not isinstance(st, tuple) or len(st) != len(shape) or not all(type(x) is int for x in st):
             raise KernelConfigError(f"{where}: strides of {name} must be None or {len(shape)} ints (the element "
                                     f"strides of its {tuple(shape)}), got {st!r:.120}")
-        if st[-1] != 1 or any(x <= 0 or x * elem_bytes % 16 for x in st[:-1]):
+        if st[-1] != 1 or any(x <= 0 or x * elem_bytes % 16 or x * elem_bytes >= 1 << 40 for x in st[:-1]):
             raise KernelConfigError(f"{where}: strides of {name} {st}: TMA reads a view whose innermost stride is 1 "
                                     f"and whose other strides are positive multiples of {16 // elem_bytes} elements "
-                                    "(16 bytes); pass a contiguous copy")
+                                    "(16 bytes) below 2**40 bytes; pass a contiguous copy")
         out.append(None if st == dense_strides(shape) else st)
     return None if all(x is None for x in out) else tuple(out)
 

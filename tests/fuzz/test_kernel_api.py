@@ -239,3 +239,30 @@ def test_non_contiguous_and_broadcast_inputs_reach_the_device_check():
     refuse(AREA, _attention(q=_bf(1, 4, 128, 64).transpose(1, 2)), names=ON_CPU)
     refuse(AREA, _attention(k=_bf(1, 1, 2, 64).expand(1, 128, 2, 64), v=_bf(1, 1, 2, 64).expand(1, 128, 2, 64)),
            names=ON_CPU)
+
+
+GOOD_STRIDE = (256 * 3 * 4 * 64, 3 * 4 * 64, 64, 1)   # a (B, 256, 4, 64) slice of a fused (B, 256, 3, 4, 64) projection
+BAD_STRIDE = st.one_of(
+    st.sampled_from([[8, 4, 2, 1], (768, 64, 1), (768, 256, 64, 1, 1), "768,256,64,1", 3, 1.0, b"\x00"]),
+    st.tuples(st.integers(1, 10 ** 4).map(lambda x: 8 * x), st.just(256), st.just(64), st.integers(2, 9)),  # innermost
+    st.tuples(st.just(6144), st.integers(1, 4095).filter(lambda x: x % 8), st.just(64), st.just(1)),        # 16 bytes
+    st.tuples(st.integers(-(2 ** 70), 0), st.just(256), st.just(64), st.just(1)),                         # not positive
+    st.tuples(st.integers(2 ** 39, 2 ** 80).map(lambda x: x * 8), st.just(256), st.just(64), st.just(1)),  # too large
+    st.tuples(st.sampled_from([True, 256.0, "256", None, 2 ** 0.5]), st.just(256), st.just(64), st.just(1)),
+)
+
+
+@SETTINGS
+@given(st.sampled_from(["attention_sm90", "attention_bwd_sm90"]), st.integers(0, 3), BAD_STRIDE)
+def test_kernel_strides_of_any_value_are_checked(factory, which, bad):
+    """A kernel factory's ``strides=`` (one entry per input, each None or element strides TMA can follow) refuses any
+    other value with a typed error naming ``strides``; the good entries beside it are not blamed."""
+    from tirxpy_kernels import attention_bwd_sm90, attention_sm90
+
+    n = 3 if factory == "attention_sm90" else 4
+    strides = [GOOD_STRIDE] * n
+    strides[which % n] = bad
+    fn = {"attention_sm90": attention_sm90.attention_sm90, "attention_bwd_sm90": attention_bwd_sm90.attention_bwd_sm90}
+    refuse(AREA, lambda: fn[factory](2, 4, 4, 256, 256, 64, strides=tuple(strides)), names=["strides"])
+    refuse(AREA, lambda: fn[factory](2, 4, 4, 256, 256, 64, strides=bad), names=["strides"])
+    fn[factory](2, 4, 4, 256, 256, 64, strides=(GOOD_STRIDE,) * n)         # the good ones build

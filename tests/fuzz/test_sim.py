@@ -440,3 +440,22 @@ def test_bank_wavefronts_on_any_input(case):
         return 0 <= ideal <= got <= 32 * ideal and ideal <= 4
 
     refuse(A, lambda: wavefronts(lanes, offsets, width), names=["wavefronts"], allow=sane)
+
+
+@SETTINGS
+@given(stride=st.integers(min_value=2 ** 28, max_value=2 ** 60), rows=st.integers(2, 8))
+def test_strided_tensors_reaching_past_the_limit_are_refused(stride, rows):
+    """A tensor whose layout reaches far past its elements (rows ``stride`` elements apart) would need that reach held:
+    past the simulator's limit it is refused with a typed error, within the memory cap, never allocated."""
+    from tirxpy.layout import S, TileLayout
+
+    lay = TileLayout(S[(rows, 8) : (stride, 1)])
+    kern = T.parse_script(f'''
+@T.prim_func
+def k(A: T.Tensor(({rows}, 8), "float32", layout=LAY), B: T.Tensor(({rows}, 8), "float32")):
+    T.launch(grid=(1,), threads=32)
+    if T.thread_id() < 8:
+        B[0, T.thread_id()] = A[0, T.thread_id()]
+''', {"LAY": lay})
+    refuse(A, lambda: run(kern, np.zeros((rows, 8), np.float32), np.zeros((rows, 8), np.float32)),
+           names=["reaches", "parameter A"])

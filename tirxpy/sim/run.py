@@ -153,12 +153,16 @@ def run(kernel, *args, arch: str | None = None, seed: int = 0, check: bool = Tru
     return res
 
 
+SPREAD_LIMIT = 1 << 28
+"""The most elements the simulator holds for one tensor whose layout reaches past its element count."""
+
+
 def spread_offsets(p):
     """Storage offsets of the elements of tensor parameter ``p`` (row-major order) when its layout reaches past its
     element count, as a strided view does (the query slice of a fused ``(B, S, 3, H, D)`` projection reaches ``3 H
     D`` elements per row and holds ``H D``); None otherwise, where the simulator holds the elements in row-major
-    order and every access goes through the layout. A layout that reaches further without a closed stride form is
-    refused (:class:`~tirxpy.sim.args.ArgumentError`)."""
+    order and every access goes through the layout. A reach past :data:`SPREAD_LIMIT`, or one without a closed stride
+    form, is refused (:class:`~tirxpy.sim.args.ArgumentError`)."""
     from tirxpy.ir.buffer import footprint
     from tirxpy.layout import TileLayout
     from tirxpy.lower.build import tensor_strides
@@ -167,8 +171,13 @@ def spread_offsets(p):
     if lay is None or not isinstance(lay, TileLayout):
         return None
     n = int(np.prod(p.shape, dtype=np.int64))
-    if footprint(lay) <= n:
+    reach = footprint(lay)
+    if reach <= n:
         return None
+    if reach > SPREAD_LIMIT:
+        raise ArgumentError(f"parameter {p.name}: its layout reaches {reach} elements for its {n}; the simulator holds "
+                            f"such a strided tensor as that reach, at most {SPREAD_LIMIT} elements: simulate a smaller "
+                            "shape or smaller strides")
     shape, strides = tensor_strides(p)
     if tuple(shape) != tuple(p.shape):
         raise ArgumentError(f"parameter {p.name}: its layout reaches {footprint(lay)} elements, more than its {n}, "
