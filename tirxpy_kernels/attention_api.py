@@ -197,8 +197,9 @@ def attention(q, k, v, causal=False, scale=None, return_lse=False, **tuning):
 
 
 def _fast_key(q, k, v, causal, scale, tuning):
-    """The key of an earlier checked call like this one (shapes, strides, dtypes, devices, options), or None
-    when an argument is not of a plain kind (then the full checks run, and the call is never a fast one)."""
+    """The key of an earlier checked call like this one (shapes, strides, dtypes, devices, the inputs' 16-byte
+    alignment, options), or None when an argument is not of a plain kind (then the full checks run, and the call is
+    never a fast one). A misaligned input is copied by the full path, so alignment is part of the key."""
     for t in (q, k, v):
         if not (isinstance(t, torch.Tensor) and t.layout == torch.strided and not t.is_nested):
             return None
@@ -206,7 +207,7 @@ def _fast_key(q, k, v, causal, scale, tuning):
             or not all(type(x) in _PLAIN for x in tuning.values()):
         return None
     return (q.shape, q.stride(), k.shape, k.stride(), v.shape, v.stride(), q.dtype, k.dtype, v.dtype, q.device,
-            k.device, v.device, causal, type(scale), scale,
+            k.device, v.device, q.data_ptr() % 16, k.data_ptr() % 16, v.data_ptr() % 16, causal, type(scale), scale,
             tuple(sorted((name, type(x), x) for name, x in tuning.items())))   # 1 == True, as options they differ
 
 

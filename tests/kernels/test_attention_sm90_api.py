@@ -93,3 +93,7 @@ def test_the_fast_key_tells_option_types_apart():
     assert _fast_key(q, q, q, False, None, {"NC": 2}) == _fast_key(q, q, q, False, None, {"NC": 2})
     assert _fast_key(q, q, q, False, None, {"PDL": True}) != _fast_key(q, q, q, False, None, {"PDL": 1})
     assert _fast_key(q, q, q, False, 1, {}) != _fast_key(q, q, q, False, 1.0, {})
+    flat = torch.zeros(q.numel() + 8, dtype=q.dtype)        # the same shape and strides, 2 bytes off alignment
+    assert q.data_ptr() % 16 == 0 and flat[1:].data_ptr() % 16 == 2
+    qm = flat[1:1 + q.numel()].view(q.shape)
+    assert _fast_key(qm, qm, qm, False, None, {}) != _fast_key(q, q, q, False, None, {})
