@@ -12,7 +12,9 @@ the turn counters of ``deterministic`` are zeroed by torch), the main kernel (wh
 key-block order, so that equal inputs give bit-equal ``dq``; otherwise the order of the float32 adds varies
 from run to run.
 
-Arguments are checked first (:class:`AttentionBwdArgumentError` names the fault and the fix).
+Arguments are checked first (:class:`AttentionBwdArgumentError` names the fault and the fix). Strided ``q``, ``k``,
+``v``, ``dout`` (such as the slices of a fused QKV projection) are read in place where TMA can
+(:mod:`tirxpy_kernels.views`); other inputs are copied.
 """
 from __future__ import annotations
 
@@ -33,7 +35,7 @@ from .attention_varlen_api import check as check_varlen
 from .checks import dense_tensor
 from .errors import KernelConfigError
 from .launch_cache import compiled
-from .views import kernel_input
+from .views import kernel_input, packed_input
 
 
 class AttentionBwdArgumentError(ArgumentError):
@@ -209,16 +211,18 @@ def prepare_varlen(q, k, v, out, dout, lse, cu_seqlens_q, cu_seqlens_k, max_seql
     capturing = torch.cuda.is_current_stream_capturing()
     with torch.cuda.device(q.device):
         copied = None if capturing else host_copy(cu_seqlens_q, cu_seqlens_k)     # waited for by finish()
-        qp, dop, op = (pad_rows(t, p.BM) for t in (q, dout, out))
-        kp, vp = pad_rows(k, p.BN), pad_rows(v, p.BN)
+        ins = [packed_input(t, n) for t, n in ((q, p.BM), (k, p.BN), (v, p.BN), (dout, p.BM))]
+        (qp, _), (kp, _), (vp, _), (dop, _) = ins
+        strides = None if all(st is None for _, st in ins) else tuple(st for _, st in ins)
+        op = pad_rows(out, p.BM)
         TQ, TK = qp.shape[0], kp.shape[0]
         XQ, XK = p.q_blocks * p.BM, p.kv_blocks * p.BN
         lsp = lse.contiguous()                  # (H, TQ): every row the kernel may address
         if TQ != NQ:
             lsp = torch.nn.functional.pad(lsp, (0, TQ - NQ))
         lp, dlp = (torch.empty((H, B, XQ), dtype=torch.float32, device=q.device) for _ in range(2))
-        compiled(attention_bwd_preprocess_packed(B, H, TQ, D, SQ, XQ, dtype), TARGET)(op, dop, lsp, cu_seqlens_q,
-                                                                                      dlp, lp)
+        compiled(attention_bwd_preprocess_packed(B, H, TQ, D, SQ, XQ, dtype), TARGET)(op, dop.contiguous(), lsp,
+                                                                                      cu_seqlens_q, dlp, lp)
         # dK / dV: the key rows past the last sequence, which no CTA stores, are zeroed by finish() (it knows where
         # that is), or here while a graph is captured; the XK rows in front are never read
         dkb, dvb = ((torch.zeros if capturing else torch.empty)((XK + TK, HKV, D), dtype=q.dtype, device=q.device)
@@ -227,7 +231,7 @@ def prepare_varlen(q, k, v, out, dout, lse, cu_seqlens_q, cu_seqlens_k, max_seql
         dqb[XQ:].zero_()        # the reduce-adds' rows (the XQ in front of them are never written or read)
         sem = torch.zeros((B, H, p.q_blocks, 2), dtype=torch.int32, device=q.device)
         kern = attention_bwd_sm90(B, H, HKV, SQ, SK, D, causal=causal, scale=sc, dtype=dtype,
-                                  deterministic=deterministic, SQT=TQ, SKT=TK, PACKED=True)
+                                  deterministic=deterministic, SQT=TQ, SKT=TK, PACKED=True, strides=strides)
         args = (qp, kp, vp, dop, lp, dlp, clipped_view(dkb[XK:], XK), clipped_view(dvb[XK:], XK),
                 clipped_view(dqb[XQ:], XQ), sem, cu_seqlens_q, cu_seqlens_k)
         kfn = compiled(kern, TARGET)

@@ -18,7 +18,8 @@ each sequence's offsets clamped to its window and its tensors (:func:`tirxpy_ker
 on any values it stays inside its tensors and finishes. The kernel is built per packed row counts, number of
 sequences and ``max_seqlen_q`` / ``max_seqlen_k`` rounded up to 128
 (:func:`tirxpy_kernels.attention_plan.varlen_window`), so a training loop that packs its batches into buffers of a
-fixed size reuses one kernel.
+fixed size reuses one kernel. Strided ``q``, ``k``, ``v`` (such as the slices of a packed ``(total, 3, H, D)``
+projection) are read in place where TMA can (:func:`tirxpy_kernels.views.packed_input`); other inputs are copied.
 
     >>> import torch
     >>> q = torch.empty(1000, 8, 64, dtype=torch.bfloat16, device="meta")
@@ -43,6 +44,7 @@ from .attention_sm90 import attention_sm90
 from .attention_walk import EMPTY_TILE, varlen_slots
 from .checks import dense_tensor
 from .launch_cache import compiled
+from .views import packed_input
 
 
 MIN_ROWS = 128
@@ -259,6 +261,15 @@ def tile_map(cu_q, cu_k, BM, slots, per=1):
     return torch.stack(rows).to(torch.int32)
 
 
+def batch_strides(*inputs):
+    """The ``strides=`` of the ``VARLEN`` kernel for packed inputs ``(tensor, strides)`` (:func:`~tirxpy_kernels.views.
+    packed_input`), which it reads as ``(1, total, heads, dim)`` (:func:`kernel_args`' ``unsqueeze(0)``, whose leading
+    stride is ``total`` times the row stride); None when every input is dense."""
+    if all(st is None for _, st in inputs):
+        return None
+    return tuple(None if st is None else (t.shape[0] * st[0],) + st for t, st in inputs)
+
+
 def kernel_args(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, out, lse, BM, tiles=None, per=1):
     """The launch arguments ``(Q, K, V, O, LSE, CUQ, CUK, MAP)`` of the ``VARLEN`` kernel of query tiles of ``BM``
     rows, ``per`` a slot, for these packed tensors (``q``'s rows padded as the kernel was built for; ``tiles``:
@@ -300,10 +311,10 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
     copied = None if torch.cuda.is_current_stream_capturing() else host_copy(cu_seqlens_q, cu_seqlens_k)
     SQ, SK = varlen_window(max_seqlen_q), varlen_window(max_seqlen_k)
     with torch.cuda.device(q.device):
-        qp, kp, vp = pad_rows(q, MIN_ROWS), pad_rows(k, 256), pad_rows(v, 256)
+        (qp, qs), (kp, ks), (vp, vs) = packed_input(q, MIN_ROWS), packed_input(k, 256), packed_input(v, 256)
         kern = attention_sm90(B, H, HKV, SQ, SK, D, causal=causal, scale=None if scale is None else float(scale),
                               dtype=from_torch(q.dtype).name, SQT=qp.shape[0], SKT=kp.shape[0],
-                              sms=_sm_count(q.device), VARLEN=True)
+                              sms=_sm_count(q.device), VARLEN=True, strides=batch_strides((qp, qs), (kp, ks), (vp, vs)))
         out, lse = empty_outputs(qp, SQ)
         kp_ = plan(B, H, HKV, SQ, SK, D, causal=causal, dtype=from_torch(q.dtype).name, sms=_sm_count(q.device),
                    VARLEN=True)
@@ -317,6 +328,6 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
     return (out, lse) if return_lse else out
 
 
-__all__ = ["VarlenArgumentError", "attention_varlen", "check", "check_copied", "check_cu_device", "check_lengths",
-           "clipped_view", "empty_outputs", "host_copy", "kernel_args", "launch_order", "output_views", "pad_rows",
-           "tile_map"]
+__all__ = ["VarlenArgumentError", "attention_varlen", "batch_strides", "check", "check_copied", "check_cu_device",
+           "check_lengths", "clipped_view", "empty_outputs", "host_copy", "kernel_args", "launch_order", "output_views",
+           "pad_rows", "tile_map"]

@@ -76,6 +76,20 @@ def kernel_input(t, rows):
     return out, None
 
 
+def packed_input(t, rows):
+    """:func:`kernel_input` for packed rows ``(total, ...)`` (the rows on dim 0, as the ``VARLEN`` / ``PACKED``
+    kernels take them): ``(tensor, strides)`` with ``tensor`` of at least ``rows`` rows, ``t`` itself where TMA reads
+    it in place (``strides`` its element strides) or a dense copy (``strides`` None).
+
+        >>> import torch
+        >>> qkv = torch.zeros(300, 3, 4, 64, dtype=torch.bfloat16)
+        >>> packed_input(qkv[:, 1], 128)[1], packed_input(qkv[:100, 1], 128)[1]
+        ((768, 64, 1), None)
+    """
+    view, st = kernel_input(t[None], rows)
+    return view[0], (None if st is None else st[1:])
+
+
 def check_strides(where, names, shapes, strides, elem_bytes=2):
     """The ``strides=`` option of a kernel whose inputs ``names`` have ``shapes``: None (every input dense) or one
     entry per input, None (dense) or its element strides, innermost 1 and the others positive multiples of 16
@@ -117,4 +131,4 @@ def tensor(shape, dtype, strides=None):
     return T.Tensor(shape, dtype, layout=TileLayout(S[tuple(shape) : tuple(strides)]))
 
 
-__all__ = ["check_strides", "dense_strides", "kernel_input", "tensor", "tma_view"]
+__all__ = ["check_strides", "dense_strides", "kernel_input", "packed_input", "tensor", "tma_view"]

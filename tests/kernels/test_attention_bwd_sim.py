@@ -100,19 +100,21 @@ def _product_magnitudes(q, k, v, do, scale):
     return (m[None, :, None] for m in (scale * dS.abs() @ K.abs(), scale * dS.abs().T @ Q.abs(), P.T @ dO.abs()))
 
 
-@pytest.mark.parametrize("D,causal,lens,det", [
-    (64, True, [(41, 50), (150, 201), (70, 45), (0, 0), (64, 130)], False),    # a first sequence under one block
-    (128, False, [(200, 130), (1, 3), (130, 1), (77, 77)], False),             # one query row; one key
-    (256, True, [(90, 200), (200, 70)], False),                                # head dim 256 (64 keys shared)
-    (64, False, [(130, 300), (0, 20), (70, 129)], True),                       # ordered dQ adds, CTAs skipped
+@pytest.mark.parametrize("D,causal,lens,det,fused", [
+    (64, True, [(41, 50), (150, 201), (70, 45), (0, 0), (64, 130)], False, False),  # a first sequence under one block
+    (128, False, [(200, 130), (1, 3), (130, 1), (77, 77)], False, False),          # one query row; one key
+    (256, True, [(90, 200), (200, 70)], False, False),                             # head dim 256 (64 keys shared)
+    (64, False, [(130, 300), (0, 20), (70, 129)], True, False),                    # ordered dQ adds, CTAs skipped
+    (64, True, [(41, 41), (150, 150), (70, 70)], False, True),                     # q, k, v, dO read in place
 ])
-def test_packed_sequences_match_each_sequence_alone(D, causal, lens, det):
+def test_packed_sequences_match_each_sequence_alone(D, causal, lens, det, fused):
     """``PACKED``: sequences packed row after row (``cu_seqlens``), NaN in the rows past the last one (a block past a
     sequence's end loads its neighbour's rows, or these): each sequence's gradients are the float64 ones of the
     sequence alone, and the stores write each sequence's rows only; ``deterministic``: every query block's turns
     are taken by the key blocks that see it, none by a CTA past its sequence's keys. (The overlapping output views
     are passed as arrays of their logical shape; the simulator addresses them through the views' strides, as the
-    GPU does, so packed row ``r`` is storage row ``X + r``: :func:`_storage_rows`.)"""
+    GPU does, so packed row ``r`` is storage row ``X + r``: :func:`_storage_rows`.) ``fused``: ``q``, ``k``, ``v`` are
+    slices of one packed projection and ``dO`` the first half of wider rows, passed with ``strides=``."""
     H, HKV, extra = 2, 1, 5
     SQ, SK = max(l for l, _ in lens), max(l for _, l in lens)
     g = torch.Generator().manual_seed(int(torch.randint(0, 2**31 - 1, (1,))))
@@ -120,8 +122,14 @@ def test_packed_sequences_match_each_sequence_alone(D, causal, lens, det):
     TQ, TK = max(TQ, 64), max(TK, 128)
     cuq = torch.tensor([0] + list(itertools.accumulate(l for l, _ in lens)), dtype=torch.int32)
     cuk = torch.tensor([0] + list(itertools.accumulate(l for _, l in lens)), dtype=torch.int32)
-    q, do = (torch.randn(TQ, H, D, generator=g).to(torch.bfloat16) for _ in range(2))
-    k, v = (torch.randn(TK, HKV, D, generator=g).to(torch.bfloat16) for _ in range(2))
+    if fused:
+        assert TQ == TK
+        qkv = torch.randn(TQ, H + 2 * HKV, D, generator=g).to(torch.bfloat16)
+        q, k, v = qkv[:, :H], qkv[:, H:H + HKV], qkv[:, H + HKV:]
+        do = torch.randn(TQ, H, 2 * D, generator=g).to(torch.bfloat16)[..., :D]
+    else:
+        q, do = (torch.randn(TQ, H, D, generator=g).to(torch.bfloat16) for _ in range(2))
+        k, v = (torch.randn(TK, HKV, D, generator=g).to(torch.bfloat16) for _ in range(2))
     for t, cu in ((q, cuq), (do, cuq), (k, cuk), (v, cuk)):
         t[int(cu[-1]):] = float("nan")          # past the last sequence: must not reach any gradient
     p = plan(len(lens), H, HKV, SQ, SK, D, causal, deterministic=det, PACKED=True)
@@ -139,7 +147,7 @@ def test_packed_sequences_match_each_sequence_alone(D, causal, lens, det):
         else:
             refs.append(None)
     kern = attention_bwd_sm90(len(lens), H, HKV, SQ, SK, D, causal=causal, deterministic=det, SQT=TQ, SKT=TK,
-                              PACKED=True)
+                              PACKED=True, strides=tuple(t.stride() for t in (q, k, v, do)) if fused else None)
     dK, dV = (torch.full((TK + 1, XK, HKV, D), float("nan")).to(torch.bfloat16) for _ in range(2))
     dQ = torch.zeros(TQ + 1, XQ, H, D)
     sem = torch.zeros(len(lens), H, p.q_blocks, 2, dtype=torch.int32)

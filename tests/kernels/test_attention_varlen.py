@@ -17,11 +17,12 @@ from tirxpy_kernels.attention_plan import plan, varlen_window
 from tirxpy_kernels.attention_sm90 import attention_sm90
 from tirxpy_kernels.attention_walk import EMPTY_TILE, varlen_slots
 from tirxpy_kernels.attention_varlen_api import (VarlenArgumentError, check, check_lengths, clipped_view,
-                                                 empty_outputs, launch_order, output_views, tile_map)
+                                                 batch_strides, empty_outputs, launch_order, output_views, tile_map)
 from tirxpy_kernels.attention_bwd_api import attention_varlen_backward
 from tirxpy_kernels.attention_bwd_plan import plan as bwd_plan
 from tirxpy_kernels.attention_bwd_sm90 import attention_bwd_sm90
 from tirxpy_kernels.errors import KernelConfigError
+from tirxpy_kernels.views import packed_input
 
 from tests.kernels.attention_reference import reference
 
@@ -166,16 +167,25 @@ def test_output_views_clip_each_sequence_at_its_end():
     assert small.is_contiguous() and small.storage_offset() == 0
 
 
-def _sim_case(lq, lk, H, HKV, D, causal, BN, NC, dtype, pairs=None, **extra):
+def _sim_case(lq, lk, H, HKV, D, causal, BN, NC, dtype, pairs=None, fused=False, **extra):
+    """``fused``: ``q``, ``k``, ``v`` are slices of one packed projection ``(total, H + 2 HKV, D)`` (``lq == lk``), read
+    in place through their strides."""
     g = torch.Generator().manual_seed(int(torch.randint(0, 2**31 - 1, (1,))))
     tdt = {"bfloat16": torch.bfloat16, "float16": torch.float16}[dtype]
     cq, ck = _cu(lq), _cu(lk)
     NQ, NK, XQ = sum(lq), sum(lk), varlen_window(max(lq))
-    q = torch.randn(NQ, H, D, generator=g).to(tdt)
-    k, v = (torch.randn(NK, HKV, D, generator=g).to(tdt) for _ in range(2))
+    if fused:
+        qkv = torch.randn(NQ, H + 2 * HKV, D, generator=g).to(tdt)
+        q, k, v = qkv[:, :H], qkv[:, H:H + HKV], qkv[:, H + HKV:]
+        extra["strides"] = batch_strides(*(packed_input(t, 1) for t in (q, k, v)))
+        assert extra["strides"] is not None
+    else:
+        q = torch.randn(NQ, H, D, generator=g).to(tdt)
+        k, v = (torch.randn(NK, HKV, D, generator=g).to(tdt) for _ in range(2))
     opts = dict(causal=causal, BN=BN, STAGES=2, NC=NC, dtype=dtype, VARLEN=True, PAIRS=pairs, **extra)
     kern = attention_sm90(len(lq), H, HKV, XQ, varlen_window(max(lk)), D, SQT=NQ, SKT=NK, **opts)
-    per = plan(len(lq), H, HKV, XQ, varlen_window(max(lk)), D, **opts).per_cta
+    plan_opts = {n: x for n, x in opts.items() if n != "strides"}
+    per = plan(len(lq), H, HKV, XQ, varlen_window(max(lk)), D, **plan_opts).per_cta
     assert per == (1 if pairs is False else 2)
     # each view is passed as an array of its logical shape, which the simulator addresses through the view's
     # strides (as the GPU does): element (k, x) of O is storage row k + x, packed row r is storage row XQ + r
@@ -210,6 +220,10 @@ def _sim_case(lq, lk, H, HKV, D, causal, BN, NC, dtype, pairs=None, **extra):
 ])
 def test_varlen_sim_matches_float64(lq, lk, H, HKV, D, causal, BN, NC, dtype, pairs):
     _sim_case(lq, lk, H, HKV, D, causal, BN, NC, dtype, pairs)
+
+
+def test_varlen_reads_a_packed_projection_in_place_in_the_simulator():
+    _sim_case([70, 20, 150], [70, 20, 150], 2, 1, 64, True, 32, 1, "bfloat16", fused=True)
 
 
 @pytest.mark.parametrize("pingpong", [False, True])
@@ -456,3 +470,36 @@ def test_bad_device_offsets_raise_and_leave_the_gpu_usable(deterministic):
     again = attention_varlen_backward(q, k, v, out, do, lse, good, good, 6, 6, deterministic=deterministic)
     for a, b in zip(again, grads):
         assert torch.allclose(a.float(), b.float(), atol=1e-2, rtol=1e-2)
+
+
+@pytest.mark.gpu
+@hopper
+@pytest.mark.parametrize("D,causal", [(64, True), (128, False), (128, True)])
+def test_varlen_reads_a_packed_projection_in_place(D, causal, monkeypatch):
+    """``q``, ``k``, ``v`` sliced out of one packed projection ``(total, H + 2 HKV, D)`` go to the forward and the
+    backward kernels as they are (built with their strides); output and gradients (through autograd, into the
+    projection) match float64 per sequence."""
+    from tests.kernels.attention_bwd_reference import reference_grads
+    from tirxpy_kernels import attention_bwd_api, attention_varlen_api
+
+    lens, H, HKV = [300, 57, 700], 4, 2
+    built = []
+    for mod, name in ((attention_varlen_api, "attention_sm90"), (attention_bwd_api, "attention_bwd_sm90")):
+        real = getattr(mod, name)
+        monkeypatch.setattr(mod, name, lambda *a, _r=real, **kw: built.append(kw.get("strides")) or _r(*a, **kw))
+    qkv = torch.randn(sum(lens), H + 2 * HKV, D, device="cuda").to(torch.bfloat16).requires_grad_()
+    q, k, v = qkv[:, :H], qkv[:, H:H + HKV], qkv[:, H + HKV:]
+    cu = _cu(lens, "cuda")
+    out = tirxpy_kernels.attention_varlen(q, k, v, cu, cu, max(lens), max(lens), causal=causal)
+    do = torch.randn_like(out)
+    dqkv, = torch.autograd.grad(out, qkv, do)
+    assert len(built) == 2 and all(st is not None for st in built)
+    c = cu.tolist()
+    for b in range(len(lens)):
+        rows = slice(c[b], c[b + 1])
+        qs, ks, vs = (t[None, rows].detach() for t in (q, k, v))
+        ref, _ = reference(qs, ks, vs, causal, D ** -0.5)
+        assert ((out[rows].double() - ref[0]).norm() / ref.norm()).item() < 2e-2
+        for got, r in zip((dqkv[rows, :H], dqkv[rows, H:H + HKV], dqkv[rows, H + HKV:]),
+                          reference_grads(qs, ks, vs, do[None, rows], causal, D ** -0.5)):
+            assert ((got.double() - r[0]).norm() / r.norm()).item() < 2e-2
