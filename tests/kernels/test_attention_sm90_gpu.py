@@ -213,7 +213,7 @@ def test_repeated_calls_take_the_checked_fast_path():
         o, lse = tirxpy_kernels.attention(q, k, v, causal=True, return_lse=True)
         torch.cuda.synchronize()
         _check(o, lse, q, k, v, True, 128 ** -0.5)
-    key = next(key for key in attention_api._FAST if key[0] == q.shape and key[12] is True)
+    key = next(key for key in attention_api._FAST if key[0] == q.shape and key[15] is True)   # (causal)
     assert key[1] == q.stride()
     qt = q.transpose(1, 2).contiguous().transpose(1, 2)      # same shape, other strides: not the cached key
     o = tirxpy_kernels.attention(qt, k, v, causal=True)
