@@ -93,8 +93,8 @@ def packed_input(t, rows):
 def check_strides(where, names, shapes, strides, elem_bytes=2):
     """The ``strides=`` option of a kernel whose inputs ``names`` have ``shapes``: None (every input dense) or one
     entry per input, None (dense) or its element strides, innermost 1 and the others positive multiples of 16
-    bytes below 2**40 bytes (``elem_bytes`` per element). Returns it with dense entries as None (None when all are), so equal
-    layouts key one kernel; :class:`~tirxpy_kernels.errors.KernelConfigError` names a bad entry.
+    bytes below 2**40 bytes (``elem_bytes`` per element). Returns it with dense entries as None (None when all
+    are), so equal layouts key one kernel; :class:`~tirxpy_kernels.errors.KernelConfigError` names a bad entry.
 
         >>> check_strides("k", ("q", "k"), ((1, 8, 2, 64), (1, 8, 2, 64)), ((1024, 128, 64, 1), None)) is None
         True
@@ -125,7 +125,8 @@ def check_strides(where, names, shapes, strides, elem_bytes=2):
 
 
 def tensor(shape, dtype, strides=None):
-    """The kernel parameter type of an input of ``shape``: dense, or with element ``strides`` (:func:`check_strides`)."""
+    """The kernel parameter type of an input of ``shape``: dense, or with element ``strides``
+    (:func:`check_strides`)."""
     if strides is None:
         return T.Tensor(shape, dtype)
     return T.Tensor(shape, dtype, layout=TileLayout(S[tuple(shape) : tuple(strides)]))
