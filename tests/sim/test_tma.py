@@ -165,3 +165,20 @@ def test_strided_views_hold_each_element_at_its_layout_offset():
     c2 = np.zeros((8, 8), dtype=np.float32)
     run(kern, a.contiguous().numpy(), c2, seed=1)
     np.testing.assert_array_equal(c2, a.numpy())
+
+
+def test_a_far_reaching_layout_without_strides_is_refused():
+    """A layout that reaches past the tensor's elements but is no strided map of its dimensions (a dimension split
+    into iterators that do not merge) cannot be held element by element at its offsets: a typed error says so."""
+    from tirxpy.sim import ArgumentError
+
+    lay = TileLayout(S[(2, 2, 4) : (100, 1, 2)])         # rows 0, 1 one element apart, rows 2, 3 a hundred further
+    kern = T.parse_script('''
+@T.prim_func
+def k(A: T.Tensor((4, 4), "float32", layout=LAY), B: T.Tensor((4, 4), "float32")):
+    T.launch(grid=(1,), threads=32)
+    if T.thread_id() < 4:
+        B[0, T.thread_id()] = A[0, T.thread_id()]
+''', {"LAY": lay})
+    with pytest.raises(ArgumentError, match="not a strided map of its dimensions"):
+        run(kern, np.zeros((4, 4), np.float32), np.zeros((4, 4), np.float32))
