@@ -262,9 +262,9 @@ def tile_map(cu_q, cu_k, BM, slots, per=1):
 
 
 def batch_strides(*inputs):
-    """The ``strides=`` of the ``VARLEN`` kernel for packed inputs ``(tensor, strides)`` (:func:`~tirxpy_kernels.views.
-    packed_input`), which it reads as ``(1, total, heads, dim)`` (:func:`kernel_args`' ``unsqueeze(0)``, whose leading
-    stride is ``total`` times the row stride); None when every input is dense."""
+    """The ``strides=`` of the ``VARLEN`` kernel for packed inputs ``(tensor, strides)``
+    (:func:`~tirxpy_kernels.views.packed_input`), which it reads as ``(1, total, heads, dim)`` (:func:`kernel_args`'
+    ``unsqueeze(0)``, whose leading stride is ``total`` times the row stride); None when every input is dense."""
     if all(st is None for _, st in inputs):
         return None
     return tuple(None if st is None else (t.shape[0] * st[0],) + st for t, st in inputs)
