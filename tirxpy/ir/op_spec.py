@@ -268,7 +268,8 @@ for _op in ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "abs", "neg", "relu",
                      doc=_MAP_DOC + f"dst <- {_op}(a). " + _FAST_MATH.get(_op, f"The CUDA math library {_op} (full precision)."),
                      kwargs={"compute": _COMPUTE})
 for _op, _sym in (("add", "a + b"), ("sub", "a - b"), ("mul", "a * b"), ("div", "a / b"), ("maximum", "max(a, b)"),
-                  ("minimum", "min(a, b)")):
+                  ("minimum", "min(a, b)"), ("relu_grad", "0 where b <= 0, else a (ReLU's backward: a the gradient, b "
+                                                          "the ReLU's output; a select, so a NaN b passes a)")):
     register_op_spec(_op, n_operands=3, operand_storage={0: _ONCHIP}, signature=f"Tx.<scope>.{_op}(dst, a, b, **kw)",
                      doc=_MAP_DOC + f"dst <- {_sym}.", kwargs={"compute": _COMPUTE})
 register_op_spec("fma", n_operands=4, operand_storage={0: _ONCHIP}, signature="Tx.<scope>.fma(dst, a, b, c, **kw)",

@@ -36,6 +36,7 @@ V = RNG.uniform(0.5, 2, (32, 1)).astype(np.float32)
     ("Tx.warp.minimum(o, b, T.float32(0))", np.minimum(B, 0)), ("Tx.warp.exp2(o, b)", 2.0 ** B),
     ("Tx.warp.exp(o, b)", np.exp(B)), ("Tx.warp.rsqrt(o, a)", 1 / np.sqrt(A)), ("Tx.warp.relu(o, b)", np.maximum(B, 0)),
     ("Tx.warp.silu(o, b)", B / (1 + np.exp(-B))), ("Tx.warp.neg(o, b)", -B), ("Tx.warp.fma(o, a, b, v)", A * B + V),
+    ("Tx.warp.relu_grad(o, a, b)", np.where(B <= 0, 0, A)), ("Tx.warp.binary(o, b, a, fn='relu_grad')", B),
     ("Tx.warp.binary(o, a, b, fn='mul')", A * B), ("Tx.warp.unary(o, a, fn='sqrt')", np.sqrt(A)),
 ])
 def test_maps(op, ref):

@@ -4,8 +4,9 @@
 - ``Tx.cast(dst, src)``: ``dst[e] = dst.dtype(src[e])``.
 - unary ``Tx.<f>(dst, a)`` for f in exp, exp2, log, log2, sqrt, rsqrt, abs, neg, relu, silu,
   sigmoid, tanh, copy; or ``Tx.unary(dst, a, fn="exp2")`` / ``Tx.map(dst, a, fn=...)``.
-- binary ``Tx.<f>(dst, a, b)`` for f in add, sub, mul, div, maximum, minimum, or
-  ``Tx.binary(dst, a, b, fn="mul")``; ternary ``Tx.fma(dst, a, b, c)`` (``a * b + c``).
+- binary ``Tx.<f>(dst, a, b)`` for f in add, sub, mul, div, maximum, minimum, relu_grad, or
+  ``Tx.binary(dst, a, b, fn="mul")``; ``relu_grad(dst, g, y)`` is ReLU's backward, ``0`` where ``y <= 0``
+  and ``g`` elsewhere (a select: a NaN ``y`` passes ``g``, a NaN ``g`` is zeroed where ``y <= 0``); ternary ``Tx.fma(dst, a, b, c)`` (``a * b + c``).
 
 Operands are register tiles that broadcast to ``dst`` (numpy rules: align right, extent 1
 broadcasts: ``Tx.mul(x, x, rstd)`` with ``rstd`` of shape ``(rows, 1)`` scales rows) or scalar
@@ -27,7 +28,7 @@ from ..dispatch import fail, register_impl
 from .slots import all_slots, register_fragment, slot_map
 
 UNARY = ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "abs", "neg", "relu", "silu", "sigmoid", "tanh", "copy")
-BINARY = ("add", "sub", "mul", "div", "maximum", "minimum")
+BINARY = ("add", "sub", "mul", "div", "maximum", "minimum", "relu_grad")
 TERNARY = ("fma",)
 ARITY = {**{f: 1 for f in UNARY}, **{f: 2 for f in BINARY}, "fma": 3}
 
@@ -66,7 +67,7 @@ def _fast(x) -> bool:
 
 
 FUNCTIONS = ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "abs", "tanh", "neg", "copy", "relu", "sigmoid", "silu",
-             "add", "sub", "mul", "div", "maximum", "minimum", "fma")
+             "add", "sub", "mul", "div", "maximum", "minimum", "relu_grad", "fma")
 
 
 def apply_fn(fn: str, xs):
@@ -107,6 +108,8 @@ def apply_fn(fn: str, xs):
         return ops.maximum(a, b)
     if fn == "minimum":
         return ops.minimum(a, b)
+    if fn == "relu_grad":
+        return ops.select(ops.le(b, ops.const(0.0, b.dtype)), ops.const(0.0, a.dtype), a)
     if fn == "fma":
         return _f("fma", a, b, xs[2])
     raise AssertionError(fn)  # unreachable: FUNCTIONS is checked on entry
