@@ -6,7 +6,9 @@
 ``tirxpy_kernels.attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k)``: the same over
 packed variable-length sequences (:mod:`tirxpy_kernels.attention_varlen_api`); ``attention_backward`` /
 ``attention_varlen_backward``: their gradients (:mod:`tirxpy_kernels.attention_bwd_api`).
-``gemm`` and ``attention`` are torch custom operators when autograd or ``torch.compile`` needs them
+``tirxpy_kernels.mlp(x, b1, b2, activation="relu")``: ``act(x @ b1) @ b2`` by two GEMMs, ReLU's backward fused into
+one (:mod:`tirxpy_kernels.mlp_ops`).
+``gemm``, ``mlp`` and ``attention`` are torch custom operators when autograd or ``torch.compile`` needs them
 (:mod:`tirxpy_kernels.torch_ops`).
 ``tirxpy_kernels.gemm_fp8(a, b, scale_a, scale_b, ...)``: Hopper FP8 GEMM with per-tensor, row-wise or
 block-wise scales (:mod:`tirxpy_kernels.gemm_fp8_api`).
@@ -36,6 +38,15 @@ def gemm(a, b, out=None, **kw):
     if torch_ops.needs_op(a, b, kw.get("bias") if kw else None):
         return torch_ops.gemm(a, b, out, **kw)
     return torch_ops.gemm_api.gemm(a, b, out, **kw)
+
+
+def mlp(x, b1, b2, activation="relu"):
+    """``act(x @ b1) @ b2`` on a Hopper GPU (``b1 = w1.t()``, ``b2 = w2.t()``); see :func:`tirxpy_kernels.mlp_ops.mlp`.
+    Differentiable and ``torch.compile``-able through ``torch.ops.tirxpy.mlp``, whose backward masks ReLU's
+    gradient inside the GEMM that makes it."""
+    from .mlp_ops import mlp as _mlp  # noqa: PLC0415  (imports torch lazily)
+
+    return _mlp(x, b1, b2, activation)
 
 
 def gemm_fp8(a, b, scale_a, scale_b, out=None, **kw):

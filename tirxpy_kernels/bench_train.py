@@ -3,7 +3,8 @@ against the same block on torch's defaults, and packed variable-length attention
 
 The block (:class:`Block`, pre-norm, bf16): ``x + Wo attn(Wqkv rmsnorm(x))``, then ``x + W2 relu(W1 rmsnorm(x))``,
 causal attention of ``heads`` heads of 128. ``impl="tirxpy"`` runs its matrix products through
-:func:`tirxpy_kernels.gemm` (the ReLU fused into ``W1``'s epilogue) and its attention through
+:func:`tirxpy_kernels.gemm`, the MLP's two as :func:`tirxpy_kernels.mlp` (the ReLU fused into ``W1``'s epilogue, its
+backward into the GEMM that makes its incoming gradient), and its attention through
 :func:`tirxpy_kernels.attention` (forward and backward kernels); ``impl="torch"`` through ``torch.nn.functional.linear``
 (cuBLAS) and ``scaled_dot_product_attention`` (the backend torch picks). Both are ``torch.compile(fullgraph=True)``d,
 and a step is the forward and the backward (``y.backward(dy)`` for a fixed random ``dy``), timed in one process,
@@ -79,6 +80,8 @@ class Block:
                                                is_causal=True).transpose(1, 2)
         x = x + linear(a.reshape(B * S, Dm), self.wo).view(B, S, Dm)
         h = F.rms_norm(x, (Dm,)).reshape(B * S, Dm)
+        if tx:
+            return x + tk.mlp(h, self.w1.t(), self.w2.t()).view(B, S, Dm)
         return x + linear(linear(h, self.w1, "relu"), self.w2).view(B, S, Dm)
 
 
@@ -284,9 +287,8 @@ def record_kernels(fn):
     finally:
         for mod, name, f in reversed(saved):
             setattr(mod, name, f)
-        from . import attention_api, gemm_api
-        for cache in (gemm_api._FAST, gemm_api._BOUND, attention_api._FAST):
-            cache._entries.clear()
+        from .launch_cache import clear_all
+        clear_all()
     out = []
     for s in specs:
         if s not in out:

@@ -54,7 +54,7 @@ class GemmDeviceError(TirxError, RuntimeError):
 TUNING = ("BN", "STAGES", "CM", "group", "DEFER", "PINGPONG", "PDL", "SPLIT", "sms")
 
 
-def _check(a, b, out, bias, activation, out_dtype, tuning):
+def _check(a, b, out, bias, activation, out_dtype, tuning, gate=None):
     """``(M, N, K, out_dtype)`` once every argument but the device is right: the tensors' kinds, dtypes and
     shapes, then the options (:data:`TUNING` names, kinds, and the plan they make for this problem, checked by
     :func:`tirxpy_kernels.gemm_plan.check_config`). :func:`_device` checks the device after these."""
@@ -101,8 +101,25 @@ def _check(a, b, out, bias, activation, out_dtype, tuning):
                                     f"got {tuple(bias.shape)}")
         if not bias.is_floating_point():
             raise GemmArgumentError(f"gemm: bias must be floating point, got {bias.dtype}")
+    if gate is not None:
+        _check_gate(gate, M, N, out_dtype)
     check_tuning(tuning)
     return M, N, K, out_dtype
+
+
+def _check_gate(gate, M, N, out_dtype):
+    """``gate``: a contiguous ``(M, N)`` tensor of the output's dtype (its values decide which outputs are zero)."""
+    if not isinstance(gate, torch.Tensor):
+        raise GemmArgumentError(f"gemm: gate must be a tensor of shape ({M}, {N}) (the output's), got "
+                                f"{type(gate).__name__}")
+    dense_tensor("gemm", "gate", gate, 2, f"of shape ({M}, {N}), the output's", GemmArgumentError)
+    if tuple(gate.shape) != (M, N):
+        raise GemmArgumentError(f"gemm: gate has shape {tuple(gate.shape)}; it must have the output's shape ({M}, {N})")
+    if gate.dtype != out_dtype:
+        raise GemmArgumentError(f"gemm: gate is {gate.dtype} and the output {out_dtype}; the kernel reads the gate in the "
+                                f"output's dtype: pass gate.to({out_dtype}) (or the matching out_dtype)")
+    if not gate.is_contiguous():
+        raise GemmArgumentError("gemm: gate must be contiguous (row-major, like the output); pass gate.contiguous()")
 
 
 def check_tuning(tuning: dict) -> None:
@@ -135,9 +152,9 @@ def _as_argument_error():
         raise GemmArgumentError("gemm: " + str(e).removeprefix("gemm_sm90: ")) from None
 
 
-def _device(a, b, out, bias):
+def _device(a, b, out, bias, gate=None):
     """The device all the (checked) tensors are on, when it can run the kernel: one CUDA device, a Hopper GPU."""
-    devs = {t.device for t in (a, b, out, bias) if t is not None}
+    devs = {t.device for t in (a, b, out, bias, gate) if t is not None}
     if len(devs) != 1:
         raise GemmArgumentError(f"gemm: all tensors must be on one device, got {sorted(map(str, devs))}")
     dev = devs.pop()
@@ -184,10 +201,13 @@ def _operand(t, kdim):
     return (v.contiguous() if copied else v), major
 
 
-def gemm(a, b, out=None, *, bias=None, activation=None, out_dtype=None, **tuning):
+def gemm(a, b, out=None, *, bias=None, activation=None, out_dtype=None, gate=None, **tuning):
     """``act(a @ b + bias)`` for ``a`` ``(M, K)`` and ``b`` ``(K, N)`` (bf16 or f16, row- or
     column-major), float32 accumulation, output ``out_dtype`` (default ``a.dtype``; bf16, f16 or
     f32) written to ``out`` when given. ``activation``: None, ``"relu"`` or ``"silu"``.
+    ``gate``: a contiguous ``(M, N)`` tensor of the output's dtype; the output is 0 where ``gate <= 0`` and the
+    result above elsewhere, ReLU's backward fused into the product that makes its incoming gradient:
+    ``gemm(dy, w2, gate=r)`` is ``torch.where(r <= 0, 0, dy @ w2)`` (a NaN in ``gate`` passes the product).
     ``tuning`` goes to :func:`tirxpy_kernels.gemm_sm90.gemm_sm90` (``BN``, ``STAGES``, ``CM``, ``group``, ``DEFER``,
     ``PINGPONG``, ``PDL``, ``SPLIT``, ``sms``; its docstring says what each does and when the defaults choose
     it); without ``BN`` the tile width and the schedule are :func:`tirxpy_kernels.gemm_plan.choose_tile`'s (ping-pong
@@ -203,29 +223,35 @@ def gemm(a, b, out=None, *, bias=None, activation=None, out_dtype=None, **tuning
     2-D, dtypes, shapes; ``out`` contiguous and sharing no memory with an input), the options and the plan
     they make for this problem; only then must the tensors be on one Hopper GPU. Forward only: inputs that
     require grad are read as values and the result records no autograd graph."""
-    key = _fast_key(a, b, out, bias, activation, out_dtype, tuning)
+    key = _fast_key(a, b, out, bias, activation, out_dtype, tuning, gate)
     fast = _FAST.get(key)
-    if fast is not None and (bias is None or bias.device == a.device):
+    if fast is not None and (bias is None or bias.device == a.device) and (gate is None or gate.device == a.device):
         ck, fa, fb = fast      # same shapes, layouts and dtypes as an earlier call: checked then
         if out is None:
             out = torch.empty((a.shape[0], b.shape[1]), dtype=out_dtype or a.dtype, device=a.device)
+        g = () if gate is None else (gate,)
         if bias is not None and (bias.dtype != out.dtype or not bias.is_contiguous()):
-            _no_overlap(out, a, b, bias)
-            ck(fa(a), fb(b), _bias_arg(bias, out.dtype, a.device), out)     # a converted copy: not bindable
+            _no_overlap(out, a, b, bias, gate)
+            ck(fa(a), fb(b), _bias_arg(bias, out.dtype, a.device), *g, out)     # a converted copy: not bindable
             return out
         # the same tensors' addresses too: launch the arguments packed then (no checks, the driver call alone)
         bk = (key, a.data_ptr(), b.data_ptr(), out.data_ptr(),
-              None if bias is None else (bias.data_ptr(), bias.shape))
+              None if bias is None else (bias.data_ptr(), bias.shape), None if gate is None else gate.data_ptr())
         bl = _BOUND.get(bk)
         if bl is None:
-            _no_overlap(out, a, b, bias)      # once per addresses: the bound entry fixes them
-            bl = ck.bind(fa(a), fb(b), _bias_arg(bias, out.dtype, a.device), out)
+            _no_overlap(out, a, b, bias, gate)      # once per addresses: the bound entry fixes them
+            bl = ck.bind(fa(a), fb(b), _bias_arg(bias, out.dtype, a.device), *g, out)
             _BOUND.put(bk, bl)
         bl()
         return out
     M, N, K, out_dtype, Mk, Nk, Kk, a_major, b_major, psms, planned = _checked(a, b, out, bias, activation, out_dtype,
-                                                                               tuning)
-    _device(a, b, out, bias)
+                                                                               tuning, gate)
+    _device(a, b, out, bias, gate)
+    if gate is not None and (Mk, Nk) != (M, N):
+        # a padded problem (smaller than a tile, or misaligned output rows): the plain product, then the mask
+        res = gemm(a, b, None, bias=bias, activation=activation, out_dtype=out_dtype, **tuning)
+        res = torch.where(gate <= 0, torch.zeros((), dtype=res.dtype, device=res.device), res)
+        return out.copy_(res) if out is not None else res
     tuning = dict(tuning)
     sms = tuning.pop("sms", None)
     if M < 128 or N < 256 or K < 64:
@@ -260,9 +286,9 @@ def gemm(a, b, out=None, *, bias=None, activation=None, out_dtype=None, **tuning
         bias_t = torch.nn.functional.pad(bias_t, (0, Np - N))
     k = gemm_sm90(M, Np, Kp, a_major=a_major, b_major=b_major, dtype=from_torch(a.dtype).name,
                   out_dtype=from_torch(out_dtype).name, bias=bias is not None, activation=activation, sms=psms,
-                  **planned)
+                  gate=gate is not None, **planned)
     ck = compiled(k, TARGET)
-    ck(A, B, bias_t, dst)
+    ck(A, B, bias_t, *(() if gate is None else (gate,)), dst)
     if Kp == K and Np == N and (out is None or dst is out):
         # no padding or copies were needed: later calls like this one skip the checks and planning
         fa = (lambda t: t) if A is a else (lambda t: t.t()) if a_major == "MN" and A.data_ptr() == a.data_ptr() else None
@@ -278,7 +304,7 @@ def gemm(a, b, out=None, *, bias=None, activation=None, out_dtype=None, **tuning
     return res if Np == N else res.contiguous()
 
 
-def check(a, b, out=None, *, bias=None, activation=None, out_dtype=None, **tuning) -> None:
+def check(a, b, out=None, *, bias=None, activation=None, out_dtype=None, gate=None, **tuning) -> None:
     """Every check :func:`gemm` makes of these arguments but the device's (:class:`GemmArgumentError` naming the
     first fault): a benchmark checks its options on meta tensors before it touches a GPU.
 
@@ -290,41 +316,44 @@ def check(a, b, out=None, *, bias=None, activation=None, out_dtype=None, **tunin
         ...
         tirxpy_kernels.gemm_api.GemmArgumentError: gemm: BN = 100 must be a multiple of 16 in [64, 256] (the wgmma N)
     """
-    _checked(a, b, out, bias, activation, out_dtype, tuning)
+    _checked(a, b, out, bias, activation, out_dtype, tuning, gate)
 
 
-def _checked(a, b, out, bias, activation, out_dtype, tuning):
+def _checked(a, b, out, bias, activation, out_dtype, tuning, gate=None):
     """The arguments checked (all but the device) and the kernel's problem planned: ``(M, N, K, out_dtype, Mk,
     Nk, Kk, a_major, b_major, sms, tuning)`` (``Mk, Nk, Kk``: the padded problem the kernel is built for,
     ``tuning``: :func:`_tile`'s, without ``sms``)."""
-    M, N, K, out_dtype = _check(a, b, out, bias, activation, out_dtype, tuning)
-    _no_overlap(out, a, b, bias)
+    M, N, K, out_dtype = _check(a, b, out, bias, activation, out_dtype, tuning, gate)
+    _no_overlap(out, a, b, bias, gate)
     tuning = dict(tuning)
     sms = tuning.pop("sms", None)
     Mk, Nk, Kk, a_major, b_major = _problem(a, b, M, N, K, out_dtype)
     with _as_argument_error():      # the plan for this problem, checked on any device
         sms = sms or _sm_count(a.device)
-        planned = _tile(tuning, Mk, Nk, Kk, sms, b_major, bias is not None, activation, from_torch(out_dtype).name)
+        fused = gate is not None and (Mk, Nk) == (M, N)     # a padded problem masks after the product (gemm)
+        planned = _tile(tuning, Mk, Nk, Kk, sms, b_major, bias is not None, activation, from_torch(out_dtype).name,
+                        fused)
         check_config(Mk, Nk, Kk, a_major=a_major, b_major=b_major, dtype=from_torch(a.dtype).name,
                      out_dtype=from_torch(out_dtype).name,
-                     bias=bias is not None, activation=activation, sms=sms, **planned)
+                     bias=bias is not None, activation=activation, sms=sms, gate=fused, **planned)
     return M, N, K, out_dtype, Mk, Nk, Kk, a_major, b_major, sms, planned
 
 
-def _fast_key(a, b, out, bias, activation, out_dtype, tuning):
+def _fast_key(a, b, out, bias, activation, out_dtype, tuning, gate=None):
     """The key of an earlier checked call like this one (every tensor's layout kind, shape, strides, dtype and
     device; the options with their types, as ``1`` and ``True`` are equal in Python but not as options), or
     None when an argument is not a tensor or an option is unhashable (then the full checks run). Keys are
     stored only for calls the full checks accepted, so an equal key is such a call. Written out flat: every
     repeated call computes it."""
     if not (isinstance(a, Tensor) and isinstance(b, Tensor) and (out is None or isinstance(out, Tensor))
-            and (bias is None or isinstance(bias, Tensor))):
+            and (bias is None or isinstance(bias, Tensor)) and (gate is None or isinstance(gate, Tensor))):
         return None
     try:
         key = (a.layout, a.shape, a.stride(), a.dtype, a.device, b.layout, b.shape, b.stride(), b.dtype, b.device,
                out_dtype, activation,
                None if out is None else (out.layout, out.shape, out.stride(), out.dtype, out.device),
                None if bias is None else (bias.layout, bias.shape, bias.stride(), bias.dtype, bias.device),
+               None if gate is None else (gate.layout, gate.shape, gate.stride(), gate.dtype, gate.device),
                tuple(sorted((k, type(v), v) for k, v in tuning.items())) if tuning else ())
         hash(key)
     except (RuntimeError, TypeError):    # a tensor without sizes / strides (nested, sparse), an unhashable option
@@ -332,11 +361,11 @@ def _fast_key(a, b, out, bias, activation, out_dtype, tuning):
     return key
 
 
-def _no_overlap(out, a, b, bias):
+def _no_overlap(out, a, b, bias, gate=None):
     """Refuse an ``out`` that shares memory with an input: the kernel would read what it already wrote."""
     if out is None:
         return
-    for name, t in (("a", a), ("b", b), ("bias", bias)):
+    for name, t in (("a", a), ("b", b), ("bias", bias), ("gate", gate)):
         if t is not None and overlaps(out, t):
             raise GemmArgumentError(f"gemm: out shares memory with {name}, which the kernel reads while it writes "
                                     f"out; pass a separate out tensor (or out=None)")
@@ -364,11 +393,11 @@ def _problem(a, b, M, N, K, out_dtype):
     return M, Np, Kp, a_major, b_major
 
 
-def _tile(tuning, M, N, K, sms, b_major="K", bias=False, activation=None, out_dtype="bfloat16"):
+def _tile(tuning, M, N, K, sms, b_major="K", bias=False, activation=None, out_dtype="bfloat16", gate=False):
     """``tuning`` with ``BN`` (and ``PINGPONG``) filled in as :func:`tirxpy_kernels.gemm` runs it: both from
     :func:`tirxpy_kernels.gemm_plan.choose_tile` when neither is given (the cooperative schedule when ``DEFER`` asks
     for it), ``BN`` for the given schedule otherwise; a given ``BN`` alone keeps the
-    cooperative schedule. The epilogue (``bias``, ``activation``, ``out_dtype``) caps the width
+    cooperative schedule. The epilogue (``bias``, ``activation``, ``out_dtype``, ``gate``) caps the width
     (:func:`tirxpy_kernels.gemm_plan.widest_bn`); a ``SPLIT`` asks for the cooperative schedule too. A chosen
     cooperative deferred tile also gets :func:`tirxpy_kernels.gemm_plan.balanced_split`'s ``SPLIT`` where that deals
     the tiles more evenly (4096^3, for example); ``SPLIT=None`` keeps the plain grid."""
@@ -377,6 +406,7 @@ def _tile(tuning, M, N, K, sms, b_major="K", bias=False, activation=None, out_dt
     pp = tuning.get("PINGPONG")
     if pp is None and ("DEFER" in tuning or tuning.get("SPLIT")):
         pp = False          # options of the cooperative schedule
+    bias = bias or gate     # a gate, like a bias, is read in the epilogue: no deferred tile, so no split
     bn, pp = choose_tile(M, N, K, sms, tuning.get("CM", 1), b_major, pp, bias, activation, out_dtype)
     tuning = dict(tuning, BN=bn, PINGPONG=pp)
     if "SPLIT" not in tuning and splittable(pp, tuning.get("CM", 1), b_major, bias, out_dtype, tuning.get("DEFER")):

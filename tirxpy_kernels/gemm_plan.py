@@ -367,7 +367,8 @@ def block_stages(BN):
 
 def check_config(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", dtype="bfloat16",
                  out_dtype="bfloat16", bias=False, activation=None, sms=TARGET.sm_count, group=GROUP, DEFER=None,
-                 PINGPONG=False, drop=None, PDL=True, SPLIT=None, scaling=None, b_dtype=None, PART=None, PASS=None):
+                 PINGPONG=False, drop=None, PDL=True, SPLIT=None, scaling=None, b_dtype=None, PART=None, PASS=None,
+                 gate=False):
     """Every check :func:`gemm_sm90` makes of its arguments, before anything is built: the options
     (:func:`check_options`), the plan (:func:`plan`) and how they combine; the first failure raises
     :class:`~tirxpy_kernels.errors.KernelConfigError` naming the option and the fix. Returns the resolved schedule:
@@ -383,6 +384,10 @@ def check_config(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", d
     if PINGPONG is None:
         raise KernelConfigError("gemm_sm90: PINGPONG must be True or False (tirxpy_kernels.gemm picks it when given None)")
     flag_option("gemm_sm90", "bias", bias)
+    flag_option("gemm_sm90", "gate", gate)
+    if gate and scaling is not None:
+        raise KernelConfigError("gemm_sm90: a gate (ReLU's backward mask in the epilogue) takes 16-bit inputs; an FP8 "
+                                f"product (scaling={scaling!r:.20}) has no gated epilogue: apply the mask after it")
     activation = choice_option("gemm_sm90", "activation", activation, ACTIVATIONS)
     BM = 128
     if type(dtype) is not str or dtype not in IN_DTYPES + FP8_DTYPES:
@@ -418,13 +423,16 @@ def check_config(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", d
     if PP and DEFER:
         raise KernelConfigError("gemm_sm90: with PINGPONG each consumer stores its own tile while the other one's k-loop runs, "
                                 f"so DEFER does not apply (got DEFER={DEFER!r})")
+    if DEFER and gate:
+        raise KernelConfigError("gemm_sm90: a gate is read chunk by chunk from global memory in the epilogue, which a "
+                                f"deferred tile has no registers for: use DEFER=False or None (got DEFER={DEFER!r})")
     if DEFER and scaling == "block":
         raise KernelConfigError("gemm_sm90: scaling='block' keeps its k-block products next to the tile in registers, "
                                 f"which leaves no room for a deferred tile: use DEFER=False (got DEFER={DEFER!r})")
     if DEFER is None:
         # not with a fused bias: ptxas hoists its predicated loads, which (with silu) do not fit in the
         # registers next to a deferred tile and spill
-        DEFER = out_dtype != "float32" and not bias and not PP and scaling != "block"
+        DEFER = out_dtype != "float32" and not bias and not gate and not PP and scaling != "block"
     if DEFER and out_dtype == "float32":
         raise KernelConfigError("gemm_sm90: DEFER keeps a converted tile in registers until the next tile's k-loop, which "
                                 "a float32 output (as many registers as the accumulator) does not leave room for: "
@@ -450,6 +458,7 @@ def check_config(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", d
 BM = 128                # tile rows: two consumer warpgroups of 64
 THREADS = 384           # a producer warpgroup and two consumer warpgroups
 PRODUCER_REGS, CONSUMER_REGS = 40, 232      # the setmaxnreg split of those 384 threads' registers
+GATE_COLS = 16          # gate columns read into registers at a time (GemmPlan.gate_cols)
 
 
 @dataclass(frozen=True)
@@ -471,6 +480,7 @@ class GemmPlan:
     out_dtype: str
     bias: bool
     activation: str | None
+    gate: bool              # the output is 0 where a (M, N) Gate tensor is <= 0 (ReLU's backward), after act
     group: int              # band height of the grouped tile order
     pingpong: bool          # consumers take whole tiles in turn (else: the cooperative schedule)
     defer: bool             # a tile is stored under the next tile's k-loop
@@ -516,13 +526,29 @@ class GemmPlan:
         return (1, self.N) if self.bias else (1, 1)
 
     @property
+    def gate_shape(self):
+        """The ``Gate`` parameter's shape (a kernel with ``gate`` takes one: ``(A, B, Bias, Gate, C)``)."""
+        return (self.M, self.N)
+
+    @property
+    def gate_cols(self):
+        """With ``gate``: columns of the gate read into registers at a time (``GATE_COLS``, or the chunk when
+        narrower), so that a ping-pong tile's two accumulators and the gate fit without spills."""
+        return min(GATE_COLS, self.chunk_cols)
+
+    @property
+    def gate_box_bytes(self):
+        """With ``gate``: bytes of one consumer's gate chunk (its staging rows: 128 ping-pong, 64 cooperative)."""
+        return (BM if self.pingpong else 64) * self.chunk_cols * DataType.get(self.out_dtype).itemsize
+
+    @property
     def neg_zero_guard(self):
         """Whether the store-at-once epilogue adds -0.0 to the accumulator first: without a write ahead of the
         chunk-by-chunk 16-bit conversions, ptxas takes those reads for reads inside the last wgmma's pipeline
         stage and serializes every wgmma of the kernel (C7514); a bias, an activation, a float32 output or the
         deferred epilogue's whole-tile cast write the accumulator anyway, as does an FP8 product's scaling."""
         return (not self.defer and not self.bias and self.activation is None and self.out_dtype != "float32"
-                and self.scaling is None)
+                and self.scaling is None and not self.gate)
 
     @property
     def parts(self):
@@ -567,10 +593,10 @@ class GemmPlan:
 
 def kernel_plan(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", dtype="bfloat16", out_dtype="bfloat16",
                 bias=False, activation=None, sms=TARGET.sm_count, group=GROUP, DEFER=None, PINGPONG=False, drop=None,
-                PDL=True, SPLIT=None, scaling=None, b_dtype=None, PART=None, PASS=None) -> GemmPlan:
+                PDL=True, SPLIT=None, scaling=None, b_dtype=None, PART=None, PASS=None, gate=False) -> GemmPlan:
     """The :class:`GemmPlan` of these options (:func:`check_config` checks them first)."""
     c = check_config(M, N, K, BN, STAGES, CM, a_major, b_major, dtype, out_dtype, bias, activation, sms, group,
-                     DEFER, PINGPONG, drop, PDL, SPLIT, scaling, b_dtype, PART, PASS)
+                     DEFER, PINGPONG, drop, PDL, SPLIT, scaling, b_dtype, PART, PASS, gate)
     part = c["PART"] or BN
     p, defer, split = c["plan"], c["DEFER"], c["SPLIT"]
     epi = p["epi"]
@@ -580,7 +606,7 @@ def kernel_plan(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", dt
     per_round = 128 // DataType.get(out_dtype).itemsize // epi if defer else 1
     return GemmPlan(
         M=M, N=N, K=K, BN=BN, BK=k_block(dtype), scaling=scaling, b_dtype=b_dtype or dtype, stages=c["STAGES"], CM=CM, a_major=a_major, b_major=b_major, dtype=dtype,
-        out_dtype=out_dtype, bias=bias, activation=activation, group=group, pingpong=c["PP"], defer=defer,
+        out_dtype=out_dtype, bias=bias, activation=activation, gate=bool(gate), group=group, pingpong=c["PP"], defer=defer,
         pdl=c["PDL"], split=split, drop=drop, grid=p["grid"], units=p["units"], tiles=p["tiles"],
         cluster_tile_rows=p["cluster_tiles_m"], tile_cols=p["tiles_n"], k_blocks=p["kt"], chunk_cols=epi,
         chunks=chunks, boxes_per_round=per_round, rounds=cdiv(chunks, per_round),

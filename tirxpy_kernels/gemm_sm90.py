@@ -41,6 +41,10 @@ The parts (each a macro below; the kernel is their composition in :func:`gemm_sm
   thread after a 128-thread named barrier: :func:`store_chunk`. The two staging buffers alternate over
   the CTA's sequence of chunks (not the chunk index: with an odd number of chunks per tile that would
   race with the previous tile's last store).
+- **Gate** (``gate``, ReLU's backward fused into the product that makes its incoming gradient): before a chunk
+  is staged, the consumer's first thread TMA-loads the same box of ``Gate`` into the staging buffer the chunk
+  will take (:func:`load_gate`, on a ring of its own), and each thread zeroes its elements where the gate is
+  <= 0 (:func:`apply_gate`) before it overwrites them with the result. Not with ``DEFER``.
 - **Deferred epilogue** (``DEFER``): after the tile's last wait the whole accumulator is converted into
   16-bit registers (``pk``), which frees it for the next tile; store round ``j`` of that tile
   (:func:`store_round`) runs while the next tile's k-block ``j`` runs its wgmma, so the tensor cores do
@@ -74,6 +78,8 @@ TMA zero-fills out-of-range loads and drops out-of-range stores.
     (2,)
 """
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numpy as np
 
@@ -355,8 +361,56 @@ def bias_and_activation(P, chunk, brow):
         Tx.wg.silu(chunk, chunk)
 
 
+class GateIO(NamedTuple):
+    """With ``gate``: the gate's ring (:func:`gate_ring`), its register chunk and the ``Gate`` tensor."""
+    ring: StageRing
+    gt: object
+    Gate: object
+
+
+def gate_ring(full, empty):
+    """The gate's barriers as a ring of 4 stages: consumer ``c``'s ``q``-th output chunk (staging buffer ``q %
+    2``) is position ``2 q + c``, so stage ``2 (q % 2) + c`` is one consumer's one buffer, and its parity counts
+    that buffer's rounds."""
+    return StageRing(full, empty, 4)
+
+
 @T.macro
-def store_chunk(P, C, Cs, src, s0, t, j, nper, nb, c, m0, n0, col, red=None):
+def load_gate(P, gio, dst, src, q, c):
+    """With ``gate`` (the consumer's first thread, once its staging buffer ``dst`` is free): TMA-load the gate's
+    chunk ``src`` into it, completing on the ring's position ``2 q + c``."""
+    if P.gate:
+        gio.ring.expect_bytes(2 * q + c, P.gate_box_bytes)
+        Tx.copy_async(dst, src, mbar=gio.ring.full[gio.ring.stage(2 * q + c)], arrive=False, expect_tx=False)
+
+
+@T.macro
+def wait_gate(P, gio, q, c):
+    """With ``gate``: wait until :func:`load_gate`'s chunk ``q`` of consumer ``c`` has landed (once per chunk)."""
+    if P.gate:
+        gio.ring.wait_full(2 * q + c)
+
+
+@T.macro
+def apply_gate(P, gio, reg, s0, Cs, b, r0, c):
+    """With ``gate``: the chunk in columns ``s0 ..`` of the register tile ``reg`` (64 rows: the float32 accumulator,
+    or the converted chunk) is 0 where the gate is <= 0 (ReLU's backward, ``Tx.wg.relu_grad``, a select, exact in
+    either dtype). The gate's chunk waits in the staging buffer ``b``'s rows ``r0 ..``
+    (``Cs[c, b]`` ping-pong, ``Cs[b]`` cooperative; :func:`load_gate`, :func:`wait_gate`), which the converted
+    chunk then overwrites element for element (each thread reads and writes the elements it holds);
+    ``gate_cols`` columns at a time, so that a ping-pong tile's two accumulators and the gate fit in registers."""
+    if P.gate:
+        w = P.gate_cols
+        for h in range(P.chunk_cols // w):
+            if P.pingpong:
+                Tx.wg.copy(gio.gt, Cs[c, b, r0:r0 + 64, h * w:h * w + w])
+            else:
+                Tx.wg.copy(gio.gt, Cs[b, r0:r0 + 64, h * w:h * w + w])
+            Tx.wg.relu_grad(reg[:, s0 + h * w:s0 + h * w + w], reg[:, s0 + h * w:s0 + h * w + w], gio.gt)
+
+
+@T.macro
+def store_chunk(P, C, Cs, src, s0, t, j, nper, nb, c, m0, n0, col, red=None, gio=None):
     """Round ``j`` (of ``nper`` per tile) of the CTA's ``t``-th tile, at ``(m0, n0)``: ``nb`` chunks from the
     tile's column ``col`` (this consumer's 64 rows, accumulator layout, in columns ``s0 ..`` of ``src``) ->
     staging buffer -> TMA stores (``red="add"``: TMA reduce-adds into ``C``), behind the consumer's own
@@ -368,8 +422,15 @@ def store_chunk(P, C, Cs, src, s0, t, j, nper, nb, c, m0, n0, col, red=None):
     if P.drop != "store_wait":
         if T.thread_id_in_wg() == 0:
             T.ptx.bulk_wait_group_read(1)    # the store that last read this buffer is done
+    if P.gate:
+        for cc in range(2):     # one issuing thread per call site (the one that waited above)
+            if T.thread_id() == 128 * (cc + 1):
+                load_gate(P, gio, Cs[b, cc * 64:cc * 64 + 64, :],
+                          gio.Gate[m0 + cc * 64:m0 + cc * 64 + 64, n0 + col:n0 + col + w], t * nper + j, cc)
     T.ptx.barrier_sync(1 + c, 128)
     if P.boxes_per_round == 1:
+        wait_gate(P, gio, t * nper + j, c)
+        apply_gate(P, gio, src, s0, Cs, b, c * 64, c)     # (no gate with DEFER: src is the converted out)
         Tx.wg.copy(Cs[b, c * 64:c * 64 + 64, :], src[:, s0:s0 + w])
     else:
         for g in range(nb):
@@ -406,9 +467,9 @@ def store_round(P, C, Cs, src, t, j, c, m0, n0, wide, red=None):
 
 
 @T.macro
-def tile_epilogue(P, ring, acc, SC, pk, out, brow, Bias, C, Cs, i, c, m0, n0):
+def tile_epilogue(P, ring, acc, SC, pk, out, brow, Bias, C, Cs, i, c, m0, n0, gio=None):
     """After the k-loop of the CTA's ``i``-th tile: wait for its wgmma, release its last stage (block scales:
-    the k-loop released every stage), scale (FP8), bias / activate each chunk, then store it at once
+    the k-loop released every stage), scale (FP8), bias / activate / gate each chunk, then store it at once
     (``out``) or convert the whole tile into ``pk`` for the deferred rounds."""
     if P.scaling != "block":
         if P.drop != "acc_wait":
@@ -426,7 +487,7 @@ def tile_epilogue(P, ring, acc, SC, pk, out, brow, Bias, C, Cs, i, c, m0, n0):
         bias_and_activation(P, chunk, brow)
         if not P.defer:
             Tx.wg.cast(out, chunk)
-            store_chunk(P, C, Cs, out, 0, i, j, P.chunks, 1, c, m0, n0, j * P.chunk_cols)
+            store_chunk(P, C, Cs, out, 0, i, j, P.chunks, 1, c, m0, n0, j * P.chunk_cols, None, gio)
     if P.defer:
         Tx.wg.cast(pk, acc)     # frees acc for the next tile's first wgmma
 
@@ -434,7 +495,8 @@ def tile_epilogue(P, ring, acc, SC, pk, out, brow, Bias, C, Cs, i, c, m0, n0):
 # ---- the two consumer schedules --------------------------------------------------------------------------
 
 @T.macro
-def cooperative_consumer(P, ring, acc, tmps, SC, pk, out, brow, As, Bs, Bias, C, Cs, unit, rank, n_tiles, c):
+def cooperative_consumer(P, ring, acc, tmps, SC, pk, out, brow, As, Bs, Bias, C, Cs, unit, rank, n_tiles, c,
+                         gio=None):
     """Consumer ``c`` of the cooperative schedule: rows ``64 c ..`` of every tile of the CTA (``pk``: the
     deferred tile's registers, ``out``: a converted chunk; only the one the plan uses is read)."""
     if c == 1:          # the stagger (named barrier 5), once per CTA
@@ -467,7 +529,7 @@ def cooperative_consumer(P, ring, acc, tmps, SC, pk, out, brow, As, Bs, Bias, C,
             for j in range(P.k_blocks, P.rounds):
                 if i > 0:
                     store_round(P, C, Cs, pk, i - 1, j, c, pm0, pn0, pwide)
-        tile_epilogue(P, ring, acc, SC, pk, out, brow, Bias, C, Cs, i, c, m0, n0)
+        tile_epilogue(P, ring, acc, SC, pk, out, brow, Bias, C, Cs, i, c, m0, n0, gio)
     if P.defer:
         if n_tiles > 0:             # the CTA's last tile
             lm0, ln0, lwide = tile_at(P, unit + (n_tiles - 1) * P.units, rank)
@@ -478,7 +540,7 @@ def cooperative_consumer(P, ring, acc, tmps, SC, pk, out, brow, As, Bs, Bias, C,
 
 
 @T.macro
-def pingpong_store(P, C, Cs, acc, acc2, SC, out, brow, Bias, j2, j, c, m0, n0):
+def pingpong_store(P, C, Cs, acc, acc2, SC, out, brow, Bias, j2, j, c, m0, n0, gio=None):
     """Ping-pong: chunk ``j`` of consumer ``c``'s ``j2``-th tile (both 64-row halves) through its own two
     staging buffers, which alternate over its chunk sequence."""
     w = P.chunk_cols
@@ -486,7 +548,12 @@ def pingpong_store(P, C, Cs, acc, acc2, SC, out, brow, Bias, j2, j, c, m0, n0):
     if P.drop != "store_wait":
         if T.thread_id_in_wg() == 0:
             T.ptx.bulk_wait_group_read(1)    # the store that last read buffer b is done
+    if P.gate:
+        for cc in range(2):     # one issuing thread per call site (the one that waited above)
+            if T.thread_id() == 128 * (cc + 1):
+                load_gate(P, gio, Cs[cc, b], gio.Gate[m0:m0 + BM, n0 + j * w:n0 + j * w + w], j2 * P.chunks + j, cc)
     T.ptx.barrier_sync(1 + c, 128)
+    wait_gate(P, gio, j2 * P.chunks + j, c)
     load_bias(P, brow, Bias, n0, j)
     chunk_col_scales(P, SC, j)
     for hh in range(2):
@@ -495,6 +562,7 @@ def pingpong_store(P, C, Cs, acc, acc2, SC, out, brow, Bias, j2, j, c, m0, n0):
             load_row_scales(P, SC, m0 + hh * 64)
             scale_chunk(P, SC, chunk)
         bias_and_activation(P, chunk, brow)
+        apply_gate(P, gio, acc if hh == 0 else acc2, j * w, Cs, b, hh * 64, c)
         Tx.wg.cast(out, chunk)
         Tx.wg.copy(Cs[c, b, hh * 64:hh * 64 + 64, :], out)
     if P.drop != "fence_proxy_async":
@@ -506,7 +574,7 @@ def pingpong_store(P, C, Cs, acc, acc2, SC, out, brow, Bias, j2, j, c, m0, n0):
 
 
 @T.macro
-def pingpong_consumer(P, ring, acc, acc2, SC, out, brow, As, Bs, Bias, C, Cs, unit, rank, n_tiles, c):
+def pingpong_consumer(P, ring, acc, acc2, SC, out, brow, As, Bs, Bias, C, Cs, unit, rank, n_tiles, c, gio=None):
     """Consumer ``c`` of the ping-pong schedule: the CTA's tiles ``c, c + 2, ...``, whole."""
     for j2 in T.serial((n_tiles + 1 - c) // 2):
         i = c + 2 * j2
@@ -540,7 +608,7 @@ def pingpong_consumer(P, ring, acc, acc2, SC, out, brow, As, Bs, Bias, C, Cs, un
             scale_tile(P, SC, acc, m0)
             scale_tile(P, SC, acc2, m0 + 64)
         for j in range(P.chunks):
-            pingpong_store(P, C, Cs, acc, acc2, SC, out, brow, Bias, j2, j, c, m0, n0)
+            pingpong_store(P, C, Cs, acc, acc2, SC, out, brow, Bias, j2, j, c, m0, n0, gio)
     if T.thread_id_in_wg() == 0:
         T.ptx.bulk_wait_group(0)
 
@@ -558,7 +626,7 @@ def scale_shapes(P: GemmPlan):
 
 
 @T.macro
-def kernel_body(P, A, B, SA, SB, Bias, C):
+def kernel_body(P, A, B, SA, SB, Bias, C, Gate=None):
     """Everything after ``T.launch``: buffers, the barrier set-up, then one role per warpgroup."""
     a_shape, as_shape, a_layout, b_shape, bs_shape, b_layout = operand_shapes(P)
     As = T.alloc_shared(as_shape, P.dtype, layout=a_layout)
@@ -574,6 +642,12 @@ def kernel_body(P, A, B, SA, SB, Bias, C):
     else:
         out = T.alloc_local((64, P.chunk_cols), P.out_dtype, layout=wgmma_accumulator(P.chunk_cols))
     brow = T.alloc_local((1, P.chunk_cols), P.out_dtype, layout=bias_layout(P.chunk_cols))
+    gio = None
+    if P.gate:
+        gfull = T.alloc_shared((4,), "uint64")
+        gempty = T.alloc_shared((4,), "uint64")       # (unused: a consumer frees its own buffer)
+        gt = T.alloc_local((64, P.gate_cols), P.out_dtype, layout=wgmma_accumulator(P.gate_cols))
+        gio = GateIO(gate_ring(gfull, gempty), gt, Gate)
     SC = Scales(SA, SB)
     tmps = [acc]
     if P.scaling == "block":
@@ -602,7 +676,10 @@ def kernel_body(P, A, B, SA, SB, Bias, C):
     rank = T.cta_id(0) % P.CM
     n_tiles = tiles_of_unit(unit, P.units, P.tiles)
     ring = StageRing(full, empty, P.stages, P.CM)
-    setup_barriers([(ring, 1, P.empty_arrivals)], P.CM, P.pdl)
+    if P.gate:
+        setup_barriers([(ring, 1, P.empty_arrivals), (gio.ring, 1, 1)], P.CM, P.pdl)
+    else:
+        setup_barriers([(ring, 1, P.empty_arrivals)], P.CM, P.pdl)
     roles = WarpRoles(THREADS, PRODUCER_REGS, CONSUMER_REGS, "gemm_sm90")
     wg = T.warpgroup_id()
     if wg == 0:
@@ -613,7 +690,7 @@ def kernel_body(P, A, B, SA, SB, Bias, C):
     elif P.pingpong:
         roles.enter_consumer()
         c = wg - 1
-        pingpong_consumer(P, ring, acc, acc2, SC, out, brow, As, Bs, Bias, C, Cs, unit, rank, n_tiles, c)
+        pingpong_consumer(P, ring, acc, acc2, SC, out, brow, As, Bs, Bias, C, Cs, unit, rank, n_tiles, c, gio)
     elif P.defer:
         roles.enter_consumer()
         c = wg - 1
@@ -621,7 +698,8 @@ def kernel_body(P, A, B, SA, SB, Bias, C):
     else:
         roles.enter_consumer()
         c = wg - 1
-        cooperative_consumer(P, ring, acc, tmps, SC, acc, out, brow, As, Bs, Bias, C, Cs, unit, rank, n_tiles, c)
+        cooperative_consumer(P, ring, acc, tmps, SC, acc, out, brow, As, Bs, Bias, C, Cs, unit, rank, n_tiles, c,
+                             gio)
     if P.CM > 1:
         T.ptx.cluster_sync()     # no CTA leaves while a peer may still multicast into it / arrive on it
 
@@ -633,10 +711,19 @@ def staging_layout(P: GemmPlan):
 
 
 def build(P: GemmPlan):
-    """The ``@T.prim_func`` of plan ``P``: ``(A, B, Bias, C)``, or ``(A, B, SA, SB, Bias, C)`` for FP8 inputs
-    (:func:`scale_shapes`); its body is :func:`kernel_body`."""
+    """The ``@T.prim_func`` of plan ``P``: ``(A, B, Bias, C)``, ``(A, B, Bias, Gate, C)`` with ``gate``, or ``(A, B,
+    SA, SB, Bias, C)`` for FP8 inputs (:func:`scale_shapes`); its body is :func:`kernel_body`."""
     a_shape, b_shape = operand_shapes(P)[0], operand_shapes(P)[3]
     dtype, out_dtype = P.dtype, P.out_dtype
+    if P.gate:
+        @T.prim_func
+        def gemm_sm90_kernel(A: T.Tensor(a_shape, dtype), B: T.Tensor(b_shape, dtype),
+                             Bias: T.Tensor(P.bias_shape, out_dtype), Gate: T.Tensor(P.gate_shape, out_dtype),
+                             C: T.Tensor((P.M, P.N), out_dtype)):
+            T.launch(grid=(P.grid,), threads=THREADS, cluster=P.cluster, pdl=P.pdl)
+            kernel_body(P, A, B, None, None, Bias, C, Gate)
+
+        return gemm_sm90_kernel
     if P.scaling is None:
         @T.prim_func
         def gemm_sm90_kernel(A: T.Tensor(a_shape, dtype), B: T.Tensor(b_shape, dtype),
@@ -660,9 +747,10 @@ def build(P: GemmPlan):
 @tirxpy.jit
 def gemm_sm90(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", dtype="bfloat16",
               out_dtype="bfloat16", bias=False, activation=None, sms=TARGET.sm_count, group=GROUP, DEFER=None,
-              PINGPONG=False, drop=None, PDL=True, SPLIT=None, scaling=None, b_dtype=None, PART=None, PASS=None):
-    """The kernel for one problem: ``k(A, B, Bias, C)``, or ``k(A, B, SA, SB, Bias, C)`` for FP8 inputs; see
-    the module docstring for the operand orientations and the parts. Each tuning option, what it does and
+              PINGPONG=False, drop=None, PDL=True, SPLIT=None, scaling=None, b_dtype=None, PART=None, PASS=None,
+              gate=False):
+    """The kernel for one problem: ``k(A, B, Bias, C)``, ``k(A, B, Bias, Gate, C)`` with ``gate``, or ``k(A, B,
+    SA, SB, Bias, C)`` for FP8 inputs; see the module docstring for the operand orientations and the parts. Each tuning option, what it does and
     when the defaults (:func:`tirxpy_kernels.gemm`, through :func:`~tirxpy_kernels.gemm_plan.choose_tile`) choose it:
 
     ``BN``: the tile width, any multiple of 16 in [64, 256] (the wgmma N); with an MN-major ``B``, a
@@ -715,6 +803,11 @@ def gemm_sm90(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", dtyp
     :func:`~tirxpy_kernels.gemm_fp8_plan.block_part`, in passes of ``PASS`` k-blocks,
     :func:`~tirxpy_kernels.gemm_fp8_plan.check_pass`).
 
+    ``gate``: the output is 0 where ``Gate`` (``(M, N)``, the output's dtype) is <= 0, applied after the bias and
+    activation: ReLU's backward fused into the product that makes its incoming gradient (``dr = (dy @ W2) * (r >
+    0)``, a select: a NaN in ``Gate`` passes the product). Each epilogue chunk reads its gate chunk from global
+    memory, so ``DEFER`` is off (16-bit inputs; no FP8 scaling).
+
     ``drop=`` removes one protocol step, for the simulator's mutation tests only: ``"full_wait"``
     (consumers' wait on ``full``), ``"empty_wait"`` (producer's wait on ``empty``), ``"expect_tx"``
     (the TMA loads announce no bytes), ``"wgmma_wait"`` (the k-loop's ``wait=1`` before a stage is
@@ -722,7 +815,7 @@ def gemm_sm90(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", dtyp
     (before the TMA store), ``"store_wait"`` (the staging buffer's bulk read-wait) or ``"turn"``
     (``PINGPONG``'s turn barriers between the consumers' k-loops)."""
     return build(kernel_plan(M, N, K, BN, STAGES, CM, a_major, b_major, dtype, out_dtype, bias, activation, sms,
-                             group, DEFER, PINGPONG, drop, PDL, SPLIT, scaling, b_dtype, PART, PASS))
+                             group, DEFER, PINGPONG, drop, PDL, SPLIT, scaling, b_dtype, PART, PASS, gate))
 
 
 @tirxpy.jit

@@ -113,16 +113,17 @@ def decode_tuning(text: str) -> dict:
 
 @torch.library.custom_op("tirxpy::gemm", mutates_args=())
 def gemm_op(a: Tensor, b: Tensor, bias: Optional[Tensor], activation: Optional[str],
-            out_dtype: Optional[torch.dtype], tuning: str = "") -> Tensor:
+            out_dtype: Optional[torch.dtype], tuning: str = "", gate: Optional[Tensor] = None) -> Tensor:
     """``act(a @ b + bias)`` by :func:`tirxpy_kernels.gemm_api.gemm` (a fresh output of ``out_dtype``; ``tuning``:
-    :func:`encode_tuning`'s string of its options)."""
+    :func:`encode_tuning`'s string of its options; ``gate``: 0 where ``gate <= 0``)."""
     from .gemm_api import gemm  # noqa: PLC0415
 
-    return gemm(a, b, bias=bias, activation=activation, out_dtype=out_dtype, **decode_tuning(tuning)).contiguous()
+    return gemm(a, b, bias=bias, activation=activation, out_dtype=out_dtype, gate=gate,
+                **decode_tuning(tuning)).contiguous()
 
 
 @gemm_op.register_fake
-def _gemm_fake(a, b, bias, activation, out_dtype, tuning=""):
+def _gemm_fake(a, b, bias, activation, out_dtype, tuning="", gate=None):
     if a.dim() != 2 or b.dim() != 2:
         raise GemmArgumentError(f"gemm: a and b must be matrices, got a {tuple(a.shape)}, b {tuple(b.shape)}")
     if a.shape[1] != b.shape[0]:
@@ -131,15 +132,17 @@ def _gemm_fake(a, b, bias, activation, out_dtype, tuning=""):
 
 
 def _gemm_setup(ctx, inputs, output):
-    a, b, bias, activation, _, _ = inputs
+    a, b, bias, activation, _, _, gate = inputs
     ctx.activation = activation
     ctx.bias_dtype = None if bias is None else bias.dtype
-    ctx.save_for_backward(a, b, bias, output if activation == "relu" else None)
+    ctx.save_for_backward(a, b, bias, output if activation == "relu" else None, gate)
 
 
 def _gemm_backward(ctx, dy):
-    a, b, bias, y = ctx.saved_tensors
+    a, b, bias, y, gate = ctx.saved_tensors
     dz = dy
+    if gate is not None:
+        dz = torch.where(gate <= 0, 0, dz)
     if ctx.activation == "relu":
         dz = dy * (y > 0)
     elif ctx.activation == "silu":
@@ -150,7 +153,7 @@ def _gemm_backward(ctx, dy):
     da = _product_like(a, dz, b.t()) if ctx.needs_input_grad[0] else None
     db = _product_like(b, a.t(), dz) if ctx.needs_input_grad[1] else None
     dbias = dz.float().sum(0).to(ctx.bias_dtype) if bias is not None and ctx.needs_input_grad[2] else None
-    return da, db, dbias, None, None, None
+    return da, db, dbias, None, None, None, None
 
 
 def _product_like(t, x, y):
@@ -165,18 +168,18 @@ def _product_like(t, x, y):
 gemm_op.register_autograd(_gemm_backward, setup_context=_gemm_setup)
 
 
-def gemm(a, b, out=None, *, bias=None, activation=None, out_dtype=None, **tuning):
-    """:func:`tirxpy_kernels.gemm` through ``torch.ops.tirxpy.gemm`` (differentiable, traceable). The tuning options
-    travel with the call (:func:`encode_tuning`); ``out=`` gets the result by ``out.copy_`` (recorded like any
-    in-place copy)."""
+def gemm(a, b, out=None, *, bias=None, activation=None, out_dtype=None, gate=None, **tuning):
+    """:func:`tirxpy_kernels.gemm` through ``torch.ops.tirxpy.gemm`` (differentiable in ``a``, ``b`` and ``bias``;
+    traceable). The tuning options travel with the call (:func:`encode_tuning`); ``out=`` gets the result by
+    ``out.copy_`` (recorded like any in-place copy)."""
     text = encode_tuning(tuning, "gemm", GemmArgumentError)
     if out is None:
-        return gemm_op(a, b, bias, activation, out_dtype, text)
+        return gemm_op(a, b, bias, activation, out_dtype, text, gate)
     want = ((a.shape[0], b.shape[1]), out_dtype or a.dtype)
     if not isinstance(out, Tensor) or (out.shape, out.dtype) != want:
         what = f"{out.dtype} {tuple(out.shape)}" if isinstance(out, Tensor) else type(out).__name__
         raise GemmArgumentError(f"gemm: out is {what}; the result is {want[1]} {want[0]}")
-    return out.copy_(gemm_op(a, b, bias, activation, out_dtype, text))
+    return out.copy_(gemm_op(a, b, bias, activation, out_dtype, text, gate))
 
 
 # ---------------------------------------------------------------------------------------------- attention

@@ -37,6 +37,12 @@ A, B = _bf(256, 512), _bf(512, 512).t()
     (dict(BN=256, STAGES=6), "shared memory"),
     (dict(bias=torch.zeros(512).to_sparse()), "bias is a sparse tensor"),
     (dict(bias=torch.zeros(512, dtype=torch.int32)), "bias must be floating point"),
+    (dict(gate=_bf(256, 511)), "gate has shape (256, 511); it must have the output's shape (256, 512)"),
+    (dict(gate=torch.zeros(256, 512)), "pass gate.to(torch.bfloat16)"),
+    (dict(gate=_bf(512, 256).t()), "gate must be contiguous"),
+    (dict(gate=_bf(256, 512).to_sparse()), "gate is a sparse tensor"),
+    (dict(gate=1.0), "gate must be a tensor of shape (256, 512)"),
+    (dict(gate=_bf(256, 512), DEFER=True), "a gate is read chunk by chunk from global memory"),
 ])
 def test_options_are_checked_before_the_device(kw, msg):
     with pytest.raises(GemmArgumentError) as e:
@@ -63,6 +69,9 @@ def test_an_out_that_shares_memory_with_an_input_is_refused():
     w = _bf(1024, 512)
     with pytest.raises(GemmArgumentError, match="out shares memory with b"):
         tirxpy_kernels.gemm(A, w[:512].t(), w[256:512].view(256, 512))
+    with pytest.raises(GemmArgumentError, match="out shares memory with gate"):
+        g = _bf(256, 512)
+        tirxpy_kernels.gemm(A, B, g, gate=g)
     kernels_out = _bf(512, 512)            # the other half of one storage: no overlap, so only the device is wrong
     with pytest.raises(GemmArgumentError, match="tensors are on cpu"):
         tirxpy_kernels.gemm(kernels_out[:256], B, kernels_out[256:])
@@ -70,7 +79,8 @@ def test_an_out_that_shares_memory_with_an_input_is_refused():
 
 @pytest.mark.parametrize("kw", [dict(), dict(BN=192, PINGPONG=None), dict(PINGPONG=True), dict(DEFER=True),
                                 dict(sms=1), dict(sms=None), dict(activation="silu", bias=torch.zeros(512)),
-                                dict(out_dtype=torch.float32, DEFER=False), dict(SPLIT=None), dict(PDL=0)])
+                                dict(out_dtype=torch.float32, DEFER=False), dict(SPLIT=None), dict(PDL=0),
+                                dict(gate=_bf(256, 512)), dict(gate=torch.zeros(256, 512), out_dtype=torch.float32)])
 def test_a_right_call_on_cpu_gets_the_device_error(kw):
     with pytest.raises(GemmArgumentError, match="gemm: tensors are on cpu; the kernel runs on a CUDA GPU"):
         tirxpy_kernels.gemm(A, B, **kw)

@@ -101,3 +101,35 @@ def test_pingpong_sim_matches_float64(M, N, K, BN, CM, sms, a_major, b_major, ou
     bound = (2.0 ** -8 * ref.abs() if out_dtype != "float32" else 0) \
         + K * 2.0 ** -23 * (a.double().abs() @ b.double().abs()) + 1e-30
     assert torch.all((c.double() - ref).abs() <= bound)
+
+
+@pytest.mark.parametrize("M,N,K,BN,CM,sms,pp,b_major,out_dtype", [
+    (300, 360, 136, 176, 1, 1, True, "K", "bfloat16"),     # ping-pong, 16-column chunks, ragged M and N
+    (256, 200, 72, 128, 1, 2, True, "MN", "float32"),      # ping-pong, MN-major B (the MLP backward's form)
+    (260, 200, 136, 128, 2, 2, False, "K", "bfloat16"),    # cooperative store-at-once, cluster, ragged edges
+])
+def test_gate_sim_matches_float64(M, N, K, BN, CM, sms, pp, b_major, out_dtype):
+    """``gate``: the output is 0 where the (M, N) gate is <= 0 and the product elsewhere (ReLU's backward,
+    ``where(gate <= 0, 0, a @ b)``); the gate holds exact zeros, negatives, positives and NaN (which passes)."""
+    g = torch.Generator().manual_seed(int(torch.randint(0, 2**31 - 1, (1,))))
+    k = gemm_sm90(M, N, K, BN=BN, STAGES=2, CM=CM, sms=sms, b_major=b_major, out_dtype=out_dtype, PINGPONG=pp,
+                  gate=True)
+    a = torch.randn(M, K, generator=g).bfloat16()
+    b = torch.randn(K, N, generator=g).bfloat16()
+    tdt = torch.float32 if out_dtype == "float32" else torch.bfloat16
+    gate = torch.randn(M, N, generator=g)
+    gate[torch.rand(M, N, generator=g) < 0.1] = 0.0
+    gate[torch.rand(M, N, generator=g) < 0.01] = float("nan")
+    gate = gate.to(tdt)
+    c = torch.full((M, N), float("nan")).to(tdt)
+    B = b.t().contiguous() if b_major == "K" else b
+    res = run(k, a, B, torch.zeros(1, 1).to(tdt), gate, c, seed=int(torch.randint(0, 1000, (1,))))
+    assert res.problems == []
+    assert not torch.isnan(c).any()
+    prod = a.double() @ b.double()
+    keep = ~(gate.double() <= 0)
+    assert (c[~keep] == 0).all()
+    bound = (2.0 ** -8 * prod.abs() if out_dtype != "float32" else 0) \
+        + K * 2.0 ** -23 * (a.double().abs() @ b.double().abs()) + 1e-30
+    assert torch.all((c.double() - prod).abs()[keep] <= bound[keep])
+    assert keep.sum() > M * N // 4 and (~keep).sum() > M * N // 4

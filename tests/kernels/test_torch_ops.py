@@ -1,4 +1,4 @@
-"""tirxpy_kernels.torch_ops: the torch custom operators over gemm / attention / attention_varlen.
+"""tirxpy_kernels.torch_ops and mlp_ops: the torch custom operators over gemm / mlp / attention / attention_varlen.
 
 CPU: schemas, fake (meta) implementations, the routing rule (needs_op), the typed refusals, the backward formulas
 (with the kernels replaced by float64 torch references: torch.autograd.gradcheck and torch.library.opcheck), and a
@@ -12,7 +12,7 @@ import torch.nn.functional as F
 
 import tirxpy_kernels
 from tirxpy.errors import ArgumentError
-from tirxpy_kernels import attention_api, attention_bwd_api, gemm_api, torch_ops
+from tirxpy_kernels import attention_api, attention_bwd_api, gemm_api, mlp_ops, torch_ops
 from tirxpy_kernels.attention_bwd_plan import HEAD_DIMS as BWD_HEAD_DIMS
 from tirxpy_kernels.attention_varlen_api import empty_outputs
 from tirxpy_kernels.bench_train import Block
@@ -30,8 +30,9 @@ def _meta(*shape, dtype=torch.bfloat16):
 # ---------------------------------------------------------------------------------------------------- CPU
 def test_schemas():
     assert str(torch.ops.tirxpy.gemm.default._schema) == (
-        "tirxpy::gemm(Tensor a, Tensor b, Tensor? bias, str? activation, ScalarType? out_dtype, str tuning=\"\") "
-        "-> Tensor")
+        "tirxpy::gemm(Tensor a, Tensor b, Tensor? bias, str? activation, ScalarType? out_dtype, str tuning=\"\", "
+        "Tensor? gate=None) -> Tensor")
+    assert str(torch.ops.tirxpy.mlp.default._schema) == "tirxpy::mlp(Tensor x, Tensor b1, Tensor b2) -> (Tensor, Tensor)"
     assert "-> (Tensor, Tensor)" in str(torch.ops.tirxpy.attention.default._schema)
     assert "SymInt max_seqlen_q" in str(torch.ops.tirxpy.attention_varlen.default._schema) or \
         "int max_seqlen_q" in str(torch.ops.tirxpy.attention_varlen.default._schema)
@@ -83,9 +84,9 @@ def test_refusals_are_typed():
 def test_tuning_and_out_travel_through_the_operator(float64_kernels, monkeypatch):
     seen = []
 
-    def ref(a, b, bias=None, activation=None, out_dtype=None, **tuning):
+    def ref(a, b, bias=None, activation=None, out_dtype=None, gate=None, **tuning):
         seen.append(tuning)
-        return _ref_gemm(a, b, bias, activation, out_dtype)
+        return _ref_gemm(a, b, bias, activation, out_dtype, gate)
 
     monkeypatch.setattr(gemm_api, "gemm", ref)
     a = torch.randn(8, 4, dtype=torch.float64, requires_grad=True)
@@ -108,9 +109,11 @@ def test_varlen_grad_goes_to_the_padded_backward():
         tirxpy_kernels.attention_varlen(q, q, q, cu, cu, 200, 200)
 
 
-def _ref_gemm(a, b, bias=None, activation=None, out_dtype=None):
+def _ref_gemm(a, b, bias=None, activation=None, out_dtype=None, gate=None):
     z = a.double() @ b.double() + (0 if bias is None else bias.double())
     z = torch.relu(z) if activation == "relu" else F.silu(z) if activation == "silu" else z
+    if gate is not None:
+        z = torch.where(gate <= 0, 0, z)
     return z.to(out_dtype or a.dtype)
 
 
@@ -176,6 +179,37 @@ def test_gemm_gradients_come_in_their_operands_layout(float64_kernels, a_cols, b
     torch.testing.assert_close(dw, db.t() if b_cols else db, rtol=1e-12, atol=1e-12)
 
 
+def test_gemm_gate_backward_gradcheck(float64_kernels):
+    """A gated product's gradient reaches a and b only where the gate is > 0; the gate gets none."""
+    g = torch.Generator().manual_seed(int(torch.randint(0, 2**31 - 1, (1,))))
+    a = torch.randn(7, 5, dtype=torch.float64, generator=g, requires_grad=True)
+    b = torch.randn(5, 6, dtype=torch.float64, generator=g, requires_grad=True)
+    gate = torch.randn(7, 6, dtype=torch.float64, generator=g)
+    gate[0, :3] = 0.0
+    assert torch.autograd.gradcheck(lambda a, b: torch_ops.gemm(a, b, gate=gate), (a, b))
+    y = torch_ops.gemm(a, b, gate=gate)
+    assert (y[gate <= 0] == 0).all() and (y[gate > 0] != 0).all()
+
+
+def test_mlp_gradcheck_and_layouts(float64_kernels):
+    """``mlp``'s backward (ReLU's mask inside the first backward product) against finite differences, with the
+    weights' gradients in the weights' own (row-major) layout."""
+    g = torch.Generator().manual_seed(int(torch.randint(0, 2**31 - 1, (1,))))
+    x = torch.randn(2, 5, 6, dtype=torch.float64, generator=g, requires_grad=True)
+    w1 = torch.randn(8, 6, dtype=torch.float64, generator=g, requires_grad=True)
+    w2 = torch.randn(4, 8, dtype=torch.float64, generator=g, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda x, w1, w2: tirxpy_kernels.mlp(x, w1.t(), w2.t()), (x, w1, w2))
+    y = tirxpy_kernels.mlp(x, w1.t(), w2.t())
+    assert y.shape == (2, 5, 4)
+    torch.testing.assert_close(y, torch.relu(x @ w1.t()) @ w2.t(), rtol=1e-12, atol=1e-12)
+    dx, d1, d2 = torch.autograd.grad(y, (x, w1, w2), torch.randn_like(y))
+    assert d1.stride() == w1.stride() and d2.stride() == w2.stride() and dx.shape == x.shape
+    for act in (None, "silu"):      # composed of two gemm operators
+        z = x @ w1.t()
+        ref = (F.silu(z) if act else z) @ w2.t()
+        torch.testing.assert_close(tirxpy_kernels.mlp(x, w1.t(), w2.t(), activation=act), ref, rtol=1e-5, atol=1e-5)
+
+
 def test_attention_backward_wiring(float64_kernels):
     q = torch.randn(1, 9, 4, 16, dtype=torch.float64, requires_grad=True)
     k = torch.randn(1, 7, 2, 16, dtype=torch.float64, requires_grad=True)
@@ -189,6 +223,9 @@ def test_opcheck_with_reference_kernels(float64_kernels):
     a = torch.randn(32, 16, dtype=torch.float64, requires_grad=True)
     b = torch.randn(16, 24, dtype=torch.float64, requires_grad=True)
     torch.library.opcheck(torch.ops.tirxpy.gemm.default, (a, b, None, "relu", None))
+    torch.library.opcheck(torch.ops.tirxpy.gemm.default, (a, b, None, None, None, "", torch.randn(32, 24).double()))
+    torch.library.opcheck(torch.ops.tirxpy.mlp.default, (a, b, torch.randn(24, 8, dtype=torch.float64,
+                                                                               requires_grad=True)))
     q = torch.randn(1, 9, 4, 16, dtype=torch.float64, requires_grad=True)
     torch.library.opcheck(torch.ops.tirxpy.attention.default, (q, q[:, :, :2].detach().clone().requires_grad_(),
                                                                q[:, :, :2].detach().clone(), True, None))
@@ -216,8 +253,8 @@ def test_compile_fullgraph_captures_the_operators():
     with pytest.raises(_Captured):
         torch.compile(blk, fullgraph=True, backend=backend)(x)
     targets = {str(n.target) for n in graphs[0].graph.nodes if n.op == "call_function"}
-    assert "tirxpy.gemm.default" in targets and "tirxpy.attention.default" in targets
-    assert sum(str(n.target) == "tirxpy.gemm.default" for n in graphs[0].graph.nodes) == 4
+    assert {"tirxpy.gemm.default", "tirxpy.mlp.default", "tirxpy.attention.default"} <= targets
+    assert sum(str(n.target) == "tirxpy.gemm.default" for n in graphs[0].graph.nodes) == 2
 
 
 def test_compile_keeps_tuning_options_in_the_graph():
@@ -237,7 +274,7 @@ def test_compile_keeps_tuning_options_in_the_graph():
     a, q = torch.randn(64, 256, dtype=torch.bfloat16), torch.randn(1, 64, 2, 128, dtype=torch.bfloat16)
     with pytest.raises(_Captured):
         torch.compile(fn, fullgraph=True, backend=backend)(a, a.t(), q)
-    args = [n.args[-1] for n in graphs[0].graph.nodes if str(n.target).startswith("tirxpy.")]
+    args = [n.args[5] for n in graphs[0].graph.nodes if str(n.target).startswith("tirxpy.")]     # tuning
     assert [torch_ops.decode_tuning(t) for t in args] == [{"BN": 128, "SPLIT": (16, 1, 240)}, {"BN": 64}]
 
 
@@ -277,6 +314,58 @@ def test_gemm_opcheck_and_grads(M, N, K, activation, bias, out_dtype):
     assert not torch.isnan(y).any() and _relerr(y, yr) < 1e-2
     for g, r in zip(grads, refs):
         assert not torch.isnan(g).any() and _relerr(g, r) < 2e-2
+
+
+@pytest.mark.parametrize("M,N,K,b_cols,out_dtype", [
+    (1000, 2112, 520, False, None),     # MN-major b (the MLP backward's dy @ w2), ragged M and K
+    (300, 520, 200, True, torch.float32),
+    (64, 256, 64, True, None),          # smaller than one tile: the product padded, then masked
+    (300, 1001, 136, False, None),      # misaligned output rows: the same
+])
+@pytest.mark.gpu
+@hopper
+def test_gemm_gate_matches_where(M, N, K, b_cols, out_dtype):
+    """``gemm(a, b, gate=r)`` is ``where(r <= 0, 0, a @ b)`` (NaN in the gate passes), on fresh inputs into a
+    NaN-poisoned ``out``, on the first call and on the repeated (bound) call with a new gate."""
+    dt = out_dtype or torch.bfloat16
+    a = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(N, K, device="cuda", dtype=torch.bfloat16).t() if b_cols else \
+        torch.randn(K, N, device="cuda", dtype=torch.bfloat16)
+    for _ in range(2):
+        gate = torch.randn(M, N, device="cuda").to(dt)
+        gate[torch.rand(M, N, device="cuda") < 0.1] = 0
+        gate[torch.rand(M, N, device="cuda") < 0.01] = float("nan")
+        out = torch.full((M, N), float("nan"), device="cuda", dtype=dt)
+        got = tirxpy_kernels.gemm(a, b, out, gate=gate)
+        ref = a.double() @ b.double()
+        keep = ~(gate <= 0)
+        assert got is out and not torch.isnan(out).any()
+        assert (out[~keep] == 0).all()
+        assert _relerr(out[keep], ref[keep]) < 1e-2
+    with pytest.raises(gemm_api.GemmArgumentError, match="shares memory with gate"):
+        tirxpy_kernels.gemm(a, b, gate, gate=gate)
+
+
+@pytest.mark.parametrize("T,D,F_", [(1000, 256, 1024), (4096, 512, 2048)])
+@pytest.mark.gpu
+@hopper
+def test_mlp_opcheck_and_grads(T, D, F_):
+    x = torch.randn(T, D, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    w1 = (torch.randn(F_, D, device="cuda") / D ** 0.5).bfloat16().requires_grad_()
+    w2 = (torch.randn(D, F_, device="cuda") / F_ ** 0.5).bfloat16().requires_grad_()
+    torch.library.opcheck(torch.ops.tirxpy.mlp.default, (x, w1.t(), w2.t()))
+    _poison_allocator()
+    y = tirxpy_kernels.mlp(x.view(4, T // 4, D), w1.t(), w2.t())
+    dy = torch.randn_like(y)
+    grads = torch.autograd.grad(y, (x, w1, w2), dy)
+    xd, w1d, w2d = (t.detach().double().requires_grad_() for t in (x, w1, w2))
+    yr = torch.relu(xd @ w1d.t()) @ w2d.t()
+    refs = torch.autograd.grad(yr, (xd, w1d, w2d), dy.double().view(T, D))
+    assert not torch.isnan(y).any() and _relerr(y.view(T, D), yr) < 1e-2
+    for name, g, r in zip(("x", "w1", "w2"), grads, refs):
+        assert not torch.isnan(g).any(), name
+        assert _relerr(g, r) < 2e-2, (name, _relerr(g, r))
+    assert grads[1].stride() == w1.stride() and grads[2].stride() == w2.stride()
 
 
 @pytest.mark.parametrize("D", [64, 128, 256])
