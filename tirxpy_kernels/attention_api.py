@@ -28,7 +28,7 @@ from .attention_plan import DTYPES, HEAD_DIMS, TARGET, check_options, plan
 from .checks import dense_tensor
 from .errors import KernelConfigError, flag_option
 from .attention_sm90 import attention_sm90
-from .launch_cache import LaunchCache, compiled
+from .launch_cache import LaunchCache, compiled, launch_bound
 from .views import kernel_input
 
 
@@ -172,7 +172,7 @@ def attention(q, k, v, causal=False, scale=None, return_lse=False, **tuning):
         B, SQ, H, D = q.shape
         out = torch.empty_like(q)
         lse = torch.empty((B, H, SQ, 1), dtype=torch.float32, device=q.device)
-        ck(q, k, v, out, lse)
+        launch_bound(_BOUND, key, ck, q, k, v, out, lse)
         return (out, lse[:, :, :, 0]) if return_lse else out
     B, SQ, H, D, SK, HKV, p = _check(q, k, v, causal, scale, return_lse, tuning)
     _device(q, k, v)
@@ -213,3 +213,5 @@ def _fast_key(q, k, v, causal, scale, tuning):
 
 # _fast_key -> the compiled kernel of a checked call with no padding (tirxpy_kernels.launch_cache)
 _FAST = LaunchCache("attention")
+# (_fast_key, addresses of q, k, v, out, lse) -> that kernel's bound launch (tirxpy_kernels.launch_cache.launch_bound)
+_BOUND = LaunchCache("attention bound launches")

@@ -34,7 +34,7 @@ from .attention_varlen_api import (VarlenArgumentError, check_copied, check_cu_d
 from .attention_varlen_api import check as check_varlen
 from .checks import dense_tensor
 from .errors import KernelConfigError
-from .launch_cache import compiled
+from .launch_cache import LaunchCache, compiled, launch_bound, tensor_key
 from .views import kernel_input, packed_input
 
 
@@ -159,11 +159,58 @@ def prepare(q, k, v, out, dout, lse, causal=False, scale=None, deterministic=Fal
 
 
 def attention_backward(q, k, v, out, dout, lse, causal=False, scale=None, deterministic=False):
-    """``(dq, dk, dv)`` of attention on a Hopper GPU; see the module docstring."""
+    """``(dq, dk, dv)`` of attention on a Hopper GPU; see the module docstring. A call like an earlier checked one
+    that needed no padding or copies (the same shapes, strides, dtypes, device, 16-byte alignments and options)
+    skips the checks and the planning, and with the same addresses too launches the arguments packed then
+    (:mod:`tirxpy_kernels.launch_cache`)."""
+    key = _fast_key(q, k, v, out, dout, lse, causal, scale, deterministic)
+    hit = _FAST.get(key)
+    if hit is not None:
+        return _fast_backward(key, hit, q, k, v, out, dout, lse)
     ck, args, finish = prepare(q, k, v, out, dout, lse, causal, scale, deterministic)
     with torch.cuda.device(q.device):
         ck(*args)
+    qp, kp, vp, dop, lp, dl, dk, dv, dqa, sem = args
+    in_place = all(a is b for a, b in zip((qp, kp, vp, dop, lp), (q, k, v, dout, lse)))
+    if key is not None and in_place and dk.shape == k.shape and dqa.shape[1] == q.shape[1]:
+        B, H = q.shape[0], q.shape[2]
+        pre = compiled(attention_bwd_preprocess(B, H, q.shape[1], q.shape[3], from_torch(q.dtype).name, q.shape[1]),
+                       TARGET)
+        _FAST.put(key, (ck, pre, dl.shape, sem.shape))
     return finish()
+
+
+def _fast_key(q, k, v, out, dout, lse, causal, scale, deterministic):
+    """The key of an earlier checked call like this one: every tensor's :func:`~tirxpy_kernels.launch_cache.tensor_key`
+    and 16-byte alignment (a misaligned input is copied) and the options; None when an argument is not of a plain
+    kind (then the full path runs)."""
+    ts = (q, k, v, out, dout, lse)
+    keys = tuple(tensor_key(t) for t in ts)
+    if None in keys or not isinstance(causal, bool) or not isinstance(deterministic, bool) \
+            or type(scale) not in (type(None), int, float):
+        return None
+    return keys + tuple(t.data_ptr() % 16 for t in ts) + (causal, deterministic, type(scale), scale)
+
+
+def _fast_backward(key, hit, q, k, v, out, dout, lse):
+    """:func:`attention_backward` for a call like a checked one that read every input in place: the same three
+    steps on fresh buffers, each kernel through its bound launch."""
+    ck, pre, dl_shape, sem_shape = hit
+    with torch.cuda.device(q.device):
+        dl = torch.empty(dl_shape, dtype=torch.float32, device=q.device)
+        launch_bound(_BOUND, (key, "pre"), pre, out.contiguous(), dout.contiguous(), dl)
+        dk = torch.empty(k.shape, dtype=q.dtype, device=q.device)
+        dv = torch.empty_like(dk)
+        dqa = torch.zeros(q.shape, dtype=torch.float32, device=q.device)
+        sem = torch.zeros(sem_shape, dtype=torch.int32, device=q.device)
+        launch_bound(_BOUND, key, ck, q, k, v, dout, lse, dl, dk, dv, dqa, sem)
+        return dqa.to(q.dtype), dk, dv
+
+
+# _fast_key -> (main kernel, preprocessing kernel, D's and the counters' shapes) of a checked call read in place
+_FAST = LaunchCache("attention_backward")
+# (_fast_key, addresses) -> bound launches of those kernels (tirxpy_kernels.launch_cache.launch_bound)
+_BOUND = LaunchCache("attention_backward bound launches")
 
 
 # ------------------------------------------------------------------------------------- variable-length batches

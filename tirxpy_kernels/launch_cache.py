@@ -37,6 +37,16 @@ sweep over shapes cannot grow it without end."""
 _PLAIN = (type(None), bool, int, float, str)
 
 
+CACHES: list = []
+"""Every :class:`LaunchCache` made (the APIs' module-level caches), for :func:`clear_all`."""
+
+
+def clear_all() -> None:
+    """Empty every launch cache (a tool that ran the APIs with stand-in kernels drops what they cached)."""
+    for cache in CACHES:
+        cache.clear()
+
+
 class LaunchCache:
     """A bounded map from exact call keys to what those calls built (oldest entry evicted first).
 
@@ -49,6 +59,7 @@ class LaunchCache:
             raise KernelConfigError(f"LaunchCache {name!r}: max_entries must be an int >= 1, got {max_entries!r}")
         self.name, self.max_entries = name, max_entries
         self._entries: OrderedDict = OrderedDict()
+        CACHES.append(self)
         # get(key, default=None): the value stored under key; the dict's own method, as every repeated call
         # of a kernel API looks up here (the key None, an uncacheable call, is never stored: get gives default)
         self.get = self._entries.get
@@ -91,6 +102,19 @@ class LaunchCache:
 
     def __repr__(self):
         return f"LaunchCache({self.name!r}, {len(self)} of {self.max_entries} entries)"
+
+
+def launch_bound(cache: LaunchCache, key, ck, *tensors) -> None:
+    """``ck(*tensors)`` through a bound launch (arguments packed once, :mod:`tirxpy.lower.bound_launch`) stored in
+    ``cache`` under ``key`` and the tensors' addresses. ``key`` must fix every tensor's shape, strides, dtype and
+    device (a fresh output's too: it follows from the inputs') and the kernel, so that an equal entry is the same
+    launch with the same arguments (module docstring)."""
+    bk = (key,) + tuple(t.data_ptr() for t in tensors)
+    bl = cache.get(bk)
+    if bl is None:
+        bl = ck.bind(*tensors)
+        cache.put(bk, bl)
+    bl()
 
 
 def tensor_key(t):

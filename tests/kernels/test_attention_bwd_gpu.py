@@ -111,6 +111,7 @@ def test_fused_projection_views_are_read_in_place(D, causal, monkeypatch):
     q, k, v = qkv[:, :, :H], qkv[:, :, H:H + HKV], qkv[:, :, H + HKV:]
     do = torch.randn(B, S, H, 2 * D, device="cuda").to(torch.bfloat16)[..., :D]
     out, lse = tirxpy_kernels.attention(q, k, v, causal=causal, return_lse=True)
+    attention_bwd_api._FAST.clear()     # a call like this one would skip the build
     built = []
     real = attention_bwd_api.attention_bwd_sm90
     monkeypatch.setattr(attention_bwd_api, "attention_bwd_sm90",
@@ -118,3 +119,25 @@ def test_fused_projection_views_are_read_in_place(D, causal, monkeypatch):
     grads = tirxpy_kernels.attention_backward(q, k, v, out, do, lse, causal=causal)
     assert built == [(q.stride(), k.stride(), v.stride(), do.stride())]
     _check(grads, q, k, v, do, causal, D ** -0.5)
+
+
+@pytest.mark.parametrize("deterministic", [False, True])
+def test_repeated_calls_take_the_checked_fast_path(deterministic):
+    """A call like a checked one that read its inputs in place (the same shapes, strides, dtypes, alignments and
+    options) skips the checks and the planning and launches through bound launches; it still computes on its own
+    fresh inputs into fresh, NaN-poisoned memory, and a call with other strides or options goes the checked way."""
+    attention_bwd_api._FAST.clear()
+    B, S, H, HKV, D = 2, 512, 4, 2, 128
+    for i in range(3):
+        q, k, v, out, do, lse = _inputs(B, S, S, H, HKV, D, torch.bfloat16, True)
+        torch.full((64 << 20,), float("nan"), device="cuda")       # poison what the fresh buffers get
+        grads = tirxpy_kernels.attention_backward(q, k, v, out, do, lse, causal=True, deterministic=deterministic)
+        assert len(attention_bwd_api._FAST) == 1
+        _check(grads, q, k, v, do, True, D ** -0.5)
+    assert len(attention_bwd_api._BOUND) >= 2          # the preprocessing and the main kernel
+    q, k, v, out, do, lse = _inputs(B, S, S, H, HKV, D, torch.bfloat16, False)
+    grads = tirxpy_kernels.attention_backward(q, k, v, out, do, lse, causal=False, deterministic=deterministic)
+    _check(grads, q, k, v, do, False, D ** -0.5)
+    assert len(attention_bwd_api._FAST) == 2
+    with pytest.raises(attention_bwd_api.AttentionBwdArgumentError, match="causal must be True or False"):
+        tirxpy_kernels.attention_backward(q, k, v, out, do, lse, causal=1)

@@ -55,9 +55,17 @@ def test_options_key_is_order_free_and_plain_only():
     assert options_key({"a": 0}) != options_key({"a": 0.0}) != options_key({"a": None})
 
 
-def test_both_apis_use_one_cache_class_with_a_bound():
-    for cache in (gemm_api._FAST, gemm_api._BOUND, attention_api._FAST):
-        assert isinstance(cache, LaunchCache) and cache.max_entries >= 1
+def test_the_apis_use_one_cache_class_with_a_bound():
+    from tirxpy_kernels import attention_bwd_api
+    from tirxpy_kernels.launch_cache import CACHES, clear_all
+
+    caches = (gemm_api._FAST, gemm_api._BOUND, attention_api._FAST, attention_api._BOUND, attention_bwd_api._FAST,
+              attention_bwd_api._BOUND)
+    for cache in caches:
+        assert isinstance(cache, LaunchCache) and cache.max_entries >= 1 and cache in CACHES
+    attention_bwd_api._BOUND.put(("probe",), 1)
+    clear_all()
+    assert all(len(c) == 0 for c in caches)
 
 
 def test_compiled_builds_once_per_kernel_and_arch(monkeypatch):
