@@ -8,6 +8,8 @@ packed variable-length sequences (:mod:`tirxpy_kernels.attention_varlen_api`); `
 ``attention_varlen_backward``: their gradients (:mod:`tirxpy_kernels.attention_bwd_api`).
 ``tirxpy_kernels.mlp(x, b1, b2, activation="relu")``: ``act(x @ b1) @ b2`` by two GEMMs, ReLU's backward fused into
 one (:mod:`tirxpy_kernels.mlp_ops`).
+``tirxpy_kernels.attention_qkvpacked(qkv, causal=False)``: attention over one packed ``(batch, seq, 3, heads, dim)``
+tensor whose gradient comes packed too (:mod:`tirxpy_kernels.attention_qkv_ops`).
 ``gemm``, ``mlp`` and ``attention`` are torch custom operators when autograd or ``torch.compile`` needs them
 (:mod:`tirxpy_kernels.torch_ops`).
 ``tirxpy_kernels.gemm_fp8(a, b, scale_a, scale_b, ...)``: Hopper FP8 GEMM with per-tensor, row-wise or
@@ -67,6 +69,14 @@ def attention(q, k, v, causal=False, scale=None, **kw):
     return torch_ops.attention_api.attention(q, k, v, causal=causal, scale=scale, **kw)
 
 
+def attention_qkvpacked(qkv, causal=False, scale=None):
+    """Attention over ``q, k, v = qkv.unbind(2)`` of one ``(batch, seq, 3, heads, dim)`` tensor on a Hopper GPU, whose
+    backward writes one packed ``dqkv``; see :func:`tirxpy_kernels.attention_qkv_ops.attention_qkvpacked`."""
+    from .attention_qkv_ops import attention_qkvpacked as _packed  # noqa: PLC0415  (imports torch lazily)
+
+    return _packed(qkv, causal, scale)
+
+
 def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal=False, scale=None,
                      return_lse=False):
     """Attention forward over packed variable-length sequences ``(total_tokens, heads, dim)`` on a Hopper GPU; see
@@ -81,12 +91,12 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
                                                            max_seqlen_k, causal=causal, scale=scale, return_lse=return_lse)
 
 
-def attention_backward(q, k, v, out, dout, lse, causal=False, scale=None, deterministic=False):
-    """``(dq, dk, dv)`` of :func:`attention` on a Hopper GPU, from the forward's output and log-sum-exp; see
-    :func:`tirxpy_kernels.attention_bwd_api.attention_backward`."""
+def attention_backward(q, k, v, out, dout, lse, causal=False, scale=None, deterministic=False, grads=None):
+    """``(dq, dk, dv)`` of :func:`attention` on a Hopper GPU, from the forward's output and log-sum-exp (into
+    ``grads``, when given); see :func:`tirxpy_kernels.attention_bwd_api.attention_backward`."""
     from .attention_bwd_api import attention_backward as _bwd  # noqa: PLC0415  (imports torch lazily)
 
-    return _bwd(q, k, v, out, dout, lse, causal=causal, scale=scale, deterministic=deterministic)
+    return _bwd(q, k, v, out, dout, lse, causal=causal, scale=scale, deterministic=deterministic, grads=grads)
 
 
 def attention_varlen_backward(q, k, v, out, dout, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,

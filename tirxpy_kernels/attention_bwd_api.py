@@ -32,10 +32,10 @@ from .attention_plan import varlen_window
 from .attention_varlen_api import (VarlenArgumentError, check_copied, check_cu_device, check_lengths, clipped_view,
                                    host_copy, pad_rows)
 from .attention_varlen_api import check as check_varlen
-from .checks import dense_tensor
+from .checks import dense_tensor, overlaps
 from .errors import KernelConfigError
 from .launch_cache import LaunchCache, compiled, launch_bound, tensor_key
-from .views import kernel_input, packed_input
+from .views import kernel_input, packed_input, tma_view
 
 
 class AttentionBwdArgumentError(ArgumentError):
@@ -117,12 +117,31 @@ def _device(*ts):
         raise _err(f"the kernel is for Hopper ({TARGET}); {torch.cuda.get_device_name(dev)} is sm_{cap[0]}{cap[1]}")
 
 
-def prepare(q, k, v, out, dout, lse, causal=False, scale=None, deterministic=False):
+def _check_grads(grads, q, k, v, out, dout, lse):
+    """``grads=``: None, or three tensors of ``q``'s, ``k``'s and ``v``'s shapes in ``q``'s dtype on its device that
+    share no memory with an input (any strides)."""
+    if grads is None:
+        return
+    if not isinstance(grads, (tuple, list)) or len(grads) != 3:
+        raise _err(f"grads must be None or a tuple (dq, dk, dv) of three tensors, got {type(grads).__name__}")
+    for name, g, t in zip(("dq", "dk", "dv"), grads, (q, k, v)):
+        dense_tensor("attention_backward", f"grads' {name}", g, 4, f"of shape {tuple(t.shape)}", AttentionBwdArgumentError)
+        if g.shape != t.shape or g.dtype != q.dtype or g.device != q.device:
+            raise _err(f"grads' {name} is {g.dtype} {tuple(g.shape)} on {g.device}; it must be {q.dtype} "
+                       f"{tuple(t.shape)} on {q.device}")
+        for iname, x in (("q", q), ("k", k), ("v", v), ("out", out), ("dout", dout), ("lse", lse)):
+            if overlaps(g, x):
+                raise _err(f"grads' {name} shares memory with {iname}, which the kernels read while they write it; "
+                           "pass separate tensors")
+
+
+def prepare(q, k, v, out, dout, lse, causal=False, scale=None, deterministic=False, grads=None):
     """The three steps of :func:`attention_backward` apart: ``(kernel, args, finish)``, where ``kernel(*args)``
     launches the compiled kernel on the prepared tensors (``D``, the zeroed accumulator and counters, padded
     inputs) and ``finish()`` returns ``(dq, dk, dv)`` from them; a benchmark times the kernel alone with it.
     Checks every argument first."""
     p = check(q, k, v, out, dout, lse, causal, scale, deterministic)
+    _check_grads(grads, q, k, v, out, dout, lse)
     _device(q, k, v, out, dout, lse)
     B, SQ, H, D = q.shape
     SK, HKV = k.shape[1], k.shape[2]
@@ -142,14 +161,28 @@ def prepare(q, k, v, out, dout, lse, causal=False, scale=None, deterministic=Fal
         else:
             lp = torch.zeros((B, H, SQP), dtype=torch.float32, device=q.device)
             lp[:, :, :SQ] = lse
-        dk = torch.empty((B, SKT, HKV, D), dtype=q.dtype, device=q.device)
-        dv = torch.empty_like(dk)
+        dk = dv = dks = dvs = None
+        if grads is not None and SKT == SK:     # written in place where TMA can store them
+            (dk, dks), (dv, dvs) = tma_view(grads[1]), tma_view(grads[2])
+        if dk is None or dv is None:        # the kernel writes fresh buffers (then copied into grads, if given)
+            dk, dv = (torch.empty((B, SKT, HKV, D), dtype=q.dtype, device=q.device) for _ in range(2))
+            dks = dvs = None
+        if dks is not None or dvs is not None:
+            kern = attention_bwd_sm90(B, H, HKV, SQ, SK, D, causal=causal, scale=sc, dtype=p.dtype,
+                                      deterministic=deterministic, SQT=SQT, SKT=SKT, strides=strides,
+                                      grad_strides=(dks, dvs))
         dqa = torch.zeros((B, SQT, H, D), dtype=torch.float32, device=q.device)
         sem = torch.zeros((B, H, p.q_blocks, 2), dtype=torch.int32, device=q.device)
         ck = compiled(kern, TARGET)
 
     def finish():
         with torch.cuda.device(q.device):
+            if grads is not None:
+                grads[0].copy_(dqa[:, :SQ])
+                for g, t in zip(grads[1:], (dk, dv)):
+                    if t.data_ptr() != g.data_ptr():
+                        g.copy_(t[:, :SK])
+                return tuple(grads)
             dq = dqa[:, :SQ].to(q.dtype)
         if SKT != SK:
             return dq, dk[:, :SK].contiguous(), dv[:, :SK].contiguous()
@@ -158,20 +191,25 @@ def prepare(q, k, v, out, dout, lse, causal=False, scale=None, deterministic=Fal
     return ck, (qp, kp, vp, dop, lp, dl, dk, dv, dqa, sem), finish
 
 
-def attention_backward(q, k, v, out, dout, lse, causal=False, scale=None, deterministic=False):
-    """``(dq, dk, dv)`` of attention on a Hopper GPU; see the module docstring. A call like an earlier checked one
-    that needed no padding or copies (the same shapes, strides, dtypes, device, 16-byte alignments and options)
-    skips the checks and the planning, and with the same addresses too launches the arguments packed then
-    (:mod:`tirxpy_kernels.launch_cache`)."""
-    key = _fast_key(q, k, v, out, dout, lse, causal, scale, deterministic)
+def attention_backward(q, k, v, out, dout, lse, causal=False, scale=None, deterministic=False, grads=None):
+    """``(dq, dk, dv)`` of attention on a Hopper GPU; see the module docstring. ``grads=(dq, dk, dv)``: tensors
+    (any strides, such as the slices of one packed ``dqkv``) that receive the gradients and are returned; the kernel
+    writes ``dk`` and ``dv`` in place where TMA can store them.
+
+    A call like an earlier checked one that needed no padding or copies (the same shapes, strides, dtypes, device,
+    16-byte alignments and options) skips the checks and the planning, and with the same addresses too launches
+    the arguments packed then (:mod:`tirxpy_kernels.launch_cache`)."""
+    key = _fast_key(q, k, v, out, dout, lse, causal, scale, deterministic, grads)
     hit = _FAST.get(key)
     if hit is not None:
-        return _fast_backward(key, hit, q, k, v, out, dout, lse)
-    ck, args, finish = prepare(q, k, v, out, dout, lse, causal, scale, deterministic)
+        return _fast_backward(key, hit, q, k, v, out, dout, lse, grads)
+    ck, args, finish = prepare(q, k, v, out, dout, lse, causal, scale, deterministic, grads)
     with torch.cuda.device(q.device):
         ck(*args)
     qp, kp, vp, dop, lp, dl, dk, dv, dqa, sem = args
     in_place = all(a is b for a, b in zip((qp, kp, vp, dop, lp), (q, k, v, dout, lse)))
+    if grads is not None:
+        in_place = in_place and dk.data_ptr() == grads[1].data_ptr() and dv.data_ptr() == grads[2].data_ptr()
     if key is not None and in_place and dk.shape == k.shape and dqa.shape[1] == q.shape[1]:
         B, H = q.shape[0], q.shape[2]
         pre = compiled(attention_bwd_preprocess(B, H, q.shape[1], q.shape[3], from_torch(q.dtype).name, q.shape[1]),
@@ -180,11 +218,13 @@ def attention_backward(q, k, v, out, dout, lse, causal=False, scale=None, determ
     return finish()
 
 
-def _fast_key(q, k, v, out, dout, lse, causal, scale, deterministic):
+def _fast_key(q, k, v, out, dout, lse, causal, scale, deterministic, grads=None):
     """The key of an earlier checked call like this one: every tensor's :func:`~tirxpy_kernels.launch_cache.tensor_key`
     and 16-byte alignment (a misaligned input is copied) and the options; None when an argument is not of a plain
     kind (then the full path runs)."""
-    ts = (q, k, v, out, dout, lse)
+    if grads is not None and not (isinstance(grads, tuple) and len(grads) == 3):
+        return None
+    ts = (q, k, v, out, dout, lse) + (grads or ())
     keys = tuple(tensor_key(t) for t in ts)
     if None in keys or not isinstance(causal, bool) or not isinstance(deterministic, bool) \
             or type(scale) not in (type(None), int, float):
@@ -192,19 +232,29 @@ def _fast_key(q, k, v, out, dout, lse, causal, scale, deterministic):
     return keys + tuple(t.data_ptr() % 16 for t in ts) + (causal, deterministic, type(scale), scale)
 
 
-def _fast_backward(key, hit, q, k, v, out, dout, lse):
-    """:func:`attention_backward` for a call like a checked one that read every input in place: the same three
-    steps on fresh buffers, each kernel through its bound launch."""
+def _fast_backward(key, hit, q, k, v, out, dout, lse, grads=None):
+    """:func:`attention_backward` for a call like a checked one that read every input (and wrote ``grads``' ``dk``,
+    ``dv``) in place: the same three steps, each kernel through its bound launch. The key fixed every layout; an
+    overlap of ``grads`` with an input is refused once per addresses, before the bound launch is made."""
     ck, pre, dl_shape, sem_shape = hit
     with torch.cuda.device(q.device):
         dl = torch.empty(dl_shape, dtype=torch.float32, device=q.device)
         launch_bound(_BOUND, (key, "pre"), pre, out.contiguous(), dout.contiguous(), dl)
-        dk = torch.empty(k.shape, dtype=q.dtype, device=q.device)
-        dv = torch.empty_like(dk)
+        if grads is None:
+            dk = torch.empty(k.shape, dtype=q.dtype, device=q.device)
+            dv = torch.empty_like(dk)
+        else:
+            dk, dv = tma_view(grads[1])[0], tma_view(grads[2])[0]
         dqa = torch.zeros(q.shape, dtype=torch.float32, device=q.device)
         sem = torch.zeros(sem_shape, dtype=torch.int32, device=q.device)
-        launch_bound(_BOUND, key, ck, q, k, v, dout, lse, dl, dk, dv, dqa, sem)
-        return dqa.to(q.dtype), dk, dv
+        args = (q, k, v, dout, lse, dl, dk, dv, dqa, sem)
+        if grads is not None and _BOUND.get((key,) + tuple(t.data_ptr() for t in args)) is None:
+            _check_grads(grads, q, k, v, out, dout, lse)
+        launch_bound(_BOUND, key, ck, *args)
+        if grads is None:
+            return dqa.to(q.dtype), dk, dv
+        grads[0].copy_(dqa)
+        return grads
 
 
 # _fast_key -> (main kernel, preprocessing kernel, D's and the counters' shapes) of a checked call read in place

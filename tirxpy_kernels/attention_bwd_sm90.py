@@ -110,7 +110,7 @@ class Tiles:
 @tirxpy.jit
 def attention_bwd_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat16", deterministic=False,
                        SQT=None, SKT=None, BM=None, STAGES=None, DQ_SPLIT=None, PACKED=False, FOLD=None,
-                       strides=None):
+                       strides=None, grad_strides=None):
     """The kernel for one problem: ``k(Q, K, V, dO, LSE, DL, dK, dV, dQacc, SEM)`` with ``Q, dO: (B, SQT, H, D)``,
     ``K, V, dK, dV: (B, SKT, HKV, D)`` in ``dtype``, ``LSE, DL: (B, H, SQP)`` float32 (natural log-sum-exp and
     ``rowsum(dO * O)``; ``SQP`` the query blocks' rows, ``ceil(SQ / 64) * 64``), ``dQacc: (B, SQT, H, D)``
@@ -130,7 +130,9 @@ def attention_bwd_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bf
     A block loaded past a sequence's end holds its neighbour's rows: the consumers zero them in shared memory
     (:func:`zero_tails`).
     ``strides``: ``Q``, ``K``, ``V``, ``dO`` read in place as strided views, ``(q, k, v, dout)`` element strides of
-    their shapes above (an entry None: dense; :func:`tirxpy_kernels.views.check_strides`).
+    their shapes above (an entry None: dense; :func:`tirxpy_kernels.views.check_strides`). ``grad_strides``: ``dK``,
+    ``dV`` written in place as strided views (the slices of a packed ``dqkv``), ``(dk, dv)`` likewise; not with
+    ``PACKED``.
     Options: :func:`tirxpy_kernels.attention_bwd_plan.plan`."""
     p = plan(B, H, HKV, SQ, SK, D, causal, dtype, deterministic, BM, STAGES, DQ_SPLIT, PACKED, FOLD)
     SQT, SKT = SQT or SQ, SKT or SK
@@ -143,8 +145,12 @@ def attention_bwd_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bf
                                 f"block ({p.BM} / {p.BN}) or than SQ = {SQ} / SK = {SK}: pad the sequences")
     qshape, kshape = ((SQT, H, D), (SKT, HKV, D)) if p.packed else ((B, SQT, H, D), (B, SKT, HKV, D))
     strides = check_strides("attention_bwd_sm90", ("q", "k", "v", "dout"), (qshape, kshape, kshape, qshape), strides)
+    grad_strides = check_strides("attention_bwd_sm90", ("dk", "dv"), (kshape, kshape), grad_strides)
+    if grad_strides is not None and p.packed:
+        raise KernelConfigError("attention_bwd_sm90: grad_strides is for the dense kernel; PACKED=True writes dK and dV "
+                                "through its clipped views")
     scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
-    return build_kernel(p, scale, SQT, SKT, strides)
+    return build_kernel(p, scale, SQT, SKT, strides, grad_strides)
 
 
 def lengths(p, CU, b, SQT, SKT):
@@ -507,11 +513,14 @@ def consumer_cols_part(p, scale):
     return consume
 
 
-def build_kernel(p, scale, SQT, SKT, strides=None):
+def build_kernel(p, scale, SQT, SKT, strides=None, grad_strides=None):
     """The ``@T.prim_func`` of plan ``p`` for tensors of ``SQT`` / ``SKT`` rows and softmax scale ``scale``
-    (``strides``: the checked strides of ``Q``, ``K``, ``V``, ``dO``, or None)."""
+    (``strides``: the checked strides of ``Q``, ``K``, ``V``, ``dO``, or None; ``grad_strides``: those of ``dK``,
+    ``dV``, or None)."""
     B, H, HKV, D, dtype = p.B, p.H, p.HKV, p.D, p.dtype
     qs, ks, vs, ds = strides or (None,) * 4
+    dks, dvs = grad_strides or (None,) * 2
+    DKT, DVT = tensor((B, SKT, HKV, D), dtype, dks), tensor((B, SKT, HKV, D), dtype, dvs)
     lead = () if p.packed else (B,)
     QT, KT, VT, DT = (tensor(lead + (SQT, H, D), dtype, qs), tensor(lead + (SKT, HKV, D), dtype, ks),
                       tensor(lead + (SKT, HKV, D), dtype, vs), tensor(lead + (SQT, H, D), dtype, ds))
@@ -611,7 +620,7 @@ def build_kernel(p, scale, SQT, SKT, strides=None):
     @T.prim_func
     def attention_bwd_sm90_kernel(Q: QT, K: KT, V: VT, dO: DT,
                                   LSE: T.Tensor((B, H, SQP), "float32"), DL: T.Tensor((B, H, SQP), "float32"),
-                                  dK: T.Tensor((B, SKT, HKV, D), dtype), dV: T.Tensor((B, SKT, HKV, D), dtype),
+                                  dK: DKT, dV: DVT,
                                   dQacc: T.Tensor((B, SQT, H, D), "float32"),
                                   SEM: T.Tensor((B, H, p.q_blocks, 2), "int32")):
         T.launch(grid=p.grid, threads=p.threads)

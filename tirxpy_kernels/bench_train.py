@@ -5,8 +5,8 @@ The block (:class:`Block`, pre-norm, bf16): ``x + Wo attn(Wqkv rmsnorm(x))``, th
 causal attention of ``heads`` heads of 128. ``impl="tirxpy"`` runs its matrix products through
 :func:`tirxpy_kernels.gemm`, the MLP's two as :func:`tirxpy_kernels.mlp` (the ReLU fused into ``W1``'s epilogue, its
 backward into the GEMM that makes its incoming gradient), and its attention through
-:func:`tirxpy_kernels.attention` (forward and backward kernels); ``impl="torch"`` through ``torch.nn.functional.linear``
-(cuBLAS) and ``scaled_dot_product_attention`` (the backend torch picks). Both are ``torch.compile(fullgraph=True)``d,
+:func:`tirxpy_kernels.attention_qkvpacked` (forward and backward kernels; the projection's gradient written
+packed); ``impl="torch"`` through ``torch.nn.functional.linear`` (cuBLAS) and ``scaled_dot_product_attention`` (the backend torch picks). Both are ``torch.compile(fullgraph=True)``d,
 and a step is the forward and the backward (``y.backward(dy)`` for a fixed random ``dy``), timed in one process,
 the two in turn (:func:`tirxpy_kernels.bench_tools.median_ms`).
 
@@ -72,10 +72,11 @@ class Block:
             return torch.relu(y) if act == "relu" else y
 
         h = F.rms_norm(x, (Dm,)).reshape(B * S, Dm)
-        q, k, v = linear(h, self.wqkv).view(B, S, 3, H, D).unbind(2)
+        qkv = linear(h, self.wqkv).view(B, S, 3, H, D)
         if tx:
-            a = tk.attention(q, k, v, causal=True)
+            a = tk.attention_qkvpacked(qkv, causal=True)
         else:
+            q, k, v = qkv.unbind(2)
             a = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
                                                is_causal=True).transpose(1, 2)
         x = x + linear(a.reshape(B * S, Dm), self.wo).view(B, S, Dm)

@@ -141,3 +141,20 @@ def test_repeated_calls_take_the_checked_fast_path(deterministic):
     assert len(attention_bwd_api._FAST) == 2
     with pytest.raises(attention_bwd_api.AttentionBwdArgumentError, match="causal must be True or False"):
         tirxpy_kernels.attention_backward(q, k, v, out, do, lse, causal=1)
+
+
+@pytest.mark.parametrize("S,causal", [(700, True), (40, False)])
+def test_grads_fill_given_tensors(S, causal):
+    """``grads=(dq, dk, dv)``: the slices of one NaN-poisoned packed buffer receive the gradients (``dk``, ``dv``
+    written by the kernel in place; at S = 40, shorter than a block, computed padded and copied), on the first and
+    the repeated (fast) call; a gradient tensor that overlaps an input is refused."""
+    B, H, D = 2, 4, 128
+    for _ in range(2):
+        q, k, v, out, do, lse = _inputs(B, S, S, H, H, D, torch.bfloat16, causal)
+        dqkv = torch.full((B, S, 3, H, D), float("nan"), device="cuda", dtype=torch.bfloat16)
+        got = tirxpy_kernels.attention_backward(q, k, v, out, do, lse, causal=causal, grads=tuple(dqkv.unbind(2)))
+        assert all(a.data_ptr() == b.data_ptr() for a, b in zip(got, dqkv.unbind(2)))
+        _check(tuple(dqkv.unbind(2)), q, k, v, do, causal, D ** -0.5)
+    with pytest.raises(attention_bwd_api.AttentionBwdArgumentError, match="grads' dk shares memory with k"):
+        tirxpy_kernels.attention_backward(q, k, v, out, do, lse, causal=causal, grads=(torch.empty_like(q), k,
+                                                                                      torch.empty_like(v)))

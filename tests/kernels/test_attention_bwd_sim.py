@@ -10,6 +10,7 @@ import torch
 from tirxpy.sim import run
 from tirxpy_kernels.attention_bwd_plan import plan
 from tirxpy_kernels.attention_bwd_sm90 import attention_bwd_sm90
+from tirxpy_kernels.errors import KernelConfigError
 
 from tests.kernels.attention_bwd_reference import reference_grads
 from tests.kernels.attention_reference import reference
@@ -295,3 +296,38 @@ def test_packed_preprocess_refuses_a_malformed_window(TQ, SQ, XQ, match):
 
     with pytest.raises(KernelConfigError, match=match):
         attention_bwd_preprocess_packed(2, 2, TQ, 64, SQ, XQ)
+
+
+@pytest.mark.parametrize("D,causal", [(64, True), (128, False)])
+def test_grads_written_into_a_packed_dqkv(D, causal):
+    """``grad_strides=``: ``dK`` and ``dV`` written straight into the slices of one ``(B, S, 3, H, D)`` gradient
+    buffer (the qkv-packed backward), ``Q``, ``K``, ``V`` read from the same packing; the slot between them (``dq``'s,
+    poisoned) is left alone, and the gradients match float64."""
+    B, H, S = 2, 2, 128
+    dtype = torch.bfloat16
+    g = torch.Generator().manual_seed(int(torch.randint(0, 2**31 - 1, (1,))))
+    qkv = torch.randn(B, S, 3, H, D, generator=g).to(dtype)
+    q, k, v = qkv.unbind(2)
+    do = torch.randn(B, S, H, D, generator=g).to(dtype)
+    o, lse = reference(q, k, v, causal, D ** -0.5)
+    dl = (do.float() * o.to(dtype).float()).sum(-1).transpose(1, 2).contiguous()
+    dqkv = torch.full((B, S, 3, H, D), float("nan")).to(dtype)
+    dk, dv = dqkv[:, :, 1], dqkv[:, :, 2]
+    dqa = torch.zeros(B, S, H, D)
+    sem = torch.zeros(B, H, S // 64, 2, dtype=torch.int32)
+    kern = attention_bwd_sm90(B, H, H, S, S, D, causal=causal, strides=(q.stride(), k.stride(), v.stride(), None),
+                              grad_strides=(dk.stride(), dv.stride()))
+    res = run(kern, q, k, v, do, lse.float().contiguous(), dl, dk, dv, dqa, sem, seed=int(torch.randint(0, 1000, (1,))))
+    assert res.problems == []
+    assert torch.isnan(dqkv[:, :, 0]).all()
+    for name, a, r in zip(("dq", "dk", "dv"), (dqa, dk, dv), reference_grads(q, k, v, do, causal, D ** -0.5)):
+        assert not torch.isnan(a).any(), name
+        assert ((a.double() - r).norm() / r.norm()).item() < 1e-2, name
+
+
+def test_grad_strides_are_checked():
+    with pytest.raises(KernelConfigError, match="strides of dk"):
+        attention_bwd_sm90(1, 2, 2, 128, 128, 64, grad_strides=((1, 2, 3, 4), None))
+    with pytest.raises(KernelConfigError, match="grad_strides is for the dense kernel"):
+        attention_bwd_sm90(2, 2, 2, 128, 128, 64, PACKED=True, SQT=256, SKT=256,
+                           grad_strides=((384, 64, 1), None))

@@ -12,7 +12,7 @@ import torch.nn.functional as F
 
 import tirxpy_kernels
 from tirxpy.errors import ArgumentError
-from tirxpy_kernels import attention_api, attention_bwd_api, gemm_api, mlp_ops, torch_ops
+from tirxpy_kernels import attention_api, attention_bwd_api, attention_qkv_ops, gemm_api, mlp_ops, torch_ops
 from tirxpy_kernels.attention_bwd_plan import HEAD_DIMS as BWD_HEAD_DIMS
 from tirxpy_kernels.attention_varlen_api import empty_outputs
 from tirxpy_kernels.bench_train import Block
@@ -37,6 +37,7 @@ def test_schemas():
     assert "SymInt max_seqlen_q" in str(torch.ops.tirxpy.attention_varlen.default._schema) or \
         "int max_seqlen_q" in str(torch.ops.tirxpy.attention_varlen.default._schema)
     assert "-> (Tensor, Tensor, Tensor)" in str(torch.ops.tirxpy.attention_backward.default._schema)
+    assert str(torch.ops.tirxpy.attention_qkvpacked_backward.default._schema).endswith("-> Tensor")
 
 
 def test_fake_shapes():
@@ -123,9 +124,9 @@ def float64_kernels(monkeypatch):
     registrations run without a GPU."""
     def attn(q, k, v, causal=False, scale=None, return_lse=False):
         o, lse = reference(q, k, v, causal, scale or q.shape[-1] ** -0.5)
-        return o.to(q.dtype), lse.float()
+        return (o.to(q.dtype), lse.float()) if return_lse else o.to(q.dtype)
 
-    def attn_bwd(q, k, v, out, dout, lse, causal=False, scale=None, deterministic=False):
+    def attn_bwd(q, k, v, out, dout, lse, causal=False, scale=None, deterministic=False, grads=None):
         # the softmax backward written out (an operator's implementation runs below autograd)
         sc = scale or q.shape[-1] ** -0.5
         G = q.shape[2] // k.shape[2]
@@ -141,7 +142,12 @@ def float64_kernels(monkeypatch):
         dq, dk = ds @ kd, ds.transpose(-1, -2) @ qd
         B, H, SK, D = dk.shape
         dk, dv = (t.view(B, H // G, G, SK, D).sum(2) for t in (dk, dv))
-        return tuple(t.transpose(1, 2).to(q.dtype) for t in (dq, dk, dv))
+        res = tuple(t.transpose(1, 2).to(q.dtype) for t in (dq, dk, dv))
+        if grads is not None:
+            for g, r in zip(grads, res):
+                g.copy_(r)
+            return grads
+        return res
 
     monkeypatch.setattr(gemm_api, "gemm", _ref_gemm)
     monkeypatch.setattr(attention_api, "attention", attn)
@@ -210,6 +216,20 @@ def test_mlp_gradcheck_and_layouts(float64_kernels):
         torch.testing.assert_close(tirxpy_kernels.mlp(x, w1.t(), w2.t(), activation=act), ref, rtol=1e-5, atol=1e-5)
 
 
+def test_attention_qkvpacked_gradcheck(float64_kernels):
+    """The packed operator's backward fills one ``dqkv`` through ``attention_backward``'s ``grads=`` (the slices of
+    it), against finite differences; its fake gives the kernel's shapes."""
+    g = torch.Generator().manual_seed(int(torch.randint(0, 2**31 - 1, (1,))))
+    qkv = torch.randn(2, 9, 3, 2, 16, dtype=torch.float64, generator=g, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda t: tirxpy_kernels.attention_qkvpacked(t, causal=True), (qkv,))
+    q, k, v = qkv.detach().unbind(2)
+    torch.testing.assert_close(tirxpy_kernels.attention_qkvpacked(qkv.detach()),
+                               reference(q, k, v, False, 16 ** -0.5)[0], rtol=1e-12, atol=1e-12)
+    torch.library.opcheck(torch.ops.tirxpy.attention_qkvpacked.default, (qkv, False, None))
+    with pytest.raises(attention_api.AttentionArgumentError, match="must be \\(batch, seq, 3"):
+        tirxpy_kernels.attention_qkvpacked(qkv[:, :, :2])
+
+
 def test_attention_backward_wiring(float64_kernels):
     q = torch.randn(1, 9, 4, 16, dtype=torch.float64, requires_grad=True)
     k = torch.randn(1, 7, 2, 16, dtype=torch.float64, requires_grad=True)
@@ -253,7 +273,7 @@ def test_compile_fullgraph_captures_the_operators():
     with pytest.raises(_Captured):
         torch.compile(blk, fullgraph=True, backend=backend)(x)
     targets = {str(n.target) for n in graphs[0].graph.nodes if n.op == "call_function"}
-    assert {"tirxpy.gemm.default", "tirxpy.mlp.default", "tirxpy.attention.default"} <= targets
+    assert {"tirxpy.gemm.default", "tirxpy.mlp.default", "tirxpy.attention_qkvpacked.default"} <= targets
     assert sum(str(n.target) == "tirxpy.gemm.default" for n in graphs[0].graph.nodes) == 2
 
 
@@ -366,6 +386,27 @@ def test_mlp_opcheck_and_grads(T, D, F_):
         assert not torch.isnan(g).any(), name
         assert _relerr(g, r) < 2e-2, (name, _relerr(g, r))
     assert grads[1].stride() == w1.stride() and grads[2].stride() == w2.stride()
+
+
+@pytest.mark.parametrize("D,causal,S", [(64, True, 300), (128, False, 1000), (128, True, 40)])
+@pytest.mark.gpu
+@hopper
+def test_attention_qkvpacked_opcheck_and_grads(D, causal, S):
+    """The packed operator: output and one packed gradient against float64 (ragged S; S = 40 is shorter than a
+    block, so the backward pads and copies into the packed slices); the gradient's memory starts NaN."""
+    qkv = torch.randn(2, S, 3, 4, D, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    torch.library.opcheck(torch.ops.tirxpy.attention_qkvpacked.default, (qkv, causal, None))
+    _poison_allocator()
+    o = tirxpy_kernels.attention_qkvpacked(qkv, causal=causal)
+    do = torch.randn_like(o)
+    (g,) = torch.autograd.grad(o, (qkv,), do)
+    qd = qkv.detach().double().requires_grad_()
+    ro, _ = reference(*qd.unbind(2), causal, D ** -0.5)
+    (r,) = torch.autograd.grad(ro, (qd,), do.double())
+    assert g.shape == qkv.shape and not torch.isnan(g).any() and not torch.isnan(o).any()
+    assert _relerr(o, ro) < 1.5e-2
+    for i, name in enumerate("qkv"):
+        assert _relerr(g[:, :, i], r[:, :, i]) < 3e-2, (name, _relerr(g[:, :, i], r[:, :, i]))
 
 
 @pytest.mark.parametrize("D", [64, 128, 256])
