@@ -167,6 +167,20 @@ def test_attention_backward_tensors_of_every_wrong_kind_are_named(name):
         refuse(AREA, _bwd(**{name: t}), names=[name])
 
 
+def test_attention_backward_grads_of_every_wrong_kind_are_named():
+    def good():
+        return torch.zeros(B, S, H, D, dtype=torch.bfloat16)
+
+    refuse(AREA, _bwd(grads=(good(), good(), good())), names=ON_CPU)
+    for bad in ("x", 3, (good(), good()), [good()] * 4, (good(), good(), Q)):
+        refuse(AREA, _bwd(grads=bad), names=["grads"])
+    for i in range(3):
+        for t in _wrong_tensors((B, S, H, D), torch.bfloat16):
+            g = [good(), good(), good()]
+            g[i] = t
+            refuse(AREA, _bwd(grads=tuple(g)), names=["grads"])
+
+
 @SETTINGS
 @given(st.sampled_from(["causal", "scale", "deterministic"]), JUNK)
 def test_attention_backward_bad_options_are_named(name, value):

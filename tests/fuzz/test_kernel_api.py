@@ -136,7 +136,7 @@ def test_gemm_one_good_option_reaches_the_device_check(data):
 
 
 @SETTINGS
-@given(NAMES.filter(lambda n: n not in GEMM_TUNING and n not in ("bias", "activation", "out_dtype", "out")
+@given(NAMES.filter(lambda n: n not in GEMM_TUNING and n not in ("bias", "activation", "out_dtype", "out", "gate")
                     and n.isidentifier()), st.one_of(JUNK, st.integers(), st.none()))
 def test_gemm_unknown_option_is_named(name, value):
     refuse(AREA, _gemm(**{name: value}), names=[name])
@@ -191,6 +191,13 @@ def test_gemm_tensors_of_every_wrong_kind_are_named(name):
 def test_attention_tensors_of_every_wrong_kind_are_named(name):
     for t in _bad_tensors(Q.shape if name == "q" else KV.shape):
         refuse(AREA, _attention(**{name: t}), names=[name])
+
+
+def test_gemm_gate_of_every_wrong_kind_is_named():
+    for t in _bad_tensors((256, 512)) + [_bf(512, 256).t(), _bf(256, 1024)[:, ::2], _bf(256, 512).float()]:
+        if t is None:
+            continue        # gate=None: no gate
+        refuse(AREA, _gemm(gate=t), names=["gate"])
 
 
 def test_gemm_out_of_every_wrong_kind_is_named():
@@ -266,3 +273,15 @@ def test_kernel_strides_of_any_value_are_checked(factory, which, bad):
     refuse(AREA, lambda: fn[factory](2, 4, 4, 256, 256, 64, strides=tuple(strides)), names=["strides"])
     refuse(AREA, lambda: fn[factory](2, 4, 4, 256, 256, 64, strides=bad), names=["strides"])
     fn[factory](2, 4, 4, 256, 256, 64, strides=(GOOD_STRIDE,) * n)         # the good ones build
+
+
+def test_mlp_and_qkvpacked_arguments_of_every_wrong_kind_are_named():
+    x, w1, w2 = _bf(4, 64, 128), _bf(512, 128), _bf(128, 512)
+    refuse(AREA, lambda: tirxpy_kernels.mlp(x, w1.t(), w2.t()), names=ON_CPU)
+    for args, name in (((x, w1, w2.t()), "shapes do not chain"), ((x, w1.t(), w2.t(), "gelu"), "activation"),
+                       ((x.tolist(), w1.t(), w2.t()), "x must be a tensor"), ((x, w1.t()[None], w2.t()), "b1"),
+                       ((x, w1.t(), 3), "b2"), ((x[0, 0], w1.t(), w2.t()), "x must be (..., dim)")):
+        refuse(AREA, lambda a=args: tirxpy_kernels.mlp(*a), names=[name])
+    refuse(AREA, lambda: tirxpy_kernels.attention_qkvpacked(_bf(1, 128, 3, 2, 64)), names=ON_CPU)
+    for qkv in (_bf(1, 128, 2, 2, 64), _bf(1, 128, 6, 64), "qkv", None):
+        refuse(AREA, lambda t=qkv: tirxpy_kernels.attention_qkvpacked(t), names=["qkv"])
