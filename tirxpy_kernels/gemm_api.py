@@ -247,8 +247,8 @@ def gemm(a, b, out=None, *, bias=None, activation=None, out_dtype=None, gate=Non
     M, N, K, out_dtype, Mk, Nk, Kk, a_major, b_major, psms, planned = _checked(a, b, out, bias, activation, out_dtype,
                                                                                tuning, gate)
     _device(a, b, out, bias, gate)
-    if gate is not None and (Mk, Nk) != (M, N):
-        # a padded problem (smaller than a tile, or misaligned output rows): the plain product, then the mask
+    if gate is not None and not _gate_in_kernel(M, N, K, Mk, Nk):
+        # a problem computed padded (smaller than a tile, or misaligned output rows): the plain product, then the mask
         res = gemm(a, b, None, bias=bias, activation=activation, out_dtype=out_dtype, **tuning)
         res = torch.where(gate <= 0, torch.zeros((), dtype=res.dtype, device=res.device), res)
         return out.copy_(res) if out is not None else res
@@ -330,13 +330,19 @@ def _checked(a, b, out, bias, activation, out_dtype, tuning, gate=None):
     Mk, Nk, Kk, a_major, b_major = _problem(a, b, M, N, K, out_dtype)
     with _as_argument_error():      # the plan for this problem, checked on any device
         sms = sms or _sm_count(a.device)
-        fused = gate is not None and (Mk, Nk) == (M, N)     # a padded problem masks after the product (gemm)
+        fused = gate is not None and _gate_in_kernel(M, N, K, Mk, Nk)
         planned = _tile(tuning, Mk, Nk, Kk, sms, b_major, bias is not None, activation, from_torch(out_dtype).name,
                         fused)
         check_config(Mk, Nk, Kk, a_major=a_major, b_major=b_major, dtype=from_torch(a.dtype).name,
                      out_dtype=from_torch(out_dtype).name,
                      bias=bias is not None, activation=activation, sms=sms, gate=fused, **planned)
     return M, N, K, out_dtype, Mk, Nk, Kk, a_major, b_major, sms, planned
+
+
+def _gate_in_kernel(M, N, K, Mk, Nk):
+    """Whether the kernel applies a gate itself: not for a problem it computes padded (smaller than one tile, or
+    with misaligned output rows), which :func:`gemm` masks after the product instead."""
+    return (Mk, Nk) == (M, N) and not (M < 128 or N < 256 or K < 64)
 
 
 def _fast_key(a, b, out, bias, activation, out_dtype, tuning, gate=None):

@@ -340,6 +340,7 @@ def test_gemm_opcheck_and_grads(M, N, K, activation, bias, out_dtype):
     (1000, 2112, 520, False, None),     # MN-major b (the MLP backward's dy @ w2), ragged M and K
     (300, 520, 200, True, torch.float32),
     (64, 256, 64, True, None),          # smaller than one tile: the product padded, then masked
+    (300, 512, 40, False, None),        # K shallower than one k-block: the same
     (300, 1001, 136, False, None),      # misaligned output rows: the same
 ])
 @pytest.mark.gpu
