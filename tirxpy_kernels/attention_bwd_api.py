@@ -125,7 +125,8 @@ def _check_grads(grads, q, k, v, out, dout, lse):
     if not isinstance(grads, (tuple, list)) or len(grads) != 3:
         raise _err(f"grads must be None or a tuple (dq, dk, dv) of three tensors, got {type(grads).__name__}")
     for name, g, t in zip(("dq", "dk", "dv"), grads, (q, k, v)):
-        dense_tensor("attention_backward", f"grads' {name}", g, 4, f"of shape {tuple(t.shape)}", AttentionBwdArgumentError)
+        dense_tensor("attention_backward", f"grads' {name}", g, 4, f"of shape {tuple(t.shape)}",
+                     AttentionBwdArgumentError)
         if g.shape != t.shape or g.dtype != q.dtype or g.device != q.device:
             raise _err(f"grads' {name} is {g.dtype} {tuple(g.shape)} on {g.device}; it must be {q.dtype} "
                        f"{tuple(t.shape)} on {q.device}")

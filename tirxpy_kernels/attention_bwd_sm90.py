@@ -147,8 +147,8 @@ def attention_bwd_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bf
     strides = check_strides("attention_bwd_sm90", ("q", "k", "v", "dout"), (qshape, kshape, kshape, qshape), strides)
     grad_strides = check_strides("attention_bwd_sm90", ("dk", "dv"), (kshape, kshape), grad_strides)
     if grad_strides is not None and p.packed:
-        raise KernelConfigError("attention_bwd_sm90: grad_strides is for the dense kernel; PACKED=True writes dK and dV "
-                                "through its clipped views")
+        raise KernelConfigError("attention_bwd_sm90: grad_strides is for the dense kernel; PACKED=True writes dK and "
+                                "dV through its clipped views")
     scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
     return build_kernel(p, scale, SQT, SKT, strides, grad_strides)
 

@@ -5,10 +5,10 @@ The block (:class:`Block`, pre-norm, bf16): ``x + Wo attn(Wqkv rmsnorm(x))``, th
 causal attention of ``heads`` heads of 128. ``impl="tirxpy"`` runs its matrix products through
 :func:`tirxpy_kernels.gemm`, the MLP's two as :func:`tirxpy_kernels.mlp` (the ReLU fused into ``W1``'s epilogue, its
 backward into the GEMM that makes its incoming gradient), and its attention through
-:func:`tirxpy_kernels.attention_qkvpacked` (forward and backward kernels; the projection's gradient written
-packed); ``impl="torch"`` through ``torch.nn.functional.linear`` (cuBLAS) and ``scaled_dot_product_attention`` (the backend torch picks). Both are ``torch.compile(fullgraph=True)``d,
-and a step is the forward and the backward (``y.backward(dy)`` for a fixed random ``dy``), timed in one process,
-the two in turn (:func:`tirxpy_kernels.bench_tools.median_ms`).
+:func:`tirxpy_kernels.attention_qkvpacked` (forward and backward kernels; the projection's gradient written packed);
+``impl="torch"`` through ``torch.nn.functional.linear`` (cuBLAS) and ``scaled_dot_product_attention`` (the backend torch
+picks). Both are ``torch.compile(fullgraph=True)``d, and a step is the forward and the backward (``y.backward(dy)`` for
+a fixed random ``dy``), timed in one process, the two in turn (:func:`tirxpy_kernels.bench_tools.median_ms`).
 
 The varlen tables pack sequences of random lengths in ``[512, 8192]`` (``--tokens`` real tokens in all). The first
 times the ``VARLEN`` kernel, the dense kernel on the batch padded to the longest sequence, and SDPA's cuDNN backend

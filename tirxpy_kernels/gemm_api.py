@@ -116,8 +116,8 @@ def _check_gate(gate, M, N, out_dtype):
     if tuple(gate.shape) != (M, N):
         raise GemmArgumentError(f"gemm: gate has shape {tuple(gate.shape)}; it must have the output's shape ({M}, {N})")
     if gate.dtype != out_dtype:
-        raise GemmArgumentError(f"gemm: gate is {gate.dtype} and the output {out_dtype}; the kernel reads the gate in the "
-                                f"output's dtype: pass gate.to({out_dtype}) (or the matching out_dtype)")
+        raise GemmArgumentError(f"gemm: gate is {gate.dtype} and the output {out_dtype}; the kernel reads the gate in "
+                                f"the output's dtype: pass gate.to({out_dtype}) (or the matching out_dtype)")
     if not gate.is_contiguous():
         raise GemmArgumentError("gemm: gate must be contiguous (row-major, like the output); pass gate.contiguous()")
 

@@ -606,8 +606,8 @@ def kernel_plan(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", dt
     per_round = 128 // DataType.get(out_dtype).itemsize // epi if defer else 1
     return GemmPlan(
         M=M, N=N, K=K, BN=BN, BK=k_block(dtype), scaling=scaling, b_dtype=b_dtype or dtype, stages=c["STAGES"], CM=CM, a_major=a_major, b_major=b_major, dtype=dtype,
-        out_dtype=out_dtype, bias=bias, activation=activation, gate=bool(gate), group=group, pingpong=c["PP"], defer=defer,
-        pdl=c["PDL"], split=split, drop=drop, grid=p["grid"], units=p["units"], tiles=p["tiles"],
+        out_dtype=out_dtype, bias=bias, activation=activation, gate=bool(gate), group=group, pingpong=c["PP"],
+        defer=defer, pdl=c["PDL"], split=split, drop=drop, grid=p["grid"], units=p["units"], tiles=p["tiles"],
         cluster_tile_rows=p["cluster_tiles_m"], tile_cols=p["tiles_n"], k_blocks=p["kt"], chunk_cols=epi,
         chunks=chunks, boxes_per_round=per_round, rounds=cdiv(chunks, per_round),
         narrow_bn=BN if split is None else split[3], b_rows_per_cta=BN // CM, stage_bytes=(BM + BN) * 128 + scale_bytes(BM, scaling),

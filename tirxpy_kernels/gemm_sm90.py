@@ -749,9 +749,10 @@ def gemm_sm90(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", dtyp
               out_dtype="bfloat16", bias=False, activation=None, sms=TARGET.sm_count, group=GROUP, DEFER=None,
               PINGPONG=False, drop=None, PDL=True, SPLIT=None, scaling=None, b_dtype=None, PART=None, PASS=None,
               gate=False):
-    """The kernel for one problem: ``k(A, B, Bias, C)``, ``k(A, B, Bias, Gate, C)`` with ``gate``, or ``k(A, B,
-    SA, SB, Bias, C)`` for FP8 inputs; see the module docstring for the operand orientations and the parts. Each tuning option, what it does and
-    when the defaults (:func:`tirxpy_kernels.gemm`, through :func:`~tirxpy_kernels.gemm_plan.choose_tile`) choose it:
+    """The kernel for one problem: ``k(A, B, Bias, C)``, ``k(A, B, Bias, Gate, C)`` with ``gate``, or ``k(A, B, SA, SB,
+    Bias, C)`` for FP8 inputs; see the module docstring for the operand orientations and the parts. Each tuning option,
+    what it does and when the defaults (:func:`tirxpy_kernels.gemm`, through
+    :func:`~tirxpy_kernels.gemm_plan.choose_tile`) choose it:
 
     ``BN``: the tile width, any multiple of 16 in [64, 256] (the wgmma N); with an MN-major ``B``, a
     multiple of ``64 CM`` (64-column TMA boxes, split over the cluster). Widths that are not a multiple

@@ -32,7 +32,8 @@ def test_schemas():
     assert str(torch.ops.tirxpy.gemm.default._schema) == (
         "tirxpy::gemm(Tensor a, Tensor b, Tensor? bias, str? activation, ScalarType? out_dtype, str tuning=\"\", "
         "Tensor? gate=None) -> Tensor")
-    assert str(torch.ops.tirxpy.mlp.default._schema) == "tirxpy::mlp(Tensor x, Tensor b1, Tensor b2) -> (Tensor, Tensor)"
+    assert str(torch.ops.tirxpy.mlp.default._schema) == \
+        "tirxpy::mlp(Tensor x, Tensor b1, Tensor b2) -> (Tensor, Tensor)"
     assert "-> (Tensor, Tensor)" in str(torch.ops.tirxpy.attention.default._schema)
     assert "SymInt max_seqlen_q" in str(torch.ops.tirxpy.attention_varlen.default._schema) or \
         "int max_seqlen_q" in str(torch.ops.tirxpy.attention_varlen.default._schema)

@@ -6,7 +6,8 @@
   sigmoid, tanh, copy; or ``Tx.unary(dst, a, fn="exp2")`` / ``Tx.map(dst, a, fn=...)``.
 - binary ``Tx.<f>(dst, a, b)`` for f in add, sub, mul, div, maximum, minimum, relu_grad, or
   ``Tx.binary(dst, a, b, fn="mul")``; ``relu_grad(dst, g, y)`` is ReLU's backward, ``0`` where ``y <= 0``
-  and ``g`` elsewhere (a select: a NaN ``y`` passes ``g``, a NaN ``g`` is zeroed where ``y <= 0``); ternary ``Tx.fma(dst, a, b, c)`` (``a * b + c``).
+  and ``g`` elsewhere (a select: a NaN ``y`` passes ``g``, a NaN ``g`` is zeroed where ``y <= 0``); ternary
+  ``Tx.fma(dst, a, b, c)`` (``a * b + c``).
 
 Operands are register tiles that broadcast to ``dst`` (numpy rules: align right, extent 1
 broadcasts: ``Tx.mul(x, x, rstd)`` with ``rstd`` of shape ``(rows, 1)`` scales rows) or scalar
