@@ -298,7 +298,7 @@ def test_packed_preprocess_refuses_a_malformed_window(TQ, SQ, XQ, match):
         attention_bwd_preprocess_packed(2, 2, TQ, 64, SQ, XQ)
 
 
-@pytest.mark.parametrize("D,causal", [(64, True), (128, False)])
+@pytest.mark.parametrize("D,causal", [(64, True)])
 def test_grads_written_into_a_packed_dqkv(D, causal):
     """``grad_strides=``: ``dK`` and ``dV`` written straight into the slices of one ``(B, S, 3, H, D)`` gradient
     buffer (the qkv-packed backward), ``Q``, ``K``, ``V`` read from the same packing; the slot between them (``dq``'s,

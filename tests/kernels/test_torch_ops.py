@@ -221,11 +221,11 @@ def test_attention_qkvpacked_gradcheck(float64_kernels):
     """The packed operator's backward fills one ``dqkv`` through ``attention_backward``'s ``grads=`` (the slices of
     it), against finite differences; its fake gives the kernel's shapes."""
     g = torch.Generator().manual_seed(int(torch.randint(0, 2**31 - 1, (1,))))
-    qkv = torch.randn(2, 9, 3, 2, 16, dtype=torch.float64, generator=g, requires_grad=True)
+    qkv = torch.randn(1, 5, 3, 2, 8, dtype=torch.float64, generator=g, requires_grad=True)
     assert torch.autograd.gradcheck(lambda t: tirxpy_kernels.attention_qkvpacked(t, causal=True), (qkv,))
     q, k, v = qkv.detach().unbind(2)
     torch.testing.assert_close(tirxpy_kernels.attention_qkvpacked(qkv.detach()),
-                               reference(q, k, v, False, 16 ** -0.5)[0], rtol=1e-12, atol=1e-12)
+                               reference(q, k, v, False, 8 ** -0.5)[0], rtol=1e-12, atol=1e-12)
     torch.library.opcheck(torch.ops.tirxpy.attention_qkvpacked.default, (qkv, False, None))
     with pytest.raises(attention_api.AttentionArgumentError, match="must be \\(batch, seq, 3"):
         tirxpy_kernels.attention_qkvpacked(qkv[:, :, :2])
