@@ -152,8 +152,15 @@ def prepare(q, k, v, out, dout, lse, causal=False, scale=None, deterministic=Fal
         ins = [kernel_input(t, n) for t, n in ((q, SQT), (k, SKT), (v, SKT), (dout, SQT))]
         (qp, _), (kp, _), (vp, _), (dop, _) = ins
         strides = None if all(st is None for _, st in ins) else tuple(st for _, st in ins)
+        dk = dv = dks = dvs = None
+        if grads is not None and SKT == SK:     # written in place where TMA can store them
+            (dk, dks), (dv, dvs) = tma_view(grads[1]), tma_view(grads[2])
+        if dk is None or dv is None:        # the kernel writes fresh buffers (then copied into grads, if given)
+            dk, dv = (torch.empty((B, SKT, HKV, D), dtype=q.dtype, device=q.device) for _ in range(2))
+            dks = dvs = None
         kern = attention_bwd_sm90(B, H, HKV, SQ, SK, D, causal=causal, scale=sc, dtype=p.dtype,
-                                  deterministic=deterministic, SQT=SQT, SKT=SKT, strides=strides)
+                                  deterministic=deterministic, SQT=SQT, SKT=SKT, strides=strides,
+                                  grad_strides=None if dks is None and dvs is None else (dks, dvs))
         dl = torch.empty((B, H, SQP), dtype=torch.float32, device=q.device)
         pre = compiled(attention_bwd_preprocess(B, H, SQ, D, p.dtype, SQT), TARGET)
         pre(kernel_input(out, SQT)[0].contiguous(), dop.contiguous(), dl)     # (it reads O and dO dense)
@@ -162,16 +169,6 @@ def prepare(q, k, v, out, dout, lse, causal=False, scale=None, deterministic=Fal
         else:
             lp = torch.zeros((B, H, SQP), dtype=torch.float32, device=q.device)
             lp[:, :, :SQ] = lse
-        dk = dv = dks = dvs = None
-        if grads is not None and SKT == SK:     # written in place where TMA can store them
-            (dk, dks), (dv, dvs) = tma_view(grads[1]), tma_view(grads[2])
-        if dk is None or dv is None:        # the kernel writes fresh buffers (then copied into grads, if given)
-            dk, dv = (torch.empty((B, SKT, HKV, D), dtype=q.dtype, device=q.device) for _ in range(2))
-            dks = dvs = None
-        if dks is not None or dvs is not None:
-            kern = attention_bwd_sm90(B, H, HKV, SQ, SK, D, causal=causal, scale=sc, dtype=p.dtype,
-                                      deterministic=deterministic, SQT=SQT, SKT=SKT, strides=strides,
-                                      grad_strides=(dks, dvs))
         dqa = torch.zeros((B, SQT, H, D), dtype=torch.float32, device=q.device)
         sem = torch.zeros((B, H, p.q_blocks, 2), dtype=torch.int32, device=q.device)
         ck = compiled(kern, TARGET)
