@@ -119,6 +119,8 @@ def test_the_kernel_plan_names_every_derived_size():
     ((1104, 904, 704), dict(DEFER=False)),
     ((1104, 904, 704), dict(DEFER=False, BN=192, dtype="float16", out_dtype="float16")),
     ((1104, 904, 704), dict(out_dtype="float32")),
+    # the gate (ReLU's backward) next to a ping-pong tile's two accumulators: the MLP backward's product
+    ((8192, 8192, 2048), dict(BN=192, PINGPONG=True, b_major="MN", gate=True)),
 ])
 def test_epilogue_variants_compile_without_spills(shape, kw):
     """No spills and no ptxas performance remark (serialized wgmma) for each epilogue."""
@@ -140,6 +142,15 @@ def test_problems_smaller_than_a_tile_are_refused(shape, kw, msg):
     with pytest.raises(ValueError, match=r"pad .* with zeros \(tirxpy_kernels.gemm does this for you\)") as e:
         gemm_sm90(*shape, **kw)
     assert msg in str(e.value)
+
+
+def test_gate_is_checked():
+    with pytest.raises(ValueError, match="a gate .* takes 16-bit inputs"):
+        gemm_sm90(256, 256, 256, BN=128, dtype="float8_e4m3", scaling="tensor", gate=True)
+    with pytest.raises(ValueError, match="deferred tile has no registers for: use DEFER=False or None"):
+        gemm_sm90(256, 256, 128, BN=128, STAGES=2, DEFER=True, gate=True)
+    with pytest.raises(ValueError, match="gate must be True or False"):
+        gemm_sm90(256, 256, 128, BN=128, STAGES=2, gate="yes")
 
 
 def test_defer_is_checked():

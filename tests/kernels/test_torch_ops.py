@@ -59,6 +59,11 @@ def test_fake_shapes():
     assert (lse.shape, lse.stride(), lse.storage_offset()) == (rl.shape, rl.stride(), rl.storage_offset())
 
 
+def test_mlp_fake_takes_a_matrix():
+    with pytest.raises(gemm_api.GemmArgumentError, match="the operator takes a matrix x"):
+        torch.ops.tirxpy.mlp(_meta(2, 8, 64), _meta(64, 128), _meta(128, 64))
+
+
 def test_needs_op():
     x = torch.zeros(3, requires_grad=True)
     assert torch_ops.needs_op(x) and torch_ops.needs_op(None, x)
