@@ -11,7 +11,8 @@ API (``torch_ops.gemm_api.gemm`` and so on, looked up at each call) and its fast
 
 Gradients:
 
-- ``gemm``: ``y = act(z)``, ``z = a @ b + bias``. ``dz = dy * act'(z)`` (relu: ``y > 0``; silu: ``z``
+- ``gemm``: ``y = act(z)``, ``z = a @ b + bias`` (with ``gate``: ``y`` is 0 where ``gate <= 0``, and so is ``dy``
+  before the rest; the gate gets no gradient). ``dz = dy * act'(z)`` (relu: ``y > 0``; silu: ``z``
   recomputed by the GEMM in float32), ``da = dz @ b^T``, ``db = a^T @ dz`` (both through the GEMM, with the
   other operand majors, each computed in its operand's layout: ``db`` of ``b = w.t()`` as ``(dz^T a)^T``, so
   ``w``'s gradient comes out row-major like ``w``), ``dbias = dz.sum(0)``.
