@@ -245,10 +245,8 @@ def _fast_backward(key, hit, q, k, v, out, dout, lse, grads=None):
             dk, dv = tma_view(grads[1])[0], tma_view(grads[2])[0]
         dqa = torch.zeros(q.shape, dtype=torch.float32, device=q.device)
         sem = torch.zeros(sem_shape, dtype=torch.int32, device=q.device)
-        args = (q, k, v, dout, lse, dl, dk, dv, dqa, sem)
-        if grads is not None and _BOUND.get((key,) + tuple(t.data_ptr() for t in args)) is None:
-            _check_grads(grads, q, k, v, out, dout, lse)
-        launch_bound(_BOUND, key, ck, *args)
+        launch_bound(_BOUND, key, ck, q, k, v, dout, lse, dl, dk, dv, dqa, sem,
+                     check=None if grads is None else lambda: _check_grads(grads, q, k, v, out, dout, lse))
         if grads is None:
             return dqa.to(q.dtype), dk, dv
         grads[0].copy_(dqa)

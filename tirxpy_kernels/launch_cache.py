@@ -104,14 +104,17 @@ class LaunchCache:
         return f"LaunchCache({self.name!r}, {len(self)} of {self.max_entries} entries)"
 
 
-def launch_bound(cache: LaunchCache, key, ck, *tensors) -> None:
+def launch_bound(cache: LaunchCache, key, ck, *tensors, check=None) -> None:
     """``ck(*tensors)`` through a bound launch (arguments packed once, :mod:`tirxpy.lower.bound_launch`) stored in
     ``cache`` under ``key`` and the tensors' addresses. ``key`` must fix every tensor's shape, strides, dtype and
     device (a fresh output's too: it follows from the inputs') and the kernel, so that an equal entry is the same
-    launch with the same arguments (module docstring)."""
+    launch with the same arguments (module docstring). ``check()``, when given, runs once per new entry, before it
+    is bound (a check of the addresses, such as an overlap of outputs with inputs)."""
     bk = (key,) + tuple(t.data_ptr() for t in tensors)
     bl = cache.get(bk)
     if bl is None:
+        if check is not None:
+            check()
         bl = ck.bind(*tensors)
         cache.put(bk, bl)
     bl()

@@ -78,3 +78,22 @@ def test_compiled_builds_once_per_kernel_and_arch(monkeypatch):
     compiled(k2, "sm_90a")
     compiled(k1, "sm_100a")
     assert calls == [(k1, "sm_90a"), (k2, "sm_90a"), (k1, "sm_100a")]
+
+
+def test_launch_bound_binds_and_checks_once_per_addresses():
+    from tirxpy_kernels.launch_cache import launch_bound
+
+    binds, checks, runs = [], [], []
+
+    class Kernel:
+        def bind(self, *ts):
+            binds.append(tuple(t.data_ptr() for t in ts))
+            return lambda: runs.append(1)
+
+    cache, x, y = LaunchCache("probe"), torch.zeros(4), torch.zeros(4)
+    for t in (x, x, y):
+        launch_bound(cache, ("k",), Kernel(), t, check=lambda: checks.append(1))
+    assert binds == [(x.data_ptr(),), (y.data_ptr(),)] and len(checks) == 2 and len(runs) == 3
+    with pytest.raises(ValueError):
+        launch_bound(cache, ("k",), Kernel(), torch.zeros(8), check=lambda: (_ for _ in ()).throw(ValueError()))
+    assert len(binds) == 2 and len(runs) == 3          # a failed check binds and launches nothing
