@@ -111,9 +111,11 @@ def bn_candidates(CM=1, b_major="K"):
 # between tiles, in k-blocks of a 256-wide tile; ping-pong hides its epilogue under the other consumer's
 # k-loop). The rule they encode: ping-pong wins where its narrower tiles fill the persistent grid's rounds
 # better than the cooperative widths (N = 2112, 24576 x 1536, 7168 x 2048), the cooperative 256 (with its
-# balanced split) elsewhere. Fitted to same-process A/B runs on the H100 (docs/performance.md).
+# balanced split) elsewhere, including N a multiple of 256 at K = 2048 (8192 x 2048 x 2048, 4096 x 8192 x 2048),
+# where the cooperative 256 has no partial column tile. Fitted to same-process A/B runs on the H100
+# (docs/performance.md).
 _PP_EFFICIENCY = {192: 0.965, 176: 0.962}
-_TILE_OVERHEAD = 3.2
+_TILE_OVERHEAD = 2.4
 
 
 def tile_cost(M, N, K, BN, PINGPONG=False, sms=TARGET.sm_count, CM=1):
@@ -126,7 +128,7 @@ def tile_cost(M, N, K, BN, PINGPONG=False, sms=TARGET.sm_count, CM=1):
     waves; cuBLAS's tile there too).
 
         >>> round(tile_cost(4096, 4096, 4096, 256)), round(tile_cost(4096, 4096, 4096, 176, PINGPONG=True))
-        (68813, 70254)
+        (67994, 70254)
     """
     tiles = cdiv(cdiv(M, 128), CM) * cdiv(N, BN)
     rounds = cdiv(tiles, persistent_units(tiles, sms, CM))
@@ -197,7 +199,7 @@ def schedule_cost(M, N, K, BN, PINGPONG=False, sms=TARGET.sm_count, CM=1, b_majo
     in the same units.
 
         >>> round(schedule_cost(4096, 4096, 4096, 256)), round(tile_cost(4096, 4096, 4096, 256))
-        (68045, 68813)
+        (67226, 67994)
     """
     cost = tile_cost(M, N, K, BN, PINGPONG, sms, CM)
     if splittable(PINGPONG, CM, b_major, bias, out_dtype):
