@@ -196,6 +196,17 @@ def median_ms(fns, sets, reps, inner=10, warmup=3, before=None, settle=1.5):
     return {name: statistics.median(t) for name, t in times.items()}
 
 
+def queue_sleep(ms=50.0):
+    """A ``before`` for :func:`median_ms` that times the GPU alone: it queues a sleep kernel of about ``ms``
+    milliseconds (``torch.cuda._sleep``, counted at 2 GHz, so at least that long on a Hopper GPU), under which
+    the host issues the sample's launches; the start event then fires when the queue is full, and the time is
+    the kernels' and the gaps between them, without the host's. ``ms`` must exceed the host time of a sample."""
+    import torch
+
+    cycles = int(ms * 2e6)
+    return lambda: torch.cuda._sleep(cycles)
+
+
 def warm_gpu(seconds=1.0):
     """Keep the GPU busy for ``seconds`` (bf16 matmuls) so the first timing does not see idle clocks."""
     import torch

@@ -137,3 +137,19 @@ def test_module_entry_point_exits_2_without_a_traceback():
     r = subprocess.run([sys.executable, "-m", "tirxpy_kernels", "gemm", "--tune", "BN=7"], capture_output=True, text=True,
                        timeout=120)
     assert r.returncode == 2 and "gemm: BN = 7 must be a multiple of 16" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_queue_sleep_queues_cycles_for_the_asked_time_at_2_ghz(monkeypatch):
+    """bench_tools.queue_sleep: a ``before`` for median_ms that queues one sleep kernel of ms * 2e6 cycles (at least
+    ``ms`` milliseconds at any clock up to 2 GHz) each time it is called, and nothing when it is made."""
+    import torch
+
+    from tirxpy_kernels.bench_tools import queue_sleep
+
+    calls = []
+    monkeypatch.setattr(torch.cuda, "_sleep", calls.append)
+    before = queue_sleep(12.5)
+    assert calls == []
+    before()
+    before()
+    assert calls == [25_000_000, 25_000_000]
