@@ -43,6 +43,8 @@ def test_register_target_and_duplicates():
 @pytest.mark.parametrize("args, msg", [
     (("test_x", ""), "non-empty PTX string"),
     (("test_x", "a {y};", [42]), "give an Operand"),
+    (("test_x", "@"), "'@' is a predicate guard with no instruction"),                  # found by the fuzz
+    (("test_x", "setp.ne.u32 p, 1, 0;\n@!p ;"), "'@!p' is a predicate guard with no instruction"),
 ])
 def test_register_errors(args, msg):
     with pytest.raises(I.RegistrationError, match=msg):

@@ -240,6 +240,11 @@ class Intrinsic:
         if self.highest is not None and parse_arch(self.highest).sm < parse_arch(self.lowest).sm:
             raise RegistrationError(f"intrinsic {self.name}: highest={self.highest!r} is below lowest={self.lowest!r}")
         self.requirement = Requirement(self.lowest, self.highest, self.why_highest)
+        guard = _bare_guard(self.template)
+        if guard is not None:
+            raise RegistrationError(f"intrinsic {self.name}: template statement {guard!r:.60} is a predicate guard "
+                                    "with no instruction after it; write the guarded instruction after it "
+                                    "('@p bra done;')")
         if not self.ptx:
             self.ptx = _mnemonic(self.template)
         self.__tirx_intrinsic__ = self.name
@@ -438,6 +443,19 @@ class Intrinsic:
         rest = [a for o, a in zip(self.args, args) if o.kind != "imm"]
         t = f"<{', '.join(tmpl)}>" if tmpl else ""
         return f"{self.helper_name()}{t}({', '.join(rest)})"
+
+
+def _bare_guard(template: str):
+    """The first statement of ``template`` that is a predicate guard alone (``@p``, ``@!p``), or None.
+
+        >>> _bare_guard("setp.eq.u32 p, {a}, 0; @p bra done;"), _bare_guard("@!p ;")
+        (None, '@!p')
+    """
+    for ln in template.replace(";", "\n").splitlines():
+        toks = ln.split()
+        if len(toks) == 1 and toks[0].startswith("@"):
+            return toks[0]
+    return None
 
 
 def _mnemonic(template: str) -> str:
