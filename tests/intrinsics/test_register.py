@@ -103,8 +103,11 @@ _R = [("r", "reg", "uint32", "w"), ("x", "reg", "uint32")]
     (("t_bad", "popc.b32 {r};", _R), dict(ret="r"), r"operands \['x'\] do not appear in the template"),
     (("t_bad", 'trap;\\"); evil(); asm("', []), {}, r"template contains '\\\\'"),
     (("t_bad", "trap;\x00", []), {}, r"template contains '\\x00'"),
+    (("t_bad", "trap; \u00e9", []), {}, r"template contains '\u00e9'; PTX text is printable ASCII"),
+    (("t_bad", "trap; \ud800", []), {}, r"template contains '\\ud800'"),      # a lone surrogate (no UTF-8)
+    (("t_bad", "add.u32 {r}, {x}, {x};", _R), dict(ret="r", memory=False, cxx="{x} + \ud800"), r"no '\\ud800'"),
     (("t_bad", "add.u32 {r}, {x}, {x};", _R), dict(ret="r", memory=False, cxx="{x}; } void evil() { return 0"),
-     r"cxx=\) is one C\+\+ expression of the operands: no ';'"),
+     r"cxx=\) is one C\+\+ expression of the operands in ASCII: no ';'"),
     (("t_bad", "add.u32 {r}, {x}, {x};", _R), dict(ret="r", memory=False, cxx="{x} // c"), r"no '//'"),
     (("1bad", "trap;", []), {}, r"intrinsic name '1bad' must be a Python and C identifier"),
     (("class", "trap;", []), {}, r"intrinsic name 'class' must be a Python and C identifier"),

@@ -79,9 +79,9 @@ def is_identifier(name) -> bool:
     """A C identifier of at most 64 characters that is no C++ keyword."""
     return isinstance(name, str) and _IDENT.fullmatch(name) is not None and name not in CXX_RESERVED
 
-_BAD_TEXT = re.compile(r"[\\\x00-\x08\x0b-\x1f\x7f]")   # backslash, control characters but tab and newline
+_BAD_TEXT = re.compile(r"[^\t\n\x20-\x5b\x5d-\x7e]")   # all but printable ASCII (no backslash), tab and newline
 _PLACEHOLDER = re.compile(r"\{\w+\}")
-_BAD_CXX = re.compile(r"[;{}\"'#\\\x00-\x1f]|//|/\*")
+_BAD_CXX = re.compile(r"[;{}\"'#\\\x00-\x1f]|[^\x00-\x7e]|//|/\*")
 Check = Callable[[Mapping[str, int]], "str | None"]
 
 
@@ -192,8 +192,8 @@ class Intrinsic:
                                     f"{self.template!r:.60}")
         bad = _BAD_TEXT.search(self.template)
         if bad:
-            raise RegistrationError(f"intrinsic {self.name}: template contains {bad.group(0)!r}; PTX text has no "
-                                    f"backslashes or control characters (write lines as separate statements)")
+            raise RegistrationError(f"intrinsic {self.name}: template contains {bad.group(0)!r}; PTX text is printable "
+                                    f"ASCII with no backslashes (write lines as separate statements)")
         if not isinstance(self.scope, str) or self.scope not in SCOPES:
             raise RegistrationError(f"intrinsic {self.name}: scope must be one of {SCOPES}, got {self.scope!r:.60}")
         for f in ("ptx", "doc", "cxx", "why_highest"):
@@ -262,8 +262,8 @@ class Intrinsic:
                 why = f"may name the read operands {[n for n in names if n != self.ret]} only, got {sorted(used)}"
         bad = _BAD_CXX.search(_PLACEHOLDER.sub("", self.cxx)) if why is None else None
         if bad:
-            why = (f"is one C++ expression of the operands: no {bad.group(0)!r} (statements, braces, strings, "
-                   f"comments and preprocessor lines are not expressions)")
+            why = (f"is one C++ expression of the operands in ASCII: no {bad.group(0)!r} (statements, braces, "
+                   f"strings, comments and preprocessor lines are not expressions)")
         if why:
             raise RegistrationError(f"intrinsic {self.name}: a C++ body (cxx=) {why}")
 
