@@ -18,6 +18,15 @@ unsigned using virtual void volatile wchar_t while xor half min max abs threadId
 int8_t int16_t int32_t int64_t uint8_t uint16_t uint32_t uint64_t main""".split())
 
 
+def _ascii(name: str) -> str:
+    """``name`` (a Python identifier) as a C one: each non-ASCII character as ``_u`` and its code point in hex.
+
+        >>> _ascii("alpha"), _ascii("\u03b1"), _ascii("A\u00c4")
+        ('alpha', '_u3b1', 'A_uc4')
+    """
+    return name if name.isascii() else "".join(c if c.isascii() else f"_u{ord(c):x}" for c in name)
+
+
 @dataclass
 class BufferInfo:
     """How a buffer is reached in C: ``cname`` is an array or pointer indexed by ``m``."""
@@ -59,7 +68,7 @@ class Context:
         ent = self.names.get(id(obj))
         if ent is not None and ent[0] is obj:
             return ent[1]
-        base = hint if hint.isidentifier() and not keyword.iskeyword(hint) else "v"
+        base = _ascii(hint) if hint.isidentifier() and not keyword.iskeyword(hint) else "v"
         if base in _CPP_WORDS or base.startswith(("tx_", "__")):
             base = base + "_"
         cand, k = base, 0
