@@ -351,3 +351,30 @@ def test_smem_addr16_renders_foldable_or_plain_and_refuses_global():
 
     msg = _err(g)
     assert "operand addr of T.ptx.gemm_smem_desc_folded is a shared-memory address, but A is in global memory" in msg
+
+
+def _copy_rows(rows, cols):
+    @T.prim_func
+    def copy_rows(A: T.Tensor((rows, cols), "float32"), B: T.Tensor((rows, cols), "float32")):
+        T.launch(grid=(rows,), threads=128)
+        for j in range(2):
+            B[T.cta_id(0), cols - 256 + j * 128 + T.thread_id()] = A[T.cta_id(0), j * 128 + T.thread_id()]
+    return copy_rows
+
+
+def test_offsets_into_tensors_past_two_to_the_31_elements_are_64_bit():
+    """A (70000, 70000) tensor has offsets up to 4.9e9: codegen computes them in int64_t (every index leaf cast
+    before the strides multiply it), so row 69999 is reached without a 32-bit wrap; the same kernel on a
+    (4096, 4096) tensor keeps int offsets. Both compile."""
+    import re
+
+    big, small = (generate(_copy_rows(n, n)).source for n in (70000, 4096))
+    index = re.search(r"\bB\[(.*?)\] = A\[(.*?)\];", big)
+    assert index and all("static_cast<int64_t>((int)blockIdx.x) * 70000ll" in g for g in index.groups()), big
+    assert "int64_t>((int)blockIdx" not in small and re.search(r"\bB\[\(int\)blockIdx\.x \* 4096", small), small
+    compile_cuda(big, "sm_90a")
+    # the bound is the tensor's reach in elements: 2**31 - 1 stays 32-bit, one more row past it does not
+    from tirxpy.lower.codegen.expr import wide_offsets
+
+    assert not wide_offsets(Buffer("A", (2**31 - 1,), "float32"))
+    assert wide_offsets(Buffer("A", (2**31,), "float32"))

@@ -216,7 +216,8 @@ def layout_m(layout, shape: tuple, swizzle: bool = True, axis: str = "m"):
     return m
 
 
-def element_m(layout, shape, indices, *, swizzle: bool = True, ranges=None, axis: str = "m", span=None, units=None):
+def element_m(layout, shape, indices, *, swizzle: bool = True, ranges=None, axis: str = "m", span=None, units=None,
+              wide: bool = False):
     """IR expression of the ``axis`` coordinate of element ``indices`` of a tile of ``shape``.
 
     ``ranges(ir_expr) -> (lo, hi) | None`` tells what is known of the leaves of the index
@@ -224,7 +225,8 @@ def element_m(layout, shape, indices, *, swizzle: bool = True, ranges=None, axis
     :class:`~tirxpy.layout.ComposeLayout`'s swizzle (what matrix descriptors start from).
     ``units=(elem_bits, unit_bits)``: the coordinate in ``unit_bits``-bit units instead (bits, so
     sub-byte dtypes count right), or None where that is not an integer polynomial of the indices (a
-    swizzle left in it, or a term that is not a multiple of the unit).
+    swizzle left in it, or a term that is not a multiple of the unit). ``wide=True``: the expression in 64-bit
+    integers (every leaf cast to int64), for tensors whose offsets pass ``2**31 - 1``.
     """
     shape = tuple(shape)
     if len(indices) != len(shape):
@@ -256,9 +258,19 @@ def element_m(layout, shape, indices, *, swizzle: bool = True, ranges=None, axis
                 break
             m = m.xreplace(back)
     try:
-        return from_sympy(m, table)
+        return from_sympy(m, _widened(table), "int64") if wide else from_sympy(m, table)
     except Exception as e:  # noqa: BLE001 - IRError from an index sympy cannot express as IR
         raise CodegenError(f"cannot turn the address {m} into integer arithmetic: {e}", span) from None
+
+
+def _widened(table):
+    """A copy of ``table`` whose integer leaves are cast to int64, so that the arithmetic over them is 64-bit."""
+    from tirxpy.ir.expr import Cast  # noqa: PLC0415
+
+    out = SymTable()
+    out.sym_to_ir = {s: Cast("int64", e) if (e.dtype.is_int or e.dtype.is_uint) and e.dtype.bits < 64 else e
+                     for s, e in table.sym_to_ir.items()}
+    return out
 
 
 def slot_span(layout, axis: str = "m"):

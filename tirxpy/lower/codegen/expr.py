@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from tirxpy.ir import expr as E
 from tirxpy.ir.buffer import Buffer, BufferRegion
+from tirxpy.layout import TileLayout
 
 from .address import element_m
 from .errors import CodegenError, span_of
@@ -259,8 +260,10 @@ class ExprRenderer:
         return info
 
     def offset(self, buf, indices, node, swizzle=True) -> str:
+        """The element offset of ``buf[indices]`` in C: in 64-bit integers for a global tensor whose offsets can pass
+        ``2**31 - 1`` (:func:`wide_offsets`), in ``int`` otherwise."""
         m = element_m(buf.layout, buf.shape, list(indices), swizzle=swizzle, ranges=self.ctx.ranges.of,
-                      span=span_of(node, self.stmt))
+                      span=span_of(node, self.stmt), wide=wide_offsets(buf))
         return self(m)
 
     def _AddressOf(self, e):
@@ -286,6 +289,24 @@ class ExprRenderer:
     def _BufferRegion(self, e):
         self.fail(f"the view of {e.name} is used as a scalar value", e,
                   hint="pass views to intrinsic operands that take tiles, or take T.address_of(view)")
+
+
+def wide_offsets(buf) -> bool:
+    """Whether element offsets into global tensor ``buf`` (a view counts its root's elements, in its own dtype) can
+    pass ``2**31 - 1``, so that codegen computes them in 64-bit integers.
+
+        >>> wide_offsets(Buffer("A", (70000, 70000), "float32")), wide_offsets(Buffer("A", (4096, 4096), "float32"))
+        (True, False)
+    """
+    if buf.storage != "global":
+        return False
+    root, lay = buf.root, buf.root.layout
+    if isinstance(lay, TileLayout):      # the farthest element from 0, whatever the strides' signs
+        reach = 1 + abs(int(lay.offset.get("m", 0))) + sum(
+            (it.extent - 1) * abs(it.stride) for it in lay.shard + lay.replica if it.axis.name == "m")
+    else:
+        reach = lay.span("m")
+    return reach * root.dtype.bits // max(buf.dtype.bits, 1) > (1 << 31) - 1
 
 
 def is_tile(a) -> bool:
