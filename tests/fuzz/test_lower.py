@@ -129,7 +129,8 @@ _FIELDS = ["operand", "template", "name", "ret", "scope", "lowest", "highest", "
 def _registration(draw):
     odd = st.sampled_from(_ODD)
     name = draw(st.one_of(odd, st.text(max_size=12), st.just("fz_ok")))
-    template = draw(st.one_of(odd, st.text(max_size=30), st.sampled_from(["popc.b32 {r}, {x};", "trap;", "x {y};"])))
+    template = draw(st.one_of(odd, st.text(max_size=30), st.text(st.characters(blacklist_categories=()), max_size=30),
+                              st.sampled_from(["popc.b32 {r}, {x};", "trap;", "x {y};", "@p", "@!p ;", "trap; \u00e9"])))
     op = st.one_of(odd, st.tuples(odd, odd), st.tuples(odd, odd, odd, odd, odd),
                    st.dictionaries(st.sampled_from(["name", "kind", "dtype", "access", "count", "values", "bad"]), odd,
                                    max_size=4))
