@@ -64,8 +64,7 @@ def plan(M, N, K, BM=128, BN=256, BK=None, STAGES=4, CM=1, sms=TARGET.sm_count, 
     epi = 128 // DataType.get(out_dtype).itemsize   # output chunk: 128 bytes, or the widest 2^k share of BN below
     while BN % epi:
         epi //= 2
-    if CM not in (1, 2):
-        raise KernelConfigError(f"gemm_sm90: the cluster size CM = {CM} must be 1 or 2")
+    check_cluster(CM)
     if STAGES < 2:
         raise KernelConfigError(f"gemm_sm90: STAGES = {STAGES}; a pipeline needs at least 2 stages")
     if min(M, N, K) <= 0:
@@ -94,6 +93,19 @@ def plan(M, N, K, BM=128, BN=256, BK=None, STAGES=4, CM=1, sms=TARGET.sm_count, 
 _BN_EFFICIENCY = {256: 1.0, 192: 0.97, 176: 0.95, 128: 0.90}
 
 
+def check_cluster(CM):
+    """KernelConfigError unless ``CM`` is a cluster size the kernel has: 1 or 2 CTAs along M.
+
+        >>> check_cluster(2)
+        >>> check_cluster(0)
+        Traceback (most recent call last):
+        ...
+        tirxpy_kernels.errors.KernelConfigError: gemm_sm90: the cluster size CM = 0 must be 1 or 2
+    """
+    if type(CM) is not int or CM not in (1, 2):
+        raise KernelConfigError(f"gemm_sm90: the cluster size CM = {CM!r:.60} must be 1 or 2")
+
+
 def bn_candidates(CM=1, b_major="K"):
     """Tile widths :func:`choose_tile` picks from: 256, 192, 176 (K-major ``B`` only: an MN-major one is
     loaded in 64-column boxes) and 128 without a cluster; widths of whole 64-column multicast slices
@@ -102,6 +114,7 @@ def bn_candidates(CM=1, b_major="K"):
         >>> bn_candidates(), bn_candidates(b_major="MN"), bn_candidates(CM=2)
         ((256, 192, 176, 128), (256, 192, 128), (256, 128))
     """
+    check_cluster(CM)
     return tuple(b for b in (256, 192, 176, 128)
                  if (b % 64 == 0 and (b // 64) % CM == 0) or (b == 176 and CM == 1 and b_major == "K"))
 
@@ -344,6 +357,7 @@ def check_options(BN=256, STAGES=None, CM=1, group=GROUP, DEFER=None, PINGPONG=F
     int_option(w, "BN", BN)
     int_option(w, "STAGES", STAGES, none=True)
     int_option(w, "CM", CM)
+    check_cluster(CM)
     int_option(w, "group", group, lo=1)
     int_option(w, "sms", sms, lo=1)
     int_option(w, "PART", PART, none=True)
