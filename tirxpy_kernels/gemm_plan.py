@@ -12,6 +12,8 @@ scalings, the block scaling's parts and passes) are :mod:`tirxpy_kernels.gemm_fp
 """
 from __future__ import annotations
 
+import numbers
+
 from dataclasses import dataclass
 
 import numpy as np
@@ -100,10 +102,10 @@ def check_cluster(CM):
         >>> check_cluster(0)
         Traceback (most recent call last):
         ...
-        tirxpy_kernels.errors.KernelConfigError: gemm_sm90: the cluster size CM = 0 must be 1 or 2
+        tirxpy_kernels.errors.KernelConfigError: gemm_sm90: the cluster size CM = 0 must be 1 or 2 (an int)
     """
-    if type(CM) is not int or CM not in (1, 2):
-        raise KernelConfigError(f"gemm_sm90: the cluster size CM = {CM!r:.60} must be 1 or 2")
+    if isinstance(CM, bool) or not isinstance(CM, numbers.Integral) or int(CM) not in (1, 2):
+        raise KernelConfigError(f"gemm_sm90: the cluster size CM = {CM!r:.60} must be 1 or 2 (an int)")
 
 
 def bn_candidates(CM=1, b_major="K"):

@@ -205,3 +205,18 @@ def test_an_mn_major_a_at_a_split_shape_builds_its_narrow_tiles():
     ck = tirxpy.compile(gemm_sm90(4096, 4096, 4096, a_major="MN", sms=132, **tuning), arch="sm_90a")
     assert ck.resources.spills == 0 and ck.resources.perf_warnings == ()
     assert "wgmma_m64n256k16" in ck.cuda_source and "wgmma_m64n240k16" in ck.cuda_source
+
+
+def test_the_cluster_size_is_1_or_2_of_any_int_kind():
+    """gemm_plan.check_cluster, the one check of CM (options, plan, tile choice): numpy ints pass, and 0, -1, 3, a
+    bool or a float are refused naming CM, also where the tile is chosen (CM = 0 divided by zero there)."""
+    import numpy as np
+
+    from tirxpy_kernels.errors import KernelConfigError
+    from tirxpy_kernels.gemm_plan import check_cluster, choose_tile
+
+    check_cluster(np.int64(2))
+    assert choose_tile(4096, 4096, 4096, CM=np.int32(2)) == choose_tile(4096, 4096, 4096, CM=2)
+    for bad in (0, -1, 3, True, 2.0):
+        with pytest.raises(KernelConfigError, match=r"the cluster size CM = .* must be 1 or 2 \(an int\)"):
+            choose_tile(4096, 4096, 4096, CM=bad)
