@@ -13,7 +13,6 @@ scalings, the block scaling's parts and passes) are :mod:`tirxpy_kernels.gemm_fp
 from __future__ import annotations
 
 import numbers
-
 from dataclasses import dataclass
 
 import numpy as np

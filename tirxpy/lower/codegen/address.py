@@ -24,6 +24,7 @@ from math import prod
 
 import sympy
 
+from tirxpy.ir.expr import Cast
 from tirxpy.ir.sym import SymTable, from_sympy, to_sympy
 from tirxpy.layout import ComposeLayout, TileLayout, bitxor
 
@@ -265,8 +266,6 @@ def element_m(layout, shape, indices, *, swizzle: bool = True, ranges=None, axis
 
 def _widened(table):
     """A copy of ``table`` whose integer leaves are cast to int64, so that the arithmetic over them is 64-bit."""
-    from tirxpy.ir.expr import Cast  # noqa: PLC0415
-
     out = SymTable()
     out.sym_to_ir = {s: Cast("int64", e) if (e.dtype.is_int or e.dtype.is_uint) and e.dtype.bits < 64 else e
                      for s, e in table.sym_to_ir.items()}
