@@ -25,6 +25,7 @@ import torch
 from tirxpy.errors import ArgumentError
 from tirxpy.ir.dtype import from_torch
 
+from .attention_api import _sm_count
 from .attention_bwd_plan import DTYPES, HEAD_DIMS, TARGET, plan
 from .attention_bwd_pre import attention_bwd_preprocess, attention_bwd_preprocess_packed
 from .attention_bwd_sm90 import attention_bwd_sm90
@@ -160,7 +161,8 @@ def prepare(q, k, v, out, dout, lse, causal=False, scale=None, deterministic=Fal
             dks = dvs = None
         kern = attention_bwd_sm90(B, H, HKV, SQ, SK, D, causal=causal, scale=sc, dtype=p.dtype,
                                   deterministic=deterministic, SQT=SQT, SKT=SKT, strides=strides,
-                                  grad_strides=None if dks is None and dvs is None else (dks, dvs))
+                                  grad_strides=None if dks is None and dvs is None else (dks, dvs),
+                                  sms=_sm_count(q.device))
         dl = torch.empty((B, H, SQP), dtype=torch.float32, device=q.device)
         pre = compiled(attention_bwd_preprocess(B, H, SQ, D, p.dtype, SQT), TARGET)
         pre(kernel_input(out, SQT)[0].contiguous(), dop.contiguous(), dl)     # (it reads O and dO dense)
@@ -324,7 +326,8 @@ def prepare_varlen(q, k, v, out, dout, lse, cu_seqlens_q, cu_seqlens_k, max_seql
         dqb[XQ:].zero_()        # the reduce-adds' rows (the XQ in front of them are never written or read)
         sem = torch.zeros((B, H, p.q_blocks, 2), dtype=torch.int32, device=q.device)
         kern = attention_bwd_sm90(B, H, HKV, SQ, SK, D, causal=causal, scale=sc, dtype=dtype,
-                                  deterministic=deterministic, SQT=TQ, SKT=TK, PACKED=True, strides=strides)
+                                  deterministic=deterministic, SQT=TQ, SKT=TK, PACKED=True, strides=strides,
+                                  sms=_sm_count(q.device))
         args = (qp, kp, vp, dop, lp, dlp, clipped_view(dkb[XK:], XK), clipped_view(dvb[XK:], XK),
                 clipped_view(dqb[XQ:], XQ), sem, cu_seqlens_q, cu_seqlens_k)
         kfn = compiled(kern, TARGET)

@@ -31,6 +31,7 @@ SMEM_LIMIT = TARGET.smem_per_cta
 DTYPES = ("bfloat16", "float16")
 HEAD_DIMS = (64, 128, 256)
 W = "attention_bwd_sm90"
+TAIL_WAVES = 3      # rounds of CTAs at the end of a causal grid ordered by key block (:func:`tail_heads`)
 
 
 @dataclass(frozen=True)
@@ -47,7 +48,11 @@ class AttentionBwdPlan:
     one consumer's ``dQ``), ``grid`` ``(kv_blocks, HKV, B)``, ``threads``, ``smem`` bytes, ``regs`` (the
     ``setmaxnreg`` split); ``packed``: the batch elements are packed sequences (``cu_seqlens``), ``SQ`` / ``SK`` the
     longest; ``fold``: the matrix products use the ``wgmma_folded`` variant (descriptors advanced by one uniform add
-    per k-step and operand, in place of about five: on by default, as a step issues five chains of wgmmas)."""
+    per k-step and operand, in place of about five: on by default, as a step issues five chains of wgmmas);
+    ``tail_heads``: the last ``tail_heads`` (batch, key / value head) pairs' CTAs run key block by key block
+    (:func:`tail_heads`), 0 for the plain grid order; ``rotate``: not causal, each CTA walks its query blocks from
+    block ``n0 / BM`` on, wrapping around (the CTAs of a head then add into different blocks of ``dQacc`` at a
+    time); off when ``deterministic``, whose adds into a block go in key-block order."""
     B: int
     H: int
     HKV: int
@@ -74,6 +79,8 @@ class AttentionBwdPlan:
     regs: tuple
     packed: bool = False
     fold: bool = True
+    tail_heads: int = 0
+    rotate: bool = False
 
     @property
     def dispatch(self):
@@ -126,6 +133,37 @@ def smem_bytes(BM, BN, D, STAGES, dq_cols, NC, kv_split="keys"):
         + 1024 + 8 * (1 + 2 * STAGES)
 
 
+def tail_heads(B, HKV, kv_blocks, causal, packed, waves, sms):
+    """How many (batch, key / value head) pairs end the CTA order key block by key block (the CTAs of key block
+    0, the heaviest under a causal mask, of every such pair, then those of block 1, and so on), so that the last
+    waves of a causal grid hold light CTAs behind heavy ones rather than whole heads, heavy blocks last. The
+    pairs before them keep the grid order (a pair's key blocks one after another, so that the CTAs running at
+    once share their heads' Q, dO and dQ in L2). The window spans ``waves`` rounds of ``sms`` CTAs, rounded up to
+    whole pairs; 0 when not causal (every CTA of a head does the same work) or ``packed`` (the packed kernel ran
+    slower with the window on a batch of mixed lengths).
+
+        >>> tail_heads(4, 16, 16, True, False, 3, 132), tail_heads(4, 16, 16, False, False, 3, 132)
+        (25, 0)
+        >>> tail_heads(1, 4, 64, True, False, 3, 132)          # every pair
+        4
+    """
+    if not causal or packed or waves == 0:
+        return 0
+    return min(B * HKV, cdiv(waves * sms, kv_blocks))
+
+
+def default_rotate(D, causal, deterministic, packed):
+    """Whether a CTA's query walk starts at its own diagonal block by default (``rotate`` of
+    :class:`AttentionBwdPlan`): for the dense, non-causal, non-deterministic kernel at head dims 64 and 256, where
+    more adds meet in one ``dQacc`` block at a time (at 64 both consumers add a whole block per step; at 256 a head
+    has a CTA per 64 keys). At head dim 128 and in the packed kernel the rotated walk was no faster.
+
+        >>> default_rotate(64, False, False, False), default_rotate(128, False, False, False)
+        (True, False)
+    """
+    return D != 128 and not (causal or deterministic or packed)
+
+
 def check_problem(B, H, HKV, SQ, SK, D, dtype):
     """The problem on its own: sizes positive ints, ``H % HKV == 0``, a supported head dim and dtype."""
     if type(dtype) is not str or dtype not in DTYPES:
@@ -142,18 +180,27 @@ def check_problem(B, H, HKV, SQ, SK, D, dtype):
 
 
 def plan(B, H, HKV, SQ, SK, D, causal=False, dtype="bfloat16", deterministic=False, BM=None, STAGES=None,
-         DQ_SPLIT=None, PACKED=False, FOLD=None) -> AttentionBwdPlan:
+         DQ_SPLIT=None, PACKED=False, FOLD=None, TAIL=None, sms=TARGET.sm_count, ROTATE=None) -> AttentionBwdPlan:
     """The checked :class:`AttentionBwdPlan` of one problem; options left ``None`` take :func:`default_config`.
     ``BM`` must be 64 (one wgmma row block of ``dQ``), ``STAGES`` at least 1, ``DQ_SPLIT`` ``"cols"`` (head dim
     128: 64 columns per consumer; 256: 128) or ``"keys"`` (head dims 64 and 128: 64 keys per consumer).
     ``PACKED``: ``B`` sequences of at most ``SQ`` / ``SK`` rows packed one after another, with ``cu_seqlens`` offsets
     (:func:`~tirxpy_kernels.attention_bwd_sm90.attention_bwd_sm90`). ``FOLD`` (default ``True``): the
-    ``wgmma_folded`` variant of the matrix products."""
+    ``wgmma_folded`` variant of the matrix products. ``TAIL`` (default :data:`TAIL_WAVES`): rounds of ``sms`` CTAs
+    (the device's SMs) at the end of a causal grid ordered by key block (:func:`tail_heads`); 0 keeps the grid
+    order. ``ROTATE`` (default: :func:`default_rotate`; never with ``causal`` or ``deterministic``): the rotated
+    query walk (:class:`AttentionBwdPlan`'s ``rotate``)."""
     check_problem(B, H, HKV, SQ, SK, D, dtype)
     flag_option(W, "causal", causal)
     flag_option(W, "deterministic", deterministic)
     flag_option(W, "PACKED", PACKED)
     fold = True if FOLD is None else flag_option(W, "FOLD", FOLD)
+    waves = TAIL_WAVES if TAIL is None else int_option(W, "TAIL", TAIL, lo=0, hi=64)
+    sms = int_option(W, "sms", sms, lo=1, hi=4096)
+    rotate = default_rotate(D, causal, deterministic, PACKED) if ROTATE is None else flag_option(W, "ROTATE", ROTATE)
+    if rotate and (causal or deterministic):
+        raise KernelConfigError(f"{W}: ROTATE=True is for a non-causal, non-deterministic kernel (a causal walk "
+                                "already starts at its diagonal block; ordered dQ adds go in key-block order)")
     bm, st, split = default_config(D)
     BM = bm if BM is None else int_option(W, "BM", BM)
     STAGES = st if STAGES is None else int_option(W, "STAGES", STAGES, lo=1, hi=4)
@@ -185,4 +232,5 @@ def plan(B, H, HKV, SQ, SK, D, causal=False, dtype="bfloat16", deterministic=Fal
         B=B, H=H, HKV=HKV, SQ=SQ, SK=SK, D=D, causal=bool(causal), dtype=dtype, deterministic=bool(deterministic),
         BM=BM, BN=BN, NC=NC, STAGES=STAGES, dq_split=split, kv_split=kv_split, q_blocks=cdiv(SQ, BM), kv_blocks=NKV, group=H // HKV,
         d_chunks=D // 64, dq_cols=dq_cols, grid=(NKV, HKV, B), threads=128 * (1 + NC), smem=smem, regs=(24, 240),
-        packed=bool(PACKED), fold=bool(fold))
+        packed=bool(PACKED), fold=bool(fold), tail_heads=tail_heads(B, HKV, NKV, causal, PACKED, waves, sms),
+        rotate=rotate)

@@ -11,7 +11,9 @@ The kernel is built from an :class:`~tirxpy_kernels.attention_bwd_plan.Attention
 
 - **grid** ``(kv_blocks, HKV, B)``: a CTA owns ``BN = 64 * NC`` keys of one key / value head; K and V stay
   in shared memory. It walks every query head of the group and every query block of ``BM`` rows that can
-  see its keys (causal: from block ``n0 // BM`` on).
+  see its keys (causal: from block ``n0 // BM`` on; not causal, with the plan's ``rotate``: from that block
+  round to it, :func:`query_walk`). Causal grids end in a window of CTAs ordered by key block, the heaviest
+  first (:func:`cta_block`), so that the last waves do not wait on a head's heavy blocks.
 - **roles** (:class:`tirxpy.lang.WarpRoles`): warpgroup 0 is the producer: one thread loads K and V once,
   then per step the query block's Q, dO (``D / 64`` boxes each), LSE and D (``BM`` floats) into a
   :class:`tirxpy.lang.StageRing` of ``STAGES`` stages (one ``full`` barrier per stage, 4 arrivals per
@@ -59,7 +61,7 @@ from tirxpy.lang import StageRing, WarpRoles, setup_barriers
 from tirxpy.layout import ComposeLayout, R, S, TileLayout, laneid, m, swizzle_for, tx, wid_in_wg
 from tirxpy.layout.atoms import wgmma_accumulator
 
-from .attention_bwd_plan import plan
+from .attention_bwd_plan import TARGET, plan
 from .attention_walk import sequence
 from .errors import KernelConfigError
 from .views import check_strides, tensor
@@ -110,7 +112,7 @@ class Tiles:
 @tirxpy.jit
 def attention_bwd_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat16", deterministic=False,
                        SQT=None, SKT=None, BM=None, STAGES=None, DQ_SPLIT=None, PACKED=False, FOLD=None,
-                       strides=None, grad_strides=None):
+                       strides=None, grad_strides=None, TAIL=None, sms=None, ROTATE=None):
     """The kernel for one problem: ``k(Q, K, V, dO, LSE, DL, dK, dV, dQacc, SEM)`` with ``Q, dO: (B, SQT, H, D)``,
     ``K, V, dK, dV: (B, SKT, HKV, D)`` in ``dtype``, ``LSE, DL: (B, H, SQP)`` float32 (natural log-sum-exp and
     ``rowsum(dO * O)``; ``SQP`` the query blocks' rows, ``ceil(SQ / 64) * 64``), ``dQacc: (B, SQT, H, D)``
@@ -134,7 +136,8 @@ def attention_bwd_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bf
     ``dV`` written in place as strided views (the slices of a packed ``dqkv``), ``(dk, dv)`` likewise; not with
     ``PACKED``.
     Options: :func:`tirxpy_kernels.attention_bwd_plan.plan`."""
-    p = plan(B, H, HKV, SQ, SK, D, causal, dtype, deterministic, BM, STAGES, DQ_SPLIT, PACKED, FOLD)
+    p = plan(B, H, HKV, SQ, SK, D, causal, dtype, deterministic, BM, STAGES, DQ_SPLIT, PACKED, FOLD, TAIL,
+             TARGET.sm_count if sms is None else sms, ROTATE)
     SQT, SKT = SQT or SQ, SKT or SK
     if p.packed:
         if SQT < p.BM or SKT < p.BN:
@@ -206,14 +209,36 @@ def k_out(p, X, b, ln, r0, n, h, c0, w):
     return X[b, r0:r0 + n, h, c0:c0 + w]
 
 
+def cta_block(p):
+    """``(kb, hk, b)``: the key block, key / value head and batch element of this CTA. The grid's linear order
+    (``cta_id(0)`` fastest) walks the pairs ``(b, hk)`` one after another, each pair's key blocks in order, except
+    the last ``p.tail_heads`` pairs (:func:`~tirxpy_kernels.attention_bwd_plan.tail_heads`), which come key block by
+    key block: the CTAs of block 0 of each, then of block 1, and so on. A key block's CTAs always come after the
+    lower blocks of their pair (``deterministic`` waits on those)."""
+    if not p.tail_heads:
+        return T.cta_id(0), T.cta_id(1), T.cta_id(2)
+    NKV, NT = p.kv_blocks, p.tail_heads
+    P0 = p.B * p.HKV - NT                            # pairs in the grid's order
+    lin = T.cta_id(0) + NKV * (T.cta_id(1) + p.HKV * T.cta_id(2))
+    rest = T.max(lin - P0 * NKV, 0)
+    head = lin < P0 * NKV
+    pair = T.select(head, lin // NKV, P0 + rest % NT)
+    return T.select(head, lin % NKV, rest // NT), pair % p.HKV, pair // p.HKV
+
+
 def query_walk(p, n0, hk, t, ln):
     """``(first, nq, hq, mi)``: the first query block that sees keys from ``n0``, the number of blocks walked per
     head (none when the CTA's keys start past the ``ln = (lq, lk)`` real ones, :func:`lengths`), and step ``t``'s
-    query head and block (heads of the group outermost)."""
+    query head and block (heads of the group outermost). With ``p.rotate`` (not causal) each head's walk starts at
+    block ``n0 / BM`` and wraps around, so that the CTAs of one head running at once add into different blocks of
+    ``dQacc`` rather than all into the same one."""
     MT = T.ceildiv(ln[0], p.BM) if p.packed else p.q_blocks
     first = T.min(n0 // p.BM, MT) if p.causal else 0
     nq = T.select(n0 < ln[1], MT - first, 0) if p.packed else MT - first
-    return first, nq, hk * p.group + t // T.max(nq, 1), first + t % T.max(nq, 1)
+    j = t % T.max(nq, 1)
+    if p.rotate:                                     # start at block n0 / BM, as a causal walk does
+        j = (j + n0 // p.BM) % T.max(nq, 1)
+    return first, nq, hk * p.group + t // T.max(nq, 1), first + j
 
 
 @T.macro
@@ -350,7 +375,7 @@ def consumer_part(p, scale):
                          dispatch=p.dispatch)
         if t > 0:                                    # the previous step's dQ (in dP^T's registers) under S^T
             wp = query_walk(p, n0, hk, t - 1, ln)
-            dq_add(dQacc, SEM, sm, rg, c, b, ln, wp[2], wp[3], T.cta_id(0))
+            dq_add(dQacc, SEM, sm, rg, c, b, ln, wp[2], wp[3], n0 // BN)
         Tx.wg.gemm_async(rg.dpacc, sm.Vs[c * 64:c * 64 + 64, :], sm.dOs[s], transpose_b=True, accumulate=False,
                          dispatch=p.dispatch)
         Tx.wg.copy(rg.lcol, sm.Ls[s, :])
@@ -417,7 +442,7 @@ def consumer_part(p, scale):
             step(dQacc, SEM, sm, rg, c, n0, hk, b, ln, t)
         if n_steps > 0:                              # the last step's dQ
             wl = query_walk(p, n0, hk, n_steps - 1, ln)
-            dq_add(dQacc, SEM, sm, rg, c, b, ln, wl[2], wl[3], T.cta_id(0))
+            dq_add(dQacc, SEM, sm, rg, c, b, ln, wl[2], wl[3], n0 // BN)
         epilogue(dK, dV, sm, rg, c, n0, hk, b, ln)
 
     return consume
@@ -478,7 +503,7 @@ def consumer_cols_part(p, scale):
         Tx.wg.gemm_wait(0, rg.dq, rg.dvacc, rg.dkacc)
         if T.lane_id() == 0:
             sm.qr.release(t)
-        dq_add(dQacc, SEM, sm, rg, c, b, ln, wq[2], wq[3], T.cta_id(0))
+        dq_add(dQacc, SEM, sm, rg, c, b, ln, wq[2], wq[3], n0 // BN)
 
     @T.macro
     def epilogue(dK, dV, sm, rg, c, n0, hk, b, ln):
@@ -583,9 +608,8 @@ def build_kernel(p, scale, SQT, SKT, strides=None, grad_strides=None):
             dq = T.alloc_local((64, DQC), "float32", layout=wgmma_accumulator(DQC))
         rg = Tiles(sacc=sacc, dpacc=dpacc, pfr=pfr, dsfr=dsfr, dvacc=dvacc, dkacc=dkacc, och=och, lcol=lcol,
                    dcol=dcol, dq=dq)
-        n0 = T.cta_id(0) * BN
-        hk = T.cta_id(1)
-        b = T.cta_id(2)
+        kb, hk, b = cta_block(p)
+        n0 = kb * BN
         ln = lengths(p, CU, b, SQT, SKT)
         if p.packed:        # read cu_seqlens once, into registers: every later use is a register, not a load
             lq, lk, q0, k0 = ln

@@ -94,6 +94,17 @@ def test_plan_refuses_what_it_cannot_build():
         plan(1, 2, 2, 256, 256, 256, STAGES=2)
     with pytest.raises(KernelConfigError, match="shorter than one block"):
         attention_bwd_sm90(1, 2, 2, 100, 50, 256)
+    for bad in (-1, 65, 1.5, "3", True):
+        with pytest.raises(KernelConfigError, match="TAIL"):
+            plan(1, 2, 2, 256, 256, 128, causal=True, TAIL=bad)
+    for bad in (0, -4, 2.0, None):
+        with pytest.raises(KernelConfigError, match="sms"):
+            plan(1, 2, 2, 256, 256, 128, sms=bad)
+    with pytest.raises(KernelConfigError, match="ROTATE must be True or False"):
+        plan(1, 2, 2, 256, 256, 64, ROTATE="on")
+    for kw in (dict(causal=True), dict(deterministic=True)):
+        with pytest.raises(KernelConfigError, match="ROTATE=True is for a non-causal, non-deterministic kernel"):
+            plan(1, 2, 2, 256, 256, 64, ROTATE=True, **kw)
 
 
 @pytest.mark.parametrize("D,causal,det,packed", [(64, True, False, False), (128, False, False, False),

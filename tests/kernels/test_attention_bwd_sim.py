@@ -1,7 +1,7 @@
 """The Hopper attention backward kernel (tirxpy_kernels/attention_bwd_sm90.py) under the CPU simulator at small
 shapes: dQ, dK, dV against float64 autograd on fresh random inputs, dK / dV NaN-poisoned; ragged query and key
 lengths, causal and not, grouped-query heads, both dQ splits, head dim 256 (consumers sharing 64 keys, each with
-half the columns), the ordered (deterministic) dQ adds."""
+half the columns), the ordered (deterministic) dQ adds, the rotated query walk, the CTA order."""
 import itertools
 
 import pytest
@@ -47,6 +47,7 @@ def sim_backward(B, H, HKV, SQ, SK, D, causal, dtype, **kw):
 @pytest.mark.parametrize("B,H,HKV,SQ,SK,D,causal,dtype,kw", [
     (1, 4, 2, 150, 200, 64, True, torch.bfloat16, {}),      # GQA, 2 key blocks (one ragged), 3 query blocks
     (1, 2, 1, 130, 90, 128, False, torch.float16, {}),      # dQ split by columns over the shared dS
+    (1, 2, 1, 200, 260, 64, False, torch.bfloat16, dict(ROTATE=True)),  # key blocks start at query blocks 0, 2, 0
     (1, 2, 1, 100, 150, 64, True, torch.bfloat16, dict(deterministic=True, STAGES=1, FOLD=False)),  # ordered adds
     (1, 2, 1, 100, 70, 256, True, torch.bfloat16, {}),      # head dim 256: GQA, 2 key blocks (one ragged), causal
     (1, 1, 1, 70, 100, 256, False, torch.float16, dict(deterministic=True)),  # head dim 256, ordered dQ adds
@@ -331,3 +332,39 @@ def test_grad_strides_are_checked():
     with pytest.raises(KernelConfigError, match="grad_strides is for the dense kernel"):
         attention_bwd_sm90(2, 2, 2, 128, 128, 64, PACKED=True, SQT=256, SKT=256,
                            grad_strides=((384, 64, 1), None))
+
+
+@pytest.mark.parametrize("B,HKV,SK,causal,TAIL,sms", [
+    (3, 2, 300, True, 1, 4),        # 6 pairs of 3 key blocks: the last 2 pairs key block by key block
+    (2, 1, 500, True, 3, 132),      # every pair in the window
+    (2, 2, 300, False, 3, 4),       # not causal: the grid's order
+])
+def test_cta_order_covers_the_grid_with_heavy_key_blocks_first_in_the_tail(B, HKV, SK, causal, TAIL, sms):
+    """:func:`cta_block` as the kernel evaluates it, in the simulator: every (key block, head, batch) exactly once;
+    the pairs before the tail window in the grid's order; inside it, CTA by CTA, key block 0 of every pair, then
+    block 1, ... (so a pair's lower key blocks always come first, as the ordered dQ adds need)."""
+    from tirxpy import T
+    from tirxpy_kernels.attention_bwd_sm90 import cta_block
+    p = plan(B, 2 * HKV, HKV, SK, SK, 64, causal, TAIL=TAIL, sms=sms)
+    NKV, n = p.kv_blocks, p.kv_blocks * HKV * B
+
+    @T.prim_func
+    def order(OUT: T.Tensor((n, 3), "int32")):
+        T.launch(grid=p.grid, threads=32)
+        kb, hk, b = cta_block(p)
+        lin = T.cta_id(0) + NKV * (T.cta_id(1) + HKV * T.cta_id(2))
+        if T.thread_id() == 0:
+            OUT[lin, 0] = kb
+            OUT[lin, 1] = hk
+            OUT[lin, 2] = b
+
+    out = torch.full((n, 3), -1, dtype=torch.int32)
+    run(order, out)
+    got = [tuple(r) for r in out.tolist()]
+    nt = -(-TAIL * sms // NKV) if causal else 0
+    nt = min(nt, B * HKV)
+    assert p.tail_heads == nt
+    pairs = [(b, h) for b in range(B) for h in range(HKV)]
+    want = [(kb, h, b) for b, h in pairs[:len(pairs) - nt] for kb in range(NKV)]
+    want += [(kb, h, b) for kb in range(NKV) for b, h in pairs[len(pairs) - nt:]]
+    assert got == want
