@@ -75,6 +75,17 @@ def test_unknown_show_axis():
         table(DESIGN, shape=(8, 16), show=("lane",))
 
 
+def test_show_axis_the_layout_does_not_use():
+    """A known axis the layout does not use is refused by name (it was dropped, and the table showed less than
+    asked), as is any axis of a layout with none."""
+    with pytest.raises(LayoutError, match="show names axis 'wgid', which this layout does not use; its axes: "
+                                          "laneid, warpid, m"):
+        table(DESIGN, shape=(8, 16), show=("laneid", "wgid"))
+    with pytest.raises(LayoutError, match="show names axis 'F', which this layout does not use; its axes: none"):
+        table(TileLayout(S[() : ()]), show="F")
+    assert table(DESIGN, shape=(8, 16), show=("m", "laneid", "m")).splitlines()[1].split()[1:3] == ["r0", "L0"]
+
+
 def test_layout_table_method_delegates():
     assert DESIGN.table(shape=(8, 16)) == table(DESIGN, shape=(8, 16))
 

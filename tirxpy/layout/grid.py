@@ -63,7 +63,10 @@ def _axes(layout, show):
     out = []
     for a in show:
         name = Axis.get(a).name
-        if name in used and name not in out:
+        if name not in used:
+            raise LayoutError(f"show names axis {name!r}, which this layout does not use; its axes: "
+                              f"{', '.join(used) or 'none'} (show=None draws them all)")
+        if name not in out:
             out.append(name)
     return out
 
@@ -104,7 +107,8 @@ def _cell_text(labels, reps):
 
 def table(layout, shape=None, show=None) -> str:
     """The logical tile as an aligned text grid of owners (column headers on top, row
-    numbers on the left). ``show`` picks and orders the axes (default: every axis used)."""
+    numbers on the left). ``show`` picks and orders the axes (default: every axis used), each one the layout
+    uses."""
     rows, cols, _, labels, owners = owners_grid(layout, shape, show)
     cells = [_cell_text(labels, owners[i]) for i in range(rows * cols)]
     width = max(max(len(c) for c in cells), len(str(cols - 1)))
