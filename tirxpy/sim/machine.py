@@ -149,11 +149,14 @@ class Warp:
             self.rfull.add(root)
 
     def write_regs(self, root, lanes, off, val, dt, node, ordinary=True, poison=None):
+        """Write ``val`` (``dt``) at byte offsets ``off`` of register tile ``root`` in lanes ``lanes``: ``off`` and
+        ``val`` one per lane, or ``(lanes, n)`` for ``n`` elements per lane."""
         from .values import nbytes, to_bits
 
         k = nbytes(dt)
         regs = self.local(root)
-        idx = np.asarray(off, np.int64)[:, None] + _arange(k)
+        off = np.asarray(off, np.int64)
+        idx = (off[..., None] + _arange(k)).reshape(len(lanes), -1)
         flat = idx.ravel()
         bad = (idx < 0) | (idx >= regs.shape[1])
         inside = not bad.any()
@@ -165,7 +168,7 @@ class Warp:
             self.cta.machine.report("oob_local", f"register access past the end of {root.name} ({regs.shape[1]} bytes)",
                                     getattr(node, "span", None), self.describe())
             return
-        raw = np.ascontiguousarray(to_bits(np.asarray(val), dt)).reshape(-1).view(np.uint8).reshape(len(lanes), k)
+        raw = np.ascontiguousarray(to_bits(np.asarray(val), dt)).reshape(-1).view(np.uint8).reshape(idx.shape)
         rows = np.asarray(lanes)[:, None]
         regs[rows, idx] = raw
         if poison is not None:

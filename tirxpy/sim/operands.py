@@ -101,13 +101,8 @@ class RegRef:
         if lanes.size == 0:
             return
         vals = np.asarray(values).reshape(WARP, self.count)[lanes]
-        offs = (self.offsets[lanes, None] + np.arange(self.count) * self.k).ravel()
-        lane_rep = np.repeat(lanes, self.count)
-        # one call per distinct lane set keeps write_regs simple: rows are lanes
-        for j in range(self.count):
-            self.w.write_regs(self.root, lanes, self.offsets[lanes] + j * self.k, vals[:, j], self.dtype, self.node,
-                              ordinary=ordinary)
-        del offs, lane_rep
+        offs = self.offsets[lanes, None] + np.arange(self.count) * self.k
+        self.w.write_regs(self.root, lanes, offs, vals, self.dtype, self.node, ordinary=ordinary)
 
 
 @dataclass
