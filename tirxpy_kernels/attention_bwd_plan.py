@@ -134,11 +134,11 @@ def smem_bytes(BM, BN, D, STAGES, dq_cols, NC, kv_split="keys"):
 
 
 def tail_heads(B, HKV, kv_blocks, causal, packed, waves, sms):
-    """How many (batch, key / value head) pairs end the CTA order key block by key block (the CTAs of key block
-    0, the heaviest under a causal mask, of every such pair, then those of block 1, and so on), so that the last
-    waves of a causal grid hold light CTAs behind heavy ones rather than whole heads, heavy blocks last. The
-    pairs before them keep the grid order (a pair's key blocks one after another, so that the CTAs running at
-    once share their heads' Q, dO and dQ in L2). The window spans ``waves`` rounds of ``sms`` CTAs, rounded up to
+    """How many (batch, key / value head) pairs end the CTA order key block by key block: the CTAs of key block
+    0 (under a causal mask the heaviest: it sees every query block) of each such pair, then those of block 1,
+    and so on, so that a causal grid ends with its lightest CTAs rather than with whole heads, whose heavy blocks
+    would keep a few SMs busy while the rest idle. The pairs before them keep the grid's order (a pair's key
+    blocks one after another, so that the CTAs running at once share their heads' Q, dO and dQ in L2). The window spans ``waves`` rounds of ``sms`` CTAs, rounded up to
     whole pairs; 0 when not causal (every CTA of a head does the same work) or ``packed`` (the packed kernel ran
     slower with the window on a batch of mixed lengths).
 
