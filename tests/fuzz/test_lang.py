@@ -27,10 +27,10 @@ def _ring_kernel(full_shape, full_dtype, stages, cluster):
 
 
 @FUZZ
-@given(stages=JUNK, cluster=JUNK)
+@given(stages=JUNK | st.integers(-1, 10), cluster=JUNK | st.integers(-1, 20))
 def test_ring_counts_that_are_not_positive_ints_are_refused(stages, cluster):
-    good = lambda v: isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= 8  # noqa: E731
-    if good(stages) and good(cluster):
+    good = lambda v, hi: isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= hi  # noqa: E731
+    if good(stages, 8) and good(cluster, 16):       # (8 barriers; clusters of up to 16 CTAs on sm_90 / sm_100)
         return
     refuse("lang", _ring_kernel((8,), "uint64", stages, cluster), names=["stages", "cluster"])
 

@@ -138,6 +138,9 @@ def test_bad_rings_are_refused_naming_the_argument():
         StageRing(None, None, 0)
     with pytest.raises(LangError, match="cluster must be an int >= 1"):
         StageRing(None, None, 2, cluster=True)
+    for big in (17, 2**70):
+        with pytest.raises(LangError, match=f"cluster = {big} CTAs; a thread-block cluster has at most 16"):
+            StageRing(None, None, 2, cluster=big)
 
 
 def _parse_bad_ring(full_shape, full_dtype, stages):

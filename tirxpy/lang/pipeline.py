@@ -42,6 +42,7 @@ from __future__ import annotations
 
 from tirxpy.ir import T
 from tirxpy.ir.buffer import Buffer
+from tirxpy.target import MAX_CLUSTER
 
 from .errors import LangError
 
@@ -62,13 +63,17 @@ class StageRing:
     (their consumers release it in every CTA of the cluster, as multicast loads fill it in all of them).
 
     Requires: ``full`` and ``empty`` 1-D shared ``uint64`` buffers of at least ``stages`` barriers;
-    ``stages >= 1`` and ``cluster >= 1`` Python ints. Postcondition: the methods emit, for position ``g``,
-    waits and arrivals on barrier ``g % stages`` with the parities of the module docstring."""
+    ``stages >= 1`` and ``1 <= cluster <= 16`` Python ints (``cluster`` the kernel's cluster size).
+    Postcondition: the methods emit, for position ``g``, waits and arrivals on barrier ``g % stages`` with the
+    parities of the module docstring."""
 
     def __init__(self, full, empty, stages: int, cluster: int = 1):
         for name, v, lo in (("stages", stages, 1), ("cluster", cluster, 1)):
             if isinstance(v, bool) or not isinstance(v, int) or v < lo:
-                raise LangError(f"StageRing: {name} must be an int >= {lo}, got {v!r}")
+                raise LangError(f"StageRing: {name} must be an int >= {lo}, got {v!r:.60}")
+        if cluster > MAX_CLUSTER:
+            raise LangError(f"StageRing: cluster = {cluster} CTAs; a thread-block cluster has at most {MAX_CLUSTER} "
+                            "(8 portable): pass the kernel's cluster size")
         _check_barriers("full", full, stages)
         _check_barriers("empty", empty, stages)
         self.full, self.empty, self.stages, self.cluster = full, empty, stages, cluster
