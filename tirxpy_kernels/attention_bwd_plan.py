@@ -139,8 +139,8 @@ def tail_heads(B, HKV, kv_blocks, causal, packed, waves, sms):
     and so on, so that a causal grid ends with its lightest CTAs rather than with whole heads, whose heavy blocks
     would keep a few SMs busy while the rest idle. The pairs before them keep the grid's order (a pair's key
     blocks one after another, so that the CTAs running at once share their heads' Q, dO and dQ in L2). The window spans ``waves`` rounds of ``sms`` CTAs, rounded up to
-    whole pairs; 0 when not causal (every CTA of a head does the same work) or ``packed`` (the packed kernel ran
-    slower with the window on a batch of mixed lengths).
+    whole pairs; 0 when not causal (every CTA of a head does the same work) or ``packed`` (a packed grid's work
+    is set by its sequences' lengths, which the window's order does not follow).
 
         >>> tail_heads(4, 16, 16, True, False, 3, 132), tail_heads(4, 16, 16, False, False, 3, 132)
         (25, 0)
@@ -156,7 +156,7 @@ def default_rotate(D, causal, deterministic, packed):
     """Whether a CTA's query walk starts at its own diagonal block by default (``rotate`` of
     :class:`AttentionBwdPlan`): for the dense, non-causal, non-deterministic kernel at head dims 64 and 256, where
     more adds meet in one ``dQacc`` block at a time (at 64 both consumers add a whole block per step; at 256 a head
-    has a CTA per 64 keys). At head dim 128 and in the packed kernel the rotated walk was no faster.
+    has a CTA per 64 keys); not at head dim 128 or in the packed kernel, where it does not pay.
 
         >>> default_rotate(64, False, False, False), default_rotate(128, False, False, False)
         (True, False)
