@@ -439,6 +439,10 @@ def test_bad_arguments_refused(q, bad, L):
     allow = None
     if isinstance(bad, int) and not isinstance(bad, bool) and name in ("elements_at",):
         allow = lambda v: v == []  # noqa: E731  (a coordinate nothing reaches)
+        if bad == 0 and "m" in L.axes():    # (register / memory slot 0 is a real coordinate: its elements)
+            names_, t = L.owner_table()
+            want = [i for i in range(L.size()) if (t[i, :, names_.index("m")] == 0).any()]
+            allow = lambda v: v == want  # noqa: E731
     if bad is None and name in OPTIONAL:
         allow = lambda v: True  # noqa: E731  (None is the default: a valid call)
     if isinstance(bad, int) and not isinstance(bad, bool) and 0 <= bad < L.size() and name in (
