@@ -226,6 +226,15 @@ def cta_block(p):
     return T.select(head, lin % NKV, rest // NT), pair % p.HKV, pair // p.HKV
 
 
+def division_free_walk(p):
+    """Whether :func:`query_walk` takes step ``t`` as block ``first + t`` of the CTA's own head, with no division by
+    the blocks walked per head: under MHA (``group == 1``) without ``rotate``, where that count is known only at
+    run time (causal or packed; a compile-time count divides by a multiply), and with ``dQ`` split by columns
+    (head dims 128 and 256). With ``dq_split="keys"`` (head dim 64) the walk keeps the division (why:
+    ``docs/performance.md``, "the division-free walk")."""
+    return p.group == 1 and not p.rotate and (p.causal or p.packed) and p.dq_split == "cols"
+
+
 def query_walk(p, n0, hk, t, ln):
     """``(first, nq, hq, mi)``: the first query block that sees keys from ``n0``, the number of blocks walked per
     head (none when the CTA's keys start past the ``ln = (lq, lk)`` real ones, :func:`lengths`), and step ``t``'s
@@ -235,20 +244,43 @@ def query_walk(p, n0, hk, t, ln):
     MT = T.ceildiv(ln[0], p.BM) if p.packed else p.q_blocks
     first = T.min(n0 // p.BM, MT) if p.causal else 0
     nq = T.select(n0 < ln[1], MT - first, 0) if p.packed else MT - first
+    if division_free_walk(p):                        # one head: step t is block first + t
+        return first, nq, hk, first + t
     j = t % T.max(nq, 1)
     if p.rotate:                                     # start at block n0 / BM, as a causal walk does
         j = (j + n0 // p.BM) % T.max(nq, 1)
     return first, nq, hk * p.group + t // T.max(nq, 1), first + j
 
 
+def ragged_keys(p):
+    """Whether a CTA's keys can run past the real ones: packed sequences, or ``SK`` not a multiple of ``BN``."""
+    return p.packed or p.SK % p.BN != 0
+
+
 @T.macro
-def key_mask(p, st, w, kc, diag, m0, n0):
+def walk(p, step, args, n0, ln, n_steps):
+    """The consumer's ``n_steps`` calls ``step(*args, t, ragged)``. Where keys can run past the real ones
+    (:func:`ragged_keys`) the loop is built twice and a CTA picks one once: ``ragged=True`` (the column bound on
+    every block) for a CTA whose ``BN`` keys from ``n0`` are not all real, ``False`` for the rest."""
+    if ragged_keys(p):
+        if ln[1] - n0 >= p.BN:
+            for t in T.serial(n_steps):
+                step(*args, t, False)
+        else:
+            for t in T.serial(n_steps):
+                step(*args, t, True)
+    else:
+        for t in T.serial(n_steps):
+            step(*args, t, False)
+
+
+@T.macro
+def key_mask(p, st, w, kc, diag, m0, n0, ragged):
     """Scores of the transposed view ``st`` (query rows, ``w`` key columns) set to -inf for key columns from ``kc``
     on (the keys past the real ones, :func:`lengths`, whose zero rows would give ``P = exp(-LSE)``: past float32 where
     ``LSE < -88``) and, when causal on a diagonal block (``m0 < n0 + BN``), past ``diag`` + the row. The column bound
-    is applied only where keys can be past the real ones (``PACKED``, or ``SK`` not a multiple of ``BN``), and then
-    on every block, as selects: a branch around it would wait for the loads in flight (LSE's) before it."""
-    ragged = p.packed or p.SK % p.BN != 0
+    is applied only with ``ragged`` (the CTA's keys run past the real ones, :func:`walk`), and then on every block,
+    as selects: a branch around it would wait for the loads in flight (LSE's) before it."""
     if p.causal:
         if m0 < n0 + p.BN:
             Tx.wg.mask(st, st, T.float32(NEG_INF), cols=kc if ragged else None, diag=diag)
@@ -364,7 +396,7 @@ def consumer_part(p, scale):
     dq_product, dq_add = dq_part(p)
 
     @T.macro
-    def step(dQacc, SEM, sm, rg, c, n0, hk, b, ln, t):
+    def step(dQacc, SEM, sm, rg, c, n0, hk, b, ln, t, ragged):
         m0 = query_walk(p, n0, hk, t, ln)[3] * BM
         s = sm.qr.stage(t)
         sm.qr.wait_full(t)
@@ -383,7 +415,7 @@ def consumer_part(p, scale):
         Tx.wg.gemm_wait(1, rg.sacc)                  # S^T done; dP^T in flight
         # keys past the real ones; causal: key n0 + 64 c + r > query m0 + q on a diagonal block
         st = rg.sacc.alias((BM, 64), layout=transposed_accumulator(BM))
-        key_mask(p, st, 64, ln[1] - n0 - c * 64, m0 - n0 - c * 64, m0, n0)
+        key_mask(p, st, 64, ln[1] - n0 - c * 64, m0 - n0 - c * 64, m0, n0, ragged)
         Tx.wg.fma(rg.sacc, rg.sacc, T.float32(sl2), rg.lcol)
         Tx.wg.copy(rg.dcol, sm.Ds[s, :])             # D's load (over LSE's registers) lands under the exp2s
         Tx.wg.exp2(rg.sacc, rg.sacc)                 # P^T
@@ -438,8 +470,7 @@ def consumer_part(p, scale):
         if p.packed:
             if ln[1] - n0 < BN:                      # keys past the sequence's end (its neighbour's)
                 zero_tails(p, [sm.Ks, sm.Vs], False, 0, ln[1] - n0)
-        for t in T.serial(n_steps):
-            step(dQacc, SEM, sm, rg, c, n0, hk, b, ln, t)
+        walk(p, step, (dQacc, SEM, sm, rg, c, n0, hk, b, ln), n0, ln, n_steps)
         if n_steps > 0:                              # the last step's dQ
             wl = query_walk(p, n0, hk, n_steps - 1, ln)
             dq_add(dQacc, SEM, sm, rg, c, b, ln, wl[2], wl[3], n0 // BN)
@@ -462,7 +493,7 @@ def consumer_cols_part(p, scale):
     _, dq_add = dq_part(p)
 
     @T.macro
-    def step(dQacc, SEM, sm, rg, c, n0, hk, b, ln, t):
+    def step(dQacc, SEM, sm, rg, c, n0, hk, b, ln, t, ragged):
         wq = query_walk(p, n0, hk, t, ln)
         m0 = wq[3] * BM
         s = sm.qr.stage(t)
@@ -481,7 +512,7 @@ def consumer_cols_part(p, scale):
         Tx.wg.gemm_wait(1, rg.sacc)                  # S^T done; dP^T in flight
         # keys past the real ones; causal: key n0 + r > query m0 + q0 + q on a diagonal block
         st = rg.sacc.alias((HQ, BN), layout=transposed_accumulator(HQ))
-        key_mask(p, st, BN, ln[1] - n0, m0 + q0 - n0, m0, n0)
+        key_mask(p, st, BN, ln[1] - n0, m0 + q0 - n0, m0, n0, ragged)
         Tx.wg.fma(rg.sacc, rg.sacc, T.float32(sl2), rg.lcol)
         Tx.wg.copy(rg.dcol, sm.Ds[s, q0:q0 + HQ])    # D's load (over LSE's registers) lands under the exp2s
         Tx.wg.exp2(rg.sacc, rg.sacc)                 # P^T
@@ -531,8 +562,7 @@ def consumer_cols_part(p, scale):
         if p.packed:
             if ln[1] - n0 < BN:                      # keys past the sequence's end (its neighbour's)
                 zero_tails(p, [sm.Ks, sm.Vs], False, 0, ln[1] - n0)
-        for t in T.serial(n_steps):
-            step(dQacc, SEM, sm, rg, c, n0, hk, b, ln, t)
+        walk(p, step, (dQacc, SEM, sm, rg, c, n0, hk, b, ln), n0, ln, n_steps)
         epilogue(dK, dV, sm, rg, c, n0, hk, b, ln)
 
     return consume

@@ -48,6 +48,7 @@ def sim_backward(B, H, HKV, SQ, SK, D, causal, dtype, **kw):
     (1, 4, 2, 150, 200, 64, True, torch.bfloat16, {}),      # GQA, 2 key blocks (one ragged), 3 query blocks
     (1, 2, 1, 130, 90, 128, False, torch.float16, {}),      # dQ split by columns over the shared dS
     (1, 1, 1, 150, 130, 64, False, torch.bfloat16, dict(ROTATE=True)),  # key blocks start at query blocks 0, 2
+    (1, 1, 1, 100, 130, 128, False, torch.bfloat16, {}),    # MHA: the last add a ragged box at a fixed row
     (1, 2, 1, 100, 150, 64, True, torch.bfloat16, dict(deterministic=True, STAGES=1, FOLD=False)),  # ordered adds
     (1, 2, 1, 100, 70, 256, True, torch.bfloat16, {}),      # head dim 256: GQA, 2 key blocks (one ragged), causal
     (1, 1, 1, 70, 100, 256, False, torch.float16, dict(deterministic=True)),  # head dim 256, ordered dQ adds
@@ -102,14 +103,15 @@ def _product_magnitudes(q, k, v, do, scale):
     return (m[None, :, None] for m in (scale * dS.abs() @ K.abs(), scale * dS.abs().T @ Q.abs(), P.T @ dO.abs()))
 
 
-@pytest.mark.parametrize("D,causal,lens,det,fused", [
-    (64, True, [(41, 50), (150, 201), (70, 45), (0, 0), (64, 130)], False, False),  # a first sequence under one block
-    (128, False, [(200, 130), (1, 3), (130, 1), (77, 77)], False, False),          # one query row; one key
-    (256, True, [(90, 200), (200, 70)], False, False),                             # head dim 256 (64 keys shared)
-    (64, False, [(130, 300), (0, 20), (70, 129)], True, False),                    # ordered dQ adds, CTAs skipped
-    (64, True, [(41, 41), (150, 150), (70, 70)], False, True),                     # q, k, v, dO read in place
-])
-def test_packed_sequences_match_each_sequence_alone(D, causal, lens, det, fused):
+@pytest.mark.parametrize("D,causal,lens,det,fused,heads", [
+    (64, True, [(41, 50), (150, 201), (70, 45), (0, 0), (64, 130)], False, False, (2, 1)),  # a first sequence under
+    (128, False, [(200, 130), (1, 3), (130, 1), (77, 77)], False, False, (2, 1)),          # one block; one query row
+    (256, True, [(90, 200), (200, 70)], False, False, (2, 1)),                     # head dim 256 (64 keys shared)
+    (64, False, [(130, 300), (0, 20), (70, 129)], True, False, (2, 1)),            # ordered dQ adds, CTAs skipped
+    (64, True, [(41, 41), (150, 150), (70, 70)], False, True, (2, 1)),             # q, k, v, dO read in place
+    (64, True, [(200, 260), (90, 30)], False, False, (2, 2)),    # MHA: the walk without divisions; full key blocks
+])                                                               # (no column bound) beside ragged ones
+def test_packed_sequences_match_each_sequence_alone(D, causal, lens, det, fused, heads):
     """``PACKED``: sequences packed row after row (``cu_seqlens``), NaN in the rows past the last one (a block past a
     sequence's end loads its neighbour's rows, or these): each sequence's gradients are the float64 ones of the
     sequence alone, and the stores write each sequence's rows only; ``deterministic``: every query block's turns
@@ -117,7 +119,7 @@ def test_packed_sequences_match_each_sequence_alone(D, causal, lens, det, fused)
     are passed as arrays of their logical shape; the simulator addresses them through the views' strides, as the
     GPU does, so packed row ``r`` is storage row ``X + r``: :func:`_storage_rows`.) ``fused``: ``q``, ``k``, ``v`` are
     slices of one packed projection and ``dO`` the first half of wider rows, passed with ``strides=``."""
-    H, HKV, extra = 2, 1, 5
+    (H, HKV), extra = heads, 5
     SQ, SK = max(l for l, _ in lens), max(l for _, l in lens)
     g = torch.Generator().manual_seed(int(torch.randint(0, 2**31 - 1, (1,))))
     TQ, TK = sum(l for l, _ in lens) + extra, sum(l for _, l in lens) + extra
