@@ -8,9 +8,10 @@ Tensors are those of the forward: ``q``, ``out``, ``dout`` ``(B, SQ, H, D)``, ``
 ``scale`` must be the forward's. Three steps: ``D = rowsum(dout * out)`` in float32 (the preprocessing
 kernel :func:`~tirxpy_kernels.attention_bwd_pre.attention_bwd_preprocess`; the float32 ``dQ`` accumulator and
 the turn counters of ``deterministic`` are zeroed by torch), the main kernel (which accumulates
-``scale * dS K`` into ``dQacc``), and ``dq`` = ``dQacc`` converted to the input dtype (torch). ``deterministic=True`` adds each key block's ``dQ`` share in
-key-block order, so that equal inputs give bit-equal ``dq``; otherwise the order of the float32 adds varies
-from run to run.
+``scale * dS K`` into ``dQacc``), and ``dq`` = ``dQacc`` converted to the input dtype (torch; into ``grads``'
+``dq`` by :func:`~tirxpy_kernels.attention_bwd_post.attention_bwd_dq_store` where its layout allows).
+``deterministic=True`` adds each key block's ``dQ`` share in key-block order, so that equal inputs give bit-equal
+``dq``; otherwise the order of the float32 adds varies from run to run.
 
 Arguments are checked first (:class:`AttentionBwdArgumentError` names the fault and the fix). Strided ``q``, ``k``,
 ``v``, ``dout`` (such as the slices of a fused QKV projection) are read in place where TMA can
@@ -27,6 +28,7 @@ from tirxpy.ir.dtype import from_torch
 
 from .attention_api import _sm_count
 from .attention_bwd_plan import DTYPES, HEAD_DIMS, TARGET, plan
+from .attention_bwd_post import dq_store
 from .attention_bwd_pre import attention_bwd_preprocess, attention_bwd_preprocess_packed
 from .attention_bwd_sm90 import attention_bwd_sm90
 from .attention_plan import varlen_window
@@ -178,7 +180,11 @@ def prepare(q, k, v, out, dout, lse, causal=False, scale=None, deterministic=Fal
     def finish():
         with torch.cuda.device(q.device):
             if grads is not None:
-                grads[0].copy_(dqa[:, :SQ])
+                st = dq_store(grads[0], p.dtype) if SQT == SQ else None
+                if st is None:
+                    grads[0].copy_(dqa[:, :SQ])
+                else:
+                    st(dqa, grads[0])
                 for g, t in zip(grads[1:], (dk, dv)):
                     if t.data_ptr() != g.data_ptr():
                         g.copy_(t[:, :SK])
@@ -214,7 +220,8 @@ def attention_backward(q, k, v, out, dout, lse, causal=False, scale=None, determ
         B, H = q.shape[0], q.shape[2]
         pre = compiled(attention_bwd_preprocess(B, H, q.shape[1], q.shape[3], from_torch(q.dtype).name, q.shape[1]),
                        TARGET)
-        _FAST.put(key, (ck, pre, dl.shape, sem.shape))
+        st = None if grads is None else dq_store(grads[0], from_torch(q.dtype).name)
+        _FAST.put(key, (ck, pre, st, dl.shape, sem.shape))
     return finish()
 
 
@@ -236,7 +243,7 @@ def _fast_backward(key, hit, q, k, v, out, dout, lse, grads=None):
     """:func:`attention_backward` for a call like a checked one that read every input (and wrote ``grads``' ``dk``,
     ``dv``) in place: the same three steps, each kernel through its bound launch. The key fixed every layout; an
     overlap of ``grads`` with an input is refused once per addresses, before the bound launch is made."""
-    ck, pre, dl_shape, sem_shape = hit
+    ck, pre, st, dl_shape, sem_shape = hit
     with torch.cuda.device(q.device):
         dl = torch.empty(dl_shape, dtype=torch.float32, device=q.device)
         launch_bound(_BOUND, (key, "pre"), pre, out.contiguous(), dout.contiguous(), dl)
@@ -251,11 +258,15 @@ def _fast_backward(key, hit, q, k, v, out, dout, lse, grads=None):
                      check=None if grads is None else lambda: _check_grads(grads, q, k, v, out, dout, lse))
         if grads is None:
             return dqa.to(q.dtype), dk, dv
-        grads[0].copy_(dqa)
+        if st is None:
+            grads[0].copy_(dqa)
+        else:
+            launch_bound(_BOUND, (key, "dq"), st, dqa, grads[0])
         return grads
 
 
-# _fast_key -> (main kernel, preprocessing kernel, D's and the counters' shapes) of a checked call read in place
+# _fast_key -> (main kernel, preprocessing kernel, grads' dq store or None, D's and the counters' shapes) of a checked
+# call read in place
 _FAST = LaunchCache("attention_backward")
 # (_fast_key, addresses) -> bound launches of those kernels (tirxpy_kernels.launch_cache.launch_bound)
 _BOUND = LaunchCache("attention_backward bound launches")

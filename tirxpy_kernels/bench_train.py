@@ -254,7 +254,8 @@ def bench_varlen_backward(args, heads=16, D=128):
 
 _FACTORIES = (("gemm_api", "gemm_sm90"), ("attention_api", "attention_sm90"), ("attention_varlen_api", "attention_sm90"),
               ("attention_bwd_api", "attention_bwd_sm90"), ("attention_bwd_api", "attention_bwd_preprocess"),
-              ("attention_bwd_api", "attention_bwd_preprocess_packed"))
+              ("attention_bwd_api", "attention_bwd_preprocess_packed"),
+              ("attention_bwd_post", "attention_bwd_dq_store"))
 
 
 class _NoLaunch:
