@@ -115,7 +115,7 @@ def check_lengths(cu_q, cu_k, total_q, total_k, max_seqlen_q, max_seqlen_k) -> N
         >>> check_lengths([0, 3, 5], [0, 4, 4], 5, 4, 3, 4)
         Traceback (most recent call last):
         ...
-        tirxpy_kernels.attention_varlen_api.VarlenArgumentError: attention_varlen: sequence 1 has 2 queries but no keys; give every sequence with queries at least one key
+        tirxpy_kernels.attention_varlen_api.VarlenArgumentError: attention_varlen: sequence 1 has 2 queries in cu_seqlens_q but no keys in cu_seqlens_k (4 -> 4); give every sequence with queries at least one key
     """
     for name, cu, total, mx in (("cu_seqlens_q", cu_q, total_q, max_seqlen_q),
                                 ("cu_seqlens_k", cu_k, total_k, max_seqlen_k)):
@@ -133,8 +133,9 @@ def check_lengths(cu_q, cu_k, total_q, total_k, max_seqlen_q, max_seqlen_k) -> N
             raise VarlenArgumentError(f"attention_varlen: {name}[-1] = {cu[-1]} is past the {total} packed rows")
     for b in range(len(cu_q) - 1):
         if cu_q[b + 1] > cu_q[b] and cu_k[b + 1] == cu_k[b]:
-            raise VarlenArgumentError(f"attention_varlen: sequence {b} has {cu_q[b + 1] - cu_q[b]} queries but no "
-                                      "keys; give every sequence with queries at least one key")
+            raise VarlenArgumentError(f"attention_varlen: sequence {b} has {cu_q[b + 1] - cu_q[b]} queries in "
+                                      f"cu_seqlens_q but no keys in cu_seqlens_k ({cu_k[b]} -> {cu_k[b + 1]}); give "
+                                      "every sequence with queries at least one key")
 
 
 def check_cu_device(api, cu_q, cu_k, device):

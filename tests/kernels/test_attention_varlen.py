@@ -76,7 +76,7 @@ def test_argument_checks(kw, match):
     ([0, 6, 4], [0, 4, 10], "decreases"),
     ([0, 2, 10], [0, 4, 10], "over max_seqlen"),
     ([0, 6, 12], [0, 4, 10], "past the 10 packed rows"),
-    ([0, 4, 10], [0, 4, 4], "no keys"),
+    ([0, 4, 10], [0, 4, 4], "no keys in cu_seqlens_k"),
 ])
 def test_length_checks(cq, ck, match):
     with pytest.raises(VarlenArgumentError, match=match):
@@ -243,7 +243,7 @@ HOSTILE_OFFSETS = [       # (cu_seqlens_q, cu_seqlens_k) of two sequences over 1
     ([0, 2 ** 30, 10], [0, 4, 10], "over max_seqlen"),
     ([0, 2 ** 31 - 1, 10], [0, 4, 2 ** 31 - 1], "over max_seqlen"),
     ([0, 6, 12], [0, 4, 10], "past the 10 packed rows"),
-    ([0, 4, 10], [0, 4, 4], "no keys"),
+    ([0, 4, 10], [0, 4, 4], "no keys in cu_seqlens_k"),
 ]
 
 
