@@ -32,7 +32,7 @@ from tirxpy.scope import Scope, ThreadSet
 from . import expr as E
 from . import stmt as St
 from .errors import IRError
-from .visitor import sub_exprs
+from .visitor import sub_exprs, walk_stmts
 
 
 class _Unknown(Exception):
@@ -223,3 +223,30 @@ class _Walker:
             self.seq(s.body, cur.inexact() if deps & {"thread", "elect"} else cur, why, lets)
         elif isinstance(s, St.SeqStmt):
             self.seq(s, cur, why, lets)
+
+
+def let_values(kernel) -> dict:
+    """``{var: value}`` for every name the kernel binds once (``x = expr``, a :class:`~tirxpy.ir.stmt.LetStmt`), so
+    that an analysis can see through the name to its expression (a name bound by more than one statement is left
+    out). The parser gives each assignment of a name its own variable, so in parsed kernels every binding is kept.
+
+        >>> from tirxpy import T
+        >>> k = T.parse_script('''
+        ... @T.prim_func
+        ... def k(A: T.Tensor((256,), "float32")):
+        ...     T.launch(grid=(4,), threads=64)
+        ...     c0 = T.cta_id(0) * 64
+        ...     A[c0] = T.float32(1.0)
+        ... ''')
+        >>> {v.name: str(e) for v, e in let_values(k).items()}
+        {'c0': 'T.cta_id(0) * 64'}
+    """
+    out, seen = {}, set()
+    for s in walk_stmts(kernel.body):
+        if isinstance(s, St.LetStmt):
+            if s.var in seen:
+                out.pop(s.var, None)
+            else:
+                out[s.var] = s.value
+            seen.add(s.var)
+    return out

@@ -4,7 +4,9 @@
 (each a :class:`Tile` for buffers / regions, else the expression), ``attrs``, ``scope`` (the
 scope the call was written at, ``Tx.wg.copy`` -> WARPGROUP), ``threads`` (the active
 :class:`~tirxpy.scope.ThreadSet` at the call: which CTA threads execute it), ``arch``
-(:class:`~tirxpy.intrinsics.Arch`), ``kernel`` and ``span`` (the user's line).
+(:class:`~tirxpy.intrinsics.Arch`), ``kernel``, ``span`` (the user's line) and ``lets`` (the kernel's let-bound
+names and their values, :func:`tirxpy.ir.analysis.let_values`, which a view's :class:`Tile` carries too, so that
+an alignment proof sees ``c0 = T.cta_id(0) * 64`` through the name ``c0``).
 
 Helpers that build IR (names are fresh per call site, so lowered code never collides):
 
@@ -48,9 +50,10 @@ from .dispatch import fail
 class Tile:
     """One tensor operand of a call (a whole buffer or a region of one)."""
 
-    def __init__(self, obj, position: int):
+    def __init__(self, obj, position: int, lets=None):
         self.obj = obj
         self.position = position
+        self.lets = lets or {}          # the kernel's let-bound values (CallContext.lets)
         if isinstance(obj, Buffer):
             self.buffer = obj
             self.starts = tuple(IntImm(0) for _ in obj.shape)
@@ -141,7 +144,7 @@ def _iter(e, s, a):
 class CallContext:
     """Everything an implementation reads about one call, plus IR builders (module docstring)."""
 
-    def __init__(self, call, kernel, threads, arch, prefix: str = "tx"):
+    def __init__(self, call, kernel, threads, arch, prefix: str = "tx", lets=None):
         from tirxpy.intrinsics.target import parse_arch
 
         self.call = call
@@ -149,7 +152,8 @@ class CallContext:
         self.threads = threads
         self.arch = parse_arch(arch)
         self.prefix = prefix
-        self.operands = tuple(Tile(o, k) if isinstance(o, (Buffer, BufferRegion)) else o
+        self.lets = lets or {}
+        self.operands = tuple(Tile(o, k, self.lets) if isinstance(o, (Buffer, BufferRegion)) else o
                               for k, o in enumerate(call.operands))
         self.emitted: list = []
         self._names = 0

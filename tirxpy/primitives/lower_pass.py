@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from tirxpy.ir import stmt as St
-from tirxpy.ir.analysis import annotate_active_threads
+from tirxpy.ir.analysis import annotate_active_threads, let_values
 from tirxpy.ir.errors import at_span
 from tirxpy.ir.kernel import Kernel
 from tirxpy.ir.visitor import map_bodies
@@ -65,6 +65,7 @@ def lower_calls_traced(kernel: Kernel, arch):
 class _Lowerer:
     def __init__(self, kernel, info, arch):
         self.kernel, self.info, self.arch = kernel, info, arch
+        self.lets = let_values(kernel)
         self.sites: list[Site] = []
         self.count = 0
 
@@ -86,7 +87,7 @@ class _Lowerer:
             raise DispatchError(f"Tx.{s.op}: implementations keep emitting primitive calls ({_MAX_DEPTH} levels deep)",
                                 s.span, hint="an implementation must eventually return native IR")
         self.count += 1
-        ctx = CallContext(s, self.kernel, threads, self.arch, prefix=f"tx{self.count}")
+        ctx = CallContext(s, self.kernel, threads, self.arch, prefix=f"tx{self.count}", lets=self.lets)
         with at_span(s.span):   # native statements an implementation builds name the call's line
             choice = dispatch_call(ctx)
         site = Site(s, threads, choice.impl, choice.rejected, list(ctx.emitted), None)

@@ -29,6 +29,15 @@ def test_divisor():
     assert divisor(ops.shl(i, 3)) == 8
 
 
+def test_divisor_looks_through_let_bound_names():
+    i, c0, c1 = Var("i"), Var("c0"), Var("c1")
+    lets = {c0: ops.mul(ops.floormod(i, 2), 64), c1: ops.add(c0, 4)}
+    assert divisor(c0) == 1                                    # a name alone proves nothing
+    assert divisor(c0, lets) == 64 and divisor(ops.add(ops.mul(i, 32), c0), lets) == 32
+    assert divisor(c1, lets) == 4                              # through two bindings
+    assert divisor(ops.add(c0, 3), lets) == 1
+
+
 @pytest.mark.parametrize("n,p", [(0, 1), (1, 1), (3, 2), (8, 8), (17, 16)])
 def test_pow2_floor(n, p):
     assert pow2_floor(n) == p

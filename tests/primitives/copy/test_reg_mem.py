@@ -28,6 +28,27 @@ def test_bf16_rows_use_16_byte_vectors_and_roundtrip():
     np.testing.assert_array_equal(m.result("Y"), x)  # ragged last CTA: rows 100..103 are guarded
 
 
+@pytest.mark.parametrize("extra,vector", [(0, True), (4, True), (3, False)])
+def test_a_named_column_start_keeps_its_alignment(extra, vector):
+    """``c0 = T.cta_id(0) * 64 + extra`` used as a slice start: the copies see through the name to the expression
+    (:func:`tirxpy.ir.analysis.let_values`), so they keep 16-byte vectors exactly where ``c0`` is a multiple of 4
+    floats; the result is the same either way."""
+    k = kernel('X: T.Tensor((32, 140), "float32"), Y: T.Tensor((32, 140), "float32")', f"""
+    c0 = T.cta_id(0) * 64 + {extra}
+    x = T.alloc_local((32, 64), "float32", layout=TileLayout(S[(32, 16, 4) : (4@m, 1@laneid, 1@m)]))
+    Tx.warp.copy(x, X[0:32, c0:c0 + 64])
+    Tx.warp.copy(Y[0:32, c0:c0 + 64], x)""", threads=32, grid=2)
+    (_, s1), (_, s2) = choices(k)
+    assert set(intrinsics(s1)) == ({"vld_global_v4_b32"} if vector else set()), intrinsics(s1)
+    assert set(intrinsics(s2)) == ({"vst_global_v4_b32"} if vector else set()), intrinsics(s2)
+    x = np.random.default_rng(2).standard_normal((32, 140)).astype(np.float32)
+    y = np.full((32, 140), np.nan, np.float32)
+    m = run_lowered(k, X=x, Y=y)
+    got, want = m.result("Y"), y.copy()
+    want[:, extra:extra + 128] = x[:, extra:extra + 128]
+    np.testing.assert_array_equal(got, want)
+
+
 def test_edge_guard_only_for_symbolic_starts():
     k = kernel('X: T.Tensor((4, 256), "float32")', """
     x = T.alloc_local((256,), "float32", layout=TileLayout(S[(2, 32, 4) : (4@m, 1@laneid, 1@m)]))

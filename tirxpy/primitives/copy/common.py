@@ -54,9 +54,11 @@ def vector_intrinsic(kind: str, space: str, nwords: int) -> str:
 
 
 # ------------------------------------------------------------------ divisibility
-def divisor(e) -> int:
+def divisor(e, lets=None) -> int:
     """A positive integer that provably divides the value of index expression ``e`` (0 counts
-    as divisible by anything: returns a large power of two for 0)."""
+    as divisible by anything: returns a large power of two for 0). ``lets``: the values of
+    let-bound names (:func:`tirxpy.ir.analysis.let_values`), looked through, so that
+    ``c0 = T.cta_id(0) * 64`` keeps its factor 64 where ``c0`` is used."""
     big = 1 << 20
     if isinstance(e, int):
         return big if e == 0 else gcd(abs(e), big)
@@ -64,11 +66,13 @@ def divisor(e) -> int:
         v = e.value
         return big if v == 0 else gcd(abs(v), big)
     if isinstance(e, (E.Add, E.Sub)):
-        return gcd(divisor(e.a), divisor(e.b))
+        return gcd(divisor(e.a, lets), divisor(e.b, lets))
     if isinstance(e, E.Mul):
-        return min(big, divisor(e.a) * divisor(e.b))
+        return min(big, divisor(e.a, lets) * divisor(e.b, lets))
     if isinstance(e, E.Shl) and isinstance(e.b, E.IntImm):
-        return min(big, divisor(e.a) << e.b.value)
+        return min(big, divisor(e.a, lets) << e.b.value)
+    if isinstance(e, E.Var) and lets and e in lets:
+        return divisor(lets[e], lets)
     return 1
 
 
@@ -97,7 +101,7 @@ def contiguous_run(tile) -> tuple:
     align = gcd(align, G.offset.get("m", 0) or (1 << 20))
     off = tile.offset.get("m")
     if off is not None:
-        align = gcd(align, divisor(off))
+        align = gcd(align, divisor(off, tile.lets))
     if swz is not None and swz.swizzle_len:
         p = 1 << swz.per_element
         run, align = gcd(run, p), gcd(align, p)
