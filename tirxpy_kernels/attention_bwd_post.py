@@ -55,10 +55,10 @@ def attention_bwd_dq_store(B, S_, H, D, dtype="bfloat16", sb=None, ss=None):
         x = T.alloc_local((ROWS, 64), "float32", layout=HALF)
         s0 = T.cta_id(1) * ROWS
         h = T.cta_id(0) // DC
+        c0 = T.cta_id(0) % DC * 64
         b = T.cta_id(2)
-        # the column start written out, not bound to a name: the copies' 16-byte vectors need its factor 64 seen
-        Tx.cta.copy(x, X[b, s0:s0 + ROWS, h, T.cta_id(0) % DC * 64:T.cta_id(0) % DC * 64 + 64])
-        Tx.cta.copy(Y[b, s0:s0 + ROWS, h, T.cta_id(0) % DC * 64:T.cta_id(0) % DC * 64 + 64], x)
+        Tx.cta.copy(x, X[b, s0:s0 + ROWS, h, c0:c0 + 64])
+        Tx.cta.copy(Y[b, s0:s0 + ROWS, h, c0:c0 + 64], x)
 
     return attention_bwd_dq_store_kernel
 
