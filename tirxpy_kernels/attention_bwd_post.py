@@ -5,7 +5,8 @@ slice of a packed ``dqkv`` as well as a fresh tensor).
 - :func:`attention_bwd_dq_store`: the kernel ``k(X, Y)``, ``X: (B, S, H, D)`` float32 dense, ``Y: (B, S, H, D)``
   in ``dtype`` with strides ``(sb, ss, D, 1)``. A CTA of 256 threads converts 64 rows of one head's 64 columns; a
   thread holds 8 consecutive floats of rows ``r`` and ``r + 32`` (two 16-byte loads and one 16-byte store each,
-  rounded to nearest even as ``torch``'s conversion rounds), 8 threads a row. Rows past ``S`` are neither read nor written.
+  rounded to nearest even as ``torch``'s conversion rounds), 8 threads a row. Rows past ``S`` are neither read nor
+  written.
 - :func:`dq_store`: that kernel, compiled for a given ``dq``, or None where its 16-byte stores cannot write it
   (:func:`dq_strides`; the caller then converts with torch).
 
@@ -65,11 +66,11 @@ def attention_bwd_dq_store(B, S_, H, D, dtype="bfloat16", sb=None, ss=None):
 
 def dq_strides(dq):
     """``(sb, ss)`` of ``dq`` ``(B, S, H, D)`` when :func:`attention_bwd_dq_store` can write it (each head's ``D``
-    elements dense and next to the next head's, token and batch strides multiples of 8, 16-byte aligned, at least 64
-    rows), else None."""
+    elements dense and next to the next head's (head stride ``D`` even for one head: the kernel's strides must be
+    the tensor's), token and batch strides multiples of 8, 16-byte aligned, at least 64 rows), else None."""
     B, S_, H, D = dq.shape
     sb, ss, sh, sd = dq.stride()
-    if S_ < ROWS or sd != 1 or (sh != D and H > 1) or ss % 8 or sb % 8 or dq.data_ptr() % 16 or D % 64:
+    if S_ < ROWS or sd != 1 or sh != D or ss % 8 or sb % 8 or dq.data_ptr() % 16 or D % 64:
         return None
     if ss < H * D or (B > 1 and sb < S_ * ss):      # (rows of one tensor must not overlap)
         return None

@@ -55,6 +55,8 @@ def test_layouts_its_vectors_cannot_write_are_left_to_torch():
     assert dq_strides(torch.empty(2 * 64 * 4 * 64 + 1, dtype=torch.bfloat16)[1:].view(2, 64, 4, 64)) is None
     assert dq_strides(torch.empty(1, 1, 4, 64, dtype=torch.bfloat16).expand(2, 64, 4, 64)) is None  # rows overlap
     assert dq_strides(torch.empty(2, 63, 4, 64, dtype=torch.bfloat16)) is None       # under one tile of rows
+    one_head = torch.empty(2, 1, 64, 64, dtype=torch.bfloat16).transpose(1, 2)       # head stride 4096, not 64
+    assert one_head.stride()[2] != 64 and dq_strides(one_head) is None
 
 
 @pytest.mark.parametrize("args,match", [
