@@ -47,6 +47,13 @@ def test_a_named_column_start_keeps_its_alignment(extra, vector):
     got, want = m.result("Y"), y.copy()
     want[:, extra:extra + 128] = x[:, extra:extra + 128]
     np.testing.assert_array_equal(got, want)
+    if not vector:      # the rejection names the view's start and what the name stands for
+        err = rejected(kernel('X: T.Tensor((32, 140), "float32")', f"""
+    c0 = T.cta_id(0) * 64 + {extra}
+    x = T.alloc_local((32, 64), "float32", layout=TileLayout(S[(32, 16, 4) : (4@m, 1@laneid, 1@m)]))
+    Tx.warp.copy(x, X[0:32, c0:c0 + 64], dispatch="reg_mem_vec")""", threads=32, grid=2))
+        why = reason(err, "reg_mem_vec")
+        assert "X's view allows 1 element(s) of float32" in why and f"c0 = T.cta_id(0) * 64 + {extra}" in why, why
 
 
 def test_edge_guard_only_for_symbolic_starts():
@@ -69,7 +76,8 @@ def test_strided_lane_layout_falls_back_to_scalar_with_reason():
     err = rejected(kernel('X: T.Tensor((4, 64), "bfloat16")', """
     x = T.alloc_local((64,), "bfloat16", layout=TileLayout(S[(2, 32) : (1@m, 1@laneid)]))
     Tx.warp.copy(x, X[0, :], dispatch="reg_mem_vec")""", threads=32))
-    assert "no vector of >= 4 bytes fits" in reason(err, "reg_mem_vec")
+    assert "no vector of >= 4 bytes fits: x's layout does not give one thread 8 consecutive elements" in \
+        reason(err, "reg_mem_vec")
     x = bf16_array(np.random.default_rng(2).standard_normal((100, 64)))
     m = run_lowered(k, X=x, Y=np.zeros((100, 64), np.float32))
     np.testing.assert_array_equal(m.result("Y"), x)

@@ -20,7 +20,7 @@ from tirxpy.ir.stmt import BufferStore, Evaluate, IfThenElse
 
 from ..dispatch import fail, register_impl
 from ..fragment import FragmentError, thread_ids, tile_fragment
-from .common import edge_guard, map_coord, max_vector, same_logical_shape, vector_intrinsic
+from .common import contiguous_run, edge_guard, map_coord, max_vector, same_logical_shape, vector_intrinsic
 
 
 def _split(ctx):
@@ -118,6 +118,21 @@ def _converted(ctx, reg, mem, direction):
     return t, [alloc] + conv
 
 
+def _vector_limit(reg, mem, v):
+    """Why a copy's widest vector is ``v`` elements: the memory view's contiguity or alignment (its start's offset
+    named), or the register tile's slot order."""
+    vm = max_vector([mem])
+    if vm <= v:
+        run, align = contiguous_run(mem)
+        off = mem.offset.get("m")
+        named = f" = {mem.lets[off]}" if off in mem.lets else ""
+        at = f" (its offset {off}{named})" if off is not None and align < run else ""
+        return (f"{mem.name}'s view allows {vm} element(s) of {mem.dtype}: contiguous runs of {run}, its start a "
+                f"provable multiple of {align} element(s){at}")
+    return (f"{reg.name}'s layout does not give one thread {vm} consecutive elements in consecutive slots "
+            f"({v} element(s) of {reg.dtype} fit)")
+
+
 def _lower(ctx, vector: bool):
     reg, mem, direction = _split(ctx)
     pre = []
@@ -126,8 +141,7 @@ def _lower(ctx, vector: bool):
     frag = _fragment(ctx, reg)
     v = _vector_plan(ctx, frag, reg, mem) if vector else 1
     if vector and (v == 1 or v * reg.dtype.bits < 32):
-        fail(f"no vector of >= 4 bytes fits: {mem.name}'s contiguity/alignment or {reg.name}'s slot order allow "
-             f"{v} element(s) of {reg.dtype}")
+        fail(f"no vector of >= 4 bytes fits: {_vector_limit(reg, mem, v)}")
     use_guard = ctx.attr("guard", True)
     rep = frag.replica_guard() if direction == "store" else None
     slots = reg.slots()
