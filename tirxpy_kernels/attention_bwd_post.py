@@ -18,12 +18,14 @@ from __future__ import annotations
 import tirxpy
 from tirxpy import T, Tx
 from tirxpy.layout import S, TileLayout, m, tx
+from tirxpy.target import MAX_GRID
 
 from .attention_bwd_plan import TARGET
-from .errors import KernelConfigError
+from .errors import KernelConfigError, choice_option, int_option
 from .launch_cache import compiled
 from .views import tensor
 
+W = "attention_bwd_dq_store"
 ROWS = 64
 """Rows (tokens) of one CTA's tile."""
 HALF = TileLayout(S[(2, 32, 8, 8) : (8 @ m, 8 @ tx, 1 @ tx, 1 @ m)])
@@ -34,19 +36,27 @@ slots ``8 i ..``: 8 threads cover a row's 256 bytes of floats, consecutive threa
 @tirxpy.jit
 def attention_bwd_dq_store(B, S_, H, D, dtype="bfloat16", sb=None, ss=None):
     """The conversion kernel ``k(X, Y)``: ``Y[b, s, h, d] = dtype(X[b, s, h, d])`` for ``X: (B, S_, H, D)`` float32
-    dense and ``Y: (B, S_, H, D)`` with element strides ``(sb, ss, D, 1)`` (default dense). ``ss`` and ``sb`` must be
-    multiples of 8 (a row's 16-byte stores stay aligned), ``D`` a multiple of 64, ``S_`` at least 64. Grid
+    dense and ``Y: (B, S_, H, D)`` in ``dtype`` (``"bfloat16"`` or ``"float16"``) with element strides ``(sb, ss, D,
+    1)`` (default dense). ``ss`` and ``sb`` must be multiples of 8 (a row's 16-byte stores stay aligned), ``D`` a
+    multiple of 64, ``S_`` at least 64; each argument is checked (:class:`KernelConfigError` naming it). Grid
     ``(H D / 64, ceil(S_ / 64), B)``."""
-    ss = H * D if ss is None else ss
-    sb = S_ * ss if sb is None else sb
-    if D % 64 or D <= 0:
-        raise KernelConfigError(f"attention_bwd_dq_store: head dim {D} must be a positive multiple of 64")
+    B = int_option(W, "B", B, 1, MAX_GRID[2])                    # grid (H D / 64, ceil(S_ / 64), B)
+    S_ = int_option(W, "S_", S_, 1, MAX_GRID[1] * ROWS)
+    H, D = (int_option(W, n, v, 1, 1 << 20) for n, v in (("H", H), ("D", D)))
+    dtype = choice_option(W, "dtype", dtype, ("bfloat16", "float16"))
+    ss = H * D if ss is None else int_option(W, "ss", ss, 0, 1 << 40)
+    sb = S_ * ss if sb is None else int_option(W, "sb", sb, 0, 1 << 40)
+    if D % 64:
+        raise KernelConfigError(f"{W}: head dim D = {D} must be a multiple of 64")
+    if H * D // 64 > MAX_GRID[0]:
+        raise KernelConfigError(f"{W}: H * D / 64 = {H * D // 64} column tiles are more than a grid holds "
+                                f"({MAX_GRID[0]}); split the heads")
     if S_ < ROWS:
-        raise KernelConfigError(f"attention_bwd_dq_store: {S_} rows are fewer than one tile of {ROWS}; convert them "
-                                "with torch (dq.copy_(dqacc))")
+        raise KernelConfigError(f"{W}: S_ = {S_} rows are fewer than one tile of {ROWS}; convert them with torch "
+                                "(dq.copy_(dqacc))")
     if ss % 8 or sb % 8 or ss < H * D:
-        raise KernelConfigError(f"attention_bwd_dq_store: token / batch strides {ss} / {sb} must be multiples of 8 "
-                                f"and the token stride at least H * D = {H * D}")
+        raise KernelConfigError(f"{W}: token / batch strides ss = {ss} / sb = {sb} must be multiples of 8 and the "
+                                f"token stride at least H * D = {H * D}")
     DC = D // 64
 
     @T.prim_func

@@ -60,10 +60,14 @@ def test_layouts_its_vectors_cannot_write_are_left_to_torch():
 
 
 @pytest.mark.parametrize("args,match", [
-    ((1, 80, 2, 96), "head dim 96 must be a positive multiple of 64"),
-    ((1, 63, 2, 64), "63 rows are fewer than one tile of 64"),
-    ((1, 80, 2, 64, "bfloat16", None, 132), "must be multiples of 8"),
+    ((1, 80, 2, 96), "head dim D = 96 must be a multiple of 64"),
+    ((1, 63, 2, 64), "S_ = 63 rows are fewer than one tile of 64"),
+    ((1, 80, 2, 64, "bfloat16", None, 132), "ss = 132 / sb = 10560 must be multiples of 8"),
     ((1, 80, 2, 64, "bfloat16", None, 64), "at least H \\* D = 128"),
+    ((1, 80, 2, 64, "bfloat16", -8), "sb = -8 is out of range"),
+    ((0, 80, 2, 64), "B = 0 is out of range"),
+    ((1, 80.0, 2, 64), "S_ must be an int"),
+    ((1, 80, 2, 64, "float32"), "dtype must be one of"),
 ])
 def test_config_errors_name_the_fix(args, match):
     with pytest.raises(KernelConfigError, match=match):
