@@ -138,9 +138,10 @@ def tail_heads(B, HKV, kv_blocks, causal, packed, waves, sms):
     0 (under a causal mask the heaviest: it sees every query block) of each such pair, then those of block 1,
     and so on, so that a causal grid ends with its lightest CTAs rather than with whole heads, whose heavy blocks
     would keep a few SMs busy while the rest idle. The pairs before them keep the grid's order (a pair's key
-    blocks one after another, so that the CTAs running at once share their heads' Q, dO and dQ in L2). The window spans ``waves`` rounds of ``sms`` CTAs, rounded up to
-    whole pairs; 0 when not causal (every CTA of a head does the same work) or ``packed`` (a packed grid's work
-    is set by its sequences' lengths, which the window's order does not follow).
+    blocks one after another, so that the CTAs running at once share their heads' Q, dO and dQ in L2). The window
+    spans ``waves`` rounds of ``sms`` CTAs, rounded up to whole pairs; 0 when not causal (every CTA of a head does
+    the same work) or ``packed`` (a packed grid's work is set by its sequences' lengths, which the window's order
+    does not follow).
 
         >>> tail_heads(4, 16, 16, True, False, 3, 132), tail_heads(4, 16, 16, False, False, 3, 132)
         (25, 0)
