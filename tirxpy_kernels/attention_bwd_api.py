@@ -6,8 +6,8 @@ Tensors are those of the forward: ``q``, ``out``, ``dout`` ``(B, SQ, H, D)``, ``
 (``H % HKV == 0``; ``dk``, ``dv`` sum over the query heads of a group), one dtype (bf16 or f16), ``lse``
 ``(B, H, SQ)`` float32, the natural log-sum-exp ``attention(..., return_lse=True)`` returns. ``causal`` and
 ``scale`` must be the forward's. Three steps: ``D = rowsum(dout * out)`` in float32 (the preprocessing
-kernel :func:`~tirxpy_kernels.attention_bwd_pre.attention_bwd_preprocess`; the float32 ``dQ`` accumulator and
-the turn counters of ``deterministic`` are zeroed by torch), the main kernel (which accumulates
+kernel :func:`~tirxpy_kernels.attention_bwd_pre.attention_bwd_preprocess`, which also zeroes the float32 ``dQ``
+accumulator; torch zeroes the turn counters of ``deterministic``), the main kernel (which accumulates
 ``scale * dS K`` into ``dQacc``), and ``dq`` = ``dQacc`` converted to the input dtype (torch; into ``grads``'
 ``dq`` by :func:`~tirxpy_kernels.attention_bwd_post.attention_bwd_dq_store` where its layout allows).
 ``deterministic=True`` adds each key block's ``dQ`` share in key-block order, so that equal inputs give bit-equal
@@ -139,9 +139,15 @@ def _check_grads(grads, q, k, v, out, dout, lse):
                            "pass separate tensors")
 
 
+def _counters(deterministic):
+    """How the kernel's turn counters ``SEM`` are made: zeroed where ``deterministic`` reads them, else left unset
+    (the kernel never touches them), which saves a fill kernel."""
+    return torch.zeros if deterministic else torch.empty
+
+
 def prepare(q, k, v, out, dout, lse, causal=False, scale=None, deterministic=False, grads=None):
     """The three steps of :func:`attention_backward` apart: ``(kernel, args, finish)``, where ``kernel(*args)``
-    launches the compiled kernel on the prepared tensors (``D``, the zeroed accumulator and counters, padded
+    launches the compiled kernel on the prepared tensors (``D``, the zeroed accumulator, the counters, padded
     inputs) and ``finish()`` returns ``(dq, dk, dv)`` from them; a benchmark times the kernel alone with it.
     Checks every argument first."""
     p = check(q, k, v, out, dout, lse, causal, scale, deterministic)
@@ -165,16 +171,16 @@ def prepare(q, k, v, out, dout, lse, causal=False, scale=None, deterministic=Fal
                                   deterministic=deterministic, SQT=SQT, SKT=SKT, strides=strides,
                                   grad_strides=None if dks is None and dvs is None else (dks, dvs),
                                   sms=_sm_count(q.device))
-        dl = torch.empty((B, H, SQP), dtype=torch.float32, device=q.device)
-        pre = compiled(attention_bwd_preprocess(B, H, SQ, D, p.dtype, SQT), TARGET)
-        pre(kernel_input(out, SQT)[0].contiguous(), dop.contiguous(), dl)     # (it reads O and dO dense)
         if SQ == SQP and lse.is_contiguous() and lse.data_ptr() % 16 == 0:
             lp = lse                        # already whole 64-row blocks: the kernel reads it as it is
         else:
             lp = torch.zeros((B, H, SQP), dtype=torch.float32, device=q.device)
             lp[:, :, :SQ] = lse
-        dqa = torch.zeros((B, SQT, H, D), dtype=torch.float32, device=q.device)
-        sem = torch.zeros((B, H, p.q_blocks, 2), dtype=torch.int32, device=q.device)
+        sem = _counters(deterministic)((B, H, p.q_blocks, 2), dtype=torch.int32, device=q.device)
+        dl = torch.empty((B, H, SQP), dtype=torch.float32, device=q.device)
+        dqa = torch.empty((B, SQT, H, D), dtype=torch.float32, device=q.device)     # zeroed by the preprocessing
+        pre = compiled(attention_bwd_preprocess(B, H, SQ, D, p.dtype, SQT), TARGET)
+        pre(kernel_input(out, SQT)[0].contiguous(), dop.contiguous(), dl, dqa)     # (it reads O and dO dense)
         ck = compiled(kern, TARGET)
 
     def finish():
@@ -221,7 +227,7 @@ def attention_backward(q, k, v, out, dout, lse, causal=False, scale=None, determ
         pre = compiled(attention_bwd_preprocess(B, H, q.shape[1], q.shape[3], from_torch(q.dtype).name, q.shape[1]),
                        TARGET)
         st = None if grads is None else dq_store(grads[0], from_torch(q.dtype).name)
-        _FAST.put(key, (ck, pre, st, dl.shape, sem.shape))
+        _FAST.put(key, (ck, pre, st, dl.shape, sem.shape, _counters(deterministic)))
     return finish()
 
 
@@ -243,17 +249,17 @@ def _fast_backward(key, hit, q, k, v, out, dout, lse, grads=None):
     """:func:`attention_backward` for a call like a checked one that read every input (and wrote ``grads``' ``dk``,
     ``dv``) in place: the same three steps, each kernel through its bound launch. The key fixed every layout; an
     overlap of ``grads`` with an input is refused once per addresses, before the bound launch is made."""
-    ck, pre, st, dl_shape, sem_shape = hit
+    ck, pre, st, dl_shape, sem_shape, new_sem = hit
     with torch.cuda.device(q.device):
+        sem = new_sem(sem_shape, dtype=torch.int32, device=q.device)
         dl = torch.empty(dl_shape, dtype=torch.float32, device=q.device)
-        launch_bound(_BOUND, (key, "pre"), pre, out.contiguous(), dout.contiguous(), dl)
+        dqa = torch.empty(q.shape, dtype=torch.float32, device=q.device)        # zeroed by the preprocessing
+        launch_bound(_BOUND, (key, "pre"), pre, out.contiguous(), dout.contiguous(), dl, dqa)
         if grads is None:
             dk = torch.empty(k.shape, dtype=q.dtype, device=q.device)
             dv = torch.empty_like(dk)
         else:
             dk, dv = tma_view(grads[1])[0], tma_view(grads[2])[0]
-        dqa = torch.zeros(q.shape, dtype=torch.float32, device=q.device)
-        sem = torch.zeros(sem_shape, dtype=torch.int32, device=q.device)
         launch_bound(_BOUND, key, ck, q, k, v, dout, lse, dl, dk, dv, dqa, sem,
                      check=None if grads is None else lambda: _check_grads(grads, q, k, v, out, dout, lse))
         if grads is None:
@@ -265,8 +271,8 @@ def _fast_backward(key, hit, q, k, v, out, dout, lse, grads=None):
         return grads
 
 
-# _fast_key -> (main kernel, preprocessing kernel, grads' dq store or None, D's and the counters' shapes) of a checked
-# call read in place
+# _fast_key -> (main kernel, preprocessing kernel, grads' dq store or None, D's and the counters' shapes, the counters'
+# allocator) of a checked call read in place
 _FAST = LaunchCache("attention_backward")
 # (_fast_key, addresses) -> bound launches of those kernels (tirxpy_kernels.launch_cache.launch_bound)
 _BOUND = LaunchCache("attention_backward bound launches")
@@ -335,7 +341,7 @@ def prepare_varlen(q, k, v, out, dout, lse, cu_seqlens_q, cu_seqlens_k, max_seql
                     for _ in range(2))
         dqb = torch.empty((XQ + TQ, H, D), dtype=torch.float32, device=q.device)
         dqb[XQ:].zero_()        # the reduce-adds' rows (the XQ in front of them are never written or read)
-        sem = torch.zeros((B, H, p.q_blocks, 2), dtype=torch.int32, device=q.device)
+        sem = _counters(deterministic)((B, H, p.q_blocks, 2), dtype=torch.int32, device=q.device)
         kern = attention_bwd_sm90(B, H, HKV, SQ, SK, D, causal=causal, scale=sc, dtype=dtype,
                                   deterministic=deterministic, SQT=TQ, SKT=TK, PACKED=True, strides=strides,
                                   sms=_sm_count(q.device))

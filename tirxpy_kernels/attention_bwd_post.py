@@ -21,7 +21,7 @@ from tirxpy.layout import S, TileLayout, m, tx
 from tirxpy.target import MAX_GRID
 
 from .attention_bwd_plan import TARGET
-from .errors import KernelConfigError, choice_option, int_option
+from .errors import KernelConfigError, choice_option, flag_option, int_option
 from .launch_cache import compiled
 from .views import tensor
 
@@ -34,12 +34,14 @@ slots ``8 i ..``: 8 threads cover a row's 256 bytes of floats, consecutive threa
 
 
 @tirxpy.jit
-def attention_bwd_dq_store(B, S_, H, D, dtype="bfloat16", sb=None, ss=None):
+def attention_bwd_dq_store(B, S_, H, D, dtype="bfloat16", sb=None, ss=None, PDL=True):
     """The conversion kernel ``k(X, Y)``: ``Y[b, s, h, d] = dtype(X[b, s, h, d])`` for ``X: (B, S_, H, D)`` float32
     dense and ``Y: (B, S_, H, D)`` in ``dtype`` (``"bfloat16"`` or ``"float16"``) with element strides ``(sb, ss, D,
     1)`` (default dense). ``ss`` and ``sb`` must be multiples of 8 (a row's 16-byte stores stay aligned), ``D`` a
     multiple of 64, ``S_`` at least 64; each argument is checked (:class:`KernelConfigError` naming it). Grid
-    ``(H D / 64, ceil(S_ / 64), B)``."""
+    ``(H D / 64, ceil(S_ / 64), B)``. ``PDL`` (default on): programmatic dependent launch; every thread waits for the
+    previous kernel in the stream (the backward kernel, ``griddepcontrol.wait``) before its first load."""
+    pdl = flag_option(W, "PDL", PDL)
     B = int_option(W, "B", B, 1, MAX_GRID[2])                    # grid (H D / 64, ceil(S_ / 64), B)
     S_ = int_option(W, "S_", S_, 1, MAX_GRID[1] * ROWS)
     H, D = (int_option(W, n, v, 1, 1 << 20) for n, v in (("H", H), ("D", D)))
@@ -62,7 +64,9 @@ def attention_bwd_dq_store(B, S_, H, D, dtype="bfloat16", sb=None, ss=None):
     @T.prim_func
     def attention_bwd_dq_store_kernel(X: T.Tensor((B, S_, H, D), "float32"),
                                       Y: tensor((B, S_, H, D), dtype, (sb, ss, D, 1))):
-        T.launch(grid=(H * DC, -(-S_ // ROWS), B), threads=256)
+        T.launch(grid=(H * DC, -(-S_ // ROWS), B), threads=256, pdl=pdl)
+        if pdl:
+            T.ptx.griddepcontrol_wait()
         x = T.alloc_local((ROWS, 64), "float32", layout=HALF)
         s0 = T.cta_id(1) * ROWS
         h = T.cta_id(0) // DC

@@ -1,13 +1,16 @@
 """The row steps ahead of the attention backward kernel (:mod:`tirxpy_kernels.attention_bwd_sm90`): ``D =
 rowsum(O * dO)`` in float32 per query row and head, and for packed sequences the per-sequence rows the kernel reads.
 
-- :func:`attention_bwd_preprocess`: ``D`` of a ``(batch, seq, heads, dim)`` problem, ``(B, H, SQP)``.
+- :func:`attention_bwd_preprocess`: ``D`` of a ``(batch, seq, heads, dim)`` problem, ``(B, H, SQP)``, and the
+  backward kernel's float32 ``dQ`` accumulator set to zero.
 - :func:`attention_bwd_preprocess_packed`: ``D`` and the forward's ``LSE`` of packed sequences (``cu_seqlens``) as
   ``(H, B, XQ)``: sequence ``b``'s rows from 0, zero past its length, so that every TMA box of a sequence's rows
   starts at a multiple of 64 floats and the rows past its end give finite scores.
 
-Both run one CTA of 64 threads per 64 rows of one head, one row per thread, 64 columns at a time (16-byte loads,
-products and sums in float32).
+The dense kernel runs a CTA of :data:`THREADS` threads per 64 rows of one head: 8 lanes share a row of ``O`` and
+``dO`` (one 16-byte load each per 64 columns), products summed in float32 in each thread, then over the row's lanes;
+its stores of zeros put a warp's lanes along one row of the accumulator. The packed kernel runs one CTA of 64 threads
+per 64 rows of one head, one row per thread, 64 columns at a time.
 
     >>> attention_bwd_preprocess(2, 4, 300, 128).launch.grid
     (5, 4, 2)
@@ -16,13 +19,13 @@ from __future__ import annotations
 
 import tirxpy
 from tirxpy import T, Tx
-from tirxpy.layout import S, TileLayout, m, tx
+from tirxpy.layout import R, S, TileLayout, laneid, m, tx, warpid
 
 from .attention_walk import clamped_rows
-from .errors import KernelConfigError
+from .errors import KernelConfigError, flag_option
 
 ROWS = TileLayout(S[(64, 64) : (1 @ tx, 1 @ m)])
-"""A ``(64 rows, 64 columns)`` register tile, one row per thread."""
+"""The packed kernel's ``(64 rows, 64 columns)`` register tile, one row per thread."""
 ONE = TileLayout(S[64 : 1 @ tx])
 """One float per thread: its row's."""
 LINE = TileLayout(S[(1, 64) : (1 @ m, 1 @ tx)])
@@ -30,9 +33,9 @@ LINE = TileLayout(S[(1, 64) : (1 @ m, 1 @ tx)])
 
 
 @T.macro
-def row_sums(acc, O, dO, b, r0, h, D, dtype, packed):
-    """``acc`` (:data:`ONE`) = ``rowsum(O * dO)`` of rows ``r0 .. r0 + 63`` of head ``h`` of batch element ``b``
-    (``packed``: of the ``(rows, heads, dim)`` tensors, ``b`` unused)."""
+def row_sums(acc, O, dO, r0, h, D, dtype):
+    """``acc`` (:data:`ONE`) = ``rowsum(O * dO)`` of the packed rows ``r0 .. r0 + 63`` of head ``h`` of the
+    ``(rows, heads, dim)`` tensors ``O``, ``dO``."""
     o = T.alloc_local((64, 64), dtype, layout=ROWS)
     g = T.alloc_local((64, 64), dtype, layout=ROWS)
     prod = T.alloc_local((64, 64), "float32", layout=ROWS)
@@ -40,33 +43,99 @@ def row_sums(acc, O, dO, b, r0, h, D, dtype, packed):
     for j in range(D // 64):
         Tx.cta.fill(o, T.float32(0))
         Tx.cta.fill(g, T.float32(0))
-        if packed:
-            Tx.cta.copy(o, O[r0:r0 + 64, h, j * 64:j * 64 + 64])
-            Tx.cta.copy(g, dO[r0:r0 + 64, h, j * 64:j * 64 + 64])
-        else:
-            Tx.cta.copy(o, O[b, r0:r0 + 64, h, j * 64:j * 64 + 64])
-            Tx.cta.copy(g, dO[b, r0:r0 + 64, h, j * 64:j * 64 + 64])
+        Tx.cta.copy(o, O[r0:r0 + 64, h, j * 64:j * 64 + 64])
+        Tx.cta.copy(g, dO[r0:r0 + 64, h, j * 64:j * 64 + 64])
         Tx.cta.mul(prod, o, g)
         Tx.cta.sum(acc, prod, axis=1, accum=True)
 
 
+THREADS = 128
+"""Threads of a dense preprocessing CTA (four warps)."""
+
+
+def lane_rows(cols, elems, threads=THREADS):
+    """A ``(rows, cols)`` register tile dealt to ``threads`` threads, ``elems`` consecutive elements of a row (one
+    16-byte vector) per thread slot: ``cols / elems`` lanes share a row (at most 32, repeating over the row where it
+    is wider), each warp covers ``32 * elems / cols`` rows (at least one) per slot group, and four groups of slots
+    stack the warps' rows. Returns ``(rows, layout)``.
+
+        >>> lane_rows(64, 8)[0], lane_rows(128, 4)[0], lane_rows(256, 4)[0]
+        (64, 16, 16)
+    """
+    lanes = min(32, cols // elems)              # lanes that share a row
+    reps = cols // (lanes * elems)              # vectors of a row per lane
+    per_warp = 32 // lanes                      # rows one warp instruction covers
+    warps = threads // 32
+    rows = 4 * warps * per_warp
+    return rows, TileLayout(S[(4, warps, per_warp, reps, lanes, elems) :
+                              (reps * elems @ m, 1 @ warpid, lanes @ laneid, elems @ m, 1 @ laneid, 1 @ m)])
+
+
+def sum_layout(threads=THREADS):
+    """The row sums of a :func:`lane_rows` tile of 64 bf16 / f16 columns (8 lanes a row): row ``r`` in the 8 lanes
+    that hold it."""
+    return TileLayout(S[(4, threads // 32, 4) : (1 @ m, 1 @ warpid, 8 @ laneid)] + R[8 : 1 @ laneid])
+
+
+@T.macro
+def lane_row_sums(acc, O, dO, b, r0, h, D, dtype):
+    """``acc`` (:func:`sum_layout`) = ``rowsum(O * dO)`` of rows ``r0 .. r0 + 63`` of head ``h`` of batch element
+    ``b``: 8 lanes a row, one 16-byte vector each, products summed over the row's 64-column chunks in each thread, then
+    butterflies over the row's lanes."""
+    _, L = lane_rows(64, 8)
+    o = T.alloc_local((64, 64), dtype, layout=L)
+    g = T.alloc_local((64, 64), dtype, layout=L)
+    prod = T.alloc_local((64, 64), "float32", layout=L)
+    for j in range(D // 64):
+        Tx.cta.fill(o, T.float32(0))
+        Tx.cta.fill(g, T.float32(0))
+        Tx.cta.copy(o, O[b, r0:r0 + 64, h, j * 64:j * 64 + 64])
+        Tx.cta.copy(g, dO[b, r0:r0 + 64, h, j * 64:j * 64 + 64])
+        if j == 0:
+            Tx.cta.mul(prod, o, g)
+        else:
+            Tx.cta.fma(prod, o, g, prod)
+    Tx.cta.sum(acc, prod, axis=1)
+
+
+@T.macro
+def zero_rows(DQA, b, r0, h, D):
+    """Rows ``r0 .. r0 + 63`` of head ``h`` of ``DQA[b]`` (float32) set to 0 with 16-byte stores, a warp's lanes along
+    a row (rows past the tensor's end are not written)."""
+    zr, zl = lane_rows(D, 4)
+    z = T.alloc_local((zr, D), "float32", layout=zl)
+    Tx.cta.fill(z, T.float32(0))
+    for i in range(64 // zr):
+        Tx.cta.copy(DQA[b, r0 + i * zr:r0 + i * zr + zr, h, :], z)
+
+
 @tirxpy.jit
-def attention_bwd_preprocess(B, H, SQ, D, dtype="bfloat16", SQT=None):
-    """The preprocessing kernel ``k(O, dO, DL)``: ``DL[b, h, s] = sum_d O[b, s, h, d] * dO[b, s, h, d]`` in float32
-    for ``O, dO: (B, SQT, H, D)`` and ``DL: (B, H, SQP)``, ``SQP = ceil(SQ / 64) * 64``; rows ``SQ .. SQP - 1`` of
-    ``DL`` get 0."""
+def attention_bwd_preprocess(B, H, SQ, D, dtype="bfloat16", SQT=None, PDL=True):
+    """The preprocessing kernel ``k(O, dO, DL, DQA)``: ``DL[b, h, s] = sum_d O[b, s, h, d] * dO[b, s, h, d]`` in
+    float32 for ``O, dO: (B, SQT, H, D)`` and ``DL: (B, H, SQP)``, ``SQP = ceil(SQ / 64) * 64``; rows ``SQ .. SQP -
+    1`` of ``DL`` get 0. It also zeroes the backward kernel's float32 ``dQ`` accumulator ``DQA: (B, SQT, H, D)``, so
+    that no separate fill is needed. A CTA of :data:`THREADS` threads takes 64 rows of one head (module docstring).
+    Grid ``(SQP / 64, H, B)``.
+    ``PDL`` (default on): programmatic dependent launch; every thread waits for the previous kernel in the stream
+    (``griddepcontrol.wait``) before its first load."""
     SQT = SQT or SQ
+    pdl = flag_option("attention_bwd_preprocess", "PDL", PDL)
     SQP = -(-SQ // 64) * 64
 
     @T.prim_func
     def attention_bwd_preprocess_kernel(O: T.Tensor((B, SQT, H, D), dtype), dO: T.Tensor((B, SQT, H, D), dtype),
-                                        DL: T.Tensor((B, H, SQP), "float32")):
-        T.launch(grid=(SQP // 64, H, B), threads=64)
-        acc = T.alloc_local((64,), "float32", layout=ONE)
+                                        DL: T.Tensor((B, H, SQP), "float32"),
+                                        DQA: T.Tensor((B, SQT, H, D), "float32")):
+        T.launch(grid=(SQP // 64, H, B), threads=THREADS, pdl=pdl)
+        if pdl:
+            T.ptx.griddepcontrol_wait()
+        acc = T.alloc_local((64,), "float32", layout=sum_layout())
         s0 = T.cta_id(0) * 64
+        h = T.cta_id(1)
         b = T.cta_id(2)
-        row_sums(acc, O, dO, b, s0, T.cta_id(1), D, dtype, False)
-        Tx.cta.copy(DL[b, T.cta_id(1), s0:s0 + 64], acc)
+        zero_rows(DQA, b, s0, h, D)
+        lane_row_sums(acc, O, dO, b, s0, h, D, dtype)
+        Tx.cta.copy(DL[b, h, s0:s0 + 64], acc)
 
     return attention_bwd_preprocess_kernel
 
@@ -105,7 +174,7 @@ def attention_bwd_preprocess_packed(B, H, TQ, D, SQ, XQ, dtype="bfloat16"):
         Tx.cta.fill(acc, T.float32(0))
         Tx.cta.fill(lse, T.float32(0))
         if s0 < lq:                                  # (a block past the sequence's end only writes zeros)
-            row_sums(acc, O, dO, b, q0 + s0, h, D, dtype, True)
+            row_sums(acc, O, dO, q0 + s0, h, D, dtype)
             Tx.cta.copy(lse, LSE[h:h + 1, q0 + s0:q0 + s0 + 64])
         line = acc.alias((1, 64), layout=LINE)
         Tx.cta.mask(line, line, T.float32(0), cols=lq - s0)         # rows past the sequence's end: 0

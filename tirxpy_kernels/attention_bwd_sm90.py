@@ -63,7 +63,7 @@ from tirxpy.layout.atoms import wgmma_accumulator
 
 from .attention_bwd_plan import TARGET, plan
 from .attention_walk import sequence
-from .errors import KernelConfigError
+from .errors import KernelConfigError, flag_option
 from .views import check_strides, tensor
 
 LOG2E = 1.4426950408889634
@@ -112,7 +112,7 @@ class Tiles:
 @tirxpy.jit
 def attention_bwd_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat16", deterministic=False,
                        SQT=None, SKT=None, BM=None, STAGES=None, DQ_SPLIT=None, PACKED=False, FOLD=None,
-                       strides=None, grad_strides=None, TAIL=None, sms=None, ROTATE=None):
+                       strides=None, grad_strides=None, TAIL=None, sms=None, ROTATE=None, PDL=True):
     """The kernel for one problem: ``k(Q, K, V, dO, LSE, DL, dK, dV, dQacc, SEM)`` with ``Q, dO: (B, SQT, H, D)``,
     ``K, V, dK, dV: (B, SKT, HKV, D)`` in ``dtype``, ``LSE, DL: (B, H, SQP)`` float32 (natural log-sum-exp and
     ``rowsum(dO * O)``; ``SQP`` the query blocks' rows, ``ceil(SQ / 64) * 64``), ``dQacc: (B, SQT, H, D)``
@@ -134,7 +134,10 @@ def attention_bwd_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bf
     ``strides``: ``Q``, ``K``, ``V``, ``dO`` read in place as strided views, ``(q, k, v, dout)`` element strides of
     their shapes above (an entry None: dense; :func:`tirxpy_kernels.views.check_strides`). ``grad_strides``: ``dK``,
     ``dV`` written in place as strided views (the slices of a packed ``dqkv``), ``(dk, dv)`` likewise; not with
-    ``PACKED``.
+    ``PACKED``. ``PDL`` (default on): programmatic dependent launch, as in
+    :func:`tirxpy_kernels.attention_sm90.attention_sm90`: the kernel may start while the previous kernel in the
+    stream (the preprocessing) finishes, and every thread waits for it (``griddepcontrol.wait``) before any global
+    load or store.
     Options: :func:`tirxpy_kernels.attention_bwd_plan.plan`."""
     p = plan(B, H, HKV, SQ, SK, D, causal, dtype, deterministic, BM, STAGES, DQ_SPLIT, PACKED, FOLD, TAIL,
              TARGET.sm_count if sms is None else sms, ROTATE)
@@ -153,7 +156,7 @@ def attention_bwd_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bf
         raise KernelConfigError("attention_bwd_sm90: grad_strides is for the dense kernel; PACKED=True writes dK and "
                                 "dV through its clipped views")
     scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
-    return build_kernel(p, scale, SQT, SKT, strides, grad_strides)
+    return build_kernel(p, scale, SQT, SKT, strides, grad_strides, flag_option("attention_bwd_sm90", "PDL", PDL))
 
 
 def lengths(p, CU, b, SQT, SKT):
@@ -568,10 +571,10 @@ def consumer_cols_part(p, scale):
     return consume
 
 
-def build_kernel(p, scale, SQT, SKT, strides=None, grad_strides=None):
+def build_kernel(p, scale, SQT, SKT, strides=None, grad_strides=None, pdl=False):
     """The ``@T.prim_func`` of plan ``p`` for tensors of ``SQT`` / ``SKT`` rows and softmax scale ``scale``
     (``strides``: the checked strides of ``Q``, ``K``, ``V``, ``dO``, or None; ``grad_strides``: those of ``dK``,
-    ``dV``, or None)."""
+    ``dV``, or None; ``pdl``: launched with programmatic dependent launch)."""
     B, H, HKV, D, dtype = p.B, p.H, p.HKV, p.D, p.dtype
     qs, ks, vs, ds = strides or (None,) * 4
     dks, dvs = grad_strides or (None,) * 2
@@ -638,6 +641,8 @@ def build_kernel(p, scale, SQT, SKT, strides=None, grad_strides=None):
             dq = T.alloc_local((64, DQC), "float32", layout=wgmma_accumulator(DQC))
         rg = Tiles(sacc=sacc, dpacc=dpacc, pfr=pfr, dsfr=dsfr, dvacc=dvacc, dkacc=dkacc, och=och, lcol=lcol,
                    dcol=dcol, dq=dq)
+        if pdl:         # the previous kernel's stores (D, the zeroed dQacc) are visible past this wait
+            T.ptx.griddepcontrol_wait()
         kb, hk, b = cta_block(p)
         n0 = kb * BN
         ln = lengths(p, CU, b, SQT, SKT)
@@ -666,7 +671,7 @@ def build_kernel(p, scale, SQT, SKT, strides=None, grad_strides=None):
                                              dQacc: T.Tensor((SQT + 1, XQ, H, D), "float32", layout=QV),
                                              SEM: T.Tensor((B, H, p.q_blocks, 2), "int32"),
                                              CUQ: T.Tensor((B + 1,), "int32"), CUK: T.Tensor((B + 1,), "int32")):
-            T.launch(grid=p.grid, threads=p.threads)
+            T.launch(grid=p.grid, threads=p.threads, pdl=pdl)
             body(Q, K, V, dO, LSE, DL, dK, dV, dQacc, SEM, (CUQ, CUK))
 
         return attention_bwd_packed_sm90_kernel
@@ -677,7 +682,7 @@ def build_kernel(p, scale, SQT, SKT, strides=None, grad_strides=None):
                                   dK: DKT, dV: DVT,
                                   dQacc: T.Tensor((B, SQT, H, D), "float32"),
                                   SEM: T.Tensor((B, H, p.q_blocks, 2), "int32")):
-        T.launch(grid=p.grid, threads=p.threads)
+        T.launch(grid=p.grid, threads=p.threads, pdl=pdl)
         body(Q, K, V, dO, LSE, DL, dK, dV, dQacc, SEM, None)
 
     return attention_bwd_sm90_kernel

@@ -230,19 +230,27 @@ def test_strided_views_are_read_in_place(D, causal):
         assert ((a.double() - r).norm() / r.norm()).item() < 1e-2, name
 
 
-@pytest.mark.parametrize("B,H,SQ,D,dtype", [(1, 2, 150, 128, torch.bfloat16), (2, 1, 64, 64, torch.float16)])
+@pytest.mark.parametrize("B,H,SQ,D,dtype", [(1, 2, 150, 128, torch.bfloat16), (2, 1, 64, 64, torch.float16),
+                                             (1, 1, 70, 256, torch.bfloat16)])
 def test_preprocess_sim_matches_float64(B, H, SQ, D, dtype):
-    """``D = rowsum(O * dO)`` in float32 into ``(B, H, SQP)``, rows past SQ zero (poisoned before)."""
+    """``D = rowsum(O * dO)`` in float32 into ``(B, H, SQP)``, rows past SQ zero, and the accumulator ``DQA`` zeroed
+    (both poisoned before); a NaN planted in ``O`` past its rows reaches neither."""
     from tirxpy_kernels.attention_bwd_pre import attention_bwd_preprocess
 
     g = torch.Generator().manual_seed(int(torch.randint(0, 2**31 - 1, (1,))))
-    o, do = (torch.randn(B, SQ, H, D, generator=g).to(dtype) for _ in range(2))
+    o, do = (torch.randn(B, SQ + 1, H, D, generator=g).to(dtype) for _ in range(2))
+    o[:, SQ:] = float("nan")
+    o, do = o[:, :SQ], do[:, :SQ]
     SQP = -(-SQ // 64) * 64
     dl = torch.full((B, H, SQP), float("nan"))
-    assert run(attention_bwd_preprocess(B, H, SQ, D, str(dtype).removeprefix("torch.")), o, do, dl).problems == []
+    dqa = torch.full((B, SQ + 1, H, D), float("nan"))
+    kern = attention_bwd_preprocess(B, H, SQ, D, str(dtype).removeprefix("torch."))
+    assert run(kern, o, do, dl, dqa[:, :SQ]).problems == []
     ref = (o.double() * do.double()).sum(-1).transpose(1, 2)
     assert (dl[:, :, :SQ].double() - ref).abs().max().item() < 1e-4 * D
     assert torch.equal(dl[:, :, SQ:], torch.zeros(B, H, SQP - SQ))
+    assert torch.equal(dqa[:, :SQ], torch.zeros(B, SQ, H, D))
+    assert dqa[:, SQ:].isnan().all()                    # the row past the tensor is not written
 
 
 @pytest.mark.parametrize("lens,total,D,dtype", [
@@ -337,6 +345,18 @@ def test_mha_kernels_whose_last_block_is_ragged_build(SQ, D):
     k = attention_bwd_sm90(1, 2, 2, SQ, 130, D)
     assert [int(g) for g in k.launch.grid] == [-(-130 // plan(1, 2, 2, SQ, 130, D).BN), 2, 1]
     lower_calls(k, "sm_90a")        # every primitive call has a native form
+
+
+def test_pdl_is_a_flag_of_each_backward_kernel():
+    from tirxpy_kernels.attention_bwd_post import attention_bwd_dq_store
+    from tirxpy_kernels.attention_bwd_pre import attention_bwd_preprocess
+
+    for make in (lambda f: attention_bwd_sm90(1, 2, 2, 128, 128, 64, PDL=f),
+                 lambda f: attention_bwd_preprocess(1, 2, 128, 64, PDL=f),
+                 lambda f: attention_bwd_dq_store(1, 128, 2, 64, PDL=f)):
+        assert make(True).launch.pdl and not make(False).launch.pdl
+        with pytest.raises(KernelConfigError, match="PDL must be True or False"):
+            make(2)
 
 
 def test_grad_strides_are_checked():
