@@ -230,7 +230,7 @@ def test_varlen_reads_a_packed_projection_in_place_in_the_simulator():
 def test_varlen_pairs_with_two_consumers_in_the_simulator(pingpong):
     """Causal pairs of 128-row tiles with two consumer warpgroups, with and without their turns on the tensor cores
     (which carry over from a pair's first tile to its second): sequences of 3 and 4 tiles, one of 1."""
-    _sim_case([300, 100, 400], [300, 120, 390], 2, 1, 64, True, 64, 2, "bfloat16", None, PINGPONG=pingpong)
+    _sim_case([300, 100, 400], [300, 120, 390], 1, 1, 64, True, 64, 2, "bfloat16", None, PINGPONG=pingpong)
 
 
 HOSTILE_OFFSETS = [       # (cu_seqlens_q, cu_seqlens_k) of two sequences over 10 packed rows with max_seqlen 6, and
