@@ -20,9 +20,10 @@ from __future__ import annotations
 import tirxpy
 from tirxpy import T, Tx
 from tirxpy.layout import R, S, TileLayout, laneid, m, tx, warpid
+from tirxpy.target import MAX_GRID
 
 from .attention_walk import clamped_rows
-from .errors import KernelConfigError, flag_option
+from .errors import KernelConfigError, choice_option, flag_option, int_option
 
 ROWS = TileLayout(S[(64, 64) : (1 @ tx, 1 @ m)])
 """The packed kernel's ``(64 rows, 64 columns)`` register tile, one row per thread."""
@@ -109,6 +110,25 @@ def zero_rows(DQA, b, r0, h, D):
         Tx.cta.copy(DQA[b, r0 + i * zr:r0 + i * zr + zr, h, :], z)
 
 
+def check_problem(where, B, H, SQ, D, dtype):
+    """``(B, H, SQ, D, dtype)`` checked: positive ints (``B``, ``H`` within a grid's ``y`` / ``z``), ``D`` a multiple
+    of 64 (the kernels read rows 64 columns at a time), a 16-bit dtype; :class:`KernelConfigError` naming the
+    argument otherwise.
+
+        >>> check_problem("k", 1, 2, 100, 96, "bfloat16")
+        Traceback (most recent call last):
+        ...
+        tirxpy_kernels.errors.KernelConfigError: k: head dim D = 96 must be a positive multiple of 64
+    """
+    B = int_option(where, "B", B, 1, MAX_GRID[2])
+    H = int_option(where, "H", H, 1, MAX_GRID[1])
+    SQ = int_option(where, "SQ", SQ, 1, MAX_GRID[0] * 64)
+    D = int_option(where, "D", D, 1, 1 << 16)
+    if D % 64:
+        raise KernelConfigError(f"{where}: head dim D = {D} must be a positive multiple of 64")
+    return B, H, SQ, D, choice_option(where, "dtype", dtype, ("bfloat16", "float16"))
+
+
 @tirxpy.jit
 def attention_bwd_preprocess(B, H, SQ, D, dtype="bfloat16", SQT=None, PDL=True):
     """The preprocessing kernel ``k(O, dO, DL, DQA)``: ``DL[b, h, s] = sum_d O[b, s, h, d] * dO[b, s, h, d]`` in
@@ -118,8 +138,10 @@ def attention_bwd_preprocess(B, H, SQ, D, dtype="bfloat16", SQT=None, PDL=True):
     Grid ``(SQP / 64, H, B)``.
     ``PDL`` (default on): programmatic dependent launch; every thread waits for the previous kernel in the stream
     (``griddepcontrol.wait``) before its first load."""
-    SQT = SQT or SQ
-    pdl = flag_option("attention_bwd_preprocess", "PDL", PDL)
+    W = "attention_bwd_preprocess"
+    B, H, SQ, D, dtype = check_problem(W, B, H, SQ, D, dtype)
+    SQT = SQ if SQT is None else int_option(W, "SQT", SQT, SQ, 1 << 40)
+    pdl = flag_option(W, "PDL", PDL)
     SQP = -(-SQ // 64) * 64
 
     @T.prim_func
@@ -152,6 +174,9 @@ def attention_bwd_preprocess_packed(B, H, TQ, D, SQ, XQ, dtype="bfloat16"):
         >>> attention_bwd_preprocess_packed(3, 2, 1000, 64, 300, 320).launch.grid
         (5, 2, 3)
     """
+    W = "attention_bwd_preprocess_packed"
+    B, H, SQ, D, dtype = check_problem(W, B, H, SQ, D, dtype)
+    TQ, XQ = int_option(W, "TQ", TQ, 1, 1 << 40), int_option(W, "XQ", XQ, 1, MAX_GRID[0] * 64)
     if XQ % 64 or XQ < SQ:
         raise KernelConfigError(f"attention_bwd_preprocess_packed: XQ = {XQ} must be a multiple of 64 of at least "
                                 f"SQ = {SQ}")

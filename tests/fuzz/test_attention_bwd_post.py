@@ -9,8 +9,8 @@ from tirxpy_kernels.attention_bwd_post import attention_bwd_dq_store
 
 AREA = "tirxpy_kernels attention backward options"
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
-NAMES = ("B", "S_", "H", "D", "dtype", "sb", "ss")
-GOOD = dict(B=2, S_=300, H=4, D=128, dtype="bfloat16", sb=None, ss=None)
+NAMES = ("B", "S_", "H", "D", "dtype", "sb", "ss", "PDL")
+GOOD = dict(B=2, S_=300, H=4, D=128, dtype="bfloat16", sb=None, ss=None, PDL=True)
 JUNK = st.one_of(st.floats(allow_nan=True), st.text(max_size=4), st.lists(st.integers(0, 3), max_size=2),
                  st.just(object()), st.complex_numbers(max_magnitude=4), st.booleans())
 BAD = {
@@ -21,6 +21,8 @@ BAD = {
     "dtype": st.one_of(JUNK, st.none(), st.sampled_from(["float32", "int8", "bf16", "float8_e4m3", ""])),
     "sb": st.one_of(JUNK, st.integers(max_value=-1), st.integers(0, 10 ** 6).filter(lambda v: v % 8)),
     "ss": st.one_of(JUNK, st.integers(max_value=511), st.integers(512, 10 ** 6).filter(lambda v: v % 8)),
+    "PDL": st.one_of(JUNK.filter(lambda v: not isinstance(v, bool)), st.none(),
+                     st.integers().filter(lambda i: i not in (0, 1))),
 }
 
 
