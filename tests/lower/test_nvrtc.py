@@ -164,3 +164,24 @@ def test_an_injected_wait_warns_with_what_to_look_at():
     ck = SimpleNamespace(name="k", resources=KernelResources("k", perf_warnings=(remark,)))
     with pytest.warns(PerformanceWarning, match=r"k: ptxas: \(C7517\) .* line is the PTX's .*plain definition"):
         _warn_performance(ck)
+
+
+def test_each_program_has_a_name_of_its_own_so_a_twin_still_logs(monkeypatch):
+    """NVRTC 13.0 can hand back an earlier program's cubin, with an empty log, for a program of the same name and
+    the same code comments aside; then the registers and ptxas remarks (C7508, which decides the register pin) would
+    be missing. Each program gets a name of its own, and both twins here report their resources."""
+    from tirxpy.lower import nvrtc as tn
+
+    lib = tn._nvrtc()
+    names = []
+
+    def create(src, name, *rest):
+        names.append(name)
+        return real(src, name, *rest)
+
+    real = lib.nvrtcCreateProgram
+    monkeypatch.setattr(lib, "nvrtcCreateProgram", create)
+    a = compile_cuda(SRC, "sm_90a", cache=False)
+    b = compile_cuda("// the same kernels, another comment\n" + SRC, "sm_90a", cache=False)
+    assert len(names) == 2 and names[0] != names[1]
+    assert a.resources_of("k_smem").registers > 0 and b.resources_of("k_smem").registers > 0

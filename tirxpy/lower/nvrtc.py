@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import glob
 import hashlib
+import itertools
 import os
 import re
 import time
@@ -283,7 +284,7 @@ def compile_cuda(source: str, arch, *, name_expressions=None, emit_ptx: bool = F
     key = _cache.make_key(source, key_options(opts), names, emit_ptx, nvrtc_version())
     if cache:
         hit = _cache.get(key)
-        if hit is not None:
+        if hit is not None and hit.log:     # (an entry without ptxas' log came from an unlogged compile: redo it)
             return hit
     mod = _compile(source, str(target), opts, names, emit_ptx, filename)
     mod.key = key
@@ -292,10 +293,31 @@ def compile_cuda(source: str, arch, *, name_expressions=None, emit_ptx: bool = F
     return mod
 
 
+_PROGRAMS = itertools.count(1)
+"""Numbers the NVRTC programs of this process (:func:`program_name`)."""
+
+
+def program_name(filename: str) -> str:
+    """The name an NVRTC program of ``filename`` gets: the name with a number of its own in this process
+    (``k.cu`` -> ``k.7.cu``). NVRTC 13.0 (the build in the ``nvidia-cuda-nvrtc`` wheel on our H100 hosts) hands back
+    the cubin of an earlier program of the same name and the same code, comments aside, without running ptxas:
+    the log is empty, so the registers, spills and ptxas remarks (``setmaxnreg`` ignored, C7508) would be missing,
+    and :func:`tirxpy.lower.build.build` would keep a kernel whose ``setmaxnreg`` ptxas dropped. A name used once
+    makes every compile run ptxas and log.
+
+        >>> a, b = program_name("k.cu"), program_name("k.cu")
+        >>> a != b and a.startswith("k.") and a.endswith(".cu")
+        True
+    """
+    stem, dot, ext = filename.rpartition(".")
+    n = next(_PROGRAMS)
+    return f"{stem}.{n}.{ext}" if dot else f"{filename}.{n}"
+
+
 def _compile(source, arch, opts, names, emit_ptx, filename) -> CompiledModule:
     nvrtc = _nvrtc()
     t0 = time.perf_counter()
-    err, prog = nvrtc.nvrtcCreateProgram(source.encode(), filename.encode(), 0, [], [])
+    err, prog = nvrtc.nvrtcCreateProgram(source.encode(), program_name(filename).encode(), 0, [], [])
     _ok(err, "nvrtcCreateProgram")
     try:
         for n in names:
