@@ -299,11 +299,10 @@ _PROGRAMS = itertools.count(1)
 
 def program_name(filename: str) -> str:
     """The name an NVRTC program of ``filename`` gets: the name with a number of its own in this process
-    (``k.cu`` -> ``k.7.cu``). NVRTC 13.0 (the build in the ``nvidia-cuda-nvrtc`` wheel on our H100 hosts) hands back
-    the cubin of an earlier program of the same name and the same code, comments aside, without running ptxas:
-    the log is empty, so the registers, spills and ptxas remarks (``setmaxnreg`` ignored, C7508) would be missing,
-    and :func:`tirxpy.lower.build.build` would keep a kernel whose ``setmaxnreg`` ptxas dropped. A name used once
-    makes every compile run ptxas and log.
+    (``k.cu`` -> ``k.7.cu``). Some NVRTC 13.0 builds hand back the cubin of an earlier program of the same name and
+    the same code, comments aside, without running ptxas: the log is empty, so the registers, spills and ptxas
+    remarks (``setmaxnreg`` ignored, C7508) would be missing, and :func:`tirxpy.lower.build.build` would keep a kernel
+    whose ``setmaxnreg`` ptxas dropped. A name used once makes every compile run ptxas and log.
 
         >>> a, b = program_name("k.cu"), program_name("k.cu")
         >>> a != b and a.startswith("k.") and a.endswith(".cu")
