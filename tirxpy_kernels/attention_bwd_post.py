@@ -20,7 +20,7 @@ from tirxpy import T, Tx
 from tirxpy.layout import S, TileLayout, m, tx
 from tirxpy.target import MAX_GRID
 
-from .attention_bwd_plan import TARGET
+from .attention_bwd_plan import DTYPES, TARGET
 from .errors import KernelConfigError, choice_option, flag_option, int_option
 from .launch_cache import compiled
 from .views import tensor
@@ -45,7 +45,7 @@ def attention_bwd_dq_store(B, S_, H, D, dtype="bfloat16", sb=None, ss=None, PDL=
     B = int_option(W, "B", B, 1, MAX_GRID[2])                    # grid (H D / 64, ceil(S_ / 64), B)
     S_ = int_option(W, "S_", S_, 1, MAX_GRID[1] * ROWS)
     H, D = (int_option(W, n, v, 1, 1 << 20) for n, v in (("H", H), ("D", D)))
-    dtype = choice_option(W, "dtype", dtype, ("bfloat16", "float16"))
+    dtype = choice_option(W, "dtype", dtype, DTYPES)
     ss = H * D if ss is None else int_option(W, "ss", ss, 0, 1 << 40)
     sb = S_ * ss if sb is None else int_option(W, "sb", sb, 0, 1 << 40)
     if D % 64:

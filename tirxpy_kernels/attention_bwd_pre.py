@@ -22,6 +22,7 @@ from tirxpy import T, Tx
 from tirxpy.layout import R, S, TileLayout, laneid, m, tx, warpid
 from tirxpy.target import MAX_GRID
 
+from .attention_bwd_plan import DTYPES
 from .attention_walk import clamped_rows
 from .errors import KernelConfigError, choice_option, flag_option, int_option
 
@@ -126,7 +127,7 @@ def check_problem(where, B, H, SQ, D, dtype):
     D = int_option(where, "D", D, 1, 1 << 16)
     if D % 64:
         raise KernelConfigError(f"{where}: head dim D = {D} must be a positive multiple of 64")
-    return B, H, SQ, D, choice_option(where, "dtype", dtype, ("bfloat16", "float16"))
+    return B, H, SQ, D, choice_option(where, "dtype", dtype, DTYPES)
 
 
 @tirxpy.jit
