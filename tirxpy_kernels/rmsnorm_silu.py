@@ -23,11 +23,14 @@ butterflies and then one shared-memory exchange, or just the butterflies for a w
 """
 from __future__ import annotations
 
+import math
+import numbers
+
 import tirxpy
 from tirxpy import T, Tx
 from tirxpy.layout import R, S, TileLayout, laneid, m, warpid
 
-from .errors import KernelConfigError
+from .errors import KernelConfigError, int_option
 
 ELEMS_PER_THREAD = 16
 """Default elements of the row per thread: two 16-byte bf16 vectors, which deals a 4096-wide row to 256
@@ -38,16 +41,31 @@ the choices against a copy of the same bytes."""
 WARP_ROWS_PER_CTA = 8
 """Rows per CTA when one warp holds a row: 8 (256 threads)."""
 
+FLOAT32_MAX = 3.4028234663852886e38
+"""The largest finite float32: the kernel adds ``eps`` in float32, so it may not pass this."""
+
 
 def plan(d: int, target_elems: int = ELEMS_PER_THREAD) -> tuple:
-    """``(v, vecs, threads)``: vector width in elements, vectors per thread, threads per row (module docstring)."""
-    if d % 32 or d <= 0:
+    """``(v, vecs, threads)``: vector width in elements, vectors per thread, threads per row (module docstring).
+    ``d`` is a positive multiple of 32 and ``target_elems`` an int >= 1 (:class:`KernelConfigError` otherwise).
+
+        >>> plan(64, 10 ** 12)
+        (2, 1, 32)
+        >>> plan(64, 0)
+        Traceback (most recent call last):
+        ...
+        tirxpy_kernels.errors.KernelConfigError: rmsnorm_silu: elems_per_thread = 0 is out of range; it must be >= 1
+    """
+    d = int_option("rmsnorm_silu", "the row width d", d, lo=1, hi=2 ** 31 - 1)
+    target_elems = int_option("rmsnorm_silu", "elems_per_thread", target_elems, lo=1)
+    if d % 32:
         raise KernelConfigError(f"rmsnorm_silu: the row width {d} must be a positive multiple of 32")
     q = d // 32
     v = 1
     while v < 8 and q % (2 * v) == 0:
         v *= 2
-    vecs = max(1, target_elems // v)
+    # no more vectors than the row has for one warp: wider counts never divide the row (the loop below is linear)
+    vecs = max(1, min(target_elems // v, d // (32 * v)))
     while vecs > 1 and d % (32 * v * vecs):
         vecs -= 1
     while d // (v * vecs) > 1024 or d % (32 * v * vecs):
@@ -70,6 +88,23 @@ def scalar_layout(d: int, elems_per_thread: int = ELEMS_PER_THREAD) -> TileLayou
     if nw == 1:
         return TileLayout(S[1 : 1 @ m] + R[32 : 1 @ laneid])
     return TileLayout(S[1 : 1 @ m] + R[(32, nw) : (1 @ laneid, 1 @ warpid)])
+
+
+def check_eps(eps) -> float:
+    """``eps`` as a float when it is a real number (not a bool) in ``[0, FLOAT32_MAX]``: a NaN, an infinity, a
+    negative value or one past float32 would turn every row's scale into NaN or 0.
+
+        >>> check_eps(1e-5)
+        1e-05
+        >>> check_eps(float("nan"))
+        Traceback (most recent call last):
+        ...
+        tirxpy_kernels.errors.KernelConfigError: rmsnorm_silu: eps must be a finite float >= 0 ..., got nan
+    """
+    real = isinstance(eps, numbers.Real) and not isinstance(eps, bool)
+    if not (real and math.isfinite(eps) and 0 <= eps <= FLOAT32_MAX):
+        raise KernelConfigError(f"rmsnorm_silu: eps must be a finite float >= 0 in float32's range, got {eps!r:.60}")
+    return float(eps)
 
 
 @T.macro
@@ -106,8 +141,12 @@ def rmsnorm_silu(n_rows: int, d: int, eps: float = 1e-6, elems_per_thread: int =
     ``(n_rows, d)``, ``(d,)``, ``(n_rows, d)``). The primitives run at CTA scope; with one warp
     per row each warp works on its own row (the row tiles' layouts name only lanes).
     ``elems_per_thread``: elements of the row each thread holds (:data:`ELEMS_PER_THREAD` says when to
-    change it)."""
+    change it). ``n_rows`` is an int in [1, 2**31 - 1] (the row index is 32-bit), ``eps`` a finite real number
+    >= 0 within float32's range; :class:`KernelConfigError` names a bad one."""
+    n_rows = int_option("rmsnorm_silu", "n_rows", n_rows, lo=1, hi=2 ** 31 - 1)
+    eps = check_eps(eps)
     _, _, threads = plan(d, elems_per_thread)
+    d, elems_per_thread = int(d), int(elems_per_thread)      # checked by plan (numpy ints become ints)
     XL, SL = row_layout(d, elems_per_thread), scalar_layout(d, elems_per_thread)
     inv_d = 1.0 / d
     rpc = WARP_ROWS_PER_CTA if threads == 32 else 1

@@ -61,3 +61,35 @@ def test_gpu_matches_float64_torch(rows, d, sim_mode):
     ref = z * torch.sigmoid(z)
     assert not torch.isnan(y).any()
     torch.testing.assert_close(y.double(), ref, rtol=2 ** -7, atol=2 ** -7)
+
+
+@pytest.mark.parametrize("kw,msg", [
+    (dict(n_rows=0), r"n_rows = 0 is out of range"), (dict(n_rows=True), r"n_rows must be an int, got True"),
+    (dict(n_rows=2.0), r"n_rows must be an int"), (dict(n_rows=2 ** 31), r"n_rows = 2147483648 is out of range"),
+    (dict(d=64.0), r"row width d must be an int"), (dict(d=2 ** 40), r"row width d = 1099511627776 is out of range"),
+    (dict(eps=float("nan")), r"eps must be a finite float >= 0"), (dict(eps=-1e-6), r"eps must be a finite float"),
+    (dict(eps=float("inf")), r"eps must be"), (dict(eps=1e300), r"eps must be"), (dict(eps=True), r"eps must be"),
+    (dict(eps="1e-6"), r"eps must be"), (dict(eps=None), r"eps must be"),
+    (dict(elems_per_thread=0), r"elems_per_thread = 0 is out of range"),
+    (dict(elems_per_thread=1.5), r"elems_per_thread must be an int"),
+    (dict(elems_per_thread=None), r"elems_per_thread must be an int"),
+])
+def test_factory_refuses_bad_arguments_by_name(kw, msg):
+    """Each argument is checked before the kernel is built: a NaN, infinite, negative or (in float32) infinite eps
+    would make every output NaN or 0, and a non-int size would fail deep in the parser."""
+    from tirxpy_kernels.errors import KernelConfigError
+
+    args = dict(n_rows=4, d=64)
+    args.update(kw)
+    with pytest.raises(KernelConfigError, match=msg):
+        rmsnorm_silu(**args)
+
+
+def test_factory_takes_numpy_ints_and_huge_elems_per_thread_quickly():
+    """numpy ints are ints; an ``elems_per_thread`` far past the row costs no search over every count below it."""
+    import time
+
+    assert rmsnorm_silu(np.int64(4), np.int64(64)).launch.threads == 256
+    t0 = time.perf_counter()
+    assert plan(64, 10 ** 12) == plan(64, 64) == (2, 1, 32)
+    assert time.perf_counter() - t0 < 1
