@@ -28,6 +28,7 @@ import torch
 
 from tirxpy.errors import ArgumentError
 
+from .checks import dense_tensor
 from .errors import KernelConfigError
 from .launch_cache import LaunchCache, compiled
 from .quantize_sm90 import (FP8_MAX, GRANULARITIES, GROUP, SCALE_FLOOR, padded_shape, plan, quantize_fp8_kernel,
@@ -47,6 +48,8 @@ def _check(x, granularity, dtype, pow2_scales):
     w = "quantize_fp8"
     if not isinstance(x, torch.Tensor):
         raise QuantizeArgumentError(f"{w}: x must be a torch.Tensor, got {type(x).__name__}")
+    if x.is_nested or x.layout != torch.strided:
+        dense_tensor(w, "x", x, 2, "(M, K)", QuantizeArgumentError)     # names the kind and the fix
     if x.dtype not in _IN:
         raise QuantizeArgumentError(f"{w}: x has dtype {x.dtype}; pass a bfloat16 or float16 tensor "
                                     f"(x.to(torch.bfloat16))")
@@ -63,16 +66,18 @@ def _check(x, granularity, dtype, pow2_scales):
     if not x.is_contiguous():
         raise QuantizeArgumentError(f"{w}: x (shape {tuple(x.shape)}, strides {x.stride()}) must be row-major "
                                     f"contiguous; pass x.contiguous()")
+    Mp, Kp = padded_shape(granularity, *x.shape)
     try:
-        plan(granularity, *padded_shape(granularity, *x.shape))
+        plan(granularity, Mp, Kp)
     except KernelConfigError as e:
         raise QuantizeArgumentError(str(e)) from None
+    if Mp * Kp >= 2 ** 31:
+        pad = "" if (Mp, Kp) == tuple(x.shape) else f" (the kernel's input: x padded to one tile, {Mp} x {Kp})"
+        raise QuantizeArgumentError(f"{w}: x has {Mp * Kp} elements{pad}; the kernel indexes with 32-bit ints, so "
+                                    f"quantize at most 2**31 - 1 elements per call (split x)")
     if x.device.type != "cuda":
         raise QuantizeArgumentError(f"{w}: x is on {x.device}; the kernel runs on a CUDA GPU (x.cuda()); "
                                     f"reference() computes the same on any device")
-    if x.shape[0] * x.shape[1] >= 2 ** 31:
-        raise QuantizeArgumentError(f"{w}: x has {x.numel()} elements; the kernel indexes with 32-bit ints, so "
-                                    f"quantize at most 2**31 - 1 elements per call (split the rows)")
 
 
 def quantize_fp8(x, granularity, *, dtype=torch.float8_e4m3fn, pow2_scales=False):
@@ -80,11 +85,11 @@ def quantize_fp8(x, granularity, *, dtype=torch.float8_e4m3fn, pow2_scales=False
 
     Every argument is checked before the device (:class:`QuantizeArgumentError` naming it and the fix). An input
     smaller than one CTA tile (:func:`tirxpy_kernels.quantize_sm90.padded_shape`) is quantized from a zero-padded copy (zeros change no amax), the outputs sliced back."""
-    key = ((tuple(x.shape), x.dtype, x.device, type(granularity), granularity, dtype, type(pow2_scales), pow2_scales)
-           if isinstance(x, torch.Tensor) else None)       # with the types: 1 == True, but pow2_scales=1 is refused
-    try:
+    try:        # with the types: 1 == True, but pow2_scales=1 is refused
+        key = ((tuple(x.shape), x.dtype, x.device, type(granularity), granularity, dtype, type(pow2_scales),
+                pow2_scales) if isinstance(x, torch.Tensor) else None)
         hit = _CACHE.get(key) if key is not None and x.is_contiguous() else None
-    except TypeError:       # an unhashable option: the checks below name it
+    except (TypeError, RuntimeError):     # an unhashable option, a tensor without sizes (nested): the checks name it
         key = hit = None
     if hit is None:
         _check(x, granularity, dtype, pow2_scales)

@@ -75,6 +75,8 @@ MAX_TOKEN_WARPS = 16
 """The most warps a token row gets (512 threads: 128 registers each, room for 8 vectors without spills)."""
 MAX_TOKEN_K = 32 * MAX_TOKEN_WARPS * V * 8
 """The widest row ``"token"`` quantizes (512 threads, 8 vectors each)."""
+MAX_GRID_Y = 65535
+"""The most CTAs along a grid's y dimension: the row tiles of ``"1x128"`` and ``"128x128"``."""
 
 POW2_CEIL = register_intrinsic(
     "quant_pow2_ceil_f32",
@@ -155,8 +157,8 @@ def plan(granularity: str, M: int, K: int, vecs: int | None = None, lanes: int |
     fewest, ``max(4, 16 / vecs)``); :class:`KernelConfigError` when the input is smaller than one tile
     (:func:`min_shape`: pad it with zeros)."""
     granularity = choice_option("quantize_fp8", "granularity", granularity, GRANULARITIES)
-    int_option("quantize_fp8", "M", M, lo=1, hi=2 ** 31 - 1)
-    int_option("quantize_fp8", "K", K, lo=1, hi=2 ** 31 - 1)
+    M = int_option("quantize_fp8", "M", M, lo=1, hi=2 ** 31 - 1)
+    K = int_option("quantize_fp8", "K", K, lo=1, hi=2 ** 31 - 1)
     if vecs is None:
         vecs = BLOCK_VECS if granularity == "128x128" else VECS
     vecs = int_option("quantize_fp8", "vecs", vecs, lo=1, hi=16)
@@ -164,8 +166,7 @@ def plan(granularity: str, M: int, K: int, vecs: int | None = None, lanes: int |
         raise KernelConfigError(f"quantize_fp8: granularity '128x128' deals a block's 64 row pairs to warps of "
                                 f"vecs row pairs each; vecs = {vecs} must be 2, 4 or 8 (1024, 512 or 256 threads)")
     if granularity != "token":
-        if lanes is None:
-            lanes = max(4, 16 // vecs)
+        lanes = max(4, 16 // vecs) if lanes is None else int_option("quantize_fp8", "lanes", lanes)
         if lanes not in (4, 8, 16) or vecs % (16 // lanes):
             raise KernelConfigError(f"quantize_fp8: lanes = {lanes!r:.20} lanes to a group row hold 16 / lanes vectors of "
                                     f"it each; lanes must be 4, 8 or 16 and vecs = {vecs} a multiple of 16 / lanes")
@@ -185,6 +186,10 @@ def plan(granularity: str, M: int, K: int, vecs: int | None = None, lanes: int |
     if M < need[0] or K < need[1]:
         raise KernelConfigError(f"quantize_fp8: a {M} x {K} input is smaller than one {granularity} tile, which "
                                 f"needs at least {need[0]} x {need[1]}; pad it with zeros (the API does)")
+    if granularity != "token" and -(-M // p.rows) > MAX_GRID_Y:
+        raise KernelConfigError(f"quantize_fp8: M = {M} rows are {-(-M // p.rows)} tiles of {p.rows} rows, past the "
+                                f"{MAX_GRID_Y} a grid's y dimension holds; quantize at most {MAX_GRID_Y * p.rows} rows "
+                                "per call (split the rows)")
     return p
 
 

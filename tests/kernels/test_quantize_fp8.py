@@ -261,6 +261,28 @@ def test_api_typed_errors_name_the_fix():
     _bad(lambda: quantize_fp8(torch.zeros(4, 40000, dtype=torch.bfloat16), "token"), "past 32768; use '1x128'")
 
 
+def test_api_refuses_other_tensor_kinds_and_unlaunchable_sizes_before_the_device():
+    """A nested or sparse ``x`` is named as such (not an internal torch error); a row count past the grid's y
+    dimension (65535 row tiles) or an input past 2**31 elements once padded to a tile is refused before the
+    device check and before any padded copy is made."""
+    x = torch.zeros(4, 256, dtype=torch.bfloat16)
+    _bad(lambda: quantize_fp8(torch.nested.nested_tensor([x, x]), "1x128"), r"x is a nested tensor; pass a dense")
+    _bad(lambda: quantize_fp8(x.to_sparse(), "1x128"), r"x is a sparse tensor .*x.to_dense\(\)")
+    meta = dict(dtype=torch.bfloat16, device="meta")
+    _bad(lambda: quantize_fp8(torch.empty(2 ** 22, 128, **meta), "1x128"), r"M = 4194304 rows .*\(split the rows")
+    _bad(lambda: quantize_fp8(torch.empty(9 * 2 ** 20, 128, **meta), "128x128"), r"65535 .*\(split the rows")
+    _bad(lambda: quantize_fp8(torch.empty(1, 2 ** 27, **meta), "1x128"), r"x padded to one tile, 32 x 134217728")
+    _bad(lambda: quantize_fp8(torch.empty(2 ** 20, 2 ** 12, **meta), "token"), r"4294967296 elements")
+
+
+def test_factory_checks_lanes_and_the_row_tiles():
+    with pytest.raises(KernelConfigError, match=r"lanes must be an int, got 8.0"):
+        quantize_fp8_kernel("1x128", 64, 256, lanes=8.0)
+    with pytest.raises(KernelConfigError, match=r"past the 65535 a grid's y dimension holds"):
+        quantize_fp8_kernel("1x128", 2 ** 22, 128)
+    quantize_fp8_kernel("1x128", np.int64(64), np.int64(256), lanes=np.int64(8))
+
+
 def test_the_launch_cache_key_tells_option_types_apart(monkeypatch):
     """``pow2_scales=1`` equals ``True`` in Python but is refused: a call with it must not find the entry a call
     with ``True`` left (the key carries each option's type)."""
