@@ -333,14 +333,16 @@ def prepare_varlen(q, k, v, out, dout, lse, cu_seqlens_q, cu_seqlens_k, max_seql
         if TQ != NQ:
             lsp = torch.nn.functional.pad(lsp, (0, TQ - NQ))
         lp, dlp = (torch.empty((H, B, XQ), dtype=torch.float32, device=q.device) for _ in range(2))
+        # the reduce-adds' rows of dQ (the XQ in front of them are never written or read): each sequence's are
+        # zeroed by the preprocessing, the rows past the last sequence by finish() in dq (as for dK / dV below)
+        dqb = (torch.zeros if capturing else torch.empty)((XQ + TQ, H, D), dtype=torch.float32, device=q.device)
         compiled(attention_bwd_preprocess_packed(B, H, TQ, D, SQ, XQ, dtype), TARGET)(op, dop.contiguous(), lsp,
-                                                                                      cu_seqlens_q, dlp, lp)
+                                                                                      cu_seqlens_q, dlp, lp,
+                                                                                      dqb[XQ:])
         # dK / dV: the key rows past the last sequence, which no CTA stores, are zeroed by finish() (it knows where
         # that is), or here while a graph is captured; the XK rows in front are never read
         dkb, dvb = ((torch.zeros if capturing else torch.empty)((XK + TK, HKV, D), dtype=q.dtype, device=q.device)
                     for _ in range(2))
-        dqb = torch.empty((XQ + TQ, H, D), dtype=torch.float32, device=q.device)
-        dqb[XQ:].zero_()        # the reduce-adds' rows (the XQ in front of them are never written or read)
         sem = _counters(deterministic)((B, H, p.q_blocks, 2), dtype=torch.int32, device=q.device)
         kern = attention_bwd_sm90(B, H, HKV, SQ, SK, D, causal=causal, scale=sc, dtype=dtype,
                                   deterministic=deterministic, SQT=TQ, SKT=TK, PACKED=True, strides=strides,
@@ -351,11 +353,13 @@ def prepare_varlen(q, k, v, out, dout, lse, cu_seqlens_q, cu_seqlens_k, max_seql
 
     def finish():
         with torch.cuda.device(q.device):
+            dq = dqb[XQ:XQ + NQ].to(q.dtype)
             if copied is not None:
-                _, ck = check_copied(copied, NQ, NK, max_seqlen_q, max_seqlen_k)
+                cq, ck = check_copied(copied, NQ, NK, max_seqlen_q, max_seqlen_k)
+                dq[cq[-1]:].zero_()
                 dkb[XK + ck[-1]:].zero_()
                 dvb[XK + ck[-1]:].zero_()
-            return dqb[XQ:XQ + NQ].to(q.dtype), dkb[XK:XK + NK], dvb[XK:XK + NK]
+            return dq, dkb[XK:XK + NK], dvb[XK:XK + NK]
 
     return kfn, args, finish
 

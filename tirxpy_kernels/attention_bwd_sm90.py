@@ -41,8 +41,8 @@ The kernel is built from an :class:`~tirxpy_kernels.attention_bwd_plan.Attention
   the block's query rows, and ``P^T`` joins ``dS^T`` in shared memory, so that ``dV`` and ``dK`` read both from
   there.
 
-``D`` comes from :func:`tirxpy_kernels.attention_bwd_pre.attention_bwd_preprocess` (``rowsum(O * dO)`` in
-float32, one row per thread).
+``D`` (``rowsum(O * dO)`` in float32) comes from :mod:`tirxpy_kernels.attention_bwd_pre`, which also zeroes
+``dQacc``.
 ``dQacc`` receives ``scale * dS K`` summed over key blocks; the caller converts it
 (:func:`tirxpy_kernels.attention_bwd_api.attention_backward`).
 

@@ -256,10 +256,12 @@ def test_preprocess_sim_matches_float64(B, H, SQ, D, dtype):
 @pytest.mark.parametrize("lens,total,D,dtype", [
     ([70, 0, 130, 1], 210, 128, torch.bfloat16),       # an empty sequence, one of one row, rows past the last
     ([64, 200], 264, 64, torch.float16),               # a sequence of exactly one block
+    ([100], 128, 256, torch.bfloat16),                 # head dim 256: four column chunks
 ])
 def test_packed_preprocess_sim_matches_float64(lens, total, D, dtype):
     """Packed sequences: ``D`` and the forward's ``LSE`` gathered per sequence into ``(H, B, XQ)``, rows from 0,
-    zero past each sequence's length (poisoned before); NaN in the packed rows past the last sequence reaches none."""
+    zero past each sequence's length (poisoned before); NaN in the packed rows past the last sequence reaches none.
+    The ``dQ`` accumulator (poisoned) is zero on every sequence's rows; a row past the tensor is left alone."""
     from tirxpy_kernels.attention_bwd_pre import attention_bwd_preprocess_packed
 
     H, B = 2, len(lens)
@@ -273,29 +275,35 @@ def test_packed_preprocess_sim_matches_float64(lens, total, D, dtype):
         t[int(cu[-1]):] = float("nan")
     lse[:, int(cu[-1]):] = float("nan")
     dl, ls = (torch.full((H, B, XQ), float("nan")) for _ in range(2))
+    dqa = torch.full((total + 1, H, D), float("nan"))
     kern = attention_bwd_preprocess_packed(B, H, total, D, SQ, XQ, str(dtype).removeprefix("torch."))
-    assert run(kern, o, do, lse, cu, dl, ls).problems == []
+    assert run(kern, o, do, lse, cu, dl, ls, dqa[:total]).problems == []
     ref = (o.double() * do.double()).sum(-1).t()          # (H, total)
     for b, n in enumerate(lens):
         q0 = int(cu[b])
         assert (dl[:, b, :n].double() - ref[:, q0:q0 + n]).abs().max().item() < 1e-4 * D if n else True
         assert torch.equal(ls[:, b, :n], lse[:, q0:q0 + n])
         assert not dl[:, b, n:].any() and not ls[:, b, n:].any()     # zero past the length (no NaN either)
+    end = int(cu[-1])
+    assert torch.equal(dqa[:end], torch.zeros(end, H, D))
+    assert dqa[total:].isnan().all()                    # the row past the tensor is not written
 
 
 @pytest.mark.parametrize("cq", [[-2 ** 30, 4, 10], [0, 2 ** 31 - 1, 10], [0, 6, 4], [0, 4, 2 ** 30], [60, 70, 80]])
 def test_packed_preprocess_stays_inside_its_tensors_on_any_offsets(cq):
     """Offsets the host check refuses: each sequence clamped to the window and the packed rows, no access outside
-    a tensor, every row of the outputs written (finite)."""
+    a tensor, every row of the outputs written (finite), and the accumulator holds only zeros and what it held."""
     from tirxpy_kernels.attention_bwd_pre import attention_bwd_preprocess_packed
 
     H, TQ, D = 2, 64, 64
     o, do = (torch.randn(TQ, H, D).to(torch.bfloat16) for _ in range(2))
     dl, ls = (torch.full((H, 2, 64), float("nan")) for _ in range(2))
+    dqa = torch.ones(TQ, H, D)
     kern = attention_bwd_preprocess_packed(2, H, TQ, D, 6, 64)
     cu = torch.tensor(cq, dtype=torch.int32)
-    assert run(kern, o, do, torch.randn(H, TQ), cu, dl, ls).problems == []
+    assert run(kern, o, do, torch.randn(H, TQ), cu, dl, ls, dqa).problems == []
     assert torch.isfinite(dl).all() and torch.isfinite(ls).all()
+    assert ((dqa == 0) | (dqa == 1)).all()
 
 
 @pytest.mark.parametrize("TQ,SQ,XQ,match", [(32, 6, 64, "fewer than one block of 64"),
