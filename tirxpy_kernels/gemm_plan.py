@@ -33,6 +33,7 @@ OUT_DTYPES = ("bfloat16", "float16", "float32")
 ACTIVATIONS = (None, "relu", "silu")
 # protocol steps ``drop=`` can remove (the simulator's mutation tests only; tirxpy_kernels.gemm refuses it)
 GROUP = 4               # tile rows of a band of the grouped walk (grouped_tile): the default ``group``
+MAX_SIZE = 2 ** 31 - 1   # the largest M, N, K and group: the kernel's tile coordinates and walk are 32-bit
 DROPS = ("full_wait", "empty_wait", "expect_tx", "wgmma_wait", "acc_wait", "fence_proxy_async", "store_wait", "turn")
 
 
@@ -84,6 +85,9 @@ def plan(M, N, K, BM=128, BN=256, BK=None, STAGES=4, CM=1, sms=TARGET.sm_count, 
     else:       # split rows: `wide` tiles of BN, then tiles of bn2 to the end of N
         rows, wide, bn2 = split
         tiles = rows * (wide + cdiv(N - wide * BN, bn2)) + (tmc - rows) * tn
+    if tiles > MAX_SIZE:
+        raise KernelConfigError(f"gemm_sm90: a {M} x {N} output is {tiles} tiles of {BM} x {BN}, past the {MAX_SIZE} "
+                                "the kernel's 32-bit tile index reaches: split the product")
     units = persistent_units(tiles, sms, CM)
     return {"tiles_m": tm, "tiles_n": tn, "cluster_tiles_m": tmc, "tiles": tiles, "units": units,
             "grid": units * CM, "kt": cdiv(K, BK), "smem": smem, "epi": epi, "group": group}
@@ -352,14 +356,14 @@ def check_options(BN=256, STAGES=None, CM=1, group=GROUP, DEFER=None, PINGPONG=F
         >>> check_options(group=0)
         Traceback (most recent call last):
         ...
-        tirxpy_kernels.errors.KernelConfigError: gemm_sm90: group = 0 is out of range; it must be >= 1
+        tirxpy_kernels.errors.KernelConfigError: gemm_sm90: group = 0 is out of range; it must be in [1, 2147483647]
     """
     w = "gemm_sm90"
     int_option(w, "BN", BN)
     int_option(w, "STAGES", STAGES, none=True)
     int_option(w, "CM", CM)
     check_cluster(CM)
-    int_option(w, "group", group, lo=1)
+    int_option(w, "group", group, lo=1, hi=MAX_SIZE)
     int_option(w, "sms", sms, lo=1)
     int_option(w, "PART", PART, none=True)
     int_option(w, "PASS", PASS, none=True)
@@ -369,6 +373,16 @@ def check_options(BN=256, STAGES=None, CM=1, group=GROUP, DEFER=None, PINGPONG=F
     if SPLIT is not None and not (isinstance(SPLIT, tuple) and len(SPLIT) == 3
                                   and all(isinstance(v, int) and not isinstance(v, bool) for v in SPLIT)):
         raise KernelConfigError(f"gemm_sm90: SPLIT must be a tuple (rows, wide, bn2) of ints, got {SPLIT!r:.60}")
+
+
+def plain_ints(*values):
+    """``values`` with integers of other types (numpy's) as Python ints, everything else as it is (the checks
+    judge it): the kernel's code takes Python ints only.
+
+        >>> plain_ints(np.int64(128), None, True)
+        (128, None, True)
+    """
+    return tuple(int(v) if isinstance(v, numbers.Integral) and not isinstance(v, bool) else v for v in values)
 
 
 def block_stages(BN):
@@ -396,8 +410,10 @@ def check_config(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", d
         (False, 4, True, 132)
     """
     for name, v in (("M", M), ("N", N), ("K", K)):
-        int_option("gemm_sm90", name, v, lo=1)
+        # tile coordinates (TMA's, the walk's) are 32-bit: a size past 2**31 - 1 would wrap them
+        int_option("gemm_sm90", name, v, lo=1, hi=MAX_SIZE)
     check_options(BN, STAGES, CM, group, DEFER, False if PINGPONG is None else PINGPONG, PDL, SPLIT, sms)
+    M, N, K, BN, STAGES, CM, sms, group, PART, PASS = plain_ints(M, N, K, BN, STAGES, CM, sms, group, PART, PASS)
     if PINGPONG is None:
         raise KernelConfigError("gemm_sm90: PINGPONG must be True or False (tirxpy_kernels.gemm picks it when given None)")
     flag_option("gemm_sm90", "bias", bias)
@@ -612,6 +628,7 @@ def kernel_plan(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", dt
                 bias=False, activation=None, sms=TARGET.sm_count, group=GROUP, DEFER=None, PINGPONG=False, drop=None,
                 PDL=True, SPLIT=None, scaling=None, b_dtype=None, PART=None, PASS=None, gate=False) -> GemmPlan:
     """The :class:`GemmPlan` of these options (:func:`check_config` checks them first)."""
+    M, N, K, BN, STAGES, CM, sms, group, PART, PASS = plain_ints(M, N, K, BN, STAGES, CM, sms, group, PART, PASS)
     c = check_config(M, N, K, BN, STAGES, CM, a_major, b_major, dtype, out_dtype, bias, activation, sms, group,
                      DEFER, PINGPONG, drop, PDL, SPLIT, scaling, b_dtype, PART, PASS, gate)
     part = c["PART"] or BN

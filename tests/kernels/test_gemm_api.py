@@ -24,7 +24,7 @@ A, B = _bf(256, 512), _bf(512, 512).t()
     (dict(CM=True), "CM must be an int, got True (bool)"),
     (dict(CM=0), "the cluster size CM = 0 must be 1 or 2"),          # before the tile is chosen (fuzz: modulo by 0)
     (dict(CM=-2, BN=128), "the cluster size CM = -2 must be 1 or 2"),
-    (dict(group=0), "group = 0 is out of range; it must be >= 1"),
+    (dict(group=0), "group = 0 is out of range; it must be in [1, 2147483647]"),
     (dict(sms=0), "sms = 0 is out of range; it must be >= 1"),
     (dict(activation=["relu"]), "activation must be one of (None, 'relu', 'silu'), got ['relu']"),
     (dict(out_dtype="float32"), "out_dtype must be a torch.dtype"),

@@ -86,6 +86,33 @@ def test_gemm_argument_errors(args, kw, msg):
         tirxpy_kernels.gemm(*args, **kw)
 
 
+@pytest.mark.parametrize("kw,msg", [
+    (dict(M=2 ** 31 + 128), r"M = 2147483776 is out of range; it must be in \[1, 2147483647\]"),
+    (dict(N=2 ** 33), r"N = 8589934592 is out of range"), (dict(K=2 ** 31 + 64), r"K = 2147483712 is out of range"),
+    (dict(group=10 ** 30), r"group = 10+ is out of range; it must be in \[1, 2147483647\]"),
+    (dict(M=2 ** 31 - 1, N=2 ** 31 - 1), r"tiles of 128 x 256, past the 2147483647 .*: split the product"),
+])
+def test_sizes_past_the_kernels_32_bit_coordinates_are_refused(kw, msg):
+    """The kernel's tile coordinates and tile index are 32-bit: a larger M, N, K, group or tile count would wrap
+    them (or fail in the parser) instead of being named."""
+    args = dict(M=256, N=256, K=256)
+    args.update(kw)
+    with pytest.raises(ValueError, match=msg):
+        gemm_sm90(args.pop("M"), args.pop("N"), args.pop("K"), **args)
+
+
+def test_numpy_ints_are_ints():
+    """Every int option takes a numpy int as the int it is (BN was refused as "not a multiple of 16", CM failed in
+    the parser, PART was refused by the block scaling)."""
+    import numpy as np
+
+    i = np.int64
+    assert gemm_sm90(i(256), i(256), i(256), BN=i(128), CM=i(2), STAGES=i(3), group=i(2), sms=i(8)).launch.cluster
+    gemm_sm90(256, 256, 256, BN=i(128), dtype="float8_e4m3", scaling="block", PART=i(64), PASS=i(2))
+    m = torch.empty(256, 512, dtype=torch.bfloat16, device="meta")
+    tirxpy_kernels.gemm_api.check(m, m.t(), BN=i(128), CM=i(2))
+
+
 def test_removed_knobs_are_refused():
     """STORE and STAGGER were A/B arms no default chose: each consumer stores its own rows, and the cooperative
     schedule always staggers its consumers."""
