@@ -176,8 +176,8 @@ def _scale_args(scaling, scale_a, scale_b, M, N, K, Mk, Nk, Kk):
     """``(SA, SB)`` as the kernel takes them (:func:`tirxpy_kernels.gemm_sm90.scale_shapes`)."""
     if scaling == "tensor":
         return scale_a.reshape(1, 1), scale_b.reshape(1, 1)
-    if scaling == "row":
-        return _pad2(scale_a.reshape(M, 1), Mk, 1), _pad2(scale_b.reshape(1, N), 1, Nk)
+    if scaling == "row":      # the kernel reads them dense: a strided view (a column of a wider tensor) is copied
+        return _pad2(scale_a.reshape(M, 1).contiguous(), Mk, 1), _pad2(scale_b.reshape(1, N).contiguous(), 1, Nk)
     kb = cdiv(Kk, 128)
     sa = torch.zeros((kb, cdiv(Mk, 4) * 4), dtype=torch.float32, device=scale_a.device)
     sa[:scale_a.shape[1], :M] = scale_a.t()
@@ -346,7 +346,9 @@ def gemm_fp8(a, b, scale_a, scale_b, out=None, *, bias=None, out_dtype=None, sca
     planning; where every tensor goes to the kernel as it is (:func:`_direct`: no padding, scales in the
     kernel's layout) and the addresses are those of an earlier call too, it launches the arguments packed then
     (:mod:`tirxpy_kernels.launch_cache`). The block scaling reads ``scale_a`` group-major: an ``(M, KB)`` view
-    of a row-major ``(KB, M)`` tensor (``t.t()``) goes to the kernel as it is, any other is copied."""
+    of a row-major ``(KB, M)`` tensor (``t.t()``) goes to the kernel as it is, any other is copied; the row
+    scaling's scales are copied unless they are dense. Forward only: inputs that require grad are read as values
+    and the result records no autograd graph."""
     if out is not None:      # the same call, addresses included: its bound launch, if any
         bl = _bound(_bound_key(a, b, scale_a, scale_b, out, bias, out_dtype, scaling, tuning))
         if bl is not None:
@@ -358,6 +360,9 @@ def gemm_fp8(a, b, scale_a, scale_b, out=None, *, bias=None, out_dtype=None, sca
         hit = _planned_call(a, b, scale_a, scale_b, out, bias, out_dtype, scaling, tuning)
         _FAST.put(key, hit)
     ck, M, N, K, Mk, Nk, Kk, odt, sc, direct = hit
+    # forward only: inputs that require grad (a bias that is a Parameter) are read as values
+    a, b, scale_a, scale_b, bias = (t.detach() if t is not None and t.requires_grad else t
+                                    for t in (a, b, scale_a, scale_b, bias))
     if direct and key is not None:
         if out is None:
             out = torch.empty((M, N), dtype=odt, device=a.device)

@@ -220,6 +220,41 @@ def test_the_bound_key_tells_apart_what_the_launch_fixed():
     assert _bound(None) is None
 
 
+@pytest.mark.parametrize("direct", [False, True])
+def test_strided_row_scales_and_inputs_that_require_grad_go_to_the_kernel_as_it_takes_them(monkeypatch, direct):
+    """The arguments gemm_fp8 hands the kernel pass the kernel's own launch checks (its parameters' shapes,
+    strides, dtypes; no tensor that requires grad), run on the CPU: a row scale that is a strided column is
+    copied dense, and an input that requires grad (an nn.Linear bias) is read as a value."""
+    import tirxpy_kernels.gemm_fp8_api as api
+    from tirxpy.lower.build import host_specs
+    from tirxpy.lower.packer import ArgPacker
+    from tirxpy_kernels.launch_cache import LaunchCache
+
+    M, N, K = 256, 384, 512
+    packer = ArgPacker(host_specs(api.kernel_for(M, N, K, "row", bias=True)[0]), torch.device("cpu"))
+    launched = []
+
+    class Checked:      # the compiled kernel's argument checks, without a GPU
+        def __call__(self, *args):
+            packer.check(args)
+            launched.append(args)
+
+        def bind(self, *args):
+            packer.check(args)
+            return lambda: launched.append(args)
+
+    hit = (Checked(), M, N, K, M, N, K, torch.bfloat16, "row", direct)
+    monkeypatch.setattr(api, "_planned_call", lambda *args: hit)
+    monkeypatch.setattr(api, "_FAST", LaunchCache("test"))
+    monkeypatch.setattr(api, "_BOUND", LaunchCache("test bound"))
+    a, w = torch.zeros(M, K).to(E4M3).requires_grad_(), torch.zeros(N, K).to(E4M3)
+    sa = torch.ones(M, 1) if direct else torch.ones(M, 2)[:, :1]
+    sb = torch.ones(1, N).requires_grad_() if direct else torch.ones(1, 2 * N)[:, ::2]
+    bias = torch.zeros(N, dtype=torch.bfloat16, requires_grad=True)
+    out = api.gemm_fp8(a, w.t(), sa, sb, bias=bias)
+    assert len(launched) == 1 and out.shape == (M, N) and not out.requires_grad
+
+
 def test_the_api_needs_a_cuda_device():
     a, w = torch.zeros(256, 512).to(E4M3), torch.zeros(384, 512).to(E4M3)
     with pytest.raises(Fp8ArgumentError, match="runs on a CUDA GPU"):
