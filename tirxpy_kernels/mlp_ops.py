@@ -24,6 +24,7 @@ import torch
 from torch import Tensor
 
 from . import gemm_api
+from .checks import dense_tensor
 from .gemm_api import GemmArgumentError
 from .gemm_plan import ACTIVATIONS
 from .torch_ops import _product_like, gemm_op, needs_op
@@ -34,9 +35,14 @@ def _check(x, b1, b2, activation):
     for name, t, dims in (("x", x, None), ("b1", b1, 2), ("b2", b2, 2)):
         if not isinstance(t, Tensor):
             raise GemmArgumentError(f"mlp: {name} must be a tensor, got {type(t).__name__}")
+        if t.is_nested or t.layout != torch.strided:
+            dense_tensor("mlp", name, t, 2, "", GemmArgumentError)      # names the kind and the fix
         if dims is not None and t.dim() != dims:
             raise GemmArgumentError(f"mlp: {name} must be a (K, N) matrix (w.t() of an nn.Linear weight w), got "
                                     f"shape {tuple(t.shape)}")
+    if not x.dtype == b1.dtype == b2.dtype:      # the first product names a dtype the kernel does not take
+        raise GemmArgumentError(f"mlp: x, b1 and b2 must share one dtype (bfloat16 or float16); got {x.dtype}, "
+                                f"{b1.dtype}, {b2.dtype} (convert with .to(torch.bfloat16))")
     if x.dim() < 2:
         raise GemmArgumentError(f"mlp: x must be (..., dim) with at least one leading dimension, got {tuple(x.shape)}")
     if x.shape[-1] != b1.shape[0] or b1.shape[1] != b2.shape[0]:
@@ -44,6 +50,8 @@ def _check(x, b1, b2, activation):
                                 f"{tuple(b2.shape)} (pass b1 = w1.t() and b2 = w2.t() of nn.Linear weights)")
     if not any(type(activation) is type(a) and activation == a for a in ACTIVATIONS):
         raise GemmArgumentError(f"mlp: activation must be one of {ACTIVATIONS}, got {activation!r:.60}")
+    if min(x.numel(), b1.numel(), b2.numel()) == 0:
+        raise GemmArgumentError(f"mlp: empty problem x {tuple(x.shape)} @ b1 {tuple(b1.shape)} @ b2 {tuple(b2.shape)}")
 
 
 def mlp(x, b1, b2, activation="relu"):

@@ -280,7 +280,12 @@ def test_mlp_and_qkvpacked_arguments_of_every_wrong_kind_are_named():
     refuse(AREA, lambda: tirxpy_kernels.mlp(x, w1.t(), w2.t()), names=ON_CPU)
     for args, name in (((x, w1, w2.t()), "shapes do not chain"), ((x, w1.t(), w2.t(), "gelu"), "activation"),
                        ((x.tolist(), w1.t(), w2.t()), "x must be a tensor"), ((x, w1.t()[None], w2.t()), "b1"),
-                       ((x, w1.t(), 3), "b2"), ((x[0, 0], w1.t(), w2.t()), "x must be (..., dim)")):
+                       ((x, w1.t(), 3), "b2"), ((x[0, 0], w1.t(), w2.t()), "x must be (..., dim)"),
+                       # each fault named before any product runs (not the first product's device error)
+                       ((torch.nested.nested_tensor([x[0], x[1]]), w1.t(), w2.t()), "x is a nested tensor"),
+                       ((x, w1.t().to_sparse(), w2.t()), "b1 is a sparse tensor"),
+                       ((x, w1.t(), w2.t().float()), "share one dtype"), ((x.int(), w1.t(), w2.t()), "share one dtype"),
+                       ((x, w1.t(), _bf(0, 512).t()), "empty problem")):
         refuse(AREA, lambda a=args: tirxpy_kernels.mlp(*a), names=[name])
     refuse(AREA, lambda: tirxpy_kernels.attention_qkvpacked(_bf(1, 128, 3, 2, 64)), names=ON_CPU)
     for qkv in (_bf(1, 128, 2, 2, 64), _bf(1, 128, 6, 64), "qkv", None):
