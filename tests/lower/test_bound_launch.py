@@ -64,7 +64,7 @@ def test_bind_checks_once_and_launches_its_own_arguments():
     with pytest.raises(LaunchError, match=r"parameter 'x': shape is \(32,\)"):
         ln.bind((1,), (128,), [x[:32], bytes(128), 1])
     bl = ln.bind((1,), (128,), [x, bytes(128), 41])
-    assert isinstance(bl, BoundLaunch) and "41" not in repr(bl) and "grid (1,)" in repr(bl)
+    assert isinstance(bl, BoundLaunch) and "41" not in repr(bl) and "grid (1, 1, 1)" in repr(bl)
     ln((1,), (128,), [x, bytes(128), 5])        # a checked launch in between packs into the shared buffer
     bl()
     bl(stream=7)

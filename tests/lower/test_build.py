@@ -99,8 +99,26 @@ def test_wrapper_checks_argument_count_and_grid(monkeypatch):
         assert calls == [((4, 1, 1), (256, 1, 1), ("x", "y", 2.0, 1000), {"smem_bytes": 0, "cluster": None, "pdl": False})]
         with pytest.raises(LaunchError, match=r"saxpy takes 4 arguments \(X, Y, a, n\), got 2"):
             k("x", "y")
-        with pytest.raises(LaunchError, match="cannot evaluate the grid"):
+        with pytest.raises(LaunchError, match=r"parameter 'n': expects an integer \(int32\), got str"):
             k("x", "y", 2.0, "many")
+    finally:
+        k._launcher = None
+
+
+def test_grid_is_computed_from_numpy_and_torch_ints_and_refuses_non_ints():
+    import numpy as np
+    import torch
+
+    k = build(saxpy, "sm_90a")
+    calls = []
+    k._launcher = lambda grid, block, args, **kw: calls.append(grid)
+    try:
+        for n in (np.int64(1000), np.int32(1000), torch.tensor(1000)):
+            k("x", "y", 2.0, n)
+        assert calls == [(4, 1, 1)] * 3
+        for n, msg in ((1000.0, "got float"), (True, "got bool"), (2**40, "does not fit int32")):
+            with pytest.raises(LaunchError, match=f"parameter 'n': .*{msg}"):
+                k("x", "y", 2.0, n)
     finally:
         k._launcher = None
 

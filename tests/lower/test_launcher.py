@@ -95,3 +95,26 @@ def test_ctypes_backend_without_libcuda_says_what_to_use(monkeypatch):
     monkeypatch.setattr(launcher, "_LAUNCH_EX", [None])      # as where libcuda.so.1 cannot be opened
     with pytest.raises(LaunchError, match="libcuda.so.1 could not be opened with ctypes; use backend='bindings'"):
         Launcher(None, None, backend="ctypes")
+
+
+@pytest.mark.parametrize("bad", [2.7, (2.7, 1), "12", True, (True,), (float("inf"),), float("nan"), None, (4, "2")])
+def test_dims_refuse_floats_strings_and_bools(bad):
+    with pytest.raises(LaunchError, match="parameter 'grid': must be an int or a tuple of up to 3 ints"):
+        _dim3(bad, "grid")
+
+
+def test_dims_take_numpy_ints_and_lists():
+    import numpy as np
+
+    assert _dim3(np.int64(3), "grid") == (3, 1, 1) and _dim3([np.int32(2), 4], "block") == (2, 4, 1)
+    ln = Launcher.__new__(Launcher)
+    ln._dims = {}
+    assert ln._checked_dims([4], [128], [2]) == ((4, 1, 1), (128, 1, 1), (2, 1, 1))
+
+
+@pytest.mark.parametrize("bad", [-1, 1.5, 2**32, True, "0"])
+def test_smem_bytes_is_an_int_in_range(bad):
+    from tirxpy.lower.launcher import _smem
+
+    with pytest.raises(LaunchError, match="parameter 'smem_bytes': must be an int of bytes in"):
+        _smem(bad)

@@ -283,3 +283,21 @@ def test_check_needs_no_packing():
         p.check([torch.zeros(8)])
     with pytest.raises(LaunchError, match=r"got int"):
         p.check(5)
+
+
+@pytest.mark.parametrize("args", [None, 5, (x for x in [1])])
+def test_pack_names_args_that_are_no_sequence(args):
+    with pytest.raises(LaunchError, match=r"the kernel takes 1 arguments \(n\), got \w+; pass them as a tuple or list"):
+        packer(ParamSpec("n", "scalar", "int32")).pack(args)
+
+
+def test_bool_scalars_take_numpy_bools_and_0_1_only():
+    import numpy as np
+
+    p = packer(ParamSpec("b", "scalar", "bool"))
+    for v, want in ((np.True_, b"\x01"), (np.False_, b"\x00"), (1, b"\x01"), (np.int64(0), b"\x00")):
+        p.pack([v])
+        assert p.packed_bytes()[:1] == want
+    for v in (5, -1, 2.0, "yes", torch.ones(2)):
+        with pytest.raises(LaunchError, match="'b': expects a bool, got"):
+            p.pack([v])

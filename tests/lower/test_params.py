@@ -30,3 +30,26 @@ def test_specs_are_inferred_from_ctypes_scalars_tensors_and_encoded_maps():
 
 def test_dims_print_free_entries_as_stars():
     assert _fmt_dims((128, None)) == "(128, *)" and _fmt_dims((4,)) == "(4,)"
+
+
+@pytest.mark.parametrize("kw, msg", [
+    (dict(shape=5), "shape must be a tuple of ints >= 0 or None"), (dict(shape=("a",)), "shape must be a tuple"),
+    (dict(strides=(1.5,)), "strides must be a tuple"), (dict(shape=(-1,)), "shape must be a tuple"),
+    (dict(kind="tensormap", box=(0,)), "box must be a tuple of ints >= 1"),
+    (dict(kind="tensormap", box=(None,)), "box must be a tuple of ints >= 1"),
+    (dict(kind="scalar", dtype=["int32"]), "dtype must be a dtype name"), (dict(kind=["tensor"]), "kind must be one of"),
+    (dict(align=True), "align must be a power of two"),
+])
+def test_bad_spec_fields_are_named(kw, msg):
+    with pytest.raises(LaunchError, match=msg):
+        ParamSpec("p", **kw)
+
+
+def test_spec_fields_are_normalized():
+    import numpy as np
+
+    s = ParamSpec("p", shape=[np.int64(4), None], strides=[1, None], align=np.int64(16))
+    assert s.shape == (4, None) and s.strides == (1, None) and s.align == 16 and type(s.align) is int
+    assert hash(s) == hash(ParamSpec("p", shape=(4, None), strides=(1, None)))
+    with pytest.raises(LaunchError, match="name is a str"):
+        ParamSpec(5)

@@ -160,8 +160,12 @@ class CompiledKernel:
             args = args + tuple([args[i] for i in self._tm_index])
         grid = self._grid
         if self._grid_fn is not None:
+            from .packer import scalar_value  # noqa: PLC0415
+
+            # the grid is computed from the scalars' values as passed (numpy / torch ints as Python ints)
+            vals = tuple(scalar_value(s, a) if s.kind == "scalar" else a for s, a in zip(self.specs, args))
             try:
-                grid = self._grid_fn(args)
+                grid = self._grid_fn(vals)
             except (TypeError, ValueError, ZeroDivisionError, OverflowError) as e:
                 raise LaunchError("grid", f"cannot evaluate the grid from the arguments: {e}") from None
             check_grid(grid, self.cluster)

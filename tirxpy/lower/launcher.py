@@ -8,12 +8,13 @@ arguments (checked), looks up a prepared ``CUlaunchConfig`` and makes one driver
 from __future__ import annotations
 
 import ctypes
+import operator
 from typing import TYPE_CHECKING, Sequence
 
 from .device import _check, _driver, ensure_context, libcuda
 from .errors import LaunchError
 from .packer import ArgPacker
-from .params import ParamSpec, _infer_specs
+from .params import ParamSpec, _infer_specs, is_int
 
 if TYPE_CHECKING:
     from .module import Kernel
@@ -24,15 +25,24 @@ _BLOCK_MAX = (1024, 1024, 64)
 
 
 def _dim3(v, what) -> tuple:
-    if isinstance(v, int):
+    """``v`` (an int or a tuple / list of 1-3 ints, numpy ints included) as a positive ``(x, y, z)``; LaunchError
+    naming ``what`` for anything else (a float, bool or string is refused, never truncated or split)."""
+    if is_int(v):
         v = (v,)
-    try:
-        v = tuple(int(x) for x in v)
-    except (TypeError, ValueError):
-        raise LaunchError(what, f"must be an int or a tuple of up to 3 ints, got {v!r}") from None
+    if not isinstance(v, (tuple, list)) or not all(map(is_int, v)):
+        raise LaunchError(what, f"must be an int or a tuple of up to 3 ints, got {type(v).__name__} {v!r:.80}; "
+                                f"write e.g. (128,) or (4, 2, 1)")
+    v = tuple(operator.index(x) for x in v)
     if not 1 <= len(v) <= 3 or any(x < 1 for x in v):
-        raise LaunchError(what, f"must be 1-3 positive ints, got {v}")
+        raise LaunchError(what, f"must be 1-3 positive ints, got {v!r:.80}")
     return v + (1,) * (3 - len(v))
+
+
+def _smem(v) -> int:
+    """Dynamic shared-memory bytes: an int in ``[0, 2**32)`` (LaunchError naming ``smem_bytes`` otherwise)."""
+    if not is_int(v) or not 0 <= operator.index(v) < 1 << 32:
+        raise LaunchError("smem_bytes", f"must be an int of bytes in [0, 2**32), got {type(v).__name__} {v!r:.80}")
+    return operator.index(v)
 
 
 class _LaunchAttr(ctypes.Structure):
@@ -115,9 +125,21 @@ class Launcher:
         self._success = drv.CUresult.CUDA_SUCCESS
         self._streams: dict = {}
 
+    def _hashable(self, grid, block, cluster, smem_bytes, stream) -> tuple:
+        """``(grid, block, cluster, smem_bytes, stream)`` with the dims as checked tuples (a list is no
+        dictionary key)."""
+        g, b, c = _dim3(grid, "grid"), _dim3(block, "block"), None if cluster is None else _dim3(cluster, "cluster")
+        return g, b, c, smem_bytes, stream
+
     def _checked_dims(self, grid, block, cluster):
         key = (grid, block, cluster)
-        d = self._dims.get(key)
+        try:
+            d = self._dims.get(key)
+        except TypeError:       # lists: checked as tuples (not cached under an unhashable key)
+            grid, block = _dim3(grid, "grid"), _dim3(block, "block")
+            cluster = None if cluster is None else _dim3(cluster, "cluster")
+            key = (grid, block, cluster)
+            d = self._dims.get(key)
         if d is None:
             g, b = _dim3(grid, "grid"), _dim3(block, "block")
             for what, dims, his in (("grid", g, _GRID_MAX), ("block", b, _BLOCK_MAX)):
@@ -139,6 +161,7 @@ class Launcher:
     def _prepare(self, key, grid, block, cluster, smem_bytes, stream, pdl=False):
         """Checked dims, the dynamic shared-memory limit raised, a CUlaunchConfig for the key."""
         g, b, c = self._checked_dims(grid, block, cluster)
+        smem_bytes = _smem(smem_bytes)
         k = self.kernel
         if smem_bytes > k._max_dyn_smem:
             k.set_max_dynamic_smem(smem_bytes)
@@ -158,8 +181,8 @@ class Launcher:
         from .bound_launch import BoundLaunch, PackedArgs  # noqa: PLC0415
 
         self.packer.pack(args)
-        self._checked_dims(grid, block, cluster)
-        return BoundLaunch(self, PackedArgs(self.packer), grid, block, smem_bytes, cluster, pdl)
+        g, b, c = self._checked_dims(grid, block, cluster)
+        return BoundLaunch(self, PackedArgs(self.packer), g, b, _smem(smem_bytes), c, pdl)
 
     def _launch(self, params, grid, block, smem_bytes, cluster, stream, pdl) -> None:
         """One launch with packed ``params`` (a ``void**`` address) on ``stream`` (None: torch's current one)."""
@@ -168,10 +191,17 @@ class Launcher:
             stream = k._stream(k.device_index)
         elif not isinstance(stream, int):
             stream = getattr(stream, "cuda_stream", stream)
+            if not is_int(stream):
+                raise LaunchError("stream", f"must be a torch.cuda.Stream or a CUstream handle (int), got "
+                                            f"{type(stream).__name__} {stream!r:.60}")
+            stream = operator.index(stream)
         fn = self._fn
         if fn is not None:
             key = (grid, block, cluster, smem_bytes, stream, pdl)
-            entry = self._cfgs.get(key)
+            try:
+                entry = self._cfgs.get(key)
+            except TypeError:       # a list for grid / block / cluster: launch with the checked tuples
+                return self._launch(params, *self._hashable(grid, block, cluster, smem_bytes, stream), pdl)
             if entry is None:
                 entry = self._prepare(key, grid, block, cluster, smem_bytes, stream, pdl)
             err = fn(entry[2], self._fh, params, None)
@@ -179,8 +209,12 @@ class Launcher:
                 return
             self._error(err, params, grid, block, smem_bytes, cluster, stream, pdl)
             return
-        d = self._dims.get((grid, block, cluster))
+        try:
+            d = self._dims.get((grid, block, cluster))
+        except TypeError:
+            return self._launch(params, *self._hashable(grid, block, cluster, smem_bytes, stream), pdl)
         g, b, c = d if d is not None else self._checked_dims(grid, block, cluster)
+        smem_bytes = _smem(smem_bytes)
         if smem_bytes > k._max_dyn_smem:
             k.set_max_dynamic_smem(smem_bytes)
         drv = _driver()

@@ -87,7 +87,7 @@ class ArgPacker:
         returns False (and :meth:`pack` runs the full checks, which name what is wrong); None when some
         slot has no fixed dtype and shape. Written out as one Python function per packer (no loop over
         the specs, no per-slot calls, so the common launch runs no interpreter loop), it accepts exactly
-        what the checks of :meth:`_tensor` / :meth:`_scalar` accept on their fast paths: a tensor of the
+        what the checks of :meth:`_tensor` / :func:`scalar_value` accept on their fast paths: a tensor of the
         spec's dtype, shape, device and fixed strides with an aligned pointer (the same object in a later
         slot with the same requirements is not checked again), a tensor map already in the cache for that
         pointer, an ``int`` in range / a ``float`` / a ``bool`` for scalars of those kinds."""
@@ -132,9 +132,9 @@ class ArgPacker:
             else:
                 vals.append(f"p{i}")
         src += [f"    PACK(MV, 0, {', '.join(vals)})" if vals else "    pass", "    return True"]
-        # a tensor without strides or a data pointer (sparse, nested) raises in stride() / data_ptr(): the full
-        # checks then name what is wrong (a try block costs nothing when nothing raises)
-        src = src[:1] + ["    try:"] + ["    " + ln for ln in src[1:]] + ["    except (RuntimeError, OverflowError, struct.error):", "        return False"]
+        # a tensor without strides or a data pointer (sparse, nested) raises in stride() / data_ptr(), args that
+        # are no sequence in len(): the full checks then name what is wrong (a try block costs nothing when nothing raises)
+        src = src[:1] + ["    try:"] + ["    " + ln for ln in src[1:]] + ["    except (RuntimeError, OverflowError, TypeError, struct.error):", "        return False"]
         exec(compile("\n".join(src), f"<ArgPacker.fast {', '.join(s.name for s in self.specs)}>", "exec"), env)
         return env["fast"]
 
@@ -221,41 +221,14 @@ class ArgPacker:
             self._tm_cache[key] = blob
         return blob
 
-    def _scalar(self, s, v):
-        if s.dtype == "bool":
-            if not isinstance(v, (bool, int)):
-                raise LaunchError(s.name, f"expects a bool, got {type(v).__name__}")
-            return bool(v)
-        if s.dtype.startswith(("int", "uint")):
-            if isinstance(v, bool) or not isinstance(v, int):
-                if isinstance(v, bool) or not hasattr(v, "__index__"):
-                    raise LaunchError(s.name, f"expects an integer ({s.dtype}), got {type(v).__name__} {v!r:.80}")
-                v = _convert(s, v, operator.index, "an integer")
-            lo, hi = _int_range(s.dtype)
-            if not lo <= v <= hi:
-                raise LaunchError(s.name, f"value {v} does not fit {s.dtype} [{lo}, {hi}]")
-            return v
-        if isinstance(v, bool) or not isinstance(v, (int, float)):
-            if isinstance(v, bool) or not hasattr(v, "__float__"):
-                raise LaunchError(s.name, f"expects a number ({s.dtype}), got {type(v).__name__}")
-        v = _convert(s, v, float, "a number")
-        try:
-            struct.pack("<" + _SCALAR_FMT[s.dtype], v)
-        except (OverflowError, struct.error):
-            raise LaunchError(s.name, f"value {v!r} does not fit {s.dtype}") from None
-        return v
-
     def check(self, args) -> None:
         """Check ``args`` against the specs (count, kinds, dtypes, devices, shapes, strides, alignment)
         without packing them or building tensor maps: needs no GPU."""
         specs = self.specs
-        if not isinstance(args, (tuple, list)) or len(args) != len(specs):
-            names = ", ".join(s.name for s in specs)
-            n = len(args) if isinstance(args, (tuple, list)) else type(args).__name__
-            raise LaunchError("args", f"the kernel takes {len(specs)} arguments ({names}), got {n}")
+        self._count(args)
         for i, (s, a) in enumerate(zip(specs, args)):
             if s.kind == "scalar":
-                self._scalar(s, a)
+                scalar_value(s, a)
             elif s.kind == "tensormap" and isinstance(a, (bytes, bytearray)):
                 if len(a) != 128:
                     raise LaunchError(s.name, f"an encoded tensor map is 128 bytes, got {len(a)}")
@@ -268,9 +241,7 @@ class ArgPacker:
         if fast is not None and fast(args):
             return self.params_address
         specs = self.specs
-        if len(args) != len(specs):
-            names = ", ".join(s.name for s in specs)
-            raise LaunchError("args", f"the kernel takes {len(specs)} arguments ({names}), got {len(args)}")
+        self._count(args)
         if not specs:
             return self.params_address
         vals, seen, last = [], {}, self._tm_last
@@ -279,7 +250,7 @@ class ArgPacker:
             if k == "tensor":
                 vals.append(self._tensor(i, s, a, seen))
             elif k == "scalar":
-                vals.append(self._scalar(s, a))
+                vals.append(scalar_value(s, a))
             else:
                 blob = self._tensormap(i, s, a, seen)
                 if blob is not last.get(i):     # the buffer already holds this map otherwise
@@ -289,8 +260,50 @@ class ArgPacker:
         self._struct.pack_into(self._mv, 0, *vals)
         return self.params_address
 
+    def _count(self, args) -> None:
+        """LaunchError unless ``args`` is a tuple or list with one value per spec."""
+        if not isinstance(args, (tuple, list)) or len(args) != len(self.specs):
+            names = ", ".join(s.name for s in self.specs)
+            n = len(args) if isinstance(args, (tuple, list)) else type(args).__name__
+            raise LaunchError("args", f"the kernel takes {len(self.specs)} arguments ({names}), got {n}; pass them "
+                                      f"as a tuple or list")
+
     def packed_bytes(self) -> bytes:
         return bytes(self._mv)
+
+
+def scalar_value(s, v):
+    """The value scalar parameter ``s`` passes for ``v`` (a Python int, float or bool; numpy / torch scalars
+    converted), LaunchError naming the parameter when ``v`` is no value of ``s.dtype``."""
+    if s.dtype == "bool":
+        if type(v).__name__ in ("bool", "bool_"):      # Python and numpy bools (numpy 1: bool_, numpy 2: bool)
+            return bool(v)
+        try:
+            iv = operator.index(v)
+        except (TypeError, ValueError, RuntimeError):
+            iv = None
+        if iv not in (0, 1):
+            raise LaunchError(s.name, f"expects a bool, got {type(v).__name__} {v!r:.80}; pass True / False "
+                                      f"(or 0 / 1)")
+        return bool(iv)
+    if s.dtype.startswith(("int", "uint")):
+        if isinstance(v, bool) or not isinstance(v, int):
+            if isinstance(v, bool) or not hasattr(v, "__index__"):
+                raise LaunchError(s.name, f"expects an integer ({s.dtype}), got {type(v).__name__} {v!r:.80}")
+            v = _convert(s, v, operator.index, "an integer")
+        lo, hi = _int_range(s.dtype)
+        if not lo <= v <= hi:
+            raise LaunchError(s.name, f"value {v} does not fit {s.dtype} [{lo}, {hi}]")
+        return v
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        if isinstance(v, bool) or not hasattr(v, "__float__"):
+            raise LaunchError(s.name, f"expects a number ({s.dtype}), got {type(v).__name__}")
+    v = _convert(s, v, float, "a number")
+    try:
+        struct.pack("<" + _SCALAR_FMT[s.dtype], v)
+    except (OverflowError, struct.error):
+        raise LaunchError(s.name, f"value {v!r} does not fit {s.dtype}") from None
+    return v
 
 
 def _convert(s, v, to, what):

@@ -8,11 +8,13 @@
 from __future__ import annotations
 
 import ctypes
+import operator
 from dataclasses import dataclass
 from typing import Any
 
 from tirxpy.ir.dtype import TORCH_NAMES, from_torch, to_torch
 from tirxpy.ir.errors import IRError
+from tirxpy.layout.coords import is_int
 
 from .errors import LaunchError
 
@@ -60,14 +62,34 @@ class ParamSpec:
     swizzle: int | None = None
 
     def __post_init__(self):
-        if self.kind not in KINDS:
-            raise LaunchError(self.name, f"kind must be one of {KINDS}, got {self.kind!r}")
+        if not isinstance(self.name, str):
+            raise LaunchError(repr(self.name), f"a parameter's name is a str, got {type(self.name).__name__}")
+        if not isinstance(self.kind, str) or self.kind not in KINDS:
+            raise LaunchError(self.name, f"kind must be one of {KINDS}, got {self.kind!r:.60}")
+        if self.dtype is not None and not isinstance(self.dtype, str):
+            raise LaunchError(self.name, f"dtype must be a dtype name such as 'float32' (or None), got "
+                                         f"{type(self.dtype).__name__} {self.dtype!r:.60}")
         if self.kind == "scalar" and self.dtype not in _SCALAR_FMT:
             raise LaunchError(self.name, f"a scalar parameter needs a dtype among {sorted(_SCALAR_FMT)}, got {self.dtype!r}")
         if self.kind == "tensormap" and self.box is None:
             raise LaunchError(self.name, "a tensormap parameter needs box=(shared tile shape, outermost first)")
-        if not isinstance(self.align, int) or self.align < 1 or self.align & (self.align - 1):
-            raise LaunchError(self.name, f"align must be a power of two, got {self.align!r}")
+        for field, lo in (("shape", 0), ("strides", 0), ("box", 1)):
+            object.__setattr__(self, field, _dims(self.name, field, getattr(self, field), lo, field != "box"))
+        align = self.align
+        if not is_int(align) or align < 1 or align & (align - 1):
+            raise LaunchError(self.name, f"align must be a power of two (an int of bytes), got {align!r:.60}")
+        object.__setattr__(self, "align", operator.index(align))
+
+
+def _dims(param: str, field: str, v, lo: int, wild: bool):
+    """``v`` (None, or a tuple / list of ints >= ``lo``; None entries where ``wild``) as a tuple of Python ints."""
+    if v is None:
+        return None
+    if not isinstance(v, (tuple, list)) or not all(
+            (d is None and wild) or (is_int(d) and lo <= operator.index(d) < 1 << 63) for d in v):
+        what = f"ints >= {lo}" + (" or None (any)" if wild else "")
+        raise LaunchError(param, f"{field} must be a tuple of {what}, got {type(v).__name__} {v!r:.80}")
+    return tuple(None if d is None else operator.index(d) for d in v)
 
 
 def _fmt_dims(dims) -> str:
