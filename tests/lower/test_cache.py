@@ -232,3 +232,33 @@ def test_cache_dir_expands_set_variables(monkeypatch, tmp_path):
     monkeypatch.setenv("XDG_CACHE_HOME", "relative/dir")
     monkeypatch.delenv("TIRXPY_CACHE_DIR")
     assert C.cache_dir() == os.path.join(os.path.expanduser("~"), ".cache", "tirxpy")
+
+
+def _signed_entry(key, meta: bytes, cubin=b"\x7fELF") -> bytes:
+    """An entry whose digest is right (the digest is no secret: anyone can compute it) around ``meta``."""
+    head = (key.encode(), len(meta), len(cubin), 0, False)
+    return C._MAGIC + C._HEADER.pack(C._digest(*head, meta + cubin), *head) + meta + cubin
+
+
+@pytest.mark.parametrize("meta", [
+    b"[" * 100_000 + b"]" * 100_000,                                             # RecursionError in json
+    b'{"arch": "sm_80", "log": "", "lowered_names": {}, "resources": {}, "compile_seconds": ' + b"9" * 400 + b"}",
+])
+def test_hostile_entry_with_a_valid_digest_recompiles(cdir, meta):
+    path, key = _entry_path(cdir, SRC % 21)
+    _recompiles(cdir, SRC % 21, lambda p: open(p, "wb").write(_signed_entry(key, meta)))
+
+
+def test_entries_writable_by_others_are_not_trusted(cdir, monkeypatch):
+    compile_cuda(SRC % 22, "sm_80")
+    path, _ = _entry_path(cdir, SRC % 22)
+    assert os.stat(path).st_mode & 0o077 == 0           # written 0600
+    C.clear_memory()
+    assert compile_cuda(SRC % 22, "sm_80").cached == "disk"
+    os.chmod(path, 0o664)
+    C.clear_memory()
+    assert compile_cuda(SRC % 22, "sm_80").cached is None   # group-writable: dropped, rewritten 0600
+    C.clear_memory()
+    me = os.geteuid()
+    monkeypatch.setattr(C.os, "geteuid", lambda: me + 1)     # the entry now belongs to someone else
+    assert compile_cuda(SRC % 22, "sm_80").cached is None

@@ -13,8 +13,11 @@ dropped and the module recompiled (and the entry replaced):
 - it is opened without following symlinks and without blocking (a FIFO or a device does not hang
   the reader), and must be a regular file of at most :data:`MAX_ENTRY_BYTES` (checked with
   ``fstat`` before reading, so a huge sparse file is never read);
+- it is owned by the current user and writable by no one else (entries are written with mode 0600):
+  the digest below is no secret, so an entry another user could write is never trusted;
 - it records the full key it was written for, and a SHA-256 digest of key and payload that must
-  match: a truncated, corrupted or renamed entry (a valid entry of another key) is rejected.
+  match: a truncated, corrupted or renamed entry (a valid entry of another key) is rejected;
+- its metadata must decode to the expected fields (no error of a hostile payload escapes).
 
 Writes go to a temporary file in the entry's own directory, then ``os.replace`` it into place.
 
@@ -180,6 +183,8 @@ def _read_entry(dfd: int, name: str):
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode) or not _HEADER.size + len(_MAGIC) <= st.st_size <= MAX_ENTRY_BYTES:
             return None
+        if st.st_uid != os.geteuid() or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+            return None     # written or writable by another user: its digest proves nothing about who made it
         chunks, left = [], st.st_size + 1      # one byte more: a file that grew is rejected below
         while left > 0:
             b = os.read(fd, min(left, 1 << 20))
@@ -227,7 +232,7 @@ def _write(sub: str, name: str, key: str, mod) -> None:
         return
     tmp = f".{name}.{secrets.token_hex(8)}.tmp"
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644, dir_fd=dfd)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dfd)
         try:
             with os.fdopen(fd, "wb") as f:
                 f.write(blob)
@@ -261,5 +266,5 @@ def _decode(blob: bytes, key: str):
         return CompiledModule(cubin=payload[nm:nm + nc], arch=str(meta["arch"]), ptx=ptx, log=str(meta["log"]),
                               resources=res, lowered_names=dict(meta["lowered_names"]), key=key,
                               compile_seconds=float(meta.get("compile_seconds", 0.0)))
-    except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError):
+    except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError, OverflowError, RecursionError):
         return None
