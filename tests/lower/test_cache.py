@@ -243,7 +243,7 @@ def _signed_entry(key, meta: bytes, cubin=b"\x7fELF") -> bytes:
 @pytest.mark.parametrize("meta", [
     b"[" * 100_000 + b"]" * 100_000,                                             # RecursionError in json
     b'{"arch": "sm_80", "log": "", "lowered_names": {}, "resources": {}, "compile_seconds": ' + b"9" * 400 + b"}",
-])
+], ids=["deep-json", "huge-float"])
 def test_hostile_entry_with_a_valid_digest_recompiles(cdir, meta):
     path, key = _entry_path(cdir, SRC % 21)
     _recompiles(cdir, SRC % 21, lambda p: open(p, "wb").write(_signed_entry(key, meta)))
