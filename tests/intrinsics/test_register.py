@@ -91,7 +91,7 @@ _R = [("r", "reg", "uint32", "w"), ("x", "reg", "uint32")]
     (("t_bad", "x {a};", [{"name": "a", "kind": "reg", "dtype": "uint32", "colour": 1}]), {},
      r"operand 0 .*unknown field\(s\) \['colour'\]"),
     (("t_bad", "x {a};", [{"kind": "reg"}]), {}, r"needs at least 'name' and 'kind'"),
-    (("t_bad", "x {a};", [{"name": "a", "kind": "imm", "values": (1.5,)}]), {}, r"values must be a tuple of ints"),
+    (("t_bad", "x {a};", [{"name": "a", "kind": "imm", "values": (1.5,)}]), {}, r"values must be a tuple of at most 65536 ints"),
     (("t_bad", "popc.b32 {r}, {x};", _R), dict(ret="r", scope="grid"), r"scope must be one of"),
     (("t_bad", "popc.b32 {r}, {x};", _R), dict(ret="r", scope=["thread"]), r"scope must be one of"),
     (("t_bad", "popc.b32 {r}, {x};", _R), dict(ret="z"), r"ret='z' names no operand"),
@@ -130,3 +130,37 @@ def test_register_edge_cases_that_are_fine():
     assert register_intrinsic("t_edge", "popc.b32 {r}, {x};", _R, ret="r", replace=True).lowest == "sm_80"
     v = register_intrinsic("t_vec", "mov.b32 {d}, 0;", [("d", "reg", "uint32", "w", 128)], replace=True)
     assert v.operand("d").count == 128 and "(&d)[128]" in v.render_helper()
+
+
+def test_numpy_ints_are_ints_in_operand_fields_and_imm_arguments():
+    import numpy as np
+
+    e = register_intrinsic("t_np", "mov.b32 {r}, {x};", [("r", "reg", "uint32", "w", np.int64(1)),
+                           {"name": "x", "kind": "imm", "values": (np.int32(1), 2)}], ret="r", replace=True)
+    assert e.operand("r").count == 1 and e.operand("x").values == (1, 2) and type(e.operand("x").values[0]) is int
+    e.check_args([np.int64(2)])
+    for bad in (True, 2**40, 1.0):
+        with pytest.raises(I.OperandError, match=r"operand 'x' must be an int in \[-2\*\*31, 2\*\*31\)"):
+            e.check_args([bad])
+
+
+def test_imm_values_are_bounded_before_they_are_walked():
+    for values in (range(10**12), (2**40,)):   # range(10**12) used to be walked element by element (a hang)
+        with pytest.raises(I.RegistrationError, match="values must be a tuple of at most 65536 ints"):
+            register_intrinsic("t_vals", "mov.b32 {r}, {x};", [("r", "reg", "uint32", "w"),
+                               {"name": "x", "kind": "imm", "values": values}], ret="r")
+
+
+def test_operand_named_like_a_predicate_outputs_local_is_refused():
+    with pytest.raises(I.RegistrationError, match=r"\['p_u32'\] are the helper's local"):
+        register_intrinsic("t_pred", "setp.eq.u32 {p}, {p_u32}, 0;", [("p", "pred", "bool", "w"), ("p_u32", "reg", "uint32")])
+
+
+def test_a_check_that_raises_and_a_name_that_is_no_str_are_named():
+    e = register_intrinsic("t_chk", "mov.b32 {r}, {x};", [("r", "reg", "uint32", "w"), ("x", "imm")], ret="r",
+                           checks=[lambda k: 1 // 0], replace=True)
+    with pytest.raises(I.OperandError, match="raised ZeroDivisionError"):
+        e.check_args([3])
+    with pytest.raises(I.IntrinsicError, match="an intrinsic is named by a str, got int"):
+        I.get(5)
+    assert I.lookup(None) is None

@@ -25,11 +25,14 @@ do with ``asm volatile``. The PTX template stays the instruction's reference for
 from __future__ import annotations
 
 import keyword
+import operator
 import re
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
 from .errors import IntrinsicError, OperandError, OperandSpecError, RegistrationError, TargetError
+from tirxpy.layout.coords import is_int
+
 from .target import SUPPORTED_ARCHS, Requirement, parse_arch
 
 #: Operand kinds: how codegen renders an argument and which C++ type / asm constraint it gets.
@@ -73,6 +76,8 @@ register reinterpret_cast requires return short signed sizeof static static_asse
 template this thread_local throw true try typedef typeid typename union unsigned using virtual void volatile
 wchar_t while xor xor_eq unsigned""".split())
 MAX_COUNT = 128     #: most registers one vector operand has (tcgen05.ld .32x32b.x128)
+MAX_VALUES = 1 << 16    #: most allowed values one imm operand lists
+IMM_MIN, IMM_MAX = -(1 << 31), (1 << 31) - 1    #: an imm operand is a C++ ``int`` template argument
 
 
 def is_identifier(name) -> bool:
@@ -116,17 +121,19 @@ class Operand:
             raise OperandSpecError(f"operand {self.name!r}: dtype {dt!r:.60} has no register form; use one of "
                                    f"{sorted(_REG_TYPES)}")
         object.__setattr__(self, "dtype", dt)
-        if not isinstance(self.count, int) or isinstance(self.count, bool) or not 1 <= self.count <= MAX_COUNT:
+        if not is_int(self.count) or not 1 <= operator.index(self.count) <= MAX_COUNT:
             raise OperandSpecError(f"operand {self.name!r}: count must be an int in [1, {MAX_COUNT}], got "
                                    f"{self.count!r:.60}")
+        object.__setattr__(self, "count", operator.index(self.count))
         if self.vector is not None and not isinstance(self.vector, bool):
             raise OperandSpecError(f"operand {self.name!r}: vector must be True, False or None, got {self.vector!r:.60}")
         if self.vector is None:
             object.__setattr__(self, "vector", self.count > 1)
-        if not isinstance(self.values, (tuple, list, range)) or not all(
-                isinstance(v, int) and not isinstance(v, bool) for v in self.values):
-            raise OperandSpecError(f"operand {self.name!r}: values must be a tuple of ints, got {self.values!r:.60}")
-        object.__setattr__(self, "values", tuple(self.values))
+        if not isinstance(self.values, (tuple, list, range)) or len(self.values) > MAX_VALUES or not all(
+                is_int(v) and IMM_MIN <= operator.index(v) <= IMM_MAX for v in self.values):
+            raise OperandSpecError(f"operand {self.name!r}: values must be a tuple of at most {MAX_VALUES} ints in "
+                                   f"[-2**31, 2**31), got {self.values!r:.60}")
+        object.__setattr__(self, "values", tuple(operator.index(v) for v in self.values))
         if self.values and self.kind != "imm":
             raise OperandSpecError(f"operand {self.name!r}: values= applies to 'imm' operands only, not {self.kind!r}")
         if self.kind in ("imm", "pred", "tensormap", "gmem_ptr") and self.vector:
@@ -216,6 +223,10 @@ class Intrinsic:
         names = [o.name for o in self.operands]
         if len(set(names)) != len(names):
             raise RegistrationError(f"intrinsic {self.name}: operand names repeat: {names}")
+        taken = {f"{o.name}_u32" for o in self.operands if o.kind == "pred" and o.is_output} & set(names)
+        if taken:
+            raise RegistrationError(f"intrinsic {self.name}: operand name(s) {sorted(taken)} are the helper's local of "
+                                    f"the predicate output of that name; rename the operand")
         used = set(re.findall(r"\{(\w+)\}", self.template))
         unknown = used - set(names)
         if unknown:
@@ -325,8 +336,10 @@ class Intrinsic:
             if o.kind == "imm":
                 if v is None:
                     raise OperandError(f"{self.name}: operand {o.name!r} must be a compile-time integer constant")
-                if not isinstance(v, int) or isinstance(v, bool) and False:
-                    raise OperandError(f"{self.name}: operand {o.name!r} must be an int, got {v!r}")
+                if not is_int(v) or not IMM_MIN <= operator.index(v) <= IMM_MAX:
+                    raise OperandError(f"{self.name}: operand {o.name!r} must be an int in [-2**31, 2**31) (a C++ int "
+                                       f"template argument), got {v!r:.60}")
+                v = operator.index(v)
                 if o.values and v not in o.values:
                     raise OperandError(f"{self.name}: operand {o.name!r} = {v} is not one of {list(o.values)}")
         for chk in self.checks:
@@ -334,6 +347,10 @@ class Intrinsic:
                 reason = chk(known)
             except KeyError:  # the check needs a value that is not known at build time
                 reason = None
+            except Exception as e:  # noqa: BLE001 - a registered check is user code: its failure is named as such
+                raise OperandError(f"{self.name}: the check {getattr(chk, '__name__', chk)!r:.60} raised "
+                                   f"{type(e).__name__}: {e} on the arguments {dict(known)!r:.120}; fix the check "
+                                   f"(return None or a reason string)") from e
             if reason:
                 raise OperandError(f"{self.name}: {reason}")
 

@@ -68,6 +68,8 @@ class Family:
 
 def get(name: str) -> Intrinsic:
     """The entry called ``name`` (generated on demand for family names); IntrinsicError if none."""
+    if not isinstance(name, str):
+        raise IntrinsicError(f"an intrinsic is named by a str, got {type(name).__name__} {name!r:.60}")
     e = lookup(name)
     if e is None:
         close = [n for n in _TABLE if n.startswith(name.split("_")[0])][:8]
@@ -77,6 +79,9 @@ def get(name: str) -> Intrinsic:
 
 
 def lookup(name: str) -> Intrinsic | None:
+    """The entry called ``name`` (generated on demand for family names), or None (also for a name that is no str)."""
+    if not isinstance(name, str):
+        return None
     e = _TABLE.get(name)
     if e is not None:
         return e
