@@ -34,3 +34,21 @@ def test_domain_and_owner_helpers():
     assert list(domain((2, 3)))[-1] == (1, 2) and len(list(domain((2, 3)))) == 6
     assert norm([{"m": 0, "laneid": 3}]) == [{"laneid": 3}]
     assert owner_set([{"m": 0, "laneid": 3}, {"laneid": 3}]) == {(("laneid", 3),)}
+
+
+def test_shapes_of_huge_primes_and_bad_sizes():
+    import time
+
+    import pytest
+
+    from tirxpy.layout.errors import LayoutError
+    from tirxpy.testing import shapes
+
+    t = time.perf_counter()
+    assert prod(shapes(2**61 - 1, rank=2).example()) == 2**61 - 1     # a prime: trial division took ~2**61 steps
+    assert time.perf_counter() - t < 5
+    for bad in (0, -4, 8.0, 2**64, True):       # 0 / -4 gave (1, 1, 1) (product 1), 8.0 a float product
+        with pytest.raises(LayoutError, match="size"):
+            shapes(bad).example()
+    with pytest.raises(LayoutError, match="rank"):
+        shapes(8, rank=0).example()

@@ -15,19 +15,25 @@ from __future__ import annotations
 import itertools
 from math import prod
 
+import sympy
 from hypothesis import strategies as st
+
+from tirxpy.layout.errors import MAX_ITERS, LayoutError
+from tirxpy.layout.iters import bounded_int
 
 
 @st.composite
 def shapes(draw, size, max_rank=3, rank=None):
     """A shape of rank ``rank`` (default: 1 to ``max_rank``) whose product is ``size``; its dimensions need
-    not line up with any layout's iterators."""
-    primes, n, p = [], size, 2
-    while n > 1:
-        while n % p == 0:
-            primes.append(p)
-            n //= p
-        p += 1
+    not line up with any layout's iterators. ``size`` is an int in ``[1, 2**64)``, ranks in ``[1, MAX_ITERS]``
+    (LayoutError otherwise)."""
+    size = bounded_int(size, "shapes: size", 1)
+    if rank is not None:
+        rank = bounded_int(rank, "shapes: rank", 1)
+    max_rank = bounded_int(max_rank, "shapes: max_rank", 1)
+    if max(rank or 0, max_rank) > MAX_ITERS:
+        raise LayoutError(f"shapes: rank {max(rank or 0, max_rank)} is past {MAX_ITERS} (the limit MAX_ITERS)")
+    primes = [p for p, k in sorted(sympy.factorint(size).items()) for _ in range(k)]   # fast for any size < 2**64
     primes = draw(st.permutations(primes))
     rank = rank or draw(st.integers(1, max_rank))
     dims = [1] * rank
