@@ -11,12 +11,15 @@ The measurements behind each rule are in docs/performance.md ("Attention default
 """
 from __future__ import annotations
 
+import math
+import numbers
 from dataclasses import dataclass, fields
 
 from tirxpy.lang.schedule import cdiv, persistent_units
 from tirxpy.target import as_target
 
 from .errors import KernelConfigError, flag_option, int_option
+from .gemm_plan import plain_ints
 
 #: The target the Hopper attention kernel is built for: a plan fits its shared memory per CTA, and its SM
 #: count (an H100 SXM's) is the persistent grid's size where no device is given.
@@ -24,6 +27,9 @@ TARGET = as_target("sm_90a")
 SMEM_LIMIT = TARGET.smem_per_cta
 DTYPES = ("bfloat16", "float16")
 HEAD_DIMS = (64, 128, 256)
+MAX_SIZE = 2 ** 31 - 1      # B, H, HKV, SQ, SK and the tile count: the kernel's coordinates and tile walk are 32-bit
+MAX_GRID_YZ = 65535         # the y and z extents of a grid: heads and batch of the one-tile-per-CTA grid
+MAX_SCALE = 3.4028234663852886e38 / 1.4426950408889634     # scale * log2(e) is a float32 constant of the kernel
 
 
 @dataclass(frozen=True)
@@ -220,7 +226,7 @@ def check_options(BN=None, STAGES=None, NC=None, PINGPONG=None, PERSIST=None, CH
     w = "attention_sm90"
     for name, v in (("BN", BN), ("STAGES", STAGES), ("NC", NC)):
         int_option(w, name, v, none=True)
-    if isinstance(sms, bool) or not isinstance(sms, int) or sms < 1:
+    if isinstance(sms, bool) or not isinstance(sms, numbers.Integral) or sms < 1:
         raise KernelConfigError(f"attention_sm90: sms = {sms!r:.60} must be the GPU's SM count (a positive int)")
     for name, v in (("PINGPONG", PINGPONG), ("PERSIST", PERSIST), ("CHAIN", CHAIN), ("LAZY", LAZY), ("TRIM", TRIM),
                     ("TAIL", TAIL), ("FOLD", FOLD)):
@@ -234,7 +240,7 @@ def _check_problem(B, H, HKV, SQ, SK, D, dtype, BN, NC):
     if type(dtype) is not str or dtype not in DTYPES:
         raise KernelConfigError(f"attention_sm90: dtype must be one of {DTYPES}, got {dtype!r:.60}")
     for name, x in (("B", B), ("H", H), ("HKV", HKV), ("SQ", SQ), ("SK", SK), ("D", D)):
-        int_option("attention_sm90", name, x)
+        int_option("attention_sm90", name, x, hi=MAX_SIZE)     # (a size past it would wrap a 32-bit coordinate)
     if D not in HEAD_DIMS:
         raise KernelConfigError(f"attention_sm90: head dim {D} is not supported; use one of {HEAD_DIMS}")
     if min(B, H, HKV, SQ, SK) <= 0:
@@ -318,6 +324,7 @@ def plan(B, H, HKV, SQ, SK, D, dtype="bfloat16", BN=None, STAGES=None, NC=None, 
                                 "sequence's start and length), not persistent CTAs; pass PERSIST=False or None")
     if VARLEN:
         PERSIST = False
+    B, H, HKV, SQ, SK, D, BN, STAGES, NC, sms = plain_ints(B, H, HKV, SQ, SK, D, BN, STAGES, NC, sms)
     bn, st, nc = default_config(D, causal, SK) if D in HEAD_DIMS else (None, None, None)
     BN, NC = (bn if BN is None else BN), (nc if NC is None else NC)
     _check_problem(B, H, HKV, SQ, SK, D, dtype, BN, NC)
@@ -330,7 +337,12 @@ def plan(B, H, HKV, SQ, SK, D, dtype="bfloat16", BN=None, STAGES=None, NC=None, 
         raise KernelConfigError(f"attention_sm90: Q ({BM} x {D}) and {STAGES} K / V stages of {BN} rows need {smem} bytes "
                                 f"of shared memory, over the {SMEM_LIMIT} a CTA may have: use fewer stages or a smaller BN")
     own_fits = smem + BM * D * 2 <= SMEM_LIMIT
-    PERSIST = default_persist(SK, BN, causal) if PERSIST is None else bool(PERSIST)
+    if PERSIST is None:         # one tile per CTA only where its (tiles, H, B) grid can be launched
+        PERSIST = default_persist(SK, BN, causal) or (not VARLEN and max(H, B) > MAX_GRID_YZ)
+    PERSIST = bool(PERSIST)
+    if not PERSIST and not VARLEN and max(H, B) > MAX_GRID_YZ:
+        raise KernelConfigError(f"attention_sm90: PERSIST=False launches a (query tiles, H, B) grid, and H = {H}, "
+                                f"B = {B} must be at most {MAX_GRID_YZ} there: pass PERSIST=True (or None)")
     per_cta = (2 if (own_fits if PAIRS is None else PAIRS) else 1) if VARLEN else 1
     if OSTAGE is None:
         OSTAGE = "own" if per_cta == 2 else default_ostage(PERSIST, own_fits)
@@ -352,6 +364,9 @@ def plan(B, H, HKV, SQ, SK, D, dtype="bfloat16", BN=None, STAGES=None, NC=None, 
     TAIL = (default_tail(MT, D) if TAIL is None else bool(TAIL)) and causal and PERSIST   # (pairs: persistent causal)
     FOLD = default_fold(D, causal) if FOLD is None else bool(FOLD)
     tiles = MT * H * B
+    if tiles > MAX_SIZE:
+        raise KernelConfigError(f"attention_sm90: {B} x {H} heads of {MT} query tiles are {tiles} tiles, past the "
+                                f"{MAX_SIZE} the kernel's 32-bit tile index reaches: split the batch")
     work = cdiv(MT, 2) * H * B if causal else tiles     # causal: pairs of query tiles
     grid = (persistent_units(work, sms), 1, 1) if PERSIST else (MT, H, B)
     used = chain_smem if CHAIN else smem + (BM * D * 2 if OSTAGE == "own" else 0)
@@ -365,6 +380,32 @@ def plan(B, H, HKV, SQ, SK, D, dtype="bfloat16", BN=None, STAGES=None, NC=None, 
         q_release_arrivals=NC if q_after_o else 4 * NC, regs=default_regs(NC, PERSIST, D, OSTAGE),
         dispatch="wgmma_folded" if FOLD else None, varlen=VARLEN, xq=varlen_window(SQ) if VARLEN else 0,
         per_cta=per_cta)
+
+
+def check_scale(where, scale, error=KernelConfigError):
+    """``scale`` as a float, or None (the default, ``1 / sqrt(D)``): a real number (numpy's too, not a bool) in
+    ``(0, MAX_SCALE]``. The kernel takes each row's maximum of the unscaled scores and multiplies by the float32
+    constant ``scale * log2(e)``, so a scale that is not positive, or past float32 there, computes a wrong
+    softmax; ``error`` (the caller's class) names it.
+
+        >>> import numpy as np
+        >>> check_scale("k", np.float32(0.5)), check_scale("k", None)
+        (0.5, None)
+        >>> check_scale("k", -1.0)
+        Traceback (most recent call last):
+        ...
+        tirxpy_kernels.errors.KernelConfigError: k: scale must be a positive finite number or None (1 / sqrt(head dim)) of at most 2.36e+38 (scale * log2(e) is a float32), got -1.0
+    """
+    if scale is None:
+        return None
+    try:
+        value = float(scale) if isinstance(scale, numbers.Real) and not isinstance(scale, bool) else math.nan
+    except OverflowError:       # an int or fraction past every float
+        value = math.inf
+    if not (0 < value <= MAX_SCALE):
+        raise error(f"{where}: scale must be a positive finite number or None (1 / sqrt(head dim)) of at most "
+                    f"{MAX_SCALE:.3g} (scale * log2(e) is a float32), got {scale!r:.60}")
+    return value
 
 
 def varlen_window(max_seqlen):

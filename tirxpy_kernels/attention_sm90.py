@@ -67,9 +67,9 @@ from tirxpy.lang.schedule import tiles_of_unit
 from tirxpy.layout import ComposeLayout, R, S, TileLayout, laneid, m, swizzle_for, wid_in_wg
 from tirxpy.layout.atoms import wgmma_accumulator
 
-from .attention_plan import TARGET, plan
+from .attention_plan import MAX_SIZE, TARGET, check_scale, plan
 from .attention_walk import causal_steps, next_step, sequence, tile_blocks, tile_of, varlen_slots, varlen_tile
-from .errors import KernelConfigError
+from .errors import KernelConfigError, int_option
 from .views import check_strides, tensor
 
 LOG2E = 1.4426950408889634
@@ -216,7 +216,9 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
         raise KernelConfigError(f"attention_sm90: PDL must be True or False, got {PDL!r}")
     p = plan(B, H, HKV, SQ, SK, D, dtype, BN, STAGES, NC, causal, PINGPONG, PERSIST, CHAIN, sms, OSTAGE, LAZY, TRIM,
              TAIL, FOLD, VARLEN, PAIRS)
-    SQT, SKT = SQT or SQ, SKT or SK
+    B, H, HKV, SQ, SK, D = p.B, p.H, p.HKV, p.SQ, p.SK, p.D       # (as plain ints)
+    SQT = SQ if SQT is None else int_option("attention_sm90", "SQT", SQT, lo=1, hi=MAX_SIZE)
+    SKT = SK if SKT is None else int_option("attention_sm90", "SKT", SKT, lo=1, hi=MAX_SIZE)
     if p.varlen:
         if SQT < p.BM or SKT < p.BN:
             raise KernelConfigError(f"attention_sm90: packed tensors of {SQT} query / {SKT} key rows are shorter than "
@@ -228,7 +230,8 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
     qrows, krows = (1, SQT) if p.varlen else (B, SQT), (1, SKT) if p.varlen else (B, SKT)
     strides = check_strides("attention_sm90", ("q", "k", "v"), (qrows + (H, D), krows + (HKV, D), krows + (HKV, D)),
                             strides)
-    scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
+    scale = check_scale("attention_sm90", scale)
+    scale = 1.0 / math.sqrt(D) if scale is None else scale
     return build_kernel(p, scale, SQT, SKT, bool(PDL), strides)
 
 

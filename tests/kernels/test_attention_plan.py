@@ -115,3 +115,39 @@ def test_default_rules_agree_with_the_plan():
     assert default_persist(4096, 128, False) and not default_persist(8192, 128, False)
     assert default_persist(8192, 128, True) and not default_persist(16384, 128, True)
     assert (default_ostage(True, True), default_ostage(True, False), default_ostage(False, True)) == ("own", "kv", "q")
+
+
+@pytest.mark.parametrize("kw,msg", [
+    (dict(SQ=2 ** 31), "SQ = 2147483648 is out of range"),
+    (dict(B=2 ** 16, H=2 ** 15, HKV=1, SQ=128 * 2 ** 2), "tiles, past the 2147483647"),
+    (dict(B=70000, SK=8192, PERSIST=False), "H = 4, B = 70000 must be at most 65535 there: pass PERSIST=True"),
+])
+def test_sizes_past_32_bits_and_grids_past_the_hardware_are_refused(kw, msg):
+    args = dict(B=1, H=4, HKV=2, SQ=256, SK=256, D=128)
+    args.update(kw)
+    with pytest.raises(ValueError, match=msg.replace("(", r"\(").replace(")", r"\)")):
+        plan(**args)
+
+
+def test_a_batch_or_head_count_past_the_grid_defaults_to_persistent_ctas():
+    # long keys default to one tile per CTA, a (tiles, H, B) grid; past 65535 heads or sequences it cannot launch
+    assert not plan(8, 4, 4, 256, 8192, 64).persist
+    assert plan(70000, 4, 4, 256, 8192, 64).persist and plan(1, 70000, 70000, 256, 8192, 64).persist
+
+
+def test_numpy_ints_are_taken_as_ints():
+    import numpy as np
+
+    p = plan(np.int64(2), np.int32(4), 2, 256, 256, 128, sms=np.int64(100), BN=np.int64(64))
+    assert p.grid == plan(2, 4, 2, 256, 256, 128, sms=100, BN=64).grid
+    assert all(type(getattr(p, f)) is int for f in ("B", "H", "SQ", "BN"))
+
+
+@pytest.mark.parametrize("scale", [-1.0, 0.0, float("nan"), float("inf"), 1e300, 10 ** 400, "0.1", True])
+def test_the_factory_refuses_a_scale_its_softmax_cannot_use(scale):
+    # the kernel takes the row max of unscaled scores: a scale <= 0 (or past float32) gives a wrong softmax
+    from tirxpy_kernels.attention_sm90 import attention_sm90
+    from tirxpy_kernels.errors import KernelConfigError
+
+    with pytest.raises(KernelConfigError, match="scale must be a positive finite number"):
+        attention_sm90(1, 1, 1, 128, 128, 64, scale=scale)
