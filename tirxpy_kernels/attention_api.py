@@ -17,14 +17,13 @@ copied.
 from __future__ import annotations
 
 import contextlib
-import math
 
 import torch
 
 from tirxpy.errors import ArgumentError, TirxError
 from tirxpy.ir.dtype import from_torch
 
-from .attention_plan import DTYPES, HEAD_DIMS, TARGET, check_options, plan
+from .attention_plan import DTYPES, HEAD_DIMS, TARGET, check_options, check_scale, plan
 from .checks import dense_tensor
 from .errors import KernelConfigError, flag_option
 from .attention_sm90 import attention_sm90
@@ -71,14 +70,7 @@ def _check(q, k, v, causal, scale, return_lse, tuning):
     if H % HKV:
         raise AttentionArgumentError(f"attention: {H} query heads do not split into {HKV} key / value heads "
                                      "(grouped-query attention needs heads(q) % heads(k) == 0)")
-    if not isinstance(causal, bool):
-        raise AttentionArgumentError(f"attention: causal must be True or False, got {causal!r:.60}")
-    if scale is not None:
-        if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not math.isfinite(scale) or scale <= 0:
-            raise AttentionArgumentError(f"attention: scale must be a positive finite number or None "
-                                         f"(1 / sqrt(head dim)), got {scale!r:.60}")
-    if not isinstance(return_lse, bool):
-        raise AttentionArgumentError(f"attention: return_lse must be True or False, got {return_lse!r:.60}")
+    check_flags("attention", causal, scale, return_lse)
     check_tuning(tuning)
     opts = {n: x for n, x in tuning.items() if n != "PDL"}
     if opts.get("sms") is None:
@@ -86,6 +78,23 @@ def _check(q, k, v, causal, scale, return_lse, tuning):
     with _as_argument_error():
         p = plan(B, H, HKV, SQ, SK, D, from_torch(q.dtype).name, causal=causal, **opts)
     return B, SQ, H, D, SK, HKV, p
+
+
+def check_flags(where, causal, scale, return_lse, error=AttentionArgumentError) -> None:
+    """``causal`` and ``return_lse`` True or False, ``scale`` None or a positive number the kernel takes
+    (:func:`~tirxpy_kernels.attention_plan.check_scale`): ``error`` from ``where`` naming the first bad one.
+
+        >>> check_flags("attention", True, 0.125, False)
+        >>> check_flags("attention", "yes", None, False)
+        Traceback (most recent call last):
+        ...
+        tirxpy_kernels.attention_api.AttentionArgumentError: attention: causal must be True or False, got 'yes'
+    """
+    if not isinstance(causal, bool):
+        raise error(f"{where}: causal must be True or False, got {causal!r:.60}")
+    check_scale(where, scale, error)
+    if not isinstance(return_lse, bool):
+        raise error(f"{where}: return_lse must be True or False, got {return_lse!r:.60}")
 
 
 def check(q, k, v, causal=False, scale=None, return_lse=False, **tuning) -> None:

@@ -32,13 +32,13 @@ projection) are read in place where TMA can (:func:`tirxpy_kernels.views.packed_
 """
 from __future__ import annotations
 
-import math
+import numbers
 
 import torch
 
 from tirxpy.ir.dtype import from_torch
 
-from .attention_api import AttentionArgumentError, _device, _sm_count
+from .attention_api import AttentionArgumentError, _device, _sm_count, check_flags
 from .attention_plan import DTYPES, HEAD_DIMS, TARGET, plan, varlen_window
 from .attention_sm90 import attention_sm90
 from .attention_walk import EMPTY_TILE, varlen_slots
@@ -56,9 +56,22 @@ class VarlenArgumentError(AttentionArgumentError):
     """A bad argument to :func:`attention_varlen` (tensors, ``cu_seqlens``, lengths, ``scale``)."""
 
 
-def _positive_int(name, x):
-    if isinstance(x, bool) or not isinstance(x, int) or x < 1:
+def positive_int(name, x):
+    """``x`` as a positive int (numpy's ints too, not a bool); :class:`VarlenArgumentError` naming ``name``."""
+    if isinstance(x, bool) or not isinstance(x, numbers.Integral) or x < 1:
         raise VarlenArgumentError(f"attention_varlen: {name} must be a positive int, got {x!r:.60}")
+    return int(x)
+
+
+def windows(max_seqlen_q, max_seqlen_k, total_q, total_k):
+    """``(SQ, SK)``: the longest query / key sequence a kernel is built for, :func:`varlen_window` of
+    ``max_seqlen_q`` / ``max_seqlen_k`` each capped at the packed rows (no sequence is longer than its tensor, so a
+    larger bound would only enlarge the output buffers' window).
+
+        >>> windows(10 ** 12, 700, 1000, 1000)
+        (1024, 768)
+    """
+    return varlen_window(min(max_seqlen_q, total_q)), varlen_window(min(max_seqlen_k, total_k))
 
 
 def check(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal=False, scale=None,
@@ -86,24 +99,22 @@ def check(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causa
         raise VarlenArgumentError(f"attention_varlen: {H} query heads do not split into {HKV} key / value heads "
                                   "(grouped-query attention needs heads(q) % heads(k) == 0)")
     for name, cu in (("cu_seqlens_q", cu_seqlens_q), ("cu_seqlens_k", cu_seqlens_k)):
+        if isinstance(cu, torch.Tensor):
+            dense_tensor("attention_varlen", name, cu, cu.dim(), "", VarlenArgumentError)
         if not isinstance(cu, torch.Tensor) or cu.dim() != 1 or cu.dtype != torch.int32 or cu.numel() < 2:
             what = f"{cu.dtype} {tuple(cu.shape)}" if isinstance(cu, torch.Tensor) else type(cu).__name__
             raise VarlenArgumentError(f"attention_varlen: {name} must be a 1-D torch.int32 tensor of batch + 1 >= 2 "
                                       f"offsets (torch.tensor([0, len0, len0 + len1, ...], dtype=torch.int32)), "
                                       f"got {what}")
+        if cu.stride(0) != 1:       # the kernel reads the offsets one after another
+            raise VarlenArgumentError(f"attention_varlen: {name} is a strided view (stride {cu.stride(0)}); the "
+                                      f"kernel reads consecutive offsets: pass {name}.contiguous()")
     if cu_seqlens_q.numel() != cu_seqlens_k.numel():
         raise VarlenArgumentError(f"attention_varlen: cu_seqlens_q has {cu_seqlens_q.numel()} offsets and "
                                   f"cu_seqlens_k {cu_seqlens_k.numel()}; both hold batch + 1")
-    _positive_int("max_seqlen_q", max_seqlen_q)
-    _positive_int("max_seqlen_k", max_seqlen_k)
-    if not isinstance(causal, bool):
-        raise VarlenArgumentError(f"attention_varlen: causal must be True or False, got {causal!r:.60}")
-    if scale is not None and (isinstance(scale, bool) or not isinstance(scale, (int, float))
-                              or not math.isfinite(scale) or scale <= 0):
-        raise VarlenArgumentError(f"attention_varlen: scale must be a positive finite number or None "
-                                  f"(1 / sqrt(head dim)), got {scale!r:.60}")
-    if not isinstance(return_lse, bool):
-        raise VarlenArgumentError(f"attention_varlen: return_lse must be True or False, got {return_lse!r:.60}")
+    positive_int("max_seqlen_q", max_seqlen_q)
+    positive_int("max_seqlen_k", max_seqlen_k)
+    check_flags("attention_varlen", causal, scale, return_lse, VarlenArgumentError)
 
 
 def check_lengths(cu_q, cu_k, total_q, total_k, max_seqlen_q, max_seqlen_k) -> None:
@@ -310,7 +321,7 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
     NK, HKV, _ = k.shape
     B = cu_seqlens_q.numel() - 1
     copied = None if torch.cuda.is_current_stream_capturing() else host_copy(cu_seqlens_q, cu_seqlens_k)
-    SQ, SK = varlen_window(max_seqlen_q), varlen_window(max_seqlen_k)
+    SQ, SK = windows(int(max_seqlen_q), int(max_seqlen_k), NQ, NK)
     with torch.cuda.device(q.device):
         (qp, qs), (kp, ks), (vp, vs) = packed_input(q, MIN_ROWS), packed_input(k, 256), packed_input(v, 256)
         kern = attention_sm90(B, H, HKV, SQ, SK, D, causal=causal, scale=None if scale is None else float(scale),
@@ -331,4 +342,4 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
 
 __all__ = ["VarlenArgumentError", "attention_varlen", "batch_strides", "check", "check_copied", "check_cu_device",
            "check_lengths", "clipped_view", "empty_outputs", "host_copy", "kernel_args", "launch_order", "output_views",
-           "pad_rows", "tile_map"]
+           "pad_rows", "positive_int", "tile_map", "windows"]

@@ -97,3 +97,28 @@ def test_the_fast_key_tells_option_types_apart():
     assert q.data_ptr() % 16 == 0 and flat[1:].data_ptr() % 16 == 2
     qm = flat[1:1 + q.numel()].view(q.shape)
     assert _fast_key(qm, qm, qm, False, None, {}) != _fast_key(q, q, q, False, None, {})
+
+
+def _meta(*shape):
+    return torch.empty(shape, dtype=torch.bfloat16, device="meta")
+
+
+@pytest.mark.parametrize("scale", [10 ** 400, 1e300, float("-inf")])
+def test_a_scale_past_float32_is_a_typed_error(scale):
+    # 10 ** 400 raised OverflowError from math.isfinite; 1e300 passed and became an infinite float32 constant
+    with pytest.raises(AttentionArgumentError, match="scale must be a positive finite number or None"):
+        tirxpy_kernels.attention_api.check(Q, KV, KV, scale=scale)
+
+
+def test_numpy_scalars_are_taken_as_numbers():
+    import numpy as np
+
+    tirxpy_kernels.attention_api.check(Q, KV, KV, scale=np.float32(0.125), sms=np.int64(100))
+
+
+def test_a_batch_past_the_grid_plans_persistent_ctas():
+    # 70000 sequences of 8192 keys: one tile per CTA would launch a (tiles, H, 70000) grid, past 65535
+    tirxpy_kernels.attention_api.check(_meta(70000, 128, 1, 64), _meta(70000, 8192, 1, 64), _meta(70000, 8192, 1, 64))
+    with pytest.raises(AttentionArgumentError, match="pass PERSIST=True"):
+        tirxpy_kernels.attention_api.check(_meta(70000, 128, 1, 64), _meta(70000, 8192, 1, 64),
+                                           _meta(70000, 8192, 1, 64), PERSIST=False)
