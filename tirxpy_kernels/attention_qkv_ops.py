@@ -21,13 +21,13 @@ from torch import Tensor
 
 from . import attention_api, attention_bwd_api
 from .attention_api import AttentionArgumentError
-from .torch_ops import needs_op
+from .checks import dense_tensor
+from .torch_ops import needs_op, op_args
 
 
 def _check(qkv):
-    if not isinstance(qkv, Tensor):
-        raise AttentionArgumentError(f"attention_qkvpacked: qkv must be a tensor, got {type(qkv).__name__}")
-    if qkv.dim() != 5 or qkv.shape[2] != 3:
+    dense_tensor("attention_qkvpacked", "qkv", qkv, 5, "(batch, seq, 3, heads, dim)", AttentionArgumentError)
+    if qkv.shape[2] != 3:
         raise AttentionArgumentError(f"attention_qkvpacked: qkv must be (batch, seq, 3, heads, dim), got shape "
                                      f"{tuple(qkv.shape)} (for other layouts pass q, k, v to attention)")
 
@@ -38,6 +38,7 @@ def attention_qkvpacked(qkv, causal=False, scale=None):
     :func:`tirxpy_kernels.attention_api.attention` on the three slices."""
     _check(qkv)
     if needs_op(qkv):
+        scale = op_args("attention_qkvpacked", (), 5, "", causal, scale, False, AttentionArgumentError)
         return attention_qkvpacked_op(qkv, causal, scale)[0]
     q, k, v = qkv.unbind(2)
     return attention_api.attention(q, k, v, causal=causal, scale=scale)

@@ -46,6 +46,7 @@ from . import attention_api, gemm_api
 from . import attention_varlen_api
 from . import attention_varlen_api as _varlen
 from .attention_api import AttentionArgumentError
+from .checks import dense_tensor
 from .gemm_api import GemmArgumentError
 
 _is_compiling = torch.compiler.is_compiling
@@ -169,11 +170,27 @@ def _product_like(t, x, y):
 gemm_op.register_autograd(_gemm_backward, setup_context=_gemm_setup)
 
 
+def _gemm_kinds(a, b, bias, activation, out_dtype, gate):
+    """The kinds ``torch.ops.tirxpy.gemm``'s schema types, each named by :class:`GemmArgumentError` before torch's
+    dispatcher sees it (which raises its own error): ``a``, ``b`` dense tensors, ``bias`` / ``gate`` None or
+    dense tensors, ``activation`` None or a str, ``out_dtype`` None or a torch.dtype. The values are the kernel
+    API's to check."""
+    for name, t, none in (("a", a, False), ("b", b, False), ("bias", bias, True), ("gate", gate, True)):
+        if t is not None or not none:
+            dense_tensor("gemm", name, t, t.dim() if isinstance(t, Tensor) else 0, "", GemmArgumentError)
+    if activation is not None and not isinstance(activation, str):
+        raise GemmArgumentError(f"gemm: activation must be one of {gemm_api.ACTIVATIONS}, got {activation!r:.60}")
+    if out_dtype is not None and not isinstance(out_dtype, torch.dtype):
+        raise GemmArgumentError(f"gemm: out_dtype must be a torch.dtype (torch.bfloat16, torch.float16 or "
+                                f"torch.float32) or None, got {out_dtype!r:.60} ({type(out_dtype).__name__})")
+
+
 def gemm(a, b, out=None, *, bias=None, activation=None, out_dtype=None, gate=None, **tuning):
     """:func:`tirxpy_kernels.gemm` through ``torch.ops.tirxpy.gemm`` (differentiable in ``a``, ``b`` and ``bias``;
     traceable). The tuning options travel with the call (:func:`encode_tuning`); ``out=`` gets the result by
     ``out.copy_`` (recorded like any in-place copy)."""
     text = encode_tuning(tuning, "gemm", GemmArgumentError)
+    _gemm_kinds(a, b, bias, activation, out_dtype, gate)
     if out is None:
         return gemm_op(a, b, bias, activation, out_dtype, text, gate)
     want = ((a.shape[0], b.shape[1]), out_dtype or a.dtype)
@@ -246,10 +263,23 @@ attention_op.register_autograd(_attention_backward, setup_context=_attention_set
 def attention(q, k, v, causal=False, scale=None, return_lse=False, **tuning):
     """:func:`tirxpy_kernels.attention` through ``torch.ops.tirxpy.attention`` (differentiable, traceable): ``out``,
     or ``(out, lse)`` with ``return_lse=True``; the tuning options travel with the call (:func:`encode_tuning`)."""
-    if not isinstance(return_lse, bool):
-        raise AttentionArgumentError(f"attention: return_lse must be True or False, got {return_lse!r:.60}")
+    scale = op_args("attention", ((q, "q"), (k, "k"), (v, "v")), 4, "(batch, seq, heads, dim)", causal, scale,
+                    return_lse, AttentionArgumentError)
     out, lse = attention_op(q, k, v, causal, scale, encode_tuning(tuning, "attention", AttentionArgumentError))
     return (out, lse) if return_lse else out
+
+
+def op_args(where, tensors, ndim, what, causal, scale, return_lse, error):
+    """``scale`` as the float (or None) an attention operator takes, once the arguments its schema types are of
+    those types: each of ``tensors`` (``(tensor, name)``) a dense tensor of ``ndim`` dimensions (``what``), and
+    the flags and ``scale`` as :func:`~tirxpy_kernels.attention_api.check_flags` wants them. ``error`` from
+    ``where`` names the first bad one (torch's dispatcher would raise its own error on a wrong type)."""
+    from .attention_plan import check_scale  # noqa: PLC0415
+
+    for t, name in tensors:
+        dense_tensor(where, name, t, ndim, what, error)
+    attention_api.check_flags(where, causal, scale, return_lse, error)
+    return check_scale(where, scale, error)
 
 
 # ------------------------------------------------------------------------------------- variable-length attention
@@ -266,7 +296,7 @@ def attention_varlen_op(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Tensor, c
 def _attention_varlen_fake(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, scale):
     if q.dim() != 3:
         raise AttentionArgumentError(f"attention_varlen: q must be (total_tokens, heads, dim), got {tuple(q.shape)}")
-    return _varlen.empty_outputs(q, max_seqlen_q)
+    return _varlen.empty_outputs(q, _varlen.windows(max_seqlen_q, max_seqlen_k, q.shape[0], k.shape[0])[0])
 
 
 @torch.library.custom_op("tirxpy::attention_varlen_backward", mutates_args=())
@@ -330,8 +360,15 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
                      return_lse=False):
     """:func:`tirxpy_kernels.attention_varlen` through ``torch.ops.tirxpy.attention_varlen``. A call whose inputs
     require grad checks first that the backward takes packed sequences (:func:`varlen_backward`)."""
-    if not isinstance(return_lse, bool):
-        raise AttentionArgumentError(f"attention_varlen: return_lse must be True or False, got {return_lse!r:.60}")
+    scale = op_args("attention_varlen", ((q, "q"), (k, "k"), (v, "v")), 3, "(total_tokens, heads, dim)", causal,
+                    scale, return_lse, _varlen.VarlenArgumentError)
+    for name, cu in (("cu_seqlens_q", cu_seqlens_q), ("cu_seqlens_k", cu_seqlens_k)):
+        dense_tensor("attention_varlen", name, cu, 1, "(batch + 1 int32 offsets)", _varlen.VarlenArgumentError)
+    bounds = []
+    for name, x, rows in (("max_seqlen_q", max_seqlen_q, q.shape[0]), ("max_seqlen_k", max_seqlen_k, k.shape[0])):
+        # the schema's ints are 64-bit: a bound past the packed rows is taken as the rows (no sequence is longer)
+        bounds.append(min(x if isinstance(x, torch.SymInt) else _varlen.positive_int(name, x), rows))
+    max_seqlen_q, max_seqlen_k = bounds
     if not _is_compiling() and _grad_enabled() and any(isinstance(t, Tensor) and t.requires_grad for t in (q, k, v)):
         varlen_backward()       # (a compiled graph's backward checks it when it is traced: the fake below)
     out, lse = attention_varlen_op(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, scale)

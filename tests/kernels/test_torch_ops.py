@@ -88,6 +88,39 @@ def test_refusals_are_typed():
         tirxpy_kernels.attention(q, q, q, NC=3)
 
 
+@pytest.mark.parametrize("call,msg", [
+    (lambda q, a: tirxpy_kernels.attention(q, q, q, causal="yes"), "attention: causal must be True or False"),
+    (lambda q, a: tirxpy_kernels.attention(q, q, q, scale="x"), "attention: scale must be a positive finite number"),
+    (lambda q, a: tirxpy_kernels.attention(q, q, q, scale=10 ** 400), "scale must be a positive finite number"),
+    (lambda q, a: tirxpy_kernels.attention([1], q, q), "attention: q must be a torch.Tensor, got list"),
+    (lambda q, a: tirxpy_kernels.attention(q, q.to_sparse(), q), "attention: k is a sparse tensor"),
+    (lambda q, a: tirxpy_kernels.attention_varlen(q[0], q[0], q[0], [0, 128], None, 128, 128),
+     "attention_varlen: cu_seqlens_q must be a torch.Tensor, got list"),
+    (lambda q, a: tirxpy_kernels.attention_varlen(q[0], q[0], q[0], torch.tensor([0, 128], dtype=torch.int32),
+                                                  torch.tensor([0, 128], dtype=torch.int32), "128", 128),
+     "attention_varlen: max_seqlen_q must be a positive int, got '128'"),
+    (lambda q, a: attention_qkv_ops.attention_qkvpacked(torch.stack([q, q, q], 2), causal=2),
+     "attention_qkvpacked: causal must be True or False"),
+    (lambda q, a: tirxpy_kernels.gemm(a, a.t(), activation=3), "gemm: activation must be one of"),
+    (lambda q, a: tirxpy_kernels.gemm(a, a.t(), out_dtype="float32"), "gemm: out_dtype must be a torch.dtype"),
+    (lambda q, a: tirxpy_kernels.gemm(a, [1]), "gemm: b must be a torch.Tensor, got list"),
+    (lambda q, a: tirxpy_kernels.gemm(a, a.t(), bias=[1]), "gemm: bias must be a torch.Tensor"),
+])
+def test_arguments_of_the_wrong_type_get_the_api_error_not_the_dispatchers(call, msg):
+    # inputs that require grad go through the operators, whose schemas refused these with torch's RuntimeError
+    q = torch.zeros(1, 128, 2, 64, dtype=torch.bfloat16, requires_grad=True)
+    a = torch.zeros(128, 64, dtype=torch.bfloat16, requires_grad=True)
+    with pytest.raises(ArgumentError, match=msg.replace("(", r"\(")):
+        call(q, a)
+
+
+def test_a_varlen_bound_past_int64_reaches_the_api():
+    q = torch.zeros(300, 2, 64, dtype=torch.bfloat16, requires_grad=True)
+    cu = torch.tensor([0, 300], dtype=torch.int32)
+    with pytest.raises(ArgumentError, match="CUDA"):        # (the schema refused 2 ** 70 as not an int)
+        tirxpy_kernels.attention_varlen(q, q, q, cu, cu, 2 ** 70, 300)
+
+
 def test_tuning_and_out_travel_through_the_operator(float64_kernels, monkeypatch):
     seen = []
 
