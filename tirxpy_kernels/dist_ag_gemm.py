@@ -47,7 +47,7 @@ from tirxpy.lang.schedule import tiles_of_unit
 from tirxpy.layout import S, TileLayout, rank
 from tirxpy.layout.atoms import wgmma_accumulator
 
-from .errors import KernelConfigError
+from .errors import KernelConfigError, int_option
 from .gemm_plan import BM, CONSUMER_REGS, GROUP, PRODUCER_REGS, THREADS, TARGET, kernel_plan
 from .gemm_scales import Scales
 from .gemm_sm90 import bias_layout, k_loop, load_stage, operand_shapes, staging_layout, staging_shape, \
@@ -55,6 +55,7 @@ from .gemm_sm90 import bias_layout, k_loop, load_stage, operand_shapes, staging_
 
 MOVERS = 3          # warps 1 .. 3 of the producer warpgroup
 WORLD = 2           # the kernel's parameter list names one peer
+MAX_CHUNKS = 1024   # copy-engine chunks per shard: each is a copy and a flag write of the side stream per call
 
 
 def piece_rows(ms: int) -> int:
@@ -109,8 +110,7 @@ def chunk_rows(ms: int, q: int, chunks: int) -> list:
         >>> chunk_rows(8192, 1, 4), chunk_rows(200, 1, 4)
         ([(0, 2048), (2048, 4096), (4096, 6144), (6144, 8192)], [(0, 56), (56, 184), (184, 200)])
     """
-    if not (isinstance(chunks, int) and chunks >= 1):
-        raise KernelConfigError(f"CHUNKS = {chunks!r} must be a positive integer (copy-engine chunks per shard)")
+    chunks = int_option("dist_ag_gemm", "CHUNKS", chunks, lo=1, hi=MAX_CHUNKS)
     base = q * ms
     cuts = {0, ms}
     for i in range(1, chunks):

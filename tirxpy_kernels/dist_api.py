@@ -35,6 +35,9 @@ def _group(group):
     if not dist.is_available() or not dist.is_initialized():
         raise DistArgumentError("the distributed GEMMs run on a torch.distributed process group: call "
                                 "torch.distributed.init_process_group('nccl') first (launch with torchrun)")
+    if group is dist.GroupMember.NON_GROUP_MEMBER:
+        raise DistArgumentError("group is the value dist.new_group(...) returns on a rank outside the group: this "
+                                "rank is not one of its members; call the distributed GEMMs on the group's ranks only")
     if group is not None and not isinstance(group, dist.ProcessGroup):
         raise DistArgumentError(f"group must be a torch.distributed process group (dist.new_group(...)) or None for "
                                 f"the default one, got {type(group).__name__}")
@@ -61,8 +64,11 @@ def _tensor(t, name, shape_text, like=None, like_name=""):
     on ``like``'s device when given."""
     import torch
 
+    from .checks import dense_tensor
+
     if not isinstance(t, torch.Tensor):
         raise DistArgumentError(f"{name} must be a torch tensor {shape_text}, got {type(t).__name__}")
+    dense_tensor("the distributed GEMM", name, t, t.dim(), shape_text, DistArgumentError)     # nested / sparse
     if t.dtype != torch.bfloat16 or t.device.type != "cuda" or t.dim() != 2:
         raise DistArgumentError(f"{name} must be a 2-D bfloat16 CUDA tensor {shape_text}, got {tuple(t.shape)} "
                                 f"{t.dtype} on {t.device}")
@@ -291,8 +297,9 @@ def _rs_checked(a, b_shard, group, out, sms, lag, transfer):
     _tensor(b_shard, "b_shard", "(K / world, N)", a, "a")
     if not isinstance(transfer, str) or transfer not in TRANSFERS:
         raise DistArgumentError(f"transfer = {transfer!r} must be one of {TRANSFERS}")
-    if lag is not None and (isinstance(lag, bool) or not isinstance(lag, int)):
+    if lag is not None and (isinstance(lag, bool) or not isinstance(lag, numbers.Integral)):
         raise DistArgumentError(f"lag = {lag!r} must be an int (tile rows of the peer's shard first) or None")
+    lag = None if lag is None else int(lag)
     if lag is not None and transfer != "push":
         raise DistArgumentError(f"lag = {lag!r} tunes transfer='push' only (the copy-engine walk takes every peer "
                                 "tile first); pass transfer='push' with it, or drop lag")

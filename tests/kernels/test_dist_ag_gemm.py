@@ -80,6 +80,7 @@ def test_tile_walk_starts_at_the_own_rows_and_covers_every_tile():
     (dict(M=256, N=128, K=64, me=0, DEPTH=0), "DEPTH"),
     (dict(M=256, N=128, K=64, me=0, transfer="nccl"), "transfer"),
     (dict(M=256, N=128, K=64, me=0, transfer="copy_engine", CHUNKS=0), "CHUNKS = 0"),
+    (dict(M=256, N=128, K=64, me=0, transfer="copy_engine", CHUNKS=10 ** 12), "CHUNKS = 10+ is out of range"),
 ])
 def test_bad_configs_are_typed_errors(kw, msg):
     with pytest.raises(KernelConfigError, match=msg):

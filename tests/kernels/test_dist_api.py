@@ -117,3 +117,40 @@ def test_a_tensor_without_a_data_pointer_gets_no_key_and_a_typed_error():
     assert _call_key("ag", None, t, torch.zeros(128, 64), None, (None, "copy_engine")) is None
     with pytest.raises(DistArgumentError, match="a_shard has no data pointer .* pass a plain torch tensor"):
         _tensor(t, "a_shard", "(M / world, K)")
+
+
+def test_a_numpy_lag_is_an_int(monkeypatch):
+    import numpy as np
+
+    from tirxpy_kernels import dist_api
+
+    monkeypatch.setattr(dist_api, "_group", lambda group: (object(), 0, 2))       # a stand-in two-rank group
+    monkeypatch.setattr(dist_api, "_tensor", lambda *a, **k: None)                 # CPU tensors past the CUDA checks
+    monkeypatch.setattr(dist_api, "_current_device", lambda *a: None)
+    a, b = torch.zeros(256, 64, dtype=torch.bfloat16), torch.zeros(64, 128, dtype=torch.bfloat16)
+    # (np.int64 was refused as 'must be an int'): its value is judged, here against the transfer it tunes
+    with pytest.raises(DistArgumentError, match="lag = 3 tunes transfer='push' only"):
+        tirxpy_kernels.gemm_reduce_scatter(a, b, lag=np.int64(3))
+
+
+def test_nested_and_sparse_tensors_are_named_before_their_shapes_are_read():
+    from tirxpy_kernels.dist_api import _tensor
+
+    nested = torch.nested.nested_tensor([torch.zeros(3, 8), torch.zeros(5, 8)], dtype=torch.bfloat16)
+    with pytest.raises(DistArgumentError, match="a_shard is a nested tensor"):
+        _tensor(nested, "a_shard", "(M / world, K)")
+    with pytest.raises(DistArgumentError, match="b is a sparse tensor"):
+        _tensor(torch.zeros(8, 8, dtype=torch.bfloat16).to_sparse(), "b", "(K, N)")
+
+
+def test_a_rank_outside_the_group_is_told_so(tmp_path):
+    import torch.distributed as dist
+
+    if dist.is_initialized():
+        pytest.skip("a process group is already initialized in this process")
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path}/pg", rank=0, world_size=1)
+    try:        # what dist.new_group returns on a rank it leaves out
+        with pytest.raises(DistArgumentError, match="this rank is not one of its members"):
+            tirxpy_kernels.all_gather_gemm(torch.zeros(128, 64), torch.zeros(64, 64), dist.GroupMember.NON_GROUP_MEMBER)
+    finally:
+        dist.destroy_process_group()
