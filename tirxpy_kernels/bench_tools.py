@@ -95,6 +95,16 @@ def count(text):
     return int(text)
 
 
+MAX_SEED = 2 ** 32 - 1
+
+
+def seed(text):
+    """argparse type: a seed, an int in ``[0, MAX_SEED]`` (torch's and numpy's generators take it)."""
+    if not (text.isascii() and text.isdigit() and int(text) <= MAX_SEED):
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer in [0, {MAX_SEED}]")
+    return int(text)
+
+
 def add_common_arguments(p, reps, shapes_help, tolerance, names, metavar):
     """The options every benchmark takes (``reps``: its default number of timed samples; ``tolerance``: the
     relative error past which ``--sim`` fails; ``names``: the kernel's tuning options; ``metavar``: the shape
@@ -109,7 +119,7 @@ def add_common_arguments(p, reps, shapes_help, tolerance, names, metavar):
     p.add_argument("--sim", action="store_true", help="instead of timing, run one small kernel through the CPU "
                    "simulator (tirxpy.sim) and check it against float64; prints its seed, exits 1 when the relative error "
                    f"is not below {tolerance:.0e}")
-    p.add_argument("--seed", type=count, default=None, help="seed of the random inputs (and, with --sim, of the "
+    p.add_argument("--seed", type=seed, default=None, help="seed of the random inputs (and, with --sim, of the "
                    "simulator's interleaving); default: drawn from the clock and printed")
 
 

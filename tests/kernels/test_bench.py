@@ -49,6 +49,8 @@ def test_parse_tunings_names_the_bad_item():
     (["attention", "--sim", "--shapes", "150x96"], "--sim --shapes 150x96: attention_sm90: head dim 96"),
     (["gemm", "--reps", "0"], "argument --reps: '0' is not a positive integer"),
     (["gemm", "--jobs", "-1"], "argument --jobs: '-1' is not a non-negative integer"),
+    (["rmsnorm", "--sim", "--seed", "99999999999999999999"], "argument --seed: '99999999999999999999' is not an "
+                                                             "integer in [0, 4294967295]"),
     (["conv"], "invalid choice: 'conv'"),
     ([], "the following arguments are required: name"),
 ])
