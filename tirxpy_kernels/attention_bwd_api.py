@@ -31,9 +31,8 @@ from .attention_bwd_plan import DTYPES, HEAD_DIMS, TARGET, plan
 from .attention_bwd_post import dq_store
 from .attention_bwd_pre import attention_bwd_preprocess, attention_bwd_preprocess_packed
 from .attention_bwd_sm90 import attention_bwd_sm90
-from .attention_plan import varlen_window
 from .attention_varlen_api import (VarlenArgumentError, check_copied, check_cu_device, check_lengths, clipped_view,
-                                   host_copy, pad_rows)
+                                   host_copy, pad_rows, windows)
 from .attention_varlen_api import check as check_varlen
 from .checks import dense_tensor, overlaps
 from .errors import KernelConfigError
@@ -315,8 +314,7 @@ def prepare_varlen(q, k, v, out, dout, lse, cu_seqlens_q, cu_seqlens_k, max_seql
     NQ, H, D = q.shape
     NK, HKV = k.shape[0], k.shape[1]
     B = cu_seqlens_q.numel() - 1
-    # the kernel's window: the bound rounded up to 128 (no longer than the packed rows, as no sequence is)
-    SQ, SK = varlen_window(min(int(max_seqlen_q), NQ)), varlen_window(min(int(max_seqlen_k), NK))
+    SQ, SK = windows(int(max_seqlen_q), int(max_seqlen_k), NQ, NK)     # the kernel's, at most the packed rows
     dtype = from_torch(q.dtype).name
     p = plan(B, H, HKV, SQ, SK, D, causal, dtype, deterministic, PACKED=True)
     sc = 1.0 / math.sqrt(D) if scale is None else float(scale)
@@ -372,7 +370,7 @@ def attention_varlen_backward(q, k, v, out, dout, lse, cu_seqlens_q, cu_seqlens_
     a CTA per key block of a sequence (``cu_seqlens``) and key / value head walks that sequence's query blocks; a
     block loaded past a sequence's end is zeroed in shared memory past it, and the stores clip at the end
     (:func:`clipped_view`), so each sequence's gradients are those of the sequence alone. The kernel is built for
-    ``max_seqlen_q`` / ``max_seqlen_k`` rounded up to 128 (:func:`~tirxpy_kernels.attention_plan.varlen_window`, at
+    ``max_seqlen_q`` / ``max_seqlen_k`` rounded up to 128 (:func:`~tirxpy_kernels.attention_varlen_api.windows`, at
     most the packed rows) and the packed row counts. Rows past ``cu_seqlens[-1]`` get zero gradients. The
     ``cu_seqlens`` values are checked on the host (one copy, waited for after the launches: :func:`prepare_varlen`)
     except while a CUDA graph is being captured, where they must already be right."""
