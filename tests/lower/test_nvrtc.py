@@ -185,3 +185,26 @@ def test_each_program_has_a_name_of_its_own_so_a_twin_still_logs(monkeypatch):
     b = compile_cuda("// the same kernels, another comment\n" + SRC, "sm_90a", cache=False)
     assert len(names) == 2 and names[0] != names[1]
     assert a.resources_of("k_smem").registers > 0 and b.resources_of("k_smem").registers > 0
+
+
+@pytest.mark.parametrize("log,compiles", [("", 2), ("ptxas info    : Used 8 registers", 1)])
+def test_a_cached_module_without_a_log_is_compiled_again(monkeypatch, log, compiles):
+    """A cache entry whose ptxas log is empty came from a compile NVRTC did not log (its register pin could not be
+    decided from it): :func:`compile_cuda` compiles such an entry again and stores the new module; an entry with a log
+    is returned as it is."""
+    from tirxpy.lower import nvrtc as tn
+
+    store, calls = {}, []
+    monkeypatch.setattr(tn._cache, "get", store.get)
+    monkeypatch.setattr(tn._cache, "put", store.__setitem__)
+
+    def compile_(*args):
+        calls.append(args)
+        return tn.CompiledModule(cubin=b"c%d" % len(calls), arch="sm_90a", log=log)
+
+    monkeypatch.setattr(tn, "_compile", compile_)
+    first = compile_cuda(SRC, "sm_90a")
+    again = compile_cuda(SRC, "sm_90a")
+    assert len(calls) == compiles
+    assert (again is first) == (compiles == 1)
+    assert list(store.values()) == [again]
