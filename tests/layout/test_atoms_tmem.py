@@ -122,3 +122,19 @@ def test_atom_arguments_are_exact_kinds():
         tmem_warpx4_layout(2**80)
     with pytest.raises(LayoutError, match="ldmatrix grid \\(2.5, 2\\) entry must be a positive int"):
         ldmatrix_layout(4, grid=(2.5, 2))
+
+
+def test_numpy_ints_are_taken_as_ints_by_the_atoms():
+    """wgmma_accumulator(np.int64(16)) was refused as 'has no N = 16', tmem columns / counts likewise."""
+    import numpy as np
+
+    from tirxpy.layout import ldmatrix_layout, tmem_ld_layout, tmem_warpx4_layout, wgmma_accumulator
+
+    i = np.int64
+    assert wgmma_accumulator(i(16)).identical(wgmma_accumulator(16))
+    assert tmem_accumulator(i(64), i(32), col=i(8)).identical(tmem_accumulator(64, 32, col=8))
+    assert tmem_warpx4_layout(i(4), i(256)).identical(tmem_warpx4_layout(4, 256))
+    assert ldmatrix_layout(i(2)).identical(ldmatrix_layout(2))
+    assert tmem_ld_layout("32x32b", i(4)).identical(tmem_ld_layout("32x32b", 4))
+    with pytest.raises(LayoutError, match="col must be a non-negative int"):
+        tmem_accumulator(64, 32, col=1.0)

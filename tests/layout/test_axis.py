@@ -44,3 +44,22 @@ def test_register_is_idempotent():
 def test_bad_input(call, msg):
     with pytest.raises(LayoutError, match=msg):
         call()
+
+
+def test_register_checks_scope_and_bound_kinds():
+    """A scope of the wrong kind raised a bare TypeError; a numpy bound was refused as not a positive int."""
+    import numpy as np
+
+    from tirxpy.layout.errors import LayoutTypeError
+
+    for scope in (5, "warp", ("warp", 3), None.__class__):
+        with pytest.raises(LayoutTypeError, match="scope must be an .outer, inner. pair"):
+            Axis.register("test_axis_t", "thread", scope)
+    ax = Axis.register("test_axis_np", "thread", ("warp", "thread"), np.int64(8))
+    assert ax.bound == 8 and type(ax.bound) is int
+    assert Axis.register("test_axis_np", "thread", ("warp", "thread"), 8) is ax
+    for bad in (2.5, "8", True):
+        with pytest.raises(LayoutTypeError, match="axis bound"):
+            Axis.register("test_axis_bb", "thread", ("warp", "thread"), bad)
+    with pytest.raises(LayoutError, match="bound must be a positive int below 2..64"):
+        Axis.register("test_axis_bb", "thread", ("warp", "thread"), 2**64)

@@ -59,3 +59,41 @@ def test_helpers():
 def test_bad_input(args, msg):
     with pytest.raises(LayoutError, match=msg):
         normalize(*args)
+
+
+@given(st.fractions().filter(lambda q: q.denominator != 1), st.booleans())
+def test_non_integer_sympy_coordinates_are_refused(q, as_float):
+    """A coordinate is an int or an integer-valued expression: sympy.Float(1.5) gave owners at m = 1.5."""
+    from tirxpy.layout import S, SwizzleLayout, TileLayout, laneid
+    from tirxpy.layout.errors import LayoutTypeError
+
+    v = sympy.Float(float(q)) if as_float else sympy.Rational(q.numerator, q.denominator)
+    L = TileLayout(S[(4, 2) : (1@laneid, 1)])
+    for call in (lambda: to_coord(v), lambda: L.owners(v), lambda: L.apply(v), lambda: SwizzleLayout(0, 3, 3).apply(v),
+                 lambda: L.apply(v, 0, shape=(8, 1))):
+        with pytest.raises(LayoutTypeError, match="integer-valued sympy expression"):
+            call()
+
+
+@given(st.integers(0, 7))
+def test_integer_sympy_coordinates_are_ints(k):
+    from tirxpy.layout import S, TileLayout, laneid
+
+    L = TileLayout(S[(4, 2) : (1@laneid, 1)])
+    assert L.owners(sympy.Integer(k)) == L.owners(k) and type(to_coord(sympy.Integer(k))) is int
+    i = sympy.Symbol("i", integer=True, nonnegative=True)     # integer-valued expressions stay symbolic
+    assert {a: int(sympy.sympify(e).subs(i, k // 2)) for a, e in L.apply(2 * i).items()} == L.apply(k // 2 * 2)
+
+
+def test_symbolic_coordinates_sympy_does_not_know_to_be_integers_or_in_range_are_refused():
+    from tirxpy.layout import S, TileLayout
+    from tirxpy.layout.errors import LayoutTypeError
+
+    L = TileLayout(S[8 : 1])
+    for bad in (sympy.Symbol("x"), sympy.pi, sympy.nan, sympy.oo, sympy.true):
+        with pytest.raises(LayoutTypeError, match="integer-valued"):
+            L.apply(bad)
+    i = sympy.Symbol("i", integer=True, nonnegative=True)
+    for bad in (-i - 1, i + 8):
+        with pytest.raises(LayoutError, match="out of range"):
+            L.apply(bad)

@@ -123,3 +123,27 @@ def test_canonical_form_keeps_the_owners_across_ranks(case):
 def test_bad_input_is_a_typed_error(call, err, msg):
     with pytest.raises(err, match=msg):
         call()
+
+
+@given(st.integers(max_value=-1), st.sampled_from(["plain", "replicated", "sharded"]))
+def test_peer_of_refuses_a_negative_me(me, kind):
+    """me is a rank (an int >= 0): me=-5 was returned as the peer of a layout that does not name rank."""
+    L = {"plain": TileLayout(S[4 : 1]), "replicated": replicated((4,), 2), "sharded": sharded((4,), 2)}[kind]
+    with pytest.raises(LayoutError, match="me .*must be an integer >= 0"):
+        peer_of(L, ((0, 2),), (4,), me=me)
+    with pytest.raises(LayoutTypeError, match="me"):
+        peer_of(L, ((0, 2),), (4,), me=1.0)
+
+
+@given(sharded_case())
+def test_numpy_ints_are_the_ints_they_are(case):
+    """sharded(np.int64(4), 2) was refused as 'not a tuple of positive ints'."""
+    import numpy as np
+
+    shape, world, dim, L = case
+    assert sharded(tuple(np.int64(n) for n in shape), np.int64(world), np.int64(dim)).identical(L)
+    if len(shape) == 1:
+        assert sharded(np.int64(shape[0]), world).identical(L)
+        assert replicated(np.int32(shape[0]), world).identical(replicated(shape, world))
+    me = np.int64(world - 1)
+    assert peer_of(replicated(shape, world), [(0, 1)] * len(shape), shape, me=me)[0] == world - 1

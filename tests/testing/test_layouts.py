@@ -7,7 +7,7 @@ from tirxpy.layout import ComposeLayout, TileLayout, equivalent, hardware_swizzl
 from tirxpy.testing import (
     BOUNDS, compose_layouts, hardware_atoms, memory_layouts, owner_set, split_layouts, swizzled_layouts, tile_layouts,
 )
-from tirxpy.testing.layouts import _atom_makers
+from tirxpy.testing.layouts import _atom_makers, bad_queries, iter_lists
 
 
 @given(tile_layouts())
@@ -76,3 +76,45 @@ def test_split_layouts_are_equivalent(data):
     M = data.draw(split_layouts(L))
     assert equivalent(L, M)
     assert all(owner_set(L.owners(i)) == owner_set(M.owners(i)) for i in range(L.size()))
+
+
+def test_layout_strategies_check_their_arguments_when_called():
+    """tile_layouts(max_shard=-1) raised hypothesis InvalidArgument when drawn, split_layouts(5) AttributeError."""
+    import pytest
+
+    from tirxpy.layout.errors import LayoutError
+
+    for call, msg in [
+        (lambda: tile_layouts(max_shard=-1), "tile_layouts: max_shard is -1"),
+        (lambda: tile_layouts(max_replica=65), "tile_layouts: max_replica is 65, past 64 .the limit MAX_ITERS"),
+        (lambda: tile_layouts(max_size=0), "tile_layouts: max_size is 0"),
+        (lambda: tile_layouts(max_size=2.0), "tile_layouts: max_size must be an integer"),
+        (lambda: tile_layouts(axes=()), "tile_layouts: axes must be a non-empty tuple"),
+        (lambda: tile_layouts(axes="m"), "tile_layouts: axes must be a non-empty tuple"),
+        (lambda: tile_layouts(axes=("nope",)), "tile_layouts: axes: unknown axis 'nope'"),
+        (lambda: tile_layouts(offsets=None), "tile_layouts: offsets must be True or False"),
+        (lambda: memory_layouts(replicas=1), "tile_layouts: replicas must be True or False"),
+        (lambda: split_layouts(5), "split_layouts: L must be a TileLayout"),
+        (lambda: swizzled_layouts(dtypes=("f99",)), "swizzled_layouts: dtypes: unknown dtype"),
+        (lambda: swizzled_layouts(max_rows=4), "swizzled_layouts: max_rows is 4"),
+        (lambda: iter_lists(-1, {}, ("m",), 8), "iter_lists: n_max is -1"),
+        (lambda: iter_lists(2, None, ("m",), 8), "iter_lists: reach must be a dict"),
+        (lambda: bad_queries(5), "bad_queries: L must be a layout"),
+    ]:
+        with pytest.raises(LayoutError, match=msg):
+            call()
+
+
+@settings(deadline=None)
+@given(st.data(), st.sampled_from([2**61 - 1, 2**62, 2**32 * 3**20, 2**63 - 25]))
+def test_split_layouts_of_huge_extents_are_quick_and_equivalent(data, n):
+    """split_layouts walked every number below an iterator's extent looking for divisors."""
+    from tirxpy.layout import Iter
+    from tirxpy.layout.errors import MAX_ITERS
+
+    L = TileLayout.from_iters([Iter(n, 1)], [Iter(2, 0, "laneid")])
+    M = data.draw(split_layouts(L))
+    assert M.size() == n and M.replica_count == 2
+    assert all(L.apply(i) == M.apply(i) for i in (0, 1, n // 3, n - 1))
+    W = TileLayout.from_iters([Iter(4, 1)] + [Iter(1, 0)] * (MAX_ITERS - 1))   # full: no room to split or insert
+    assert len(data.draw(split_layouts(W)).shard) == MAX_ITERS

@@ -52,3 +52,45 @@ def test_shapes_of_huge_primes_and_bad_sizes():
             shapes(bad).example()
     with pytest.raises(LayoutError, match="rank"):
         shapes(8, rank=0).example()
+
+
+def test_domain_is_lazy_and_checks_its_shape():
+    """domain((2**40,)) raised MemoryError (itertools.product materialized the range)."""
+    import itertools
+
+    import pytest
+
+    from tirxpy.layout.errors import LayoutError
+
+    assert list(itertools.islice(domain((2**40, 2**20)), 2)) == [(0, 0), (0, 1)]
+    for bad in ((0,), (2**64,), (2.0,), "ab", None, ()):
+        with pytest.raises(LayoutError, match="domain: shape"):
+            domain(bad)
+
+
+@given(st.one_of(st.integers(max_value=0), st.floats(), st.none(), st.text(), st.tuples(st.integers(max_value=0))))
+def test_strategies_check_their_arguments_when_called(bad):
+    """coords / regions raised hypothesis InvalidArgument or TypeError, aligned_shapes(5) AttributeError, and
+    only when drawn; now each call raises LayoutError naming the strategy and the argument."""
+    import pytest
+
+    from tirxpy.layout.errors import LayoutError
+
+    for fn, call in (("coords", lambda: coords(bad)), ("regions", lambda: regions(bad)),
+                     ("aligned_shapes", lambda: aligned_shapes(bad)), ("shapes", lambda: shapes(bad)),
+                     ("norm", lambda: norm(bad)), ("owner_set", lambda: owner_set(bad))):
+        with pytest.raises(LayoutError, match=fn):
+            call()
+    from tirxpy.layout import S, TileLayout
+
+    L = TileLayout(S[(4, 2) : (2, 1)])
+    with pytest.raises(LayoutError, match="aligned_shapes: max_rank"):
+        aligned_shapes(L, max_rank=bad)
+
+
+@given(st.data())
+def test_coords_and_regions_of_huge_shapes(data):
+    shape = data.draw(st.lists(st.integers(1, 2**64 - 1), min_size=1, max_size=4).map(tuple))
+    c = data.draw(coords(shape))
+    assert all(0 <= x < n for x, n in zip(c, shape))
+    assert all(0 <= a < b <= n for (a, b), n in zip(data.draw(regions(shape)), shape))

@@ -22,7 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from .errors import LayoutError, LayoutTypeError
+from .coords import as_int
+from .errors import MAX_COORD, LayoutError, LayoutTypeError
 
 KINDS = ("memory", "thread", "cta", "tmem", "rank")
 SCOPES = ("thread", "warp", "warpgroup", "cta", "cluster", "kernel")
@@ -80,19 +81,30 @@ class Axis:
 
     @classmethod
     def register(cls, name: str, kind: str, scope: tuple[str, str] | None = None, bound: int | None = None) -> "Axis":
-        """Register a new axis (or return the identical one already registered)."""
+        """Register a new axis (or return the identical one already registered). ``scope`` is an
+        ``(outer, inner)`` pair of :data:`SCOPES`, ``bound`` a positive int or ``None``.
+
+            >>> Axis.register("lane2", "thread", ("warp", "thread"), 32).bound
+            32
+        """
         if not isinstance(name, str) or not name.isidentifier():
             raise LayoutError(f"axis name must be a Python identifier, got {name!r}")
         if kind not in KINDS:
             raise LayoutError(f"axis kind must be one of {KINDS}, got {kind!r}")
         if scope is not None:
-            if len(scope) != 2 or any(s not in SCOPES for s in scope) or SCOPES.index(scope[0]) <= SCOPES.index(scope[1]):
+            if not isinstance(scope, (tuple, list)) or not all(isinstance(s, str) for s in scope):
+                raise LayoutTypeError(f"axis scope must be an (outer, inner) pair of names from {SCOPES}, got "
+                                      f"{scope!r} ({type(scope).__name__}); e.g. scope=('warp', 'thread')")
+            if (len(scope) != 2 or any(s not in SCOPES for s in scope)
+                    or SCOPES.index(scope[0]) <= SCOPES.index(scope[1])):
                 raise LayoutError(
                     f"axis scope must be an (outer, inner) pair of {SCOPES} with outer wider than inner, got {scope!r}"
                 )
             scope = tuple(scope)
-        if bound is not None and (not isinstance(bound, int) or isinstance(bound, bool) or bound < 1):
-            raise LayoutError(f"axis bound must be a positive int or None, got {bound!r}")
+        if bound is not None:
+            bound = as_int(bound, "axis bound (None for an unbounded axis)")
+            if not 1 <= bound < MAX_COORD:
+                raise LayoutError(f"axis bound must be a positive int below 2**64 or None, got {bound!r}")
         ax = cls(name, kind, scope, bound)
         old = cls._registry.get(name)
         if old is not None:

@@ -16,7 +16,13 @@ from .errors import MAX_COORD, LayoutError, LayoutTypeError
 
 
 def is_int(v) -> bool:
-    """True for ints and other ``__index__`` types (numpy ints), False for bools."""
+    """True for ints and other ``__index__`` types (numpy ints, ``sympy.Integer``), False for bools: the one
+    test of what a layout takes as an int.
+
+        >>> import numpy as np
+        >>> is_int(np.int64(4)), is_int(True), is_int(2.0)
+        (True, False, False)
+    """
     if isinstance(v, bool) or type(v).__name__ == "bool_":
         return False
     try:
@@ -26,8 +32,39 @@ def is_int(v) -> bool:
         return False
 
 
-def check_shape(shape, size: int, what: str = "shape") -> tuple:
-    """A logical shape as a tuple of Python ints: positive, below 2**64, product == ``size``."""
+def as_int(v, what: str) -> int:
+    """``v`` as a Python int when :func:`is_int` holds, else :class:`LayoutTypeError` naming ``what``.
+
+        >>> import numpy as np
+        >>> as_int(np.int64(4), "extent")
+        4
+    """
+    if not is_int(v):
+        if isinstance(v, bool) or type(v).__name__ == "bool_":
+            raise LayoutTypeError(f"{what} must be an integer, got {v!r} (bool); write 1 or 0, not True / False")
+        raise LayoutTypeError(f"{what} must be an integer, got {v!r} ({type(v).__name__})")
+    return int(operator.index(v))
+
+
+def bounded_int(v, what: str, lo: int = 0) -> int:
+    """:func:`as_int` in ``[lo, 2**64)`` (:class:`LayoutError` naming ``what`` and the range otherwise)."""
+    v = as_int(v, what)
+    if v < lo:
+        need = "a positive integer" if lo == 1 else f"an integer >= {lo}"
+        raise LayoutError(f"{what} is {v}; it must be {need}")
+    if v >= MAX_COORD:
+        raise LayoutError(f"{what} is {v}, past the limit of layout coordinates (2**64); use values below 2**64")
+    return v
+
+
+def check_shape(shape, size: int | None, what: str = "shape") -> tuple:
+    """A logical shape as a tuple of Python ints: positive, below 2**64, product == ``size`` (any product
+    when ``size`` is None); one int is a 1-d shape.
+
+        >>> import numpy as np
+        >>> check_shape(np.int64(4), None)
+        (4,)
+    """
     if is_int(shape):
         shape = (shape,)
     if not isinstance(shape, (tuple, list)) or not shape:
@@ -39,23 +76,34 @@ def check_shape(shape, size: int, what: str = "shape") -> tuple:
         if not 1 <= operator.index(n) < MAX_COORD:
             raise LayoutError(f"{what} {tuple(shape)!r} must be a tuple of positive ints below 2**64: entry {d} is {n}")
     shape = tuple(int(operator.index(n)) for n in shape)
-    if prod(shape) != size:
+    if size is not None and prod(shape) != size:
         raise LayoutError(f"{what} {shape} has {prod(shape)} elements but the layout has {size}; "
                           f"give a shape whose product is {size}")
     return shape
 
 
 def to_coord(v, what="coordinate"):
-    """An int stays an int; anything else must be a sympy expression (or a name)."""
+    """An int stays an int; a name becomes a non-negative integer symbol; a sympy expression must be known to
+    be an integer (``expr.is_integer``), so a float like ``sympy.Float(1.5)`` or an unknown ``Symbol('i')``
+    is refused (:class:`LayoutTypeError`).
+
+        >>> to_coord("i") + 1
+        i + 1
+    """
     if is_int(v):
-        return operator.index(v)
+        return int(operator.index(v))
     if isinstance(v, str):
         if not v.isidentifier():
             raise LayoutError(f"{what} {v!r} is neither an int nor a symbol name; a symbolic coordinate is named "
                               "by a Python identifier, e.g. 'i'")
         return sympy.Symbol(v, integer=True, nonnegative=True)
-    if isinstance(v, sympy.Basic):
+    if isinstance(v, sympy.Expr) and v.is_integer:
         return v
+    if isinstance(v, sympy.Basic):
+        raise LayoutTypeError(f"{what} must be an int or an integer-valued sympy expression, got {v!r} "
+                              f"({type(v).__name__}), which sympy does not know to be an integer: give an int for a "
+                              "number, and declare symbols integer, e.g. sympy.Symbol('i', integer=True, "
+                              "nonnegative=True) or the name 'i'")
     raise LayoutTypeError(f"{what} must be an int or a sympy expression, got {v!r} ({type(v).__name__})")
 
 
@@ -77,7 +125,7 @@ def normalize(coord, shape, size: int):
         if len(coord) != len(shape):
             raise LayoutError(f"coordinate {coord} has rank {len(coord)} but shape {shape} has rank {len(shape)}")
     for d, (c, n) in enumerate(zip(coord, shape)):
-        if is_int(c) and not 0 <= c < n:
+        if (not 0 <= c < n) if is_int(c) else (c.is_negative or (c - n).is_nonnegative):   # symbolic: when sympy knows
             raise LayoutError(f"coordinate {c} in dimension {d} is out of range [0, {n}) for shape {shape}")
     return coord, shape
 

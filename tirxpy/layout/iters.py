@@ -14,36 +14,11 @@ builds shard iterators, ``R[...]`` replica iterators, and ``k @ axis`` an offset
 """
 from __future__ import annotations
 
-import operator
 from dataclasses import dataclass, field
 
 from .axis import Axis
-from .errors import MAX_COORD, MAX_ITERS, LayoutError, LayoutTypeError
-
-
-def as_int(v, what: str) -> int:
-    """``v`` as a Python int: an ``int`` or anything with ``__index__`` (numpy ints), never a bool,
-    float or string (:class:`LayoutTypeError` naming ``what`` otherwise)."""
-    if isinstance(v, bool) or type(v).__name__ == "bool_":
-        raise LayoutTypeError(f"{what} must be an integer, got {v!r} (bool); write 1 or 0, not True / False")
-    try:
-        return int(operator.index(v))
-    except TypeError:
-        raise LayoutTypeError(f"{what} must be an integer, got {v!r} ({type(v).__name__})") from None
-
-
-_as_int = as_int
-
-
-def bounded_int(v, what: str, lo: int = 0) -> int:
-    """:func:`as_int` in ``[lo, 2**64)`` (:class:`LayoutError` naming ``what`` and the range otherwise)."""
-    v = as_int(v, what)
-    if v < lo:
-        need = "a positive integer" if lo == 1 else f"an integer >= {lo}"
-        raise LayoutError(f"{what} is {v}; it must be {need}")
-    if v >= MAX_COORD:
-        raise LayoutError(f"{what} is {v}, past the limit of layout coordinates (2**64); use values below 2**64")
-    return v
+from .coords import as_int, bounded_int  # noqa: F401  (re-exported: the int checks live in coords)
+from .errors import MAX_COORD, MAX_ITERS, LayoutError
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ from math import prod
 from .axis import Axis
 from .coords import check_shape
 from .errors import LayoutError, LayoutTypeError
-from .iters import Iter, as_int
+from .iters import Iter, as_int, bounded_int
 from .tile import Layout, TileLayout
 
 rank = Axis.get("rank")
@@ -43,11 +43,7 @@ def _world(world) -> int:
 
 
 def _shape(shape) -> tuple:
-    if isinstance(shape, int) and not isinstance(shape, bool):
-        shape = (shape,)
-    if not isinstance(shape, (tuple, list)) or not shape:
-        raise LayoutTypeError(f"shape {shape!r} must be a non-empty tuple of positive ints, e.g. (8, 16)")
-    return check_shape(shape, prod(as_int(n, "shape entry") for n in shape))
+    return check_shape(shape, None)
 
 
 def sharded(shape, world, dim: int = 0) -> TileLayout:
@@ -150,13 +146,15 @@ def _drop_rank(L: TileLayout) -> TileLayout:
 def peer_of(layout, region, shape, me: int | None = None) -> tuple:
     """``(rank, local layout)``: the rank that holds every element of ``region`` and the region's layout in
     that rank's memory (``rank`` removed). With ``me`` given and holding the region (a replicated tensor),
-    ``me`` is chosen: read locally when you can. Raises :class:`LayoutError` when no single rank holds the
+    ``me`` is chosen: read locally when you can. ``me`` is a rank, an int >= 0. Raises :class:`LayoutError` when no single rank holds the
     whole region (it names the ranks: split the region at the shard boundary).
 
         >>> peer_of(replicated((4,), 2), ((0, 2),), (4,), me=1)
         (1, TileLayout(S[2 : 1@m]))
     """
     L = _tile(layout, "peer_of")
+    if me is not None:
+        me = bounded_int(me, "peer_of: me (this process's rank)", 0)
     shape = check_shape(shape, L.size())
     from .algebra import _slice, check_region
 
@@ -169,7 +167,7 @@ def peer_of(layout, region, shape, me: int | None = None) -> tuple:
                               "the region at the shard boundary and read each part from its rank")
         raise LayoutError(f"peer_of: region {list(reg)} is not one strided box of the layout ({why})")
     if "rank" not in sub.axes():
-        who = 0 if me is None else as_int(me, "me")
+        who = 0 if me is None else me
         return who, sub
     moving = [it for it in sub.shard if it.axis is rank and it.extent > 1]
     if moving:
@@ -177,6 +175,6 @@ def peer_of(layout, region, shape, me: int | None = None) -> tuple:
                           "it all: split the region at the shard boundary and read each part from its rank")
     held = sorted(_ranks_closed(TileLayout.from_iters([], sub.replica, sub.offset)))
     who = held[0]
-    if me is not None and as_int(me, "me") in held:
-        who = as_int(me, "me")
+    if me is not None and me in held:
+        who = me
     return who, _drop_rank(sub)

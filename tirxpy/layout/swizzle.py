@@ -21,7 +21,7 @@ import sympy
 from tirxpy.dtype_table import SPECS, bits_of
 
 from .axis import Axis
-from .coords import is_int
+from .coords import is_int, to_coord
 from .errors import MAX_COORD, MAX_SWIZZLE_BITS, LayoutError, LayoutTypeError
 from .iters import as_int
 from .tile import Layout, TileLayout
@@ -89,9 +89,12 @@ class SwizzleLayout:
         """Swizzle one coordinate: int (>= 0), numpy int array or sympy expression. The swizzle is
         an involution (``apply(apply(m)) == m``): the XOR source bits are not among its targets."""
         P, B, A = self.per_element, self.swizzle_len, self.atom_len
-        if not isinstance(m, (np.ndarray, sympy.Basic)):
-            m = as_int(m, "swizzled coordinate")
-            if not 0 <= m < MAX_COORD:
+        if isinstance(m, np.ndarray):
+            if m.dtype.kind not in "iu":
+                raise LayoutTypeError(f"swizzled coordinates must be an integer array, got dtype {m.dtype}")
+        else:
+            m = to_coord(m, "swizzled coordinate") if isinstance(m, sympy.Basic) else as_int(m, "swizzled coordinate")
+            if is_int(m) and not 0 <= m < MAX_COORD:
                 raise LayoutError(f"swizzled coordinate {m} is outside [0, 2**64): memory coordinates are >= 0 and "
                                   "below the limit of layout coordinates (2**64)")
         if B == 0:

@@ -35,13 +35,17 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import sympy
 from hypothesis import strategies as st
 
 from tirxpy.layout import (
-    ComposeLayout, Iter, SwizzleLayout, TileLayout, ldmatrix_layout, mma_m16n8k16_a, mma_m16n8k16_b, mma_m16n8k16_c,
-    swizzle_for, tcgen05_smem_layout, tmem_accumulator, tmem_ld_layout, tmem_ld_tile, tmem_warpx4_layout,
+    Axis, ComposeLayout, Iter, Layout, SwizzleLayout, TileLayout, ldmatrix_layout, mma_m16n8k16_a, mma_m16n8k16_b,
+    mma_m16n8k16_c, swizzle_for, tcgen05_smem_layout, tmem_accumulator, tmem_ld_layout, tmem_ld_tile, tmem_warpx4_layout,
     wgmma_a_fragment, wgmma_accumulator, wgmma_smem_layout,
 )
+from tirxpy.layout.errors import MAX_ITERS, LayoutTypeError
+
+from . import _args
 
 BOUNDS = {"laneid": 32, "wid_in_wg": 4, "tid_in_wg": 128, "TLane": 128, "TCol": 512, "Bank": 32,
           "wgid": 8, "warpid": 32, "tx": 1024}
@@ -52,42 +56,68 @@ EXTENTS = (1, 2, 2, 3, 4, 4, 8)
 """Iterator extents drawn (2 and 4 twice as often)."""
 
 
+def _bound(a):
+    """The number of values axis ``a`` holds (:data:`BOUNDS`, else its registered bound; None: unbounded)."""
+    return BOUNDS.get(a) or Axis.get(a).bound
+
+
+def iter_lists(n_max, reach, axes, max_size):
+    """Up to ``n_max`` (in ``[0, MAX_ITERS]``) iterators on ``axes`` of total extent <= ``max_size`` that stay
+    within the axes' bounds; ``reach`` (a dict, axis -> highest coordinate so far) is updated."""
+    n_max = _args.count(n_max, "iter_lists", "n_max", 0, MAX_ITERS)
+    if not isinstance(reach, dict):
+        raise LayoutTypeError(f"iter_lists: reach must be a dict (axis -> highest coordinate), got {reach!r}")
+    return _iter_lists(n_max, reach, _args.axes(axes, "iter_lists"), _args.count(max_size, "iter_lists", "max_size", 1))
+
+
 @st.composite
-def iter_lists(draw, n_max, reach, axes, max_size):
-    """Up to ``n_max`` iterators on ``axes`` of total extent <= ``max_size`` that stay within the axes'
-    bounds; ``reach`` (axis -> highest coordinate so far) is updated."""
+def _iter_lists(draw, n_max, reach, axes, max_size):
     out, size = [], 1
     for _ in range(draw(st.integers(0, n_max))):
         e = draw(st.sampled_from([x for x in EXTENTS if size * x <= max_size] or [1]))
         a = draw(st.sampled_from(axes))
         raw = draw(st.integers(0, 12))
-        if a in BOUNDS and e > 1:
-            raw = min(raw, (BOUNDS[a] - 1 - reach.get(a, 0)) // (e - 1))
+        if _bound(a) and e > 1:
+            raw = min(raw, (_bound(a) - 1 - reach.get(a, 0)) // (e - 1))
         reach[a] = reach.get(a, 0) + (e - 1) * raw
         out.append(Iter(e, raw, a))
         size *= e
     return out
 
 
-@st.composite
-def tile_layouts(draw, axes=AXES, max_shard=4, max_replica=2, max_size=256, offsets=True, replicas=True):
+def tile_layouts(axes=AXES, max_shard=4, max_replica=2, max_size=256, offsets=True, replicas=True):
     """A valid TileLayout on ``axes`` with size <= ``max_size``: up to ``max_shard`` shard iterators,
     up to ``max_replica`` replica iterators (none with ``replicas=False``), an offset on up to two axes
-    (none with ``offsets=False``)."""
+    (none with ``offsets=False``). Counts are ints in ``[0, MAX_ITERS]``, ``max_size >= 1``.
+
+        >>> tile_layouts(max_shard=-1)
+        Traceback (most recent call last):
+        ...
+        tirxpy.layout.errors.LayoutError: tile_layouts: max_shard is -1; it must be an integer >= 0
+    """
+    fn = "tile_layouts"
+    return _tile_layouts(_args.axes(axes, fn), _args.count(max_shard, fn, "max_shard", 0, MAX_ITERS),
+                         _args.count(max_replica, fn, "max_replica", 0, MAX_ITERS),
+                         _args.count(max_size, fn, "max_size", 1), _args.flag(offsets, fn, "offsets"),
+                         _args.flag(replicas, fn, "replicas"))
+
+
+@st.composite
+def _tile_layouts(draw, axes, max_shard, max_replica, max_size, offsets, replicas):
     reach: dict = {}
-    shard = draw(iter_lists(max_shard, reach, axes, max_size))
-    replica = draw(iter_lists(max_replica, reach, axes, 8)) if replicas else []
+    shard = draw(_iter_lists(max_shard, reach, axes, max_size))
+    replica = draw(_iter_lists(max_replica, reach, axes, 8)) if replicas else []
     off = {}
     if offsets:
         for a in draw(st.lists(st.sampled_from(axes), max_size=2, unique=True)):
-            hi = BOUNDS[a] - 1 - reach.get(a, 0) if a in BOUNDS else 40
+            hi = _bound(a) - 1 - reach.get(a, 0) if _bound(a) else 40
             off[a] = draw(st.integers(0, max(hi, 0)))
     return TileLayout.from_iters(shard, replica, off)
 
 
-def memory_layouts(**kw):
-    """TileLayouts on ``m`` only (e.g. the inner operand of ``compose``); keywords as :func:`tile_layouts`."""
-    return tile_layouts(axes=("m",), **kw)
+def memory_layouts(max_shard=4, max_replica=2, max_size=256, offsets=True, replicas=True):
+    """TileLayouts on ``m`` only (e.g. the inner operand of ``compose``); arguments as :func:`tile_layouts`."""
+    return tile_layouts(("m",), max_shard, max_replica, max_size, offsets, replicas)
 
 
 @st.composite
@@ -108,17 +138,26 @@ def compose_layouts(draw):
 _SMEM_DTYPES = ("bf16", "f16", "f32", "e4m3")
 
 
-@st.composite
-def swizzled_layouts(draw, dtypes=_SMEM_DTYPES, max_rows=16):
+def swizzled_layouts(dtypes=_SMEM_DTYPES, max_rows=16):
     """A hardware shared-memory swizzle (32B, 64B or 128B for an element of one of ``dtypes``) over a
     row-major tile whose rows are one swizzle row (``swizzle_bytes`` bytes) and whose row count is a
-    multiple of 8 up to ``max_rows``: ``ComposeLayout(swizzle_for(bytes, dtype), rows x cols)``."""
+    multiple of 8 up to ``max_rows`` (an int >= 8): ``ComposeLayout(swizzle_for(bytes, dtype), rows x cols)``."""
+    def known(dtype):
+        for nbytes in (32, 64, 128):
+            swizzle_for(nbytes, dtype)
+
+    dtypes = _args.names(dtypes, "swizzled_layouts", "dtypes", known)
+    return _swizzled_layouts(dtypes, _args.count(max_rows, "swizzled_layouts", "max_rows", 8))
+
+
+@st.composite
+def _swizzled_layouts(draw, dtypes, max_rows):
     from tirxpy.layout import dtype_bits
 
     dtype = draw(st.sampled_from(dtypes))
     nbytes = draw(st.sampled_from([32, 64, 128]))
     cols = nbytes * 8 // dtype_bits(dtype)
-    rows = 8 * draw(st.integers(1, max(max_rows // 8, 1)))
+    rows = 8 * draw(st.integers(1, max_rows // 8))
     return ComposeLayout(swizzle_for(nbytes, dtype), TileLayout.from_iters([Iter(rows, cols), Iter(cols, 1)]))
 
 
@@ -167,26 +206,37 @@ def hardware_atoms():
     return st.sampled_from(_ATOMS)
 
 
+def split_layouts(L):
+    """A TileLayout equivalent to the TileLayout ``L`` (same owners for every index): shard and replica iterators
+    split at random divisors (drawn from the prime factors, so any extent below 2**64 is quick), extent-1
+    iterators inserted, replicas shuffled; never past ``MAX_ITERS`` iterators."""
+    L = _args.tile_layout(L, "split_layouts")
+    named = ("m",) + tuple(a for a in L.axes() if a != "m")   # extent 1 on an axis the layout names, else it pins it
+    return _split_layouts(L, tuple(sorted(sympy.factorint(it.extent).items()) for it in L.shard),
+                          tuple(sorted(sympy.factorint(it.extent).items()) for it in L.replica), named)
+
+
 @st.composite
-def split_layouts(draw, L):
-    """A TileLayout equivalent to ``L`` (same owners for every index): shard and replica iterators split
-    at random divisors, extent-1 iterators inserted, replicas shuffled."""
-    def split_all(its):
-        out = []
-        for it in its:
-            divs = [d for d in range(2, it.extent) if it.extent % d == 0]
-            if divs and draw(st.booleans()):
-                f = draw(st.sampled_from(divs))
+def _split_layouts(draw, L, shard_primes, replica_primes, named):
+    def split_all(its, primes):
+        out, room = [], MAX_ITERS - len(its)
+        for it, ps in zip(its, primes):
+            f = 1
+            if room and draw(st.booleans()):
+                for p, k in ps:
+                    f *= p ** draw(st.integers(0, k))
+            if 1 < f < it.extent:
                 out += [Iter(it.extent // f, it.stride * f, it.axis), Iter(f, it.stride, it.axis)]
+                room -= 1
             else:
                 out.append(it)
-            if draw(st.booleans()):   # extent 1 on m, or on an axis the layout names (else it would pin it)
-                named = ["m"] + [a for a in L.axes() if a != "m"]
+            if room and draw(st.booleans()):
                 out.append(Iter(1, draw(st.integers(0, 5)), draw(st.sampled_from(named))))
+                room -= 1
         return out
 
-    replica = draw(st.permutations(split_all(L.replica)))
-    return TileLayout.from_iters(split_all(L.shard), replica, L.offset)
+    replica = draw(st.permutations(split_all(L.replica, replica_primes)))
+    return TileLayout.from_iters(split_all(L.shard, shard_primes), replica, L.offset)
 
 
 # ---- invalid inputs: (thunk, expected message fragment) ----
@@ -214,10 +264,16 @@ def invalid_tile_inputs():
     ])
 
 
+def bad_queries(L):
+    """``(coord, shape, fragment)``: an ``apply`` / ``owners`` call on the layout ``L`` that must raise
+    ``LayoutError`` whose message contains ``fragment``."""
+    if not isinstance(L, Layout):
+        raise LayoutTypeError(f"bad_queries: L must be a layout, got {L!r} ({type(L).__name__})")
+    return _bad_queries(L)
+
+
 @st.composite
-def bad_queries(draw, L):
-    """``(coord, shape, fragment)``: an ``apply`` / ``owners`` call on ``L`` that must raise ``LayoutError``
-    whose message contains ``fragment``."""
+def _bad_queries(draw, L):
     from .shapes import shapes
 
     size = L.size()

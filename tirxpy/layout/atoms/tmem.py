@@ -27,7 +27,8 @@ from ..axis import TCol, TLane, laneid, m, wid_in_wg
 from ..errors import LayoutError
 from ..iters import R, S
 from ..tile import TileLayout
-from ._check import choice
+from ..coords import is_int
+from ._check import choice, int_at_least
 
 TMEM_LD_SHAPES = {"32x32b": (32, 1), "16x64b": (16, 1), "16x128b": (16, 2), "16x256b": (16, 4)}
 """shape -> (TMEM lanes per warp, 32-bit registers per thread per repeat)."""
@@ -92,8 +93,7 @@ def tmem_ld_tmem_layout(shape: str, num: int = 1, lane_base: int = 0, col: int =
             f"lane_base {lane_base!r} is not valid for .{shape}: a warp reaches 32 TMEM lanes, so a {lanes}-lane "
             f"access starts at lane offset {' or '.join(map(str, bases))} inside its warp's quarter"
         )
-    if isinstance(col, bool) or not isinstance(col, int) or col < 0:
-        raise LayoutError(f"col must be a non-negative int TMEM column, got {col!r}")
+    col = int_at_least(col, "col", 0)
     return TileLayout(S[(4, lanes, cols) : (32 @ TLane, 1 @ TLane, 1 @ TCol)] + lane_base @ TLane + col @ TCol)
 
 
@@ -109,12 +109,13 @@ def tmem_accumulator(m: int, n: int, lane_base: int = 0, col: int = 0) -> TileLa
         >>> tmem_accumulator(64, 64).apply(17, 3, shape=(64, 64))
         {'TLane': 33, 'TCol': 3}
     """
-    choice(m, (64, 128), "tcgen05 accumulator M (cta_group::1)", "M = 256 needs cta_group::2, M = 32 the .ws variant")
+    m = choice(m, (64, 128), "tcgen05 accumulator M (cta_group::1)",
+               "M = 256 needs cta_group::2, M = 32 the .ws variant")
     step = 8 if m == 64 else 16
-    if isinstance(n, bool) or not isinstance(n, int) or not (step <= n <= 256 and n % step == 0):
+    if not is_int(n) or not (step <= n <= 256 and n % step == 0):
         raise LayoutError(f"tcgen05.mma with M = {m} takes N = {step}, {2 * step}, ..., 256 (multiples of {step}); got {n!r}")
-    if isinstance(col, bool) or not isinstance(col, int) or col < 0:
-        raise LayoutError(f"col must be a non-negative int TMEM column, got {col!r}")
+    n = int(n)
+    col = int_at_least(col, "col", 0)
     if m == 128:
         if lane_base != 0:
             raise LayoutError(f"M = 128 uses all 128 TMEM lanes; lane_base must be 0, got {lane_base!r}")
@@ -134,10 +135,8 @@ def tmem_warpx4_layout(ncols: int = 4, col: int = 0) -> TileLayout:
         >>> tmem_warpx4_layout(4, col=256).owners(3, 1, shape=(32, 4))[2]
         {'TLane': 67, 'TCol': 257}
     """
-    if isinstance(ncols, bool) or not isinstance(ncols, int) or ncols < 1:
-        raise LayoutError(f"ncols must be a positive int (32-bit TMEM columns), got {ncols!r}")
-    if isinstance(col, bool) or not isinstance(col, int) or col < 0:
-        raise LayoutError(f"col must be a non-negative int TMEM column, got {col!r}")
+    ncols = int_at_least(ncols, "ncols", 1)
+    col = int_at_least(col, "col", 0)
     if col + ncols > TCol.bound:
         raise LayoutError(f"columns col {col} .. col + ncols - 1 = {col + ncols - 1} pass the {TCol.bound} TMEM "
                           f"columns (TCol < {TCol.bound}); use col + ncols <= {TCol.bound}")

@@ -19,6 +19,7 @@ D; 16-bit or 8-bit elements for A).
 from __future__ import annotations
 
 from ..axis import laneid, m, wid_in_wg
+from ..coords import is_int
 from ..errors import LayoutError
 from ..iters import S
 from ..swizzle import dtype_bits
@@ -36,10 +37,11 @@ def wgmma_accumulator(n: int) -> TileLayout:
         >>> L.apply(37, 13, shape=(64, 16))   # warp 2, h = 0, lane 4*5 + 2, nb = 1, c = 1
         {'wid_in_wg': 2, 'm': 5, 'laneid': 22}
     """
-    if isinstance(n, bool) or not isinstance(n, int) or n not in WGMMA_N:
+    if not is_int(n) or n not in WGMMA_N:
         raise LayoutError(
             f"wgmma m64nNk16 has no N = {n!r}; N must be a multiple of 8 in [8, 256] (8, 16, 24, ..., 256)"
         )
+    n = int(n)
     return TileLayout(S[(4, 2, 8, n // 8, 4, 2) : (1 @ wid_in_wg, 2 @ m, 4 @ laneid, 4 @ m, 1 @ laneid, 1 @ m)])
 
 
