@@ -85,14 +85,20 @@ def test_integer_sympy_coordinates_are_ints(k):
     assert {a: int(sympy.sympify(e).subs(i, k // 2)) for a, e in L.apply(2 * i).items()} == L.apply(k // 2 * 2)
 
 
-def test_symbolic_coordinates_sympy_does_not_know_to_be_integers_or_in_range_are_refused():
+def test_symbolic_coordinates_that_are_not_integers_or_in_range_are_refused():
+    """Known non-integers (and NaN) are refused; an expression over symbols of unknown kind, as the kernels' index
+    expressions are, is taken."""
     from tirxpy.layout import S, TileLayout
     from tirxpy.layout.errors import LayoutTypeError
 
     L = TileLayout(S[8 : 1])
-    for bad in (sympy.Symbol("x"), sympy.pi, sympy.nan, sympy.oo, sympy.true):
+    for bad in (sympy.pi, sympy.nan, sympy.oo, sympy.zoo, sympy.true):
         with pytest.raises(LayoutTypeError, match="integer-valued"):
             L.apply(bad)
+    x = sympy.Symbol("x")
+    e = 2 * x + sympy.floor(x / 3)
+    got = L.apply(e)
+    assert {a: sympy.sympify(v).subs(x, 3) for a, v in got.items()} == L.apply(7)
     i = sympy.Symbol("i", integer=True, nonnegative=True)
     for bad in (-i - 1, i + 8):
         with pytest.raises(LayoutError, match="out of range"):

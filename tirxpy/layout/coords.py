@@ -83,12 +83,17 @@ def check_shape(shape, size: int | None, what: str = "shape") -> tuple:
 
 
 def to_coord(v, what="coordinate"):
-    """An int stays an int; a name becomes a non-negative integer symbol; a sympy expression must be known to
-    be an integer (``expr.is_integer``), so a float like ``sympy.Float(1.5)`` or an unknown ``Symbol('i')``
-    is refused (:class:`LayoutTypeError`).
+    """An int stays an int; a name becomes a non-negative integer symbol; a sympy expression is taken unless sympy
+    knows it is not an integer (``expr.is_integer is False``): a float like ``sympy.Float(1.5)`` or ``3/2`` is
+    refused (:class:`LayoutTypeError`), while an expression over symbols of unknown kind (the kernels' index
+    expressions) is taken as the integer the caller means.
 
         >>> to_coord("i") + 1
         i + 1
+        >>> to_coord(sympy.Rational(3, 2))
+        Traceback (most recent call last):
+        ...
+        tirxpy.layout.errors.LayoutTypeError: coordinate must be an int or an integer-valued sympy expression, got 3/2 (Rational), which is not an integer: give an int for a number, and declare symbols integer, e.g. sympy.Symbol('i', integer=True, nonnegative=True) or the name 'i'
     """
     if is_int(v):
         return int(operator.index(v))
@@ -97,11 +102,11 @@ def to_coord(v, what="coordinate"):
             raise LayoutError(f"{what} {v!r} is neither an int nor a symbol name; a symbolic coordinate is named "
                               "by a Python identifier, e.g. 'i'")
         return sympy.Symbol(v, integer=True, nonnegative=True)
-    if isinstance(v, sympy.Expr) and v.is_integer:
+    if isinstance(v, sympy.Expr) and v.is_integer is not False and not v.has(sympy.nan):
         return v
     if isinstance(v, sympy.Basic):
         raise LayoutTypeError(f"{what} must be an int or an integer-valued sympy expression, got {v!r} "
-                              f"({type(v).__name__}), which sympy does not know to be an integer: give an int for a "
+                              f"({type(v).__name__}), which is not an integer: give an int for a "
                               "number, and declare symbols integer, e.g. sympy.Symbol('i', integer=True, "
                               "nonnegative=True) or the name 'i'")
     raise LayoutTypeError(f"{what} must be an int or a sympy expression, got {v!r} ({type(v).__name__})")
