@@ -60,8 +60,8 @@ def sum_layout(threads=THREADS, line=False):
 @T.macro
 def lane_row_sums(acc, O, dO, b, r0, h, D, dtype, packed=False):
     """``acc`` (:func:`sum_layout`) = ``rowsum(O * dO)`` of rows ``r0 .. r0 + 63`` of head ``h`` of batch element
-    ``b`` (``packed``: of the packed ``(rows, heads, dim)`` tensors; ``b`` unused): 8 lanes a row, one 16-byte vector each,
-    products summed over the row's 64-column chunks in each thread, then butterflies over the row's lanes."""
+    ``b`` (``packed``: of the packed ``(rows, heads, dim)`` tensors; ``b`` unused): 8 lanes a row, one 16-byte vector
+    each, products summed over the row's 64-column chunks in each thread, then butterflies over the row's lanes."""
     _, L = lane_rows(64, 8)
     o = T.alloc_local((64, 64), dtype, layout=L)
     g = T.alloc_local((64, 64), dtype, layout=L)
@@ -85,7 +85,8 @@ def lane_row_sums(acc, O, dO, b, r0, h, D, dtype, packed=False):
 @T.macro
 def zero_rows(DQA, b, r0, h, D, packed=False):
     """Rows ``r0 .. r0 + 63`` of head ``h`` of ``DQA[b]`` (float32; ``packed``: of the packed ``(rows, heads, dim)``
-    ``DQA``, ``b`` unused) set to 0 with 16-byte stores, a warp's lanes along a row (rows past the tensor's end are not written)."""
+    ``DQA``, ``b`` unused) set to 0 with 16-byte stores, a warp's lanes along a row (rows past the tensor's end are
+    not written)."""
     zr, zl = lane_rows(D, 4)
     z = T.alloc_local((zr, D), "float32", layout=zl)
     Tx.cta.fill(z, T.float32(0))
@@ -155,8 +156,9 @@ def attention_bwd_preprocess_packed(B, H, TQ, D, SQ, XQ, dtype="bfloat16", PDL=T
     O[q0 + r, h, d] * dO[q0 + r, h, d]`` and ``LS[h, b, r] = LSE[h, q0 + r]`` for the rows ``r < lq`` of sequence
     ``b`` (``q0``, ``lq``: :func:`~tirxpy_kernels.attention_walk.clamped_rows` of ``CUQ`` with window ``SQ``), and 0
     for ``lq <= r < XQ``; ``DL, LS: (H, B, XQ)`` float32, ``XQ`` a multiple of 64 at least ``SQ``. It also zeroes the
-    backward kernel's float32 ``dQ`` accumulator ``DQA: (TQ, H, D)`` on every sequence's rows (rows outside every
-    sequence are left as they are). A CTA of :data:`THREADS` threads takes 64 rows of one head of one sequence, as the
+    backward kernel's float32 ``dQ`` accumulator ``DQA: (TQ, H, D)`` on every sequence's rows, in blocks of 64 from
+    the sequence's start (so up to 63 rows past its end too, never past ``TQ``; rows before the first sequence are
+    left as they are). A CTA of :data:`THREADS` threads takes 64 rows of one head of one sequence, as the
     dense kernel does. Grid ``(XQ / 64, H, B)``. ``PDL`` as in :func:`attention_bwd_preprocess`.
 
         >>> attention_bwd_preprocess_packed(3, 2, 1000, 64, 300, 320).launch.grid

@@ -43,8 +43,8 @@ def test_good_arguments_give_a_covering_grid(B, SQ, H, D, dtype, pad, pdl):
 
 
 @SETTINGS
-@given(st.sampled_from(["B", "H", "SQ", "D", "dtype"]), st.data())
+@given(st.sampled_from(["B", "H", "SQ", "D", "dtype", "PDL"]), st.data())
 def test_the_packed_kernel_names_a_bad_argument(name, data):
-    kw = dict(B=3, H=2, TQ=1000, D=64, SQ=300, XQ=320, dtype="bfloat16")
+    kw = dict(B=3, H=2, TQ=1000, D=64, SQ=300, XQ=320, dtype="bfloat16", PDL=True)
     kw[name] = data.draw(BAD[name])
     refuse(AREA, lambda: attention_bwd_preprocess_packed(**kw), names=[name])
