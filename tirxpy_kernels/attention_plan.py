@@ -18,8 +18,7 @@ from dataclasses import dataclass, fields
 from tirxpy.lang.schedule import cdiv, persistent_units
 from tirxpy.target import as_target
 
-from .errors import KernelConfigError, flag_option, int_option
-from .gemm_plan import plain_ints
+from .errors import KernelConfigError, flag_option, int_option, plain_ints
 
 #: The target the Hopper attention kernel is built for: a plan fits its shared memory per CTA, and its SM
 #: count (an H100 SXM's) is the persistent grid's size where no device is given.

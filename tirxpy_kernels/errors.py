@@ -61,4 +61,16 @@ def choice_option(where: str, name: str, v, choices: tuple, hint: str = ""):
     raise KernelConfigError(f"{where}: {name} must be one of {choices}{hint}, got {v!r:.60}")
 
 
-__all__ = ["KernelConfigError", "int_option", "flag_option", "choice_option"]
+def plain_ints(*values):
+    """``values`` with integers of other types (numpy's) as Python ints, everything else as it is (the checks
+    judge it): the kernel's code takes Python ints only.
+
+        >>> import numpy as np
+        >>> plain_ints(np.int64(128), None, True)
+        (128, None, True)
+    """
+    return tuple(int(v) if isinstance(v, numbers.Integral) and not isinstance(v, bool) else v for v in values)
+
+
+__all__ = ["KernelConfigError", "int_option", "flag_option", "choice_option", "plain_ints"]
+

@@ -21,7 +21,7 @@ from tirxpy.ir.dtype import DataType
 from tirxpy.lang.schedule import cdiv, persistent_units
 from tirxpy.target import as_target
 
-from .errors import KernelConfigError, choice_option, flag_option, int_option
+from .errors import KernelConfigError, choice_option, flag_option, int_option, plain_ints
 from .gemm_fp8_plan import BLOCK_SCALE, FP8_DTYPES, block_part, check_pass, check_scaling, part_buffers, scale_bytes
 
 #: The target the Hopper GEMM is built for: a plan fits its shared memory per CTA, and its SM count (an
@@ -373,16 +373,6 @@ def check_options(BN=256, STAGES=None, CM=1, group=GROUP, DEFER=None, PINGPONG=F
     if SPLIT is not None and not (isinstance(SPLIT, tuple) and len(SPLIT) == 3
                                   and all(isinstance(v, int) and not isinstance(v, bool) for v in SPLIT)):
         raise KernelConfigError(f"gemm_sm90: SPLIT must be a tuple (rows, wide, bn2) of ints, got {SPLIT!r:.60}")
-
-
-def plain_ints(*values):
-    """``values`` with integers of other types (numpy's) as Python ints, everything else as it is (the checks
-    judge it): the kernel's code takes Python ints only.
-
-        >>> plain_ints(np.int64(128), None, True)
-        (128, None, True)
-    """
-    return tuple(int(v) if isinstance(v, numbers.Integral) and not isinstance(v, bool) else v for v in values)
 
 
 def block_stages(BN):
