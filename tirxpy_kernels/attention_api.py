@@ -25,7 +25,7 @@ from tirxpy.ir.dtype import from_torch
 
 from .attention_plan import DTYPES, HEAD_DIMS, TARGET, check_options, check_scale, plan
 from .checks import dense_tensor
-from .errors import KernelConfigError, flag_option
+from .errors import KernelConfigError, flag_option, is_flag, plain_flags
 from .attention_sm90 import attention_sm90
 from .launch_cache import LaunchCache, compiled, launch_bound
 from .views import kernel_input
@@ -70,7 +70,7 @@ def _check(q, k, v, causal, scale, return_lse, tuning):
     if H % HKV:
         raise AttentionArgumentError(f"attention: {H} query heads do not split into {HKV} key / value heads "
                                      "(grouped-query attention needs heads(q) % heads(k) == 0)")
-    check_flags("attention", causal, scale, return_lse)
+    causal, _ = check_flags("attention", causal, scale, return_lse)
     check_tuning(tuning)
     opts = {n: x for n, x in tuning.items() if n != "PDL"}
     if opts.get("sms") is None:
@@ -80,21 +80,25 @@ def _check(q, k, v, causal, scale, return_lse, tuning):
     return B, SQ, H, D, SK, HKV, p
 
 
-def check_flags(where, causal, scale, return_lse, error=AttentionArgumentError) -> None:
-    """``causal`` and ``return_lse`` True or False, ``scale`` None or a positive number the kernel takes
-    (:func:`~tirxpy_kernels.attention_plan.check_scale`): ``error`` from ``where`` naming the first bad one.
+def check_flags(where, causal, scale, return_lse, error=AttentionArgumentError) -> tuple:
+    """``(causal, return_lse)`` as Python bools when each is True or False (Python's or numpy's bool; not an int)
+    and ``scale`` is None or a positive number the kernel takes (:func:`~tirxpy_kernels.attention_plan.check_scale`);
+    ``error`` from ``where`` naming the first bad one otherwise.
 
-        >>> check_flags("attention", True, 0.125, False)
-        >>> check_flags("attention", "yes", None, False)
+        >>> import numpy as np
+        >>> check_flags("attention", np.bool_(True), 0.125, False)
+        (True, False)
+        >>> check_flags("attention", 1, None, False)
         Traceback (most recent call last):
         ...
-        tirxpy_kernels.attention_api.AttentionArgumentError: attention: causal must be True or False, got 'yes'
+        tirxpy_kernels.attention_api.AttentionArgumentError: attention: causal must be True or False, got 1
     """
-    if not isinstance(causal, bool):
+    if not is_flag(causal):
         raise error(f"{where}: causal must be True or False, got {causal!r:.60}")
     check_scale(where, scale, error)
-    if not isinstance(return_lse, bool):
+    if not is_flag(return_lse):
         raise error(f"{where}: return_lse must be True or False, got {return_lse!r:.60}")
+    return plain_flags(causal, return_lse)
 
 
 def check(q, k, v, causal=False, scale=None, return_lse=False, **tuning) -> None:
@@ -184,6 +188,7 @@ def attention(q, k, v, causal=False, scale=None, return_lse=False, **tuning):
         launch_bound(_BOUND, key, ck, q, k, v, out, lse)
         return (out, lse[:, :, :, 0]) if return_lse else out
     B, SQ, H, D, SK, HKV, p = _check(q, k, v, causal, scale, return_lse, tuning)
+    causal, return_lse = plain_flags(causal, return_lse)      # (checked) numpy bools as the kernel's Python bools
     _device(q, k, v)
     tuning = dict(tuning)
     pdl = tuning.pop("PDL", True)            # a launch setting, not part of the plan

@@ -35,7 +35,7 @@ from .attention_varlen_api import (VarlenArgumentError, check_copied, check_cu_d
                                    host_copy, pad_rows, windows)
 from .attention_varlen_api import check as check_varlen
 from .checks import dense_tensor, overlaps
-from .errors import KernelConfigError
+from .errors import KernelConfigError, is_flag, plain_flags
 from .launch_cache import LaunchCache, compiled, launch_bound, tensor_key
 from .views import kernel_input, packed_input, tma_view
 
@@ -97,8 +97,9 @@ def check(q, k, v, out, dout, lse, causal=False, scale=None, deterministic=False
     """
     B, SQ, H, D, SK, HKV = _check_tensors(q, k, v, out, dout, lse)
     for name, f in (("causal", causal), ("deterministic", deterministic)):
-        if not isinstance(f, bool):
+        if not is_flag(f):      # a Python or numpy bool (not an int)
             raise _err(f"{name} must be True or False, got {f!r:.60}")
+    causal, deterministic = plain_flags(causal, deterministic)
     if scale is not None:
         if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not math.isfinite(scale) or scale <= 0:
             raise _err(f"scale must be a positive finite number or None (1 / sqrt(head dim)), got {scale!r:.60}")
@@ -150,6 +151,7 @@ def prepare(q, k, v, out, dout, lse, causal=False, scale=None, deterministic=Fal
     inputs) and ``finish()`` returns ``(dq, dk, dv)`` from them; a benchmark times the kernel alone with it.
     Checks every argument first."""
     p = check(q, k, v, out, dout, lse, causal, scale, deterministic)
+    causal, deterministic = p.causal, p.deterministic        # Python bools (numpy bools are taken)
     _check_grads(grads, q, k, v, out, dout, lse)
     _device(q, k, v, out, dout, lse)
     B, SQ, H, D = q.shape
@@ -302,6 +304,7 @@ def prepare_varlen(q, k, v, out, dout, lse, cu_seqlens_q, cu_seqlens_k, max_seql
     So no host wait stands between the launches, and the kernels are safe on any values: they clamp each sequence
     to the window and the packed rows (:func:`~tirxpy_kernels.attention_walk.sequence`)."""
     _check_varlen(q, k, v, out, dout, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, scale)
+    causal, deterministic = plain_flags(causal, deterministic)     # numpy bools as Python bools (plan checks them)
     on_cpu = cu_seqlens_q.device.type == "cpu" and cu_seqlens_k.device.type == "cpu"
     if on_cpu:      # values known without a copy: checked before the device
         check_lengths(cu_seqlens_q.tolist(), cu_seqlens_k.tolist(), q.shape[0], k.shape[0], max_seqlen_q, max_seqlen_k)

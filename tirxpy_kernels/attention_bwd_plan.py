@@ -192,9 +192,9 @@ def plan(B, H, HKV, SQ, SK, D, causal=False, dtype="bfloat16", deterministic=Fal
     order. ``ROTATE`` (default: :func:`default_rotate`; never with ``causal`` or ``deterministic``): the rotated
     query walk (:class:`AttentionBwdPlan`'s ``rotate``)."""
     check_problem(B, H, HKV, SQ, SK, D, dtype)
-    flag_option(W, "causal", causal)
-    flag_option(W, "deterministic", deterministic)
-    flag_option(W, "PACKED", PACKED)
+    causal = flag_option(W, "causal", causal)
+    deterministic = flag_option(W, "deterministic", deterministic)
+    PACKED = flag_option(W, "PACKED", PACKED)
     fold = True if FOLD is None else flag_option(W, "FOLD", FOLD)
     waves = TAIL_WAVES if TAIL is None else int_option(W, "TAIL", TAIL, lo=0, hi=64)
     sms = int_option(W, "sms", sms, lo=1, hi=4096)

@@ -313,6 +313,7 @@ def plan(B, H, HKV, SQ, SK, D, dtype="bfloat16", BN=None, STAGES=None, NC=None, 
         (16, 16, 3)
     """
     check_options(BN, STAGES, NC, PINGPONG, PERSIST, CHAIN, sms, OSTAGE, LAZY, TRIM, TAIL, FOLD)
+    causal = flag_option("attention_sm90", "causal", causal)
     VARLEN = flag_option("attention_sm90", "VARLEN", VARLEN)
     PAIRS = flag_option("attention_sm90", "PAIRS", PAIRS, none=True)
     if PAIRS and not VARLEN:

@@ -38,7 +38,7 @@ def attention_qkvpacked(qkv, causal=False, scale=None):
     :func:`tirxpy_kernels.attention_api.attention` on the three slices."""
     _check(qkv)
     if needs_op(qkv):
-        scale = op_args("attention_qkvpacked", (), 5, "", causal, scale, False, AttentionArgumentError)
+        causal, scale = op_args("attention_qkvpacked", (), 5, "", causal, scale, False, AttentionArgumentError)
         return attention_qkvpacked_op(qkv, causal, scale)[0]
     q, k, v = qkv.unbind(2)
     return attention_api.attention(q, k, v, causal=causal, scale=scale)

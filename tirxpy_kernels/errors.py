@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import numbers
 
+import numpy as np
+
 from tirxpy.errors import TirxError
 
 
@@ -43,11 +45,15 @@ def int_option(where: str, name: str, v, lo=None, hi=None, none: bool = False):
 
 
 def flag_option(where: str, name: str, v, none: bool = False):
-    """``v`` as a bool when it is True / False (or the ints 0 / 1; or None, when ``none``: the default);
-    :class:`KernelConfigError` naming ``name`` otherwise."""
+    """``v`` as a Python bool when it is True / False (a numpy bool too, or the ints 0 / 1; or None, when ``none``:
+    the default); :class:`KernelConfigError` naming ``name`` otherwise.
+
+        >>> type(flag_option("attention_bwd_sm90", "causal", np.bool_(True)))
+        <class 'bool'>
+    """
     if v is None and none:
         return None
-    if isinstance(v, (bool, numbers.Integral)) and int(v) in (0, 1):
+    if isinstance(v, np.bool_) or (isinstance(v, (bool, numbers.Integral)) and int(v) in (0, 1)):
         return bool(v)
     extra = " (or None: the default)" if none else ""
     raise KernelConfigError(f"{where}: {name} must be True or False{extra}, got {v!r:.60}")
@@ -61,6 +67,26 @@ def choice_option(where: str, name: str, v, choices: tuple, hint: str = ""):
     raise KernelConfigError(f"{where}: {name} must be one of {choices}{hint}, got {v!r:.60}")
 
 
+def is_flag(v) -> bool:
+    """Whether ``v`` is a bool: Python's or numpy's (``np.bool_``, which :func:`plain_flags` makes a Python bool).
+    Ints are not, not even 0 and 1.
+
+        >>> is_flag(True), is_flag(np.bool_(False)), is_flag(1), is_flag(np.int64(1))
+        (True, True, False, False)
+    """
+    return isinstance(v, (bool, np.bool_))
+
+
+def plain_flags(*values):
+    """``values`` with numpy bools as Python bools, everything else as it is (the checks judge it): a flag that
+    goes on into a kernel factory's cache key or its Python-level branches is a Python bool.
+
+        >>> plain_flags(np.bool_(True), False, 1)
+        (True, False, 1)
+    """
+    return tuple(bool(v) if isinstance(v, np.bool_) else v for v in values)
+
+
 def plain_ints(*values):
     """``values`` with integers of other types (numpy's) as Python ints, everything else as it is (the checks
     judge it): the kernel's code takes Python ints only.
@@ -72,5 +98,5 @@ def plain_ints(*values):
     return tuple(int(v) if isinstance(v, numbers.Integral) and not isinstance(v, bool) else v for v in values)
 
 
-__all__ = ["KernelConfigError", "int_option", "flag_option", "choice_option", "plain_ints"]
+__all__ = ["KernelConfigError", "int_option", "flag_option", "choice_option", "is_flag", "plain_flags", "plain_ints"]
 

@@ -263,23 +263,24 @@ attention_op.register_autograd(_attention_backward, setup_context=_attention_set
 def attention(q, k, v, causal=False, scale=None, return_lse=False, **tuning):
     """:func:`tirxpy_kernels.attention` through ``torch.ops.tirxpy.attention`` (differentiable, traceable): ``out``,
     or ``(out, lse)`` with ``return_lse=True``; the tuning options travel with the call (:func:`encode_tuning`)."""
-    scale = op_args("attention", ((q, "q"), (k, "k"), (v, "v")), 4, "(batch, seq, heads, dim)", causal, scale,
-                    return_lse, AttentionArgumentError)
+    causal, scale = op_args("attention", ((q, "q"), (k, "k"), (v, "v")), 4, "(batch, seq, heads, dim)", causal,
+                            scale, return_lse, AttentionArgumentError)
     out, lse = attention_op(q, k, v, causal, scale, encode_tuning(tuning, "attention", AttentionArgumentError))
     return (out, lse) if return_lse else out
 
 
 def op_args(where, tensors, ndim, what, causal, scale, return_lse, error):
-    """``scale`` as the float (or None) an attention operator takes, once the arguments its schema types are of
-    those types: each of ``tensors`` (``(tensor, name)``) a dense tensor of ``ndim`` dimensions (``what``), and
-    the flags and ``scale`` as :func:`~tirxpy_kernels.attention_api.check_flags` wants them. ``error`` from
-    ``where`` names the first bad one (torch's dispatcher would raise its own error on a wrong type)."""
+    """``(causal, scale)`` as an attention operator's schema takes them (a Python bool; a float or None), once the
+    arguments it types are of those types: each of ``tensors`` (``(tensor, name)``) a dense tensor of ``ndim``
+    dimensions (``what``), and the flags and ``scale`` as :func:`~tirxpy_kernels.attention_api.check_flags` wants
+    them (``np.bool_(True)`` goes on as ``True``). ``error`` from ``where`` names the first bad one (torch's
+    dispatcher would raise its own error on a wrong type)."""
     from .attention_plan import check_scale  # noqa: PLC0415
 
     for t, name in tensors:
         dense_tensor(where, name, t, ndim, what, error)
-    attention_api.check_flags(where, causal, scale, return_lse, error)
-    return check_scale(where, scale, error)
+    causal, _ = attention_api.check_flags(where, causal, scale, return_lse, error)
+    return causal, check_scale(where, scale, error)
 
 
 # ------------------------------------------------------------------------------------- variable-length attention
@@ -360,8 +361,8 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
                      return_lse=False):
     """:func:`tirxpy_kernels.attention_varlen` through ``torch.ops.tirxpy.attention_varlen``. A call whose inputs
     require grad checks first that the backward takes packed sequences (:func:`varlen_backward`)."""
-    scale = op_args("attention_varlen", ((q, "q"), (k, "k"), (v, "v")), 3, "(total_tokens, heads, dim)", causal,
-                    scale, return_lse, _varlen.VarlenArgumentError)
+    causal, scale = op_args("attention_varlen", ((q, "q"), (k, "k"), (v, "v")), 3, "(total_tokens, heads, dim)",
+                            causal, scale, return_lse, _varlen.VarlenArgumentError)
     for name, cu in (("cu_seqlens_q", cu_seqlens_q), ("cu_seqlens_k", cu_seqlens_k)):
         dense_tensor("attention_varlen", name, cu, 1, "(batch + 1 int32 offsets)", _varlen.VarlenArgumentError)
     bounds = []

@@ -65,6 +65,17 @@ def test_bad_head_dim_and_groups_and_flags():
             check(*_meta(), scale=bad)
 
 
+def test_numpy_bool_flags_are_taken_as_python_bools_and_ints_are_not():
+    import numpy as np
+
+    p = check(*_meta(), causal=np.bool_(True), deterministic=np.bool_(False))
+    assert type(p.causal) is bool and p.causal and type(p.deterministic) is bool and not p.deterministic
+    for name in ("causal", "deterministic"):
+        msg = rf"attention_backward: {name} must be True or False, got (np\.int64\()?1"
+        with pytest.raises(AttentionBwdArgumentError, match=msg):
+            check(*_meta(), **{name: np.int64(1)})
+
+
 def test_cpu_tensors_are_refused():
     q, k = torch.zeros(1, 64, 2, 64, dtype=torch.bfloat16), torch.zeros(1, 128, 2, 64, dtype=torch.bfloat16)
     with pytest.raises(AttentionBwdArgumentError, match="CUDA device"):

@@ -1,5 +1,6 @@
 """tirxpy_kernels.attention argument checks: every error, on CPU tensors (the checks run before any
 device work), with the message that says what to change."""
+import numpy as np
 import pytest
 import torch
 
@@ -114,6 +115,43 @@ def test_numpy_scalars_are_taken_as_numbers():
     import numpy as np
 
     tirxpy_kernels.attention_api.check(Q, KV, KV, scale=np.float32(0.125), sms=np.int64(100))
+
+
+@pytest.mark.parametrize("bad", [1, np.int64(1), np.float64(1.0), "True"])
+def test_causal_takes_bools_only(bad):
+    """A numpy bool is a bool (the next test); an int, even 1, is not."""
+    with pytest.raises(AttentionArgumentError, match=r"attention: causal must be True or False, got "):
+        tirxpy_kernels.attention(Q, KV, KV, causal=bad)
+    with pytest.raises(AttentionArgumentError, match=r"attention: return_lse must be True or False, got "):
+        tirxpy_kernels.attention(Q, KV, KV, return_lse=bad)
+
+
+def test_a_numpy_bool_goes_on_as_a_python_bool(monkeypatch):
+    """``causal=np.bool_(True)`` passes the checks (it only fails at the CPU device), and the plan and the kernel
+    factory get a Python bool (the factory's cache key tells ``bool_`` from ``bool``)."""
+    import contextlib
+
+    from tirxpy_kernels import attention_api
+
+    with pytest.raises(AttentionArgumentError, match="the tensors are on cpu"):
+        tirxpy_kernels.attention(Q, KV, KV, causal=np.bool_(True), return_lse=np.bool_(False))
+    seen = []
+
+    class Built(Exception):
+        pass
+
+    def factory(*args, **kw):
+        seen.append(kw["causal"])
+        raise Built
+
+    plan = attention_api.plan
+    monkeypatch.setattr(attention_api, "plan", lambda *a, **kw: seen.append(kw["causal"]) or plan(*a, **kw))
+    monkeypatch.setattr(attention_api, "_device", lambda *a: None)
+    monkeypatch.setattr(attention_api.torch.cuda, "device", lambda d: contextlib.nullcontext())
+    monkeypatch.setattr(attention_api, "attention_sm90", factory)
+    with pytest.raises(Built):
+        tirxpy_kernels.attention(Q, KV, KV, causal=np.bool_(True))
+    assert seen == [True, True] and all(type(c) is bool for c in seen)
 
 
 def test_a_batch_past_the_grid_plans_persistent_ctas():

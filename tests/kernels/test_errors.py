@@ -39,6 +39,21 @@ def test_flag_and_choice_options():
             choice_option("k", "act", v, (None, "relu"))
 
 
+def test_a_numpy_bool_is_a_flag_and_goes_on_as_a_python_bool():
+    import numpy as np
+
+    from tirxpy_kernels.errors import is_flag, plain_flags
+
+    for v in (np.bool_(True), np.bool_(False)):
+        got = flag_option("k", "causal", v)
+        assert type(got) is bool and got == bool(v)
+    assert [is_flag(v) for v in (True, np.bool_(True), 1, np.int64(1), 0.0, None)] == [True, True] + [False] * 4
+    assert [type(v) for v in plain_flags(np.bool_(True), np.int64(1), None)] == [bool, np.int64, type(None)]
+    for v in (np.int64(2), np.float64(1.0), np.array([True])):
+        with pytest.raises(KernelConfigError, match="k: causal must be True or False, got "):
+            flag_option("k", "causal", v)
+
+
 def test_every_kernel_module_raises_it():
     """The factories and plans raise KernelConfigError (still a ValueError for older callers)."""
     from tirxpy_kernels.attention_plan import plan as attention_plan

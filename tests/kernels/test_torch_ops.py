@@ -114,6 +114,20 @@ def test_arguments_of_the_wrong_type_get_the_api_error_not_the_dispatchers(call,
         call(q, a)
 
 
+def test_a_numpy_bool_causal_goes_through_the_operator():
+    """The operator's schema takes a Python bool: ``causal=np.bool_(True)`` is handed on as ``True`` and the call
+    reaches the API (here its CPU device error), an int is refused by name."""
+    import numpy as np
+
+    q = torch.zeros(1, 128, 2, 64, dtype=torch.bfloat16, requires_grad=True)
+    with pytest.raises(ArgumentError, match="attention: the tensors are on cpu; move them to a CUDA device"):
+        tirxpy_kernels.attention(q, q, q, causal=np.bool_(True))
+    with pytest.raises(ArgumentError, match="attention_qkvpacked: the tensors are on cpu|attention: the tensors are "):
+        attention_qkv_ops.attention_qkvpacked(torch.stack([q, q, q], 2), causal=np.bool_(False))
+    with pytest.raises(ArgumentError, match=r"attention: causal must be True or False, got (np\.int64\()?1"):
+        tirxpy_kernels.attention(q, q, q, causal=np.int64(1))
+
+
 def test_a_varlen_bound_past_int64_reaches_the_api():
     q = torch.zeros(300, 2, 64, dtype=torch.bfloat16, requires_grad=True)
     cu = torch.tensor([0, 300], dtype=torch.int32)
