@@ -69,6 +69,21 @@ def test_import_errors(argv, msg, capsys):
     assert msg in err and "Traceback" not in err
 
 
+def test_a_directory_is_named_as_one(tmp_path, capsys):
+    """A directory is not a file of source: exit 2, one line on stderr naming the path and what is expected."""
+    assert main([str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert f"{tmp_path} is a directory; pass a file of Python source (a .py file)" in err
+
+
+def test_a_source_file_by_another_name_is_imported(kfile, tmp_path, capsys):
+    src = tmp_path / "kernels.txt"
+    src.write_text(open(kfile).read())
+    assert main([str(src)]) == 0
+    assert "double" in capsys.readouterr().out
+
+
 def test_bad_arch_and_failing_module(kfile, tmp_path, capsys):
     assert main([kfile, "--arch", "sm_9"]) == 2
     assert "unknown target 'sm_9'" in capsys.readouterr().err

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.machinery
 import importlib.util
 import inspect
 import os
@@ -43,6 +44,9 @@ def _load(target: str):
     package's module (its relative imports work), with the package's root on ``sys.path`` while it imports."""
     if not (target.endswith(".py") or os.path.sep in target or os.path.exists(target)):
         return importlib.import_module(target)
+    if os.path.isdir(target):
+        raise IsADirectoryError(f"{target} is a directory; pass a file of Python source (a .py file) or a dotted "
+                                "module name")
     if not os.path.isfile(target):
         raise FileNotFoundError(f"no such file: {target}")
     name, root = _package_module(target)
@@ -56,7 +60,9 @@ def _load(target: str):
                                   "(another copy of the package is imported first): compile it by module name")
             return mod
         name = "_tirxpy_compile_" + os.path.splitext(os.path.basename(target))[0].replace("-", "_")
-        spec = importlib.util.spec_from_file_location(name, target)
+        # the source loader takes a file of Python source by any name (the default only knows .py)
+        spec = importlib.util.spec_from_file_location(name, target,
+                                                      loader=importlib.machinery.SourceFileLoader(name, target))
         mod = importlib.util.module_from_spec(spec)
         sys.modules[name] = mod
         spec.loader.exec_module(mod)
