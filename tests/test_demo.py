@@ -1,6 +1,9 @@
 """python -m tirxpy demo."""
+import os
 import subprocess
 import sys
+
+import pytest
 
 from tirxpy import demo
 from tirxpy.viz.png import decode_png
@@ -30,6 +33,28 @@ def test_demo_sections_and_files(tmp_path, capsys):
 def test_demo_bad_out(tmp_path, capsys):
     assert demo.main(["--out", str(tmp_path / "missing")]) == 2
     assert "is not a directory; create it first" in capsys.readouterr().err
+
+
+def test_demo_out_under_a_file_is_a_usage_error(tmp_path, capsys):
+    """A path that cannot be a directory (a regular file on the way) exits 2 with one line naming both paths."""
+    (tmp_path / "file").write_text("")
+    out = tmp_path / "file" / "sub"
+    assert demo.main(["--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert f"--out {str(out)!r} is not a directory: {str(tmp_path / 'file')!r} is a file" in err
+    assert demo.main(["--out", str(tmp_path / "file")]) == 2
+    assert "is a file, not a directory; pass a directory" in capsys.readouterr().err
+
+
+def test_demo_unwritable_out_is_a_usage_error(capsys):
+    """A directory no file can be created in (/proc refuses even root) exits 2 before any section runs."""
+    if not os.path.isdir("/proc/self"):
+        pytest.skip("needs procfs")
+    assert demo.main(["--out", "/proc"]) == 2
+    cap = capsys.readouterr()
+    assert cap.out == "" and cap.err.count("\n") == 1
+    assert cap.err.startswith("tirxpy demo: error: --out '/proc' is not writable (")
 
 
 def test_demo_via_module(tmp_path):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 
 from .layout import R, S, TileLayout, laneid, warpid
 from .layout.errors import LayoutError
@@ -170,6 +171,33 @@ SECTIONS = [
 ]
 
 
+def out_error(out: str):
+    """Why ``--out`` cannot take the demo's pictures, as one line naming the path (a usage error: exit 2), or None
+    when it is a directory this process can write to (checked by creating a nameless temporary file there).
+
+        >>> out_error(".") is None
+        True
+        >>> out_error(os.path.join(__file__, "sub"))       # doctest: +ELLIPSIS
+        "--out '.../demo.py/sub' is not a directory: '.../demo.py' is a file, so nothing can be created under it; ..."
+    """
+    if not os.path.isdir(out):
+        up = os.path.abspath(out)
+        while not os.path.exists(up) and os.path.dirname(up) != up:
+            up = os.path.dirname(up)
+        if up == os.path.abspath(out):
+            return f"--out {out!r} is a file, not a directory; pass a directory"
+        if os.path.exists(up) and not os.path.isdir(up):
+            return f"--out {out!r} is not a directory: {up!r} is a file, so nothing can be created under it; " \
+                   "pass a directory"
+        return f"--out {out!r} is not a directory; create it first (mkdir -p {out})"
+    try:
+        with tempfile.TemporaryFile(dir=out):
+            pass
+    except OSError as e:
+        return f"--out {out!r} is not writable ({e.strerror or e}); pass a directory you can write to"
+    return None
+
+
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = argparse.ArgumentParser(prog="python -m tirxpy demo", description="A short tour of tirxpy.")
@@ -178,8 +206,9 @@ def main(argv=None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as e:
         return int(e.code or 0)
-    if not os.path.isdir(args.out):
-        print(f"tirxpy demo: error: --out {args.out!r} is not a directory; create it first", file=sys.stderr)
+    bad = out_error(args.out)
+    if bad is not None:
+        print(f"tirxpy demo: error: {bad}", file=sys.stderr)
         return 2
     ctx = {"out": args.out}
     for k, (title, fn) in enumerate(SECTIONS, 1):
