@@ -175,14 +175,29 @@ def tile_of(P, t, me, world):
     return (m0 + off * BM) % (rows * BM), n0, wide
 
 
-def check_world(M, world, me):
+def check_world(M, world, me, where="dist GEMM"):
+    """``(M, world, me)`` as Python ints when ``world`` is :data:`WORLD`, ``me`` a rank of it and ``M`` rows split
+    evenly over the ranks (each an int: a numpy int is taken, a float or a bool is not);
+    :class:`~tirxpy_kernels.errors.KernelConfigError` from ``where`` naming the first bad one otherwise.
+
+        >>> check_world(np.int64(256), 2, 1)
+        (256, 2, 1)
+        >>> check_world(256, 2.0, 0, "ag_gemm")
+        Traceback (most recent call last):
+        ...
+        tirxpy_kernels.errors.KernelConfigError: ag_gemm: world must be an int, got 2.0 (float)
+    """
+    world = int_option(where, "world", world)
     if world != WORLD:
         raise KernelConfigError(f"dist GEMM kernels take world = {WORLD} ranks (the parameter list names one peer), "
                                 f"got {world}; docs/distributed.md says how the kernel extends to more GPUs")
-    if not (isinstance(me, int) and 0 <= me < world):
+    me = int_option(where, "me", me)
+    if not 0 <= me < world:
         raise KernelConfigError(f"me = {me!r} must be a rank in 0 .. {world - 1}")
+    M = int_option(where, "M", M, lo=1)
     if M % world:
         raise KernelConfigError(f"M = {M} rows must split evenly over {world} ranks (each rank's shard has M / world rows)")
+    return M, world, me
 
 
 @T.macro
@@ -418,7 +433,7 @@ def ag_gemm(M, N, K, me, world=2, BN=256, STAGES=None, b_major="MN", dtype="bflo
     row it takes the place of, so the tiles still cover ``C`` once. ``drop=`` removes one protocol step, for the
     simulator's mutation tests only: ``"flag_wait"`` (the producer's wait for a tile row's rows), ``"local_signal"`` (the movers' count of a
     piece on their own rank's flag) or ``"peer_signal"`` (on the peer's)."""
-    check_world(M, world, me)
+    M, world, me = check_world(M, world, me, "ag_gemm")
     if transfer not in TRANSFERS:
         raise KernelConfigError(f"ag_gemm: transfer = {transfer!r} must be one of {TRANSFERS}")
     if drop is not None and drop not in DROPS:

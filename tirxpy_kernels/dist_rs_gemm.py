@@ -367,7 +367,7 @@ def rs_gemm(M, N, K, me, world=2, BN=256, STAGES=None, b_major="MN", dtype="bflo
     ``drop=`` removes one protocol step, for the simulator's mutation tests only: ``"flag_wait"`` (an own tile's
     wait for the peer's partial), ``"push_wait"`` (a half counted in before its stores completed) or
     ``"peer_signal"`` (a half never counted in)."""
-    check_world(M, world, me)
+    M, world, me = check_world(M, world, me, "rs_gemm")
     if transfer not in TRANSFERS:
         raise KernelConfigError(f"rs_gemm: transfer = {transfer!r} must be one of {TRANSFERS}")
     if drop is not None and drop not in DROPS:

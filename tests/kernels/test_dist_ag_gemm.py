@@ -74,6 +74,9 @@ def test_tile_walk_starts_at_the_own_rows_and_covers_every_tile():
 
 @pytest.mark.parametrize("kw,msg", [
     (dict(M=256, N=128, K=64, me=0, world=4), "world = 2"),
+    (dict(M=256, N=128, K=64, me=0, world=2.0), r"ag_gemm: world must be an int, got 2\.0 \(float\)"),
+    (dict(M=256, N=128, K=64, me=0, world=True), r"ag_gemm: world must be an int, got True \(bool\)"),
+    (dict(M=256, N=128, K=64, me=1.0), r"ag_gemm: me must be an int, got 1\.0 \(float\)"),
     (dict(M=255, N=128, K=64, me=0), "split evenly"),
     (dict(M=256, N=128, K=64, me=2), "me = 2"),
     (dict(M=256, N=128, K=64, me=0, drop="x"), "unknown drop"),
@@ -85,6 +88,13 @@ def test_tile_walk_starts_at_the_own_rows_and_covers_every_tile():
 def test_bad_configs_are_typed_errors(kw, msg):
     with pytest.raises(KernelConfigError, match=msg):
         ag_gemm(**kw)
+
+
+def test_check_world_takes_numpy_ints_as_python_ints():
+    from tirxpy_kernels.dist_ag_gemm import check_world
+
+    got = check_world(np.int64(256), np.int64(2), np.int32(1))
+    assert got == (256, 2, 1) and all(type(x) is int for x in got)
 
 
 # ---- the copy-engine transfer (each rank's copy stream modelled by ce_model beside the kernel) ----

@@ -99,6 +99,7 @@ def test_an_interleaved_walk_matches_float64(M, N, lag):
     (dict(M=1024, N=512, K=64, me=0, b_major="K", SPLIT=[4, 1, 240]), "must be \\(rows, wide, bn2\\)"),
     (dict(M=1024, N=512, K=64, me=0, SPLIT=(4, 1, 240)), "rs_gemm: gemm_sm90: SPLIT is a tiling.*b_major='MN'"),
     (dict(M=1024, N=512, K=64, me=0, b_major="K", SPLIT=(4, 1, 176)), "narrow width 176"),
+    (dict(M=1024, N=512, K=64, me=0, world=2.0), r"rs_gemm: world must be an int, got 2\.0 \(float\)"),
 ])
 def test_bad_configs_are_typed_errors(kw, msg):
     with pytest.raises(KernelConfigError, match=msg):
