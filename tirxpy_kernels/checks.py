@@ -2,7 +2,9 @@
 
 A kernel reads a tensor through its data pointer and strides, so it takes only plain dense tensors:
 a ``torch.Tensor`` with the strided layout (not sparse, MKL-DNN or nested) and the expected number of
-dimensions. Anything else is refused with the caller's error class, naming the argument and the fix.
+dimensions (:func:`dense_tensor`), whose data starts on the boundary the kernel's accesses need where it reads the
+tensor in place (:func:`aligned`). Anything else is refused with the caller's error class, naming the argument and
+the fix.
 Inputs that require grad are read as values: the kernels are forward-only and record no autograd graph.
 
     >>> import torch
@@ -31,6 +33,33 @@ def dense_tensor(where: str, name: str, t, ndim: int, what: str, error) -> None:
         raise error(f"{where}: {name} must be {ndim}-D {what}, got shape {tuple(t.shape)}")
 
 
+def aligned(where: str, name: str, t, error, align: int = 16, fix: str = "") -> None:
+    """Raise ``error`` unless dense tensor ``t``'s data starts on an ``align``-byte boundary, as a kernel reading it
+    in place needs (TMA, vector loads and stores); the message names ``name``, how far off it is, ``align`` and the
+    fix (``fix``, default ``{name}.clone()``: a fresh allocation is aligned, while ``.contiguous()`` of a contiguous
+    view is the view itself). A tensor without memory (the meta device: address 0) passes; one without a data
+    pointer (a subclass without storage) is refused.
+
+        >>> import torch
+        >>> from tirxpy.errors import ArgumentError
+        >>> aligned("gemm", "a", torch.zeros(32, dtype=torch.bfloat16)[16:], ArgumentError)
+        >>> aligned("gemm", "a", torch.zeros(9, dtype=torch.bfloat16)[1:], ArgumentError)
+        Traceback (most recent call last):
+        ...
+        tirxpy.errors.ArgumentError: gemm: a starts 2 bytes past a 16-byte boundary (a view at an odd offset); ...
+        pass a.clone()
+    """
+    try:
+        ptr = t.data_ptr()
+    except (RuntimeError, NotImplementedError, TypeError):
+        raise error(f"{where}: {name} has no data pointer (a tensor subclass without storage); pass a plain torch "
+                    "tensor") from None
+    if ptr % align:
+        raise error(f"{where}: {name} starts {ptr % align} bytes past a {align}-byte boundary (a view at an odd "
+                    f"offset); the kernel reads it in place with TMA / {align}-byte vector accesses, which need "
+                    f"{align}-byte aligned addresses: pass {fix or name + '.clone()'}")
+
+
 def overlaps(x, y) -> bool:
     """Whether dense tensors ``x`` and ``y`` may share memory: the same storage and intersecting byte spans
     (first to last element; so interleaved views count as overlapping). Tensors without memory (the meta
@@ -48,4 +77,4 @@ def overlaps(x, y) -> bool:
     return x0 < y1 and y0 < x1
 
 
-__all__ = ["dense_tensor", "overlaps"]
+__all__ = ["aligned", "dense_tensor", "overlaps"]

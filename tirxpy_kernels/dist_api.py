@@ -64,7 +64,7 @@ def _tensor(t, name, shape_text, like=None, like_name=""):
     on ``like``'s device when given."""
     import torch
 
-    from .checks import dense_tensor
+    from .checks import aligned, dense_tensor
 
     if not isinstance(t, torch.Tensor):
         raise DistArgumentError(f"{name} must be a torch tensor {shape_text}, got {type(t).__name__}")
@@ -75,13 +75,8 @@ def _tensor(t, name, shape_text, like=None, like_name=""):
     if like is not None and t.device != like.device:
         raise DistArgumentError(f"{name} is on {t.device} and {like_name} on {like.device}: pass both on this rank's "
                                 "GPU")
-    ptr = _address(t)
-    if ptr is None:
-        raise DistArgumentError(f"{name} has no data pointer (a tensor subclass without storage); pass a plain "
-                                "torch tensor")
-    if ptr % 16:
-        raise DistArgumentError(f"{name} starts {ptr % 16} bytes past a 16-byte boundary (a view at an odd "
-                                f"offset); the kernel's TMA loads need 16-byte aligned rows: pass {name}.clone()")
+    aligned("the distributed GEMM", name, t, DistArgumentError, 16,
+            "a freshly allocated out (or out=None)" if name == "out" else "")
 
 
 def _current_device(t, name):

@@ -18,7 +18,7 @@ from torch import Tensor
 from tirxpy.errors import ArgumentError, TirxError
 from tirxpy.ir.dtype import from_torch
 
-from .checks import dense_tensor, overlaps
+from .checks import aligned, dense_tensor, overlaps
 from .errors import KernelConfigError
 from .gemm_plan import (ACTIVATIONS, GROUP, IN_DTYPES, OUT_DTYPES, TARGET, balanced_split, check_config, check_options,
                         choose_tile, splittable)
@@ -220,9 +220,10 @@ def gemm(a, b, out=None, *, bias=None, activation=None, out_dtype=None, gate=Non
     (:mod:`tirxpy_kernels.launch_cache`).
 
     Every argument is checked before the device (:class:`GemmArgumentError` naming it): the tensors (dense,
-    2-D, dtypes, shapes; ``out`` contiguous and sharing no memory with an input), the options and the plan
-    they make for this problem; only then must the tensors be on one Hopper GPU. Forward only: inputs that
-    require grad are read as values and the result records no autograd graph."""
+    2-D, dtypes, shapes; ``a``, ``b``, ``out`` and ``gate`` starting on a 16-byte boundary, which a view at an
+    odd offset may not: pass its ``.clone()``; ``out`` contiguous and sharing no memory with an input), the options
+    and the plan they make for this problem; only then must the tensors be on one Hopper GPU. Forward only: inputs
+    that require grad are read as values and the result records no autograd graph."""
     key = _fast_key(a, b, out, bias, activation, out_dtype, tuning, gate)
     fast = _FAST.get(key)
     if fast is not None and (bias is None or bias.device == a.device) and (gate is None or gate.device == a.device):
@@ -231,7 +232,7 @@ def gemm(a, b, out=None, *, bias=None, activation=None, out_dtype=None, gate=Non
             out = torch.empty((a.shape[0], b.shape[1]), dtype=out_dtype or a.dtype, device=a.device)
         g = () if gate is None else (gate,)
         if bias is not None and (bias.dtype != out.dtype or not bias.is_contiguous()):
-            _no_overlap(out, a, b, bias, gate)
+            _addresses(out, a, b, bias, gate)
             ck(fa(a), fb(b), _bias_arg(bias, out.dtype, a.device), *g, out)     # a converted copy: not bindable
             return out
         # the same tensors' addresses too: launch the arguments packed then (no checks, the driver call alone)
@@ -239,7 +240,7 @@ def gemm(a, b, out=None, *, bias=None, activation=None, out_dtype=None, gate=Non
               None if bias is None else (bias.data_ptr(), bias.shape), None if gate is None else gate.data_ptr())
         bl = _BOUND.get(bk)
         if bl is None:
-            _no_overlap(out, a, b, bias, gate)      # once per addresses: the bound entry fixes them
+            _addresses(out, a, b, bias, gate)       # once per addresses: the bound entry fixes them
             bl = ck.bind(fa(a), fb(b), _bias_arg(bias, out.dtype, a.device), *g, out)
             _BOUND.put(bk, bl)
         bl()
@@ -324,7 +325,7 @@ def _checked(a, b, out, bias, activation, out_dtype, tuning, gate=None):
     Nk, Kk, a_major, b_major, sms, tuning)`` (``Mk, Nk, Kk``: the padded problem the kernel is built for,
     ``tuning``: :func:`_tile`'s, without ``sms``)."""
     M, N, K, out_dtype = _check(a, b, out, bias, activation, out_dtype, tuning, gate)
-    _no_overlap(out, a, b, bias, gate)
+    _addresses(out, a, b, bias, gate)
     tuning = dict(tuning)
     sms = tuning.pop("sms", None)
     Mk, Nk, Kk, a_major, b_major = _problem(a, b, M, N, K, out_dtype)
@@ -367,8 +368,14 @@ def _fast_key(a, b, out, bias, activation, out_dtype, tuning, gate=None):
     return key
 
 
-def _no_overlap(out, a, b, bias, gate=None):
-    """Refuse an ``out`` that shares memory with an input: the kernel would read what it already wrote."""
+def _addresses(out, a, b, bias, gate=None):
+    """Refuse (checked) tensors at addresses the kernel cannot take: ``a``, ``b``, ``out`` or ``gate`` off a 16-byte
+    boundary (:func:`~tirxpy_kernels.checks.aligned`: the kernel's TMA loads and stores read them in place), or an
+    ``out`` that shares memory with an input (the kernel would read what it already wrote)."""
+    for name, t, fix in (("a", a, ""), ("b", b, ""), ("gate", gate, ""),
+                         ("out", out, "a freshly allocated out (or out=None)")):
+        if t is not None:
+            aligned("gemm", name, t, GemmArgumentError, 16, fix)
     if out is None:
         return
     for name, t in (("a", a), ("b", b), ("bias", bias), ("gate", gate)):

@@ -34,7 +34,7 @@ from torch import Tensor
 from tirxpy.ir.dtype import from_torch
 from tirxpy.lang.schedule import cdiv
 
-from .checks import dense_tensor, overlaps
+from .checks import aligned, dense_tensor, overlaps
 from .errors import KernelConfigError
 from .gemm_api import GemmArgumentError, _device, _sm_count, _tile
 from .gemm_fp8_plan import BLOCK_SCALE, FP8_DTYPES, choose_block_tile
@@ -140,6 +140,7 @@ def _check(a, b, scale_a, scale_b, out, bias, out_dtype, scaling, tuning):
         check_options(**{k: v for k, v in tuning.items() if not (k == "sms" and v is None)})
     except KernelConfigError as e:
         raise Fp8ArgumentError("gemm_fp8: " + str(e).removeprefix("gemm_sm90: ")) from None
+    _aligned(a, b, scale_a, out, scaling)
     if out is not None:
         _no_overlap(out, (("a", a), ("b", b), ("scale_a", scale_a), ("scale_b", scale_b), ("bias", bias)))
     return M, N, K, out_dtype, scaling
@@ -326,6 +327,15 @@ def _planned_call(a, b, scale_a, scale_b, out, bias, out_dtype, scaling, tuning)
     return compiled(k, TARGET), M, N, K, Mk, Nk, Kk, odt, sc, direct
 
 
+def _aligned(a, b, scale_a, out, scaling):
+    """Refuse a tensor the kernel reads or writes in place with TMA whose data does not start on a 16-byte boundary
+    (:func:`~tirxpy_kernels.checks.aligned`): ``a``, ``b``, ``out``, and the block scaling's ``scale_a``."""
+    for name, t, fix in (("a", a, ""), ("b", b, ""), ("scale_a", scale_a if scaling == "block" else None, ""),
+                         ("out", out, "a freshly allocated out (or out=None)")):
+        if t is not None:
+            aligned("gemm_fp8", name, t, Fp8ArgumentError, 16, fix)
+
+
 def _no_overlap(out, tensors):
     for name, t in tensors:
         if t is not None and overlaps(out, t):
@@ -369,6 +379,7 @@ def gemm_fp8(a, b, scale_a, scale_b, out=None, *, bias=None, out_dtype=None, sca
         bk = _bound_key(a, b, scale_a, scale_b, out, bias, out_dtype, scaling, tuning)
         bl = _bound(bk)
         if bl is None:
+            _aligned(a, b, scale_a, out, sc)
             _no_overlap(out, (("a", a), ("b", b), ("scale_a", scale_a), ("scale_b", scale_b), ("bias", bias)))
             SA, SB = _direct_scales(sc, scale_a, scale_b)
             bl = ck.bind(a, b.t(), SA, SB, _bias_arg(bias, odt, N, Nk, a.device), out)
@@ -376,6 +387,7 @@ def gemm_fp8(a, b, scale_a, scale_b, out=None, *, bias=None, out_dtype=None, sca
                 _BOUND.put(bk, bl)
         bl()
         return out
+    _aligned(a, b, scale_a, out, sc)
     if out is not None:
         _no_overlap(out, (("a", a), ("b", b), ("scale_a", scale_a), ("scale_b", scale_b), ("bias", bias)))
     A = _pad2(a.view(torch.uint8), Mk, Kk).view(a.dtype) if (Mk, Kk) != (M, K) else a

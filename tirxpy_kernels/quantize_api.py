@@ -28,7 +28,7 @@ import torch
 
 from tirxpy.errors import ArgumentError
 
-from .checks import dense_tensor
+from .checks import aligned, dense_tensor
 from .errors import KernelConfigError
 from .launch_cache import LaunchCache, compiled
 from .quantize_sm90 import (FP8_MAX, GRANULARITIES, GROUP, SCALE_FLOOR, padded_shape, plan, quantize_fp8_kernel,
@@ -66,6 +66,7 @@ def _check(x, granularity, dtype, pow2_scales):
     if not x.is_contiguous():
         raise QuantizeArgumentError(f"{w}: x (shape {tuple(x.shape)}, strides {x.stride()}) must be row-major "
                                     f"contiguous; pass x.contiguous()")
+    aligned(w, "x", x, QuantizeArgumentError)       # the kernel reads its rows with 16-byte vector loads
     Mp, Kp = padded_shape(granularity, *x.shape)
     try:
         plan(granularity, Mp, Kp)
@@ -80,16 +81,39 @@ def _check(x, granularity, dtype, pow2_scales):
                                     f"reference() computes the same on any device")
 
 
+def _key(x, granularity, dtype, pow2_scales):
+    """The cache key of a call like this one that the checks accepted: ``x``'s shape, dtype, device and 16-byte
+    alignment, and the options with their types (``1 == True``, but ``pow2_scales=1`` is refused); None (the full
+    checks run) when ``x`` is not a contiguous dense tensor.
+
+        >>> x = torch.zeros(2, 16, dtype=torch.bfloat16)
+        >>> _key(x, "token", torch.float8_e4m3fn, False) == _key(x.clone(), "token", torch.float8_e4m3fn, False)
+        True
+        >>> odd = torch.zeros(33, dtype=torch.bfloat16)[1:].view(2, 16)      # 2 bytes off a 16-byte boundary
+        >>> _key(odd, "token", torch.float8_e4m3fn, False) == _key(x, "token", torch.float8_e4m3fn, False)
+        False
+    """
+    if not isinstance(x, torch.Tensor):
+        return None
+    try:
+        if not x.is_contiguous():
+            return None
+        return (tuple(x.shape), x.dtype, x.device, x.data_ptr() % 16, type(granularity), granularity, dtype,
+                type(pow2_scales), pow2_scales)
+    except (TypeError, RuntimeError):     # a tensor without sizes or storage (nested, sparse): the checks name it
+        return None
+
+
 def quantize_fp8(x, granularity, *, dtype=torch.float8_e4m3fn, pow2_scales=False):
     """``(x_q, scales)`` for a bf16 / f16 ``(M, K)`` CUDA tensor ``x`` (module docstring: the rule and the shapes).
 
-    Every argument is checked before the device (:class:`QuantizeArgumentError` naming it and the fix). An input
+    Every argument is checked before the device (:class:`QuantizeArgumentError` naming it and the fix; ``x`` must
+    start on a 16-byte boundary, which a view at an odd offset may not: pass ``x.clone()``). An input
     smaller than one CTA tile (:func:`tirxpy_kernels.quantize_sm90.padded_shape`) is quantized from a zero-padded copy (zeros change no amax), the outputs sliced back."""
-    try:        # with the types: 1 == True, but pow2_scales=1 is refused
-        key = ((tuple(x.shape), x.dtype, x.device, type(granularity), granularity, dtype, type(pow2_scales),
-                pow2_scales) if isinstance(x, torch.Tensor) else None)
-        hit = _CACHE.get(key) if key is not None and x.is_contiguous() else None
-    except (TypeError, RuntimeError):     # an unhashable option, a tensor without sizes (nested): the checks name it
+    key = _key(x, granularity, dtype, pow2_scales)
+    try:
+        hit = _CACHE.get(key)
+    except TypeError:       # an unhashable option: the checks name it
         key = hit = None
     if hit is None:
         _check(x, granularity, dtype, pow2_scales)

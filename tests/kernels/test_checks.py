@@ -1,8 +1,9 @@
-"""tirxpy_kernels.checks: the tensor kinds the torch entry points take, and the memory-overlap test for ``out``."""
+"""tirxpy_kernels.checks: the tensor kinds and alignments the torch entry points take, and the memory-overlap test
+for ``out``."""
 import pytest
 import torch
 
-from tirxpy_kernels.checks import dense_tensor, overlaps
+from tirxpy_kernels.checks import aligned, dense_tensor, overlaps
 from tirxpy.errors import ArgumentError
 
 
@@ -32,3 +33,18 @@ def test_overlaps():
     assert overlaps(w[:, ::2], w[:, 1::2])          # interleaved columns share the span (conservative)
     assert not overlaps(torch.zeros(2, device="meta"), torch.zeros(2, device="meta"))
     assert not overlaps(w[:0], w)
+
+
+def test_aligned_names_the_argument_the_offset_and_the_fix():
+    flat = torch.zeros(64, dtype=torch.bfloat16)
+    aligned("f", "x", flat[8:], ArgumentError)                      # 16 bytes in: aligned
+    aligned("f", "x", torch.zeros(4, device="meta"), ArgumentError)  # no memory: address 0
+    with pytest.raises(ArgumentError) as e:
+        aligned("f", "x", flat[3:], ArgumentError)
+    assert str(e.value).startswith("f: x starts 6 bytes past a 16-byte boundary (a view at an odd offset)")
+    assert str(e.value).endswith("need 16-byte aligned addresses: pass x.clone()")
+    with pytest.raises(ArgumentError, match="pass a fresh out$"):
+        aligned("f", "out", flat[1:], ArgumentError, fix="a fresh out")
+    aligned("f", "x", flat[2:], ArgumentError, align=4)
+    with pytest.raises(ArgumentError, match="x starts 2 bytes past a 4-byte boundary"):
+        aligned("f", "x", flat[1:], ArgumentError, align=4)

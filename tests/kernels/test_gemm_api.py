@@ -79,6 +79,53 @@ def test_an_out_that_shares_memory_with_an_input_is_refused():
         tirxpy_kernels.gemm(kernels_out[:256], B, kernels_out[256:])
 
 
+def _odd(*shape):
+    """A contiguous bf16 tensor of ``shape`` whose data starts 2 bytes past a 16-byte boundary."""
+    n = torch.Size(shape).numel()
+    t = torch.zeros(n + 8, dtype=torch.bfloat16)[1:1 + n].view(shape)
+    assert t.data_ptr() % 16 == 2
+    return t
+
+
+@pytest.mark.parametrize("kw,name,fix", [
+    (dict(a=_odd(256, 512)), "a", "pass a.clone()"),
+    (dict(b=_odd(512, 512).t()), "b", "pass b.clone()"),
+    (dict(out=_odd(256, 512)), "out", "pass a freshly allocated out (or out=None)"),
+    (dict(gate=_odd(256, 512)), "gate", "pass gate.clone()"),
+    (dict(a=_odd(64, 32), b=_bf(32, 48)), "a", "pass a.clone()"),      # a problem the kernel runs on padded copies
+])
+def test_a_misaligned_tensor_is_named_before_the_device(kw, name, fix):
+    """The kernel's TMA loads and stores take 16-byte aligned addresses: a view at an odd offset is refused by the
+    API, naming the user's argument (not the kernel's parameter) and the fix, on any device."""
+    args = dict(a=A, b=B, out=None, gate=None) | kw
+    with pytest.raises(GemmArgumentError) as e:
+        tirxpy_kernels.gemm(args.pop("a"), args.pop("b"), args.pop("out"), **args)
+    msg = str(e.value)
+    assert msg.startswith(f"gemm: {name} starts 2 bytes past a 16-byte boundary") and msg.endswith(fix)
+
+
+def test_a_repeated_call_checks_alignment_before_its_bound_launch(monkeypatch):
+    """A call like an earlier checked one skips the checks, but not the alignment of its new addresses: those are
+    checked before the arguments are bound, so the error still names the user's argument."""
+    from tirxpy_kernels import gemm_api
+    from tirxpy_kernels.launch_cache import LaunchCache
+
+    class Kernel:       # the cached kernel of the earlier call: a misaligned tensor must not reach it
+        def bind(self, *args):
+            raise AssertionError("a misaligned tensor reached the kernel")
+
+        __call__ = bind
+
+    monkeypatch.setattr(gemm_api, "_FAST", LaunchCache("test"))
+    monkeypatch.setattr(gemm_api, "_BOUND", LaunchCache("test bound"))
+    same = lambda t: t      # noqa: E731 - how the earlier call handed a and b to the kernel
+    for bias in (None, torch.zeros(512)):        # bound, and (a float32 bias converted per call) launched directly
+        gemm_api._FAST.put(_fast_key(A, B, None, bias, None, None, {}), (Kernel(), same, same))
+        for a, b, name in ((_odd(256, 512), B, "a"), (A, _odd(512, 512).t(), "b")):
+            with pytest.raises(GemmArgumentError, match=f"gemm: {name} starts 2 bytes past a 16-byte boundary"):
+                tirxpy_kernels.gemm(a, b, bias=bias)
+
+
 @pytest.mark.parametrize("kw", [dict(), dict(BN=192, PINGPONG=None), dict(PINGPONG=True), dict(DEFER=True),
                                 dict(sms=1), dict(sms=None), dict(activation="silu", bias=torch.zeros(512)),
                                 dict(out_dtype=torch.float32, DEFER=False), dict(SPLIT=None), dict(PDL=0),

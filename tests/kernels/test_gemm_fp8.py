@@ -255,6 +255,62 @@ def test_strided_row_scales_and_inputs_that_require_grad_go_to_the_kernel_as_it_
     assert len(launched) == 1 and out.shape == (M, N) and not out.requires_grad
 
 
+def _odd(*shape, dtype=E4M3):
+    """A contiguous CPU tensor of ``shape`` whose data starts one element past a 16-byte boundary."""
+    n = torch.Size(shape).numel()
+    t = torch.zeros(n + 16, dtype=dtype)[1:1 + n].view(shape)
+    assert t.data_ptr() % 16 == t.element_size()
+    return t
+
+
+@pytest.mark.parametrize("which,name,off,fix", [
+    ("a", "a", 1, "pass a.clone()"),
+    ("b", "b", 1, "pass b.clone()"),
+    ("out", "out", 2, "pass a freshly allocated out (or out=None)"),
+    ("scale_a", "scale_a", 4, "pass scale_a.clone()"),        # the block scaling's, read by TMA
+])
+def test_a_misaligned_tensor_is_named_before_the_device(which, name, off, fix):
+    args = dict(a=torch.zeros(256, 512).to(E4M3), b=torch.zeros(384, 512).to(E4M3).t(), scale_a=torch.ones(256, 4),
+                scale_b=torch.ones(4, 3), out=None)
+    args[which] = {"a": lambda: _odd(256, 512), "b": lambda: _odd(384, 512).t(),
+                   "out": lambda: _odd(256, 384, dtype=torch.bfloat16),
+                   "scale_a": lambda: _odd(256, 4, dtype=torch.float32)}[which]()
+    with pytest.raises(Fp8ArgumentError) as e:
+        tirxpy_kernels.gemm_fp8(args.pop("a"), args.pop("b"), args.pop("scale_a"), args.pop("scale_b"), **args)
+    msg = str(e.value)
+    assert msg.startswith(f"gemm_fp8: {name} starts {off} bytes past a 16-byte boundary") and msg.endswith(fix)
+    # the row scaling's scales are read by plain loads: any float32 address does
+    with pytest.raises(Fp8ArgumentError, match="runs on a CUDA GPU"):
+        tirxpy_kernels.gemm_fp8(torch.zeros(256, 512).to(E4M3), torch.zeros(384, 512).to(E4M3).t(),
+                                _odd(256, 1, dtype=torch.float32), _odd(1, 384, dtype=torch.float32))
+
+
+@pytest.mark.parametrize("direct", [False, True])
+def test_a_repeated_call_checks_alignment_before_the_kernel(monkeypatch, direct):
+    """A call like a checked one skips the checks, but its tensors' alignment is checked before they reach the
+    kernel (the kernel's own launch check would name its parameter ``A``, not the argument ``a``)."""
+    import tirxpy_kernels.gemm_fp8_api as api
+    from tirxpy_kernels.launch_cache import LaunchCache
+
+    M, N, K = 256, 384, 512
+
+    class Kernel:
+        def __call__(self, *args):
+            raise AssertionError("a misaligned tensor reached the kernel")
+
+        bind = __call__
+
+    monkeypatch.setattr(api, "_planned_call", lambda *args: (Kernel(), M, N, K, M, N, K, torch.bfloat16, "row",
+                                                             direct))
+    monkeypatch.setattr(api, "_FAST", LaunchCache("test"))
+    monkeypatch.setattr(api, "_BOUND", LaunchCache("test bound"))
+    w, sa, sb = torch.zeros(N, K).to(E4M3), torch.ones(M, 1), torch.ones(1, N)
+    for a, out, name in ((_odd(M, K), None, "a"), (torch.zeros(M, K).to(E4M3), _odd(M, N, dtype=torch.bfloat16),
+                                                   "out")):
+        with pytest.raises(Fp8ArgumentError, match=f"gemm_fp8: {name} starts [12] bytes past a 16-byte boundary"):
+            api.gemm_fp8(a, w.t(), sa, sb, out)
+
+
 def test_the_api_needs_a_cuda_device():
     a, w = torch.zeros(256, 512).to(E4M3), torch.zeros(384, 512).to(E4M3)
     with pytest.raises(Fp8ArgumentError, match="runs on a CUDA GPU"):

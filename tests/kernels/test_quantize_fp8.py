@@ -261,6 +261,20 @@ def test_api_typed_errors_name_the_fix():
     _bad(lambda: quantize_fp8(torch.zeros(4, 40000, dtype=torch.bfloat16), "token"), "past 32768; use '1x128'")
 
 
+def test_a_misaligned_x_is_named_before_the_device_and_keys_no_cached_call():
+    """The kernel reads ``x``'s rows with 16-byte vector loads: a view at an odd offset is refused naming ``x`` and
+    the fix, and its cache key differs from an aligned ``x``'s, so a repeated call cannot skip that check."""
+    from tirxpy_kernels.quantize_api import _key
+
+    flat = torch.zeros(64 * 256 + 8, dtype=torch.bfloat16)
+    odd, x = flat[1:1 + 64 * 256].view(64, 256), flat[8:8 + 64 * 256].view(64, 256)
+    for gran in ("token", "1x128", "128x128"):
+        _bad(lambda: quantize_fp8(odd, gran), r"^quantize_fp8: x starts 2 bytes past a 16-byte boundary .*: pass "
+                                              r"x\.clone\(\)$")
+    assert _key(odd, "token", torch.float8_e4m3fn, False) != _key(x, "token", torch.float8_e4m3fn, False)
+    assert _key(x, "token", torch.float8_e4m3fn, False) == _key(x.clone(), "token", torch.float8_e4m3fn, False)
+
+
 def test_api_refuses_other_tensor_kinds_and_unlaunchable_sizes_before_the_device():
     """A nested or sparse ``x`` is named as such (not an internal torch error); a row count past the grid's y
     dimension (65535 row tiles) or an input past 2**31 elements once padded to a tile is refused before the
