@@ -4,7 +4,8 @@ A kernel reads a tensor through its data pointer and strides, so it takes only p
 a ``torch.Tensor`` with the strided layout (not sparse, MKL-DNN or nested) and the expected number of
 dimensions (:func:`dense_tensor`), whose data starts on the boundary the kernel's accesses need where it reads the
 tensor in place (:func:`aligned`). Anything else is refused with the caller's error class, naming the argument and
-the fix.
+the fix. An output that shares memory with an input (:func:`~tirxpy.lower.overlap.overlaps`, the test every launch
+makes of the tensors a kernel writes) is refused by each entry point in its own words.
 Inputs that require grad are read as values: the kernels are forward-only and record no autograd graph.
 
     >>> import torch
@@ -17,6 +18,8 @@ Inputs that require grad are read as values: the kernels are forward-only and re
 from __future__ import annotations
 
 import torch
+
+from tirxpy.lower.overlap import overlaps   # whether an out may share memory with an input: the launch path's test
 
 
 def dense_tensor(where: str, name: str, t, ndim: int, what: str, error) -> None:
@@ -58,23 +61,6 @@ def aligned(where: str, name: str, t, error, align: int = 16, fix: str = "") -> 
         raise error(f"{where}: {name} starts {ptr % align} bytes past a {align}-byte boundary (a view at an odd "
                     f"offset); the kernel reads it in place with TMA / {align}-byte vector accesses, which need "
                     f"{align}-byte aligned addresses: pass {fix or name + '.clone()'}")
-
-
-def overlaps(x, y) -> bool:
-    """Whether dense tensors ``x`` and ``y`` may share memory: the same storage and intersecting byte spans
-    (first to last element; so interleaved views count as overlapping). Tensors without memory (the meta
-    device) or without elements never do."""
-    if x.device != y.device or x.device.type == "meta" or x.numel() == 0 or y.numel() == 0:
-        return False
-    if x.untyped_storage().data_ptr() != y.untyped_storage().data_ptr():
-        return False
-
-    def span(t):
-        last = sum((n - 1) * abs(s) for n, s in zip(t.shape, t.stride()))
-        return t.data_ptr(), t.data_ptr() + (last + 1) * t.element_size()
-
-    (x0, x1), (y0, y1) = span(x), span(y)
-    return x0 < y1 and y0 < x1
 
 
 __all__ = ["aligned", "dense_tensor", "overlaps"]

@@ -209,22 +209,25 @@ def _on_cpu(k):
 def _bad_calls():
     import torch
 
-    x = torch.zeros(4096)
+    x, y, big = torch.zeros(4096), torch.zeros(4096), torch.zeros(8192)
     return [
         ((x,), r"'args': saxpy takes 4 arguments \(X, Y, a, n\), got 1"),
-        ((x, x, 1.0, 4096, 7), r"takes 4 arguments"),
+        ((x, y, 1.0, 4096, 7), r"takes 4 arguments"),
         (("x", x, 1.0, 4096), r"'X': expects a torch.Tensor, got str"),
         ((x.double(), x, 1.0, 4096), r"'X': dtype is float64, the kernel expects float32"),
         ((x, torch.zeros(4095), 1.0, 4096), r"'Y': shape is \(4095,\), the kernel expects \(4096,\)"),
         ((torch.zeros(8192)[::2], x, 1.0, 4096), r"'X': strides are \(2,\), the kernel expects \(1,\)"),
         ((x.to_sparse(), x, 1.0, 4096), r"'X': is a sparse_coo tensor"),
         ((torch.zeros(4096, requires_grad=True), x, 1.0, 4096), r"'X': tensor requires grad"),
-        ((x, x, 1e300, 4096), r"'a': value 1e\+300 does not fit float32"),
-        ((x, x, "a", 4096), r"'a': expects a number \(float32\), got str"),
-        ((x, x, 1.0, 2**40), r"'n': value 1099511627776 does not fit int32"),
-        ((x, x, 1.0, 4.5), r"'n': expects an integer \(int32\), got float"),
-        ((x, x, 1.0, 0), r"'grid': the arguments give grid extent 0 in dimension x, outside \[1, 2147483647\]"),
-        ((x, x, 1.0, -300), r"grid extent -1 in dimension x"),
+        ((x, y, 1e300, 4096), r"'a': value 1e\+300 does not fit float32"),
+        ((x, y, "a", 4096), r"'a': expects a number \(float32\), got str"),
+        ((x, y, 1.0, 2**40), r"'n': value 1099511627776 does not fit int32"),
+        ((x, y, 1.0, 4.5), r"'n': expects an integer \(int32\), got float"),
+        ((x, y, 1.0, 0), r"'grid': the arguments give grid extent 0 in dimension x, outside \[1, 2147483647\]"),
+        ((x, y, 1.0, -300), r"grid extent -1 in dimension x"),
+        # Y is written: it may share no memory with X (the same tensor, or a view of X's storage)
+        ((x, x, 1.0, 4096), r"'Y': shares memory with parameter 'X', which the kernel reads while it writes 'Y'"),
+        ((big[:4096], big[2048:6144], 1.0, 4096), r"'Y': shares memory with parameter 'X'"),
     ]
 
 
@@ -234,7 +237,7 @@ def test_wrong_arguments_are_reported_before_the_missing_gpu():
     from tirxpy.lower.errors import DriverError
 
     k = build(saxpy, "sm_90a")
-    x = torch.zeros(4096)
+    x, y = torch.zeros(4096), torch.zeros(4096)
     if torch.cuda.is_available():
         pytest.skip("checks the order of errors where no GPU exists")
     with pytest.raises(LaunchError, match=r"'X': tensor is on cpu, the kernel runs on cuda:0"):
@@ -248,10 +251,10 @@ def test_wrong_arguments_are_reported_before_the_missing_gpu():
                 k(*args)
         with torch.no_grad():       # under no_grad a tensor that requires grad is fine
             with pytest.raises(DriverError, match="no CUDA GPU is available"):
-                k(torch.zeros(4096, requires_grad=True), x, 1.0, 4096)
+                k(torch.zeros(4096, requires_grad=True), y, 1.0, 4096)
         with pytest.raises(DriverError, match="no CUDA GPU is available"):
-            k(x, x, 1.0, 4096)      # right arguments: now the missing GPU
-        assert k.check(x, x, 2.0, 1000) == (4, 1, 1)
+            k(x, y, 1.0, 4096)      # right arguments: now the missing GPU
+        assert k.check(x, y, 2.0, 1000) == (4, 1, 1)
     finally:
         k._checker = None
 

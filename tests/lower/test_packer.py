@@ -227,7 +227,8 @@ def test_gemm_launch_arguments_take_the_straight_line():
     from tirxpy.lower.codegen.kernel import generate
 
     unit = generate(lower_primitives(gemm_sm90(512, 512, 256, BN=256), "sm_90a"), "sm_90a")
-    p = packer(*host_specs(unit.kernel, unit.tmaps))
+    p = packer(*host_specs(unit.kernel, unit.tmaps, unit.written))
+    assert [s.name for s in p.specs if s.written] == ["C"]        # the TMA-stored output: checked against A, B, Bias
     a, b = torch.zeros(512, 256, dtype=torch.bfloat16), torch.zeros(512, 256, dtype=torch.bfloat16)
     bias, c = torch.zeros(1, 1, dtype=torch.bfloat16), torch.zeros(512, 512, dtype=torch.bfloat16)
     base = (a, b, bias, c)
@@ -240,6 +241,47 @@ def test_gemm_launch_arguments_take_the_straight_line():
     for i, s in enumerate(p.specs):
         if s.kind == "tensormap":
             assert p.packed_bytes()[p._tm_off[i]:p._tm_off[i] + 128] == bytes([i]) * 128
+
+
+def _spec(name, written=False, strides=(8, 1)):
+    return ParamSpec(name, dtype="float32", shape=(4, 8), strides=strides, align=4, written=written)
+
+
+def test_a_written_tensor_that_shares_memory_with_another_argument_is_refused():
+    """A tensor the kernel writes may share no memory with another tensor argument (the parameters are
+    ``__restrict__``): the check, the full pack and the straight line all refuse it, naming the written one."""
+    buf = torch.zeros(12, 8)
+    x, y = buf[:4], buf[4:8]
+    p = packer(_spec("x"), _spec("y", written=True), ParamSpec("n", "scalar", "int32"))
+    assert p._fast([x, y, 1]) and p._fast([x, buf[8:], 1])      # neighbours in one buffer share nothing
+    p.check([x, y, 1])
+    for args, other in (([x, x, 1], "x"), ([x, buf[2:6], 1], "x")):
+        assert not p._fast(args)
+        for fn in (p.pack, p.check):
+            with pytest.raises(LaunchError, match=rf"parameter 'y': shares memory with parameter '{other}', which the "
+                                                  rf"kernel reads while it writes 'y' \(kernel parameters must not "
+                                                  rf"alias\) — pass separate tensors"):
+                fn(args)
+    both = packer(_spec("y", written=True), _spec("z", written=True))
+    with pytest.raises(LaunchError, match="parameter 'y': shares memory with parameter 'z', which the kernel also "
+                                          "writes"):
+        both.pack([x, buf[:4]])
+    packer(_spec("x"), _spec("x2")).pack([x, x])            # two read-only slots may take one tensor
+
+
+def test_interleaved_views_that_share_no_element_are_taken():
+    """The ``k`` and ``v`` slices of one packed tensor interleave: their spans intersect, so the straight line
+    declines them and the full check tells them apart exactly (they share no byte)."""
+    kv = torch.zeros(4, 2, 8)
+    k, v = kv[:, 0], kv[:, 1]
+    p = packer(_spec("k", True, strides=(16, 1)), _spec("v", True, strides=(16, 1)))
+    assert not p._fast([k, v])
+    assert p.pack([k, v]) == p.params_address
+    assert struct.unpack_from("<QQ", p.packed_bytes(), 0) == (k.data_ptr(), v.data_ptr())
+    free = packer(_spec("k", True, strides=(None, 1)), _spec("x"))      # a free stride: the span is measured
+    assert free._fast([k, torch.zeros(4, 8)]) and not free._fast([k, kv.view(8, 8)[:4]])
+    with pytest.raises(LaunchError, match="parameter 'k': shares memory with parameter 'x'"):
+        free.pack([k, kv.view(8, 8)[:4]])
 
 
 # ---------------------------------------------------------------------- what the fast paths must decline

@@ -39,6 +39,8 @@ def test_dims_print_free_entries_as_stars():
     (dict(kind="tensormap", box=(None,)), "box must be a tuple of ints >= 1"),
     (dict(kind="scalar", dtype=["int32"]), "dtype must be a dtype name"), (dict(kind=["tensor"]), "kind must be one of"),
     (dict(align=True), "align must be a power of two"),
+    (dict(written="yes"), "written= says a tensor parameter is written: True or False"),
+    (dict(kind="scalar", dtype="int32", written=True), r"only for kind 'tensor'\), got True for kind 'scalar'"),
 ])
 def test_bad_spec_fields_are_named(kw, msg):
     with pytest.raises(LaunchError, match=msg):

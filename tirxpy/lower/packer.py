@@ -1,6 +1,7 @@
 """Argument checks and packing: :class:`ArgPacker` checks launch arguments against their
-:class:`~tirxpy.lower.params.ParamSpec` (device, dtype, shape, strides, alignment; a LaunchError
-names the parameter) and packs them into one buffer with a fixed ``void*`` array.
+:class:`~tirxpy.lower.params.ParamSpec` (device, dtype, shape, strides, alignment; a tensor the
+kernel writes shares no memory with another tensor argument, :func:`~tirxpy.lower.overlap.overlaps`;
+a LaunchError names the parameter) and packs them into one buffer with a fixed ``void*`` array.
 
     >>> import torch
     >>> p = ArgPacker([ParamSpec("n", "scalar", "int32")], device="cpu")
@@ -15,6 +16,7 @@ import struct
 from typing import Sequence
 
 from .errors import LaunchError
+from .overlap import overlaps
 from .params import _SCALAR_FMT, ParamSpec, _fmt_dims, _int_range, _torch_dtype, torch_dtype_name
 
 _STRIDED = None             # torch.strided, set when the first ArgPacker imports torch
@@ -80,6 +82,10 @@ class ArgPacker:
         self._tm_off = tm_off
         self._tm_cache: dict = {}
         self._tm_last: dict = {}    # slot -> the map object last written into the buffer
+        # (written slot, other tensor slot): the pairs a launch checks for shared memory (each pair once)
+        written = [i for i, s in enumerate(self.specs) if s.kind == "tensor" and s.written]
+        self._alias_pairs = tuple((w, j) for w in written for j, s in enumerate(self.specs)
+                                  if j != w and s.kind == "tensor" and not (j in written and j < w))
         self._fast = self._straight_line()
 
     def _straight_line(self):
@@ -131,6 +137,7 @@ class ArgPacker:
                         f"    if b is not LAST.get({i}):", f"        MV[{o}:{o + 128}] = b", f"        LAST[{i}] = b"]
             else:
                 vals.append(f"p{i}")
+        src += self._straight_line_aliases(env)
         src += [f"    PACK(MV, 0, {', '.join(vals)})" if vals else "    pass", "    return True"]
         # a tensor without strides or a data pointer (sparse, nested) raises in stride() / data_ptr(), args that
         # are no sequence in len(): the full checks then name what is wrong (a try block costs nothing when nothing raises)
@@ -138,7 +145,40 @@ class ArgPacker:
         exec(compile("\n".join(src), f"<ArgPacker.fast {', '.join(s.name for s in self.specs)}>", "exec"), env)
         return env["fast"]
 
+    def _straight_line_aliases(self, env) -> list:
+        """The fast path's lines for :attr:`_alias_pairs`: return False (the full checks then decide exactly,
+        :meth:`_no_alias`) when the byte spans of a written tensor and another tensor argument intersect. A span's
+        length is a constant where the spec fixes every stride, else computed from the tensor's strides."""
+        import torch  # noqa: PLC0415
+
+        env["EXT"] = _extent
+        src, ext = [], {}
+        for i in sorted({k for pair in self._alias_pairs for k in pair}):
+            dt, shp, st, fixed, _ = self._exact[i]
+            if fixed is None:
+                n = shp.numel()
+                ext[i] = str(0 if n == 0 else (sum((d - 1) * x for d, x in zip(shp, st)) + 1)
+                             * torch.empty((), dtype=dt).element_size())
+            else:
+                ext[i] = f"e{i}"
+                src.append(f"    e{i} = EXT(a{i})")
+        for w, j in self._alias_pairs:
+            if "0" not in (ext[w], ext[j]):
+                src += [f"    if p{w} < p{j} + {ext[j]} and p{j} < p{w} + {ext[w]}:", "        return False"]
+        return src
+
     # -- checks ----------------------------------------------------------------------
+    def _no_alias(self, args) -> None:
+        """LaunchError naming the written tensor when it shares memory with another tensor argument: the
+        kernel's parameters are ``__restrict__``, so what it writes must be no other argument's memory."""
+        for w, j in self._alias_pairs:
+            if overlaps(args[w], args[j]):
+                sw, sj = self.specs[w], self.specs[j]
+                what = "also writes" if sj.written else "reads"
+                raise LaunchError(sw.name, f"shares memory with parameter {sj.name!r}, which the kernel {what} "
+                                           f"while it writes {sw.name!r} (kernel parameters must not alias) — pass "
+                                           f"separate tensors: a fresh output, or a .clone() of the input")
+
     def _tensor(self, i, s, t, seen=None):
         """``t``'s data pointer once it meets spec ``s`` of slot ``i`` (LaunchError otherwise).
 
@@ -234,6 +274,7 @@ class ArgPacker:
                     raise LaunchError(s.name, f"an encoded tensor map is 128 bytes, got {len(a)}")
             else:
                 self._tensor_checked(i, s, a)
+        self._no_alias(args)
 
     def pack(self, args) -> int:
         """Check ``args`` and write them into the buffer; returns the ``void**`` address."""
@@ -257,6 +298,8 @@ class ArgPacker:
                     off = self._tm_off[i]
                     self._mv[off:off + 128] = blob
                     last[i] = blob
+        if self._alias_pairs:
+            self._no_alias(args)
         self._struct.pack_into(self._mv, 0, *vals)
         return self.params_address
 
@@ -270,6 +313,13 @@ class ArgPacker:
 
     def packed_bytes(self) -> bytes:
         return bytes(self._mv)
+
+
+def _extent(t) -> int:
+    """Bytes from dense tensor ``t``'s first element to the end of its last (0 without elements)."""
+    if t.numel() == 0:
+        return 0
+    return (sum((n - 1) * s for n, s in zip(t.shape, t.stride())) + 1) * t.element_size()
 
 
 def scalar_value(s, v):

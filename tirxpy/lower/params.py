@@ -45,7 +45,9 @@ class ParamSpec:
     """What a kernel parameter accepts.
 
     - ``tensor``: a torch tensor passed as a device pointer. ``dtype`` (None: any), ``shape`` /
-      ``strides`` (element strides; None or None entries: any), ``align`` (bytes of data_ptr).
+      ``strides`` (element strides; None or None entries: any), ``align`` (bytes of data_ptr), ``written``
+      (the kernel writes it: a launch refuses it when it shares memory with another tensor argument,
+      :func:`tirxpy.lower.overlap.overlaps`).
     - ``scalar``: a Python number of ``dtype``.
     - ``tensormap``: a torch tensor turned into a TMA map for the shared tile ``box`` with
       ``layout`` (or explicit ``swizzle``); or a ready 128-byte encoded map.
@@ -60,6 +62,7 @@ class ParamSpec:
     box: tuple | None = None
     layout: Any = None
     swizzle: int | None = None
+    written: bool = False
 
     def __post_init__(self):
         if not isinstance(self.name, str):
@@ -79,6 +82,9 @@ class ParamSpec:
         if not is_int(align) or align < 1 or align & (align - 1):
             raise LaunchError(self.name, f"align must be a power of two (an int of bytes), got {align!r:.60}")
         object.__setattr__(self, "align", operator.index(align))
+        if not isinstance(self.written, bool) or (self.written and self.kind != "tensor"):
+            raise LaunchError(self.name, f"written= says a tensor parameter is written: True or False (only for kind "
+                                         f"'tensor'), got {self.written!r:.60} for kind {self.kind!r}")
 
 
 def _dims(param: str, field: str, v, lo: int, wild: bool):

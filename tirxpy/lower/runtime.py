@@ -7,7 +7,8 @@
            cluster=(2, 1, 1), smem_bytes=200_000)
 
 Every argument is checked against its ParamSpec before launch (device, dtype, shape, strides,
-alignment) and a LaunchError names the parameter. The launch path is lean: each Launcher
+alignment; a tensor the kernel writes shares no memory with another argument) and a LaunchError
+names the parameter. The launch path is lean: each Launcher
 owns one argument buffer and a fixed ``void*`` array; a launch packs values with one
 ``struct.pack_into`` and passes the array's address to the driver. ``Launcher.bind`` (and
 ``CompiledKernel.bind``) checks and packs once into a private copy (tirxpy/lower/bound_launch.py):

@@ -35,6 +35,49 @@ def test_signature_constness_and_launch_bounds():
 
 
 @T.prim_func
+def tma_copy(A: T.Tensor((4, 8), "float32"), C: T.Tensor((4, 8), "float32")):
+    T.launch(grid=(1,), threads=32)
+    s = T.alloc_shared((4, 8), "float32")
+    bar = T.alloc_shared((1,), "uint64")
+    if T.thread_id() == 0:
+        T.ptx.mbarrier_init(bar[0], 1)
+        T.ptx.fence_mbarrier_init()
+    T.ptx.syncthreads()
+    if T.thread_id() == 0:
+        T.ptx.mbarrier_arrive_expect_tx(bar[0], 128)
+        T.ptx.tma_load_2d(s, A[0:4, 0:8], 0, 0, bar[0])
+    T.ptx.mbarrier_wait_parity(bar[0], 0)
+    if T.thread_id() == 0:
+        T.ptx.tma_store_2d(C[0:4, 0:8], 0, 0, s)
+        T.ptx.bulk_commit_group()
+        T.ptx.bulk_wait_group(0)
+
+
+def test_a_tensor_stored_through_its_tensor_map_is_written():
+    """A TMA store writes C through its tensor map, not its pointer: C is written (the launch checks that it shares
+    no memory with A), while its pointer parameter stays ``const`` like A's (nothing dereferences it)."""
+    u = generate(tma_copy, "sm_90a")
+    assert u.written == frozenset({"C"})
+    assert "const float* __restrict__ A" in u.source and "const float* __restrict__ C" in u.source
+
+
+def test_an_address_taken_for_a_read_is_not_a_store():
+    """A vector load through ``T.address_of(X[i])`` leaves X's pointer non-const (the address could be written
+    through) but X is not written; the vector store through ``T.address_of(Y[i])`` writes Y."""
+    import tirxpy.primitives.copy.common  # noqa: F401  (registers the vector loads and stores)
+
+    @T.prim_func
+    def vcopy(X: T.Tensor((128,), "float32"), Y: T.Tensor((128,), "float32")):
+        T.launch(grid=(1,), threads=128)
+        r = T.alloc_local((1,), "uint32")
+        T.ptx.vld_global_v1_b32(r[0], T.address_of(X[T.thread_id()]))
+        T.ptx.vst_global_v1_b32(T.address_of(Y[T.thread_id()]), r[0])
+
+    u = generate(vcopy, "sm_90a")
+    assert u.written == frozenset({"Y"}) and "const float* __restrict__ X" not in u.source
+
+
+@T.prim_func
 def roles(Y: T.Tensor((256,), "float32")):
     T.launch(grid=(1,), threads=256)
     if T.warpgroup_id() == 0:

@@ -61,7 +61,10 @@ class Context:
     tmaps: list = field(default_factory=list)
     ids: dict = field(default_factory=dict)  # hardware-id variable -> C initializer
     helpers: set = field(default_factory=set)  # extra helper snippets by key
-    written: set = field(default_factory=set)  # id(buffer) of global buffers written
+    written: set = field(default_factory=set)  # id(buffer) of global buffers that may be written: not const
+    # id(buffer) of global buffers the kernel stores to: stores, write operands of instructions, TMA stores (a
+    # buffer whose address is only taken for a read operand is in ``written`` alone)
+    stored: set = field(default_factory=set)
 
     def name(self, obj, hint: str) -> str:
         """A unique C identifier for ``obj`` (stable per object)."""

@@ -125,8 +125,11 @@ class IntrinsicRenderer:
                     self.fail(f"{where} is a global-memory pointer, but {buf.name} is in {buf.storage} memory", call)
                 if o.access != "r":
                     self.ctx.written.add(id(buf.root))
+                    self.ctx.stored.add(id(buf.root))
                 return f"&{self.first(a, call)}"
             self.scalar(a, where, call)
+            if o.access != "r" and isinstance(a, E.AddressOf) and a.target.buffer.storage == "global":
+                self.ctx.stored.add(id(a.target.buffer.root))      # (its rendering marks it written)
             return r(a)
         if k == "desc64" and is_tile(a):
             return self.descriptor(e, o, a, where, call)
@@ -224,6 +227,7 @@ class IntrinsicRenderer:
                       hint=f"pass a view of exactly {need} bytes per thread")
         if o.access != "r" and buf.storage == "global":
             self.ctx.written.add(id(buf.root))
+            self.ctx.stored.add(id(buf.root))
         root = buf.root
         if (buf is root and base == "0" and ctype(buf.dtype) == ctype(o.dtype) and buf.storage == "local"
                 and count * buf.dtype.bits == root.bytes() * 8):
@@ -241,6 +245,7 @@ class IntrinsicRenderer:
             buf = a.buffer if not isinstance(a, Buffer) else a
             if buf.storage == "global":
                 self.ctx.written.add(id(buf.root))
+                self.ctx.stored.add(id(buf.root))
             if is_tile(a):
                 info, base, count, buf = self.slots(a, where, call)
                 ref = f"{info.cname}[{base}]"
@@ -272,6 +277,8 @@ class IntrinsicRenderer:
         params = list(self.ctx.kernel.params)
         if not any(p is buf for p in params):
             self.fail(f"{where}: {buf.name} is not a kernel parameter", call)
+        if ".global.shared" in e.template:      # PTX names the destination first: a store (or reduce) into buf
+            self.ctx.stored.add(id(buf.root))
         coords = [(op, arg) for op, arg in zip(e.args, call.args) if _COORD.fullmatch(op.name)]
         if coords and len(coords) != buf.ndim:
             self.fail(f"T.ptx.{call.name} moves a {len(coords)}-D box but {buf.name} has rank {buf.ndim}", call,

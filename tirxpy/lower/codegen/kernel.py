@@ -38,7 +38,9 @@ class CudaUnit:
     kernel: object  # the lowered Kernel
     tmaps: list = field(default_factory=list)  # TensorMapParam, in signature order after the params
     smem_bytes: int = 0
-    written: frozenset = frozenset()  # names of global tensors the kernel writes
+    # names of the global tensors the kernel stores to (stores, write operands such as atomics and vector stores,
+    # TMA stores); a tensor whose address is only taken for a read is not one, though its pointer is not const
+    written: frozenset = frozenset()
     origins: dict = field(default_factory=dict)   # 1-based line of source -> the IR statement it renders
     intrinsics: tuple = ()                         # the intrinsic entries the unit's helpers render
     pinned: bool = False                           # launch bounds declare one CTA per SM (generate's pin_registers)
@@ -118,7 +120,7 @@ def generate(kernel, target="sm_90a", pin_registers=False) -> CudaUnit:
     out.append("\n".join(body))
     source = "\n\n".join(out) + "\n"
     origins = {first + k: s for k, s in enumerate(sr.origins) if s is not None}
-    written = frozenset(p.name for p, _ in params if isinstance(p, Buffer) and id(p) in ctx.written)
+    written = frozenset(p.name for p, _ in params if isinstance(p, Buffer) and id(p) in ctx.stored)
     total = max(smem, L.smem or 0)
     return CudaUnit(source, kname, arch, kernel, list(ctx.tmaps), total, written, origins,
                     tuple(ctx.intrinsics.values()), pin)

@@ -59,6 +59,7 @@ class StmtRenderer:
             info = r.info(s.buffer, s)
             if s.buffer.root.storage == "global":
                 ctx.written.add(id(s.buffer.root))
+                ctx.stored.add(id(s.buffer.root))
             ref = r.element(s.buffer, s.indices, s)
             self.emit(f"{ref} = {r(s.value)};")
             del info
