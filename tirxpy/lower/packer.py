@@ -164,7 +164,7 @@ class ArgPacker:
                 src.append(f"    e{i} = EXT(a{i})")
         for w, j in self._alias_pairs:
             if "0" not in (ext[w], ext[j]):
-                src += [f"    if p{w} < p{j} + {ext[j]} and p{j} < p{w} + {ext[w]}:", "        return False"]
+                src += [f"    if -{ext[j]} < p{j} - p{w} < {ext[w]}:", "        return False"]     # spans meet
         return src
 
     # -- checks ----------------------------------------------------------------------
