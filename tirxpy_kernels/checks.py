@@ -2,10 +2,12 @@
 
 A kernel reads a tensor through its data pointer and strides, so it takes only plain dense tensors:
 a ``torch.Tensor`` with the strided layout (not sparse, MKL-DNN or nested) and the expected number of
-dimensions (:func:`dense_tensor`), whose data starts on the boundary the kernel's accesses need where it reads the
-tensor in place (:func:`aligned`). Anything else is refused with the caller's error class, naming the argument and
-the fix. An output that shares memory with an input (:func:`~tirxpy.lower.overlap.overlaps`, the test every launch
-makes of the tensors a kernel writes) is refused by each entry point in its own words.
+dimensions (:func:`dense_tensor`). Anything else is refused with the caller's error class, naming the argument and
+the fix. Where a kernel reads or writes a tensor in place with TMA or 16-byte vector accesses, its data must start
+on a 16-byte boundary (:func:`misalignment`), which a view at an odd offset may not: an input off it is copied
+(:func:`aligned_input`), an output the caller gave is refused (:func:`aligned`), as a copy would not be the
+caller's tensor. An output that shares memory with an input (:func:`~tirxpy.lower.overlap.overlaps`, the test every
+launch makes of the tensors a kernel writes) is refused by each entry point in its own words.
 Inputs that require grad are read as values: the kernels are forward-only and record no autograd graph.
 
     >>> import torch
@@ -36,31 +38,67 @@ def dense_tensor(where: str, name: str, t, ndim: int, what: str, error) -> None:
         raise error(f"{where}: {name} must be {ndim}-D {what}, got shape {tuple(t.shape)}")
 
 
-def aligned(where: str, name: str, t, error, align: int = 16, fix: str = "") -> None:
-    """Raise ``error`` unless dense tensor ``t``'s data starts on an ``align``-byte boundary, as a kernel reading it
-    in place needs (TMA, vector loads and stores); the message names ``name``, how far off it is, ``align`` and the
-    fix (``fix``, default ``{name}.clone()``: a fresh allocation is aligned, while ``.contiguous()`` of a contiguous
-    view is the view itself). A tensor without memory (the meta device: address 0) passes; one without a data
-    pointer (a subclass without storage) is refused.
+def misalignment(where: str, name: str, t, error, align: int = 16) -> int:
+    """How many bytes past an ``align``-byte boundary dense tensor ``t``'s data starts: 0 on one, as a kernel reading
+    or writing it in place with TMA or ``align``-byte vector accesses needs. A tensor without memory (the meta
+    device: address 0) is on one; ``error`` names ``name`` for a tensor without a data pointer (a subclass without
+    storage).
 
         >>> import torch
         >>> from tirxpy.errors import ArgumentError
-        >>> aligned("gemm", "a", torch.zeros(32, dtype=torch.bfloat16)[16:], ArgumentError)
-        >>> aligned("gemm", "a", torch.zeros(9, dtype=torch.bfloat16)[1:], ArgumentError)
-        Traceback (most recent call last):
-        ...
-        tirxpy.errors.ArgumentError: gemm: a starts 2 bytes past a 16-byte boundary (a view at an odd offset); ...
-        pass a.clone()
+        >>> x = torch.zeros(32, dtype=torch.bfloat16)
+        >>> misalignment("gemm", "a", x[8:], ArgumentError), misalignment("gemm", "a", x[1:], ArgumentError)
+        (0, 2)
     """
     try:
         ptr = t.data_ptr()
     except (RuntimeError, NotImplementedError, TypeError):
         raise error(f"{where}: {name} has no data pointer (a tensor subclass without storage); pass a plain torch "
                     "tensor") from None
-    if ptr % align:
-        raise error(f"{where}: {name} starts {ptr % align} bytes past a {align}-byte boundary (a view at an odd "
-                    f"offset); the kernel reads it in place with TMA / {align}-byte vector accesses, which need "
+    return ptr % align
+
+
+def aligned(where: str, name: str, t, error, align: int = 16, fix: str = "") -> None:
+    """Raise ``error`` unless dense tensor ``t``'s data starts on an ``align``-byte boundary (:func:`misalignment`):
+    the rule for a tensor the caller gave for the kernel to write in place (an ``out``), which a copy cannot
+    replace. The message names ``name``, how far off it is, ``align`` and the fix (``fix``, default
+    ``{name}.clone()``: a fresh allocation is aligned, while ``.contiguous()`` of a contiguous view is the view
+    itself). An input is copied instead (:func:`aligned_input`).
+
+        >>> import torch
+        >>> from tirxpy.errors import ArgumentError
+        >>> aligned("gemm", "out", torch.zeros(32, dtype=torch.bfloat16)[16:], ArgumentError)
+        >>> aligned("gemm", "out", torch.zeros(9, dtype=torch.bfloat16)[1:], ArgumentError, fix="a fresh out")
+        Traceback (most recent call last):
+        ...
+        tirxpy.errors.ArgumentError: gemm: out starts 2 bytes past a 16-byte boundary (a view at an odd offset); ...
+        pass a fresh out
+    """
+    off = misalignment(where, name, t, error, align)
+    if off:
+        raise error(f"{where}: {name} starts {off} bytes past a {align}-byte boundary (a view at an odd offset); "
+                    f"the kernel reads or writes it in place with TMA / {align}-byte vector accesses, which need "
                     f"{align}-byte aligned addresses: pass {fix or name + '.clone()'}")
 
 
-__all__ = ["aligned", "dense_tensor", "overlaps"]
+def aligned_input(where: str, name: str, t, error, align: int = 16):
+    """Input ``t`` as a kernel that reads it in place takes it: ``t`` itself when its data starts on an
+    ``align``-byte boundary (:func:`misalignment`), else a dense copy holding the same values
+    (``t.clone(memory_format=torch.preserve_format)``: the same strides where ``t`` is dense; a fresh allocation
+    starts on the boundary). ``error`` names ``name`` for a tensor without a data pointer.
+
+        >>> import torch
+        >>> from tirxpy.errors import ArgumentError
+        >>> x = torch.arange(40, dtype=torch.bfloat16)
+        >>> aligned_input("gemm", "a", x[8:40].view(4, 8), ArgumentError)._base is x           # aligned: itself
+        True
+        >>> b = aligned_input("gemm", "b", x[1:33].view(8, 4).t(), ArgumentError)               # 2 bytes off: a copy
+        >>> b.data_ptr() % 16, b.stride(), torch.equal(b, x[1:33].view(8, 4).t())
+        (0, (1, 4), True)
+    """
+    if not misalignment(where, name, t, error, align):
+        return t
+    return t.clone(memory_format=torch.preserve_format)
+
+
+__all__ = ["aligned", "aligned_input", "dense_tensor", "misalignment", "overlaps"]

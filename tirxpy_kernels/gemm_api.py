@@ -6,7 +6,8 @@ the kernel without copies where it can: a row-major ``a`` is read K-major, a col
 (``a.T`` contiguous) MN-major; ``b`` likewise (``w.t()`` of an ``nn.Linear`` weight is the K-major
 case). Rows that are not a multiple of 16 bytes (TMA's rule) are padded with zeros along K, or the
 operand is made contiguous the other way; the output is computed into a padded buffer when its
-rows are misaligned.
+rows are misaligned. An input whose data starts off a 16-byte boundary (TMA's other rule; a view at an odd
+offset) is copied to one; an ``out`` off it is refused, as the kernel writes the caller's tensor in place.
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from torch import Tensor
 from tirxpy.errors import ArgumentError, TirxError
 from tirxpy.ir.dtype import from_torch
 
-from .checks import aligned, dense_tensor, overlaps
+from .checks import aligned, aligned_input, dense_tensor, misalignment, overlaps
 from .errors import KernelConfigError
 from .gemm_plan import (ACTIVATIONS, GROUP, IN_DTYPES, OUT_DTYPES, TARGET, balanced_split, check_config, check_options,
                         choose_tile, splittable)
@@ -215,42 +216,68 @@ def gemm(a, b, out=None, *, bias=None, activation=None, out_dtype=None, gate=Non
     cooperative 256 with :func:`tirxpy_kernels.gemm_plan.balanced_split`'s ``SPLIT`` where that deals the tiles more
     evenly (4096^3, 8192^3).
 
-    A call like an earlier checked one (the same shapes, strides, dtypes, device and options) skips the checks
-    and the planning, and with the same tensor addresses too it launches the arguments packed then
-    (:mod:`tirxpy_kernels.launch_cache`).
+    ``a``, ``b`` and ``gate`` may start at any address: one off a 16-byte boundary (a view at an odd offset,
+    ``x[1:].view(M, K)``) is copied to an aligned tensor first, as the kernel's TMA loads need one.
+
+    A call like an earlier checked one (the same shapes, strides, dtypes, device and options) whose inputs the
+    kernel reads in place skips the checks and the planning, and with the same tensor addresses too it launches
+    the arguments packed then (:mod:`tirxpy_kernels.launch_cache`); an input off the 16-byte boundary takes the
+    full path, which copies it.
 
     Every argument is checked before the device (:class:`GemmArgumentError` naming it): the tensors (dense,
-    2-D, dtypes, shapes; ``a``, ``b``, ``out`` and ``gate`` starting on a 16-byte boundary, which a view at an
-    odd offset may not: pass its ``.clone()``; ``out`` contiguous and sharing no memory with an input), the options
-    and the plan they make for this problem; only then must the tensors be on one Hopper GPU. Forward only: inputs
-    that require grad are read as values and the result records no autograd graph."""
+    2-D, dtypes, shapes; ``out`` contiguous, starting on a 16-byte boundary as the kernel's TMA stores write it in
+    place (pass a freshly allocated ``out``, or None), and sharing no memory with an input), the options and the
+    plan they make for this problem; only then must the tensors be on one Hopper GPU. Forward only: inputs that
+    require grad are read as values and the result records no autograd graph."""
     key = _fast_key(a, b, out, bias, activation, out_dtype, tuning, gate)
     fast = _FAST.get(key)
     if fast is not None and (bias is None or bias.device == a.device) and (gate is None or gate.device == a.device):
-        ck, fa, fb = fast      # same shapes, layouts and dtypes as an earlier call: checked then
-        if out is None:
-            out = torch.empty((a.shape[0], b.shape[1]), dtype=out_dtype or a.dtype, device=a.device)
-        g = () if gate is None else (gate,)
-        if bias is not None and (bias.dtype != out.dtype or not bias.is_contiguous()):
-            _addresses(out, a, b, bias, gate)
-            ck(fa(a), fb(b), _bias_arg(bias, out.dtype, a.device), *g, out)     # a converted copy: not bindable
-            return out
-        # the same tensors' addresses too: launch the arguments packed then (no checks, the driver call alone)
-        bk = (key, a.data_ptr(), b.data_ptr(), out.data_ptr(),
-              None if bias is None else (bias.data_ptr(), bias.shape), None if gate is None else gate.data_ptr())
-        bl = _BOUND.get(bk)
-        if bl is None:
-            _addresses(out, a, b, bias, gate)       # once per addresses: the bound entry fixes them
-            bl = ck.bind(fa(a), fb(b), _bias_arg(bias, out.dtype, a.device), *g, out)
-            _BOUND.put(bk, bl)
-        bl()
-        return out
-    M, N, K, out_dtype, Mk, Nk, Kk, a_major, b_major, psms, planned = _checked(a, b, out, bias, activation, out_dtype,
-                                                                               tuning, gate)
+        res = _fast_call(fast, key, a, b, out, bias, out_dtype, gate)
+        if res is not None:
+            return res
+    ka, kb, kg, plan = _checked(a, b, out, bias, activation, out_dtype, tuning, gate)
     _device(a, b, out, bias, gate)
+    return _full_call(a, b, out, bias, activation, tuning, gate, key, ka, kb, kg, plan)
+
+
+def _fast_call(fast, key, a, b, out, bias, out_dtype, gate):
+    """The launch of a call whose key (:func:`_fast_key`) an earlier checked call stored (``fast``: its kernel and
+    how ``a`` and ``b`` go to it), or None when an input is off a 16-byte boundary (:func:`_in_place`): the full
+    path copies it. With the addresses of an earlier such call too it launches the arguments packed then (no
+    checks, the driver call alone); new addresses are checked once (:func:`_in_place`, :func:`_addresses`) before
+    they are bound."""
+    ck, fa, fb = fast      # same shapes, layouts and dtypes as an earlier call: checked then
+    if out is None:
+        out = torch.empty((a.shape[0], b.shape[1]), dtype=out_dtype or a.dtype, device=a.device)
+    g = () if gate is None else (gate,)
+    if bias is not None and (bias.dtype != out.dtype or not bias.is_contiguous()):
+        if not _in_place(a, b, gate):
+            return None
+        _addresses(out, a, b, bias, gate)
+        ck(fa(a), fb(b), _bias_arg(bias, out.dtype, a.device), *g, out)     # a converted copy: not bindable
+        return out
+    bk = (key, a.data_ptr(), b.data_ptr(), out.data_ptr(),
+          None if bias is None else (bias.data_ptr(), bias.shape), None if gate is None else gate.data_ptr())
+    bl = _BOUND.get(bk)
+    if bl is None:
+        if not _in_place(a, b, gate):
+            return None
+        _addresses(out, a, b, bias, gate)       # once per addresses: the bound entry fixes them
+        bl = ck.bind(fa(a), fb(b), _bias_arg(bias, out.dtype, a.device), *g, out)
+        _BOUND.put(bk, bl)
+    bl()
+    return out
+
+
+def _full_call(a, b, out, bias, activation, tuning, gate, key, ka, kb, kg, plan):
+    """The launch of a checked call (:func:`_checked`: ``ka``, ``kb``, ``kg`` are ``a``, ``b``, ``gate`` as the
+    kernel reads them, aligned copies of misaligned ones; ``plan`` its problem) on padded copies where the problem
+    or its rows need them. A call whose tensors went to the kernel as they are stores its launch under ``key`` for
+    calls like it (:func:`_fast_call`)."""
+    M, N, K, out_dtype, Mk, Nk, Kk, a_major, b_major, psms, planned = plan
     if gate is not None and not _gate_in_kernel(M, N, K, Mk, Nk):
         # a problem computed padded (smaller than a tile, or misaligned output rows): the plain product, then the mask
-        res = gemm(a, b, None, bias=bias, activation=activation, out_dtype=out_dtype, **tuning)
+        res = gemm(ka, kb, None, bias=bias, activation=activation, out_dtype=out_dtype, **tuning)
         res = torch.where(gate <= 0, torch.zeros((), dtype=res.dtype, device=res.device), res)
         return out.copy_(res) if out is not None else res
     tuning = dict(tuning)
@@ -273,8 +300,8 @@ def gemm(a, b, out=None, *, bias=None, activation=None, out_dtype=None, gate=Non
             out.copy_(res)
             return out
         return res.contiguous()
-    A, _ = _operand(a, 1)
-    B, _ = _operand(b, 0)
+    A, _ = _operand(ka, 1)
+    B, _ = _operand(kb, 0)
     Kp, Np = Kk, Nk
     if Kp != K:
         A = torch.nn.functional.pad(A, (0, Kp - K)) if a_major == "K" else torch.nn.functional.pad(A, (0, 0, 0, Kp - K))
@@ -289,11 +316,12 @@ def gemm(a, b, out=None, *, bias=None, activation=None, out_dtype=None, gate=Non
                   out_dtype=from_torch(out_dtype).name, bias=bias is not None, activation=activation, sms=psms,
                   gate=gate is not None, **planned)
     ck = compiled(k, TARGET)
-    ck(A, B, bias_t, *(() if gate is None else (gate,)), dst)
-    if Kp == K and Np == N and (out is None or dst is out):
+    ck(A, B, bias_t, *(() if gate is None else (kg,)), dst)
+    if Kp == K and Np == N and (out is None or dst is out) and kg is gate:
         # no padding or copies were needed: later calls like this one skip the checks and planning
-        fa = (lambda t: t) if A is a else (lambda t: t.t()) if a_major == "MN" and A.data_ptr() == a.data_ptr() else None
-        fb = (lambda t: t) if B is b else (lambda t: t.t()) if b_major == "K" and B.data_ptr() == b.data_ptr() else None
+        same_a, same_b = A.data_ptr() == a.data_ptr(), B.data_ptr() == b.data_ptr()
+        fa = (lambda t: t) if A is a else (lambda t: t.t()) if a_major == "MN" and same_a else None
+        fb = (lambda t: t) if B is b else (lambda t: t.t()) if b_major == "K" and same_b else None
         if fa is not None and fb is not None and key is not None:
             _FAST.put(key, (ck, fa, fb))
     if dst is out:
@@ -321,11 +349,15 @@ def check(a, b, out=None, *, bias=None, activation=None, out_dtype=None, gate=No
 
 
 def _checked(a, b, out, bias, activation, out_dtype, tuning, gate=None):
-    """The arguments checked (all but the device) and the kernel's problem planned: ``(M, N, K, out_dtype, Mk,
-    Nk, Kk, a_major, b_major, sms, tuning)`` (``Mk, Nk, Kk``: the padded problem the kernel is built for,
-    ``tuning``: :func:`_tile`'s, without ``sms``)."""
+    """The arguments checked (all but the device) and the kernel's problem planned for the inputs as it reads them:
+    ``(a, b, gate, (M, N, K, out_dtype, Mk, Nk, Kk, a_major, b_major, sms, tuning))``. ``a``, ``b``, ``gate``: the
+    inputs, each an aligned copy where it is off a 16-byte boundary (:func:`~tirxpy_kernels.checks.aligned_input`;
+    the plan follows the copy's layout); ``Mk, Nk, Kk``: the padded problem the kernel is built for; ``tuning``:
+    :func:`_tile`'s, without ``sms``."""
     M, N, K, out_dtype = _check(a, b, out, bias, activation, out_dtype, tuning, gate)
     _addresses(out, a, b, bias, gate)
+    a, b = aligned_input("gemm", "a", a, GemmArgumentError), aligned_input("gemm", "b", b, GemmArgumentError)
+    gate = None if gate is None else aligned_input("gemm", "gate", gate, GemmArgumentError)
     tuning = dict(tuning)
     sms = tuning.pop("sms", None)
     Mk, Nk, Kk, a_major, b_major = _problem(a, b, M, N, K, out_dtype)
@@ -337,7 +369,7 @@ def _checked(a, b, out, bias, activation, out_dtype, tuning, gate=None):
         check_config(Mk, Nk, Kk, a_major=a_major, b_major=b_major, dtype=from_torch(a.dtype).name,
                      out_dtype=from_torch(out_dtype).name,
                      bias=bias is not None, activation=activation, sms=sms, gate=fused, **planned)
-    return M, N, K, out_dtype, Mk, Nk, Kk, a_major, b_major, sms, planned
+    return a, b, gate, (M, N, K, out_dtype, Mk, Nk, Kk, a_major, b_major, sms, planned)
 
 
 def _gate_in_kernel(M, N, K, Mk, Nk):
@@ -368,16 +400,21 @@ def _fast_key(a, b, out, bias, activation, out_dtype, tuning, gate=None):
     return key
 
 
+def _in_place(a, b, gate=None):
+    """Whether the kernel can read (checked) inputs ``a``, ``b`` and ``gate`` in place: each starts on a 16-byte
+    boundary (:func:`~tirxpy_kernels.checks.misalignment`), as its TMA loads need; otherwise the full path copies
+    the one that does not."""
+    return not (misalignment("gemm", "a", a, GemmArgumentError) or misalignment("gemm", "b", b, GemmArgumentError)
+                or (gate is not None and misalignment("gemm", "gate", gate, GemmArgumentError)))
+
+
 def _addresses(out, a, b, bias, gate=None):
-    """Refuse (checked) tensors at addresses the kernel cannot take: ``a``, ``b``, ``out`` or ``gate`` off a 16-byte
-    boundary (:func:`~tirxpy_kernels.checks.aligned`: the kernel's TMA loads and stores read them in place), or an
-    ``out`` that shares memory with an input (the kernel would read what it already wrote)."""
-    for name, t, fix in (("a", a, ""), ("b", b, ""), ("gate", gate, ""),
-                         ("out", out, "a freshly allocated out (or out=None)")):
-        if t is not None:
-            aligned("gemm", name, t, GemmArgumentError, 16, fix)
+    """Refuse a (checked) ``out`` at an address the kernel cannot write: off a 16-byte boundary
+    (:func:`~tirxpy_kernels.checks.aligned`: the kernel's TMA stores write the caller's tensor in place, so no copy
+    can stand in), or sharing memory with an input (the kernel would read what it already wrote)."""
     if out is None:
         return
+    aligned("gemm", "out", out, GemmArgumentError, 16, "a freshly allocated out (or out=None)")
     for name, t in (("a", a), ("b", b), ("bias", bias), ("gate", gate)):
         if t is not None and overlaps(out, t):
             raise GemmArgumentError(f"gemm: out shares memory with {name}, which the kernel reads while it writes "

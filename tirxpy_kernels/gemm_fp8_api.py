@@ -34,7 +34,7 @@ from torch import Tensor
 from tirxpy.ir.dtype import from_torch
 from tirxpy.lang.schedule import cdiv
 
-from .checks import aligned, dense_tensor, overlaps
+from .checks import aligned, aligned_input, dense_tensor, misalignment, overlaps
 from .errors import KernelConfigError
 from .gemm_api import GemmArgumentError, _device, _sm_count, _tile
 from .gemm_fp8_plan import BLOCK_SCALE, FP8_DTYPES, choose_block_tile
@@ -140,9 +140,7 @@ def _check(a, b, scale_a, scale_b, out, bias, out_dtype, scaling, tuning):
         check_options(**{k: v for k, v in tuning.items() if not (k == "sms" and v is None)})
     except KernelConfigError as e:
         raise Fp8ArgumentError("gemm_fp8: " + str(e).removeprefix("gemm_sm90: ")) from None
-    _aligned(a, b, scale_a, out, scaling)
-    if out is not None:
-        _no_overlap(out, (("a", a), ("b", b), ("scale_a", scale_a), ("scale_b", scale_b), ("bias", bias)))
+    _addresses(out, a, b, scale_a, scale_b, bias)
     return M, N, K, out_dtype, scaling
 
 
@@ -236,7 +234,8 @@ def kernel_for(M, N, K, scaling, dtype=None, out_dtype=None, bias=False, sms=TAR
 
 def _direct(sc, scale_a, scale_b, bias, odt, M, N, K, Mk, Nk, Kk):
     """Whether a call with these (checked) arguments hands every tensor to the kernel as it is (no padding, no
-    copy of a scale or the bias): then a call like it with the same addresses launches a bound launch. The
+    copy of a scale or the bias), where its inputs start on 16-byte boundaries (:func:`_in_place`, a property of
+    each call's addresses): then a call like it with the same addresses launches a bound launch. The
     block scaling's ``scale_a`` must be an ``(M, KB)`` view of a row-major ``(KB, M)`` tensor (``M`` a multiple
     of 4), ``scale_b`` a row-major ``(KB, NB)`` one."""
     if (Mk, Nk, Kk) != (M, N, K) or (bias is not None and (bias.dtype != odt or not bias.is_contiguous())):
@@ -327,20 +326,45 @@ def _planned_call(a, b, scale_a, scale_b, out, bias, out_dtype, scaling, tuning)
     return compiled(k, TARGET), M, N, K, Mk, Nk, Kk, odt, sc, direct
 
 
-def _aligned(a, b, scale_a, out, scaling):
-    """Refuse a tensor the kernel reads or writes in place with TMA whose data does not start on a 16-byte boundary
-    (:func:`~tirxpy_kernels.checks.aligned`): ``a``, ``b``, ``out``, and the block scaling's ``scale_a``."""
-    for name, t, fix in (("a", a, ""), ("b", b, ""), ("scale_a", scale_a if scaling == "block" else None, ""),
-                         ("out", out, "a freshly allocated out (or out=None)")):
-        if t is not None:
-            aligned("gemm_fp8", name, t, Fp8ArgumentError, 16, fix)
+def _in_place(a, b, scale_a, scaling):
+    """Whether the kernel can read (checked) inputs in place with TMA: ``a``, ``b`` and the block scaling's
+    ``scale_a`` each start on a 16-byte boundary (:func:`~tirxpy_kernels.checks.misalignment`). The other scales
+    are read by plain loads, which take any float32 address."""
+    return not (misalignment("gemm_fp8", "a", a, Fp8ArgumentError) or misalignment("gemm_fp8", "b", b, Fp8ArgumentError)
+                or (scaling == "block" and misalignment("gemm_fp8", "scale_a", scale_a, Fp8ArgumentError)))
 
 
-def _no_overlap(out, tensors):
-    for name, t in tensors:
+def _addresses(out, a, b, scale_a, scale_b, bias):
+    """Refuse a (checked) ``out`` the kernel cannot write in place: off a 16-byte boundary
+    (:func:`~tirxpy_kernels.checks.aligned`: its TMA stores write the caller's tensor, so no copy can stand in), or
+    sharing memory with an input (the kernel would read what it already wrote)."""
+    if out is None:
+        return
+    aligned("gemm_fp8", "out", out, Fp8ArgumentError, 16, "a freshly allocated out (or out=None)")
+    for name, t in (("a", a), ("b", b), ("scale_a", scale_a), ("scale_b", scale_b), ("bias", bias)):
         if t is not None and overlaps(out, t):
             raise Fp8ArgumentError(f"gemm_fp8: out shares memory with {name}, which the kernel reads while it writes "
                                    "out; pass a separate out tensor (or out=None)")
+
+
+def _operands(a, b, M, N, K, Mk, Nk, Kk):
+    """``(A, B)``: ``a`` and ``b`` as the kernel reads them, ``(Mk, Kk)`` and ``(Nk, Kk)`` row-major (``B`` is
+    ``b.t()``): zero-padded copies where the kernel's problem is larger, else the tensors themselves, each an
+    aligned copy where it starts off a 16-byte boundary (:func:`~tirxpy_kernels.checks.aligned_input`).
+
+        >>> x = torch.zeros(2 * 128 * 128 + 16).to(torch.float8_e4m3fn)
+        >>> a, w = x[1:1 + 128 * 128].view(128, 128), x[16:16 + 128 * 128].view(128, 128)
+        >>> A, B = _operands(a, w.t(), 128, 128, 128, 128, 128, 128)
+        >>> A.data_ptr() % 16, A.stride(), B.data_ptr() == w.data_ptr()
+        (0, (128, 1), True)
+    """
+    if (Mk, Kk) != (M, K):
+        A = _pad2(a.view(torch.uint8), Mk, Kk).view(a.dtype)
+    else:
+        A = aligned_input("gemm_fp8", "a", a, Fp8ArgumentError)
+    if (Nk, Kk) != (N, K):
+        return A, _pad2(b.t().view(torch.uint8), Nk, Kk).view(b.dtype)
+    return A, aligned_input("gemm_fp8", "b", b, Fp8ArgumentError).t()
 
 
 def gemm_fp8(a, b, scale_a, scale_b, out=None, *, bias=None, out_dtype=None, scaling=None, **tuning):
@@ -354,11 +378,17 @@ def gemm_fp8(a, b, scale_a, scale_b, out=None, *, bias=None, out_dtype=None, sca
 
     A call like an earlier checked one (shapes, strides, dtypes, device, options) skips the checks and the
     planning; where every tensor goes to the kernel as it is (:func:`_direct`: no padding, scales in the
-    kernel's layout) and the addresses are those of an earlier call too, it launches the arguments packed then
+    kernel's layout; :func:`_in_place`: ``a``, ``b`` and the block scaling's ``scale_a`` on 16-byte boundaries)
+    and the addresses are those of an earlier call too, it launches the arguments packed then
     (:mod:`tirxpy_kernels.launch_cache`). The block scaling reads ``scale_a`` group-major: an ``(M, KB)`` view
     of a row-major ``(KB, M)`` tensor (``t.t()``) goes to the kernel as it is, any other is copied; the row
-    scaling's scales are copied unless they are dense. Forward only: inputs that require grad are read as values
-    and the result records no autograd graph."""
+    scaling's scales are copied unless they are dense.
+
+    The inputs may start at any address: ``a``, ``b`` or the block scaling's ``scale_a`` off a 16-byte boundary
+    (a view at an odd offset) is copied to an aligned tensor, as the kernel's TMA loads need one (the other scales
+    are read by plain loads, at any address). ``out`` is written in place, so it must start on a 16-byte boundary
+    (:class:`Fp8ArgumentError` names it before the device: pass a freshly allocated ``out``, or None). Forward
+    only: inputs that require grad are read as values and the result records no autograd graph."""
     if out is not None:      # the same call, addresses included: its bound launch, if any
         bl = _bound(_bound_key(a, b, scale_a, scale_b, out, bias, out_dtype, scaling, tuning))
         if bl is not None:
@@ -378,20 +408,18 @@ def gemm_fp8(a, b, scale_a, scale_b, out=None, *, bias=None, out_dtype=None, sca
             out = torch.empty((M, N), dtype=odt, device=a.device)
         bk = _bound_key(a, b, scale_a, scale_b, out, bias, out_dtype, scaling, tuning)
         bl = _bound(bk)
-        if bl is None:
-            _aligned(a, b, scale_a, out, sc)
-            _no_overlap(out, (("a", a), ("b", b), ("scale_a", scale_a), ("scale_b", scale_b), ("bias", bias)))
+        if bl is None and _in_place(a, b, scale_a, sc):        # new addresses: checked once, then bound
+            _addresses(out, a, b, scale_a, scale_b, bias)
             SA, SB = _direct_scales(sc, scale_a, scale_b)
             bl = ck.bind(a, b.t(), SA, SB, _bias_arg(bias, odt, N, Nk, a.device), out)
             if bk is not None:
                 _BOUND.put(bk, bl)
-        bl()
-        return out
-    _aligned(a, b, scale_a, out, sc)
-    if out is not None:
-        _no_overlap(out, (("a", a), ("b", b), ("scale_a", scale_a), ("scale_b", scale_b), ("bias", bias)))
-    A = _pad2(a.view(torch.uint8), Mk, Kk).view(a.dtype) if (Mk, Kk) != (M, K) else a
-    B = _pad2(b.t().view(torch.uint8), Nk, Kk).view(b.dtype) if (Nk, Kk) != (N, K) else b.t()
+        if bl is not None:
+            bl()
+            return out
+        # an input off a 16-byte boundary: launched below on an aligned copy
+    _addresses(out, a, b, scale_a, scale_b, bias)
+    A, B = _operands(a, b, M, N, K, Mk, Nk, Kk)
     SA, SB = _scale_args(sc, scale_a, scale_b, M, N, K, Mk, Nk, Kk)
     fits = out is not None and (Mk, Nk) == (M, N)
     dst = out if fits else torch.empty((Mk, Nk), dtype=odt, device=a.device)

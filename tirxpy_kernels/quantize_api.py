@@ -28,7 +28,7 @@ import torch
 
 from tirxpy.errors import ArgumentError
 
-from .checks import aligned, dense_tensor
+from .checks import aligned_input, dense_tensor
 from .errors import KernelConfigError
 from .launch_cache import LaunchCache, compiled
 from .quantize_sm90 import (FP8_MAX, GRANULARITIES, GROUP, SCALE_FLOOR, padded_shape, plan, quantize_fp8_kernel,
@@ -66,7 +66,6 @@ def _check(x, granularity, dtype, pow2_scales):
     if not x.is_contiguous():
         raise QuantizeArgumentError(f"{w}: x (shape {tuple(x.shape)}, strides {x.stride()}) must be row-major "
                                     f"contiguous; pass x.contiguous()")
-    aligned(w, "x", x, QuantizeArgumentError)       # the kernel reads its rows with 16-byte vector loads
     Mp, Kp = padded_shape(granularity, *x.shape)
     try:
         plan(granularity, Mp, Kp)
@@ -82,24 +81,23 @@ def _check(x, granularity, dtype, pow2_scales):
 
 
 def _key(x, granularity, dtype, pow2_scales):
-    """The cache key of a call like this one that the checks accepted: ``x``'s shape, dtype, device and 16-byte
-    alignment, and the options with their types (``1 == True``, but ``pow2_scales=1`` is refused); None (the full
-    checks run) when ``x`` is not a contiguous dense tensor.
+    """The cache key of a call like this one that the checks accepted: ``x``'s shape, dtype and device, and the
+    options with their types (``1 == True``, but ``pow2_scales=1`` is refused); None (the full checks run) when
+    ``x`` is not a contiguous dense tensor. The key holds no address: the entry is the compiled kernel, and
+    every launch hands it ``x`` on a 16-byte boundary (:func:`_launch`).
 
         >>> x = torch.zeros(2, 16, dtype=torch.bfloat16)
-        >>> _key(x, "token", torch.float8_e4m3fn, False) == _key(x.clone(), "token", torch.float8_e4m3fn, False)
-        True
         >>> odd = torch.zeros(33, dtype=torch.bfloat16)[1:].view(2, 16)      # 2 bytes off a 16-byte boundary
         >>> _key(odd, "token", torch.float8_e4m3fn, False) == _key(x, "token", torch.float8_e4m3fn, False)
-        False
+        True
     """
     if not isinstance(x, torch.Tensor):
         return None
     try:
         if not x.is_contiguous():
             return None
-        return (tuple(x.shape), x.dtype, x.device, x.data_ptr() % 16, type(granularity), granularity, dtype,
-                type(pow2_scales), pow2_scales)
+        return (tuple(x.shape), x.dtype, x.device, type(granularity), granularity, dtype, type(pow2_scales),
+                pow2_scales)
     except (TypeError, RuntimeError):     # a tensor without sizes or storage (nested, sparse): the checks name it
         return None
 
@@ -107,9 +105,11 @@ def _key(x, granularity, dtype, pow2_scales):
 def quantize_fp8(x, granularity, *, dtype=torch.float8_e4m3fn, pow2_scales=False):
     """``(x_q, scales)`` for a bf16 / f16 ``(M, K)`` CUDA tensor ``x`` (module docstring: the rule and the shapes).
 
-    Every argument is checked before the device (:class:`QuantizeArgumentError` naming it and the fix; ``x`` must
-    start on a 16-byte boundary, which a view at an odd offset may not: pass ``x.clone()``). An input
-    smaller than one CTA tile (:func:`tirxpy_kernels.quantize_sm90.padded_shape`) is quantized from a zero-padded copy (zeros change no amax), the outputs sliced back."""
+    Every argument is checked before the device (:class:`QuantizeArgumentError` naming it and the fix). ``x`` may
+    start at any address: the kernel reads its rows with 16-byte vector loads, so an ``x`` off a 16-byte boundary
+    (a view at an odd offset) is quantized from an aligned copy, on every call. An input smaller than one CTA tile
+    (:func:`tirxpy_kernels.quantize_sm90.padded_shape`) is quantized from a zero-padded copy (zeros change no
+    amax), the outputs sliced back."""
     key = _key(x, granularity, dtype, pow2_scales)
     try:
         hit = _CACHE.get(key)
@@ -129,9 +129,17 @@ def quantize_fp8(x, granularity, *, dtype=torch.float8_e4m3fn, pow2_scales=False
         q, s = quantize_fp8(xp, granularity, dtype=dtype, pow2_scales=pow2_scales)
         sm, sk = scales_shape(granularity, M, K)
         return q[:M, :K].contiguous(), (s[:sm, :sk] if granularity == "1x128" else s[:sm, :sk].contiguous())
+    return _launch(ck, x, granularity, dtype)
+
+
+def _launch(ck, x, granularity, dtype):
+    """``(x_q, scales)`` of compiled kernel ``ck`` on ``x`` of the kernel's shape: ``x`` itself when it starts on a
+    16-byte boundary, else an aligned copy (:func:`~tirxpy_kernels.checks.aligned_input`), as the kernel's 16-byte
+    vector loads need; the outputs fresh (aligned) tensors."""
+    M, K = x.shape
     q = torch.empty((M, K), dtype=dtype, device=x.device)
     s = torch.empty(scales_storage(granularity, M, K), dtype=torch.float32, device=x.device)
-    ck(x, q, s)
+    ck(aligned_input("quantize_fp8", "x", x, QuantizeArgumentError), q, s)
     return q, scales_view(s, granularity)
 
 

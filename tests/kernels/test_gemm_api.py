@@ -87,43 +87,108 @@ def _odd(*shape):
     return t
 
 
-@pytest.mark.parametrize("kw,name,fix", [
-    (dict(a=_odd(256, 512)), "a", "pass a.clone()"),
-    (dict(b=_odd(512, 512).t()), "b", "pass b.clone()"),
-    (dict(out=_odd(256, 512)), "out", "pass a freshly allocated out (or out=None)"),
-    (dict(gate=_odd(256, 512)), "gate", "pass gate.clone()"),
-    (dict(a=_odd(64, 32), b=_bf(32, 48)), "a", "pass a.clone()"),      # a problem the kernel runs on padded copies
+def test_a_misaligned_out_is_named_before_the_device():
+    """The kernel's TMA stores write ``out`` in place, and a copy would not be the caller's tensor: an ``out`` off a
+    16-byte boundary is refused by the API, naming ``out`` (not the kernel's parameter ``C``), the offset and the
+    fix, on any device, even next to misaligned inputs."""
+    for a, b in ((A, B), (_odd(256, 512), _odd(512, 512).t())):
+        with pytest.raises(GemmArgumentError) as e:
+            tirxpy_kernels.gemm(a, b, _odd(256, 512))
+        msg = str(e.value)
+        assert msg.startswith("gemm: out starts 2 bytes past a 16-byte boundary (a view at an odd offset)")
+        assert msg.endswith("pass a freshly allocated out (or out=None)")
+
+
+@pytest.mark.parametrize("kw", [
+    dict(a=_odd(256, 512)),
+    dict(b=_odd(512, 512).t()),
+    dict(b=_odd(512, 512)),                                    # row-major b: read MN-major
+    dict(gate=_odd(256, 512)),
+    dict(a=_odd(256, 512), b=_odd(512, 512).t(), gate=_odd(256, 512), bias=torch.zeros(512)),
+    dict(a=_odd(64, 32), b=_bf(32, 48)),                       # a problem the kernel runs on padded copies
 ])
-def test_a_misaligned_tensor_is_named_before_the_device(kw, name, fix):
-    """The kernel's TMA loads and stores take 16-byte aligned addresses: a view at an odd offset is refused by the
-    API, naming the user's argument (not the kernel's parameter) and the fix, on any device."""
-    args = dict(a=A, b=B, out=None, gate=None) | kw
-    with pytest.raises(GemmArgumentError) as e:
+def test_a_misaligned_input_gets_past_the_checks(kw):
+    """An input at an odd offset is copied to an aligned tensor, so the checks take it: the call fails only at the
+    device, as the same call with aligned inputs does."""
+    args = dict(a=A, b=B, out=None) | kw
+    with pytest.raises(GemmArgumentError, match="gemm: tensors are on cpu; the kernel runs on a CUDA GPU"):
         tirxpy_kernels.gemm(args.pop("a"), args.pop("b"), args.pop("out"), **args)
-    msg = str(e.value)
-    assert msg.startswith(f"gemm: {name} starts 2 bytes past a 16-byte boundary") and msg.endswith(fix)
+    tirxpy_kernels.gemm_api.check(kw.get("a", A), kw.get("b", B), gate=kw.get("gate"), bias=kw.get("bias"))
 
 
-def test_a_repeated_call_checks_alignment_before_its_bound_launch(monkeypatch):
-    """A call like an earlier checked one skips the checks, but not the alignment of its new addresses: those are
-    checked before the arguments are bound, so the error still names the user's argument."""
+@pytest.mark.parametrize("b", [_odd(512, 512).t(), _odd(512, 512), _bf(1024, 1024)[1:513, 2:514]])
+def test_checked_hands_the_kernel_aligned_copies_of_misaligned_inputs(b):
+    """:func:`_checked` returns the inputs the kernel reads: an aligned tensor as it is, a misaligned one as an
+    aligned copy holding the same values (with the same strides where it is dense), planned in the copy's layout."""
+    from tirxpy_kernels.gemm_api import _checked
+
+    a = _odd(256, 512).copy_(torch.randn(256, 512))
+    b = b.copy_(torch.randn(512, 512))
+    gate = _odd(256, 512).copy_(torch.randn(256, 512))
+    ka, kb, kg, plan = _checked(a, b, None, None, None, None, {}, gate)
+    for t, k in ((a, ka), (b, kb), (gate, kg)):
+        assert k.data_ptr() % 16 == 0 and k.data_ptr() != t.data_ptr() and torch.equal(k, t)
+    assert ka.stride() == a.stride() and kg.stride() == gate.stride()
+    assert kb.stride() == (b.stride() if b.is_contiguous() or b.t().is_contiguous() else (512, 1))
+    assert plan[7:9] == (_orientation(ka, 1)[0], _orientation(kb, 0)[0])
+    ka, kb, kg, _ = _checked(A, B, None, None, None, None, {}, None)
+    assert ka is A and kb is B and kg is None
+
+
+class _Kernel:
+    """A compiled kernel's stand-in: records the tensors each launch (or bound launch) hands it."""
+
+    def __init__(self, log):
+        self.log = log
+
+    def __call__(self, *args):
+        self.log.append(args)
+
+    def bind(self, *args):
+        return lambda: self.log.append(args)
+
+
+@pytest.fixture
+def cpu_launches(monkeypatch):
+    """gemm on CPU tensors up to the launch: the device check passes and each compiled kernel is a :class:`_Kernel`
+    recording its arguments (the list returned), with empty launch caches."""
     from tirxpy_kernels import gemm_api
     from tirxpy_kernels.launch_cache import LaunchCache
 
-    class Kernel:       # the cached kernel of the earlier call: a misaligned tensor must not reach it
-        def bind(self, *args):
-            raise AssertionError("a misaligned tensor reached the kernel")
-
-        __call__ = bind
-
+    log = []
+    monkeypatch.setattr(gemm_api, "_device", lambda a, *rest: a.device)
+    monkeypatch.setattr(gemm_api, "compiled", lambda k, target: _Kernel(log))
     monkeypatch.setattr(gemm_api, "_FAST", LaunchCache("test"))
     monkeypatch.setattr(gemm_api, "_BOUND", LaunchCache("test bound"))
-    same = lambda t: t      # noqa: E731 - how the earlier call handed a and b to the kernel
-    for bias in (None, torch.zeros(512)):        # bound, and (a float32 bias converted per call) launched directly
-        gemm_api._FAST.put(_fast_key(A, B, None, bias, None, None, {}), (Kernel(), same, same))
-        for a, b, name in ((_odd(256, 512), B, "a"), (A, _odd(512, 512).t(), "b")):
-            with pytest.raises(GemmArgumentError, match=f"gemm: {name} starts 2 bytes past a 16-byte boundary"):
-                tirxpy_kernels.gemm(a, b, bias=bias)
+    return log
+
+
+def test_the_kernel_never_gets_a_misaligned_input(cpu_launches):
+    """A misaligned input reaches the kernel as an aligned copy of its values, on the first call and on calls like an
+    earlier one (which skip the checks for aligned inputs, bound or launched directly): an earlier aligned call's
+    stored launch is not taken, and a misaligned call stores none."""
+    from tirxpy_kernels import gemm_api
+
+    log = cpu_launches
+    a, b, g = _odd(256, 512).copy_(torch.randn(256, 512)), _odd(512, 512).copy_(torch.randn(512, 512)).t(), \
+        _odd(256, 512).copy_(torch.randn(256, 512))
+    for bias in (None, torch.zeros(512)):       # bound, and (a float32 bias converted per call) launched directly
+        del log[:]
+        tirxpy_kernels.gemm(A, B, bias=bias, gate=_bf(256, 512))      # aligned: stores its launch
+        tirxpy_kernels.gemm(A, B, bias=bias, gate=_bf(256, 512))      # taken
+        assert len(gemm_api._FAST) == 1 and len(log) == 2
+        for _ in range(2):
+            for x, y, gate in ((a, B, _bf(256, 512)), (A, b, _bf(256, 512)), (A, B, g), (a, b, g)):
+                del log[:]
+                tirxpy_kernels.gemm(x, y, bias=bias, gate=gate)
+                (args,) = log
+                assert all(t.data_ptr() % 16 == 0 for t in args)
+                # A is a, B is b.t() (b column-major: K-major, read as (N, K)), then the bias, the gate and out
+                assert torch.equal(args[0], x) and torch.equal(args[1], y.t()) and torch.equal(args[3], gate)
+        assert len(gemm_api._FAST) == 1
+        gemm_api._FAST.clear()
+    with pytest.raises(GemmArgumentError, match="gemm: out starts 2 bytes past a 16-byte boundary"):
+        tirxpy_kernels.gemm(A, B, _odd(256, 512))        # like a stored call, but out is the caller's: refused
 
 
 @pytest.mark.parametrize("kw", [dict(), dict(BN=192, PINGPONG=None), dict(PINGPONG=True), dict(DEFER=True),

@@ -255,60 +255,123 @@ def test_strided_row_scales_and_inputs_that_require_grad_go_to_the_kernel_as_it_
     assert len(launched) == 1 and out.shape == (M, N) and not out.requires_grad
 
 
-def _odd(*shape, dtype=E4M3):
-    """A contiguous CPU tensor of ``shape`` whose data starts one element past a 16-byte boundary."""
+def _odd(*shape, dtype=E4M3, device="cpu"):
+    """A contiguous tensor of ``shape`` whose data starts one element past a 16-byte boundary."""
     n = torch.Size(shape).numel()
-    t = torch.zeros(n + 16, dtype=dtype)[1:1 + n].view(shape)
+    t = torch.zeros(n + 16, dtype=dtype, device=device)[1:1 + n].view(shape)
     assert t.data_ptr() % 16 == t.element_size()
     return t
 
 
-@pytest.mark.parametrize("which,name,off,fix", [
-    ("a", "a", 1, "pass a.clone()"),
-    ("b", "b", 1, "pass b.clone()"),
-    ("out", "out", 2, "pass a freshly allocated out (or out=None)"),
-    ("scale_a", "scale_a", 4, "pass scale_a.clone()"),        # the block scaling's, read by TMA
-])
-def test_a_misaligned_tensor_is_named_before_the_device(which, name, off, fix):
-    args = dict(a=torch.zeros(256, 512).to(E4M3), b=torch.zeros(384, 512).to(E4M3).t(), scale_a=torch.ones(256, 4),
-                scale_b=torch.ones(4, 3), out=None)
-    args[which] = {"a": lambda: _odd(256, 512), "b": lambda: _odd(384, 512).t(),
-                   "out": lambda: _odd(256, 384, dtype=torch.bfloat16),
-                   "scale_a": lambda: _odd(256, 4, dtype=torch.float32)}[which]()
-    with pytest.raises(Fp8ArgumentError) as e:
-        tirxpy_kernels.gemm_fp8(args.pop("a"), args.pop("b"), args.pop("scale_a"), args.pop("scale_b"), **args)
-    msg = str(e.value)
-    assert msg.startswith(f"gemm_fp8: {name} starts {off} bytes past a 16-byte boundary") and msg.endswith(fix)
-    # the row scaling's scales are read by plain loads: any float32 address does
+def _args(M=256, N=384, K=512, scaling="block"):
+    """Aligned CPU arguments of a ``scaling`` call: ``a``, ``b`` (``w.t()``), ``scale_a`` (the block scaling's
+    group-major, as the kernel reads it in place), ``scale_b``."""
+    a, w = (torch.randn(M, K) * 2).to(E4M3), (torch.randn(N, K) * 2).to(E4M3)
+    kb, nb = -(-K // 128), -(-N // 128)
+    if scaling == "row":
+        return dict(a=a, b=w.t(), scale_a=torch.rand(M, 1) + 0.5, scale_b=torch.rand(1, N) + 0.5)
+    return dict(a=a, b=w.t(), scale_a=(torch.rand(kb, M) + 0.5).t(), scale_b=torch.rand(kb, nb) + 0.5)
+
+
+def _misaligned(args, which):
+    """``args`` with ``which`` (``"a"``, ``"b"`` or ``"scale_a"``) replaced by a view at an odd offset holding the
+    same values, with the same strides."""
+    t = args[which]
+    v = (_odd(*t.t().shape, dtype=t.dtype, device=t.device).t() if t.stride(0) == 1 and t.dim() == 2
+         and t.shape[1] > 1 else _odd(*t.shape, dtype=t.dtype, device=t.device))
+    if t.dtype in (E4M3, E5M2):
+        v.view(torch.uint8).copy_(t.view(torch.uint8))      # bytes: fp8 copies on the CPU through uint8
+    else:
+        v.copy_(t)
+    assert v.stride() == t.stride() and v.data_ptr() % 16
+    return dict(args, **{which: v})
+
+
+def test_a_misaligned_out_is_named_before_the_device():
+    """The kernel's TMA stores write ``out`` in place, and a copy would not be the caller's tensor: an ``out`` off a
+    16-byte boundary is refused naming ``out`` (not the kernel's ``C``), the offset and the fix, on any device."""
+    for args in (_args(), _misaligned(_args(), "a")):
+        with pytest.raises(Fp8ArgumentError) as e:
+            tirxpy_kernels.gemm_fp8(*args.values(), _odd(256, 384, dtype=torch.bfloat16))
+        msg = str(e.value)
+        assert msg.startswith("gemm_fp8: out starts 2 bytes past a 16-byte boundary (a view at an odd offset)")
+        assert msg.endswith("pass a freshly allocated out (or out=None)")
+
+
+@pytest.mark.parametrize("scaling,which", [("block", "a"), ("block", "b"), ("block", "scale_a"), ("row", "a"),
+                                           ("row", "scale_a"), ("row", "scale_b")])
+def test_a_misaligned_input_gets_past_the_checks(scaling, which):
+    """An input at an odd offset is copied to an aligned tensor (or, a row scale, read at any address), so the
+    checks take it: the call fails only at the device, as the same call with aligned inputs does."""
+    args = _misaligned(_args(scaling=scaling), which)
     with pytest.raises(Fp8ArgumentError, match="runs on a CUDA GPU"):
-        tirxpy_kernels.gemm_fp8(torch.zeros(256, 512).to(E4M3), torch.zeros(384, 512).to(E4M3).t(),
-                                _odd(256, 1, dtype=torch.float32), _odd(1, 384, dtype=torch.float32))
+        tirxpy_kernels.gemm_fp8(*args.values())
+    check(*args.values())
 
 
+def test_operands_are_aligned_copies_of_misaligned_inputs():
+    """:func:`_operands` hands the kernel ``a`` and ``b.t()`` as they are where they start on 16-byte boundaries,
+    aligned copies holding the same values where they do not, zero-padded copies where the problem is larger."""
+    from tirxpy_kernels.gemm_fp8_api import _operands
+
+    args = _args(256, 384, 512)
+    odd = _misaligned(_misaligned(args, "a"), "b")
+    A, B = _operands(args["a"], args["b"], 256, 384, 512, 256, 384, 512)
+    assert A is args["a"] and B.data_ptr() == args["b"].data_ptr()
+    A, B = _operands(odd["a"], odd["b"], 256, 384, 512, 256, 384, 512)
+    assert A.data_ptr() % 16 == 0 and B.data_ptr() % 16 == 0 and A.is_contiguous() and B.is_contiguous()
+    assert torch.equal(A.view(torch.uint8), odd["a"].view(torch.uint8))
+    assert torch.equal(B.view(torch.uint8), odd["b"].t().view(torch.uint8))
+    A, B = _operands(odd["a"], odd["b"], 256, 384, 512, 256, 512, 512)          # N padded: B a padded copy
+    assert A.data_ptr() % 16 == 0 and B.shape == (512, 512) and B.data_ptr() % 16 == 0
+
+
+@pytest.mark.parametrize("scaling", ["row", "block"])
 @pytest.mark.parametrize("direct", [False, True])
-def test_a_repeated_call_checks_alignment_before_the_kernel(monkeypatch, direct):
-    """A call like a checked one skips the checks, but its tensors' alignment is checked before they reach the
-    kernel (the kernel's own launch check would name its parameter ``A``, not the argument ``a``)."""
+def test_the_kernel_never_gets_a_misaligned_input(monkeypatch, scaling, direct):
+    """Every launch passes the kernel's own launch checks (run on the CPU: shapes, strides, 16-byte alignment of
+    what TMA reads), on the first call and on repeated ones, bound or not: a misaligned ``a``, ``b`` or block
+    ``scale_a`` reaches the kernel as an aligned copy of its values, and an earlier call's bound launch is not
+    taken for it."""
     import tirxpy_kernels.gemm_fp8_api as api
+    from tirxpy.lower.build import host_specs
+    from tirxpy.lower.packer import ArgPacker
     from tirxpy_kernels.launch_cache import LaunchCache
 
     M, N, K = 256, 384, 512
+    packer = ArgPacker(host_specs(api.kernel_for(M, N, K, scaling)[0]), torch.device("cpu"))
+    launched = []
 
-    class Kernel:
+    class Checked:      # the compiled kernel's argument checks, without a GPU
         def __call__(self, *args):
-            raise AssertionError("a misaligned tensor reached the kernel")
+            packer.check(args)
+            launched.append(args)
 
-        bind = __call__
+        def bind(self, *args):
+            packer.check(args)
+            return lambda: launched.append(args)
 
-    monkeypatch.setattr(api, "_planned_call", lambda *args: (Kernel(), M, N, K, M, N, K, torch.bfloat16, "row",
+    monkeypatch.setattr(api, "_planned_call", lambda *args: (Checked(), M, N, K, M, N, K, torch.bfloat16, scaling,
                                                              direct))
     monkeypatch.setattr(api, "_FAST", LaunchCache("test"))
     monkeypatch.setattr(api, "_BOUND", LaunchCache("test bound"))
-    w, sa, sb = torch.zeros(N, K).to(E4M3), torch.ones(M, 1), torch.ones(1, N)
-    for a, out, name in ((_odd(M, K), None, "a"), (torch.zeros(M, K).to(E4M3), _odd(M, N, dtype=torch.bfloat16),
-                                                   "out")):
-        with pytest.raises(Fp8ArgumentError, match=f"gemm_fp8: {name} starts [12] bytes past a 16-byte boundary"):
-            api.gemm_fp8(a, w.t(), sa, sb, out)
+    args = _args(M, N, K, scaling)
+    out = torch.empty(M, N, dtype=torch.bfloat16)
+    api.gemm_fp8(*args.values(), out)
+    api.gemm_fp8(*args.values(), out)        # bound when direct
+    assert len(api._BOUND) == int(direct) and len(launched) == 2
+    for which in ("a", "b", "scale_a"):
+        odd = _misaligned(args, which)
+        for _ in range(2):
+            del launched[:]
+            api.gemm_fp8(*odd.values(), out)
+            (got,) = launched
+            assert torch.equal(got[0].view(torch.uint8), odd["a"].view(torch.uint8))
+            assert torch.equal(got[1].view(torch.uint8), odd["b"].t().view(torch.uint8))
+            sa = got[2] if scaling == "row" else got[2][:, :M].t()
+            assert torch.equal(sa, odd["scale_a"]) and got[5] is out
+    # bound: the aligned call's, and the row scaling's call with an odd scale_a (plain loads take any address)
+    assert len(api._BOUND) == int(direct) * (1 + (scaling == "row"))
 
 
 def test_the_api_needs_a_cuda_device():
@@ -417,6 +480,45 @@ def test_gpu_block_scaling_error_at_16k_is_no_larger_than_cublas_per_tensor():
     e_ours = (ours.double() - ref).norm() / ref.norm()
     e_cublas = (cublas.double() - ref).norm() / ref.norm()
     assert e_ours <= e_cublas * 1.0001, (e_ours.item(), e_cublas.item())
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("M,N,K", [(512, 384, 1024), (777, 1000, 1000)])
+@pytest.mark.parametrize("scaling", ["tensor", "row", "block"])
+def test_gpu_misaligned_inputs_are_copied(M, N, K, scaling):
+    """``a``, ``b`` and the scales as views one element past a 16-byte boundary (TMA needs one): the product of
+    their values, within FP8's bound of float64 and equal to the aligned operands' result, on the first call and
+    on calls like an earlier aligned one (whose bound launch they must not take); ``out`` NaN-poisoned before
+    each call. A misaligned ``out`` is refused naming it."""
+    g = torch.Generator(device="cuda").manual_seed(int(torch.randint(0, 2**31 - 1, (1,))))
+    a = (torch.randn(M, K, device="cuda", generator=g) * 2).to(E4M3)
+    w = (torch.randn(N, K, device="cuda", generator=g) * 2).to(E4M3)
+    kb, nb = -(-K // 128), -(-N // 128)
+    if scaling == "block":      # scale_a group-major: the layout the kernel reads in place
+        sa, sb = (torch.rand(kb, M, device="cuda", generator=g) + 0.5).t(), torch.rand(kb, nb, device="cuda") + 0.5
+    else:
+        shp = {"tensor": ((), ()), "row": ((M, 1), (1, N))}[scaling]
+        sa, sb = (torch.rand(s, device="cuda", generator=g) + 0.5 for s in shp)
+    args = dict(a=a, b=w.t(), scale_a=sa, scale_b=sb)
+    ref = reference(a, w.t(), sa, sb, scaling)
+    out = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
+    want = tirxpy_kernels.gemm_fp8(*args.values(), out).clone()      # aligned: stores (and binds) its launch
+    assert not torch.isnan(want).any()
+    _assert_within(want, ref, _fp8_bound(want, ref, a, w, sa, sb, scaling, 2.0 ** -8))
+    cases = [_misaligned(args, "a"), _misaligned(args, "b"), _misaligned(_misaligned(args, "a"), "b")]
+    if scaling != "tensor":
+        cases.append(_misaligned(args, "scale_a"))
+    for odd in cases:
+        for _ in range(2):
+            out.fill_(float("nan"))
+            res = tirxpy_kernels.gemm_fp8(*odd.values(), out)
+            torch.cuda.synchronize()
+            assert res is out and not torch.isnan(res).any()
+            assert torch.equal(res, want)
+        res = tirxpy_kernels.gemm_fp8(*odd.values())                    # a fresh out
+        assert torch.equal(res, want)
+    with pytest.raises(Fp8ArgumentError, match="gemm_fp8: out starts 2 bytes past a 16-byte boundary"):
+        tirxpy_kernels.gemm_fp8(*args.values(), _odd(M, N, dtype=torch.bfloat16, device="cuda"))
 
 
 @pytest.mark.gpu

@@ -251,3 +251,55 @@ def test_repeated_calls_launch_bound_arguments_keyed_by_address():
             _check(out, _ref(a, w.t(), bb.to(torch.bfloat16)), torch.bfloat16, K)
     with pytest.raises(GemmArgumentError, match=r"bias must be a tensor of shape \(768,\)"):
         tirxpy_kernels.gemm(a, w.t(), out, bias=torch.randn(N - 8, device="cuda").to(torch.bfloat16))
+
+
+def _odd(*shape, dtype=torch.bfloat16):
+    """A contiguous CUDA tensor of ``shape`` whose data starts 2 bytes past a 16-byte boundary (a view at an odd
+    offset, as a slice of a packed buffer may be)."""
+    n = torch.Size(shape).numel()
+    t = torch.empty(n + 8, dtype=dtype, device="cuda")[1:n + 1].view(shape)
+    assert t.data_ptr() % 16 == 2
+    return t
+
+
+@pytest.mark.parametrize("M,N,K", [(256, 512, 512), (1000, 1000, 1000), (333, 777, 520), (64, 72, 48)])
+@pytest.mark.parametrize("which", ["a", "b", "b_mn", "gate", "all"])
+def test_misaligned_inputs_are_copied(M, N, K, which):
+    """Inputs that start 2 bytes past a 16-byte boundary (TMA needs one) give the product of their values: first
+    calls, and calls like an earlier aligned one (which must not take its stored or bound launch), with a gate, a
+    bf16 bias (bindable) and a float32 bias (converted each call); ``out`` NaN-poisoned before each call, and equal
+    to the aligned inputs' result. A misaligned ``out`` is refused naming it."""
+    from tirxpy_kernels.gemm_api import GemmArgumentError
+
+    a = torch.randn(M, K, device="cuda").to(torch.bfloat16)
+    w = torch.randn(N, K, device="cuda").to(torch.bfloat16)
+    b = torch.randn(K, N, device="cuda").to(torch.bfloat16) if which == "b_mn" else w.t()   # MN- or K-major
+    gate = torch.randn(M, N, device="cuda").to(torch.bfloat16)
+    oa, ob, og = a, b, gate
+    if which in ("a", "all"):
+        oa = _odd(M, K).copy_(a)
+    if which in ("b", "all"):
+        ob = _odd(N, K).copy_(w).t()
+    if which == "b_mn":
+        ob = _odd(K, N).copy_(b)
+    if which in ("gate", "all"):
+        og = _odd(M, N).copy_(gate)
+    assert ob.stride() == b.stride()
+    for bias in (None, torch.randn(N, device="cuda").to(torch.bfloat16), torch.randn(N, device="cuda")):
+        ref = _ref(a, b, None if bias is None else bias.to(torch.bfloat16))     # the bias in the output's dtype
+        ref = torch.where(gate.double() <= 0, torch.zeros((), dtype=ref.dtype, device="cuda"), ref)
+        out = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
+        want = tirxpy_kernels.gemm(a, b, out, bias=bias, gate=gate).clone()      # aligned: stores its launch
+        _check(want, ref, torch.bfloat16, K)
+        for _ in range(2):
+            out.fill_(float("nan"))
+            c = tirxpy_kernels.gemm(oa, ob, out, bias=bias, gate=og)
+            torch.cuda.synchronize()
+            assert c is out
+            _check(c, ref, torch.bfloat16, K)
+            assert torch.equal(c, want)
+        c = tirxpy_kernels.gemm(oa, ob, bias=bias)                      # no gate, a fresh out
+        torch.cuda.synchronize()
+        _check(c, _ref(a, b, None if bias is None else bias.to(torch.bfloat16)), torch.bfloat16, K)
+    with pytest.raises(GemmArgumentError, match="gemm: out starts 2 bytes past a 16-byte boundary"):
+        tirxpy_kernels.gemm(a, b, _odd(M, N))

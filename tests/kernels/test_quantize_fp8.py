@@ -261,18 +261,45 @@ def test_api_typed_errors_name_the_fix():
     _bad(lambda: quantize_fp8(torch.zeros(4, 40000, dtype=torch.bfloat16), "token"), "past 32768; use '1x128'")
 
 
-def test_a_misaligned_x_is_named_before_the_device_and_keys_no_cached_call():
-    """The kernel reads ``x``'s rows with 16-byte vector loads: a view at an odd offset is refused naming ``x`` and
-    the fix, and its cache key differs from an aligned ``x``'s, so a repeated call cannot skip that check."""
+def _odd(M, K, dev="cpu", dtype=torch.bfloat16):
+    """A contiguous ``(M, K)`` tensor whose data starts 2 bytes past a 16-byte boundary."""
+    t = torch.zeros(M * K + 8, dtype=dtype, device=dev)[1:1 + M * K].view(M, K)
+    assert t.data_ptr() % 16 == 2
+    return t
+
+
+def test_a_misaligned_x_gets_past_the_checks():
+    """``x`` at an odd offset is quantized from an aligned copy, so the checks take it: the call fails only at the
+    device, as the same call with an aligned ``x`` does; its cache key is an aligned ``x``'s (the entry is the
+    compiled kernel, which every launch hands an aligned ``x``)."""
     from tirxpy_kernels.quantize_api import _key
 
-    flat = torch.zeros(64 * 256 + 8, dtype=torch.bfloat16)
-    odd, x = flat[1:1 + 64 * 256].view(64, 256), flat[8:8 + 64 * 256].view(64, 256)
+    odd = _odd(64, 256)
     for gran in ("token", "1x128", "128x128"):
-        _bad(lambda: quantize_fp8(odd, gran), r"^quantize_fp8: x starts 2 bytes past a 16-byte boundary .*: pass "
-                                              r"x\.clone\(\)$")
-    assert _key(odd, "token", torch.float8_e4m3fn, False) != _key(x, "token", torch.float8_e4m3fn, False)
-    assert _key(x, "token", torch.float8_e4m3fn, False) == _key(x.clone(), "token", torch.float8_e4m3fn, False)
+        _bad(lambda: quantize_fp8(odd, gran), r"^quantize_fp8: x is on cpu; the kernel runs on a CUDA GPU")
+    x = torch.zeros(64, 256, dtype=torch.bfloat16)
+    assert _key(odd, "token", E4M3, False) == _key(x, "token", E4M3, False)
+
+
+@pytest.mark.parametrize("granularity", ["token", "1x128", "128x128"])
+def test_the_kernel_never_gets_a_misaligned_x(monkeypatch, granularity):
+    """A call that finds its kernel in the cache (no checks) hands it ``x`` itself where ``x`` starts on a 16-byte
+    boundary and an aligned copy of its values where it does not, on every call."""
+    import tirxpy_kernels.quantize_api as api
+    from tirxpy_kernels.launch_cache import LaunchCache
+
+    launched = []
+    monkeypatch.setattr(api, "_CACHE", LaunchCache("test"))
+    M, K = padded_shape(granularity, 64, 256)
+    x = inputs(M, K)
+    api._CACHE.put(api._key(x, granularity, E4M3, False), (lambda *args: launched.append(args), M, K))
+    odd = _odd(M, K).copy_(x)
+    for t in (x, odd, odd):
+        del launched[:]
+        q, s = quantize_fp8(t, granularity)
+        ((X, Q, S),) = launched
+        assert (X is t) == (t is x) and X.data_ptr() % 16 == 0 and torch.equal(X, t)
+        assert Q.shape == q.shape == (M, K) and Q.data_ptr() % 16 == 0 and S.data_ptr() % 16 == 0
 
 
 def test_api_refuses_other_tensor_kinds_and_unlaunchable_sizes_before_the_device():
@@ -350,6 +377,24 @@ def test_gpu_block_tiles(vecs, sim_mode):
             launch(quantize_fp8_kernel("128x128", M, K, out_dtype=NAME[dtype], pow2=pow2, div=div, vecs=vecs), x, q, s,
                    sim=sim_mode)
             check_against_reference(x, q, s, "128x128", dtype, pow2, div == "rcp")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("granularity", ["token", "1x128", "128x128"])
+def test_gpu_api_quantizes_a_misaligned_x(granularity):
+    """``x`` a view 2 bytes past a 16-byte boundary (the kernel's vector loads need one): quantized from an aligned
+    copy, bit-exact against the reference and equal to the aligned ``x``'s result, on the first call and from the
+    launch cache; ragged shapes take the zero-padded path."""
+    for M, K, dt in ((64, 256, torch.bfloat16), (5, 136, torch.float16), (300, 4100, torch.bfloat16)):
+        x = inputs(M, K, "cuda", seed=M, dtype=dt)
+        odd = _odd(M, K, "cuda", dt).copy_(x)
+        want = quantize_fp8(x, granularity)
+        for _ in range(2):                                  # the second call takes the launch cache
+            q, s = quantize_fp8(odd, granularity)
+            assert q.shape == (M, K) and s.shape == scales_shape(granularity, M, K)
+            check_against_reference(odd, q, s, granularity)
+            assert torch.equal(q.view(torch.uint8), want[0].view(torch.uint8)) and torch.equal(s, want[1])
+        assert torch.equal(odd, x)                          # read, not written
 
 
 @pytest.mark.gpu
