@@ -24,7 +24,8 @@ projection) are read in place where TMA can (:func:`tirxpy_kernels.views.packed_
     >>> import torch
     >>> q = torch.empty(1000, 8, 64, dtype=torch.bfloat16, device="meta")
     >>> cu = torch.tensor([0, 300, 1000], dtype=torch.int32)
-    >>> check(q, q, q, cu, cu, 700, 700)
+    >>> check(q, q, q, cu, cu, 700, 700, causal=True)          # (causal, return_lse)
+    (True, False)
     >>> check(q, q, q, cu, cu, 0, 700)
     Traceback (most recent call last):
     ...
@@ -75,10 +76,11 @@ def windows(max_seqlen_q, max_seqlen_k, total_q, total_k):
 
 
 def check(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal=False, scale=None,
-          return_lse=False) -> None:
+          return_lse=False) -> tuple:
     """Every check of :func:`attention_varlen` that needs no device values (:class:`VarlenArgumentError` naming
     the first fault): tensor kinds, dtypes, shapes; ``cu_seqlens`` dtype, shape and device; the bounds and flags.
-    :func:`check_lengths` checks the ``cu_seqlens`` values."""
+    :func:`check_lengths` checks the ``cu_seqlens`` values. Returns ``(causal, return_lse)`` as Python bools (numpy
+    bools are taken)."""
     for name, t in (("q", q), ("k", k), ("v", v)):
         dense_tensor("attention_varlen", name, t, 3, "(total_tokens, heads, dim)", VarlenArgumentError)
         if from_torch(t.dtype) is None or from_torch(t.dtype).name not in DTYPES:
@@ -114,7 +116,7 @@ def check(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causa
                                   f"cu_seqlens_k {cu_seqlens_k.numel()}; both hold batch + 1")
     positive_int("max_seqlen_q", max_seqlen_q)
     positive_int("max_seqlen_k", max_seqlen_k)
-    check_flags("attention_varlen", causal, scale, return_lse, VarlenArgumentError)
+    return check_flags("attention_varlen", causal, scale, return_lse, VarlenArgumentError)
 
 
 def check_lengths(cu_q, cu_k, total_q, total_k, max_seqlen_q, max_seqlen_k) -> None:
@@ -311,7 +313,8 @@ def pad_rows(t, rows):
 def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal=False, scale=None,
                      return_lse=False):
     """Attention forward over packed variable-length sequences on a Hopper GPU; see the module docstring."""
-    check(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, scale, return_lse)
+    causal, return_lse = check(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, scale,
+                               return_lse)
     if cu_seqlens_q.device.type == "cpu" and cu_seqlens_k.device.type == "cpu":      # values known without a copy
         check_lengths(cu_seqlens_q.tolist(), cu_seqlens_k.tolist(), q.shape[0], k.shape[0], max_seqlen_q,
                       max_seqlen_k)

@@ -517,3 +517,15 @@ def test_numpy_bounds_are_ints_and_a_bound_past_the_rows_builds_for_the_rows():
     check(q, q, q, _cu([4, 6]), _cu([4, 6]), np.int64(6), np.int32(6))
     # a bound of 10 ** 12 rows allocated an output window of 10 ** 12 rows; no sequence is longer than its tensor
     assert windows(10 ** 12, 10 ** 12, 1000, 300) == (1024, 384)
+
+
+def test_numpy_bool_flags_come_back_as_python_bools():
+    """``check`` hands ``causal`` / ``return_lse`` on as Python bools (so a numpy bool keys the same kernel build
+    as the Python bool); an int is still refused."""
+    import numpy as np
+
+    q = _m(10, 2, 64)
+    got = check(q, q, q, _cu([4, 6]), _cu([4, 6]), 6, 6, causal=np.bool_(True), return_lse=np.bool_(False))
+    assert got == (True, False) and all(type(f) is bool for f in got)
+    with pytest.raises(VarlenArgumentError, match="causal must be True or False"):
+        check(q, q, q, _cu([4, 6]), _cu([4, 6]), 6, 6, causal=1)
