@@ -220,21 +220,17 @@ def test_the_bound_key_tells_apart_what_the_launch_fixed():
     assert _bound(None) is None
 
 
-@pytest.mark.parametrize("direct", [False, True])
-def test_strided_row_scales_and_inputs_that_require_grad_go_to_the_kernel_as_it_takes_them(monkeypatch, direct):
-    """The arguments gemm_fp8 hands the kernel pass the kernel's own launch checks (its parameters' shapes,
-    strides, dtypes; no tensor that requires grad), run on the CPU: a row scale that is a strided column is
-    copied dense, and an input that requires grad (an nn.Linear bias) is read as a value."""
-    import tirxpy_kernels.gemm_fp8_api as api
+def _checked_kernel(kernel):
+    """``(stand_in, launched)``: a stand-in for ``kernel`` compiled, which runs its launch checks (parameters'
+    shapes, strides, dtypes, alignment; :class:`~tirxpy.lower.packer.ArgPacker`) on the CPU when called or bound,
+    and records each launch's arguments in ``launched``."""
     from tirxpy.lower.build import host_specs
     from tirxpy.lower.packer import ArgPacker
-    from tirxpy_kernels.launch_cache import LaunchCache
 
-    M, N, K = 256, 384, 512
-    packer = ArgPacker(host_specs(api.kernel_for(M, N, K, "row", bias=True)[0]), torch.device("cpu"))
+    packer = ArgPacker(host_specs(kernel), torch.device("cpu"))
     launched = []
 
-    class Checked:      # the compiled kernel's argument checks, without a GPU
+    class Checked:
         def __call__(self, *args):
             packer.check(args)
             launched.append(args)
@@ -243,7 +239,20 @@ def test_strided_row_scales_and_inputs_that_require_grad_go_to_the_kernel_as_it_
             packer.check(args)
             return lambda: launched.append(args)
 
-    hit = (Checked(), M, N, K, M, N, K, torch.bfloat16, "row", direct)
+    return Checked(), launched
+
+
+@pytest.mark.parametrize("direct", [False, True])
+def test_strided_row_scales_and_inputs_that_require_grad_go_to_the_kernel_as_it_takes_them(monkeypatch, direct):
+    """The arguments gemm_fp8 hands the kernel pass the kernel's own launch checks (its parameters' shapes,
+    strides, dtypes; no tensor that requires grad), run on the CPU: a row scale that is a strided column is
+    copied dense, and an input that requires grad (an nn.Linear bias) is read as a value."""
+    import tirxpy_kernels.gemm_fp8_api as api
+    from tirxpy_kernels.launch_cache import LaunchCache
+
+    M, N, K = 256, 384, 512
+    checked, launched = _checked_kernel(api.kernel_for(M, N, K, "row", bias=True)[0])
+    hit = (checked, M, N, K, M, N, K, torch.bfloat16, "row", direct)
     monkeypatch.setattr(api, "_planned_call", lambda *args: hit)
     monkeypatch.setattr(api, "_FAST", LaunchCache("test"))
     monkeypatch.setattr(api, "_BOUND", LaunchCache("test bound"))
@@ -334,24 +343,11 @@ def test_the_kernel_never_gets_a_misaligned_input(monkeypatch, scaling, direct):
     ``scale_a`` reaches the kernel as an aligned copy of its values, and an earlier call's bound launch is not
     taken for it."""
     import tirxpy_kernels.gemm_fp8_api as api
-    from tirxpy.lower.build import host_specs
-    from tirxpy.lower.packer import ArgPacker
     from tirxpy_kernels.launch_cache import LaunchCache
 
     M, N, K = 256, 384, 512
-    packer = ArgPacker(host_specs(api.kernel_for(M, N, K, scaling)[0]), torch.device("cpu"))
-    launched = []
-
-    class Checked:      # the compiled kernel's argument checks, without a GPU
-        def __call__(self, *args):
-            packer.check(args)
-            launched.append(args)
-
-        def bind(self, *args):
-            packer.check(args)
-            return lambda: launched.append(args)
-
-    monkeypatch.setattr(api, "_planned_call", lambda *args: (Checked(), M, N, K, M, N, K, torch.bfloat16, scaling,
+    checked, launched = _checked_kernel(api.kernel_for(M, N, K, scaling)[0])
+    monkeypatch.setattr(api, "_planned_call", lambda *args: (checked, M, N, K, M, N, K, torch.bfloat16, scaling,
                                                              direct))
     monkeypatch.setattr(api, "_FAST", LaunchCache("test"))
     monkeypatch.setattr(api, "_BOUND", LaunchCache("test bound"))
