@@ -104,11 +104,11 @@ def _product_magnitudes(q, k, v, do, scale):
 
 
 @pytest.mark.parametrize("D,causal,lens,det,fused,heads", [
-    (64, True, [(41, 50), (150, 201), (70, 45), (0, 0), (64, 130)], False, False, (2, 1)),  # a first sequence under
-    (128, False, [(200, 130), (1, 3), (130, 1), (77, 77)], False, False, (2, 1)),          # one block; one query row
-    (256, True, [(90, 200), (200, 70)], False, False, (2, 1)),                     # head dim 256 (64 keys shared)
-    (64, False, [(130, 300), (0, 20), (70, 129)], True, False, (2, 1)),            # ordered dQ adds, CTAs skipped
-    (64, True, [(41, 41), (150, 150), (70, 70)], False, True, (2, 1)),             # q, k, v, dO read in place
+    (64, True, [(41, 50), (100, 150), (70, 45), (0, 0), (64, 130)], False, False, (2, 1)),  # a first sequence under
+    (128, False, [(100, 130), (1, 3), (70, 1), (77, 77)], False, False, (2, 1)),          # one block; one query row
+    (256, True, [(90, 100), (100, 70)], False, False, (2, 1)),                     # head dim 256 (64 keys shared)
+    (64, False, [(100, 200), (0, 20), (70, 100)], True, False, (2, 1)),            # ordered dQ adds, CTAs skipped
+    (64, True, [(41, 41), (100, 100), (70, 70)], False, True, (2, 1)),             # q, k, v, dO read in place
     (128, True, [(70, 150), (30, 20)], False, False, (2, 2)),     # MHA: the walk without divisions; full key blocks
 ])                                                               # (no column bound) beside ragged ones
 def test_packed_sequences_match_each_sequence_alone(D, causal, lens, det, fused, heads):
