@@ -135,7 +135,7 @@ def test_trim_sim_matches_float64(B, H, HKV, SQ, SK, BN, kw):
 
 
 @pytest.mark.parametrize("B,H,HKV,SQ,SK,BN,kw", [
-    (2, 3, 1, 260, 260, 32, dict(sms=5)),                    # 3 query tiles: a lone middle tile in pairs and tail
+    (2, 3, 1, 260, 260, 64, dict(sms=5)),                    # 3 query tiles: a lone middle tile in pairs and tail
     (1, 2, 1, 520, 520, 64, dict(sms=3)),                    # 5 query tiles, chained
     (1, 2, 1, 512, 400, 64, dict(sms=3, CHAIN=False)),       # GQA, SK < SQ
     (1, 2, 1, 384, 384, 64, dict(sms=2, OSTAGE="kv", PINGPONG=False, TRIM=True, CHAIN=False)),
