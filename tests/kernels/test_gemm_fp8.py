@@ -46,7 +46,7 @@ def _scales(scaling, M, N, K, g):
     (130, 128, 400, "block", 128, "float16", True, E5M2, E4M3, {}),    # e5m2 x e4m3, four k-blocks, bias
     (200, 200, 272, "tensor", 192, "bfloat16", False, E5M2, E5M2, {}),  # a 192-wide tile, ragged M, N, K
     (130, 400, 272, "block", 256, "bfloat16", False, E4M3, E4M3, {}),  # two B scales per tile, 4 parts in 2 buffers
-    (130, 300, 400, "block", 256, "float32", True, E4M3, E4M3, {"PART": 128}),     # 2 parts in one buffer, bias
+    (130, 300, 272, "block", 256, "float32", True, E4M3, E4M3, {"PART": 128}),     # 2 parts in one buffer, bias
     (136, 440, 272, "block", 192, "bfloat16", False, E4M3, E4M3, {}),  # one whole-tile part, tiles starting mid-block
     (130, 440, 400, "block", 192, "float32", True, E4M3, E4M3, {"PART": 64}),     # three 64-column parts, two buffers
     (130, 200, 272, "block", 128, "bfloat16", False, E4M3, E4M3, {"PART": 64}),    # two parts of a 128-wide tile
