@@ -16,29 +16,29 @@ from tests.kernels.attention_reference import reference
     (1, 2, 1, 80, 80, 64, False, 32, 1, "bfloat16", {}),    # ragged: 3 key blocks, last one 16 wide; ring wraps
     (1, 2, 1, 80, 80, 64, True, 32, 1, "bfloat16", {}),     # causal diagonal blocks
     (1, 4, 2, 100, 72, 64, True, 48, 1, "float16", {}),     # GQA, SQ > SK (rows past SK see every key)
-    (2, 2, 2, 150, 130, 128, True, 64, 2, "bfloat16", {}),  # two consumer warpgroups in ping-pong, D = 128
+    (1, 2, 2, 150, 130, 128, True, 64, 2, "bfloat16", {}),  # two consumer warpgroups in ping-pong, D = 128
     (1, 2, 2, 130, 200, 64, False, 32, 2, "bfloat16", {}),  # two consumers without turns; 7 blocks, ring wraps
     (1, 4, 2, 100, 72, 64, False, 48, 1, "float16", {}),
     # persistent CTAs walking several tiles: the K / V ring and the Q / O buffers carry over tiles
     (1, 2, 1, 150, 130, 64, True, 32, 2, "bfloat16", dict(sms=2, PERSIST=True, PINGPONG=True)),  # ping-pong, chained
-    (2, 2, 1, 80, 200, 64, False, 32, 1, "bfloat16", dict(sms=3)),   # 8 tiles over 3 CTAs
+    (2, 2, 1, 80, 100, 64, False, 32, 1, "bfloat16", dict(sms=3)),   # 8 tiles over 3 CTAs
     (2, 2, 1, 80, 100, 64, True, 32, 1, "bfloat16", dict(sms=3, PERSIST=True)),  # causal pairs, one consumer
     (1, 2, 1, 150, 150, 64, True, 32, 1, "bfloat16", dict(sms=2, PERSIST=True)),  # 3 query tiles: a lone middle
     (1, 2, 1, 150, 130, 64, True, 32, 2, "bfloat16", dict(PERSIST=False)),  # one tile per CTA
     # CHAIN (the default with persistence) vs not: the same walks with each tile's block 0 run on its own
-    (2, 2, 1, 80, 200, 64, False, 32, 1, "bfloat16", dict(sms=3, CHAIN=False)),
+    (2, 2, 1, 80, 100, 64, False, 32, 1, "bfloat16", dict(sms=3, CHAIN=False)),
     (1, 2, 1, 150, 150, 64, True, 32, 2, "bfloat16", dict(sms=2, PERSIST=True, CHAIN=False)),
     (2, 2, 1, 100, 32, 64, False, 32, 1, "bfloat16", dict(sms=3)),  # one key block per tile, chained
     # OSTAGE="q": persistent, O staged over Q, Q reloaded after the store has read it
-    (2, 2, 1, 80, 200, 64, False, 32, 1, "bfloat16", dict(sms=3, OSTAGE="q")),
+    (2, 2, 1, 80, 100, 64, False, 32, 1, "bfloat16", dict(sms=3, OSTAGE="q")),
     (1, 2, 1, 150, 150, 64, True, 32, 2, "bfloat16", dict(sms=2, PERSIST=True, PINGPONG=True, OSTAGE="q")),
     (2, 2, 1, 80, 100, 64, True, 32, 1, "bfloat16", dict(sms=3, PERSIST=True, OSTAGE="q")),  # one consumer
     (2, 2, 1, 130, 32, 64, False, 32, 2, "bfloat16", dict(sms=3, OSTAGE="q")),  # one key block per tile
     # OSTAGE="kv": O over the last block's K (consumer 0) / V (consumer 1) stage, released after the store's read
     (1, 2, 1, 150, 150, 64, True, 64, 2, "bfloat16", dict(sms=2, PERSIST=True, PINGPONG=True, OSTAGE="kv")),
-    (1, 2, 1, 130, 200, 64, False, 64, 2, "bfloat16", dict(sms=3, OSTAGE="kv")),
+    (1, 2, 1, 130, 130, 64, False, 64, 2, "bfloat16", dict(sms=3, OSTAGE="kv")),
     (2, 2, 1, 130, 64, 64, False, 64, 2, "float16", dict(sms=3, OSTAGE="kv")),    # one key block per tile
-    (1, 2, 1, 80, 200, 64, False, 64, 1, "bfloat16", dict(sms=3, OSTAGE="kv")),   # one consumer
+    (1, 2, 1, 80, 130, 64, False, 64, 1, "bfloat16", dict(sms=3, OSTAGE="kv")),   # one consumer
     # FOLD: the wgmma_folded variant (descriptors in 16-byte units added in C++), ping-pong and chained
     (1, 2, 1, 150, 130, 64, True, 32, 2, "bfloat16", dict(sms=2, PERSIST=True, PINGPONG=True, FOLD=True)),
 ])
