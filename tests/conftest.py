@@ -4,6 +4,14 @@ import sys
 import pytest
 from hypothesis import HealthCheck, settings
 
+# One compute thread per pytest-xdist worker: the workers already take every core (one each, see suite_workers),
+# and torch's / OpenBLAS's own thread pools on top of them put several spinning threads on each core; a test of
+# many small tensor operations then ran >10x slower than alone (a gradcheck: 41 s under two workers, 2 s alone).
+# Set before torch or numpy is imported in the worker; an OMP_NUM_THREADS etc. set by the user wins.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(_var, "1")
+
 # the simulator's --sim option and sim_mode fixture (tests/ has no __init__.py; importlib mode)
 sys.path.insert(0, os.path.dirname(__file__))
 pytest_plugins = ["sim_plugin"]
