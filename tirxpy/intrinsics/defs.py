@@ -43,8 +43,10 @@ def gmem(name, access="r"):
     return Operand(name, "gmem_ptr", None, access)
 
 
-def tmap(name="tmap"):
-    return Operand(name, "tensormap")
+def tmap(name="tmap", access="r"):
+    """A CUtensorMap operand; ``access`` is what the instruction does to the global tensor the map covers ("w" for
+    a TMA store or reduction)."""
+    return Operand(name, "tensormap", None, access)
 
 
 def desc(name):

@@ -96,6 +96,11 @@ class Operand:
     (a C++ array reference in the helper).
 
     ``values``: the allowed values of an ``imm`` operand (checked when the value is known).
+
+    ``access`` (``"r"``, ``"w"``, ``"rw"``) of an address operand says what the instruction does to the memory
+    behind it; for a ``tensormap`` that is the global tensor the map covers (the map itself is only read), so a
+    TMA store declares ``Operand("tmap", "tensormap", access="w")`` and the launch then checks that the tensor
+    shares no memory with the kernel's other tensor arguments.
     """
 
     name: str
@@ -138,8 +143,8 @@ class Operand:
             raise OperandSpecError(f"operand {self.name!r}: values= applies to 'imm' operands only, not {self.kind!r}")
         if self.kind in ("imm", "pred", "tensormap", "gmem_ptr") and self.vector:
             raise OperandSpecError(f"operand {self.name!r}: a {self.kind} operand cannot be a vector (count={self.count})")
-        if self.kind in ("imm", "tensormap") and self.access != "r":
-            raise OperandSpecError(f"operand {self.name!r}: a {self.kind} operand is read-only")
+        if self.kind == "imm" and self.access != "r":
+            raise OperandSpecError(f"operand {self.name!r}: an imm operand is read-only")
 
     @property
     def is_output(self) -> bool:
@@ -148,7 +153,9 @@ class Operand:
 
     @property
     def ctype(self) -> str:
-        if self.kind in ("gmem_ptr", "tensormap"):
+        if self.kind == "tensormap":        # the map itself is always read, whatever the instruction does to its tensor
+            return "const void*"
+        if self.kind == "gmem_ptr":
             return "const void*" if self.access == "r" else "void*"
         if self.kind == "pred":
             return "bool"

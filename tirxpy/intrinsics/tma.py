@@ -34,10 +34,10 @@ for _d in range(1, 6):
         doc="Load for a 2-CTA tcgen05 pair: bar may be the peer CTA's barrier (shared::cluster address).")
     row(f"tma_store_{_d}d",
         f"cp.async.bulk.tensor.{_d}d.global.shared::cta.tile.bulk_group [{{tmap}}, {_c}], [{{src}}];",
-        [tmap(), *_ops, smem("src")], lowest="sm_90", ptx=f"cp.async.bulk.tensor.{_d}d (store)")
+        [tmap(access="w"), *_ops, smem("src")], lowest="sm_90", ptx=f"cp.async.bulk.tensor.{_d}d (store)")
     row(f"tma_reduce_add_{_d}d",
         f"cp.reduce.async.bulk.tensor.{_d}d.global.shared::cta.add.tile.bulk_group [{{tmap}}, {_c}], [{{src}}];",
-        [tmap(), *_ops, smem("src")], lowest="sm_90", ptx=f"cp.reduce.async.bulk.tensor.{_d}d.add")
+        [tmap(access="w"), *_ops, smem("src")], lowest="sm_90", ptx=f"cp.reduce.async.bulk.tensor.{_d}d.add")
     row(f"tma_prefetch_{_d}d", f"cp.async.bulk.prefetch.tensor.{_d}d.L2.global.tile [{{tmap}}, {_c}];",
         [tmap(), *_ops], lowest="sm_90", ptx=f"cp.async.bulk.prefetch.tensor.{_d}d")
 

@@ -61,6 +61,31 @@ def test_a_tensor_stored_through_its_tensor_map_is_written():
     assert "const float* __restrict__ A" in u.source and "const float* __restrict__ C" in u.source
 
 
+def test_a_tensor_map_operand_declares_what_its_instruction_does_to_the_tensor():
+    """Whether an instruction writes the tensor behind a tensor map is its ``tensormap`` operand's access: a
+    registered TMA reduction declared ``"w"`` makes its tensor written, an L2 prefetch (``"r"``) does not."""
+    from tirxpy.intrinsics import register_intrinsic
+
+    register_intrinsic("test_tma_reduce_min_2d", "cp.reduce.async.bulk.tensor.2d.global.shared::cta.min.tile."
+                       "bulk_group [{tmap}, {{c0}, {c1}}], [{src}];",
+                       [("tmap", "tensormap", None, "w"), ("c0", "reg", "int32"), ("c1", "reg", "int32"),
+                        ("src", "smem_addr")], lowest="sm_90", replace=True)
+
+    @T.prim_func
+    def reduce_and_prefetch(A: T.Tensor((4, 8), "float32"), C: T.Tensor((4, 8), "float32")):
+        T.launch(grid=(1,), threads=32)
+        s = T.alloc_shared((4, 8), "float32")
+        if T.thread_id() == 0:
+            T.ptx.tma_prefetch_2d(A[0:4, 0:8], 0, 0)
+            T.ptx.test_tma_reduce_min_2d(C[0:4, 0:8], 0, 0, s)
+            T.ptx.bulk_commit_group()
+            T.ptx.bulk_wait_group(0)
+
+    u = generate(reduce_and_prefetch, "sm_90a")
+    assert u.written == frozenset({"C"})
+    assert "const float* __restrict__ C" in u.source      # the map, not the pointer, carries the store
+
+
 def test_an_address_taken_for_a_read_is_not_a_store():
     """A vector load through ``T.address_of(X[i])`` leaves X's pointer non-const (the address could be written
     through) but X is not written; the vector store through ``T.address_of(Y[i])`` writes Y."""

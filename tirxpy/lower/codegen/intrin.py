@@ -36,6 +36,44 @@ from .expr import EQ, UNARY, is_tile
 from .types import ctype
 
 _COORD = re.compile(r"c\d")
+_LABEL = re.compile(r"^\s*(?:[{}]\s*|[A-Za-z_$][\w$]*:\s*|@!?[A-Za-z_$][\w$]*\s+)*")
+_TYPE = re.compile(r"(?:b|s|u|f|bf|e4m3|e5m2)(\d+)(?:x(\d+))?")
+
+
+def access_bytes(template: str, operand: str) -> int:
+    """Bytes the PTX instruction of ``template`` that addresses memory through ``[{operand}]`` moves at that
+    address, to whose width the address must be aligned: the vector count times the type width of its opcode
+    (``ld.global.v4.b32``: 16), the size of a ``cp.async`` (its literal), 16 for a bulk copy
+    (``cp.async.bulk``); 1 (no demand past the element's own) where the template does not say.
+
+        >>> access_bytes("ld.global.v4.b32 { {a}, {b}, {c}, {d} }, [{addr}];", "addr")
+        16
+        >>> access_bytes("cp.async.cg.shared.global [{dst}], [{src}], 16, {n};", "src")
+        16
+        >>> access_bytes("{ .reg .b32 t; L: @p atom.global.add.u64 {old}, [{ptr}], {v}; }", "ptr")
+        8
+        >>> access_bytes("prefetch.global.L2 [{ptr}];", "ptr")
+        1
+    """
+    for stmt in template.split(";"):
+        at = stmt.find("[{" + operand + "}]")
+        if at < 0:
+            continue
+        head = stmt[:at]
+        parts = head[_LABEL.match(head).end():].split()
+        if not parts:
+            return 1
+        op = parts[0].split(".")
+        if op[:3] == ["cp", "async", "bulk"]:
+            return 16
+        if op[:2] == ["cp", "async"]:
+            size = re.match(r"\s*,\s*(\d+)", stmt[at + len(operand) + 4:])
+            return int(size.group(1)) if size else 1
+        bits = [_TYPE.fullmatch(c) for c in op[1:]]
+        bits = [int(b.group(1)) * int(b.group(2) or 1) for b in bits if b]
+        vec = [int(c[1:]) for c in op[1:] if re.fullmatch(r"v\d+", c)]
+        return max(1, (vec[0] if vec else 1) * bits[-1] // 8) if bits else 1
+    return 1
 
 
 def _region(a):
@@ -126,10 +164,13 @@ class IntrinsicRenderer:
                 if o.access != "r":
                     self.ctx.written.add(id(buf.root))
                     self.ctx.stored.add(id(buf.root))
+                self.accessed(buf.root, e, o)
                 return f"&{self.first(a, call)}"
             self.scalar(a, where, call)
-            if o.access != "r" and isinstance(a, E.AddressOf) and a.target.buffer.storage == "global":
-                self.ctx.stored.add(id(a.target.buffer.root))      # (its rendering marks it written)
+            if isinstance(a, E.AddressOf) and a.target.buffer.storage == "global":
+                if o.access != "r":
+                    self.ctx.stored.add(id(a.target.buffer.root))      # (its rendering marks it written)
+                self.accessed(a.target.buffer.root, e, o)
             return r(a)
         if k == "desc64" and is_tile(a):
             return self.descriptor(e, o, a, where, call)
@@ -142,6 +183,14 @@ class IntrinsicRenderer:
             self.fail(f"{where} takes a {k} value, not the tile {a.name}", call)
         self.scalar(a, where, call)
         return r(a)
+
+    def accessed(self, root, e, o) -> None:
+        """Note that instruction ``e`` accesses global buffer ``root`` through its address operand ``o``: the
+        buffer's base must be aligned to the instruction's access (:func:`access_bytes`), which the launch checks
+        (:attr:`.kernel.CudaUnit.access`)."""
+        n = access_bytes(e.template, o.name)
+        if n > self.ctx.access.get(id(root), 1):
+            self.ctx.access[id(root)] = n
 
     def smem_addr16(self, a, where, call) -> str:
         """``smem_addr16``: ``(base >> 4) + offset / 16`` where the offset is exact in 16-byte units (every
@@ -277,7 +326,7 @@ class IntrinsicRenderer:
         params = list(self.ctx.kernel.params)
         if not any(p is buf for p in params):
             self.fail(f"{where}: {buf.name} is not a kernel parameter", call)
-        if ".global.shared" in e.template:      # PTX names the destination first: a store (or reduce) into buf
+        if o.access != "r":         # a TMA store or reduction writes buf through its map
             self.ctx.stored.add(id(buf.root))
         coords = [(op, arg) for op, arg in zip(e.args, call.args) if _COORD.fullmatch(op.name)]
         if coords and len(coords) != buf.ndim:
