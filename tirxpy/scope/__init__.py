@@ -5,9 +5,9 @@
     >>> Tx.wg.gemm.scope is Scope.WARPGROUP
     True
 """
-from .errors import ScopeError, TirxError
+from .errors import ScopeAttributeError, ScopeError, TirxError
 from .scopes import Scope
 from .threads import ThreadSet, full_cta_layout
 from .tx import PrimitiveMarker, ScopeNamespace, Tx
 
-__all__ = ["Scope", "ScopeError", "TirxError", "ThreadSet", "Tx", "PrimitiveMarker", "ScopeNamespace", "full_cta_layout"]
+__all__ = ["Scope", "ScopeAttributeError", "ScopeError", "TirxError", "ThreadSet", "Tx", "PrimitiveMarker", "ScopeNamespace", "full_cta_layout"]

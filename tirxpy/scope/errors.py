@@ -18,3 +18,8 @@ from tirxpy.errors import TirxError
 
 class ScopeError(TirxError, ValueError):
     """An execution scope is unknown or used where it cannot run."""
+
+
+class ScopeAttributeError(ScopeError, AttributeError):
+    """An attribute of a ``Tx`` marker that does not exist (``Tx.wrap.copy``: ``wrap`` is no scope); an
+    ``AttributeError`` too, so ``hasattr`` and ``getattr(..., default)`` keep working."""

@@ -19,12 +19,16 @@ arguments and their meaning, scopes; :mod:`tirxpy.ir.op_spec` installs it with
 """
 from __future__ import annotations
 
-from .errors import ScopeError
+import difflib
+
+from .errors import ScopeAttributeError, ScopeError
 from .scopes import Scope
 
 
 _DOC_SOURCE = None  # (doc(op) -> str | None, names() -> list[str]), installed by the op-spec table
 _MARKER_TYPES: dict = {}
+_SCOPE_NAMES = ("warp", "wg", "warpgroup", "cta", "cluster")
+_SCOPE_LIST = "Tx.<op> (thread), Tx.warp, Tx.wg (or Tx.warpgroup), Tx.cta and Tx.cluster"
 
 
 def set_doc_source(doc, names) -> None:
@@ -54,6 +58,24 @@ class PrimitiveMarker:
             f"{self._spelling()}(...) is a marker for the kernel parser and only works inside a @T.prim_func body; "
             "write the call in a function decorated with @T.prim_func (from tirxpy import T, Tx)"
         )
+
+    def __getattr__(self, name: str):
+        """``Tx.wrap.copy``: a marker has no attributes, so ``wrap`` was meant as a scope; name the scopes.
+
+        >>> Tx.wrap.copy
+        Traceback (most recent call last):
+        ...
+        tirxpy.scope.errors.ScopeAttributeError: Tx.wrap.copy: 'wrap' is not an execution scope (the scopes are Tx.<op> (thread), Tx.warp, Tx.wg (or Tx.warpgroup), Tx.cta and Tx.cluster); did you mean Tx.warp.copy?
+        """
+        if name.startswith("_"):
+            raise AttributeError(name)
+        if self.scope is not Scope.THREAD:
+            raise ScopeAttributeError(f"{self._spelling()}.{name}: a primitive has no attributes; call it as "
+                                      f"{self._spelling()}(...) or, for another scope, {_SCOPE_LIST}")
+        near = difflib.get_close_matches(self.op, _SCOPE_NAMES, n=1)
+        guess = f"; did you mean Tx.{near[0]}.{name}?" if near else ""
+        raise ScopeAttributeError(f"Tx.{self.op}.{name}: {self.op!r} is not an execution scope (the scopes are "
+                                  f"{_SCOPE_LIST}){guess}")
 
 
 class ScopeNamespace:
