@@ -221,6 +221,10 @@ def test_coordinates_past_2_63_are_exact():
     (lambda: Iter(2**64, 1), LayoutError, "past the limit of layout coordinates \\(2\\*\\*64\\)"),
     (lambda: TileLayout(S[4 : 1]).elements_at(["m"]), LayoutTypeError, "coord must be a dict"),
     (lambda: TileLayout(S[4 : 1]).elements_at(m=-1), LayoutError, "coordinate -1 on m is negative"),
+    (lambda: TileLayout(S[32 : 1 @ laneid]).elements_at(laneid=40), LayoutError,
+     "coordinate 40 on laneid is out of range: the hardware has 32 values on laneid \\(laneid 0..31\\)"),
+    (lambda: TileLayout(S[(32, 4) : (1 @ TLane, 1 @ TCol)]).elements_at(TLane=0, TCol=512), LayoutError,
+     "coordinate 512 on TCol is out of range"),
     (lambda: TileLayout(S[4 : 1]).apply(""), LayoutError, "a symbolic coordinate is named by a Python identifier"),
     (lambda: TileLayout(S[4 : 1]).dense_box_mismatch((4.0,)), LayoutTypeError, "box \\(4.0,\\) must be a tuple"),
 ])

@@ -104,6 +104,10 @@ class Layout:
             v = as_int(v, f"{op}: coordinate on {name}")
             if v < 0:
                 raise LayoutError(f"{op}: coordinate {v} on {name} is negative; coordinates are >= 0")
+            bound = Axis.get(name).bound
+            if bound is not None and v >= bound:
+                raise LayoutError(f"{op}: coordinate {v} on {name} is out of range: the hardware has {bound} values "
+                                  f"on {name} ({name} 0..{bound - 1})")
             if name not in named:
                 ax = Axis.get(name)
                 what = ("places nothing there (a missing memory axis reads 0)" if ax.is_memory else
@@ -119,7 +123,8 @@ class Layout:
         """Reverse query: the logical elements held at a physical coordinate.
 
         Axes left out match any value (``elements_at(laneid=3)``: everything lane 3 holds); an
-        axis the layout does not name raises :class:`LayoutError` (it constrains nothing there).
+        axis the layout does not name, or a coordinate past its axis's hardware bound (``laneid=32``),
+        raises :class:`LayoutError`.
         Returns sorted linear indices, or coordinate tuples when ``shape`` is given. Solved in
         closed form (:mod:`tirxpy.layout.solve`); more than ``MAX_ANSWER`` answers raise.
         """
