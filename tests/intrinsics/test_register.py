@@ -45,6 +45,10 @@ def test_register_target_and_duplicates():
     (("test_x", "a {y};", [42]), "give an Operand"),
     (("test_x", "@"), "'@' is a predicate guard with no instruction"),                  # found by the fuzz
     (("test_x", "setp.ne.u32 p, 1, 0;\n@!p ;"), "'@!p' is a predicate guard with no instruction"),
+    # without the ';' ptxas reports a syntax error at the *next* instruction of the kernel, not this entry
+    (("test_x", "popc.b32 {r}, {x}", [("r", "reg", "uint32", "w"), ("x", "reg", "uint32")]),
+     "template statement 'popc.b32 {r}, {x}' has no ';' after it"),
+    (("test_x", "membar.gl;\n  trap"), "statement 'trap' has no ';'"),
 ])
 def test_register_errors(args, msg):
     with pytest.raises(I.RegistrationError, match=msg):

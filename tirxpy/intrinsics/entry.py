@@ -86,6 +86,7 @@ def is_identifier(name) -> bool:
 
 _BAD_TEXT = re.compile(r"[^\t\n\x20-\x5b\x5d-\x7e]")   # all but printable ASCII (no backslash), tab and newline
 _PLACEHOLDER = re.compile(r"\{\w+\}")
+_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)     # PTX comments, as in C++
 _BAD_CXX = re.compile(r"[;{}\"'#\\\x00-\x1f]|[^\x00-\x7e]|//|/\*")
 Check = Callable[[Mapping[str, int]], "str | None"]
 
@@ -263,6 +264,11 @@ class Intrinsic:
             raise RegistrationError(f"intrinsic {self.name}: template statement {guard!r:.60} is a predicate guard "
                                     "with no instruction after it; write the guarded instruction after it "
                                     "('@p bra done;')")
+        code = _COMMENT.sub("", _PLACEHOLDER.sub("x", self.template)).rstrip()
+        if code and not code.endswith((";", "}", ":")):
+            last = _COMMENT.sub("", self.template).rstrip().replace(";", "\n").splitlines()[-1].strip()
+            raise RegistrationError(f"intrinsic {self.name}: template statement {last!r:.60} has no ';' after it; every "
+                                    f"PTX statement ends with a semicolon ({last + ';'!r:.60})")
         if not self.ptx:
             self.ptx = _mnemonic(self.template)
         self.__tirx_intrinsic__ = self.name

@@ -66,11 +66,11 @@ def register_intrinsic(name: str, template: str, operands: Sequence = (), *, ret
 
     Every field is checked here, and a RegistrationError names the one that is wrong: ``name`` (a Python
     and C identifier, not a built-in or generated entry's), ``template`` (printable ASCII PTX with no
-    backslashes, no predicate guard without its instruction, whose ``{names}`` are exactly the operands),
-    ``operands`` (a list; each an Operand, a dict of its fields or a tuple), ``ret``, ``lowest`` /
-    ``highest`` (targets NVRTC compiles for, highest not below lowest), ``scope``, ``checks``
-    (callables), ``memory`` / ``replace`` (bools), ``doc`` and the keywords ``why_highest``,
-    ``modifiers``, ``ptx``, ``cxx``.
+    backslashes, no predicate guard without its instruction, its last statement ended by ``;`` (or ``}``),
+    whose ``{names}`` are exactly the operands), ``operands`` (a list; each an Operand, a dict of its
+    fields or a tuple), ``ret``, ``lowest`` / ``highest`` (targets NVRTC compiles for, highest not below
+    lowest), ``scope``, ``checks`` (callables), ``memory`` / ``replace`` (bools), ``doc`` and the keywords
+    ``why_highest``, ``modifiers``, ``ptx``, ``cxx``.
 
     ``cxx=`` (pure integer arithmetic: ``ret=`` and ``memory=False``, scalar read operands): a C++
     expression of the returned value that the helper returns instead of running the asm, so the C++
