@@ -267,8 +267,8 @@ class Intrinsic:
         code = _COMMENT.sub("", _PLACEHOLDER.sub("x", self.template)).rstrip()
         if code and not code.endswith((";", "}", ":")):
             last = _COMMENT.sub("", self.template).rstrip().replace(";", "\n").splitlines()[-1].strip()
-            raise RegistrationError(f"intrinsic {self.name}: template statement {last!r:.60} has no ';' after it; every "
-                                    f"PTX statement ends with a semicolon ({last + ';'!r:.60})")
+            raise RegistrationError(f"intrinsic {self.name}: template statement {last!r:.60} has no ';' after it; "
+                                    f"every PTX statement ends with a semicolon ({last + ';'!r:.60})")
         if not self.ptx:
             self.ptx = _mnemonic(self.template)
         self.__tirx_intrinsic__ = self.name

@@ -65,7 +65,7 @@ class PrimitiveMarker:
         >>> Tx.wrap.copy
         Traceback (most recent call last):
         ...
-        tirxpy.scope.errors.ScopeAttributeError: Tx.wrap.copy: 'wrap' is not an execution scope (the scopes are Tx.<op> (thread), Tx.warp, Tx.wg (or Tx.warpgroup), Tx.cta and Tx.cluster); did you mean Tx.warp.copy?
+        tirxpy.scope.errors.ScopeAttributeError: Tx.wrap.copy: 'wrap' is not an execution scope (...); did you mean Tx.warp.copy?
         """
         if name.startswith("_"):
             raise AttributeError(name)
