@@ -281,7 +281,10 @@ def quantize_fp8_kernel(granularity: str, M: int, K: int, in_dtype: str = "bfloa
     """The kernel: call it as ``k(x, q, scales)`` (``(M, K)`` input, ``(M, K)`` fp8 output, float32 scales of
     :func:`scales_storage`). Groups run along ``cta_id(0)`` (consecutive CTAs take neighbouring column groups
     of the same rows, so the CTAs in flight read one contiguous stretch of ``x``), row tiles along ``cta_id(1)``;
-    a token row is ``cta_id(0)``."""
+    a token row is ``cta_id(0)``. ``x`` must start on a 16-byte boundary, as its 16-byte vector loads need (and ``q``
+    on an 8-byte one): the launch checks refuse a tensor off it with a
+    :class:`~tirxpy.lower.errors.LaunchError` naming the parameter and the offset, before the device;
+    :func:`~tirxpy_kernels.quantize_api.quantize_fp8` hands the kernel an aligned copy of such an ``x``."""
     p = check_config(granularity, M, K, in_dtype, out_dtype, pow2, div, vecs, lanes)
     XL, AL, BL = tile_layout(p), amax_layout(p), block_layout(p)
     fmax = FP8_MAX[out_dtype]

@@ -52,7 +52,7 @@ class CompiledKernel:
         self.threads = L.threads
         self.cluster = None if L.cluster is None else tuple(L.cluster) + (1,) * (3 - len(L.cluster))
         self.pdl = L.pdl
-        self.specs = host_specs(self.kernel, unit.tmaps, unit.written)
+        self.specs = host_specs(self.kernel, unit.tmaps, unit.written, unit.access)
         self._nparams = len(self.kernel.params)
         self._tm_index = tuple(t.param_index for t in unit.tmaps)
         self._grid, self._grid_fn = grid_plan(self.kernel)
@@ -250,17 +250,24 @@ def tensor_strides(buf: Buffer):
     return (footprint(lay),), (1,)
 
 
-def host_specs(kernel, tmaps=(), written=()) -> tuple:
+def host_specs(kernel, tmaps=(), written=(), access=None) -> tuple:
     """One :class:`~tirxpy.lower.runtime.ParamSpec` per kernel parameter, then one per hidden
     tensor map (fed the same tensor as its buffer). ``written``: the names of the tensor parameters the
     kernel writes (:attr:`~tirxpy.lower.codegen.CudaUnit.written`), whose specs say so: a launch refuses
-    such a tensor when it shares memory with another argument."""
+    such a tensor when it shares memory with another argument.
+
+    A tensor's ``align`` is what the kernel's accesses to it need of its data pointer: 16 bytes for a tensor a
+    TMA map covers; else the widest access the code makes through a pointer into it (``access``, a name's bytes:
+    :attr:`~tirxpy.lower.codegen.CudaUnit.access`, e.g. 16 for 16-byte vector loads of a bf16 tensor), and at
+    least its element's bytes. A launch refuses a tensor off that boundary (a :class:`LaunchError` naming it)
+    instead of the misaligned-address fault the device would raise."""
     specs = []
     tm_bufs = {id(t.buffer) for t in tmaps}
+    access = access or {}
     for p in kernel.params:
         if isinstance(p, Buffer):
             shape, strides = tensor_strides(p)
-            align = 16 if id(p) in tm_bufs else max(1, p.dtype.bits // 8)
+            align = 16 if id(p) in tm_bufs else max(1, p.dtype.bits // 8, access.get(p.name, 1))
             specs.append(ParamSpec(p.name, "tensor", p.dtype.name, shape, strides, align, written=p.name in written))
         else:
             if p.dtype.name not in _SCALARS:

@@ -65,6 +65,9 @@ class Context:
     # id(buffer) of global buffers the kernel stores to: stores, write operands of instructions, TMA stores (a
     # buffer whose address is only taken for a read operand is in ``written`` alone)
     stored: set = field(default_factory=set)
+    # id(buffer) of a global buffer -> bytes of the widest instruction access through a pointer into it (a 16-byte
+    # vector load or cp.async): its base address must be aligned to that, as the copies' vector plans assume
+    access: dict = field(default_factory=dict)
 
     def name(self, obj, hint: str) -> str:
         """A unique C identifier for ``obj`` (stable per object)."""

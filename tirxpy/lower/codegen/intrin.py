@@ -37,7 +37,7 @@ from .types import ctype
 
 _COORD = re.compile(r"c\d")
 _LABEL = re.compile(r"^\s*(?:[{}]\s*|[A-Za-z_$][\w$]*:\s*|@!?[A-Za-z_$][\w$]*\s+)*")
-_TYPE = re.compile(r"(?:b|s|u|f|bf|e4m3|e5m2)(\d+)(?:x(\d+))?")
+_TYPE = re.compile(r"(?:b|s|u|f|bf)(\d+)(?:x(\d+))?")
 
 
 def access_bytes(template: str, operand: str) -> int:

@@ -44,6 +44,9 @@ class CudaUnit:
     origins: dict = field(default_factory=dict)   # 1-based line of source -> the IR statement it renders
     intrinsics: tuple = ()                         # the intrinsic entries the unit's helpers render
     pinned: bool = False                           # launch bounds declare one CTA per SM (generate's pin_registers)
+    # name of a global tensor -> bytes of the widest instruction access through a pointer into it (16 for a 16-byte
+    # vector load; the element accesses of plain indexing not counted): its data pointer must be aligned to that
+    access: dict = field(default_factory=dict)
 
 
 def unlowered(s) -> CodegenError:
@@ -121,9 +124,10 @@ def generate(kernel, target="sm_90a", pin_registers=False) -> CudaUnit:
     source = "\n\n".join(out) + "\n"
     origins = {first + k: s for k, s in enumerate(sr.origins) if s is not None}
     written = frozenset(p.name for p, _ in params if isinstance(p, Buffer) and id(p) in ctx.stored)
+    access = {p.name: ctx.access[id(p)] for p, _ in params if isinstance(p, Buffer) and id(p) in ctx.access}
     total = max(smem, L.smem or 0)
     return CudaUnit(source, kname, arch, kernel, list(ctx.tmaps), total, written, origins,
-                    tuple(ctx.intrinsics.values()), pin)
+                    tuple(ctx.intrinsics.values()), pin, access)
 
 
 def has_primitive_calls(kernel) -> bool:
