@@ -14,7 +14,9 @@ key (:func:`_call_key`). No multicast object is created and no ``multimem`` inst
 
 Shapes: ``a_shard (M / world, K)`` and ``b (K, N)`` (row-major, or the transpose of a row-major ``(N, K)``
 weight) give ``A_full @ b``, ``(M, N)``; ``a (M, K / world)`` and ``b_shard (K / world, N)`` give this rank's
-rows ``(M / world, N)`` of ``sum_r a_r @ b_r``. bf16 in and out, ``world = 2``. The kernels are
+rows ``(M / world, N)`` of ``sum_r a_r @ b_r``. bf16 in and out, ``world = 2``. An input may start at any address
+(one off a 16-byte boundary, a view at an odd offset, is read from an aligned copy, on every call); an ``out`` off
+one is refused (:class:`DistArgumentError` naming it and the fix), as the kernel writes it in place. The kernels are
 :mod:`tirxpy_kernels.dist_ag_gemm` and :mod:`tirxpy_kernels.dist_rs_gemm`; docs/distributed.md is the design.
 """
 from __future__ import annotations
@@ -60,11 +62,12 @@ def _not_capturing(what):
 
 
 def _tensor(t, name, shape_text, like=None, like_name=""):
-    """``t`` is a 2-D bf16 CUDA tensor whose data starts on a 16-byte boundary (TMA reads 16-byte aligned rows),
-    on ``like``'s device when given."""
+    """``t`` is a 2-D bf16 CUDA tensor with a data pointer, on ``like``'s device when given. ``out``, which the
+    kernel writes in place (TMA stores 16-byte aligned rows), must start on a 16-byte boundary; an input may start
+    anywhere: the call copies one off it (:func:`_aligned`)."""
     import torch
 
-    from .checks import aligned, dense_tensor
+    from .checks import aligned, dense_tensor, misalignment
 
     if not isinstance(t, torch.Tensor):
         raise DistArgumentError(f"{name} must be a torch tensor {shape_text}, got {type(t).__name__}")
@@ -75,8 +78,27 @@ def _tensor(t, name, shape_text, like=None, like_name=""):
     if like is not None and t.device != like.device:
         raise DistArgumentError(f"{name} is on {t.device} and {like_name} on {like.device}: pass both on this rank's "
                                 "GPU")
-    aligned("the distributed GEMM", name, t, DistArgumentError, 16,
-            "a freshly allocated out (or out=None)" if name == "out" else "")
+    if name == "out":
+        aligned("the distributed GEMM", name, t, DistArgumentError, 16, "a freshly allocated out (or out=None)")
+    else:
+        misalignment("the distributed GEMM", name, t, DistArgumentError)       # names a tensor without a pointer
+
+
+def _aligned(x, y, names):
+    """The two inputs as the kernel reads them: each itself where its data starts on a 16-byte boundary, else an
+    aligned copy of its values with the same strides (:func:`~tirxpy_kernels.checks.aligned_input`), on every call
+    (a kept run too: its key holds the addresses, not a copy).
+
+        >>> import torch
+        >>> x = torch.zeros(40, dtype=torch.bfloat16)
+        >>> a, b = _aligned(x[8:40].view(4, 8), x[1:33].view(8, 4).t(), ("a", "b"))
+        >>> a._base is x, b.data_ptr() % 16, b.stride()
+        (True, 0, (1, 4))
+    """
+    from .checks import aligned_input
+
+    return (aligned_input("the distributed GEMM", names[0], x, DistArgumentError),
+            aligned_input("the distributed GEMM", names[1], y, DistArgumentError))
 
 
 def _current_device(t, name):
@@ -216,7 +238,7 @@ def all_gather_gemm(a_shard, b, group=None, *, out=None, sms=None, transfer="cop
     if run is None:
         g, run = _ag_checked(a_shard, b, group, out, sms, transfer)
         _CALLS.put(key, (g, a_shard.device.index, run))
-    return run(a_shard, b, out)
+    return run(*_aligned(a_shard, b, ("a_shard", "b")), out)
 
 
 def _ag_checked(a_shard, b, group, out, sms, transfer):
@@ -278,7 +300,7 @@ def gemm_reduce_scatter(a, b_shard, group=None, *, out=None, sms=None, lag=None,
     if run is None:
         g, run = _rs_checked(a, b_shard, group, out, sms, lag, transfer)
         _CALLS.put(key, (g, a.device.index, run))
-    return run(a, b_shard, out)
+    return run(*_aligned(a, b_shard, ("a", "b_shard")), out)
 
 
 def _rs_checked(a, b_shard, group, out, sms, lag, transfer):

@@ -79,3 +79,65 @@ def test_gpu_a_direct_launch_with_x_off_16_bytes_is_a_launch_error(granularity):
     torch.cuda.synchronize()
     wq, ws = quantize_fp8(x, granularity)
     assert torch.equal(q.view(torch.uint8), wq.view(torch.uint8)) and torch.equal(scales_view(s, granularity), ws)
+
+
+# ---------------------------------------------------------------- the distributed GEMMs' entry points
+class _CudaAt(torch.Tensor):
+    """A stand-in bf16 CUDA tensor (no GPU here) whose data pointer is ``ptr``: what the distributed GEMMs' argument
+    checks read of it."""
+
+    @staticmethod
+    def __new__(cls, shape, ptr):
+        t = torch.Tensor._make_wrapper_subclass(cls, shape, dtype=torch.bfloat16, device="cuda")
+        t.ptr = ptr
+        return t
+
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+        raise NotImplementedError(f"{func}")
+
+    def data_ptr(self):
+        return self.ptr
+
+
+def test_the_distributed_gemms_take_an_input_off_16_bytes_and_refuse_such_an_out():
+    """An input off a 16-byte boundary passes the checks (the call copies it); an ``out`` off one is refused, naming
+    it, the offset and the fix. Both were refused."""
+    from tirxpy_kernels.dist_api import DistArgumentError, _tensor
+
+    for name in ("a_shard", "b", "a", "b_shard"):
+        _tensor(_CudaAt((256, 128), 0x10002), name, "(M, K)")
+    with pytest.raises(DistArgumentError, match=r"out starts 2 bytes past a 16-byte boundary .*pass a freshly "
+                                                r"allocated out \(or out=None\)"):
+        _tensor(_CudaAt((256, 128), 0x10002), "out", "(M, N)")
+
+
+@pytest.mark.parametrize("op", ["all_gather_gemm", "gemm_reduce_scatter"])
+def test_the_distributed_gemms_hand_their_run_aligned_inputs_on_every_call(monkeypatch, op):
+    """Each call (the checked first one and a repeated one that takes the kept run) hands the run its inputs
+    themselves where they start on a 16-byte boundary and aligned copies of their values (same strides) where they
+    do not; ``out`` as given."""
+    import tirxpy_kernels.dist_api as api
+    from tirxpy_kernels.launch_cache import LaunchCache
+
+    launched = []
+
+    def run(x, y, out):
+        launched.append((x, y, out))
+        return out
+
+    checked = "_ag_checked" if op == "all_gather_gemm" else "_rs_checked"
+    monkeypatch.setattr(api, checked, lambda *args: (None, run))
+    monkeypatch.setattr(api, "_CALLS", LaunchCache("test"))
+    monkeypatch.setattr(api, "_repeat", lambda key, group: None if api._CALLS.get(key) is None else run)
+    x = torch.randn(256, 128).to(torch.bfloat16)
+    w = torch.randn(192, 128).to(torch.bfloat16)               # b = w.t(): the transpose of a row-major weight
+    ox, ow = _odd(256, 128).copy_(x), _odd(192, 128).copy_(w)
+    out = torch.empty(256, 192, dtype=torch.bfloat16)
+    for a, b in ((x, w.t()), (ox, ow.t()), (ox, ow.t()), (x, ow.t())):
+        del launched[:]
+        assert getattr(api, op)(a, b, out=out) is out
+        ((A, B, O),) = launched
+        assert O is out and A.data_ptr() % 16 == 0 and B.data_ptr() % 16 == 0
+        assert (A is a) == (a is x) and (B is b) == (b.data_ptr() % 16 == 0)
+        assert torch.equal(A, a) and torch.equal(B, b) and B.stride() == b.stride()
