@@ -24,8 +24,10 @@ from __future__ import annotations
 import torch
 
 from tirxpy import T
+from tirxpy.errors import ArgumentError
 from tirxpy.layout import S, TileLayout
 
+from .checks import misalignment
 from .errors import KernelConfigError
 
 
@@ -46,12 +48,14 @@ def tma_view(t):
     """``(view, strides)``: ``t`` as a kernel's TMA loads read it without a copy. ``strides`` is None when ``t`` is
     dense (the kernel's default layout), else its element strides; dimensions of size 1 get the dense stride, and
     ``view`` is ``t`` restrided so (the same elements). ``(None, None)`` when TMA cannot read ``t`` in place (an
-    address off 16 bytes, or a strided ``t`` with an innermost stride other than 1 or another stride not a positive
-    multiple of 16 bytes): the caller copies it."""
+    address off 16 bytes, :func:`~tirxpy_kernels.checks.misalignment`, or a strided ``t`` with an innermost stride
+    other than 1 or another stride not a positive multiple of 16 bytes): the caller copies it. A tensor without a
+    data pointer (a subclass without storage) is an :class:`~tirxpy.errors.ArgumentError`."""
     shape, dense = tuple(t.shape), dense_strides(t.shape)
     st = tuple(d if n == 1 else s for n, s, d in zip(shape, t.stride(), dense))
     es = t.element_size()
-    if t.data_ptr() % 16 or (st != dense and (st[-1] != 1 or any(s <= 0 or s * es % 16 for s in st[:-1]))):
+    if misalignment("tma_view", "t", t, ArgumentError) or (
+            st != dense and (st[-1] != 1 or any(s <= 0 or s * es % 16 for s in st[:-1]))):
         return None, None
     view = t if st == tuple(t.stride()) else t.as_strided(shape, st)
     return view, (None if st == dense else st)

@@ -141,3 +141,35 @@ def test_the_distributed_gemms_hand_their_run_aligned_inputs_on_every_call(monke
         assert O is out and A.data_ptr() % 16 == 0 and B.data_ptr() % 16 == 0
         assert (A is a) == (a is x) and (B is b) == (b.data_ptr() % 16 == 0)
         assert torch.equal(A, a) and torch.equal(B, b) and B.stride() == b.stride()
+
+
+# ---------------------------------------------------------------- views read in place
+class _NoPointer(torch.Tensor):
+    """A tensor subclass whose data pointer cannot be read (as a functorch batched tensor's)."""
+
+    @staticmethod
+    def __new__(cls, shape):
+        return torch.Tensor._make_wrapper_subclass(cls, shape, dtype=torch.bfloat16)
+
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+        raise NotImplementedError(f"{func}")
+
+    def data_ptr(self):
+        raise RuntimeError("Cannot access data pointer of Tensor that doesn't have storage")
+
+
+def test_tma_view_asks_the_alignment_rule_of_checks():
+    """tma_view judges the address by :func:`~tirxpy_kernels.checks.misalignment` (the one home of the 16-byte
+    rule): a view off 16 bytes is copied, one on it read in place, and a tensor without a data pointer is an
+    ArgumentError naming it (it was torch's RuntimeError)."""
+    from tirxpy.errors import ArgumentError
+    from tirxpy_kernels.views import kernel_input, tma_view
+
+    flat = torch.arange(2 * 8 * 2 * 64 + 8, dtype=torch.float32).to(torch.bfloat16)
+    on, off = flat[8:8 + 2048].view(2, 8, 2, 64), flat[1:1 + 2048].view(2, 8, 2, 64)
+    assert tma_view(on)[0] is on and tma_view(off) == (None, None)
+    t, st = kernel_input(off, 8)
+    assert st is None and t.data_ptr() % 16 == 0 and torch.equal(t, off)
+    with pytest.raises(ArgumentError, match=r"tma_view: t has no data pointer .*pass a plain torch tensor"):
+        tma_view(_NoPointer((2, 8, 2, 64)))
