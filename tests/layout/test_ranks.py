@@ -147,3 +147,21 @@ def test_numpy_ints_are_the_ints_they_are(case):
         assert replicated(np.int32(shape[0]), world).identical(replicated(shape, world))
     me = np.int64(world - 1)
     assert peer_of(replicated(shape, world), [(0, 1)] * len(shape), shape, me=me)[0] == world - 1
+
+
+@given(st.integers(1, 4), st.integers(0, 6), st.sampled_from(["plain", "replicated", "sharded"]))
+def test_peer_of_with_world_refuses_a_me_or_a_rank_outside_the_group(world, me, kind):
+    """With ``world`` given, ``me`` must be a rank of the group (``[0, world)``: ``me = world`` was returned as the
+    peer of a layout that does not name rank), and so must the rank the layout places the region on."""
+    L = {"plain": TileLayout(S[4 : 1]), "replicated": replicated((4,), world), "sharded": sharded((4,), 2)}[kind]
+    region = ((2, 4),)
+    if me >= world:
+        with pytest.raises(LayoutError, match=rf"me = {me} is not a rank of a group of world = {world} ranks"):
+            peer_of(L, region, (4,), me=me, world=world)
+    elif kind == "sharded" and world < 2:
+        with pytest.raises(LayoutError, match=rf"on rank 1, outside a group of world = {world} ranks"):
+            peer_of(L, region, (4,), me=me, world=world)
+    else:
+        assert peer_of(L, region, (4,), me=me, world=world) == peer_of(L, region, (4,), me=me)
+    with pytest.raises(LayoutError, match="at least one rank"):
+        peer_of(L, region, (4,), me=0, world=0)

@@ -143,22 +143,47 @@ def _drop_rank(L: TileLayout) -> TileLayout:
                                  [it for it in L.replica if it.axis is not rank], off)
 
 
-def peer_of(layout, region, shape, me: int | None = None) -> tuple:
+def peer_of(layout, region, shape, me: int | None = None, world: int | None = None) -> tuple:
     """``(rank, local layout)``: the rank that holds every element of ``region`` and the region's layout in
     that rank's memory (``rank`` removed). With ``me`` given and holding the region (a replicated tensor),
-    ``me`` is chosen: read locally when you can. ``me`` is a rank, an int >= 0. Raises :class:`LayoutError` when no single rank holds the
-    whole region (it names the ranks: split the region at the shard boundary).
+    ``me`` is chosen: read locally when you can. ``me`` is a rank, an int >= 0. Raises :class:`LayoutError` when no
+    single rank holds the whole region (it names the ranks: split the region at the shard boundary).
+
+    ``world`` (the process group's size, when given) bounds the ranks: ``me`` must lie in ``[0, world)``, and so
+    must the rank returned (a layout made for a larger group names ranks the group does not have); a
+    :class:`LayoutError` names the value and the group's ranks otherwise.
 
         >>> peer_of(replicated((4,), 2), ((0, 2),), (4,), me=1)
         (1, TileLayout(S[2 : 1@m]))
+        >>> peer_of(replicated((4,), 2), ((0, 2),), (4,), me=2, world=2)
+        Traceback (most recent call last):
+        ...
+        tirxpy.layout.errors.LayoutError: peer_of: me = 2 is not a rank of a group of world = 2 ranks (0 .. 1); ...
     """
     L = _tile(layout, "peer_of")
+    if world is not None:
+        world = _world(world)
     if me is not None:
         me = bounded_int(me, "peer_of: me (this process's rank)", 0)
+        if world is not None and me >= world:
+            raise LayoutError(f"peer_of: me = {me} is not a rank of a group of world = {world} ranks (0 .. "
+                              f"{world - 1}); pass this process's rank in the group "
+                              "(torch.distributed.get_rank(group))")
     shape = check_shape(shape, L.size())
-    from .algebra import _slice, check_region
+    from .algebra import check_region
 
     reg = check_region(region, shape)
+    who, local = _peer(L, reg, shape, me)
+    if world is not None and who >= world:
+        raise LayoutError(f"peer_of: the layout places region {list(reg)} on rank {who}, outside a group of world = "
+                          f"{world} ranks (0 .. {world - 1}); build the layout for this group (world={world})")
+    return who, local
+
+
+def _peer(L: TileLayout, reg, shape, me) -> tuple:
+    """:func:`peer_of` after its argument checks (``reg`` a checked region of ``shape``)."""
+    from .algebra import _slice
+
     sub, why = _slice(L, reg, shape)
     if sub is None:
         held = ranks_of(L, reg, shape)
