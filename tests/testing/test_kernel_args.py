@@ -58,3 +58,25 @@ def test_bad_inputs_are_typed_errors_with_the_fix_at_the_call():
         kernel_args(K, values=[])
     with pytest.raises(TirxValueError, match="sequence of numbers"):
         kernel_args(K, values=["x"])
+
+
+@pytest.mark.parametrize("scalars,match", [
+    ({"n": "x"}, r"scalars=\.\.\.\): parameter n \(int32\): .*got str 'x'"),
+    ({"n": 1.5}, r"parameter n \(int32\): pass an int, got float 1.5"),
+    ({"n": 2 ** 40}, r"1099511627776 is outside int32's range"),
+    ({"s": "0.5"}, r"parameter s \(float32\)"),
+])
+def test_a_fixed_scalar_its_dtype_does_not_hold_is_refused_before_drawing(scalars, match):
+    # these were drawn as given, and only sim.run refused them (or a test used a value the kernel cannot take)
+    with pytest.raises(TirxValueError, match=match):
+        kernel_args(K, scalars=scalars)
+
+
+def test_a_scalar_strategy_that_draws_a_bad_value_is_named():
+    @settings(max_examples=2, deadline=None)
+    @given(kernel_args(K, scalars={"n": st.just(0.25)}))
+    def drawn(args):
+        pass
+
+    with pytest.raises(TirxValueError, match=r"the strategy for n drew a bad value: parameter n \(int32\)"):
+        drawn()

@@ -7,7 +7,8 @@ order. A tensor parameter gets a numpy array of its shape: float tensors take va
 float64 reference agrees exactly with any input conversion), integer tensors small integers in
 their dtype's range, bool tensors 0 / 1. bfloat16 and the 8 / 6 / 4-bit floats come as float32
 values (what ``sim.run`` accepts for them). A scalar parameter gets ``scalars[name]`` (a value or a
-strategy), or by default an int in 0..8 (floats: a value from ``values``).
+strategy), or by default an int in 0..8 (floats: a value from ``values``); a value its dtype does not
+hold (``"x"``, ``1.5`` or ``2**40`` for an int32) raises ``TirxValueError``, as ``sim.run`` would.
 
     >>> from tirxpy import T
     >>> from tirxpy.testing import kernel_args
@@ -92,7 +93,22 @@ def kernel_args(kernel, values=None, scalars=None):
     if extra:
         raise TirxValueError(f"kernel_args(scalars=...) names {extra}, which are not scalar parameters of "
                              f"{kernel.name}; its scalar parameters are {sorted(names) or 'none'}")
+    for p in params:
+        v = scalars.get(p.name)
+        if not isinstance(p, Buffer) and v is not None and not isinstance(v, st.SearchStrategy):
+            scalars[p.name] = _scalar(p, v, "")
     return _draw_args(tuple(params), vals, scalars)
+
+
+def _scalar(p, v, how):
+    """``v`` as the value of scalar parameter ``p`` (the rules of :func:`tirxpy.sim.args.check_scalar`), or
+    TirxValueError naming ``scalars=``: ``{"n": "x"}`` for an int32 ``n`` is refused before anything is drawn."""
+    from tirxpy.sim.args import ArgumentError, check_scalar
+
+    try:
+        return check_scalar(p, v)
+    except ArgumentError as e:
+        raise TirxValueError(f"kernel_args(scalars=...){how}: {e}") from None
 
 
 @st.composite
@@ -107,7 +123,7 @@ def _draw_args(draw, params, vals, scalars):
             continue
         given = scalars.get(p.name)
         if isinstance(given, st.SearchStrategy):
-            out.append(draw(given))
+            out.append(_scalar(p, draw(given), f": the strategy for {p.name} drew a bad value"))
         elif given is not None:
             out.append(given)
         elif p.dtype.is_float:
