@@ -97,3 +97,33 @@ def test_compile_via_subprocess_exits_2_without_a_traceback(tmp_path):
     p.write_text("import tirxpy\n\n@tirxpy.jit\ndef broken():\n    raise KeyError('x')\n")
     r = subprocess.run([sys.executable, "-m", "tirxpy", "compile", str(p)], capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and "factory 'broken' raised KeyError" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_compile_a_package_name_that_is_also_a_directory_here(tmp_path, monkeypatch, capsys):
+    """`compile NAME` where NAME is a package directory in the working directory: NAME is a dotted module name (what
+    the command takes), so the package is imported and its kernels built; it was refused as "a directory". A path
+    to the directory is refused with what to type: a .py file in it, or the package's module name."""
+    import pathlib
+
+    name = "zz_cli_pkg_" + tmp_path.name.replace("-", "_")
+    pkg = tmp_path / name
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text(
+        "from tirxpy import T\n\n@T.prim_func\ndef double(A: T.Tensor((128,), 'float32')):\n"
+        "    T.launch(grid=(1,), threads=128)\n    A[T.thread_id()] = A[T.thread_id()] * T.cast(2, 'float32')\n")
+    (pkg / "k.py").write_text("")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delitem(sys.modules, name, raising=False)
+    try:
+        assert main(["compile", name]) == 0
+        assert "double" in _no_traceback(capsys).out
+    finally:
+        sys.modules.pop(name, None)
+    assert main(["compile", name + "/"]) == 2
+    err = _no_traceback(capsys).err
+    assert f"{name}/ is a directory; pass a file of Python source (a .py file, such as {name}/k.py) or the " \
+           f"package's module name, {name}" in err
+    monkeypatch.chdir(pathlib.Path(__file__).resolve().parents[1])     # the repository root: a package of modules
+    assert main(["compile", "tirxpy_kernels"]) == 2
+    err = _no_traceback(capsys).err
+    assert "is a directory" not in err and "it is a package: compile one of its modules (tirxpy_kernels." in err

@@ -4,6 +4,12 @@ Imports a Python file (or a dotted module), builds every kernel object it define
 level (``@tirxpy.jit`` factories only when they take no arguments) and prints a resources
 table; ``--emit`` also prints each kernel's CUDA source, PTX or SASS. Errors exit 2 with a
 message, never a traceback.
+
+A target is a file when it names one (``kernels/gemm.py``; a file inside a package is imported as that package's
+module), else a dotted module name (``tirxpy_kernels.gemm_sm90``), even where a directory of that name stands in
+the working directory: ``compile tirxpy_kernels`` run from the repository root imports the package
+``tirxpy_kernels``, as Python's ``import`` would from there. Any other directory is refused with what to pass
+instead (a ``.py`` file in it, or its package's module name).
 """
 from __future__ import annotations
 
@@ -25,13 +31,16 @@ COLUMNS = ("kernel", "arch", "registers", "spills", "stack", "smem", "threads")
 
 def _package_module(path: str):
     """``(dotted name, root directory)`` of a ``.py`` file inside a package (its directory and those above it
-    with an ``__init__.py``), or ``(None, directory)`` for a file outside any package."""
+    with an ``__init__.py``; a package's ``__init__.py`` is the package itself), or ``(None, directory)`` for a
+    file outside any package."""
     d, base = os.path.split(os.path.abspath(path))
-    parts = [os.path.splitext(base)[0]]
+    parts = [] if base == "__init__.py" else [os.path.splitext(base)[0]]
+    inside = False
     while os.path.isfile(os.path.join(d, "__init__.py")):
         d, pkg = os.path.split(d)
         parts.insert(0, pkg)
-    if len(parts) == 1:
+        inside = True
+    if not inside:
         return None, d
     if not all(p.isidentifier() for p in parts):
         raise ImportError(f"{path} is inside a package, but {'.'.join(parts)!r} is not a dotted module name "
@@ -39,14 +48,47 @@ def _package_module(path: str):
     return ".".join(parts), d
 
 
+def _dotted(target: str) -> bool:
+    """Whether ``target`` reads as a dotted module name (``pkg.mod``: identifiers joined by dots, no path).
+
+        >>> _dotted("tirxpy_kernels.gemm_sm90"), _dotted("tirxpy_kernels/"), _dotted("k.py"), _dotted("my-dir")
+        (True, False, False, False)
+    """
+    return not target.endswith(".py") and all(p.isidentifier() for p in target.split("."))
+
+
+def _directory_error(target: str) -> IsADirectoryError:
+    """What to pass instead of directory ``target``: a ``.py`` file in it (one is named), or the module name of
+    the package it is (when it is one)."""
+    try:
+        files = sorted(f for f in os.listdir(target) if f.endswith(".py") and not f.startswith("_"))
+    except OSError:
+        files = []
+    example = f", such as {os.path.join(target, files[0])}" if files else ""
+    init = os.path.join(target, "__init__.py")
+    try:
+        name = _package_module(init)[0] if os.path.isfile(init) else None
+    except ImportError:
+        name = None
+    module = f" or the package's module name, {name}" if name else " or a dotted module name"
+    return IsADirectoryError(f"{target} is a directory; pass a file of Python source (a .py file{example}){module}")
+
+
 def _load(target: str):
     """Import ``target``: a dotted module name, or a ``.py`` file. A file inside a package is imported as that
-    package's module (its relative imports work), with the package's root on ``sys.path`` while it imports."""
+    package's module (its relative imports work), with the package's root on ``sys.path`` while it imports. A dotted
+    name that is also a package directory here (``tirxpy_kernels`` in the repository root) is the module name: the
+    package is imported with the working directory on ``sys.path``."""
     if not (target.endswith(".py") or os.path.sep in target or os.path.exists(target)):
         return importlib.import_module(target)
     if os.path.isdir(target):
-        raise IsADirectoryError(f"{target} is a directory; pass a file of Python source (a .py file) or a dotted "
-                                "module name")
+        if not (_dotted(target) and os.path.isfile(os.path.join(target, "__init__.py"))):
+            raise _directory_error(target)
+        sys.path.insert(0, os.getcwd())
+        try:
+            return importlib.import_module(target)
+        finally:
+            sys.path.remove(os.getcwd())
     if not os.path.isfile(target):
         raise FileNotFoundError(f"no such file: {target}")
     name, root = _package_module(target)
@@ -99,6 +141,21 @@ def find_kernels(mod, errors=None) -> list:
     return out
 
 
+def _package_hint(mod) -> str:
+    """For a package without kernels of its own: the advice to compile one of its modules (a few are named)."""
+    import pkgutil
+
+    path = getattr(mod, "__path__", None)
+    if path is None:
+        return ""
+    try:
+        subs = sorted(m.name for m in pkgutil.iter_modules(path) if not m.name.startswith("_"))
+    except (OSError, TypeError):
+        subs = []
+    some = f" ({', '.join(f'{mod.__name__}.{n}' for n in subs[:3])}{', ...' if len(subs) > 3 else ''})" if subs else ""
+    return f"; it is a package: compile one of its modules{some}, each by its own name or file"
+
+
 def table(rows) -> str:
     widths = [max(len(str(r[i])) for r in [COLUMNS, *rows]) for i in range(len(COLUMNS))]
     lines = ["  ".join(str(c).ljust(w) if i < 2 else str(c).rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
@@ -110,7 +167,7 @@ def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     ap = argparse.ArgumentParser(prog="python -m tirxpy compile",
                                  description="Build every kernel in a file or module and print its resources.")
-    ap.add_argument("target", help="a .py file or a dotted module name")
+    ap.add_argument("target", help="a .py file or a dotted module name (a package too: tirxpy_kernels)")
     ap.add_argument("--arch", default="sm_90a", help="compile target: sm_90a (Hopper) or sm_100a (Blackwell); default: sm_90a")
     ap.add_argument("--emit", choices=("cuda", "ptx", "sass"), help="also print each kernel's CUDA source, PTX or SASS; default: none (resources only)")
     try:
@@ -147,7 +204,7 @@ def main(argv=None) -> int:
         takes = [f"{n}{inspect.signature(f.factory)}" for n, f in vars(mod).items()
                  if not n.startswith("_") and isinstance(f, JitFunction)]
         hint = (f"; its @tirxpy.jit factories take arguments ({', '.join(takes)}): bind one at module level, "
-                "as `kernel = factory(...)`") if takes else ""
+                "as `kernel = factory(...)`") if takes else _package_hint(mod)
         print(f"tirxpy compile: error: {args.target!r} defines no kernels (@T.prim_func objects or zero-argument "
               f"@tirxpy.jit factories at module level){hint}", file=sys.stderr)
         return 2
