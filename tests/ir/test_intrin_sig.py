@@ -39,3 +39,35 @@ def test_errors():
         T.ptx.sig_test_two("x", 1)
     with pytest.raises(IRError, match="n_args is a non-negative int"):
         register_intrinsic_signature("bad", None, n_args=-1)
+
+
+def test_a_wrong_argument_count_names_the_arguments_and_help_prints_the_signature():
+    # the count alone ("takes 2 argument(s), got 1") left a newcomer to guess what the arguments are
+    import pydoc
+
+    register_intrinsic_signature("sig_test_named", None, n_args=2, params=("bar", "count"),
+                                 doc="T.ptx.sig_test_named(bar, count)")
+    with pytest.raises(IRError, match=r"takes 2 argument\(s\), got 1: call it as T.ptx.sig_test_named\(bar, count\)"):
+        T.ptx.sig_test_named(1)
+    assert "T.ptx.sig_test_named(bar, count)" in pydoc.render_doc(T.ptx.sig_test_named, renderer=pydoc.plaintext)
+    assert repr(T.ptx.sig_test_named) == "T.ptx.sig_test_named" and str(T.ptx.sig_test_named(1, 2)) == \
+        "T.ptx.sig_test_named(1, 2)"
+    with pytest.raises(IRError, match="params names the 2 argument"):
+        register_intrinsic_signature("sig_test_bad", None, n_args=2, params=("a",))
+
+
+def test_table_entries_give_their_operands_to_the_parser():
+    import pydoc
+
+    from tirxpy.ir import ParseError
+
+    text = pydoc.render_doc(T.ptx.mbarrier_init, renderer=pydoc.plaintext)
+    assert "T.ptx.mbarrier_init(bar, count)" in text and "mbarrier.init.shared::cta.b64" in text
+    with pytest.raises(ParseError, match=r"call it as T.ptx.mbarrier_init\(bar, count\)"):
+        T.parse_script('''
+@T.prim_func
+def k(A: T.Tensor((4,), "int32")):
+    T.launch(grid=(1,), threads=32)
+    bar = T.alloc_shared((1,), "uint64")
+    T.ptx.mbarrier_init(bar[0])
+''')

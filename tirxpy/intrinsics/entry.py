@@ -314,6 +314,33 @@ class Intrinsic:
     def helper_name(self) -> str:
         return f"tx_{self.name}"
 
+    def help_text(self) -> str:
+        """What ``help(T.ptx.<name>)`` prints: the call, the instruction and its targets, the doc, each operand.
+
+            >>> from tirxpy.intrinsics import get
+            >>> print(get("mbarrier_init").help_text())     # doctest: +ELLIPSIS
+            T.ptx.mbarrier_init(bar, count)
+            <BLANKLINE>
+            mbarrier.init.shared::cta.b64 on sm_80, scope thread.
+            ...
+            Operands:
+              bar    smem_addr uint32, read: 32-bit shared::cta address (__cvta_generic_to_shared)
+              count  reg uint32, read: a value of the operand's dtype in a register
+        """
+        ret = f" -> {self.ret_dtype}" if self.ret is not None else ""
+        lines = [f"T.ptx.{self.name}({', '.join(o.name for o in self.args)}){ret}", "",
+                 f"{self.ptx} on {self.requirement}, scope {self.scope}."]
+        if self.doc:
+            lines.append(self.doc)
+        lines += ["", "Operands:"]
+        width = max([len(o.name) for o in self.operands] + [1])
+        access = {"r": "read", "w": "written", "rw": "read and written"}
+        for o in self.operands:
+            what = f"{o.kind} {o.dtype}" + (f" x{o.count}" if o.count > 1 else "")
+            tail = " (returned)" if o.name == self.ret else ""
+            lines.append(f"  {o.name:<{width}}  {what}, {access[o.access]}{tail}: {KINDS[o.kind]}")
+        return "\n".join(lines)
+
     def __repr__(self) -> str:
         return f"Intrinsic({self.name}: {self.ptx}, {self.requirement}, scope={self.scope})"
 

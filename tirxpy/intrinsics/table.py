@@ -28,14 +28,20 @@ def add(entry: Intrinsic, *, replace: bool = False) -> Intrinsic:
         raise RegistrationError(
             f"an intrinsic named {entry.name!r} already exists ({old.ptx}); pick another name or pass replace=True")
     _TABLE[entry.name] = entry
-    register_intrinsic_signature(entry.name, entry.ret_dtype, entry.n_args, entry.scope)
+    _announce(entry)
     return entry
+
+
+def _announce(e: Intrinsic) -> None:
+    """Register ``e``'s signature with the IR parser: arity, argument names and the text ``help`` prints."""
+    register_intrinsic_signature(e.name, e.ret_dtype, e.n_args, e.scope, params=[o.name for o in e.args],
+                                 doc=e.help_text())
 
 
 def sync_ir_signatures() -> int:
     """(Re-)register every known entry's signature with the IR parser; returns how many."""
     for e in _TABLE.values():
-        register_intrinsic_signature(e.name, e.ret_dtype, e.n_args, e.scope)
+        _announce(e)
     return len(_TABLE)
 
 

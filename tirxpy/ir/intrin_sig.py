@@ -13,7 +13,7 @@ The intrinsics layer (above the IR) registers every table entry here; kernels th
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from tirxpy.scope import Scope
 
@@ -24,24 +24,47 @@ from .errors import IRError
 @dataclass(frozen=True)
 class IntrinsicSignature:
     """``name``; ``ret_dtype`` (``None``: returns nothing); ``n_args`` (``None``: any); the
-    ``scope`` whose whole units must issue it (``thread`` for per-thread instructions)."""
+    ``scope`` whose whole units must issue it (``thread`` for per-thread instructions); ``params``
+    (the arguments' names, when known) and ``doc`` (what ``help(T.ptx.<name>)`` prints)."""
 
     name: str
     ret_dtype: DataType | None
     n_args: int | None
     scope: Scope
+    params: tuple | None = field(default=None, repr=False, compare=False)
+    doc: str = field(default="", repr=False, compare=False)
+
+    def arity_message(self, got: int) -> str:
+        """Why a call with ``got`` arguments is wrong, naming the arguments when known.
+
+            >>> IntrinsicSignature("f", None, 2, Scope.THREAD, ("bar", "count")).arity_message(1)
+            'intrinsic f takes 2 argument(s), got 1: call it as T.ptx.f(bar, count)'
+        """
+        msg = f"intrinsic {self.name} takes {self.n_args} argument(s), got {got}"
+        if self.params is not None:
+            msg += f": call it as T.ptx.{self.name}({', '.join(self.params)})"
+        return msg
 
 
 _REGISTRY: dict[str, IntrinsicSignature] = {}
 
 
-def register_intrinsic_signature(name: str, ret_dtype=None, n_args: int | None = None, scope: str = "thread"):
-    """Register (or replace) the signature of intrinsic ``name``; returns it."""
+def register_intrinsic_signature(name: str, ret_dtype=None, n_args: int | None = None, scope: str = "thread",
+                                 params=None, doc: str = ""):
+    """Register (or replace) the signature of intrinsic ``name``; returns it. ``params`` names the
+    ``n_args`` arguments (for error messages), ``doc`` is the text ``help(T.ptx.<name>)`` prints."""
     if not isinstance(name, str) or not name:
         raise IRError(f"an intrinsic name is a non-empty str, got {name!r}")
     if n_args is not None and (not isinstance(n_args, int) or n_args < 0):
         raise IRError(f"n_args is a non-negative int or None, got {n_args!r}")
-    sig = IntrinsicSignature(name, None if ret_dtype is None else DataType.get(ret_dtype), n_args, Scope.get(scope))
+    if params is not None:
+        params = tuple(params)
+        if len(params) != n_args or not all(isinstance(x, str) for x in params):
+            raise IRError(f"params names the {n_args} argument(s) of {name} as strs, got {params!r:.80}")
+    if not isinstance(doc, str):
+        raise IRError(f"doc is a str, got {type(doc).__name__}")
+    sig = IntrinsicSignature(name, None if ret_dtype is None else DataType.get(ret_dtype), n_args, Scope.get(scope),
+                             params, doc)
     _REGISTRY[name] = sig
     return sig
 

@@ -327,7 +327,7 @@ def call_intrin(name: str, *args):
         msg, hint = unknown_intrinsic_message(name)
         raise ParseError(msg, hint=hint)
     if sig.n_args is not None and len(args) != sig.n_args:
-        raise IRError(f"intrinsic {name} takes {sig.n_args} argument(s), got {len(args)}")
+        raise IRError(sig.arity_message(len(args)))
     return IntrinsicCall(name, [_intrinsic_arg(a, name, k) for k, a in enumerate(args)], sig.ret_dtype)
 
 
@@ -344,16 +344,35 @@ class IntrinsicRef:
         return f"T.ptx.{self.__tirx_intrinsic__}"
 
 
+_REF_TYPES: dict = {}
+
+
+def _ref_type(sig):
+    """``IntrinsicRef``, or a subclass whose docstring is the entry's help (what ``help(T.ptx.<name>)`` prints:
+    the arguments, the PTX, targets and operands, from the intrinsics table)."""
+    if not sig.doc:
+        return IntrinsicRef
+    t = _REF_TYPES.get(sig.name)
+    if t is None or t.__doc__ != sig.doc:
+        t = type(sig.name, (IntrinsicRef,), {"__doc__": sig.doc, "__module__": __name__,
+                                              "__qualname__": f"T.ptx.{sig.name}"})
+        _REF_TYPES[sig.name] = t
+    return t
+
+
 class _Ptx:
-    """``T.ptx.<name>`` resolves through the intrinsic signature registry."""
+    """``T.ptx.<name>`` resolves through the intrinsic signature registry; ``help(T.ptx.<name>)`` prints
+    the call's arguments, the instruction, its targets and each operand (e.g. ``help(T.ptx.mbarrier_init)``:
+    ``T.ptx.mbarrier_init(bar, count)``, ``bar`` a shared-memory address, ``count`` a uint32)."""
 
     def __getattr__(self, name):
         if name.startswith("__"):
             raise AttributeError(name)
-        if lookup_intrinsic_signature(name) is None:
+        sig = lookup_intrinsic_signature(name)
+        if sig is None:
             msg, hint = unknown_intrinsic_message(name)
             raise ParseError(msg, hint=hint)
-        return IntrinsicRef(name)
+        return _ref_type(sig)(name)
 
     def __dir__(self):
         return intrinsic_names()

@@ -222,7 +222,7 @@ class Verifier:
                 self.fail(node, f"intrinsic {e.name!r} has no registered signature",
                           "register it (tirxpy.intrinsics.register_intrinsic) before building the kernel")
             if sig.n_args is not None and len(e.args) != sig.n_args:
-                self.fail(node, f"intrinsic {e.name} takes {sig.n_args} argument(s), got {len(e.args)}")
+                self.fail(node, sig.arity_message(len(e.args)))
             for a in e.args:
                 self.expr(a, scope, node)
             return
