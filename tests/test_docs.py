@@ -246,6 +246,18 @@ def test_tutorial_pages_state_rules_not_history():
             assert not history.search(line), f"{page.relative_to(ROOT)}:{n}: history belongs in docs/performance.md: {line}"
 
 
+def test_the_simulator_chapter_lists_every_problem_kind():
+    """Chapter 6's table of problem kinds is the list a reader checks a SimReportError against: every kind the
+    simulator reports (a literal ``report("kind", ...)`` in tirxpy/sim, ``oob_<storage>`` too) is in it."""
+    kinds = set()
+    for src in (ROOT / "tirxpy" / "sim").glob("*.py"):
+        kinds |= set(re.findall(r"report\(\s*\"([a-z_0-9]+)\"", src.read_text()))
+    assert {"race", "deadlock", "uninitialized_read"} <= kinds
+    table = (ROOT / "docs" / "tutorial" / "06-simulator.md").read_text()
+    missing = sorted(k for k in kinds if f"`{k}`" not in table)
+    assert not missing, f"docs/tutorial/06-simulator.md's table of problem kinds lacks {missing}"
+
+
 # The runner itself: each rule above fails where it should.
 
 def _fails(text, match):
