@@ -34,7 +34,7 @@ from .attention_bwd_sm90 import attention_bwd_sm90
 from .attention_varlen_api import (VarlenArgumentError, check_copied, check_cu_device, check_lengths, clipped_view,
                                    host_copy, pad_rows, windows)
 from .attention_varlen_api import check as check_varlen
-from .checks import dense_tensor, overlaps
+from .checks import aligned_input, dense_tensor, misalignment, overlaps
 from .errors import KernelConfigError, is_flag, plain_flags
 from .launch_cache import LaunchCache, compiled, launch_bound, tensor_key
 from .views import kernel_input, packed_input, tma_view
@@ -172,7 +172,8 @@ def prepare(q, k, v, out, dout, lse, causal=False, scale=None, deterministic=Fal
                                   deterministic=deterministic, SQT=SQT, SKT=SKT, strides=strides,
                                   grad_strides=None if dks is None and dvs is None else (dks, dvs),
                                   sms=_sm_count(q.device))
-        if SQ == SQP and lse.is_contiguous() and lse.data_ptr() % 16 == 0:
+        if SQ == SQP and lse.is_contiguous() and not misalignment("attention_backward", "lse", lse,
+                                                                   AttentionBwdArgumentError):
             lp = lse                        # already whole 64-row blocks: the kernel reads it as it is
         else:
             lp = torch.zeros((B, H, SQP), dtype=torch.float32, device=q.device)
@@ -221,6 +222,10 @@ def attention_backward(q, k, v, out, dout, lse, causal=False, scale=None, determ
         ck(*args)
     qp, kp, vp, dop, lp, dl, dk, dv, dqa, sem = args
     in_place = all(a is b for a, b in zip((qp, kp, vp, dop, lp), (q, k, v, dout, lse)))
+    # the fast path hands the preprocessing out.contiguous(), which is out itself where out is contiguous: that must
+    # be on the 16-byte boundary its vector loads need (prepare read a copy of a misaligned out)
+    in_place = in_place and not (out.is_contiguous() and misalignment("attention_backward", "out", out,
+                                                                      AttentionBwdArgumentError))
     if grads is not None:
         in_place = in_place and dk.data_ptr() == grads[1].data_ptr() and dv.data_ptr() == grads[2].data_ptr()
     if key is not None and in_place and dk.shape == k.shape and dqa.shape[1] == q.shape[1]:
@@ -327,7 +332,8 @@ def prepare_varlen(q, k, v, out, dout, lse, cu_seqlens_q, cu_seqlens_k, max_seql
         ins = [packed_input(t, n) for t, n in ((q, p.BM), (k, p.BN), (v, p.BN), (dout, p.BM))]
         (qp, _), (kp, _), (vp, _), (dop, _) = ins
         strides = None if all(st is None for _, st in ins) else tuple(st for _, st in ins)
-        op = pad_rows(out, p.BM)
+        # the preprocessing reads O with 16-byte loads: a misaligned out is read from an aligned copy
+        op = aligned_input("attention_varlen_backward", "out", pad_rows(out, p.BM), VarlenArgumentError)
         TQ, TK = qp.shape[0], kp.shape[0]
         XQ, XK = p.q_blocks * p.BM, p.kv_blocks * p.BN
         lsp = lse.contiguous()                  # (H, TQ): every row the kernel may address

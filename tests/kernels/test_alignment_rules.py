@@ -173,3 +173,41 @@ def test_tma_view_asks_the_alignment_rule_of_checks():
     assert st is None and t.data_ptr() % 16 == 0 and torch.equal(t, off)
     with pytest.raises(ArgumentError, match=r"tma_view: t has no data pointer .*pass a plain torch tensor"):
         tma_view(_NoPointer((2, 8, 2, 64)))
+
+
+# ---------------------------------------------------------------- the attention backward's out
+@pytest.mark.gpu
+def test_gpu_attention_backward_reads_an_out_off_16_bytes_from_a_copy_on_every_call():
+    """The preprocessing reads ``out`` with 16-byte loads. An ``out`` 2 bytes off a 16-byte boundary gives the same
+    gradients as an aligned one on the first (checked) call and on the repeated call that takes the fast path, which
+    used to hand the misaligned ``out`` to the kernel."""
+    from tirxpy_kernels import attention, attention_backward
+
+    torch.manual_seed(0)
+    B, S, H, D = 1, 256, 2, 64
+    q, k, v, dout = (torch.randn(B, S, H, D, device="cuda").to(torch.bfloat16) for _ in range(4))
+    out, lse = attention(q, k, v, causal=True, return_lse=True)
+    want = attention_backward(q, k, v, out, dout, lse, causal=True, deterministic=True)
+    odd = _odd(B, S, H, D, device="cuda").copy_(out)
+    for _ in range(3):
+        got = attention_backward(q, k, v, odd, dout, lse, causal=True, deterministic=True)
+        for g, w in zip(got, want):
+            assert torch.equal(g, w)
+
+
+@pytest.mark.gpu
+def test_gpu_varlen_backward_reads_an_out_off_16_bytes_from_a_copy():
+    """As above for the packed backward, whose ``out`` went to the preprocessing as given."""
+    from tirxpy_kernels import attention_varlen, attention_varlen_backward
+
+    torch.manual_seed(1)
+    H, D = 2, 64
+    cu = torch.tensor([0, 100, 300], dtype=torch.int32, device="cuda")
+    q, k, v, dout = (torch.randn(300, H, D, device="cuda").to(torch.bfloat16) for _ in range(4))
+    out, lse = attention_varlen(q, k, v, cu, cu, 200, 200, causal=True, return_lse=True)
+    want = attention_varlen_backward(q, k, v, out, dout, lse, cu, cu, 200, 200, causal=True, deterministic=True)
+    odd = _odd(300, H, D, device="cuda").copy_(out)
+    for _ in range(2):
+        got = attention_varlen_backward(q, k, v, odd, dout, lse, cu, cu, 200, 200, causal=True, deterministic=True)
+        for g, w in zip(got, want):
+            assert torch.equal(g, w)
