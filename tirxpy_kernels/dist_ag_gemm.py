@@ -391,7 +391,9 @@ def build(P, me: int, world: int, depth: int = 4):
                        FP: T.Tensor((world, rows), "uint32", layout=fl_theirs),
                        GL: T.Tensor((world,), "uint32", layout=g_mine), GP: T.Tensor((world,), "uint32", layout=g_theirs),
                        Need: T.Tensor((world, rows), "uint32"), epoch: T.uint32):
-        T.launch(grid=(P.grid,), threads=THREADS, pdl=P.pdl)
+        # DL is A's own buffer slot (the run passes it twice): the movers land rows in it that the producer's TMA
+        # loads read once the flags say so
+        T.launch(grid=(P.grid,), threads=THREADS, pdl=P.pdl, may_alias=(("A", "DL"),))
         ag_body(P, A, B, Bias, C, AS, FL, Need, epoch, me, world, 0, (DL, DP, FP, GL, GP, depth))
 
     return ag_gemm_kernel

@@ -137,6 +137,17 @@ def test_pdl_launch_prints_and_parses_back():
     round_trip(k)
 
 
+def test_may_alias_launch_prints_and_parses_back():
+    @T.prim_func
+    def k(A: T.Tensor((32,), "float32"), L: T.Tensor((32,), "float32")):
+        T.launch(grid=(1,), threads=32, may_alias=[("L", "A")])
+        L[T.thread_id()] = A[31 - T.thread_id()]
+
+    assert k.launch.may_alias == (("A", "L"),)
+    assert "T.launch(grid=(1,), threads=32, may_alias=(('A', 'L'),))" in str(k)
+    round_trip(k)
+
+
 def test_allocations_primitives_and_intrinsics():
     frag_layout = TileLayout(S[(32, 4) : (1@laneid, 1)])
 

@@ -184,6 +184,22 @@ def test_pdl_launch_needs_griddepcontrol_wait():
         T.parse_script(script("pass", launch="grid=(1,), threads=128, pdl=1"))
 
 
+def test_may_alias_names_pairs_of_tensor_parameters():
+    """``T.launch(may_alias=...)`` pairs tensor parameters that may share memory: each pair two different names of
+    the kernel's tensors; anything else is refused, naming it."""
+    two = 'A: T.Tensor((128,), "float32"), B: T.Tensor((128,), "float32"), n: T.int32'
+    k = T.parse_script(script("A[0] = B[1]", params=two, launch='grid=(1,), threads=32, may_alias=(("B", "A"),)'))
+    assert k.launch.may_alias == (("A", "B"),)
+    fails(script("A[0] = B[1]", params=two, launch='grid=(1,), threads=32, may_alias=(("A", "C"),)'),
+          r"T.launch\(may_alias=\('A', 'C'\)\): 'C' is not a tensor parameter of k", hint="['A', 'B']")
+    fails(script("A[0] = B[1]", params=two, launch='grid=(1,), threads=32, may_alias=(("A", "n"),)'),
+          r"'n' is not a tensor parameter of k")
+    for bad, msg in (('(("A",),)', "is not a pair of parameter names"), ('(("A", "A"),)', "pairs 'A' with itself"),
+                     ('"AB"', "must be a tuple of \\(name, name\\) pairs")):
+        with pytest.raises(ParseError, match=msg):
+            T.parse_script(script("pass", params=two, launch=f"grid=(1,), threads=32, may_alias={bad}"))
+
+
 def test_launch_smem_too_small_and_too_large():
     fails(script('a = T.alloc_shared((1024,), "float32")', launch="grid=(1,), threads=128, smem=1000"),
           r"T.launch\(smem=1000\) is smaller than the 4096 B", hint="give smem=4096")

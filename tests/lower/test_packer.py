@@ -269,6 +269,44 @@ def test_a_written_tensor_that_shares_memory_with_another_argument_is_refused():
     packer(_spec("x"), _spec("x2")).pack([x, x])            # two read-only slots may take one tensor
 
 
+def test_a_pair_the_kernel_declares_may_share_memory():
+    """``may_alias`` (from ``T.launch(may_alias=...)``) exempts exactly its pairs: a written tensor may take the
+    memory of the parameter it names, and is still refused where it shares memory with any other."""
+    buf = torch.zeros(8, 8)
+    a, d = buf[:4], buf[:4]
+    p = packer(ParamSpec("a", dtype="float32", shape=(4, 8), strides=(8, 1), align=4, may_alias={"d"}),
+               ParamSpec("d", dtype="float32", shape=(4, 8), strides=(8, 1), align=4, written=True,
+                         may_alias={"a"}), _spec("x"))
+    p.check([a, d, buf[4:]])
+    assert p.pack([a, d, buf[4:]]) == p.params_address
+    with pytest.raises(LaunchError, match="parameter 'd': shares memory with parameter 'x'"):
+        p.pack([a, d, buf[2:6]])
+    with pytest.raises(LaunchError, match=r"may_alias= is a set of parameter names"):
+        ParamSpec("a", may_alias=3)
+
+
+def test_the_launch_check_and_the_signature_follow_may_alias():
+    """A kernel whose ``T.launch`` declares ``(A, L)`` may alias takes one tensor for both, and its CUDA signature
+    drops ``__restrict__`` from those two pointers alone."""
+    from tirxpy import T
+    from tirxpy.lower.build import host_specs
+    from tirxpy.lower.codegen.kernel import generate
+
+    @T.prim_func
+    def land(A: T.Tensor((32,), "float32"), L: T.Tensor((32,), "float32"), Y: T.Tensor((32,), "float32")):
+        T.launch(grid=(1,), threads=32, may_alias=(("A", "L"),))
+        L[T.thread_id()] = Y[T.thread_id()]
+        Y[T.thread_id()] = A[T.thread_id()]
+
+    unit = generate(land, "sm_90a")
+    assert "float* L" in unit.source and "const float* A" in unit.source and "float* __restrict__ Y" in unit.source
+    p = packer(*host_specs(land, unit.tmaps, unit.written))
+    x, y = torch.zeros(32), torch.zeros(32)
+    p.check([x, x, y])
+    with pytest.raises(LaunchError, match="parameter 'L': shares memory with parameter 'Y'"):
+        p.check([x, x, x])
+
+
 def test_interleaved_views_that_share_no_element_are_taken():
     """The ``k`` and ``v`` slices of one packed tensor interleave: their spans intersect, so the straight line
     declines them and the full check tells them apart exactly (they share no byte)."""

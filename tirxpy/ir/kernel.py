@@ -16,16 +16,17 @@ from .stmt import as_seq
 
 
 class LaunchConfig(Node):
-    """``T.launch(grid=(gx, gy, gz), threads=n, cluster=(cx, cy, cz), smem=bytes, pdl=False)``.
+    """``T.launch(grid=(gx, gy, gz), threads=n, cluster=(cx, cy, cz), smem=bytes, pdl=False, may_alias=())``.
 
     ``grid`` entries may be expressions of scalar parameters; ``threads`` (per CTA),
     ``cluster`` and ``smem`` (dynamic shared memory in bytes, ``None``: computed from the
     allocations) are static ints. ``pdl=True``: programmatic dependent launch, see :func:`tirxpy.T.launch`.
+    ``may_alias``: pairs of tensor parameter names that may share memory (sorted pairs, in order).
     """
 
-    _fields = ("grid", "threads", "cluster", "smem", "pdl")
+    _fields = ("grid", "threads", "cluster", "smem", "pdl", "may_alias")
 
-    def __init__(self, grid=(1,), threads=128, cluster=None, smem=None, pdl=False, span=None):
+    def __init__(self, grid=(1,), threads=128, cluster=None, smem=None, pdl=False, may_alias=(), span=None):
         super().__init__(span)
         from . import ops
 
@@ -47,6 +48,7 @@ class LaunchConfig(Node):
             raise IRError(f"T.launch pdl= must be True or False, got {pdl!r}",
                           hint="pass a Python bool (closure, global or @tirxpy.jit argument)")
         self.pdl = pdl
+        self.may_alias = _alias_pairs(may_alias)
 
     @property
     def cluster_size(self) -> int:
@@ -54,6 +56,27 @@ class LaunchConfig(Node):
         for c in self.cluster or ():
             n *= c
         return n
+
+
+def _alias_pairs(pairs) -> tuple:
+    """``may_alias`` as a sorted tuple of sorted name pairs; IRError naming what is not a pair of two different
+    parameter names.
+
+        >>> _alias_pairs([("DL", "A"), ("A", "B")])
+        (('A', 'B'), ('A', 'DL'))
+    """
+    hint = 'pass pairs of tensor parameter names, e.g. T.launch(..., may_alias=(("A", "A_landing"),))'
+    if not isinstance(pairs, (tuple, list)):
+        raise IRError(f"T.launch may_alias= must be a tuple of (name, name) pairs, got {pairs!r:.80}", hint=hint)
+    out = set()
+    for pair in pairs:
+        if not (isinstance(pair, (tuple, list)) and len(pair) == 2 and all(isinstance(n, str) for n in pair)):
+            raise IRError(f"T.launch may_alias= holds {pair!r:.80}, which is not a pair of parameter names", hint=hint)
+        if pair[0] == pair[1]:
+            raise IRError(f"T.launch may_alias= pairs {pair[0]!r} with itself; a parameter is always its own memory",
+                          hint=hint)
+        out.add(tuple(sorted(pair)))
+    return tuple(sorted(out))
 
 
 def _static_int(v, what):

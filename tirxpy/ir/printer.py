@@ -306,6 +306,8 @@ class Printer:
             args.append(f"smem={L.smem}")
         if L.pdl:
             args.append("pdl=True")
+        if L.may_alias:
+            args.append(f"may_alias={L.may_alias!r}")
         self.emit(1, f"T.launch({', '.join(args)})")
         for p in k.params:
             if isinstance(p, Buffer):

@@ -99,9 +99,9 @@ class LaunchRequest:
         self.kw = kw
 
 
-def launch(grid=(1,), threads=128, cluster=None, smem=None, pdl=False):
-    """``T.launch(grid=(gx, gy, gz), threads=n, cluster=(cx, cy, cz), smem=bytes, pdl=False)``: the launch
-    configuration, the first statement of a kernel.
+def launch(grid=(1,), threads=128, cluster=None, smem=None, pdl=False, may_alias=()):
+    """``T.launch(grid=(gx, gy, gz), threads=n, cluster=(cx, cy, cz), smem=bytes, pdl=False, may_alias=())``: the
+    launch configuration, the first statement of a kernel.
 
     ``grid``: CTAs per dimension (ints or scalar parameters); ``threads``: threads per CTA (1..1024);
     ``cluster``: CTAs per cluster (sm_90+; each extent divides the grid's); ``smem``: dynamic shared
@@ -119,9 +119,17 @@ def launch(grid=(1,), threads=128, cluster=None, smem=None, pdl=False):
         T.launch(grid=(132,), threads=384, pdl=True)
         ...                                  # shared-memory setup only
         T.ptx.griddepcontrol_wait()          # every thread, before its first global load or store
+
+    ``may_alias``: pairs of tensor parameter names that may be given memory they share. A launch refuses a tensor
+    the kernel writes that shares memory with another tensor argument (the parameters are ``__restrict__``, and
+    a kernel that reads what it also writes gets a race), except for the pairs named here, whose accesses the
+    kernel orders itself (flags, barriers, proxy fences) and whose pointers it declares without ``__restrict__``.
+    A distributed kernel that lands a peer's rows in the buffer its TMA loads read takes that buffer twice:
+
+        T.launch(grid=(132,), threads=384, may_alias=(("A", "Landing"),))
     """
     _need_parse("T.launch(...)")
-    return LaunchRequest(grid=grid, threads=threads, cluster=cluster, smem=smem, pdl=pdl)
+    return LaunchRequest(grid=grid, threads=threads, cluster=cluster, smem=smem, pdl=pdl, may_alias=may_alias)
 
 
 class AllocRequest:

@@ -86,6 +86,15 @@ class Verifier:
                              f"not a multiple of the cluster extent {n}",
                           f"make the grid extent a multiple of {n} (round up and let the extra CTAs exit)")
 
+    def may_alias(self, k):
+        """Every name of ``T.launch(may_alias=...)`` is a tensor parameter of the kernel."""
+        tensors = [p.name for p in k.params if isinstance(p, Buffer)]
+        for pair in k.launch.may_alias:
+            for n in pair:
+                if n not in tensors:
+                    self.fail(k.launch, f"T.launch(may_alias={pair!r}): {n!r} is not a tensor parameter of "
+                                        f"{k.name}", f"name tensor parameters: {tensors}")
+
     def fail(self, node, msg, hint=None):
         span = getattr(node, "span", None) or self.k.span
         raise VerifyError(msg, span, hint)
@@ -94,6 +103,7 @@ class Verifier:
         k = self.k
         L = k.launch
         self.launch(L)
+        self.may_alias(k)
         self.active = annotate_active_threads(k)
         scope = {"vars": set(), "bufs": set()}
         for p in k.params:

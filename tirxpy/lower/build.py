@@ -264,11 +264,16 @@ def host_specs(kernel, tmaps=(), written=(), access=None) -> tuple:
     specs = []
     tm_bufs = {id(t.buffer) for t in tmaps}
     access = access or {}
+    alias: dict = {}            # name -> the names T.launch(may_alias=...) pairs it with
+    for x, y in kernel.launch.may_alias:
+        alias.setdefault(x, set()).add(y)
+        alias.setdefault(y, set()).add(x)
     for p in kernel.params:
         if isinstance(p, Buffer):
             shape, strides = tensor_strides(p)
             align = 16 if id(p) in tm_bufs else max(1, p.dtype.bits // 8, access.get(p.name, 1))
-            specs.append(ParamSpec(p.name, "tensor", p.dtype.name, shape, strides, align, written=p.name in written))
+            specs.append(ParamSpec(p.name, "tensor", p.dtype.name, shape, strides, align, written=p.name in written,
+                                   may_alias=alias.get(p.name, ())))
         else:
             if p.dtype.name not in _SCALARS:
                 raise CodegenError(f"scalar parameter {p.name} is {p.dtype}; the host passes scalars of "

@@ -85,7 +85,8 @@ class ArgPacker:
         # (written slot, other tensor slot): the pairs a launch checks for shared memory (each pair once)
         written = [i for i, s in enumerate(self.specs) if s.kind == "tensor" and s.written]
         self._alias_pairs = tuple((w, j) for w in written for j, s in enumerate(self.specs)
-                                  if j != w and s.kind == "tensor" and not (j in written and j < w))
+                                  if j != w and s.kind == "tensor" and not (j in written and j < w)
+                                  and s.name not in self.specs[w].may_alias and self.specs[w].name not in s.may_alias)
         self._fast = self._straight_line()
 
     def _straight_line(self):

@@ -47,7 +47,8 @@ class ParamSpec:
     - ``tensor``: a torch tensor passed as a device pointer. ``dtype`` (None: any), ``shape`` /
       ``strides`` (element strides; None or None entries: any), ``align`` (bytes of data_ptr), ``written``
       (the kernel writes it: a launch refuses it when it shares memory with another tensor argument,
-      :func:`tirxpy.lower.overlap.overlaps`).
+      :func:`tirxpy.lower.overlap.overlaps`), ``may_alias`` (names of the parameters it may share memory with
+      all the same: the kernel's ``T.launch(may_alias=...)``).
     - ``scalar``: a Python number of ``dtype``.
     - ``tensormap``: a torch tensor turned into a TMA map for the shared tile ``box`` with
       ``layout`` (or explicit ``swizzle``); or a ready 128-byte encoded map.
@@ -63,6 +64,7 @@ class ParamSpec:
     layout: Any = None
     swizzle: int | None = None
     written: bool = False
+    may_alias: frozenset = frozenset()
 
     def __post_init__(self):
         if not isinstance(self.name, str):
@@ -85,6 +87,10 @@ class ParamSpec:
         if not isinstance(self.written, bool) or (self.written and self.kind != "tensor"):
             raise LaunchError(self.name, f"written= says a tensor parameter is written: True or False (only for kind "
                                          f"'tensor'), got {self.written!r:.60} for kind {self.kind!r}")
+        if not isinstance(self.may_alias, (frozenset, set, tuple, list)) or not all(
+                isinstance(n, str) for n in self.may_alias):
+            raise LaunchError(self.name, f"may_alias= is a set of parameter names, got {self.may_alias!r:.60}")
+        object.__setattr__(self, "may_alias", frozenset(self.may_alias))
 
 
 def _dims(param: str, field: str, v, lo: int, wild: bool):

@@ -3,8 +3,8 @@
 The unit has the fixed-width typedefs and fp16 / bf16 / fp8 headers, the intrinsic prelude
 (``CUtensorMap``, ``tx_smem_addr``), one ``__device__ __forceinline__`` helper per intrinsic
 used, and the ``extern "C" __global__`` entry with ``__launch_bounds__``: global tensors as
-``T* __restrict__`` (``const`` when never written; parameters must not alias), scalars by
-value, then one ``const __grid_constant__ CUtensorMap`` per distinct TMA box. Shared tiles are
+``T* __restrict__`` (``const`` when never written; plain ``T*`` for the parameters of ``T.launch(may_alias=...)``),
+scalars by value, then one ``const __grid_constant__ CUtensorMap`` per distinct TMA box. Shared tiles are
 carved from one ``extern __shared__ __align__(1024)`` array at static offsets (1024-byte aligned
 for swizzled tiles, 128 otherwise: the plan :func:`tirxpy.ir.verify.shared_bytes` sizes).
 """
@@ -92,10 +92,12 @@ def generate(kernel, target="sm_90a", pin_registers=False) -> CudaUnit:
     sr.seq(kernel.body)
 
     sig = []
+    aliased = {n for pair in kernel.launch.may_alias for n in pair}
     for p, name in params:
         if isinstance(p, Buffer):
             const = "" if id(p) in ctx.written else "const "
-            sig.append(f"{const}{ctype(p.dtype, p.span)}* __restrict__ {name}")
+            restrict = "" if p.name in aliased else " __restrict__"      # T.launch(may_alias=...): may share memory
+            sig.append(f"{const}{ctype(p.dtype, p.span)}*{restrict} {name}")
         else:
             sig.append(f"const {ctype(p.dtype, p.span)} {name}")
     for tm in ctx.tmaps:
