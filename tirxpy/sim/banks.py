@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .args import ArgumentError
+from .races import sorted_unique
 
 BANKS = 32
 WORD = 4
@@ -67,8 +68,8 @@ def _count(lanes, off, width):
     words = off[:, None] // WORD + np.arange(width // WORD)        # (lanes, words a lane)
     phase = lanes // (PHASE_BYTES // width)
     total = ideal = 0
-    for ph in np.unique(phase):
-        w = np.unique(words[phase == ph].ravel())
+    for ph in sorted_unique(phase):
+        w = sorted_unique(words[phase == ph])
         total += int(np.bincount(w % BANKS, minlength=BANKS).max())
         ideal += 1
     return total, ideal

@@ -37,12 +37,28 @@ def join(a, b):
     return a
 
 
+def sorted_unique(a):
+    """``np.unique`` of an int array (sorted, distinct), by a sort and a neighbour comparison: several times
+    faster than numpy's hash-based ``np.unique`` on the index arrays of memory accesses."""
+    s = np.sort(np.asarray(a).ravel())
+    if s.size < 2:
+        return s
+    keep = np.empty(s.size, bool)
+    keep[0] = True
+    np.not_equal(s[1:], s[:-1], out=keep[1:])
+    return s[keep]
+
+
 def fit(vc, n):
     return vc if len(vc) >= n else np.concatenate([vc, np.zeros(n - len(vc) + 64, vc.dtype)])
 
 
 class Shadow:
-    """Per-byte last-write epoch, proxy, fence state and per-agent read clocks of one CTA's smem."""
+    """Per-byte last-write epoch, proxy, fence state and per-agent read clocks of one CTA's smem.
+
+    The read clocks are one column of bytes per agent that has read (``cols``, made at its first read); an agent
+    without a column has read nothing (all clocks 0). Clock vectors are padded to ``width``, which covers every
+    clock vector seen so far plus 8 (:func:`fit`)."""
 
     def __init__(self, size: int):
         self.size = size
@@ -51,25 +67,25 @@ class Shadow:
         self.w_proxy = np.zeros(size, np.int8)
         self.fenced = np.ones(size, bool)
         self.w_site = np.full(size, -1, np.int32)
-        self.reads = np.zeros((size, 8), np.int64)
+        self.cols: dict = {}               # agent -> int64[size]: its clock at its last read of each byte
+        self.width = 8
         self.init = np.zeros(size, bool)   # written at least once (by any proxy)
         self.uninit_at = -1                # the last read's first byte never written (-1: none)
 
     def _grow(self, n):
-        if self.reads.shape[1] < n:
-            extra = np.zeros((self.size, n - self.reads.shape[1] + 8), np.int64)
-            self.reads = np.concatenate([self.reads, extra], axis=1)
+        if self.width < n:
+            self.width = n + 8
 
     def access(self, idx, agent, vc, write, proxy, site):
         """Record an access to byte indices ``idx``; returns (kind, other_agent, other_site) of the
-        first conflict or None. A read also sets ``uninit_at``."""
+        first conflict (the lowest byte, then the lowest agent) or None. A read also sets ``uninit_at``."""
         self.uninit_at = -1
-        idx = np.unique(np.asarray(idx, np.int64).ravel())
+        idx = sorted_unique(np.asarray(idx, np.int64))
         idx = idx[(idx >= 0) & (idx < self.size)]
         if idx.size == 0:
             return None
         self._grow(len(vc))
-        vcl = fit(vc, self.reads.shape[1])
+        vcl = fit(vc, self.width)
         found = None
         wa = self.w_agent[idx]
         other = (wa >= 0) & (wa != agent)
@@ -89,19 +105,29 @@ class Shadow:
         if write:
             self.init[idx] = True
             if found is None:
-                r = self.reads[idx][:, :len(vcl)] > vcl[None, :self.reads.shape[1]]
-                r[:, agent] = False
-                if r.any():
-                    row, col = np.argwhere(r)[0]
-                    found = ("read", int(col), -1)
+                first = None                # (byte position, reader) of the first read not ordered before this write
+                for a in sorted(self.cols):
+                    if a == agent:
+                        continue
+                    r = self.cols[a][idx] > vcl[a]
+                    if r.any():
+                        j = int(np.argmax(r))
+                        if first is None or j < first[0]:
+                            first = (j, a)
+                if first is not None:
+                    found = ("read", first[1], -1)
             self.w_agent[idx] = agent
             self.w_clock[idx] = vcl[agent]
             self.w_proxy[idx] = proxy
             self.fenced[idx] = proxy == ASYNC
             self.w_site[idx] = site
-            self.reads[idx] = 0
+            for col in self.cols.values():
+                col[idx] = 0
         else:
-            self.reads[idx, agent] = vcl[agent]
+            col = self.cols.get(agent)
+            if col is None:
+                col = self.cols[agent] = np.zeros(self.size, np.int64)
+            col[idx] = vcl[agent]
         return found
 
     def fence_proxy(self, agent, vc):
