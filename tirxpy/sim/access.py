@@ -56,6 +56,28 @@ def load(w, m, buf, idx, node):
     raise UnsupportedError(f"element reads of {st} buffer {buf.name} (use tcgen05.ld for tensor memory)")
 
 
+def fixed_register_slot(buf, indices):
+    """``(root, byte offset)`` of element ``indices`` (IntImm) of register tile ``buf`` when they are constants
+    inside its shape and the element's bytes inside its root's storage; None otherwise. Such an element is the same
+    bytes in every lane, so :class:`~tirxpy.sim.machine.Warp` reads and writes it as one column slice
+    (``read_regs_at`` / ``write_regs_at``) with the checks of :func:`load` / :func:`store` (which report the other
+    cases)."""
+    from tirxpy.ir import expr as E
+
+    if buf.storage != "local" or not all(isinstance(i, E.IntImm) for i in indices):
+        return None
+    idx = [int(i.value) for i in indices]
+    if len(idx) != len(buf.shape) or not all(0 <= i < n for i, n in zip(idx, buf.shape)):
+        return None
+    try:
+        off = int(np.asarray(byte_offsets(None, buf, [np.full(1, i, np.int64) for i in idx])).ravel()[0])
+        if off < 0 or off + nbytes(buf.dtype) > max(buf.root.bytes(), 1):
+            return None
+    except Exception:  # noqa: BLE001 - the general path raises or reports it where the element is accessed
+        return None
+    return buf.root, off
+
+
 def store(w, m, buf, idx, value, node, poison=None):
     """Store ``value`` in the active lanes ``m``; ``poison``: lanes whose value is undefined (read
     uninitialized registers), which leave the destination registers uninitialized."""

@@ -132,10 +132,14 @@ def _compile(e):
     if type(e) in _BIN:
         a, b = compile_expr(e.a), compile_expr(e.b)
         op = _BIN[type(e)]
+        exact = op is not np.divide     # on integer / bool operands these raise no floating-point flag
 
         def bin_(w, m):
+            x, y = a(w, m), b(w, m)
+            if exact and x.dtype.kind in "biu" and y.dtype.kind in "biu":
+                return op(x, y)
             with np.errstate(all="ignore"):
-                return op(a(w, m), b(w, m))
+                return op(x, y)
         return bin_ if isinstance(e, E.CmpOp) else _narrow(bin_, e.dtype)
     if isinstance(e, E.Call):
         args = [compile_expr(x) for x in e.args]
@@ -157,6 +161,16 @@ def _compile(e):
     if isinstance(e, E.BufferLoad):
         idx = [compile_expr(i) for i in e.indices]
         buf = e.buffer
+        slot = access.fixed_register_slot(buf, e.indices)
+        if slot is not None:        # one register slot in every lane: read as a column when all lanes are active
+            root, off = slot
+            dt = buf.dtype
+
+            def load_slot(w, m):
+                if m.all():
+                    return w.read_regs_at(root, off, dt, e)
+                return access.load(w, m, buf, [f(w, m) for f in idx], e)
+            return load_slot
         return lambda w, m: access.load(w, m, buf, [f(w, m) for f in idx], e)
     if isinstance(e, E.AddressOf):
         t = e.target

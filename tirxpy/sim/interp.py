@@ -40,6 +40,14 @@ def charge(w, node, n, what="another loop iteration"):
         raise BudgetExceeded(node, w, what)
 
 
+def _lanes(x):
+    """``x`` as 32 lane values: itself when it has that shape, else broadcast (read-only)."""
+    return x if getattr(x, "shape", None) == _WARP_SHAPE else np.broadcast_to(x, _WARP_SHAPE)
+
+
+_WARP_SHAPE = (32,)
+
+
 def _calls_of(node, *exprs):
     hit = _CALLS.get(id(node))
     if hit is not None and hit[0] is node:
@@ -50,6 +58,19 @@ def _calls_of(node, *exprs):
             intrinsic_calls(e, calls)
     _CALLS[id(node)] = (node, calls)
     return calls
+
+
+_SLOTS: dict = {}
+
+
+def _fixed_slot(s):
+    """:func:`access.fixed_register_slot` of store ``s`` (cached per node)."""
+    hit = _SLOTS.get(id(s))
+    if hit is not None and hit[0] is s:
+        return hit[1]
+    slot = access.fixed_register_slot(s.buffer, s.indices)
+    _SLOTS[id(s)] = (s, slot)
+    return slot
 
 
 def run_calls(w, node, mask, *exprs):
@@ -71,8 +92,9 @@ def _while(w, s, mask):
     limit, own = machine.max_steps // 8, 0
     while True:
         p0, m0 = machine.progress, w.moves
-        yield from run_calls(w, s, mask, s.cond)
-        m = mask & np.broadcast_to(compile_expr(s.cond)(w, mask), (32,))
+        if _calls_of(s, s.cond):
+            yield from run_calls(w, s, mask, s.cond)
+        m = mask & _lanes(compile_expr(s.cond)(w, mask))
         if not m.any():
             break
         charge(w, s, 1)
@@ -96,25 +118,35 @@ def exec_seq(w, seq, mask):
 def exec_stmt(w, s, mask):
     w.where = s
     if isinstance(s, St.BufferStore):
-        yield from run_calls(w, s, mask, s.value, *s.indices)
+        if _calls_of(s, s.value, *s.indices):
+            yield from run_calls(w, s, mask, s.value, *s.indices)
         if s.buffer.storage == "local":
             w.deferring = True
             val = compile_expr(s.value)(w, mask)
             w.deferring, poison, w.poison = False, w.poison, None
         else:
             val, poison = compile_expr(s.value)(w, mask), None
+        slot = _fixed_slot(s)
+        if slot is not None and mask.all():      # one register slot in every lane (access.fixed_register_slot)
+            w.cta.machine.progress += 1
+            w.moves += 1
+            w.write_regs_at(slot[0], slot[1], _lanes(val), s.buffer.dtype, s, poison)
+            return
         idx = [compile_expr(i)(w, mask) for i in s.indices]
         access.store(w, mask, s.buffer, idx, val, s, poison)
     elif isinstance(s, St.LetStmt):
-        yield from run_calls(w, s, mask, s.value)
+        if _calls_of(s, s.value):
+            yield from run_calls(w, s, mask, s.value)
         v = compile_expr(s.value)(w, mask)
         old = w.env.get(s.var)
         w.env[s.var] = v if old is None or mask.all() else np.where(mask, v, old)
     elif isinstance(s, St.Evaluate):
-        yield from run_calls(w, s, mask, s.expr)
+        if _calls_of(s, s.expr):
+            yield from run_calls(w, s, mask, s.expr)
     elif isinstance(s, St.IfThenElse):
-        yield from run_calls(w, s, mask, s.cond)
-        c = np.broadcast_to(compile_expr(s.cond)(w, mask), (32,))
+        if _calls_of(s, s.cond):
+            yield from run_calls(w, s, mask, s.cond)
+        c = _lanes(compile_expr(s.cond)(w, mask))
         tm = mask & c
         if tm.any():
             yield from exec_seq(w, s.then_body, tm)
@@ -123,7 +155,8 @@ def exec_stmt(w, s, mask):
             if em.any():
                 yield from exec_seq(w, s.else_body, em)
     elif isinstance(s, St.For):
-        yield from run_calls(w, s, mask, s.start, s.stop)
+        if _calls_of(s, s.start, s.stop):
+            yield from run_calls(w, s, mask, s.start, s.stop)
         lo = compile_expr(s.start)(w, mask)
         hi = compile_expr(s.stop)(w, mask)
         a, b = lo[mask], hi[mask]

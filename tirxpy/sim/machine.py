@@ -14,6 +14,8 @@ from .races import Clocks, Shadow, join
 WARP = 32
 _LANE_COLUMN = np.arange(WARP)[:, None]         # lane of each row of a (32, k) register gather
 _LANE_COLUMN.setflags(write=False)
+_ALL = np.ones(WARP, bool)                      # every lane
+_ALL.setflags(write=False)
 _ARANGE: dict = {}
 
 
@@ -122,6 +124,38 @@ class Warp:
             self.check_init(root, idx, ok, node)
         raw = regs[_LANE_COLUMN, idx].reshape(-1).view(storage_dtype(dt))
         return from_bits(raw, dt)
+
+    def read_regs_at(self, root, off, dt, node):
+        """:meth:`read_regs` of bytes ``off .. off + nbytes(dt)`` of ``root`` in all 32 lanes (the caller checked
+        that they lie inside the tile): the same checks, one column slice instead of a gather."""
+        from .values import from_bits, nbytes, storage_dtype
+
+        k = nbytes(dt)
+        regs = self.local(root)
+        if root in self.inflight:
+            self.check_inflight(root, np.arange(off, off + k), node, "read")
+        if root not in self.rfull:
+            self.check_init(root, np.arange(off, off + k)[None, :], _ALL, node)
+        raw = np.ascontiguousarray(regs[:, off:off + k]).reshape(-1).view(storage_dtype(dt))
+        return from_bits(raw, dt)
+
+    def write_regs_at(self, root, off, val, dt, node, poison=None):
+        """:meth:`write_regs` (ordinary) of the 32 values ``val`` at bytes ``off .. off + nbytes(dt)`` of ``root`` in
+        all lanes (the caller checked that they lie inside the tile)."""
+        from .values import nbytes, to_bits
+
+        k = nbytes(dt)
+        regs = self.local(root)
+        cols = slice(off, off + k)
+        if root in self.inflight:
+            self.check_inflight(root, np.arange(off, off + k), node, "write")
+        self._flag(self.dirty, root)[cols] = True
+        regs[:, cols] = np.ascontiguousarray(to_bits(np.asarray(val), dt)).reshape(-1).view(np.uint8).reshape(WARP, k)
+        if poison is not None:
+            self.rinit[root][:, cols] = ~poison[:, None]
+            self.rfull.discard(root)
+        elif root not in self.rfull:
+            self.rinit[root][:, cols] = True
 
     def check_init(self, root, idx, ok, node, what="reads"):
         """Report a read of register bytes ``idx`` ((32, k), rows are lanes) of ``root`` that no
