@@ -247,17 +247,18 @@ def _schedule(machines, watch, world, rng, late, max_steps):
         h = watch.hosts.get(w._rank)
         if h is not None:
             w._gvc[h] = 1
+        w._late = late.get(w._rank, 0)
     gens = {w: exec_seq(w, w.cta.machine.kernel.body, w.alive.copy()) for w in warps}
+    live = list(warps)          # the warps not done, in their order
     watch.on = True
     steps = 0
     issuers: dict = {}
     try:
         while True:
-            runnable = [w for w in warps if not w.done and steps >= late.get(w._rank, 0)
-                        and (w.block is None or w.block.cond())]
+            runnable = [w for w in live if steps >= w._late and (w.block is None or w.block.cond())]
             events = [(m, e) for m in machines for e in m.events if e.ready is None or e.ready()]
-            held = [w for w in warps if not w.done and steps < late.get(w._rank, 0)]
             total = len(runnable) + len(events)
+            held = [w for w in live if steps < w._late] if total == 0 else []
             if total == 0 and held:
                 steps = min(late[w._rank] for w in held)
                 continue
@@ -292,6 +293,7 @@ def _schedule(machines, watch, world, rng, late, max_steps):
                     break
             except StopIteration:
                 w.done = True
+                live.remove(w)
                 w.on_exit()
             for ev in evs[before:]:
                 issuers[id(ev)] = w

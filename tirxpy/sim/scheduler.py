@@ -21,15 +21,15 @@ def run_cluster(machine, ctas):
     for w in warps:
         gens[w] = exec_seq(w, machine.kernel.body, w.alive.copy())
     rng = machine.rng
+    live = list(warps)          # the warps not done, in their order
     while True:
-        runnable = [w for w in warps if not w.done and (w.block is None or w.block.cond())]
+        runnable = [w for w in live if w.block is None or w.block.cond()]
         events = [e for e in machine.events if e.ready is None or e.ready()]
         n = len(runnable) + len(events)
         if n == 0:
-            live = [w for w in warps if not w.done]
             if not live and not machine.events:
                 break
-            _deadlock(machine, live)
+            _deadlock(machine, list(live))
             break
         k = int(rng.integers(n))
         w = runnable[k] if k < len(runnable) else None
@@ -53,6 +53,7 @@ def run_cluster(machine, ctas):
                 break
         except StopIteration:
             w.done = True
+            live.remove(w)
             machine.progress += 1
             w.on_exit()
         except BudgetExceeded as e:
