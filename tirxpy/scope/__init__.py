@@ -10,4 +10,5 @@ from .scopes import Scope
 from .threads import ThreadSet, full_cta_layout
 from .tx import PrimitiveMarker, ScopeNamespace, Tx
 
-__all__ = ["Scope", "ScopeAttributeError", "ScopeError", "TirxError", "ThreadSet", "Tx", "PrimitiveMarker", "ScopeNamespace", "full_cta_layout"]
+__all__ = ["Scope", "ScopeAttributeError", "ScopeError", "TirxError", "ThreadSet", "Tx", "PrimitiveMarker",
+           "ScopeNamespace", "full_cta_layout"]
