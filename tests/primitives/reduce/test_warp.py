@@ -100,6 +100,13 @@ def test_reasons():
     Tx.warp.sum(s, x, axis=1)
     Tx.warp.sum(s, x, axis=0)""", threads=32)
     assert "(32, 8) over axis 0 gives (8,)" in reason(rejected(k), "warp_shuffle")
+    k = kernel(base, """
+    x = T.alloc_local((64,), "float32", layout=TileLayout(S[(32, 2) : (1@laneid, 1@m)]))
+    s = T.alloc_local((1,), "float32", layout=TileLayout(S[1 : 1@m] + R[32 : 1@laneid]))
+    Tx.warp.sum(s, x, axis=0)""", threads=100)
+    assert reason(rejected(k), "warp_shuffle") == (
+        "x: the launch's 100 threads end 4 lanes into warp 3, which has no lanes 4..31; warp shuffles need whole "
+        "warps (launch a multiple of 32 threads, or keep the call off warp 3)")
 
 
 def test_compiles():

@@ -132,6 +132,11 @@ def _reduce(ctx, cross_warp: bool):
     for tid in sf.holders:
         lanes_by_warp.setdefault(tid // 32, set()).add(tid % 32)
     lane_sets = {frozenset(v) for v in lanes_by_warp.values()}
+    n, part = ctx.threads_per_cta, ctx.threads_per_cta % 32
+    if len(lane_sets) > 1 and part and n // 32 in lanes_by_warp:
+        fail(f"{src.name}: the launch's {n} threads end {part} lanes into warp {n // 32}, which has no lanes "
+             f"{part}..31; warp shuffles need whole warps (launch a multiple of 32 threads, or keep the call off "
+             f"warp {n // 32})")
     if len(lane_sets) > 1:
         fail(f"{src.name}: warps hold the tile on different lane sets; shuffles need one member mask")
     lanes = next(iter(lane_sets)) if lane_sets else frozenset(range(32))
