@@ -112,11 +112,13 @@ def _compile(e):
         def fdiv(w, m):
             x, y = a(w, m), b(w, m)
             if isint:
-                zero = (y == 0) & m
-                if zero.any():
-                    w.cta.machine.report("division_by_zero", f"integer division by zero in `{e}`", e.span,
-                                         w.describe(zero))
-                y = np.where(y == 0, 1, y)
+                z = y == 0
+                if z.any():
+                    zero = z & m
+                    if zero.any():
+                        w.cta.machine.report("division_by_zero", f"integer division by zero in `{e}`", e.span,
+                                             w.describe(zero))
+                    y = np.where(z, 1, y)
             with np.errstate(all="ignore"):
                 r = np.floor_divide(x, y) if isdiv else np.mod(x, y)
             return r.astype(x.dtype, copy=False)

@@ -10,6 +10,7 @@ from .banks import BankCounter
 from .errors import Problem, lanes_text
 from .memory import Bytes, TensorMemory, clamp
 from .races import Clocks, Shadow, join
+from .values import from_bits, nbytes, storage_dtype, to_bits
 
 WARP = 32
 _LANE_COLUMN = np.arange(WARP)[:, None]         # lane of each row of a (32, k) register gather
@@ -112,8 +113,6 @@ class Warp:
                 ["wgmma results are visible only after wgmma.commit_group + wgmma.wait_group"])
 
     def read_regs(self, regs, off, dt, k, ok, node):
-        from .values import from_bits, storage_dtype
-
         root = getattr(node, "buffer", None)
         root = root.root if root is not None else None
         idx = off[:, None] + _arange(k)
@@ -128,10 +127,10 @@ class Warp:
     def read_regs_at(self, root, off, dt, node):
         """:meth:`read_regs` of bytes ``off .. off + nbytes(dt)`` of ``root`` in all 32 lanes (the caller checked
         that they lie inside the tile): the same checks, one column slice instead of a gather."""
-        from .values import from_bits, nbytes, storage_dtype
-
         k = nbytes(dt)
-        regs = self.local(root)
+        regs = self.regs.get(root)
+        if regs is None:
+            regs = self.local(root)
         if root in self.inflight:
             self.check_inflight(root, np.arange(off, off + k), node, "read")
         if root not in self.rfull:
@@ -142,10 +141,10 @@ class Warp:
     def write_regs_at(self, root, off, val, dt, node, poison=None):
         """:meth:`write_regs` (ordinary) of the 32 values ``val`` at bytes ``off .. off + nbytes(dt)`` of ``root`` in
         all lanes (the caller checked that they lie inside the tile)."""
-        from .values import nbytes, to_bits
-
         k = nbytes(dt)
-        regs = self.local(root)
+        regs = self.regs.get(root)
+        if regs is None:
+            regs = self.local(root)
         cols = slice(off, off + k)
         if root in self.inflight:
             self.check_inflight(root, np.arange(off, off + k), node, "write")
@@ -185,8 +184,6 @@ class Warp:
     def write_regs(self, root, lanes, off, val, dt, node, ordinary=True, poison=None):
         """Write ``val`` (``dt``) at byte offsets ``off`` of register tile ``root`` in lanes ``lanes``: ``off`` and
         ``val`` one per lane, or ``(lanes, n)`` for ``n`` elements per lane."""
-        from .values import nbytes, to_bits
-
         k = nbytes(dt)
         regs = self.local(root)
         off = np.asarray(off, np.int64)

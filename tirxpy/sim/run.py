@@ -20,7 +20,7 @@ from .finish import finish_cluster
 from .machine import CTA, WARP, Machine, Warp, plan_shared
 from .memory import Bytes
 from .scheduler import run_cluster
-from .target import choose_arch, used
+from .target import allocated, choose_arch
 from .values import compute_dtype, from_bits, storage_dtype, to_bits
 
 
@@ -109,7 +109,7 @@ def run(kernel, *args, arch: str | None = None, seed: int = 0, check: bool = Tru
     check_launch(kernel, grid, cl, target)
     wanted = check_ctas(ctas, grid, grid[0] * grid[1] * grid[2], -(-kernel.launch.threads // WARP))
     plan, size = plan_shared(kernel)
-    check_sizes(kernel, size, [b for b in used(kernel)[1] if b.storage == "local" and b.base is None], target)
+    check_sizes(kernel, size, [b for b in allocated(kernel) if b.storage == "local" and b.base is None], target)
     m.elected = _elected(kernel)
     nthreads = kernel.launch.threads
     nwarps = -(-nthreads // WARP)

@@ -36,8 +36,13 @@ def used(kernel):
     for e in walk_exprs(kernel.body):
         if isinstance(e, E.IntrinsicCall):
             names.setdefault(e.name, e)
-    bufs = [s.buffer for s in walk_stmts(kernel.body) if isinstance(s, St.Allocate) and isinstance(s.buffer, Buffer)]
-    return names, bufs
+    return names, allocated(kernel)
+
+
+def allocated(kernel):
+    """The buffers the kernel body allocates, in statement order (``used(kernel)[1]``, without the walk over
+    every expression)."""
+    return [s.buffer for s in walk_stmts(kernel.body) if isinstance(s, St.Allocate) and isinstance(s.buffer, Buffer)]
 
 
 def _lacks(arch, names, bufs):
