@@ -48,3 +48,23 @@ def test_thread_scope_intrinsic_may_diverge(warp_popc):
     a, b = np.arange(32, dtype=np.uint32), np.zeros(32, np.uint32)
     run(_kernel("sim_test_tpopc", "A[T.lane_id()] < 16"), a, b)
     assert b[:16].tolist() == [bin(i).count("1") for i in range(16)] and (b[16:] == 0).all()
+
+
+@pytest.mark.parametrize("model, match", [
+    (lambda ctx: None, r"model of T.ptx.sim_test_bad returned None, but the instruction returns its operand 'r'"),
+    (lambda ctx: np.zeros(5, np.uint32), r"returned shape \(5,\); return one value per lane \(32\) or one for all"),
+    (lambda ctx: 1 // 0, r"model of T.ptx.sim_test_bad raised ZeroDivisionError: integer division"),
+])
+def test_a_model_that_breaks_its_contract_is_a_model_error(model, match):
+    """A model that returns nothing for an instruction with a value (which read as 0 in every lane), values not one
+    per lane (numpy's broadcast error) or raises (its exception bare) is a ModelError naming the intrinsic and the
+    call's line."""
+    from tirxpy.sim import ModelError
+
+    register_intrinsic("sim_test_bad", "popc.b32 {r}, {x};", [("r", "reg", "uint32", "w"), ("x", "reg", "uint32")],
+                       ret="r", memory=False, replace=True)
+    register_model("sim_test_bad", model)
+    a, b = np.arange(32, dtype=np.uint32), np.zeros(32, np.uint32)
+    with pytest.raises(ModelError, match=match) as ei:
+        run(_kernel("sim_test_bad", "T.warp_id() == 0"), a, b)
+    assert ":6:" in str(ei.value)          # the call's line in the kernel

@@ -31,9 +31,9 @@ match a kernel's parameters for property tests.
     True
 """
 from .args import ArgumentError
-from .errors import Problem, SimError, SimReportError, UnsupportedError
+from .errors import ModelError, Problem, SimError, SimReportError, UnsupportedError
 from .registry import Ctx, has_model, register_family, register_model
 from .run import SimResult, run
 
 __all__ = ["run", "SimResult", "ArgumentError", "register_model", "register_family", "has_model", "Ctx", "Problem", "SimError",
-           "SimReportError", "UnsupportedError"]
+           "SimReportError", "UnsupportedError", "ModelError"]

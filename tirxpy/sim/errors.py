@@ -27,6 +27,12 @@ class UnsupportedError(SimError):
     """The kernel uses something the simulator has no model for (named in the message)."""
 
 
+class ModelError(SimError):
+    """A simulator model (:func:`tirxpy.sim.register_model`) broke its contract: it raised, returned nothing for an
+    instruction that returns a value, or returned values that are not one per lane. The message names the
+    intrinsic and the call's source line."""
+
+
 @dataclass
 class Problem:
     """One finding: ``kind`` (stable name), message, source span, threads, extra notes."""

@@ -16,10 +16,11 @@ import re
 
 import numpy as np
 
+from tirxpy.errors import TirxError
 from tirxpy.intrinsics import lookup
 
 from . import operands as O
-from .errors import UnsupportedError
+from .errors import ModelError, UnsupportedError
 
 _MODELS: dict = {}
 _FAMILIES: list = []
@@ -239,14 +240,28 @@ def execute_call(w, call, mask):
         w.results[id(call)] = np.zeros(WARP, np.uint32)
         return
     ctx = Ctx(w, mask, call, entry, match)
+    unsupported = False
     try:
         r = fn(ctx)
         if inspect.isgenerator(r):
             r = yield from r
     except UnsupportedError as e:
         w.cta.machine.report("unsupported", str(e), call.span, w.describe(mask), key=("unsupported", call.name, str(e)))
-        r = None
+        r, unsupported = None, True
+    except TirxError:
+        raise
+    except Exception as e:          # a model's own bug: named, with the call it ran for
+        raise ModelError(f"{call.span}: the simulator model of T.ptx.{call.name} raised {type(e).__name__}: "
+                         f"{e}") from e
     if r is None and entry.ret is not None:
+        if not unsupported:
+            raise ModelError(f"{call.span}: the simulator model of T.ptx.{call.name} returned None, but the "
+                             f"instruction returns its operand {entry.ret!r}: return its value in every lane (32 "
+                             "values, or one for all)")
         r = np.zeros(WARP, np.uint32)
     if r is not None:
-        w.results[id(call)] = np.broadcast_to(np.asarray(r), (WARP,)).copy()
+        try:
+            w.results[id(call)] = np.broadcast_to(np.asarray(r), (WARP,)).copy()
+        except ValueError:
+            raise ModelError(f"{call.span}: the simulator model of T.ptx.{call.name} returned shape "
+                             f"{np.shape(r)}; return one value per lane (32) or one for all") from None
