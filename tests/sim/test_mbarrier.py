@@ -117,3 +117,27 @@ def test_unbalanced_barrier_at_exit_is_reported():
     with pytest.raises(SimReportError) as ei:
         run(k, np.zeros(4, np.int32))
     assert "mbarrier_unbalanced" in ei.value.kinds()
+
+
+def test_an_mbarrier_off_8_bytes_is_reported_misaligned():
+    """An mbarrier is a 64-bit object: initialising one at a shared address off an 8-byte boundary (an odd
+    element of a float32 buffer) is reported where the GPU would fault; one at an 8-byte boundary is not."""
+    def kernel(i):
+        return T.parse_script(f'''
+@T.prim_func
+def k(X: T.Tensor((32,), "float32")):
+    T.launch(grid=(1,), threads=32)
+    bar = T.alloc_shared((4,), "float32")
+    if T.thread_id() == 0:
+        T.ptx.mbarrier_init(bar[{i}], 1)
+        T.ptx.fence_mbarrier_init()
+    T.ptx.syncthreads()
+    X[T.thread_id()] = T.float32(1)
+''')
+    x = np.zeros(32, np.float32)
+    with pytest.raises(SimReportError) as ei:
+        run(kernel(1), x)
+    assert ei.value.kinds() == {"misaligned"}
+    assert "is not 8-byte aligned; an mbarrier is a 64-bit object" in str(ei.value)
+    run(kernel(2), x)
+    assert (x == 1).all()

@@ -127,6 +127,10 @@ def _init(ctx):
     for l in ctx.lanes:
         a = int(addr[l])
         cta, a = _cta_and_addr(ctx, a)
+        if a % 8:
+            ctx.report("misaligned", f"{ctx.call.name}: shared address {a:#x} is not 8-byte aligned; an mbarrier is a "
+                       "64-bit object (the GPU faults on it)", ["allocate barriers as T.alloc_shared((n,), \"uint64\") "
+                                                                 "and pass one element, bar[i]"])
         if cta.shadow is not None:
             ctx.w.smem_access([a], 8, True, 0, ctx.call)
         cta.mbarriers[a] = MBar(a, int(cnt[l]), ctx.span)
