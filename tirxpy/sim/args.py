@@ -115,7 +115,7 @@ def check_scalar(p, v):
             return bool(v)
         raise ArgumentError(f"parameter {p.name} (bool): pass True or False, got {v!r}")
     if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Real):
-        raise ArgumentError(f"parameter {p.name} ({dt}): pass a {'an int' if dt[0] in 'iu' else 'a number'}, "
+        raise ArgumentError(f"parameter {p.name} ({dt}): pass {'an int' if dt[0] in 'iu' else 'a number'}, "
                             f"got {type(v).__name__} {v!r:.60}")
     st = storage_dtype(p.dtype)
     if st.kind in "iu":
