@@ -40,7 +40,7 @@ from typing import Optional
 import torch
 from torch import Tensor
 
-from tirxpy.errors import TirxError
+from tirxpy.errors import ArgumentError, TirxError
 
 from . import attention_api, gemm_api
 from . import attention_varlen_api
@@ -106,11 +106,32 @@ def encode_tuning(tuning: dict, where: str, error) -> str:
     return text
 
 
-def decode_tuning(text: str) -> dict:
-    """The options :func:`encode_tuning` wrote."""
+def decode_tuning(text: str, where: str = "tirxpy", error=ArgumentError) -> dict:
+    """The options :func:`encode_tuning` wrote: ``""`` (none) or a Python literal tuple of ``(name, value)`` pairs,
+    each name a str given once. Anything else (an operator called directly with another string) is ``error`` from
+    ``where`` naming ``tuning``; the values are the kernel API's to check.
+
+        >>> decode_tuning("(('BN', 64),)")
+        {'BN': 64}
+        >>> decode_tuning("BN=64", "gemm")
+        Traceback (most recent call last):
+        ...
+        tirxpy.errors.ArgumentError: gemm: tuning must be "" or a tuple of (name, value) pairs as ...
+    """
     import ast  # noqa: PLC0415
 
-    return dict(ast.literal_eval(text)) if text else {}
+    if not text:
+        return {}
+    try:
+        pairs = ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        pairs = None
+    names = [p[0] for p in pairs] if isinstance(pairs, tuple) and all(
+        isinstance(p, tuple) and len(p) == 2 and isinstance(p[0], str) for p in pairs) else None
+    if names is None or len(set(names)) != len(names):
+        raise error(f'{where}: tuning must be "" or a tuple of (name, value) pairs as encode_tuning writes them, each '
+                    f"name a str given once (such as \"(('BN', 128),)\"), got {text!r:.120}")
+    return dict(pairs)
 
 
 @torch.library.custom_op("tirxpy::gemm", mutates_args=())
@@ -121,11 +142,12 @@ def gemm_op(a: Tensor, b: Tensor, bias: Optional[Tensor], activation: Optional[s
     from .gemm_api import gemm  # noqa: PLC0415
 
     return gemm(a, b, bias=bias, activation=activation, out_dtype=out_dtype, gate=gate,
-                **decode_tuning(tuning)).contiguous()
+                **decode_tuning(tuning, "gemm", GemmArgumentError)).contiguous()
 
 
 @gemm_op.register_fake
 def _gemm_fake(a, b, bias, activation, out_dtype, tuning="", gate=None):
+    decode_tuning(tuning, "gemm", GemmArgumentError)
     if a.dim() != 2 or b.dim() != 2:
         raise GemmArgumentError(f"gemm: a and b must be matrices, got a {tuple(a.shape)}, b {tuple(b.shape)}")
     if a.shape[1] != b.shape[0]:
@@ -208,12 +230,14 @@ def attention_op(q: Tensor, k: Tensor, v: Tensor, causal: bool, scale: Optional[
     ``tuning``: :func:`encode_tuning`'s string of its options)."""
     from .attention_api import attention  # noqa: PLC0415
 
-    out, lse = attention(q, k, v, causal=causal, scale=scale, return_lse=True, **decode_tuning(tuning))
+    out, lse = attention(q, k, v, causal=causal, scale=scale, return_lse=True,
+                         **decode_tuning(tuning, "attention", AttentionArgumentError))
     return out.contiguous(), lse.contiguous()
 
 
 @attention_op.register_fake
 def _attention_fake(q, k, v, causal, scale, tuning=""):
+    decode_tuning(tuning, "attention", AttentionArgumentError)
     if q.dim() != 4 or k.dim() != 4 or v.dim() != 4:
         raise AttentionArgumentError("attention: q, k, v must be (batch, seq, heads, dim) tensors, got "
                                      f"{tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}")

@@ -135,6 +135,23 @@ def test_a_varlen_bound_past_int64_reaches_the_api():
         tirxpy_kernels.attention_varlen(q, q, q, cu, cu, 2 ** 70, 300)
 
 
+@pytest.mark.parametrize("text", ["garbage", "1", "None", "''", "[['BN', 64, 1]]", "((1, 2),)", "((b'BN', 64),)",
+                                  "(('BN', 64),", "(" * 5000, "(('BN', 10 ** 9),)", "{'BN': 64}",
+                                  "(('BN', __import__('os')),)", "(('BN', 64), ('BN', 128))"])
+def test_operators_called_with_a_malformed_tuning_string_name_it(text):
+    """``torch.ops.tirxpy.gemm`` / ``attention`` called directly with a ``tuning`` string encode_tuning does not write:
+    the API's typed error naming ``tuning``, from the operator and from its fake (it was ast's ValueError or
+    SyntaxError, or TypeError from dict() or the keyword call)."""
+    a, b = torch.zeros(256, 64, dtype=torch.bfloat16), torch.zeros(64, 256, dtype=torch.bfloat16)
+    q = torch.zeros(1, 128, 2, 64, dtype=torch.bfloat16)
+    for x, y, z in ((a, b, q), (a.to("meta"), b.to("meta"), q.to("meta"))):
+        with pytest.raises(gemm_api.GemmArgumentError, match="gemm: tuning must be"):
+            torch.ops.tirxpy.gemm(x, y, None, None, None, text)
+        with pytest.raises(attention_api.AttentionArgumentError, match="attention: tuning must be"):
+            torch.ops.tirxpy.attention(z, z, z, False, None, text)
+    assert torch_ops.decode_tuning("(('BN', 64), ('PDL', False))") == {"BN": 64, "PDL": False}
+
+
 def test_tuning_and_out_travel_through_the_operator(float64_kernels, monkeypatch):
     seen = []
 
