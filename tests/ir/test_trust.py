@@ -234,6 +234,14 @@ def test_parse_time_arithmetic_limits():
         T.parse_script(script(f"x = {x} + 1"))
 
 
+def test_string_formatting_is_refused():
+    """`%` on a string would build text of any length from a short literal ('%0999999999d' % 1: a gigabyte)."""
+    for expr in ("'%0999999999d' % 1", "b'%0999999999d' % 1", "'%s' % 'a'", "'%*d' % (10 ** 9, 1)"):
+        with pytest.raises(ParseError, match="`%` formatting of a string"):
+            T.parse_script(script(f"x = {expr}"))
+    assert "A[0] = 1" in str(T.parse_script(script("x = 7 % 3", "A[0] = x")))
+
+
 def test_one_loop_cap_for_every_parse_time_loop():
     cases = [
         script("for i in range(100000):", "    pass"),

@@ -15,8 +15,8 @@ to Python's ``eval``. Two kinds of source go through it:
 
 Either way these are refused with a :class:`ParseError` naming the construct: lambdas,
 comprehensions, generator expressions, f-strings, ``:=``, set literals, names starting with ``__``,
-attributes starting with ``_``, Python's builtins other than :data:`SAFE_BUILTINS`, callables and
-attributes of the standard library or installed packages (``os.system``, ``open``, numpy), tirxpy
+attributes starting with ``_``, ``%`` formatting of strings, Python's builtins other than :data:`SAFE_BUILTINS`,
+callables and attributes of the standard library or installed packages (``os.system``, ``open``, numpy), tirxpy
 entry points with effects outside the kernel (:data:`OUTSIDE_EFFECTS`), integers over
 :data:`MAX_INT_BITS` bits, sequences over :data:`MAX_ITEMS` items, nesting deeper than
 :data:`MAX_NESTING` and more than :data:`LOOP_CAP` parse-time loop iterations.
@@ -324,6 +324,9 @@ def check_py_binop(op, a, b) -> str | None:
         return f"{a} ** {b} has more than {MAX_INT_BITS} bits (tirxpy.ir.trust.MAX_INT_BITS)"
     if op is operator.lshift and _int(a) and _int(b) and a and a.bit_length() + b > MAX_INT_BITS:
         return f"{a} << {b} has more than {MAX_INT_BITS} bits (tirxpy.ir.trust.MAX_INT_BITS)"
+    if op is operator.mod and isinstance(a, (str, bytes)):
+        return "`%` formatting of a string: kernels carry no formatted text (a field width such as '%099999999d' " \
+               "alone would build a string of that many characters)"
     if op is operator.mul:
         for s, n in ((a, b), (b, a)):
             if _size(s) is not None and _int(n) and _size(s) * n > MAX_ITEMS:
