@@ -46,7 +46,9 @@ def attention_qkvpacked(qkv, causal=False, scale=None):
 
 @torch.library.custom_op("tirxpy::attention_qkvpacked", mutates_args=())
 def attention_qkvpacked_op(qkv: Tensor, causal: bool, scale: Optional[float]) -> tuple[Tensor, Tensor]:
-    """``(out, lse)`` of attention over ``qkv.unbind(2)``."""
+    """``(out, lse)`` of attention over ``qkv.unbind(2)`` (``qkv`` checked first, as the operator may be called
+    directly)."""
+    _check(qkv)
     q, k, v = qkv.unbind(2)
     out, lse = attention_api.attention(q, k, v, causal=causal, scale=scale, return_lse=True)
     return out.contiguous(), lse.contiguous()
@@ -62,7 +64,9 @@ def _fake(qkv, causal, scale):
 @torch.library.custom_op("tirxpy::attention_qkvpacked_backward", mutates_args=())
 def attention_qkvpacked_backward_op(qkv: Tensor, out: Tensor, dout: Tensor, lse: Tensor, causal: bool,
                                     scale: Optional[float]) -> Tensor:
-    """``dqkv``: the backward kernel's ``dk``, ``dv`` written into their slices, ``dq`` converted into its own."""
+    """``dqkv``: the backward kernel's ``dk``, ``dv`` written into their slices, ``dq`` converted into its own
+    (``qkv`` checked first, as the operator may be called directly)."""
+    _check(qkv)
     dqkv = torch.empty(qkv.shape, dtype=qkv.dtype, device=qkv.device)
     q, k, v = qkv.unbind(2)
     attention_bwd_api.attention_backward(q, k, v, out, dout, lse, causal=causal, scale=scale,
@@ -72,6 +76,7 @@ def attention_qkvpacked_backward_op(qkv: Tensor, out: Tensor, dout: Tensor, lse:
 
 @attention_qkvpacked_backward_op.register_fake
 def _backward_fake(qkv, out, dout, lse, causal, scale):
+    _check(qkv)
     return qkv.new_empty(qkv.shape)
 
 

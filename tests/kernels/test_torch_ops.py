@@ -152,6 +152,22 @@ def test_operators_called_with_a_malformed_tuning_string_name_it(text):
     assert torch_ops.decode_tuning("(('BN', 64), ('PDL', False))") == {"BN": 64, "PDL": False}
 
 
+@pytest.mark.parametrize("shape", [(1, 128, 2, 2, 64), (1, 128, 4, 2, 64), (1, 128, 3), (1, 128, 3, 2, 64, 1)])
+@pytest.mark.parametrize("device", ["cpu", "meta"])
+def test_packed_operators_called_directly_name_a_qkv_of_the_wrong_shape(shape, device):
+    """``torch.ops.tirxpy.attention_qkvpacked`` and its backward operator called directly with a ``qkv`` that is not
+    ``(batch, seq, 3, heads, dim)``: the typed error naming ``qkv``, from the operators and their fakes (the
+    operators raised ValueError from unpacking ``qkv.unbind(2)``, or named a ``q`` the caller never passed, and the
+    backward's fake returned a gradient of ``qkv``'s shape)."""
+    qkv = torch.zeros(shape, dtype=torch.bfloat16, device=device)
+    o = torch.zeros(1, 128, 2, 64, dtype=torch.bfloat16, device=device)
+    lse = torch.zeros(1, 2, 128, device=device)
+    with pytest.raises(attention_api.AttentionArgumentError, match="attention_qkvpacked: qkv must be"):
+        torch.ops.tirxpy.attention_qkvpacked(qkv, False, None)
+    with pytest.raises(attention_api.AttentionArgumentError, match="attention_qkvpacked: qkv must be"):
+        torch.ops.tirxpy.attention_qkvpacked_backward(qkv, o, o, lse, False, None)
+
+
 def test_tuning_and_out_travel_through_the_operator(float64_kernels, monkeypatch):
     seen = []
 
