@@ -210,6 +210,27 @@ def test_launch_configs_at_the_limits():
         accept("launch config", lambda: T.parse_script(_launch_src(launch)), lambda k: k.launch.threads >= 1)
 
 
+_ALIAS_NAME = st.sampled_from(["A", "B", "n", "C", "", "A ", 3, None, b"A"])
+
+
+@FUZZ
+@given(pairs=st.one_of(st.lists(st.one_of(st.tuples(_ALIAS_NAME, _ALIAS_NAME), st.lists(_ALIAS_NAME, max_size=3),
+                                          _ALIAS_NAME), max_size=3),
+                       _ALIAS_NAME))
+def test_random_may_alias(pairs):
+    """``T.launch(may_alias=...)``: pairs of two different tensor parameter names are taken (sorted), anything
+    else refused naming may_alias or the name."""
+    src = ('@T.prim_func\ndef k(A: T.Tensor((8,), "float32"), B: T.Tensor((8,), "float32"), n: T.int32):\n'
+           f"    T.launch(grid=(1,), threads=32, may_alias={pairs!r})\n    A[0] = B[1]\n")
+
+    def ok(k):
+        return all(isinstance(pr, (tuple, list)) and len(pr) == 2 and pr[0] != pr[1] and set(pr) <= {"A", "B"}
+                   for pr in pairs) and isinstance(pairs, list) and k.launch.may_alias == tuple(
+                       sorted({tuple(sorted(pr)) for pr in pairs}))
+
+    refuse("launch config", lambda: T.parse_script(src), names=["may_alias", "tensor parameter"], allow=ok)
+
+
 _SAXPY = []
 
 
