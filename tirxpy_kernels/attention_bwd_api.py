@@ -28,6 +28,7 @@ from tirxpy.ir.dtype import from_torch
 
 from .attention_api import _sm_count
 from .attention_bwd_plan import DTYPES, HEAD_DIMS, TARGET, plan
+from .attention_plan import check_scale
 from .attention_bwd_post import dq_store
 from .attention_bwd_pre import attention_bwd_preprocess, attention_bwd_preprocess_packed
 from .attention_bwd_sm90 import attention_bwd_sm90
@@ -100,9 +101,7 @@ def check(q, k, v, out, dout, lse, causal=False, scale=None, deterministic=False
         if not is_flag(f):      # a Python or numpy bool (not an int)
             raise _err(f"{name} must be True or False, got {f!r:.60}")
     causal, deterministic = plain_flags(causal, deterministic)
-    if scale is not None:
-        if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not math.isfinite(scale) or scale <= 0:
-            raise _err(f"scale must be a positive finite number or None (1 / sqrt(head dim)), got {scale!r:.60}")
+    check_scale("attention_backward", scale, AttentionBwdArgumentError)     # the forward's rule
     try:
         return plan(B, H, HKV, SQ, SK, D, causal, from_torch(q.dtype).name, deterministic)
     except KernelConfigError as e:

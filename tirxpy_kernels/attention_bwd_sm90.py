@@ -62,6 +62,7 @@ from tirxpy.layout import ComposeLayout, R, S, TileLayout, laneid, m, swizzle_fo
 from tirxpy.layout.atoms import wgmma_accumulator
 
 from .attention_bwd_plan import TARGET, plan
+from .attention_plan import check_scale
 from .attention_walk import sequence
 from .errors import KernelConfigError, flag_option
 from .views import check_strides, tensor
@@ -155,7 +156,7 @@ def attention_bwd_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bf
     if grad_strides is not None and p.packed:
         raise KernelConfigError("attention_bwd_sm90: grad_strides is for the dense kernel; PACKED=True writes dK and "
                                 "dV through its clipped views")
-    scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
+    scale = 1.0 / math.sqrt(D) if scale is None else check_scale("attention_bwd_sm90", scale)
     return build_kernel(p, scale, SQT, SKT, strides, grad_strides, flag_option("attention_bwd_sm90", "PDL", PDL))
 
 

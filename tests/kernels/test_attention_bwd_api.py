@@ -65,6 +65,23 @@ def test_bad_head_dim_and_groups_and_flags():
             check(*_meta(), scale=bad)
 
 
+def test_scale_follows_the_forwards_rule():
+    """The backward's ``scale`` is the forward's, under the forward's rule (attention_plan.check_scale): a scale
+    past float32 once multiplied by log2(e) (1e300; the kernel's exp2 argument went infinite: a wrong gradient), an
+    int past every float (2 ** 2000: OverflowError) and a bad value given to the kernel factory itself (taken as
+    float(scale): -1 and NaN built a kernel, 'x' raised ValueError) are refused naming scale; numpy floats the
+    forward takes are taken."""
+    import numpy as np
+
+    for bad in (1e300, 2 ** 2000, 10 ** 39, float("inf")):
+        with pytest.raises(AttentionBwdArgumentError, match="attention_backward: scale must be a positive finite"):
+            check(*_meta(), scale=bad)
+    check(*_meta(), scale=np.float32(0.125))
+    for bad in ("x", -1.0, float("nan"), 1e300, 2 ** 2000):
+        with pytest.raises(KernelConfigError, match="attention_bwd_sm90: scale must be a positive finite"):
+            attention_bwd_sm90(1, 4, 2, 128, 128, 64, scale=bad)
+
+
 def test_numpy_bool_flags_are_taken_as_python_bools_and_ints_are_not():
     import numpy as np
 
