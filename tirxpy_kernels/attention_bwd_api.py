@@ -284,9 +284,14 @@ _BOUND = LaunchCache("attention_backward bound launches")
 
 
 # ------------------------------------------------------------------------------------- variable-length batches
-def _check_varlen(q, k, v, out, dout, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, scale):
-    """:func:`attention_varlen_backward`'s checks but the device's and the ``cu_seqlens`` values'."""
+def _check_varlen(q, k, v, out, dout, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, scale,
+                  deterministic=False):
+    """:func:`attention_varlen_backward`'s checks but the device's and the ``cu_seqlens`` values'; ``deterministic``
+    is True or False (a Python or numpy bool, not an int), as :func:`attention_backward` takes it."""
     check_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, scale)
+    if not is_flag(deterministic):
+        raise VarlenArgumentError(f"attention_varlen_backward: deterministic must be True or False, got "
+                                  f"{deterministic!r:.60}")
     for name, t in (("out", out), ("dout", dout)):
         dense_tensor("attention_varlen_backward", name, t, 3, "(total_tokens, heads, dim)", VarlenArgumentError)
         if t.shape != q.shape or t.dtype != q.dtype:
@@ -307,7 +312,8 @@ def prepare_varlen(q, k, v, out, dout, lse, cu_seqlens_q, cu_seqlens_k, max_seql
     which raises :class:`~tirxpy_kernels.attention_varlen_api.VarlenArgumentError` instead of returning gradients.
     So no host wait stands between the launches, and the kernels are safe on any values: they clamp each sequence
     to the window and the packed rows (:func:`~tirxpy_kernels.attention_walk.sequence`)."""
-    _check_varlen(q, k, v, out, dout, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, scale)
+    _check_varlen(q, k, v, out, dout, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, scale,
+                  deterministic)
     causal, deterministic = plain_flags(causal, deterministic)     # numpy bools as Python bools (plan checks them)
     on_cpu = cu_seqlens_q.device.type == "cpu" and cu_seqlens_k.device.type == "cpu"
     if on_cpu:      # values known without a copy: checked before the device

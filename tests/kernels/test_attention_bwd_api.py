@@ -82,6 +82,23 @@ def test_scale_follows_the_forwards_rule():
             attention_bwd_sm90(1, 4, 2, 128, 128, 64, scale=bad)
 
 
+@pytest.mark.parametrize("bad", ["yes", None, 1, 0, 2.5, [True]])
+def test_varlen_backward_names_a_deterministic_that_is_not_a_bool(bad):
+    """``attention_varlen_backward(deterministic=...)`` takes True or False as ``attention_backward`` does, refused
+    before the device (every value reached the device check unchecked; on a GPU the plan took the ints 0 / 1 and
+    refused the rest with its own error after the device was chosen)."""
+    from tirxpy_kernels.attention_bwd_api import attention_varlen_backward
+    from tirxpy_kernels.attention_varlen_api import VarlenArgumentError
+
+    q, k, lse = (torch.zeros(256, 4, 64, dtype=torch.bfloat16), torch.zeros(256, 2, 64, dtype=torch.bfloat16),
+                 torch.zeros(4, 256))
+    cu = torch.tensor([0, 100, 256], dtype=torch.int32)
+    with pytest.raises(VarlenArgumentError, match="attention_varlen_backward: deterministic must be True or False"):
+        attention_varlen_backward(q, k, k, q, q, lse, cu, cu, 156, 156, deterministic=bad)
+    with pytest.raises(AttentionBwdArgumentError, match="CUDA device"):
+        attention_varlen_backward(q, k, k, q, q, lse, cu, cu, 156, 156, deterministic=True)
+
+
 def test_numpy_bool_flags_are_taken_as_python_bools_and_ints_are_not():
     import numpy as np
 
