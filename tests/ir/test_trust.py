@@ -242,6 +242,33 @@ def test_string_formatting_is_refused():
     assert "A[0] = 1" in str(T.parse_script(script("x = 7 % 3", "A[0] = x")))
 
 
+def test_parse_time_values_are_bounded_in_depth_and_memory():
+    """A value nested one level per loop trip made Python's comparison / repr raise RecursionError and its hash
+    crash the process (a segfault); values built and kept one per trip (each under MAX_ITEMS) took gigabytes.
+    Both are ParseErrors naming the limit, at the line that crosses it."""
+    deep = ("a = ()", "b = ()", "for i in range(3000):", "    a = (a,)", "    b = (b,)")
+    for tail in ("x = a == b", "assert False, a", "d = {a: 1}", "s = T.alloc_shared(a, 'float32')"):
+        with pytest.raises(ParseError, match="MAX_VALUE_DEPTH") as e:
+            T.parse_script(script(*deep, tail))
+        assert e.value.span.line == 8, str(e.value)          # the `a = (a,)` line
+    for grow in ("a = zip(a)", "a = enumerate(a)", "a = {1: a}", "a = [a] * 2", "a += (a,)"):
+        with pytest.raises(ParseError, match="MAX_VALUE_DEPTH"):
+            T.parse_script(script("a = (1,)", "for i in range(3000):", f"    {grow}", "x = a == a"))
+    for keep in ("xs = xs + [[i] * 65536]", "xs += [[i] * 65536]", "xs = xs + [list(range(i, i + 65536))]",
+                 "xs = xs + ['ab' * 30000]"):
+        with pytest.raises(ParseError, match="MAX_HELD_ITEMS"):
+            T.parse_script(script("xs = []", "for i in range(16384):", f"    {keep}"))
+    with pytest.raises(ParseError, match="MAX_ITEMS"):       # one list built of many *-unpackings
+        T.parse_script(script("x = (0,) * 65536", "y = [" + "*x, " * 150 + "]"))
+    # at the limits: a value MAX_VALUE_DEPTH deep, and a table read in every trip of a long loop (counted once)
+    k = T.parse_script(script("a = 1", f"for i in range({trust.MAX_VALUE_DEPTH}):", "    a = (a,)",
+                              "A[0] = len(a)"))
+    assert "A[0] = 1" in str(k)
+    k = T.parse_script(script("tab = tuple(range(4096))", "x = 0", f"for i in range({trust.LOOP_CAP}):",
+                              "    x = x + tab[i % 4096] % 2", "A[0] = x"))
+    assert f"A[0] = {trust.LOOP_CAP // 2}" in str(k)
+
+
 def test_one_loop_cap_for_every_parse_time_loop():
     cases = [
         script("for i in range(100000):", "    pass"),

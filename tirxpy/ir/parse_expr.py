@@ -47,9 +47,9 @@ class ExprEvaluator:
                 raise self.error(node, f"`{type(node).__name__}` expressions are not supported in a kernel "
                                  "(parsing evaluates only the constructs tirxpy.ir.trust lists)",
                                  "write names, constants, arithmetic, comparisons, calls, indexing, tuples and lists")
-            if isinstance(node, ast.Call):
-                return fn(node, stmt)
-            return fn(node)
+            v = fn(node, stmt) if isinstance(node, ast.Call) else fn(node)
+            self.values.note(v)        # nesting depth and the parse's held items (tirxpy.ir.trust.ValueLedger)
+            return v
 
     def expr_Constant(self, node):
         return node.value
@@ -170,6 +170,9 @@ class ExprEvaluator:
         for e in elts:
             if isinstance(e, ast.Starred):
                 out.extend(self.unpack(e.value))
+                if len(out) > trust.MAX_ITEMS:
+                    raise self.error(e, f"*-unpacking makes more than {trust.MAX_ITEMS} items "
+                                     "(tirxpy.ir.trust.MAX_ITEMS)")
             else:
                 out.append(self.eval(e))
         return out
@@ -223,12 +226,7 @@ class ExprEvaluator:
 
     def expr_Call(self, node, stmt=False):
         fn = self.eval(node.func)
-        args = []
-        for a in node.args:
-            if isinstance(a, ast.Starred):
-                args.extend(self.unpack(a.value))
-            else:
-                args.append(self.eval(a))
+        args = self._elts(node.args)
         kwargs = {}
         for kw in node.keywords:
             if kw.arg is None:

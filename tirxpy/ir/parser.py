@@ -61,6 +61,7 @@ class Parser(ExprEvaluator):
         self.file = file
         self.policy = policy          # what names, calls and attributes this source may reach (tirxpy.ir.trust)
         self.loop_iters = 0           # parse-time loop iterations so far, all loops (at most trust.LOOP_CAP)
+        self.values = trust.ValueLedger()   # parse-time values: nesting depth, items held (trust.MAX_HELD_ITEMS)
         self.line_offset = line_offset
         self.col_offset = col_offset
         self.closure = closure
@@ -212,7 +213,9 @@ class Parser(ExprEvaluator):
         op = _BINOPS.get(type(node.op))
         if isinstance(node.target, ast.Name):
             cur = self.lookup(node.target.id, node.target)
-            self.assign(node.target, self.apply_binop(op, cur, self.eval(node.value), node), out, node)
+            value = self.apply_binop(op, cur, self.eval(node.value), node)
+            self.values.note(value)
+            self.assign(node.target, value, out, node)
         elif isinstance(node.target, ast.Subscript):
             cur = self.eval(node.target)
             self.assign(node.target, self.apply_binop(op, cur, self.eval(node.value), node), out, node)

@@ -61,6 +61,13 @@ MAX_INT_BITS = 1024
 """Largest Python integer (in bits) a literal or parse-time arithmetic may produce."""
 MAX_ITEMS = 65536
 """Longest tuple, list or string parse-time arithmetic (``*``, ``+``) or a builtin may build."""
+MAX_VALUE_DEPTH = MAX_EXPR_DEPTH
+"""Deepest nesting of a parse-time tuple / list / dict value (``((x,),)`` is 2 deep): Python compares, hashes and
+prints nested values by recursion, which a deeper value (built one level per loop trip) would overflow."""
+MAX_HELD_ITEMS = 1 << 20
+"""Items (elements, characters) of the distinct tuples, lists, dicts and strings one kernel parse holds, all
+together, each value counted once: bounds a parse's memory as :data:`LOOP_CAP` bounds its time
+(``xs = xs + [[0] * 65536]`` in a loop stops here)."""
 MAX_SCRIPT_CHARS = 8 << 20
 """Longest script text :func:`T.parse_script` reads."""
 
@@ -335,6 +342,55 @@ def check_py_binop(op, a, b) -> str | None:
     if op is operator.add and _size(a) is not None and _size(b) is not None and _size(a) + _size(b) > MAX_ITEMS:
         return f"joining {_size(a)} and {_size(b)} items is over {MAX_ITEMS} items (tirxpy.ir.trust.MAX_ITEMS)"
     return None
+
+
+_NESTED = (tuple, list, dict)
+_HELD = (tuple, list, dict, str, bytes)
+
+
+class ValueLedger:
+    """The parse-time values (tuples, lists, dicts, strings) one parse has made or read: each one's nesting depth,
+    and their items all together. :meth:`note` refuses a value deeper than :data:`MAX_VALUE_DEPTH` or one that
+    takes the parse past :data:`MAX_HELD_ITEMS`. Noted values are kept until the parse ends, so an ``id`` stays
+    its value's and each value is counted once (kernel values are never changed in place).
+
+        >>> led = ValueLedger()
+        >>> led.note(((1, 2), "ab")), led.items
+        (2, 6)
+    """
+
+    def __init__(self):
+        self.depths: dict = {}    # id(value) -> nesting depth
+        self.held: list = []      # the noted values, alive while the parse runs
+        self.items = 0
+
+    def note(self, v, level: int = 0) -> int:
+        """``v``'s nesting depth (0 for a non-container, 1 for a tuple of numbers); a value not seen before is
+        charged its length (at least 1). Raises :class:`ParseError` past the limits."""
+        if not isinstance(v, _HELD):
+            return 0
+        d = self.depths.get(id(v))
+        if d is not None:
+            return d
+        if level > MAX_VALUE_DEPTH:
+            raise ParseError(f"a parse-time value nested more than {MAX_VALUE_DEPTH} levels deep "
+                             "(tirxpy.ir.trust.MAX_VALUE_DEPTH)", hint="keep parse-time tuples and lists flat")
+        d = 0
+        if isinstance(v, _NESTED):
+            parts = [x for kv in v.items() for x in kv] if isinstance(v, dict) else v
+            d = 1 + max((self.note(x, level + 1) for x in parts if isinstance(x, _HELD)), default=0)
+            if d > MAX_VALUE_DEPTH:
+                raise ParseError(f"a parse-time value nested {d} levels deep, over {MAX_VALUE_DEPTH} "
+                                 "(tirxpy.ir.trust.MAX_VALUE_DEPTH)", hint="keep parse-time tuples and lists flat")
+        self.items += max(1, len(v))
+        if self.items > MAX_HELD_ITEMS:
+            raise ParseError(f"the kernel's parse-time tuples, lists and strings hold more than {MAX_HELD_ITEMS} "
+                             "items together (tirxpy.ir.trust.MAX_HELD_ITEMS)",
+                             hint="parse-time values are small: sizes, counts, tile indices; build tables outside "
+                                  "the kernel or loop on the device")
+        self.depths[id(v)] = d
+        self.held.append(v)
+        return d
 
 
 def check_int_result(v) -> str | None:
