@@ -99,6 +99,9 @@ def test_layout_strategies_check_their_arguments_when_called():
         (lambda: swizzled_layouts(max_rows=4), "swizzled_layouts: max_rows is 4"),
         (lambda: iter_lists(-1, {}, ("m",), 8), "iter_lists: n_max is -1"),
         (lambda: iter_lists(2, None, ("m",), 8), "iter_lists: reach must be a dict"),
+        (lambda: iter_lists(2, {"laneid": 100}, ("laneid",), 8), r"iter_lists: reach\['laneid'\] is 100, past 31"),
+        (lambda: iter_lists(2, {"laneid": "x"}, ("laneid",), 8), r"iter_lists: reach\['laneid'\] must be an integer"),
+        (lambda: iter_lists(2, {"nope": 1}, ("m",), 8), "iter_lists: reach: unknown axis 'nope'"),
         (lambda: bad_queries(5), "bad_queries: L must be a layout"),
     ]:
         with pytest.raises(LayoutError, match=msg):
@@ -118,3 +121,16 @@ def test_split_layouts_of_huge_extents_are_quick_and_equivalent(data, n):
     assert all(L.apply(i) == M.apply(i) for i in (0, 1, n // 3, n - 1))
     W = TileLayout.from_iters([Iter(4, 1)] + [Iter(1, 0)] * (MAX_ITERS - 1))   # full: no room to split or insert
     assert len(data.draw(split_layouts(W)).shard) == MAX_ITERS
+
+
+REACH = {"laneid": 20}
+
+
+@settings(max_examples=200, database=None)
+@given(iter_lists(4, REACH, ("laneid",), 64))
+def test_iter_lists_start_every_draw_from_reach_and_leave_it_alone(its):
+    """Each draw stays within laneid's 32 values above the coordinate 20 that reach gives; the caller's dict
+    is not grown by the draws (it was, so later draws differed on replay and their strides went to 0)."""
+    assert REACH == {"laneid": 20}
+    top = 20 + sum((it.extent - 1) * it.stride for it in its)
+    assert top <= 31, its

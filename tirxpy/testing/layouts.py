@@ -63,11 +63,30 @@ def _bound(a):
 
 def iter_lists(n_max, reach, axes, max_size):
     """Up to ``n_max`` (in ``[0, MAX_ITERS]``) iterators on ``axes`` of total extent <= ``max_size`` that stay
-    within the axes' bounds; ``reach`` (a dict, axis -> highest coordinate so far) is updated."""
-    n_max = _args.count(n_max, "iter_lists", "n_max", 0, MAX_ITERS)
+    within the axes' bounds, above the coordinates ``reach`` already takes (a dict, axis name -> highest
+    coordinate so far, below the axis's bound). ``reach`` is read when called, never changed: every draw starts
+    from it, so a replay draws the same.
+
+        >>> iter_lists(2, {"laneid": 32}, ("laneid",), 8)
+        Traceback (most recent call last):
+        ...
+        tirxpy.layout.errors.LayoutError: iter_lists: reach['laneid'] is 32, past 31; use at most 31
+    """
+    fn = "iter_lists"
+    n_max = _args.count(n_max, fn, "n_max", 0, MAX_ITERS)
     if not isinstance(reach, dict):
         raise LayoutTypeError(f"iter_lists: reach must be a dict (axis -> highest coordinate), got {reach!r}")
-    return _iter_lists(n_max, reach, _args.axes(axes, "iter_lists"), _args.count(max_size, "iter_lists", "max_size", 1))
+    start = {}
+    for a, v in reach.items():
+        (name,) = _args.axes((a,), fn, "reach")
+        hi = _bound(name) - 1 if _bound(name) else None
+        start[name] = _args.count(v, fn, f"reach[{name!r}]", 0, hi)
+    return _iter_lists_from(n_max, start, _args.axes(axes, fn), _args.count(max_size, fn, "max_size", 1))
+
+
+@st.composite
+def _iter_lists_from(draw, n_max, start, axes, max_size):
+    return draw(_iter_lists(n_max, dict(start), axes, max_size))
 
 
 @st.composite
