@@ -359,7 +359,8 @@ def check_options(BN=256, STAGES=None, CM=1, group=GROUP, DEFER=None, PINGPONG=F
         tirxpy_kernels.errors.KernelConfigError: gemm_sm90: group = 0 is out of range; it must be in [1, 2147483647]
     """
     w = "gemm_sm90"
-    int_option(w, "BN", BN)
+    if not 64 <= int_option(w, "BN", BN) <= 256 or BN % 16:      # on its own: a caller may pad a problem to BN
+        raise KernelConfigError(f"gemm_sm90: BN = {BN!r} must be a multiple of 16 in [64, 256] (the wgmma N)")
     int_option(w, "STAGES", STAGES, none=True)
     int_option(w, "CM", CM)
     check_cluster(CM)

@@ -196,6 +196,16 @@ def test_bad_arguments_are_refused_with_the_fix(args, kw, msg):
     assert msg in str(e.value)
 
 
+@pytest.mark.parametrize("BN", [2 ** 31, 2 ** 40, 2 ** 64])
+@pytest.mark.parametrize("block", [False, True])
+def test_a_bn_past_the_problem_sizes_is_named_bn(BN, block):
+    """A ``BN`` of 2**31 or more is named ``BN`` (the FP8 call pads N to at least one tile, so it read
+    'N = 2147483648 is out of range', naming a size the caller never gave)."""
+    sa, sb = (torch.empty(256, 4, device="meta"), torch.empty(4, 3, device="meta")) if block else (S0, S0)
+    with pytest.raises(Fp8ArgumentError, match=rf"gemm_fp8: BN = {BN} must be a multiple of 16 in \[64, 256\]"):
+        check(A, W.t(), sa, sb, BN=BN)
+
+
 def test_the_bound_key_tells_apart_what_the_launch_fixed():
     """A repeated call reuses a bound launch only under an equal key: every tensor's address, shape, strides,
     dtype and device, and the options with their types; anything else gets no key (the full checks run)."""
