@@ -149,8 +149,36 @@ def _pow2_ceil(s):
     return ((b + 0x7FFFFF) & 0xFF800000).to(torch.int32).view(torch.float32)
 
 
+def _check_granularity(where, granularity):
+    """:class:`QuantizeArgumentError` from ``where`` unless ``granularity`` is one of
+    :data:`~tirxpy_kernels.quantize_sm90.GRANULARITIES`."""
+    if not isinstance(granularity, str) or granularity not in GRANULARITIES:
+        raise QuantizeArgumentError(f"{where}: granularity must be one of {GRANULARITIES}, got {granularity!r:.60}")
+
+
+def _check_rule_args(where, x, granularity, dtype, flags=()):
+    """The arguments of the torch functions of the rule (:func:`reference`, :func:`group_scales`), on any device:
+    ``x`` a non-empty dense 2-D floating-point tensor, ``granularity`` one of
+    :data:`~tirxpy_kernels.quantize_sm90.GRANULARITIES`, ``dtype`` an fp8 dtype the kernel writes, and each
+    ``(name, value)`` of ``flags`` True or False; :class:`QuantizeArgumentError` from ``where`` naming the first bad
+    one."""
+    dense_tensor(where, "x", x, 2, "(M, K)", QuantizeArgumentError)
+    if not x.is_floating_point() or min(x.shape) == 0:
+        raise QuantizeArgumentError(f"{where}: x must be a non-empty floating-point (M, K) tensor, got {x.dtype} "
+                                    f"{tuple(x.shape)}")
+    _check_granularity(where, granularity)
+    if not isinstance(dtype, torch.dtype) or dtype not in _FP8:
+        raise QuantizeArgumentError(f"{where}: dtype must be torch.float8_e4m3fn or torch.float8_e5m2, got "
+                                    f"{dtype!r:.60}")
+    for name, v in flags:
+        if not isinstance(v, bool):
+            raise QuantizeArgumentError(f"{where}: {name} must be True or False, got {v!r:.60}")
+
+
 def group_scales(x, granularity, dtype=torch.float8_e4m3fn, pow2_scales=False):
-    """The scales of the rule, in torch on ``x``'s device (float32 amax, one correctly rounded float32 division)."""
+    """The scales of the rule, in torch on ``x``'s device (float32 amax, one correctly rounded float32 division).
+    Bad arguments raise :class:`QuantizeArgumentError` naming them."""
+    _check_rule_args("group_scales", x, granularity, dtype, (("pow2_scales", pow2_scales),))
     M, K = x.shape
     gr = {"token": 1, "1x128": 1, "128x128": GROUP}[granularity]
     gc = K if granularity == "token" else GROUP
@@ -165,6 +193,7 @@ def group_scales(x, granularity, dtype=torch.float8_e4m3fn, pow2_scales=False):
 
 def expand_scales(s, granularity, M, K):
     """Each element's scale, ``(M, K)``."""
+    _check_granularity("expand_scales", granularity)
     gr = {"token": 1, "1x128": 1, "128x128": GROUP}[granularity]
     gc = K if granularity == "token" else GROUP
     return s.repeat_interleave(gr, 0)[:M].repeat_interleave(gc, 1)[:, :K]
@@ -172,7 +201,9 @@ def expand_scales(s, granularity, M, K):
 
 def reference(x, granularity, *, dtype=torch.float8_e4m3fn, pow2_scales=False, rcp=False):
     """``(x_q, scales)`` by the rule in torch: float32 quotients ``x / scale`` (``x * (1 / scale)`` with ``rcp``),
-    saturated to ``+-fp8_max``, then torch's own round-to-nearest-even cast."""
+    saturated to ``+-fp8_max``, then torch's own round-to-nearest-even cast. Bad arguments raise
+    :class:`QuantizeArgumentError` naming them."""
+    _check_rule_args("reference", x, granularity, dtype, (("pow2_scales", pow2_scales), ("rcp", rcp)))
     s = group_scales(x, granularity, dtype, pow2_scales)
     se = expand_scales(s, granularity, *x.shape)
     y = x.float() * (torch.ones_like(se) / se) if rcp else x.float() / se

@@ -134,6 +134,29 @@ def _exact_quotient(x, s):
     return q
 
 
+@pytest.mark.parametrize("call,msg", [
+    (lambda x: reference(x, "bogus"), "reference: granularity must be one of"),
+    (lambda x: reference(x, None), "reference: granularity must be one of"),
+    (lambda x: reference("x", "token"), "reference: x must be a torch.Tensor, got str"),
+    (lambda x: reference(None, "token"), "reference: x must be a torch.Tensor, got NoneType"),
+    (lambda x: reference(x[0], "token"), "reference: x must be 2-D (M, K)"),
+    (lambda x: reference(x[:0], "1x128"), "reference: x must be a non-empty floating-point"),
+    (lambda x: reference(x.int(), "token"), "reference: x must be a non-empty floating-point"),
+    (lambda x: reference(x.to_sparse(), "token"), "reference: x is a sparse tensor"),
+    (lambda x: reference(x, "token", dtype=torch.int8), "reference: dtype must be torch.float8_e4m3fn"),
+    (lambda x: reference(x, "token", dtype="e4m3"), "reference: dtype must be torch.float8_e4m3fn"),
+    (lambda x: reference(x, "token", pow2_scales="yes"), "reference: pow2_scales must be True or False"),
+    (lambda x: reference(x, "token", rcp=None), "reference: rcp must be True or False"),
+    (lambda x: group_scales(x, "1X128"), "group_scales: granularity must be one of"),
+    (lambda x: expand_scales(torch.ones(4, 1), "row", 4, 8), "expand_scales: granularity must be one of"),
+])
+def test_the_torch_rule_functions_name_bad_arguments(call, msg):
+    """reference() (which quantize_fp8's device error recommends), group_scales and expand_scales name a bad argument
+    (a bad granularity was a KeyError, a non-tensor x an AttributeError, a bad dtype a KeyError)."""
+    with pytest.raises(QuantizeArgumentError, match=msg.replace("(", r"\(").replace(")", r"\)")):
+        call(torch.ones(4, 8, dtype=torch.bfloat16))
+
+
 def test_exact_division_steps_round_like_division():
     """x' = x 2^-e, q = x' RN(1/m) refined twice by the exact remainder m q - x' gives RN(x / s) bit for bit:
     scales from the floor 2^-126 to 2^118, powers of two among them, |x| up to 448 s (bf16), signed zeros."""
