@@ -71,6 +71,10 @@ def test_refused_specs(spec, msg):
         ([SPEC, "--shape", "8,16", "--owners", "8,0"], "coordinate 8 in dimension 0 is out of range"),
         ([SPEC, "--owners", "3,9"], "needs shape=..."),
         ([SPEC, "--plot", "/nonexistent-dir/x.png"], "directory '/nonexistent-dir' does not exist"),
+        # an empty value is refused, not taken as the option left out (--plot '' wrote nothing and exited 0)
+        ([SPEC, "--plot", ""], "plot path '' is not a usable file name"),
+        ([SPEC, "--shape", ""], "--shape must be comma-separated integers"),
+        ([SPEC, "--owners", ""], "--owners must be comma-separated integers"),
     ],
 )
 def test_errors_exit_2_with_message(argv, msg, capsys):

@@ -169,7 +169,7 @@ def main(argv=None) -> int:
         return int(e.code or 0)
     try:
         layout = parse_spec(args.spec)
-        shape = _ints(args.shape, "--shape") if args.shape else None
+        shape = _ints(args.shape, "--shape") if args.shape is not None else None
         size = layout.size()
         if shape is not None and math.prod(shape) != size:
             raise LayoutError(
@@ -185,7 +185,7 @@ def main(argv=None) -> int:
             print("spans:  " + ", ".join(f"{k}={v}" for k, v in spans.items()))
         else:
             print(f"spans:  (skipped: {owners_total} owners, past the table limit of {MAX_TABLE})")
-        if args.owners:
+        if args.owners is not None:
             coord = _ints(args.owners, "--owners")
             owners = layout.owners(*coord, shape=shape)
             where = f"{coord}" if len(coord) > 1 else f"{coord[0]}"
@@ -194,7 +194,7 @@ def main(argv=None) -> int:
             from .grid import table
 
             print(table(layout, shape=shape))
-        if args.plot:
+        if args.plot is not None:
             from tirxpy.viz.pictures import plot
 
             for p in plot(layout, args.plot, shape=shape):
