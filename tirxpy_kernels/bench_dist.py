@@ -20,7 +20,7 @@ import statistics
 import sys
 import time
 
-from .bench_tools import BenchArgumentError, environment, positive, print_table, seed_of
+from .bench_tools import BenchArgumentError, environment, positive, print_table, seed, seed_of
 
 ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
 SHAPES = [("ag", 16384, 4096, 8192), ("ag", 8192, 14336, 8192), ("ag", 8192, 4096, 28672),
@@ -56,7 +56,8 @@ def add_arguments(p):
     p.add_argument("--reps", type=positive, default=None, help="timed samples per function (default 20)")
     p.add_argument("--inner", type=positive, default=5, help="back-to-back calls per sample (default 5)")
     p.add_argument("--sim", action="store_true", help="both kernels on two simulated ranks, against float64")
-    p.add_argument("--seed", type=int, default=None, help="the --sim run's seed (default: from the clock)")
+    p.add_argument("--seed", type=seed, default=None, help="the --sim run's seed, an int in [0, 2**32 - 1] "
+                   "(default: from the clock)")
     p.add_argument("--no-tirxpy-gemm", action="store_true", help="leave out tirxpy's GEMM alone (its column reads "
                    "n/a; saves its builds)")
     p.add_argument("--tune", default="", help=argparse_suppressed())

@@ -51,6 +51,9 @@ def test_parse_tunings_names_the_bad_item():
     (["gemm", "--jobs", "-1"], "argument --jobs: '-1' is not a non-negative integer"),
     (["rmsnorm", "--sim", "--seed", "99999999999999999999"], "argument --seed: '99999999999999999999' is not an "
                                                              "integer in [0, 4294967295]"),
+    (["dist", "--sim", "--seed", "-1"], "argument --seed: '-1' is not an integer in [0, 4294967295]"),
+    (["dist", "--sim", "--seed", "99999999999999999999"], "argument --seed: '99999999999999999999' is not an "
+                                                          "integer in [0, 4294967295]"),
     (["conv"], "invalid choice: 'conv'"),
     ([], "the following arguments are required: name"),
 ])
