@@ -3,7 +3,7 @@ import pytest
 
 from tirxpy.ir import IntImm, Var
 from tirxpy.ir.errors import IRError
-from tirxpy.ir.expr import MAX_EXPR_DEPTH
+from tirxpy.ir.expr import MAX_EXPR_DEPTH, MAX_EXPR_NODES, BitNot
 
 
 def test_int_imm_holds_only_values_of_its_dtype():
@@ -21,3 +21,18 @@ def test_expression_depth_is_counted_and_capped():
     assert e.depth == MAX_EXPR_DEPTH and i.depth == 1
     with pytest.raises(IRError, match=f"nests more than {MAX_EXPR_DEPTH} levels deep"):
         e * i
+
+
+def test_expression_tree_size_counts_shared_subexpressions_at_each_use():
+    """e + e doubles the tree printing and lowering walk: 40 doublings are 2**40 nodes in 40 shallow levels,
+    under the depth cap, so the size is capped too."""
+    i = Var("i")
+    e = i
+    for _ in range(15):
+        e = e + e
+    assert e.nodes == 2**16 - 1 and e.depth == 16 and i.nodes == 1
+    with pytest.raises(IRError, match="MAX_EXPR_NODES"):
+        e + e
+    assert BitNot(e).nodes == MAX_EXPR_NODES                  # at the cap
+    with pytest.raises(IRError, match="MAX_EXPR_NODES"):
+        e + i

@@ -269,7 +269,21 @@ def test_parse_time_values_are_bounded_in_depth_and_memory():
     assert f"A[0] = {trust.LOOP_CAP // 2}" in str(k)
 
 
-def test_one_loop_cap_for_every_parse_time_loop():
+def test_parse_time_sharing_and_unrolling_are_bounded_in_ir_size():
+    """An expression reused in itself doubles per parse-time trip (40 lines: a kernel of 2**40 nodes that
+    verifying and printing never finish); a large expression stored in every trip of a long loop is a kernel
+    that takes minutes. Both are refused while parsing, naming the limit."""
+    doubling = ("xs = (A[0],)", "for i in range(40):", "    xs = (xs[0] + xs[0],)", "A[1] = xs[0]")
+    with pytest.raises(ParseError, match="MAX_EXPR_NODES"):
+        T.parse_script(script(*doubling))
+    stores = ("xs = (A[0],)", "for i in range(12):", "    xs = (xs[0] + xs[0],)", "for i in range(8000):",
+              "    A[1] = xs[0]")
+    with pytest.raises(ParseError, match="MAX_KERNEL_NODES") as e:
+        T.parse_script(script(*stores))
+    assert e.value.span.line == 9, str(e.value)
+    k = T.parse_script(script("for i in range(8000):", "    A[i % 8] = A[i % 8] + i"))   # many small statements
+    assert len(k.body) == 8000
+
     cases = [
         script("for i in range(100000):", "    pass"),
         script("for i in range(300):", "    for j in range(300):", "        pass"),

@@ -28,23 +28,33 @@ from .node import Node
 
 MAX_EXPR_DEPTH = 100
 """Deepest expression tree a node may root (printing, comparing and lowering walk trees recursively)."""
+MAX_EXPR_NODES = 1 << 16
+"""Most nodes an expression tree may have, a subexpression shared by several parents counted at each use (what
+printing, comparing and lowering visit): ``x = (x[0] + x[0],)`` in a parse-time loop doubles it every trip."""
 
 
-def _deeper(*children) -> int:
-    """The depth of a node over ``children``; refuses trees deeper than :data:`MAX_EXPR_DEPTH`."""
+def _measure(*children) -> tuple:
+    """``(depth, nodes)`` of a node over ``children``; refuses trees deeper than :data:`MAX_EXPR_DEPTH` or of
+    more than :data:`MAX_EXPR_NODES` nodes."""
     d = 1 + max((getattr(c, "depth", 1) for c in children), default=0)
     if d > MAX_EXPR_DEPTH:
         raise IRError(f"the expression nests more than {MAX_EXPR_DEPTH} levels deep (tirxpy.ir.expr.MAX_EXPR_DEPTH)",
                       hint="bind intermediate values to names (each becomes its own statement)")
-    return d
+    n = 1 + sum(getattr(c, "nodes", 1) for c in children)
+    if n > MAX_EXPR_NODES:
+        raise IRError(f"the expression has {n} nodes, over {MAX_EXPR_NODES} (tirxpy.ir.expr.MAX_EXPR_NODES; a "
+                      "subexpression used twice counts twice)",
+                      hint="bind intermediate values to names (each becomes its own statement)")
+    return d, n
 
 
 class Expr(Node):
-    """Base of expressions; every expression has a ``dtype`` (``None`` for void calls) and a ``depth``
-    (1 for a leaf; at most :data:`MAX_EXPR_DEPTH`)."""
+    """Base of expressions; every expression has a ``dtype`` (``None`` for void calls), a ``depth``
+    (1 for a leaf; at most :data:`MAX_EXPR_DEPTH`) and a tree size ``nodes`` (at most :data:`MAX_EXPR_NODES`)."""
 
     dtype: DataType | None = None
     depth: int = 1
+    nodes: int = 1
 
     # arithmetic builds simplified nodes through tirxpy.ir.ops
     def __add__(self, o):
@@ -260,7 +270,7 @@ class BinaryOp(Expr):
             raise IRError(f"{type(self).__name__} takes two expressions, got {a!r} and {b!r}")
         self.a, self.b = a, b
         self.dtype = a.dtype
-        self.depth = _deeper(a, b)
+        self.depth, self.nodes = _measure(a, b)
 
 
 class Add(BinaryOp):
@@ -370,7 +380,7 @@ class Not(Expr):
         super().__init__(span)
         self.a = a
         self.dtype = bool_
-        self.depth = _deeper(a)
+        self.depth, self.nodes = _measure(a)
 
 
 class BitNot(Expr):
@@ -380,7 +390,7 @@ class BitNot(Expr):
         super().__init__(span)
         self.a = a
         self.dtype = a.dtype
-        self.depth = _deeper(a)
+        self.depth, self.nodes = _measure(a)
 
 
 class Select(Expr):
@@ -392,7 +402,7 @@ class Select(Expr):
         super().__init__(span)
         self.cond, self.t, self.f = cond, t, f
         self.dtype = t.dtype
-        self.depth = _deeper(cond, t, f)
+        self.depth, self.nodes = _measure(cond, t, f)
 
 
 class Cast(Expr):
@@ -404,7 +414,7 @@ class Cast(Expr):
         super().__init__(span)
         self.dtype = DataType.get(dtype)
         self.value = value
-        self.depth = _deeper(value)
+        self.depth, self.nodes = _measure(value)
 
 
 class Call(Expr):
@@ -417,7 +427,7 @@ class Call(Expr):
         self.name = name
         self.args = tuple(args)
         self.dtype = DataType.get(dtype)
-        self.depth = _deeper(*self.args)
+        self.depth, self.nodes = _measure(*self.args)
 
 
 class IntrinsicCall(Expr):
@@ -436,7 +446,7 @@ class IntrinsicCall(Expr):
         self.name = name
         self.args = tuple(args)
         self.dtype = None if dtype is None else DataType.get(dtype)
-        self.depth = _deeper(*self.args)
+        self.depth, self.nodes = _measure(*self.args)
 
 
 class BufferLoad(Expr):
@@ -449,7 +459,7 @@ class BufferLoad(Expr):
         self.buffer = buffer
         self.indices = tuple(indices)
         self.dtype = buffer.dtype
-        self.depth = _deeper(*self.indices)
+        self.depth, self.nodes = _measure(*self.indices)
 
 
 class AddressOf(Expr):

@@ -62,6 +62,8 @@ class Parser(ExprEvaluator):
         self.policy = policy          # what names, calls and attributes this source may reach (tirxpy.ir.trust)
         self.loop_iters = 0           # parse-time loop iterations so far, all loops (at most trust.LOOP_CAP)
         self.values = trust.ValueLedger()   # parse-time values: nesting depth, items held (trust.MAX_HELD_ITEMS)
+        self.ir_nodes = 0             # IR nodes emitted so far (at most trust.MAX_KERNEL_NODES)
+        self.counted: set = set()     # ids of the statements counted in ir_nodes
         self.line_offset = line_offset
         self.col_offset = col_offset
         self.closure = closure
@@ -148,6 +150,15 @@ class Parser(ExprEvaluator):
                 fn(node, out)
                 if len(out) > n0:
                     self.emitted = True
+                    for s in out[n0:]:       # statements a parse-time loop / if inlined were counted inside
+                        if id(s) not in self.counted:
+                            self.counted.add(id(s))
+                            self.ir_nodes += _own_nodes(s)
+                    if self.ir_nodes > trust.MAX_KERNEL_NODES:
+                        raise self.error(node, f"the kernel has more than {trust.MAX_KERNEL_NODES} IR nodes "
+                                         "(tirxpy.ir.trust.MAX_KERNEL_NODES)",
+                                         "loop on the device (T.serial) instead of unrolling at parse time, and "
+                                         "bind large expressions to names")
             except ParseError:
                 raise
             except TirxError as e:
@@ -488,6 +499,19 @@ _UNSUPPORTED = {
     "Delete": "names cannot be deleted in a kernel",
     "Raise": "use assert on Python values for parse-time checks",
 }
+
+
+def _own_nodes(s) -> int:
+    """IR nodes of statement ``s`` itself: 1 plus its expression trees (``Expr.nodes``, regions' starts); the
+    statements in its bodies count where they are visited."""
+    n = 1
+    for _, v in s.fields():
+        for x in (v if isinstance(v, (tuple, list)) else (v,)):
+            if isinstance(x, Expr):
+                n += x.nodes
+            elif isinstance(x, BufferRegion):
+                n += sum(e.nodes for e in x.starts)
+    return n
 
 
 def _attr_value(key, v, parser, node):

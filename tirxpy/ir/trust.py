@@ -68,6 +68,10 @@ MAX_HELD_ITEMS = 1 << 20
 """Items (elements, characters) of the distinct tuples, lists, dicts and strings one kernel parse holds, all
 together, each value counted once: bounds a parse's memory as :data:`LOOP_CAP` bounds its time
 (``xs = xs + [[0] * 65536]`` in a loop stops here)."""
+MAX_KERNEL_NODES = 1 << 20
+"""Most IR nodes one kernel parse may emit, statements and their expression trees together (each tree counted
+as :data:`~tirxpy.ir.expr.MAX_EXPR_NODES` counts it): bounds the work of verifying, printing and lowering the
+kernel, as a parse-time loop of 16384 trips storing a large expression would otherwise take minutes."""
 MAX_SCRIPT_CHARS = 8 << 20
 """Longest script text :func:`T.parse_script` reads."""
 
