@@ -41,6 +41,7 @@ __all__ = ["BenchArgumentError", "GEMM_SHAPES", "main", "median_ms", "parse_shap
 GEMM_SHAPES = [(2048, 2048, 2048), (4096, 4096, 4096), (8192, 8192, 8192),
                (4096, 7168, 7168), (4096, 2112, 7168), (4096, 24576, 1536), (4096, 7168, 2048)]
 SIM_SHAPE = (200, 136, 104)
+SIM_MOST = 2 ** 30        # the largest M * N * K of --sim --shapes: about half a minute
 SIM_GEMM = dict(BN=128, STAGES=2, CM=2, sms=4, out_dtype="float32")      # the --sim kernel's options
 SIM_TOLERANCE = 1e-5        # float32 output: exact bf16 products, float32 sums
 GPU_TOLERANCE = 4e-3        # bf16 output against a float32 reference: the output's rounding
@@ -62,7 +63,7 @@ def add_gemm_arguments(p):
 def check_gemm(args):
     """Check ``gemm``'s arguments before any GPU work; returns ``(shapes, tunings)``."""
     if args.sim:
-        shape = check_sim_args(args, "200x136x104")
+        shape = check_sim_args(args, "200x136x104", SIM_MOST)
         if shape is not None:
             from .errors import KernelConfigError
             from .gemm_sm90 import check_config

@@ -21,6 +21,7 @@ SEQLENS = (1024, 4096, 8192, 16384)
 HEAD_DIMS = (64, 128, 256)
 TOKENS, HEADS = 32768, 16
 SIM_SHAPE = (150, 64)
+SIM_MOST = 2 ** 16        # the largest S * D of --sim --shapes: about 20 s at 1024x64
 SIM_ATTENTION = dict(BN=64, STAGES=2, NC=2)
 SIM_TOLERANCE = 1e-2        # bf16 output (relative rounding 2^-9) of a float32 computation
 GPU_TOLERANCE = 2e-2        # bf16 output against the flash backend's bf16 output
@@ -39,7 +40,7 @@ def add_arguments(p):
 def check(args):
     """Check ``attention``'s arguments before any GPU work; returns ``(shapes, tunings)``."""
     if args.sim:
-        shape = check_sim_args(args, "150x64")
+        shape = check_sim_args(args, "150x64", SIM_MOST)
         if shape is not None:
             from .attention_plan import plan
             from .errors import KernelConfigError

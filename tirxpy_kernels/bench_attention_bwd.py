@@ -21,6 +21,7 @@ CELLS = ((4096, 128, False), (4096, 128, True), (8192, 128, True), (2048, 64, Tr
          (4096, 256, True))
 TOKENS, HEADS = 32768, 16
 SIM_SHAPE = (150, 64)
+SIM_MOST = 2 ** 16        # the largest S * D of --sim --shapes: about 50 s at 1024x64
 SIM_TOLERANCE = 2e-2        # bf16 P and dS (relative rounding 2^-9) in a float32 computation
 GPU_TOLERANCE = 3e-2        # bf16 gradients against cuDNN's bf16 gradients
 
@@ -49,7 +50,7 @@ def _cells(text):
 def check(args):
     """Check the arguments before any GPU work; returns the cells ``(S, D, causal)``."""
     if args.sim:
-        shape = check_sim_args(args, "150x64")
+        shape = check_sim_args(args, "150x64", SIM_MOST)
         return [(shape or SIM_SHAPE) + (True,)]
     if args.tune:
         raise BenchArgumentError("attention-bwd takes no --tune (the backward kernel has no tuning options yet)")

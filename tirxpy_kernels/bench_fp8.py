@@ -35,8 +35,13 @@ def check(args):
 
     from .gemm_fp8_api import check as check_fp8
 
-    if args.sim:
-        check_sim_args(args, "200x264x272")
+    if args.sim:        # one fixed kernel: a --shapes item would be ignored, so it is refused
+        if args.shapes:
+            from .bench_tools import BenchArgumentError
+
+            raise BenchArgumentError(f"--sim runs one fixed block-scaled kernel ({'x'.join(map(str, SIM_SHAPE))}); "
+                                     "--shapes does not apply to it (leave it out)")
+        check_sim_args(args, "200x264x272", 0)
         return [SIM_SHAPE], [{}], ["block"]
     shapes = parse_shapes(args.shapes or SHAPES, 3, "4096x4096x4096")
     tunings = parse_tunings(args.tune or "", ("BN", "STAGES", "group", "DEFER", "PINGPONG", "PDL", "SPLIT", "PART", "PASS"))

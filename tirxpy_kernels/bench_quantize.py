@@ -20,6 +20,7 @@ from .bench_tools import (BenchArgumentError, add_common_arguments, check_sim_ar
 
 SHAPES = [(8192, 7168), (4096, 7168), (4096, 16384), (16384, 2048)]
 SIM_SHAPE = (136, 200)
+SIM_MOST = 2 ** 20        # the largest M * K of --sim --shapes: about 10 s a granularity
 TUNING = ("vecs", "lanes", "div", "pow2")
 SIM_TOLERANCE = 2.0 ** -4   # e4m3 rounds to 3 mantissa bits: a relative error of at most 2^-4 per element
 
@@ -54,7 +55,9 @@ def check(args):
         raise BenchArgumentError(f"--granularity: {bad[0] if bad else args.granularity!r} is not one of "
                                  f"{', '.join(GRANULARITIES)}")
     if args.sim:
-        shape = check_sim_args(args, "136x200") or SIM_SHAPE
+        shape = check_sim_args(args, "136x200", SIM_MOST) or SIM_SHAPE
+        for g in grans:         # the kernel each granularity's run builds
+            _tuning({}, g, *shape)
         return [shape], [{}], grans
     shapes = parse_shapes(args.shapes, 2, "8192x7168") if args.shapes else SHAPES
     tunings = parse_tunings(args.tune, TUNING)

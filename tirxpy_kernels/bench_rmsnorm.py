@@ -17,6 +17,7 @@ from .bench_tools import (BenchArgumentError, add_common_arguments, check_sim_ar
 
 SHAPES = [(16384, 4096), (16384, 8192)]
 SIM_SHAPE = (16, 256)
+SIM_MOST = 2 ** 20        # the largest ROWS * D of --sim --shapes: about 10 s
 TUNING = ("elems_per_thread",)
 SIM_TOLERANCE = 1e-2        # bf16 output (relative rounding 2^-9) of a float32 computation
 GPU_TOLERANCE = 1e-2
@@ -41,7 +42,7 @@ def _config(shape, tuning):
 def check(args):
     """Check ``rmsnorm``'s arguments before any GPU work; returns ``(shapes, tunings)``."""
     if args.sim:
-        shape = check_sim_args(args, "16x256") or SIM_SHAPE
+        shape = check_sim_args(args, "16x256", SIM_MOST) or SIM_SHAPE
         _config(shape, {})
         return [shape], [{}]
     shapes = parse_shapes(args.shapes, 2, "16384x4096") if args.shapes else SHAPES

@@ -123,8 +123,10 @@ def add_common_arguments(p, reps, shapes_help, tolerance, names, metavar):
                    "simulator's interleaving); default: drawn from the clock and printed")
 
 
-def check_sim_args(args, example):
-    """``--sim`` runs one small kernel through the simulator: at most one shape, none of ``--tune``, ``--reps``,
+def check_sim_args(args, example, most):
+    """``--sim`` runs one small kernel through the simulator: at most one shape, whose sizes multiply to at most
+    ``most`` (the benchmark's bound, which keeps the run within about a minute, the simulator's step budget and the
+    host's memory: a larger one is refused before anything is allocated), none of ``--tune``, ``--reps``,
     ``--jobs``. Returns the parsed shape or None (the default)."""
     given = [f for f, v in (("--tune", args.tune or None), ("--reps", args.reps), ("--jobs", args.jobs))
              if v is not None]
@@ -137,6 +139,13 @@ def check_sim_args(args, example):
     shapes = parse_shapes(args.shapes, example.count("x") + 1, example)
     if len(shapes) > 1:
         raise BenchArgumentError(f"--sim takes one shape (for example --shapes {example}), got {len(shapes)}")
+    size = 1
+    for d in shapes[0]:
+        size *= d
+    if size > most:
+        raise BenchArgumentError(f"--sim --shapes {args.shapes.strip()}: the simulator runs small kernels on the CPU, "
+                                 f"sizes whose product is at most {most} (this one's is {size}); pass a smaller shape "
+                                 f"(for example {example}) or time the kernel on a GPU without --sim")
     return shapes[0]
 
 

@@ -51,6 +51,18 @@ def test_parse_tunings_names_the_bad_item():
     (["gemm", "--jobs", "-1"], "argument --jobs: '-1' is not a non-negative integer"),
     (["rmsnorm", "--sim", "--seed", "99999999999999999999"], "argument --seed: '99999999999999999999' is not an "
                                                              "integer in [0, 4294967295]"),
+    # --sim shapes past each simulator run's bound are refused before anything is allocated (they allocated up to
+    # terabytes, or ran past the simulator's step budget, each ending in a traceback)
+    (["gemm", "--sim", "--shapes", "100000x100000x64"],
+     "--sim --shapes 100000x100000x64: the simulator runs small kernels on the CPU, sizes whose product is at most "
+     "1073741824"),
+    (["attention", "--sim", "--shapes", "4096x64"], "product is at most 65536 (this one's is 262144)"),
+    (["attention-bwd", "--sim", "--shapes", "1000000x64"], "product is at most 65536"),
+    (["rmsnorm", "--sim", "--shapes", "100000000x4096"], "product is at most 1048576"),
+    (["quantize", "--sim", "--shapes", "1000000x100000"], "product is at most 1048576"),
+    (["quantize", "--sim", "--shapes", "1x1048576"], "granularity 'token' holds a whole row in one CTA"),
+    (["fp8", "--sim", "--shapes", "64x64x64"], "--sim runs one fixed block-scaled kernel (200x264x272); --shapes does "
+                                               "not apply"),
     (["dist", "--sim", "--seed", "-1"], "argument --seed: '-1' is not an integer in [0, 4294967295]"),
     (["dist", "--sim", "--seed", "99999999999999999999"], "argument --seed: '99999999999999999999' is not an "
                                                           "integer in [0, 4294967295]"),
