@@ -154,18 +154,17 @@ def _sm_count(device):
     return TARGET.sm_count
 
 
-def _device(q, k, v):
-    """Refuse tensors that are not all on one Hopper GPU (after every other check)."""
+def _device(q, k, v, where="attention", error=AttentionArgumentError):
+    """Refuse tensors that are not all on one Hopper GPU (after every other check): ``error`` from entry point
+    ``where`` for the tensors' devices, :class:`AttentionDeviceError` for a GPU that is not a Hopper."""
     if not (q.device == k.device == v.device):
-        raise AttentionArgumentError(f"attention: q, k, v are on {q.device}, {k.device}, {v.device}; "
-                                     "move them to one CUDA device")
+        raise error(f"{where}: q, k, v are on {q.device}, {k.device}, {v.device}; move them to one CUDA device")
     if q.device.type != "cuda":
-        raise AttentionArgumentError(f"attention: the tensors are on {q.device}; move them to a CUDA device "
-                                     "(q.cuda())")
+        raise error(f"{where}: the tensors are on {q.device}; move them to a CUDA device (q.cuda())")
     cap = torch.cuda.get_device_capability(q.device)
     if not TARGET.runs_on(cap):
-        raise AttentionDeviceError(f"attention: the kernel is for Hopper ({TARGET}); {torch.cuda.get_device_name(q.device)} "
-                                   f"is sm_{cap[0]}{cap[1]}")
+        raise AttentionDeviceError(f"{where}: the kernel is for Hopper ({TARGET}); "
+                                   f"{torch.cuda.get_device_name(q.device)} is sm_{cap[0]}{cap[1]}")
 
 
 def attention(q, k, v, causal=False, scale=None, return_lse=False, **tuning):

@@ -318,7 +318,7 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
     if cu_seqlens_q.device.type == "cpu" and cu_seqlens_k.device.type == "cpu":      # values known without a copy
         check_lengths(cu_seqlens_q.tolist(), cu_seqlens_k.tolist(), q.shape[0], k.shape[0], max_seqlen_q,
                       max_seqlen_k)
-    _device(q, k, v)
+    _device(q, k, v, "attention_varlen", VarlenArgumentError)
     check_cu_device("attention_varlen", cu_seqlens_q, cu_seqlens_k, q.device)
     NQ, H, D = q.shape
     NK, HKV, _ = k.shape

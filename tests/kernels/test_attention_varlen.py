@@ -88,9 +88,14 @@ def test_length_checks(cq, ck, match):
 
 
 def test_cpu_tensors_refused_after_the_checks():
+    """The device error is the varlen API's own (VarlenArgumentError, worded attention_varlen), as every other."""
+    from tirxpy_kernels.attention_varlen_api import VarlenArgumentError
+
     q, cu = torch.zeros(10, 2, 64, dtype=torch.bfloat16), _cu([4, 6])
-    with pytest.raises(ArgumentError, match="CUDA"):
+    with pytest.raises(VarlenArgumentError, match="attention_varlen: the tensors are on cpu; move them to a CUDA"):
         tirxpy_kernels.attention_varlen(q, q, q, cu, cu, 6, 6)
+    with pytest.raises(VarlenArgumentError, match=r"attention_varlen: q, k, v are on cpu, meta, cpu"):
+        tirxpy_kernels.attention_varlen(q, q.to("meta"), q, cu, cu, 6, 6)
 
 
 def test_plan():
