@@ -1,4 +1,5 @@
 """`python -m tirxpy`: the command dispatcher."""
+import os
 import subprocess
 import sys
 
@@ -127,3 +128,16 @@ def test_compile_a_package_name_that_is_also_a_directory_here(tmp_path, monkeypa
     assert main(["compile", "tirxpy_kernels"]) == 2
     err = _no_traceback(capsys).err
     assert "is a directory" not in err and "it is a package: compile one of its modules (tirxpy_kernels." in err
+
+
+def test_compile_a_path_that_is_no_regular_file(tmp_path, capsys):
+    """A device or FIFO given to compile is named as not a regular file (it was 'no such file', which it is)."""
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    for target in (str(fifo), os.devnull):
+        assert main(["compile", target]) == 2
+        err = _no_traceback(capsys).err
+        assert f"{target} is not a regular file; pass a file of Python source (a .py file) or a dotted module " \
+               "name" in err
+    assert main(["compile", str(tmp_path / "nope.py")]) == 2
+    assert "no such file" in _no_traceback(capsys).err

@@ -90,6 +90,9 @@ def _load(target: str):
         finally:
             sys.path.remove(os.getcwd())
     if not os.path.isfile(target):
+        if os.path.exists(target):      # a device, FIFO or socket: no source to import
+            raise FileNotFoundError(f"{target} is not a regular file; pass a file of Python source (a .py file) or "
+                                    "a dotted module name")
         raise FileNotFoundError(f"no such file: {target}")
     name, root = _package_module(target)
     sys.path.insert(0, root)
