@@ -43,8 +43,10 @@ _TYPE = re.compile(r"(?:b|s|u|f|bf)(\d+)(?:x(\d+))?")
 def access_bytes(template: str, operand: str) -> int:
     """Bytes the PTX instruction of ``template`` that addresses memory through ``[{operand}]`` moves at that
     address, to whose width the address must be aligned: the vector count times the type width of its opcode
-    (``ld.global.v4.b32``: 16), the size of a ``cp.async`` (its literal), 16 for a bulk copy
-    (``cp.async.bulk``); 1 (no demand past the element's own) where the template does not say.
+    (``ld.global.v4.b32``: 16), the size of a ``cp.async`` (its literal), 16 for every bulk operation
+    (``cp.async.bulk``, ``cp.reduce.async.bulk``, ``cp.async.bulk.prefetch``); 1 (no demand past the element's own)
+    where the template does not say. The address may carry an offset (``[{addr}+16]``, ``[{addr}+{off}]``): the
+    base then needs the same alignment, as the offset is the kernel's to keep aligned.
 
         >>> access_bytes("ld.global.v4.b32 { {a}, {b}, {c}, {d} }, [{addr}];", "addr")
         16
@@ -54,20 +56,26 @@ def access_bytes(template: str, operand: str) -> int:
         8
         >>> access_bytes("prefetch.global.L2 [{ptr}];", "ptr")
         1
+        >>> access_bytes("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [{dst}], [{src}], {n};", "dst")
+        16
+        >>> access_bytes("ld.global.v2.f32 { {x}, {y} }, [{row} + 8];", "row")
+        8
     """
+    address = re.compile(r"\[\s*\{" + re.escape(operand) + r"\}\s*(?:[-+]\s*(?:\w+|\{\w+\})\s*)?\]")
     for stmt in template.split(";"):
-        at = stmt.find("[{" + operand + "}]")
-        if at < 0:
+        found = address.search(stmt)
+        if found is None:
             continue
+        at = found.start()
         head = stmt[:at]
         parts = head[_LABEL.match(head).end():].split()
         if not parts:
             return 1
         op = parts[0].split(".")
-        if op[:3] == ["cp", "async", "bulk"]:
+        if op[0] == "cp" and "bulk" in op:
             return 16
         if op[:2] == ["cp", "async"]:
-            size = re.match(r"\s*,\s*(\d+)", stmt[at + len(operand) + 4:])
+            size = re.match(r"\s*,\s*(\d+)", stmt[found.end():])
             return int(size.group(1)) if size else 1
         bits = [_TYPE.fullmatch(c) for c in op[1:]]
         bits = [int(b.group(1)) * int(b.group(2) or 1) for b in bits if b]
