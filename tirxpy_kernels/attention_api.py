@@ -44,9 +44,31 @@ _PLAIN = (type(None), bool, int, str)
 
 
 def _check(q, k, v, causal, scale, return_lse, tuning):
-    """``(B, SQ, H, D, SK, HKV, plan)`` once every argument but the device is right: the tensors' kinds,
-    dtypes and shapes, ``causal``, ``scale``, ``return_lse``, then the options (:data:`TUNING` names, kinds, and
-    the plan they make for this problem: :func:`tirxpy_kernels.attention_plan.plan`). :func:`_device` comes after."""
+    """``(B, SQ, H, D, SK, HKV, plan)`` once every argument but the device is right: :func:`_check_meta`, then the
+    plan the options make for this problem (:func:`tirxpy_kernels.attention_plan.plan`, for the device's SM count).
+    :func:`_device` comes after."""
+    B, SQ, H, D, SK, HKV, causal = _check_meta(q, k, v, causal, scale, return_lse, tuning)
+    opts = {n: x for n, x in tuning.items() if n != "PDL"}
+    if opts.get("sms") is None:
+        opts["sms"] = _sm_count(q.device)
+    with _as_argument_error():
+        p = plan(B, H, HKV, SQ, SK, D, from_torch(q.dtype).name, causal=causal, **opts)
+    return B, SQ, H, D, SK, HKV, p
+
+
+def _check_meta(q, k, v, causal, scale, return_lse, tuning):
+    """``(B, SQ, H, D, SK, HKV, causal)`` (``causal`` a Python bool) once every argument is right as far as its
+    metadata tells: the tensors' kinds, dtypes and shapes, ``causal``, ``scale``, ``return_lse``, the options'
+    names and kinds (:func:`check_tuning`). It reads no device, data or plan, so the operator's fake
+    (``torch.ops.tirxpy.attention`` under FakeTensorMode, shapes possibly symbolic) runs it as the kernel API does.
+
+        >>> import torch
+        >>> q = torch.empty(2, 100, 8, 96, dtype=torch.bfloat16, device="meta")
+        >>> _check_meta(q, q, q, False, None, False, {})
+        Traceback (most recent call last):
+        ...
+        tirxpy_kernels.attention_api.AttentionArgumentError: attention: head dim 96 is not supported; use one of ...
+    """
     for name, t in (("q", q), ("k", k), ("v", v)):
         dense_tensor("attention", name, t, 4, "(batch, seq, heads, dim)", AttentionArgumentError)
         if from_torch(t.dtype) not in DTYPES:
@@ -72,12 +94,7 @@ def _check(q, k, v, causal, scale, return_lse, tuning):
                                      "(grouped-query attention needs heads(q) % heads(k) == 0)")
     causal, _ = check_flags("attention", causal, scale, return_lse)
     check_tuning(tuning)
-    opts = {n: x for n, x in tuning.items() if n != "PDL"}
-    if opts.get("sms") is None:
-        opts["sms"] = _sm_count(q.device)
-    with _as_argument_error():
-        p = plan(B, H, HKV, SQ, SK, D, from_torch(q.dtype).name, causal=causal, **opts)
-    return B, SQ, H, D, SK, HKV, p
+    return B, SQ, H, D, SK, HKV, causal
 
 
 def check_flags(where, causal, scale, return_lse, error=AttentionArgumentError) -> tuple:

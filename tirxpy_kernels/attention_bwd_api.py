@@ -82,6 +82,28 @@ def _check_tensors(q, k, v, out, dout, lse):
     return B, SQ, H, D, SK, HKV
 
 
+def _check_meta(q, k, v, out, dout, lse, causal, scale, deterministic):
+    """``(B, SQ, H, D, SK, HKV, causal, deterministic)`` (the flags as Python bools) once every argument is right as
+    far as its metadata tells: the six tensors (:func:`_check_tensors`), the flags, ``scale``. It reads no device,
+    data or plan, so the backward operators' fakes (under FakeTensorMode, shapes possibly symbolic) run it as
+    :func:`check` does.
+
+        >>> import torch
+        >>> q = torch.empty(1, 100, 2, 64, dtype=torch.bfloat16, device="meta")
+        >>> _check_meta(q, q, q, q, q.float(), torch.empty(1, 2, 100, device="meta"), False, None, False)
+        Traceback (most recent call last):
+        ...
+        tirxpy_kernels.attention_bwd_api.AttentionBwdArgumentError: attention_backward: dout has dtype ...
+    """
+    shapes = _check_tensors(q, k, v, out, dout, lse)
+    for name, f in (("causal", causal), ("deterministic", deterministic)):
+        if not is_flag(f):      # a Python or numpy bool (not an int)
+            raise _err(f"{name} must be True or False, got {f!r:.60}")
+    causal, deterministic = plain_flags(causal, deterministic)
+    check_scale("attention_backward", scale, AttentionBwdArgumentError)     # the forward's rule
+    return shapes + (causal, deterministic)
+
+
 def check(q, k, v, out, dout, lse, causal=False, scale=None, deterministic=False):
     """Every check :func:`attention_backward` makes but the device's; returns the kernel's plan.
 
@@ -96,12 +118,7 @@ def check(q, k, v, out, dout, lse, causal=False, scale=None, deterministic=False
         ...
         tirxpy_kernels.attention_bwd_api.AttentionBwdArgumentError: attention_backward: lse has shape (2, 4, 1000); it must be (batch, heads, seq_q) = (2, 8, 1000)
     """
-    B, SQ, H, D, SK, HKV = _check_tensors(q, k, v, out, dout, lse)
-    for name, f in (("causal", causal), ("deterministic", deterministic)):
-        if not is_flag(f):      # a Python or numpy bool (not an int)
-            raise _err(f"{name} must be True or False, got {f!r:.60}")
-    causal, deterministic = plain_flags(causal, deterministic)
-    check_scale("attention_backward", scale, AttentionBwdArgumentError)     # the forward's rule
+    B, SQ, H, D, SK, HKV, causal, deterministic = _check_meta(q, k, v, out, dout, lse, causal, scale, deterministic)
     try:
         return plan(B, H, HKV, SQ, SK, D, causal, from_torch(q.dtype).name, deterministic)
     except KernelConfigError as e:
@@ -287,7 +304,8 @@ _BOUND = LaunchCache("attention_backward bound launches")
 def _check_varlen(q, k, v, out, dout, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, scale,
                   deterministic=False):
     """:func:`attention_varlen_backward`'s checks but the device's and the ``cu_seqlens`` values'; ``deterministic``
-    is True or False (a Python or numpy bool, not an int), as :func:`attention_backward` takes it."""
+    is True or False (a Python or numpy bool, not an int), as :func:`attention_backward` takes it. Metadata only (no
+    device, data or plan): the varlen backward operator's fake runs it too."""
     check_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, scale)
     if not is_flag(deterministic):
         raise VarlenArgumentError(f"attention_varlen_backward: deterministic must be True or False, got "

@@ -56,7 +56,10 @@ def attention_qkvpacked_op(qkv: Tensor, causal: bool, scale: Optional[float]) ->
 
 @attention_qkvpacked_op.register_fake
 def _fake(qkv, causal, scale):
+    """``(out, lse)`` of the operator's shapes and dtypes once ``qkv`` passes :func:`_check` and its three slices the
+    attention API's metadata checks (:func:`tirxpy_kernels.attention_api._check_meta`), as the operator checks them."""
     _check(qkv)
+    attention_api._check_meta(*qkv.unbind(2), causal, scale, True, {})
     B, S, _, H, D = qkv.shape
     return qkv.new_empty((B, S, H, D)), qkv.new_empty((B, H, S), dtype=torch.float32)
 
@@ -76,7 +79,10 @@ def attention_qkvpacked_backward_op(qkv: Tensor, out: Tensor, dout: Tensor, lse:
 
 @attention_qkvpacked_backward_op.register_fake
 def _backward_fake(qkv, out, dout, lse, causal, scale):
+    """``dqkv`` of ``qkv``'s shape once ``qkv`` passes :func:`_check` and the arguments the backward API's metadata
+    checks (:func:`tirxpy_kernels.attention_bwd_api._check_meta`), as the operator checks them."""
     _check(qkv)
+    attention_bwd_api._check_meta(*qkv.unbind(2), out, dout, lse, causal, scale, False)
     return qkv.new_empty(qkv.shape)
 
 

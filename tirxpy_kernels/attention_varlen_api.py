@@ -58,10 +58,12 @@ class VarlenArgumentError(AttentionArgumentError):
 
 
 def positive_int(name, x):
-    """``x`` as a positive int (numpy's ints too, not a bool); :class:`VarlenArgumentError` naming ``name``."""
-    if isinstance(x, bool) or not isinstance(x, numbers.Integral) or x < 1:
+    """``x`` as a positive int (numpy's ints too, not a bool; a ``torch.SymInt``, a bound traced by
+    ``torch.compile``, stays one, its sign guarded); :class:`VarlenArgumentError` naming ``name``."""
+    symbolic = isinstance(x, torch.SymInt)
+    if not symbolic and (isinstance(x, bool) or not isinstance(x, numbers.Integral)) or x < 1:
         raise VarlenArgumentError(f"attention_varlen: {name} must be a positive int, got {x!r:.60}")
-    return int(x)
+    return x if symbolic else int(x)
 
 
 def windows(max_seqlen_q, max_seqlen_k, total_q, total_k):
@@ -78,7 +80,8 @@ def windows(max_seqlen_q, max_seqlen_k, total_q, total_k):
 def check(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal=False, scale=None,
           return_lse=False) -> tuple:
     """Every check of :func:`attention_varlen` that needs no device values (:class:`VarlenArgumentError` naming
-    the first fault): tensor kinds, dtypes, shapes; ``cu_seqlens`` dtype, shape and device; the bounds and flags.
+    the first fault): tensor kinds, dtypes, shapes; ``cu_seqlens`` dtype, shape and layout; the bounds and flags.
+    Metadata only (no device, data or plan): the operator's fake runs it too, on symbolic shapes under torch.compile.
     :func:`check_lengths` checks the ``cu_seqlens`` values. Returns ``(causal, return_lse)`` as Python bools (numpy
     bools are taken)."""
     for name, t in (("q", q), ("k", k), ("v", v)):

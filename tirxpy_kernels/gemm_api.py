@@ -56,9 +56,11 @@ TUNING = ("BN", "STAGES", "CM", "group", "DEFER", "PINGPONG", "PDL", "SPLIT", "s
 
 
 def _check(a, b, out, bias, activation, out_dtype, tuning, gate=None):
-    """``(M, N, K, out_dtype)`` once every argument but the device is right: the tensors' kinds, dtypes and
-    shapes, then the options (:data:`TUNING` names, kinds, and the plan they make for this problem, checked by
-    :func:`tirxpy_kernels.gemm_plan.check_config`). :func:`_device` checks the device after these."""
+    """``(M, N, K, out_dtype)`` once every argument is right as far as its metadata tells: the tensors' kinds,
+    dtypes and shapes, then the options (:data:`TUNING` names, each option's kind and range: :func:`check_tuning`).
+    It reads no device, data pointer or plan, so the fakes of ``torch.ops.tirxpy.gemm`` and ``mlp`` (under
+    FakeTensorMode, shapes possibly symbolic) run it as :func:`gemm` does; :func:`_checked` then checks the addresses
+    and the plan the options make for this problem, and :func:`_device` the device."""
     for name, t in (("a", a), ("b", b)):
         dense_tensor("gemm", name, t, 2, "(a matrix)", GemmArgumentError)
         if from_torch(t.dtype) not in IN_DTYPES:

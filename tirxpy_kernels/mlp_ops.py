@@ -68,20 +68,33 @@ def mlp(x, b1, b2, activation="relu"):
     return y.reshape(*x.shape[:-1], b2.shape[1])
 
 
+def _check_op(x, b1, b2):
+    """The operator's own checks, before the products' (``x``, ``b1``, ``b2`` named as the caller passed them):
+    :func:`_check` with ReLU, on a matrix ``x`` (:func:`mlp` reshapes ``(..., dim)`` to one)."""
+    _check(x, b1, b2, "relu")
+    if x.dim() != 2:
+        raise GemmArgumentError(f"mlp: the operator takes a matrix x, got shape {tuple(x.shape)}")
+
+
 @torch.library.custom_op("tirxpy::mlp", mutates_args=())
 def mlp_op(x: Tensor, b1: Tensor, b2: Tensor) -> tuple[Tensor, Tensor]:
     """``(relu(x @ b1) @ b2, relu(x @ b1))`` for a matrix ``x``; the hidden activation is returned for the
-    backward (not differentiable)."""
+    backward (not differentiable). Checked first (:func:`_check_op`), as the operator may be called directly."""
+    _check_op(x, b1, b2)
     r = gemm_api.gemm(x, b1, activation="relu")
     return gemm_api.gemm(r, b2).contiguous(), r.contiguous()
 
 
 @mlp_op.register_fake
 def _mlp_fake(x, b1, b2):
-    _check(x, b1, b2, "relu")
-    if x.dim() != 2:
-        raise GemmArgumentError(f"mlp: the operator takes a matrix x, got shape {tuple(x.shape)}")
-    return x.new_empty((x.shape[0], b2.shape[1])), x.new_empty((x.shape[0], b1.shape[1]))
+    """``(y, r)`` of the operator's shapes and dtype once the arguments pass its checks: :func:`_check_op`, then
+    the kernel API's metadata checks of both products (:func:`tirxpy_kernels.gemm_api._check`), as the operator's
+    two :func:`tirxpy_kernels.gemm_api.gemm` calls make them."""
+    _check_op(x, b1, b2)
+    r = x.new_empty((x.shape[0], b1.shape[1]))
+    gemm_api._check(x, b1, None, None, "relu", None, {})
+    gemm_api._check(r, b2, None, None, None, None, {})
+    return x.new_empty((x.shape[0], b2.shape[1])), r
 
 
 def _mlp_setup(ctx, inputs, output):

@@ -147,11 +147,10 @@ def gemm_op(a: Tensor, b: Tensor, bias: Optional[Tensor], activation: Optional[s
 
 @gemm_op.register_fake
 def _gemm_fake(a, b, bias, activation, out_dtype, tuning="", gate=None):
-    decode_tuning(tuning, "gemm", GemmArgumentError)
-    if a.dim() != 2 or b.dim() != 2:
-        raise GemmArgumentError(f"gemm: a and b must be matrices, got a {tuple(a.shape)}, b {tuple(b.shape)}")
-    if a.shape[1] != b.shape[0]:
-        raise GemmArgumentError(f"gemm: shapes do not chain: a {tuple(a.shape)} @ b {tuple(b.shape)}")
+    """The operator's output ``(M, N)`` of ``out_dtype or a.dtype`` once the arguments pass the kernel API's
+    metadata checks (:func:`tirxpy_kernels.gemm_api._check`: its typed error otherwise), as the operator checks them
+    before the device."""
+    gemm_api._check(a, b, None, bias, activation, out_dtype, decode_tuning(tuning, "gemm", GemmArgumentError), gate)
     return a.new_empty((a.shape[0], b.shape[1]), dtype=out_dtype or a.dtype)
 
 
@@ -237,10 +236,10 @@ def attention_op(q: Tensor, k: Tensor, v: Tensor, causal: bool, scale: Optional[
 
 @attention_op.register_fake
 def _attention_fake(q, k, v, causal, scale, tuning=""):
-    decode_tuning(tuning, "attention", AttentionArgumentError)
-    if q.dim() != 4 or k.dim() != 4 or v.dim() != 4:
-        raise AttentionArgumentError("attention: q, k, v must be (batch, seq, heads, dim) tensors, got "
-                                     f"{tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}")
+    """``(out, lse)`` of the operator's shapes and dtypes once the arguments pass the kernel API's metadata checks
+    (:func:`tirxpy_kernels.attention_api._check_meta`; the plan, which needs the device's SM count, is not made)."""
+    opts = decode_tuning(tuning, "attention", AttentionArgumentError)
+    attention_api._check_meta(q, k, v, causal, scale, True, opts)
     B, SQ, H, _ = q.shape
     return q.new_empty(q.shape), q.new_empty((B, H, SQ), dtype=torch.float32)
 
@@ -249,22 +248,27 @@ def _attention_fake(q, k, v, causal, scale, tuning=""):
 def attention_backward_op(q: Tensor, k: Tensor, v: Tensor, out: Tensor, dout: Tensor, lse: Tensor, causal: bool,
                           scale: Optional[float]) -> tuple[Tensor, Tensor, Tensor]:
     """``(dq, dk, dv)`` by the backward kernel (``tirxpy_kernels.attention_bwd_api.attention_backward``)."""
-    dq, dk, dv = _backward_api()(q, k, v, out, dout, lse, causal=causal, scale=scale)
+    dq, dk, dv = _backward_module().attention_backward(q, k, v, out, dout, lse, causal=causal, scale=scale)
     return dq.contiguous(), dk.contiguous(), dv.contiguous()
 
 
 @attention_backward_op.register_fake
 def _attention_backward_fake(q, k, v, out, dout, lse, causal, scale):
+    """``(dq, dk, dv)`` of ``q``'s, ``k``'s, ``v``'s shapes once the arguments pass the backward API's metadata
+    checks (:func:`tirxpy_kernels.attention_bwd_api._check_meta`; no plan)."""
+    _backward_module()._check_meta(q, k, v, out, dout, lse, causal, scale, False)
     return q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
 
 
-def _backward_api():
+def _backward_module():
+    """:mod:`tirxpy_kernels.attention_bwd_api`, imported when a backward is traced or runs;
+    :class:`AutogradUnsupportedError` (compute attention under ``torch.no_grad()``) where it is not available."""
     try:
-        from .attention_bwd_api import attention_backward  # noqa: PLC0415
+        from . import attention_bwd_api  # noqa: PLC0415
     except ImportError as e:
         raise AutogradUnsupportedError("attention: the backward kernel (tirxpy_kernels.attention_bwd_api) is not "
                                        f"available ({e}); compute attention under torch.no_grad()") from None
-    return attention_backward
+    return attention_bwd_api
 
 
 def _attention_setup(ctx, inputs, output):
@@ -319,8 +323,10 @@ def attention_varlen_op(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Tensor, c
 
 @attention_varlen_op.register_fake
 def _attention_varlen_fake(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, scale):
-    if q.dim() != 3:
-        raise AttentionArgumentError(f"attention_varlen: q must be (total_tokens, heads, dim), got {tuple(q.shape)}")
+    """``(out, lse)`` as the kernel API allocates them (:func:`~tirxpy_kernels.attention_varlen_api.empty_outputs`)
+    once the arguments pass its metadata checks (:func:`~tirxpy_kernels.attention_varlen_api.check`; the
+    ``cu_seqlens`` values are device data, checked when the operator runs)."""
+    _varlen.check(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, scale, True)
     return _varlen.empty_outputs(q, _varlen.windows(max_seqlen_q, max_seqlen_k, q.shape[0], k.shape[0])[0])
 
 
@@ -338,7 +344,12 @@ def attention_varlen_backward_op(q: Tensor, k: Tensor, v: Tensor, out: Tensor, d
 @attention_varlen_backward_op.register_fake
 def _attention_varlen_backward_fake(q, k, v, out, dout, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
                                     causal, scale):
+    """``(dq, dk, dv)`` of ``q``'s, ``k``'s, ``v``'s shapes once the backward takes packed sequences
+    (:func:`varlen_backward`) and the arguments pass its metadata checks
+    (:func:`tirxpy_kernels.attention_bwd_api._check_varlen`; the ``cu_seqlens`` values are checked when it runs)."""
     varlen_backward()
+    _backward_module()._check_varlen(q, k, v, out, dout, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+                                     causal, scale)
     return q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
 
 

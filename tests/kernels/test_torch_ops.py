@@ -207,7 +207,9 @@ def _ref_gemm(a, b, bias=None, activation=None, out_dtype=None, gate=None):
 @pytest.fixture
 def float64_kernels(monkeypatch):
     """The kernel entry points replaced by float64 torch references (CPU), so the operators' backward formulas and
-    registrations run without a GPU."""
+    registrations run without a GPU; and the metadata checks the operators' fakes share with them (which refuse
+    float64 and these small head dims) replaced by none, so opcheck compares the fakes' outputs with the
+    references'."""
     def attn(q, k, v, causal=False, scale=None, return_lse=False):
         o, lse = reference(q, k, v, causal, scale or q.shape[-1] ** -0.5)
         return (o.to(q.dtype), lse.float()) if return_lse else o.to(q.dtype)
@@ -238,6 +240,8 @@ def float64_kernels(monkeypatch):
     monkeypatch.setattr(gemm_api, "gemm", _ref_gemm)
     monkeypatch.setattr(attention_api, "attention", attn)
     monkeypatch.setattr(attention_bwd_api, "attention_backward", attn_bwd)
+    for module, check in ((gemm_api, "_check"), (attention_api, "_check_meta"), (attention_bwd_api, "_check_meta")):
+        monkeypatch.setattr(module, check, lambda *args: None)
 
 
 @pytest.mark.parametrize("activation,bias", [(None, False), ("relu", True), ("silu", True), ("silu", False)])
