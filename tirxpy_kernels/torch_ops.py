@@ -141,8 +141,9 @@ def gemm_op(a: Tensor, b: Tensor, bias: Optional[Tensor], activation: Optional[s
     :func:`encode_tuning`'s string of its options; ``gate``: 0 where ``gate <= 0``)."""
     from .gemm_api import gemm  # noqa: PLC0415
 
-    return gemm(a, b, bias=bias, activation=activation, out_dtype=out_dtype, gate=gate,
-                **decode_tuning(tuning, "gemm", GemmArgumentError)).contiguous()
+    opts = decode_tuning(tuning, "gemm", GemmArgumentError)
+    gemm_api.check_tuning(opts)         # a name such as 'bias' must not reach gemm() as a second keyword
+    return gemm(a, b, bias=bias, activation=activation, out_dtype=out_dtype, gate=gate, **opts).contiguous()
 
 
 @gemm_op.register_fake
@@ -229,8 +230,9 @@ def attention_op(q: Tensor, k: Tensor, v: Tensor, causal: bool, scale: Optional[
     ``tuning``: :func:`encode_tuning`'s string of its options)."""
     from .attention_api import attention  # noqa: PLC0415
 
-    out, lse = attention(q, k, v, causal=causal, scale=scale, return_lse=True,
-                         **decode_tuning(tuning, "attention", AttentionArgumentError))
+    opts = decode_tuning(tuning, "attention", AttentionArgumentError)
+    attention_api.check_tuning(opts)    # a name such as 'causal' must not reach attention() as a second keyword
+    out, lse = attention(q, k, v, causal=causal, scale=scale, return_lse=True, **opts)
     return out.contiguous(), lse.contiguous()
 
 
