@@ -21,6 +21,14 @@ from tirxpy.lower.codegen.intrin import access_bytes
     ("cp.async.bulk.global.shared::cta.bulk_group [{d}], [{s}], {n};", "d", 16),
     ("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [{d}], [{s}], {n};", "d", 16),
     ("cp.async.bulk.prefetch.L2.global [{p}], {n};", "p", 16),
+    # the completion mbarrier of an instruction that signals one is an 8-byte mbarrier, whatever the rest moves
+    ("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [{d}], [{s}], {n}, [{bar}];", "bar", 8),
+    ("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [{d}], [{s}], {n}, [{bar}];", "s", 16),
+    ("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [{d}], [{m}, { {x}, {y} }], "
+     "[{bar}];", "bar", 8),
+    ("clusterlaunchcontrol.try_cancel.async.shared::cta.mbarrier::complete_tx::bytes.b128 [{r}], [{bar}];", "r", 16),
+    ("clusterlaunchcontrol.try_cancel.async.shared::cta.mbarrier::complete_tx::bytes.b128 [{r}], [{bar}];", "bar", 8),
+    ("mbarrier.arrive.expect_tx.shared::cta.b64 {st}, [{bar}], {tx};", "bar", 8),
     # an offset in the brackets: the base is held to the access's width
     ("ld.global.v4.f32 { {a}, {b}, {c}, {d} }, [{p}+16];", "p", 16),
     ("ld.global.v2.u32 { {a}, {b} }, [{p} + {off}];", "p", 8),
@@ -49,3 +57,44 @@ def test_a_registered_bulk_reduction_asks_16_byte_alignment_of_its_tensor():
 
     specs = {s.name: s.align for s in build(k, "sm_90a").specs}
     assert specs["B"] == 16 and specs["A"] == 4
+
+
+def _barrier_kernel(dtype, index, count=8, via_address_of=False):
+    """A kernel that initializes the mbarrier at element ``index`` (an int, or ``"i"``: a loop over 4) of a shared
+    tile of ``dtype``."""
+    @T.prim_func
+    def k(A: T.Tensor((128,), "float32")):
+        T.launch(grid=(1,), threads=128)
+        bars = T.alloc_shared((count,), dtype)
+        if T.thread_id() == 0:
+            for i in T.serial(4):
+                j = i if index == "i" else index
+                if via_address_of:
+                    T.ptx.mbarrier_init(T.address_of(bars[j]), 1)
+                else:
+                    T.ptx.mbarrier_init(bars[j], 1)
+        A[T.thread_id()] = 1.0
+    return k
+
+
+@pytest.mark.parametrize("dtype,index,ok", [
+    ("uint64", 1, True), ("uint64", "i", True),
+    ("uint32", 2, True),          # byte 8
+    ("uint32", 1, False),         # byte 4
+    ("uint32", "i", False),       # bytes 0, 4, 8, 12
+    ("uint16", 4, True), ("uint16", 6, False),
+])
+@pytest.mark.parametrize("via_address_of", [False, True])
+def test_an_mbarrier_off_8_bytes_is_refused_at_build(dtype, index, ok, via_address_of):
+    """``mbarrier.*.b64`` moves 8 bytes: an element of a narrower tile whose byte offset is not a multiple of 8
+    (for some index) is a CodegenError naming the operand, the width and the fix; one on 8 bytes builds."""
+    from tirxpy.lower.codegen.errors import CodegenError
+
+    k = _barrier_kernel(dtype, index, via_address_of=via_address_of)
+    if ok:
+        build(k, "sm_90a")
+        return
+    with pytest.raises(CodegenError, match=r"operand bar of T.ptx.mbarrier_init: the instruction moves 8 bytes .* "
+                                           r"must be 8-byte aligned") as e:
+        build(k, "sm_90a")
+    assert "uint64" in e.value.hint

@@ -29,9 +29,11 @@ from tirxpy.target import TargetError
 from tirxpy.ir import expr as E
 from tirxpy.ir import ops
 from tirxpy.ir.buffer import Buffer
+from tirxpy.ir.visitor import walk_exprs
 
 from .address import element_m, slot_span
 from .context import TensorMapParam
+from .errors import CodegenError
 from .expr import EQ, UNARY, is_tile
 from .types import ctype
 
@@ -45,8 +47,10 @@ def access_bytes(template: str, operand: str) -> int:
     address, to whose width the address must be aligned: the vector count times the type width of its opcode
     (``ld.global.v4.b32``: 16), the size of a ``cp.async`` (its literal), 16 for every bulk operation
     (``cp.async.bulk``, ``cp.reduce.async.bulk``, ``cp.async.bulk.prefetch``); 1 (no demand past the element's own)
-    where the template does not say. The address may carry an offset (``[{addr}+16]``, ``[{addr}+{off}]``): the
-    base then needs the same alignment, as the offset is the kernel's to keep aligned.
+    where the template does not say; 8 for the completion mbarrier of an instruction that signals one (the last
+    address of ``cp.async.bulk...mbarrier::complete_tx::bytes``). The address may carry an offset
+    (``[{addr}+16]``, ``[{addr}+{off}]``): the base then needs the same alignment, as the offset is the kernel's
+    to keep aligned.
 
         >>> access_bytes("ld.global.v4.b32 { {a}, {b}, {c}, {d} }, [{addr}];", "addr")
         16
@@ -72,6 +76,8 @@ def access_bytes(template: str, operand: str) -> int:
         if not parts:
             return 1
         op = parts[0].split(".")
+        if any(c.startswith("mbarrier::") for c in op) and "[" not in stmt[found.end():] and "[" in head:
+            return 8        # the completion mbarrier: the last address of an instruction that signals one
         if op[0] == "cp" and "bulk" in op:
             return 16
         if op[:2] == ["cp", "async"]:
@@ -161,8 +167,12 @@ class IntrinsicRenderer:
                 if not buf.storage.startswith("shared"):
                     self.fail(f"{where} is a shared-memory address, but {buf.name} is in {buf.storage} memory", call,
                               hint="pass a tile allocated with T.alloc_shared (or an element of one)")
+                self.smem_aligned(e, o, a, buf, where, call)
                 return f"tx_smem_addr(&{self.first(a, call)})"
             self.scalar(a, where, call)
+            t = a.target if isinstance(a, E.AddressOf) else None
+            if isinstance(t, E.BufferLoad) and t.buffer.storage.startswith("shared"):
+                self.smem_aligned(e, o, t, t.buffer, where, call)
             return r(a)
         if k == "gmem_ptr":
             if is_tile(a) or isinstance(a, E.BufferLoad):
@@ -199,6 +209,38 @@ class IntrinsicRenderer:
         n = access_bytes(e.template, o.name)
         if n > self.ctx.access.get(id(root), 1):
             self.ctx.access[id(root)] = n
+
+    def smem_aligned(self, e, o, a, buf, where, call) -> None:
+        """A shared element that instruction ``e`` accesses through ``o`` must sit on a boundary of the width the
+        instruction moves there (:func:`access_bytes`: an ``mbarrier`` ``.b64`` 8 bytes, ``ld.shared.v4.b32`` 16).
+        Every shared allocation starts at least 128-byte aligned, so the rule is on the element's byte offset.
+        Judged for a single element (``bars[i]``, ``T.address_of(bars[i])``; a tile's start is TMA's rule,
+        :meth:`tma_aligned`) where the offset is known: a constant, or a polynomial of loop variables and hardware
+        ids whose ranges are known, refused when some value in them puts it off the boundary (a ``uint32`` tile's
+        ``bars[i]`` for an 8-byte ``mbarrier``). On the GPU such an access is a misaligned-address fault."""
+        n = access_bytes(e.template, o.name)
+        if not isinstance(a, E.BufferLoad) or n <= buf.dtype.bits // 8:
+            return
+        bits, ranges = buf.dtype.bits, self.ctx.ranges.of
+        try:
+            in_bytes = element_m(buf.layout, buf.shape, list(a.indices), ranges=ranges, units=(bits, 8))
+            in_width = element_m(buf.layout, buf.shape, list(a.indices), ranges=ranges, units=(bits, 8 * n))
+        except CodegenError:
+            return
+        if in_bytes is None:
+            return
+        if isinstance(in_bytes, E.IntImm):
+            off = in_bytes.value % n != 0
+        else:
+            spans = [ranges(v) for v in walk_exprs(in_bytes) if isinstance(v, E.Var)]
+            off = in_width is None and ranges(in_bytes) is not None and all(
+                r is not None and r[0] < r[1] < 2 ** 31 for r in spans)
+        if off:
+            self.fail(f"{where}: the instruction moves {n} bytes at the address, which must be {n}-byte aligned; the "
+                      f"element of {buf.name} ({buf.dtype.name}) passed sits {self.r(in_bytes)} bytes into the tile, "
+                      f"not a multiple of {n} for every index", call,
+                      hint=f"allocate the tile with {n}-byte elements (an mbarrier: T.alloc_shared((count,), "
+                           f"\"uint64\")) or index it in steps of {n * 8 // bits} elements")
 
     def smem_addr16(self, a, where, call) -> str:
         """``smem_addr16``: ``(base >> 4) + offset / 16`` where the offset is exact in 16-byte units (every
