@@ -225,6 +225,12 @@ def check_options(BN=None, STAGES=None, NC=None, PINGPONG=None, PERSIST=None, CH
     w = "attention_sm90"
     for name, v in (("BN", BN), ("STAGES", STAGES), ("NC", NC)):
         int_option(w, name, v, none=True)
+    if BN is not None and not (16 <= BN <= 256 and BN % 16 == 0):
+        raise KernelConfigError(f"attention_sm90: BN = {BN} must be a multiple of 16 in [16, 256] (the k of P V)")
+    if NC is not None and NC not in (1, 2):
+        raise KernelConfigError(f"attention_sm90: NC = {NC} consumer warpgroups; use 1 or 2")
+    if STAGES is not None and STAGES < 1:
+        raise KernelConfigError(f"attention_sm90: STAGES = {STAGES} must be at least 1")
     if isinstance(sms, bool) or not isinstance(sms, numbers.Integral) or sms < 1:
         raise KernelConfigError(f"attention_sm90: sms = {sms!r:.60} must be the GPU's SM count (a positive int)")
     for name, v in (("PINGPONG", PINGPONG), ("PERSIST", PERSIST), ("CHAIN", CHAIN), ("LAZY", LAZY), ("TRIM", TRIM),
@@ -235,7 +241,7 @@ def check_options(BN=None, STAGES=None, NC=None, PINGPONG=None, PERSIST=None, CH
                                 "(over the tile's Q) or 'kv' (over the last key block's K / V stages)")
 
 
-def _check_problem(B, H, HKV, SQ, SK, D, dtype, BN, NC):
+def _check_problem(B, H, HKV, SQ, SK, D, dtype):
     if type(dtype) is not str or dtype not in DTYPES:
         raise KernelConfigError(f"attention_sm90: dtype must be one of {DTYPES}, got {dtype!r:.60}")
     for name, x in (("B", B), ("H", H), ("HKV", HKV), ("SQ", SQ), ("SK", SK), ("D", D)):
@@ -247,10 +253,6 @@ def _check_problem(B, H, HKV, SQ, SK, D, dtype, BN, NC):
     if H % HKV:
         raise KernelConfigError(f"attention_sm90: {H} query heads do not split into {HKV} key / value head groups "
                                 "(grouped-query attention needs H % HKV == 0)")
-    if not (16 <= BN <= 256 and BN % 16 == 0):
-        raise KernelConfigError(f"attention_sm90: BN = {BN} must be a multiple of 16 in [16, 256] (the k of P V)")
-    if NC not in (1, 2):
-        raise KernelConfigError(f"attention_sm90: NC = {NC} consumer warpgroups; use 1 or 2")
 
 
 def _check_staging(OSTAGE, PERSIST, BN, BM, D, smem, own_fits):
@@ -327,10 +329,8 @@ def plan(B, H, HKV, SQ, SK, D, dtype="bfloat16", BN=None, STAGES=None, NC=None, 
     B, H, HKV, SQ, SK, D, BN, STAGES, NC, sms = plain_ints(B, H, HKV, SQ, SK, D, BN, STAGES, NC, sms)
     bn, st, nc = default_config(D, causal, SK) if D in HEAD_DIMS else (None, None, None)
     BN, NC = (bn if BN is None else BN), (nc if NC is None else NC)
-    _check_problem(B, H, HKV, SQ, SK, D, dtype, BN, NC)
+    _check_problem(B, H, HKV, SQ, SK, D, dtype)
     STAGES = default_stages(D, causal, SK, BN, st) if STAGES is None else STAGES
-    if STAGES < 1:
-        raise KernelConfigError(f"attention_sm90: STAGES = {STAGES} must be at least 1")
     BM = 64 * NC
     smem = (BM * D + 2 * STAGES * BN * D) * 2 + 1024 + 8 * (2 + 4 * STAGES)
     if smem > SMEM_LIMIT:

@@ -119,6 +119,8 @@ BAD = [
     ("attention", lambda t: _attn(t, scale=-1.0), AttentionArgumentError, "scale must be a positive"),
     ("attention", lambda t: _attn(t, tuning="(('STAGES', '3'),)"), AttentionArgumentError, "STAGES must be an int"),
     ("attention", lambda t: _attn(t, tuning="(('XY', 4),)"), AttentionArgumentError, "unknown tuning.*XY"),
+    ("attention", lambda t: _attn(t, tuning="(('NC', 4),)"), AttentionArgumentError, "NC = 4 consumer warpgroups"),
+    ("attention", lambda t: _attn(t, tuning="(('BN', 8),)"), AttentionArgumentError, "BN = 8 must be a multiple"),
     ("attention_backward", lambda t: _bwd(t, lse=(2, 4, 300)), AttentionBwdArgumentError, "lse has shape"),
     ("attention_backward", lambda t: _bwd(t, lse_dtype=bf), AttentionBwdArgumentError, "lse has dtype"),
     ("attention_backward", lambda t: _bwd(t, dout_dtype=f16), AttentionBwdArgumentError, "dout has dtype"),
