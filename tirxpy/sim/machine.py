@@ -209,7 +209,10 @@ class Warp:
             self.rinit[root][rows, idx] = True
 
     # ---- shared memory accesses (race checking) ----
-    def smem_access(self, offsets, k, write, proxy, node, agent=None, vc=None):
+    def smem_access(self, offsets, k, write, proxy, node, agent=None, vc=None, atomic=False):
+        """Check and record an access of ``k`` bytes at each of ``offsets`` (out of range: reported and
+        dropped); ``atomic`` marks an atomic read-modify-write (pass ``write=True``), which races with plain
+        accesses only (:meth:`tirxpy.sim.races.Shadow.access`)."""
         off = np.asarray(offsets, np.int64).ravel()
         if off.size == 0:
             return
@@ -222,7 +225,7 @@ class Warp:
             off = off[~bad]
         idx = off[:, None] + np.arange(k)
         self.cta.machine.check_access(self.cta, idx, self.agent if agent is None else agent,
-                                      self.vc if vc is None else vc, write, proxy, node, self)
+                                      self.vc if vc is None else vc, write, proxy, node, self, atomic)
 
     def elect(self, node, mask):
         tids = self.cta.machine.elected.get(id(node))
@@ -313,10 +316,10 @@ class Machine:
             raise UnsupportedError(f"variable {var.name} has no value here (used before it is bound)")
         return v
 
-    def check_access(self, cta, idx, agent, vc, write, proxy, node, warp):
+    def check_access(self, cta, idx, agent, vc, write, proxy, node, warp, atomic=False):
         site = self.site(getattr(node, "span", None), warp.describe() if agent == warp.agent else self.agent_name(agent))
-        found = cta.shadow.access(idx, agent, vc, write, proxy, site)
-        if not write and cta.shadow.uninit_at >= 0:
+        found = cta.shadow.access(idx, agent, vc, write, proxy, site, atomic)
+        if (not write or atomic) and cta.shadow.uninit_at >= 0:
             self.report_uninit_shared(cta, cta.shadow.uninit_at, node, warp.describe() if agent == warp.agent else
                                       f"{self.agent_name(agent)} (issued by {warp.describe()})")
         if found is None:
@@ -332,9 +335,10 @@ class Machine:
                         [f"the write: {ospan} by {owho}", "add T.ptx.fence_proxy_async() after the stores "
                          "(and before the barrier that orders them with the async operation)"])
             return
-        acc = "write" if write else "read"
-        prev = {"write": "write", "read": "read"}[kind]
-        self.report("race", f"shared-memory {acc} is not ordered after a {prev} by {owho if kind == 'write' else self.agent_name(other)}"
+        acc = "atomic update" if atomic else "write" if write else "read"
+        prev = {"write": "a write", "read": "a read", "atomic": "an atomic update"}[kind]
+        self.report("race", f"shared-memory {acc} is not ordered after {prev} by "
+                    f"{owho if kind == 'write' else self.agent_name(other)}"
                     " (no barrier / mbarrier wait between them)", span, me,
                     [f"the other access: {ospan}"] if ospan is not None else [],
                     key=("race", getattr(span, "line", None), getattr(ospan, "line", None), kind))

@@ -8,6 +8,7 @@ from tirxpy.target import as_target
 from .access import global_span, global_target
 from .errors import UnsupportedError
 from .interp import Block
+from .races import GENERIC
 from .registry import register_model
 from .values import nbytes
 
@@ -128,12 +129,17 @@ register_model("ld_global_f32", _ld_global("float32", "ld.global"))
 
 
 def _atom_shared(dt):
+    """``atom.shared`` RMW lane by lane; the race shadow sees the warp's bytes as one atomic access (ordered
+    with plain accesses, free with other atomics)."""
     def model(ctx):
         addr, v = ctx.arg("addr"), ctx.arg("v")
         out = np.zeros(WARP, v.dtype)
+        k = nbytes(dt)
+        offs = np.array([int(addr[l]) for l in ctx.lanes], np.int64)
+        ctx.w.smem_access(offs, k, True, GENERIC, ctx.call, atomic=True)    # (reports bytes out of range)
         for l in ctx.lanes:
             a = np.array([int(addr[l])])
-            if not _touch_shared(ctx, ctx.cta, int(addr[l]), nbytes(dt), True):
+            if not 0 <= a[0] <= ctx.cta.shadow.size - k:
                 continue
             old = ctx.cta.smem.read(a, dt)
             out[l] = old[0]

@@ -4,7 +4,9 @@ Agents are the warps of a cluster plus asynchronous units (the TMA engine per mb
 completes on, the tensor cores per warpgroup / issuing warp, bulk-copy groups per warp).
 Synchronization (mbarrier arrive -> wait, named barriers, wgmma / bulk wait_group) joins
 clocks. An access races when the last write (or a read, for a write) by another agent is not
-ordered before it. Async-proxy reads of bytes last written by the generic proxy need a
+ordered before it. Atomic read-modify-writes (``atom.shared``) do not race with each other, but
+each is a write to plain reads and writes of the same bytes by other agents: both ways, the two
+must be ordered. Async-proxy reads of bytes last written by the generic proxy need a
 ``fence.proxy.async`` by the writer after the write.
 """
 from __future__ import annotations
@@ -54,10 +56,12 @@ def fit(vc, n):
 
 
 class Shadow:
-    """Per-byte last-write epoch, proxy, fence state and per-agent read clocks of one CTA's smem.
+    """Per-byte last-write epoch, proxy, fence state and per-agent read and atomic clocks of one CTA's smem.
 
     The read clocks are one column of bytes per agent that has read (``cols``, made at its first read); an agent
-    without a column has read nothing (all clocks 0). Clock vectors are padded to ``width``, which covers every
+    without a column has read nothing (all clocks 0). The atomic clocks (``acols``) are the same for atomic
+    read-modify-writes, which plain accesses of other agents must be ordered with, but other atomics need not.
+    Clock vectors are padded to ``width``, which covers every
     clock vector seen so far plus 8 (:func:`fit`)."""
 
     def __init__(self, size: int):
@@ -68,6 +72,7 @@ class Shadow:
         self.fenced = np.ones(size, bool)
         self.w_site = np.full(size, -1, np.int32)
         self.cols: dict = {}               # agent -> int64[size]: its clock at its last read of each byte
+        self.acols: dict = {}              # agent -> int64[size]: its clock at its last atomic on each byte
         self.width = 8
         self.init = np.zeros(size, bool)   # written at least once (by any proxy)
         self.uninit_at = -1                # the last read's first byte never written (-1: none)
@@ -76,9 +81,27 @@ class Shadow:
         if self.width < n:
             self.width = n + 8
 
-    def access(self, idx, agent, vc, write, proxy, site):
+    @staticmethod
+    def _unordered(cols, idx, agent, vcl):
+        """``(byte position, agent)`` of the first access recorded in ``cols`` (agent -> clock column) by
+        another agent that is not ordered before an access at clocks ``vcl``; None if all are."""
+        first = None
+        for a in sorted(cols):
+            if a == agent:
+                continue
+            r = cols[a][idx] > vcl[a]
+            if r.any():
+                j = int(np.argmax(r))
+                if first is None or j < first[0]:
+                    first = (j, a)
+        return first
+
+    def access(self, idx, agent, vc, write, proxy, site, atomic=False):
         """Record an access to byte indices ``idx``; returns (kind, other_agent, other_site) of the
-        first conflict (the lowest byte, then the lowest agent) or None. A read also sets ``uninit_at``."""
+        first conflict (the lowest byte, then the lowest agent) or None; kind is the other access's:
+        ``"write"``, ``"read"``, ``"atomic"`` or ``"fence"``. A read (an atomic too) also sets ``uninit_at``.
+        An ``atomic`` access (pass ``write=True``) conflicts with unordered plain writes and reads of other
+        agents, and plain accesses with unordered atomics of other agents; atomics never with each other."""
         self.uninit_at = -1
         idx = sorted_unique(np.asarray(idx, np.int64))
         idx = idx[(idx >= 0) & (idx < self.size)]
@@ -99,30 +122,33 @@ class Shadow:
             if nf.any():
                 j = int(np.argmax(nf))
                 found = ("fence", int(wa[j]), int(self.w_site[idx[j]]))
-        if not write:
+        if not write or atomic:
             ini = self.init[idx]
             self.uninit_at = -1 if ini.all() else int(idx[int(np.argmin(ini))])
+        if found is None and not atomic:
+            first = self._unordered(self.acols, idx, agent, vcl)
+            if first is not None:
+                found = ("atomic", first[1], -1)
         if write:
             self.init[idx] = True
             if found is None:
-                first = None                # (byte position, reader) of the first read not ordered before this write
-                for a in sorted(self.cols):
-                    if a == agent:
-                        continue
-                    r = self.cols[a][idx] > vcl[a]
-                    if r.any():
-                        j = int(np.argmax(r))
-                        if first is None or j < first[0]:
-                            first = (j, a)
+                first = self._unordered(self.cols, idx, agent, vcl)   # a read not ordered before this write
                 if first is not None:
                     found = ("read", first[1], -1)
+            if atomic:
+                col = self.acols.get(agent)
+                if col is None:
+                    col = self.acols[agent] = np.zeros(self.size, np.int64)
+                col[idx] = vcl[agent]
+                return found
             self.w_agent[idx] = agent
             self.w_clock[idx] = vcl[agent]
             self.w_proxy[idx] = proxy
             self.fenced[idx] = proxy == ASYNC
             self.w_site[idx] = site
-            for col in self.cols.values():
-                col[idx] = 0
+            for cols in (self.cols, self.acols):
+                for col in cols.values():
+                    col[idx] = 0
         else:
             col = self.cols.get(agent)
             if col is None:
