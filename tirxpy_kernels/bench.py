@@ -41,7 +41,10 @@ __all__ = ["BenchArgumentError", "GEMM_SHAPES", "main", "median_ms", "parse_shap
 GEMM_SHAPES = [(2048, 2048, 2048), (4096, 4096, 4096), (8192, 8192, 8192),
                (4096, 7168, 7168), (4096, 2112, 7168), (4096, 24576, 1536), (4096, 7168, 2048)]
 SIM_SHAPE = (200, 136, 104)
-SIM_MOST = 2 ** 30        # the largest M * N * K of --sim --shapes: about half a minute
+SIM_MOST = 2 ** 30        # the largest M * N * K of --sim --shapes
+SIM_STEPS = 250_000
+"""The most simulator steps (:func:`sim_gemm_steps`) a ``--sim`` shape may take: about a minute, and within the
+400000 steps of ``tirxpy.sim.run``'s budget, so that no accepted shape runs out of it."""
 SIM_GEMM = dict(BN=128, STAGES=2, CM=2, sms=4, out_dtype="float32")      # the --sim kernel's options
 SIM_TOLERANCE = 1e-5        # float32 output: exact bf16 products, float32 sums
 GPU_TOLERANCE = 4e-3        # bf16 output against a float32 reference: the output's rounding
@@ -54,17 +57,38 @@ def add_gemm_arguments(p):
     add_common_arguments(p, 50, "comma-separated MxNxK items (default: " + ", ".join("x".join(map(str, s))
                          for s in GEMM_SHAPES) + f"; with --sim one item, default {'x'.join(map(str, SIM_SHAPE))})",
                          SIM_TOLERANCE, TUNING, "MxNxK,...")
-    p.add_argument("--passes", type=positive, default=1, help="times the whole comparison is repeated per shape, to "
-                   "show the noise (default 1)")
-    p.add_argument("--epilogue", choices=EPILOGUES, default="none", help="fuse a bf16 bias row and an activation "
+    p.add_argument("--passes", type=positive, default=None, help="times the whole comparison is repeated per shape, "
+                   "to show the noise (default 1)")
+    p.add_argument("--epilogue", choices=EPILOGUES, default=None, help="fuse a bf16 bias row and an activation "
                    "into every tuning; cuBLAS then runs torch.addmm and the activation in place (default none)")
 
 
+def sim_gemm_steps(M, N, K):
+    """An upper bound of the simulator steps the ``--sim`` kernel takes on ``M x N x K``: its 2-CTA clusters take
+    the output's 256 x 128 tiles in turn, each about 1200 steps plus 410 per 64 columns of ``K`` (measured:
+    1529 steps at 128x128x64, 10946 at 2048x128x64, 13971 at 128x128x2048, 33326 at 512x512x512).
+
+        >>> sim_gemm_steps(200, 136, 104), sim_gemm_steps(128, 65536, 64), sim_gemm_steps(128, 128, 65536)
+        (4040, 824320, 421040)
+    """
+    return -(-M // 256) * -(-N // 128) * (1200 + 410 * -(-K // 64))
+
+
 def check_gemm(args):
-    """Check ``gemm``'s arguments before any GPU work; returns ``(shapes, tunings)``."""
+    """Check ``gemm``'s arguments before any GPU work; returns ``(shapes, tunings)``. With ``--sim``, the shape
+    must fit the simulator: ``M N K`` at most :data:`SIM_MOST` and :func:`sim_gemm_steps` at most
+    :data:`SIM_STEPS` (so a long thin problem, ``128x65536x64``, is refused up front)."""
     if args.sim:
-        shape = check_sim_args(args, "200x136x104", SIM_MOST)
+        shape = check_sim_args(args, "200x136x104", SIM_MOST, [("--passes", args.passes),
+                                                               ("--epilogue", args.epilogue)])
         if shape is not None:
+            steps, tiles = sim_gemm_steps(*shape), -(-shape[0] // 256) * -(-shape[1] // 128)
+            if steps > SIM_STEPS:
+                raise BenchArgumentError(
+                    f"--sim --shapes {'x'.join(map(str, shape))}: the simulated kernel would take about {steps} steps "
+                    f"({tiles} output tile{'s' if tiles > 1 else ''} of 256 x 128 in turn, each about 1200 "
+                    f"+ 410 per 64 of K), past the {SIM_STEPS} a --sim run takes; pass a smaller shape (for example "
+                    "200x136x104) or time the kernel on a GPU without --sim")
             from .errors import KernelConfigError
             from .gemm_sm90 import check_config
 
@@ -75,6 +99,7 @@ def check_gemm(args):
         return [shape or SIM_SHAPE], [{}]
     from .gemm_api import TUNING, check, check_tuning
 
+    args.passes, args.epilogue = args.passes or 1, args.epilogue or "none"
     shapes = parse_shapes(args.shapes, 3, "4096x4096x4096") if args.shapes else GEMM_SHAPES
     tunings = parse_tunings(args.tune, TUNING)
     for t in tunings:

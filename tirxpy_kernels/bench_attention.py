@@ -157,12 +157,14 @@ def reference(q, k, v, causal=True):
 
 
 def sim_attention(args):
-    """The kernel through tirxpy.sim at a small ragged causal GQA shape (``--shapes SxD``, default 150x64), against
-    float64; returns the exit status."""
+    """The kernel through tirxpy.sim at a small ragged causal GQA shape (``--shapes SxD``, default 150x64; a sequence
+    shorter than one tile is zero-padded to it, as :func:`tirxpy_kernels.attention` pads it), against float64;
+    returns the exit status."""
     import torch
 
     from tirxpy.sim import run
 
+    from .attention_plan import plan
     from .attention_sm90 import attention_sm90
 
     B, H, HKV = 1, 4, 2
@@ -172,10 +174,15 @@ def sim_attention(args):
     q = torch.randn(B, S, H, D, generator=g).bfloat16()
     k = torch.randn(B, S, HKV, D, generator=g).bfloat16()
     v = torch.randn(B, S, HKV, D, generator=g).bfloat16()
-    o = torch.full_like(q, float("nan"))
-    lse = torch.full((B, H, S, 1), float("nan"))
+    p = plan(B, H, HKV, S, S, D, causal=True, **SIM_ATTENTION)
+    SQT, SKT = max(S, p.BM), max(S, p.BN)       # a sequence shorter than a tile is padded (as the API does)
+    pad = (lambda x, n: torch.cat([x, x.new_zeros((B, n - S) + tuple(x.shape[2:]))], 1))
+    o = torch.full((B, SQT, H, D), float("nan")).bfloat16()
+    lse = torch.full((B, H, SQT, 1), float("nan"))
     t0 = time.time()
-    res = run(attention_sm90(B, H, HKV, S, S, D, causal=True, **SIM_ATTENTION), q, k, v, o, lse, seed=seed)
+    res = run(attention_sm90(B, H, HKV, S, S, D, causal=True, SQT=SQT, SKT=SKT, **SIM_ATTENTION), pad(q, SQT),
+              pad(k, SKT), pad(v, SKT), o, lse, seed=seed)
+    o = o[:, :S]
     err = relative_error(o.double(), reference(q, k, v))
     return sim_verdict(f"attention_sm90 B={B} H={H} HKV={HKV} S={S} D={D} causal", err, SIM_TOLERANCE, seed,
                        time.time() - t0, res.problems)

@@ -54,8 +54,10 @@ def add_arguments(p):
     p.add_argument("--shapes", default="", help="comma-separated ag:MxNxK / rs:MxNxK items (default: the six shapes "
                    "of docs/performance.md)")
     p.add_argument("--reps", type=positive, default=None, help="timed samples per function (default 20)")
-    p.add_argument("--inner", type=positive, default=5, help="back-to-back calls per sample (default 5)")
-    p.add_argument("--sim", action="store_true", help="both kernels on two simulated ranks, against float64")
+    p.add_argument("--inner", type=positive, default=None, help="back-to-back calls per sample (default 5)")
+    p.add_argument("--sim", action="store_true", help="both kernels on two simulated ranks at fixed small shapes "
+                   f"({', '.join(k + ':' + 'x'.join(map(str, s)) for k, s in SIM_SHAPES.items())}), against float64 "
+                   "(none of the timing options apply)")
     p.add_argument("--seed", type=seed, default=None, help="the --sim run's seed, an int in [0, 2**32 - 1] "
                    "(default: from the clock)")
     p.add_argument("--no-tirxpy-gemm", action="store_true", help="leave out tirxpy's GEMM alone (its column reads "
@@ -71,7 +73,18 @@ def argparse_suppressed():
 
 
 def check(args):
+    """Check the arguments before any GPU work: the shapes parsed into ``args.parsed``, ``--inner`` defaulted to 5.
+    ``--sim`` runs both kernels at :data:`SIM_SHAPES` and takes none of the timing options (each is refused)."""
+    if args.sim:
+        from .bench_tools import check_sim_args
+
+        runs = ("both kernels at fixed small shapes (" + ", ".join(k + ":" + "x".join(map(str, s)) for k, s in
+                SIM_SHAPES.items()) + ") on two simulated ranks")
+        check_sim_args(args, "", 0, [("--shapes", args.shapes or None), ("--inner", args.inner),
+                                     ("--no-tirxpy-gemm", args.no_tirxpy_gemm)], runs)
+        return
     args.parsed = parse_dist_shapes(args.shapes)
+    args.inner = args.inner or 5
     if args.tune:
         raise BenchArgumentError("--tune: the dist kernels take no tunings here")
 
@@ -206,7 +219,7 @@ def bench_dist(args):
 
 def sim_dist(args):
     """Both kernels on two simulated ranks at small shapes, against float64; exit status 1 past the tolerance."""
-    from .bench_tools import sim_verdict
+    from .bench_tools import sim_verdict, worst
     from .dist_ag_gemm import simulate as sim_ag
     from .dist_rs_gemm import simulate as sim_rs
 
@@ -220,9 +233,9 @@ def sim_dist(args):
         ref = a.double() @ b.double()
         if kind == "rs":
             ref = ref.reshape(2, M // 2, N)
-            err = max(((o.double() - ref[r]).norm() / ref[r].norm()).item() for r, o in enumerate(outs))
+            err = worst(((o.double() - ref[r]).norm() / ref[r].norm()).item() for r, o in enumerate(outs))
         else:
-            err = max(((o.double() - ref).norm() / ref.norm()).item() for o in outs)
+            err = worst(((o.double() - ref).norm() / ref.norm()).item() for o in outs)
         what = f"{'all-gather + GEMM' if kind == 'ag' else 'GEMM + reduce-scatter'} {M}x{N}x{K} on 2 ranks"
         status = max(status, sim_verdict(what, err if not probs else float("inf"), SIM_TOLERANCE, seed,
                                          time.time() - t0, [p.kind for p in probs]))

@@ -24,7 +24,7 @@ SIM_SHAPE = (200, 264, 272)
 def add_arguments(p):
     add_common_arguments(p, None, f"MxNxK list (default {SHAPES})", GPU_TOLERANCE,
                          ("BN", "STAGES", "group", "DEFER", "PINGPONG", "PDL", "SPLIT", "PART", "PASS"), "fp8")
-    p.add_argument("--scalings", default=",".join(SCALINGS), help="comma list of tensor,row,block")
+    p.add_argument("--scalings", default=None, help="comma list of tensor,row,block (default: all three)")
     p.add_argument("--host", action="store_true",
                    help="time the host side of a repeated call instead (bench_host: gemm_fp8 against tirxpy_kernels.gemm)")
 
@@ -35,17 +35,19 @@ def check(args):
 
     from .gemm_fp8_api import check as check_fp8
 
-    if args.sim:        # one fixed kernel: a --shapes item would be ignored, so it is refused
-        if args.shapes:
-            from .bench_tools import BenchArgumentError
-
-            raise BenchArgumentError(f"--sim runs one fixed block-scaled kernel ({'x'.join(map(str, SIM_SHAPE))}); "
-                                     "--shapes does not apply to it (leave it out)")
-        check_sim_args(args, "200x264x272", 0)
+    if args.sim:        # one fixed kernel: a --shapes item, scalings or --host would be ignored, so each is refused
+        check_sim_args(args, "200x264x272", 0, [("--shapes", args.shapes or None), ("--scalings", args.scalings),
+                                                ("--host", args.host)],
+                       f"one fixed block-scaled kernel ({'x'.join(map(str, SIM_SHAPE))})")
         return [SIM_SHAPE], [{}], ["block"]
     shapes = parse_shapes(args.shapes or SHAPES, 3, "4096x4096x4096")
     tunings = parse_tunings(args.tune or "", ("BN", "STAGES", "group", "DEFER", "PINGPONG", "PDL", "SPLIT", "PART", "PASS"))
+    args.scalings = args.scalings or ",".join(SCALINGS)
     scalings = [s.strip() for s in args.scalings.split(",") if s.strip()]
+    if not scalings:
+        from .bench_tools import BenchArgumentError
+
+        raise BenchArgumentError(f"--scalings: {args.scalings!r} names no scaling; pass some of {', '.join(SCALINGS)}")
     for s in scalings:
         if s not in SCALINGS:
             from .bench_tools import BenchArgumentError

@@ -15,8 +15,9 @@ from __future__ import annotations
 import sys
 import time
 
-from .bench_tools import (BenchArgumentError, add_common_arguments, check_sim_args, environment, median_ms,
-                          parse_shapes, parse_tunings, print_table, relative_error, seed_of, sim_verdict, warm_gpu)
+from .bench_tools import (BenchArgumentError, add_common_arguments, check_sim_args, check_sim_grid, environment,
+                          median_ms, parse_shapes, parse_tunings, print_table, relative_error, seed_of, sim_verdict,
+                          warm_gpu)
 
 SHAPES = [(8192, 7168), (4096, 7168), (4096, 16384), (16384, 2048)]
 SIM_SHAPE = (136, 200)
@@ -41,13 +42,13 @@ def _tuning(t, g, M, K):
     try:
         check_config(g, *padded_shape(g, M, K), **kw)
     except KernelConfigError as e:
-        raise BenchArgumentError(f"--shapes {M}x{K} --granularity {g} {t or ''}: {e}") from None
+        raise BenchArgumentError(f"--shapes {M}x{K} --granularity {g}{' ' + str(t) if t else ''}: {e}") from None
     return kw
 
 
 def check(args):
     """Check ``quantize``'s arguments before any GPU work; returns ``(shapes, tunings, granularities)``."""
-    from .quantize_sm90 import GRANULARITIES
+    from .quantize_sm90 import GRANULARITIES, padded_shape, plan
 
     grans = [g.strip() for g in args.granularity.split(",") if g.strip()]
     bad = [g for g in grans if g not in GRANULARITIES]
@@ -56,8 +57,12 @@ def check(args):
                                  f"{', '.join(GRANULARITIES)}")
     if args.sim:
         shape = check_sim_args(args, "136x200", SIM_MOST) or SIM_SHAPE
-        for g in grans:         # the kernel each granularity's run builds
+        for g in grans:         # the kernel each granularity's run builds, and its grid
             _tuning({}, g, *shape)
+            Mp, Kp = padded_shape(g, *shape)
+            p = plan(g, Mp, Kp)
+            ctas = Mp if g == "token" else -(-Kp // p.cols) * -(-Mp // p.rows)
+            check_sim_grid(f"{shape[0]}x{shape[1]} --granularity {g}", ctas, ctas * p.warps, "136x200")
         return [shape], [{}], grans
     shapes = parse_shapes(args.shapes, 2, "8192x7168") if args.shapes else SHAPES
     tunings = parse_tunings(args.tune, TUNING)

@@ -36,7 +36,8 @@ def _config(shape, tuning):
     try:
         plan(shape[1], tuning.get("elems_per_thread", 16))
     except KernelConfigError as e:
-        raise BenchArgumentError(f"--shapes {'x'.join(map(str, shape))} {tuning or ''}: {e}") from None
+        tuned = f" {tuning}" if tuning else ""
+        raise BenchArgumentError(f"--shapes {'x'.join(map(str, shape))}{tuned}: {e}") from None
 
 
 def check(args):

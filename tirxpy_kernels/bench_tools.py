@@ -123,18 +123,28 @@ def add_common_arguments(p, reps, shapes_help, tolerance, names, metavar):
                    "simulator's interleaving); default: drawn from the clock and printed")
 
 
-def check_sim_args(args, example, most):
+def check_sim_args(args, example, most, unused=(), runs=None):
     """``--sim`` runs one small kernel through the simulator: at most one shape, whose sizes multiply to at most
     ``most`` (the benchmark's bound, which keeps the run within about a minute, the simulator's step budget and the
     host's memory: a larger one is refused before anything is allocated), none of ``--tune``, ``--reps``,
-    ``--jobs``. Returns the parsed shape or None (the default)."""
-    given = [f for f, v in (("--tune", args.tune or None), ("--reps", args.reps), ("--jobs", args.jobs))
-             if v is not None]
+    ``--jobs``, nor any of ``unused``, the benchmark's own ``(flag, value)`` options that ``--sim`` does not take (a
+    value other than None and False was given: such options default to None). ``runs`` says what ``--sim`` runs
+    instead (default: one small kernel of the benchmark). Returns the parsed shape or None (the default).
+
+        >>> import argparse
+        >>> check_sim_args(argparse.Namespace(name="train", batch=8), "", 0, [("--batch", 8)], "a fixed batch")
+        Traceback (most recent call last):
+        ...
+        tirxpy_kernels.bench_tools.BenchArgumentError: --sim runs a fixed batch; --batch does not apply to it ...
+    """
+    runs = runs or f"one small {args.name} kernel through the CPU simulator"
+    common = (("--tune", getattr(args, "tune", None) or None), ("--reps", getattr(args, "reps", None)),
+              ("--jobs", getattr(args, "jobs", None)))
+    given = [f for f, v in (*common, *unused) if v is not None and v is not False]
     if given:
-        raise BenchArgumentError(f"--sim runs one small {args.name} kernel through the CPU simulator; "
-                                 f"{', '.join(given)} {'does' if len(given) == 1 else 'do'} not apply to it "
-                                 f"(leave {'it' if len(given) == 1 else 'them'} out)")
-    if not args.shapes:
+        raise BenchArgumentError(f"--sim runs {runs}; {', '.join(given)} {'does' if len(given) == 1 else 'do'} not "
+                                 f"apply to it (leave {'it' if len(given) == 1 else 'them'} out)")
+    if not getattr(args, "shapes", None):
         return None
     shapes = parse_shapes(args.shapes, example.count("x") + 1, example)
     if len(shapes) > 1:
@@ -147,6 +157,19 @@ def check_sim_args(args, example, most):
                                  f"sizes whose product is at most {most} (this one's is {size}); pass a smaller shape "
                                  f"(for example {example}) or time the kernel on a GPU without --sim")
     return shapes[0]
+
+
+def check_sim_grid(what, ctas, warps, example):
+    """Refuse a ``--sim`` kernel whose grid the simulator does not run whole: more than ``tirxpy.sim``'s
+    ``MAX_CTAS`` CTAs or ``MAX_WARPS`` warps in all (``what`` names the shape and kernel, ``example`` a shape that
+    fits)."""
+    from tirxpy.sim.args import MAX_CTAS, MAX_WARPS
+
+    if ctas > MAX_CTAS or warps > MAX_WARPS:
+        raise BenchArgumentError(f"--sim --shapes {what}: the kernel's grid has {ctas} CTAs ({warps} warps in "
+                                 f"all), past the {MAX_CTAS} CTAs and {MAX_WARPS} warps the simulator runs at once; "
+                                 f"pass a smaller shape (for example {example}) or time the kernel on a GPU "
+                                 "without --sim")
 
 
 def seed_of(args):
@@ -167,6 +190,17 @@ def sim_verdict(what, err, tolerance, seed, seconds, problems):
               file=sys.stderr)
         return 1
     return 0
+
+
+def worst(errors):
+    """The largest of ``errors``, or NaN when any is NaN (``max`` keeps whichever came first of a number and a NaN,
+    so a NaN output would pass a tolerance check).
+
+        >>> worst([1e-3, float("nan"), 2e-3]), worst([1e-3, 2e-3])
+        (nan, 0.002)
+    """
+    errors = [float(e) for e in errors]
+    return float("nan") if any(e != e for e in errors) else max(errors)
 
 
 def relative_error(x, ref):

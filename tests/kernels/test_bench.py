@@ -66,6 +66,34 @@ def test_parse_tunings_names_the_bad_item():
     (["dist", "--sim", "--seed", "-1"], "argument --seed: '-1' is not an integer in [0, 4294967295]"),
     (["dist", "--sim", "--seed", "99999999999999999999"], "argument --seed: '99999999999999999999' is not an "
                                                           "integer in [0, 4294967295]"),
+    # gemm --sim bounds the simulator's work up front: a long thin problem ran into its step budget after a minute
+    (["gemm", "--sim", "--shapes", "128x65536x64"], "--sim --shapes 128x65536x64: the simulated kernel would take "
+                                                    "about 824320 steps (512 output tiles of 256 x 128"),
+    (["gemm", "--sim", "--shapes", "65536x128x64"], "past the 250000 a --sim run takes"),
+    (["gemm", "--sim", "--shapes", "128x128x65536"], "about 421040 steps (1 output tile of 256 x 128"),
+    # options a --sim run does not take are refused by name, not ignored
+    (["gemm", "--sim", "--epilogue", "bias"], "--sim runs one small gemm kernel through the CPU simulator; "
+                                              "--epilogue does not apply to it (leave it out)"),
+    (["gemm", "--sim", "--passes", "2"], "--passes does not apply"),
+    (["fp8", "--sim", "--scalings", "tensor", "--host"], "--sim runs one fixed block-scaled kernel (200x264x272); "
+                                                         "--scalings, --host do not apply to it"),
+    (["fp8", "--scalings", ","], "--scalings: ',' names no scaling; pass some of tensor, row, block"),
+    (["dist", "--sim", "--shapes", "ag:64x64x64"], "--sim runs both kernels at fixed small shapes (ag:200x136x104, "
+                                                   "rs:200x136x208) on two simulated ranks; --shapes does not apply"),
+    (["dist", "--sim", "--reps", "5", "--inner", "3", "--no-tirxpy-gemm"], "--reps, --inner, --no-tirxpy-gemm do not "
+                                                                          "apply"),
+    (["train", "--sim", "--batch", "1", "--seq", "512", "--dim", "256", "--mlp", "512", "--tokens", "9000"],
+     "--sim runs the VARLEN attention kernel on three fixed packed sequences in the CPU simulator; --batch, --seq, "
+     "--dim, --mlp, --tokens do not apply to it (leave them out)"),
+    (["train", "--sim", "--reps", "3"], "--reps does not apply"),
+    (["train", "--sim", "--seed", "99999999999999999999"], "argument --seed: '99999999999999999999' is not an "
+                                                           "integer in [0, 4294967295]"),
+    # --sim shapes the kernel or the simulator does not take are refused before the run, not by its traceback
+    (["attention-bwd", "--sim", "--shapes", "150x96"], "--sim --shapes 150x96: attention_bwd_sm90: head dim 96"),
+    (["attention-bwd", "--sim", "--shapes", "1x64"], "a sequence of 1 has dQ = 0 exactly"),
+    (["quantize", "--sim", "--shapes", "8192x128"], "--sim --shapes 8192x128 --granularity token: the kernel's grid "
+                                                    "has 8192 CTAs (8192 warps in all), past the 4096 CTAs"),
+    (["rmsnorm", "--sim", "--shapes", "1x4064"], "--shapes 1x4064: rmsnorm_silu: the row width 4064 = 32 x 127"),
     (["conv"], "invalid choice: 'conv'"),
     ([], "the following arguments are required: name"),
 ])
@@ -170,3 +198,52 @@ def test_queue_sleep_queues_cycles_for_the_asked_time_at_2_ghz(monkeypatch):
     before()
     before()
     assert calls == [25_000_000, 25_000_000]
+
+
+def test_sim_gemm_steps_bound_the_simulators_work():
+    """bench.sim_gemm_steps is an upper bound of the --sim kernel's simulator steps (a run with that budget ends
+    cleanly) along each axis, and the largest cube --sim takes is within SIM_STEPS (and the simulator's budget)."""
+    import torch
+
+    from tirxpy.sim import run
+    from tirxpy.sim.run import DEFAULT_STEPS
+    from tirxpy_kernels.bench import SIM_GEMM, SIM_STEPS, sim_gemm_steps
+    from tirxpy_kernels.gemm_sm90 import gemm_sm90
+
+    assert sim_gemm_steps(1024, 1024, 1024) <= SIM_STEPS < DEFAULT_STEPS
+    for M, N, K in [(128, 128, 64), (1024, 128, 64), (128, 512, 64), (128, 128, 1024)]:
+        a, w = torch.randn(M, K).bfloat16(), torch.randn(N, K).bfloat16()
+        res = run(gemm_sm90(M, N, K, **SIM_GEMM), a, w, torch.zeros(1, 1), torch.zeros(M, N),
+                  max_steps=sim_gemm_steps(M, N, K), check=False)
+        assert not res.problems, (M, N, K, res.problems)
+
+
+def test_sim_gemm_takes_shapes_up_to_its_bound(monkeypatch):
+    import tirxpy_kernels.bench as bench
+
+    seen = []
+    monkeypatch.setattr(bench, "sim_gemm", lambda args: seen.append(args.shapes) or 0)
+    assert main(["gemm", "--sim", "--shapes", "1024x1024x1024"]) == 0 and seen == ["1024x1024x1024"]
+
+
+def test_attention_sim_pads_a_sequence_shorter_than_a_tile(capsys):
+    """--sim --shapes 1x64: the sequence is zero-padded to one tile, as tirxpy_kernels.attention pads it (the
+    kernel refused the unpadded tensors with a traceback)."""
+    assert main(["attention", "--sim", "--shapes", "1x64", "--seed", "1"]) == 0
+    assert "S=1 D=64 causal" in capsys.readouterr().out
+
+
+def test_train_sim_reads_the_varlen_output_and_fails_on_nan(capsys, monkeypatch):
+    """bench train --sim compares the packed rows the kernel wrote (a real, nonzero relative error), and a NaN error
+    fails (max() kept the 0 it started from, so an all-NaN read passed with relerr 0)."""
+    import tirxpy_kernels.bench_train as bt
+
+    assert main(["train", "--sim", "--seed", "3"]) == 0
+    err = float(capsys.readouterr().out.split("relerr vs float64 ")[1].split()[0])
+    assert 0 < err < bt.SIM_TOLERANCE
+    good = bt.relative_error
+    calls = []
+    monkeypatch.setattr(bt, "relative_error", lambda x, ref: (calls.append(1), good(x, ref) if len(calls) < 2
+                                                              else float("nan"))[1])
+    assert main(["train", "--sim", "--seed", "3"]) == 1
+    assert "relerr vs float64 nan" in capsys.readouterr().out
