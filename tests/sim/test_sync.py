@@ -103,3 +103,23 @@ def k(A: T.Tensor((2, 32), "uint32")):
     run(k, a, arch="sm_90a")
     l = np.arange(32)
     assert a[0].tolist() == (1000 + l).tolist() and a[1].tolist() == l.tolist()
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_a_dsmem_write_not_ordered_before_the_peers_read_is_a_race(seed):
+    """The peer's tile is initialised and cluster-synced, so only the ordering of the DSMEM store with the
+    peer's own read (and its earlier write) is missing: a race, whichever CTA runs first."""
+    k = _k('''
+@T.prim_func
+def k(A: T.Tensor((2, 32), "uint32")):
+    T.launch(grid=(2,), threads=32, cluster=(2,))
+    s = T.alloc_shared((32,), "uint32")
+    s[T.lane_id()] = T.uint32(7)
+    T.ptx.cluster_sync()
+    r = T.ptx.cluster_ctarank()
+    T.ptx.st_shared_cluster_u32(T.ptx.mapa_shared(s[T.lane_id()], T.uint32(1) - r), T.uint32(1))
+    A[r, T.lane_id()] = s[T.lane_id()]
+''')
+    res = run(k, np.zeros((2, 32), np.uint32), arch="sm_90a", check=False, seed=seed)
+    races = [p for p in res.problems if p.kind == "race"]
+    assert races and {p.span.line for p in races} <= {9, 10}, res.problems

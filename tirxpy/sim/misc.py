@@ -1,4 +1,5 @@
-"""elect.sync, setmaxnreg, shuffles, atomics, clocks, special registers, cluster ids and DSMEM."""
+"""elect.sync, setmaxnreg, shuffles, atomics, clocks, special registers, cluster ids and DSMEM (race-checked
+like the CTA's own shared-memory accesses)."""
 from __future__ import annotations
 
 import numpy as np
@@ -226,17 +227,15 @@ def _remote(ctx, addr):
     return ctx.machine.cluster[rank], addr & 0xFFFFFF
 
 
-def _touch_shared(ctx, cta, a, k, read):
-    """Initialization bookkeeping of an access that bypasses the race shadow (atomics, DSMEM):
-    a read of never-written bytes is reported; the bytes count as written afterwards."""
-    sh = cta.shadow
-    if a < 0 or a + k > sh.size:
-        ctx.report("oob_shared", f"{ctx.call.name} accesses byte {a} of {cta.describe()}'s {sh.size}-byte shared "
-                   "memory")
+def _dsmem_access(ctx, cta, a, k, write):
+    """A DSMEM access of ``k`` bytes at byte ``a`` of ``cta``'s shared memory by the issuing warp, checked like
+    one of its own (range, races with the other CTA's warps, reads of never-written bytes); False when out of
+    range (reported)."""
+    if a < 0 or a + k > cta.shadow.size:
+        ctx.report("oob_shared", f"{ctx.call.name} accesses byte {a} of {cta.describe()}'s {cta.shadow.size}-byte "
+                   "shared memory")
         return False
-    if read and not sh.init[a:a + k].all():
-        ctx.machine.report_uninit_shared(cta, a, ctx.call, ctx.threads())
-    sh.init[a:a + k] = True
+    ctx.cta.machine.check_access(cta, np.arange(a, a + k), ctx.w.agent, ctx.w.vc, write, GENERIC, ctx.call, ctx.w)
     return True
 
 
@@ -246,7 +245,7 @@ def _ld_cluster(dt):
         out = np.zeros(WARP, np.float32 if dt == "float32" else np.uint32)
         for l in ctx.lanes:
             cta, a = _remote(ctx, addr[l])
-            if cta is None or not _touch_shared(ctx, cta, a, 4, True):
+            if cta is None or not _dsmem_access(ctx, cta, a, 4, False):
                 continue
             out[l] = cta.smem.read(np.array([a]), dt)[0]
         return out
@@ -258,7 +257,7 @@ def _st_cluster(dt):
         addr, v = ctx.arg("addr"), ctx.arg("v")
         for l in ctx.lanes:
             cta, a = _remote(ctx, addr[l])
-            if cta is not None and _touch_shared(ctx, cta, a, 4, False):
+            if cta is not None and _dsmem_access(ctx, cta, a, 4, True):
                 cta.smem.write(np.array([a]), np.array([v[l]]), dt)
     return model
 
