@@ -31,6 +31,8 @@ from .bench_tools import (BenchArgumentError, check_sim_args, count, positive, p
 
 SIM_TOLERANCE = 2e-2
 SIZES = dict(batch=4, seq=2048, dim=2048, mlp=8192, tokens=32768)
+MAX_TOKENS = 2 ** 24
+"""The largest token count (varlen ``--tokens``, ``--batch x --seq``) and width the bench takes."""
 """The block's sizes when their options are left out (``--batch`` ...): a timing run's defaults."""
 
 
@@ -130,6 +132,11 @@ def check(args):
         raise BenchArgumentError(f"--dim {args.dim}: the block uses heads of 128; pass a multiple of 128")
     if args.seq < 128 or args.tokens < 8192:
         raise BenchArgumentError("--seq must be at least 128 and --tokens at least 8192 (sequences of 512 to 8192)")
+    for what, n in (("--tokens", args.tokens), ("--batch x --seq", args.batch * args.seq), ("--dim", args.dim),
+                    ("--mlp", args.mlp)):
+        if n > MAX_TOKENS:
+            raise BenchArgumentError(f"{what} = {n} is past {MAX_TOKENS} (2**24): a batch that size does not fit one "
+                                     "GPU's memory at the block's widths; pass a smaller one")
 
 
 def varlen_lengths(tokens, seed, lo=512, hi=8192):

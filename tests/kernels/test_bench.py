@@ -164,6 +164,9 @@ def test_each_benchmark_has_its_own_help_with_shapes_and_defaults(name, syntax, 
     (["rmsnorm", "--tune", "BN=128"], "unknown option 'BN'; the kernel takes elems_per_thread"),
     (["gemm", "--passes", "0"], "argument --passes: '0' is not a positive integer"),
     (["gemm", "--epilogue", "gelu"], "invalid choice: 'gelu'"),
+    # a token count the packing loop would take minutes over, and no GPU holds
+    (["train", "--tokens", str(10 ** 12)], "--tokens = 1000000000000 is past 16777216"),
+    (["train", "--batch", "4096", "--seq", "8192"], "--batch x --seq = 33554432 is past 16777216"),
 ])
 def test_more_bad_arguments(argv, msg, capsys):
     assert main(argv) == 2
