@@ -35,6 +35,13 @@ def test_demo_bad_out(tmp_path, capsys):
     assert "is not a directory; create it first" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("out", [""])
+def test_demo_empty_out_is_a_usage_error(out, capsys):
+    """An empty ``--out`` names no directory (it is not the current one, nor a file): exit 2 saying so."""
+    assert demo.main(["--out", out]) == 2
+    assert f"--out {out!r} names no directory" in capsys.readouterr().err
+
+
 def test_demo_out_under_a_file_is_a_usage_error(tmp_path, capsys):
     """A path that cannot be a directory (a regular file on the way) exits 2 with one line naming both paths."""
     (tmp_path / "file").write_text("")

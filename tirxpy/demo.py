@@ -177,9 +177,13 @@ def out_error(out: str):
 
         >>> out_error(".") is None
         True
+        >>> out_error("")
+        "--out '' names no directory; pass one (such as --out .)"
         >>> out_error(os.path.join(__file__, "sub"))       # doctest: +ELLIPSIS
         "--out '.../demo.py/sub' is not a directory: '.../demo.py' is a file, so nothing can be created under it; ..."
     """
+    if out == "":
+        return f"--out {out!r} names no directory; pass one (such as --out .)"
     if not os.path.isdir(out):
         up = os.path.abspath(out)
         while not os.path.exists(up) and os.path.dirname(up) != up:
