@@ -32,6 +32,20 @@ def test_symbolic_view_keeps_layout_and_offset():
     assert str(v.offset["m"]) == "m0 * 128 + k0"
 
 
+def test_a_symbolic_view_may_be_larger_than_its_strided_tensor():
+    """A 32 x 32 tile over a 20-row tensor (a problem smaller than one tile): the view keeps the tensor's
+    strides past the edge; a layout with no elements there is refused, naming the dimension."""
+    A = Buffer("A", (20, 64), "bfloat16")
+    m0, k0 = Var("m0"), Var("k0")
+    v = A[m0:m0 + 32, k0:k0 + 32]
+    assert v.shape == (32, 32) and v.layout.identical(TileLayout(S[(32, 32) : (64, 1)]))
+    assert str(v.offset["m"]) == "m0 * 64 + k0"
+    sw = ComposeLayout(swizzle_128B("bf16"), TileLayout(S[(64, 64)]))
+    s = Buffer("s", (64, 64), "bfloat16", "shared", layout=sw)
+    with pytest.raises(IRError, match="dimension 0 of s: a view of 128 elements is longer than the 64 of s"):
+        s[m0:m0 + 128, 0:64].layout
+
+
 def test_partial_index_and_swizzled_stage():
     sw = ComposeLayout(swizzle_128B("bf16"), TileLayout(S[(3, 128, 64)]))
     smem = Buffer("smem", (3, 128, 64), "bfloat16", "shared", layout=sw)

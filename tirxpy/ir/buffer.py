@@ -208,7 +208,10 @@ class Buffer(Node):
                 starts.append(self._index(k, d))
                 extents.append(1)
                 squeeze.append(True)
-        return BufferRegion(self, starts, extents, squeeze)
+        view = BufferRegion(self, starts, extents, squeeze)
+        if any(e > n for e, n in zip(extents, self.shape)):
+            _viewed_layout(view, [(0, e) for e in extents])     # refused now, at the view, where it cannot grow
+        return view
 
     def _index(self, k, d, bound=True):
         from . import ops
@@ -350,7 +353,9 @@ class BufferRegion(Node):
 
             table = SymTable()
             static = [s.value if isinstance(s, IntImm) else 0 for s in self.starts]
-            lay = slice_layout(self.buffer.layout, [(a, a + e) for a, e in zip(static, self.extents)], self.buffer.shape)
+            region = [(a, a + e) for a, e in zip(static, self.extents)]
+            whole, shape = _viewed_layout(self, region)
+            lay = slice_layout(whole, region, shape)
             offset = {}
             if any(not isinstance(s, IntImm) for s in self.starts):
                 base = _tile_part(self.buffer.layout)
@@ -379,6 +384,31 @@ def _tile_part(layout):
     from tirxpy.layout import ComposeLayout
 
     return layout.tile_layout if isinstance(layout, ComposeLayout) else layout
+
+
+def _viewed_layout(view, region):
+    """``(layout, shape)`` of the tile ``view`` is sliced from: its buffer's, except that a dimension whose start
+    is symbolic may run past the buffer's edge (a tile of 64 rows over a tensor of 20, whatever row it starts at).
+    The layout then grows there by the same strides (the view's elements past the edge are addressed like the
+    others; the primitives guard them: loads read 0, stores skip), which needs one memory (``m``) iterator per
+    dimension, as every strided tensor has; other layouts are refused with an IRError naming the dimension."""
+    from tirxpy.layout import TileLayout
+    from tirxpy.layout.iters import Iter
+
+    buf, shape = view.buffer, tuple(view.buffer.shape)
+    need = [max(n, hi) for n, (_, hi) in zip(shape, region)]
+    if need == list(shape):
+        return buf.layout, shape
+    lay = buf.layout
+    if not (isinstance(lay, TileLayout) and not lay.replica and len(lay.shard) == len(shape)
+            and all(it.extent == n and it.axis.name == "m" for it, n in zip(lay.shard, shape))):
+        d = next(d for d, (n, k) in enumerate(zip(shape, need)) if k > n)
+        raise IRError(f"dimension {d} of {buf.name}: a view of {region[d][1]} elements is longer than the "
+                      f"{shape[d]} of {buf.name}, whose layout {lay!r} has no elements past its edge",
+                      hint=f"view at most {shape[d]} elements of dimension {d} (a view larger than its tensor needs a "
+                           "strided layout, one memory iterator per dimension)")
+    grown = [Iter(k, it.stride, it.axis) for it, k in zip(lay.shard, need)]
+    return TileLayout.from_iters(grown, (), lay.offset), tuple(need)
 
 
 def slice_layout(layout, region, shape):
