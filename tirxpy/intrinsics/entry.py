@@ -78,6 +78,8 @@ wchar_t while xor xor_eq unsigned""".split())
 MAX_COUNT = 128     #: most registers one vector operand has (tcgen05.ld .32x32b.x128)
 MAX_VALUES = 1 << 16    #: most allowed values one imm operand lists
 IMM_MIN, IMM_MAX = -(1 << 31), (1 << 31) - 1    #: an imm operand is a C++ ``int`` template argument
+MAX_ALIGN = 256                                  #: the largest ``align`` of an address operand, in bytes
+ALIGNED_KINDS = ("gmem_ptr", "smem_addr")        #: the address kinds whose alignment codegen holds to ``align``
 
 
 def is_identifier(name) -> bool:
@@ -102,6 +104,12 @@ class Operand:
     behind it; for a ``tensormap`` that is the global tensor the map covers (the map itself is only read), so a
     TMA store declares ``Operand("tmap", "tensormap", access="w")`` and the launch then checks that the tensor
     shares no memory with the kernel's other tensor arguments.
+
+    ``align`` (a ``gmem_ptr`` or ``smem_addr`` operand): the bytes the instruction moves at the address, where the
+    template's opcode does not say it (an address computed inside the template, such as ``add.u64 a, {p}, 16;
+    ld.global.v4.b32 ..., [a];``): a power of two in [1, 256]. The address is held to the larger of it and the
+    opcode's width (:func:`tirxpy.lower.codegen.intrin.access_bytes`): a global tensor's base at launch, a shared
+    element at build. ``Operand("p", "gmem_ptr", align=16)``.
     """
 
     name: str
@@ -111,6 +119,7 @@ class Operand:
     count: int = 1
     values: tuple = ()
     vector: bool | None = None
+    align: int | None = None
 
     def __post_init__(self):
         if not is_identifier(self.name):
@@ -146,6 +155,15 @@ class Operand:
             raise OperandSpecError(f"operand {self.name!r}: a {self.kind} operand cannot be a vector (count={self.count})")
         if self.kind == "imm" and self.access != "r":
             raise OperandSpecError(f"operand {self.name!r}: an imm operand is read-only")
+        if self.align is not None:
+            if not is_int(self.align) or not 1 <= operator.index(self.align) <= MAX_ALIGN or \
+                    operator.index(self.align) & (operator.index(self.align) - 1):
+                raise OperandSpecError(f"operand {self.name!r}: align must be a power of two in [1, {MAX_ALIGN}] (the "
+                                       f"bytes the instruction moves at the address), got {self.align!r:.60}")
+            if self.kind not in ALIGNED_KINDS:
+                raise OperandSpecError(f"operand {self.name!r}: align= applies to {' and '.join(ALIGNED_KINDS)} "
+                                       f"operands (an address the instruction moves bytes at), not {self.kind!r}")
+            object.__setattr__(self, "align", operator.index(self.align))
 
     @property
     def is_output(self) -> bool:

@@ -8,6 +8,7 @@
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Sequence
 
 from .entry import Intrinsic, Operand
@@ -15,7 +16,7 @@ from .errors import RegistrationError
 from .table import add
 
 
-_OPERAND_FIELDS = ("name", "kind", "dtype", "access", "count", "values", "vector")
+_OPERAND_FIELDS = tuple(f.name for f in dataclasses.fields(Operand))
 _EXTRA = {"why_highest": str, "modifiers": (tuple, list), "ptx": str, "cxx": str}
 MAX_OPERANDS = 160      #: most operands one entry has (a tcgen05.ld of 128 registers plus its addresses)
 _USER: set = set()      # names registered through register_intrinsic (replace=True may re-register only these)

@@ -98,3 +98,61 @@ def test_an_mbarrier_off_8_bytes_is_refused_at_build(dtype, index, ok, via_addre
                                            r"must be 8-byte aligned") as e:
         build(k, "sm_90a")
     assert "uint64" in e.value.hint
+
+
+def _computed_address_load(align):
+    """A user intrinsic whose 16-byte load goes through an address computed inside the template, which the opcode
+    reading cannot see; ``align`` declares the width."""
+    op = {"name": "p", "kind": "gmem_ptr"} if align is None else {"name": "p", "kind": "gmem_ptr", "align": align}
+    return register_intrinsic(
+        f"t_ld_computed_{align}", "{ .reg .u64 a; add.u64 a, {p}, 16; ld.global.v4.f32 { {x}, {y}, {z}, {w} }, [a]; }",
+        [("x", "reg", "float32", "w"), ("y", "reg", "float32", "w"), ("z", "reg", "float32", "w"),
+         ("w", "reg", "float32", "w"), op], replace=True)
+
+
+@pytest.mark.parametrize("align,want", [(None, 4), (16, 16), (2, 4)])
+def test_a_declared_align_sets_what_the_launch_asks(align, want):
+    """What the opcode reading cannot see, the operand declares: ``align=16`` makes the launch ask 16 bytes of the
+    tensor; without it the tensor is held to its element's 4; a declared width below that changes nothing."""
+    ld = _computed_address_load(align)
+
+    @T.prim_func
+    def k(A: T.Tensor((128,), "float32"), B: T.Tensor((128,), "float32")):
+        T.launch(grid=(1,), threads=1)
+        r = T.alloc_local((4,), "float32")
+        ld(r[0], r[1], r[2], r[3], T.address_of(A[0]))
+        B[0] = r[0] + r[1] + r[2] + r[3]
+
+    assert {s.name: s.align for s in build(k, "sm_90a").specs}["A"] == want
+
+
+def test_a_declared_align_holds_a_shared_element():
+    """``align=8`` on a shared address: an element at byte 4 of a ``uint32`` tile is refused at build."""
+    from tirxpy.lower.codegen.errors import CodegenError
+
+    arrive = register_intrinsic("t_arrive_declared", "{ .reg .b32 a; mov.b32 a, {bar}; mbarrier.arrive.shared.b64 _, "
+                                "[a]; }", [{"name": "bar", "kind": "smem_addr", "align": 8}], replace=True)
+
+    @T.prim_func
+    def k(A: T.Tensor((128,), "float32")):
+        T.launch(grid=(1,), threads=32)
+        bars = T.alloc_shared((4,), "uint32")
+        arrive(bars[1])
+        A[T.thread_id()] = 1.0
+
+    with pytest.raises(CodegenError, match="moves 8 bytes at the address, which must be 8-byte aligned"):
+        build(k, "sm_90a")
+
+
+@pytest.mark.parametrize("spec,msg", [
+    ({"name": "p", "kind": "gmem_ptr", "align": 24}, "align must be a power of two in"),
+    ({"name": "p", "kind": "gmem_ptr", "align": 0}, "align must be a power of two in"),
+    ({"name": "p", "kind": "gmem_ptr", "align": "16"}, "align must be a power of two in"),
+    ({"name": "x", "kind": "reg", "dtype": "uint32", "align": 4}, "align= applies to gmem_ptr and smem_addr"),
+])
+def test_a_bad_align_is_refused_at_registration(spec, msg):
+    from tirxpy.intrinsics.errors import OperandSpecError
+
+    with pytest.raises(OperandSpecError, match=msg):
+        register_intrinsic("t_bad_align", "ld.global.u32 {x}, [{p}];", [("x", "reg", "uint32", "w"), spec],
+                           replace=True)

@@ -204,21 +204,22 @@ class IntrinsicRenderer:
 
     def accessed(self, root, e, o) -> None:
         """Note that instruction ``e`` accesses global buffer ``root`` through its address operand ``o``: the
-        buffer's base must be aligned to the instruction's access (:func:`access_bytes`), which the launch checks
-        (:attr:`.kernel.CudaUnit.access`)."""
-        n = access_bytes(e.template, o.name)
+        buffer's base must be aligned to the instruction's access (:func:`access_bytes`, or the operand's declared
+        ``align`` where larger), which the launch checks (:attr:`.kernel.CudaUnit.access`)."""
+        n = max(access_bytes(e.template, o.name), o.align or 1)
         if n > self.ctx.access.get(id(root), 1):
             self.ctx.access[id(root)] = n
 
     def smem_aligned(self, e, o, a, buf, where, call) -> None:
         """A shared element that instruction ``e`` accesses through ``o`` must sit on a boundary of the width the
-        instruction moves there (:func:`access_bytes`: an ``mbarrier`` ``.b64`` 8 bytes, ``ld.shared.v4.b32`` 16).
+        instruction moves there (:func:`access_bytes`: an ``mbarrier`` ``.b64`` 8 bytes, ``ld.shared.v4.b32`` 16; or
+        the operand's declared ``align`` where larger).
         Every shared allocation starts at least 128-byte aligned, so the rule is on the element's byte offset.
         Judged for a single element (``bars[i]``, ``T.address_of(bars[i])``; a tile's start is TMA's rule,
         :meth:`tma_aligned`) where the offset is known: a constant, or a polynomial of loop variables and hardware
         ids whose ranges are known, refused when some value in them puts it off the boundary (a ``uint32`` tile's
         ``bars[i]`` for an 8-byte ``mbarrier``). On the GPU such an access is a misaligned-address fault."""
-        n = access_bytes(e.template, o.name)
+        n = max(access_bytes(e.template, o.name), o.align or 1)
         if not isinstance(a, E.BufferLoad) or n <= buf.dtype.bits // 8:
             return
         bits, ranges = buf.dtype.bits, self.ctx.ranges.of
