@@ -132,7 +132,9 @@ def _registration(draw):
     template = draw(st.one_of(odd, st.text(max_size=30), st.text(st.characters(blacklist_categories=()), max_size=30),
                               st.sampled_from(["popc.b32 {r}, {x};", "trap;", "x {y};", "@p", "@!p ;", "trap; \u00e9"])))
     op = st.one_of(odd, st.tuples(odd, odd), st.tuples(odd, odd, odd, odd, odd),
-                   st.dictionaries(st.sampled_from(["name", "kind", "dtype", "access", "count", "values", "bad"]), odd,
+                   st.dictionaries(st.sampled_from(["name", "kind", "dtype", "access", "count", "values", "align",
+                                                    "bad"]), st.one_of(odd, st.sampled_from([16, 3, 512, 0, "gmem_ptr",
+                                                                                             "smem_addr"])),
                                    max_size=4))
     operands = draw(st.one_of(odd, st.lists(op, max_size=4)))
     kw = draw(st.dictionaries(st.sampled_from(["ret", "lowest", "highest", "scope", "checks", "memory", "doc", "cxx",
