@@ -59,6 +59,30 @@ def k(A: T.Tensor((32,), "int32")):
     assert a.tolist() == [31 - l + 7 for l in range(32)]
 
 
+@pytest.mark.parametrize("arrive_count,reported", [(64, False), (96, True)])
+def test_one_phase_of_a_named_barrier_takes_one_thread_count(arrive_count, reported):
+    """The producer warp arrives with ``arrive_count`` and the consumer waits with 64: PTX leaves a phase whose
+    threads give different counts undefined, which the run reports (the counts here still add up to a phase)."""
+    k = _k(f'''
+@T.prim_func
+def k(A: T.Tensor((32,), "int32")):
+    T.launch(grid=(1,), threads=64)
+    s = T.alloc_shared((32,), "int32")
+    if T.thread_id() < 32:
+        s[T.lane_id()] = T.lane_id() + 7
+        T.ptx.barrier_arrive(3, {arrive_count})
+    else:
+        T.ptx.barrier_sync(3, 64)
+        A[T.lane_id()] = s[31 - T.lane_id()]
+''')
+    res = run(k, np.zeros(32, np.int32), check=False)
+    kinds = [p.kind for p in res.problems]
+    assert ("barrier_count_mismatch" in kinds) == reported
+    if reported:
+        msg = next(str(p) for p in res.problems if p.kind == "barrier_count_mismatch")
+        assert "named barrier 3" in msg and "64" in msg and "96" in msg
+
+
 def test_missing_syncthreads_is_a_race_and_syncthreads_orders():
     src = '''
 @T.prim_func

@@ -1,7 +1,8 @@
 """Named CTA barriers, __syncthreads, warp sync, cluster barriers and fences.
 
 ``barrier.sync / arrive id, n`` count 32 per arriving warp (PTX: the warp size, whatever the
-active lanes); the barrier's generation completes at ``n`` threads. Cluster barriers complete
+active lanes); the barrier's generation completes at ``n`` threads, and a warp that gives another ``n`` to a
+phase already entered is reported (``barrier_count_mismatch``). Cluster barriers complete
 when every warp of every CTA of the cluster arrived. ``fence.proxy.async`` makes generic-proxy
 shared-memory writes ordered before it visible to TMA / wgmma / tcgen05 reads."""
 from __future__ import annotations
@@ -29,6 +30,11 @@ class Gen:
 
 def _named(ctx, bid, n, wait):
     st = ctx.cta.named.setdefault(bid, Gen())
+    if st.count and n != st.need:       # PTX: every thread of one phase of a barrier gives the same count
+        ctx.report("barrier_count_mismatch", f"named barrier {bid}: this warp gives a thread count of {n} to a "
+                   f"phase that {st.count} threads entered with {st.need}; every thread of a phase must give one count "
+                   "(the behaviour is undefined otherwise)", ["use one count for the barrier's phase, or another "
+                                                              "barrier id for the other group of threads"])
     g = st.arrive(ctx.w.release(), 32, n)
     if wait:
         yield Block(lambda: st.gen > g, f"named barrier {bid} ({st.count} of {n} threads arrived)", ctx.span)
