@@ -134,3 +134,52 @@ def test_iter_lists_start_every_draw_from_reach_and_leave_it_alone(its):
     assert REACH == {"laneid": 20}
     top = 20 + sum((it.extent - 1) * it.stride for it in its)
     assert top <= 31, its
+
+
+def test_compose_layouts_over_drawn_tiles_reach_every_kind():
+    """compose_layouts(tiles=...) draws inner and outer swizzles of parameters past the default's (P <= 2,
+    A <= 3), over tiles with offsets and replicas; every draw is a valid layout."""
+    seen = set()
+
+    @settings(max_examples=200, database=None)
+    @given(compose_layouts(tiles=tile_layouts(), swizzle_inner=None))
+    def collect(C):
+        assert isinstance(C, ComposeLayout)
+        C.check_well_formed()
+        if not C.swizzle_inner:
+            assert C.size() % C.swizzle.period == 0 or C.size() <= 1 << (C.swizzle.per_element + C.swizzle.atom_len)
+        seen.add(("outer" if not C.swizzle_inner else "inner", C.swizzle.per_element > 2 or C.swizzle.atom_len > 3,
+                  bool(C.tile_layout.replica), bool(C.tile_layout.offset)))
+
+    collect()
+    assert {k[0] for k in seen} == {"inner", "outer"} and any(k[1] for k in seen)
+    assert any(k[2] for k in seen) and any(k[3] for k in seen)
+
+
+@given(compose_layouts(swizzle_inner=False))
+def test_compose_layouts_draw_outer_swizzles_on_request(C):
+    assert not C.swizzle_inner and C.size() % C.swizzle.period == 0
+
+
+@given(tile_layouts(axes=("m", "laneid", "rank"), extents=(1, 5, 7), max_stride=100, max_offset=1 << 30))
+def test_tile_layouts_draw_the_extents_and_strides_asked_for(L):
+    assert all(it.extent in (1, 5, 7) for it in L.shard + L.replica)
+    assert all(it.stride <= 100 for it in L.shard + L.replica)
+    assert all(o.get("laneid", 0) < 32 for i in range(L.size()) for o in L.owners(i))
+
+
+def test_new_strategy_arguments_are_checked_when_called():
+    import pytest
+
+    from tirxpy.layout.errors import LayoutError
+
+    for call, msg in [
+        (lambda: tile_layouts(extents=()), "tile_layouts: extents must be a non-empty tuple"),
+        (lambda: tile_layouts(extents=(0, 2)), "tile_layouts: extents is 0"),
+        (lambda: tile_layouts(max_stride=-1), "tile_layouts: max_stride is -1"),
+        (lambda: tile_layouts(max_offset=1.5), "tile_layouts: max_offset must be an integer"),
+        (lambda: compose_layouts(tiles=5), "compose_layouts: tiles must be a strategy"),
+        (lambda: compose_layouts(swizzle_inner="yes"), "compose_layouts: swizzle_inner must be True or False"),
+    ]:
+        with pytest.raises(LayoutError, match=msg):
+            call()

@@ -131,17 +131,42 @@ def _slice_run(its, a, b):
     return [Iter((b - a) // inner, its[k].stride, its[k].axis)] + list(its[k + 1:]), off
 
 
-def _slice(L, region, shape):
+SLICE_STEPS_LIMIT = 1 << 12
+"""Largest region whose layout is read off its values (through :func:`~tirxpy.layout.algebra_compose.compose`)
+when the region wraps inside an iterator digit; past it such a region has no sliced form."""
+
+
+def _slice(L, region, shape, complete=True):
+    """``(sub-layout, None)`` or ``(None, why)``; with ``complete`` a region that wraps inside a digit is
+    still sliced when its placement is affine (read off its values, up to ``SLICE_STEPS_LIMIT`` elements)."""
     from .swizzle import ComposeLayout
 
     if isinstance(L, ComposeLayout):
         if not L.swizzle_inner:
             return None, "a ComposeLayout with swizzle_inner=False permutes logical indices; it has no sliced form"
-        t, why = _slice(L.tile_layout, region, shape)
+        t, why = _slice(L.tile_layout, region, shape, complete)
         return _rewrap(L, t), why
     L = _tile_of(L, "slice")
     shape = check_shape(shape, L.size())
     region = check_region(region, shape)
+    sub, why = _slice_box(L, region, shape)
+    if sub is None and complete and prod(b - a for a, b in region) <= SLICE_STEPS_LIMIT:
+        sub = _slice_by_values(L, region, shape)
+    return (sub, None) if sub is not None else (None, why)
+
+
+def _slice_by_values(L, region, shape):
+    """The region's layout as the composition of ``L`` with the region's row-major index map (``None`` when
+    that is not affine): exact where the digit-wise slice gives up, e.g. stride-0 digits."""
+    from .algebra_compose import _compose
+
+    rm = [prod(shape[d + 1:]) for d in range(len(shape))]
+    start = sum(a * s for (a, _), s in zip(region, rm))
+    index_map = TileLayout.from_iters([Iter(b - a, s) for (a, b), s in zip(region, rm)], (), {"m": start})
+    return _compose(L, index_map)[0]
+
+
+def _slice_box(L, region, shape):
     base = TileLayout.from_iters(fuse_shard(L.shard), L.replica, L.offset)
     g, why = _group(base, shape)
     if g is None:
@@ -166,8 +191,10 @@ def slice_layout(L: Layout, region, shape) -> Layout | None:
 
     *Requires*: ``region`` has one ``(start, stop)`` (or step-1 slice) per dimension inside
     ``shape``. *Postcondition*: ``result.owners(c) == L.owners(start + c)`` for every ``c`` in
-    ``(stop - start, ...)``; ``None`` when that is no TileLayout (the region wraps inside an
-    iterator digit). A ComposeLayout keeps its swizzle (it acts on absolute ``m``).
+    ``(stop - start, ...)``, with ``L``'s replicas. Found digit by digit when the region is a box of
+    ``L``'s iterator digits; a region that wraps inside a digit is read off its values (up to
+    ``SLICE_STEPS_LIMIT`` elements); ``None`` when no such TileLayout exists (or the region is past that
+    limit). A ComposeLayout keeps its swizzle (it acts on absolute ``m``).
 
         >>> from tirxpy.layout import S, TileLayout
         >>> slice_layout(TileLayout(S[(8, 8) : (8, 1)]), (slice(2, 4), slice(4, 8)), (8, 8))

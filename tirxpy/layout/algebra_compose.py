@@ -35,7 +35,9 @@ def pack(L: TileLayout, factor: int) -> TileLayout:
     """Pack ``factor`` consecutive logical elements into one wider element on ``m``.
 
     *Requires*: the innermost shard iterators walk ``factor``-divisible elements contiguously on
-    ``m`` (stride 1), and every other ``m`` stride and the ``m`` offset divide by ``factor``.
+    ``m`` (stride 1), and every other ``m`` stride and the ``m`` offset divide by ``factor``
+    (iterators of extent 1 are ignored: they move nothing), so layouts that differ only by iterator
+    splits or extent-1 iterators pack alike.
     *Postcondition*: ``packed.size() == L.size() // factor`` and ``packed.apply(i) ==
     L.apply(i * factor)`` with ``m`` divided by ``factor`` (replicas likewise).
 
@@ -82,7 +84,10 @@ def pack(L: TileLayout, factor: int) -> TileLayout:
         raise LayoutError(f"pack({f}): the m offset {off['m']} is not divisible by {f}; align the tile to {f} elements")
     if "m" in off:
         off["m"] //= f
-    return TileLayout.from_iters(div(shard, "shard"), div(L.replica, "replica"), pinned_offset(L, off))
+    # an extent-1 replica places no copy (its stride is never used): dropped like extent-1 shard iterators,
+    # its axis kept named by pinned_offset
+    replica = [it for it in L.replica if it.extent > 1]
+    return TileLayout.from_iters(div(shard, "shard"), div(replica, "replica"), pinned_offset(L, off))
 
 
 def unpack(L: TileLayout, factor: int) -> TileLayout:

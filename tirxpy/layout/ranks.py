@@ -28,7 +28,7 @@ from math import prod
 
 from .axis import Axis
 from .coords import check_shape
-from .errors import LayoutError, LayoutTypeError
+from .errors import MAX_ANSWER, LayoutError, LayoutTypeError
 from .iters import Iter, as_int, bounded_int
 from .tile import Layout, TileLayout
 
@@ -126,7 +126,7 @@ def ranks_of(layout, region, shape) -> list:
         reg = todo.pop()
         if any(a >= b for a, b in reg):
             continue
-        sub, _ = _slice(L, reg, shape)
+        sub, _ = _slice(L, reg, shape, complete=False)   # a region that is no box is halved instead
         if sub is not None:
             out |= _ranks_closed(sub)
             continue
@@ -138,8 +138,10 @@ def ranks_of(layout, region, shape) -> list:
 
 
 def _drop_rank(L: TileLayout) -> TileLayout:
+    """``L`` without the rank axis: a shard iterator on rank becomes the same count of elements at one place on
+    ``m`` (the rank it moves to is the caller's choice of peer), so the size stays; rank replicas go."""
     off = {k: v for k, v in L.offset.items() if k != "rank"}
-    return TileLayout.from_iters([it for it in L.shard if it.axis is not rank],
+    return TileLayout.from_iters([it if it.axis is not rank else Iter(it.extent, 0, "m") for it in L.shard],
                                  [it for it in L.replica if it.axis is not rank], off)
 
 
@@ -181,24 +183,37 @@ def peer_of(layout, region, shape, me: int | None = None, world: int | None = No
 
 
 def _peer(L: TileLayout, reg, shape, me) -> tuple:
-    """:func:`peer_of` after its argument checks (``reg`` a checked region of ``shape``)."""
+    """:func:`peer_of` after its argument checks (``reg`` a checked region of ``shape``). Element ``i`` of the
+    sub-layout lies on the ranks ``b(i) + c``: ``b(i)`` its base rank (rank offset plus its shard rank digits),
+    ``c`` any replica rank offset; a rank holds the whole region when it is in every element's set."""
     from .algebra import _slice
 
     sub, why = _slice(L, reg, shape)
+    copies_named = any(it.axis is rank and it.extent > 1 and it.stride > 0 for it in L.replica)
     if sub is None:
         held = ranks_of(L, reg, shape)
-        if len(held) > 1:
+        if len(held) > 1 and not copies_named:      # one rank per element: several ranks, none holds it all
             raise LayoutError(f"peer_of: region {list(reg)} spans ranks {held}; no one rank holds it all: split "
                               "the region at the shard boundary and read each part from its rank")
         raise LayoutError(f"peer_of: region {list(reg)} is not one strided box of the layout ({why})")
     if "rank" not in sub.axes():
         who = 0 if me is None else me
         return who, sub
-    moving = [it for it in sub.shard if it.axis is rank and it.extent > 1]
-    if moving:
+    moving = [it for it in sub.shard if it.axis is rank and it.extent > 1 and it.stride > 0]
+    copies = [it for it in sub.replica if it.axis is rank and it.extent > 1 and it.stride > 0]
+    if moving and not copies:
         raise LayoutError(f"peer_of: region {list(reg)} spans ranks {ranks_of(L, reg, shape)}; no one rank holds "
                           "it all: split the region at the shard boundary and read each part from its rank")
-    held = sorted(_ranks_closed(TileLayout.from_iters([], sub.replica, sub.offset)))
+    n = prod(it.extent for it in moving + copies)
+    if n > MAX_ANSWER:
+        raise LayoutError(f"peer_of: the region's rank digits and rank replicas make {n} combinations, past the "
+                          f"limit of {MAX_ANSWER} (MAX_ANSWER); read a smaller region")
+    offs = _ranks_closed(TileLayout.from_iters([], copies, {}))
+    bases = _ranks_closed(TileLayout.from_iters(moving, [], {"rank": sub.offset.get("rank", 0)}))
+    held = sorted(set.intersection(*({b + c for c in offs} for b in bases)))
+    if not held:
+        raise LayoutError(f"peer_of: region {list(reg)} lies on ranks {ranks_of(L, reg, shape)} but no one rank "
+                          "holds all of it: split the region at the shard boundary and read each part from its rank")
     who = held[0]
     if me is not None and me in held:
         who = me

@@ -174,10 +174,12 @@ class ComposeLayout(Layout):
         return self.tile_layout.replica_count
 
     def _reach_upper(self) -> dict:
+        """An upper bound of every coordinate: the swizzle changes only bits [P, P + B) of ``m``, and only of
+        an ``m >= 2**(P + A)``; so ``m' <= m | (2**(P + B) - 1)``, and ``m | low`` grows with ``m``."""
         hi = self.tile_layout._reach_upper()
         a, s = self.swizzle.axis.name, self.swizzle
-        if a in hi:   # the swizzle only sets bits of the field at per_element
-            hi[a] |= s._mask() << s.per_element
+        if a in hi and s.swizzle_len and hi[a] >> (s.per_element + s.atom_len):
+            hi[a] |= (1 << (s.per_element + s.swizzle_len)) - 1
         return hi
 
     def dense_box_mismatch(self, box):
@@ -289,8 +291,9 @@ def swizzle_for(swizzle_bytes: int, dtype) -> SwizzleLayout:
         >>> swizzle_for(128, "bf16")
         SwizzleLayout(3, 3, 3)
     """
-    if swizzle_bytes not in _SWIZZLE_BYTES:
-        raise LayoutError(f"swizzle mode must be 32, 64 or 128 bytes, got {swizzle_bytes!r}")
+    if not is_int(swizzle_bytes) or swizzle_bytes not in _SWIZZLE_BYTES:
+        err = LayoutError if is_int(swizzle_bytes) else LayoutTypeError
+        raise err(f"swizzle mode must be 32, 64 or 128 bytes (an int), got {swizzle_bytes!r}")
     bits = dtype_bits(dtype)
     if bits < 8:
         raise LayoutError("sub-byte element types are swizzled in bytes: pass dtype=8 with packed columns")
@@ -305,6 +308,9 @@ def hardware_swizzle_bytes(swizzle: SwizzleLayout, dtype) -> int | None:
         >>> hardware_swizzle_bytes(SwizzleLayout(3, 3, 3), "bf16"), hardware_swizzle_bytes(SwizzleLayout(1, 1, 1), "bf16")
         (128, None)
     """
+    if not isinstance(swizzle, SwizzleLayout):
+        raise LayoutTypeError(f"hardware_swizzle_bytes takes a SwizzleLayout, got {swizzle!r} "
+                              f"({type(swizzle).__name__})")
     if swizzle.swizzle_len == 0:
         return 0
     for mode in (32, 64, 128):

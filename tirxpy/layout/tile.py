@@ -166,12 +166,18 @@ class Layout:
 
     def equivalent(self, other: "Layout") -> bool:
         """Same size, the same named thread / CTA axes, and the same set of owners for every
-        logical index (a memory axis one layout leaves out reads 0 there)."""
+        logical index (a memory axis one layout leaves out reads 0 there). Layouts with identical
+        canonical forms (:func:`~tirxpy.layout.canonical.canonicalize`) are equivalent at any size;
+        others are compared by their owner tables (at most ``MAX_TABLE`` owners each)."""
         if not isinstance(other, Layout):
             raise LayoutTypeError(f"equivalent() compares two layouts, got {type(other).__name__}")
         if self.size() != other.size() or self.free_axes() != other.free_axes():
             return False
         if self.identical(other):
+            return True
+        from .canonical import canonicalize
+
+        if canonicalize(self).identical(canonicalize(other)):   # one split class: no table needed
             return True
         axes = sorted(set(self.axes()) | set(other.axes()))
         return self.owner_sets(axes) == other.owner_sets(axes)
@@ -193,26 +199,38 @@ class Layout:
 
     def dense_box_mismatch(self, box) -> tuple | None:
         """None when the ``m`` coordinate of this layout over the logical tile ``box`` is the dense
-        row-major box (what a TMA copy writes / reads, up to a base offset); otherwise the first
-        element found out of place as ``(element, its offset, the dense box's offset)``. A swizzled
-        layout is checked before its swizzle.
-
-            >>> from tirxpy.layout import TileLayout, S
-            >>> TileLayout(S[(4, 8) : (8, 1)]).dense_box_mismatch((4, 8)) is None
-            True
-            >>> TileLayout(S[(4, 8) : (16, 1)]).dense_box_mismatch((4, 8))
-            ((1, 0), 16, 8)
+        row-major box (what a TMA copy writes / reads, up to a base offset): element ``i`` (row-major
+        in ``box``) at ``m(0) + i`` for every ``i``. Otherwise an element out of place, as ``(element,
+        its offset from m(0), the dense box's offset)``: the first of the steps 1 and ``n - 1`` along
+        each dimension from the origin that is out of place, else the first in row-major order. A
+        swizzled layout is checked before its swizzle. Checked element by element (at most
+        ``MAX_TABLE`` elements); :class:`TileLayout` answers in closed form for any size.
         """
-        lay = self
         box = check_shape(box, self.size(), "box")
+        wrong = self._box_steps_mismatch(box)
+        if wrong is not None:
+            return wrong
+        if self.size() > MAX_TABLE:
+            raise LayoutError(f"dense_box_mismatch: the layout has {self.size()} elements, past the {MAX_TABLE} "
+                              "(MAX_TABLE) checked one by one; check the unswizzled TileLayout, which is closed form")
+        base = self.apply(0).get("m", 0)
+        for i in range(self.size()):
+            got = self.apply(i).get("m", 0) - base
+            if got != i:
+                return tuple(int(x) for x in unflatten(i, box)), int(got), i
+        return None
+
+    def _box_steps_mismatch(self, box):
+        """The first of the steps 1 and ``n - 1`` along each dimension (from the origin) whose ``m`` is not
+        the dense box's, or None: the element a mismatch names when one of these is out of place."""
         rm = [prod(box[d + 1:]) for d in range(len(box))]
         origin = [0] * len(box)
-        base = lay.apply(*origin, shape=box).get("m", 0)
+        base = self.apply(*origin, shape=box).get("m", 0)
         for d in range(len(box)):
             for step in sorted({s for s in (1, box[d] - 1) if 0 < s < box[d]}):
                 c = list(origin)
                 c[d] = step
-                got = lay.apply(*c, shape=box).get("m", 0) - base
+                got = self.apply(*c, shape=box).get("m", 0) - base
                 if got != step * rm[d]:
                     return tuple(c), int(got), step * rm[d]
         return None
@@ -438,6 +456,33 @@ class TileLayout(Layout):
             parts.append(_fmt_iters("R", self.replica))
         parts += [f"{v}@{k}" for k, v in self._offset]
         return f"TileLayout({' + '.join(parts)})"
+
+    def dense_box_mismatch(self, box) -> tuple | None:
+        """:meth:`Layout.dense_box_mismatch` in closed form: ``m(i) - m(0)`` is the sum over shard digits of
+        ``digit * (stride if the iterator is on m else 0)``, and it equals ``i = sum digit * place`` for every
+        ``i`` exactly when each iterator of extent > 1 moves ``m`` by its place value (the product of the
+        extents after it). When none of the steps :meth:`Layout.dense_box_mismatch` tries first is out of
+        place, the first element out of place is the place value of the fastest iterator that does not.
+
+            >>> from tirxpy.layout import TileLayout, S
+            >>> TileLayout(S[(4, 8) : (8, 1)]).dense_box_mismatch((4, 8)) is None
+            True
+            >>> TileLayout(S[(4, 8) : (16, 1)]).dense_box_mismatch((4, 8))
+            ((1, 0), 16, 8)
+            >>> TileLayout(S[(2, 3, 2) : (8, 1, 1)]).dense_box_mismatch((12,))    # m: 0 1 1 2 2 3 8 ..
+            ((2,), 1, 2)
+        """
+        box = check_shape(box, self.size(), "box")
+        wrong = self._box_steps_mismatch(box)
+        if wrong is not None:
+            return wrong
+        place = 1
+        for it in reversed(self.shard):
+            moves = it.stride if it.axis.name == "m" else 0
+            if it.extent > 1 and moves != place:
+                return tuple(int(x) for x in unflatten(place, box)), moves, place
+            place *= it.extent
+        return None
 
     # ---- evaluation ----
     def apply(self, *coord, shape=None) -> dict:

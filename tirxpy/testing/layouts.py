@@ -7,7 +7,8 @@ small size, so a property may enumerate a layout's whole domain.
   (``offsets=False`` drops them) on the given ``axes``;
 - :func:`memory_layouts`: on the memory axis ``m`` only;
 - :func:`compose_layouts`: a random swizzle ``(P, B, A)`` over a row-major tile, sometimes times a
-  thread axis; :func:`swizzled_layouts`: the hardware 32B / 64B / 128B swizzles of a dtype over a
+  thread axis (``tiles=tile_layouts()``: over any drawn tile; ``swizzle_inner=None``: outer swizzles
+  too); :func:`swizzled_layouts`: the hardware 32B / 64B / 128B swizzles of a dtype over a
   tile of whole swizzle atoms;
 - :func:`hardware_atoms`: the instruction layouts of :mod:`tirxpy.layout.atoms` (WGMMA accumulator
   and A fragment, mma.sync fragments, ldmatrix, tcgen05 TMEM layouts, WGMMA / tcgen05 shared-memory
@@ -90,12 +91,12 @@ def _iter_lists_from(draw, n_max, start, axes, max_size):
 
 
 @st.composite
-def _iter_lists(draw, n_max, reach, axes, max_size):
+def _iter_lists(draw, n_max, reach, axes, max_size, extents=EXTENTS, max_stride=12):
     out, size = [], 1
     for _ in range(draw(st.integers(0, n_max))):
-        e = draw(st.sampled_from([x for x in EXTENTS if size * x <= max_size] or [1]))
+        e = draw(st.sampled_from([x for x in extents if size * x <= max_size] or [1]))
         a = draw(st.sampled_from(axes))
-        raw = draw(st.integers(0, 12))
+        raw = draw(st.integers(0, max_stride))
         if _bound(a) and e > 1:
             raw = min(raw, (_bound(a) - 1 - reach.get(a, 0)) // (e - 1))
         reach[a] = reach.get(a, 0) + (e - 1) * raw
@@ -104,10 +105,19 @@ def _iter_lists(draw, n_max, reach, axes, max_size):
     return out
 
 
-def tile_layouts(axes=AXES, max_shard=4, max_replica=2, max_size=256, offsets=True, replicas=True):
+def tile_layouts(axes=AXES, max_shard=4, max_replica=2, max_size=256, offsets=True, replicas=True, *,
+                 extents=EXTENTS, max_stride=12, max_offset=40):
     """A valid TileLayout on ``axes`` with size <= ``max_size``: up to ``max_shard`` shard iterators,
     up to ``max_replica`` replica iterators (none with ``replicas=False``), an offset on up to two axes
     (none with ``offsets=False``). Counts are ints in ``[0, MAX_ITERS]``, ``max_size >= 1``.
+
+    What it draws: iterator extents from ``extents`` (default :data:`EXTENTS`: 1, 2, 3, 4, 8; extent-1
+    iterators included), strides in ``[0, max_stride]`` (0 included) cut down to stay within each bounded
+    axis, offsets up to the axis's bound (``max_offset`` on an unbounded axis), replicas of at most 8 copies
+    in all, an empty shard (one element, e.g. a replica-only layout) among them. What it leaves out unless
+    asked: the axes not in :data:`AXES` (``P``, ``F``, CTA axes, ``rank``: pass ``axes=``), extents other
+    than ``extents``, larger strides and offsets, and sizes past ``max_size``; layouts past an axis's bound
+    are never drawn (they are invalid).
 
         >>> tile_layouts(max_shard=-1)
         Traceback (most recent call last):
@@ -115,43 +125,83 @@ def tile_layouts(axes=AXES, max_shard=4, max_replica=2, max_size=256, offsets=Tr
         tirxpy.layout.errors.LayoutError: tile_layouts: max_shard is -1; it must be an integer >= 0
     """
     fn = "tile_layouts"
+    if isinstance(extents, (str, bytes)) or not isinstance(extents, (tuple, list)) or not extents:
+        raise LayoutTypeError(f"{fn}: extents must be a non-empty tuple of positive ints, got {extents!r}")
+    extents = tuple(_args.count(e, fn, "extents", 1) for e in extents)
     return _tile_layouts(_args.axes(axes, fn), _args.count(max_shard, fn, "max_shard", 0, MAX_ITERS),
                          _args.count(max_replica, fn, "max_replica", 0, MAX_ITERS),
                          _args.count(max_size, fn, "max_size", 1), _args.flag(offsets, fn, "offsets"),
-                         _args.flag(replicas, fn, "replicas"))
+                         _args.flag(replicas, fn, "replicas"), extents, _args.count(max_stride, fn, "max_stride"),
+                         _args.count(max_offset, fn, "max_offset"))
 
 
 @st.composite
-def _tile_layouts(draw, axes, max_shard, max_replica, max_size, offsets, replicas):
+def _tile_layouts(draw, axes, max_shard, max_replica, max_size, offsets, replicas, extents=EXTENTS, max_stride=12,
+                  max_offset=40):
     reach: dict = {}
-    shard = draw(_iter_lists(max_shard, reach, axes, max_size))
-    replica = draw(_iter_lists(max_replica, reach, axes, 8)) if replicas else []
+    shard = draw(_iter_lists(max_shard, reach, axes, max_size, extents, max_stride))
+    replica = draw(_iter_lists(max_replica, reach, axes, 8, extents, max_stride)) if replicas else []
     off = {}
     if offsets:
         for a in draw(st.lists(st.sampled_from(axes), max_size=2, unique=True)):
-            hi = _bound(a) - 1 - reach.get(a, 0) if _bound(a) else 40
+            hi = _bound(a) - 1 - reach.get(a, 0) if _bound(a) else max_offset
             off[a] = draw(st.integers(0, max(hi, 0)))
     return TileLayout.from_iters(shard, replica, off)
 
 
-def memory_layouts(max_shard=4, max_replica=2, max_size=256, offsets=True, replicas=True):
+def memory_layouts(max_shard=4, max_replica=2, max_size=256, offsets=True, replicas=True, **kw):
     """TileLayouts on ``m`` only (e.g. the inner operand of ``compose``); arguments as :func:`tile_layouts`."""
-    return tile_layouts(("m",), max_shard, max_replica, max_size, offsets, replicas)
+    return tile_layouts(("m",), max_shard, max_replica, max_size, offsets, replicas, **kw)
+
+
+def compose_layouts(tiles=None, swizzle_inner=True):
+    """A ComposeLayout (a swizzle of the memory axis ``m``).
+
+    ``tiles=None`` (the default): a swizzle ``(P, B, A)`` with ``P <= 2``, ``B <= 3``, ``B <= A <= 3`` over a
+    row-major ``(rows, cols)`` m-tile of one or two swizzle periods (``cols = 2**(P + A)``), sometimes times a
+    ``laneid`` iterator; no offset, no replicas. With ``tiles`` (a strategy of TileLayouts, e.g.
+    ``tile_layouts()``): any swizzle with ``P, B <= 4``, ``B <= A <= 6`` over a drawn tile (offsets, replicas,
+    thread axes and all; a tile that names no ``m`` gets an extent-1 iterator on it).
+
+    ``swizzle_inner``: True (the swizzle permutes the ``m`` the tile produces), False (it permutes the logical
+    index; the swizzle is then drawn so that the size is a whole number of periods or below ``2**(P + A)``),
+    or None (either). Left out: swizzles of the other memory axes (``P``, ``F``, ``Bank``).
+    """
+    if tiles is not None and not isinstance(tiles, st.SearchStrategy):
+        raise LayoutTypeError(f"compose_layouts: tiles must be a strategy of TileLayouts (e.g. tile_layouts()), "
+                              f"got {tiles!r} ({type(tiles).__name__})")
+    if swizzle_inner is not None:
+        _args.flag(swizzle_inner, "compose_layouts", "swizzle_inner")
+    return _compose_layouts(tiles, swizzle_inner)
 
 
 @st.composite
-def compose_layouts(draw):
-    """A ComposeLayout: a swizzle ``(P, B, A)`` over a row-major ``(rows, cols)`` m-tile, maybe times a
-    thread axis."""
-    P, B = draw(st.integers(0, 2)), draw(st.integers(0, 3))
-    A = draw(st.integers(B, 3))
-    period = 1 << (P + A + B)
-    cols = 1 << (P + A)
-    rows = period // cols * draw(st.sampled_from([1, 2]))
-    shard = [Iter(rows, cols), Iter(cols, 1)]
-    if draw(st.booleans()) and rows * cols <= 256:
-        shard.insert(draw(st.integers(0, 2)), Iter(draw(st.sampled_from([2, 4])), 1, "laneid"))
-    return ComposeLayout(SwizzleLayout(P, B, A), TileLayout.from_iters(shard))
+def _compose_layouts(draw, tiles, swizzle_inner):
+    inner = draw(st.booleans()) if swizzle_inner is None else swizzle_inner
+    if tiles is None:
+        P, B = draw(st.integers(0, 2)), draw(st.integers(0, 3))
+        A = draw(st.integers(B, 3))
+        period = 1 << (P + A + B)
+        cols = 1 << (P + A)
+        rows = period // cols * draw(st.sampled_from([1, 2]))
+        shard = [Iter(rows, cols), Iter(cols, 1)]
+        if draw(st.booleans()) and rows * cols <= 256:
+            shard.insert(draw(st.integers(0, 2)), Iter(draw(st.sampled_from([2, 4])), 1, "laneid"))
+        return ComposeLayout(SwizzleLayout(P, B, A), TileLayout.from_iters(shard), swizzle_inner=inner)
+    tile = draw(tiles)
+    if not isinstance(tile, TileLayout):
+        raise LayoutTypeError(f"compose_layouts: tiles drew {tile!r} ({type(tile).__name__}), not a TileLayout")
+    if inner and "m" not in tile.axes():
+        tile = TileLayout.from_iters(tile.shard + (Iter(1, 1, "m"),), tile.replica, tile.offset)
+    B = draw(st.integers(0, 4))
+    A, P = draw(st.integers(B, 6)), draw(st.integers(0, 4))
+    n = tile.size()
+    if not inner and n % (1 << (P + A + B)) and n > 1 << (P + A):
+        v = (n & -n).bit_length() - 1          # 2**v divides n: a swizzle of at most v bits has whole periods
+        B = draw(st.integers(0, v // 2))
+        A = draw(st.integers(B, v - B))
+        P = draw(st.integers(0, v - A - B))
+    return ComposeLayout(SwizzleLayout(P, B, A), tile, swizzle_inner=inner)
 
 
 _SMEM_DTYPES = ("bf16", "f16", "f32", "e4m3")
@@ -160,7 +210,8 @@ _SMEM_DTYPES = ("bf16", "f16", "f32", "e4m3")
 def swizzled_layouts(dtypes=_SMEM_DTYPES, max_rows=16):
     """A hardware shared-memory swizzle (32B, 64B or 128B for an element of one of ``dtypes``) over a
     row-major tile whose rows are one swizzle row (``swizzle_bytes`` bytes) and whose row count is a
-    multiple of 8 up to ``max_rows`` (an int >= 8): ``ComposeLayout(swizzle_for(bytes, dtype), rows x cols)``."""
+    multiple of 8 up to ``max_rows`` (an int >= 8): ``ComposeLayout(swizzle_for(bytes, dtype), rows x cols)``.
+    Left out: padded rows, offsets (views of a larger tile) and thread axes; :func:`compose_layouts` draws those."""
     def known(dtype):
         for nbytes in (32, 64, 128):
             swizzle_for(nbytes, dtype)
@@ -218,7 +269,8 @@ def hardware_atoms():
     """An :class:`Atom`: one of the instruction layouts of :mod:`tirxpy.layout.atoms` with its logical
     shape (WGMMA accumulators and A fragments, mma.sync m16n8k16 fragments, ldmatrix x1 / x2 / x4,
     tcgen05 TMEM accumulators and tcgen05.ld layouts, tcgen05.cp warpx4, WGMMA / tcgen05 shared-memory
-    operand layouts of every swizzle and major-ness)."""
+    operand layouts of every swizzle and major-ness). A fixed sample of each family's parameters (e.g. WGMMA
+    N in 8, 16, 64, 256; bf16 operands; 64-row tiles), listed in ``_atom_makers``; not every legal call."""
     global _ATOMS
     if _ATOMS is None:
         _ATOMS = [Atom(name, make(), tuple(shape)) for name, make, shape in _atom_makers()]
