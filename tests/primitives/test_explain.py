@@ -36,6 +36,7 @@ def test_memory_fill_values():
     s = T.alloc_shared((64,), "float32")
     Tx.cta.fill(s, T.float32(3))
     Tx.cta.fill(O[0:64], T.float32(-1))
+    T.ptx.bar_warp_sync(T.uint32(0xffffffff))      # the copy's lanes read what other lanes' fill wrote
     Tx.cta.copy(O[0:64], s)""", threads=32)
     out = run_lowered(k, O=np.zeros(70, np.float32)).result("O")
     assert (out[:64] == 3).all() and (out[64:] == 0).all()

@@ -59,6 +59,37 @@ def k(A: T.Tensor((32,), "int32")):
     assert a.tolist() == [31 - l + 7 for l in range(32)]
 
 
+_LANES = '''
+@T.prim_func
+def k(A: T.Tensor((32,), "int32")):
+    T.launch(grid=(1,), threads=32)
+    s = T.alloc_shared((32,), "int32")
+    s[T.lane_id()] = T.lane_id() * 3
+    SYNC
+    A[T.lane_id()] = s[READ]
+'''
+
+
+@pytest.mark.parametrize("sync,read,race", [
+    ("T.evaluate(0)", "31 - T.lane_id()", True),                      # lane l reads what lane 31 - l wrote
+    ("T.evaluate(0)", "T.lane_id()", False),                          # each lane its own bytes
+    ("T.ptx.bar_warp_sync(T.uint32(0xffffffff))", "31 - T.lane_id()", False),
+    ("T.ptx.syncthreads()", "31 - T.lane_id()", False),
+    ("T.evaluate(T.ptx.shfl_sync_idx_b32(T.uint32(0), T.uint32(0), T.uint32(0xffffffff)))", "31 - T.lane_id()", False),
+])
+def test_lanes_of_one_warp_need_a_warp_sync_between_a_write_and_anothers_read(sync, read, race):
+    """Under independent thread scheduling the lanes of a warp need not run together: a lane that reads shared
+    bytes another lane of its warp wrote needs ``bar.warp.sync`` (``__syncwarp``), a barrier or a ``.sync``
+    collective between them; a lane re-reading its own bytes does not."""
+    a = np.zeros(32, np.int32)
+    res = run(_k(_LANES.replace("SYNC", sync).replace("READ", read)), a, check=False)
+    msgs = [str(p) for p in res.problems if p.kind == "race"]
+    assert bool(msgs) == race, msgs
+    if race:
+        assert "not ordered after a write by lane" in msgs[0] and "of the same warp" in msgs[0]
+        assert "bar_warp_sync" in msgs[0]
+
+
 @pytest.mark.parametrize("arrive_count,reported", [(64, False), (96, True)])
 def test_one_phase_of_a_named_barrier_takes_one_thread_count(arrive_count, reported):
     """The producer warp arrives with ``arrive_count`` and the consumer waits with 64: PTX leaves a phase whose

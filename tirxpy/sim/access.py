@@ -51,7 +51,7 @@ def load(w, m, buf, idx, node):
         return mem.read(off, buf.dtype)
     if st.startswith("shared"):
         off = shared_base(w, buf) + np.where(ok, byte_offsets(w, buf, idx), 0)
-        w.smem_access(off[ok], nbytes(buf.dtype), False, GENERIC, node)
+        w.smem_access(off[ok], nbytes(buf.dtype), False, GENERIC, node, lanes=np.nonzero(ok)[0])
         return w.cta.smem.read(off, buf.dtype)
     raise UnsupportedError(f"element reads of {st} buffer {buf.name} (use tcgen05.ld for tensor memory)")
 
@@ -99,7 +99,7 @@ def store(w, m, buf, idx, value, node, poison=None):
         return
     if st.startswith("shared"):
         off = shared_base(w, buf) + byte_offsets(w, buf, idx)[ok]
-        w.smem_access(off, nbytes(buf.dtype), True, GENERIC, node)
+        w.smem_access(off, nbytes(buf.dtype), True, GENERIC, node, lanes=np.nonzero(ok)[0])
         w.cta.smem.write(off, val, buf.dtype)
         return
     raise UnsupportedError(f"element writes of {st} buffer {buf.name} (use tcgen05.st for tensor memory)")

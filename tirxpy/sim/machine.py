@@ -86,6 +86,7 @@ class Warp:
         self.maxnreg = None
         self.where = None
 
+        self.wsync = 0         # warp-sync epoch: bumped by every synchronization of the warp's lanes (sync_lanes)
         self.lane_ids = np.arange(WARP, dtype=np.int32)
         self.tid32 = self.tid.astype(np.int32)
         self.inflight: dict = {}  # root -> bool[nbytes]: wgmma accumulator bytes not yet waited for
@@ -209,10 +210,12 @@ class Warp:
             self.rinit[root][rows, idx] = True
 
     # ---- shared memory accesses (race checking) ----
-    def smem_access(self, offsets, k, write, proxy, node, agent=None, vc=None, atomic=False):
+    def smem_access(self, offsets, k, write, proxy, node, agent=None, vc=None, atomic=False, lanes=None):
         """Check and record an access of ``k`` bytes at each of ``offsets`` (out of range: reported and
         dropped); ``atomic`` marks an atomic read-modify-write (pass ``write=True``), which races with plain
-        accesses only (:meth:`tirxpy.sim.races.Shadow.access`)."""
+        accesses only (:meth:`tirxpy.sim.races.Shadow.access`). ``lanes`` (the lane of each offset, for this
+        warp's own plain loads and stores) also checks the access against the bytes other lanes of the warp wrote
+        since its last warp synchronization (:attr:`wsync`)."""
         off = np.asarray(offsets, np.int64).ravel()
         if off.size == 0:
             return
@@ -223,9 +226,14 @@ class Warp:
                                     f"{int(off[bad][0])} is outside the {sh.size}-byte allocation",
                                     getattr(node, "span", None), self.describe())
             off = off[~bad]
+            lanes = None if lanes is None else np.asarray(lanes).ravel()[~bad]
         idx = off[:, None] + np.arange(k)
         self.cta.machine.check_access(self.cta, idx, self.agent if agent is None else agent,
                                       self.vc if vc is None else vc, write, proxy, node, self, atomic)
+        if lanes is not None and agent is None and not atomic:
+            found = sh.lane_conflict(idx, np.asarray(lanes, np.int64).ravel(), self.agent, self.wsync, write)
+            if found is not None:
+                self.cta.machine.report_lane_race(self, found, write, node)
 
     def elect(self, node, mask):
         tids = self.cta.machine.elected.get(id(node))
@@ -245,8 +253,14 @@ class Warp:
         self.vc[self.agent] += 1
 
     def acquire(self, vc):
+        self.wsync += 1
         if vc is not None:
             self.vc = join(self.vc, vc)
+
+    def sync_lanes(self):
+        """The warp's lanes synchronize (``bar.warp.sync``, a ``.sync`` collective): what each lane wrote to
+        shared memory before is ordered before what the others access after."""
+        self.wsync += 1
 
     def release(self):
         v = self.vc.copy()
@@ -342,6 +356,17 @@ class Machine:
                     " (no barrier / mbarrier wait between them)", span, me,
                     [f"the other access: {ospan}"] if ospan is not None else [],
                     key=("race", getattr(span, "line", None), getattr(ospan, "line", None), kind))
+
+    def report_lane_race(self, warp, found, write, node):
+        """A lane's shared-memory access (``found``: ``(lane, other lane)``) of bytes another lane of the same warp
+        wrote with no warp synchronization between them."""
+        lane, other = found
+        span = getattr(node, "span", None)
+        self.report("race", f"shared-memory {'write' if write else 'read'} by lane {lane} is not ordered after a write "
+                    f"by lane {other} of the same warp (no __syncwarp / bar.warp.sync or barrier between them); the "
+                    "lanes of a warp need not run together", span, warp.describe(),
+                    ["add T.ptx.bar_warp_sync(T.uint32(0xffffffff)) (or a barrier) between the write and the "
+                     "access"], key=("race", "lanes", getattr(span, "line", None)))
 
     def report_uninit_shared(self, cta, byte, node, who):
         span = getattr(node, "span", None)

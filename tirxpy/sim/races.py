@@ -7,7 +7,9 @@ clocks. An access races when the last write (or a read, for a write) by another 
 ordered before it. Atomic read-modify-writes (``atom.shared``) do not race with each other, but
 each is a write to plain reads and writes of the same bytes by other agents: both ways, the two
 must be ordered. Async-proxy reads of bytes last written by the generic proxy need a
-``fence.proxy.async`` by the writer after the write.
+``fence.proxy.async`` by the writer after the write. Within a warp, a lane's plain load or store of bytes another
+lane of the warp stored since the warp's last synchronization of its lanes (``bar.warp.sync``, a barrier, an
+mbarrier wait, a ``.sync`` collective) races too (:meth:`Shadow.lane_conflict`): lanes need not run together.
 """
 from __future__ import annotations
 
@@ -75,6 +77,8 @@ class Shadow:
         self.acols: dict = {}              # agent -> int64[size]: its clock at its last atomic on each byte
         self.width = 8
         self.init = np.zeros(size, bool)   # written at least once (by any proxy)
+        self.w_lane = np.full(size, -1, np.int8)   # the lane of the last write when a warp's own store made it
+        self.w_wsync = np.zeros(size, np.int64)    # that warp's warp-sync epoch at the write (Warp.wsync)
         self.uninit_at = -1                # the last read's first byte never written (-1: none)
 
     def _grow(self, n):
@@ -142,6 +146,7 @@ class Shadow:
                 col[idx] = vcl[agent]
                 return found
             self.w_agent[idx] = agent
+            self.w_lane[idx] = -1
             self.w_clock[idx] = vcl[agent]
             self.w_proxy[idx] = proxy
             self.fenced[idx] = proxy == ASYNC
@@ -154,6 +159,24 @@ class Shadow:
             if col is None:
                 col = self.cols[agent] = np.zeros(self.size, np.int64)
             col[idx] = vcl[agent]
+        return found
+
+    def lane_conflict(self, rows, lanes, agent, wsync, write):
+        """Within one warp: ``rows`` (one row of byte indices per lane in ``lanes``) read or written by warp
+        ``agent`` at its warp-sync epoch ``wsync``. Returns ``(lane, other lane)`` of the first byte another lane of
+        the same warp wrote in this epoch (with no warp synchronization since: lanes of a warp need not run
+        together), or None; a write records its lanes."""
+        ok = (rows >= 0) & (rows < self.size)
+        r = np.where(ok, rows, 0)
+        prior = self.w_lane[r]
+        hit = ok & (self.w_agent[r] == agent) & (prior >= 0) & (prior != lanes[:, None]) & (self.w_wsync[r] == wsync)
+        found = None
+        if hit.any():
+            i, j = np.unravel_index(int(np.argmax(hit)), hit.shape)
+            found = (int(lanes[i]), int(prior[i, j]))
+        if write:
+            self.w_lane[r[ok]] = np.broadcast_to(lanes[:, None], r.shape)[ok]
+            self.w_wsync[r[ok]] = wsync
         return found
 
     def fence_proxy(self, agent, vc):

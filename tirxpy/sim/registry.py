@@ -222,6 +222,20 @@ def _check_scope(w, call, entry, mask):
         key=("divergent_collective", call.name, getattr(call.span, "line", None)))
 
 
+_SYNC_OP = re.compile(r"\.sync\b|\bbar\b|\bbarrier\b")
+_SYNC_CACHE: dict = {}
+
+
+def _syncs_lanes(entry) -> bool:
+    """Whether ``entry`` synchronizes the lanes of the warp that runs it (a collective of warp scope or wider, or a
+    ``.sync`` / barrier instruction such as ``shfl.sync``): the warp's lanes are then taken as ordered there
+    (:meth:`~tirxpy.sim.machine.Warp.sync_lanes`)."""
+    hit = _SYNC_CACHE.get(entry.name)
+    if hit is None or hit[0] is not entry:
+        hit = _SYNC_CACHE[entry.name] = (entry, entry.scope != "thread" or bool(_SYNC_OP.search(entry.template)))
+    return hit[1]
+
+
 def execute_call(w, call, mask):
     """Run one intrinsic call for the active lanes of ``w`` (a generator)."""
     _load()
@@ -229,6 +243,8 @@ def execute_call(w, call, mask):
     fn, match = model_of(call.name)
     if entry is not None:
         _check_scope(w, call, entry, mask)
+        if _syncs_lanes(entry):
+            w.sync_lanes()
         if not _idle(entry):
             w.cta.machine.progress += 1
             w.moves += 1

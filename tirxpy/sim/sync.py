@@ -67,7 +67,7 @@ def _barrier_arrive(ctx):
 
 @register_model("bar_warp_sync")
 def _warp_sync(ctx):
-    return None
+    ctx.w.sync_lanes()
 
 
 def _cluster_gen(ctx):

@@ -67,7 +67,7 @@ def _vec(ctx):
             ctx.report("misaligned", f"{ctx.call.name}: shared address {int(off[(off % (4 * n)) != 0][0]):#x} is not "
                        f"{4 * n}-byte aligned")
         idx = off[:, None] + 4 * np.arange(n)
-        w.smem_access(off, 4 * n, op == "st", GENERIC, ctx.call)
+        w.smem_access(off, 4 * n, op == "st", GENERIC, ctx.call, lanes=lanes)
         m.banks.note(getattr(ctx.call, "span", None), lanes, off, 4 * n)
         if op == "st":
             vals = np.stack([ctx.arg(c)[lanes].astype(np.uint32) for c in names], 1)
