@@ -5,7 +5,6 @@ never read off the code under test. The strategies are pushed to their edges her
 and prime extents, wide strides and offsets, replica-only layouts, swizzles of any parameters over any tile,
 inner and outer swizzles.
 """
-import itertools
 from math import prod
 
 import pytest
@@ -19,6 +18,8 @@ from tirxpy.layout import (
 )
 from tirxpy.layout.cli import parse_spec
 from tirxpy.layout.errors import LayoutTypeError
+from tests.layout.test_algebra_compose import packable
+from tests.layout.test_tile import ref_owners as tile_ref_owners
 from tirxpy.testing import (
     AXES, aligned_shapes, compose_layouts, domain, owner_set, regions, shapes, split_layouts, tile_layouts,
 )
@@ -58,20 +59,7 @@ def ref_owners(L, i):
         if not L.swizzle_inner:
             return ref_owners(L.tile_layout, swz(i))
         return [dict(d, m=swz(d.get("m", 0))) for d in ref_owners(L.tile_layout, i)]
-    digits = []
-    for it in reversed(L.shard):
-        digits.append(i % it.extent)
-        i //= it.extent
-    base = dict(L.offset)
-    for c, it in zip(reversed(digits), L.shard):
-        base[it.axis.name] = base.get(it.axis.name, 0) + c * it.stride
-    out = []
-    for r in itertools.product(*(range(it.extent) for it in L.replica)):
-        d = dict(base)
-        for rj, it in zip(r, L.replica):
-            d[it.axis.name] = d.get(it.axis.name, 0) + rj * it.stride
-        out.append(d)
-    return out
+    return tile_ref_owners(L, i)
 
 
 def held_by(L):
@@ -240,21 +228,6 @@ def test_slice_is_none_only_where_no_tile_layout_places_the_region(L, a, b):
 
 
 # ---- pack / unpack respect the split class ----
-@st.composite
-def packable(draw):
-    """(L, f): L's innermost run is f*k stride-1 elements on m; every other m stride divides by f."""
-    base = draw(tile_layouts(max_size=32))
-    f, k = draw(st.sampled_from([2, 4])), draw(st.sampled_from([1, 2]))
-
-    def widen(its):
-        return [Iter(it.extent, it.stride * f, "m") if it.axis.name == "m" else it for it in its]
-
-    off = base.offset
-    if "m" in off:
-        off["m"] *= f
-    return TileLayout.from_iters(widen(base.shard) + [Iter(f * k, 1, "m")], widen(base.replica), off), f
-
-
 @example((TileLayout(S[4 : 1]), 2), TileLayout.from_iters([Iter(4, 1)], [Iter(1, 3)]))
 @given(packable(), st.none())
 def test_pack_is_the_same_for_every_split_of_a_layout(Lf, M):

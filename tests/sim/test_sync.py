@@ -41,19 +41,23 @@ def test_named_barrier_waiting_for_too_many_threads_deadlocks():
     assert "named barrier 1 (64 of 96 threads arrived)" in str(ei.value)
 
 
-def test_barrier_arrive_does_not_wait_but_orders_the_producer():
-    k = _k('''
+# warp 0 writes and arrives on barrier 3 with ARRIVE threads; warp 1 waits for 64 and reads
+_ARRIVE = '''
 @T.prim_func
 def k(A: T.Tensor((32,), "int32")):
     T.launch(grid=(1,), threads=64)
     s = T.alloc_shared((32,), "int32")
     if T.thread_id() < 32:
         s[T.lane_id()] = T.lane_id() + 7
-        T.ptx.barrier_arrive(3, 64)
+        T.ptx.barrier_arrive(3, ARRIVE)
     else:
         T.ptx.barrier_sync(3, 64)
         A[T.lane_id()] = s[31 - T.lane_id()]
-''')
+'''
+
+
+def test_barrier_arrive_does_not_wait_but_orders_the_producer():
+    k = _k(_ARRIVE.replace("ARRIVE", "64"))
     a = np.zeros(32, np.int32)
     run(k, a)
     assert a.tolist() == [31 - l + 7 for l in range(32)]
@@ -94,18 +98,7 @@ def test_lanes_of_one_warp_need_a_warp_sync_between_a_write_and_anothers_read(sy
 def test_one_phase_of_a_named_barrier_takes_one_thread_count(arrive_count, reported):
     """The producer warp arrives with ``arrive_count`` and the consumer waits with 64: PTX leaves a phase whose
     threads give different counts undefined, which the run reports (the counts here still add up to a phase)."""
-    k = _k(f'''
-@T.prim_func
-def k(A: T.Tensor((32,), "int32")):
-    T.launch(grid=(1,), threads=64)
-    s = T.alloc_shared((32,), "int32")
-    if T.thread_id() < 32:
-        s[T.lane_id()] = T.lane_id() + 7
-        T.ptx.barrier_arrive(3, {arrive_count})
-    else:
-        T.ptx.barrier_sync(3, 64)
-        A[T.lane_id()] = s[31 - T.lane_id()]
-''')
+    k = _k(_ARRIVE.replace("ARRIVE", str(arrive_count)))
     res = run(k, np.zeros(32, np.int32), check=False)
     kinds = [p.kind for p in res.problems]
     assert ("barrier_count_mismatch" in kinds) == reported
