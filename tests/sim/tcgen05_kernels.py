@@ -1,11 +1,12 @@
 """A one-CTA tcgen05 kernel for the simulator tests: C (128 x 32, float32 bits) = A (128 x 64) @ B (32 x 64)^T in
 bf16 through tensor memory (alloc, four mma of K = 16, commit to an mbarrier, 32x32b ld, dealloc).
 ``first_accumulates``: the first mma accumulates into the fresh accumulator; ``mma=False``: no mma at all;
-``wait=False``: the ld does not wait for the commit."""
+``wait=False``: the ld does not wait for the commit; ``wait_ld=False``: the ld's registers are read with no
+tcgen05.wait::ld."""
 from tirxpy import T
 
 
-def mma_kernel(first_accumulates=False, mma=True, wait=True):
+def mma_kernel(first_accumulates=False, mma=True, wait=True, wait_ld=True):
     from tirxpy.intrinsics import descriptors as D
     from tirxpy.intrinsics import tcgen05_ld
     from tirxpy.layout.atoms import mma_smem_layout
@@ -14,7 +15,7 @@ def mma_kernel(first_accumulates=False, mma=True, wait=True):
     SA = mma_smem_layout(128, 64, "bf16", "K", 128)
     SB = mma_smem_layout(32, 64, "bf16", "K", 128)
     IDESC = D.tcgen05_instr_desc("float32", "bfloat16", "bfloat16", m=128, n=32)
-    FIRST, MMA, WAIT = first_accumulates, mma, wait
+    FIRST, MMA, WAIT, WAIT_LD = first_accumulates, mma, wait, wait_ld
 
     @T.prim_func
     def k(A: T.Tensor((128, 64), "bfloat16"), B: T.Tensor((32, 64), "bfloat16"), C: T.Tensor((128, 32), "uint32")):
@@ -45,7 +46,8 @@ def mma_kernel(first_accumulates=False, mma=True, wait=True):
             T.ptx.mbarrier_wait_parity(bar[0], 0)
         T.ptx.tcgen05_fence_after_thread_sync()
         LD(taddr[0] + T.cast((T.warp_id() * 32) << 16, "uint32"), d)
-        T.ptx.tcgen05_wait_ld()
+        if WAIT_LD:
+            T.ptx.tcgen05_wait_ld()
         for j in T.serial(32):
             C[t, j] = d[j]
         T.ptx.syncthreads()

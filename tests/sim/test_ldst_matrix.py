@@ -1,9 +1,10 @@
 """tirxpy.sim.ldst_matrix: ldmatrix / stmatrix 8x8 b16 fragments (PTX ISA ldmatrix fragment layout:
 thread t holds row t // 4, elements 2 (t % 4) and 2 (t % 4) + 1 of each matrix; .trans transposes)."""
 import numpy as np
+import pytest
 
 from tirxpy import T
-from tirxpy.sim import run
+from tirxpy.sim import SimReportError, run
 
 
 def _k(src):
@@ -66,3 +67,25 @@ def k(A: T.Tensor((16, 8), "uint16"), B: T.Tensor((16, 8), "uint16")):
     b = np.zeros((16, 8), np.uint16)
     run(k, a, b)
     assert (b == a).all()
+
+
+def test_an_ldmatrix_row_off_16_bytes_is_misaligned():
+    """PTX: each row address of ldmatrix / stmatrix is 16-byte aligned (8 b16 elements); the GPU faults otherwise."""
+    k = _k('''
+@T.prim_func
+def k(A: T.Tensor((8, 9), "uint16"), B: T.Tensor((32,), "uint32")):
+    T.launch(grid=(1,), threads=32)
+    s = T.alloc_shared((8, 9), "uint16")
+    r = T.alloc_local((1,), "uint32")
+    l = T.lane_id()
+    if l < 8:
+        for j in T.serial(9):
+            s[l, j] = A[l, j]
+    T.ptx.syncthreads()
+    T.ptx.ldmatrix_x1(r, s[l % 8, 0])
+    B[l] = r[0]
+''')
+    with pytest.raises(SimReportError) as ei:
+        run(k, np.ones((8, 9), np.uint16), np.zeros(32, np.uint32))
+    assert ei.value.kinds() == {"misaligned"}
+    assert "ldmatrix_x1 row address (8 x b16): shared address 0x12 (lane 1) is not 16-byte aligned" in str(ei.value)

@@ -171,3 +171,27 @@ def k(A: T.Tensor((2, 32), "uint32")):
     res = run(k, np.zeros((2, 32), np.uint32), arch="sm_90a", check=False, seed=seed)
     races = [p for p in res.problems if p.kind == "race"]
     assert races and {p.span.line for p in races} <= {9, 10}, res.problems
+
+
+@pytest.mark.parametrize("fence,clean", [("T.evaluate(0)", False), ("T.ptx.fence_acq_rel_cluster()", True)])
+def test_a_relaxed_cluster_arrive_releases_only_what_a_fence_ordered(fence, clean):
+    """barrier.cluster.arrive.relaxed has no release semantics: a DSMEM store before it is not ordered before the
+    peer's read after its cluster wait, unless a fence.acq_rel between them makes the pair a release."""
+    k = _k(f'''
+@T.prim_func
+def k(A: T.Tensor((2, 32), "uint32")):
+    T.launch(grid=(2,), threads=32, cluster=(2,))
+    s = T.alloc_shared((32,), "uint32")
+    r = T.ptx.cluster_ctarank()
+    peer = T.ptx.mapa_shared(s[T.lane_id()], T.uint32(1) - r)
+    T.ptx.st_shared_cluster_u32(peer, r * T.uint32(1000) + T.cast(T.lane_id(), "uint32"))
+    {fence}
+    T.ptx.cluster_arrive_relaxed()
+    T.ptx.cluster_wait()
+    A[r, T.lane_id()] = s[T.lane_id()]
+''')
+    a = np.zeros((2, 32), np.uint32)
+    res = run(k, a, arch="sm_90a", check=False)
+    assert (not res.problems) if clean else {p.kind for p in res.problems} == {"race"}, res.problems
+    if clean:
+        assert a[0].tolist() == (1000 + np.arange(32)).tolist()

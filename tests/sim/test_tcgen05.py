@@ -40,3 +40,12 @@ def test_ld_of_never_written_tmem_is_reported():
         run(_mma_kernel(mma=False), a, b, c)
     assert ei.value.kinds() == {"uninitialized_read"}
     assert "tcgen05_ld_32x32b_x32 reads tensor memory never written" in str(ei.value)
+
+
+def test_registers_of_a_tcgen05_ld_used_before_wait_ld_are_reported():
+    """PTX: a tcgen05.ld's destination registers are defined only after tcgen05.wait::ld."""
+    a, b, c = _inputs()
+    with pytest.raises(SimReportError) as ei:
+        run(_mma_kernel(wait_ld=False), a, b, c)
+    assert ei.value.kinds() == {"tmem_ld_before_wait"}
+    assert "read of register tile d while a tcgen05.ld loading it is not waited for" in str(ei.value)

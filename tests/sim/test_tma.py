@@ -182,3 +182,36 @@ def k(A: T.Tensor((4, 4), "float32", layout=LAY), B: T.Tensor((4, 4), "float32")
 ''', {"LAY": lay})
     with pytest.raises(ArgumentError, match="not a strided map of its dimensions"):
         run(kern, np.zeros((4, 4), np.float32), np.zeros((4, 4), np.float32))
+
+
+def _bulk_kernel(nbytes, off):
+    return T.parse_script(f'''
+@T.prim_func
+def k(A: T.Tensor((64,), "int32"), B: T.Tensor((64,), "int32")):
+    T.launch(grid=(1,), threads=32)
+    s = T.alloc_shared((72,), "int32")
+    bar = T.alloc_shared((1,), "uint64")
+    if T.thread_id() == 0:
+        T.ptx.mbarrier_init(bar[0], 1)
+    T.ptx.syncthreads()
+    if T.thread_id() == 0:
+        T.ptx.mbarrier_arrive_expect_tx(bar[0], T.uint32({nbytes}))
+        T.ptx.bulk_copy_g2s(s[{off}], A[0], T.uint32({nbytes}), bar[0])
+    T.ptx.mbarrier_wait_parity(bar[0], 0)
+    if T.lane_id() < {nbytes // 4}:
+        B[T.lane_id()] = s[T.lane_id() + {off}]
+''')
+
+
+@pytest.mark.parametrize("nbytes,off,kinds", [(64, 4, set()), (20, 4, {"tma_misuse"}), (64, 1, {"misaligned"})])
+def test_a_bulk_copy_is_16_byte_aligned_and_sized(nbytes, off, kinds):
+    """PTX cp.async.bulk: both addresses 16-byte aligned and the size a multiple of 16; the GPU faults otherwise."""
+    a = np.arange(64, dtype=np.int32)
+    b = np.zeros(64, np.int32)
+    res = run(_bulk_kernel(nbytes, off), a, b, check=False)
+    assert {p.kind for p in res.problems} == kinds, res.problems
+    assert (b[:nbytes // 4] == a[:nbytes // 4]).all()
+    if kinds == {"misaligned"}:
+        assert "bulk copy (global -> shared) (shared side): shared address 0x4" in str(res.problems[0])
+    if kinds == {"tma_misuse"}:
+        assert "20 bytes: the size of a bulk copy is a multiple of 16 bytes" in str(res.problems[0])

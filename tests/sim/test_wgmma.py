@@ -46,3 +46,63 @@ def test_wgmma_sync_mistakes_are_reported(drop, kind):
     with pytest.raises(SimReportError) as ei:
         run(pk.pipeline_gemm(M=64, N=16, K=64, drop=drop), a, b, np.zeros((64, 16), np.float32), seed=0)
     assert kind in ei.value.kinds(), str(ei.value)
+
+
+def _rs_kernel(write_a_in_flight=False, fence=True):
+    """D (64 x 16) = A (64 x 16, ones, from registers) @ B (16 x 16)^T with one wgmma of register A; the kernel writes
+    D out as fragment registers ``C[thread, i]``. ``write_a_in_flight``: an A register is overwritten between the
+    commit and the wait; ``fence=False``: no wgmma.fence between writing A and the wgmma."""
+    from tirxpy import T
+    from tirxpy.intrinsics import wgmma
+    from tirxpy.layout.atoms import mma_smem_layout
+
+    WG = wgmma.get(n=16, d="float32", a="bfloat16", b="bfloat16", a_from="reg")
+    SB = mma_smem_layout(16, 16, "bf16", "K", 32)
+    WRITE, FENCE = write_a_in_flight, fence
+
+    @T.prim_func
+    def k(B: T.Tensor((16, 16), "bfloat16"), C: T.Tensor((128, 8), "float32")):
+        T.launch(grid=(1,), threads=128)
+        sb = T.alloc_shared((16, 16), "bfloat16", layout=SB)
+        a = T.alloc_local((4,), "uint32")
+        d = T.alloc_local((8,), "float32")
+        t = T.thread_id()
+        if t < 16:
+            for j in T.serial(16):
+                sb[t, j] = B[t, j]
+        T.ptx.fence_proxy_async()
+        T.ptx.syncthreads()
+        for i in T.serial(4):
+            a[i] = T.uint32(0x3F803F80)
+        if FENCE:
+            T.ptx.wgmma_fence()
+        WG(d, a, sb[0:16, 0:16], False, 1, 1, 0)
+        T.ptx.wgmma_commit_group()
+        if WRITE:
+            a[0] = T.uint32(0)
+        T.ptx.wgmma_wait_group(0)
+        for i in T.serial(8):
+            C[t, i] = d[i]
+    return k
+
+
+@pytest.mark.parametrize("mutation,kind", [(None, None), ("write_a_in_flight", "wgmma_accumulator_before_wait"),
+                                           ("no_fence", "missing_wgmma_fence")])
+def test_register_a_of_a_wgmma_is_fenced_and_not_touched_in_flight(mutation, kind):
+    """PTX: the A fragment registers of a wgmma are, like its accumulator, not accessed before the wgmma.wait_group
+    retiring it, and written by ordinary code only with a wgmma.fence before the wgmma."""
+    rng = np.random.default_rng(5)
+    b = to_bits(rng.standard_normal((16, 16)).astype(np.float32), "bfloat16")
+    c = np.zeros((128, 8), np.float32)
+    k = _rs_kernel(write_a_in_flight=mutation == "write_a_in_flight", fence=mutation != "no_fence")
+    res = run(k, b, c, check=False)
+    assert [p.kind for p in res.problems] == ([kind] if kind else []), res.problems
+    if kind is None:
+        want = np.ones((64, 16)) @ from_bits(b, "bfloat16").astype(np.float64).T
+        w, lane, m = placement(wgmma_accumulator(16), (64, 16))
+        np.testing.assert_allclose(c[32 * w + lane, m], want, rtol=1e-5, atol=1e-5)
+    if kind == "wgmma_accumulator_before_wait":
+        assert "register tile a while a wgmma using it (accumulator or A fragment) is still in flight" in str(
+            res.problems[0])
+    if kind == "missing_wgmma_fence":
+        assert "A fragment registers of a written by ordinary code" in str(res.problems[0])

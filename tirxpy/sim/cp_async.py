@@ -11,7 +11,7 @@ from .access import global_target
 from .asyncops import agent, issue_vc
 from .interp import Block
 from .memory import clamp
-from .races import GENERIC
+from .races import GENERIC, join
 from .registry import register_model
 from .scheduler import Event
 
@@ -21,6 +21,8 @@ def _copy(ctx):
     dst, src = ctx.arg("dst"), ctx.arg("src")
     zf = ctx.arg("src_bytes") if ctx.has("src_bytes") else None
     m, w = ctx.machine, ctx.w
+    ctx.check_aligned(dst, size, f"{ctx.call.name} destination")     # PTX: both addresses aligned to cp-size
+    ctx.check_aligned(src, size, f"{ctx.call.name} source", space="global")
     a = agent(m, ("cp.async", w.cta.rank, w.wid), f"cp.async unit of {w.describe()}")
     vc = issue_vc(w, a)
     buf, off = global_target(m, src, ctx.lanes)
@@ -88,20 +90,20 @@ def _wait_all(ctx):
 
 @register_model("cp_async_mbarrier_arrive_noinc")
 def _arrive_noinc(ctx):
-    w, m = ctx.w, ctx.machine
+    """One arrival per issuing lane on its mbarrier once all of the warp's earlier cp.async copies have landed; it
+    releases what the warp did before this instruction (its clock now) and the copies, not what the warp does after
+    it, whenever the copies land."""
+    w = ctx.w
     ops = [op for g in w.cp_async_groups for op in g] + list(w.cp_async_open)
     addr = ctx.arg("bar")
     lanes = list(ctx.lanes)
+    v = w.release()
+    for op in ops:
+        v = join(v, op["vc"])
 
     def fire():
-        vc = w.vc.copy()
         for l in lanes:
-            b = m.cluster[w.cta.rank].mbarriers.get(int(addr[l]))
+            b = MB.lookup(ctx, int(addr[l]), "cp.async.mbarrier.arrive")
             if b is not None:
-                from .races import join
-
-                v = vc
-                for op in ops:
-                    v = join(v, op["vc"])
                 MB.arrive(ctx, b, 1, v)
-    m.events.append(Event(fire, "cp.async arrive", ready=lambda: all(op["done"] for op in ops)))
+    ctx.machine.events.append(Event(fire, "cp.async arrive", ready=lambda: all(op["done"] for op in ops)))

@@ -26,6 +26,7 @@ def _place(num, trans):
 
 def _rows(ctx, num):
     addr = ctx.arg("addr")
+    ctx.check_aligned(addr, 16, f"{ctx.call.name} row address (8 x b16)", lanes=np.arange(8 * num))
     rows = addr[: 8 * num].astype(np.int64)
     idx = rows[:, None] + np.arange(16)
     return idx

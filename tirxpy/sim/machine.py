@@ -18,6 +18,8 @@ _LANE_COLUMN.setflags(write=False)
 _ALL = np.ones(WARP, bool)                      # every lane
 _ALL.setflags(write=False)
 _ARANGE: dict = {}
+INFLIGHT_WGMMA = 1      # Warp.inflight bits: a wgmma's accumulator / A fragment, until wgmma.wait_group retires it
+INFLIGHT_TMEM_LD = 2    # a tcgen05.ld's destination registers, until tcgen05.wait::ld
 
 
 def _arange(k: int):
@@ -89,7 +91,7 @@ class Warp:
         self.wsync = 0         # warp-sync epoch: bumped by every synchronization of the warp's lanes (sync_lanes)
         self.lane_ids = np.arange(WARP, dtype=np.int32)
         self.tid32 = self.tid.astype(np.int32)
-        self.inflight: dict = {}  # root -> bool[nbytes]: wgmma accumulator bytes not yet waited for
+        self.inflight: dict = {}  # root -> int8[nbytes]: register bytes an async instruction still uses (INFLIGHT_*)
         self.dirty: dict = {}  # root -> bool[nbytes]: written by ordinary code since wgmma.fence
 
     @property
@@ -105,13 +107,40 @@ class Warp:
         return f
 
     def check_inflight(self, root, byte_idx, node, what):
+        """Report a read / write (``what``) of register bytes ``byte_idx`` of ``root`` that an asynchronous
+        instruction still uses: a wgmma's accumulator or A fragment before the ``wgmma.wait_group`` retiring it,
+        a ``tcgen05.ld``'s destination before ``tcgen05.wait::ld`` (PTX: undefined behaviour)."""
         f = self.inflight.get(root)
-        if f is not None and f[clamp(byte_idx, 0, f.size - 1)].any():
+        if f is None:
+            return
+        hit = int(np.bitwise_or.reduce(f[clamp(byte_idx, 0, f.size - 1)].ravel(), initial=0))
+        span = getattr(node, "span", None) or getattr(self.where, "span", None)
+        if hit & INFLIGHT_WGMMA:
             self.cta.machine.report(
                 "wgmma_accumulator_before_wait",
-                f"{what} of register tile {root.name} while a wgmma writing it is still in flight",
-                getattr(node, "span", None) or getattr(self.where, "span", None), self.describe(),
+                f"{what} of register tile {root.name} while a wgmma using it (accumulator or A fragment) is still "
+                "in flight", span, self.describe(),
                 ["wgmma results are visible only after wgmma.commit_group + wgmma.wait_group"])
+        if hit & INFLIGHT_TMEM_LD:
+            self.cta.machine.report(
+                "tmem_ld_before_wait", f"{what} of register tile {root.name} while a tcgen05.ld loading it is not "
+                "waited for", span, self.describe(),
+                ["issue T.ptx.tcgen05_wait_ld() after the tcgen05.ld and before using its registers"])
+
+    def mark_inflight(self, root, byte_idx, bit):
+        """Bytes ``byte_idx`` of register tile ``root`` are in use by an asynchronous instruction (``bit``)."""
+        f = self.inflight.get(root)
+        if f is None:
+            f = self.inflight[root] = np.zeros(max(root.bytes(), 1), np.int8)
+        idx = np.asarray(byte_idx, np.int64).ravel()
+        f[idx[(idx >= 0) & (idx < f.size)]] |= bit     # bytes past the tile were reported (oob_local)
+
+    def retire_inflight(self, bit):
+        """Every use ``bit`` of registers by asynchronous instructions completed (their wait ran)."""
+        for root, f in list(self.inflight.items()):
+            f &= ~np.int8(bit)
+            if not f.any():
+                del self.inflight[root]
 
     def read_regs(self, regs, off, dt, k, ok, node):
         root = getattr(node, "buffer", None)

@@ -70,6 +70,7 @@ def _atom(op, dt, ret=True):
     def model(ctx):
         ptr = ctx.arg("ptr")
         v = ctx.arg("v")
+        ctx.check_aligned(ptr, nbytes(dt), ctx.call.name, space="global")
         buf, off = global_target(ctx.machine, ptr, ctx.lanes)
         out = np.zeros(WARP, v.dtype)
         if buf is None:
@@ -137,6 +138,7 @@ def _atom_shared(dt):
         out = np.zeros(WARP, v.dtype)
         k = nbytes(dt)
         offs = np.array([int(addr[l]) for l in ctx.lanes], np.int64)
+        ctx.check_aligned(addr, k, ctx.call.name)
         ctx.w.smem_access(offs, k, True, GENERIC, ctx.call, atomic=True)    # (reports bytes out of range)
         for l in ctx.lanes:
             a = np.array([int(addr[l])])
@@ -231,6 +233,10 @@ def _dsmem_access(ctx, cta, a, k, write):
     """A DSMEM access of ``k`` bytes at byte ``a`` of ``cta``'s shared memory by the issuing warp, checked like
     one of its own (range, races with the other CTA's warps, reads of never-written bytes); False when out of
     range (reported)."""
+    if a % k:
+        ctx.report("misaligned", f"{ctx.call.name}: shared::cluster offset {a:#x} in {cta.describe()} is not "
+                   f"{k}-byte aligned, which the GPU faults on (misaligned address)",
+                   [f"pass an address that is a multiple of {k} bytes"], key=("misaligned", ctx.call.name, a))
     if a < 0 or a + k > cta.shadow.size:
         ctx.report("oob_shared", f"{ctx.call.name} accesses byte {a} of {cta.describe()}'s {cta.shadow.size}-byte "
                    "shared memory")

@@ -93,6 +93,27 @@ class Ctx:
     def report(self, kind, msg, notes=(), mask=None, key=None):
         self.machine.report(kind, msg, self.span, self.threads(mask), notes, key=key)
 
+    def check_aligned(self, addrs, align, what, lanes=None, space="shared"):
+        """Report (``misaligned``) the first of the issuing lanes (or ``lanes``) whose address in ``addrs`` (one per
+        lane; for ``space="global"`` a tagged pointer, whose offset in its tensor counts, as tensors start 256-byte
+        aligned) is not a multiple of ``align`` bytes: the GPU faults on it (misaligned address). Returns whether
+        all are aligned."""
+        lanes = self.lanes if lanes is None else np.asarray(lanes)
+        a = np.asarray(addrs).astype(np.uint64)
+        if space == "global":
+            from .access import GPTR_SHIFT
+
+            a = a & np.uint64((1 << GPTR_SHIFT) - 1)
+        a = a.astype(np.int64)[lanes] if np.ndim(a) else np.full(lanes.size, int(a), np.int64)
+        bad = a % align != 0
+        if not bad.any():
+            return True
+        j = int(np.argmax(bad))
+        self.report("misaligned", f"{what}: {space} address {int(a[j]):#x} (lane {int(lanes[j])}) is not "
+                    f"{align}-byte aligned, which the GPU faults on (misaligned address)",
+                    [f"pass an address that is a multiple of {align} bytes (align the tile or its index)"])
+        return False
+
     def imm(self, name):
         v = self.arg(name)
         return int(np.asarray(v).ravel()[int(np.argmax(self.mask))] if np.ndim(v) else v)

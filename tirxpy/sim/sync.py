@@ -84,7 +84,24 @@ def _cluster_arrive(ctx):
     ctx.w.cluster_gen = st.arrive(ctx.w.release(), 1, _cluster_warps(ctx))
 
 
-register_model("cluster_arrive_relaxed", _cluster_arrive)
+@register_model("cluster_arrive_relaxed")
+def _cluster_arrive_relaxed(ctx):
+    """``barrier.cluster.arrive.relaxed`` has no release semantics: it releases only what the warp ordered before
+    its last ``fence.acq_rel`` / ``fence.sc`` (a fence followed by the arrive is a release pattern), nothing when
+    there was none."""
+    st = _cluster_gen(ctx)
+    fenced = getattr(ctx.w, "fence_vc", None)
+    vc = fenced if fenced is not None else ctx.machine.clocks.fresh()
+    ctx.w.cluster_gen = st.arrive(vc, 1, _cluster_warps(ctx))
+
+
+def _fence_release(ctx):
+    """``fence.acq_rel`` / ``fence.sc``: what the warp did so far is released by its next relaxed arrive."""
+    ctx.w.fence_vc = ctx.w.release()
+
+
+for _n in ("fence_acq_rel_cluster", "fence_acq_rel_gpu", "fence_acq_rel_cta", "fence_sc_gpu"):
+    register_model(_n, _fence_release)
 
 
 @register_model("cluster_wait")
@@ -112,7 +129,6 @@ def _fence_proxy_async(ctx):
 
 register_model("fence_proxy_async_all", _fence_proxy_async)
 
-for _n in ("fence_proxy_async_global", "fence_mbarrier_init", "fence_acq_rel_cluster", "fence_acq_rel_gpu",
-           "fence_acq_rel_cta", "fence_sc_gpu", "fence_proxy_tensormap_acquire", "griddepcontrol_wait",
+for _n in ("fence_proxy_async_global", "fence_mbarrier_init", "fence_proxy_tensormap_acquire", "griddepcontrol_wait",
            "griddepcontrol_launch_dependents", "prefetch_tensormap"):
     register_model(_n, lambda ctx: None)

@@ -32,6 +32,7 @@ from tirxpy.layout.atoms import tmem_accumulator, tmem_ld_layout, tmem_ld_tmem_l
 from . import mbarrier as MB
 from .asyncops import agent, issue_vc
 from .interp import Block
+from .machine import INFLIGHT_TMEM_LD
 from .memory import clamp
 from .races import ASYNC, fit, join
 from .registry import register_family, register_model
@@ -125,8 +126,14 @@ def _dealloc(ctx):
 
 
 register_model("tcgen05_relinquish_alloc_permit_cg1", lambda ctx: None)
-for _n in ("tcgen05_wait_ld", "tcgen05_wait_st", "tcgen05_fence_before_thread_sync"):
+for _n in ("tcgen05_wait_st", "tcgen05_fence_before_thread_sync"):
     register_model(_n, lambda ctx: None)
+
+
+@register_model("tcgen05_wait_ld")
+def _wait_ld(ctx):
+    """The warp's earlier tcgen05.ld completed: their destination registers may be used."""
+    ctx.w.retire_inflight(INFLIGHT_TMEM_LD)
 
 
 @register_model("tcgen05_fence_after_thread_sync")
@@ -189,7 +196,9 @@ def _ldst(ctx):
     sh_rc[L[ok], C[ok]] = ctx.w.vc[ctx.w.agent]
     out = np.zeros((WARP, tmem_ld_layout(shape, rep).size() // 128), np.uint32)
     out[tl, tm_] = np.where(ok, cells[clamp(L, 0, 127), clamp(C, 0, 511)], 0)
-    ctx.arg("d").write(ctx.mask, out, ordinary=True)
+    ref = ctx.arg("d")
+    ref.write(ctx.mask, out, ordinary=True)
+    ctx.w.mark_inflight(ref.root, ref.byte_index()[ctx.lanes[0]], INFLIGHT_TMEM_LD)   # until tcgen05.wait::ld
 
 
 register_family(r"tcgen05_(ld|st)_(32x32b|16x64b|16x128b|16x256b|16x32bx2)_x(\d+)(_pack16|_unpack16)?", _ldst)

@@ -183,6 +183,17 @@ for _d in range(1, 6):
         register_model(_n, _tma_family)
 
 
+def _bulk_operands(ctx, l, smem, gmem, n, what):
+    """PTX (cp.async.bulk): both addresses 16-byte aligned and the size a multiple of 16 bytes; reports the first
+    rule lane ``l`` breaks (the copy is still simulated, so that this is the first problem reported)."""
+    lane = np.array([l])
+    if n % 16:
+        ctx.report("tma_misuse", f"{what} of {n} bytes: the size of a bulk copy is a multiple of 16 bytes",
+                   ["round the size up to a multiple of 16 (pad the tile) or copy the tail another way"])
+    ctx.check_aligned(smem, 16, f"{what} (shared side)", lanes=lane)
+    ctx.check_aligned(gmem, 16, f"{what} (global side)", lanes=lane, space="global")
+
+
 def _smem_span(ctx, start, n, what):
     """True when bytes [start, start + n) are inside the CTA's shared memory, else reports."""
     if start < 0 or n < 0 or start + n > ctx.cta.smem.size:
@@ -201,6 +212,7 @@ def _g2s(ctx):
     w = ctx.w
     for l in ctx.lanes:
         n = int(nb[l])
+        _bulk_operands(ctx, l, dst, src, n, "bulk copy (global -> shared)")
         got = global_span(ctx, src[l:l + 1], n, "bulk copy (global -> shared) read")
         d0 = int(dst[l])
         if got is None or not _smem_span(ctx, d0, n, "bulk copy (global -> shared) write"):
@@ -227,6 +239,7 @@ def _s2g(ctx):
     a = agent(m, ("bulk", ctx.cta.rank, w.wid), f"bulk-copy unit of {w.describe()}")
     for l in ctx.lanes:
         n, s0 = int(nb[l]), int(src[l])
+        _bulk_operands(ctx, l, src, dst, n, "bulk copy (shared -> global)")
         got = global_span(ctx, dst[l:l + 1], n, "bulk copy (shared -> global) write")
         if got is None or not _smem_span(ctx, s0, n, "bulk copy (shared -> global) read"):
             continue

@@ -63,9 +63,7 @@ def _vec(ctx):
     w, m = ctx.w, ctx.machine
     if space == "shared":
         off = addr[lanes].astype(np.int64)
-        if (off % (4 * n)).any():
-            ctx.report("misaligned", f"{ctx.call.name}: shared address {int(off[(off % (4 * n)) != 0][0]):#x} is not "
-                       f"{4 * n}-byte aligned")
+        ctx.check_aligned(addr, 4 * n, ctx.call.name)
         idx = off[:, None] + 4 * np.arange(n)
         w.smem_access(off, 4 * n, op == "st", GENERIC, ctx.call, lanes=lanes)
         m.banks.note(getattr(ctx.call, "span", None), lanes, off, 4 * n)
@@ -75,6 +73,7 @@ def _vec(ctx):
             return
         got = w.cta.smem.read(idx.ravel(), "uint32").reshape(lanes.size, n)
     else:
+        ctx.check_aligned(addr, 4 * n, ctx.call.name, space="global")
         buf, off = global_target(m, addr[lanes])
         if buf is None:
             ctx.report("oob_global", f"{ctx.call.name}: address is not inside a kernel parameter tensor")

@@ -15,6 +15,7 @@ from tirxpy.layout.atoms import wgmma_a_fragment, wgmma_accumulator
 
 from .asyncops import agent, issue_vc
 from .collective import collective, warpgroup_members
+from .machine import INFLIGHT_WGMMA
 from .races import ASYNC, join
 from .registry import register_family, register_model
 from .smem_matrix import operand_addresses, read_operand
@@ -56,7 +57,13 @@ def _mma(parts, ctx0, n, k, td, ta, tb, src):
         wl, ll, ml = placement(wgmma_a_fragment(da), (64, k))
         per = {}
         for wid, c in parts.items():
-            regs = c.arg("a").read(c.mask)  # (32, 4) uint32
+            aref = c.arg("a")
+            regs = aref.read(c.mask, inflight=False)  # (32, 4) uint32; in-flight wgmmas may share A
+            fa = c.w.dirty.get(aref.root)
+            if fa is not None and fa[np.clip(aref.byte_index()[0], 0, fa.size - 1)].any():
+                m.report("missing_wgmma_fence", f"wgmma reads A fragment registers of {aref.root.name} written by "
+                         "ordinary code without a wgmma.fence in between", ctx0.span, c.w.describe(),
+                         ["issue T.ptx.wgmma_fence() after writing the A fragment and before the wgmma"])
             el = np.ascontiguousarray(regs.astype(np.uint32)).view(np.uint16 if k == 16 else np.uint8)
             per[wid % 4] = from_bits(el, da)
         A = np.zeros((64, k), np.float64)
@@ -125,8 +132,13 @@ def _mma(parts, ctx0, n, k, td, ta, tb, src):
             h[ll[sel], ml[sel]] = out[sel].astype(np.float16)
             ref.write(c.mask, h.view(np.uint32))
         op = {"root": ref.root, "bytes": ref.byte_index()[0], "vc": op_vc}
-        c.w.wg_open = getattr(c.w, "wg_open", []) + [op]
-        c.w._flag(c.w.inflight, ref.root)[ref.byte_index()[0]] = True
+        ops = [op]
+        if src == "rs":     # PTX: the A fragment registers too are not to be accessed before the wait
+            aref = c.arg("a")
+            ops.append({"root": aref.root, "bytes": aref.byte_index()[0], "vc": op_vc})
+        c.w.wg_open = getattr(c.w, "wg_open", []) + ops
+        for o in ops:
+            c.w.mark_inflight(o["root"], o["bytes"], INFLIGHT_WGMMA)
     return None
 
 
@@ -168,10 +180,10 @@ def _wait(ctx):
         for op in g:
             w.acquire(op["vc"])
     w.wg_groups = keep
-    w.inflight.clear()
+    w.retire_inflight(INFLIGHT_WGMMA)
     for g in keep + [getattr(w, "wg_open", [])]:
         for op in g:
-            w._flag(w.inflight, op["root"])[op["bytes"]] = True
+            w.mark_inflight(op["root"], op["bytes"], INFLIGHT_WGMMA)
 
 
 # A compiler fence on accumulator registers (no instruction): nothing happens at run time.
