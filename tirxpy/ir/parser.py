@@ -36,13 +36,20 @@ from .parse_expr import _BINOPS, ExprEvaluator, _is_ir
 from .stmt import (Allocate, BufferStore, Evaluate, For, IfThenElse, LetStmt, PrimitiveCall, SeqStmt, Stmt,
                    While)
 
-_in_parse: contextvars.ContextVar = contextvars.ContextVar("tirxpy_in_parse", default=False)
+_in_parse: contextvars.ContextVar = contextvars.ContextVar("tirxpy_in_parse", default=None)   # the Parser at work
 _script_counter = itertools.count()
 _MACRO_DEPTH_LIMIT = 64
 
 
 def in_parse() -> bool:
-    return _in_parse.get()
+    return _in_parse.get() is not None
+
+
+def current_launch() -> LaunchConfig | None:
+    """The launch configuration of the kernel being parsed, for parse-time checks of helpers that expand inside
+    it (a macro's Python calls); None outside a parse or before the kernel's ``T.launch(...)``."""
+    parser = _in_parse.get()
+    return None if parser is None else parser.launch
 
 
 class _Block:
@@ -587,7 +594,7 @@ def parse_function(fn, verify: bool = True, outer: dict | None = None) -> Kernel
     closure = dict(outer or {})
     closure.update(_closure_of(fn))
     parser = Parser(file, line_offset, indent, closure, fn.__globals__, trust.Policy(True, fn.__module__))
-    tok = _in_parse.set(True)
+    tok = _in_parse.set(parser)
     try:
         return parser.parse_kernel(fdef, verify)
     finally:
@@ -666,7 +673,7 @@ def parse_text(text: str, env: dict | None = None, verify: bool = True) -> Kerne
     for part in (fdef.args, *fdef.body):
         trust.check_tree(part, parser.span)
     trust.check_script_names(fdef, g, parser.span)
-    tok = _in_parse.set(True)
+    tok = _in_parse.set(parser)
     try:
         return parser.parse_kernel(fdef, verify)
     finally:

@@ -18,8 +18,10 @@ registers that never come and the GPU hangs, so :class:`WarpRoles` refuses such 
 from __future__ import annotations
 
 from tirxpy.ir import T
+from tirxpy.target import MAX_CLUSTER
 
 from .errors import LangError
+from .pipeline import _launch_cluster, _py_int, _show, check_count
 
 
 def register_split(threads: int, dec: int, inc: int, kernel: str = "kernel") -> tuple:
@@ -49,43 +51,89 @@ class WarpRoles:
 
     In a kernel: ``wg = T.warpgroup_id()``; ``if wg == 0:`` ``roles.enter_producer()`` and the producer's
     work; ``else:`` ``roles.enter_consumer()`` and consumer ``wg - 1``'s work. Each role must be one branch
-    of that if / else, so that ``setmaxnreg`` runs warpgroup-uniformly."""
+    of that if / else, so that every warpgroup runs exactly one ``setmaxnreg``, warpgroup-uniformly (a
+    warpgroup that runs both asks for registers the split does not pay for). The kernel must launch ``threads``
+    threads: :meth:`enter_producer` / :meth:`enter_consumer` refuse another launch while the kernel is built."""
 
     def __init__(self, threads: int, producer_regs: int, consumer_regs: int, kernel: str = "kernel"):
         register_split(threads, producer_regs, consumer_regs, kernel)
         self.threads, self.producer_regs, self.consumer_regs = threads, producer_regs, consumer_regs
         self.consumers = threads // 128 - 1
 
+    def check_launch(self):
+        """Refuse a kernel being built whose launch has another thread count than these roles (more or fewer
+        warpgroups than the split pays for); nothing outside a kernel."""
+        from tirxpy.ir.parser import current_launch
+
+        launch = current_launch()
+        if launch is not None and launch.threads != self.threads:
+            raise LangError(f"{self!r} in a kernel launched with {launch.threads} threads: the roles are one producer "
+                            f"and {self.consumers} consumer warpgroups ({self.threads} threads); build them for the "
+                            f"launch (WarpRoles({launch.threads}, ...)) or launch {self.threads} threads")
+
     @T.macro
     def enter_producer(self):
         """The producer warpgroup gives up registers: ``setmaxnreg.dec``."""
+        self.check_launch()
         T.ptx.setmaxnreg_dec(self.producer_regs)
 
     @T.macro
     def enter_consumer(self):
         """A consumer warpgroup takes the registers the producer gave up: ``setmaxnreg.inc``."""
+        self.check_launch()
         T.ptx.setmaxnreg_inc(self.consumer_regs)
 
     def __repr__(self):
-        return f"WarpRoles(threads={self.threads}, producer_regs={self.producer_regs}, consumer_regs={self.consumer_regs})"
+        return (f"WarpRoles(threads={self.threads}, producer_regs={self.producer_regs}, "
+                f"consumer_regs={self.consumer_regs})")
 
 
-def _init_groups(rings):
+def _init_groups(rings, cluster):
     """``[(stages, [(ring, full_arrivals, empty_arrivals), ...]), ...]``: each item of ``rings`` is one triple
-    (a loop of its own) or a list of triples whose rings have one stage count (one shared loop)."""
-    groups = []
+    (a loop of its own) or a list of triples whose rings have one stage count (one shared loop). Refuses counts
+    an mbarrier cannot take, a barrier buffer listed twice and a cluster ring that ``cluster`` does not sync."""
+    if not isinstance(rings, (list, tuple)):
+        raise LangError(f"setup_barriers: rings is a list of (ring, full_arrivals, empty_arrivals) triples (or lists "
+                        f"of such triples sharing one init loop); got {rings!r:.80}: write [(ring, 1, 2)]")
+    groups, seen = [], set()
     for item in rings:
         members = list(item) if isinstance(item, list) else [item]
         for m in members:
             if not (isinstance(m, tuple) and len(m) == 3 and hasattr(m[0], "stages")):
                 raise LangError(f"setup_barriers: each ring is given as (ring, full_arrivals, empty_arrivals), or a "
                                 f"list of such triples sharing one init loop; got {m!r}")
+            ring = m[0]
+            check_count(f"setup_barriers: ring {ring!r}", "full_arrivals", m[1])
+            check_count(f"setup_barriers: ring {ring!r}", "empty_arrivals", m[2])
+            for bar in (ring.full, ring.empty):
+                if id(bar) in seen:
+                    raise LangError(f"setup_barriers: barrier buffer {bar.name!r} is listed twice (a ring given twice, "
+                                    "or two rings sharing a buffer); each mbarrier is initialised once")
+                seen.add(id(bar))
+            if ring.cluster > 1 and ring.cluster != cluster:
+                raise LangError(f"setup_barriers: ring {ring!r} is released across a cluster of {ring.cluster} CTAs; "
+                                f"pass cluster={ring.cluster}, so the cluster syncs before any CTA arrives on "
+                                "another's barriers")
         counts = {m[0].stages for m in members}
         if len(counts) != 1:
             raise LangError(f"setup_barriers: rings initialised in one loop must have one stage count, got "
                             f"{sorted(counts)}; list them separately")
         groups.append((counts.pop(), members))
     return groups
+
+
+def _check_setup(cluster, pdl):
+    """Refuse a ``cluster`` outside ``[1, 16]`` or unlike the launch's (when above 1), and a non-bool ``pdl``."""
+    n = _py_int(cluster)
+    if n is None or not 1 <= n <= MAX_CLUSTER:
+        raise LangError(f"setup_barriers: cluster must be an int in [1, {MAX_CLUSTER}], got {_show(cluster)}: pass "
+                        "the kernel's cluster size (1 without clusters)")
+    launched = _launch_cluster()
+    if n > 1 and launched is not None and launched != n:
+        raise LangError(f"setup_barriers: cluster = {n}, but the kernel is launched with clusters of {launched} "
+                        f"CTA(s): pass {launched}, or 1 to sync the CTA alone where no ring is released across CTAs")
+    if not isinstance(pdl, bool):
+        raise LangError(f"setup_barriers: pdl must be True or False, got {_show(pdl)}")
 
 
 @T.macro
@@ -95,9 +143,14 @@ def setup_barriers(rings, cluster, pdl):
     stage count) initialised together in one loop, the ``full`` barriers before the ``empty`` ones;
     then the CTA (or with ``cluster > 1`` the cluster) syncs, so no thread waits on an uninitialised
     barrier; with ``pdl`` every thread then waits for the previous kernel in the stream
-    (``griddepcontrol.wait``) before touching global memory it may still write."""
+    (``griddepcontrol.wait``) before touching global memory it may still write.
+
+    Requires: each count an int in ``[1, 2^20 - 1]`` (or an integer device expression), each barrier buffer listed
+    once, ``cluster`` an int in ``[1, 16]`` that is 1 or the launch's cluster size and equals the ``cluster`` of
+    every ring released across CTAs, ``pdl`` a bool (True when the kernel launches with ``pdl=True``)."""
+    _check_setup(cluster, pdl)
     if T.thread_id() == 0:
-        for stages, members in _init_groups(rings):
+        for stages, members in _init_groups(rings, cluster):
             for s in T.serial(stages):
                 for ring, nf, ne in members:
                     T.ptx.mbarrier_init(ring.full[s], nf)
