@@ -89,8 +89,8 @@ def _rs_kernel(write_a_in_flight=False, fence=True):
 @pytest.mark.parametrize("mutation,kind", [(None, None), ("write_a_in_flight", "wgmma_accumulator_before_wait"),
                                            ("no_fence", "missing_wgmma_fence")])
 def test_register_a_of_a_wgmma_is_fenced_and_not_touched_in_flight(mutation, kind):
-    """PTX: the A fragment registers of a wgmma are, like its accumulator, not accessed before the wgmma.wait_group
-    retiring it, and written by ordinary code only with a wgmma.fence before the wgmma."""
+    """PTX: the A fragment registers of a wgmma are not overwritten before the wgmma.wait_group retiring it, and are
+    written by ordinary code only with a wgmma.fence before the wgmma."""
     rng = np.random.default_rng(5)
     b = to_bits(rng.standard_normal((16, 16)).astype(np.float32), "bfloat16")
     c = np.zeros((128, 8), np.float32)
@@ -102,7 +102,7 @@ def test_register_a_of_a_wgmma_is_fenced_and_not_touched_in_flight(mutation, kin
         w, lane, m = placement(wgmma_accumulator(16), (64, 16))
         np.testing.assert_allclose(c[32 * w + lane, m], want, rtol=1e-5, atol=1e-5)
     if kind == "wgmma_accumulator_before_wait":
-        assert "register tile a while a wgmma using it (accumulator or A fragment) is still in flight" in str(
+        assert "write of register tile a while a wgmma using it (A fragment) is still in flight" in str(
             res.problems[0])
     if kind == "missing_wgmma_fence":
         assert "A fragment registers of a written by ordinary code" in str(res.problems[0])

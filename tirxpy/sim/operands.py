@@ -79,12 +79,10 @@ class RegRef:
     def byte_index(self):
         return self.offsets[:, None] + np.arange(self.count * self.k)
 
-    def read(self, mask, check=True, inflight=None):
-        """The slots' values (32, count); ``check``: report uninitialized bytes and (``inflight``, default
-        ``check``) bytes an asynchronous instruction still uses."""
+    def read(self, mask, check=True):
         regs = self.w.local(self.root)
         idx = self.byte_index()
-        if (check if inflight is None else inflight) and mask.any():
+        if check and mask.any():
             self.w.check_inflight(self.root, idx[mask].ravel(), self.node, "read")
         if (idx >= regs.shape[1]).any() or (idx < 0).any():
             self.w.cta.machine.report("oob_local", f"register vector of {self.count} x {self.dtype} runs past "

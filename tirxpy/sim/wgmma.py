@@ -15,7 +15,7 @@ from tirxpy.layout.atoms import wgmma_a_fragment, wgmma_accumulator
 
 from .asyncops import agent, issue_vc
 from .collective import collective, warpgroup_members
-from .machine import INFLIGHT_WGMMA
+from .machine import INFLIGHT_WGMMA, INFLIGHT_WGMMA_A
 from .races import ASYNC, join
 from .registry import register_family, register_model
 from .smem_matrix import operand_addresses, read_operand
@@ -58,7 +58,7 @@ def _mma(parts, ctx0, n, k, td, ta, tb, src):
         per = {}
         for wid, c in parts.items():
             aref = c.arg("a")
-            regs = aref.read(c.mask, inflight=False)  # (32, 4) uint32; in-flight wgmmas may share A
+            regs = aref.read(c.mask)  # (32, 4) uint32
             fa = c.w.dirty.get(aref.root)
             if fa is not None and fa[np.clip(aref.byte_index()[0], 0, fa.size - 1)].any():
                 m.report("missing_wgmma_fence", f"wgmma reads A fragment registers of {aref.root.name} written by "
@@ -135,10 +135,10 @@ def _mma(parts, ctx0, n, k, td, ta, tb, src):
         ops = [op]
         if src == "rs":     # PTX: the A fragment registers too are not to be accessed before the wait
             aref = c.arg("a")
-            ops.append({"root": aref.root, "bytes": aref.byte_index()[0], "vc": op_vc})
+            ops.append({"root": aref.root, "bytes": aref.byte_index()[0], "vc": op_vc, "bit": INFLIGHT_WGMMA_A})
         c.w.wg_open = getattr(c.w, "wg_open", []) + ops
         for o in ops:
-            c.w.mark_inflight(o["root"], o["bytes"], INFLIGHT_WGMMA)
+            c.w.mark_inflight(o["root"], o["bytes"], o.get("bit", INFLIGHT_WGMMA))
     return None
 
 
@@ -180,10 +180,10 @@ def _wait(ctx):
         for op in g:
             w.acquire(op["vc"])
     w.wg_groups = keep
-    w.retire_inflight(INFLIGHT_WGMMA)
+    w.retire_inflight(INFLIGHT_WGMMA | INFLIGHT_WGMMA_A)
     for g in keep + [getattr(w, "wg_open", [])]:
         for op in g:
-            w.mark_inflight(op["root"], op["bytes"], INFLIGHT_WGMMA)
+            w.mark_inflight(op["root"], op["bytes"], op.get("bit", INFLIGHT_WGMMA))
 
 
 # A compiler fence on accumulator registers (no instruction): nothing happens at run time.
