@@ -50,3 +50,24 @@ def test_family_lookup_errors():
     with pytest.raises(I.IntrinsicError, match="no intrinsic family"):
         I.family("nope")
     assert repr(I.family("wgmma_m64")) == "Family(wgmma_m64)"
+
+
+@pytest.mark.parametrize("name", ["tcgen05_ld_16x128b_x16_pack16", "wgmma_m64n40k16_f32_bf16_bf16_ss"])
+def test_family_member_parses_as_t_ptx_before_anything_generated_it(name):
+    """A kernel may call a family member no primitive has generated yet: T.ptx resolves it on demand."""
+    from tirxpy import T
+    from tirxpy.intrinsics import table
+    from tirxpy.ir import intrin_sig
+
+    table._TABLE.pop(name, None)
+    intrin_sig._REGISTRY.pop(name, None)
+    assert repr(getattr(T.ptx, name)) == f"T.ptx.{name}"
+    assert intrin_sig.lookup_intrinsic_signature(name).n_args == I.get(name).n_args
+
+
+def test_invalid_family_member_says_which_rule_it_breaks():
+    from tirxpy import T
+    from tirxpy.ir.errors import ParseError
+
+    with pytest.raises(ParseError, match=r"repeat 128 must be a power of two in \[1, 64\]"):
+        T.ptx.tcgen05_ld_16x128b_x128

@@ -12,10 +12,10 @@ from __future__ import annotations
 import re
 from typing import Callable, Iterator
 
-from tirxpy.ir.intrin_sig import register_intrinsic_signature
+from tirxpy.ir.intrin_sig import add_signature_resolver, register_intrinsic_signature
 
 from .entry import Intrinsic
-from .errors import IntrinsicError, RegistrationError
+from .errors import IntrinsicError, OperandError, RegistrationError
 
 _TABLE: dict[str, Intrinsic] = {}
 _FAMILIES: dict[str, "Family"] = {}
@@ -84,6 +84,16 @@ def get(name: str) -> Intrinsic:
     return e
 
 
+def _resolve_signature(name: str) -> str | None:
+    """The IR parser's resolver: generate (and so announce) the family member ``name``; the family's
+    reason when its parameters are invalid (``tcgen05_ld_16x128b_x128``: the repeat passes 64)."""
+    try:
+        lookup(name)
+    except OperandError as e:
+        return str(e)
+    return None
+
+
 def lookup(name: str) -> Intrinsic | None:
     """The entry called ``name`` (generated on demand for family names), or None (also for a name that is no str)."""
     if not isinstance(name, str):
@@ -112,3 +122,6 @@ def entries() -> list[Intrinsic]:
 
 def families() -> list[Family]:
     return list(_FAMILIES.values())
+
+
+add_signature_resolver(_resolve_signature)

@@ -69,8 +69,39 @@ def register_intrinsic_signature(name: str, ret_dtype=None, n_args: int | None =
     return sig
 
 
+_RESOLVERS: list = []
+
+
+def add_signature_resolver(fn) -> None:
+    """Consult ``fn(name)`` whenever ``name`` has no signature yet. ``fn`` registers one when ``name`` is an
+    intrinsic made on demand (a member of a shape family such as ``tcgen05_ld_16x64b_x4``) and returns None,
+    or returns a str saying why ``name`` cannot be one (the family's rule it breaks), or None."""
+    if not callable(fn):
+        raise IRError(f"a signature resolver is a callable name -> None | str, got {type(fn).__name__}")
+    if fn not in _RESOLVERS:
+        _RESOLVERS.append(fn)
+
+
+def _resolve(name: str) -> str | None:
+    """Ask the resolvers for ``name``; the reasons they give when none registered it."""
+    why = []
+    for fn in _RESOLVERS:
+        r = fn(name)
+        if name in _REGISTRY:
+            return None
+        if isinstance(r, str) and r:
+            why.append(r)
+    return "; ".join(why) or None
+
+
 def lookup_intrinsic_signature(name: str) -> IntrinsicSignature | None:
-    return _REGISTRY.get(name)
+    """The signature of ``name``, made on demand by a resolver (:func:`add_signature_resolver`) for
+    intrinsics generated from parameters; None when there is none."""
+    sig = _REGISTRY.get(name)
+    if sig is None and isinstance(name, str) and name:
+        _resolve(name)
+        sig = _REGISTRY.get(name)
+    return sig
 
 
 def intrinsic_names() -> list[str]:
@@ -80,6 +111,9 @@ def intrinsic_names() -> list[str]:
 def unknown_intrinsic_message(name: str) -> tuple[str, str]:
     close = difflib.get_close_matches(name, list(_REGISTRY), n=5, cutoff=0.5)
     msg = f"unknown intrinsic T.ptx.{name}"
+    why = _resolve(name) if isinstance(name, str) and name else None
+    if why:
+        msg += f" ({why})"
     if close:
         msg += f"; close matches: {', '.join(close)}"
     hint = ("register it first: tirxpy.intrinsics.register_intrinsic(...) (or, at the IR level, "
