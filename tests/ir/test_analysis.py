@@ -75,3 +75,38 @@ def test_unknown_statement():
     other = stores(T.parse_script(SRC))[0]
     with pytest.raises(IRError, match="is not part of kernel k"):
         annotate_active_threads(k)[other]
+
+
+CONJ = '''@T.prim_func
+def k(A: T.Tensor((512,), "float32"), n: T.int32):
+    T.launch(grid=(4,), threads=256, cluster=(2,))
+    warp = T.warp_id()
+    rank = T.cluster_rank()
+    if warp == 5 and rank == 0:
+        A[0] = T.float32(0)
+        if T.elect_one():
+            A[1] = T.float32(1)
+    else:
+        A[2] = T.float32(2)
+    if warp == 2 and n > 3 and T.elect_one():
+        A[3] = T.float32(3)
+    if rank == 0 and T.elect_one():
+        A[4] = T.float32(4)
+    else:
+        A[5] = T.float32(5)
+    if warp == 3 and T.thread_id() + T.cta_id(0) < n:
+        A[6] = T.float32(6)
+'''
+
+
+def test_conjuncts_on_thread_ids_filter_exactly_beside_cta_and_data_conjuncts():
+    """Each conjunct narrows on its own: ``warp == 5 and rank == 0`` is warp 5 (of the rank-0 CTAs), not an
+    upper bound of the whole CTA whose elected thread would be warp 0's."""
+    info = annotate_active_threads(k := T.parse_script(CONJ))
+    st = stores(k)
+    assert info[st[0]].exact and info[st[0]].cta_narrowed and sorted(info[st[0]].warps()) == [5]
+    assert info[st[1]].describe() == "1 thread (warp 5, lane 0)" and info.scope(st[1]) is Scope.THREAD
+    assert len(info[st[2]]) == 256                       # every thread of a rank-1 CTA takes the else branch
+    assert info[st[3]].describe() == "1 thread (warp 2, lane 0)"
+    assert info[st[4]].tids == {0} and len(info[st[5]]) == 256
+    assert not info[st[6]].exact and sorted(info[st[6]].warps()) == [3] and info[st[6]].grain is Scope.THREAD

@@ -171,30 +171,37 @@ def _conjuncts(e):
 
 
 def branch_sets(cond, cur: ThreadSet, lets) -> tuple:
-    """``(then_set, else_set)`` of a branch on ``cond`` entered by ``cur``."""
+    """``(then_set, else_set)`` of a branch on ``cond`` entered by ``cur``.
+
+    Each conjunct of ``cond`` (``a and b and ...``) is read on its own: one on thread ids only filters the set
+    exactly; one on CTA / cluster ids or run-time data but no thread id keeps or drops a whole CTA (the set is
+    marked CTA-narrowed for CTA ids); one mixing thread ids with either makes the set an upper bound whose grain
+    is the widest scope those thread ids are constant over; ``T.elect_one()`` picks one thread of the rest.
+    ``T.warp_id() == 1 and T.cluster_rank() == 0`` is warp 1 (in some CTAs), exactly."""
     terms = _conjuncts(cond)
     elect = [t for t in terms if isinstance(t, E.ElectOne)]
-    rest = [t for t in terms if not isinstance(t, E.ElectOne)]
-    deps = set()
-    for t in rest:
-        _deps(t, lets, deps)
-    if "elect" in deps:  # elect_one nested in or / not: only an upper bound
+    kinds = [(t, _deps(t, lets, set())) for t in terms if not isinstance(t, E.ElectOne)]
+    if any("elect" in d for _, d in kinds):  # elect_one nested in or / not: only an upper bound
         return cur.inexact(), cur.inexact()
-    if not rest:
-        then = cur
-    elif "thread" not in deps:
-        then = cur.narrow_ctas() if "cta" in deps else cur
-        if not elect:
-            return then, (cur.narrow_ctas() if "cta" in deps else cur)
-    elif deps & {"data", "cta"}:
-        grain = min(_thread_grain(t, lets) for t in rest)
-        return cur.inexact(grain), cur.inexact(grain)
+    exact = [t for t, d in kinds if "thread" in d and not d & {"data", "cta"}]
+    mixed = [t for t, d in kinds if "thread" in d and d & {"data", "cta"}]
+    uniform = len(kinds) - len(exact) - len(mixed)      # terms every thread of a CTA evaluates alike
+    narrowed = any("cta" in d for _, d in kinds)
+    then = cur.filter(lambda t: all(_eval(x, t, lets) for x in exact)) if exact else cur
+    if narrowed:
+        then = then.narrow_ctas()
+    if mixed:
+        grain = min(_thread_grain(t, lets) for t in mixed)
+        then = then.inexact(grain)
+        other = (cur.narrow_ctas() if narrowed else cur).inexact(grain)
+    elif uniform:
+        other = cur.narrow_ctas() if narrowed else cur
     else:
-        then = cur.filter(lambda t: all(_eval(x, t, lets) for x in rest))
+        other = None
     if elect:
         one = then.elect_one()
-        return one, cur.minus(one) if cur.exact else cur
-    return then, cur.minus(then)
+        return one, (other if other is not None else cur.minus(one) if cur.exact else cur)
+    return then, (other if other is not None else cur.minus(then))
 
 
 class _Walker:
