@@ -46,6 +46,17 @@ def test_a_symbolic_view_may_be_larger_than_its_strided_tensor():
         s[m0:m0 + 128, 0:64].layout
 
 
+def test_a_constant_view_past_the_edge_says_how_to_clip_it():
+    """A view with a constant start lies inside its tensor; the error names the edge and the two ways out."""
+    A = Buffer("A", (100, 64), "float16")
+    with pytest.raises(IRError) as e:
+        A[0:128, :]
+    assert "slice [0, 0 + 128) passes the edge of [0, 100)" in str(e.value)
+    assert "view [0, 100)" in e.value.hint and "T.cta_id(0) * 128" in e.value.hint
+    with pytest.raises(IRError, match=r"slice \[100, 100 \+ 4\) is empty or outside \[0, 100\)"):
+        A[100:104, :]
+
+
 def test_partial_index_and_swizzled_stage():
     sw = ComposeLayout(swizzle_128B("bf16"), TileLayout(S[(3, 128, 64)]))
     smem = Buffer("smem", (3, 128, 64), "bfloat16", "shared", layout=sw)

@@ -199,6 +199,11 @@ class Buffer(Node):
                         hint="write the stop as start + constant, e.g. A[m0:m0 + 128]",
                     )
                 e = ext.value
+                if isinstance(lo, IntImm) and e >= 1 and 0 <= lo.value < n < lo.value + e:
+                    raise IRError(f"dimension {d} of {self.name}: slice [{lo}, {lo} + {e}) passes the edge of [0, {n}); "
+                                  "a view whose start is a constant lies inside its tensor",
+                                  hint=f"view [{lo}, {n}), or, for a tile clipped at the edge (TMA, guarded loads and "
+                                       f"stores), start it at a device expression, e.g. T.cta_id(0) * {e}")
                 if e < 1 or (isinstance(lo, IntImm) and (lo.value < 0 or lo.value + e > n)):
                     raise IRError(f"dimension {d} of {self.name}: slice [{lo}, {lo} + {e}) is empty or outside [0, {n})")
                 starts.append(lo)
