@@ -2,20 +2,22 @@
 bf16 through tensor memory (alloc, four mma of K = 16, commit to an mbarrier, 32x32b ld, dealloc).
 ``first_accumulates``: the first mma accumulates into the fresh accumulator; ``mma=False``: no mma at all;
 ``wait=False``: the ld does not wait for the commit; ``wait_ld=False``: the ld's registers are read with no
-tcgen05.wait::ld."""
+tcgen05.wait::ld; ``st_early``: warp 1 tcgen05.st's its quarter of the accumulator while the mma may run;
+``dealloc_sync=False``: warp 0 deallocates with no barrier after the other warps' ld."""
 from tirxpy import T
 
 
-def mma_kernel(first_accumulates=False, mma=True, wait=True, wait_ld=True):
+def mma_kernel(first_accumulates=False, mma=True, wait=True, wait_ld=True, st_early=False, dealloc_sync=True):
     from tirxpy.intrinsics import descriptors as D
-    from tirxpy.intrinsics import tcgen05_ld
+    from tirxpy.intrinsics import tcgen05_ld, tcgen05_st
     from tirxpy.layout.atoms import mma_smem_layout
 
     LD = tcgen05_ld.get(shape="32x32b", rep=32)
+    ST = tcgen05_st.get(shape="32x32b", rep=32)
     SA = mma_smem_layout(128, 64, "bf16", "K", 128)
     SB = mma_smem_layout(32, 64, "bf16", "K", 128)
     IDESC = D.tcgen05_instr_desc("float32", "bfloat16", "bfloat16", m=128, n=32)
-    FIRST, MMA, WAIT, WAIT_LD = first_accumulates, mma, wait, wait_ld
+    FIRST, MMA, WAIT, WAIT_LD, ST_EARLY, DEALLOC_SYNC = first_accumulates, mma, wait, wait_ld, st_early, dealloc_sync
 
     @T.prim_func
     def k(A: T.Tensor((128, 64), "bfloat16"), B: T.Tensor((32, 64), "bfloat16"), C: T.Tensor((128, 32), "uint32")):
@@ -36,6 +38,12 @@ def mma_kernel(first_accumulates=False, mma=True, wait=True, wait_ld=True):
         if t == 0:
             T.ptx.mbarrier_init(bar[0], 1)
         T.ptx.syncthreads()
+        if ST_EARLY:
+            if T.warp_id() == 1:
+                for j in T.serial(32):
+                    d[j] = T.uint32(0)
+                ST(taddr[0] + T.cast(32 << 16, "uint32"), d)
+                T.ptx.tcgen05_wait_st()
         if t == 0:
             if MMA:
                 for kk in T.serial(4):
@@ -50,7 +58,8 @@ def mma_kernel(first_accumulates=False, mma=True, wait=True, wait_ld=True):
             T.ptx.tcgen05_wait_ld()
         for j in T.serial(32):
             C[t, j] = d[j]
-        T.ptx.syncthreads()
+        if DEALLOC_SYNC:
+            T.ptx.syncthreads()
         if T.warp_id() == 0:
             T.ptx.tcgen05_dealloc_cg1(taddr[0], T.uint32(32))
     return k

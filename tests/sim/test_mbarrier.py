@@ -141,3 +141,92 @@ def k(X: T.Tensor((32,), "float32")):
     assert "is not 8-byte aligned; an mbarrier is a 64-bit object" in str(ei.value)
     run(kernel(2), x)
     assert (x == 1).all()
+
+
+@pytest.mark.parametrize("sync,clean", [("T.evaluate(0)", False), ("T.ptx.syncthreads()", True)])
+def test_a_use_not_ordered_after_the_init_is_reported_in_every_schedule(sync, clean):
+    """Warp 1 arrives on the mbarrier warp 0 initializes: without the barrier between them the arrive may run
+    first; where it runs second it is still not ordered after the init, and is reported the same way."""
+    k = _k(f'''
+    if T.thread_id() == 0:
+        T.ptx.mbarrier_init(bar[0], 1)
+        T.ptx.fence_mbarrier_init()
+    {sync}
+    if T.thread_id() == 32:
+        T.ptx.mbarrier_arrive(bar[0])
+    if T.thread_id() < 32:
+        T.ptx.mbarrier_wait_parity(bar[0], 0)
+''', threads=64)
+    for seed in range(6):
+        res = run(k, np.zeros(4, np.int32), check=False, seed=seed)
+        if clean:
+            assert res.problems == []
+        else:
+            p = next(p for p in res.problems if p.kind == "mbarrier_uninitialized")
+            assert "fence_mbarrier_init" in " ".join(p.notes)
+
+
+@pytest.mark.parametrize("fence,clean", [("T.evaluate(0)", False), ("T.ptx.fence_mbarrier_init()", True)])
+def test_fence_mbarrier_init_orders_the_init_before_a_peers_remote_arrive(fence, clean):
+    """A relaxed cluster barrier orders an init before the peer CTA's remote arrive only with the initializing
+    thread's fence.mbarrier_init before its arrive."""
+    k = T.parse_script(f'''
+@T.prim_func
+def k(A: T.Tensor((2,), "int32")):
+    T.launch(grid=(2,), threads=32, cluster=(2,))
+    bar = T.alloc_shared((1,), "uint64")
+    r = T.ptx.cluster_ctarank()
+    if T.lane_id() == 0:
+        T.ptx.mbarrier_init(bar[0], 1)
+        {fence}
+    T.ptx.cluster_arrive_relaxed()
+    T.ptx.cluster_wait()
+    if T.lane_id() == 0:
+        T.ptx.mbarrier_arrive_remote(T.ptx.mapa_shared(bar[0], T.uint32(1) - r))
+    T.ptx.mbarrier_wait_parity(bar[0], 0)
+    T.ptx.cluster_sync()
+''')
+    for seed in range(3):
+        res = run(k, np.zeros(2, np.int32), arch="sm_90a", check=False, seed=seed)
+        kinds = {p.kind for p in res.problems}
+        assert kinds == set() if clean else "mbarrier_uninitialized" in kinds, res.problems
+
+
+@pytest.mark.parametrize("wait,clean", [("T.evaluate(0)", False), ("T.ptx.mbarrier_wait_parity(bar[0], 0)", True)])
+def test_inval_with_a_copy_in_flight_is_reported(wait, clean):
+    """mbarrier.inval while a TMA load still completes bytes on the barrier (or after it did, with no wait ordering
+    that) is reported; after the wait it is clean."""
+    k = T.parse_script(f'''
+@T.prim_func
+def k(A: T.Tensor((32,), "float32")):
+    T.launch(grid=(1,), threads=32)
+    s = T.alloc_shared((32,), "float32")
+    bar = T.alloc_shared((1,), "uint64")
+    if T.lane_id() == 0:
+        T.ptx.mbarrier_init(bar[0], 1)
+        T.ptx.mbarrier_arrive_expect_tx(bar[0], 128)
+        T.ptx.tma_load_1d(s, A[0:32], 0, bar[0])
+        {wait}
+        T.ptx.mbarrier_inval(bar[0])
+''')
+    for seed in range(4):
+        res = run(k, np.zeros(32, np.float32), arch="sm_90a", check=False, seed=seed)
+        if clean:
+            assert res.problems == []
+        else:
+            assert "mbarrier_inval_in_use" in {p.kind for p in res.problems}, res.problems
+
+
+def test_inval_while_a_warp_waits_is_reported():
+    k = _k('''
+    if T.thread_id() == 0:
+        T.ptx.mbarrier_init(bar[0], 1)
+    T.ptx.syncthreads()
+    if T.thread_id() >= 32:
+        T.ptx.mbarrier_wait_parity(bar[0], 0)
+    if T.thread_id() == 0:
+        T.ptx.mbarrier_inval(bar[0])
+''', threads=64)
+    res = [run(k, np.zeros(4, np.int32), check=False, seed=s) for s in range(8)]
+    assert all(r.problems for r in res)
+    assert any(p.kind == "mbarrier_inval_in_use" and "waits on it" in p.msg for r in res for p in r.problems)

@@ -209,3 +209,49 @@ def k(A: T.Tensor((32,), "float32"), B: T.Tensor((32,), "float32")):
 ''')
     res = run(k, np.zeros(32, np.float32), np.zeros(32, np.float32), check=False)
     assert res.problems and all(p.kind.startswith("oob") for p in res.problems)
+
+
+
+def _regs_kernel(case):
+    """384 threads (168 registers each at entry): warpgroup 0 is the producer, the others consumers; each thread then
+    writes its id to A. ``case``: "split" (dec 40 / inc 232, which fits), "short" (dec 48 / inc 232: 15 x 128 x 8
+    registers short), "both" (the producer decs and incs), "raise" (a dec above the current count)."""
+    @T.prim_func
+    def k(A: T.Tensor((384,), "int32")):
+        T.launch(grid=(1,), threads=384)
+        if T.thread_id() // 128 == 0:
+            if case == "short":
+                T.ptx.setmaxnreg_dec(48)
+            else:
+                T.ptx.setmaxnreg_dec(40)
+            if case == "both":
+                T.ptx.setmaxnreg_inc(232)
+            if case == "raise":
+                T.ptx.setmaxnreg_dec(56)
+        else:
+            T.ptx.setmaxnreg_inc(232)
+        A[T.thread_id()] = T.thread_id()
+
+    return k
+
+
+def test_setmaxnreg_inc_paid_for_by_the_dec_runs_clean():
+    a = np.zeros(384, np.int32)
+    for seed in range(3):
+        assert run(_regs_kernel("split"), a, seed=seed).problems == []
+    assert (a == np.arange(384)).all()
+
+
+@pytest.mark.parametrize("case", ["short", "both"])
+def test_setmaxnreg_inc_beyond_the_pool_deadlocks(case):
+    for seed in range(3):
+        with pytest.raises(SimReportError) as e:
+            run(_regs_kernel(case), np.zeros(384, np.int32), seed=seed)
+        p = next(p for p in e.value.problems if p.kind == "deadlock")
+        assert any("register pool" in n and "lower the .inc count" in n for n in p.notes)
+
+
+def test_setmaxnreg_dec_above_the_current_count_is_misuse():
+    with pytest.raises(SimReportError) as e:
+        run(_regs_kernel("raise"), np.zeros(384, np.int32), seed=0)
+    assert any(p.kind == "setmaxnreg_misuse" and ".dec must not raise" in p.msg for p in e.value.problems)

@@ -49,3 +49,63 @@ def test_registers_of_a_tcgen05_ld_used_before_wait_ld_are_reported():
         run(_mma_kernel(wait_ld=False), a, b, c)
     assert ei.value.kinds() == {"tmem_ld_before_wait"}
     assert "read of register tile d while a tcgen05.ld loading it is not waited for" in str(ei.value)
+
+
+def test_a_tcgen05_st_into_cells_an_mma_writes_is_reported_in_every_schedule():
+    """Warp 1 stores into its quarter of the accumulator while the mma may run: unordered either way (the st before
+    the mma runs, or after it with no commit -> wait between)."""
+    a, b, c = _inputs()
+    for seed in range(4):
+        res = run(_mma_kernel(st_early=True), a, b, c, check=False, seed=seed)
+        p = next(p for p in res.problems if p.kind == "race")
+        assert "TMEM" in p.msg and "tcgen05" in " ".join(p.notes)
+
+
+def test_dealloc_not_ordered_after_the_other_warps_ld_is_reported():
+    a, b, c = _inputs()
+    for seed in range(4):
+        res = run(_mma_kernel(dealloc_sync=False), a, b, c, check=False, seed=seed)
+        assert res.problems and {p.kind for p in res.problems} <= {"tmem_dealloc_in_use", "tmem_oob"}
+    assert any(p.kind == "tmem_dealloc_in_use" for s in range(4)
+               for p in run(_mma_kernel(dealloc_sync=False), a, b, c, check=False, seed=s).problems)
+    assert run(_mma_kernel(), a, b, c, seed=0).problems == []
+
+
+def test_dealloc_with_an_mma_pending_is_reported():
+    """Warp 0 deallocates right after issuing the mma (no wait for its commit; the other warps never load)."""
+    from tirxpy.intrinsics import descriptors as D
+    from tirxpy.layout.atoms import mma_smem_layout
+
+    SA = mma_smem_layout(128, 64, "bf16", "K", 128)
+    SB = mma_smem_layout(32, 64, "bf16", "K", 128)
+    IDESC = D.tcgen05_instr_desc("float32", "bfloat16", "bfloat16", m=128, n=32)
+
+    @T.prim_func
+    def k(A: T.Tensor((128, 64), "bfloat16"), B: T.Tensor((32, 64), "bfloat16")):
+        T.launch(grid=(1,), threads=128)
+        sa = T.alloc_shared((128, 64), "bfloat16", layout=SA)
+        sb = T.alloc_shared((32, 64), "bfloat16", layout=SB)
+        bar = T.alloc_shared((1,), "uint64")
+        taddr = T.alloc_shared((1,), "uint32")
+        t = T.thread_id()
+        for j in T.serial(64):
+            sa[t, j] = A[t, j]
+            if t < 32:
+                sb[t, j] = B[t, j]
+        T.ptx.fence_proxy_async()
+        if T.warp_id() == 0:
+            T.ptx.tcgen05_alloc_cg1(taddr[0], T.uint32(32))
+        if t == 0:
+            T.ptx.mbarrier_init(bar[0], 1)
+        T.ptx.syncthreads()
+        if t == 0:
+            T.ptx.tcgen05_mma_cg1_f16_ss(taddr[0], sa[0:128, 0:16], sb[0:32, 0:16], T.uint32(IDESC), False)
+            T.ptx.tcgen05_commit_cg1(bar[0])
+        if T.warp_id() == 0:
+            T.ptx.tcgen05_dealloc_cg1(taddr[0], T.uint32(32))
+        T.ptx.mbarrier_wait_parity(bar[0], 0)
+
+    a, b, _ = _inputs()
+    for seed in range(4):
+        res = run(k, a, b, check=False, seed=seed)
+        assert "tmem_dealloc_in_use" in {p.kind for p in res.problems}, res.problems

@@ -215,3 +215,65 @@ def test_a_bulk_copy_is_16_byte_aligned_and_sized(nbytes, off, kinds):
         assert "bulk copy (global -> shared) (shared side): shared address 0x4" in str(res.problems[0])
     if kinds == {"tma_misuse"}:
         assert "20 bytes: the size of a bulk copy is a multiple of 16 bytes" in str(res.problems[0])
+
+
+def _offset_load_kernel(row0):
+    """TMA-loads a 4 x 16 float32 box into rows ``row0 ..`` of a shared tile (row ``r`` starts at byte 64 r)."""
+    @T.prim_func
+    def k(A: T.Tensor((4, 16), "float32"), C: T.Tensor((4, 16), "float32")):
+        T.launch(grid=(1,), threads=32)
+        As = T.alloc_shared((6, 16), "float32")
+        bar = T.alloc_shared((1,), "uint64")
+        if T.thread_id() == 0:
+            T.ptx.mbarrier_init(bar[0], 1)
+            T.ptx.fence_mbarrier_init()
+        T.ptx.syncthreads()
+        if T.thread_id() == 0:
+            T.ptx.mbarrier_arrive_expect_tx(bar[0], 256)
+            T.ptx.tma_load_2d(As[row0:row0 + 4, 0:16], A[0:4, 0:16], 0, 0, bar[0])
+        T.ptx.mbarrier_wait_parity(bar[0], 0)
+        for i in T.serial(2):
+            r = (i * 32 + T.lane_id()) // 16
+            c = (i * 32 + T.lane_id()) % 16
+            C[r, c] = As[row0 + r, c]
+
+    return k
+
+
+def test_tma_load_into_shared_memory_off_128_bytes_is_misaligned():
+    a = np.arange(64, dtype=np.float32).reshape(4, 16)
+    with pytest.raises(SimReportError) as e:
+        run(_offset_load_kernel(1), a, np.zeros_like(a), seed=0)       # row 1: byte 64
+    p = next(p for p in e.value.problems if p.kind == "misaligned")
+    assert "destination (dstMem) of a TMA tensor copy" in p.msg and "128-byte aligned" in p.msg
+    c = np.zeros_like(a)
+    assert run(_offset_load_kernel(2), a, c, seed=0).problems == []    # row 2: byte 128
+    np.testing.assert_array_equal(c, a)
+
+
+def _offset_store_kernel(row0):
+    @T.prim_func
+    def k(A: T.Tensor((4, 16), "float32")):
+        T.launch(grid=(1,), threads=32)
+        As = T.alloc_shared((6, 16), "float32")
+        for i in T.serial(2):
+            r = (i * 32 + T.lane_id()) // 16
+            c = (i * 32 + T.lane_id()) % 16
+            As[row0 + r, c] = T.float32(1)
+        T.ptx.fence_proxy_async()
+        T.ptx.bar_warp_sync(T.uint32(0xFFFFFFFF))
+        if T.thread_id() == 0:
+            T.ptx.tma_store_2d(A[0:4, 0:16], 0, 0, As[row0:row0 + 4, 0:16])
+            T.ptx.bulk_commit_group()
+            T.ptx.bulk_wait_group(0)
+
+    return k
+
+
+def test_tma_store_from_shared_memory_off_128_bytes_is_misaligned():
+    with pytest.raises(SimReportError) as e:
+        run(_offset_store_kernel(1), np.zeros((4, 16), np.float32), seed=0)
+    assert any(p.kind == "misaligned" and "source (srcMem)" in p.msg for p in e.value.problems)
+    a = np.zeros((4, 16), np.float32)
+    assert run(_offset_store_kernel(2), a, seed=0).problems == []
+    assert (a == 1).all()

@@ -105,5 +105,6 @@ def _arrive_noinc(ctx):
         for l in lanes:
             b = MB.lookup(ctx, int(addr[l]), "cp.async.mbarrier.arrive")
             if b is not None:
+                MB.use(ctx.machine, b, w.agent, v, ctx.call.name, ctx.span, ctx.threads(), w.mbar_known)
                 MB.arrive(ctx, b, 1, v)
     ctx.machine.events.append(Event(fire, "cp.async arrive", ready=lambda: all(op["done"] for op in ops)))

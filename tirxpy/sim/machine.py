@@ -88,6 +88,9 @@ class Warp:
         self.tc_pending: list = []  # tcgen05 ops not yet committed
         self.maxnreg = None
         self.where = None
+        self.mbar_inits: list = []      # mbarriers this warp initialized (fence.mbarrier_init releases them)
+        self.mbar_known: set = set()    # mbarriers whose init a relaxed cluster barrier ordered before this warp
+        self.mbar_wait = None           # the mbarrier this warp is blocked on
 
         self.wsync = 0         # warp-sync epoch: bumped by every synchronization of the warp's lanes (sync_lanes)
         self.lane_ids = np.arange(WARP, dtype=np.int32)

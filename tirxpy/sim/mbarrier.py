@@ -3,6 +3,14 @@
 count are both zero; ``test_wait / try_wait.parity(P)`` is true when the phase with parity
 ``P`` just before the current one has completed, i.e. ``P != current_phase % 2``.
 
+Lifecycle: every use (arrive, expect_tx, wait, the complete_tx of a copy, issued with the copy) must be ordered
+after the ``mbarrier.init``: by a barrier / mbarrier wait / released cluster barrier after the init, or, for a
+relaxed cluster barrier, by the initializing warp's ``fence.mbarrier_init`` before its arrive (the fence releases
+its earlier inits only). A use not ordered after the init is ``mbarrier_uninitialized`` in every schedule, as is a use
+before it. ``mbarrier.inval`` (and an init of a live mbarrier) must come after every use,
+ordered the same way, with no copy still completing bytes on it and no warp waiting on it
+(``mbarrier_inval_in_use``).
+
 Checks: use before init, arrivals beyond the expected count, transaction bytes that land after
 the phase they were issued in has completed (no expect_tx announced them), a wait that observes the same completed phase twice (parity
 not flipped), and (at the end) barriers whose arrivals / transaction bytes never balanced."""
@@ -15,11 +23,15 @@ from .races import join
 from .registry import register_model
 
 CLUSTER_SHIFT = 24
+_INIT_NOTE = ("initialize it with T.ptx.mbarrier_init(bar, count), then T.ptx.fence_mbarrier_init() and a barrier "
+              "every user passes before its first use (T.ptx.syncthreads(), or a cluster barrier for other CTAs)")
 
 
 class MBar:
-    def __init__(self, addr, count, span):
+    def __init__(self, addr, count, span, agent=-1, clock=0):
         self.addr, self.expected, self.pending, self.tx = addr, count, count, 0
+        self.init_agent, self.init_clock = agent, clock     # the initializing warp and its clock at the init
+        self.uses: dict = {}    # agent -> its clock at its last use (inval / re-init must be ordered after it)
         self.phase = 0
         self.vc = None
         self.done_vc: dict = {}
@@ -62,8 +74,50 @@ def lookup(ctx, addr, what):
     b = cta.mbarriers.get(a)
     if b is None:
         ctx.report("mbarrier_uninitialized", f"{what} on shared address {a:#x}, which holds no initialized mbarrier",
-                   ["initialize it with T.ptx.mbarrier_init(bar, count) (and fence + barrier) first"])
+                   [_INIT_NOTE])
     return b
+
+
+def init_ordered(b, agent, vc, known=()):
+    """Whether a use by ``agent`` at clocks ``vc`` is ordered after the init of ``b`` (``known``: the mbarriers
+    whose init the user's warp acquired through a relaxed cluster barrier after a ``fence.mbarrier_init``)."""
+    a = b.init_agent
+    return a < 0 or a == agent or (a < len(vc) and vc[a] >= b.init_clock) or b in known
+
+
+def use(machine, b, agent, vc, what, span, who, known=()):
+    """Record a use of ``b`` by ``agent`` (clocks ``vc``) and report it when not ordered after the init."""
+    if not init_ordered(b, agent, vc, known):
+        machine.report("mbarrier_uninitialized", f"{what} on the mbarrier at smem {b.addr:#x} is not ordered after "
+                       f"its mbarrier.init ({b.span} by {machine.agent_name(b.init_agent)}): in another schedule it "
+                       "runs first, on memory that holds no mbarrier yet", span, who,
+                       [_INIT_NOTE],
+                       key=("mbar_unordered", b.addr, getattr(span, "line", None)))
+    if agent >= 0:
+        c = int(vc[agent]) if agent < len(vc) else 0
+        if c > b.uses.get(agent, -1):
+            b.uses[agent] = c
+
+
+def retire(ctx, cta, b, what):
+    """``mbarrier.inval`` (or an init over a live mbarrier, ``what``) by the calling warp: every use must be
+    ordered before it, no copy may still complete bytes on it and no warp may wait on it."""
+    w, m = ctx.w, ctx.machine
+    vc = w.vc
+    late = [a for a, c in b.uses.items() if a != w.agent and (a >= len(vc) or vc[a] < c)]
+    notes = ["issue it after every warp's last use of the mbarrier, ordered by a barrier (T.ptx.syncthreads()) or "
+             "the mbarrier wait that the last copies complete"]
+    if late:
+        ctx.report("mbarrier_inval_in_use", f"{what} of the {name_of(ctx, b)} is not ordered after a use by "
+                   f"{m.agent_name(late[0])}", notes)
+    busy = [e for e in m.events if e.mbar is not None and e.mbar[0] is cta and e.mbar[1] == b.addr]
+    if busy:
+        ctx.report("mbarrier_inval_in_use", f"{what} of the {name_of(ctx, b)} while {busy[0].what} still completes "
+                   "transaction bytes on it", notes)
+    waiters = [x for c in m.cluster for x in c.warps if not x.done and getattr(x, "mbar_wait", None) is b]
+    if waiters:
+        ctx.report("mbarrier_inval_in_use", f"{what} of the {name_of(ctx, b)} while {waiters[0].describe()} waits "
+                   "on it", notes)
 
 
 def name_of(ctx, b):
@@ -80,7 +134,7 @@ def arrive(ctx, b, n, vc):
     b.complete_if_ready()
 
 
-def complete_tx(machine, cta, addr, nbytes, vc, span, who, issue_phase=None):
+def complete_tx(machine, cta, addr, nbytes, vc, span, who, issue_phase=None, agent=-1):
     """Complete ``nbytes`` of transactions on the mbarrier at ``addr`` of ``cta``.
 
     The tx-count may go below zero for a while (PTX: its range is +-(2**20 - 1)): bytes may land
@@ -94,6 +148,8 @@ def complete_tx(machine, cta, addr, nbytes, vc, span, who, issue_phase=None):
         machine.report("mbarrier_uninitialized", f"complete_tx of {nbytes} bytes on shared address {addr:#x}, "
                        "which holds no initialized mbarrier", span, who)
         return
+    if agent >= 0 and agent < len(vc) and vc[agent] > b.uses.get(agent, -1):
+        b.uses[agent] = int(vc[agent])
     b.join(vc)
     b.tx -= nbytes
     if b.tx < 0 and b.early is None:
@@ -131,9 +187,14 @@ def _init(ctx):
             ctx.report("misaligned", f"{ctx.call.name}: shared address {a:#x} is not 8-byte aligned; an mbarrier is a "
                        "64-bit object (the GPU faults on it)", ["allocate barriers as T.alloc_shared((n,), \"uint64\") "
                                                                  "and pass one element, bar[i]"])
+        old = cta.mbarriers.get(a)
+        if old is not None:
+            retire(ctx, cta, old, "mbarrier.init (again)")
         if cta.shadow is not None:
             ctx.w.smem_access([a], 8, True, 0, ctx.call)
-        cta.mbarriers[a] = MBar(a, int(cnt[l]), ctx.span)
+        w = ctx.w
+        b = cta.mbarriers[a] = MBar(a, int(cnt[l]), ctx.span, w.agent, int(w.vc[w.agent]))
+        w.mbar_inits.append(b)
 
 
 @register_model("mbarrier_inval")
@@ -141,7 +202,18 @@ def _inval(ctx):
     addr = ctx.arg("bar")
     for l in ctx.lanes:
         cta, a = _cta_and_addr(ctx, int(addr[l]))
-        cta.mbarriers.pop(a, None)
+        b = cta.mbarriers.pop(a, None)
+        if b is not None:
+            retire(ctx, cta, b, "mbarrier.inval")
+            if cta.shadow is not None and cta is ctx.cta:
+                ctx.w.smem_access([a], 8, True, 0, ctx.call)
+
+
+def check_issue(ctx, cta, addr, what):
+    """A copy issued now completes bytes on the mbarrier at ``addr`` of ``cta``: the issue is a use of it."""
+    b = cta.mbarriers.get(addr)
+    if b is not None:
+        use(ctx.machine, b, ctx.w.agent, ctx.w.vc, what, ctx.span, ctx.threads(), ctx.w.mbar_known)
 
 
 def _arrive_lanes(ctx, counts=None, tx=None):
@@ -155,6 +227,7 @@ def _arrive_lanes(ctx, counts=None, tx=None):
         b = lookup(ctx, a, "arrive")
         if b is None:
             continue
+        use(ctx.machine, b, ctx.w.agent, vc, ctx.call.name, ctx.span, ctx.threads(), ctx.w.mbar_known)
         if tx is not None:
             for l in lanes:
                 b.tx += int(tx[l])
@@ -199,6 +272,7 @@ def _expect(ctx):
     for l in ctx.lanes:
         b = lookup(ctx, int(addr[l]), "expect_tx")
         if b is not None:
+            use(ctx.machine, b, ctx.w.agent, ctx.w.vc, ctx.call.name, ctx.span, ctx.threads(), ctx.w.mbar_known)
             b.tx += int(tx[l])
             b.expect_seen = True
 
@@ -227,12 +301,15 @@ def _wait(ctx, blocking):
         return np.zeros(32, bool)
     done = (b.phase % 2) != p
     if not done and blocking:
+        ctx.w.mbar_wait = b
         yield Block(lambda: (b.phase % 2) != p, f"phase with parity {p} of the mbarrier at smem {a:#x} "
                     f"(current phase {b.phase}: {b.pending} of {b.expected} arrivals pending, tx-count {b.tx})",
                     ctx.span)
         done = True
+        ctx.w.mbar_wait = None
     if done:
         _observe(ctx, b)
+    use(ctx.machine, b, ctx.w.agent, ctx.w.vc, ctx.call.name, ctx.span, ctx.threads(), ctx.w.mbar_known)
     return np.full(32, done)
 
 

@@ -26,12 +26,69 @@ def _elect(ctx):
     return out
 
 
+def launch_registers(threads: int) -> int:
+    """Registers per thread at a kernel's entry, as :func:`tirxpy.lang.roles.register_split` counts them: a kernel
+    with ``setmaxnreg`` is built with ``__launch_bounds__(threads, 1)``, i.e. 65536 / threads rounded down to a
+    multiple of 8, at most 248."""
+    return min(65536 // threads // 8 * 8, 248)
+
+
+def _pool(ctx):
+    """The CTA's register pool (PTX ISA, setmaxnreg): ``{"free": registers no warp holds}``, empty at entry."""
+    cta = ctx.cta
+    if not hasattr(cta, "reg_pool"):
+        cta.reg_pool = {"free": 0}
+    return cta.reg_pool
+
+
+def _setmaxnreg(ctx, inc):
+    """``setmaxnreg.inc / .dec`` (PTX ISA, setmaxnreg) per warp: every warp starts with
+    :func:`launch_registers` per thread; ``.dec`` to ``n`` releases ``32 * (current - n)`` registers to the
+    CTA's pool; ``.inc`` to ``n`` blocks until the pool holds ``32 * (n - current)`` and takes them. After a
+    warp's first setmaxnreg, a ``.dec`` above or an ``.inc`` below its count is a ``setmaxnreg_misuse`` (the entry
+    count is ptxas's choice, at most :func:`launch_registers`, so the first one is not judged against it). An
+    ``.inc`` that the pool can never pay for (the ``.dec`` of other warps do not release enough) hangs:
+    ``deadlock``. The count is a multiple of 8 in [24, 256]. The entry count is taken as the launch allocation, an
+    upper bound of ptxas's: a kernel compiled to fewer registers at entry frees less with its ``.dec``."""
+    n = ctx.imm("nregs")
+    w = ctx.w
+    name = "setmaxnreg.inc" if inc else "setmaxnreg.dec"
+    per = launch_registers(ctx.machine.kernel.launch.threads)
+    cur = w.maxnreg if w.maxnreg is not None else per
+    if not (24 <= n <= 256 and n % 8 == 0):
+        ctx.report("setmaxnreg_misuse", f"{name}.sync.aligned.u32 {n}: the count must be a multiple of 8 in "
+                   "[24, 256]")
+        return
+    if w.maxnreg is not None and ((n < cur) if inc else (n > cur)):
+        ctx.report("setmaxnreg_misuse", f"{name} to {n} registers per thread from {cur}: "
+                   f"{'.inc must not lower' if inc else '.dec must not raise'} the warp's count (undefined in PTX)",
+                   [f"use setmaxnreg.{'dec' if inc else 'inc'} to go from {cur} to {n}, or leave it out"])
+        return
+    pool = _pool(ctx)
+    if not inc:
+        pool["free"] += WARP * max(cur - n, 0)
+        w.maxnreg = n
+        return
+    need = WARP * max(n - cur, 0)
+    if pool["free"] < need:
+        threads = ctx.machine.kernel.launch.threads
+        yield Block(lambda: pool["free"] >= need,
+                    f"{need} registers from the CTA's register pool for {name} {cur} -> {n} (the pool holds "
+                    f"{pool['free']} now; the CTA has {threads} threads x {per} = {threads * per}): the "
+                    "setmaxnreg.dec of other warps must release what the .inc take -- lower the .inc count, lower "
+                    "the .dec count, or run one setmaxnreg per warpgroup (not a .dec and an .inc)", ctx.span)
+    pool["free"] -= need
+    w.maxnreg = n
+
+
 @register_model("setmaxnreg_inc")
 def _inc(ctx):
-    ctx.w.maxnreg = ctx.imm("nregs")
+    yield from _setmaxnreg(ctx, True)
 
 
-register_model("setmaxnreg_dec", _inc)
+@register_model("setmaxnreg_dec")
+def _dec(ctx):
+    yield from _setmaxnreg(ctx, False)
 
 
 def _shfl(mode):

@@ -9,10 +9,11 @@ from .interp import BudgetExceeded, exec_seq
 class Event:
     """An asynchronous completion: ``fire()`` runs when the scheduler picks it (after ``not_before``)."""
 
-    __slots__ = ("fire", "what", "ready")
+    __slots__ = ("fire", "what", "ready", "mbar")
 
-    def __init__(self, fire, what, ready=None):
+    def __init__(self, fire, what, ready=None, mbar=None):
         self.fire, self.what, self.ready = fire, what, ready
+        self.mbar = mbar        # (cta, offset) of the mbarrier it completes transactions on, if any
 
 
 def run_cluster(machine, ctas):

@@ -92,7 +92,17 @@ def _cluster_arrive_relaxed(ctx):
     st = _cluster_gen(ctx)
     fenced = getattr(ctx.w, "fence_vc", None)
     vc = fenced if fenced is not None else ctx.machine.clocks.fresh()
+    inits = getattr(ctx.w, "fenced_inits", None)
+    if inits:
+        ctx.machine.cluster_state.setdefault("cluster_inits", {}).setdefault(st.gen, set()).update(inits)
     ctx.w.cluster_gen = st.arrive(vc, 1, _cluster_warps(ctx))
+
+
+@register_model("fence_mbarrier_init")
+def _fence_mbarrier_init(ctx):
+    """``fence.mbarrier_init.release.cluster``: the warp's earlier ``mbarrier.init`` (only those) are released by
+    its next relaxed cluster arrive (:func:`tirxpy.sim.mbarrier.init_ordered`)."""
+    ctx.w.fenced_inits = list(ctx.w.mbar_inits)
 
 
 def _fence_release(ctx):
@@ -113,6 +123,7 @@ def _cluster_wait(ctx):
         return
     yield Block(lambda: st.gen > g, f"cluster barrier ({st.count} of {_cluster_warps(ctx)} warps arrived)", ctx.span)
     ctx.w.acquire(st.done.get(g))
+    ctx.w.mbar_known.update(ctx.machine.cluster_state.get("cluster_inits", {}).get(g, ()))
     ctx.w.cluster_gen = None
 
 
@@ -129,6 +140,6 @@ def _fence_proxy_async(ctx):
 
 register_model("fence_proxy_async_all", _fence_proxy_async)
 
-for _n in ("fence_proxy_async_global", "fence_mbarrier_init", "fence_proxy_tensormap_acquire", "griddepcontrol_wait",
+for _n in ("fence_proxy_async_global", "fence_proxy_tensormap_acquire", "griddepcontrol_wait",
            "griddepcontrol_launch_dependents", "prefetch_tensormap"):
     register_model(_n, lambda ctx: None)

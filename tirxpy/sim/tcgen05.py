@@ -14,7 +14,11 @@ from TMEM lane ``m``, column ``sfa + m / 32``, byte = the descriptor's A scale i
 lanes ``t + 32 q`` of all four quarters; it runs in issue order with the thread's mma s (one
 tensor-core pipe) and is tracked by the next commit.
 
-Checks: TMEM accesses outside the allocated columns or the warp's lane quarter, reading TMEM
+Checks: TMEM accesses outside the allocated columns or the warp's lane quarter, a ``tcgen05.st`` or an mma
+(checked when it runs, with what its issuing thread knew at the issue) writing cells another agent wrote or read
+with ``tcgen05.ld`` with nothing ordering the two (``race`` / ``tmem_overwrite_before_read``), a
+``tcgen05.dealloc`` while an mma on its columns is pending or not ordered after their last use
+(``tmem_dealloc_in_use``), reading TMEM
 written by an mma before a commit -> mbarrier wait ordered it (``tmem_read_before_commit``,
 also for an mma reading scale factors another thread's ``tcgen05.cp`` wrote), shared memory
 read by ``tcgen05.cp`` while TMA writes it (``race``), allocations never freed. Other
@@ -58,12 +62,14 @@ def _fence_vc(w):
     return getattr(w, "tc_fence_vc", np.zeros(0, np.int64))
 
 
-def _ordered(w, agents, clocks):
+def _ordered(w, agents, clocks, me=None, vc=None, fv=None):
     """Per cell: 0 = ordered (or no other agent), 1 = not ordered at all, 2 = ordered by a thread
-    sync but with no ``tcgen05.fence::after_thread_sync`` after it."""
-    other = (agents >= 0) & (agents != w.agent)
+    sync but with no ``tcgen05.fence::after_thread_sync`` after it. An access of warp ``w`` now, or by agent ``me``
+    at clocks ``vc`` with fence clocks ``fv`` (an mma when it runs, with what its issuing warp knew at the issue)."""
+    me, vc, fv = (w.agent, w.vc, _fence_vc(w)) if me is None else (me, vc, fv)
+    other = (agents >= 0) & (agents != me)
     n = int(max(agents.max(initial=-1), 0)) + 1
-    vc, fv = fit(w.vc, n), fit(_fence_vc(w), n)
+    vc, fv = fit(vc, n), fit(fv, n)
     a = np.maximum(agents, 0)
     out = np.zeros(agents.shape, np.int8)
     out[other & (clocks > fv[a])] = 2
@@ -85,6 +91,34 @@ def _check_tmem_init(m, cta, lanes, cols, what, span, who, note="write it first 
                  f"{int(bl.min())}..{int(bl.max())}, columns {int(bc.min())}..{int(bc.max())} of {cta.describe()}): "
                  "its value is undefined", span, who, [note],
                  key=("uninitialized_read", "tmem", getattr(span, "line", None)))
+
+
+def _check_overwrite(m, cta, w, L, C, what, span, who, me=None, vc=None, fv=None):
+    """A write of TMEM cells ``(L, C)`` (a ``tcgen05.st`` by warp ``w`` now, or an mma when it runs: agent ``me``
+    at clocks ``vc``, fence clocks ``fv``) must be ordered after the last write (another warp's st, an mma, a cp)
+    and the last ``tcgen05.ld`` of each cell by others: ``race`` / ``tmem_overwrite_before_read`` when not at all,
+    ``missing_tcgen05_fence`` when by a thread sync with no fence after it."""
+    ag, cl = _shadow(cta)
+    for agents, clocks, reader in ((ag[L, C], cl[L, C], False), (cta.tmem_reader[L, C], cta.tmem_rclock[L, C], True)):
+        order = _ordered(w, agents, clocks, me, vc, fv)
+        if (order == 1).any():
+            other = m.agent_name(int(agents[order == 1][0]))
+            if reader:
+                m.report("tmem_overwrite_before_read", f"{what} overwrites TMEM that {other} reads with tcgen05.ld, "
+                         "with no mbarrier wait ordering that read first", span, who,
+                         ["have the reader arrive on an mbarrier (after tcgen05.fence::before_thread_sync) once its "
+                          "tcgen05.ld are done, and wait on it before the write"])
+            else:
+                m.report("race", f"{what} writes TMEM that {other} also writes, with nothing ordering the two "
+                         "writes (lanes {}..{}, columns {}..{} of {})".format(
+                             int(L.min()), int(L.max()), int(C.min()), int(C.max()), cta.describe()), span, who,
+                         ["order them: tcgen05.commit the mma on an mbarrier and wait on it (then "
+                          "tcgen05.fence::after_thread_sync) before the st, or arrive on an mbarrier after "
+                          "tcgen05.wait::st and wait on it before the mma"])
+        elif (order == 2).any():
+            m.report("missing_tcgen05_fence", f"{what} writes TMEM "
+                     f"{'read' if reader else 'written'} by {m.agent_name(int(agents[order == 2][0]))}, ordered by a "
+                     "thread sync with no tcgen05.fence::after_thread_sync after it", span, who, [_FENCE_NOTE])
 
 
 def _check_cols(ctx, lanes, cols, what):
@@ -122,7 +156,36 @@ def _dealloc(ctx):
         ctx.report("tmem_misuse", f"tcgen05.dealloc of {n} columns at column {col}, but the allocation there is "
                    f"{have} columns" if have else f"tcgen05.dealloc at column {col}, which is not allocated")
         return
+    _check_dealloc(ctx, col, n)
     del ctx.cta.tmem.allocs[col]
+
+
+def _check_dealloc(ctx, col, n):
+    """``tcgen05.dealloc`` of columns ``col .. col + n``: every tcgen05 operation on them must be complete and
+    ordered before it (``tmem_dealloc_in_use``): no mma / cp of any warp still pending on them, every mma write
+    ordered by its commit -> mbarrier wait, every other warp's ``tcgen05.ld`` / ``st`` by a barrier."""
+    m, cta, w = ctx.machine, ctx.cta, ctx.w
+    note = ["before tcgen05.dealloc, wait for the mma's commit on its mbarrier and have every warp that reads or "
+            "writes the columns finish (tcgen05.wait::ld / ::st, tcgen05.fence::before_thread_sync) and pass a "
+            "barrier (T.ptx.syncthreads()) with the deallocating warp"]
+    for c in m.cluster:
+        for x in c.warps:
+            for op in getattr(x, "tc_pending", ()):
+                cols = op.get("cols")
+                if not op["done"] and cols is not None and cta in op["ctas"] and cols[0] < col + n and cols[1] >= col:
+                    ctx.report("tmem_dealloc_in_use", f"tcgen05.dealloc of TMEM columns {col}..{col + n - 1} while "
+                               f"an mma issued by {x.describe()} on them has not run", note)
+                    return
+    ag, cl = _shadow(cta)
+    for agents, clocks in ((ag[:, col:col + n], cl[:, col:col + n]),
+                           (cta.tmem_reader[:, col:col + n], cta.tmem_rclock[:, col:col + n])):
+        bad = _ordered(w, agents, clocks) == 1
+        if bad.any():
+            ctx.report("tmem_dealloc_in_use", f"tcgen05.dealloc of TMEM columns {col}..{col + n - 1} is not ordered "
+                       f"after their use by {m.agent_name(int(agents[bad][0]))}", note)
+            return
+    for arr in (ag, cta.tmem_reader):
+        arr[:, col:col + n] = -1
 
 
 register_model("tcgen05_relinquish_alloc_permit_cg1", lambda ctx: None)
@@ -173,6 +236,7 @@ def _ldst(ctx):
     ag, cl = _shadow(ctx.cta)
     cells = ctx.cta.tmem.cells
     if store:
+        _check_overwrite(ctx.machine, ctx.cta, ctx.w, L[ok], C[ok], ctx.call.name, ctx.span, ctx.threads())
         vals = ctx.arg("v").read(ctx.mask).astype(np.uint32)
         cells[L[ok], C[ok]] = vals[tl[ok], tm_[ok]]
         ctx.cta.tmem.init[L[ok], C[ok]] = True
@@ -271,25 +335,17 @@ def _mma(ctx):
                 ctx.report("tmem_oob", f"{ctx.call.name} writes TMEM columns {int(C.min())}..{int(C.max())} of "
                            f"{c.describe()} outside its allocated ones {sorted(c.tmem.allocs.items())} (start, ncols)")
                 return
-            _shadow(c)
-            order = _ordered(w, c.tmem_reader[L, C], c.tmem_rclock[L, C])
-            if (order == 1).any():
-                r = int(c.tmem_reader[L, C][order == 1][0])
-                ctx.report("tmem_overwrite_before_read", f"{ctx.call.name} overwrites TMEM that "
-                           f"{m.agent_name(r)} reads with tcgen05.ld, with no mbarrier wait ordering that read first",
-                           ["have the reader arrive on an mbarrier (after tcgen05.fence::before_thread_sync) once its "
-                            "tcgen05.ld are done, and wait on it before the mma"])
-            elif (order == 2).any():
-                ctx.report("missing_tcgen05_fence", f"{ctx.call.name} overwrites TMEM read by "
-                           f"{m.agent_name(int(c.tmem_reader[L, C][order == 2][0]))}, ordered by a thread sync with "
-                           "no tcgen05.fence::after_thread_sync after it", [_FENCE_NOTE])
         sf = _scale_cells(ctx, cta, idesc, n) if scaled else None
         if scaled and sf is None:
             return
-        op = {"done": False, "vc": vc}
+        op = {"done": False, "vc": vc, "ctas": pair, "cols": (int(C.min()), int(C.max()))}
         call = ctx.call
+        fv = _fence_vc(w).copy()
+        who = ctx.threads()
 
         def fire():
+            for c in pair:     # the D cells, when the mma runs: prior writes and reads must be ordered before its issue
+                _check_overwrite(m, c, w, L.ravel(), C.ravel(), call.name, call.span, who, a_id, vc, fv)
             As, Bs = [], []
             for c in pair:
                 for addrs, dt in ((addr_a, da), (addr_b, db)):
@@ -436,6 +492,8 @@ def _commit(ctx):
     ops = list(w.tc_pending)
     addr = int(ctx.arg("bar")[ctx.lanes[0]])
     mask = int(ctx.arg("cta_mask")[ctx.lanes[0]]) if ctx.has("cta_mask") else None
+    for r in ([w.cta.rank] if mask is None else [r for r in range(len(m.cluster)) if (mask >> r) & 1]):
+        MB.check_issue(ctx, m.cluster[r], addr, ctx.call.name)
     vc0 = join(np.array(w.release(), copy=True), w.tc_done_vc)
 
     def fire():

@@ -5,7 +5,11 @@ A load gathers the box (region extents of the tensor-map operand) at the coordin
 (innermost first; a box whose innermost start is not 16-byte aligned is reported, as the hardware faults on
 it), fills elements outside the tensor with zero, writes it to shared memory
 row-major with the tensor map's swizzle applied to the byte addresses, and completes its byte
-count on the mbarrier (``complete_tx``), all at a later scheduling point than the issue."""
+count on the mbarrier (``complete_tx``), all at a later scheduling point than the issue.
+
+The shared-memory operand of a tensor copy (a load's destination, a store's / reduction's source) must be
+128-byte aligned (CUDA C++ Programming Guide, TMA alignment table); an address off it is reported
+(``misaligned``). The swizzle itself is applied to the absolute shared-memory address bits, as the hardware does."""
 from __future__ import annotations
 
 import itertools
@@ -84,6 +88,11 @@ def _check_start(ctx, tm, c0, esz):
                "out so that the varying start is an outer dimension")
 
 
+def _check_smem_operand(ctx, addrs, operand):
+    """The shared-memory operand ``operand`` of a tensor copy is 128-byte aligned (reports the first lane off it)."""
+    ctx.check_aligned(addrs, 128, f"{ctx.call.name}: {operand} of a TMA tensor copy (the rule: 128-byte aligned)")
+
+
 def _load(ctx, d, multicast=False):
     tm = ctx.arg("tmap")
     if not _check_map(ctx, tm, d):
@@ -93,6 +102,7 @@ def _load(ctx, d, multicast=False):
     mask = ctx.arg("cta_mask").astype(np.int64) if multicast else None
     m = ctx.machine
     esz = nbytes(tm.buffer.dtype)
+    _check_smem_operand(ctx, dst, "destination (dstMem)")
     for l in ctx.lanes:
         _check_start(ctx, tm, int(cs[0][l]), esz)
         flat, ok = _box_coords(tm, [int(c[l]) for c in cs])
@@ -107,6 +117,7 @@ def _load(ctx, d, multicast=False):
             cta = m.cluster[r] if mask is not None else ctx.cta
             bc = cta if mask is not None else bcta
             a = agent(m, ("tma", cta.rank, b_off), f"TMA unit of cta {cta.cta_id} completing on mbarrier {b_off:#x}")
+            MB.check_issue(ctx, bc, b_off, ctx.call.name)
             vc = issue_vc(ctx.w, a)
             addrs = swizzle_addr(int(dst[l]) + lin, tm.swizzle)
             nb = flat.size * esz
@@ -123,8 +134,8 @@ def _load(ctx, d, multicast=False):
                     return
                 m.check_access(cta, idx.ravel(), a, vc, True, ASYNC, call, w)
                 cta.smem.data[idx] = raw
-                MB.complete_tx(m, bc, b_off, nb, vc, call.span, w.describe(), ph)
-            m.events.append(Event(fire, f"TMA load into cta {cta.cta_id}"))
+                MB.complete_tx(m, bc, b_off, nb, vc, call.span, w.describe(), ph, a)
+            m.events.append(Event(fire, f"TMA load into cta {cta.cta_id}", mbar=(bc, b_off)))
 
 
 def _store(ctx, d, reduce=False):
@@ -137,6 +148,7 @@ def _store(ctx, d, reduce=False):
     esz = nbytes(tm.buffer.dtype)
     w = ctx.w
     a = agent(m, ("bulk", ctx.cta.rank, w.wid), f"bulk-copy unit of {w.describe()}")
+    _check_smem_operand(ctx, src, "source (srcMem)")
     for l in ctx.lanes:
         _check_start(ctx, tm, int(cs[0][l]), esz)
         flat, ok = _box_coords(tm, [int(c[l]) for c in cs])
@@ -219,6 +231,7 @@ def _g2s(ctx):
             continue
         b_off = int(bar[l])
         a = agent(m, ("tma", ctx.cta.rank, b_off), f"TMA unit completing on mbarrier {b_off:#x}")
+        MB.check_issue(ctx, w.cta, b_off, ctx.call.name)
         vc = issue_vc(w, a)
         raw = got[0].data[got[1]:got[1] + n].copy()
         ph = MB.phase_of(w.cta, b_off)
@@ -226,8 +239,8 @@ def _g2s(ctx):
         def fire(raw=raw, d0=d0, n=n, b_off=b_off, vc=vc, a=a, ph=ph):
             w.smem_access(np.arange(d0, d0 + n), 1, True, ASYNC, ctx.call, agent=a, vc=vc)
             w.cta.smem.data[d0:d0 + n] = raw
-            MB.complete_tx(m, w.cta, b_off, n, vc, ctx.call.span, w.describe(), ph)
-        m.events.append(Event(fire, "bulk copy"))
+            MB.complete_tx(m, w.cta, b_off, n, vc, ctx.call.span, w.describe(), ph, a)
+        m.events.append(Event(fire, "bulk copy", mbar=(w.cta, b_off)))
 
 
 @register_model("bulk_copy_s2g")
