@@ -146,3 +146,15 @@ def test_on_chip_buffers_over_the_limit_are_refused_when_built():
     with pytest.raises(IRError, match=r"has the float 4.0"):
         Buffer("b", (4.0,), "float32")
     assert Buffer("g", (2**40,), "float32").shape == (2**40,)     # global tensors are only bounded by 2**62
+
+
+@pytest.mark.parametrize("shape,stacked", [((2, 64, 64), True), ((64, 65), False)])
+def test_a_layout_of_another_size_is_refused_with_the_fix(shape, stacked):
+    """A layout whose size is not the tensor's is an IRError; where the tensor holds whole copies of the layout's
+    tile (a ring of stages given one stage's layout) the hint says to build the layout over the whole shape."""
+    with pytest.raises(IRError, match=r"has 4096 elements but tensor X has shape") as e:
+        Buffer("X", shape, "bfloat16", "shared", layout=TileLayout(S[(64, 64)]))
+    if stacked:
+        assert "holds 2 copies of the layout's tile" in e.value.hint and "S[(STAGES, rows, cols)]" in e.value.hint
+    else:
+        assert e.value.hint == "give a layout whose extents multiply to the tensor's element count"

@@ -124,10 +124,15 @@ class Buffer(Node):
             raise IRError(f"layout= takes a TileLayout or ComposeLayout, got {layout!r}",
                           hint="build one with TileLayout(S[extents : strides]) from tirxpy.layout")
         if layout.size() != prod(self.shape):
+            n, k = prod(self.shape), prod(self.shape) // max(layout.size(), 1)
+            stacked = k > 1 and k * layout.size() == n
             raise IRError(
                 f"layout {layout!r} has {layout.size()} elements but tensor {name} has shape {self.shape} "
-                f"({prod(self.shape)} elements)",
-                hint="give a layout whose extents multiply to the tensor's element count",
+                f"({n} elements)",
+                hint=f"the tensor holds {k} copies of the layout's tile (a stage dimension?): build the layout over "
+                     "the whole shape, the stages outermost, e.g. ComposeLayout(swizzle_for(...), "
+                     "TileLayout(S[(STAGES, rows, cols)])) for a swizzled ring of shared tiles" if stacked else
+                     "give a layout whose extents multiply to the tensor's element count",
             )
         self.layout = layout
         self.base = None  # the buffer whose storage this one aliases (see alias())
