@@ -3,11 +3,15 @@ bf16 through tensor memory (alloc, four mma of K = 16, commit to an mbarrier, 32
 ``first_accumulates``: the first mma accumulates into the fresh accumulator; ``mma=False``: no mma at all;
 ``wait=False``: the ld does not wait for the commit; ``wait_ld=False``: the ld's registers are read with no
 tcgen05.wait::ld; ``st_early``: warp 1 tcgen05.st's its quarter of the accumulator while the mma may run;
-``dealloc_sync=False``: warp 0 deallocates with no barrier after the other warps' ld."""
+``dealloc_sync=False``: warp 0 deallocates with no barrier after the other warps' ld; ``fence_before=False``: no
+``tcgen05.fence::before_thread_sync`` between the ld and that barrier; ``fence_dealloc=False``: no
+``tcgen05.fence::after_thread_sync`` between the barrier and the dealloc; ``remma``: instead of deallocating at once,
+thread 0 issues the mma again after the barrier (overwriting the cells the other warps read), commits and waits."""
 from tirxpy import T
 
 
-def mma_kernel(first_accumulates=False, mma=True, wait=True, wait_ld=True, st_early=False, dealloc_sync=True):
+def mma_kernel(first_accumulates=False, mma=True, wait=True, wait_ld=True, st_early=False, dealloc_sync=True,
+               fence_before=True, fence_dealloc=True, remma=False):
     from tirxpy.intrinsics import descriptors as D
     from tirxpy.intrinsics import tcgen05_ld, tcgen05_st
     from tirxpy.layout.atoms import mma_smem_layout
@@ -18,6 +22,7 @@ def mma_kernel(first_accumulates=False, mma=True, wait=True, wait_ld=True, st_ea
     SB = mma_smem_layout(32, 64, "bf16", "K", 128)
     IDESC = D.tcgen05_instr_desc("float32", "bfloat16", "bfloat16", m=128, n=32)
     FIRST, MMA, WAIT, WAIT_LD, ST_EARLY, DEALLOC_SYNC = first_accumulates, mma, wait, wait_ld, st_early, dealloc_sync
+    FENCE_BEFORE, FENCE_DEALLOC, REMMA = fence_before, fence_dealloc, remma
 
     @T.prim_func
     def k(A: T.Tensor((128, 64), "bfloat16"), B: T.Tensor((32, 64), "bfloat16"), C: T.Tensor((128, 32), "uint32")):
@@ -58,8 +63,20 @@ def mma_kernel(first_accumulates=False, mma=True, wait=True, wait_ld=True, st_ea
             T.ptx.tcgen05_wait_ld()
         for j in T.serial(32):
             C[t, j] = d[j]
+        if FENCE_BEFORE:
+            T.ptx.tcgen05_fence_before_thread_sync()
         if DEALLOC_SYNC:
             T.ptx.syncthreads()
+        if REMMA:
+            if t == 0:
+                T.ptx.tcgen05_fence_after_thread_sync()
+                T.ptx.tcgen05_mma_cg1_f16_ss(taddr[0], sa[0:128, 0:16], sb[0:32, 0:16], T.uint32(IDESC), False)
+                T.ptx.tcgen05_commit_cg1(bar[0])
+            T.ptx.mbarrier_wait_parity(bar[0], 1)
+            T.ptx.tcgen05_fence_before_thread_sync()
+            T.ptx.syncthreads()
         if T.warp_id() == 0:
+            if FENCE_DEALLOC:
+                T.ptx.tcgen05_fence_after_thread_sync()
             T.ptx.tcgen05_dealloc_cg1(taddr[0], T.uint32(32))
     return k

@@ -109,3 +109,37 @@ def test_dealloc_with_an_mma_pending_is_reported():
     for seed in range(4):
         res = run(k, a, b, check=False, seed=seed)
         assert "tmem_dealloc_in_use" in {p.kind for p in res.problems}, res.problems
+
+
+def _fence_kinds(**kw):
+    a, b, c = _inputs()
+    return [{p.kind for p in run(_mma_kernel(**kw), a, b, c, check=False, seed=s).problems} for s in range(3)]
+
+
+def test_ld_then_barrier_with_no_before_fence_then_dealloc_is_reported():
+    """PTX ISA 9.7.16.6.4: the other warps' tcgen05.ld are ordered before warp 0's dealloc by the barrier only when
+    each issued tcgen05.fence::before_thread_sync between its ld and the barrier."""
+    assert all(k == {"missing_tcgen05_fence"} for k in _fence_kinds(fence_before=False))
+    a, b, c = _inputs()
+    p = run(_mma_kernel(fence_before=False), a, b, c, check=False, seed=0).problems[0]
+    assert "tcgen05.dealloc" in p.msg and "fence::before_thread_sync" in p.msg and "before_thread_sync" in p.notes[0]
+    assert all(k == set() for k in _fence_kinds())
+
+
+def test_ld_then_barrier_with_no_before_fence_then_mma_overwriting_the_cells_is_reported():
+    """An mma issued after the barrier overwrites the accumulator the other warps read: their reads are released to
+    it only through their before-fences."""
+    assert all(k == {"missing_tcgen05_fence"} for k in _fence_kinds(fence_before=False, remma=True))
+    a, b, c = _inputs()
+    p = run(_mma_kernel(fence_before=False, remma=True), a, b, c, check=False, seed=0).problems[0]
+    assert "tcgen05_mma" in p.msg and "before_thread_sync" in p.msg
+    assert all(k == set() for k in _fence_kinds(remma=True))
+
+
+def test_dealloc_after_the_barrier_with_no_after_fence_is_reported():
+    """The barrier orders the other warps' last tcgen05.ld before warp 0's dealloc only with
+    tcgen05.fence::after_thread_sync between the barrier and the dealloc."""
+    assert all(k == {"missing_tcgen05_fence"} for k in _fence_kinds(fence_dealloc=False))
+    a, b, c = _inputs()
+    p = run(_mma_kernel(fence_dealloc=False), a, b, c, check=False, seed=0).problems[0]
+    assert "tcgen05.dealloc" in p.msg and "after_thread_sync" in p.msg

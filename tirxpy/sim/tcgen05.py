@@ -18,7 +18,11 @@ Checks: TMEM accesses outside the allocated columns or the warp's lane quarter, 
 (checked when it runs, with what its issuing thread knew at the issue) writing cells another agent wrote or read
 with ``tcgen05.ld`` with nothing ordering the two (``race`` / ``tmem_overwrite_before_read``), a
 ``tcgen05.dealloc`` while an mma on its columns is pending or not ordered after their last use
-(``tmem_dealloc_in_use``), reading TMEM
+(``tmem_dealloc_in_use``), a TMEM access or dealloc ordered after another warp's ``tcgen05.ld`` / ``st`` of the
+cells (or another thread's mma / cp) only by a thread sync that warp entered with no
+``tcgen05.fence::before_thread_sync`` after the access, or that this warp left with no
+``tcgen05.fence::after_thread_sync`` before it (``missing_tcgen05_fence``; a commit's arrive carries the
+before-fence), reading TMEM
 written by an mma before a commit -> mbarrier wait ordered it (``tmem_read_before_commit``,
 also for an mma reading scale factors another thread's ``tcgen05.cp`` wrote), shared memory
 read by ``tcgen05.cp`` while TMA writes it (``race``), allocations never freed. Other
@@ -52,7 +56,12 @@ def _shadow(cta):
         cta.tmem_clock = np.zeros((128, 512), np.int64)
         cta.tmem_reader = np.full((128, 512), -1, np.int32)  # last tcgen05.ld: warp agent and its clock
         cta.tmem_rclock = np.zeros((128, 512), np.int64)
+        cta.tmem_fclock = np.zeros((128, 512), np.int64)   # writer's / reader's fence::before_thread_sync clock
+        cta.tmem_rfclock = np.zeros((128, 512), np.int64)
     return cta.tmem_agent, cta.tmem_clock
+
+
+UNFENCED = np.iinfo(np.int64).max
 
 
 def _fence_vc(w):
@@ -62,23 +71,48 @@ def _fence_vc(w):
     return getattr(w, "tc_fence_vc", np.zeros(0, np.int64))
 
 
-def _ordered(w, agents, clocks, me=None, vc=None, fv=None):
-    """Per cell: 0 = ordered (or no other agent), 1 = not ordered at all, 2 = ordered by a thread
-    sync but with no ``tcgen05.fence::after_thread_sync`` after it. An access of warp ``w`` now, or by agent ``me``
-    at clocks ``vc`` with fence clocks ``fv`` (an mma when it runs, with what its issuing warp knew at the issue)."""
+def _ordered(w, agents, clocks, me=None, vc=None, fv=None, fclocks=None):
+    """Per cell: 0 = ordered (or no other agent), 1 = not ordered at all, 2 = ordered by a thread sync but with no
+    ``tcgen05.fence::after_thread_sync`` after it, 3 = ordered by a thread sync the other warp entered with no
+    ``tcgen05.fence::before_thread_sync`` between its tcgen05.ld / st and the sync. An access of warp ``w`` now, or
+    by agent ``me`` at clocks ``vc`` with fence clocks ``fv`` (an mma when it runs, with what its issuing warp knew at
+    the issue). ``fclocks``: per cell, the other agent's clock at its first ``fence::before_thread_sync`` after the
+    access (``UNFENCED`` if none yet; an mma's / cp's own clock: its commit's arrive carries that fence); the
+    access is released to ``w`` only once ``w`` knows that clock, through a sync and then an after-fence
+    (PTX ISA 9.7.16.6.4)."""
     me, vc, fv = (w.agent, w.vc, _fence_vc(w)) if me is None else (me, vc, fv)
+    fclocks = clocks if fclocks is None else fclocks
     other = (agents >= 0) & (agents != me)
     n = int(max(agents.max(initial=-1), 0)) + 1
     vc, fv = fit(vc, n), fit(fv, n)
     a = np.maximum(agents, 0)
     out = np.zeros(agents.shape, np.int8)
-    out[other & (clocks > fv[a])] = 2
+    out[other & (fclocks > fv[a])] = 2
+    out[other & (fclocks > vc[a])] = 3
     out[other & (clocks > vc[a])] = 1
     return out
 
 
 _FENCE_NOTE = ("after the mbarrier wait that orders it, issue T.ptx.tcgen05_fence_after_thread_sync() before the "
                "tcgen05 instruction")
+_BEFORE_NOTE = ("after the tcgen05.ld / st (and its tcgen05.wait::ld / ::st), issue "
+                "T.ptx.tcgen05_fence_before_thread_sync() before the barrier or mbarrier arrive that orders it")
+
+
+def _report_fence(m, order, agents, what, span, who):
+    """Report ``missing_tcgen05_fence`` for cells :func:`_ordered` marks 3 (no before-fence on the other side) or
+    2 (no after-fence on this side); True if it did."""
+    if (order == 3).any():
+        m.report("missing_tcgen05_fence", f"{what}, ordered after {m.agent_name(int(agents[order == 3][0]))}'s "
+                 "tcgen05.ld / st of them by a thread sync that warp entered with no "
+                 "tcgen05.fence::before_thread_sync after those accesses", span, who, [_BEFORE_NOTE])
+        return True
+    if (order == 2).any():
+        m.report("missing_tcgen05_fence", f"{what}, ordered after {m.agent_name(int(agents[order == 2][0]))}'s use "
+                 "of them by a thread sync with no tcgen05.fence::after_thread_sync after it", span, who,
+                 [_FENCE_NOTE])
+        return True
+    return False
 
 
 def _check_tmem_init(m, cta, lanes, cols, what, span, who, note="write it first (tcgen05.st, tcgen05.cp, or "
@@ -97,10 +131,12 @@ def _check_overwrite(m, cta, w, L, C, what, span, who, me=None, vc=None, fv=None
     """A write of TMEM cells ``(L, C)`` (a ``tcgen05.st`` by warp ``w`` now, or an mma when it runs: agent ``me``
     at clocks ``vc``, fence clocks ``fv``) must be ordered after the last write (another warp's st, an mma, a cp)
     and the last ``tcgen05.ld`` of each cell by others: ``race`` / ``tmem_overwrite_before_read`` when not at all,
-    ``missing_tcgen05_fence`` when by a thread sync with no fence after it."""
+    ``missing_tcgen05_fence`` when by a thread sync with no after-fence after it, or one the other warp entered
+    with no before-fence after its access."""
     ag, cl = _shadow(cta)
-    for agents, clocks, reader in ((ag[L, C], cl[L, C], False), (cta.tmem_reader[L, C], cta.tmem_rclock[L, C], True)):
-        order = _ordered(w, agents, clocks, me, vc, fv)
+    for agents, clocks, fcl, reader in ((ag[L, C], cl[L, C], cta.tmem_fclock[L, C], False),
+                                        (cta.tmem_reader[L, C], cta.tmem_rclock[L, C], cta.tmem_rfclock[L, C], True)):
+        order = _ordered(w, agents, clocks, me, vc, fv, fcl)
         if (order == 1).any():
             other = m.agent_name(int(agents[order == 1][0]))
             if reader:
@@ -115,10 +151,8 @@ def _check_overwrite(m, cta, w, L, C, what, span, who, me=None, vc=None, fv=None
                          ["order them: tcgen05.commit the mma on an mbarrier and wait on it (then "
                           "tcgen05.fence::after_thread_sync) before the st, or arrive on an mbarrier after "
                           "tcgen05.wait::st and wait on it before the mma"])
-        elif (order == 2).any():
-            m.report("missing_tcgen05_fence", f"{what} writes TMEM "
-                     f"{'read' if reader else 'written'} by {m.agent_name(int(agents[order == 2][0]))}, ordered by a "
-                     "thread sync with no tcgen05.fence::after_thread_sync after it", span, who, [_FENCE_NOTE])
+        else:
+            _report_fence(m, order, agents, f"{what} writes TMEM cells", span, who)
 
 
 def _check_cols(ctx, lanes, cols, what):
@@ -163,7 +197,9 @@ def _dealloc(ctx):
 def _check_dealloc(ctx, col, n):
     """``tcgen05.dealloc`` of columns ``col .. col + n``: every tcgen05 operation on them must be complete and
     ordered before it (``tmem_dealloc_in_use``): no mma / cp of any warp still pending on them, every mma write
-    ordered by its commit -> mbarrier wait, every other warp's ``tcgen05.ld`` / ``st`` by a barrier."""
+    ordered by its commit -> mbarrier wait, every other warp's ``tcgen05.ld`` / ``st`` by a barrier the other warp
+    entered after a ``tcgen05.fence::before_thread_sync`` and this warp left before a
+    ``tcgen05.fence::after_thread_sync`` (``missing_tcgen05_fence`` otherwise)."""
     m, cta, w = ctx.machine, ctx.cta, ctx.w
     note = ["before tcgen05.dealloc, wait for the mma's commit on its mbarrier and have every warp that reads or "
             "writes the columns finish (tcgen05.wait::ld / ::st, tcgen05.fence::before_thread_sync) and pass a "
@@ -177,20 +213,34 @@ def _check_dealloc(ctx, col, n):
                                f"an mma issued by {x.describe()} on them has not run", note)
                     return
     ag, cl = _shadow(cta)
-    for agents, clocks in ((ag[:, col:col + n], cl[:, col:col + n]),
-                           (cta.tmem_reader[:, col:col + n], cta.tmem_rclock[:, col:col + n])):
-        bad = _ordered(w, agents, clocks) == 1
-        if bad.any():
+    cs = slice(col, col + n)
+    for agents, clocks, fcl in ((ag[:, cs], cl[:, cs], cta.tmem_fclock[:, cs]),
+                                (cta.tmem_reader[:, cs], cta.tmem_rclock[:, cs], cta.tmem_rfclock[:, cs])):
+        order = _ordered(w, agents, clocks, fclocks=fcl)
+        if (order == 1).any():
             ctx.report("tmem_dealloc_in_use", f"tcgen05.dealloc of TMEM columns {col}..{col + n - 1} is not ordered "
-                       f"after their use by {m.agent_name(int(agents[bad][0]))}", note)
+                       f"after their use by {m.agent_name(int(agents[order == 1][0]))}", note)
             return
+        if _report_fence(m, order, agents, f"tcgen05.dealloc frees TMEM columns {col}..{col + n - 1}", ctx.span,
+                         ctx.threads()):
+            break
     for arr in (ag, cta.tmem_reader):
         arr[:, col:col + n] = -1
 
 
 register_model("tcgen05_relinquish_alloc_permit_cg1", lambda ctx: None)
-for _n in ("tcgen05_wait_st", "tcgen05_fence_before_thread_sync"):
-    register_model(_n, lambda ctx: None)
+register_model("tcgen05_wait_st", lambda ctx: None)
+
+
+@register_model("tcgen05_fence_before_thread_sync")
+def _fence_before(ctx):
+    """The warp's earlier tcgen05.ld / st are released to the warp's next thread sync: each TMEM cell it last read
+    or wrote with no fence since gets the warp's clock now (what a thread that syncs with it later must know)."""
+    w, cta = ctx.w, ctx.cta
+    ag, _ = _shadow(cta)
+    now = w.vc[w.agent]
+    for agents, fcl in ((ag, cta.tmem_fclock), (cta.tmem_reader, cta.tmem_rfclock)):
+        fcl[(agents == w.agent) & (fcl == UNFENCED)] = now
 
 
 @register_model("tcgen05_wait_ld")
@@ -242,22 +292,22 @@ def _ldst(ctx):
         ctx.cta.tmem.init[L[ok], C[ok]] = True
         ag[L[ok], C[ok]] = ctx.w.agent
         cl[L[ok], C[ok]] = ctx.w.vc[ctx.w.agent]
+        ctx.cta.tmem_fclock[L[ok], C[ok]] = UNFENCED
         return
     a = ag[L, C]
-    order = _ordered(ctx.w, a, cl[L, C])
+    order = _ordered(ctx.w, a, cl[L, C], fclocks=ctx.cta.tmem_fclock[L, C])
     bad = order == 1
     if bad.any():
         ctx.report("tmem_read_before_commit", f"{ctx.call.name} reads TMEM written by "
                    f"{ctx.machine.agent_name(int(a[bad][0]))} before a tcgen05.commit -> mbarrier wait ordered it",
                    ["commit the mma with tcgen05.commit on an mbarrier and wait on it before tcgen05.ld"])
-    elif (order == 2).any():
-        ctx.report("missing_tcgen05_fence", f"{ctx.call.name} reads TMEM written by "
-                   f"{ctx.machine.agent_name(int(a[order == 2][0]))}, ordered by a thread sync with no "
-                   "tcgen05.fence::after_thread_sync after it", [_FENCE_NOTE])
+    else:
+        _report_fence(ctx.machine, order, a, f"{ctx.call.name} reads TMEM cells", ctx.span, ctx.threads())
     _check_tmem_init(ctx.machine, ctx.cta, L[ok], C[ok], f"{ctx.call.name} reads", ctx.span, ctx.threads())
     sh_r, sh_rc = ctx.cta.tmem_reader, ctx.cta.tmem_rclock
     sh_r[L[ok], C[ok]] = ctx.w.agent
     sh_rc[L[ok], C[ok]] = ctx.w.vc[ctx.w.agent]
+    ctx.cta.tmem_rfclock[L[ok], C[ok]] = UNFENCED
     out = np.zeros((WARP, tmem_ld_layout(shape, rep).size() // 128), np.uint32)
     out[tl, tm_] = np.where(ok, cells[clamp(L, 0, 127), clamp(C, 0, 511)], 0)
     ref = ctx.arg("d")
@@ -388,7 +438,7 @@ def _mma(ctx):
                     cells[L, C] = out.astype(np.float16).view(np.uint16).astype(np.uint32)
                 ag, cl = _shadow(c)
                 ag[L, C] = a_id
-                cl[L, C] = vc[a_id]
+                cl[L, C] = c.tmem_fclock[L, C] = vc[a_id]    # released by its commit (an implicit before-fence)
             op["done"] = True
         _in_order(m, w, op, fire, "tcgen05.mma")
 
@@ -420,13 +470,16 @@ def _scale_cells(ctx, cta, idesc, n):
         if not _check_cols(ctx, L, C, f"{ctx.call.name} (scale factors)").all():
             return None
         ag, cl = _shadow(cta)
-        order = _ordered(ctx.w, ag[L, C], cl[L, C])
+        order = _ordered(ctx.w, ag[L, C], cl[L, C], fclocks=cta.tmem_fclock[L, C])
         mine = ag[L, C] == agent(ctx.machine, ("tcgen05", cta.rank, ctx.w.wid), "")
         if ((order == 1) & ~mine).any():
             ctx.report("tmem_read_before_commit", f"{ctx.call.name} reads scale factors written by "
                        f"{ctx.machine.agent_name(int(ag[L, C][(order == 1) & ~mine][0]))} before a tcgen05.commit -> "
                        "mbarrier wait ordered it", ["issue tcgen05.cp from the thread that issues the mma (they run in "
                                                     "order), or commit it to an mbarrier and wait"])
+        else:
+            _report_fence(ctx.machine, np.where(mine, 0, order), ag[L, C], f"{ctx.call.name} reads scale factors",
+                          ctx.span, ctx.threads())
     return la, ca, (idesc >> 29) & 3, lb, cb, (idesc >> 4) & 3
 
 
@@ -465,7 +518,7 @@ def _cp(ctx):
         cta.tmem.init[L, C] = True
         ag, cl = _shadow(cta)
         ag[L, C] = a_id
-        cl[L, C] = vc[a_id]
+        cl[L, C] = cta.tmem_fclock[L, C] = vc[a_id]
         op["done"] = True
     _in_order(m, w, op, fire, "tcgen05.cp")
 
