@@ -6,15 +6,17 @@ tcgen05.wait::ld; ``st_early``: warp 1 tcgen05.st's its quarter of the accumulat
 ``dealloc_sync=False``: warp 0 deallocates with no barrier after the other warps' ld; ``fence_before=False``: no
 ``tcgen05.fence::before_thread_sync`` between the ld and that barrier; ``fence_dealloc=False``: no
 ``tcgen05.fence::after_thread_sync`` between the barrier and the dealloc; ``remma``: instead of deallocating at once,
-thread 0 issues the mma again after the barrier (overwriting the cells the other warps read), commits and waits."""
-from tirxpy import T
+thread 0 issues the mma again after the barrier (overwriting the cells the other warps read), commits and waits;
+``recp``: with ``remma``, that thread issues a ``tcgen05.cp .32x128b.warpx4`` into columns 0..3 of all 128 lanes
+instead of the mma."""
+from tirxpy import T, Tx
 
 
 def mma_kernel(first_accumulates=False, mma=True, wait=True, wait_ld=True, st_early=False, dealloc_sync=True,
-               fence_before=True, fence_dealloc=True, remma=False):
+               fence_before=True, fence_dealloc=True, remma=False, recp=False):
     from tirxpy.intrinsics import descriptors as D
     from tirxpy.intrinsics import tcgen05_ld, tcgen05_st
-    from tirxpy.layout.atoms import mma_smem_layout
+    from tirxpy.layout.atoms import mma_smem_layout, tmem_warpx4_layout
 
     LD = tcgen05_ld.get(shape="32x32b", rep=32)
     ST = tcgen05_st.get(shape="32x32b", rep=32)
@@ -22,7 +24,8 @@ def mma_kernel(first_accumulates=False, mma=True, wait=True, wait_ld=True, st_ea
     SB = mma_smem_layout(32, 64, "bf16", "K", 128)
     IDESC = D.tcgen05_instr_desc("float32", "bfloat16", "bfloat16", m=128, n=32)
     FIRST, MMA, WAIT, WAIT_LD, ST_EARLY, DEALLOC_SYNC = first_accumulates, mma, wait, wait_ld, st_early, dealloc_sync
-    FENCE_BEFORE, FENCE_DEALLOC, REMMA = fence_before, fence_dealloc, remma
+    FENCE_BEFORE, FENCE_DEALLOC, REMMA, RECP = fence_before, fence_dealloc, remma, recp
+    SF = tmem_warpx4_layout(4, col=0)
 
     @T.prim_func
     def k(A: T.Tensor((128, 64), "bfloat16"), B: T.Tensor((32, 64), "bfloat16"), C: T.Tensor((128, 32), "uint32")):
@@ -31,12 +34,17 @@ def mma_kernel(first_accumulates=False, mma=True, wait=True, wait_ld=True, st_ea
         sb = T.alloc_shared((32, 64), "bfloat16", layout=SB)
         bar = T.alloc_shared((1,), "uint64")
         taddr = T.alloc_shared((1,), "uint32")
+        ss = T.alloc_shared((32, 4), "uint32")
+        sf = T.alloc_tmem((32, 4), "uint32", layout=SF)
         d = T.alloc_local((32,), "uint32")
         t = T.thread_id()
         for j in T.serial(64):
             sa[t, j] = A[t, j]
             if t < 32:
                 sb[t, j] = B[t, j]
+        if t < 32:
+            for j in T.serial(4):
+                ss[t, j] = T.uint32(j)
         T.ptx.fence_proxy_async()
         if T.warp_id() == 0:
             T.ptx.tcgen05_alloc_cg1(taddr[0], T.uint32(32))
@@ -70,7 +78,10 @@ def mma_kernel(first_accumulates=False, mma=True, wait=True, wait_ld=True, st_ea
         if REMMA:
             if t == 0:
                 T.ptx.tcgen05_fence_after_thread_sync()
-                T.ptx.tcgen05_mma_cg1_f16_ss(taddr[0], sa[0:128, 0:16], sb[0:32, 0:16], T.uint32(IDESC), False)
+                if RECP:
+                    Tx.copy_async(sf, ss, taddr=taddr[0])
+                else:
+                    T.ptx.tcgen05_mma_cg1_f16_ss(taddr[0], sa[0:128, 0:16], sb[0:32, 0:16], T.uint32(IDESC), False)
                 T.ptx.tcgen05_commit_cg1(bar[0])
             T.ptx.mbarrier_wait_parity(bar[0], 1)
             T.ptx.tcgen05_fence_before_thread_sync()

@@ -143,3 +143,17 @@ def test_dealloc_after_the_barrier_with_no_after_fence_is_reported():
     a, b, c = _inputs()
     p = run(_mma_kernel(fence_dealloc=False), a, b, c, check=False, seed=0).problems[0]
     assert "tcgen05.dealloc" in p.msg and "after_thread_sync" in p.msg
+
+
+def test_tcgen05_cp_overwriting_cells_another_warps_ld_reads_is_reported():
+    """A tcgen05.cp is checked like the mma when it runs: thread 0 copies into columns the other warps still read
+    with tcgen05.ld, with no barrier ordering their reads first (``tmem_overwrite_before_read``, as for the mma); with
+    the before-fence -> barrier -> after-fence between them it runs clean."""
+    a, b, c = _inputs()
+    for mma_kinds, cp_kinds in zip(_fence_kinds(remma=True, dealloc_sync=False),
+                                   _fence_kinds(remma=True, recp=True, dealloc_sync=False)):
+        assert mma_kinds == cp_kinds == {"tmem_overwrite_before_read"}
+    p = run(_mma_kernel(remma=True, recp=True, dealloc_sync=False), a, b, c, check=False, seed=0).problems[0]
+    assert "tcgen05_cp_cg1_32x128b_warpx4 overwrites TMEM" in p.msg and "tcgen05.ld" in p.msg
+    assert all(k == set() for k in _fence_kinds(remma=True, recp=True))
+    assert all(k == {"missing_tcgen05_fence"} for k in _fence_kinds(remma=True, recp=True, fence_before=False))

@@ -14,21 +14,20 @@ from TMEM lane ``m``, column ``sfa + m / 32``, byte = the descriptor's A scale i
 lanes ``t + 32 q`` of all four quarters; it runs in issue order with the thread's mma s (one
 tensor-core pipe) and is tracked by the next commit.
 
-Checks: TMEM accesses outside the allocated columns or the warp's lane quarter, a ``tcgen05.st`` or an mma
-(checked when it runs, with what its issuing thread knew at the issue) writing cells another agent wrote or read
-with ``tcgen05.ld`` with nothing ordering the two (``race`` / ``tmem_overwrite_before_read``), a
-``tcgen05.dealloc`` while an mma on its columns is pending or not ordered after their last use
-(``tmem_dealloc_in_use``), a TMEM access or dealloc ordered after another warp's ``tcgen05.ld`` / ``st`` of the
-cells (or another thread's mma / cp) only by a thread sync that warp entered with no
+Checks: TMEM accesses outside the allocated columns or the warp's lane quarter, a ``tcgen05.st``, an mma or a
+``tcgen05.cp`` (the last two checked when they run, with what the issuing thread knew at the issue) writing cells
+another agent wrote or read with ``tcgen05.ld`` with nothing ordering the two (``race`` /
+``tmem_overwrite_before_read``), a ``tcgen05.dealloc`` while an mma on its columns is pending or not ordered after
+their last use (``tmem_dealloc_in_use``), a TMEM access or dealloc ordered after another warp's ``tcgen05.ld`` /
+``st`` of the cells (or another thread's mma / cp) only by a thread sync that warp entered with no
 ``tcgen05.fence::before_thread_sync`` after the access, or that this warp left with no
 ``tcgen05.fence::after_thread_sync`` before it (``missing_tcgen05_fence``; a commit's arrive carries the
-before-fence), reading TMEM
-written by an mma before a commit -> mbarrier wait ordered it (``tmem_read_before_commit``,
-also for an mma reading scale factors another thread's ``tcgen05.cp`` wrote), shared memory
-read by ``tcgen05.cp`` while TMA writes it (``race``), allocations never freed. Other
-``tcgen05.cp`` shapes, ``shift``, other block-scaled kinds, ``.ts`` A operands are reported as
-unsupported by name. ``cta_group::2`` mma (M = 256) reads A / B from the issuing
-even CTA and its peer and writes D to both CTAs' TMEM; its alloc / dealloc act per CTA."""
+before-fence), reading TMEM written by an mma before a commit -> mbarrier wait ordered it
+(``tmem_read_before_commit``, also for an mma reading scale factors another thread's ``tcgen05.cp`` wrote), shared
+memory read by ``tcgen05.cp`` while TMA writes it (``race``), allocations never freed. Other ``tcgen05.cp`` shapes,
+``shift``, other block-scaled kinds, ``.ts`` A operands are reported as unsupported by name. ``cta_group::2`` mma
+(M = 256) reads A / B from the issuing even CTA and its peer and writes D to both CTAs' TMEM; its alloc / dealloc act
+per CTA."""
 from __future__ import annotations
 
 import re
@@ -128,7 +127,7 @@ def _check_tmem_init(m, cta, lanes, cols, what, span, who, note="write it first 
 
 
 def _check_overwrite(m, cta, w, L, C, what, span, who, me=None, vc=None, fv=None):
-    """A write of TMEM cells ``(L, C)`` (a ``tcgen05.st`` by warp ``w`` now, or an mma when it runs: agent ``me``
+    """A write of TMEM cells ``(L, C)`` (a ``tcgen05.st`` by warp ``w`` now, or an mma / cp when it runs: agent ``me``
     at clocks ``vc``, fence clocks ``fv``) must be ordered after the last write (another warp's st, an mma, a cp)
     and the last ``tcgen05.ld`` of each cell by others: ``race`` / ``tmem_overwrite_before_read`` when not at all,
     ``missing_tcgen05_fence`` when by a thread sync with no after-fence after it, or one the other warp entered
@@ -509,8 +508,11 @@ def _cp(ctx):
     vc = issue_vc(w, a_id)
     op = {"done": False, "vc": vc}
     call = ctx.call
+    fv = _fence_vc(w).copy()
+    who = ctx.threads()
 
-    def fire():
+    def fire():    # like the mma: prior writes and reads of the cells must be ordered before its issue
+        _check_overwrite(m, cta, w, L, C, call.name, call.span, who, a_id, vc, fv)
         m.check_access(cta, addrs.ravel(), a_id, vc, False, ASYNC, call, w)
         raw = cta.smem.data[clamp(addrs, 0, cta.smem.size - 1)].astype(np.uint8)
         words = np.ascontiguousarray(raw).view(np.uint32).reshape(32, 4)
