@@ -22,8 +22,9 @@ The kernel is built from an :class:`~tirxpy_kernels.attention_bwd_plan.Attention
   ``S^T = K_c Q^T`` and ``dP^T = V_c dO^T`` (wgmma SS, ``(64, BM)`` float32); ``P^T = exp2(S^T * scale *
   log2 e - LSE * log2 e)`` (the causal mask on a transposed view of the fragment); ``dV += P^T dO`` (wgmma
   RS: the accumulator fragment of ``P^T`` is the A fragment); ``dS^T = scale P^T (dP^T - D)`` (the softmax
-  scale folded in once, as ``dP^T scale - D scale``, so that ``dK`` and ``dQ`` come out scaled); ``dK += dS^T Q``
-  (RS); ``dS^T`` to shared memory (``stmatrix``), and ``dQ = dS K`` (wgmma, A = ``dS`` read transposed).
+  scale folded in once, as ``dP^T scale - D scale``, so that ``dK`` and ``dQ`` come out scaled); ``dS^T`` to
+  shared memory (``stmatrix``) 16 query columns at a time, each followed by its k-step of ``dK += dS^T Q`` (RS:
+  no store reads the A fragment of a wgmma in flight); and ``dQ = dS K`` (wgmma, A = ``dS`` read transposed).
   ``dq_split="cols"``: the consumers meet at a named barrier once both wrote ``dS`` (two buffers, by step
   parity, so no second barrier guards the overwrite) and consumer ``c`` computes ``dQ``'s columns
   ``c D / NC ..``; ``"keys"``: consumer ``c`` computes all columns over its own 64 keys.
@@ -398,6 +399,7 @@ def consumer_part(p, scale):
     BM, BN, D, NC, DC = p.BM, p.BN, p.D, p.NC, p.d_chunks
     sl2 = scale * LOG2E
     dq_product, dq_add = dq_part(p)
+    KW = 16                                      # dS^T's columns per store / dK wgmma (one k-step)
 
     @T.macro
     def step(dQacc, SEM, sm, rg, c, n0, hk, b, ln, t, ragged):
@@ -430,9 +432,12 @@ def consumer_part(p, scale):
         Tx.wg.fma(rg.dpacc, rg.dpacc, T.float32(scale), rg.dcol)
         Tx.wg.mul(rg.dpacc, rg.dpacc, rg.sacc)       # scale dS^T
         Tx.wg.cast(rg.dsfr, rg.dpacc)
-        Tx.wg.gemm_async(rg.dkacc, rg.dsfr, sm.Qs[s], accumulate=True, dispatch=p.dispatch)
-        for j in range(BM // 64):
-            Tx.wg.copy(sm.dSs[t % 2, c * 64:c * 64 + 64, j * 64:j * 64 + 64], rg.dsfr[:, j * 64:j * 64 + 64])
+        # dK += dS^T Q, one 16-query k-step at a time, each after its dS^T columns are stored: no store reads A
+        # registers of a wgmma in flight (PTX: undefined), and the tensor cores wait only for the first store
+        for j in range(BM // KW):
+            Tx.wg.copy(sm.dSs[t % 2, c * 64:c * 64 + 64, j * KW:j * KW + KW], rg.dsfr[:, j * KW:j * KW + KW])
+            Tx.wg.gemm_async(rg.dkacc, rg.dsfr[:, j * KW:j * KW + KW], sm.Qs[s, j * KW:j * KW + KW, :],
+                             accumulate=True, dispatch=p.dispatch)
         T.ptx.fence_proxy_async()
         if p.dq_split == "cols":
             T.ptx.barrier_sync(3, 128 * NC)          # every consumer's dS^T is in shared memory

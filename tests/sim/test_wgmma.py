@@ -48,24 +48,27 @@ def test_wgmma_sync_mistakes_are_reported(drop, kind):
     assert kind in ei.value.kinds(), str(ei.value)
 
 
-def _rs_kernel(write_a_in_flight=False, fence=True):
+def _rs_kernel(write_a_in_flight=False, fence=True, read_a_in_flight=False, share_a=False):
     """D (64 x 16) = A (64 x 16, ones, from registers) @ B (16 x 16)^T with one wgmma of register A; the kernel writes
     D out as fragment registers ``C[thread, i]``. ``write_a_in_flight``: an A register is overwritten between the
-    commit and the wait; ``fence=False``: no wgmma.fence between writing A and the wgmma."""
+    commit and the wait; ``read_a_in_flight``: one is read there (into ``C[thread, 8]``); ``share_a``: a second
+    wgmma takes the same A fragment (into ``e``) while the first is in flight; ``fence=False``: no wgmma.fence
+    between writing A and the wgmma."""
     from tirxpy import T
     from tirxpy.intrinsics import wgmma
     from tirxpy.layout.atoms import mma_smem_layout
 
     WG = wgmma.get(n=16, d="float32", a="bfloat16", b="bfloat16", a_from="reg")
     SB = mma_smem_layout(16, 16, "bf16", "K", 32)
-    WRITE, FENCE = write_a_in_flight, fence
+    WRITE, FENCE, READ, SHARE = write_a_in_flight, fence, read_a_in_flight, share_a
 
     @T.prim_func
-    def k(B: T.Tensor((16, 16), "bfloat16"), C: T.Tensor((128, 8), "float32")):
+    def k(B: T.Tensor((16, 16), "bfloat16"), C: T.Tensor((128, 9), "float32")):
         T.launch(grid=(1,), threads=128)
         sb = T.alloc_shared((16, 16), "bfloat16", layout=SB)
         a = T.alloc_local((4,), "uint32")
         d = T.alloc_local((8,), "float32")
+        e = T.alloc_local((8,), "float32")
         t = T.thread_id()
         if t < 16:
             for j in T.serial(16):
@@ -78,31 +81,41 @@ def _rs_kernel(write_a_in_flight=False, fence=True):
             T.ptx.wgmma_fence()
         WG(d, a, sb[0:16, 0:16], False, 1, 1, 0)
         T.ptx.wgmma_commit_group()
+        if SHARE:
+            WG(e, a, sb[0:16, 0:16], False, 1, 1, 0)
+            T.ptx.wgmma_commit_group()
         if WRITE:
             a[0] = T.uint32(0)
+        if READ:
+            C[t, 8] = T.cast(a[0], "float32")
         T.ptx.wgmma_wait_group(0)
         for i in T.serial(8):
-            C[t, i] = d[i]
+            C[t, i] = d[i] + e[i] if SHARE else d[i]
     return k
 
 
-@pytest.mark.parametrize("mutation,kind", [(None, None), ("write_a_in_flight", "wgmma_accumulator_before_wait"),
+@pytest.mark.parametrize("mutation,kind", [(None, None), ("share_a", None),
+                                           ("write_a_in_flight", "wgmma_accumulator_before_wait"),
+                                           ("read_a_in_flight", "wgmma_accumulator_before_wait"),
                                            ("no_fence", "missing_wgmma_fence")])
 def test_register_a_of_a_wgmma_is_fenced_and_not_touched_in_flight(mutation, kind):
-    """PTX: the A fragment registers of a wgmma are not overwritten before the wgmma.wait_group retiring it, and are
-    written by ordinary code only with a wgmma.fence before the wgmma."""
+    """PTX: the A fragment registers of a wgmma are neither written nor read by ordinary code before the
+    wgmma.wait_group retiring it (another wgmma may take them as its A too), and are written by ordinary code only
+    with a wgmma.fence before the wgmma."""
     rng = np.random.default_rng(5)
     b = to_bits(rng.standard_normal((16, 16)).astype(np.float32), "bfloat16")
-    c = np.zeros((128, 8), np.float32)
-    k = _rs_kernel(write_a_in_flight=mutation == "write_a_in_flight", fence=mutation != "no_fence")
+    c = np.zeros((128, 9), np.float32)
+    k = _rs_kernel(write_a_in_flight=mutation == "write_a_in_flight", fence=mutation != "no_fence",
+                   read_a_in_flight=mutation == "read_a_in_flight", share_a=mutation == "share_a")
     res = run(k, b, c, check=False)
     assert [p.kind for p in res.problems] == ([kind] if kind else []), res.problems
     if kind is None:
-        want = np.ones((64, 16)) @ from_bits(b, "bfloat16").astype(np.float64).T
+        want = (2 if mutation == "share_a" else 1) * np.ones((64, 16)) @ from_bits(b, "bfloat16").astype(np.float64).T
         w, lane, m = placement(wgmma_accumulator(16), (64, 16))
         np.testing.assert_allclose(c[32 * w + lane, m], want, rtol=1e-5, atol=1e-5)
     if kind == "wgmma_accumulator_before_wait":
-        assert "write of register tile a while a wgmma using it (A fragment) is still in flight" in str(
+        what = "read" if mutation == "read_a_in_flight" else "write"
+        assert f"{what} of register tile a while a wgmma using it (A fragment) is still in flight" in str(
             res.problems[0])
     if kind == "missing_wgmma_fence":
         assert "A fragment registers of a written by ordinary code" in str(res.problems[0])

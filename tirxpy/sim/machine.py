@@ -20,7 +20,7 @@ _ALL.setflags(write=False)
 _ARANGE: dict = {}
 INFLIGHT_WGMMA = 1      # Warp.inflight bits: a wgmma's accumulator / A fragment, until wgmma.wait_group retires it
 INFLIGHT_TMEM_LD = 2    # a tcgen05.ld's destination registers, until tcgen05.wait::ld
-INFLIGHT_WGMMA_A = 4    # a wgmma's register-A fragment (not to be overwritten) until wgmma.wait_group retires it
+INFLIGHT_WGMMA_A = 4    # a wgmma's register-A fragment (read by it, not to be touched) until wgmma.wait_group retires it
 
 
 def _arange(k: int):
@@ -110,16 +110,19 @@ class Warp:
             table[root] = f
         return f
 
-    def check_inflight(self, root, byte_idx, node, what):
+    def check_inflight(self, root, byte_idx, node, what, by_wgmma=False):
         """Report a read / write (``what``) of register bytes ``byte_idx`` of ``root`` that an asynchronous
-        instruction still uses: a wgmma's accumulator (or a write of its A fragment) before the ``wgmma.wait_group``
-        retiring it, a ``tcgen05.ld``'s destination before ``tcgen05.wait::ld`` (PTX: undefined behaviour)."""
+        instruction still uses: a wgmma's accumulator or register A fragment before the ``wgmma.wait_group``
+        retiring it, a ``tcgen05.ld``'s destination before ``tcgen05.wait::ld`` (PTX: undefined behaviour).
+        ``by_wgmma``: the reader is another wgmma's A operand, which may share an A fragment in flight."""
         f = self.inflight.get(root)
         if f is None:
             return
         hit = int(np.bitwise_or.reduce(f[clamp(byte_idx, 0, f.size - 1)].ravel(), initial=0))
+        if by_wgmma:
+            hit &= ~INFLIGHT_WGMMA_A
         span = getattr(node, "span", None) or getattr(self.where, "span", None)
-        if hit & INFLIGHT_WGMMA or (what == "write" and hit & INFLIGHT_WGMMA_A):
+        if hit & (INFLIGHT_WGMMA | INFLIGHT_WGMMA_A):
             self.cta.machine.report(
                 "wgmma_accumulator_before_wait",
                 f"{what} of register tile {root.name} while a wgmma using it "

@@ -79,11 +79,14 @@ class RegRef:
     def byte_index(self):
         return self.offsets[:, None] + np.arange(self.count * self.k)
 
-    def read(self, mask, check=True):
+    def read(self, mask, check=True, by_wgmma=False):
+        """The lanes' register values (``(32, count)``); ``check``: report in-flight and uninitialised reads
+        (``by_wgmma``: the reader is a wgmma taking the registers as its A fragment, which may share them with
+        another wgmma's A fragment in flight, but not with an accumulator)."""
         regs = self.w.local(self.root)
         idx = self.byte_index()
         if check and mask.any():
-            self.w.check_inflight(self.root, idx[mask].ravel(), self.node, "read")
+            self.w.check_inflight(self.root, idx[mask].ravel(), self.node, "read", by_wgmma)
         if (idx >= regs.shape[1]).any() or (idx < 0).any():
             self.w.cta.machine.report("oob_local", f"register vector of {self.count} x {self.dtype} runs past "
                                       f"{self.root.name} ({regs.shape[1]} bytes)", getattr(self.node, "span", None),

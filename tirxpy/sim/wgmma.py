@@ -58,7 +58,7 @@ def _mma(parts, ctx0, n, k, td, ta, tb, src):
         per = {}
         for wid, c in parts.items():
             aref = c.arg("a")
-            regs = aref.read(c.mask)  # (32, 4) uint32
+            regs = aref.read(c.mask, by_wgmma=True)  # (32, 4) uint32
             fa = c.w.dirty.get(aref.root)
             if fa is not None and fa[np.clip(aref.byte_index()[0], 0, fa.size - 1)].any():
                 m.report("missing_wgmma_fence", f"wgmma reads A fragment registers of {aref.root.name} written by "
