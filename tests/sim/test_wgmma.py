@@ -117,5 +117,6 @@ def test_register_a_of_a_wgmma_is_fenced_and_not_touched_in_flight(mutation, kin
         what = "read" if mutation == "read_a_in_flight" else "write"
         assert f"{what} of register tile a while a wgmma using it (A fragment) is still in flight" in str(
             res.problems[0])
+        assert "read them before issuing the wgmma" in str(res.problems[0])
     if kind == "missing_wgmma_fence":
         assert "A fragment registers of a written by ordinary code" in str(res.problems[0])

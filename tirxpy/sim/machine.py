@@ -18,7 +18,7 @@ _LANE_COLUMN.setflags(write=False)
 _ALL = np.ones(WARP, bool)                      # every lane
 _ALL.setflags(write=False)
 _ARANGE: dict = {}
-INFLIGHT_WGMMA = 1      # Warp.inflight bits: a wgmma's accumulator / A fragment, until wgmma.wait_group retires it
+INFLIGHT_WGMMA = 1      # Warp.inflight bits: a wgmma's accumulator, until wgmma.wait_group retires it
 INFLIGHT_TMEM_LD = 2    # a tcgen05.ld's destination registers, until tcgen05.wait::ld
 INFLIGHT_WGMMA_A = 4    # a wgmma's register-A fragment (read by it, not to be touched) until wgmma.wait_group retires it
 
@@ -127,7 +127,9 @@ class Warp:
                 "wgmma_accumulator_before_wait",
                 f"{what} of register tile {root.name} while a wgmma using it "
                 f"({'accumulator' if hit & INFLIGHT_WGMMA else 'A fragment'}) is still in flight", span, self.describe(),
-                ["wgmma results are visible only after wgmma.commit_group + wgmma.wait_group"])
+                ["wgmma results are visible only after wgmma.commit_group + wgmma.wait_group" if hit & INFLIGHT_WGMMA
+                 else "a wgmma's A fragment registers are not to be read or written until the wgmma.wait_group "
+                      "retiring it; read them before issuing the wgmma (e.g. store them first)"])
         if hit & INFLIGHT_TMEM_LD:
             self.cta.machine.report(
                 "tmem_ld_before_wait", f"{what} of register tile {root.name} while a tcgen05.ld loading it is not "
