@@ -120,3 +120,69 @@ def test_register_a_of_a_wgmma_is_fenced_and_not_touched_in_flight(mutation, kin
         assert "read them before issuing the wgmma" in str(res.problems[0])
     if kind == "missing_wgmma_fence":
         assert "A fragment registers of a written by ordinary code" in str(res.problems[0])
+
+
+def _accumulator_kernel(second, fence=False, wait=False):
+    """A wgmma m64n16k16 (f16 inputs, A from registers ``a``, float32 accumulator ``d``) in flight, then a second
+    wgmma: ``second="n8"`` accumulates m64n8k16 into the first 4 registers of ``d`` (another shape);
+    ``second="a"`` accumulates m64n8k16 in float16 into the first 2 registers of ``a`` (the first one's A
+    fragment). ``fence``: a wgmma.fence between them; ``wait``: a wgmma.wait_group(0) between them."""
+    from tirxpy import T
+    from tirxpy.intrinsics import wgmma
+    from tirxpy.layout.atoms import mma_smem_layout
+
+    W16 = wgmma.get(n=16, d="float32", a="float16", b="float16", a_from="reg")
+    W8 = wgmma.get(n=8, d="float32", a="float16", b="float16", a_from="reg")
+    W8H = wgmma.get(n=8, d="float16", a="float16", b="float16", a_from="reg")
+    SB = mma_smem_layout(16, 16, "f16", "K", 32)
+    SECOND, FENCE, WAIT = second, fence, wait
+
+    @T.prim_func
+    def k(B: T.Tensor((16, 16), "float16"), C: T.Tensor((128, 8), "float32")):
+        T.launch(grid=(1,), threads=128)
+        sb = T.alloc_shared((16, 16), "float16", layout=SB)
+        a = T.alloc_local((4,), "uint32")
+        a2 = T.alloc_local((4,), "uint32")
+        d = T.alloc_local((8,), "float32")
+        t = T.thread_id()
+        if t < 16:
+            for j in T.serial(16):
+                sb[t, j] = B[t, j]
+        T.ptx.fence_proxy_async()
+        T.ptx.syncthreads()
+        for i in T.serial(4):
+            a[i] = T.uint32(0x3C003C00)
+            a2[i] = T.uint32(0x3C003C00)
+        T.ptx.wgmma_fence()
+        W16(d, a, sb[0:16, 0:16], False, 1, 1, 0)
+        T.ptx.wgmma_commit_group()
+        if WAIT:
+            T.ptx.wgmma_wait_group(0)
+        if FENCE:
+            T.ptx.wgmma_fence()
+        if SECOND == "n8":
+            W8(d[0:4], a2, sb[0:8, 0:16], True, 1, 1, 0)
+        else:
+            W8H(a[0:2], a2, sb[0:8, 0:16], True, 1, 1, 0)
+        T.ptx.wgmma_commit_group()
+        T.ptx.wgmma_wait_group(0)
+        for i in T.serial(8):
+            C[t, i] = d[i]
+    return k
+
+
+@pytest.mark.parametrize("second,fence,wait,kind,text", [
+    ("n8", False, False, "missing_wgmma_fence", "wgmma m64n8k16 accumulates into registers of d that a wgmma "
+                                                "m64n16k16 still in flight accumulates into"),
+    ("n8", True, False, None, None),
+    ("a", True, False, "wgmma_accumulator_before_wait", "wgmma writes accumulator registers of a that an earlier "
+                                                        "wgmma still in flight reads as its A fragment"),
+    ("a", True, True, None, None)])
+def test_a_wgmma_accumulating_into_registers_another_one_in_flight_uses(second, fence, wait, kind, text):
+    """PTX (wgmma.fence): wgmmas in flight may share accumulator registers without a wgmma.fence only when they
+    have one shape, and no wgmma accumulates into registers an earlier one in flight reads as its A fragment."""
+    b = to_bits(np.random.default_rng(6).standard_normal((16, 16)).astype(np.float32), "float16")
+    res = run(_accumulator_kernel(second, fence, wait), b, np.zeros((128, 8), np.float32), check=False)
+    assert [p.kind for p in res.problems] == ([kind] if kind else []), res.problems
+    if text:
+        assert text in str(res.problems[0])

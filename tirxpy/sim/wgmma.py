@@ -5,8 +5,9 @@ D (64 x N) lives in the warpgroup's registers as ``tirxpy.layout.atoms.wgmma_acc
 follows ``wgmma_a_fragment``; shared A / B are read through their descriptors
 (:mod:`tirxpy.sim.smem_matrix`). Products are exact and summed in float64, then rounded to the
 accumulator type. Results are *in flight* until ``wgmma.wait_group`` retires their group:
-reading or writing the accumulator before that is reported, as is a wgmma reading
-accumulators written by ordinary code without a ``wgmma.fence`` in between."""
+reading or writing the accumulator (or a register A fragment) before that is reported, as is a wgmma
+reading accumulators written by ordinary code without a ``wgmma.fence`` in between, and one accumulating into
+registers an earlier wgmma in flight reads as A, or accumulates into with another shape and no fence between."""
 from __future__ import annotations
 
 import numpy as np
@@ -116,6 +117,7 @@ def _mma(parts, ctx0, n, k, td, ta, tb, src):
             m.report("missing_wgmma_fence", f"wgmma reads accumulator registers of {ref.root.name} written by "
                      "ordinary code without a wgmma.fence in between", ctx0.span, c.w.describe(),
                      ["issue T.ptx.wgmma_fence() after writing the accumulator (e.g. zero-fill) and before the wgmma"])
+        _check_shared_accumulator(c, ref, (n, k), ctx0)
     scale_d = bool(np.asarray(ctx0.arg("scale_d")).ravel()[int(np.argmax(ctx0.mask))])
     out = A @ B.T + (D if scale_d else 0.0)
     out = out.astype(np.float32) if f32 else out.astype(np.float16).astype(np.float32)
@@ -131,7 +133,8 @@ def _mma(parts, ctx0, n, k, td, ta, tb, src):
             h = np.ascontiguousarray(cur).view(np.float16).copy()
             h[ll[sel], ml[sel]] = out[sel].astype(np.float16)
             ref.write(c.mask, h.view(np.uint32))
-        op = {"root": ref.root, "bytes": ref.byte_index()[0], "vc": op_vc}
+        op = {"root": ref.root, "bytes": ref.byte_index()[0], "vc": op_vc, "shape": (n, k),
+              "fence": getattr(c.w, "wg_fences", 0)}
         ops = [op]
         if src == "rs":     # PTX: the A fragment registers too are not to be accessed before the wait
             aref = c.arg("a")
@@ -140,6 +143,33 @@ def _mma(parts, ctx0, n, k, td, ta, tb, src):
         for o in ops:
             c.w.mark_inflight(o["root"], o["bytes"], o.get("bit", INFLIGHT_WGMMA))
     return None
+
+
+def _check_shared_accumulator(c, ref, shape, ctx0):
+    """PTX (wgmma.fence): a wgmma may take as its accumulator registers that an earlier wgmma still in flight uses
+    as its accumulator only when both have the same shape (``m64nNkK``) or a ``wgmma.fence`` lies between them, and
+    never registers an earlier wgmma in flight reads as its A fragment."""
+    w = c.w
+    if ref.root not in w.inflight:
+        return
+    mine = ref.byte_index()[0]
+    for op in [o for g in getattr(w, "wg_groups", []) for o in g] + getattr(w, "wg_open", []):
+        if op["root"] is not ref.root or not np.intersect1d(op["bytes"], mine).size:
+            continue
+        if op.get("bit") == INFLIGHT_WGMMA_A:
+            c.machine.report("wgmma_accumulator_before_wait", f"wgmma writes accumulator registers of "
+                             f"{ref.root.name} that an earlier wgmma still in flight reads as its A fragment",
+                             ctx0.span, w.describe(), ["wait for the earlier wgmma (wgmma.wait_group) before "
+                                                       "accumulating into its A fragment's registers"])
+            return
+        if op.get("shape") != shape and op.get("fence") == getattr(w, "wg_fences", 0):
+            (n0, k0), (n1, k1) = op["shape"], shape
+            c.machine.report("missing_wgmma_fence", f"wgmma m64n{n1}k{k1} accumulates into registers of "
+                             f"{ref.root.name} that a wgmma m64n{n0}k{k0} still in flight accumulates into, with no "
+                             "wgmma.fence between them (PTX orders accumulator accesses only across wgmmas of one "
+                             "shape)", ctx0.span, w.describe(),
+                             ["issue T.ptx.wgmma_fence() between the two wgmmas, or give them one shape"])
+            return
 
 
 def _mma_model(ctx):
@@ -159,6 +189,7 @@ register_family(r"wgmma_m64n(\d+)k(\d+)_(f32|f16)_(f16|bf16|tf32|e4m3|e5m2)_(f16
 @register_model("wgmma_fence")
 def _fence(ctx):
     ctx.w.dirty.clear()
+    ctx.w.wg_fences = getattr(ctx.w, "wg_fences", 0) + 1
 
 
 @register_model("wgmma_commit_group")
