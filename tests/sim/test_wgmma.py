@@ -48,19 +48,19 @@ def test_wgmma_sync_mistakes_are_reported(drop, kind):
     assert kind in ei.value.kinds(), str(ei.value)
 
 
-def _rs_kernel(write_a_in_flight=False, fence=True, read_a_in_flight=False, share_a=False):
+def _rs_kernel(write_a_in_flight=False, fence=True, read_a_in_flight=False, share_a=False, early_fence=True):
     """D (64 x 16) = A (64 x 16, ones, from registers) @ B (16 x 16)^T with one wgmma of register A; the kernel writes
     D out as fragment registers ``C[thread, i]``. ``write_a_in_flight``: an A register is overwritten between the
     commit and the wait; ``read_a_in_flight``: one is read there (into ``C[thread, 8]``); ``share_a``: a second
     wgmma takes the same A fragment (into ``e``) while the first is in flight; ``fence=False``: no wgmma.fence
-    between writing A and the wgmma."""
+    between writing A and the wgmma; ``early_fence=False``: none before writing A either."""
     from tirxpy import T
     from tirxpy.intrinsics import wgmma
     from tirxpy.layout.atoms import mma_smem_layout
 
     WG = wgmma.get(n=16, d="float32", a="bfloat16", b="bfloat16", a_from="reg")
     SB = mma_smem_layout(16, 16, "bf16", "K", 32)
-    WRITE, FENCE, READ, SHARE = write_a_in_flight, fence, read_a_in_flight, share_a
+    WRITE, FENCE, READ, SHARE, EARLY = write_a_in_flight, fence, read_a_in_flight, share_a, early_fence
 
     @T.prim_func
     def k(B: T.Tensor((16, 16), "bfloat16"), C: T.Tensor((128, 9), "float32")):
@@ -75,6 +75,8 @@ def _rs_kernel(write_a_in_flight=False, fence=True, read_a_in_flight=False, shar
                 sb[t, j] = B[t, j]
         T.ptx.fence_proxy_async()
         T.ptx.syncthreads()
+        if EARLY:
+            T.ptx.wgmma_fence()
         for i in T.serial(4):
             a[i] = T.uint32(0x3F803F80)
         if FENCE:
@@ -97,16 +99,19 @@ def _rs_kernel(write_a_in_flight=False, fence=True, read_a_in_flight=False, shar
 @pytest.mark.parametrize("mutation,kind", [(None, None), ("share_a", None),
                                            ("write_a_in_flight", "wgmma_accumulator_before_wait"),
                                            ("read_a_in_flight", "wgmma_accumulator_before_wait"),
-                                           ("no_fence", "missing_wgmma_fence")])
+                                           ("no_fence", "missing_wgmma_fence"),
+                                           ("no_fence_at_all", "missing_wgmma_fence")])
 def test_register_a_of_a_wgmma_is_fenced_and_not_touched_in_flight(mutation, kind):
     """PTX: the A fragment registers of a wgmma are neither written nor read by ordinary code before the
     wgmma.wait_group retiring it (another wgmma may take them as its A too), and are written by ordinary code only
-    with a wgmma.fence before the wgmma."""
+    with a wgmma.fence before the wgmma; a warpgroup's first wgmma has a wgmma.fence before it."""
     rng = np.random.default_rng(5)
     b = to_bits(rng.standard_normal((16, 16)).astype(np.float32), "bfloat16")
     c = np.zeros((128, 9), np.float32)
-    k = _rs_kernel(write_a_in_flight=mutation == "write_a_in_flight", fence=mutation != "no_fence",
-                   read_a_in_flight=mutation == "read_a_in_flight", share_a=mutation == "share_a")
+    k = _rs_kernel(write_a_in_flight=mutation == "write_a_in_flight",
+                   fence=mutation not in ("no_fence", "no_fence_at_all"),
+                   read_a_in_flight=mutation == "read_a_in_flight", share_a=mutation == "share_a",
+                   early_fence=mutation != "no_fence_at_all")
     res = run(k, b, c, check=False)
     assert [p.kind for p in res.problems] == ([kind] if kind else []), res.problems
     if kind is None:
@@ -118,8 +123,10 @@ def test_register_a_of_a_wgmma_is_fenced_and_not_touched_in_flight(mutation, kin
         assert f"{what} of register tile a while a wgmma using it (A fragment) is still in flight" in str(
             res.problems[0])
         assert "read them before issuing the wgmma" in str(res.problems[0])
-    if kind == "missing_wgmma_fence":
+    if mutation == "no_fence":
         assert "A fragment registers of a written by ordinary code" in str(res.problems[0])
+    if mutation == "no_fence_at_all":
+        assert "the warpgroup's first wgmma has no wgmma.fence before it" in str(res.problems[0])
 
 
 def _accumulator_kernel(second, fence=False, wait=False):

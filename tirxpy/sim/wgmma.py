@@ -5,8 +5,9 @@ D (64 x N) lives in the warpgroup's registers as ``tirxpy.layout.atoms.wgmma_acc
 follows ``wgmma_a_fragment``; shared A / B are read through their descriptors
 (:mod:`tirxpy.sim.smem_matrix`). Products are exact and summed in float64, then rounded to the
 accumulator type. Results are *in flight* until ``wgmma.wait_group`` retires their group:
-reading or writing the accumulator (or a register A fragment) before that is reported, as is a wgmma
-reading accumulators written by ordinary code without a ``wgmma.fence`` in between, and one accumulating into
+reading or writing the accumulator (or a register A fragment) before that is reported, as is a warpgroup's
+first wgmma with no ``wgmma.fence`` before it, a wgmma reading accumulators or an A fragment written by
+ordinary code without a ``wgmma.fence`` in between, and one accumulating into
 registers an earlier wgmma in flight reads as A, or accumulates into with another shape and no fence between."""
 from __future__ import annotations
 
@@ -46,6 +47,12 @@ def _mma(parts, ctx0, n, k, td, ta, tb, src):
     m = ctx0.machine
     cta = ctx0.cta
     wids = sorted(parts)
+    for c in parts.values():
+        if not getattr(c.w, "wg_fences", 0):     # reported once, then as if fenced (no second report of it)
+            m.report("missing_wgmma_fence", "the warpgroup's first wgmma has no wgmma.fence before it", ctx0.span,
+                     c.w.describe(), ["issue T.ptx.wgmma_fence() before a warpgroup's first wgmma (PTX requires it)"])
+            c.w.wg_fences = 1
+            c.w.dirty.clear()
     da, db = _IN[ta], _IN[tb]
     # ---- operands
     if src == "ss":
