@@ -141,8 +141,34 @@ def test_sass_needs_a_disassembler(monkeypatch):
     k = build(saxpy, "sm_90a")
     monkeypatch.setattr(B, "find_disassembler", lambda: None)
     k._sass = None
-    with pytest.raises(ToolchainError, match="no SASS disassembler found: put the CUDA toolkit's cuobjdump"):
+    with pytest.raises(ToolchainError, match="no SASS disassembler found: put the CUDA toolkit's nvdisasm .*"
+                                             "pip install nvidia-cuda-nvdisasm"):
         k.sass
+
+
+def test_cuobjdump_without_nvdisasm_says_what_to_install(monkeypatch, tmp_path):
+    """CUDA 13's ``cuobjdump -sass`` runs ``nvdisasm``; without it the error names what to install."""
+    B = sys.modules["tirxpy.lower.build"]
+
+    fake = tmp_path / "cuobjdump"
+    fake.write_text("#!/bin/sh\necho \"cuobjdump fatal   : Could not find executable file 'nvdisasm'\" >&2\nexit 1\n")
+    fake.chmod(0o755)
+    k = build(saxpy, "sm_90a")
+    monkeypatch.setattr(B, "find_disassembler", lambda: str(fake))
+    k._sass = None
+    with pytest.raises(ToolchainError, match="cuobjdump failed \\(1\\): .*nvdisasm.*pip install nvidia-cuda-nvdisasm"):
+        k.sass
+
+
+def test_nvdisasm_comes_before_cuobjdump(monkeypatch, tmp_path):
+    """Where both are on PATH, nvdisasm is taken: it reads a cubin by itself."""
+    B = sys.modules["tirxpy.lower.build"]
+
+    for tool in ("cuobjdump", "nvdisasm"):
+        (tmp_path / tool).write_text("#!/bin/sh\nexit 0\n")
+        (tmp_path / tool).chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert B.find_disassembler() == str(tmp_path / "nvdisasm")
 
 
 @T.prim_func

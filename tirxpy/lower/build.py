@@ -415,9 +415,14 @@ compile = build  # noqa: A001 - tirxpy.compile(kernel, arch=...) reads naturally
 
 
 # ---------------------------------------------------------------------- SASS
+_NO_DISASSEMBLER = ("put the CUDA toolkit's nvdisasm (or cuobjdump with nvdisasm beside it) on PATH (or set "
+                    "CUDA_HOME), or pip install nvidia-cuda-nvdisasm; cuda_source, ptx and resources work without it")
+
+
 def find_disassembler():
-    """Path of ``cuobjdump`` or ``nvdisasm`` (PATH, $CUDA_HOME/bin, nvidia-* wheels), or None."""
-    for tool in ("cuobjdump", "nvdisasm"):
+    """Path of ``nvdisasm`` or else ``cuobjdump`` (PATH, $CUDA_HOME/bin, nvidia-* wheels), or None. ``nvdisasm``
+    comes first: it reads a cubin alone, while CUDA 13's ``cuobjdump -sass`` runs ``nvdisasm`` itself."""
+    for tool in ("nvdisasm", "cuobjdump"):
         p = shutil.which(tool)
         if p:
             return p
@@ -428,8 +433,8 @@ def find_disassembler():
         roots += [os.path.join(r, "*") for r in nvidia.__path__]
     except ImportError:
         pass
-    for root in filter(None, roots):
-        for tool in ("cuobjdump", "nvdisasm"):
+    for tool in ("nvdisasm", "cuobjdump"):
+        for root in filter(None, roots):
             hits = sorted(glob.glob(os.path.join(root, "bin", tool)))
             if hits:
                 return hits[0]
@@ -439,9 +444,7 @@ def find_disassembler():
 def disassemble(cubin: bytes) -> str:
     tool = find_disassembler()
     if tool is None:
-        raise ToolchainError("no SASS disassembler found: put the CUDA toolkit's cuobjdump or nvdisasm on PATH "
-                             "(or set CUDA_HOME), or pip install 'nvidia-cuda-cuobjdump==13.0.*'; "
-                             "cuda_source, ptx and resources work without it")
+        raise ToolchainError(f"no SASS disassembler found: {_NO_DISASSEMBLER}")
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "kernel.cubin")
         with open(path, "wb") as f:
@@ -449,5 +452,6 @@ def disassemble(cubin: bytes) -> str:
         args = [tool, "-sass", path] if os.path.basename(tool).startswith("cuobjdump") else [tool, "-c", path]
         res = subprocess.run(args, capture_output=True, text=True, check=False)
     if res.returncode != 0:
-        raise ToolchainError(f"{os.path.basename(tool)} failed ({res.returncode}): {res.stderr.strip()[:500]}")
+        hint = f"; {_NO_DISASSEMBLER}" if "nvdisasm" in res.stderr and "cuobjdump" in os.path.basename(tool) else ""
+        raise ToolchainError(f"{os.path.basename(tool)} failed ({res.returncode}): {res.stderr.strip()[:500]}{hint}")
     return res.stdout
