@@ -63,7 +63,8 @@ def _load():
     global _LOADED
     if not _LOADED:
         _LOADED = True
-        from . import cp_async, ldst_matrix, mbarrier, misc, mma_sync, ranks, sync, tcgen05, tma, vector, wgmma  # noqa: F401
+        from . import (clc, cp_async, ldst_matrix, mbarrier, misc, mma_sync, ranks, sync,  # noqa: F401
+                       tcgen05, tma, vector, wgmma)  # noqa: F401
 
 
 class Ctx:

@@ -14,6 +14,7 @@ from tirxpy.target import as_target
 
 from .access import GPTR_SHIFT
 from .args import ArgumentError, check_ctas, check_launch, check_options, check_scalar, check_sizes, to_array
+from .clc import LaunchQueue
 from .errors import SimReportError
 from .expr import compile_expr
 from .finish import finish_cluster
@@ -117,7 +118,13 @@ def run(kernel, *args, arch: str | None = None, seed: int = 0, check: bool = Tru
         clusters = itertools.product(range(grid[2] // cl[2]), range(grid[1] // cl[1]), range(grid[0] // cl[0]))
     else:   # only the clusters holding a wanted CTA (the grid may be huge)
         clusters = sorted({(z // cl[2], y // cl[1], x // cl[0]) for x, y, z in wanted})
+    nx, ny = grid[0] // cl[0], grid[1] // cl[1]
+    m.clc, m.clc_grid = LaunchQueue(nx * ny * (grid[2] // cl[2])), tuple(grid)
     for cz, cy, cx in clusters:
+        index = (cz * ny + cy) * nx + cx          # launch order; a cluster launch control request may take it
+        if not m.clc.runs(index):
+            continue
+        m.clc.started(index)
         members = []
         for rz, ry, rx in itertools.product(range(cl[2]), range(cl[1]), range(cl[0])):
             cid = (cx * cl[0] + rx, cy * cl[1] + ry, cz * cl[2] + rz)
