@@ -193,3 +193,57 @@ def test_a_wgmma_accumulating_into_registers_another_one_in_flight_uses(second, 
     assert [p.kind for p in res.problems] == ([kind] if kind else []), res.problems
     if text:
         assert text in str(res.problems[0])
+
+
+def _two_tiles(fence_between):
+    """Two tiles through one float32 accumulator ``d``: a wgmma (A from registers) into ``d``, a wait, ``d``
+    read out to ``C[0]``, then the second tile's wgmma (scale-d 0) into ``d`` and ``d`` to ``C[1]``;
+    ``fence_between``: a wgmma.fence between the read and the second wgmma."""
+    from tirxpy import T
+    from tirxpy.intrinsics import wgmma
+    from tirxpy.layout.atoms import mma_smem_layout
+
+    WG = wgmma.get(n=16, d="float32", a="bfloat16", b="bfloat16", a_from="reg")
+    SB = mma_smem_layout(16, 16, "bf16", "K", 32)
+    FENCE = fence_between
+
+    @T.prim_func
+    def k(B: T.Tensor((16, 16), "bfloat16"), C: T.Tensor((2, 128, 8), "float32")):
+        T.launch(grid=(1,), threads=128)
+        sb = T.alloc_shared((16, 16), "bfloat16", layout=SB)
+        a = T.alloc_local((4,), "uint32")
+        d = T.alloc_local((8,), "float32")
+        t = T.thread_id()
+        if t < 16:
+            for j in T.serial(16):
+                sb[t, j] = B[t, j]
+        T.ptx.fence_proxy_async()
+        T.ptx.syncthreads()
+        for i in T.serial(4):
+            a[i] = T.uint32(0x3F803F80)
+        for tile in T.serial(2):
+            if tile == 0 or FENCE:
+                T.ptx.wgmma_fence()
+            WG(d, a, sb[0:16, 0:16], False, 1, 1, 0)
+            T.ptx.wgmma_commit_group()
+            T.ptx.wgmma_wait_group(0)
+            for i in T.serial(8):
+                C[tile, t, i] = d[i]
+    return k
+
+
+@pytest.mark.parametrize("fence_between", [True, False])
+def test_a_wgmma_into_an_accumulator_read_since_the_last_fence_is_reported(fence_between):
+    """PTX (wgmma.fence): a thread's read of accumulator registers is ordered before a later wgmma writing them
+    only by a wgmma.fence between the two (the second tile of a persistent loop fences again)."""
+    b = to_bits(np.random.default_rng(7).standard_normal((16, 16)).astype(np.float32), "bfloat16")
+    c = np.zeros((2, 128, 8), np.float32)
+    res = run(_two_tiles(fence_between), b, c, check=False)
+    if fence_between:
+        assert res.problems == []
+        np.testing.assert_array_equal(c[0], c[1])
+        assert np.abs(c).sum() > 0
+    else:
+        assert [p.kind for p in res.problems] == ["missing_wgmma_fence"], res.problems
+        assert "wgmma writes accumulator registers of d that ordinary code read since the last wgmma.fence" in str(
+            res.problems[0])

@@ -20,7 +20,7 @@ _ALL.setflags(write=False)
 _ARANGE: dict = {}
 INFLIGHT_WGMMA = 1      # Warp.inflight bits: a wgmma's accumulator, until wgmma.wait_group retires it
 INFLIGHT_TMEM_LD = 2    # a tcgen05.ld's destination registers, until tcgen05.wait::ld
-INFLIGHT_WGMMA_A = 4    # a wgmma's register-A fragment (read by it, not to be touched) until wgmma.wait_group retires it
+INFLIGHT_WGMMA_A = 4    # a wgmma's register-A fragment (not to be touched) until wgmma.wait_group retires it
 
 
 def _arange(k: int):
@@ -97,6 +97,8 @@ class Warp:
         self.tid32 = self.tid.astype(np.int32)
         self.inflight: dict = {}  # root -> int8[nbytes]: register bytes an async instruction still uses (INFLIGHT_*)
         self.dirty: dict = {}  # root -> bool[nbytes]: written by ordinary code since wgmma.fence
+        self.read_since_fence: dict = {}    # root -> bool[nbytes]: of a wgmma accumulator, read since wgmma.fence
+        self.wg_acc_roots: set = set()      # register tiles a wgmma of this warp accumulated into
 
     @property
     def wgid(self):
@@ -158,6 +160,8 @@ class Warp:
         if root is not None and root in self.inflight and ok.any():
             self.check_inflight(root, idx[ok].ravel(), node, "read")
         idx = clamp(idx, 0, regs.shape[1] - 1)
+        if root in self.wg_acc_roots:
+            self._flag(self.read_since_fence, root)[idx[ok].ravel()] = True
         if root is not None and root not in self.rfull:
             self.check_init(root, idx, ok, node)
         raw = regs[_LANE_COLUMN, idx].reshape(-1).view(storage_dtype(dt))
@@ -172,6 +176,8 @@ class Warp:
             regs = self.local(root)
         if root in self.inflight:
             self.check_inflight(root, np.arange(off, off + k), node, "read")
+        if root in self.wg_acc_roots:
+            self._flag(self.read_since_fence, root)[off:off + k] = True
         if root not in self.rfull:
             self.check_init(root, np.arange(off, off + k)[None, :], _ALL, node)
         raw = np.ascontiguousarray(regs[:, off:off + k]).reshape(-1).view(storage_dtype(dt))

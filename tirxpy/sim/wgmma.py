@@ -7,7 +7,8 @@ follows ``wgmma_a_fragment``; shared A / B are read through their descriptors
 accumulator type. Results are *in flight* until ``wgmma.wait_group`` retires their group:
 reading or writing the accumulator (or a register A fragment) before that is reported, as is a warpgroup's
 first wgmma with no ``wgmma.fence`` before it, a wgmma reading accumulators or an A fragment written by
-ordinary code without a ``wgmma.fence`` in between, and one accumulating into
+ordinary code, or writing accumulators ordinary code read, without a ``wgmma.fence`` in between, and one
+accumulating into
 registers an earlier wgmma in flight reads as A, or accumulates into with another shape and no fence between."""
 from __future__ import annotations
 
@@ -53,6 +54,7 @@ def _mma(parts, ctx0, n, k, td, ta, tb, src):
                      c.w.describe(), ["issue T.ptx.wgmma_fence() before a warpgroup's first wgmma (PTX requires it)"])
             c.w.wg_fences = 1
             c.w.dirty.clear()
+            c.w.read_since_fence.clear()
     da, db = _IN[ta], _IN[tb]
     # ---- operands
     if src == "ss":
@@ -125,6 +127,14 @@ def _mma(parts, ctx0, n, k, td, ta, tb, src):
                      "ordinary code without a wgmma.fence in between", ctx0.span, c.w.describe(),
                      ["issue T.ptx.wgmma_fence() after writing the accumulator (e.g. zero-fill) and before the wgmma"])
         _check_shared_accumulator(c, ref, (n, k), ctx0)
+        r = c.w.read_since_fence.get(ref.root)
+        if r is not None and r[ref.byte_index().ravel() % max(r.size, 1)].any():
+            m.report("missing_wgmma_fence", f"wgmma writes accumulator registers of {ref.root.name} that ordinary code "
+                     "read since the last wgmma.fence (PTX orders a thread's register accesses before a wgmma touching "
+                     "the same registers only through a wgmma.fence)", ctx0.span, c.w.describe(),
+                     ["issue T.ptx.wgmma_fence() after reading the accumulator (e.g. the epilogue) and before the "
+                      "next wgmma into it"])
+        c.w.wg_acc_roots.add(ref.root)
     scale_d = bool(np.asarray(ctx0.arg("scale_d")).ravel()[int(np.argmax(ctx0.mask))])
     out = A @ B.T + (D if scale_d else 0.0)
     out = out.astype(np.float32) if f32 else out.astype(np.float16).astype(np.float32)
@@ -196,6 +206,7 @@ register_family(r"wgmma_m64n(\d+)k(\d+)_(f32|f16)_(f16|bf16|tf32|e4m3|e5m2)_(f16
 @register_model("wgmma_fence")
 def _fence(ctx):
     ctx.w.dirty.clear()
+    ctx.w.read_since_fence.clear()
     ctx.w.wg_fences = getattr(ctx.w, "wg_fences", 0) + 1
 
 
