@@ -255,6 +255,8 @@ SHARED_OPS = {
     "ldmatrix": "T.ptx.ldmatrix_x1(r[0], T.uint32(ADDR))",
     "bulk g2s": "T.ptx.bulk_copy_g2s(T.uint32(ADDR), T.address_of(A[0]), T.uint32(16), bar[0])",
     "cp.async": "T.ptx.cp_async_ca_4(T.uint32(ADDR), T.address_of(A[0]))",
+    "clusterlaunchcontrol.try_cancel": "T.ptx.clusterlaunchcontrol_try_cancel(T.uint32(ADDR), bar[0])",
+    "clusterlaunchcontrol.query_cancel": "T.evaluate(T.ptx.clusterlaunchcontrol_query_is_canceled(T.uint32(ADDR)))",
 }
 
 

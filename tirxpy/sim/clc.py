@@ -78,6 +78,12 @@ def _try_cancel(multicast):
         res, bar = ctx.arg("result"), ctx.arg("bar")
         ok = ctx.check_aligned(res, RESPONSE_BYTES, f"{ctx.call.name}: the response address (16-byte aligned)")
         ok = ctx.check_aligned(bar, 8, f"{ctx.call.name}: the mbarrier (8-byte aligned)") and ok
+        for l in ctx.lanes:
+            r_off = int(res[l])
+            if r_off < 0 or r_off + RESPONSE_BYTES > ctx.cta.smem.size:
+                ctx.report("oob_shared", f"{ctx.call.name}: its response at smem {r_off:#x} runs past the "
+                           f"{ctx.cta.smem.size}-byte shared memory")
+                ok = False
         if not ok:
             return
         if ctx.cta.cta_id in q.failed_seen:
@@ -117,11 +123,12 @@ def _read_response(ctx):
     """The issuing lanes' responses, ``(lanes, 4)`` uint32 words (a 16-byte generic shared-memory load), or None."""
     res = ctx.arg("result")
     lanes = ctx.lanes
-    if lanes.size == 0 or not ctx.check_aligned(res, RESPONSE_BYTES, f"{ctx.call.name}: the response address"):
+    if lanes.size == 0:
         return None
+    aligned = ctx.check_aligned(res, RESPONSE_BYTES, f"{ctx.call.name}: the response address (16-byte aligned)")
     off = res[lanes].astype(np.int64)
-    ctx.w.smem_access(off, RESPONSE_BYTES, False, GENERIC, ctx.call, lanes=lanes)
-    if (off < 0).any() or (off + RESPONSE_BYTES > ctx.cta.smem.size).any():
+    ctx.w.smem_access(off, RESPONSE_BYTES, False, GENERIC, ctx.call, lanes=lanes)     # (reports bytes out of range)
+    if not aligned or (off < 0).any() or (off + RESPONSE_BYTES > ctx.cta.smem.size).any():
         return None
     idx = off[:, None] + 4 * np.arange(4)
     return ctx.cta.smem.read(idx.ravel(), "uint32").reshape(lanes.size, 4)
