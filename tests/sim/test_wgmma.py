@@ -48,6 +48,28 @@ def test_wgmma_sync_mistakes_are_reported(drop, kind):
     assert kind in ei.value.kinds(), str(ei.value)
 
 
+def _stage_b_and_fill():
+    """The RS kernels' prologue: ``stage(B, sb)`` (threads 0-15 copy the 16 x 16 ``B`` into shared ``sb``, then
+    ``fence.proxy.async`` and a barrier) and ``fill(regs, word)`` (each of 4 registers set to ``word``: ``0x3F803F80``
+    is two bf16 ones, ``0x3C003C00`` two f16 ones)."""
+    from tirxpy import T
+
+    @T.macro
+    def stage(B, sb):
+        row = T.thread_id()
+        if row < 16:
+            for j in T.serial(16):
+                sb[row, j] = B[row, j]
+        T.ptx.fence_proxy_async()
+        T.ptx.syncthreads()
+
+    @T.macro
+    def fill(regs, word):
+        for i in T.serial(4):
+            regs[i] = T.uint32(word)
+    return stage, fill
+
+
 def _rs_kernel(write_a_in_flight=False, fence=True, read_a_in_flight=False, share_a=False, early_fence=True):
     """D (64 x 16) = A (64 x 16, ones, from registers) @ B (16 x 16)^T with one wgmma of register A; the kernel writes
     D out as fragment registers ``C[thread, i]``. ``write_a_in_flight``: an A register is overwritten between the
@@ -61,6 +83,7 @@ def _rs_kernel(write_a_in_flight=False, fence=True, read_a_in_flight=False, shar
     WG = wgmma.get(n=16, d="float32", a="bfloat16", b="bfloat16", a_from="reg")
     SB = mma_smem_layout(16, 16, "bf16", "K", 32)
     WRITE, FENCE, READ, SHARE, EARLY = write_a_in_flight, fence, read_a_in_flight, share_a, early_fence
+    stage, fill = _stage_b_and_fill()
 
     @T.prim_func
     def k(B: T.Tensor((16, 16), "bfloat16"), C: T.Tensor((128, 9), "float32")):
@@ -70,15 +93,10 @@ def _rs_kernel(write_a_in_flight=False, fence=True, read_a_in_flight=False, shar
         d = T.alloc_local((8,), "float32")
         e = T.alloc_local((8,), "float32")
         t = T.thread_id()
-        if t < 16:
-            for j in T.serial(16):
-                sb[t, j] = B[t, j]
-        T.ptx.fence_proxy_async()
-        T.ptx.syncthreads()
+        stage(B, sb)
         if EARLY:
             T.ptx.wgmma_fence()
-        for i in T.serial(4):
-            a[i] = T.uint32(0x3F803F80)
+        fill(a, 0x3F803F80)
         if FENCE:
             T.ptx.wgmma_fence()
         WG(d, a, sb[0:16, 0:16], False, 1, 1, 0)
@@ -143,6 +161,7 @@ def _accumulator_kernel(second, fence=False, wait=False):
     W8H = wgmma.get(n=8, d="float16", a="float16", b="float16", a_from="reg")
     SB = mma_smem_layout(16, 16, "f16", "K", 32)
     SECOND, FENCE, WAIT = second, fence, wait
+    stage, fill = _stage_b_and_fill()
 
     @T.prim_func
     def k(B: T.Tensor((16, 16), "float16"), C: T.Tensor((128, 8), "float32")):
@@ -152,14 +171,9 @@ def _accumulator_kernel(second, fence=False, wait=False):
         a2 = T.alloc_local((4,), "uint32")
         d = T.alloc_local((8,), "float32")
         t = T.thread_id()
-        if t < 16:
-            for j in T.serial(16):
-                sb[t, j] = B[t, j]
-        T.ptx.fence_proxy_async()
-        T.ptx.syncthreads()
-        for i in T.serial(4):
-            a[i] = T.uint32(0x3C003C00)
-            a2[i] = T.uint32(0x3C003C00)
+        stage(B, sb)
+        fill(a, 0x3C003C00)
+        fill(a2, 0x3C003C00)
         T.ptx.wgmma_fence()
         W16(d, a, sb[0:16, 0:16], False, 1, 1, 0)
         T.ptx.wgmma_commit_group()
@@ -206,6 +220,7 @@ def _two_tiles(fence_between):
     WG = wgmma.get(n=16, d="float32", a="bfloat16", b="bfloat16", a_from="reg")
     SB = mma_smem_layout(16, 16, "bf16", "K", 32)
     FENCE = fence_between
+    stage, fill = _stage_b_and_fill()
 
     @T.prim_func
     def k(B: T.Tensor((16, 16), "bfloat16"), C: T.Tensor((2, 128, 8), "float32")):
@@ -214,13 +229,8 @@ def _two_tiles(fence_between):
         a = T.alloc_local((4,), "uint32")
         d = T.alloc_local((8,), "float32")
         t = T.thread_id()
-        if t < 16:
-            for j in T.serial(16):
-                sb[t, j] = B[t, j]
-        T.ptx.fence_proxy_async()
-        T.ptx.syncthreads()
-        for i in T.serial(4):
-            a[i] = T.uint32(0x3F803F80)
+        stage(B, sb)
+        fill(a, 0x3F803F80)
         for tile in T.serial(2):
             if tile == 0 or FENCE:
                 T.ptx.wgmma_fence()
