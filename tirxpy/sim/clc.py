@@ -9,9 +9,9 @@ kernel's own ``mbarrier.arrive.expect_tx`` announces them, as on the GPU); the m
 same offset of every CTA of the cluster, completing on each one's mbarrier there. The encoding is the
 simulator's own (PTX keeps the response opaque): word 0 is 1 when the request succeeded, words 1-3 the CTA id.
 
-    >>> q = LaunchQueue(4)
-    >>> q.started(0); q.take(), q.take(), q.runs(1), q.runs(3)
-    (1, 2, False, True)
+    >>> q = LaunchQueue((8, 1, 1), (2, 1, 1))         # 4 clusters of 2 CTAs
+    >>> q.started(q.index(0, 0, 0)); q.take(), q.take(), q.runs(1), q.runs(3), q.first_cta(2)
+    (1, 2, False, True, (4, 0, 0))
 
 Reported: a request from a CTA that already observed a failed response (PTX: undefined behaviour;
 ``clc_after_failure``), a CTA id read from a failed response (undefined; ``clc_undefined_ctaid``), a response
@@ -30,14 +30,25 @@ RESPONSE_BYTES = 16
 
 
 class LaunchQueue:
-    """The clusters of a run by launch-order index ``0 .. total - 1``: which have started, which a ``try_cancel``
-    took (they never run)."""
+    """The clusters of a ``grid`` of ``cluster``-sized clusters by launch-order index (x fastest, then y, then z):
+    which have started, which a ``try_cancel`` took (they never run)."""
 
-    def __init__(self, total: int):
-        self.total = total
+    def __init__(self, grid, cluster):
+        self.counts = tuple(g // c for g, c in zip(grid, cluster))
+        self.cluster = tuple(cluster)
+        self.total = self.counts[0] * self.counts[1] * self.counts[2]
         self.cursor = 0             # the first index that has neither started nor been canceled
         self.canceled: set = set()
         self.failed_seen: set = set()   # CTA ids that observed a failed response
+
+    def index(self, cz, cy, cx) -> int:
+        """The launch-order index of the cluster at cluster coordinates ``(cx, cy, cz)``."""
+        return (cz * self.counts[1] + cy) * self.counts[0] + cx
+
+    def first_cta(self, index: int) -> tuple:
+        """The CTA id ``(x, y, z)`` of the first CTA of cluster ``index``."""
+        nx, ny = self.counts[0], self.counts[1]
+        return (index % nx * self.cluster[0], index // nx % ny * self.cluster[1], index // (nx * ny) * self.cluster[2])
 
     def started(self, index: int) -> None:
         self.cursor = max(self.cursor, index + 1)
@@ -55,15 +66,11 @@ class LaunchQueue:
         return i
 
 
-def _response(m, index):
-    """The 16 response bytes for a request that canceled cluster ``index`` (None: failed)."""
+def _response(q, index):
+    """The 16 response bytes for a request that canceled cluster ``index`` of ``q`` (None: failed)."""
     words = np.zeros(4, np.uint32)
     if index is not None:
-        gx, gy, _ = m.clc_grid
-        cl = m.cluster_dims
-        nx, ny = gx // cl[0], gy // cl[1]
-        cx, cy, cz = index % nx, index // nx % ny, index // (nx * ny)
-        words[:] = (1, cx * cl[0], cy * cl[1], cz * cl[2])
+        words[:] = (1,) + q.first_cta(index)
     return words.view(np.uint8)
 
 
@@ -92,7 +99,7 @@ def _try_cancel(multicast):
                                                            "clusterlaunchcontrol_query_is_canceled returned false"])
         targets = m.cluster if multicast else [ctx.cta]
         for l in ctx.lanes:
-            resp = _response(m, q.take())
+            resp = _response(q, q.take())
             r_off, b_off = int(res[l]), int(bar[l])
             for cta in targets:
                 _respond(ctx, m, w, cta, r_off, b_off, resp)

@@ -118,10 +118,9 @@ def run(kernel, *args, arch: str | None = None, seed: int = 0, check: bool = Tru
         clusters = itertools.product(range(grid[2] // cl[2]), range(grid[1] // cl[1]), range(grid[0] // cl[0]))
     else:   # only the clusters holding a wanted CTA (the grid may be huge)
         clusters = sorted({(z // cl[2], y // cl[1], x // cl[0]) for x, y, z in wanted})
-    nx, ny = grid[0] // cl[0], grid[1] // cl[1]
-    m.clc, m.clc_grid = LaunchQueue(nx * ny * (grid[2] // cl[2])), tuple(grid)
+    m.clc = LaunchQueue(grid, cl)
     for cz, cy, cx in clusters:
-        index = (cz * ny + cy) * nx + cx          # launch order; a cluster launch control request may take it
+        index = m.clc.index(cz, cy, cx)           # launch order; a cluster launch control request may take it
         if not m.clc.runs(index):
             continue
         m.clc.started(index)
