@@ -77,7 +77,7 @@ def _response(q, index):
 def _try_cancel(multicast):
     def model(ctx):
         m, w = ctx.machine, ctx.w
-        q = getattr(m, "clc", None)
+        q = m.clc
         if q is None:
             ctx.report("unsupported", f"{ctx.call.name} is simulated in single-process runs (tirxpy.sim.run), not "
                        "across ranks")
@@ -148,7 +148,7 @@ def _is_canceled(ctx):
     if got is None:
         return out
     out[ctx.lanes] = got[:, 0] == 1
-    q = getattr(ctx.machine, "clc", None)
+    q = ctx.machine.clc
     if q is not None and not out[ctx.lanes].all():
         q.failed_seen.add(ctx.cta.cta_id)
     return out

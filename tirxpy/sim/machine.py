@@ -99,6 +99,7 @@ class Warp:
         self.dirty: dict = {}  # root -> bool[nbytes]: written by ordinary code since wgmma.fence
         self.read_since_fence: dict = {}    # root -> bool[nbytes]: of a wgmma accumulator, read since wgmma.fence
         self.wg_acc_roots: set = set()      # register tiles a wgmma of this warp accumulated into
+        self.wg_fences = 0                  # wgmma.fence instructions this warp executed
 
     @property
     def wgid(self):
@@ -111,6 +112,19 @@ class Warp:
             f = np.zeros(max(root.bytes(), 1), bool)
             table[root] = f
         return f
+
+    def wgmma_fenced(self):
+        """A ``wgmma.fence``: ordinary register accesses so far are ordered before the wgmmas that follow."""
+        self.dirty.clear()
+        self.read_since_fence.clear()
+        self.wg_fences += 1
+
+    def note_acc_read(self, root, byte_idx):
+        """An ordinary read of bytes ``byte_idx`` of ``root``: remembered, until the next ``wgmma.fence``, where a
+        wgmma accumulated into ``root`` before (a wgmma writing them before that fence is reported)."""
+        if root in self.wg_acc_roots:
+            f = self._flag(self.read_since_fence, root)
+            f[clamp(np.asarray(byte_idx), 0, f.size - 1)] = True
 
     def check_inflight(self, root, byte_idx, node, what, by_wgmma=False):
         """Report a read / write (``what``) of register bytes ``byte_idx`` of ``root`` that an asynchronous
@@ -160,8 +174,7 @@ class Warp:
         if root is not None and root in self.inflight and ok.any():
             self.check_inflight(root, idx[ok].ravel(), node, "read")
         idx = clamp(idx, 0, regs.shape[1] - 1)
-        if root in self.wg_acc_roots:
-            self._flag(self.read_since_fence, root)[idx[ok].ravel()] = True
+        self.note_acc_read(root, idx[ok].ravel())
         if root is not None and root not in self.rfull:
             self.check_init(root, idx, ok, node)
         raw = regs[_LANE_COLUMN, idx].reshape(-1).view(storage_dtype(dt))
@@ -176,8 +189,7 @@ class Warp:
             regs = self.local(root)
         if root in self.inflight:
             self.check_inflight(root, np.arange(off, off + k), node, "read")
-        if root in self.wg_acc_roots:
-            self._flag(self.read_since_fence, root)[off:off + k] = True
+        self.note_acc_read(root, np.arange(off, off + k))
         if root not in self.rfull:
             self.check_init(root, np.arange(off, off + k)[None, :], _ALL, node)
         raw = np.ascontiguousarray(regs[:, off:off + k]).reshape(-1).view(storage_dtype(dt))
@@ -353,6 +365,7 @@ class Machine:
         self.elected: dict = {}
         self.wg_pending: dict = {}
         self.cluster_state: dict = {}
+        self.clc = None             # tirxpy.sim.clc.LaunchQueue of a single-process run (cluster launch control)
         self.banks = BankCounter()  # shared-memory wavefronts of the vector accesses, per source line
 
     def site(self, span, who):

@@ -26,7 +26,6 @@ from tirxpy.layout.swizzle import swizzle_for
 
 from . import access
 from .errors import UnsupportedError
-from .memory import clamp
 from .expr import compile_expr
 from .memory import clamp, element_slots
 from .values import nbytes, storage_dtype
@@ -88,9 +87,8 @@ class RegRef:
         idx = self.byte_index()
         if check and mask.any():
             self.w.check_inflight(self.root, idx[mask].ravel(), self.node, "read", by_wgmma)
-            if not by_wgmma and self.root in self.w.wg_acc_roots:
-                f = self.w._flag(self.w.read_since_fence, self.root)
-                f[clamp(idx[mask].ravel(), 0, f.size - 1)] = True
+            if not by_wgmma:
+                self.w.note_acc_read(self.root, idx[mask].ravel())
         if (idx >= regs.shape[1]).any() or (idx < 0).any():
             self.w.cta.machine.report("oob_local", f"register vector of {self.count} x {self.dtype} runs past "
                                       f"{self.root.name} ({regs.shape[1]} bytes)", getattr(self.node, "span", None),

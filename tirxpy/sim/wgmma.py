@@ -8,8 +8,8 @@ accumulator type. Results are *in flight* until ``wgmma.wait_group`` retires the
 reading or writing the accumulator (or a register A fragment) before that is reported, as is a warpgroup's
 first wgmma with no ``wgmma.fence`` before it, a wgmma reading accumulators or an A fragment written by
 ordinary code, or writing accumulators ordinary code read, without a ``wgmma.fence`` in between, and one
-accumulating into
-registers an earlier wgmma in flight reads as A, or accumulates into with another shape and no fence between."""
+accumulating into registers an earlier wgmma in flight reads as A, or accumulates into with another shape
+and no fence between."""
 from __future__ import annotations
 
 import numpy as np
@@ -49,12 +49,10 @@ def _mma(parts, ctx0, n, k, td, ta, tb, src):
     cta = ctx0.cta
     wids = sorted(parts)
     for c in parts.values():
-        if not getattr(c.w, "wg_fences", 0):     # reported once, then as if fenced (no second report of it)
+        if not c.w.wg_fences:     # reported once, then as if fenced (no second report of it)
             m.report("missing_wgmma_fence", "the warpgroup's first wgmma has no wgmma.fence before it", ctx0.span,
                      c.w.describe(), ["issue T.ptx.wgmma_fence() before a warpgroup's first wgmma (PTX requires it)"])
-            c.w.wg_fences = 1
-            c.w.dirty.clear()
-            c.w.read_since_fence.clear()
+            c.w.wgmma_fenced()
     da, db = _IN[ta], _IN[tb]
     # ---- operands
     if src == "ss":
@@ -151,7 +149,7 @@ def _mma(parts, ctx0, n, k, td, ta, tb, src):
             h[ll[sel], ml[sel]] = out[sel].astype(np.float16)
             ref.write(c.mask, h.view(np.uint32))
         op = {"root": ref.root, "bytes": ref.byte_index()[0], "vc": op_vc, "shape": (n, k),
-              "fence": getattr(c.w, "wg_fences", 0)}
+              "fence": c.w.wg_fences}
         ops = [op]
         if src == "rs":     # PTX: the A fragment registers too are not to be accessed before the wait
             aref = c.arg("a")
@@ -179,7 +177,7 @@ def _check_shared_accumulator(c, ref, shape, ctx0):
                              ctx0.span, w.describe(), ["wait for the earlier wgmma (wgmma.wait_group) before "
                                                        "accumulating into its A fragment's registers"])
             return
-        if op.get("shape") != shape and op.get("fence") == getattr(w, "wg_fences", 0):
+        if op.get("shape") != shape and op.get("fence") == w.wg_fences:
             (n0, k0), (n1, k1) = op["shape"], shape
             c.machine.report("missing_wgmma_fence", f"wgmma m64n{n1}k{k1} accumulates into registers of "
                              f"{ref.root.name} that a wgmma m64n{n0}k{k0} still in flight accumulates into, with no "
@@ -205,9 +203,7 @@ register_family(r"wgmma_m64n(\d+)k(\d+)_(f32|f16)_(f16|bf16|tf32|e4m3|e5m2)_(f16
 
 @register_model("wgmma_fence")
 def _fence(ctx):
-    ctx.w.dirty.clear()
-    ctx.w.read_since_fence.clear()
-    ctx.w.wg_fences = getattr(ctx.w, "wg_fences", 0) + 1
+    ctx.w.wgmma_fenced()
 
 
 @register_model("wgmma_commit_group")
