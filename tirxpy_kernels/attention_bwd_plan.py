@@ -52,7 +52,9 @@ class AttentionBwdPlan:
     ``tail_heads``: the last ``tail_heads`` (batch, key / value head) pairs' CTAs run key block by key block
     (:func:`tail_heads`), 0 for the plain grid order; ``rotate``: not causal, each CTA walks its query blocks from
     block ``n0 / BM`` on, wrapping around (the CTAs of a head then add into different blocks of ``dQacc`` at a
-    time); off when ``deterministic``, whose adds into a block go in key-block order."""
+    time); off when ``deterministic``, whose adds into a block go in key-block order; ``trail``: consumer 1 runs
+    about half a step behind consumer 0 (:func:`default_trail`), each step's ``dQ`` product issued one step later
+    from ``ds_bufs`` (3) ``dS^T`` buffers."""
     B: int
     H: int
     HKV: int
@@ -81,6 +83,13 @@ class AttentionBwdPlan:
     fold: bool = True
     tail_heads: int = 0
     rotate: bool = False
+    trail: bool = False
+
+    @property
+    def ds_bufs(self):
+        """``dS^T`` buffers in shared memory: 3 with ``trail`` (a buffer is rewritten only once both consumers'
+        ``dQ`` products of three steps back are done), else 2 (by step parity)."""
+        return 3 if self.trail else 2
 
     @property
     def dispatch(self):
@@ -120,17 +129,19 @@ def kv_split_of(D):
     return "cols" if D > 128 else "keys"
 
 
-def smem_bytes(BM, BN, D, STAGES, dq_cols, NC, kv_split="keys"):
+def smem_bytes(BM, BN, D, STAGES, dq_cols, NC, kv_split="keys", ds_bufs=2):
     """Shared memory of a plan: K and V (``BN x D``), ``STAGES`` stages of Q and dO (``BM x D``) and of LSE and
-    D (``BM`` floats each), two ``dS`` buffers (``BN x BM``; ``kv_split="cols"``: two ``P`` buffers more), each
-    consumer's ``dQ`` staging (``64 x dq_cols`` float32 for ``BM = 64``), the barriers and 1 KiB of alignment.
+    D (``BM`` floats each), ``ds_bufs`` ``dS`` buffers (``BN x BM``; ``kv_split="cols"``: two ``P`` buffers more),
+    each consumer's ``dQ`` staging (``64 x dq_cols`` float32 for ``BM = 64``), the barriers and 1 KiB of alignment.
 
         >>> smem_bytes(64, 128, 128, 2, 64, 2), smem_bytes(64, 64, 256, 1, 128, 2, "cols")
         (198696, 230936)
+        >>> smem_bytes(64, 128, 128, 2, 64, 2, ds_bufs=3)
+        215080
     """
     ps = 2 * BN * BM if kv_split == "cols" else 0
-    return (2 * BN * D + 2 * STAGES * BM * D + 2 * BN * BM + ps) * 2 + 8 * STAGES * BM + NC * 4 * BM * dq_cols \
-        + 1024 + 8 * (1 + 2 * STAGES)
+    return (2 * BN * D + 2 * STAGES * BM * D + ds_bufs * BN * BM + ps) * 2 + 8 * STAGES * BM \
+        + NC * 4 * BM * dq_cols + 1024 + 8 * (1 + 2 * STAGES)
 
 
 def tail_heads(B, HKV, kv_blocks, causal, packed, waves, sms):
@@ -165,6 +176,20 @@ def default_rotate(D, causal, deterministic, packed):
     return D != 128 and not (causal or deterministic or packed)
 
 
+def default_trail(D, deterministic=False):
+    """Whether consumer 1 trails consumer 0 by default (``trail`` of :class:`AttentionBwdPlan`): at head dim 128,
+    where the consumers otherwise meet once a step at the same point (before the ``dQ`` product, which reads both
+    consumers' ``dS``: ``dQ`` split by columns) and so run their exponentials at the same time while the tensor
+    cores wait, and their matrix products at the same time. Head dim 64 (``dQ`` by keys) has no such meeting;
+    head dim 256 shares its keys between the consumers (``kv_split="cols"``). Not with ``deterministic`` (its
+    ordered ``dQ`` adds keep the consumers in step).
+
+        >>> default_trail(128), default_trail(64), default_trail(256), default_trail(128, deterministic=True)
+        (True, False, False, False)
+    """
+    return D == 128 and not deterministic
+
+
 def check_problem(B, H, HKV, SQ, SK, D, dtype):
     """The problem on its own: sizes positive ints, ``H % HKV == 0``, a supported head dim and dtype."""
     if type(dtype) is not str or dtype not in DTYPES:
@@ -181,7 +206,8 @@ def check_problem(B, H, HKV, SQ, SK, D, dtype):
 
 
 def plan(B, H, HKV, SQ, SK, D, causal=False, dtype="bfloat16", deterministic=False, BM=None, STAGES=None,
-         DQ_SPLIT=None, PACKED=False, FOLD=None, TAIL=None, sms=TARGET.sm_count, ROTATE=None) -> AttentionBwdPlan:
+         DQ_SPLIT=None, PACKED=False, FOLD=None, TAIL=None, sms=TARGET.sm_count, ROTATE=None,
+         TRAIL=None) -> AttentionBwdPlan:
     """The checked :class:`AttentionBwdPlan` of one problem; options left ``None`` take :func:`default_config`.
     ``BM`` must be 64 (one wgmma row block of ``dQ``), ``STAGES`` at least 1, ``DQ_SPLIT`` ``"cols"`` (head dim
     128: 64 columns per consumer; 256: 128) or ``"keys"`` (head dims 64 and 128: 64 keys per consumer).
@@ -190,7 +216,9 @@ def plan(B, H, HKV, SQ, SK, D, causal=False, dtype="bfloat16", deterministic=Fal
     ``wgmma_folded`` variant of the matrix products. ``TAIL`` (default :data:`TAIL_WAVES`): rounds of ``sms`` CTAs
     (the device's SMs) at the end of a causal grid ordered by key block (:func:`tail_heads`); 0 keeps the grid
     order. ``ROTATE`` (default: :func:`default_rotate`; never with ``causal`` or ``deterministic``): the rotated
-    query walk (:class:`AttentionBwdPlan`'s ``rotate``)."""
+    query walk (:class:`AttentionBwdPlan`'s ``rotate``). ``TRAIL`` (default: :func:`default_trail`): consumer 1
+    behind consumer 0 (``trail``); for consumers of 64 keys each with ``dQ`` split by columns (head dim 128), not with
+    ``deterministic``."""
     check_problem(B, H, HKV, SQ, SK, D, dtype)
     causal = flag_option(W, "causal", causal)
     deterministic = flag_option(W, "deterministic", deterministic)
@@ -224,14 +252,22 @@ def plan(B, H, HKV, SQ, SK, D, causal=False, dtype="bfloat16", deterministic=Fal
         raise KernelConfigError(f"{W}: DQ_SPLIT={split!r} gives each consumer a (64 x {dq_cols}) dQ accumulator; it must "
                                 f"reuse the (64 x {BM}) registers of S^T beside dK and dV (use DQ_SPLIT="
                                 f"{'cols' if split == 'keys' else 'keys'!r})")
-    smem = smem_bytes(BM, BN, D, STAGES, dq_cols, NC, kv_split)
+    trail = default_trail(D, deterministic) if TRAIL is None else flag_option(W, "TRAIL", TRAIL)
+    if trail and (split != "cols" or kv_split != "keys"):
+        raise KernelConfigError(f"{W}: TRAIL=True is for consumers of 64 keys each that split dQ by columns (head dim "
+                                f"128 with DQ_SPLIT='cols'); got head dim {D}, DQ_SPLIT={split!r}")
+    if trail and deterministic:
+        raise KernelConfigError(f"{W}: TRAIL=True is for the unordered dQ adds; deterministic=True runs the consumers "
+                                "in step: use TRAIL=False (the default there)")
+    smem = smem_bytes(BM, BN, D, STAGES, dq_cols, NC, kv_split, 3 if trail else 2)
     if smem > SMEM_LIMIT:
+        more = f" or TRAIL=False (its third dS buffer takes {BN * BM * 2} bytes)" if trail else ""
         raise KernelConfigError(f"{W}: {STAGES} stages need {smem} bytes of shared memory, over the {SMEM_LIMIT} "
-                                "a CTA may have: use fewer stages")
+                                f"a CTA may have: use fewer stages{more}")
     NKV = cdiv(SK, BN)
     return AttentionBwdPlan(
         B=B, H=H, HKV=HKV, SQ=SQ, SK=SK, D=D, causal=bool(causal), dtype=dtype, deterministic=bool(deterministic),
         BM=BM, BN=BN, NC=NC, STAGES=STAGES, dq_split=split, kv_split=kv_split, q_blocks=cdiv(SQ, BM), kv_blocks=NKV, group=H // HKV,
         d_chunks=D // 64, dq_cols=dq_cols, grid=(NKV, HKV, B), threads=128 * (1 + NC), smem=smem, regs=(24, 240),
         packed=bool(PACKED), fold=bool(fold), tail_heads=tail_heads(B, HKV, NKV, causal, PACKED, waves, sms),
-        rotate=rotate)
+        rotate=rotate, trail=trail)

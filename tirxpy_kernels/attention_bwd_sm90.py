@@ -28,6 +28,13 @@ The kernel is built from an :class:`~tirxpy_kernels.attention_bwd_plan.Attention
   ``dq_split="cols"``: the consumers meet at a named barrier once both wrote ``dS`` (two buffers, by step
   parity, so no second barrier guards the overwrite) and consumer ``c`` computes ``dQ``'s columns
   ``c D / NC ..``; ``"keys"``: consumer ``c`` computes all columns over its own 64 keys.
+- **trail** (the plan's ``trail``, head dim 128 without ``deterministic`` by default): consumer 1 runs about half a
+  step behind consumer 0, so that one's exponentials overlap the other's matrix products. Their one meeting a
+  step (named barrier 3) is at different points of the step: consumer 0 meets after storing its ``dS^T(t)``,
+  consumer 1 before starting step ``t``. Each ``dQ`` product then reads the ``dS`` of the step before (both
+  halves are stored by the time either consumer is past the meeting), from three buffers, so a buffer is
+  rewritten only after both consumers' products that read it are done; the last step's ``dQ`` follows the loop.
+  In a packed kernel consumer 0 alone zeroes a partial query block's rows (:func:`zero_tails`).
 - **dQ accumulation**: the consumer's ``dQ`` block (float32) goes to its staging buffer (128-byte-swizzled boxes
   of 32 floats: each 8-byte store of the accumulator fragment takes 4 shared-memory wavefronts, against 8 in
   unswizzled 256-byte rows and 2 without conflicts, as rows ``r`` and ``r ^ 1`` of a half-warp share banks) and
@@ -114,7 +121,7 @@ class Tiles:
 @tirxpy.jit
 def attention_bwd_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat16", deterministic=False,
                        SQT=None, SKT=None, BM=None, STAGES=None, DQ_SPLIT=None, PACKED=False, FOLD=None,
-                       strides=None, grad_strides=None, TAIL=None, sms=None, ROTATE=None, PDL=True):
+                       strides=None, grad_strides=None, TAIL=None, sms=None, ROTATE=None, PDL=True, TRAIL=None):
     """The kernel for one problem: ``k(Q, K, V, dO, LSE, DL, dK, dV, dQacc, SEM)`` with ``Q, dO: (B, SQT, H, D)``,
     ``K, V, dK, dV: (B, SKT, HKV, D)`` in ``dtype``, ``LSE, DL: (B, H, SQP)`` float32 (natural log-sum-exp and
     ``rowsum(dO * O)``; ``SQP`` the query blocks' rows, ``ceil(SQ / 64) * 64``), ``dQacc: (B, SQT, H, D)``
@@ -142,7 +149,7 @@ def attention_bwd_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bf
     load or store.
     Options: :func:`tirxpy_kernels.attention_bwd_plan.plan`."""
     p = plan(B, H, HKV, SQ, SK, D, causal, dtype, deterministic, BM, STAGES, DQ_SPLIT, PACKED, FOLD, TAIL,
-             TARGET.sm_count if sms is None else sms, ROTATE)
+             TARGET.sm_count if sms is None else sms, ROTATE, TRAIL)
     SQT, SKT = SQT or SQ, SKT or SK
     if p.packed:
         if SQT < p.BM or SKT < p.BN:
@@ -296,23 +303,29 @@ def key_mask(p, st, w, kc, diag, m0, n0, ragged):
 
 
 @T.macro
-def zero_tails(p, tiles, staged, s, r):
+def zero_tails(p, tiles, staged, s, r, c=None):
     """Packed sequences: rows ``r ..`` of a block loaded past the sequence's end (its neighbour's rows) set to 0 in
     shared memory by the consumers' threads, so that the block is the padded batch's, exactly. ``tiles``: shared
     buffers of ``(rows, cols)`` tiles, with a leading stage index ``s`` when ``staged``. Then the async proxy sees
-    the stores and both consumers meet (named barrier 4) before either's wgmma reads them."""
-    tc = T.thread_id() - 128
+    the stores and both consumers meet (named barrier 4) before either's wgmma reads them. With consumer ``c``
+    given, its warpgroup alone zeroes the rows and meets only itself (named barrier ``1 + c``): the plan's
+    ``trail``, where consumer 1 reads the block only after a later meeting with consumer 0."""
+    n = 128 * p.NC if c is None else 128
+    tc = T.thread_id() - 128 * (1 + (0 if c is None else c))
     for X in tiles:
         rows, cols = X.shape[1:] if staged else X.shape
-        for i in T.serial(rows * cols // (128 * p.NC)):
-            e = tc + 128 * p.NC * i
+        for i in T.serial(rows * cols // n):
+            e = tc + n * i
             if e // cols >= r:
                 if staged:
                     X[s, e // cols, e % cols] = T.cast(0, X.dtype)
                 else:
                     X[e // cols, e % cols] = T.cast(0, X.dtype)
     T.ptx.fence_proxy_async()
-    T.ptx.barrier_sync(4, 128 * p.NC)
+    if c is None:
+        T.ptx.barrier_sync(4, 128 * p.NC)
+    else:
+        T.ptx.barrier_sync(1 + c, 128)
 
 
 def producer_part(p):
@@ -351,7 +364,7 @@ def dq_part(p):
 
     @T.macro
     def dq_product(sm, rg, c, t):
-        db = t % 2
+        db = t % p.ds_bufs
         if p.dq_split == "cols":
             Tx.wg.gemm_async(rg.dq, sm.dSs[db, :, :], sm.Ks[:, c * DQC:c * DQC + DQC], transpose_a=True,
                              accumulate=False, dispatch=p.dispatch)
@@ -400,19 +413,28 @@ def consumer_part(p, scale):
     sl2 = scale * LOG2E
     dq_product, dq_add = dq_part(p)
     KW = 16                                      # dS^T's columns per store / dK wgmma (one k-step)
+    NB = p.ds_bufs
+    LAG = 1 if p.trail else 0                    # steps between a dS^T and its dQ product
 
     @T.macro
     def step(dQacc, SEM, sm, rg, c, n0, hk, b, ln, t, ragged):
         m0 = query_walk(p, n0, hk, t, ln)[3] * BM
         s = sm.qr.stage(t)
         sm.qr.wait_full(t)
-        if p.packed:
+        if p.trail:
+            if p.packed:
+                if c == 0:                           # consumer 1 reads the block after the meeting below
+                    if ln[0] - m0 < BM:
+                        zero_tails(p, [sm.Qs, sm.dOs], True, s, ln[0] - m0, 0)
+            if c == 1:                               # consumer 1 starts step t once consumer 0 stored its dS^T(t)
+                T.ptx.barrier_sync(3, 128 * NC)
+        elif p.packed:
             if ln[0] - m0 < BM:                      # the sequence's last, partial query block
                 zero_tails(p, [sm.Qs, sm.dOs], True, s, ln[0] - m0)
         Tx.wg.gemm_async(rg.sacc, sm.Ks[c * 64:c * 64 + 64, :], sm.Qs[s], transpose_b=True, accumulate=False,
                          dispatch=p.dispatch)
-        if t > 0:                                    # the previous step's dQ (in dP^T's registers) under S^T
-            wp = query_walk(p, n0, hk, t - 1, ln)
+        if t > LAG:                                  # the dQ in dP^T's registers (issued last step) under S^T
+            wp = query_walk(p, n0, hk, t - 1 - LAG, ln)
             dq_add(dQacc, SEM, sm, rg, c, b, ln, wp[2], wp[3], n0 // BN)
         Tx.wg.gemm_async(rg.dpacc, sm.Vs[c * 64:c * 64 + 64, :], sm.dOs[s], transpose_b=True, accumulate=False,
                          dispatch=p.dispatch)
@@ -435,15 +457,20 @@ def consumer_part(p, scale):
         # dK += dS^T Q, one 16-query k-step at a time, each after its dS^T columns are stored: no store reads A
         # registers of a wgmma in flight (PTX: undefined), and the tensor cores wait only for the first store
         for j in range(BM // KW):
-            Tx.wg.copy(sm.dSs[t % 2, c * 64:c * 64 + 64, j * KW:j * KW + KW], rg.dsfr[:, j * KW:j * KW + KW])
+            Tx.wg.copy(sm.dSs[t % NB, c * 64:c * 64 + 64, j * KW:j * KW + KW], rg.dsfr[:, j * KW:j * KW + KW])
             Tx.wg.gemm_async(rg.dkacc, rg.dsfr[:, j * KW:j * KW + KW], sm.Qs[s, j * KW:j * KW + KW, :],
                              accumulate=True, dispatch=p.dispatch)
         T.ptx.fence_proxy_async()
-        if p.dq_split == "cols":
-            T.ptx.barrier_sync(3, 128 * NC)          # every consumer's dS^T is in shared memory
+        if p.trail:
+            if c == 0:                               # consumer 1 is past step t - 1: its dS^T(t - 1) is stored
+                T.ptx.barrier_sync(3, 128 * NC)
+            dq_product(sm, rg, c, t + NB - 1)        # step t - 1's (at step 0: the zeroed last buffer's, unused)
         else:
-            T.ptx.barrier_sync(1 + c, 128)
-        dq_product(sm, rg, c, t)
+            if p.dq_split == "cols":
+                T.ptx.barrier_sync(3, 128 * NC)      # every consumer's dS^T is in shared memory
+            else:
+                T.ptx.barrier_sync(1 + c, 128)
+            dq_product(sm, rg, c, t)
         Tx.wg.gemm_wait(0, rg.dq, rg.dvacc, rg.dkacc)
         if T.lane_id() == 0:
             sm.qr.release(t)
@@ -479,7 +506,19 @@ def consumer_part(p, scale):
         if p.packed:
             if ln[1] - n0 < BN:                      # keys past the sequence's end (its neighbour's)
                 zero_tails(p, [sm.Ks, sm.Vs], False, 0, ln[1] - n0)
+        if p.trail:     # step 0's dQ product reads the last dS^T buffer (a plain wgmma each step: see step)
+            Tx.wg.fill(rg.dsfr, T.cast(0, rg.dsfr.dtype))
+            Tx.wg.copy(sm.dSs[NB - 1, c * 64:c * 64 + 64, :], rg.dsfr)
+            T.ptx.fence_proxy_async()
         walk(p, step, (dQacc, SEM, sm, rg, c, n0, hk, b, ln), n0, ln, n_steps)
+        if p.trail:
+            if n_steps > 0:                          # the last two steps' dQ
+                T.ptx.barrier_sync(3, 128 * NC)      # both consumers' last dS^T is in shared memory
+                if n_steps > 1:
+                    wl = query_walk(p, n0, hk, n_steps - 2, ln)
+                    dq_add(dQacc, SEM, sm, rg, c, b, ln, wl[2], wl[3], n0 // BN)
+                dq_product(sm, rg, c, n_steps - 1)
+                Tx.wg.gemm_wait(0, rg.dq)
         if n_steps > 0:                              # the last step's dQ
             wl = query_walk(p, n0, hk, n_steps - 1, ln)
             dq_add(dQacc, SEM, sm, rg, c, b, ln, wl[2], wl[3], n0 // BN)
@@ -618,7 +657,7 @@ def build_kernel(p, scale, SQT, SKT, strides=None, grad_strides=None, pdl=False)
         Vs = T.alloc_shared((BN, D), dtype, layout=tile_layout(BN, D))
         Qs = T.alloc_shared((ST, BM, D), dtype, layout=tile_layout(BM, D, ST))
         dOs = T.alloc_shared((ST, BM, D), dtype, layout=tile_layout(BM, D, ST))
-        dSs = T.alloc_shared((2, BN, BM), dtype, layout=tile_layout(BN, BM, 2))
+        dSs = T.alloc_shared((p.ds_bufs, BN, BM), dtype, layout=tile_layout(BN, BM, p.ds_bufs))
         dQs = T.alloc_shared((NC, 64, DQC), "float32", layout=DQL)
         Ls = T.alloc_shared((ST, BM), "float32")
         Ds = T.alloc_shared((ST, BM), "float32")

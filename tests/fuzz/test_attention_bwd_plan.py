@@ -22,12 +22,13 @@ BAD = {
     "FOLD": NOT_FLAG, "PACKED": NOT_FLAG, "ROTATE": st.one_of(NOT_FLAG, st.just(True)),
     "TAIL": st.one_of(NOT_INT, st.integers(max_value=-1), st.integers(min_value=65)),
     "sms": st.one_of(JUNK, st.booleans(), st.integers(max_value=0), st.integers(min_value=4097)),
-    "causal": NOT_FLAG, "deterministic": NOT_FLAG,
+    "causal": NOT_FLAG, "deterministic": NOT_FLAG, "TRAIL": NOT_FLAG,
 }
 GOOD = {
     "BM": st.sampled_from([None, 64]), "STAGES": st.sampled_from([None, 1, 2, 3]),
     "DQ_SPLIT": st.sampled_from([None, "cols"]), "FOLD": st.sampled_from([None, True, False, 0, 1]),
     "ROTATE": st.sampled_from([None, False, 0]), "TAIL": st.integers(0, 64), "sms": st.integers(1, 4096),
+    "TRAIL": st.sampled_from([None, True, False, 0, 1]),
 }
 
 
@@ -45,6 +46,8 @@ def test_one_bad_option_is_named(data):
 @given(st.data(), st.booleans())
 def test_good_options_give_a_plan_that_follows_them(data, causal):
     kw = {n: data.draw(s) for n, s in GOOD.items() if data.draw(st.booleans())}
+    if kw.get("STAGES") == 3:       # three stages fit only beside two dS buffers
+        kw["TRAIL"] = False
     B, H, HKV, SQ, SK, D = PROBLEM
 
     def check(p):
@@ -52,5 +55,6 @@ def test_good_options_give_a_plan_that_follows_them(data, causal):
         waves, sms = kw.get("TAIL", 3), kw.get("sms", 132)
         tail = min(B * HKV, -(-waves * sms // p.kv_blocks)) if causal and waves else 0
         return (p.rotate == rotate and p.tail_heads == tail and p.causal == causal
-                and p.STAGES == (kw.get("STAGES") or 2) and p.fold == (kw.get("FOLD") is None or bool(kw["FOLD"])))
+                and p.STAGES == (kw.get("STAGES") or 2) and p.fold == (kw.get("FOLD") is None or bool(kw["FOLD"]))
+                and p.trail == (kw.get("TRAIL") is None or bool(kw["TRAIL"])))
     accept(AREA, lambda: plan(*PROBLEM, causal=causal, **kw), check)

@@ -150,6 +150,19 @@ def test_plan_refuses_what_it_cannot_build():
     for kw in (dict(causal=True), dict(deterministic=True)):
         with pytest.raises(KernelConfigError, match="ROTATE=True is for a non-causal, non-deterministic kernel"):
             plan(1, 2, 2, 256, 256, 64, ROTATE=True, **kw)
+    with pytest.raises(KernelConfigError, match="TRAIL must be True or False"):
+        plan(1, 2, 2, 256, 256, 128, TRAIL="on")
+    for D in (64, 256):
+        with pytest.raises(KernelConfigError, match=rf"TRAIL=True is for consumers of 64 keys .* head dim {D}"):
+            plan(1, 2, 2, 256, 256, D, TRAIL=True)
+    with pytest.raises(KernelConfigError, match="TRAIL=True is for the unordered dQ adds"):
+        plan(1, 2, 2, 256, 256, 128, TRAIL=True, deterministic=True)
+    assert plan(1, 2, 2, 256, 256, 128).trail and not plan(1, 2, 2, 256, 256, 64).trail
+    assert not plan(1, 2, 2, 256, 256, 128, deterministic=True).trail
+    with pytest.raises(KernelConfigError, match="3 stages need .* use fewer stages or TRAIL=False"):
+        plan(1, 2, 2, 256, 256, 128, STAGES=3)
+    assert plan(1, 2, 2, 256, 256, 128, STAGES=3, TRAIL=False).STAGES == 3
+    assert plan(1, 2, 2, 256, 256, 128).smem - plan(1, 2, 2, 256, 256, 128, TRAIL=False).smem == 128 * 64 * 2
 
 
 @pytest.mark.parametrize("D,causal,det,packed", [(64, True, False, False), (128, False, False, False),

@@ -1,7 +1,8 @@
 """The Hopper attention backward kernel (tirxpy_kernels/attention_bwd_sm90.py) under the CPU simulator at small
 shapes: dQ, dK, dV against float64 autograd on fresh random inputs, dK / dV NaN-poisoned; ragged query and key
 lengths, causal and not, grouped-query heads, both dQ splits, head dim 256 (consumers sharing 64 keys, each with
-half the columns), the ordered (deterministic) dQ adds, the rotated query walk, the CTA order."""
+half the columns), the ordered (deterministic) dQ adds, the rotated query walk, consumer 1 trailing consumer 0
+(head dim 128) and not, the CTA order."""
 import itertools
 
 import pytest
@@ -52,6 +53,9 @@ def sim_backward(B, H, HKV, SQ, SK, D, causal, dtype, **kw):
     (1, 2, 1, 100, 150, 64, True, torch.bfloat16, dict(deterministic=True, STAGES=1, FOLD=False)),  # ordered adds
     (1, 2, 1, 100, 70, 256, True, torch.bfloat16, {}),      # head dim 256: GQA, 2 key blocks (one ragged), causal
     (1, 1, 1, 70, 100, 256, False, torch.float16, dict(deterministic=True)),  # head dim 256, ordered dQ adds
+    (1, 2, 1, 200, 150, 128, False, torch.bfloat16, dict(TRAIL=False)),  # head dim 128, consumers in step
+    (1, 1, 1, 64, 250, 128, True, torch.bfloat16, {}),      # trail: a CTA with no step, one with one step
+    (1, 2, 1, 130, 150, 128, True, torch.float16, dict(deterministic=True, STAGES=1)),  # head dim 128, ordered adds
 ])
 def test_backward_sim_matches_float64(B, H, HKV, SQ, SK, D, causal, dtype, kw):
     got, ref, sem = sim_backward(B, H, HKV, SQ, SK, D, causal, dtype, **kw)
@@ -103,15 +107,16 @@ def _product_magnitudes(q, k, v, do, scale):
     return (m[None, :, None] for m in (scale * dS.abs() @ K.abs(), scale * dS.abs().T @ Q.abs(), P.T @ dO.abs()))
 
 
-@pytest.mark.parametrize("D,causal,lens,det,fused,heads", [
-    (64, True, [(41, 50), (100, 150), (70, 45), (0, 0), (64, 130)], False, False, (2, 1)),  # a first sequence under
-    (128, False, [(100, 130), (1, 3), (70, 1), (77, 77)], False, False, (2, 1)),          # one block; one query row
-    (256, True, [(90, 100), (100, 70)], False, False, (2, 1)),                     # head dim 256 (64 keys shared)
-    (64, False, [(100, 200), (0, 20), (70, 100)], True, False, (2, 1)),            # ordered dQ adds, CTAs skipped
-    (64, True, [(41, 41), (100, 100), (70, 70)], False, True, (2, 1)),             # q, k, v, dO read in place
-    (128, True, [(70, 150), (30, 20)], False, False, (2, 2)),     # MHA: the walk without divisions; full key blocks
-])                                                               # (no column bound) beside ragged ones
-def test_packed_sequences_match_each_sequence_alone(D, causal, lens, det, fused, heads):
+@pytest.mark.parametrize("D,causal,lens,det,fused,heads,trail", [
+    (64, True, [(41, 50), (100, 150), (70, 45), (0, 0), (64, 130)], False, False, (2, 1), None),  # a first sequence
+    (128, False, [(100, 130), (1, 3), (70, 1), (77, 77)], False, False, (2, 1), None),  # under one block; one query row
+    (256, True, [(90, 100), (100, 70)], False, False, (2, 1), None),               # head dim 256 (64 keys shared)
+    (64, False, [(100, 200), (0, 20), (70, 100)], True, False, (2, 1), None),      # ordered dQ adds, CTAs skipped
+    (64, True, [(41, 41), (100, 100), (70, 70)], False, True, (2, 1), None),       # q, k, v, dO read in place
+    (128, True, [(70, 150), (30, 20)], False, False, (2, 2), None),  # MHA: the walk without divisions; full key blocks
+    (128, True, [(100, 130), (70, 90)], False, False, (2, 1), False),  # (no column bound) beside ragged ones; head dim
+])                                                                       # 128 with the consumers in step
+def test_packed_sequences_match_each_sequence_alone(D, causal, lens, det, fused, heads, trail):
     """``PACKED``: sequences packed row after row (``cu_seqlens``), NaN in the rows past the last one (a block past a
     sequence's end loads its neighbour's rows, or these): each sequence's gradients are the float64 ones of the
     sequence alone, and the stores write each sequence's rows only; ``deterministic``: every query block's turns
@@ -153,7 +158,8 @@ def test_packed_sequences_match_each_sequence_alone(D, causal, lens, det, fused,
         else:
             refs.append(None)
     kern = attention_bwd_sm90(len(lens), H, HKV, SQ, SK, D, causal=causal, deterministic=det, SQT=TQ, SKT=TK,
-                              PACKED=True, strides=tuple(t.stride() for t in (q, k, v, do)) if fused else None)
+                              PACKED=True, strides=tuple(t.stride() for t in (q, k, v, do)) if fused else None,
+                              TRAIL=trail)
     dK, dV = (torch.full((TK + 1, XK, HKV, D), float("nan")).to(torch.bfloat16) for _ in range(2))
     dQ = torch.zeros(TQ + 1, XQ, H, D)
     sem = torch.zeros(len(lens), H, p.q_blocks, 2, dtype=torch.int32)
