@@ -1,8 +1,8 @@
 """The FP8 parts of the Hopper GEMM's plan (:mod:`tirxpy_kernels.gemm_plan`): the input formats, the scalings
 and the block scaling's k-loop shape (parts, scratch accumulators, passes). Plain Python on ints.
 
-    >>> block_part(128), part_buffers(128, 128), check_pass("block", 128, 128)
-    (128, 2, 16)
+    >>> block_part(128), part_buffers(128, 128), check_pass("block", 128, 128, 64)
+    (128, 2, 64)
 """
 from __future__ import annotations
 
@@ -71,28 +71,51 @@ def part_buffers(BN, PART):
     return 2 if BN // 2 + PART <= 192 else 1
 
 
-def check_pass(scaling, BN, PART, PASS=None):
-    """The block scaling's k-blocks per pass of the k-loop, resolved: an int ``PASS`` in [1, 16] (each pass is
-    unrolled). Within a pass each part's wgmma runs while the previous part is promoted (with two scratch
-    accumulators), and a pass ends with every wgmma waited for. Default: 16 for a tile of one part, else 2.
-    Other scalings take none (None).
+PASS_MAX = 64          # the most k-blocks one (unrolled) pass of the block-scaled k-loop takes
 
-        >>> check_pass("block", 128, 128), check_pass("block", 256, 64), check_pass("block", 192, 192, 3)
-        (16, 2, 3)
-        >>> check_pass("block", 128, 128, 17)
+
+def default_pass(PART, BN, k_blocks):
+    """The block scaling's default k-blocks per pass (:func:`check_pass`). A tile of one part over two scratch
+    accumulators (``BN = 128``: a k-block's wgmma runs while the previous one is promoted, which each pass's drain
+    interrupts): the whole k-loop as one pass up to :data:`PASS_MAX` k-blocks, so that the wgmma pipeline drains
+    only at the tile's end, and longer k-loops in passes of 32 (the unrolled code stays under 64 k-blocks, the
+    remainder pass included). A tile of one part over one scratch accumulator (192: each k-block waited for before
+    its promotion anyway): 16. Several parts: 2.
+
+        >>> default_pass(128, 128, 56), default_pass(128, 128, 64), default_pass(128, 128, 128)
+        (56, 64, 32)
+        >>> default_pass(192, 192, 56), default_pass(64, 256, 56)
+        (16, 2)
+    """
+    if PART != BN:
+        return 2
+    if part_buffers(BN, PART) == 1:
+        return 16
+    return k_blocks if k_blocks <= PASS_MAX else PASS_MAX // 2
+
+
+def check_pass(scaling, BN, PART, k_blocks, PASS=None):
+    """The block scaling's k-blocks per pass of the k-loop, resolved: an int ``PASS`` in [1, :data:`PASS_MAX`]
+    (each pass is unrolled) for a tile's ``k_blocks`` k-blocks. Within a pass each part's wgmma runs while the
+    previous part is promoted (with two scratch accumulators), and a pass ends with every wgmma waited for.
+    Default: :func:`default_pass`. Other scalings take none (None).
+
+        >>> check_pass("block", 128, 128, 56), check_pass("block", 256, 64, 56), check_pass("block", 192, 192, 56, 3)
+        (56, 2, 3)
+        >>> check_pass("block", 128, 128, 56, 65)
         Traceback (most recent call last):
         ...
-        tirxpy_kernels.errors.KernelConfigError: gemm_sm90: PASS = 17 must be an int in [1, 16] (k-blocks per pass of the block-scaled k-loop, each pass unrolled)
+        tirxpy_kernels.errors.KernelConfigError: gemm_sm90: PASS = 65 must be an int in [1, 64] (k-blocks per pass of the block-scaled k-loop, each pass unrolled)
     """
     if scaling != "block":
         if PASS is not None:
             raise KernelConfigError(f"gemm_sm90: PASS = {PASS!r:.40} applies to scaling='block' only: leave it unset")
         return None
     if PASS is None:
-        return 16 if PART == BN else 2
-    if not (type(PASS) is int and 1 <= PASS <= 16):
-        raise KernelConfigError(f"gemm_sm90: PASS = {PASS!r:.40} must be an int in [1, 16] (k-blocks per pass of "
-                                "the block-scaled k-loop, each pass unrolled)")
+        return default_pass(PART, BN, k_blocks)
+    if not (type(PASS) is int and 1 <= PASS <= PASS_MAX):
+        raise KernelConfigError(f"gemm_sm90: PASS = {PASS!r:.40} must be an int in [1, {PASS_MAX}] (k-blocks per pass "
+                                "of the block-scaled k-loop, each pass unrolled)")
     return PASS
 
 

@@ -464,7 +464,7 @@ def check_config(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", d
     DEFER = bool(DEFER)
     if scaling == "block":
         PART = block_part(BN, PART)
-    PASS = check_pass(scaling, BN, PART, PASS)
+    PASS = check_pass(scaling, BN, PART, p["kt"], PASS)
     if SPLIT is not None:
         wide_chunks = p["epi"] * DataType.get(out_dtype).itemsize == 128
         checked = _split_checked(SPLIT, M, N, BN, p["epi"], wide_chunks, CM, PP, DEFER, b_major)
