@@ -87,9 +87,8 @@ class AttentionBwdPlan:
 
     @property
     def ds_bufs(self):
-        """``dS^T`` buffers in shared memory: 3 with ``trail`` (a buffer is rewritten only once both consumers'
-        ``dQ`` products of three steps back are done), else 2 (by step parity)."""
-        return 3 if self.trail else 2
+        """``dS^T`` buffers in shared memory (:func:`ds_buffers`)."""
+        return ds_buffers(self.trail)
 
     @property
     def dispatch(self):
@@ -127,6 +126,16 @@ def kv_split_of(D):
         ('keys', 'cols')
     """
     return "cols" if D > 128 else "keys"
+
+
+def ds_buffers(trail):
+    """``dS^T`` buffers in shared memory: 3 with ``trail`` (a buffer is rewritten only once both consumers' ``dQ``
+    products that read it are done: :mod:`tirxpy_kernels.attention_bwd_sm90`), else 2 (by step parity).
+
+        >>> ds_buffers(True), ds_buffers(False)
+        (3, 2)
+    """
+    return 3 if trail else 2
 
 
 def smem_bytes(BM, BN, D, STAGES, dq_cols, NC, kv_split="keys", ds_bufs=2):
@@ -259,7 +268,7 @@ def plan(B, H, HKV, SQ, SK, D, causal=False, dtype="bfloat16", deterministic=Fal
     if trail and deterministic:
         raise KernelConfigError(f"{W}: TRAIL=True is for the unordered dQ adds; deterministic=True runs the consumers "
                                 "in step: use TRAIL=False (the default there)")
-    smem = smem_bytes(BM, BN, D, STAGES, dq_cols, NC, kv_split, 3 if trail else 2)
+    smem = smem_bytes(BM, BN, D, STAGES, dq_cols, NC, kv_split, ds_buffers(trail))
     if smem > SMEM_LIMIT:
         more = f" or TRAIL=False (its third dS buffer takes {BN * BM * 2} bytes)" if trail else ""
         raise KernelConfigError(f"{W}: {STAGES} stages need {smem} bytes of shared memory, over the {SMEM_LIMIT} "
