@@ -53,8 +53,8 @@ class AttentionBwdPlan:
     (:func:`tail_heads`), 0 for the plain grid order; ``rotate``: not causal, each CTA walks its query blocks from
     block ``n0 / BM`` on, wrapping around (the CTAs of a head then add into different blocks of ``dQacc`` at a
     time); off when ``deterministic``, whose adds into a block go in key-block order; ``trail``: consumer 1 runs
-    about half a step behind consumer 0 (:func:`default_trail`), each step's ``dQ`` product issued one step later
-    from ``ds_bufs`` (3) ``dS^T`` buffers."""
+    about half a step behind consumer 0 (:func:`default_trail`); with ``dQ`` split by columns (``lag``) each
+    step's ``dQ`` product is then issued one step later, from ``ds_bufs`` (3) ``dS^T`` buffers."""
     B: int
     H: int
     HKV: int
@@ -86,9 +86,15 @@ class AttentionBwdPlan:
     trail: bool = False
 
     @property
+    def lag(self):
+        """Whether each step's ``dQ`` product is issued one step late: ``trail`` with ``dQ`` split by columns (the
+        product reads both consumers' ``dS``, which the trailing consumer has stored only for the step before)."""
+        return self.trail and self.dq_split == "cols"
+
+    @property
     def ds_bufs(self):
         """``dS^T`` buffers in shared memory (:func:`ds_buffers`)."""
-        return ds_buffers(self.trail)
+        return ds_buffers(self.lag)
 
     @property
     def dispatch(self):
@@ -128,14 +134,15 @@ def kv_split_of(D):
     return "cols" if D > 128 else "keys"
 
 
-def ds_buffers(trail):
-    """``dS^T`` buffers in shared memory: 3 with ``trail`` (a buffer is rewritten only once both consumers' ``dQ``
-    products that read it are done: :mod:`tirxpy_kernels.attention_bwd_sm90`), else 2 (by step parity).
+def ds_buffers(lag):
+    """``dS^T`` buffers in shared memory: 3 when the ``dQ`` products lag a step (:class:`AttentionBwdPlan`'s
+    ``lag``: a buffer is rewritten only once both consumers' products that read it are done,
+    :mod:`tirxpy_kernels.attention_bwd_sm90`), else 2 (by step parity).
 
         >>> ds_buffers(True), ds_buffers(False)
         (3, 2)
     """
-    return 3 if trail else 2
+    return 3 if lag else 2
 
 
 def smem_bytes(BM, BN, D, STAGES, dq_cols, NC, kv_split="keys", ds_bufs=2):
@@ -189,9 +196,10 @@ def default_trail(D, deterministic=False):
     """Whether consumer 1 trails consumer 0 by default (``trail`` of :class:`AttentionBwdPlan`): at head dim 128,
     where the consumers otherwise meet once a step at the same point (before the ``dQ`` product, which reads both
     consumers' ``dS``: ``dQ`` split by columns) and so run their exponentials at the same time while the tensor
-    cores wait, and their matrix products at the same time. Head dim 64 (``dQ`` by keys) has no such meeting;
-    head dim 256 shares its keys between the consumers (``kv_split="cols"``). Not with ``deterministic`` (its
-    ordered ``dQ`` adds keep the consumers in step).
+    cores wait, and their matrix products at the same time. Off at head dim 64 (``dQ`` by keys), whose consumers
+    need not meet (``TRAIL=True`` makes them meet once a step, at points half a step apart), and at head dim 256,
+    whose consumers share their keys (``kv_split="cols"``). Not with ``deterministic`` (its ordered ``dQ`` adds
+    keep the consumers in step).
 
         >>> default_trail(128), default_trail(64), default_trail(256), default_trail(128, deterministic=True)
         (True, False, False, False)
@@ -226,8 +234,7 @@ def plan(B, H, HKV, SQ, SK, D, causal=False, dtype="bfloat16", deterministic=Fal
     (the device's SMs) at the end of a causal grid ordered by key block (:func:`tail_heads`); 0 keeps the grid
     order. ``ROTATE`` (default: :func:`default_rotate`; never with ``causal`` or ``deterministic``): the rotated
     query walk (:class:`AttentionBwdPlan`'s ``rotate``). ``TRAIL`` (default: :func:`default_trail`): consumer 1
-    behind consumer 0 (``trail``); for consumers of 64 keys each with ``dQ`` split by columns (head dim 128), not with
-    ``deterministic``."""
+    behind consumer 0 (``trail``); for consumers of 64 keys each (head dims 64 and 128), not with ``deterministic``."""
     check_problem(B, H, HKV, SQ, SK, D, dtype)
     causal = flag_option(W, "causal", causal)
     deterministic = flag_option(W, "deterministic", deterministic)
@@ -262,15 +269,16 @@ def plan(B, H, HKV, SQ, SK, D, causal=False, dtype="bfloat16", deterministic=Fal
                                 f"reuse the (64 x {BM}) registers of S^T beside dK and dV (use DQ_SPLIT="
                                 f"{'cols' if split == 'keys' else 'keys'!r})")
     trail = default_trail(D, deterministic) if TRAIL is None else flag_option(W, "TRAIL", TRAIL)
-    if trail and (split != "cols" or kv_split != "keys"):
-        raise KernelConfigError(f"{W}: TRAIL=True is for consumers of 64 keys each that split dQ by columns (head dim "
-                                f"128 with DQ_SPLIT='cols'); got head dim {D}, DQ_SPLIT={split!r}")
+    if trail and kv_split != "keys":
+        raise KernelConfigError(f"{W}: TRAIL=True is for consumers of 64 keys each (head dims 64 and 128); at head "
+                                f"dim {D} they share their keys: use TRAIL=False")
     if trail and deterministic:
         raise KernelConfigError(f"{W}: TRAIL=True is for the unordered dQ adds; deterministic=True runs the consumers "
                                 "in step: use TRAIL=False (the default there)")
-    smem = smem_bytes(BM, BN, D, STAGES, dq_cols, NC, kv_split, ds_buffers(trail))
+    lag = trail and split == "cols"
+    smem = smem_bytes(BM, BN, D, STAGES, dq_cols, NC, kv_split, ds_buffers(lag))
     if smem > SMEM_LIMIT:
-        more = f" or TRAIL=False (its third dS buffer takes {BN * BM * 2} bytes)" if trail else ""
+        more = f" or TRAIL=False (its third dS buffer takes {BN * BM * 2} bytes)" if lag else ""
         raise KernelConfigError(f"{W}: {STAGES} stages need {smem} bytes of shared memory, over the {SMEM_LIMIT} "
                                 f"a CTA may have: use fewer stages{more}")
     NKV = cdiv(SK, BN)

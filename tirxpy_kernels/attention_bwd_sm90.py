@@ -31,10 +31,11 @@ The kernel is built from an :class:`~tirxpy_kernels.attention_bwd_plan.Attention
 - **trail** (the plan's ``trail``, head dim 128 without ``deterministic`` by default): consumer 1 runs about half a
   step behind consumer 0, so that one's exponentials overlap the other's matrix products. Their one meeting a
   step (named barrier 3) is at different points of the step: consumer 0 meets after storing its ``dS^T(t)``,
-  consumer 1 before starting step ``t``. Each ``dQ`` product then reads the ``dS`` of the step before (both
-  halves are stored by the time either consumer is past the meeting), from three buffers, so a buffer is
-  rewritten only after both consumers' products that read it are done; the last step's ``dQ`` follows the loop.
-  In a packed kernel consumer 0 alone zeroes a partial query block's rows (:func:`zero_tails`).
+  consumer 1 before starting step ``t``. With ``dQ`` by columns (the plan's ``lag``) each ``dQ`` product then
+  reads the ``dS`` of the step before (both halves are stored by the time either consumer is past the meeting),
+  from three buffers, so a buffer is rewritten only after both consumers' products that read it are done; the
+  last step's ``dQ`` follows the loop. In a packed kernel consumer 0 alone zeroes a partial query block's rows
+  (:func:`zero_tails`).
 - **dQ accumulation**: the consumer's ``dQ`` block (float32) goes to its staging buffer (128-byte-swizzled boxes
   of 32 floats: each 8-byte store of the accumulator fragment takes 4 shared-memory wavefronts, against 8 in
   unswizzled 256-byte rows and 2 without conflicts, as rows ``r`` and ``r ^ 1`` of a half-warp share banks) and
@@ -414,7 +415,7 @@ def consumer_part(p, scale):
     dq_product, dq_add = dq_part(p)
     KW = 16                                      # dS^T's columns per store / dK wgmma (one k-step)
     NB = p.ds_bufs
-    LAG = 1 if p.trail else 0                    # steps between a dS^T and its dQ product
+    LAG = 1 if p.lag else 0                      # steps between a dS^T and its dQ product
 
     @T.macro
     def step(dQacc, SEM, sm, rg, c, n0, hk, b, ln, t, ragged):
@@ -464,6 +465,7 @@ def consumer_part(p, scale):
         if p.trail:
             if c == 0:                               # consumer 1 is past step t - 1: its dS^T(t - 1) is stored
                 T.ptx.barrier_sync(3, 128 * NC)
+        if p.lag:
             dq_product(sm, rg, c, t + NB - 1)        # step t - 1's (at step 0: the zeroed last buffer's, unused)
         else:
             if p.dq_split == "cols":
@@ -506,12 +508,12 @@ def consumer_part(p, scale):
         if p.packed:
             if ln[1] - n0 < BN:                      # keys past the sequence's end (its neighbour's)
                 zero_tails(p, [sm.Ks, sm.Vs], False, 0, ln[1] - n0)
-        if p.trail:     # step 0's dQ product reads the last dS^T buffer (a plain wgmma each step: see step)
+        if p.lag:       # step 0's dQ product reads the last dS^T buffer (a plain wgmma each step: see step)
             Tx.wg.fill(rg.dsfr, T.cast(0, rg.dsfr.dtype))
             Tx.wg.copy(sm.dSs[NB - 1, c * 64:c * 64 + 64, :], rg.dsfr)
             T.ptx.fence_proxy_async()
         walk(p, step, (dQacc, SEM, sm, rg, c, n0, hk, b, ln), n0, ln, n_steps)
-        if p.trail:
+        if p.lag:
             if n_steps > 0:                          # the last two steps' dQ
                 T.ptx.barrier_sync(3, 128 * NC)      # both consumers' last dS^T is in shared memory
                 if n_steps > 1:

@@ -152,12 +152,13 @@ def test_plan_refuses_what_it_cannot_build():
             plan(1, 2, 2, 256, 256, 64, ROTATE=True, **kw)
     with pytest.raises(KernelConfigError, match="TRAIL must be True or False"):
         plan(1, 2, 2, 256, 256, 128, TRAIL="on")
-    for D in (64, 256):
-        with pytest.raises(KernelConfigError, match=rf"TRAIL=True is for consumers of 64 keys .* head dim {D}"):
-            plan(1, 2, 2, 256, 256, D, TRAIL=True)
+    with pytest.raises(KernelConfigError, match=r"TRAIL=True is for consumers of 64 keys each .* at head dim 256"):
+        plan(1, 2, 2, 256, 256, 256, TRAIL=True)
     with pytest.raises(KernelConfigError, match="TRAIL=True is for the unordered dQ adds"):
         plan(1, 2, 2, 256, 256, 128, TRAIL=True, deterministic=True)
     assert plan(1, 2, 2, 256, 256, 128).trail and not plan(1, 2, 2, 256, 256, 64).trail
+    p64 = plan(1, 2, 2, 256, 256, 64, TRAIL=True)     # meetings half a step apart; dQ by keys needs no lag
+    assert p64.trail and not p64.lag and p64.ds_bufs == 2 and plan(1, 2, 2, 256, 256, 128).lag
     assert not plan(1, 2, 2, 256, 256, 128, deterministic=True).trail
     with pytest.raises(KernelConfigError, match="3 stages need .* use fewer stages or TRAIL=False"):
         plan(1, 2, 2, 256, 256, 128, STAGES=3)

@@ -55,6 +55,7 @@ def sim_backward(B, H, HKV, SQ, SK, D, causal, dtype, **kw):
     (1, 1, 1, 70, 100, 256, False, torch.float16, dict(deterministic=True)),  # head dim 256, ordered dQ adds
     (1, 2, 1, 200, 150, 128, False, torch.bfloat16, dict(TRAIL=False)),  # head dim 128, consumers in step
     (1, 1, 1, 64, 250, 128, True, torch.bfloat16, {}),      # trail: a CTA with no step, one with one step
+    (1, 4, 2, 200, 150, 64, False, torch.bfloat16, dict(TRAIL=True)),  # head dim 64 with the consumers apart
     (1, 2, 1, 130, 150, 128, True, torch.float16, dict(deterministic=True, STAGES=1)),  # head dim 128, ordered adds
 ])
 def test_backward_sim_matches_float64(B, H, HKV, SQ, SK, D, causal, dtype, kw):
@@ -115,7 +116,8 @@ def _product_magnitudes(q, k, v, do, scale):
     (64, True, [(41, 41), (100, 100), (70, 70)], False, True, (2, 1), None),       # q, k, v, dO read in place
     (128, True, [(70, 150), (30, 20)], False, False, (2, 2), None),  # MHA: the walk without divisions; full key blocks
     (128, True, [(100, 130), (70, 90)], False, False, (2, 1), False),  # (no column bound) beside ragged ones; head dim
-])                                                                       # 128 with the consumers in step
+    (64, False, [(100, 130), (1, 3), (70, 90)], False, False, (2, 1), True),  # 128 with the consumers in step; 64 apart
+])
 def test_packed_sequences_match_each_sequence_alone(D, causal, lens, det, fused, heads, trail):
     """``PACKED``: sequences packed row after row (``cu_seqlens``), NaN in the rows past the last one (a block past a
     sequence's end loads its neighbour's rows, or these): each sequence's gradients are the float64 ones of the
