@@ -1,4 +1,4 @@
-"""``python -m tirxpy_kernels.bench attention-bwd [--shapes SxDxC,...] [--reps 20] [--sim]``
+"""``python -m tirxpy_kernels.bench attention-bwd [--shapes SxDxC,...] [--tune K=V,...;...] [--reps 20] [--sim]``
 
 TFLOPS of the attention backward (``2.5 x 4 B H S^2 D``, halved when causal: the five products of the
 backward against the forward's two) of :func:`tirxpy_kernels.attention_backward` (all three steps, and the
@@ -6,7 +6,9 @@ kernel alone) and of ``torch.nn.functional.scaled_dot_product_attention``'s back
 (``torch.autograd.grad`` of its output), on the same bf16 inputs, in turn (:func:`tirxpy_kernels.bench_tools.median_ms`);
 ratios to cuDNN. The gradients are checked against cuDNN's first. Default cells: head dim 128 at S = 4k
 (causal and not) and 8k causal, head dim 64 at 2k causal, head dim 256 at 4k (causal and not); batch x seqlen =
-32k tokens, 16 heads. ``--sim``
+32k tokens, 16 heads. ``--tune``: kernel options (:func:`tirxpy_kernels.attention_bwd_plan.plan`'s, such as
+``TRAIL=0;TRAIL=1``), each timed as a row of the kernel alone on the same prepared tensors, its gradients checked
+against the defaults' first; the end-to-end column is the defaults' (the row of the empty tuning). ``--sim``
 runs the kernel through the CPU simulator at a small ragged causal GQA shape against float64.
 """
 from __future__ import annotations
@@ -15,8 +17,9 @@ import sys
 import time
 
 from .bench_tools import (BenchArgumentError, add_common_arguments, check_sim_args, environment, median_ms,
-                          meta_tensor, print_table, relative_error, seed_of, sim_verdict, warm_gpu, worst)
+                          meta_tensor, parse_tunings, print_table, relative_error, seed_of, sim_verdict, warm_gpu, worst)
 
+TUNING = ("BM", "STAGES", "DQ_SPLIT", "FOLD", "TAIL", "ROTATE", "TRAIL")
 CELLS = ((4096, 128, False), (4096, 128, True), (8192, 128, True), (2048, 64, True), (4096, 256, False),
          (4096, 256, True))
 TOKENS, HEADS = 32768, 16
@@ -31,7 +34,7 @@ def add_arguments(p):
                          f"32768 // S, {HEADS} heads (default: "
                          f"{', '.join(f'{s}x{d}x{int(c)}' for s, d, c in CELLS)}; with --sim one SxD item, default "
                          f"{'x'.join(map(str, SIM_SHAPE))}, causal, 4 query heads on 2 KV heads)",
-                         SIM_TOLERANCE, (), "SxDxC,...")
+                         SIM_TOLERANCE, TUNING, "SxDxC,...")
 
 
 def _cells(text):
@@ -48,7 +51,8 @@ def _cells(text):
 
 
 def check(args):
-    """Check the arguments before any GPU work; returns the cells ``(S, D, causal)``."""
+    """Check the arguments before any GPU work; returns ``(cells, tunings)``: the cells ``(S, D, causal)`` and the
+    kernel tunings (``[{}]``, the defaults, without ``--tune``), each checked at each cell by the kernel's plan."""
     if args.sim:
         shape = check_sim_args(args, "150x64", SIM_MOST)
         if shape is not None:
@@ -63,17 +67,37 @@ def check(args):
                 plan(1, 4, 2, shape[0], shape[0], shape[1], causal=True)
             except KernelConfigError as e:
                 raise BenchArgumentError(f"--sim --shapes {args.shapes.strip()}: {e}") from None
-        return [(shape or SIM_SHAPE) + (True,)]
-    if args.tune:
-        raise BenchArgumentError("attention-bwd takes no --tune (the backward kernel has no tuning options yet)")
+        return [(shape or SIM_SHAPE) + (True,)], [{}]
     from .attention_bwd_api import check as check_call
+    from .attention_bwd_plan import plan
+    from .errors import KernelConfigError
 
     cells = _cells(args.shapes) if args.shapes else list(CELLS)
+    tunings = parse_tunings(args.tune, TUNING)
     for S, D, causal in cells:
         q = meta_tensor(max(1, TOKENS // S), S, HEADS, D)
         lse = meta_tensor(max(1, TOKENS // S), HEADS, S).float()
         check_call(q, q, q, q, q, lse, causal=causal)
-    return cells
+        for t in tunings:
+            try:
+                plan(max(1, TOKENS // S), HEADS, HEADS, S, S, D, causal, **t)
+            except KernelConfigError as e:
+                raise BenchArgumentError(f"--tune {_tag(t)} at {S}x{D}x{int(causal)}: {e}") from None
+    return cells, tunings
+
+
+def _tag(t):
+    return ",".join(f"{k}={v}" for k, v in t.items()) or "defaults"
+
+
+def _kernel(B, S, D, causal, t, sms):
+    """``(module, factory, args, kwargs)`` of the backward kernel that
+    :func:`tirxpy_kernels.attention_bwd_api.prepare` builds for a cell's contiguous inputs, with tuning ``t``."""
+    from .attention_bwd_plan import plan
+
+    p = plan(B, HEADS, HEADS, S, S, D, causal, **t)
+    return ("tirxpy_kernels.attention_bwd_sm90", "attention_bwd_sm90", (B, HEADS, HEADS, S, S, D),
+            dict(causal=causal, scale=D ** -0.5, SQT=max(S, p.BM), SKT=max(S, p.BN), sms=sms, **t))
 
 
 def _cudnn(q, k, v, causal):
@@ -93,16 +117,26 @@ def _cudnn(q, k, v, causal):
 
 
 def bench_attention_bwd(args):
-    """Time the backward at each cell; returns the exit status (1 when a gradient is past ``GPU_TOLERANCE``)."""
+    """Time the backward at each cell (each tuning of the kernel alone); returns the exit status (1 when a gradient
+    is past ``GPU_TOLERANCE``)."""
+    import importlib
+
     import torch
 
     import tirxpy_kernels
 
     from .attention_bwd_api import prepare
+    from .attention_bwd_plan import TARGET
+    from .launch_cache import compiled
+    from .prebuild import prebuild
 
-    cells = check(args)
+    cells, tunings = check(args)
     torch.manual_seed(seed_of(args))
-    print(environment() + f", seed {args.seed}")
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    specs = [("factory",) + _kernel(max(1, TOKENS // S), S, D, c, t, sms) for S, D, c in cells for t in tunings]
+    specs += [("attention", max(1, TOKENS // S), HEADS, HEADS, S, S, D, c, {"sms": sms}) for S, D, c in cells]
+    dt = prebuild(specs, args.jobs)
+    print(environment() + (f" (kernels prebuilt in {dt:.0f} s)" if dt else "") + f", seed {args.seed}")
     warm_gpu()
     rows = []
     for S, D, causal in cells:
@@ -121,21 +155,51 @@ def bench_attention_bwd(args):
             print(f"FAILED: S={S} D={D} causal={causal}: relative error {worst(errs):.1e} past {GPU_TOLERANCE:.0e}",
                   file=sys.stderr)
             return 1
-        ck, kargs, _ = prepare(q, k, v, out, do, lse, causal=causal)
-        fns = {"cudnn": lambda *a: grad(),
-               "tirxpy": lambda *a: tirxpy_kernels.attention_backward(q, k, v, out, do, lse, causal=causal),
-               "kernel": lambda *a: ck(*kargs)}
+        _, kargs, _ = prepare(q, k, v, out, do, lse, causal=causal)
+        kerns = {}
+        for t in tunings:
+            mod, fac, a, kw = _kernel(B, S, D, causal, t, sms)
+            kerns[_tag(t)] = kk = compiled(getattr(importlib.import_module(mod), fac)(*a, **kw), TARGET)
+            err = _tuned_error(kk, kargs, mine)
+            if not err < GPU_TOLERANCE:
+                print(f"FAILED: S={S} D={D} causal={causal} [{_tag(t)}]: gradients {err:.1e} from the defaults'",
+                      file=sys.stderr)
+                return 1
+        fns = {"cudnn": lambda *a: grad()}
+        if {} in tunings:       # end to end: the defaults' three steps
+            fns["tirxpy"] = lambda *a: tirxpy_kernels.attention_backward(q, k, v, out, do, lse, causal=causal)
+        fns.update({tag: (lambda *a, kk=kk: kk(*kargs)) for tag, kk in kerns.items()})
         ms = median_ms(fns, [()], args.reps)
         tf = {n: flop / ms[n] / 1e9 for n in fns}
-        rows.append([S, D, B, causal, f"{tf['tirxpy']:.0f}", f"{tf['kernel']:.0f}", f"{tf['cudnn']:.0f}",
-                     f"{tf['tirxpy'] / tf['cudnn']:.3f}", f"{tf['kernel'] / tf['cudnn']:.3f}"])
-        print(f"S={S} D={D} B={B} H={HEADS} causal={causal}: tirxpy {tf['tirxpy']:.0f} (kernel alone "
-              f"{tf['kernel']:.0f}), cuDNN {tf['cudnn']:.0f} TFLOPS; vs cuDNN {tf['tirxpy'] / tf['cudnn']:.3f} "
-              f"(kernel alone {tf['kernel'] / tf['cudnn']:.3f})", flush=True)
+        for t in tunings:
+            tag = _tag(t)
+            e2e = f"{tf['tirxpy']:.0f}" if not t else "-"
+            e2r = f"{tf['tirxpy'] / tf['cudnn']:.3f}" if not t else "-"
+            rows.append([S, D, B, causal, tag, e2e, f"{tf[tag]:.0f}", f"{tf['cudnn']:.0f}", e2r,
+                         f"{tf[tag] / tf['cudnn']:.3f}"])
+            print(f"S={S} D={D} B={B} H={HEADS} causal={causal} [{tag}]: " + (
+                f"tirxpy {tf['tirxpy']:.0f} (kernel alone {tf[tag]:.0f})" if not t else f"kernel alone {tf[tag]:.0f}")
+                + f", cuDNN {tf['cudnn']:.0f} TFLOPS; kernel alone vs cuDNN {tf[tag] / tf['cudnn']:.3f}", flush=True)
         del grad
-    print_table(["seqlen", "head dim", "batch", "causal", "tirxpy TFLOPS", "kernel TFLOPS", "cuDNN TFLOPS",
+    print_table(["seqlen", "head dim", "batch", "causal", "tuning", "tirxpy TFLOPS", "kernel TFLOPS", "cuDNN TFLOPS",
                  "tirxpy / cuDNN", "kernel / cuDNN"], rows)
     return 0
+
+
+def _tuned_error(kk, kargs, mine):
+    """The largest relative error of kernel ``kk``'s gradients, launched on the prepared tensors ``kargs`` (the
+    accumulator zeroed, dK / dV NaN-poisoned first), against the defaults' ``mine``."""
+    import torch
+
+    qp, kp, vp, dop, lp, dl, dk, dv, dqa, sem = kargs
+    dqa.zero_()
+    sem.zero_()
+    dk.fill_(float("nan"))
+    dv.fill_(float("nan"))
+    kk(*kargs)
+    torch.cuda.synchronize()
+    S = mine[0].shape[1]
+    return worst(relative_error(a, r.float()) for a, r in zip((dqa[:, :S], dk[:, :S], dv[:, :S]), mine))
 
 
 def sim_attention_bwd(args):
@@ -148,7 +212,7 @@ def sim_attention_bwd(args):
     from .attention_bwd_sm90 import attention_bwd_sm90
 
     B, H, HKV = 1, 4, 2
-    (S, D, _), = check(args)
+    ((S, D, _),), _ = check(args)
     seed = seed_of(args)
     g = torch.Generator().manual_seed(seed)
     q, do = (torch.randn(B, S, H, D, generator=g).bfloat16() for _ in range(2))

@@ -322,29 +322,14 @@ def record_kernels(fn):
     return out
 
 
-def build_spec(spec):
-    """Build (compile, into the disk cache) one kernel :func:`record_kernels` found."""
-    import importlib
-
-    import tirxpy
-
-    mod, fac, a, kw = spec
-    tirxpy.compile(getattr(importlib.import_module(mod), fac)(*a, **kw), arch="sm_90a")
-
-
 def prebuild_kernels(fn, jobs=None):
     """Compile the kernels ``fn()`` launches in ``jobs`` processes (default one per core, at most 16) before it
-    runs for real; returns ``(kernels, seconds)``."""
-    import multiprocessing as mp
-    import os
-    from concurrent.futures import ProcessPoolExecutor
+    runs for real (:func:`tirxpy_kernels.prebuild.prebuild`); returns ``(kernels, seconds)``."""
+    from .prebuild import prebuild
 
     t0 = time.time()
     specs = record_kernels(fn)
-    jobs = min(16, os.cpu_count() or 1) if jobs is None else jobs
-    if jobs > 1 and specs:
-        with ProcessPoolExecutor(max_workers=min(jobs, len(specs)), mp_context=mp.get_context("spawn")) as ex:
-            list(ex.map(build_spec, specs))
+    prebuild([("factory",) + tuple(s) for s in specs], jobs)
     return len(specs), time.time() - t0
 
 

@@ -20,9 +20,11 @@ from .errors import KernelConfigError
 def prebuild_one(spec):
     """Build one kernel: ``("gemm", M, N, K, tuning, sms)`` as :func:`tirxpy_kernels.gemm` builds it for
     row-major bf16 ``a`` and ``b = w.t()``, or ``("attention", B, H, HKV, SQ, SK, D, causal,
-    tuning)`` as :func:`tirxpy_kernels.attention` builds it for bf16 tensors, or ``("gemm_fp8", M, N, K, scaling,
-    tuning, sms)`` as :func:`tirxpy_kernels.gemm_fp8` builds it for e4m3 operands and a bf16 output. Returns
-    ``(kind, seconds)``."""
+    tuning)`` as :func:`tirxpy_kernels.attention` builds it for bf16 tensors, ``("gemm_fp8", M, N, K, scaling,
+    tuning, sms)`` as :func:`tirxpy_kernels.gemm_fp8` builds it for e4m3 operands and a bf16 output, or
+    ``("factory", module, name, args, kwargs)``: the kernel factory ``module.name(*args, **kwargs)`` (for example
+    ``("factory", "tirxpy_kernels.attention_bwd_sm90", "attention_bwd_sm90", (8, 16, 16, 4096, 4096, 128), {})``).
+    Returns ``(kind, seconds)``."""
     import tirxpy
 
     t0 = time.time()
@@ -44,6 +46,20 @@ def prebuild_one(spec):
         p = plan(B, H, HKV, SQ, SK, D, "bfloat16", causal=causal, **tuning)
         k = attention_sm90(B, H, HKV, SQ, SK, D, causal=causal, scale=None, dtype="bfloat16",
                            SQT=max(SQ, p["BM"]), SKT=max(SK, p["BN"]), **tuning)
+    elif spec[0] == "factory":
+        import importlib
+
+        _, mod, name, a, kw = spec
+        if not (isinstance(mod, str) and mod.startswith(f"{__package__}.") and isinstance(name, str)):
+            raise KernelConfigError(f"prebuild: a factory spec names a kernel factory of {__package__} (module "
+                                    f"'{__package__}.<name>'), got module {mod!r:.60}")
+        from tirxpy.jit import JitFunction
+
+        f = getattr(importlib.import_module(mod), name, None)
+        if not isinstance(f, JitFunction):
+            raise KernelConfigError(f"prebuild: {mod}.{name:.60} is not a kernel factory (a @tirxpy.jit function)")
+        target = "sm_90a"
+        k = f(*a, **kw)
     elif spec[0] == "gemm_fp8":
         from .gemm_fp8_api import kernel_for
         from .gemm_plan import TARGET as target
@@ -51,7 +67,8 @@ def prebuild_one(spec):
         _, M, N, K, scaling, tuning, sms = spec
         k = kernel_for(M, N, K, scaling, sms=sms, **tuning)[0]
     else:
-        raise KernelConfigError(f"prebuild: unknown kernel kind {spec[0]!r}; 'gemm', 'gemm_fp8' or 'attention'")
+        raise KernelConfigError(f"prebuild: unknown kernel kind {spec[0]!r}; 'gemm', 'gemm_fp8', 'attention' or "
+                                "'factory'")
     tirxpy.compile(k, arch=target)
     return spec[0], time.time() - t0
 

@@ -182,7 +182,10 @@ def test_compiles_for_sm90a(D, causal, det, packed):
 @pytest.mark.parametrize("argv,msg", [
     (["attention-bwd", "--shapes", "4096x128"], "'4096x128' is not SxDxC"),
     (["attention-bwd", "--shapes", "4096x96x1"], "head dim 96 is not supported by the backward kernel"),
-    (["attention-bwd", "--tune", "BM=64"], "takes no --tune"),
+    (["attention-bwd", "--tune", "FOO=1"], "unknown option 'FOO'; the kernel takes BM, STAGES"),
+    (["attention-bwd", "--tune", "BM=128"], "--tune BM=128 at 4096x128x0: attention_bwd_sm90: BM = 128"),
+    (["attention-bwd", "--tune", ";TRAIL=1", "--shapes", "4096x256x1"],
+     "--tune TRAIL=1 at 4096x256x1: attention_bwd_sm90: TRAIL=True is for consumers of 64 keys each"),
     (["attention-bwd", "--sim", "--reps", "3"], "--reps does not apply"),
 ])
 def test_bench_refuses_bad_arguments_before_any_gpu_work(argv, msg, capsys):

@@ -22,6 +22,27 @@ def test_prebuilt_kernels_are_disk_cache_hits(tmp_path, monkeypatch):
     assert g.module.cached == "disk" and a.module.cached == "disk"
 
 
+def test_a_factory_spec_builds_that_factory_call(tmp_path, monkeypatch):
+    from tirxpy_kernels.attention_bwd_sm90 import attention_bwd_sm90
+
+    monkeypatch.setenv("TIRXPY_CACHE_DIR", str(tmp_path))
+    args, kw = (1, 2, 1, 100, 150, 64), dict(causal=True, SQT=100, SKT=150)
+    assert prebuild([("factory", "tirxpy_kernels.attention_bwd_sm90", "attention_bwd_sm90", args, kw)], jobs=2) > 0
+    cache.clear_memory()
+    assert tirxpy.compile(attention_bwd_sm90(*args, **kw), arch="sm_90a").module.cached == "disk"
+
+
+@pytest.mark.parametrize("mod", ["os", "tirxpy_kernelsX.attention_bwd_sm90", None])
+def test_a_factory_spec_outside_the_kernels_package_is_refused(mod):
+    with pytest.raises(ValueError, match="a factory spec names a kernel factory of tirxpy_kernels"):
+        prebuild_one(("factory", mod, "system", ("true",), {}))
+
+
+def test_a_factory_spec_names_a_kernel_factory():
+    with pytest.raises(ValueError, match="tirxpy_kernels.prebuild.os is not a kernel factory"):
+        prebuild_one(("factory", "tirxpy_kernels.prebuild", "os", (), {}))
+
+
 def test_unknown_kind_is_refused():
     with pytest.raises(ValueError, match="unknown kernel kind 'conv'"):
         prebuild_one(("conv", 1))
