@@ -58,6 +58,9 @@ def prebuild_one(spec):
         f = getattr(importlib.import_module(mod), name, None)
         if not isinstance(f, JitFunction):
             raise KernelConfigError(f"prebuild: {mod}.{name:.60} is not a kernel factory (a @tirxpy.jit function)")
+        if not (isinstance(a, (tuple, list)) and isinstance(kw, dict)):
+            raise KernelConfigError(f"prebuild: a factory spec's arguments are a tuple and a dict of keywords, got "
+                                    f"{type(a).__name__} and {type(kw).__name__}")
         target = "sm_90a"
         k = f(*a, **kw)
     elif spec[0] == "gemm_fp8":

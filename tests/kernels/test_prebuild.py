@@ -41,6 +41,8 @@ def test_a_factory_spec_outside_the_kernels_package_is_refused(mod):
 def test_a_factory_spec_names_a_kernel_factory():
     with pytest.raises(ValueError, match="tirxpy_kernels.prebuild.os is not a kernel factory"):
         prebuild_one(("factory", "tirxpy_kernels.prebuild", "os", (), {}))
+    with pytest.raises(ValueError, match="arguments are a tuple and a dict of keywords, got str and int"):
+        prebuild_one(("factory", "tirxpy_kernels.attention_bwd_sm90", "attention_bwd_sm90", "1, 2", 5))
 
 
 def test_unknown_kind_is_refused():
