@@ -87,9 +87,8 @@ class AttentionBwdPlan:
 
     @property
     def lag(self):
-        """Whether each step's ``dQ`` product is issued one step late: ``trail`` with ``dQ`` split by columns (the
-        product reads both consumers' ``dS``, which the trailing consumer has stored only for the step before)."""
-        return self.trail and self.dq_split == "cols"
+        """Whether each step's ``dQ`` product is issued one step late (:func:`dq_lags`)."""
+        return dq_lags(self.trail, self.dq_split)
 
     @property
     def ds_bufs(self):
@@ -132,6 +131,16 @@ def kv_split_of(D):
         ('keys', 'cols')
     """
     return "cols" if D > 128 else "keys"
+
+
+def dq_lags(trail, dq_split):
+    """Whether each step's ``dQ`` product is issued one step late: with ``trail`` and ``dQ`` split by columns (the
+    product reads both consumers' ``dS``, which the trailing consumer has stored only for the step before).
+
+        >>> dq_lags(True, "cols"), dq_lags(True, "keys"), dq_lags(False, "cols")
+        (True, False, False)
+    """
+    return trail and dq_split == "cols"
 
 
 def ds_buffers(lag):
@@ -275,7 +284,7 @@ def plan(B, H, HKV, SQ, SK, D, causal=False, dtype="bfloat16", deterministic=Fal
     if trail and deterministic:
         raise KernelConfigError(f"{W}: TRAIL=True is for the unordered dQ adds; deterministic=True runs the consumers "
                                 "in step: use TRAIL=False (the default there)")
-    lag = trail and split == "cols"
+    lag = dq_lags(trail, split)
     smem = smem_bytes(BM, BN, D, STAGES, dq_cols, NC, kv_split, ds_buffers(lag))
     if smem > SMEM_LIMIT:
         more = f" or TRAIL=False (its third dS buffer takes {BN * BM * 2} bytes)" if lag else ""
