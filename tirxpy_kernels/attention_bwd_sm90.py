@@ -67,7 +67,7 @@ import tirxpy
 import tirxpy.intrinsics  # noqa: F401  (T.ptx.* signatures)
 from tirxpy import T, Tx
 from tirxpy.lang import StageRing, WarpRoles, setup_barriers
-from tirxpy.layout import ComposeLayout, R, S, TileLayout, laneid, m, swizzle_for, tx, wid_in_wg
+from tirxpy.layout import ComposeLayout, R, S, TileLayout, laneid, m, swizzle_for, wid_in_wg
 from tirxpy.layout.atoms import wgmma_accumulator
 
 from .attention_bwd_plan import TARGET, plan
