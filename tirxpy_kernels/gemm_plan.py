@@ -575,6 +575,14 @@ class GemmPlan:
                 and self.scaling is None and not self.gate)
 
     @property
+    def first_under_epilogue(self):
+        """Block scaling: whether a tile's k-block 0 starts under the previous tile's epilogue
+        (:func:`~tirxpy_kernels.gemm_sm90.block_consumer`): with one scratch accumulator, whose k-loop waits for each
+        k-block before its promotion; with two, the k-loop pipelines k-block 0 under k-block 1 itself, and a
+        k-block 0 run apart would drain that pipeline once more per tile."""
+        return self.scaling == "block" and self.part_bufs == 1
+
+    @property
     def parts(self):
         """Block scaling: column parts of a tile (``BN / part``)."""
         return self.BN // self.part

@@ -55,6 +55,10 @@ The parts (each a macro below; the kernel is their composition in :func:`gemm_sm
   256 tiles leaves a partial last round, some tile rows are cut into narrower tiles so no CTA has more
   wide tiles than the others. A narrow tile loads the same box of ``B`` and runs ``m64n{bn2}k16`` into a
   prefix of the accumulator.
+- :func:`block_consumer` (``scaling="block"``): the cooperative consumer's rows, with each k-block's product
+  taken in column parts into scratch accumulators and promoted into the float32 tile
+  (:mod:`tirxpy_kernels.gemm_scales`); no ``DEFER`` (the scratch takes its registers). With one scratch
+  accumulator a tile's k-block 0 runs under the previous tile's epilogue instead.
 - :func:`pingpong_consumer` (``PINGPONG``): consumer ``c`` takes the CTA's tiles ``c, c + 2, ...`` whole,
   a ``(128, BN)`` accumulator (two ``(64, BN)`` halves, two ``m64nBNk16`` per k-step, ``wait_group 2``
   before a stage is released; ``BN <= 192`` for the registers); each stage is read by one warpgroup.
@@ -270,30 +274,46 @@ def k_loop(P, ring, acc, As, Bs, C, Cs, pk, i, c, pm0, pn0, pwide, n):
 
 
 @T.macro
-def block_issue(P, ring, tmp, As, Bs, i, c, k, p):
+def block_issue(P, ring, tmp, As, Bs, i, c, k, p, live=True, stagger=None):
     """Block scaling, part ``p`` of k-block ``k`` of the CTA's ``i``-th tile: its wgmma into ``tmp`` (one commit
-    group); the first part waits for the stage first."""
+    group); the first part waits for the stage first (unless ``live`` is false: a k-block past the CTA's last
+    tile, whose stage no load fills and whose product is discarded). After the CTA's first k-block consumer 0
+    lets consumer 1 start (named barrier 5): ``stagger`` says whether this is it (None: part 0 of tile 0's
+    k-block 0)."""
     g = i * P.k_blocks + k
     s = ring.stage(g)
     if p == 0:
         if P.drop != "full_wait":
-            ring.wait_full(g)
+            if live:
+                ring.wait_full(g)
     Tx.wg.gemm_async(tmp, As[s, c * 64:c * 64 + 64, :], Bs[s, p * P.part:p * P.part + P.part, :], transpose_b=True,
                      accumulate=False)
-    if p == 0:
-        if c == 0:      # the stagger: consumer 1 waits for consumer 0's first k-block
-            if i == 0:
-                if k == 0:
-                    T.ptx.barrier_arrive(5, 256)
+    if stagger is None:
+        if p == 0:
+            if c == 0:
+                if i == 0:
+                    if k == 0:
+                        T.ptx.barrier_arrive(5, 256)
+    elif stagger:
+        if c == 0:
+            T.ptx.barrier_arrive(5, 256)
 
 
 @T.macro
-def block_retire(P, ring, acc, tmp, SC, i, c, n0, k, l, p, pending):
+def block_retire(P, ring, acc, tmp, SC, i, c, n0, k, l, p, pending, live=True):
     """Block scaling: wait until part ``p`` of k-block ``k`` (the pass's ``l``-th; ``tmp``) is done with ``pending``
     later groups still running. The first part reads the k-block's scales (:func:`~tirxpy_kernels.gemm_scales.
     stage_row_scales`); the last one releases the stage (each warp read its rows' scales from it), and after its
-    promotion advances the window of B's scales (:func:`~tirxpy_kernels.gemm_scales.advance_b_window`)."""
+    promotion advances the window of B's scales (:func:`~tirxpy_kernels.gemm_scales.advance_b_window`). A k-block
+    that is not ``live`` (:func:`block_issue`) is only waited for."""
     Tx.wg.gemm_wait(pending, tmp)
+    if live:
+        block_promote(P, ring, acc, tmp, SC, i, c, n0, k, p)
+
+
+@T.macro
+def block_promote(P, ring, acc, tmp, SC, i, c, n0, k, p):
+    """:func:`block_retire`'s work once part ``p`` of k-block ``k`` is waited for."""
     g = i * P.k_blocks + k
     if p == 0:
         stage_row_scales(P, SC, ring.stage(g), c, k)
@@ -325,19 +345,42 @@ def block_pass(P, ring, acc, tmps, SC, As, Bs, i, n0, c, k0, nb):
 
 
 @T.macro
-def block_k_loop(P, ring, acc, tmps, SC, As, Bs, i, n0, nn0, c):
-    """The cooperative consumer ``c``'s k-loop with block scales (tile ``i`` at column ``n0``): passes of
+def block_k_loop(P, ring, acc, tmps, SC, As, Bs, i, n0, nn0, c, first):
+    """The cooperative consumer ``c``'s k-loop with block scales over k-blocks ``first ..`` of tile ``i`` (at column
+    ``n0``; with ``first = 1`` its k-block 0 ran under the previous tile's epilogue, :func:`block_consumer`): passes of
     :attr:`~tirxpy_kernels.gemm_plan.GemmPlan.pass_blocks` k-blocks (:func:`block_pass`), each part of a
     k-block's product promoted into ``acc`` (:func:`tirxpy_kernels.gemm_scales.promote`); each stage is
     released by every warp once its last part is waited for (each warp read its rows' scales from it). Then
     the first window of B's scales of the next tile (at column ``nn0``) is loaded, to land under the epilogue."""
-    if P.k_blocks >= P.pass_blocks:      # (a K shorter than one pass has only the short one)
-        for kk in T.serial(P.k_blocks // P.pass_blocks):
-            block_pass(P, ring, acc, tmps, SC, As, Bs, i, n0, c, kk * P.pass_blocks, P.pass_blocks)
-    if P.k_blocks % P.pass_blocks:       # the last k-blocks: a shorter pass
-        block_pass(P, ring, acc, tmps, SC, As, Bs, i, n0, c, P.k_blocks - P.k_blocks % P.pass_blocks,
-                   P.k_blocks % P.pass_blocks)
+    rest = P.k_blocks - first
+    if rest >= P.pass_blocks:      # (a K shorter than one pass has only the short one)
+        for kk in T.serial(rest // P.pass_blocks):
+            block_pass(P, ring, acc, tmps, SC, As, Bs, i, n0, c, first + kk * P.pass_blocks, P.pass_blocks)
+    if rest % P.pass_blocks:       # the last k-blocks: a shorter pass
+        block_pass(P, ring, acc, tmps, SC, As, Bs, i, n0, c, P.k_blocks - rest % P.pass_blocks, rest % P.pass_blocks)
     load_b_window(P, SC, nn0, 0, 0)
+
+
+@T.macro
+def block_first_issue(P, ring, tmps, As, Bs, i, c, live, stagger=False):
+    """Block scaling: part 0 of k-block 0 of the CTA's ``i``-th tile, issued into the first scratch accumulator
+    (:func:`block_issue`; not ``live``: a tile past the CTA's last)."""
+    block_issue(P, ring, tmps[0], As, Bs, i, c, 0, 0, live, stagger)
+
+
+@T.macro
+def block_first_finish(P, ring, acc, tmps, SC, As, Bs, i, n0, c, live):
+    """Block scaling: the rest of k-block 0 of the CTA's ``i``-th tile (at column ``n0``) after
+    :func:`block_first_issue`: its other parts issued, and every part waited for and promoted into ``acc`` (which
+    k-block 0's promotion overwrites), as :func:`block_pass` pipelines them."""
+    for p in range(1, P.parts):
+        if P.part_bufs == 1:
+            block_retire(P, ring, acc, tmps[0], SC, i, c, n0, 0, 0, p - 1, 0, live)
+            block_issue(P, ring, tmps[0], As, Bs, i, c, 0, p, live)
+        else:
+            block_issue(P, ring, tmps[p % 2], As, Bs, i, c, 0, p, live)
+            block_retire(P, ring, acc, tmps[(p - 1) % 2], SC, i, c, n0, 0, 0, p - 1, 1, live)
+    block_retire(P, ring, acc, tmps[(P.parts - 1) % P.part_bufs], SC, i, c, n0, 0, 0, P.parts - 1, 0, live)
 
 
 # ---- the epilogue ----------------------------------------------------------------------------------------
@@ -495,7 +538,7 @@ def tile_epilogue(P, ring, acc, SC, pk, out, brow, Bias, C, Cs, i, c, m0, n0, gi
 # ---- the two consumer schedules --------------------------------------------------------------------------
 
 @T.macro
-def cooperative_consumer(P, ring, acc, tmps, SC, pk, out, brow, As, Bs, Bias, C, Cs, unit, rank, n_tiles, c,
+def cooperative_consumer(P, ring, acc, SC, pk, out, brow, As, Bs, Bias, C, Cs, unit, rank, n_tiles, c,
                          gio=None):
     """Consumer ``c`` of the cooperative schedule: rows ``64 c ..`` of every tile of the CTA (``pk``: the
     deferred tile's registers, ``out``: a converted chunk; only the one the plan uses is read)."""
@@ -503,19 +546,13 @@ def cooperative_consumer(P, ring, acc, tmps, SC, pk, out, brow, As, Bs, Bias, C,
         T.ptx.barrier_sync(5, 256)
     elif n_tiles == 0:
         T.ptx.barrier_arrive(5, 256)
-    if P.scaling == "block":    # the first tile's first window of B's scales
-        fm0, fn0, fwide = tile_at(P, unit, rank)
-        load_b_window(P, SC, fn0, 0, 0)
     for i in T.serial(n_tiles):
         m0, n0, wide = tile_at(P, unit + i * P.units, rank)
         if P.defer:     # the previous tile, whose 16-bit values wait in pk
             pm0, pn0, pwide = tile_at(P, unit + (i - 1) * P.units, rank)
         if P.scaling == "row":
             load_col_scales(P, SC, n0)
-        if P.scaling == "block":
-            nm0, nn0, nwide = tile_at(P, unit + (i + 1) * P.units, rank)
-            block_k_loop(P, ring, acc, tmps, SC, As, Bs, i, n0, nn0, c)
-        elif P.split is None:
+        if P.split is None:
             if P.defer:
                 k_loop(P, ring, acc, As, Bs, C, Cs, pk, i, c, pm0, pn0, pwide, P.BN)
             else:
@@ -535,6 +572,38 @@ def cooperative_consumer(P, ring, acc, tmps, SC, pk, out, brow, As, Bs, Bias, C,
             lm0, ln0, lwide = tile_at(P, unit + (n_tiles - 1) * P.units, rank)
             for j in range(P.rounds):
                 store_round(P, C, Cs, pk, n_tiles - 1, j, c, lm0, ln0, lwide)
+    if T.thread_id_in_wg() == 0:
+        T.ptx.bulk_wait_group(0)
+
+
+@T.macro
+def block_consumer(P, ring, acc, tmps, SC, out, brow, As, Bs, Bias, C, Cs, unit, rank, n_tiles, c):
+    """Consumer ``c`` of the block-scaled cooperative schedule: rows ``64 c ..`` of every tile of the CTA. With
+    :attr:`~tirxpy_kernels.gemm_plan.GemmPlan.first_under_epilogue`, the first part of a tile's k-block 0 is issued
+    before the previous tile's epilogue, into the scratch accumulator, which the epilogue does not read, so the
+    tensor cores run it while that tile is stored; it is waited for and promoted after the epilogue
+    (:func:`block_first_issue`, :func:`block_first_finish`). The CTA's last tile then issues one more on a stage
+    no load fills and discards it, so that no wgmma is issued under a branch or left in flight across the tile
+    loop's back edge (either makes ptxas serialize every wgmma of the kernel)."""
+    early = P.first_under_epilogue
+    if c == 1:          # the stagger (named barrier 5), once per CTA
+        T.ptx.barrier_sync(5, 256)
+    elif n_tiles == 0:
+        T.ptx.barrier_arrive(5, 256)
+    fm0, fn0, fwide = tile_at(P, unit, rank)
+    load_b_window(P, SC, fn0, 0, 0)     # the first tile's first window of B's scales
+    if early:
+        block_first_issue(P, ring, tmps, As, Bs, 0, c, n_tiles > 0, True)
+        block_first_finish(P, ring, acc, tmps, SC, As, Bs, 0, fn0, c, n_tiles > 0)
+    for i in T.serial(n_tiles):
+        m0, n0, wide = tile_at(P, unit + i * P.units, rank)
+        nm0, nn0, nwide = tile_at(P, unit + (i + 1) * P.units, rank)
+        block_k_loop(P, ring, acc, tmps, SC, As, Bs, i, n0, nn0, c, 1 if early else 0)
+        if early:
+            block_first_issue(P, ring, tmps, As, Bs, i + 1, c, i + 1 < n_tiles)     # under this tile's epilogue
+        tile_epilogue(P, ring, acc, SC, acc, out, brow, Bias, C, Cs, i, c, m0, n0)
+        if early:
+            block_first_finish(P, ring, acc, tmps, SC, As, Bs, i + 1, nn0, c, i + 1 < n_tiles)
     if T.thread_id_in_wg() == 0:
         T.ptx.bulk_wait_group(0)
 
@@ -649,7 +718,6 @@ def kernel_body(P, A, B, SA, SB, Bias, C, Gate=None):
         gt = T.alloc_local((64, P.gate_cols), P.out_dtype, layout=wgmma_accumulator(P.gate_cols))
         gio = GateIO(gate_ring(gfull, gempty), gt, Gate)
     SC = Scales(SA, SB)
-    tmps = [acc]
     if P.scaling == "block":
         t0 = T.alloc_local((64, P.part), "float32", layout=wgmma_accumulator(P.part))       # the parts' products
         tmps = [t0]
@@ -691,14 +759,18 @@ def kernel_body(P, A, B, SA, SB, Bias, C, Gate=None):
         roles.enter_consumer()
         c = wg - 1
         pingpong_consumer(P, ring, acc, acc2, SC, out, brow, As, Bs, Bias, C, Cs, unit, rank, n_tiles, c, gio)
+    elif P.scaling == "block":
+        roles.enter_consumer()
+        c = wg - 1
+        block_consumer(P, ring, acc, tmps, SC, out, brow, As, Bs, Bias, C, Cs, unit, rank, n_tiles, c)
     elif P.defer:
         roles.enter_consumer()
         c = wg - 1
-        cooperative_consumer(P, ring, acc, tmps, SC, pk, pk, brow, As, Bs, Bias, C, Cs, unit, rank, n_tiles, c)
+        cooperative_consumer(P, ring, acc, SC, pk, pk, brow, As, Bs, Bias, C, Cs, unit, rank, n_tiles, c)
     else:
         roles.enter_consumer()
         c = wg - 1
-        cooperative_consumer(P, ring, acc, tmps, SC, acc, out, brow, As, Bs, Bias, C, Cs, unit, rank, n_tiles, c,
+        cooperative_consumer(P, ring, acc, SC, acc, out, brow, As, Bs, Bias, C, Cs, unit, rank, n_tiles, c,
                              gio)
     if P.CM > 1:
         T.ptx.cluster_sync()     # no CTA leaves while a peer may still multicast into it / arrive on it

@@ -51,6 +51,9 @@ def _scales(scaling, M, N, K, g):
     (130, 440, 272, "block", 192, "float32", True, E4M3, E4M3, {"PART": 64}),     # three 64-column parts, two buffers
     (130, 200, 144, "block", 128, "bfloat16", False, E4M3, E4M3, {"PART": 64}),    # two parts of a 128-wide tile
     (130, 200, 672, "block", 128, "bfloat16", False, E4M3, E4M3, {"PASS": 16}),    # 6 k-blocks: a short pass
+    # one k-block a tile, 4-5 tiles a CTA: each tile's k-block 0 under the previous tile's epilogue
+    (260, 392, 128, "block", 192, "bfloat16", False, E4M3, E4M3, {}),
+    (130, 520, 272, "block", 256, "bfloat16", True, E4M3, E4M3, {"PART": 128}),    # k-block 0's part 1 after it
 ])
 def test_fp8_sim_matches_float64(M, N, K, scaling, BN, out_dtype, bias, dtype, b_dtype, opts):
     _sim_case(M, N, K, scaling, BN, out_dtype, bias, dtype, b_dtype, opts)
