@@ -274,12 +274,14 @@ def k_loop(P, ring, acc, As, Bs, C, Cs, pk, i, c, pm0, pn0, pwide, n):
 
 
 @T.macro
-def block_issue(P, ring, tmp, As, Bs, i, c, k, p, live=True, stagger=None):
+def block_issue(P, ring, tmp, As, Bs, i, c, k, p, live=True, stagger=None, SC=None):
     """Block scaling, part ``p`` of k-block ``k`` of the CTA's ``i``-th tile: its wgmma into ``tmp`` (one commit
     group); the first part waits for the stage first (unless ``live`` is false: a k-block past the CTA's last
     tile, whose stage no load fills and whose product is discarded). After the CTA's first k-block consumer 0
     lets consumer 1 start (named barrier 5): ``stagger`` says whether this is it (None: part 0 of tile 0's
-    k-block 0)."""
+    k-block 0). With ``SC`` the first part then works out the k-block's scales
+    (:func:`~tirxpy_kernels.gemm_scales.stage_row_scales`) while its wgmma runs, off the path from the wait to the
+    promotion (one scratch accumulator: no other k-block's promotion reads them meanwhile)."""
     g = i * P.k_blocks + k
     s = ring.stage(g)
     if p == 0:
@@ -288,6 +290,9 @@ def block_issue(P, ring, tmp, As, Bs, i, c, k, p, live=True, stagger=None):
                 ring.wait_full(g)
     Tx.wg.gemm_async(tmp, As[s, c * 64:c * 64 + 64, :], Bs[s, p * P.part:p * P.part + P.part, :], transpose_b=True,
                      accumulate=False)
+    if SC is not None:
+        if p == 0:
+            stage_row_scales(P, SC, s, c, k)
     if stagger is None:
         if p == 0:
             if c == 0:
@@ -300,23 +305,24 @@ def block_issue(P, ring, tmp, As, Bs, i, c, k, p, live=True, stagger=None):
 
 
 @T.macro
-def block_retire(P, ring, acc, tmp, SC, i, c, n0, k, l, p, pending, live=True):
+def block_retire(P, ring, acc, tmp, SC, i, c, n0, k, l, p, pending, live=True, scales=True):
     """Block scaling: wait until part ``p`` of k-block ``k`` (the pass's ``l``-th; ``tmp``) is done with ``pending``
     later groups still running. The first part reads the k-block's scales (:func:`~tirxpy_kernels.gemm_scales.
     stage_row_scales`); the last one releases the stage (each warp read its rows' scales from it), and after its
     promotion advances the window of B's scales (:func:`~tirxpy_kernels.gemm_scales.advance_b_window`). A k-block
-    that is not ``live`` (:func:`block_issue`) is only waited for."""
+    that is not ``live`` (:func:`block_issue`) is only waited for; ``scales=False``: :func:`block_issue` read them."""
     Tx.wg.gemm_wait(pending, tmp)
     if live:
-        block_promote(P, ring, acc, tmp, SC, i, c, n0, k, p)
+        block_promote(P, ring, acc, tmp, SC, i, c, n0, k, p, scales)
 
 
 @T.macro
-def block_promote(P, ring, acc, tmp, SC, i, c, n0, k, p):
+def block_promote(P, ring, acc, tmp, SC, i, c, n0, k, p, scales=True):
     """:func:`block_retire`'s work once part ``p`` of k-block ``k`` is waited for."""
     g = i * P.k_blocks + k
     if p == 0:
-        stage_row_scales(P, SC, ring.stage(g), c, k)
+        if scales:
+            stage_row_scales(P, SC, ring.stage(g), c, k)
     if p == P.parts - 1:
         if T.lane_id() == 0:
             ring.release(g)
@@ -330,15 +336,18 @@ def block_promote(P, ring, acc, tmp, SC, i, c, n0, k, p):
 def block_pass(P, ring, acc, tmps, SC, As, Bs, i, n0, c, k0, nb):
     """Block scaling: ``nb`` k-blocks from ``k0``, part by part. With two scratch accumulators each part's wgmma
     is issued before the previous part is waited for and promoted, and the pass ends with every wgmma waited
-    for; with one, each part is issued, waited for and promoted in turn."""
+    for; with one, each part is issued (the k-block's scales worked out under its wgmma), waited for and promoted
+    in turn."""
     units = P.pass_units(nb)
     for j, (l, p) in enumerate(units):
-        block_issue(P, ring, tmps[j % P.part_bufs], As, Bs, i, c, k0 + l, p)
-        if P.part_bufs == 1:
-            block_retire(P, ring, acc, tmps[0], SC, i, c, n0, k0 + l, l, p, 0)
-        elif j > 0:         # the previous part, one wgmma group still running behind it
-            lq, pq = units[j - 1]
-            block_retire(P, ring, acc, tmps[(j - 1) % 2], SC, i, c, n0, k0 + lq, lq, pq, 1)
+        if P.part_bufs == 1:    # the k-block's scales worked out under its wgmma
+            block_issue(P, ring, tmps[0], As, Bs, i, c, k0 + l, p, SC=SC)
+            block_retire(P, ring, acc, tmps[0], SC, i, c, n0, k0 + l, l, p, 0, scales=False)
+        else:
+            block_issue(P, ring, tmps[j % 2], As, Bs, i, c, k0 + l, p)
+            if j > 0:           # the previous part, one wgmma group still running behind it
+                lq, pq = units[j - 1]
+                block_retire(P, ring, acc, tmps[(j - 1) % 2], SC, i, c, n0, k0 + lq, lq, pq, 1)
     if P.part_bufs == 2:    # the pass's last part, with nothing behind it
         lq, pq = units[len(units) - 1]
         block_retire(P, ring, acc, tmps[(len(units) - 1) % 2], SC, i, c, n0, k0 + lq, lq, pq, 0)
