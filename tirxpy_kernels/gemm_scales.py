@@ -94,7 +94,7 @@ def advance_b_window(P, SC, n0, k):
 
 @T.macro
 def stage_row_scales(P, SC, s, c, k):
-    """Consumer ``c`` once k-block ``k`` in stage ``s`` is waited for, before the stage is released: its rows' scales
+    """Consumer ``c`` once k-block ``k``'s stage ``s`` has landed, before the stage is released: its rows' scales
     of the k-block times each of B's (shuffled from lane ``k % W`` of the window in use) into ``SC.srows``."""
     n = len(P.scale_cols)
     Tx.wg.copy(SC.srows[0], SC.sas[s, 0:1, c * 64:c * 64 + 64])
