@@ -273,17 +273,26 @@ def k_loop(P, ring, acc, As, Bs, C, Cs, pk, i, c, pm0, pn0, pwide, n):
                         store_round(P, C, Cs, pk, i - 1, j, c, pm0, pn0, pwide)
 
 
+def block_stage(ring, g, live):
+    """The stage :func:`block_issue` reads for k-block ``g``: its own, or where it is not ``live`` (a run-time
+    condition) the previous k-block's."""
+    if live is True:
+        return ring.stage(g)
+    return ring.stage(T.max(g - T.select(live, 0, 1), 0))
+
+
 @T.macro
 def block_issue(P, ring, tmp, As, Bs, i, c, k, p, live=True, stagger=None, SC=None):
     """Block scaling, part ``p`` of k-block ``k`` of the CTA's ``i``-th tile: its wgmma into ``tmp`` (one commit
-    group); the first part waits for the stage first (unless ``live`` is false: a k-block past the CTA's last
-    tile, whose stage no load fills and whose product is discarded). After the CTA's first k-block consumer 0
+    group); the first part waits for the stage first. A k-block that is not ``live`` (past the CTA's last tile;
+    its product is discarded) waits for nothing and reads the stage of the k-block before it, which every CTA
+    with a tile has filled once and no load refills. After the CTA's first k-block consumer 0
     lets consumer 1 start (named barrier 5): ``stagger`` says whether this is it (None: part 0 of tile 0's
     k-block 0). With ``SC`` the first part then works out the k-block's scales
     (:func:`~tirxpy_kernels.gemm_scales.stage_row_scales`) while its wgmma runs, off the path from the wait to the
     promotion (one scratch accumulator: no other k-block's promotion reads them meanwhile)."""
     g = i * P.k_blocks + k
-    s = ring.stage(g)
+    s = block_stage(ring, g, live)
     if p == 0:
         if P.drop != "full_wait":
             if live:
@@ -598,7 +607,8 @@ def block_consumer(P, ring, acc, tmps, SC, out, brow, As, Bs, Bias, C, Cs, unit,
     if c == 1:          # the stagger (named barrier 5), once per CTA
         T.ptx.barrier_sync(5, 256)
     elif n_tiles == 0:
-        T.ptx.barrier_arrive(5, 256)
+        if not early:   # (with early, tile 0's k-block 0 is issued, and arrives, even then)
+            T.ptx.barrier_arrive(5, 256)
     fm0, fn0, fwide = tile_at(P, unit, rank)
     load_b_window(P, SC, fn0, 0, 0)     # the first tile's first window of B's scales
     if early:

@@ -67,6 +67,14 @@ def test_block_scales_cross_windows_of_b_scales_in_the_simulator():
     _sim_case(128, 200, 1232, "block", 128, "bfloat16", False, E4M3, E4M3, {"PASS": 3}, b_window=4, sms=1)
 
 
+@pytest.mark.parametrize("BN", [192, 128])
+def test_block_ctas_of_fewer_k_blocks_than_stages_read_only_written_stages(BN):
+    """Six CTAs of one tile and one k-block each, two stages: with one scratch accumulator (192) each CTA also
+    issues a k-block 0 past its last tile and discards it; that wgmma reads the stage its last k-block filled, not
+    the one no load ever filled (the simulator reports a read of unwritten shared memory)."""
+    _sim_case(256, 392, 128, "block", BN, "bfloat16", False, E4M3, E4M3, {}, sms=8)
+
+
 @settings(max_examples=200, deadline=None)
 @given(BN=st.sampled_from([64, 128, 192, 256]), part=st.sampled_from([64, 128, 192, 256]), j=st.integers(0, 40))
 def test_block_parts_promote_each_column_with_its_own_block_scale(BN, part, j):
