@@ -388,17 +388,13 @@ def block_first_issue(P, ring, tmps, As, Bs, i, c, live, stagger=False):
 
 @T.macro
 def block_first_finish(P, ring, acc, tmps, SC, As, Bs, i, n0, c, live):
-    """Block scaling: the rest of k-block 0 of the CTA's ``i``-th tile (at column ``n0``) after
-    :func:`block_first_issue`: its other parts issued, and every part waited for and promoted into ``acc`` (which
-    k-block 0's promotion overwrites), as :func:`block_pass` pipelines them."""
+    """Block scaling with one scratch accumulator: the rest of k-block 0 of the CTA's ``i``-th tile (at column
+    ``n0``) after :func:`block_first_issue`, part by part waited for and promoted into ``acc`` (which k-block 0's
+    promotion overwrites) and the next part issued."""
     for p in range(1, P.parts):
-        if P.part_bufs == 1:
-            block_retire(P, ring, acc, tmps[0], SC, i, c, n0, 0, 0, p - 1, 0, live)
-            block_issue(P, ring, tmps[0], As, Bs, i, c, 0, p, live)
-        else:
-            block_issue(P, ring, tmps[p % 2], As, Bs, i, c, 0, p, live)
-            block_retire(P, ring, acc, tmps[(p - 1) % 2], SC, i, c, n0, 0, 0, p - 1, 1, live)
-    block_retire(P, ring, acc, tmps[(P.parts - 1) % P.part_bufs], SC, i, c, n0, 0, 0, P.parts - 1, 0, live)
+        block_retire(P, ring, acc, tmps[0], SC, i, c, n0, 0, 0, p - 1, 0, live)
+        block_issue(P, ring, tmps[0], As, Bs, i, c, 0, p, live)
+    block_retire(P, ring, acc, tmps[0], SC, i, c, n0, 0, 0, P.parts - 1, 0, live)
 
 
 # ---- the epilogue ----------------------------------------------------------------------------------------
@@ -600,9 +596,9 @@ def block_consumer(P, ring, acc, tmps, SC, out, brow, As, Bs, Bias, C, Cs, unit,
     :attr:`~tirxpy_kernels.gemm_plan.GemmPlan.first_under_epilogue`, the first part of a tile's k-block 0 is issued
     before the previous tile's epilogue, into the scratch accumulator, which the epilogue does not read, so the
     tensor cores run it while that tile is stored; it is waited for and promoted after the epilogue
-    (:func:`block_first_issue`, :func:`block_first_finish`). The CTA's last tile then issues one more on a stage
-    no load fills and discards it, so that no wgmma is issued under a branch or left in flight across the tile
-    loop's back edge (either makes ptxas serialize every wgmma of the kernel)."""
+    (:func:`block_first_issue`, :func:`block_first_finish`). The CTA's last tile then issues one more, on the stage
+    its last k-block filled (:func:`block_stage`), and discards it, so that no wgmma is issued under a branch or
+    left in flight across the tile loop's back edge (either makes ptxas serialize every wgmma of the kernel)."""
     early = P.first_under_epilogue
     if c == 1:          # the stagger (named barrier 5), once per CTA
         T.ptx.barrier_sync(5, 256)
