@@ -363,13 +363,15 @@ def block_pass(P, ring, acc, tmps, SC, As, Bs, i, n0, c, k0, nb):
 
 
 @T.macro
-def block_k_loop(P, ring, acc, tmps, SC, As, Bs, i, n0, nn0, c, first):
-    """The cooperative consumer ``c``'s k-loop with block scales over k-blocks ``first ..`` of tile ``i`` (at column
-    ``n0``; with ``first = 1`` its k-block 0 ran under the previous tile's epilogue, :func:`block_consumer`): passes of
+def block_k_loop(P, ring, acc, tmps, SC, As, Bs, i, n0, nn0, c):
+    """The cooperative consumer ``c``'s k-loop with block scales over tile ``i`` (at column ``n0``) from k-block 0, or
+    from k-block 1 with :attr:`~tirxpy_kernels.gemm_plan.GemmPlan.first_under_epilogue` (k-block 0 ran under the
+    previous tile's epilogue, :func:`block_consumer`): passes of
     :attr:`~tirxpy_kernels.gemm_plan.GemmPlan.pass_blocks` k-blocks (:func:`block_pass`), each part of a
     k-block's product promoted into ``acc`` (:func:`tirxpy_kernels.gemm_scales.promote`); each stage is
     released by every warp once its last part is waited for (each warp read its rows' scales from it). Then
     the first window of B's scales of the next tile (at column ``nn0``) is loaded, to land under the epilogue."""
+    first = 1 if P.first_under_epilogue else 0
     rest = P.k_blocks - first
     if rest >= P.pass_blocks:      # (a K shorter than one pass has only the short one)
         for kk in T.serial(rest // P.pass_blocks):
@@ -613,7 +615,7 @@ def block_consumer(P, ring, acc, tmps, SC, out, brow, As, Bs, Bias, C, Cs, unit,
     for i in T.serial(n_tiles):
         m0, n0, wide = tile_at(P, unit + i * P.units, rank)
         nm0, nn0, nwide = tile_at(P, unit + (i + 1) * P.units, rank)
-        block_k_loop(P, ring, acc, tmps, SC, As, Bs, i, n0, nn0, c, 1 if early else 0)
+        block_k_loop(P, ring, acc, tmps, SC, As, Bs, i, n0, nn0, c)
         if early:
             block_first_issue(P, ring, tmps, As, Bs, i + 1, c, i + 1 < n_tiles)     # under this tile's epilogue
         tile_epilogue(P, ring, acc, SC, acc, out, brow, Bias, C, Cs, i, c, m0, n0)
