@@ -50,12 +50,13 @@ class Scales:
     shared-memory stages, ``(stages, 1, BM)``), ``sbv`` (registers holding B's block scales of two windows of
     32 k-blocks, the one in use and the next, one per :attr:`~tirxpy_kernels.gemm_plan.GemmPlan.scale_cols` each:
     :func:`load_b_window`), ``srows``
-    (``srows[q]``: the k-block being promoted's row scales times B's scale ``q``), ``scv`` (registers holding the
+    (``srows[q]``: the k-block being promoted's row scales times B's scale ``q``; ``srows2``: a second such set, so
+    that a k-block's scales are worked out while the previous one's are still read), ``scv`` (registers holding the
     tile's column scales, 32 columns each: :func:`load_col_scales`). Unused ones are None."""
 
-    def __init__(self, sa=None, sb=None, srow=None, scol=None, sas=None, sbv=None, srows=None, scv=None):
+    def __init__(self, sa=None, sb=None, srow=None, scol=None, sas=None, sbv=None, srows=None, scv=None, srows2=None):
         self.sa, self.sb, self.srow, self.scol, self.sas = sa, sb, srow, scol, sas
-        self.sbv, self.srows, self.scv = sbv, srows, scv
+        self.sbv, self.srows, self.scv, self.srows2 = sbv, srows, scv, srows2
 
 
 @T.macro
@@ -93,14 +94,27 @@ def advance_b_window(P, SC, n0, k):
 
 
 @T.macro
-def stage_row_scales(P, SC, s, c, k):
+def stage_row_scales(P, SC, s, c, k, rows=None, ahead=False):
     """Consumer ``c`` once k-block ``k``'s stage ``s`` has landed, before the stage is released: its rows' scales
-    of the k-block times each of B's (shuffled from lane ``k % W`` of the window in use) into ``SC.srows``."""
+    of the k-block times each of B's (shuffled from lane ``k % W`` of the window in use) into ``rows`` (a set like
+    ``SC.srows``, the default). ``ahead``: k-block ``k - 1`` is not promoted yet, so where ``k`` opens a window
+    that window is still the next one (slot 1, :func:`advance_b_window`)."""
+    rows = SC.srows if rows is None else rows
     n = len(P.scale_cols)
-    Tx.wg.copy(SC.srows[0], SC.sas[s, 0:1, c * 64:c * 64 + 64])
+    Tx.wg.copy(rows[0], SC.sas[s, 0:1, c * 64:c * 64 + 64])
     for q in range(1, n):
-        Tx.wg.mul(SC.srows[q], SC.srows[0], T.ptx.shfl_sync_idx_f32(SC.sbv[q], k % P.b_window, 0xFFFFFFFF))
-    Tx.wg.mul(SC.srows[0], SC.srows[0], T.ptx.shfl_sync_idx_f32(SC.sbv[0], k % P.b_window, 0xFFFFFFFF))
+        Tx.wg.mul(rows[q], rows[0], T.ptx.shfl_sync_idx_f32(window_scale(P, SC, q, k, ahead), k % P.b_window,
+                                                            0xFFFFFFFF))
+    Tx.wg.mul(rows[0], rows[0], T.ptx.shfl_sync_idx_f32(window_scale(P, SC, 0, k, ahead), k % P.b_window, 0xFFFFFFFF))
+
+
+def window_scale(P, SC, q, k, ahead):
+    """The register of B's scale ``q`` holding k-block ``k``'s (:func:`stage_row_scales`)."""
+    if not ahead:
+        return SC.sbv[q]
+    if isinstance(k, int):
+        return SC.sbv[len(P.scale_cols) + q] if k % P.b_window == 0 else SC.sbv[q]
+    return T.select(k % P.b_window < 1, SC.sbv[len(P.scale_cols) + q], SC.sbv[q])
 
 
 @T.macro

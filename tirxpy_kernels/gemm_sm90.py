@@ -282,15 +282,15 @@ def block_stage(ring, g, live):
 
 
 @T.macro
-def block_issue(P, ring, tmp, As, Bs, i, c, k, p, live=True, stagger=None, SC=None):
+def block_issue(P, ring, tmp, As, Bs, i, c, k, p, live=True, stagger=None, SC=None, rows=None, ahead=False):
     """Block scaling, part ``p`` of k-block ``k`` of the CTA's ``i``-th tile: its wgmma into ``tmp`` (one commit
     group); the first part waits for the stage first. A k-block that is not ``live`` (past the CTA's last tile;
     its product is discarded) waits for nothing and reads the stage of the k-block before it, which every CTA
     with a tile has filled once and no load refills. After the CTA's first k-block consumer 0
     lets consumer 1 start (named barrier 5): ``stagger`` says whether this is it (None: part 0 of tile 0's
-    k-block 0). With ``SC`` the first part then works out the k-block's scales
+    k-block 0). With ``SC`` the first part then works out the k-block's scales into ``rows``
     (:func:`~tirxpy_kernels.gemm_scales.stage_row_scales`) while its wgmma runs, off the path from the wait to the
-    promotion (one scratch accumulator: no other k-block's promotion reads them meanwhile)."""
+    promotion (a set no other k-block's promotion reads meanwhile)."""
     g = i * P.k_blocks + k
     s = block_stage(ring, g, live)
     if p == 0:
@@ -301,7 +301,7 @@ def block_issue(P, ring, tmp, As, Bs, i, c, k, p, live=True, stagger=None, SC=No
                      accumulate=False)
     if SC is not None:
         if p == 0:
-            stage_row_scales(P, SC, s, c, k)
+            stage_row_scales(P, SC, s, c, k, rows, ahead)
     if stagger is None:
         if p == 0:
             if c == 0:
@@ -314,29 +314,30 @@ def block_issue(P, ring, tmp, As, Bs, i, c, k, p, live=True, stagger=None, SC=No
 
 
 @T.macro
-def block_retire(P, ring, acc, tmp, SC, i, c, n0, k, l, p, pending, live=True, scales=True):
+def block_retire(P, ring, acc, tmp, SC, i, c, n0, k, l, p, pending, live=True, scales=True, rows=None):
     """Block scaling: wait until part ``p`` of k-block ``k`` (the pass's ``l``-th; ``tmp``) is done with ``pending``
     later groups still running. The first part reads the k-block's scales (:func:`~tirxpy_kernels.gemm_scales.
     stage_row_scales`); the last one releases the stage (each warp read its rows' scales from it), and after its
     promotion advances the window of B's scales (:func:`~tirxpy_kernels.gemm_scales.advance_b_window`). A k-block
-    that is not ``live`` (:func:`block_issue`) is only waited for; ``scales=False``: :func:`block_issue` read them."""
+    that is not ``live`` (:func:`block_issue`) is only waited for; ``scales=False``: :func:`block_issue` read them
+    into ``rows`` (default ``SC.srows``)."""
     Tx.wg.gemm_wait(pending, tmp)
     if live:
-        block_promote(P, ring, acc, tmp, SC, i, c, n0, k, p, scales)
+        block_promote(P, ring, acc, tmp, SC, i, c, n0, k, p, scales, SC.srows if rows is None else rows)
 
 
 @T.macro
-def block_promote(P, ring, acc, tmp, SC, i, c, n0, k, p, scales=True):
-    """:func:`block_retire`'s work once part ``p`` of k-block ``k`` is waited for."""
+def block_promote(P, ring, acc, tmp, SC, i, c, n0, k, p, scales, rows):
+    """:func:`block_retire`'s work once part ``p`` of k-block ``k`` is waited for (its scales in ``rows``)."""
     g = i * P.k_blocks + k
     if p == 0:
         if scales:
-            stage_row_scales(P, SC, ring.stage(g), c, k)
+            stage_row_scales(P, SC, ring.stage(g), c, k, rows)
     if p == P.parts - 1:
         if T.lane_id() == 0:
             ring.release(g)
     for o, w, q in P.part_segments(p):
-        promote(P, SC, acc[:, p * P.part + o:p * P.part + o + w], tmp[:, o:o + w], k, SC.srows[q])
+        promote(P, SC, acc[:, p * P.part + o:p * P.part + o + w], tmp[:, o:o + w], k, rows[q])
     if p == P.parts - 1:
         advance_b_window(P, SC, n0, k)
 
@@ -352,14 +353,17 @@ def block_pass(P, ring, acc, tmps, SC, As, Bs, i, n0, c, k0, nb):
         if P.part_bufs == 1:    # the k-block's scales worked out under its wgmma
             block_issue(P, ring, tmps[0], As, Bs, i, c, k0 + l, p, SC=SC)
             block_retire(P, ring, acc, tmps[0], SC, i, c, n0, k0 + l, l, p, 0, scales=False)
-        else:
-            block_issue(P, ring, tmps[j % 2], As, Bs, i, c, k0 + l, p)
+        else:                   # k-block l's scales into set l % 2 while k-block l - 1 is promoted from the other
+            sets = [SC.srows, SC.srows2]
+            block_issue(P, ring, tmps[j % 2], As, Bs, i, c, k0 + l, p, SC=SC, rows=sets[l % 2], ahead=j > 0)
             if j > 0:           # the previous part, one wgmma group still running behind it
                 lq, pq = units[j - 1]
-                block_retire(P, ring, acc, tmps[(j - 1) % 2], SC, i, c, n0, k0 + lq, lq, pq, 1)
+                block_retire(P, ring, acc, tmps[(j - 1) % 2], SC, i, c, n0, k0 + lq, lq, pq, 1, scales=False,
+                             rows=sets[lq % 2])
     if P.part_bufs == 2:    # the pass's last part, with nothing behind it
         lq, pq = units[len(units) - 1]
-        block_retire(P, ring, acc, tmps[(len(units) - 1) % 2], SC, i, c, n0, k0 + lq, lq, pq, 0)
+        block_retire(P, ring, acc, tmps[(len(units) - 1) % 2], SC, i, c, n0, k0 + lq, lq, pq, 0, scales=False,
+                     rows=[SC.srows, SC.srows2][lq % 2])
 
 
 @T.macro
@@ -608,6 +612,9 @@ def block_consumer(P, ring, acc, tmps, SC, out, brow, As, Bs, Bias, C, Cs, unit,
         if not early:   # (with early, tile 0's k-block 0 is issued, and arrives, even then)
             T.ptx.barrier_arrive(5, 256)
     fm0, fn0, fwide = tile_at(P, unit, rank)
+    if P.part_bufs == 2:    # the next window's registers, read (and discarded) by a select before their first load
+        for q in range(len(P.scale_cols)):
+            SC.sbv[len(P.scale_cols) + q] = T.float32(0)
     load_b_window(P, SC, fn0, 0, 0)     # the first tile's first window of B's scales
     if early:
         block_first_issue(P, ring, tmps, As, Bs, 0, c, n_tiles > 0, True)
@@ -741,17 +748,19 @@ def kernel_body(P, A, B, SA, SB, Bias, C, Gate=None):
         if P.part_bufs == 2:
             t1 = T.alloc_local((64, P.part), "float32", layout=wgmma_accumulator(P.part))
             tmps = [t0, t1]
-        q0 = T.alloc_local((64, 1), "float32", layout=row_layout())    # the promoted k-block's scales, per B scale
-        srows = [q0]
-        if len(P.scale_cols) > 1:
-            q1 = T.alloc_local((64, 1), "float32", layout=row_layout())
-            srows = [q0, q1]
-        if len(P.scale_cols) > 2:
-            q2 = T.alloc_local((64, 1), "float32", layout=row_layout())
-            srows = [q0, q1, q2]
+        srows = []      # the promoted k-block's scales, per B scale
+        for q in range(len(P.scale_cols)):
+            qr = T.alloc_local((64, 1), "float32", layout=row_layout())
+            srows = srows + [qr]
         sas = T.alloc_shared((P.stages, 1, BM), "float32")
         sbv = T.alloc_local((2 * len(P.scale_cols),), "float32")
-        SC = Scales(SA, SB, None, None, sas, sbv, srows)
+        srows2 = None
+        if P.part_bufs == 2:        # a second set: a k-block's scales worked out while the previous one's are read
+            srows2 = []
+            for q in range(len(P.scale_cols)):
+                qr2 = T.alloc_local((64, 1), "float32", layout=row_layout())
+                srows2 = srows2 + [qr2]
+        SC = Scales(SA, SB, None, None, sas, sbv, srows, srows2=srows2)
     if P.scaling == "row":
         srow = T.alloc_local((64, 1), "float32", layout=row_layout())
         scol = T.alloc_local((1, P.chunk_cols), "float32", layout=bias_layout(P.chunk_cols))
