@@ -47,8 +47,18 @@ def test_unhashable_and_bad_arguments():
     def f(x):
         return x
 
-    with pytest.raises(JitError, match=r"argument .* is not hashable"):
+    with pytest.raises(JitError, match=r"argument of type set does not hash \(TypeError\)"):
         f({1, 2})
+
+    class Bomb(int):        # a __hash__ (and repr) of its own that raise: named by type
+        def __hash__(self):
+            raise ZeroDivisionError
+
+        def __repr__(self):
+            raise ZeroDivisionError
+
+    with pytest.raises(JitError, match=r"argument of type Bomb does not hash \(ZeroDivisionError\)"):
+        f(Bomb(3))
     with pytest.raises(JitError, match="missing a required argument"):
         f()
     with pytest.raises(JitError, match="decorates a function"):

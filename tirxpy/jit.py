@@ -52,10 +52,9 @@ def _key(v, depth: int = 0):
         return ("tensor", tuple(shape), str(dtype))
     try:
         hash(v)
-    except TypeError:
-        raise JitError(
-            f"@tirxpy.jit argument {v!r} ({type(v).__name__}) is not hashable, so it cannot key the kernel cache",
-            ) from None
+    except Exception as e:      # unhashable, or a __hash__ of its own that raises: named by type, not by its repr
+        raise JitError(f"@tirxpy.jit argument of type {type(v).__name__:.60} does not hash ({type(e).__name__}), so "
+                       "it cannot key the kernel cache: pass a plain value (an int, a str, a tuple of them)") from None
     return (type(v).__name__, v)
 
 

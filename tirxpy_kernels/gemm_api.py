@@ -397,7 +397,7 @@ def _fast_key(a, b, out, bias, activation, out_dtype, tuning, gate=None):
                None if gate is None else (gate.layout, gate.shape, gate.stride(), gate.dtype, gate.device),
                tuple(sorted((k, type(v), v) for k, v in tuning.items())) if tuning else ())
         hash(key)
-    except (RuntimeError, TypeError):    # a tensor without sizes / strides (nested, sparse), an unhashable option
+    except Exception:    # a tensor without sizes / strides (nested, sparse), an option that does not hash: full checks
         return None
     return key
 

@@ -273,7 +273,7 @@ def _key(a, b, scale_a, scale_b, out, bias, out_dtype, scaling, tuning):
                None if bias is None else (bias.layout, bias.shape, bias.stride(), bias.dtype, bias.device),
                tuple(sorted((k, type(v), v) for k, v in tuning.items())) if tuning else ())
         hash(key)
-    except (RuntimeError, TypeError):    # a tensor without sizes / strides (nested, sparse), an unhashable option
+    except Exception:    # a tensor without sizes / strides (nested, sparse), an option that does not hash: full checks
         return None
     return key
 
