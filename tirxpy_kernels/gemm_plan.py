@@ -242,6 +242,9 @@ def splittable(PINGPONG=False, CM=1, b_major="K", bias=False, out_dtype="bfloat1
 # The split walk's extra cost per tile boundary (its tile_at is longer), in k-blocks of a 256-wide tile
 # (measured on the H100: docs/performance.md).
 _SPLIT_WALK = 0.25
+# The most tile costs :func:`balanced_split` weighs (candidate splits times tiles, about a second of NumPy); a
+# larger search finds no split (the plain grid).
+_SPLIT_SEARCH = 1 << 25
 
 
 def _unit_loads(widths, KT, units, extra=0.0):
@@ -297,16 +300,19 @@ def _best_split(M, N, K, BN, sms, group, out_dtype, margin=0.005, rows_max=None)
         # past 1 / margin rounds the last round is less than `margin` of the busiest CTA's work: no split can
         # gain that much (and the search over every split, linear in the tiles per candidate, would be long)
         return None
+    bn2s, rows_list = range(BN - 16, BN - epi, -16), _split_rows(TM, group, rows_max)
+    if 2 * len(bn2s) * len(rows_list) * TM * TN > _SPLIT_SEARCH:
+        return None     # a grid so large (or a band so thin) that weighing every split would take seconds
     plain = _unit_loads([BN] * (TM * TN), KT, persistent_units(TM * TN, sms)).max()
     best = None
-    for bn2 in range(BN - 16, BN - epi, -16):
+    for bn2 in bn2s:
         # the wide counts whose split rows cover N with the least overhang, two of them
         wides = sorted(range(cdiv(N, BN)), key=lambda w: w * BN + cdiv(N - w * BN, bn2) * bn2 - N)[:2]
         for wide in wides:
             narrow = cdiv(N - wide * BN, bn2)
             if wide + narrow <= TN:
                 continue
-            for rows in _split_rows(TM, group, rows_max):
+            for rows in rows_list:
                 widths = _split_widths(rows, wide, narrow, bn2, TM, TN, BN, group)
                 loads = _unit_loads(widths, KT, persistent_units(len(widths), sms), _SPLIT_WALK)
                 cost = (loads.max(), int((loads == loads.max()).sum()))     # ties: fewer CTAs with the most work

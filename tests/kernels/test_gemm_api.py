@@ -332,3 +332,24 @@ def test_the_cluster_size_is_1_or_2_of_any_int_kind():
     for bad in (0, -1, 3, True, 2.0):
         with pytest.raises(KernelConfigError, match=r"the cluster size CM = .* must be 1 or 2 \(an int\)"):
             choose_tile(4096, 4096, 4096, CM=bad)
+
+
+def test_the_split_search_is_bounded_on_huge_grids(monkeypatch):
+    """``balanced_split`` weighs each candidate split over every tile; on a grid of millions of tiles (a huge
+    ``sms`` keeps it under the rounds bound) or a thin band (``group=1``) it weighs none and finds none, rather
+    than search for minutes, and the call goes on to its next check."""
+    from tirxpy_kernels import gemm_plan
+
+    assert gemm_plan.balanced_split(4096, 4096, 4096) == (16, 1, 240)        # an ordinary grid is searched
+
+    def weighed(*args, **kw):
+        raise AssertionError("a split was weighed")
+
+    monkeypatch.setattr(gemm_plan, "_unit_loads", weighed)
+    assert gemm_plan.balanced_split(256_000, 256_000, 4096, sms=100_000) is None
+    assert gemm_plan.balanced_split(422_400, 512, 4096, group=1) is None
+    with pytest.raises(AssertionError, match="weighed"):
+        gemm_plan.balanced_split(4096, 4096, 4096)
+    a = torch.empty(256_000, 4096, dtype=torch.bfloat16, device="meta")
+    with pytest.raises(GemmArgumentError, match="CUDA GPU"):
+        tirxpy_kernels.gemm(a, a.t(), sms=10 ** 6)
