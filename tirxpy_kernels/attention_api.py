@@ -24,7 +24,7 @@ from tirxpy.errors import ArgumentError, TirxError
 from tirxpy.ir.dtype import from_torch
 
 from .attention_plan import DTYPES, HEAD_DIMS, TARGET, check_options, check_scale, plan
-from .checks import dense_tensor
+from .checks import dense_tensor, misalignment
 from .errors import KernelConfigError, flag_option, is_flag, plain_flags
 from .attention_sm90 import attention_sm90
 from .launch_cache import LaunchCache, compiled, launch_bound
@@ -176,6 +176,8 @@ def _device(q, k, v, where="attention", error=AttentionArgumentError):
     ``where`` for the tensors' devices, :class:`AttentionDeviceError` for a GPU that is not a Hopper."""
     if not (q.device == k.device == v.device):
         raise error(f"{where}: q, k, v are on {q.device}, {k.device}, {v.device}; move them to one CUDA device")
+    for name, t in (("q", q), ("k", k), ("v", v)):     # the kernel reads each through its data pointer
+        misalignment(where, name, t, error)
     if q.device.type != "cuda":
         raise error(f"{where}: the tensors are on {q.device}; move them to a CUDA device (q.cuda())")
     cap = torch.cuda.get_device_capability(q.device)
@@ -236,9 +238,14 @@ def _fast_key(q, k, v, causal, scale, tuning):
     if not isinstance(causal, bool) or type(scale) not in (type(None), int, float) \
             or not all(type(x) in _PLAIN for x in tuning.values()):
         return None
+    try:
+        aligns = (q.data_ptr() % 16, k.data_ptr() % 16, v.data_ptr() % 16)
+    except (RuntimeError, NotImplementedError, TypeError):     # no storage (torch.vmap, a subclass): the checks name it
+        return None
     return (q.shape, q.stride(), k.shape, k.stride(), v.shape, v.stride(), q.dtype, k.dtype, v.dtype, q.device,
-            k.device, v.device, q.data_ptr() % 16, k.data_ptr() % 16, v.data_ptr() % 16, causal, type(scale), scale,
-            tuple(sorted((name, type(x), x) for name, x in tuning.items())))   # 1 == True, as options they differ
+            k.device, v.device) + aligns + (causal, type(scale), scale,
+                                            tuple(sorted((name, type(x), x) for name, x in tuning.items())))
+    # (1 == True, as options they differ: the types are part of the key)
 
 
 # _fast_key -> the compiled kernel of a checked call with no padding (tirxpy_kernels.launch_cache)

@@ -33,9 +33,9 @@ from .attention_bwd_post import dq_store
 from .attention_bwd_pre import attention_bwd_preprocess, attention_bwd_preprocess_packed
 from .attention_bwd_sm90 import attention_bwd_sm90
 from .attention_varlen_api import (VarlenArgumentError, check_copied, check_cu_device, check_lengths, clipped_view,
-                                   host_copy, pad_rows, windows)
+                                   cu_values, host_copy, pad_rows, windows)
 from .attention_varlen_api import check as check_varlen
-from .checks import aligned_input, dense_tensor, misalignment, overlaps
+from .checks import aligned_input, dense_tensor, misalignment, overlaps, self_overlapping
 from .errors import KernelConfigError, is_flag, plain_flags
 from .launch_cache import LaunchCache, compiled, launch_bound, tensor_key
 from .views import kernel_input, packed_input, tma_view
@@ -126,9 +126,12 @@ def check(q, k, v, out, dout, lse, causal=False, scale=None, deterministic=False
 
 
 def _device(*ts):
+    """Refuse tensors that are not all on one Hopper GPU, or that have no storage for the kernels to read."""
     dev = ts[0].device
     if any(t.device != dev for t in ts):
         raise _err(f"the tensors are on {sorted({str(t.device) for t in ts})}; move them to one CUDA device")
+    for name, t in zip(("q", "k", "v", "out", "dout", "lse"), ts):
+        misalignment("attention_backward", name, t, AttentionBwdArgumentError)
     if dev.type != "cuda":
         raise _err(f"the tensors are on {dev}; move them to a CUDA device (q.cuda())")
     cap = torch.cuda.get_device_capability(dev)
@@ -138,7 +141,7 @@ def _device(*ts):
 
 def _check_grads(grads, q, k, v, out, dout, lse):
     """``grads=``: None, or three tensors of ``q``'s, ``k``'s and ``v``'s shapes in ``q``'s dtype on its device that
-    share no memory with an input (any strides)."""
+    share no memory with an input, with each other or within themselves (any strides otherwise)."""
     if grads is None:
         return
     if not isinstance(grads, (tuple, list)) or len(grads) != 3:
@@ -153,6 +156,14 @@ def _check_grads(grads, q, k, v, out, dout, lse):
             if overlaps(g, x):
                 raise _err(f"grads' {name} shares memory with {iname}, which the kernels read while they write it; "
                            "pass separate tensors")
+        if self_overlapping(g):
+            raise _err(f"grads' {name} (strides {g.stride()}) holds one memory location at several indices (an "
+                       f"expanded or stride-0 view); pass a tensor of its own, such as torch.empty_like({name[1:]})")
+    for (n1, g1), (n2, g2) in ((("dq", grads[0]), ("dk", grads[1])), (("dq", grads[0]), ("dv", grads[2])),
+                               (("dk", grads[1]), ("dv", grads[2]))):
+        if overlaps(g1, g2):
+            raise _err(f"grads' {n1} and {n2} share memory, so one gradient would overwrite the other; pass three "
+                       "separate tensors")
 
 
 def _counters(deterministic):
@@ -264,7 +275,11 @@ def _fast_key(q, k, v, out, dout, lse, causal, scale, deterministic, grads=None)
     if None in keys or not isinstance(causal, bool) or not isinstance(deterministic, bool) \
             or type(scale) not in (type(None), int, float):
         return None
-    return keys + tuple(t.data_ptr() % 16 for t in ts) + (causal, deterministic, type(scale), scale)
+    try:
+        aligns = tuple(t.data_ptr() % 16 for t in ts)
+    except (RuntimeError, NotImplementedError, TypeError):     # no storage (torch.vmap, a subclass): the checks name it
+        return None
+    return keys + aligns + (causal, deterministic, type(scale), scale)
 
 
 def _fast_backward(key, hit, q, k, v, out, dout, lse, grads=None):
@@ -335,6 +350,7 @@ def prepare_varlen(q, k, v, out, dout, lse, cu_seqlens_q, cu_seqlens_k, max_seql
     causal, deterministic = plain_flags(causal, deterministic)     # numpy bools as Python bools (plan checks them)
     on_cpu = cu_seqlens_q.device.type == "cpu" and cu_seqlens_k.device.type == "cpu"
     if on_cpu:      # values known without a copy: checked before the device
+        cu_values("attention_varlen_backward", cu_seqlens_q, cu_seqlens_k, VarlenArgumentError)
         check_lengths(cu_seqlens_q.tolist(), cu_seqlens_k.tolist(), q.shape[0], k.shape[0], max_seqlen_q, max_seqlen_k)
     try:
         _device(q, k, v, out, dout, lse)

@@ -43,7 +43,7 @@ from .attention_api import AttentionArgumentError, _device, _sm_count, check_fla
 from .attention_plan import DTYPES, HEAD_DIMS, TARGET, plan, varlen_window
 from .attention_sm90 import attention_sm90
 from .attention_walk import EMPTY_TILE, varlen_slots
-from .checks import dense_tensor
+from .checks import dense_tensor, misalignment
 from .launch_cache import compiled
 from .views import packed_input
 
@@ -313,12 +313,20 @@ def pad_rows(t, rows):
     return p
 
 
+def cu_values(where, cu_seqlens_q, cu_seqlens_k, error):
+    """Refuse ``cu_seqlens`` whose values cannot be read (no storage: a ``torch.vmap`` batched tensor, a wrapper
+    subclass) with ``error`` naming it, before ``.tolist()`` or a copy reads them."""
+    misalignment(where, "cu_seqlens_q", cu_seqlens_q, error)
+    misalignment(where, "cu_seqlens_k", cu_seqlens_k, error)
+
+
 def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal=False, scale=None,
                      return_lse=False):
     """Attention forward over packed variable-length sequences on a Hopper GPU; see the module docstring."""
     causal, return_lse = check(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, scale,
                                return_lse)
     if cu_seqlens_q.device.type == "cpu" and cu_seqlens_k.device.type == "cpu":      # values known without a copy
+        cu_values("attention_varlen", cu_seqlens_q, cu_seqlens_k, VarlenArgumentError)
         check_lengths(cu_seqlens_q.tolist(), cu_seqlens_k.tolist(), q.shape[0], k.shape[0], max_seqlen_q,
                       max_seqlen_k)
     _device(q, k, v, "attention_varlen", VarlenArgumentError)

@@ -24,6 +24,38 @@ import torch
 from tirxpy.lower.overlap import overlaps   # whether an out may share memory with an input: the launch path's test
 
 
+def one_device(where: str, error, **tensors) -> None:
+    """Raise ``error`` unless the tensors given by name (None skipped) are all on one device. An operator's fake
+    implementation runs whenever one input is on ``meta`` and makes its outputs on an input's device, so a call
+    that mixes ``meta`` and real tensors would otherwise return memory nothing wrote.
+
+        >>> one_device("gemm", ValueError, a=torch.zeros(1), b=torch.zeros(1, device="meta"), bias=None)
+        Traceback (most recent call last):
+        ...
+        ValueError: gemm: the tensors must be on one device, got a on cpu, b on meta: move them to one (CUDA) device
+    """
+    devs = [(name, t.device) for name, t in tensors.items() if t is not None]
+    if len({d for _, d in devs}) > 1:
+        got = ", ".join(f"{name} on {d}" for name, d in devs)
+        raise error(f"{where}: the tensors must be on one device, got {got}: move them to one (CUDA) device")
+
+
+def self_overlapping(t) -> bool:
+    """Whether dense tensor ``t`` may hold one memory location at two indices (a stride 0 of ``expand``, or strides
+    that interleave), which an output must not: False when each dimension's stride, smallest first, steps past all
+    the elements the smaller ones reach.
+
+        >>> self_overlapping(torch.zeros(3, 4).t()), self_overlapping(torch.zeros(3, 1).expand(3, 4))
+        (False, True)
+    """
+    reach = 1
+    for s, n in sorted((s, n) for n, s in zip(t.shape, t.stride()) if n > 1):
+        if s < reach:
+            return True
+        reach += s * (n - 1)
+    return False
+
+
 def dense_tensor(where: str, name: str, t, ndim: int, what: str, error) -> None:
     """Raise ``error`` unless ``t`` is a dense strided ``torch.Tensor`` with ``ndim`` dimensions (``what`` says
     what those are, for the message)."""
@@ -53,8 +85,8 @@ def misalignment(where: str, name: str, t, error, align: int = 16) -> int:
     try:
         ptr = t.data_ptr()
     except (RuntimeError, NotImplementedError, TypeError):
-        raise error(f"{where}: {name} has no data pointer (a tensor subclass without storage); pass a plain torch "
-                    "tensor") from None
+        raise error(f"{where}: {name} has no data pointer (a tensor subclass without storage, or a torch.vmap batched "
+                    "tensor); pass a plain torch tensor") from None
     return ptr % align
 
 

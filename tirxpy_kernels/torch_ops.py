@@ -46,7 +46,7 @@ from . import attention_api, gemm_api
 from . import attention_varlen_api
 from . import attention_varlen_api as _varlen
 from .attention_api import AttentionArgumentError
-from .checks import dense_tensor
+from .checks import dense_tensor, one_device
 from .gemm_api import GemmArgumentError
 
 _is_compiling = torch.compiler.is_compiling
@@ -81,6 +81,9 @@ def needs_op(*tensors) -> bool:
 
 
 # --------------------------------------------------------------------------------------------------- gemm
+_LITERALS = (type(None), bool, int, float, str)     # the value types encode_tuning writes (and tuples of them)
+
+
 @torch.compiler.assume_constant_result     # (torch.compile calls it while tracing: its arguments are constants)
 def encode_tuning(tuning: dict, where: str, error) -> str:
     """The tuning options of a kernel API call as the string an operator takes (a Python literal, read back by
@@ -96,6 +99,10 @@ def encode_tuning(tuning: dict, where: str, error) -> str:
 
     if not tuning:
         return ""
+    for name, v in tuning.items():      # by type: an object's own repr may pass for a literal, or raise
+        if not (type(v) in _LITERALS or type(v) is tuple and all(type(x) in _LITERALS for x in v)):
+            raise error(f"{where}: tuning options must be plain values (ints, bools, strings, None, tuples of them) "
+                        f"under autograd or torch.compile; {name!s:.40} has type {type(v).__name__:.60}")
     text = repr(tuple(sorted(tuning.items(), key=lambda kv: str(kv[0]))))
     try:
         if ast.literal_eval(text) is None:
@@ -151,6 +158,7 @@ def _gemm_fake(a, b, bias, activation, out_dtype, tuning="", gate=None):
     """The operator's output ``(M, N)`` of ``out_dtype or a.dtype`` once the arguments pass the kernel API's
     metadata checks (:func:`tirxpy_kernels.gemm_api._check`: its typed error otherwise), as the operator checks them
     before the device."""
+    one_device("gemm", GemmArgumentError, a=a, b=b, bias=bias, gate=gate)
     gemm_api._check(a, b, None, bias, activation, out_dtype, decode_tuning(tuning, "gemm", GemmArgumentError), gate)
     return a.new_empty((a.shape[0], b.shape[1]), dtype=out_dtype or a.dtype)
 
@@ -209,17 +217,18 @@ def _gemm_kinds(a, b, bias, activation, out_dtype, gate):
 
 def gemm(a, b, out=None, *, bias=None, activation=None, out_dtype=None, gate=None, **tuning):
     """:func:`tirxpy_kernels.gemm` through ``torch.ops.tirxpy.gemm`` (differentiable in ``a``, ``b`` and ``bias``;
-    traceable). The tuning options travel with the call (:func:`encode_tuning`); ``out=`` gets the result by
+    traceable). The tuning options travel with the call (:func:`encode_tuning`); ``out=`` (checked as the kernel API
+    checks it: a contiguous ``(M, N)`` tensor of an output dtype) gets the product computed in its dtype by
     ``out.copy_`` (recorded like any in-place copy)."""
     text = encode_tuning(tuning, "gemm", GemmArgumentError)
     _gemm_kinds(a, b, bias, activation, out_dtype, gate)
     if out is None:
         return gemm_op(a, b, bias, activation, out_dtype, text, gate)
-    want = ((a.shape[0], b.shape[1]), out_dtype or a.dtype)
-    if not isinstance(out, Tensor) or (out.shape, out.dtype) != want:
-        what = f"{out.dtype} {tuple(out.shape)}" if isinstance(out, Tensor) else type(out).__name__
-        raise GemmArgumentError(f"gemm: out is {what}; the result is {want[1]} {want[0]}")
-    return out.copy_(gemm_op(a, b, bias, activation, out_dtype, text, gate))
+    gemm_api._check(a, b, out, bias, activation, out_dtype, tuning, gate)     # out as the kernel API takes it
+    if out.requires_grad and out.is_leaf:
+        raise GemmArgumentError("gemm: out is a leaf tensor that requires grad, which an in-place write may not "
+                                "change; pass one that does not, or leave out=None and use the result")
+    return out.copy_(gemm_op(a, b, bias, activation, out.dtype, text, gate))      # (the product in out's dtype)
 
 
 # ---------------------------------------------------------------------------------------------- attention
@@ -241,6 +250,7 @@ def _attention_fake(q, k, v, causal, scale, tuning=""):
     """``(out, lse)`` of the operator's shapes and dtypes once the arguments pass the kernel API's metadata checks
     (:func:`tirxpy_kernels.attention_api._check_meta`; the plan, which needs the device's SM count, is not made)."""
     opts = decode_tuning(tuning, "attention", AttentionArgumentError)
+    one_device("attention", AttentionArgumentError, q=q, k=k, v=v)
     attention_api._check_meta(q, k, v, causal, scale, True, opts)
     B, SQ, H, _ = q.shape
     return q.new_empty(q.shape), q.new_empty((B, H, SQ), dtype=torch.float32)
@@ -258,6 +268,7 @@ def attention_backward_op(q: Tensor, k: Tensor, v: Tensor, out: Tensor, dout: Te
 def _attention_backward_fake(q, k, v, out, dout, lse, causal, scale):
     """``(dq, dk, dv)`` of ``q``'s, ``k``'s, ``v``'s shapes once the arguments pass the backward API's metadata
     checks (:func:`tirxpy_kernels.attention_bwd_api._check_meta`; no plan)."""
+    one_device("attention_backward", AttentionArgumentError, q=q, k=k, v=v, out=out, dout=dout, lse=lse)
     _backward_module()._check_meta(q, k, v, out, dout, lse, causal, scale, False)
     return q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
 
@@ -328,6 +339,8 @@ def _attention_varlen_fake(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
     """``(out, lse)`` as the kernel API allocates them (:func:`~tirxpy_kernels.attention_varlen_api.empty_outputs`)
     once the arguments pass its metadata checks (:func:`~tirxpy_kernels.attention_varlen_api.check`; the
     ``cu_seqlens`` values are device data, checked when the operator runs)."""
+    one_device("attention_varlen", AttentionArgumentError, q=q, k=k, v=v, cu_seqlens_q=cu_seqlens_q,
+               cu_seqlens_k=cu_seqlens_k)
     _varlen.check(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, scale, True)
     return _varlen.empty_outputs(q, _varlen.windows(max_seqlen_q, max_seqlen_k, q.shape[0], k.shape[0])[0])
 
@@ -350,6 +363,8 @@ def _attention_varlen_backward_fake(q, k, v, out, dout, lse, cu_seqlens_q, cu_se
     (:func:`varlen_backward`) and the arguments pass its metadata checks
     (:func:`tirxpy_kernels.attention_bwd_api._check_varlen`; the ``cu_seqlens`` values are checked when it runs)."""
     varlen_backward()
+    one_device("attention_varlen_backward", AttentionArgumentError, q=q, k=k, v=v, out=out, dout=dout, lse=lse,
+               cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k)
     _backward_module()._check_varlen(q, k, v, out, dout, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
                                      causal, scale)
     return q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)

@@ -182,6 +182,35 @@ def test_attention_backward_grads_of_every_wrong_kind_are_named():
 
 
 @SETTINGS
+@given(st.data())
+def test_attention_backward_grads_that_share_memory_are_named(data):
+    """Two of ``grads`` cut from one buffer at random offsets (overlapping or not), or one expanded along a random
+    dimension: a pair that shares memory, or a tensor that holds a location twice, is refused naming ``grads``;
+    separate ones reach the device check."""
+    n = B * S * H * D
+    i, j = data.draw(st.lists(st.integers(0, 2), min_size=2, max_size=2, unique=True))
+    off = data.draw(st.integers(0, 2 * n))
+    buf = torch.empty(n + off + n, dtype=torch.bfloat16)
+    g = [torch.zeros(B, S, H, D, dtype=torch.bfloat16) for _ in range(3)]
+    g[i], g[j] = buf[:n].view(B, S, H, D), buf[off:off + n].view(B, S, H, D)
+    refuse(AREA, _bwd(grads=tuple(g)), names=ON_CPU if off >= n else ["share memory"])
+    shape = [B, S, H, D]
+    shape[data.draw(st.sampled_from([d for d in range(4) if shape[d] > 1]))] = 1
+    g = [torch.zeros(B, S, H, D, dtype=torch.bfloat16) for _ in range(3)]
+    g[i] = torch.zeros(shape, dtype=torch.bfloat16).expand(B, S, H, D)
+    refuse(AREA, _bwd(grads=tuple(g)), names=["several indices"])
+
+
+@pytest.mark.parametrize("name", ["q", "k", "v"])
+def test_a_meta_tensor_among_real_ones_under_autograd_is_named(name):
+    """Under autograd a call runs the custom operator, whose fake runs when one input is on ``meta``: a mix of
+    ``meta`` and CPU tensors is refused naming the devices, never answered with unwritten memory."""
+    t = {k: torch.zeros(B, S, H, D, dtype=torch.bfloat16, requires_grad=True) for k in "qkv"}
+    t[name] = torch.empty(B, S, H, D, dtype=torch.bfloat16, device="meta")
+    refuse(AREA, lambda: tirxpy_kernels.attention(t["q"], t["k"], t["v"]), names=["must be on one device"])
+
+
+@SETTINGS
 @given(st.sampled_from(["causal", "scale", "deterministic"]), JUNK)
 def test_attention_backward_bad_options_are_named(name, value):
     if name in ("causal", "deterministic") and type(value) is bool:

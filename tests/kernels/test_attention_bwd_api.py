@@ -110,6 +110,27 @@ def test_numpy_bool_flags_are_taken_as_python_bools_and_ints_are_not():
             check(*_meta(), **{name: np.int64(1)})
 
 
+def test_grads_that_share_memory_are_refused():
+    """``grads=`` tensors the kernels write: two that share memory (one gradient would overwrite the other), or
+    one that holds a location at several indices, are refused before anything runs."""
+    q = torch.zeros(1, 128, 2, 64, dtype=torch.bfloat16)
+    ins = (q, q.clone(), q.clone(), q.clone(), q.clone(), torch.zeros(1, 2, 128))
+    g = torch.empty_like(q)
+    with pytest.raises(AttentionBwdArgumentError, match="grads' dk and dv share memory"):
+        attention_backward(*ins, grads=(torch.empty_like(q), g, g))
+    half = torch.empty(2 * q.numel() - 64, dtype=q.dtype)      # dv starts inside dq
+    dq, dv = half[:q.numel()].view(q.shape), half[q.numel() - 64:].view(q.shape)
+    with pytest.raises(AttentionBwdArgumentError, match="grads' dq and dv share memory"):
+        attention_backward(*ins, grads=(dq, torch.empty_like(q), dv))
+    wide = torch.empty(1, 1, 2, 64, dtype=q.dtype).expand(q.shape)
+    with pytest.raises(AttentionBwdArgumentError, match=r"grads' dk \(strides \(128, 0, 64, 1\)\) holds one memory "
+                                                        r"location at several indices .*torch.empty_like\(k\)"):
+        attention_backward(*ins, grads=(torch.empty_like(q), wide, torch.empty_like(q)))
+    packed = torch.empty(1, 128, 3, 2, 64, dtype=q.dtype)     # three slices of one tensor share no element
+    with pytest.raises(AttentionBwdArgumentError, match="CUDA device"):
+        attention_backward(*ins, grads=tuple(packed.unbind(2)))
+
+
 def test_cpu_tensors_are_refused():
     q, k = torch.zeros(1, 64, 2, 64, dtype=torch.bfloat16), torch.zeros(1, 128, 2, 64, dtype=torch.bfloat16)
     with pytest.raises(AttentionBwdArgumentError, match="CUDA device"):

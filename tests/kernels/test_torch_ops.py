@@ -79,13 +79,91 @@ def test_refusals_are_typed():
         tirxpy_kernels.gemm(a, b, BN=128)
     with pytest.raises(gemm_api.GemmArgumentError, match="plain values"):
         tirxpy_kernels.gemm(a, b, BN=object())
-    with pytest.raises(gemm_api.GemmArgumentError, match="out is"):
+    with pytest.raises(gemm_api.GemmArgumentError, match=r"out has shape \(256, 255\), the product is \(256, 256\)"):
         tirxpy_kernels.gemm(a, b, torch.empty(256, 255, dtype=torch.bfloat16))
     q = torch.zeros(1, 128, 2, 64, dtype=torch.bfloat16, requires_grad=True)
     with pytest.raises(attention_api.AttentionArgumentError, match="return_lse"):
         tirxpy_kernels.attention(q, q, q, return_lse=1)
     with pytest.raises(attention_api.AttentionArgumentError, match="NC = 3"):     # the options reach the API
         tirxpy_kernels.attention(q, q, q, NC=3)
+
+
+def _varlen_args():
+    cu = torch.tensor([0, 100, 300], dtype=torch.int32)
+    return cu, cu, 200, 200
+
+
+@pytest.mark.parametrize("call,where", [
+    (lambda x, m: tirxpy_kernels.gemm(x(256, 512), m(512, 512)), "gemm"),
+    (lambda x, m: tirxpy_kernels.gemm(x(256, 512), x(512, 512).detach(), bias=m(512)), "gemm"),
+    (lambda x, m: torch.ops.tirxpy.gemm(x(256, 512).detach(), m(512, 512), None, None, None), "gemm"),
+    (lambda x, m: tirxpy_kernels.attention(x(1, 128, 2, 64), m(1, 128, 2, 64), m(1, 128, 2, 64)), "attention"),
+    (lambda x, m: torch.ops.tirxpy.attention_backward(*(m(1, 128, 2, 64),) * 4, x(1, 128, 2, 64).detach(),
+                                                      m(1, 2, 128, dtype=torch.float32), False, None),
+     "attention_backward"),
+    (lambda x, m: tirxpy_kernels.mlp(x(256, 512), m(512, 1024), m(1024, 512)), "mlp"),
+    (lambda x, m: tirxpy_kernels.attention_varlen(x(300, 2, 64), m(300, 2, 64), m(300, 2, 64),
+                                                  *_varlen_args()), "attention_varlen"),
+])
+def test_a_meta_tensor_among_real_ones_is_refused_not_answered(call, where):
+    """One input on ``meta`` sends an operator to its fake implementation, which allocates on another input's
+    device: without the device check a call mixing ``meta`` and CPU tensors returned memory nothing wrote."""
+    def x(*shape):
+        return torch.zeros(shape, dtype=torch.bfloat16, requires_grad=True)
+
+    def m(*shape, dtype=torch.bfloat16):
+        return torch.empty(shape, dtype=dtype, device="meta")
+
+    with pytest.raises(ArgumentError, match=rf"^{where}: the tensors must be on one device, got .*cpu.*meta|"
+                                            rf"^{where}: the tensors must be on one device, got .*meta.*cpu"):
+        call(x, m)
+
+
+def test_out_through_the_operator_is_checked_as_the_api_checks_it():
+    a = torch.zeros(256, 64, dtype=torch.bfloat16, requires_grad=True)
+    b = torch.zeros(64, 256, dtype=torch.bfloat16)
+    out = torch.empty(256, 256, dtype=torch.bfloat16)
+    with pytest.raises(gemm_api.GemmArgumentError, match=r"gemm: b must be 2-D \(a matrix\), got shape \(64,\)"):
+        tirxpy_kernels.gemm(a, b[:, 0], out)
+    with pytest.raises(gemm_api.GemmArgumentError, match=r"gemm: out must be contiguous"):
+        tirxpy_kernels.gemm(a, b, torch.empty(256, 256, dtype=torch.bfloat16).t())
+    with pytest.raises(gemm_api.GemmArgumentError, match="gemm: out is a leaf tensor that requires grad"):
+        tirxpy_kernels.gemm(a, b, out.clone().requires_grad_())
+
+
+def test_tensors_without_storage_are_named_not_read():
+    """A ``torch.vmap`` batched tensor has no data pointer: the entry points name it instead of failing inside
+    torch when they read its address or its values."""
+    x = torch.zeros(2, 1, 128, 2, 64, dtype=torch.bfloat16)
+    with pytest.raises(attention_api.AttentionArgumentError, match="^attention: q has no data pointer .*vmap"):
+        torch.vmap(lambda t: tirxpy_kernels.attention(t, t, t))(x)
+    with pytest.raises(attention_bwd_api.AttentionBwdArgumentError,
+                       match="^attention_backward: q has no data pointer"):
+        torch.vmap(lambda t: tirxpy_kernels.attention_backward(t, t, t, t, t, torch.zeros(1, 2, 128)))(x)
+    q = torch.zeros(300, 2, 64, dtype=torch.bfloat16)
+    cus = torch.stack([_varlen_args()[0]] * 2)
+    with pytest.raises(ArgumentError, match="^attention_varlen: cu_seqlens_q has no data pointer"):
+        torch.vmap(lambda c: tirxpy_kernels.attention_varlen(q, q, q, c, c, 200, 200))(cus)
+    with pytest.raises(ArgumentError, match="^attention_varlen_backward: cu_seqlens_q has no data pointer"):
+        torch.vmap(lambda c: tirxpy_kernels.attention_varlen_backward(q, q, q, q, q, torch.zeros(2, 300), c, c, 200,
+                                                                      200))(cus)
+
+
+def test_tuning_values_are_taken_by_type_not_by_repr():
+    class Spoof:            # its repr reads as a literal
+        def __repr__(self):
+            return "True"
+
+    class Bomb:
+        def __repr__(self):
+            raise ZeroDivisionError
+
+    q = torch.zeros(1, 128, 2, 64, dtype=torch.bfloat16, requires_grad=True)
+    a = torch.zeros(256, 64, dtype=torch.bfloat16, requires_grad=True)
+    with pytest.raises(attention_api.AttentionArgumentError, match="plain values .*; PINGPONG has type Spoof"):
+        tirxpy_kernels.attention(q, q, q, PINGPONG=Spoof())
+    with pytest.raises(gemm_api.GemmArgumentError, match="plain values .*; BN has type Bomb"):
+        tirxpy_kernels.gemm(a, a.t(), BN=Bomb())
 
 
 @pytest.mark.parametrize("call,msg", [
