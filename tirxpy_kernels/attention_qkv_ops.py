@@ -21,7 +21,7 @@ from torch import Tensor
 
 from . import attention_api, attention_bwd_api
 from .attention_api import AttentionArgumentError
-from .checks import dense_tensor, one_device
+from .checks import dense_tensor, no_meta_mix
 from .torch_ops import needs_op, op_args
 
 
@@ -82,7 +82,7 @@ def _backward_fake(qkv, out, dout, lse, causal, scale):
     """``dqkv`` of ``qkv``'s shape once ``qkv`` passes :func:`_check` and the arguments the backward API's metadata
     checks (:func:`tirxpy_kernels.attention_bwd_api._check_meta`), as the operator checks them."""
     _check(qkv)
-    one_device("attention_qkvpacked", AttentionArgumentError, qkv=qkv, out=out, dout=dout, lse=lse)
+    no_meta_mix("attention_qkvpacked", AttentionArgumentError, qkv=qkv, out=out, dout=dout, lse=lse)
     attention_bwd_api._check_meta(*qkv.unbind(2), out, dout, lse, causal, scale, False)
     return qkv.new_empty(qkv.shape)
 

@@ -24,20 +24,23 @@ import torch
 from tirxpy.lower.overlap import overlaps   # whether an out may share memory with an input: the launch path's test
 
 
-def one_device(where: str, error, **tensors) -> None:
-    """Raise ``error`` unless the tensors given by name (None skipped) are all on one device. An operator's fake
-    implementation runs whenever one input is on ``meta`` and makes its outputs on an input's device, so a call
-    that mixes ``meta`` and real tensors would otherwise return memory nothing wrote.
+def no_meta_mix(where: str, error, **tensors) -> None:
+    """Raise ``error`` when some of the tensors given by name (None skipped) are on ``meta`` and others are not. An
+    operator's fake implementation runs whenever one input is on ``meta`` and makes its outputs on an input's
+    device, so a call that mixed ``meta`` and real tensors would return memory nothing wrote; all ``meta`` (shapes
+    only) or all real is the caller's choice.
 
-        >>> one_device("gemm", ValueError, a=torch.zeros(1), b=torch.zeros(1, device="meta"), bias=None)
+        >>> no_meta_mix("gemm", ValueError, a=torch.zeros(1), b=torch.zeros(1, device="meta"), bias=None)
         Traceback (most recent call last):
         ...
-        ValueError: gemm: the tensors must be on one device, got a on cpu, b on meta: move them to one (CUDA) device
+        ValueError: gemm: a is on cpu and b on meta; pass real tensors on one device (or only meta ones, for shapes)
     """
     devs = [(name, t.device) for name, t in tensors.items() if t is not None]
-    if len({d for _, d in devs}) > 1:
-        got = ", ".join(f"{name} on {d}" for name, d in devs)
-        raise error(f"{where}: the tensors must be on one device, got {got}: move them to one (CUDA) device")
+    meta = [name for name, d in devs if d.type == "meta"]
+    if meta and len(meta) < len(devs):
+        real = next((name, d) for name, d in devs if d.type != "meta")
+        raise error(f"{where}: {real[0]} is on {real[1]} and {meta[0]} on meta; pass real tensors on one device (or "
+                    "only meta ones, for shapes)")
 
 
 def self_overlapping(t) -> bool:

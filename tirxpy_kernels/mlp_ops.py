@@ -24,7 +24,7 @@ import torch
 from torch import Tensor
 
 from . import gemm_api
-from .checks import dense_tensor, one_device
+from .checks import dense_tensor, no_meta_mix
 from .gemm_api import GemmArgumentError
 from .gemm_plan import ACTIVATIONS
 from .torch_ops import _product_like, gemm_op, needs_op
@@ -91,7 +91,7 @@ def _mlp_fake(x, b1, b2):
     the kernel API's metadata checks of both products (:func:`tirxpy_kernels.gemm_api._check`), as the operator's
     two :func:`tirxpy_kernels.gemm_api.gemm` calls make them."""
     _check_op(x, b1, b2)
-    one_device("mlp", GemmArgumentError, x=x, b1=b1, b2=b2)
+    no_meta_mix("mlp", GemmArgumentError, x=x, b1=b1, b2=b2)
     r = x.new_empty((x.shape[0], b1.shape[1]))
     gemm_api._check(x, b1, None, None, "relu", None, {})
     gemm_api._check(r, b2, None, None, None, None, {})

@@ -46,7 +46,7 @@ from . import attention_api, gemm_api
 from . import attention_varlen_api
 from . import attention_varlen_api as _varlen
 from .attention_api import AttentionArgumentError
-from .checks import dense_tensor, one_device
+from .checks import dense_tensor, no_meta_mix
 from .gemm_api import GemmArgumentError
 
 _is_compiling = torch.compiler.is_compiling
@@ -158,7 +158,7 @@ def _gemm_fake(a, b, bias, activation, out_dtype, tuning="", gate=None):
     """The operator's output ``(M, N)`` of ``out_dtype or a.dtype`` once the arguments pass the kernel API's
     metadata checks (:func:`tirxpy_kernels.gemm_api._check`: its typed error otherwise), as the operator checks them
     before the device."""
-    one_device("gemm", GemmArgumentError, a=a, b=b, bias=bias, gate=gate)
+    no_meta_mix("gemm", GemmArgumentError, a=a, b=b, bias=bias, gate=gate)
     gemm_api._check(a, b, None, bias, activation, out_dtype, decode_tuning(tuning, "gemm", GemmArgumentError), gate)
     return a.new_empty((a.shape[0], b.shape[1]), dtype=out_dtype or a.dtype)
 
@@ -250,7 +250,7 @@ def _attention_fake(q, k, v, causal, scale, tuning=""):
     """``(out, lse)`` of the operator's shapes and dtypes once the arguments pass the kernel API's metadata checks
     (:func:`tirxpy_kernels.attention_api._check_meta`; the plan, which needs the device's SM count, is not made)."""
     opts = decode_tuning(tuning, "attention", AttentionArgumentError)
-    one_device("attention", AttentionArgumentError, q=q, k=k, v=v)
+    no_meta_mix("attention", AttentionArgumentError, q=q, k=k, v=v)
     attention_api._check_meta(q, k, v, causal, scale, True, opts)
     B, SQ, H, _ = q.shape
     return q.new_empty(q.shape), q.new_empty((B, H, SQ), dtype=torch.float32)
@@ -268,7 +268,7 @@ def attention_backward_op(q: Tensor, k: Tensor, v: Tensor, out: Tensor, dout: Te
 def _attention_backward_fake(q, k, v, out, dout, lse, causal, scale):
     """``(dq, dk, dv)`` of ``q``'s, ``k``'s, ``v``'s shapes once the arguments pass the backward API's metadata
     checks (:func:`tirxpy_kernels.attention_bwd_api._check_meta`; no plan)."""
-    one_device("attention_backward", AttentionArgumentError, q=q, k=k, v=v, out=out, dout=dout, lse=lse)
+    no_meta_mix("attention_backward", AttentionArgumentError, q=q, k=k, v=v, out=out, dout=dout, lse=lse)
     _backward_module()._check_meta(q, k, v, out, dout, lse, causal, scale, False)
     return q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
 
@@ -339,10 +339,18 @@ def _attention_varlen_fake(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
     """``(out, lse)`` as the kernel API allocates them (:func:`~tirxpy_kernels.attention_varlen_api.empty_outputs`)
     once the arguments pass its metadata checks (:func:`~tirxpy_kernels.attention_varlen_api.check`; the
     ``cu_seqlens`` values are device data, checked when the operator runs)."""
-    one_device("attention_varlen", AttentionArgumentError, q=q, k=k, v=v, cu_seqlens_q=cu_seqlens_q,
-               cu_seqlens_k=cu_seqlens_k)
+    _varlen_meta_mix("attention_varlen", dict(q=q, k=k, v=v), cu_seqlens_q, cu_seqlens_k)
     _varlen.check(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, scale, True)
     return _varlen.empty_outputs(q, _varlen.windows(max_seqlen_q, max_seqlen_k, q.shape[0], k.shape[0])[0])
+
+
+def _varlen_meta_mix(where, tensors, cu_seqlens_q, cu_seqlens_k):
+    """:func:`~tirxpy_kernels.checks.no_meta_mix` for a packed operator's fake: its ``tensors`` all on ``meta`` or
+    none, and ``cu_seqlens`` on ``meta`` only with them (the kernel API takes ``cu_seqlens`` on the CPU with
+    tensors on the GPU, and with ``meta`` ones for shapes)."""
+    no_meta_mix(where, AttentionArgumentError, **tensors)
+    if tensors["q"].device.type != "meta":
+        no_meta_mix(where, AttentionArgumentError, q=tensors["q"], cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k)
 
 
 @torch.library.custom_op("tirxpy::attention_varlen_backward", mutates_args=())
@@ -363,8 +371,8 @@ def _attention_varlen_backward_fake(q, k, v, out, dout, lse, cu_seqlens_q, cu_se
     (:func:`varlen_backward`) and the arguments pass its metadata checks
     (:func:`tirxpy_kernels.attention_bwd_api._check_varlen`; the ``cu_seqlens`` values are checked when it runs)."""
     varlen_backward()
-    one_device("attention_varlen_backward", AttentionArgumentError, q=q, k=k, v=v, out=out, dout=dout, lse=lse,
-               cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k)
+    _varlen_meta_mix("attention_varlen_backward", dict(q=q, k=k, v=v, out=out, dout=dout, lse=lse), cu_seqlens_q,
+                     cu_seqlens_k)
     _backward_module()._check_varlen(q, k, v, out, dout, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
                                      causal, scale)
     return q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)

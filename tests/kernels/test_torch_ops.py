@@ -104,19 +104,32 @@ def _varlen_args():
     (lambda x, m: tirxpy_kernels.mlp(x(256, 512), m(512, 1024), m(1024, 512)), "mlp"),
     (lambda x, m: tirxpy_kernels.attention_varlen(x(300, 2, 64), m(300, 2, 64), m(300, 2, 64),
                                                   *_varlen_args()), "attention_varlen"),
+    (lambda x, m: tirxpy_kernels.attention_varlen(x(300, 2, 64), x(300, 2, 64), x(300, 2, 64),
+                                                  *(c.to("meta") for c in _varlen_args()[:2]), 200, 200),
+     "attention_varlen"),
 ])
 def test_a_meta_tensor_among_real_ones_is_refused_not_answered(call, where):
     """One input on ``meta`` sends an operator to its fake implementation, which allocates on another input's
-    device: without the device check a call mixing ``meta`` and CPU tensors returned memory nothing wrote."""
+    device: without the check a call mixing ``meta`` and CPU tensors returned memory nothing wrote. All ``meta``
+    (shapes only) is still answered, as are CPU ``cu_seqlens`` with ``meta`` tensors."""
     def x(*shape):
         return torch.zeros(shape, dtype=torch.bfloat16, requires_grad=True)
 
     def m(*shape, dtype=torch.bfloat16):
         return torch.empty(shape, dtype=dtype, device="meta")
 
-    with pytest.raises(ArgumentError, match=rf"^{where}: the tensors must be on one device, got .*cpu.*meta|"
-                                            rf"^{where}: the tensors must be on one device, got .*meta.*cpu"):
+    with pytest.raises(ArgumentError, match=rf"^{where}: \w+ is on cpu and \w+ on meta; pass real tensors on one "
+                                            "device"):
         call(x, m)
+
+
+def test_all_meta_calls_and_cpu_cu_seqlens_with_meta_tensors_still_give_shapes():
+    q = torch.empty(300, 2, 64, dtype=torch.bfloat16, device="meta")
+    cu = torch.tensor([0, 100, 300], dtype=torch.int32)
+    o, lse = torch.ops.tirxpy.attention_varlen(q, q, q, cu, cu, 200, 200, False, None)
+    assert o.device.type == "meta" and o.shape == q.shape
+    a = torch.empty(256, 512, dtype=torch.bfloat16, device="meta", requires_grad=True)
+    assert tirxpy_kernels.gemm(a, a.t()).shape == (256, 256)
 
 
 def test_out_through_the_operator_is_checked_as_the_api_checks_it():
