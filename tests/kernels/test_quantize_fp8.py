@@ -149,6 +149,12 @@ def _exact_quotient(x, s):
     (lambda x: reference(x, "token", rcp=None), "reference: rcp must be True or False"),
     (lambda x: group_scales(x, "1X128"), "group_scales: granularity must be one of"),
     (lambda x: expand_scales(torch.ones(4, 1), "row", 4, 8), "expand_scales: granularity must be one of"),
+    (lambda x: expand_scales("x", "token", 4, 8), "expand_scales: s must be the (4, 1) scales of a 'token' "
+                                                  "quantization of an (4, 8) input, got str"),
+    (lambda x: expand_scales(torch.ones(4, 1), "1x128", 4, 300), "expand_scales: s must be the (4, 3) scales"),
+    (lambda x: expand_scales(torch.ones(1, 1), "128x128", 129, 8), "expand_scales: s must be the (2, 1) scales"),
+    (lambda x: expand_scales(torch.ones(4, 1), "token", "4", 8), "expand_scales: M must be a positive int"),
+    (lambda x: expand_scales(torch.ones(4, 1), "token", 4, -8), "expand_scales: K must be a positive int"),
 ])
 def test_the_torch_rule_functions_name_bad_arguments(call, msg):
     """reference() (which quantize_fp8's device error recommends), group_scales and expand_scales name a bad argument
