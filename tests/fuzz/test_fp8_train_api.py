@@ -292,3 +292,31 @@ def test_attention_varlen_backward_tensors_of_every_wrong_kind_are_named(name):
                                                                                    torch.float32]))
 def test_attention_varlen_backward_bad_cu_seqlens_are_named(name, values, dtype):
     refuse(AREA, _varlen_bwd(**{name: torch.tensor(values, dtype=dtype)}), names=_cu_names(values, dtype))
+
+
+ENTRY_CALLS = {     # each entry point of a fixed signature, with good CPU arguments
+    "attention_backward": lambda **kw: tirxpy_kernels.attention_backward(Q, Q, Q, Q, Q, LSE, **kw),
+    "attention_varlen": lambda **kw: tirxpy_kernels.attention_varlen(QV, QV, QV, CU, CU, 200, 200, **kw),
+    "attention_varlen_backward": lambda **kw: tirxpy_kernels.attention_varlen_backward(
+        QV, QV, QV, QV, QV, torch.zeros(H, 300), CU, CU, 200, 200, **kw),
+    "attention_qkvpacked": lambda **kw: tirxpy_kernels.attention_qkvpacked(torch.stack([Q, Q, Q], 2), **kw),
+    "mlp": lambda **kw: tirxpy_kernels.mlp(X, torch.zeros(256, 512, dtype=torch.bfloat16),
+                                           torch.zeros(512, 256, dtype=torch.bfloat16), **kw),
+    "quantize_fp8": lambda **kw: tirxpy_kernels.quantize_fp8(X, "token", **kw),
+}
+
+
+@SETTINGS
+@given(st.sampled_from(sorted(ENTRY_CALLS)), st.text("abcdefghijklmnopqrstuvwxyz_", min_size=1, max_size=12))
+def test_an_unknown_keyword_is_named_by_every_entry_point(where, name):
+    """A misspelt keyword (``casual=``, ``pow2=``) gets the library's ArgumentError naming it and the parameters."""
+    call = ENTRY_CALLS[where]
+    import inspect
+
+    fn = getattr(tirxpy_kernels, where)
+    known = set(inspect.signature(fn).parameters)
+    if where == "quantize_fp8":
+        known |= {"dtype", "pow2_scales"}
+    if name in known:
+        return
+    refuse(AREA, lambda: call(**{name: 1}), names=[f"unexpected keyword argument '{name}'; it takes ("])
