@@ -84,6 +84,14 @@ def needs_op(*tensors) -> bool:
 _LITERALS = (type(None), bool, int, float, str)     # the value types encode_tuning writes (and tuples of them)
 
 
+def _plain(v):
+    """A numpy scalar as the Python value it holds (the kernel APIs take ``np.int64(128)`` and ``np.bool_(True)``
+    as options), anything else as it is."""
+    import numpy as np  # noqa: PLC0415
+
+    return v.item() if isinstance(v, np.generic) and type(v.item()) in _LITERALS else v
+
+
 @torch.compiler.assume_constant_result     # (torch.compile calls it while tracing: its arguments are constants)
 def encode_tuning(tuning: dict, where: str, error) -> str:
     """The tuning options of a kernel API call as the string an operator takes (a Python literal, read back by
@@ -94,11 +102,15 @@ def encode_tuning(tuning: dict, where: str, error) -> str:
         "(('BN', 64), ('STAGES', 2))"
         >>> decode_tuning(encode_tuning({"SPLIT": (16, 1, 240), "PDL": False}, "gemm", ValueError))
         {'PDL': False, 'SPLIT': (16, 1, 240)}
+        >>> import numpy as np
+        >>> encode_tuning({"BN": np.int64(128), "PDL": np.bool_(False)}, "gemm", ValueError)    # as the API takes them
+        "(('BN', 128), ('PDL', False))"
     """
     import ast  # noqa: PLC0415
 
     if not tuning:
         return ""
+    tuning = {k: tuple(map(_plain, v)) if type(v) is tuple else _plain(v) for k, v in tuning.items()}
     for name, v in tuning.items():      # by type: an object's own repr may pass for a literal, or raise
         if not (type(v) in _LITERALS or type(v) is tuple and all(type(x) in _LITERALS for x in v)):
             raise error(f"{where}: tuning options must be plain values (ints, bools, strings, None, tuples of them) "

@@ -177,6 +177,12 @@ def test_tuning_values_are_taken_by_type_not_by_repr():
         tirxpy_kernels.attention(q, q, q, PINGPONG=Spoof())
     with pytest.raises(gemm_api.GemmArgumentError, match="plain values .*; BN has type Bomb"):
         tirxpy_kernels.gemm(a, a.t(), BN=Bomb())
+    import numpy as np      # numpy scalars go on as the Python values they hold, as the plain path takes them
+
+    with pytest.raises(gemm_api.GemmArgumentError, match="the kernel runs on a CUDA GPU"):
+        tirxpy_kernels.gemm(a, a.t(), BN=np.int64(128), PDL=np.bool_(True))
+    with pytest.raises(gemm_api.GemmArgumentError, match="plain values .*; BN has type datetime64"):
+        tirxpy_kernels.gemm(a, a.t(), BN=np.datetime64("2026-01-01"))
 
 
 @pytest.mark.parametrize("call,msg", [
