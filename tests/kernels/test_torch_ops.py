@@ -107,6 +107,12 @@ def _varlen_args():
     (lambda x, m: tirxpy_kernels.attention_varlen(x(300, 2, 64), x(300, 2, 64), x(300, 2, 64),
                                                   *(c.to("meta") for c in _varlen_args()[:2]), 200, 200),
      "attention_varlen"),
+    (lambda x, m: torch.ops.tirxpy.attention_varlen_backward(*(m(300, 2, 64),) * 4, x(300, 2, 64).detach(),
+                                                             m(2, 300, dtype=torch.float32), *_varlen_args(), False,
+                                                             None), "attention_varlen_backward"),
+    (lambda x, m: torch.ops.tirxpy.attention_qkvpacked_backward(m(1, 128, 3, 2, 64), x(1, 128, 2, 64).detach(),
+                                                                m(1, 128, 2, 64), m(1, 2, 128, dtype=torch.float32),
+                                                                False, None), "attention_qkvpacked"),
 ])
 def test_a_meta_tensor_among_real_ones_is_refused_not_answered(call, where):
     """One input on ``meta`` sends an operator to its fake implementation, which allocates on another input's
@@ -701,3 +707,24 @@ def test_cuda_graph_replays_a_training_step():
     assert _relerr(yr, y2.double()) < 1e-3
     for a, b in zip(gr, g2):
         assert not torch.isnan(a).any() and _relerr(a, b.double()) < 1e-2
+
+
+def test_an_option_whose_hash_raises_gets_the_full_checks():
+    """The fast repeated-call keys hash the options; one whose ``__hash__`` raises goes to the full checks (here
+    the device error on meta tensors, or the kernel cache's JitError naming its type), not out as its own error."""
+    from tirxpy.jit import JitError
+    from tirxpy_kernels.quantize_api import QuantizeArgumentError
+
+    class HashBomb(int):
+        def __hash__(self):
+            raise ZeroDivisionError
+
+    a, b = torch.empty(256, 512, dtype=torch.bfloat16, device="meta"), torch.empty(512, 512, device="meta")
+    with pytest.raises(gemm_api.GemmArgumentError, match="the kernel runs on a CUDA GPU"):
+        tirxpy_kernels.gemm(a, b.bfloat16(), BN=HashBomb(128))
+    e4m3 = torch.float8_e4m3fn
+    s0 = torch.ones((), device="meta")
+    with pytest.raises((JitError, ArgumentError), match="HashBomb does not hash|CUDA"):
+        tirxpy_kernels.gemm_fp8(a.to(e4m3), b.to(e4m3).t(), s0, s0, BN=HashBomb(128))
+    with pytest.raises(QuantizeArgumentError, match="pow2_scales must be True or False"):
+        tirxpy_kernels.quantize_fp8(a, "token", pow2_scales=HashBomb(1))
