@@ -25,12 +25,12 @@ import functools
 _OPS: list = []     # [tirxpy_kernels.torch_ops] once a call has imported it (and torch)
 
 
-def _named_arguments(where, inner=None):
+def _named_arguments(inner=None):
     """Decorator of an entry point: a call with arguments its signature does not take (an unknown keyword, one
     missing or one too many; with ``inner``, a function returning the callee that takes its ``**kw``, that
-    callee's signature too) raises :class:`tirxpy.errors.ArgumentError` naming them and the parameters, as the
-    kernel APIs name a bad option. Every other error passes unchanged, and a good call pays nothing: the signature
-    is bound only after a TypeError.
+    callee's signature too) raises :class:`tirxpy.errors.ArgumentError` naming the entry point, the arguments
+    and the parameters, as the kernel APIs name a bad option. Every other error passes unchanged, and a good call
+    pays nothing: the signature is bound only after a TypeError.
 
         >>> attention_backward(1, 2, 3, 4, 5, 6, casual=True)
         Traceback (most recent call last):
@@ -56,7 +56,7 @@ def _named_arguments(where, inner=None):
                     except TypeError as bad:
                         msg = str(bad).removeprefix(f"{fn.__name__}() ")
                         params = str(sig)[1:-1]
-                        raise ArgumentError(f"{where}: {msg}; it takes ({params})") from None
+                        raise ArgumentError(f"{fn.__name__}: {msg}; it takes ({params})") from None
                 raise
         return call
     return wrap
@@ -81,7 +81,7 @@ def gemm(a, b, out=None, **kw):
     return torch_ops.gemm_api.gemm(a, b, out, **kw)
 
 
-@_named_arguments("mlp")
+@_named_arguments()
 def mlp(x, b1, b2, activation="relu"):
     """``act(x @ b1) @ b2`` on a Hopper GPU (``b1 = w1.t()``, ``b2 = w2.t()``); see :func:`tirxpy_kernels.mlp_ops.mlp`.
     Differentiable and ``torch.compile``-able through ``torch.ops.tirxpy.mlp``, whose backward masks ReLU's
@@ -109,7 +109,7 @@ def attention(q, k, v, causal=False, scale=None, **kw):
     return torch_ops.attention_api.attention(q, k, v, causal=causal, scale=scale, **kw)
 
 
-@_named_arguments("attention_qkvpacked")
+@_named_arguments()
 def attention_qkvpacked(qkv, causal=False, scale=None):
     """Attention over ``q, k, v = qkv.unbind(2)`` of one ``(batch, seq, 3, heads, dim)`` tensor on a Hopper GPU, whose
     backward writes one packed ``dqkv``; see :func:`tirxpy_kernels.attention_qkv_ops.attention_qkvpacked`."""
@@ -118,7 +118,7 @@ def attention_qkvpacked(qkv, causal=False, scale=None):
     return _packed(qkv, causal, scale)
 
 
-@_named_arguments("attention_varlen")
+@_named_arguments()
 def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal=False, scale=None,
                      return_lse=False):
     """Attention forward over packed variable-length sequences ``(total_tokens, heads, dim)`` on a Hopper GPU; see
@@ -133,7 +133,7 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
                                                            max_seqlen_k, causal=causal, scale=scale, return_lse=return_lse)
 
 
-@_named_arguments("attention_backward")
+@_named_arguments()
 def attention_backward(q, k, v, out, dout, lse, causal=False, scale=None, deterministic=False, grads=None):
     """``(dq, dk, dv)`` of :func:`attention` on a Hopper GPU, from the forward's output and log-sum-exp (into
     ``grads``, when given); see :func:`tirxpy_kernels.attention_bwd_api.attention_backward`."""
@@ -142,7 +142,7 @@ def attention_backward(q, k, v, out, dout, lse, causal=False, scale=None, determ
     return _bwd(q, k, v, out, dout, lse, causal=causal, scale=scale, deterministic=deterministic, grads=grads)
 
 
-@_named_arguments("attention_varlen_backward")
+@_named_arguments()
 def attention_varlen_backward(q, k, v, out, dout, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
                               causal=False, scale=None, deterministic=False):
     """``(dq, dk, dv)`` of :func:`attention_varlen` over packed sequences, from the forward's output and ``lse``
@@ -153,7 +153,14 @@ def attention_varlen_backward(q, k, v, out, dout, lse, cu_seqlens_q, cu_seqlens_
                 scale=scale, deterministic=deterministic)
 
 
-@_named_arguments("quantize_fp8", lambda: __import__("tirxpy_kernels.quantize_api", fromlist=["x"]).quantize_fp8)
+def _quantize_callee():
+    """:func:`tirxpy_kernels.quantize_api.quantize_fp8`, the callee of :func:`quantize_fp8`'s ``**kw``."""
+    from .quantize_api import quantize_fp8 as callee  # noqa: PLC0415  (imports torch lazily)
+
+    return callee
+
+
+@_named_arguments(_quantize_callee)
 def quantize_fp8(x, granularity, **kw):
     """``(x_q, scales)``: fp8 quantization with amax scales; see :func:`tirxpy_kernels.quantize_api.quantize_fp8`."""
     from .quantize_api import quantize_fp8 as _quantize_fp8  # noqa: PLC0415  (imports torch lazily)
