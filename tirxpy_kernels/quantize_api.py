@@ -193,8 +193,8 @@ def group_scales(x, granularity, dtype=torch.float8_e4m3fn, pow2_scales=False):
 
 def expand_scales(s, granularity, M, K):
     """Each element's scale, ``(M, K)``, from the scales ``s`` :func:`quantize_fp8` returns for an ``(M, K)`` input
-    (``(M, 1)`` per token, ``(M, ceil(K / 128))`` per 1 x 128 group, ``(ceil(M / 128), ceil(K / 128))`` per
-    128 x 128 block); other shapes are :class:`QuantizeArgumentError` naming the expected one.
+    (:func:`~tirxpy_kernels.quantize_sm90.scales_shape`); other shapes are :class:`QuantizeArgumentError` naming the
+    expected one.
 
         >>> expand_scales(torch.tensor([[2.0], [3.0]]), "token", 2, 3).tolist()
         [[2.0, 2.0, 2.0], [3.0, 3.0, 3.0]]
@@ -205,7 +205,7 @@ def expand_scales(s, granularity, M, K):
             raise QuantizeArgumentError(f"expand_scales: {name} must be a positive int (the input's shape), got "
                                         f"{n!r:.40}")
     gr = {"token": 1, "1x128": 1, "128x128": GROUP}[granularity]
-    want = (-(-M // gr), 1 if granularity == "token" else -(-K // GROUP))
+    want = scales_shape(granularity, M, K)
     if not isinstance(s, torch.Tensor) or tuple(s.shape) != want:
         got = tuple(s.shape) if isinstance(s, torch.Tensor) else type(s).__name__
         raise QuantizeArgumentError(f"expand_scales: s must be the {want} scales of a {granularity!r} quantization "
