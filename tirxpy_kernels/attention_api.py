@@ -24,7 +24,7 @@ from tirxpy.errors import ArgumentError, TirxError
 from tirxpy.ir.dtype import from_torch
 
 from .attention_plan import DTYPES, HEAD_DIMS, TARGET, check_options, check_scale, plan
-from .checks import dense_tensor, misalignment
+from .checks import address, dense_tensor, misalignment
 from .errors import KernelConfigError, flag_option, is_flag, plain_flags
 from .attention_sm90 import attention_sm90
 from .launch_cache import LaunchCache, compiled, launch_bound
@@ -238,10 +238,10 @@ def _fast_key(q, k, v, causal, scale, tuning):
     if not isinstance(causal, bool) or type(scale) not in (type(None), int, float) \
             or not all(type(x) in _PLAIN for x in tuning.values()):
         return None
-    try:
-        aligns = (q.data_ptr() % 16, k.data_ptr() % 16, v.data_ptr() % 16)
-    except (RuntimeError, NotImplementedError, TypeError):     # no storage (torch.vmap, a subclass): the checks name it
+    ptrs = (address(q), address(k), address(v))
+    if None in ptrs:        # no storage (torch.vmap, a subclass): the checks name it
         return None
+    aligns = tuple(p % 16 for p in ptrs)
     return (q.shape, q.stride(), k.shape, k.stride(), v.shape, v.stride(), q.dtype, k.dtype, v.dtype, q.device,
             k.device, v.device) + aligns + (causal, type(scale), scale,
                                             tuple(sorted((name, type(x), x) for name, x in tuning.items())))

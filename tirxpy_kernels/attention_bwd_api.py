@@ -35,7 +35,7 @@ from .attention_bwd_sm90 import attention_bwd_sm90
 from .attention_varlen_api import (VarlenArgumentError, check_copied, check_cu_device, check_lengths, clipped_view,
                                    cu_values, host_copy, pad_rows, windows)
 from .attention_varlen_api import check as check_varlen
-from .checks import aligned_input, dense_tensor, misalignment, overlaps, self_overlapping
+from .checks import address, aligned_input, dense_tensor, misalignment, overlaps, self_overlapping
 from .errors import KernelConfigError, is_flag, plain_flags
 from .launch_cache import LaunchCache, compiled, launch_bound, tensor_key
 from .views import kernel_input, packed_input, tma_view
@@ -275,11 +275,10 @@ def _fast_key(q, k, v, out, dout, lse, causal, scale, deterministic, grads=None)
     if None in keys or not isinstance(causal, bool) or not isinstance(deterministic, bool) \
             or type(scale) not in (type(None), int, float):
         return None
-    try:
-        aligns = tuple(t.data_ptr() % 16 for t in ts)
-    except (RuntimeError, NotImplementedError, TypeError):     # no storage (torch.vmap, a subclass): the checks name it
+    ptrs = tuple(address(t) for t in ts)
+    if None in ptrs:        # no storage (torch.vmap, a subclass): the checks name it
         return None
-    return keys + aligns + (causal, deterministic, type(scale), scale)
+    return keys + tuple(p % 16 for p in ptrs) + (causal, deterministic, type(scale), scale)
 
 
 def _fast_backward(key, hit, q, k, v, out, dout, lse, grads=None):

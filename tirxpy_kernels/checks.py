@@ -85,12 +85,26 @@ def misalignment(where: str, name: str, t, error, align: int = 16) -> int:
         >>> misalignment("gemm", "a", x[8:], ArgumentError), misalignment("gemm", "a", x[1:], ArgumentError)
         (0, 2)
     """
-    try:
-        ptr = t.data_ptr()
-    except (RuntimeError, NotImplementedError, TypeError):
+    ptr = address(t)
+    if ptr is None:
         raise error(f"{where}: {name} has no data pointer (a tensor subclass without storage, or a torch.vmap batched "
-                    "tensor); pass a plain torch tensor") from None
+                    "tensor); pass a plain torch tensor")
     return ptr % align
+
+
+def address(t):
+    """``t.data_ptr()``, or None for a tensor without one (a wrapper subclass with no storage, a ``torch.vmap``
+    batched tensor).
+
+        >>> address(torch.zeros(2, device="meta"))
+        0
+        >>> torch.vmap(lambda x: torch.tensor(address(x) is None))(torch.zeros(2, 3)).tolist()
+        [True, True]
+    """
+    try:
+        return t.data_ptr()
+    except (RuntimeError, NotImplementedError, TypeError):
+        return None
 
 
 def aligned(where: str, name: str, t, error, align: int = 16, fix: str = "") -> None:

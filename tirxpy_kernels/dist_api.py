@@ -24,6 +24,7 @@ from __future__ import annotations
 import functools
 import numbers
 
+from .checks import address
 from .dist_runs import CHUNKS, RS_CHUNKS, DistArgumentError, ag_copy_engine, ag_movers, rs_copy_engine, rs_push
 from .errors import KernelConfigError
 from .launch_cache import LaunchCache, compiled, tensor_key
@@ -194,18 +195,10 @@ def _call_key(op, group, x, y, out, options):
         return None
     if any(type(v) not in _KEYED for v in options):
         return None
-    px, py, po = _address(x), _address(y), None if out is None else _address(out)
+    px, py, po = address(x), address(y), None if out is None else address(out)
     if px is None or py is None or (out is not None and po is None):
         return None
     return (op, id(group), options, kx, px, ky, py, None if out is None else (ko, po))
-
-
-def _address(t):
-    """``t.data_ptr()``, or None for a tensor without one (a wrapper subclass with no storage)."""
-    try:
-        return t.data_ptr()
-    except (RuntimeError, NotImplementedError, TypeError):
-        return None
 
 
 def _repeat(key, group):
