@@ -4,6 +4,8 @@ import torch
 
 # unit roundoff of the 16-bit input / output types: half the distance from 1 to the next value
 UNIT_ROUNDOFF = {torch.bfloat16: 2.0 ** -8, torch.float16: 2.0 ** -11}
+# half the distance between their subnormals: the absolute error of rounding a value below the smallest normal one
+SUBNORMAL_HALF_STEP = {torch.bfloat16: 2.0 ** -134, torch.float16: 2.0 ** -25}
 
 
 def _heads(q, k, v):
@@ -32,14 +34,18 @@ def reference(q, k, v, causal, scale):
 
 def output_bound(q, k, v, causal, scale):
     """Elementwise bound (B, SQ, H, D) on ``|O - reference|`` for a kernel that rounds P to the input type
-    before ``P V`` and O to it at the end: ``u (2 |O| + P |V|)`` with ``u`` the type's unit roundoff.
+    before ``P V`` and O to it at the end: ``u (2 |O| + P |V|) + e (1 + sum_j |v_j|)`` with ``u`` the type's unit
+    roundoff and ``e`` half its subnormal step (the sum over the keys the row sees).
 
-    Rounding each ``p_j`` moves ``O`` by at most ``u P |V|``; normalising by a sum of the unrounded ``p_j``
-    moves it by at most ``u |O|``; rounding the result, ``u |O|`` again. A fixed absolute tolerance is not
-    a bound: where P is close to one-hot, ``|O|`` is ``|v_j|`` (4 and more for standard normal values), and
-    its last rounding alone is ``2**-6`` in bf16. Example: bf16, one key, ``v = 5.0``: ``O = 5`` exactly and
-    the bound is ``2**-8 (10 + 5) = 0.059``."""
+    Rounding each unnormalised ``p_j <= 1`` moves it by at most ``u p_j + e``, so ``O`` (divided by a row sum of at
+    least 1) by at most ``u P |V| + e sum_j |v_j|``; normalising by a sum of the unrounded ``p_j`` moves it by at
+    most ``u |O|``; rounding the result, ``u |O| + e`` again. The ``e`` terms matter only in float16, whose
+    subnormals start below ``2**-14``. A fixed absolute tolerance is not a bound: where P is close to one-hot,
+    ``|O|`` is ``|v_j|`` (4 and more for standard normal values), and its last rounding alone is ``2**-6`` in bf16.
+    Example: bf16, one key, ``v = 5.0``: ``O = 5`` exactly and the bound is ``2**-8 (10 + 5) = 0.059``."""
     qd, kd, vd = _heads(q, k, v)
-    p = torch.softmax(_scores(qd, kd, causal, scale), -1)
+    s = _scores(qd, kd, causal, scale)
+    p = torch.softmax(s, -1)
     o = (p @ vd).abs()
-    return (UNIT_ROUNDOFF[q.dtype] * (2 * o + p @ vd.abs())).transpose(1, 2)
+    seen = torch.isfinite(s).double() @ vd.abs()
+    return (UNIT_ROUNDOFF[q.dtype] * (2 * o + p @ vd.abs()) + SUBNORMAL_HALF_STEP[q.dtype] * (1 + seen)).transpose(1, 2)
