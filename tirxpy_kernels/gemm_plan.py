@@ -544,6 +544,7 @@ class GemmPlan:
     pass_blocks: int        # block scaling: k-blocks per pass of the k-loop (check_pass); no wgmma stays in flight
                             # across the loop's back edge (ptxas would serialize every wgmma)
     b_window: int = 32      # block scaling: k-blocks per window of B's scales, one per lane (2 .. 32; load_b_window)
+    staging_bufs: int = 2   # buffers of the epilogue's staging tile: two, or a whole tile's chunks (whole_staging)
 
     @property
     def cluster(self):
@@ -579,6 +580,13 @@ class GemmPlan:
         deferred epilogue's whole-tile cast write the accumulator anyway, as does an FP8 product's scaling."""
         return (not self.defer and not self.bias and self.activation is None and self.out_dtype != "float32"
                 and self.scaling is None and not self.gate)
+
+    @property
+    def whole_staging(self):
+        """Whether the epilogue stages the whole tile at once (:func:`~tirxpy_kernels.gemm_sm90.store_tile`): one
+        buffer per chunk, so a consumer writes every chunk behind one barrier pair and issues their TMA stores
+        together, instead of a chunk per barrier pair over two alternating buffers."""
+        return self.staging_bufs == self.chunks and self.chunks > 2
 
     @property
     def first_under_epilogue(self):
@@ -654,4 +662,19 @@ def kernel_plan(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", dt
         multicast_mask=(1 << CM) - 1,
         empty_arrivals=(1 if c["PP"] else 2) * CM * (4 if scaling == "block" else 1),
         kloop_wait=None if drop == "wgmma_wait" else 1, expect_tx=drop != "expect_tx",
-        part=part, part_bufs=part_buffers(BN, part), pass_blocks=c["PASS"] or 2)
+        part=part, part_bufs=part_buffers(BN, part), pass_blocks=c["PASS"] or 2,
+        staging_bufs=staging_buffers(p["smem"], chunks, epi, out_dtype, scaling, defer or gate or c["PP"]))
+
+
+def staging_buffers(smem, chunks, epi, out_dtype, scaling, other_epilogue):
+    """Buffers of the epilogue's staging tile: the block scaling's store-at-once epilogue stages its whole tile
+    (one buffer per chunk) where the shared memory ``smem`` planned with two buffers has room for the rest; every
+    other epilogue (deferred, gated, ping-pong: ``other_epilogue``) alternates two.
+
+        >>> staging_buffers(200000, 3, 64, "bfloat16", "block", False), staging_buffers(200000, 3, 64, "bfloat16", None, False)
+        (3, 2)
+        >>> staging_buffers(220000, 3, 64, "bfloat16", "block", False)     # no room for a third buffer
+        2
+    """
+    whole = smem + (chunks - 2) * BM * epi * DataType.get(out_dtype).itemsize
+    return chunks if scaling == "block" and not other_epilogue and chunks > 2 and whole <= SMEM_LIMIT else 2

@@ -138,11 +138,12 @@ def bias_layout(epi):
 
 def staging_shape(P: GemmPlan):
     """The epilogue's staging tile: two buffers of ``(BM, chunk_cols)`` (per consumer with ping-pong; of
-    ``boxes_per_round`` boxes each when a deferred round writes several narrow chunks)."""
+    ``boxes_per_round`` boxes each when a deferred round writes several narrow chunks), or one per chunk with
+    :attr:`~tirxpy_kernels.gemm_plan.GemmPlan.whole_staging`."""
     if P.pingpong:
         return (2, 2, BM, P.chunk_cols)
     if P.boxes_per_round == 1:
-        return (2, BM, P.chunk_cols)
+        return (P.staging_bufs, BM, P.chunk_cols)
     return (2, P.boxes_per_round, BM, P.chunk_cols)
 
 
@@ -542,17 +543,46 @@ def tile_epilogue(P, ring, acc, SC, pk, out, brow, Bias, C, Cs, i, c, m0, n0, gi
     if P.neg_zero_guard:
         Tx.wg.add(acc, acc, NEG_ZERO())
     scale_tile(P, SC, acc, m0 + c * 64)
-    for j in range(P.chunks):
-        chunk = acc[:, j * P.chunk_cols:j * P.chunk_cols + P.chunk_cols]
-        chunk_col_scales(P, SC, j)
-        scale_chunk(P, SC, chunk)
-        load_bias(P, brow, Bias, n0, j)
-        bias_and_activation(P, chunk, brow)
-        if not P.defer:
-            Tx.wg.cast(out, chunk)
-            store_chunk(P, C, Cs, out, 0, i, j, P.chunks, 1, c, m0, n0, j * P.chunk_cols, None, gio)
+    if P.whole_staging:
+        store_tile(P, C, Cs, acc, out, brow, Bias, c, m0, n0)
+    else:
+        for j in range(P.chunks):
+            chunk = acc[:, j * P.chunk_cols:j * P.chunk_cols + P.chunk_cols]
+            chunk_col_scales(P, SC, j)
+            scale_chunk(P, SC, chunk)
+            load_bias(P, brow, Bias, n0, j)
+            bias_and_activation(P, chunk, brow)
+            if not P.defer:
+                Tx.wg.cast(out, chunk)
+                store_chunk(P, C, Cs, out, 0, i, j, P.chunks, 1, c, m0, n0, j * P.chunk_cols, None, gio)
     if P.defer:
         Tx.wg.cast(pk, acc)     # frees acc for the next tile's first wgmma
+
+
+@T.macro
+def store_tile(P, C, Cs, acc, out, brow, Bias, c, m0, n0):
+    """Consumer ``c``'s rows of the tile at ``(m0, n0)`` with
+    :attr:`~tirxpy_kernels.gemm_plan.GemmPlan.whole_staging`: once the consumer's stores of the previous tile have read the staging tile, every chunk (bias, activation,
+    cast) into its own buffer, then one TMA store per chunk, behind one barrier pair."""
+    if P.drop != "store_wait":
+        if T.thread_id_in_wg() == 0:
+            T.ptx.bulk_wait_group_read(0)
+    T.ptx.barrier_sync(1 + c, 128)
+    w = P.chunk_cols
+    for j in range(P.chunks):
+        chunk = acc[:, j * w:j * w + w]
+        load_bias(P, brow, Bias, n0, j)
+        bias_and_activation(P, chunk, brow)
+        Tx.wg.cast(out, chunk)
+        Tx.wg.copy(Cs[j, c * 64:c * 64 + 64, :], out)
+    if P.drop != "fence_proxy_async":
+        T.ptx.fence_proxy_async()
+    T.ptx.barrier_sync(1 + c, 128)
+    for cc in range(2):         # one issuing thread per call site
+        if T.thread_id() == 128 * (cc + 1):
+            for j in range(P.chunks):
+                Tx.copy_async(C[m0 + cc * 64:m0 + cc * 64 + 64, n0 + j * w:n0 + j * w + w],
+                              Cs[j, cc * 64:cc * 64 + 64, :])
 
 
 # ---- the two consumer schedules --------------------------------------------------------------------------

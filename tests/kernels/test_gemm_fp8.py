@@ -118,6 +118,26 @@ def test_row_scales_follow_each_tile_in_the_ping_pong_schedule():
     _sim_case(200, 400, 144, "row", 176, "bfloat16", False, E4M3, E4M3, {"PINGPONG": True}, sms=1)
 
 
+@pytest.mark.parametrize("drop,kind,line", [
+    ("store_wait", "race", "Tx.wg.copy(Cs[j"),                      # a tile staged over the previous tile's stores
+    ("fence_proxy_async", "missing_fence_proxy_async", "Tx.copy_async(C["),
+])
+def test_whole_tile_staging_steps_are_needed_in_the_simulator(drop, kind, line):
+    """The block scaling's 192-wide tile stages its three chunks at once (``whole_staging``); with two tiles per
+    CTA, dropping the wait for the previous tile's stores or the proxy fence is reported where it shows."""
+    from tirxpy.sim import SimReportError
+
+    M, N, K = 260, 392, 128
+    assert kernel_plan(M, N, K, BN=192, STAGES=2, dtype="float8_e4m3", scaling="block").whole_staging
+    g = _fresh()
+    a, w = _operands(M, N, K, g)
+    SA, SB = _scale_args("block", *_scales("block", M, N, K, g), M, N, K, M, N, K)
+    k = gemm_sm90(M, N, K, BN=192, STAGES=2, sms=2, dtype="float8_e4m3", scaling="block", drop=drop)
+    with pytest.raises(SimReportError) as e:
+        run(k, a, w, SA, SB, torch.zeros(1, 1).bfloat16(), torch.full((M, N), float("nan")).bfloat16(), seed=1)
+    assert any(p.kind == kind and line in str(p) for p in e.value.problems), str(e.value)
+
+
 def _sim_case(M, N, K, scaling, BN, out_dtype, bias, dtype, b_dtype, opts, b_window=None, sms=2):
     g = _fresh()
     a, w = _operands(M, N, K, g, dtype, outliers=True, b_dtype=b_dtype)
