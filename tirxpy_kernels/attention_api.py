@@ -56,6 +56,22 @@ def _check(q, k, v, causal, scale, return_lse, tuning):
     return B, SQ, H, D, SK, HKV, p
 
 
+def check_dtype(where, name, t):
+    """AttentionArgumentError unless the tensor ``t`` (the caller's argument ``name`` of ``where``) has a dtype the
+    kernel takes (:data:`~tirxpy_kernels.attention_plan.DTYPES`): the one home of that rule for :func:`attention` and
+    the functions built on it (``attention_qkvpacked``), so each names its own argument.
+
+        >>> import torch
+        >>> check_dtype("attention_qkvpacked", "qkv", torch.empty(1, dtype=torch.float32, device="meta"))
+        Traceback (most recent call last):
+        ...
+        tirxpy_kernels.attention_api.AttentionArgumentError: attention_qkvpacked: qkv has dtype torch.float32; the kernel takes torch.bfloat16 or torch.float16 (convert with qkv.to(torch.bfloat16))
+    """
+    if from_torch(t.dtype) not in DTYPES:
+        raise AttentionArgumentError(f"{where}: {name} has dtype {t.dtype}; the kernel takes torch.bfloat16 or "
+                                     f"torch.float16 (convert with {name}.to(torch.bfloat16))")
+
+
 def _check_meta(q, k, v, causal, scale, return_lse, tuning):
     """``(B, SQ, H, D, SK, HKV, causal)`` (``causal`` a Python bool) once every argument is right as far as its
     metadata tells: the tensors' kinds, dtypes and shapes, ``causal``, ``scale``, ``return_lse``, the options'
@@ -71,9 +87,7 @@ def _check_meta(q, k, v, causal, scale, return_lse, tuning):
     """
     for name, t in (("q", q), ("k", k), ("v", v)):
         dense_tensor("attention", name, t, 4, "(batch, seq, heads, dim)", AttentionArgumentError)
-        if from_torch(t.dtype) not in DTYPES:
-            raise AttentionArgumentError(f"attention: {name} has dtype {t.dtype}; the kernel takes torch.bfloat16 or "
-                                         f"torch.float16 (convert with {name}.to(torch.bfloat16))")
+        check_dtype("attention", name, t)
     if not (q.dtype == k.dtype == v.dtype):
         raise AttentionArgumentError(f"attention: q, k, v have dtypes {q.dtype}, {k.dtype}, {v.dtype}; use one dtype")
     if k.shape != v.shape:

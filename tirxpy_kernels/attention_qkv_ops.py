@@ -27,6 +27,7 @@ from .torch_ops import needs_op, op_args
 
 def _check(qkv):
     dense_tensor("attention_qkvpacked", "qkv", qkv, 5, "(batch, seq, 3, heads, dim)", AttentionArgumentError)
+    attention_api.check_dtype("attention_qkvpacked", "qkv", qkv)
     if qkv.shape[2] != 3:
         raise AttentionArgumentError(f"attention_qkvpacked: qkv must be (batch, seq, 3, heads, dim), got shape "
                                      f"{tuple(qkv.shape)} (for other layouts pass q, k, v to attention)")

@@ -55,6 +55,22 @@ class GemmDeviceError(TirxError, RuntimeError):
 TUNING = ("BN", "STAGES", "CM", "group", "DEFER", "PINGPONG", "PDL", "SPLIT", "sms")
 
 
+def check_dtype(where, name, t):
+    """GemmArgumentError unless the tensor ``t`` (the caller's argument ``name`` of ``where``) has a dtype the 16-bit
+    kernel takes (:data:`~tirxpy_kernels.gemm_plan.IN_DTYPES`): the one home of that rule for :func:`gemm` and the
+    functions built on it (``mlp``), so each names its own argument.
+
+        >>> import torch
+        >>> check_dtype("mlp", "x", torch.empty(2, 2, dtype=torch.int32, device="meta"))
+        Traceback (most recent call last):
+        ...
+        tirxpy_kernels.gemm_api.GemmArgumentError: mlp: x has dtype torch.int32; the kernel takes torch.bfloat16 or torch.float16 inputs (convert with x.to(torch.bfloat16))
+    """
+    if from_torch(t.dtype) not in IN_DTYPES:
+        raise GemmArgumentError(f"{where}: {name} has dtype {t.dtype}; the kernel takes torch.bfloat16 or "
+                                f"torch.float16 inputs (convert with {name}.to(torch.bfloat16))")
+
+
 def _check(a, b, out, bias, activation, out_dtype, tuning, gate=None):
     """``(M, N, K, out_dtype)`` once every argument is right as far as its metadata tells: the tensors' kinds,
     dtypes and shapes, then the options (:data:`TUNING` names, each option's kind and range: :func:`check_tuning`).
@@ -63,9 +79,7 @@ def _check(a, b, out, bias, activation, out_dtype, tuning, gate=None):
     and the plan the options make for this problem, and :func:`_device` the device."""
     for name, t in (("a", a), ("b", b)):
         dense_tensor("gemm", name, t, 2, "(a matrix)", GemmArgumentError)
-        if from_torch(t.dtype) not in IN_DTYPES:
-            raise GemmArgumentError(f"gemm: {name} has dtype {t.dtype}; the kernel takes torch.bfloat16 or "
-                                    f"torch.float16 inputs (convert with {name}.to(torch.bfloat16))")
+        check_dtype("gemm", name, t)
     if a.dtype != b.dtype:
         raise GemmArgumentError(f"gemm: a is {a.dtype} and b is {b.dtype}; convert both to one dtype")
     M, K = a.shape

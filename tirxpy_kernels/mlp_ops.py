@@ -40,7 +40,8 @@ def _check(x, b1, b2, activation):
         if dims is not None and t.dim() != dims:
             raise GemmArgumentError(f"mlp: {name} must be a (K, N) matrix (w.t() of an nn.Linear weight w), got "
                                     f"shape {tuple(t.shape)}")
-    if not x.dtype == b1.dtype == b2.dtype:      # the first product names a dtype the kernel does not take
+        gemm_api.check_dtype("mlp", name, t)
+    if not x.dtype == b1.dtype == b2.dtype:
         raise GemmArgumentError(f"mlp: x, b1 and b2 must share one dtype (bfloat16 or float16); got {x.dtype}, "
                                 f"{b1.dtype}, {b2.dtype} (convert with .to(torch.bfloat16))")
     if x.dim() < 2:

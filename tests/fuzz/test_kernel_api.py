@@ -284,9 +284,10 @@ def test_mlp_and_qkvpacked_arguments_of_every_wrong_kind_are_named():
                        # each fault named before any product runs (not the first product's device error)
                        ((torch.nested.nested_tensor([x[0], x[1]]), w1.t(), w2.t()), "x is a nested tensor"),
                        ((x, w1.t().to_sparse(), w2.t()), "b1 is a sparse tensor"),
-                       ((x, w1.t(), w2.t().float()), "share one dtype"), ((x.int(), w1.t(), w2.t()), "share one dtype"),
+                       ((x, w1.t(), w2.t().float()), "b2 has dtype"), ((x.int(), w1.t(), w2.t()), "x has dtype"),
+                       ((x, w1.t(), w2.t().half()), "share one dtype"),
                        ((x, w1.t(), _bf(0, 512).t()), "empty problem")):
         refuse(AREA, lambda a=args: tirxpy_kernels.mlp(*a), names=[name])
     refuse(AREA, lambda: tirxpy_kernels.attention_qkvpacked(_bf(1, 128, 3, 2, 64)), names=ON_CPU)
-    for qkv in (_bf(1, 128, 2, 2, 64), _bf(1, 128, 6, 64), "qkv", None):
+    for qkv in (_bf(1, 128, 2, 2, 64), _bf(1, 128, 6, 64), "qkv", None, _bf(1, 128, 3, 2, 64).float()):
         refuse(AREA, lambda t=qkv: tirxpy_kernels.attention_qkvpacked(t), names=["qkv"])

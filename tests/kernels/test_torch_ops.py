@@ -255,6 +255,23 @@ def test_operators_called_with_a_malformed_tuning_string_name_it(text):
     assert torch_ops.decode_tuning("(('BN', 64), ('PDL', False))") == {"BN": 64, "PDL": False}
 
 
+@pytest.mark.parametrize("grad", [False, True])
+@pytest.mark.parametrize("device", ["cpu", "meta"])
+def test_wrappers_name_their_own_argument_of_a_wrong_dtype(grad, device):
+    """``attention_qkvpacked`` and ``mlp`` with a dtype the kernels do not take name the caller's argument (``qkv``;
+    ``x``, ``b1``, ``b2``), not the ``q`` or ``a`` of the kernel they call, with and without autograd."""
+    qkv = torch.zeros(1, 128, 3, 2, 64, dtype=torch.float32, device=device, requires_grad=grad)
+    with pytest.raises(attention_api.AttentionArgumentError, match="attention_qkvpacked: qkv has dtype torch.float32"):
+        tirxpy_kernels.attention_qkvpacked(qkv)
+    for bad, name in ((0, "x"), (1, "b1"), (2, "b2")):
+        args = [torch.zeros(4, 8, device=device, dtype=torch.int32 if i == bad else torch.bfloat16) for i in range(3)]
+        args = [t.to(torch.bfloat16) if i != bad else t for i, t in enumerate(args)]
+        if grad:
+            args = [t.float().requires_grad_().to(t.dtype) if t.is_floating_point() else t for t in args]
+        with pytest.raises(gemm_api.GemmArgumentError, match=f"mlp: {name} has dtype torch.int32"):
+            tirxpy_kernels.mlp(args[0], args[1].reshape(8, 4), args[2].reshape(4, 8))
+
+
 @pytest.mark.parametrize("shape", [(1, 128, 2, 2, 64), (1, 128, 4, 2, 64), (1, 128, 3), (1, 128, 3, 2, 64, 1)])
 @pytest.mark.parametrize("device", ["cpu", "meta"])
 def test_packed_operators_called_directly_name_a_qkv_of_the_wrong_shape(shape, device):
@@ -343,7 +360,8 @@ def float64_kernels(monkeypatch):
     monkeypatch.setattr(gemm_api, "gemm", _ref_gemm)
     monkeypatch.setattr(attention_api, "attention", attn)
     monkeypatch.setattr(attention_bwd_api, "attention_backward", attn_bwd)
-    for module, check in ((gemm_api, "_check"), (attention_api, "_check_meta"), (attention_bwd_api, "_check_meta")):
+    for module, check in ((gemm_api, "_check"), (attention_api, "_check_meta"), (attention_bwd_api, "_check_meta"),
+                          (gemm_api, "check_dtype"), (attention_api, "check_dtype")):
         monkeypatch.setattr(module, check, lambda *args: None)
 
 
