@@ -18,7 +18,7 @@ from dataclasses import dataclass, fields
 from tirxpy.lang.schedule import cdiv, persistent_units
 from tirxpy.target import as_target
 
-from .errors import KernelConfigError, flag_option, int_option, plain_ints
+from .errors import KernelConfigError, flag_option, int_option, is_int, plain_ints, shown
 
 #: The target the Hopper attention kernel is built for: a plan fits its shared memory per CTA, and its SM
 #: count (an H100 SXM's) is the persistent grid's size where no device is given.
@@ -231,8 +231,8 @@ def check_options(BN=None, STAGES=None, NC=None, PINGPONG=None, PERSIST=None, CH
         raise KernelConfigError(f"attention_sm90: NC = {NC} consumer warpgroups; use 1 or 2")
     if STAGES is not None and STAGES < 1:
         raise KernelConfigError(f"attention_sm90: STAGES = {STAGES} must be at least 1")
-    if isinstance(sms, bool) or not isinstance(sms, numbers.Integral) or sms < 1:
-        raise KernelConfigError(f"attention_sm90: sms = {sms!r:.60} must be the GPU's SM count (a positive int)")
+    if not is_int(sms) or sms < 1:
+        raise KernelConfigError(f"attention_sm90: sms = {shown(sms)} must be the GPU's SM count (a positive int)")
     for name, v in (("PINGPONG", PINGPONG), ("PERSIST", PERSIST), ("CHAIN", CHAIN), ("LAZY", LAZY), ("TRIM", TRIM),
                     ("TAIL", TAIL), ("FOLD", FOLD)):
         flag_option(w, name, v, none=True)

@@ -33,8 +33,6 @@ projection) are read in place where TMA can (:func:`tirxpy_kernels.views.packed_
 """
 from __future__ import annotations
 
-import numbers
-
 import torch
 
 from tirxpy.ir.dtype import from_torch
@@ -44,6 +42,7 @@ from .attention_plan import DTYPES, HEAD_DIMS, TARGET, plan, varlen_window
 from .attention_sm90 import attention_sm90
 from .attention_walk import EMPTY_TILE, varlen_slots
 from .checks import dense_tensor, misalignment
+from .errors import is_int, shown
 from .launch_cache import compiled
 from .views import packed_input
 
@@ -61,8 +60,8 @@ def positive_int(name, x):
     """``x`` as a positive int (numpy's ints too, not a bool; a ``torch.SymInt``, a bound traced by
     ``torch.compile``, stays one, its sign guarded); :class:`VarlenArgumentError` naming ``name``."""
     symbolic = isinstance(x, torch.SymInt)
-    if not symbolic and (isinstance(x, bool) or not isinstance(x, numbers.Integral)) or x < 1:
-        raise VarlenArgumentError(f"attention_varlen: {name} must be a positive int, got {x!r:.60}")
+    if not symbolic and not is_int(x) or x < 1:
+        raise VarlenArgumentError(f"attention_varlen: {name} must be a positive int, got {shown(x)}")
     return x if symbolic else int(x)
 
 

@@ -47,7 +47,7 @@ from tirxpy.lang.schedule import tiles_of_unit
 from tirxpy.layout import S, TileLayout, rank
 from tirxpy.layout.atoms import wgmma_accumulator
 
-from .errors import KernelConfigError, int_option
+from .errors import KernelConfigError, int_option, shown
 from .gemm_plan import BM, CONSUMER_REGS, GROUP, PRODUCER_REGS, THREADS, TARGET, kernel_plan
 from .gemm_scales import Scales
 from .gemm_sm90 import bias_layout, k_loop, load_stage, operand_shapes, staging_layout, staging_shape, \
@@ -440,8 +440,8 @@ def ag_gemm(M, N, K, me, world=2, BN=256, STAGES=None, b_major="MN", dtype="bflo
         raise KernelConfigError(f"ag_gemm: transfer = {transfer!r} must be one of {TRANSFERS}")
     if drop is not None and drop not in DROPS:
         raise KernelConfigError(f"ag_gemm: unknown drop={drop!r}; one of {DROPS}")
-    if not isinstance(DEPTH, int) or not 1 <= DEPTH <= 16:
-        raise KernelConfigError(f"ag_gemm: DEPTH = {DEPTH!r} must be an integer in 1 .. 16 (vectors in flight per lane)")
+    if type(DEPTH) is not int or not 1 <= DEPTH <= 16:
+        raise KernelConfigError(f"ag_gemm: DEPTH = {shown(DEPTH)} must be an integer in 1 .. 16 (vectors in flight per lane)")
     per = len(chunk_rows(M // world, 1 - me, CHUNKS))       # (CHUNKS checked with either transfer)
     P = kernel_plan(M, N, K, BN, STAGES, 1, "K", b_major, dtype, "bfloat16", False, None, sms, GROUP, True, False,
                     None, PDL, SPLIT)

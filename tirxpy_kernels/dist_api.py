@@ -22,11 +22,10 @@ one is refused (:class:`DistArgumentError` naming it and the fix), as the kernel
 from __future__ import annotations
 
 import functools
-import numbers
 
 from .checks import address
 from .dist_runs import CHUNKS, RS_CHUNKS, DistArgumentError, ag_copy_engine, ag_movers, rs_copy_engine, rs_push
-from .errors import KernelConfigError
+from .errors import KernelConfigError, is_int, shown
 from .launch_cache import LaunchCache, compiled, tensor_key
 
 ARCH = "sm_90a"
@@ -146,8 +145,8 @@ def _sms(sms, device, what):
     count = torch.cuda.get_device_properties(device).multi_processor_count
     if sms is None:
         return count
-    if isinstance(sms, bool) or not isinstance(sms, numbers.Integral) or not 1 <= sms <= count:
-        raise DistArgumentError(f"{what}: sms = {sms!r} must be None or an int in [1, {count}] (the persistent "
+    if not is_int(sms) or not 1 <= sms <= count:
+        raise DistArgumentError(f"{what}: sms = {shown(sms)} must be None or an int in [1, {count}] (the persistent "
                                 f"kernel's CTAs; this GPU has {count} SMs)")
     return int(sms)
 
@@ -307,8 +306,8 @@ def _rs_checked(a, b_shard, group, out, sms, lag, transfer):
     _tensor(b_shard, "b_shard", "(K / world, N)", a, "a")
     if not isinstance(transfer, str) or transfer not in TRANSFERS:
         raise DistArgumentError(f"transfer = {transfer!r} must be one of {TRANSFERS}")
-    if lag is not None and (isinstance(lag, bool) or not isinstance(lag, numbers.Integral)):
-        raise DistArgumentError(f"lag = {lag!r} must be an int (tile rows of the peer's shard first) or None")
+    if lag is not None and not is_int(lag):
+        raise DistArgumentError(f"lag = {shown(lag)} must be an int (tile rows of the peer's shard first) or None")
     lag = None if lag is None else int(lag)
     if lag is not None and transfer != "push":
         raise DistArgumentError(f"lag = {lag!r} tunes transfer='push' only (the copy-engine walk takes every peer "

@@ -48,7 +48,7 @@ from tirxpy.layout.atoms import wgmma_accumulator
 
 from .dist_ag_gemm import check_world
 from .dist_rs_walk import HALVES, chunk_halves, chunk_shard_rows, rs_chunks, rs_lag, rs_tile, shard_tile_rows
-from .errors import KernelConfigError
+from .errors import KernelConfigError, shown
 from .gemm_plan import BM, CONSUMER_REGS, GROUP, PRODUCER_REGS, THREADS, TARGET, kernel_plan
 from .gemm_sm90 import k_step, load_stage, operand_shapes, staging_layout, staging_shape, store_round
 
@@ -403,8 +403,8 @@ def rs_gemm(M, N, K, me, world=2, BN=256, STAGES=None, b_major="MN", dtype="bflo
         return build_ce(dataclasses.replace(P, drop=drop), M, me, world, CHUNKS)
     if LAG is None:
         LAG = rs_lag(tr, P.tile_cols, P.units, P.group)
-    if isinstance(LAG, bool) or not isinstance(LAG, int) or not 0 <= LAG <= tr or (tr - LAG) % P.group:
-        raise KernelConfigError(f"rs_gemm: LAG = {LAG!r} must be an int in 0 .. {tr} (the shard's tile rows) leaving a "
+    if type(LAG) is not int or not 0 <= LAG <= tr or (tr - LAG) % P.group:
+        raise KernelConfigError(f"rs_gemm: LAG = {shown(LAG)} must be an int in 0 .. {tr} (the shard's tile rows) leaving a "
                                 f"multiple of group = {P.group} rows to interleave (tr - LAG); e.g. LAG = {tr}")
     return build(dataclasses.replace(P, drop=drop), M, me, world, LAG)
 

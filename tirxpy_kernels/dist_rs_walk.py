@@ -16,7 +16,7 @@ import numpy as np
 from tirxpy import T
 from tirxpy.lang.schedule import grouped_tile
 
-from .errors import KernelConfigError
+from .errors import KernelConfigError, shown
 from .gemm_plan import BM, GROUP, balanced_split
 from .gemm_sm90 import tile_at
 
@@ -120,8 +120,8 @@ def rs_chunks(tr: int, chunks: int) -> tuple:
         >>> rs_chunks(64, 8), rs_chunks(10, 4), rs_chunks(1, 8)
         ((8, 8), (3, 4), (1, 1))
     """
-    if isinstance(chunks, bool) or not isinstance(chunks, int) or chunks < 1:
-        raise KernelConfigError(f"CHUNKS = {chunks!r} must be a positive int (copy-engine chunks per shard)")
+    if type(chunks) is not int or chunks < 1:
+        raise KernelConfigError(f"CHUNKS = {shown(chunks)} must be a positive int (copy-engine chunks per shard)")
     per = -(-tr // chunks)
     return per, -(-tr // per)
 

@@ -17,8 +17,6 @@ keeps working.
 """
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 
 from tirxpy.errors import TirxError
@@ -29,14 +27,39 @@ class KernelConfigError(TirxError, ValueError):
     with another option); the message names the option and the fix."""
 
 
+def shown(v, width: int = 60) -> str:
+    """``repr(v)`` cut to ``width`` characters for an error message, or ``<T object>`` when that repr raises (an
+    argument's own ``__repr__`` is its code: its failure must not replace the error being reported).
+
+        >>> shown("x" * 100, 8), shown(type("T", (), {"__repr__": lambda s: 1 / 0})())
+        ("'xxxxxxx", '<T object>')
+    """
+    try:
+        text = repr(v)
+    except Exception:
+        return f"<{type(v).__name__} object>"
+    return text[:width] if isinstance(text, str) else f"<{type(v).__name__} object>"
+
+
+def is_int(v) -> bool:
+    """Whether ``v`` counts as an integer option: a Python ``int`` or a numpy integer, not a bool. Other
+    ``numbers.Integral`` types, ``int`` subclasses among them, do not: their comparisons and arithmetic are their
+    own code, which every later check would run.
+
+        >>> is_int(128), is_int(np.int64(128)), is_int(True), is_int(128.0)
+        (True, True, False, False)
+    """
+    return type(v) is int or isinstance(v, np.integer)
+
+
 def int_option(where: str, name: str, v, lo=None, hi=None, none: bool = False):
-    """``v`` as an int when it is an integer (not a bool) in ``[lo, hi]`` (or None, when ``none``);
+    """``v`` as an int when it is an integer (:func:`is_int`) in ``[lo, hi]`` (or None, when ``none``);
     :class:`KernelConfigError` naming ``name`` otherwise."""
     if v is None and none:
         return None
-    if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+    if not is_int(v):
         extra = " or None" if none else ""
-        raise KernelConfigError(f"{where}: {name} must be an int{extra}, got {v!r:.60} ({type(v).__name__})")
+        raise KernelConfigError(f"{where}: {name} must be an int{extra}, got {shown(v)} ({type(v).__name__})")
     v = int(v)
     if (lo is not None and v < lo) or (hi is not None and v > hi):
         bound = f"in [{lo}, {hi}]" if lo is not None and hi is not None else f">= {lo}" if lo is not None else f"<= {hi}"
@@ -53,10 +76,10 @@ def flag_option(where: str, name: str, v, none: bool = False):
     """
     if v is None and none:
         return None
-    if isinstance(v, np.bool_) or (isinstance(v, (bool, numbers.Integral)) and int(v) in (0, 1)):
+    if type(v) is bool or isinstance(v, np.bool_) or (is_int(v) and int(v) in (0, 1)):
         return bool(v)
     extra = " (or None: the default)" if none else ""
-    raise KernelConfigError(f"{where}: {name} must be True or False{extra}, got {v!r:.60}")
+    raise KernelConfigError(f"{where}: {name} must be True or False{extra}, got {shown(v)}")
 
 
 def choice_option(where: str, name: str, v, choices: tuple, hint: str = ""):
@@ -95,7 +118,7 @@ def plain_ints(*values):
         >>> plain_ints(np.int64(128), None, True)
         (128, None, True)
     """
-    return tuple(int(v) if isinstance(v, numbers.Integral) and not isinstance(v, bool) else v for v in values)
+    return tuple(int(v) if is_int(v) else v for v in values)
 
 
 __all__ = ["KernelConfigError", "int_option", "flag_option", "choice_option", "is_flag", "plain_flags", "plain_ints"]

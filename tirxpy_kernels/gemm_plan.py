@@ -12,7 +12,6 @@ scalings, the block scaling's parts and passes) are :mod:`tirxpy_kernels.gemm_fp
 """
 from __future__ import annotations
 
-import numbers
 from dataclasses import dataclass
 
 import numpy as np
@@ -21,7 +20,7 @@ from tirxpy.ir.dtype import DataType
 from tirxpy.lang.schedule import cdiv, persistent_units
 from tirxpy.target import as_target
 
-from .errors import KernelConfigError, choice_option, flag_option, int_option, plain_ints
+from .errors import KernelConfigError, choice_option, flag_option, int_option, is_int, plain_ints, shown
 from .gemm_fp8_plan import BLOCK_SCALE, FP8_DTYPES, block_part, check_pass, check_scaling, part_buffers, scale_bytes
 
 #: The target the Hopper GEMM is built for: a plan fits its shared memory per CTA, and its SM count (an
@@ -61,8 +60,8 @@ def plan(M, N, K, BM=128, BN=256, BK=None, STAGES=4, CM=1, sms=TARGET.sm_count, 
     BK = k_block(dtype) if BK is None else BK
     if BK != k_block(dtype):
         raise KernelConfigError(f"gemm_sm90: BK = {BK} must be {k_block(dtype)} (one 128-byte swizzle atom of {dtype})")
-    if not (isinstance(BN, int) and 64 <= BN <= 256 and BN % 16 == 0):
-        raise KernelConfigError(f"gemm_sm90: BN = {BN!r} must be a multiple of 16 in [64, 256] (the wgmma N)")
+    if not (type(BN) is int and 64 <= BN <= 256 and BN % 16 == 0):
+        raise KernelConfigError(f"gemm_sm90: BN = {shown(BN)} must be a multiple of 16 in [64, 256] (the wgmma N)")
     epi = 128 // DataType.get(out_dtype).itemsize   # output chunk: 128 bytes, or the widest 2^k share of BN below
     while BN % epi:
         epi //= 2
@@ -107,8 +106,8 @@ def check_cluster(CM):
         ...
         tirxpy_kernels.errors.KernelConfigError: gemm_sm90: the cluster size CM = 0 must be 1 or 2 (an int)
     """
-    if isinstance(CM, bool) or not isinstance(CM, numbers.Integral) or int(CM) not in (1, 2):
-        raise KernelConfigError(f"gemm_sm90: the cluster size CM = {CM!r:.60} must be 1 or 2 (an int)")
+    if not is_int(CM) or int(CM) not in (1, 2):
+        raise KernelConfigError(f"gemm_sm90: the cluster size CM = {shown(CM)} must be 1 or 2 (an int)")
 
 
 def bn_candidates(CM=1, b_major="K"):
@@ -334,8 +333,8 @@ def _split_rows(TM, group, rows_max=None):
 def _split_checked(SPLIT, M, N, BN, EPI, wide_chunks, CM, PP, DEFER, b_major):
     """``(rows, wide, narrow, bn2)`` from ``gemm_sm90``'s ``SPLIT = (rows, wide, bn2)``, or ValueError
     (``wide_chunks``: the output chunks are 128 bytes wide)."""
-    if not (isinstance(SPLIT, tuple) and len(SPLIT) == 3 and all(isinstance(v, int) for v in SPLIT)):
-        raise KernelConfigError(f"gemm_sm90: SPLIT must be a tuple (rows, wide, bn2) of ints, got {SPLIT!r}")
+    if not (isinstance(SPLIT, tuple) and len(SPLIT) == 3 and all(type(v) is int for v in SPLIT)):
+        raise KernelConfigError(f"gemm_sm90: SPLIT must be a tuple (rows, wide, bn2) of ints, got {shown(SPLIT)}")
     rows, wide, bn2 = SPLIT
     if PP or CM != 1 or not DEFER or b_major != "K" or not wide_chunks:
         raise KernelConfigError("gemm_sm90: SPLIT is a tiling of the cooperative deferred schedule without a cluster, with a "
@@ -378,8 +377,8 @@ def check_options(BN=256, STAGES=None, CM=1, group=GROUP, DEFER=None, PINGPONG=F
     flag_option(w, "DEFER", DEFER, none=True)
     flag_option(w, "PDL", PDL)
     if SPLIT is not None and not (isinstance(SPLIT, tuple) and len(SPLIT) == 3
-                                  and all(isinstance(v, int) and not isinstance(v, bool) for v in SPLIT)):
-        raise KernelConfigError(f"gemm_sm90: SPLIT must be a tuple (rows, wide, bn2) of ints, got {SPLIT!r:.60}")
+                                  and all(type(v) is int for v in SPLIT)):
+        raise KernelConfigError(f"gemm_sm90: SPLIT must be a tuple (rows, wide, bn2) of ints, got {shown(SPLIT)}")
 
 
 def block_stages(BN):

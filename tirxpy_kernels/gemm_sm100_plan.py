@@ -33,7 +33,7 @@ from tirxpy.ir.dtype import DataType
 from tirxpy.lang import cdiv, persistent_units
 from tirxpy.target import as_target
 
-from .errors import KernelConfigError
+from .errors import KernelConfigError, shown
 
 #: The target the Blackwell GEMM is built for: a plan fits its shared memory per CTA and tensor-memory
 #: columns, and its SM count is the default persistent grid.
@@ -180,14 +180,14 @@ def plan(M, N, K, BN=None, STAGES=None, EPI=32, ctas=TARGET.sm_count, cta_group=
     if BN is None:
         BN = 128 if dtype in FP8 else 256
     _check_shape(M, N, K, BN, EPI, cta_group, dtype)
-    if isinstance(ctas, bool) or not isinstance(ctas, int) or ctas < 1:
-        raise KernelConfigError(f"gemm_sm100: ctas = {ctas!r} must be an int >= 1 (the SMs the persistent grid may use)")
+    if type(ctas) is not int or ctas < 1:
+        raise KernelConfigError(f"gemm_sm100: ctas = {shown(ctas)} must be an int >= 1 (the SMs the persistent grid may use)")
     if STAGES is None:
         STAGES = 1
         while _fits(Plan(M, N, K, BN, STAGES + 1, EPI, cta_group, dtype, ctas)):
             STAGES += 1
-    elif isinstance(STAGES, bool) or not isinstance(STAGES, int) or STAGES < 1:
-        raise KernelConfigError(f"gemm_sm100: STAGES = {STAGES!r} must be an int >= 1 (or None: the deepest ring that fits)")
+    elif type(STAGES) is not int or STAGES < 1:
+        raise KernelConfigError(f"gemm_sm100: STAGES = {shown(STAGES)} must be an int >= 1 (or None: the deepest ring that fits)")
     p = Plan(M, N, K, BN, STAGES, EPI, cta_group, dtype, ctas)
     if p.tmem_used > TARGET.tmem_columns:
         raise KernelConfigError(f"gemm_sm100: {p.tmem_used} TMEM columns (2 x BN = {2 * BN} + 8 x STAGES = {8 * STAGES} for the "

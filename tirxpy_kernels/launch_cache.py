@@ -28,7 +28,7 @@ from collections import OrderedDict
 
 import torch
 
-from .errors import KernelConfigError
+from .errors import KernelConfigError, shown
 
 MAX_ENTRIES = 256
 """The default bound of a cache: enough for every shape a model's layers launch with, small enough that a
@@ -55,8 +55,8 @@ class LaunchCache:
     stored under an equal key, or None."""
 
     def __init__(self, name: str, max_entries: int = MAX_ENTRIES):
-        if isinstance(max_entries, bool) or not isinstance(max_entries, int) or max_entries < 1:
-            raise KernelConfigError(f"LaunchCache {name!r}: max_entries must be an int >= 1, got {max_entries!r}")
+        if type(max_entries) is not int or max_entries < 1:
+            raise KernelConfigError(f"LaunchCache {name!r}: max_entries must be an int >= 1, got {shown(max_entries)}")
         self.name, self.max_entries = name, max_entries
         self._entries: OrderedDict = OrderedDict()
         CACHES.append(self)

@@ -28,6 +28,42 @@ def test_int_option():
         int_option("k", "STAGES", [1], none=True)
 
 
+class _Hostile(int):
+    """An int subclass whose comparisons, arithmetic and repr are its own code, each raising."""
+    def _raise(self, *args):
+        raise ZeroDivisionError("the value's own code ran")
+
+    __lt__ = __le__ = __gt__ = __ge__ = __mod__ = __add__ = __mul__ = __floordiv__ = __repr__ = _raise
+    __hash__ = int.__hash__
+
+
+def test_an_integral_of_another_type_is_refused_before_its_code_runs():
+    """Only Python ints and numpy integers count as ints: the checks never compare, reduce or print another
+    Integral's value with its own methods (an int subclass whose ``__mod__`` raised escaped from ``BN % 16``)."""
+    import numpy as np
+
+    from tirxpy_kernels.errors import is_int, plain_ints, shown
+    from tirxpy_kernels.gemm_plan import check_options
+    from tirxpy_kernels.attention_plan import check_options as attention_options
+    from tirxpy_kernels.launch_cache import LaunchCache
+
+    v = _Hostile(128)
+    assert [is_int(x) for x in (128, np.int32(1), np.uint8(1), v, True, np.bool_(True), 1.0)] == [True] * 3 + [False] * 4
+    assert plain_ints(v)[0] is v and shown(v) == "<_Hostile object>"
+    for fn, msg in ((lambda: int_option("k", "BN", v), "k: BN must be an int, got <_Hostile object> (_Hostile)"),
+                    (lambda: flag_option("k", "F", v), "k: F must be True or False, got <_Hostile object>"),
+                    (lambda: check_options(BN=v), "gemm_sm90: BN must be an int"),
+                    (lambda: check_options(CM=v), "gemm_sm90: CM must be an int"),
+                    (lambda: attention_options(BN=v), "attention_sm90: BN must be an int or None"),
+                    (lambda: attention_options(sms=v), "attention_sm90: sms = <_Hostile object> must be"),
+                    (lambda: check_options(SPLIT=(v, 1, 240)), "gemm_sm90: SPLIT must be a tuple (rows, wide, bn2) of "
+                     "ints, got <tuple object>"),
+                    (lambda: LaunchCache("k", v), "LaunchCache 'k': max_entries must be an int >= 1, got <_Hostile")):
+        with pytest.raises(KernelConfigError) as e:
+            fn()
+        assert str(e.value).startswith(msg), e.value
+
+
 def test_flag_and_choice_options():
     assert [flag_option("k", "F", v) for v in (True, False, 1, 0)] == [True, False, True, False]
     for v in (2, -1, 0.5, "True", None, [1]):
