@@ -25,7 +25,7 @@ from tirxpy.ir.dtype import from_torch
 
 from .attention_plan import DTYPES, HEAD_DIMS, TARGET, check_options, check_scale, plan
 from .checks import address, dense_tensor, misalignment
-from .errors import KernelConfigError, flag_option, is_flag, plain_flags
+from .errors import KernelConfigError, flag_option, is_flag, plain_flags, shown
 from .attention_sm90 import attention_sm90
 from .launch_cache import LaunchCache, compiled, launch_bound
 from .views import kernel_input
@@ -125,10 +125,10 @@ def check_flags(where, causal, scale, return_lse, error=AttentionArgumentError) 
         tirxpy_kernels.attention_api.AttentionArgumentError: attention: causal must be True or False, got 1
     """
     if not is_flag(causal):
-        raise error(f"{where}: causal must be True or False, got {causal!r:.60}")
+        raise error(f"{where}: causal must be True or False, got {shown(causal, 60)}")
     check_scale(where, scale, error)
     if not is_flag(return_lse):
-        raise error(f"{where}: return_lse must be True or False, got {return_lse!r:.60}")
+        raise error(f"{where}: return_lse must be True or False, got {shown(return_lse, 60)}")
     return plain_flags(causal, return_lse)
 
 

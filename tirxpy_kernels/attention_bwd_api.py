@@ -36,7 +36,7 @@ from .attention_varlen_api import (VarlenArgumentError, check_copied, check_cu_d
                                    cu_values, host_copy, pad_rows, windows)
 from .attention_varlen_api import check as check_varlen
 from .checks import address, aligned_input, dense_tensor, misalignment, overlaps, self_overlapping
-from .errors import KernelConfigError, is_flag, plain_flags
+from .errors import KernelConfigError, is_flag, plain_flags, shown
 from .launch_cache import LaunchCache, compiled, launch_bound, tensor_key
 from .views import kernel_input, packed_input, tma_view
 
@@ -98,7 +98,7 @@ def _check_meta(q, k, v, out, dout, lse, causal, scale, deterministic):
     shapes = _check_tensors(q, k, v, out, dout, lse)
     for name, f in (("causal", causal), ("deterministic", deterministic)):
         if not is_flag(f):      # a Python or numpy bool (not an int)
-            raise _err(f"{name} must be True or False, got {f!r:.60}")
+            raise _err(f"{name} must be True or False, got {shown(f, 60)}")
     causal, deterministic = plain_flags(causal, deterministic)
     check_scale("attention_backward", scale, AttentionBwdArgumentError)     # the forward's rule
     return shapes + (causal, deterministic)
@@ -323,7 +323,7 @@ def _check_varlen(q, k, v, out, dout, lse, cu_seqlens_q, cu_seqlens_k, max_seqle
     check_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, scale)
     if not is_flag(deterministic):
         raise VarlenArgumentError(f"attention_varlen_backward: deterministic must be True or False, got "
-                                  f"{deterministic!r:.60}")
+                                  f"{shown(deterministic, 60)}")
     for name, t in (("out", out), ("dout", dout)):
         dense_tensor("attention_varlen_backward", name, t, 3, "(total_tokens, heads, dim)", VarlenArgumentError)
         if t.shape != q.shape or t.dtype != q.dtype:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, fields
 from tirxpy.lang.schedule import cdiv
 from tirxpy.target import as_target
 
-from .errors import KernelConfigError, flag_option, int_option
+from .errors import KernelConfigError, flag_option, int_option, shown
 
 TARGET = as_target("sm_90a")
 SMEM_LIMIT = TARGET.smem_per_cta
@@ -102,7 +102,7 @@ class AttentionBwdPlan:
 
     def __getitem__(self, name):
         if name not in _FIELDS:
-            raise KeyError(f"AttentionBwdPlan has no field {name!r}; its fields: {sorted(_FIELDS)}")
+            raise KeyError(f"AttentionBwdPlan has no field {shown(name)}; its fields: {sorted(_FIELDS)}")
         return getattr(self, name)
 
 
@@ -219,7 +219,7 @@ def default_trail(D, deterministic=False):
 def check_problem(B, H, HKV, SQ, SK, D, dtype):
     """The problem on its own: sizes positive ints, ``H % HKV == 0``, a supported head dim and dtype."""
     if type(dtype) is not str or dtype not in DTYPES:
-        raise KernelConfigError(f"{W}: dtype must be one of {DTYPES}, got {dtype!r:.60}")
+        raise KernelConfigError(f"{W}: dtype must be one of {DTYPES}, got {shown(dtype, 60)}")
     for name, x in (("B", B), ("H", H), ("HKV", HKV), ("SQ", SQ), ("SK", SK), ("D", D)):
         int_option(W, name, x)
     if D not in HEAD_DIMS:
@@ -262,7 +262,7 @@ def plan(B, H, HKV, SQ, SK, D, causal=False, dtype="bfloat16", deterministic=Fal
     if BM != 64:
         raise KernelConfigError(f"{W}: BM = {BM}; the backward kernel takes 64-row query blocks (BM=64)")
     if type(split) is not str or split not in ("cols", "keys"):
-        raise KernelConfigError(f"{W}: DQ_SPLIT = {split!r:.60}; use 'cols' or 'keys'")
+        raise KernelConfigError(f"{W}: DQ_SPLIT = {shown(split, 60)}; use 'cols' or 'keys'")
     NC = 2
     kv_split = kv_split_of(D)
     BN = 64 * NC if kv_split == "keys" else 64
@@ -274,7 +274,7 @@ def plan(B, H, HKV, SQ, SK, D, causal=False, dtype="bfloat16", deterministic=Fal
                                 "must be whole 64-column boxes: use DQ_SPLIT='keys'")
     dq_cols = D // NC if split == "cols" else D
     if kv_split == "keys" and dq_cols != BM:
-        raise KernelConfigError(f"{W}: DQ_SPLIT={split!r} gives each consumer a (64 x {dq_cols}) dQ accumulator; it must "
+        raise KernelConfigError(f"{W}: DQ_SPLIT={shown(split)} gives each consumer a (64 x {dq_cols}) dQ accumulator; it must "
                                 f"reuse the (64 x {BM}) registers of S^T beside dK and dV (use DQ_SPLIT="
                                 f"{'cols' if split == 'keys' else 'keys'!r})")
     trail = default_trail(D, deterministic) if TRAIL is None else flag_option(W, "TRAIL", TRAIL)

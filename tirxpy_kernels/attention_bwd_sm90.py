@@ -71,9 +71,10 @@ from tirxpy.layout import ComposeLayout, R, S, TileLayout, laneid, m, swizzle_fo
 from tirxpy.layout.atoms import wgmma_accumulator
 
 from .attention_bwd_plan import TARGET, plan
+from .attention_plan import MAX_SIZE
 from .attention_plan import check_scale
 from .attention_walk import sequence
-from .errors import KernelConfigError, flag_option
+from .errors import KernelConfigError, flag_option, int_option
 from .views import check_strides, tensor
 
 LOG2E = 1.4426950408889634
@@ -151,7 +152,8 @@ def attention_bwd_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bf
     Options: :func:`tirxpy_kernels.attention_bwd_plan.plan`."""
     p = plan(B, H, HKV, SQ, SK, D, causal, dtype, deterministic, BM, STAGES, DQ_SPLIT, PACKED, FOLD, TAIL,
              TARGET.sm_count if sms is None else sms, ROTATE, TRAIL)
-    SQT, SKT = SQT or SQ, SKT or SK
+    SQT = SQ if SQT is None else int_option("attention_bwd_sm90", "SQT", SQT, lo=1, hi=MAX_SIZE)
+    SKT = SK if SKT is None else int_option("attention_bwd_sm90", "SKT", SKT, lo=1, hi=MAX_SIZE)
     if p.packed:
         if SQT < p.BM or SKT < p.BN:
             raise KernelConfigError(f"attention_bwd_sm90: {SQT} packed query / {SKT} key rows are fewer than one "
@@ -161,7 +163,8 @@ def attention_bwd_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bf
                                 f"block ({p.BM} / {p.BN}) or than SQ = {SQ} / SK = {SK}: pad the sequences")
     qshape, kshape = ((SQT, H, D), (SKT, HKV, D)) if p.packed else ((B, SQT, H, D), (B, SKT, HKV, D))
     strides = check_strides("attention_bwd_sm90", ("q", "k", "v", "dout"), (qshape, kshape, kshape, qshape), strides)
-    grad_strides = check_strides("attention_bwd_sm90", ("dk", "dv"), (kshape, kshape), grad_strides)
+    grad_strides = check_strides("attention_bwd_sm90", ("dk", "dv"), (kshape, kshape), grad_strides,
+                                 option="grad_strides")
     if grad_strides is not None and p.packed:
         raise KernelConfigError("attention_bwd_sm90: grad_strides is for the dense kernel; PACKED=True writes dK and "
                                 "dV through its clipped views")

@@ -99,7 +99,7 @@ class AttentionPlan:
 
     def __getitem__(self, name):
         if name not in _FIELDS:
-            raise KeyError(f"AttentionPlan has no field {name!r}; its fields: {sorted(_FIELDS)}")
+            raise KeyError(f"AttentionPlan has no field {shown(name)}; its fields: {sorted(_FIELDS)}")
         return getattr(self, name)
 
 
@@ -237,13 +237,13 @@ def check_options(BN=None, STAGES=None, NC=None, PINGPONG=None, PERSIST=None, CH
                     ("TAIL", TAIL), ("FOLD", FOLD)):
         flag_option(w, name, v, none=True)
     if OSTAGE is not None and not (type(OSTAGE) is str and OSTAGE in ("own", "q", "kv")):
-        raise KernelConfigError(f"attention_sm90: OSTAGE = {OSTAGE!r:.60}; use 'own' (O staged in its own buffer), 'q' "
+        raise KernelConfigError(f"attention_sm90: OSTAGE = {shown(OSTAGE, 60)}; use 'own' (O staged in its own buffer), 'q' "
                                 "(over the tile's Q) or 'kv' (over the last key block's K / V stages)")
 
 
 def _check_problem(B, H, HKV, SQ, SK, D, dtype):
     if type(dtype) is not str or dtype not in DTYPES:
-        raise KernelConfigError(f"attention_sm90: dtype must be one of {DTYPES}, got {dtype!r:.60}")
+        raise KernelConfigError(f"attention_sm90: dtype must be one of {DTYPES}, got {shown(dtype, 60)}")
     for name, x in (("B", B), ("H", H), ("HKV", HKV), ("SQ", SQ), ("SK", SK), ("D", D)):
         int_option("attention_sm90", name, x, hi=MAX_SIZE)     # (a size past it would wrap a 32-bit coordinate)
     if D not in HEAD_DIMS:
@@ -404,7 +404,7 @@ def check_scale(where, scale, error=KernelConfigError):
         value = math.inf
     if not (0 < value <= MAX_SCALE):
         raise error(f"{where}: scale must be a positive finite number or None (1 / sqrt(head dim)) of at most "
-                    f"{MAX_SCALE:.3g} (scale * log2(e) is a float32), got {scale!r:.60}")
+                    f"{MAX_SCALE:.3g} (scale * log2(e) is a float32), got {shown(scale, 60)}")
     return value
 
 

@@ -69,7 +69,7 @@ from tirxpy.layout.atoms import wgmma_accumulator
 
 from .attention_plan import MAX_SIZE, TARGET, check_scale, plan
 from .attention_walk import causal_steps, next_step, sequence, tile_blocks, tile_of, varlen_slots, varlen_tile
-from .errors import KernelConfigError, int_option
+from .errors import KernelConfigError, flag_option, int_option, shown
 from .views import check_strides, tensor
 
 LOG2E = 1.4426950408889634
@@ -212,8 +212,7 @@ def attention_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat
         >>> attention_sm90(3, 2, 1, 300, 200, 64, SQT=500, SKT=400, VARLEN=True, PAIRS=False).launch.grid
         (14, 1, 1)
     """
-    if PDL not in (True, False, 0, 1):
-        raise KernelConfigError(f"attention_sm90: PDL must be True or False, got {PDL!r}")
+    flag_option("attention_sm90", "PDL", PDL)
     p = plan(B, H, HKV, SQ, SK, D, dtype, BN, STAGES, NC, causal, PINGPONG, PERSIST, CHAIN, sms, OSTAGE, LAZY, TRIM,
              TAIL, FOLD, VARLEN, PAIRS)
     B, H, HKV, SQ, SK, D = p.B, p.H, p.HKV, p.SQ, p.SK, p.D       # (as plain ints)

@@ -35,10 +35,12 @@ def add_arguments(p):
 
 
 def _tuning(t, g, M, K):
+    """The kernel's keywords for tuning ``t`` at granularity ``g`` (``lanes`` dropped for ``"token"``, which has
+    none), checked for the padded ``M x K``."""
     from .errors import KernelConfigError
     from .quantize_sm90 import check_config, padded_shape
 
-    kw = dict(t)
+    kw = {k: v for k, v in t.items() if not (k == "lanes" and g == "token")}
     try:
         check_config(g, *padded_shape(g, M, K), **kw)
     except KernelConfigError as e:

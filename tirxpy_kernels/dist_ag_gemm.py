@@ -193,7 +193,7 @@ def check_world(M, world, me, where="dist GEMM"):
                                 f"got {world}; docs/distributed.md says how the kernel extends to more GPUs")
     me = int_option(where, "me", me)
     if not 0 <= me < world:
-        raise KernelConfigError(f"me = {me!r} must be a rank in 0 .. {world - 1}")
+        raise KernelConfigError(f"me = {shown(me)} must be a rank in 0 .. {world - 1}")
     M = int_option(where, "M", M, lo=1)
     if M % world:
         raise KernelConfigError(f"M = {M} rows must split evenly over {world} ranks (each rank's shard has M / world rows)")
@@ -437,9 +437,9 @@ def ag_gemm(M, N, K, me, world=2, BN=256, STAGES=None, b_major="MN", dtype="bflo
     piece on their own rank's flag) or ``"peer_signal"`` (on the peer's)."""
     M, world, me = check_world(M, world, me, "ag_gemm")
     if transfer not in TRANSFERS:
-        raise KernelConfigError(f"ag_gemm: transfer = {transfer!r} must be one of {TRANSFERS}")
+        raise KernelConfigError(f"ag_gemm: transfer = {shown(transfer)} must be one of {TRANSFERS}")
     if drop is not None and drop not in DROPS:
-        raise KernelConfigError(f"ag_gemm: unknown drop={drop!r}; one of {DROPS}")
+        raise KernelConfigError(f"ag_gemm: unknown drop={shown(drop)}; one of {DROPS}")
     if type(DEPTH) is not int or not 1 <= DEPTH <= 16:
         raise KernelConfigError(f"ag_gemm: DEPTH = {shown(DEPTH)} must be an integer in 1 .. 16 (vectors in flight per lane)")
     per = len(chunk_rows(M // world, 1 - me, CHUNKS))       # (CHUNKS checked with either transfer)

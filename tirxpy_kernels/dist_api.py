@@ -244,7 +244,7 @@ def _ag_checked(a_shard, b, group, out, sms, transfer):
     _current_device(a_shard, "a_shard")
     _tensor(b, "b", "(K, N)", a_shard, "a_shard")
     if not isinstance(transfer, str) or transfer not in TRANSFERS:
-        raise DistArgumentError(f"transfer = {transfer!r} must be one of {TRANSFERS}")
+        raise DistArgumentError(f"transfer = {shown(transfer)} must be one of {TRANSFERS}")
     if not a_shard.is_contiguous():
         raise DistArgumentError(f"a_shard {tuple(a_shard.shape)} must be row-major; pass a_shard.contiguous()")
     ms, K = a_shard.shape
@@ -305,12 +305,12 @@ def _rs_checked(a, b_shard, group, out, sms, lag, transfer):
     _current_device(a, "a")
     _tensor(b_shard, "b_shard", "(K / world, N)", a, "a")
     if not isinstance(transfer, str) or transfer not in TRANSFERS:
-        raise DistArgumentError(f"transfer = {transfer!r} must be one of {TRANSFERS}")
+        raise DistArgumentError(f"transfer = {shown(transfer)} must be one of {TRANSFERS}")
     if lag is not None and not is_int(lag):
         raise DistArgumentError(f"lag = {shown(lag)} must be an int (tile rows of the peer's shard first) or None")
     lag = None if lag is None else int(lag)
     if lag is not None and transfer != "push":
-        raise DistArgumentError(f"lag = {lag!r} tunes transfer='push' only (the copy-engine walk takes every peer "
+        raise DistArgumentError(f"lag = {shown(lag)} tunes transfer='push' only (the copy-engine walk takes every peer "
                                 "tile first); pass transfer='push' with it, or drop lag")
     if not a.is_contiguous():
         raise DistArgumentError(f"a {tuple(a.shape)} must be row-major; pass a.contiguous()")

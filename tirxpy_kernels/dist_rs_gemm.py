@@ -369,9 +369,9 @@ def rs_gemm(M, N, K, me, world=2, BN=256, STAGES=None, b_major="MN", dtype="bflo
     ``"peer_signal"`` (a half never counted in)."""
     M, world, me = check_world(M, world, me, "rs_gemm")
     if transfer not in TRANSFERS:
-        raise KernelConfigError(f"rs_gemm: transfer = {transfer!r} must be one of {TRANSFERS}")
+        raise KernelConfigError(f"rs_gemm: transfer = {shown(transfer)} must be one of {TRANSFERS}")
     if drop is not None and drop not in DROPS:
-        raise KernelConfigError(f"rs_gemm: unknown drop={drop!r}; one of {DROPS}")
+        raise KernelConfigError(f"rs_gemm: unknown drop={shown(drop)}; one of {DROPS}")
     if BN % 64:
         raise KernelConfigError(f"rs_gemm: BN = {BN} must be a multiple of 64 (its epilogue stores 64-column chunks)")
     if N % 8:
@@ -379,22 +379,22 @@ def rs_gemm(M, N, K, me, world=2, BN=256, STAGES=None, b_major="MN", dtype="bflo
     tr = shard_tile_rows(M, world)
     if SPLIT is not None:
         if transfer != "copy_engine":
-            raise KernelConfigError(f"rs_gemm: SPLIT = {SPLIT!r} tiles the copy-engine walk only; drop it with "
-                                    f"transfer={transfer!r}")
+            raise KernelConfigError(f"rs_gemm: SPLIT = {shown(SPLIT)} tiles the copy-engine walk only; drop it with "
+                                    f"transfer={shown(transfer)}")
         if not (isinstance(SPLIT, tuple) and len(SPLIT) == 3 and isinstance(SPLIT[0], int) and 1 <= SPLIT[0] <= tr):
-            raise KernelConfigError(f"rs_gemm: SPLIT = {SPLIT!r} must be (rows, wide, bn2) with rows in 1 .. {tr} (the "
+            raise KernelConfigError(f"rs_gemm: SPLIT = {shown(SPLIT)} must be (rows, wide, bn2) with rows in 1 .. {tr} (the "
                                     "peer's tile rows, so every own tile stays wide); rs_split(M, N, K, BN) picks one")
     try:
         P = rs_plan(M, N, K, world, BN, STAGES, b_major, dtype, sms, PDL, SPLIT)
     except KernelConfigError as e:
         raise KernelConfigError(f"rs_gemm: {e}") from None
     if SPLIT is not None and (tr - SPLIT[0]) % P.group:
-        raise KernelConfigError(f"rs_gemm: SPLIT = {SPLIT!r}: its rows must end a multiple of group = {P.group} rows "
+        raise KernelConfigError(f"rs_gemm: SPLIT = {shown(SPLIT)}: its rows must end a multiple of group = {P.group} rows "
                                 f"short of the peer's {tr} (so no band of the walk mixes the shards and every own "
                                 "tile comes after every peer tile); rs_split(M, N, K, BN) picks one")
     if transfer == "copy_engine":
         if LAG is not None:
-            raise KernelConfigError(f"rs_gemm: LAG = {LAG!r} applies to transfer='push'; the copy-engine transfer "
+            raise KernelConfigError(f"rs_gemm: LAG = {shown(LAG)} applies to transfer='push'; the copy-engine transfer "
                                     "walks every tile of the peer's rows first (pass LAG=None)")
         try:
             rs_chunks(tr, CHUNKS)

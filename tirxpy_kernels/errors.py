@@ -87,7 +87,7 @@ def choice_option(where: str, name: str, v, choices: tuple, hint: str = ""):
     :class:`KernelConfigError` naming ``name`` otherwise."""
     if any(type(v) is type(c) and v == c for c in choices):
         return v
-    raise KernelConfigError(f"{where}: {name} must be one of {choices}{hint}, got {v!r:.60}")
+    raise KernelConfigError(f"{where}: {name} must be one of {choices}{hint}, got {shown(v)}")
 
 
 def is_flag(v) -> bool:

@@ -20,7 +20,7 @@ from tirxpy.errors import ArgumentError, TirxError
 from tirxpy.ir.dtype import from_torch
 
 from .checks import aligned, aligned_input, dense_tensor, misalignment, overlaps
-from .errors import KernelConfigError
+from .errors import KernelConfigError, shown
 from .gemm_plan import (ACTIVATIONS, GROUP, IN_DTYPES, OUT_DTYPES, TARGET, balanced_split, check_config, check_options,
                         choose_tile, splittable)
 from .gemm_sm90 import gemm_sm90
@@ -90,10 +90,10 @@ def _check(a, b, out, bias, activation, out_dtype, tuning, gate=None):
     if min(M, N, K) == 0:
         raise GemmArgumentError(f"gemm: empty problem a {tuple(a.shape)} @ b {tuple(b.shape)}")
     if not any(type(activation) is type(x) and activation == x for x in ACTIVATIONS):
-        raise GemmArgumentError(f"gemm: activation must be one of {ACTIVATIONS}, got {activation!r:.60}")
+        raise GemmArgumentError(f"gemm: activation must be one of {ACTIVATIONS}, got {shown(activation, 60)}")
     if out_dtype is not None and not isinstance(out_dtype, torch.dtype):
         raise GemmArgumentError(f"gemm: out_dtype must be a torch.dtype (torch.bfloat16, torch.float16 or "
-                                f"torch.float32) or None, got {out_dtype!r:.60} ({type(out_dtype).__name__})")
+                                f"torch.float32) or None, got {shown(out_dtype, 60)} ({type(out_dtype).__name__})")
     if out is not None:
         dense_tensor("gemm", "out", out, 2, "(a matrix)", GemmArgumentError)
         if tuple(out.shape) != (M, N):

@@ -35,7 +35,7 @@ from tirxpy.ir.dtype import from_torch
 from tirxpy.lang.schedule import cdiv
 
 from .checks import aligned, aligned_input, dense_tensor, misalignment, overlaps
-from .errors import KernelConfigError
+from .errors import KernelConfigError, shown
 from .gemm_api import GemmArgumentError, _device, _sm_count, _tile
 from .gemm_fp8_plan import BLOCK_SCALE, FP8_DTYPES, choose_block_tile
 from .gemm_plan import OUT_DTYPES, TARGET, check_config, check_options
@@ -77,7 +77,7 @@ def scales(a, b, scale_a, scale_b, scaling=None) -> str:
                                    f"({name}.float())")
     if scaling is not None and not any(type(scaling) is str and scaling == x for x in _SCALINGS):
         raise Fp8ArgumentError(f"gemm_fp8: scaling must be one of {_SCALINGS} or None (read from the scales' "
-                               f"shapes), got {scaling!r:.60}")
+                               f"shapes), got {shown(scaling, 60)}")
     table = "; ".join(f"{s!r}: scale_a {_expected(s, M, N, K)[0]}, scale_b {_expected(s, M, N, K)[1]}"
                       for s in _SCALINGS)
     for s in ((scaling,) if scaling is not None else _SCALINGS):
@@ -87,7 +87,7 @@ def scales(a, b, scale_a, scale_b, scaling=None) -> str:
     got = f"scale_a {tuple(scale_a.shape)}, scale_b {tuple(scale_b.shape)}"
     if scaling is not None:
         sa, sb = _expected(scaling, M, N, K)
-        raise Fp8ArgumentError(f"gemm_fp8: scaling={scaling!r} for a ({M}, {K}) @ ({K}, {N}) product takes scale_a "
+        raise Fp8ArgumentError(f"gemm_fp8: scaling={shown(scaling)} for a ({M}, {K}) @ ({K}, {N}) product takes scale_a "
                                f"of shape {sa} and scale_b {sb} (one element each: 'tensor'); got {got}")
     raise Fp8ArgumentError(f"gemm_fp8: the scales' shapes ({got}) name no scaling of a ({M}, {K}) @ ({K}, {N}) "
                            f"product; one of {table}")
@@ -116,7 +116,7 @@ def _check(a, b, scale_a, scale_b, out, bias, out_dtype, scaling, tuning):
     scaling = scales(a, b, scale_a, scale_b, scaling)
     if out_dtype is not None and not isinstance(out_dtype, torch.dtype):
         raise Fp8ArgumentError(f"gemm_fp8: out_dtype must be a torch.dtype (torch.bfloat16, torch.float16 or "
-                               f"torch.float32), got {out_dtype!r:.60}")
+                               f"torch.float32), got {shown(out_dtype, 60)}")
     if out is not None:
         dense_tensor("gemm_fp8", "out", out, 2, "(a matrix)", Fp8ArgumentError)
         if tuple(out.shape) != (M, N) or not out.is_contiguous():

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from tirxpy.lang.schedule import cdiv, persistent_units
 
-from .errors import KernelConfigError
+from .errors import KernelConfigError, shown
 
 FP8_DTYPES = ("float8_e4m3", "float8_e5m2")
 # how an FP8 product is scaled (gemm_sm90's ``scaling``): one scale per tensor, per row of A and column of
@@ -53,7 +53,7 @@ def block_part(BN, PART=None):
         fits = [p for p in (128, 64) if BN % p == 0]
         if BN <= WHOLE_PART_MAX and BN not in fits:
             fits.insert(0, BN)
-        raise KernelConfigError(f"gemm_sm90: PART = {PART!r:.40} must divide both BN = {BN} and {BLOCK_SCALE} (a part of a "
+        raise KernelConfigError(f"gemm_sm90: PART = {shown(PART, 40)} must divide both BN = {BN} and {BLOCK_SCALE} (a part of a "
                                 f"block-scaled tile lies inside one {BLOCK_SCALE}-column block scale of B) and be at least 64, "
                                 f"or be BN up to {WHOLE_PART_MAX} (one whole-tile part): use PART = "
                                 + " or ".join(str(p) for p in fits))
@@ -109,12 +109,12 @@ def check_pass(scaling, BN, PART, k_blocks, PASS=None):
     """
     if scaling != "block":
         if PASS is not None:
-            raise KernelConfigError(f"gemm_sm90: PASS = {PASS!r:.40} applies to scaling='block' only: leave it unset")
+            raise KernelConfigError(f"gemm_sm90: PASS = {shown(PASS, 40)} applies to scaling='block' only: leave it unset")
         return None
     if PASS is None:
         return default_pass(PART, BN, k_blocks)
     if not (type(PASS) is int and 1 <= PASS <= PASS_MAX):
-        raise KernelConfigError(f"gemm_sm90: PASS = {PASS!r:.40} must be an int in [1, {PASS_MAX}] (k-blocks per pass "
+        raise KernelConfigError(f"gemm_sm90: PASS = {shown(PASS, 40)} must be an int in [1, {PASS_MAX}] (k-blocks per pass "
                                 "of the block-scaled k-loop, each pass unrolled)")
     return PASS
 
@@ -164,18 +164,18 @@ def check_scaling(dtype, scaling, a_major="K", b_major="K", BN=256, CM=1, PINGPO
         tirxpy_kernels.errors.KernelConfigError: gemm_sm90: PART = 64 applies to scaling='block' only (got scaling='tensor'): leave PART unset
     """
     if not any(type(scaling) is type(x) and scaling == x for x in SCALINGS):
-        raise KernelConfigError(f"gemm_sm90: scaling must be one of {SCALINGS}, got {scaling!r:.60}")
+        raise KernelConfigError(f"gemm_sm90: scaling must be one of {SCALINGS}, got {shown(scaling, 60)}")
     if dtype in FP8_DTYPES:
         if scaling is None:
             raise KernelConfigError(f"gemm_sm90: {dtype} inputs need a scaling: 'tensor', 'row' or 'block'")
         if (a_major, b_major) != ("K", "K"):
-            raise KernelConfigError(f"gemm_sm90: FP8 wgmma reads both operands K-major; got a_major={a_major!r}, "
-                                    f"b_major={b_major!r} (pass A as (M, K) row-major and B as (N, K) row-major)")
+            raise KernelConfigError(f"gemm_sm90: FP8 wgmma reads both operands K-major; got a_major={shown(a_major)}, "
+                                    f"b_major={shown(b_major)} (pass A as (M, K) row-major and B as (N, K) row-major)")
     elif scaling is not None:
-        raise KernelConfigError(f"gemm_sm90: scaling={scaling!r} applies to FP8 inputs {FP8_DTYPES}, not {dtype}")
+        raise KernelConfigError(f"gemm_sm90: scaling={shown(scaling)} applies to FP8 inputs {FP8_DTYPES}, not {dtype}")
     if scaling != "block":
         if PART is not None:
-            raise KernelConfigError(f"gemm_sm90: PART = {PART!r:.40} applies to scaling='block' only (got scaling={scaling!r}): "
+            raise KernelConfigError(f"gemm_sm90: PART = {shown(PART, 40)} applies to scaling='block' only (got scaling={shown(scaling)}): "
                                     "leave PART unset")
         return
     if PINGPONG or CM != 1 or SPLIT is not None:

@@ -52,9 +52,9 @@ def plan(M, N, K, BM=128, BN=256, BK=None, STAGES=4, CM=1, sms=TARGET.sm_count, 
     ``split``: ``gemm_sm90``'s ``SPLIT = (rows, wide, bn2)`` (checked by the kernel). ``BK``:
     :func:`k_block` of ``dtype``."""
     if type(dtype) is not str or dtype not in IN_DTYPES + FP8_DTYPES:
-        raise KernelConfigError(f"gemm_sm90: inputs must be one of {IN_DTYPES + FP8_DTYPES}, got {dtype!r}")
+        raise KernelConfigError(f"gemm_sm90: dtype (the inputs') must be one of {IN_DTYPES + FP8_DTYPES}, got {shown(dtype)}")
     if type(out_dtype) is not str or out_dtype not in OUT_DTYPES:
-        raise KernelConfigError(f"gemm_sm90: the output dtype must be one of {OUT_DTYPES}, got {out_dtype!r}")
+        raise KernelConfigError(f"gemm_sm90: out_dtype must be one of {OUT_DTYPES}, got {shown(out_dtype)}")
     if BM != 128:
         raise KernelConfigError(f"gemm_sm90: BM = {BM}; the kernel has two consumer warpgroups of 64 rows (BM = 128)")
     BK = k_block(dtype) if BK is None else BK
@@ -339,7 +339,7 @@ def _split_checked(SPLIT, M, N, BN, EPI, wide_chunks, CM, PP, DEFER, b_major):
     if PP or CM != 1 or not DEFER or b_major != "K" or not wide_chunks:
         raise KernelConfigError("gemm_sm90: SPLIT is a tiling of the cooperative deferred schedule without a cluster, with a "
                                 "K-major B and 128-byte output chunks (PINGPONG=False, CM=1, DEFER, BN a multiple of 64 for a "
-                                f"16-bit output); got PINGPONG={PP}, CM={CM}, DEFER={DEFER}, b_major={b_major!r}, BN={BN}")
+                                f"16-bit output); got PINGPONG={PP}, CM={CM}, DEFER={DEFER}, b_major={shown(b_major)}, BN={BN}")
     if not (bn2 % 16 == 0 and BN - EPI < bn2 < BN):
         raise KernelConfigError(f"gemm_sm90: SPLIT's narrow width {bn2} must be a multiple of 16 in ({BN - EPI}, {BN}): "
                                 f"narrower than BN = {BN}, with as many {EPI}-column output chunks")
@@ -365,7 +365,7 @@ def check_options(BN=256, STAGES=None, CM=1, group=GROUP, DEFER=None, PINGPONG=F
     """
     w = "gemm_sm90"
     if not 64 <= int_option(w, "BN", BN) <= 256 or BN % 16:      # on its own: a caller may pad a problem to BN
-        raise KernelConfigError(f"gemm_sm90: BN = {BN!r} must be a multiple of 16 in [64, 256] (the wgmma N)")
+        raise KernelConfigError(f"gemm_sm90: BN = {shown(BN)} must be a multiple of 16 in [64, 256] (the wgmma N)")
     int_option(w, "STAGES", STAGES, none=True)
     int_option(w, "CM", CM)
     check_cluster(CM)
@@ -416,14 +416,15 @@ def check_config(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", d
     flag_option("gemm_sm90", "gate", gate)
     if gate and scaling is not None:
         raise KernelConfigError("gemm_sm90: a gate (ReLU's backward mask in the epilogue) takes 16-bit inputs; an FP8 "
-                                f"product (scaling={scaling!r:.20}) has no gated epilogue: apply the mask after it")
+                                f"product (scaling={shown(scaling, 20)}) has no gated epilogue: apply the mask after it")
     activation = choice_option("gemm_sm90", "activation", activation, ACTIVATIONS)
     BM = 128
     if type(dtype) is not str or dtype not in IN_DTYPES + FP8_DTYPES:
-        raise KernelConfigError(f"gemm_sm90: inputs must be one of {IN_DTYPES + FP8_DTYPES}, got {dtype!r:.60}")
+        raise KernelConfigError(f"gemm_sm90: dtype (the inputs') must be one of {IN_DTYPES + FP8_DTYPES}, got {shown(dtype, 60)}")
     BK = k_block(dtype)
-    if b_dtype is not None and b_dtype != dtype and not (dtype in FP8_DTYPES and b_dtype in FP8_DTYPES):
-        raise KernelConfigError(f"gemm_sm90: B's dtype {b_dtype!r:.40} may differ from A's ({dtype}) only between the FP8 "
+    if b_dtype is not None and (type(b_dtype) is not str
+                                or b_dtype != dtype and not (dtype in FP8_DTYPES and b_dtype in FP8_DTYPES)):
+        raise KernelConfigError(f"gemm_sm90: b_dtype = {shown(b_dtype, 40)} (B's dtype) may differ from A's ({dtype}) only between the FP8 "
                                 f"formats {FP8_DTYPES}")
     check_scaling(dtype, scaling, a_major, b_major, BN, CM, PINGPONG, SPLIT, PART)
     PP = bool(PINGPONG)
@@ -435,7 +436,7 @@ def check_config(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", d
         STAGES = block_stages(BN) if scaling == "block" else default_stages(BN, PP)
     p = plan(M, N, K, BM, BN, BK, STAGES, CM, sms, group, dtype, out_dtype, PP, scaling=scaling)
     if not all(type(v) is str and v in ("K", "MN") for v in (a_major, b_major)):
-        raise KernelConfigError(f"gemm_sm90: a_major / b_major must be 'K' or 'MN', got {a_major!r}, {b_major!r}")
+        raise KernelConfigError(f"gemm_sm90: a_major / b_major must be 'K' or 'MN', got {shown(a_major)}, {shown(b_major)}")
     if b_major == "MN" and BN % (64 * CM):
         raise KernelConfigError(f"gemm_sm90: BN = {BN}: an MN-major B is loaded in 64-column boxes, "
                                 + ("so BN must be a multiple of 64" if CM == 1 else
@@ -451,13 +452,13 @@ def check_config(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", d
                                     f"larger than its tensor: pad {name} to {tile} with zeros (tirxpy_kernels.gemm does this for you)")
     if PP and DEFER:
         raise KernelConfigError("gemm_sm90: with PINGPONG each consumer stores its own tile while the other one's k-loop runs, "
-                                f"so DEFER does not apply (got DEFER={DEFER!r})")
+                                f"so DEFER does not apply (got DEFER={shown(DEFER)})")
     if DEFER and gate:
         raise KernelConfigError("gemm_sm90: a gate is read chunk by chunk from global memory in the epilogue, which a "
-                                f"deferred tile has no registers for: use DEFER=False or None (got DEFER={DEFER!r})")
+                                f"deferred tile has no registers for: use DEFER=False or None (got DEFER={shown(DEFER)})")
     if DEFER and scaling == "block":
         raise KernelConfigError("gemm_sm90: scaling='block' keeps its k-block products next to the tile in registers, "
-                                f"which leaves no room for a deferred tile: use DEFER=False (got DEFER={DEFER!r})")
+                                f"which leaves no room for a deferred tile: use DEFER=False (got DEFER={shown(DEFER)})")
     if DEFER is None:
         # not with a fused bias: ptxas hoists its predicated loads, which (with silu) do not fit in the
         # registers next to a deferred tile and spill
@@ -477,7 +478,7 @@ def check_config(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", d
         SPLIT = checked         # (rows, wide, narrow, bn2), as split_tile takes it
     PDL = bool(PDL)
     if drop is not None and not (type(drop) is str and drop in DROPS):
-        raise KernelConfigError(f"gemm_sm90: unknown drop={drop!r}; one of {DROPS}")
+        raise KernelConfigError(f"gemm_sm90: unknown drop={shown(drop)}; one of {DROPS}")
     if drop == "turn" and not PP:
         raise KernelConfigError("gemm_sm90: drop='turn' removes the ping-pong turns, which only PINGPONG=True has")
     return {"PP": PP, "STAGES": STAGES, "plan": p, "DEFER": DEFER, "SPLIT": SPLIT, "PDL": PDL, "PART": PART,

@@ -33,7 +33,7 @@ from tirxpy.ir.dtype import DataType
 from tirxpy.lang import cdiv, persistent_units
 from tirxpy.target import as_target
 
-from .errors import KernelConfigError, shown
+from .errors import KernelConfigError, is_int, shown
 
 #: The target the Blackwell GEMM is built for: a plan fits its shared memory per CTA and tensor-memory
 #: columns, and its SM count is the default persistent grid.
@@ -148,11 +148,14 @@ class Plan:
 
 
 def _check_shape(M, N, K, BN, EPI, cta_group, dtype):
-    if dtype not in DTYPES:
-        raise KernelConfigError(f"gemm_sm100: inputs must be bfloat16 or float16 (kind::f16) or float8_e4m3 / float8_e5m2 "
-                                f"(block-scaled kind::mxf8f6f4), got {dtype!r}")
-    if cta_group not in (1, 2):
-        raise KernelConfigError(f"gemm_sm100: cta_group must be 1 or 2, got {cta_group!r}")
+    for name, v in (("M", M), ("N", N), ("K", K), ("BN", BN), ("EPI", EPI)):
+        if not is_int(v):
+            raise KernelConfigError(f"gemm_sm100: {name} must be an int, got {shown(v)} ({type(v).__name__})")
+    if type(dtype) is not str or dtype not in DTYPES:
+        raise KernelConfigError(f"gemm_sm100: dtype (the inputs') must be bfloat16 or float16 (kind::f16) or float8_e4m3 / float8_e5m2 "
+                                f"(block-scaled kind::mxf8f6f4), got {shown(dtype)}")
+    if type(cta_group) is not int or cta_group not in (1, 2):
+        raise KernelConfigError(f"gemm_sm100: cta_group must be 1 or 2, got {shown(cta_group)}")
     if dtype in FP8 and (cta_group != 1 or BN not in (32, 64, 128)):
         raise KernelConfigError(f"gemm_sm100: block-scaled fp8 runs with cta_group=1 and BN in (32, 64, 128) (one 128-row "
                                 f"scale tile of B per k-block, TMEM for two accumulators and the staged scales); got "
@@ -161,7 +164,7 @@ def _check_shape(M, N, K, BN, EPI, cta_group, dtype):
     if not (step <= BN <= 256 and BN % step == 0):
         raise KernelConfigError(f"gemm_sm100: BN = {BN} must be a multiple of {step} in [{step}, 256] for cta_group={cta_group}"
                                 " (tcgen05.mma N, split over the pair for cta_group=2)")
-    if BN % EPI or EPI * 4 % 16 or EPI > 128 or EPI & (EPI - 1):
+    if EPI < 4 or EPI > 128 or EPI & (EPI - 1) or BN % EPI:
         raise KernelConfigError(f"gemm_sm100: EPI = {EPI} (epilogue chunk columns) must be a power of two <= 128 dividing "
                                 f"BN = {BN}, at least 4")
     if min(M, N, K) <= 0:
@@ -178,7 +181,7 @@ def _fits(p: Plan) -> bool:
 def plan(M, N, K, BN=None, STAGES=None, EPI=32, ctas=TARGET.sm_count, cta_group=1, dtype="bfloat16") -> Plan:
     """The checked :class:`Plan` (``BN`` / ``STAGES`` ``None``: the module docstring's defaults)."""
     if BN is None:
-        BN = 128 if dtype in FP8 else 256
+        BN = 128 if type(dtype) is str and dtype in FP8 else 256
     _check_shape(M, N, K, BN, EPI, cta_group, dtype)
     if type(ctas) is not int or ctas < 1:
         raise KernelConfigError(f"gemm_sm100: ctas = {shown(ctas)} must be an int >= 1 (the SMs the persistent grid may use)")

@@ -25,6 +25,7 @@ from torch import Tensor
 
 from . import gemm_api
 from .checks import dense_tensor, no_meta_mix
+from .errors import shown
 from .gemm_api import GemmArgumentError
 from .gemm_plan import ACTIVATIONS
 from .torch_ops import _product_like, gemm_op, needs_op
@@ -50,7 +51,7 @@ def _check(x, b1, b2, activation):
         raise GemmArgumentError(f"mlp: shapes do not chain: x {tuple(x.shape)} @ b1 {tuple(b1.shape)} @ b2 "
                                 f"{tuple(b2.shape)} (pass b1 = w1.t() and b2 = w2.t() of nn.Linear weights)")
     if not any(type(activation) is type(a) and activation == a for a in ACTIVATIONS):
-        raise GemmArgumentError(f"mlp: activation must be one of {ACTIVATIONS}, got {activation!r:.60}")
+        raise GemmArgumentError(f"mlp: activation must be one of {ACTIVATIONS}, got {shown(activation, 60)}")
     if min(x.numel(), b1.numel(), b2.numel()) == 0:
         raise GemmArgumentError(f"mlp: empty problem x {tuple(x.shape)} @ b1 {tuple(b1.shape)} @ b2 {tuple(b2.shape)}")
 

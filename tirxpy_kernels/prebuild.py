@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import time
 
-from .errors import KernelConfigError
+from .errors import KernelConfigError, shown
 
 
 def prebuild_one(spec):
@@ -52,7 +52,7 @@ def prebuild_one(spec):
         _, mod, name, a, kw = spec
         if not (isinstance(mod, str) and mod.startswith(f"{__package__}.") and isinstance(name, str)):
             raise KernelConfigError(f"prebuild: a factory spec names a kernel factory of {__package__} (module "
-                                    f"'{__package__}.<name>'), got module {mod!r:.60}")
+                                    f"'{__package__}.<name>'), got module {shown(mod, 60)}")
         from tirxpy.jit import JitFunction
 
         f = getattr(importlib.import_module(mod), name, None)
@@ -70,7 +70,7 @@ def prebuild_one(spec):
         _, M, N, K, scaling, tuning, sms = spec
         k = kernel_for(M, N, K, scaling, sms=sms, **tuning)[0]
     else:
-        raise KernelConfigError(f"prebuild: unknown kernel kind {spec[0]!r}; 'gemm', 'gemm_fp8', 'attention' or "
+        raise KernelConfigError(f"prebuild: unknown kernel kind {shown(spec[0])}; 'gemm', 'gemm_fp8', 'attention' or "
                                 "'factory'")
     tirxpy.compile(k, arch=target)
     return spec[0], time.time() - t0

@@ -29,7 +29,7 @@ import torch
 from tirxpy.errors import ArgumentError
 
 from .checks import aligned_input, dense_tensor
-from .errors import KernelConfigError
+from .errors import KernelConfigError, shown
 from .launch_cache import LaunchCache, compiled
 from .quantize_sm90 import (FP8_MAX, GRANULARITIES, GROUP, SCALE_FLOOR, padded_shape, plan, quantize_fp8_kernel,
                            scales_shape,
@@ -58,11 +58,11 @@ def _check(x, granularity, dtype, pow2_scales):
                                     f"reshape it (x.reshape(-1, x.shape[-1]))")
     if not isinstance(granularity, str) or granularity not in GRANULARITIES:
         raise QuantizeArgumentError(f"{w}: granularity must be one of {GRANULARITIES} (one scale per row, per 1 x 128 "
-                                    f"group along K, per 128 x 128 block), got {granularity!r:.60}")
+                                    f"group along K, per 128 x 128 block), got {shown(granularity, 60)}")
     if not isinstance(dtype, torch.dtype) or dtype not in _FP8:
-        raise QuantizeArgumentError(f"{w}: dtype must be torch.float8_e4m3fn or torch.float8_e5m2, got {dtype!r:.60}")
+        raise QuantizeArgumentError(f"{w}: dtype must be torch.float8_e4m3fn or torch.float8_e5m2, got {shown(dtype, 60)}")
     if not isinstance(pow2_scales, bool):
-        raise QuantizeArgumentError(f"{w}: pow2_scales must be True or False, got {pow2_scales!r:.60}")
+        raise QuantizeArgumentError(f"{w}: pow2_scales must be True or False, got {shown(pow2_scales, 60)}")
     if not x.is_contiguous():
         raise QuantizeArgumentError(f"{w}: x (shape {tuple(x.shape)}, strides {x.stride()}) must be row-major "
                                     f"contiguous; pass x.contiguous()")
@@ -153,7 +153,7 @@ def _check_granularity(where, granularity):
     """:class:`QuantizeArgumentError` from ``where`` unless ``granularity`` is one of
     :data:`~tirxpy_kernels.quantize_sm90.GRANULARITIES`."""
     if not isinstance(granularity, str) or granularity not in GRANULARITIES:
-        raise QuantizeArgumentError(f"{where}: granularity must be one of {GRANULARITIES}, got {granularity!r:.60}")
+        raise QuantizeArgumentError(f"{where}: granularity must be one of {GRANULARITIES}, got {shown(granularity, 60)}")
 
 
 def _check_rule_args(where, x, granularity, dtype, flags=()):
@@ -169,10 +169,10 @@ def _check_rule_args(where, x, granularity, dtype, flags=()):
     _check_granularity(where, granularity)
     if not isinstance(dtype, torch.dtype) or dtype not in _FP8:
         raise QuantizeArgumentError(f"{where}: dtype must be torch.float8_e4m3fn or torch.float8_e5m2, got "
-                                    f"{dtype!r:.60}")
+                                    f"{shown(dtype, 60)}")
     for name, v in flags:
         if not isinstance(v, bool):
-            raise QuantizeArgumentError(f"{where}: {name} must be True or False, got {v!r:.60}")
+            raise QuantizeArgumentError(f"{where}: {name} must be True or False, got {shown(v, 60)}")
 
 
 def group_scales(x, granularity, dtype=torch.float8_e4m3fn, pow2_scales=False):
@@ -203,12 +203,12 @@ def expand_scales(s, granularity, M, K):
     for name, n in (("M", M), ("K", K)):
         if type(n) is not int or n < 1:
             raise QuantizeArgumentError(f"expand_scales: {name} must be a positive int (the input's shape), got "
-                                        f"{n!r:.40}")
+                                        f"{shown(n, 40)}")
     gr = {"token": 1, "1x128": 1, "128x128": GROUP}[granularity]
     want = scales_shape(granularity, M, K)
     if not isinstance(s, torch.Tensor) or tuple(s.shape) != want:
         got = tuple(s.shape) if isinstance(s, torch.Tensor) else type(s).__name__
-        raise QuantizeArgumentError(f"expand_scales: s must be the {want} scales of a {granularity!r} quantization "
+        raise QuantizeArgumentError(f"expand_scales: s must be the {want} scales of a {shown(granularity)} quantization "
                                     f"of an ({M}, {K}) input, got {got}")
     gc = K if granularity == "token" else GROUP
     return s.repeat_interleave(gr, 0)[:M].repeat_interleave(gc, 1)[:, :K]

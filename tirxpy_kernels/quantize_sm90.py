@@ -51,7 +51,7 @@ from tirxpy.intrinsics import register_intrinsic
 from tirxpy.layout import R, S, TileLayout, laneid, m, warpid
 from tirxpy.sim import register_model
 
-from .errors import KernelConfigError, choice_option, flag_option, int_option
+from .errors import KernelConfigError, choice_option, flag_option, int_option, shown
 
 GRANULARITIES = ("token", "1x128", "128x128")
 IN_DTYPES = ("bfloat16", "float16")
@@ -168,8 +168,11 @@ def plan(granularity: str, M: int, K: int, vecs: int | None = None, lanes: int |
     if granularity != "token":
         lanes = max(4, 16 // vecs) if lanes is None else int_option("quantize_fp8", "lanes", lanes)
         if lanes not in (4, 8, 16) or vecs % (16 // lanes):
-            raise KernelConfigError(f"quantize_fp8: lanes = {lanes!r:.20} lanes to a group row hold 16 / lanes vectors of "
+            raise KernelConfigError(f"quantize_fp8: lanes = {shown(lanes, 20)} lanes to a group row hold 16 / lanes vectors of "
                                     f"it each; lanes must be 4, 8 or 16 and vecs = {vecs} a multiple of 16 / lanes")
+    elif lanes is not None:
+        raise KernelConfigError(f"quantize_fp8: lanes = {shown(lanes, 20)} applies to the '1x128' and '128x128' "
+                                "granularities (a token row is spread over the whole CTA): leave it unset")
     if granularity == "1x128":
         warps = 4
         p = Plan(granularity, 2 * warps * vecs, GROUP, warps, vecs, lanes)

@@ -32,14 +32,15 @@ butterflies and then one shared-memory exchange, or just the butterflies for a w
 from __future__ import annotations
 
 import math
-import numbers
+
+import numpy as np
 
 import tirxpy
 from tirxpy import T, Tx
 from tirxpy.target import MAX_REGISTERS
 from tirxpy.layout import R, S, TileLayout, laneid, m, warpid
 
-from .errors import KernelConfigError, int_option
+from .errors import KernelConfigError, int_option, shown
 
 ELEMS_PER_THREAD = 16
 """Default elements of the row per thread: two 16-byte bf16 vectors, which deals a 4096-wide row to 256
@@ -176,9 +177,9 @@ def check_eps(eps) -> float:
         ...
         tirxpy_kernels.errors.KernelConfigError: rmsnorm_silu: eps must be a finite float >= 0 ..., got nan
     """
-    real = isinstance(eps, numbers.Real) and not isinstance(eps, bool)
-    if not (real and math.isfinite(eps) and 0 <= eps <= FLOAT32_MAX):
-        raise KernelConfigError(f"rmsnorm_silu: eps must be a finite float >= 0 in float32's range, got {eps!r:.60}")
+    real = type(eps) in (int, float) or isinstance(eps, (np.integer, np.floating))
+    if not (real and math.isfinite(float(eps)) and 0 <= float(eps) <= FLOAT32_MAX):
+        raise KernelConfigError(f"rmsnorm_silu: eps must be a finite float >= 0 in float32's range, got {shown(eps, 60)}")
     return float(eps)
 
 

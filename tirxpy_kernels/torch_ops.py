@@ -47,6 +47,7 @@ from . import attention_varlen_api
 from . import attention_varlen_api as _varlen
 from .attention_api import AttentionArgumentError
 from .checks import dense_tensor, no_meta_mix
+from .errors import shown
 from .gemm_api import GemmArgumentError
 
 _is_compiling = torch.compiler.is_compiling
@@ -149,7 +150,7 @@ def decode_tuning(text: str, where: str = "tirxpy", error=ArgumentError) -> dict
         isinstance(p, tuple) and len(p) == 2 and isinstance(p[0], str) for p in pairs) else None
     if names is None or len(set(names)) != len(names):
         raise error(f'{where}: tuning must be "" or a tuple of (name, value) pairs as encode_tuning writes them, each '
-                    f"name a str given once (such as \"(('BN', 128),)\"), got {text!r:.120}")
+                    f"name a str given once (such as \"(('BN', 128),)\"), got {shown(text, 120)}")
     return dict(pairs)
 
 
@@ -221,10 +222,10 @@ def _gemm_kinds(a, b, bias, activation, out_dtype, gate):
         if t is not None or not none:
             dense_tensor("gemm", name, t, t.dim() if isinstance(t, Tensor) else 0, "", GemmArgumentError)
     if activation is not None and not isinstance(activation, str):
-        raise GemmArgumentError(f"gemm: activation must be one of {gemm_api.ACTIVATIONS}, got {activation!r:.60}")
+        raise GemmArgumentError(f"gemm: activation must be one of {gemm_api.ACTIVATIONS}, got {shown(activation, 60)}")
     if out_dtype is not None and not isinstance(out_dtype, torch.dtype):
         raise GemmArgumentError(f"gemm: out_dtype must be a torch.dtype (torch.bfloat16, torch.float16 or "
-                                f"torch.float32) or None, got {out_dtype!r:.60} ({type(out_dtype).__name__})")
+                                f"torch.float32) or None, got {shown(out_dtype, 60)} ({type(out_dtype).__name__})")
 
 
 def gemm(a, b, out=None, *, bias=None, activation=None, out_dtype=None, gate=None, **tuning):

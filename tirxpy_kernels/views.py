@@ -28,7 +28,7 @@ from tirxpy.errors import ArgumentError
 from tirxpy.layout import S, TileLayout
 
 from .checks import misalignment
-from .errors import KernelConfigError
+from .errors import KernelConfigError, shown
 
 
 def dense_strides(shape):
@@ -94,11 +94,12 @@ def packed_input(t, rows):
     return view[0], (None if st is None else st[1:])
 
 
-def check_strides(where, names, shapes, strides, elem_bytes=2):
+def check_strides(where, names, shapes, strides, elem_bytes=2, option="strides"):
     """The ``strides=`` option of a kernel whose inputs ``names`` have ``shapes``: None (every input dense) or one
     entry per input, None (dense) or its element strides, innermost 1 and the others positive multiples of 16
     bytes below 2**40 bytes (``elem_bytes`` per element). Returns it with dense entries as None (None when all
-    are), so equal layouts key one kernel; :class:`~tirxpy_kernels.errors.KernelConfigError` names a bad entry.
+    are), so equal layouts key one kernel; :class:`~tirxpy_kernels.errors.KernelConfigError` names ``option`` (the
+    keyword the caller passed) and a bad entry.
 
         >>> check_strides("k", ("q", "k"), ((1, 8, 2, 64), (1, 8, 2, 64)), ((1024, 128, 64, 1), None)) is None
         True
@@ -110,18 +111,18 @@ def check_strides(where, names, shapes, strides, elem_bytes=2):
     if strides is None:
         return None
     if not isinstance(strides, tuple) or len(strides) != len(names):
-        raise KernelConfigError(f"{where}: strides must be None or a tuple of {len(names)} entries (one per input: "
-                                f"{', '.join(names)}), got {strides!r:.120}")
+        raise KernelConfigError(f"{where}: {option} must be None or a tuple of {len(names)} entries (one per input: "
+                                f"{', '.join(names)}), got {shown(strides, 120)}")
     out = []
     for name, shape, st in zip(names, shapes, strides):
         if st is None:
             out.append(None)
             continue
         if not isinstance(st, tuple) or len(st) != len(shape) or not all(type(x) is int for x in st):
-            raise KernelConfigError(f"{where}: strides of {name} must be None or {len(shape)} ints (the element "
-                                    f"strides of its {tuple(shape)}), got {st!r:.120}")
+            raise KernelConfigError(f"{where}: {option} of {name} must be None or {len(shape)} ints (the element "
+                                    f"strides of its {tuple(shape)}), got {shown(st, 120)}")
         if st[-1] != 1 or any(x <= 0 or x * elem_bytes % 16 or x * elem_bytes >= 1 << 40 for x in st[:-1]):
-            raise KernelConfigError(f"{where}: strides of {name} {st}: TMA reads a view whose innermost stride is 1 "
+            raise KernelConfigError(f"{where}: {option} of {name} {st}: TMA reads a view whose innermost stride is 1 "
                                     f"and whose other strides are positive multiples of {16 // elem_bytes} elements "
                                     "(16 bytes) below 2**40 bytes; pass a contiguous copy")
         out.append(None if st == dense_strides(shape) else st)
