@@ -52,3 +52,51 @@ def test_bad_inputs():
     with pytest.raises(LayoutError, match="signature is missing"):
         decode_png(b"GIF89a")
     assert PNG_SIGNATURE == b"\x89PNG\r\n\x1a\n"
+
+
+def _png(ihdr: bytes, idat: bytes) -> bytes:
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+    return PNG_SIGNATURE + chunk(b"IHDR", ihdr) + chunk(b"IDAT", idat) + chunk(b"IEND", b"")
+
+
+def _ihdr(w, h, *rest):
+    return struct.pack(">IIBBBBB", w, h, *(rest or (8, 2, 0, 0, 0)))
+
+
+def _zeros_stream(n: int) -> bytes:
+    """A zlib stream of ``n`` zero bytes, built without holding them (a small input that inflates to ``n``)."""
+    z, block, out = zlib.compressobj(9), bytes(1 << 20), []
+    for _ in range(n >> 20):
+        out.append(z.compress(block))
+    return b"".join(out) + z.flush()
+
+
+@pytest.mark.parametrize("data, msg", [
+    (None, "a PNG is bytes"), (5, "a PNG is bytes"),
+    (_png(b"\0\0", zlib.compress(b"\0\0\0\0")), "IHDR holds 2 bytes"),
+    (_png(_ihdr(1, 1), b"xx"), "not a valid zlib stream"),
+    (_png(_ihdr(5, 5), zlib.compress(b"\0\0\0\0")), "inflates to 4 bytes; a 5x5 RGB image has 80"),
+    (_png(_ihdr(1, 1), zlib.compress(bytes(4))[:-3]), "cut short"),
+    (_png(_ihdr(0, 0), zlib.compress(b"")), "claims 0x0 pixels"),
+    (_png(_ihdr(1, 1, 8, 2, 1, 0, 0), zlib.compress(bytes(4))), "8-bit RGB"),
+    (_png(_ihdr(2**31, 2**31), zlib.compress(b"")), "MAX_PNG_PIXELS"),
+    (PNG_SIGNATURE + struct.pack(">I", 100) + b"IHDR" + b"abc", "chunk b'IHDR' claims 100 bytes"),
+    (PNG_SIGNATURE + struct.pack(">I", 2**32 - 1) + b"IHDR", "truncated PNG"),
+])
+def test_malformed_pngs_are_refused(data, msg):
+    with pytest.raises(LayoutError, match=msg):
+        decode_png(data)
+
+
+def test_a_zlib_bomb_is_not_inflated_past_the_header():
+    """A 1x1 header over a stream of 256 MiB of zeros: refused after inflating at most 5 bytes."""
+    bomb = _png(_ihdr(1, 1), _zeros_stream(256 << 20))
+    assert len(bomb) < 1 << 20
+    with pytest.raises(LayoutError, match="inflates to more than 5 bytes; a 1x1 RGB image has 4"):
+        decode_png(bomb)
+
+
+def test_decode_takes_bytes_likes():
+    data = encode_png(np.full((2, 2, 3), 7, dtype=np.uint8))
+    assert (decode_png(bytearray(data)) == 7).all() and (decode_png(memoryview(data)) == 7).all()

@@ -18,9 +18,12 @@ import zlib
 
 import numpy as np
 
-from tirxpy.layout.errors import LayoutError
+from tirxpy.layout.errors import LayoutError, LayoutTypeError
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+MAX_PNG_PIXELS = 1 << 28
+"""The most pixels :func:`decode_png` decodes (768 MiB of RGB): a header claiming more is refused before any
+inflating, and the zlib stream is never inflated past what the header claims."""
 
 
 def _chunk(kind: bytes, data: bytes) -> bytes:
@@ -42,7 +45,11 @@ def encode_png(image) -> bytes:
 
 
 def read_chunks(data: bytes) -> list:
-    """[(type, payload)] of a PNG, checking the signature and every CRC."""
+    """[(type, payload)] of a PNG (bytes, bytearray or memoryview), checking the signature, every chunk's
+    length against the data and every CRC."""
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise LayoutTypeError(f"a PNG is bytes (e.g. open(path, 'rb').read()), got {type(data).__name__:.60}")
+    data = bytes(data)
     if data[:8] != PNG_SIGNATURE:
         raise LayoutError("not a PNG: the 8-byte signature is missing")
     out, pos = [], 8
@@ -51,6 +58,9 @@ def read_chunks(data: bytes) -> list:
             raise LayoutError("truncated PNG chunk header")
         (n,) = struct.unpack(">I", data[pos : pos + 4])
         kind = data[pos + 4 : pos + 8]
+        if pos + 12 + n > len(data):
+            raise LayoutError(f"truncated PNG: chunk {kind!r} claims {n} bytes, the data ends after "
+                              f"{max(len(data) - pos - 12, 0)}")
         payload = data[pos + 8 : pos + 8 + n]
         (crc,) = struct.unpack(">I", data[pos + 8 + n : pos + 12 + n])
         if zlib.crc32(kind + payload) & 0xFFFFFFFF != crc:
@@ -65,11 +75,25 @@ def decode_png(data: bytes) -> np.ndarray:
     chunks = read_chunks(data)
     if not chunks or chunks[0][0] != b"IHDR" or chunks[-1][0] != b"IEND":
         raise LayoutError("a PNG starts with IHDR and ends with IEND")
-    w, h, depth, ctype, _, _, interlace = struct.unpack(">IIBBBBB", chunks[0][1])
-    if (depth, ctype, interlace) != (8, 2, 0):
+    if len(chunks[0][1]) != 13:
+        raise LayoutError(f"PNG IHDR holds {len(chunks[0][1])} bytes; the PNG format has 13")
+    w, h, depth, ctype, comp, filt, interlace = struct.unpack(">IIBBBBB", chunks[0][1])
+    if (depth, ctype, comp, filt, interlace) != (8, 2, 0, 0, 0):
         raise LayoutError("decode_png reads 8-bit RGB non-interlaced PNGs only")
-    raw = np.frombuffer(zlib.decompress(b"".join(p for k, p in chunks if k == b"IDAT")), dtype=np.uint8)
-    raw = raw.reshape(h, 1 + 3 * w)
+    if not (w >= 1 and h >= 1 and w * h <= MAX_PNG_PIXELS):
+        raise LayoutError(f"PNG IHDR claims {w}x{h} pixels; decode_png reads 1 to {MAX_PNG_PIXELS} pixels "
+                          "(the limit MAX_PNG_PIXELS)")
+    want = h * (1 + 3 * w)
+    z = zlib.decompressobj()
+    try:
+        flat = z.decompress(b"".join(p for k, p in chunks if k == b"IDAT"), want + 1)
+    except zlib.error as e:
+        raise LayoutError(f"PNG IDAT is not a valid zlib stream ({e})") from None
+    if len(flat) != want or not z.eof:
+        raise LayoutError(f"PNG IDAT inflates to {'more than ' if len(flat) > want else ''}{len(flat)} bytes"
+                          f"{'' if len(flat) > want or z.eof else ' (the stream is cut short)'}; a {w}x{h} "
+                          f"RGB image has {want}")
+    raw = np.frombuffer(flat, dtype=np.uint8).reshape(h, 1 + 3 * w)
     if raw[:, 0].any():
         raise LayoutError("decode_png reads filter type 0 scanlines only")
     return raw[:, 1:].reshape(h, w, 3).copy()
