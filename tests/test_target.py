@@ -68,3 +68,34 @@ def test_runs_on(arch, cap, ok):
 
 def test_for_capability():
     assert [str(for_capability(c)) for c in [(9, 0), (10, 0), (8, 9)]] == ["sm_90a", "sm_100a", "sm_89"]
+
+
+class _BadIndex:
+    def __index__(self):
+        raise RuntimeError("no index")
+
+
+@pytest.mark.parametrize("cap", [5, None, "90", (9,), (9, 0, 0), (9.0, 0), (True, False), (-9, 0), (9, 10), (0, 80),
+                                 [_BadIndex(), 0], {9: 0}])
+def test_capabilities_that_are_no_int_pair_are_refused(cap):
+    with pytest.raises(TargetError, match=r"compute capability is a \(major, minor\) pair of ints, minor below 10"):
+        for_capability(cap)
+    with pytest.raises(TargetError, match=r"Target.runs_on: a compute capability"):
+        as_target("sm_90a").runs_on(cap)
+
+
+def test_capabilities_of_numpy_ints_and_lists_are_read():
+    np = pytest.importorskip("numpy")
+    assert str(for_capability((np.int64(9), np.int32(0)))) == "sm_90a" and as_target("sm_80").runs_on([8, 6])
+
+
+@pytest.mark.parametrize("arch", ["sm_\u0669\u0660a", "sm_\uff19\uff10", "sm_9\u06f0"])
+def test_only_ascii_digits_name_a_target(arch):
+    with pytest.raises(TargetError, match="unknown target"):
+        supported_target(arch)
+
+
+@pytest.mark.parametrize("sm, suffix", [("90", "a"), (90.0, ""), (True, ""), (-1, ""), (90, "b"), (90, None)])
+def test_a_target_built_by_hand_is_checked(sm, suffix):
+    with pytest.raises(TargetError, match="is no target: sm is an int"):
+        Target(sm, suffix)

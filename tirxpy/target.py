@@ -24,13 +24,14 @@ This module imports nothing else from tirxpy but the error root, so every layer 
 """
 from __future__ import annotations
 
+import operator
 import re
 from dataclasses import dataclass
 from functools import lru_cache
 
 from tirxpy.errors import TirxError
 
-_ARCH_RE = re.compile(r"^sm_(\d{2,3})([af]?)$")
+_ARCH_RE = re.compile(r"^sm_(\d{2,3})([af]?)$", re.ASCII)    # ASCII digits only
 
 #: Targets tirxpy compiles for: those the pinned NVRTC (13.0) can target (sm_90a and sm_100a are the ones
 #: tirxpy's kernels use).
@@ -67,6 +68,11 @@ class Target:
 
     sm: int
     suffix: str = ""
+
+    def __post_init__(self):
+        if type(self.sm) is not int or not 0 <= self.sm < 1000 or self.suffix not in ("", "a", "f"):
+            raise TargetError(f"Target(sm={self.sm!r:.30}, suffix={self.suffix!r:.30}) is no target: sm is an int in "
+                              "[0, 1000) and suffix is '', 'a' or 'f'; build one with as_target('sm_90a')")
 
     def __str__(self) -> str:
         return f"sm_{self.sm}{self.suffix}"
@@ -118,10 +124,11 @@ class Target:
     def runs_on(self, capability) -> bool:
         """Whether a cubin built for this target runs on a GPU of compute ``capability``: same major
         version and no newer minor version; an arch-specific target only on exactly that GPU."""
+        cap = _capability(capability, "Target.runs_on")
         major, minor = self.capability
         if self.suffix:
-            return (major, minor) == tuple(capability)
-        return major == capability[0] and minor <= capability[1]
+            return (major, minor) == cap
+        return major == cap[0] and minor <= cap[1]
 
 
 @lru_cache(maxsize=64)
@@ -164,10 +171,25 @@ def supported_target(arch) -> Target:
     return t
 
 
+def _capability(capability, fn: str) -> tuple:
+    """``capability`` as a ``(major, minor)`` pair of Python ints, major in [0, 100) and minor in [0, 10) (what
+    ``torch.cuda.get_device_capability()`` returns; sm is major * 10 + minor); TargetError naming ``fn`` otherwise."""
+    try:
+        pair = tuple(capability) if isinstance(capability, (tuple, list)) else None
+        ok = pair is not None and len(pair) == 2 and not any(isinstance(v, bool) for v in pair)
+        pair = tuple(operator.index(v) for v in pair) if ok else None
+    except Exception:   # noqa: BLE001  (an entry that is no int, or whose __index__ raises)
+        pair = None
+    if pair is None or not (0 <= pair[0] < 100 and 0 <= pair[1] < 10):
+        raise TargetError(f"{fn}: a compute capability is a (major, minor) pair of ints, minor below 10, e.g. (9, 0) "
+                          f"for an H100, got {capability!r:.60} ({type(capability).__name__})")
+    return pair
+
+
 def for_capability(capability) -> Target:
     """The target to build for a GPU of compute ``capability``: (9, 0) -> sm_90a, (10, 0) -> sm_100a
     (the arch-specific targets that have wgmma / tcgen05), else the plain ``sm_XY``."""
-    major, minor = capability
+    major, minor = _capability(capability, "for_capability")
     return as_target({(9, 0): "sm_90a", (10, 0): "sm_100a"}.get((major, minor), f"sm_{major}{minor}"))
 
 

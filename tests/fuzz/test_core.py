@@ -9,6 +9,7 @@ from harness import EXAMPLES, refuse
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tirxpy.target import SUPPORTED_ARCHS, as_target, for_capability, supported_target
 from tirxpy.viz import decode_png, encode_png
 
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, database=None)
@@ -49,3 +50,28 @@ def _mutated_pngs(draw):
 def test_mutated_pngs_decode_or_are_refused(data):
     refuse("viz png", lambda: decode_png(data), names=["PNG", "IHDR", "IDAT", "CRC", "decode_png"],
            allow=lambda v: isinstance(v, np.ndarray) and v.ndim == 3 and v.shape[2] == 3 and v.dtype == np.uint8)
+
+
+# ---------------------------------------------------------------------- targets
+_JUNK = st.one_of(st.none(), st.booleans(), st.floats(allow_nan=True), st.text(max_size=4), st.integers(-5, 120),
+                  st.sampled_from([np.int64(9), np.float32(9.0), np.bool_(True), b"9"]))
+
+
+@FUZZ
+@given(cap=st.one_of(_JUNK, st.lists(_JUNK, max_size=3), st.tuples(_JUNK, _JUNK)))
+def test_random_capabilities(cap):
+    def good(v, hi):
+        return isinstance(v, (int, np.integer)) and not isinstance(v, bool) and 0 <= v < hi
+    ok = isinstance(cap, (tuple, list)) and len(cap) == 2 and good(cap[0], 100) and good(cap[1], 10)
+    refuse("target", lambda: as_target("sm_90a").runs_on(cap), names=["compute capability"],
+           allow=lambda v: ok and v is (tuple(int(x) for x in cap) == (9, 0)))
+    refuse("target", lambda: for_capability(cap), names=["compute capability", "target"],
+           allow=lambda t: ok and cap[0] * 10 + cap[1] >= 80 and str(t).startswith(f"sm_{cap[0]}{cap[1]}"))
+
+
+@FUZZ
+@given(arch=st.one_of(st.text(max_size=8), st.text(st.characters(categories=["Nd"]), min_size=2, max_size=3).map(
+    lambda d: "sm_" + d + "a")))
+def test_random_arch_names(arch):
+    refuse("target", lambda: supported_target(arch), names=["target"],
+           allow=lambda t: arch in SUPPORTED_ARCHS and str(t) == arch)
