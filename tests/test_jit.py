@@ -78,3 +78,78 @@ def test_self_containing_or_deeply_nested_arguments_cannot_key_the_cache():
     for _ in range(30):
         ok = (ok,)
     assert make_copy.key(ok)[0][0] == "n"
+
+
+def _counting():
+    calls = []
+
+    @tirxpy.jit
+    def f(x):
+        calls.append(x)
+        return ("kernel", len(calls))
+    return f, calls
+
+
+def test_dict_keys_that_print_alike_are_different_arguments():
+    class Key:
+        def __init__(self, v):
+            self.v = v
+
+        def __repr__(self):
+            return "Key"
+
+        def __hash__(self):
+            return hash(self.v)
+
+        def __eq__(self, other):
+            return isinstance(other, Key) and other.v == self.v
+
+    f, calls = _counting()
+    assert f({Key(1): 0}) != f({Key(2): 0}) and len(calls) == 2
+    assert f({Key(1): 0, "a": 1}) is f({"a": 1, Key(1): 0}) and len(calls) == 3     # dict order: one key
+
+
+def test_floats_key_bit_for_bit():
+    np = pytest.importorskip("numpy")
+    f, calls = _counting()
+    assert f(0.0) != f(-0.0) and f(np.float32(0.0)) != f(np.float32(-0.0)) and f(0j) != f(complex(0.0, -0.0))
+    n = len(calls)
+    assert f(float("nan")) is f(float("nan")) and f(1.5) is f(1.5) and len(calls) == n + 2
+
+
+def test_shared_structure_is_counted_not_walked_forever():
+    dag = []
+    for _ in range(30):
+        dag = [dag, dag]        # 2**30 leaves through 30 shared lists (within the depth limit)
+    with pytest.raises(JitError, match="more than 100000 items"):
+        make_copy(dag)
+
+
+def test_an_argument_whose_eq_raises_is_refused_at_the_cache():
+    class Eq:
+        def __hash__(self):
+            return 7
+
+        def __eq__(self, other):
+            raise RuntimeError("no compare")
+
+    f, calls = _counting()
+    f(Eq())
+    with pytest.raises(JitError, match=r"comparing the arguments with a cached call raised RuntimeError"):
+        f(Eq())
+
+
+def test_an_argument_with_a_hostile_getattr_keys_by_value():
+    class Odd:
+        def __getattr__(self, name):
+            raise RuntimeError(name)
+
+    f, calls = _counting()
+    a = Odd()
+    assert f(a) is f(a) and len(calls) == 1
+
+
+def test_a_factory_returning_none_is_cached():
+    f, calls = _counting()
+    g = tirxpy.jit(lambda x: calls.append(x))
+    assert g(1) is None and g(1) is None and calls == [1] and g.builds == 1

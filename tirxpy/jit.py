@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import numbers
 import threading
 
 from tirxpy.scope.errors import TirxError
@@ -35,23 +36,36 @@ class JitError(TirxError, ValueError):
 
 
 _KEY_DEPTH = 32
+_KEY_ITEMS = 100_000
+_MISS = object()        # no cached kernel under a key
 
 
-def _key(v, depth: int = 0):
-    """A hashable, type-tagged cache key for one argument (lists / tuples / dicts nest at most 32 deep)."""
+def _key(v, depth: int = 0, budget: list | None = None):
+    """A hashable, type-tagged cache key for one argument: two arguments share a key only if they are equal and
+    of one type, floats and complex numbers bit for bit (-0.0 and 0.0 differ; NaN keys itself). Lists / tuples /
+    dicts nest at most 32 deep and hold at most 100,000 items in all (shared parts counted each time they occur)."""
+    budget = [_KEY_ITEMS] if budget is None else budget
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise JitError(f"@tirxpy.jit argument holds more than {_KEY_ITEMS} items (lists / tuples / dicts, shared "
+                       "parts counted each time), so it cannot key the kernel cache: pass the few values the kernel "
+                       "depends on")
     if depth > _KEY_DEPTH and isinstance(v, (list, tuple, dict)):
         raise JitError(f"@tirxpy.jit argument nests lists / tuples / dicts more than {_KEY_DEPTH} deep "
                        "(or contains itself), so it cannot key the kernel cache")
     if isinstance(v, (list, tuple)):
-        return (type(v).__name__, tuple(_key(x, depth + 1) for x in v))
+        return (type(v).__name__, tuple(_key(x, depth + 1, budget) for x in v))
     if isinstance(v, dict):
-        return ("dict", tuple(sorted((repr(k), _key(x, depth + 1)) for k, x in v.items())))
-    shape = getattr(v, "shape", None)
-    dtype = getattr(v, "dtype", None)
-    if shape is not None and dtype is not None and type(v).__name__ == "Tensor":  # a torch tensor: its signature
-        return ("tensor", tuple(shape), str(dtype))
+        return ("dict", frozenset((_key(k, depth + 1, budget), _key(x, depth + 1, budget)) for k, x in v.items()))
+    if type(v).__name__ == "Tensor":      # a torch tensor: its signature
+        shape, dtype = getattr(v, "shape", None), getattr(v, "dtype", None)
+        if shape is not None and dtype is not None:
+            return ("tensor", tuple(shape), str(dtype))
     try:
         hash(v)
+        if isinstance(v, numbers.Complex) and not isinstance(v, numbers.Rational):   # float / complex, numpy's too
+            c = complex(v)
+            return (type(v).__name__, c.real.hex(), c.imag.hex()) + ((v,) if v == v else ())
     except Exception as e:      # unhashable, or a __hash__ of its own that raises: named by type, not by its repr
         raise JitError(f"@tirxpy.jit argument of type {type(v).__name__:.60} does not hash ({type(e).__name__}), so "
                        "it cannot key the kernel cache: pass a plain value (an int, a str, a tuple of them)") from None
@@ -77,15 +91,26 @@ class JitFunction:
         bound.apply_defaults()
         return tuple((name, _key(v)) for name, v in bound.arguments.items())
 
+    def _lookup(self, k, put=_MISS):
+        """The cached kernel of key ``k`` (``_MISS`` if absent), or ``put`` stored under it; JitError when an
+        argument's own ``__eq__`` / ``__hash__`` raises while the cache compares keys."""
+        try:
+            with self._lock:
+                if put is _MISS:
+                    return self.cache.get(k, _MISS)
+                self.builds += 1
+                return self.cache.setdefault(k, put)
+        except Exception as e:      # noqa: BLE001  (an argument's own __eq__ or __hash__)
+            raise JitError(f"{self.factory.__name__}: comparing the arguments with a cached call raised "
+                           f"{type(e).__name__} (an argument's __eq__ or __hash__), so they cannot key the kernel "
+                           "cache: pass plain values (ints, strs, tuples of them)") from None
+
     def __call__(self, *args, **kwargs):
         k = self.key(*args, **kwargs)
-        with self._lock:
-            if k in self.cache:
-                return self.cache[k]
-        result = self.factory(*args, **kwargs)
-        with self._lock:
-            self.builds += 1
-            return self.cache.setdefault(k, result)
+        hit = self._lookup(k)
+        if hit is not _MISS:
+            return hit
+        return self._lookup(k, self.factory(*args, **kwargs))
 
     def cache_clear(self):
         with self._lock:

@@ -9,6 +9,7 @@ from harness import EXAMPLES, refuse
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import tirxpy
 from tirxpy.target import SUPPORTED_ARCHS, as_target, for_capability, supported_target
 from tirxpy.viz import decode_png, encode_png
 
@@ -75,3 +76,31 @@ def test_random_capabilities(cap):
 def test_random_arch_names(arch):
     refuse("target", lambda: supported_target(arch), names=["target"],
            allow=lambda t: arch in SUPPORTED_ARCHS and str(t) == arch)
+
+
+# ---------------------------------------------------------------------- the @tirxpy.jit cache key
+_SCALARS = st.one_of(st.integers(-3, 3), st.booleans(), st.sampled_from([0.0, -0.0, float("nan"), 1.0, 1, 0j, -0j]),
+                     st.text(max_size=2), st.none(), st.sampled_from([np.float32(0.0), np.float32(-0.0), np.int64(1)]))
+_ARGS = st.recursive(_SCALARS, lambda inner: st.one_of(st.lists(inner, max_size=3), st.tuples(inner, inner),
+                                                      st.dictionaries(st.text(max_size=2), inner, max_size=3)),
+                     max_leaves=8)
+
+
+def _same(a, b) -> bool:
+    """Equal as arguments: one type throughout, floats bit for bit (the reference for the cache key)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, (float, complex, np.floating)):
+        return repr(a) == repr(b)
+    return a == b
+
+
+@FUZZ
+@given(a=_ARGS, b=_ARGS)
+def test_jit_builds_once_per_distinct_argument(a, b):
+    f = tirxpy.jit(lambda x: object())
+    refuse("jit", lambda: (f(a) is f(b)) == _same(a, b) and f(a) is f(a), allow=lambda v: v is True)
