@@ -36,3 +36,8 @@ def test_the_simulators_storage_has_the_tables_sizes():
 
     for name, st in _STORAGE_NP.items():
         assert st.itemsize == DataType.get(name).itemsize, name
+
+
+@pytest.mark.parametrize("name", [["float32"], {}, {"float32"}, None, 32, b"float32", 1.5])
+def test_names_that_are_no_str_are_unknown(name):
+    assert canonical(name) is None and bits_of(name) is None

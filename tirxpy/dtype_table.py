@@ -46,14 +46,18 @@ _BITS = {name: bits for name, _, bits, _ in SPECS}
 
 
 def canonical(name: str) -> str | None:
-    """The canonical name of a dtype name or alias (tf32 is stored as float32), or None for an unknown one."""
+    """The canonical name of a dtype name or alias (tf32 is stored as float32), or None for an unknown one
+    (anything that is not a str included)."""
+    if not isinstance(name, str):
+        return None
     if name in _BITS:
         return name
     return "float32" if name in TF32 else ALIASES.get(name)
 
 
 def bits_of(name: str) -> int | None:
-    """Bits of one element of the dtype ``name`` (canonical or alias), or None for an unknown one."""
+    """Bits of one element of the dtype ``name`` (canonical or alias), or None for an unknown one (a non-str
+    included)."""
     c = canonical(name)
     return None if c is None else _BITS[c]
 
