@@ -87,10 +87,18 @@ def as_tuples(L):
 
 
 # ---------------------------------------------------------------- strategies
+class _RaisingIndex:
+    """A hostile int stand-in: its own ``__index__`` raises."""
+
+    def __index__(self):
+        raise RuntimeError("no index")
+
+
 BAD_INTS = st.one_of(
     st.just(True), st.just(False), st.floats(allow_nan=True), st.text(max_size=3), st.none(),
     st.just([2]), st.just((2,)), st.just({"m": 1}), st.complex_numbers(), st.just(object()),
     st.integers(-(2**70), 0), st.integers(2**64, 2**200), st.sampled_from([np.float32(2.0), np.bool_(True)]),
+    st.builds(_RaisingIndex),
 )
 GOOD_INTS = st.one_of(st.integers(1, 64), st.sampled_from([np.int64(4), np.uint8(2), np.int32(8)]))
 BAD_AXES = st.one_of(st.text(min_size=1, max_size=6).filter(lambda s: s not in AXES and s not in (
@@ -461,6 +469,11 @@ def test_bad_arguments_refused(q, bad, L):
     else:
         names = None
     refuse(A, lambda: fn(L, bad), names=names or (), allow=allow)
+
+
+@pytest.mark.parametrize("q", QUERIES, ids=[q[0] for q in QUERIES])
+def test_an_index_that_raises_is_refused_by_every_query(q):
+    refuse(A, lambda: q[1](L8, _RaisingIndex()))
 
 
 @SETTINGS

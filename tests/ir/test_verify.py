@@ -389,3 +389,14 @@ def k(A: T.Tensor((64,), "float32"), n: T.int32):
     A[0] = T.float32(1)
 ''')
     assert k.launch.grid[0] is not None
+
+
+def test_a_shape_entry_whose_index_raises_is_refused():
+    from tirxpy.ir.errors import IRError
+
+    class RaisingIndex:
+        def __index__(self):
+            raise RuntimeError("no index")
+
+    with pytest.raises(IRError, match=r"has the RaisingIndex .*; extents are ints >= 1"):
+        T.Tensor((RaisingIndex(), 4), "float32")

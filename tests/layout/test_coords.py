@@ -103,3 +103,20 @@ def test_symbolic_coordinates_that_are_not_integers_or_in_range_are_refused():
     for bad in (-i - 1, i + 8):
         with pytest.raises(LayoutError, match="out of range"):
             L.apply(bad)
+
+
+class _RaisingIndex:
+    """An object whose own ``__index__`` raises (a hostile int stand-in)."""
+
+    def __index__(self):
+        raise RuntimeError("no index")
+
+
+def test_an_index_that_raises_is_no_int():
+    from tirxpy.layout import S, TileLayout
+
+    assert not is_int(_RaisingIndex())
+    with pytest.raises(LayoutError, match=r"extent must be an integer, got .*_RaisingIndex"):
+        TileLayout(S[_RaisingIndex() : 1])
+    with pytest.raises(LayoutError, match="coordinate"):
+        TileLayout(S[4 : 1]).apply(_RaisingIndex())

@@ -73,7 +73,7 @@ def _check_shape(shape) -> tuple:
             if isinstance(n, (Expr, bool)):
                 raise TypeError
             n = operator.index(n)
-        except TypeError:
+        except Exception:   # noqa: BLE001  (no __index__, or one of its own that raises)
             what = "the bool" if isinstance(n, bool) else "the non-static extent" if isinstance(n, Expr) else \
                 f"the {type(n).__name__}"
             raise IRError(f"tensor shape {tuple(shape)!r:.100} has {what} {n!r:.40}; extents are ints >= 1",

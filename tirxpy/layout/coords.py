@@ -16,8 +16,8 @@ from .errors import MAX_COORD, LayoutError, LayoutTypeError
 
 
 def is_int(v) -> bool:
-    """True for ints and other ``__index__`` types (numpy ints, ``sympy.Integer``), False for bools: the one
-    test of what a layout takes as an int.
+    """True for ints and other ``__index__`` types (numpy ints, ``sympy.Integer``), False for bools and for
+    objects whose ``__index__`` raises: the one test of what a layout takes as an int.
 
         >>> import numpy as np
         >>> is_int(np.int64(4)), is_int(True), is_int(2.0)
@@ -28,7 +28,7 @@ def is_int(v) -> bool:
     try:
         operator.index(v)
         return True
-    except TypeError:
+    except Exception:   # noqa: BLE001  (no __index__, or one of its own that raises: not an int)
         return False
 
 
