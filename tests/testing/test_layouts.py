@@ -183,3 +183,13 @@ def test_new_strategy_arguments_are_checked_when_called():
     ]:
         with pytest.raises(LayoutError, match=msg):
             call()
+
+
+def test_memory_layouts_take_no_axes():
+    import pytest
+
+    from tirxpy.layout.errors import LayoutTypeError
+    from tirxpy.testing import memory_layouts
+
+    with pytest.raises(LayoutTypeError, match=r"memory_layouts draws on the axis m only, so it takes no axes="):
+        memory_layouts(axes=("laneid",))

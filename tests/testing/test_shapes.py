@@ -1,6 +1,7 @@
 """Shape, coordinate and region strategies keep their promises."""
 from math import prod
 
+import pytest
 from hypothesis import given, settings, strategies as st
 
 from tirxpy.layout import group
@@ -95,3 +96,11 @@ def test_coords_and_regions_of_huge_shapes(data):
     c = data.draw(coords(shape))
     assert all(0 <= x < n for x, n in zip(c, shape))
     assert all(0 <= a < b <= n for (a, b), n in zip(data.draw(regions(shape)), shape))
+
+
+@pytest.mark.parametrize("owners", [[{"m": [1]}], [{"m": {1: 2}}], [{"m": 1, 3: 2}]])
+def test_owner_set_of_owners_that_are_not_axis_to_int_is_refused(owners):
+    from tirxpy.layout.errors import LayoutTypeError
+
+    with pytest.raises(LayoutTypeError, match=r"owner_set: owners must map axis names to ints"):
+        owner_set(owners)

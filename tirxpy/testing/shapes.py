@@ -97,4 +97,8 @@ def norm(owners):
 
 def owner_set(owners):
     """Owner dicts as a set of sorted ``(axis, value)`` tuples, zeros dropped: equal sets, equal owners."""
-    return {tuple(sorted(d.items())) for d in norm(_owner_list(owners, "owner_set"))}
+    try:
+        return {tuple(sorted(d.items())) for d in norm(_owner_list(owners, "owner_set"))}
+    except TypeError:       # an owner that is not axis name -> int: unhashable or unsortable
+        raise LayoutTypeError(f"owner_set: owners must map axis names to ints (what L.owners(...) returns), got "
+                              f"{owners!r:.100}") from None
