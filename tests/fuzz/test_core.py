@@ -135,3 +135,27 @@ def test_jit_builds_once_per_distinct_argument(a, other):
     f = tirxpy.jit(lambda x: object())
     b = _twin(a, other[1]) if other[0] == "twin" else other[1]
     refuse("jit", lambda: (f(a) is f(b)) == _same(a, b) and f(a) is f(a), allow=lambda v: v is True)
+
+
+# ---------------------------------------------------------------------- pictures of layouts
+@FUZZ
+@given(owner=st.one_of(_JUNK, st.dictionaries(st.one_of(st.sampled_from(["laneid", "warpid", "m", "tx", "TLane"]),
+                                                         _JUNK), st.one_of(_JUNK, st.integers(0, 2**70)), max_size=3)))
+def test_random_owners_get_a_colour_or_are_refused(owner):
+    from tirxpy.viz import owner_color
+
+    def ok(rgb):
+        ints = isinstance(owner, dict) and all(isinstance(a, str) and isinstance(v, (int, np.integer))
+                                               and not isinstance(v, bool) for a, v in owner.items())
+        return ints and len(rgb) == 3 and all(isinstance(c, int) and 0 <= c <= 255 for c in rgb)
+    refuse("viz", lambda: owner_color(owner), names=["owner_color"], allow=ok)
+
+
+@FUZZ
+@given(thing=_JUNK)
+def test_random_things_to_draw_are_refused(thing):
+    from tirxpy.layout.grid import table
+    from tirxpy.viz import render_image, render_svg
+
+    for draw in (render_image, render_svg, table):
+        refuse("viz", lambda: draw(thing), names=["TileLayout"])

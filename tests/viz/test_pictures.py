@@ -82,3 +82,34 @@ def test_plot_checks_its_arguments():
         render_svg(TileLayout(S[4 : 1]), show=3)
     with pytest.raises(LayoutError, match="is not a usable file name"):
         plot(TileLayout(S[4 : 1]), "a\x00b.png")
+
+
+@pytest.mark.parametrize("bad, hint", [("S[4:1]", "got str"), (None, "got NoneType"), (3, "got int"),
+                                       ("swizzle", "got SwizzleLayout: a SwizzleLayout maps addresses")])
+def test_drawing_something_that_is_no_layout_is_refused(bad, hint):
+    from tirxpy.layout import SwizzleLayout
+    from tirxpy.layout.grid import table
+
+    bad = SwizzleLayout(0, 1, 1) if bad == "swizzle" else bad
+    for draw in (render_image, render_svg, table):
+        with pytest.raises(LayoutError, match=f"draws a TileLayout or ComposeLayout, {hint}"):
+            draw(bad)
+
+
+@pytest.mark.parametrize("owner", [None, [1], {"laneid": "x"}, {"laneid": 1.5}, {"laneid": True}, {3: 1}])
+def test_owner_color_takes_an_owner_dict(owner):
+    with pytest.raises(LayoutError, match=r"owner_color takes one owner: a dict of axis name -> int"):
+        owner_color(owner)
+
+
+def test_owner_color_reads_numpy_ints():
+    import numpy as np
+
+    assert owner_color({"laneid": np.int64(5), "warpid": np.uint8(1)}) == owner_color({"laneid": 5, "warpid": 1})
+
+
+def test_plot_into_a_directory_is_refused(tmp_path):
+    for path in (tmp_path, str(tmp_path) + "/", "sub/"):
+        with pytest.raises(LayoutError, match="is a directory; give a file name in it"):
+            plot(TileLayout(S[4 : 1]), path)
+    assert list(tmp_path.iterdir()) == []

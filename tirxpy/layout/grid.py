@@ -81,6 +81,13 @@ def owners_grid(layout, shape=None, show=None):
     """``(rows, cols, axes, labels, owners)`` of the logical tile drawn as a 2-D grid: ``axes`` the axes
     shown, ``labels`` their abbreviations, ``owners[i]`` one tuple of axis values per replica of cell ``i``
     (row-major). The pictures of :mod:`tirxpy.viz` draw this grid."""
+    from .tile import Layout  # noqa: PLC0415  (tile imports this module for Layout.table)
+
+    if not isinstance(layout, Layout):
+        hint = (": a SwizzleLayout maps addresses, draw ComposeLayout(swizzle, tile) or its tile"
+                if type(layout).__name__ == "SwizzleLayout" else "")
+        raise LayoutTypeError(f"a table or picture draws a TileLayout or ComposeLayout, got {type(layout).__name__:.60}"
+                              f"{hint}")
     rows, cols = _grid_shape(layout, shape)
     axes = _axes(layout, show)
     names, t = layout.owner_table()

@@ -17,6 +17,7 @@ from xml.sax.saxutils import escape
 
 import numpy as np
 
+from tirxpy.layout.coords import is_int
 from tirxpy.layout.errors import LayoutError, LayoutTypeError
 from tirxpy.layout.grid import owners_grid
 
@@ -61,7 +62,10 @@ def owner_color(owner: dict) -> tuple:
         >>> owner_color({"laneid": 0, "warpid": 0})
         (236, 81, 81)
     """
-    lane, warp = _thread_key(owner)
+    if not isinstance(owner, dict) or not all(isinstance(a, str) and is_int(v) for a, v in owner.items()):
+        raise LayoutTypeError(f"owner_color takes one owner: a dict of axis name -> int (an entry of what "
+                              f"L.owners(...) returns), got {owner!r:.80}")
+    lane, warp = _thread_key({a: int(v) for a, v in owner.items()})
     hue = (lane * 0.381966) % 1.0
     r, g, b = colorsys.hls_to_rgb(hue, _LIGHT[warp % 4], 0.8)
     return (round(r * 255), round(g * 255), round(b * 255))
@@ -177,12 +181,15 @@ def render_svg(layout, shape=None, show=None) -> str:
 
 def plot(layout, path, shape=None, show=None) -> list:
     """Write the plot to ``path``: PNG for ``*.png``, SVG for ``*.svg``, both (``path.png`` and
-    ``path.svg``) for a path with neither suffix. Returns the paths written."""
+    ``path.svg``) for a path with neither suffix; a directory is refused. Returns the paths written."""
     if not isinstance(path, (str, os.PathLike)):
         raise LayoutTypeError(f"plot path must be a file name (str or path), got {path!r} ({type(path).__name__})")
     path = os.fspath(path)
     if not isinstance(path, str) or "\x00" in path or not path:
         raise LayoutError(f"plot path {path!r} is not a usable file name; give e.g. 'layout.png'")
+    if path.endswith(("/", os.sep)) or os.path.isdir(path):
+        raise LayoutError(f"plot path {path!r} is a directory; give a file name in it, e.g. "
+                          f"{os.path.join(path, 'layout.png')!r}")
     low = path.lower()
     if low.endswith(".png"):
         targets = [(path, "png")]
