@@ -92,3 +92,15 @@ def test_the_split_walk_lists_each_tile_once(rows, wide, narrow, extra, group):
                   + [(m, wide * bn + j * bn2) for m in range(rows) for j in range(narrow)]
                   + [(m, n * bn) for m in range(rows, num_m) for n in range(num_n)])
     accept("lang", walk, lambda v: v == want)
+
+
+class _RaisingIndex:
+    """A hostile int stand-in: its own ``__index__`` raises."""
+
+    def __index__(self):
+        raise RuntimeError("no index")
+
+
+def test_ring_counts_whose_index_raises_are_refused():
+    refuse("lang", _ring_kernel((8,), "uint64", _RaisingIndex(), 1), names=["stages"])
+    refuse("lang", _ring_kernel((8,), "uint64", 2, _RaisingIndex()), names=["cluster"])

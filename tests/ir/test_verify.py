@@ -400,3 +400,22 @@ def test_a_shape_entry_whose_index_raises_is_refused():
 
     with pytest.raises(IRError, match=r"has the RaisingIndex .*; extents are ints >= 1"):
         T.Tensor((RaisingIndex(), 4), "float32")
+
+
+class _RaisingIndex:
+    def __index__(self):
+        raise RuntimeError("no index")
+
+
+def test_a_captured_value_whose_index_raises_is_refused_where_it_is_used():
+    from tirxpy.ir import ops
+    from tirxpy.ir.errors import IRError
+
+    bad = _RaisingIndex()
+    with pytest.raises(IRError, match=r"expected an expression or a Python number, got .*_RaisingIndex"):
+        ops.const(bad)
+    with pytest.raises(ParseError, match=r"expected an expression or a Python number, got .*_RaisingIndex"):
+        @T.prim_func
+        def k(A: T.Tensor((8,), "float32")):
+            T.launch(grid=(1,), threads=32)
+            A[bad] = T.float32(1)

@@ -29,10 +29,11 @@ from .expr import (
 
 
 def _is_pyint(v) -> bool:
+    """An int other than a bool (``__index__`` types included); False for an object whose ``__index__`` raises."""
     try:
         operator.index(v)
         return not isinstance(v, bool)
-    except TypeError:
+    except Exception:   # noqa: BLE001  (no __index__, or one of its own that raises)
         return False
 
 

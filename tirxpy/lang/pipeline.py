@@ -70,7 +70,7 @@ def _py_int(v):
         return None
     try:
         return operator.index(v)
-    except TypeError:
+    except Exception:   # noqa: BLE001  (no __index__, or one of its own that raises)
         return None
 
 
