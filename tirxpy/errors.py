@@ -36,4 +36,18 @@ class ArgumentError(TirxError, ValueError, TypeError):
     callers that test with ``except ValueError`` or ``except TypeError`` both keep working."""
 
 
-__all__ = ["TirxError", "TirxValueError", "TirxTypeError", "ArgumentError"]
+def shown(v, width: int | None = None) -> str:
+    """``repr(v)`` (cut to ``width`` characters, when given) for an error message, or ``<T object>`` when that repr
+    raises: an argument's own ``__repr__`` is its code, and its failure must not replace the error being reported.
+
+        >>> shown("x" * 100, 8), shown(type("T", (), {"__repr__": lambda s: 1 / 0})())
+        ("'xxxxxxx", '<T object>')
+    """
+    try:
+        text = repr(v)
+    except Exception:
+        return f"<{type(v).__name__} object>"
+    return text if width is None else text[:width]
+
+
+__all__ = ["TirxError", "TirxValueError", "TirxTypeError", "ArgumentError", "shown"]

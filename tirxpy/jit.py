@@ -29,6 +29,7 @@ import numbers
 import threading
 
 from tirxpy.scope.errors import TirxError
+from tirxpy.errors import shown
 
 
 class JitError(TirxError, ValueError):
@@ -125,5 +126,5 @@ def jit(factory=None):
     if factory is None:
         return jit
     if not callable(factory):
-        raise JitError(f"@tirxpy.jit decorates a function, got {factory!r}")
+        raise JitError(f"@tirxpy.jit decorates a function, got {shown(factory)}")
     return JitFunction(factory)

@@ -29,7 +29,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from tirxpy.errors import TirxError
+from tirxpy.errors import TirxError, shown
 
 _ARCH_RE = re.compile(r"^sm_(\d{2,3})([af]?)$", re.ASCII)    # ASCII digits only
 
@@ -71,7 +71,8 @@ class Target:
 
     def __post_init__(self):
         if type(self.sm) is not int or not 0 <= self.sm < 1000 or self.suffix not in ("", "a", "f"):
-            raise TargetError(f"Target(sm={self.sm!r:.30}, suffix={self.suffix!r:.30}) is no target: sm is an int in "
+            raise TargetError(f"Target(sm={shown(self.sm, 30)}, suffix={shown(self.suffix, 30)}) is no target: sm is "
+                              f"an int in "
                               "[0, 1000) and suffix is '', 'a' or 'f'; build one with as_target('sm_90a')")
 
     def __str__(self) -> str:
@@ -136,7 +137,7 @@ def _parse(arch: str) -> Target:
     m = _ARCH_RE.fullmatch(arch)
     if m is None:
         raise TargetError(
-            f"unknown target {arch!r:.60}; write it as 'sm_<major><minor>[a]', one of {', '.join(SUPPORTED_ARCHS)}"
+            f"unknown target {shown(arch, 60)}; write it as 'sm_<major><minor>[a]', one of {', '.join(SUPPORTED_ARCHS)}"
         )
     sm = int(m.group(1))
     if sm < 80:
@@ -149,7 +150,8 @@ def as_target(arch) -> Target:
     if isinstance(arch, Target):
         return arch
     if not isinstance(arch, str):
-        raise TargetError(f"unknown target {arch!r:.60} ({type(arch).__name__}); write it as 'sm_<major><minor>[a]', "
+        raise TargetError(f"unknown target {shown(arch, 60)} ({type(arch).__name__}); write it as "
+                          f"'sm_<major><minor>[a]', "
                           f"one of {', '.join(SUPPORTED_ARCHS)}")
     return _parse(arch)
 
@@ -167,7 +169,7 @@ def supported_target(arch) -> Target:
     """
     t = as_target(arch) if isinstance(arch, (str, Target)) else None
     if t is None or str(t) not in SUPPORTED_ARCHS:
-        raise TargetError(f"unknown target {arch!r:.60}; tirxpy compiles for {', '.join(SUPPORTED_ARCHS)}")
+        raise TargetError(f"unknown target {shown(arch, 60)}; tirxpy compiles for {', '.join(SUPPORTED_ARCHS)}")
     return t
 
 
@@ -182,7 +184,7 @@ def _capability(capability, fn: str) -> tuple:
         pair = None
     if pair is None or not (0 <= pair[0] < 100 and 0 <= pair[1] < 10):
         raise TargetError(f"{fn}: a compute capability is a (major, minor) pair of ints, minor below 10, e.g. (9, 0) "
-                          f"for an H100, got {capability!r:.60} ({type(capability).__name__})")
+                          f"for an H100, got {shown(capability, 60)} ({type(capability).__name__})")
     return pair
 
 

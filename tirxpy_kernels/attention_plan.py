@@ -232,7 +232,7 @@ def check_options(BN=None, STAGES=None, NC=None, PINGPONG=None, PERSIST=None, CH
     if STAGES is not None and STAGES < 1:
         raise KernelConfigError(f"attention_sm90: STAGES = {STAGES} must be at least 1")
     if not is_int(sms) or sms < 1:
-        raise KernelConfigError(f"attention_sm90: sms = {shown(sms)} must be the GPU's SM count (a positive int)")
+        raise KernelConfigError(f"attention_sm90: sms = {shown(sms, 60)} must be the GPU's SM count (a positive int)")
     for name, v in (("PINGPONG", PINGPONG), ("PERSIST", PERSIST), ("CHAIN", CHAIN), ("LAZY", LAZY), ("TRIM", TRIM),
                     ("TAIL", TAIL), ("FOLD", FOLD)):
         flag_option(w, name, v, none=True)

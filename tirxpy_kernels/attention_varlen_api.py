@@ -61,7 +61,7 @@ def positive_int(name, x):
     ``torch.compile``, stays one, its sign guarded); :class:`VarlenArgumentError` naming ``name``."""
     symbolic = isinstance(x, torch.SymInt)
     if not symbolic and not is_int(x) or x < 1:
-        raise VarlenArgumentError(f"attention_varlen: {name} must be a positive int, got {shown(x)}")
+        raise VarlenArgumentError(f"attention_varlen: {name} must be a positive int, got {shown(x, 60)}")
     return x if symbolic else int(x)
 
 

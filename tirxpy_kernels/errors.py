@@ -19,26 +19,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from tirxpy.errors import TirxError
+from tirxpy.errors import TirxError, shown  # noqa: F401  (shown: re-exported for the kernel modules)
 
 
 class KernelConfigError(TirxError, ValueError):
     """A kernel of the library cannot be built with these options (wrong kind, out of range, or in conflict
     with another option); the message names the option and the fix."""
-
-
-def shown(v, width: int = 60) -> str:
-    """``repr(v)`` cut to ``width`` characters for an error message, or ``<T object>`` when that repr raises (an
-    argument's own ``__repr__`` is its code: its failure must not replace the error being reported).
-
-        >>> shown("x" * 100, 8), shown(type("T", (), {"__repr__": lambda s: 1 / 0})())
-        ("'xxxxxxx", '<T object>')
-    """
-    try:
-        text = repr(v)
-    except Exception:
-        return f"<{type(v).__name__} object>"
-    return text[:width] if isinstance(text, str) else f"<{type(v).__name__} object>"
 
 
 def is_int(v) -> bool:
@@ -59,7 +45,7 @@ def int_option(where: str, name: str, v, lo=None, hi=None, none: bool = False):
         return None
     if not is_int(v):
         extra = " or None" if none else ""
-        raise KernelConfigError(f"{where}: {name} must be an int{extra}, got {shown(v)} ({type(v).__name__})")
+        raise KernelConfigError(f"{where}: {name} must be an int{extra}, got {shown(v, 60)} ({type(v).__name__})")
     v = int(v)
     if (lo is not None and v < lo) or (hi is not None and v > hi):
         bound = f"in [{lo}, {hi}]" if lo is not None and hi is not None else f">= {lo}" if lo is not None else f"<= {hi}"
@@ -79,7 +65,7 @@ def flag_option(where: str, name: str, v, none: bool = False):
     if type(v) is bool or isinstance(v, np.bool_) or (is_int(v) and int(v) in (0, 1)):
         return bool(v)
     extra = " (or None: the default)" if none else ""
-    raise KernelConfigError(f"{where}: {name} must be True or False{extra}, got {shown(v)}")
+    raise KernelConfigError(f"{where}: {name} must be True or False{extra}, got {shown(v, 60)}")
 
 
 def choice_option(where: str, name: str, v, choices: tuple, hint: str = ""):
@@ -87,7 +73,7 @@ def choice_option(where: str, name: str, v, choices: tuple, hint: str = ""):
     :class:`KernelConfigError` naming ``name`` otherwise."""
     if any(type(v) is type(c) and v == c for c in choices):
         return v
-    raise KernelConfigError(f"{where}: {name} must be one of {choices}{hint}, got {shown(v)}")
+    raise KernelConfigError(f"{where}: {name} must be one of {choices}{hint}, got {shown(v, 60)}")
 
 
 def is_flag(v) -> bool:

@@ -107,7 +107,7 @@ def check_cluster(CM):
         tirxpy_kernels.errors.KernelConfigError: gemm_sm90: the cluster size CM = 0 must be 1 or 2 (an int)
     """
     if not is_int(CM) or int(CM) not in (1, 2):
-        raise KernelConfigError(f"gemm_sm90: the cluster size CM = {shown(CM)} must be 1 or 2 (an int)")
+        raise KernelConfigError(f"gemm_sm90: the cluster size CM = {shown(CM, 60)} must be 1 or 2 (an int)")
 
 
 def bn_candidates(CM=1, b_major="K"):
@@ -378,7 +378,7 @@ def check_options(BN=256, STAGES=None, CM=1, group=GROUP, DEFER=None, PINGPONG=F
     flag_option(w, "PDL", PDL)
     if SPLIT is not None and not (isinstance(SPLIT, tuple) and len(SPLIT) == 3
                                   and all(type(v) is int for v in SPLIT)):
-        raise KernelConfigError(f"gemm_sm90: SPLIT must be a tuple (rows, wide, bn2) of ints, got {shown(SPLIT)}")
+        raise KernelConfigError(f"gemm_sm90: SPLIT must be a tuple (rows, wide, bn2) of ints, got {shown(SPLIT, 60)}")
 
 
 def block_stages(BN):

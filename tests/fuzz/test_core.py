@@ -159,3 +159,30 @@ def test_random_things_to_draw_are_refused(thing):
 
     for draw in (render_image, render_svg, table):
         refuse("viz", lambda: draw(thing), names=["TileLayout"])
+
+
+# ---------------------------------------------------------------------- values whose repr raises
+class _Unprintable:
+    """A value whose ``__repr__`` and ``__str__`` raise: an error message that shows it must not run them."""
+
+    def __repr__(self):
+        raise ZeroDivisionError("the value's own __repr__ ran")
+
+    def __str__(self):
+        raise ZeroDivisionError("the value's own __str__ ran")
+
+
+def test_an_unprintable_value_is_refused_by_the_core_entry_points():
+    """The refusal names the value as ``<_Unprintable object>`` (:func:`tirxpy.errors.shown`) instead of letting its
+    own ``__repr__`` replace the error."""
+    from tirxpy import T
+    from tirxpy.intrinsics import register_intrinsic
+    from tirxpy.layout import S, TileLayout, laneid
+
+    bad = _Unprintable()
+    lay = TileLayout(S[(8, 4):(4 @ laneid, 1 @ laneid)])
+    for fn in (lambda: TileLayout(bad), lambda: as_target(bad), lambda: lay.elements_at(bad), lambda: lay.owners(bad),
+               lambda: S[bad], lambda: tirxpy.compile(bad), lambda: T.Tensor(bad, "float32"),
+               lambda: T.Tensor((4,), bad), lambda: register_intrinsic(bad, "mov.b32 {r}, 0;", []),
+               lambda: tirxpy.jit(bad)):
+        refuse("core unprintable values", fn, names=["_Unprintable"])

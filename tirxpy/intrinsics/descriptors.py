@@ -11,6 +11,7 @@ The ``*_from_layout`` entry points read swizzle / LBO / SBO off the operand's la
     '0x8400490'
 """
 from __future__ import annotations
+from tirxpy.errors import shown
 
 from .errors import DescriptorError, IntrinsicError
 
@@ -32,14 +33,14 @@ IDESC_TRANSPOSE_BIT = {"a_desc": 15, "b_desc": 16}
 
 def _field(value: int, bits: int, what: str) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < (1 << bits):
-        raise DescriptorError(f"{what} = {value!r} does not fit its {bits}-bit field (0..{(1 << bits) - 1})")
+        raise DescriptorError(f"{what} = {shown(value)} does not fit its {bits}-bit field (0..{(1 << bits) - 1})")
     return value
 
 
 def _bytes16(value: int, what: str) -> int:
     """A byte address / offset stored >> 4 in a 14-bit field (so < 256 KiB, 16-byte aligned)."""
     if not isinstance(value, int) or value < 0 or value % 16:
-        raise DescriptorError(f"{what} = {value!r} bytes must be a non-negative multiple of 16")
+        raise DescriptorError(f"{what} = {shown(value)} bytes must be a non-negative multiple of 16")
     return _field(start_field(value) if what == "start address" else value >> 4, 14,
                   f"{what} >> 4 (bytes {value})")
 
@@ -51,7 +52,7 @@ def wgmma_smem_desc(start_addr: int, lbo: int, sbo: int, swizzle: int = 128, bas
     ``start_addr`` is the shared::cta byte address (only bits 4-17 are kept, as the hardware does).
     """
     if swizzle not in WGMMA_SWIZZLE:
-        raise DescriptorError(f"WGMMA swizzle must be one of {sorted(WGMMA_SWIZZLE)} bytes, got {swizzle!r}")
+        raise DescriptorError(f"WGMMA swizzle must be one of {sorted(WGMMA_SWIZZLE)} bytes, got {shown(swizzle)}")
     d = _bytes16(start_addr, "start address")
     d |= _bytes16(lbo, "leading byte offset") << 16
     d |= _bytes16(sbo, "stride byte offset") << 32
@@ -66,7 +67,7 @@ def tcgen05_smem_desc(start_addr: int, lbo: int, sbo: int, swizzle=128, base_off
     fixed 0b001 (46-48), base offset (49-51), LBO mode (52: 1 = absolute address),
     swizzle (61-63: 0 none, 1 128B with 32B atoms, 2 128B, 4 64B, 6 32B)."""
     if swizzle not in TCGEN05_SWIZZLE:
-        raise DescriptorError(f"tcgen05 swizzle must be one of {list(TCGEN05_SWIZZLE)}, got {swizzle!r}")
+        raise DescriptorError(f"tcgen05 swizzle must be one of {list(TCGEN05_SWIZZLE)}, got {shown(swizzle)}")
     d = _bytes16(start_addr, "start address")
     d |= _bytes16(lbo, "leading byte offset") << 16
     d |= _bytes16(sbo, "stride byte offset") << 32
@@ -134,18 +135,19 @@ def mma_kind(a: str, b: str) -> str:
     for kind, types in _KIND_TYPES.items():
         if a in types and b in types and (kind != "f16" or a == b):
             return kind
-    raise DescriptorError(f"no tcgen05.mma kind takes A={a!r} with B={b!r}; kinds and their dtypes: {_KIND_TYPES}")
+    raise DescriptorError(f"no tcgen05.mma kind takes A={shown(a)} with B={shown(b)}; kinds and their dtypes: "
+                          f"{_KIND_TYPES}")
 
 
 def _mn(m: int, n: int, cta_group: int, block_scaled: bool = False):
     ms = (64, 128) if cta_group == 1 else (128, 256)
     if cta_group not in (1, 2):
-        raise DescriptorError(f"cta_group must be 1 or 2, got {cta_group!r}")
+        raise DescriptorError(f"cta_group must be 1 or 2, got {shown(cta_group)}")
     if m not in ms or (block_scaled and m == 64):
-        raise DescriptorError(f"M = {m!r} is not a tcgen05.mma shape for cta_group::{cta_group}; use one of {ms}")
+        raise DescriptorError(f"M = {shown(m)} is not a tcgen05.mma shape for cta_group::{cta_group}; use one of {ms}")
     step = 16 if m in (128, 256) else 8
     if not isinstance(n, int) or n % step or not step <= n <= 256:
-        raise DescriptorError(f"N = {n!r} must be a multiple of {step} in [{step}, 256] for M = {m}")
+        raise DescriptorError(f"N = {shown(n)} must be a multiple of {step} in [{step}, 256] for M = {m}")
 
 
 def tcgen05_instr_desc(d: str, a: str, b: str, m: int, n: int, *, a_major: str = "K", b_major: str = "K",
@@ -156,12 +158,12 @@ def tcgen05_instr_desc(d: str, a: str, b: str, m: int, n: int, *, a_major: str =
     1 = MN-major), N >> 3 (17-22), M >> 4 (24-28), max shift (30-31)."""
     kind = mma_kind(a, b)
     if d not in _D_TYPE or (kind == "i8") != (d == "int32") or (kind == "tf32" and d != "float32"):
-        raise DescriptorError(f"accumulator dtype {d!r} does not go with kind::{kind} "
+        raise DescriptorError(f"accumulator dtype {shown(d)} does not go with kind::{kind} "
                               f"({'int32' if kind == 'i8' else 'float32' + ('' if kind == 'tf32' else ' or float16')})")
     _mn(m, n, cta_group)
     for what, v in (("a_major", a_major), ("b_major", b_major)):
         if v not in ("K", "MN"):
-            raise DescriptorError(f"{what} must be 'K' or 'MN', got {v!r}")
+            raise DescriptorError(f"{what} must be 'K' or 'MN', got {shown(v)}")
     if kind == "i8" and (negate_a or negate_b):
         raise DescriptorError("kind::i8 cannot negate A or B")
     types = _KIND_TYPES[kind]
@@ -193,13 +195,13 @@ def tcgen05_block_scaled_instr_desc(kind: str, a: str, b: str, m: int, n: int, *
     transpose (15, 16), N >> 3 (17-22), scale type (23: 0 UE4M3, 1 UE8M0), M >> 7 (27-28),
     A scale-factor id (29-30), K = 96 (31, mxf4* only)."""
     if kind not in _BS_TYPES:
-        raise DescriptorError(f"block-scaled kind must be one of {sorted(_BS_TYPES)}, got {kind!r}")
+        raise DescriptorError(f"block-scaled kind must be one of {sorted(_BS_TYPES)}, got {shown(kind)}")
     types = _BS_TYPES[kind]
     for what, t in (("A", a), ("B", b)):
         if t not in types:
-            raise DescriptorError(f"kind::{kind} takes {what} of dtype {sorted(types)}, got {t!r}")
+            raise DescriptorError(f"kind::{kind} takes {what} of dtype {sorted(types)}, got {shown(t)}")
     if scale_dtype not in _SCALE_TYPE:
-        raise DescriptorError(f"scale dtype must be 'ue8m0' or 'ue4m3', got {scale_dtype!r}")
+        raise DescriptorError(f"scale dtype must be 'ue8m0' or 'ue4m3', got {shown(scale_dtype)}")
     if kind == "mxf8f6f4" and _SCALE_TYPE[scale_dtype] != 1:
         raise DescriptorError("kind::mxf8f6f4 takes UE8M0 scale factors only")
     if kind == "mxf4" and _SCALE_TYPE[scale_dtype] != 1:
@@ -208,7 +210,7 @@ def tcgen05_block_scaled_instr_desc(kind: str, a: str, b: str, m: int, n: int, *
     ids = (0, 1, 2, 3) if kind == "mxf8f6f4" else (0, 2)
     for what, v in (("a_scale_id", a_scale_id), ("b_scale_id", b_scale_id)):
         if v not in ids:
-            raise DescriptorError(f"{what} = {v!r} must be one of {ids} for kind::{kind}")
+            raise DescriptorError(f"{what} = {shown(v)} must be one of {ids} for kind::{kind}")
     if k96 and kind == "mxf8f6f4":
         raise DescriptorError("the K = 96 bit exists only for kind::mxf4 / mxf4nvf4")
     x = b_scale_id << 4
@@ -281,7 +283,7 @@ def smem_desc(family: str, layout, dtype, *, major: str = "K", shape=None) -> in
     ``"wgmma"`` or ``"tcgen05"``: the one layout -> descriptor path (primitives, codegen and the
     simulator all call it)."""
     if family not in ("wgmma", "tcgen05"):
-        raise DescriptorError(f"descriptor family must be 'wgmma' or 'tcgen05', got {family!r:.40}")
+        raise DescriptorError(f"descriptor family must be 'wgmma' or 'tcgen05', got {shown(family, 40)}")
     fn = wgmma_smem_desc_from_layout if family == "wgmma" else tcgen05_smem_desc_from_layout
     return fn(layout, dtype, 0, major=major, shape=shape)
 

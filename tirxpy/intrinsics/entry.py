@@ -30,6 +30,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
+from tirxpy.errors import shown
+
 from .errors import IntrinsicError, OperandError, OperandSpecError, RegistrationError, TargetError
 from tirxpy.layout.coords import is_int
 
@@ -123,46 +125,56 @@ class Operand:
 
     def __post_init__(self):
         if not is_identifier(self.name):
-            raise OperandSpecError(f"operand name {self.name!r:.60} is not a C identifier (letters, digits, _; at most "
+            raise OperandSpecError(f"operand name {shown(self.name, 60)} is not a C identifier (letters, digits, _; "
+                                   f"at most "
                                    f"64 characters; no C++ keyword)")
         if not isinstance(self.kind, str) or self.kind not in KINDS:
-            raise OperandSpecError(f"operand {self.name!r}: unknown kind {self.kind!r:.60}; use one of {sorted(KINDS)}")
+            raise OperandSpecError(f"operand {shown(self.name)}: unknown kind {shown(self.kind, 60)}; use one of "
+                                   f"{sorted(KINDS)}")
         if not isinstance(self.access, str) or self.access not in ACCESS:
-            raise OperandSpecError(f"operand {self.name!r}: access must be one of {ACCESS}, got {self.access!r:.60}")
+            raise OperandSpecError(f"operand {shown(self.name)}: access must be one of {ACCESS}, got "
+                                   f"{shown(self.access, 60)}")
         dt = self.dtype if self.dtype is not None else _KIND_DTYPE.get(self.kind)
         if dt is None:
-            raise OperandSpecError(f"operand {self.name!r} of kind 'reg' needs a dtype, e.g. 'uint32' or 'float32'")
+            raise OperandSpecError(f"operand {shown(self.name)} of kind 'reg' needs a dtype, e.g. 'uint32' or "
+                                   f"'float32'")
         if not isinstance(dt, str) or dt not in _REG_TYPES:
-            raise OperandSpecError(f"operand {self.name!r}: dtype {dt!r:.60} has no register form; use one of "
+            raise OperandSpecError(f"operand {shown(self.name)}: dtype {shown(dt, 60)} has no register form; use one "
+                                   f"of "
                                    f"{sorted(_REG_TYPES)}")
         object.__setattr__(self, "dtype", dt)
         if not is_int(self.count) or not 1 <= operator.index(self.count) <= MAX_COUNT:
-            raise OperandSpecError(f"operand {self.name!r}: count must be an int in [1, {MAX_COUNT}], got "
-                                   f"{self.count!r:.60}")
+            raise OperandSpecError(f"operand {shown(self.name)}: count must be an int in [1, {MAX_COUNT}], got "
+                                   f"{shown(self.count, 60)}")
         object.__setattr__(self, "count", operator.index(self.count))
         if self.vector is not None and not isinstance(self.vector, bool):
-            raise OperandSpecError(f"operand {self.name!r}: vector must be True, False or None, got {self.vector!r:.60}")
+            raise OperandSpecError(f"operand {shown(self.name)}: vector must be True, False or None, got "
+                                   f"{shown(self.vector, 60)}")
         if self.vector is None:
             object.__setattr__(self, "vector", self.count > 1)
         if not isinstance(self.values, (tuple, list, range)) or len(self.values) > MAX_VALUES or not all(
                 is_int(v) and IMM_MIN <= operator.index(v) <= IMM_MAX for v in self.values):
-            raise OperandSpecError(f"operand {self.name!r}: values must be a tuple of at most {MAX_VALUES} ints in "
-                                   f"[-2**31, 2**31), got {self.values!r:.60}")
+            raise OperandSpecError(f"operand {shown(self.name)}: values must be a tuple of at most {MAX_VALUES} ints "
+                                   f"in "
+                                   f"[-2**31, 2**31), got {shown(self.values, 60)}")
         object.__setattr__(self, "values", tuple(operator.index(v) for v in self.values))
         if self.values and self.kind != "imm":
-            raise OperandSpecError(f"operand {self.name!r}: values= applies to 'imm' operands only, not {self.kind!r}")
+            raise OperandSpecError(f"operand {shown(self.name)}: values= applies to 'imm' operands only, not "
+                                   f"{shown(self.kind)}")
         if self.kind in ("imm", "pred", "tensormap", "gmem_ptr") and self.vector:
-            raise OperandSpecError(f"operand {self.name!r}: a {self.kind} operand cannot be a vector (count={self.count})")
+            raise OperandSpecError(f"operand {shown(self.name)}: a {self.kind} operand cannot be a vector "
+                                   f"(count={self.count})")
         if self.kind == "imm" and self.access != "r":
-            raise OperandSpecError(f"operand {self.name!r}: an imm operand is read-only")
+            raise OperandSpecError(f"operand {shown(self.name)}: an imm operand is read-only")
         if self.align is not None:
             if not is_int(self.align) or not 1 <= operator.index(self.align) <= MAX_ALIGN or \
                     operator.index(self.align) & (operator.index(self.align) - 1):
-                raise OperandSpecError(f"operand {self.name!r}: align must be a power of two in [1, {MAX_ALIGN}] (the "
-                                       f"bytes the instruction moves at the address), got {self.align!r:.60}")
+                raise OperandSpecError(f"operand {shown(self.name)}: align must be a power of two in [1, "
+                                       f"{MAX_ALIGN}] (the "
+                                       f"bytes the instruction moves at the address), got {shown(self.align, 60)}")
             if self.kind not in ALIGNED_KINDS:
-                raise OperandSpecError(f"operand {self.name!r}: align= applies to {' and '.join(ALIGNED_KINDS)} "
-                                       f"operands (an address the instruction moves bytes at), not {self.kind!r}")
+                raise OperandSpecError(f"operand {shown(self.name)}: align= applies to {' and '.join(ALIGNED_KINDS)} "
+                                       f"operands (an address the instruction moves bytes at), not {shown(self.kind)}")
             object.__setattr__(self, "align", operator.index(self.align))
 
     @property
@@ -218,22 +230,25 @@ class Intrinsic:
 
     def __post_init__(self):
         if not is_identifier(self.name) or keyword.iskeyword(self.name):
-            raise RegistrationError(f"intrinsic name {self.name!r:.60} must be a Python and C identifier of at most 64 "
+            raise RegistrationError(f"intrinsic name {shown(self.name, 60)} must be a Python and C identifier of at "
+                                    f"most 64 "
                                     f"characters (it is used as T.ptx.<name> and in the C++ helper tx_<name>)")
         if not isinstance(self.template, str) or not self.template.strip():
             raise RegistrationError(f"intrinsic {self.name}: template must be a non-empty PTX string, got "
-                                    f"{self.template!r:.60}")
+                                    f"{shown(self.template, 60)}")
         bad = _BAD_TEXT.search(self.template)
         if bad:
             raise RegistrationError(f"intrinsic {self.name}: template contains {bad.group(0)!r}; PTX text is printable "
                                     f"ASCII with no backslashes (write lines as separate statements)")
         if not isinstance(self.scope, str) or self.scope not in SCOPES:
-            raise RegistrationError(f"intrinsic {self.name}: scope must be one of {SCOPES}, got {self.scope!r:.60}")
+            raise RegistrationError(f"intrinsic {self.name}: scope must be one of {SCOPES}, got "
+                                    f"{shown(self.scope, 60)}")
         for f in ("ptx", "doc", "cxx", "why_highest"):
             if not isinstance(getattr(self, f), str):
                 raise RegistrationError(f"intrinsic {self.name}: {f}= must be a str, got {getattr(self, f)!r:.60}")
         if not isinstance(self.memory, bool):
-            raise RegistrationError(f"intrinsic {self.name}: memory= must be True or False, got {self.memory!r:.60}")
+            raise RegistrationError(f"intrinsic {self.name}: memory= must be True or False, got "
+                                    f"{shown(self.memory, 60)}")
         for f in ("operands", "checks", "modifiers"):
             if isinstance(getattr(self, f), (str, bytes, dict)) or not isinstance(getattr(self, f), (tuple, list)):
                 raise RegistrationError(f"intrinsic {self.name}: {f}= must be a list, got {getattr(self, f)!r:.60}")
@@ -241,10 +256,11 @@ class Intrinsic:
         self.checks = tuple(self.checks)
         for o in self.operands:
             if not isinstance(o, Operand):
-                raise RegistrationError(f"intrinsic {self.name}: operands must be Operand objects, got {o!r:.60}")
+                raise RegistrationError(f"intrinsic {self.name}: operands must be Operand objects, got {shown(o, 60)}")
         for c in self.checks:
             if not callable(c):
-                raise RegistrationError(f"intrinsic {self.name}: checks= holds {c!r:.60}, which is not callable; each "
+                raise RegistrationError(f"intrinsic {self.name}: checks= holds {shown(c, 60)}, which is not "
+                                        f"callable; each "
                                         f"check is a function of the known arguments returning None or a reason")
         names = [o.name for o in self.operands]
         if len(set(names)) != len(names):
@@ -262,30 +278,35 @@ class Intrinsic:
             raise RegistrationError(f"intrinsic {self.name}: operands {unused} do not appear in the template")
         if self.ret is not None:
             if not isinstance(self.ret, str) or self.ret not in names:
-                raise RegistrationError(f"intrinsic {self.name}: ret={self.ret!r:.60} names no operand; operands: {names}")
+                raise RegistrationError(f"intrinsic {self.name}: ret={shown(self.ret, 60)} names no operand; "
+                                        f"operands: {names}")
             o = self.operand(self.ret)
             if not o.is_output or o.access != "w" or o.vector:
-                raise RegistrationError(f"intrinsic {self.name}: ret={self.ret!r} must name a scalar write operand")
+                raise RegistrationError(f"intrinsic {self.name}: ret={shown(self.ret)} must name a scalar write "
+                                        f"operand")
         if self.cxx:
             self._check_cxx(names)
         for f in ("lowest", "highest"):
             v = getattr(self, f)
             if v is not None or f == "lowest":
                 if not isinstance(v, str) or v not in SUPPORTED_ARCHS:
-                    raise RegistrationError(f"intrinsic {self.name}: {f}={v!r:.60} is not a target NVRTC compiles for; "
+                    raise RegistrationError(f"intrinsic {self.name}: {f}={shown(v, 60)} is not a target NVRTC "
+                                            f"compiles for; "
                                             f"use one of {', '.join(SUPPORTED_ARCHS)}")
         if self.highest is not None and parse_arch(self.highest).sm < parse_arch(self.lowest).sm:
-            raise RegistrationError(f"intrinsic {self.name}: highest={self.highest!r} is below lowest={self.lowest!r}")
+            raise RegistrationError(f"intrinsic {self.name}: highest={shown(self.highest)} is below "
+                                    f"lowest={shown(self.lowest)}")
         self.requirement = Requirement(self.lowest, self.highest, self.why_highest)
         guard = _bare_guard(self.template)
         if guard is not None:
-            raise RegistrationError(f"intrinsic {self.name}: template statement {guard!r:.60} is a predicate guard "
+            raise RegistrationError(f"intrinsic {self.name}: template statement {shown(guard, 60)} is a predicate "
+                                    f"guard "
                                     "with no instruction after it; write the guarded instruction after it "
                                     "('@p bra done;')")
         code = _COMMENT.sub("", _PLACEHOLDER.sub("x", self.template)).rstrip()
         if code and not code.endswith((";", "}", ":")):
             last = _COMMENT.sub("", self.template).rstrip().replace(";", "\n").splitlines()[-1].strip()
-            raise RegistrationError(f"intrinsic {self.name}: template statement {last!r:.60} has no ';' after it; "
+            raise RegistrationError(f"intrinsic {self.name}: template statement {shown(last, 60)} has no ';' after it; "
                                     f"every PTX statement ends with a semicolon ({last + ';'!r:.60})")
         if not self.ptx:
             self.ptx = _mnemonic(self.template)
@@ -314,7 +335,8 @@ class Intrinsic:
         for o in self.operands:
             if o.name == name:
                 return o
-        raise OperandError(f"intrinsic {self.name} has no operand {name!r}; its operands are {[o.name for o in self.operands]}")
+        raise OperandError(f"intrinsic {self.name} has no operand {shown(name)}; its operands are "
+                           f"{[o.name for o in self.operands]}")
 
     @property
     def args(self) -> tuple:
@@ -393,13 +415,14 @@ class Intrinsic:
             v = known.get(o.name)
             if o.kind == "imm":
                 if v is None:
-                    raise OperandError(f"{self.name}: operand {o.name!r} must be a compile-time integer constant")
+                    raise OperandError(f"{self.name}: operand {shown(o.name)} must be a compile-time integer constant")
                 if not is_int(v) or not IMM_MIN <= operator.index(v) <= IMM_MAX:
-                    raise OperandError(f"{self.name}: operand {o.name!r} must be an int in [-2**31, 2**31) (a C++ int "
-                                       f"template argument), got {v!r:.60}")
+                    raise OperandError(f"{self.name}: operand {shown(o.name)} must be an int in [-2**31, 2**31) (a "
+                                       f"C++ int "
+                                       f"template argument), got {shown(v, 60)}")
                 v = operator.index(v)
                 if o.values and v not in o.values:
-                    raise OperandError(f"{self.name}: operand {o.name!r} = {v} is not one of {list(o.values)}")
+                    raise OperandError(f"{self.name}: operand {shown(o.name)} = {v} is not one of {list(o.values)}")
         for chk in self.checks:
             try:
                 reason = chk(known)

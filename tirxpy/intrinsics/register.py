@@ -11,6 +11,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Sequence
 
+from tirxpy.errors import shown
+
 from .entry import Intrinsic, Operand
 from .errors import RegistrationError
 from .table import add
@@ -28,15 +30,17 @@ def _operand(k: int, spec) -> Operand:
     if isinstance(spec, dict):
         extra = [f for f in spec if f not in _OPERAND_FIELDS]
         if extra:
-            raise RegistrationError(f"operand {k} {spec!r:.80}: unknown field(s) {extra!r:.80}; an operand has "
+            raise RegistrationError(f"operand {k} {shown(spec, 80)}: unknown field(s) {shown(extra, 80)}; an operand "
+                                    f"has "
                                     f"{', '.join(_OPERAND_FIELDS)}")
         if "name" not in spec or "kind" not in spec:
-            raise RegistrationError(f"operand {k} {spec!r:.80}: needs at least 'name' and 'kind'")
+            raise RegistrationError(f"operand {k} {shown(spec, 80)}: needs at least 'name' and 'kind'")
         return Operand(**spec)
     if isinstance(spec, (tuple, list)) and 2 <= len(spec) <= 5:
         return Operand(*spec)
     raise RegistrationError(
-        f"operand {k} {spec!r:.80}: give an Operand, a dict of its fields, or a tuple (name, kind[, dtype[, access[, "
+        f"operand {k} {shown(spec, 80)}: give an Operand, a dict of its fields, or a tuple (name, kind[, dtype[, "
+        f"access[, "
         f"count]]]) such as ('x', 'reg', 'uint32') or ('d', 'reg', 'float32', 'w', 4)")
 
 
@@ -44,15 +48,16 @@ def _check_name(name, replace) -> None:
     from .table import _FAMILIES, _TABLE  # noqa: PLC0415
 
     if not isinstance(name, str):
-        raise RegistrationError(f"register_intrinsic: name must be a str, got {type(name).__name__} {name!r:.60}")
+        raise RegistrationError(f"register_intrinsic: name must be a str, got {type(name).__name__} {shown(name, 60)}")
     if not isinstance(replace, bool):
-        raise RegistrationError(f"register_intrinsic({name!r}): replace= must be True or False, got {replace!r:.60}")
+        raise RegistrationError(f"register_intrinsic({shown(name)}): replace= must be True or False, got "
+                                f"{shown(replace, 60)}")
     for fam in _FAMILIES.values():
         if fam.pattern.fullmatch(name):
-            raise RegistrationError(f"register_intrinsic({name!r}): the name is one of the generated family "
-                                    f"{fam.prefix!r}'s entries; pick another name")
+            raise RegistrationError(f"register_intrinsic({shown(name)}): the name is one of the generated family "
+                                    f"{shown(fam.prefix)}'s entries; pick another name")
     if replace and name in _TABLE and name not in _USER:
-        raise RegistrationError(f"register_intrinsic({name!r}): {name!r} is a built-in entry; replace=True "
+        raise RegistrationError(f"register_intrinsic({shown(name)}): {shown(name)} is a built-in entry; replace=True "
                                 f"re-registers only names registered with register_intrinsic — pick another name")
 
 
@@ -85,18 +90,19 @@ def register_intrinsic(name: str, template: str, operands: Sequence = (), *, ret
     """
     _check_name(name, replace)
     if not isinstance(template, str) or not template.strip():
-        raise RegistrationError(f"register_intrinsic({name!r}): template must be a non-empty PTX string")
+        raise RegistrationError(f"register_intrinsic({shown(name)}): template must be a non-empty PTX string")
     if isinstance(operands, (str, bytes, dict)) or not isinstance(operands, (tuple, list)):
-        raise RegistrationError(f"register_intrinsic({name!r}): operands must be a list of operands, got "
-                                f"{type(operands).__name__} {operands!r:.60}")
+        raise RegistrationError(f"register_intrinsic({shown(name)}): operands must be a list of operands, got "
+                                f"{type(operands).__name__} {shown(operands, 60)}")
     if len(operands) > MAX_OPERANDS:
-        raise RegistrationError(f"register_intrinsic({name!r}): {len(operands)} operands, at most {MAX_OPERANDS}")
+        raise RegistrationError(f"register_intrinsic({shown(name)}): {len(operands)} operands, at most {MAX_OPERANDS}")
     for f, v in kw.items():
         if f not in _EXTRA:
-            raise RegistrationError(f"register_intrinsic({name!r}): unknown keyword {f!r:.60}; the keywords are ret, "
+            raise RegistrationError(f"register_intrinsic({shown(name)}): unknown keyword {shown(f, 60)}; the "
+                                    f"keywords are ret, "
                                     f"lowest, highest, scope, checks, memory, doc, replace, {', '.join(_EXTRA)}")
         if not isinstance(v, _EXTRA[f]) or isinstance(v, str) and f == "modifiers":
-            raise RegistrationError(f"register_intrinsic({name!r}): {f}= has the wrong type {type(v).__name__}")
+            raise RegistrationError(f"register_intrinsic({shown(name)}): {f}= has the wrong type {type(v).__name__}")
     ops = [_operand(k, s) for k, s in enumerate(operands)]
     entry = add(Intrinsic(name, template, ops, ret=ret, lowest=lowest, highest=highest, scope=scope, checks=checks,
                           memory=memory, doc=doc, **kw), replace=replace)

@@ -13,6 +13,7 @@ import re
 from typing import Callable, Iterator
 
 from tirxpy.ir.intrin_sig import add_signature_resolver, register_intrinsic_signature
+from tirxpy.errors import shown
 
 from .entry import Intrinsic
 from .errors import IntrinsicError, OperandError, RegistrationError
@@ -26,7 +27,8 @@ def add(entry: Intrinsic, *, replace: bool = False) -> Intrinsic:
     old = _TABLE.get(entry.name)
     if old is not None and old is not entry and not replace:
         raise RegistrationError(
-            f"an intrinsic named {entry.name!r} already exists ({old.ptx}); pick another name or pass replace=True")
+            f"an intrinsic named {shown(entry.name)} already exists ({old.ptx}); pick another name or pass "
+            f"replace=True")
     _TABLE[entry.name] = entry
     _announce(entry)
     return entry
@@ -75,12 +77,13 @@ class Family:
 def get(name: str) -> Intrinsic:
     """The entry called ``name`` (generated on demand for family names); IntrinsicError if none."""
     if not isinstance(name, str):
-        raise IntrinsicError(f"an intrinsic is named by a str, got {type(name).__name__} {name!r:.60}")
+        raise IntrinsicError(f"an intrinsic is named by a str, got {type(name).__name__} {shown(name, 60)}")
     e = lookup(name)
     if e is None:
         close = [n for n in _TABLE if n.startswith(name.split("_")[0])][:8]
         hint = f"; similar: {close}" if close else ""
-        raise IntrinsicError(f"no intrinsic named {name!r}{hint}. Add one with tirxpy.intrinsics.register_intrinsic(...)")
+        raise IntrinsicError(f"no intrinsic named {shown(name)}{hint}. Add one with "
+                             f"tirxpy.intrinsics.register_intrinsic(...)")
     return e
 
 
@@ -111,7 +114,7 @@ def lookup(name: str) -> Intrinsic | None:
 
 def family(prefix: str) -> Family:
     if prefix not in _FAMILIES:
-        raise IntrinsicError(f"no intrinsic family {prefix!r}; families: {sorted(_FAMILIES)}")
+        raise IntrinsicError(f"no intrinsic family {shown(prefix)}; families: {sorted(_FAMILIES)}")
     return _FAMILIES[prefix]
 
 

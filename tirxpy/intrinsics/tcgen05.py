@@ -6,6 +6,7 @@ shape x repeat, cp, shift, wait and thread-sync fences (PTX ISA 9.7.16).
     >>> e.name, e.operand("d").count
     ('tcgen05_ld_16x256b_x2', 8)
 """
+from tirxpy.errors import shown
 from .defs import desc, imm, out, pred, reg, row, smem, tmem
 from .entry import Intrinsic
 from .errors import OperandError
@@ -70,10 +71,10 @@ _LDST = {"32x32b": (1, 128), "16x64b": (1, 128), "16x128b": (2, 64), "16x256b": 
 def _ldst_build(store: bool):
     def build(shape: str = "32x32b", rep: int = 1, pack: bool = False) -> Intrinsic:
         if shape not in _LDST:
-            raise OperandError(f"tcgen05.{'st' if store else 'ld'}: shape {shape!r} is not one of {sorted(_LDST)}")
+            raise OperandError(f"tcgen05.{'st' if store else 'ld'}: shape {shown(shape)} is not one of {sorted(_LDST)}")
         per, top = _LDST[shape]
         if not isinstance(rep, int) or rep < 1 or rep > top or rep & (rep - 1):
-            raise OperandError(f"tcgen05 {shape}: repeat {rep!r} must be a power of two in [1, {top}]")
+            raise OperandError(f"tcgen05 {shape}: repeat {shown(rep)} must be a power of two in [1, {top}]")
         nreg = per * rep
         op = "st" if store else "ld"
         mod = (".unpack::16b" if store else ".pack::16b") if pack else ""

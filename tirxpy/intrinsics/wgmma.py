@@ -10,6 +10,7 @@ is the row ``wgmma_m64n128k16_f32_bf16_bf16_ss``. ``float32`` inputs mean tf32.
     >>> e.operand("d").count
     8
 """
+from tirxpy.errors import shown
 from .defs import desc, imm, inout, pred, reg, row
 from .entry import Intrinsic
 from .errors import OperandError
@@ -33,9 +34,10 @@ _TOKEN_D = {v: k for k, v in _D_TOKEN.items()}
 def _build(n: int, d: str = "float32", a: str = "float16", b: str | None = None, a_from: str = "smem") -> Intrinsic:
     b = a if b is None else b
     if a not in _IN_TOKEN or b not in _IN_TOKEN:
-        raise OperandError(f"wgmma: input dtypes must be among {sorted(_IN_TOKEN)} (float32 = tf32), got a={a!r}, b={b!r}")
+        raise OperandError(f"wgmma: input dtypes must be among {sorted(_IN_TOKEN)} (float32 = tf32), got "
+                           f"a={shown(a)}, b={shown(b)}")
     if d not in _D_TOKEN:
-        raise OperandError(f"wgmma: accumulator dtype must be float32 or float16, got {d!r}")
+        raise OperandError(f"wgmma: accumulator dtype must be float32 or float16, got {shown(d)}")
     ta, tb, td = _IN_TOKEN[a], _IN_TOKEN[b], _D_TOKEN[d]
     fp8 = {"e4m3", "e5m2"}
     if not (ta == tb or (ta in fp8 and tb in fp8)):
@@ -43,9 +45,9 @@ def _build(n: int, d: str = "float32", a: str = "float16", b: str | None = None,
     if td == "f16" and ta not in ("f16", "e4m3", "e5m2"):
         raise OperandError(f"wgmma: a float16 accumulator needs float16 or float8 inputs, got {a}")
     if not isinstance(n, int) or n % 8 or not 8 <= n <= 256:
-        raise OperandError(f"wgmma: N = {n!r} must be a multiple of 8 in [8, 256]")
+        raise OperandError(f"wgmma: N = {shown(n)} must be a multiple of 8 in [8, 256]")
     if a_from not in ("smem", "reg"):
-        raise OperandError(f"wgmma: a_from must be 'smem' or 'reg', got {a_from!r}")
+        raise OperandError(f"wgmma: a_from must be 'smem' or 'reg', got {shown(a_from)}")
     k = _K[ta]
     nacc = n // 2 if td == "f32" else n // 4
     dop = inout("d", "float32" if td == "f32" else "uint32", nacc)

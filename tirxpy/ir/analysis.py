@@ -28,6 +28,7 @@ that reads only ``T.warpgroup_id()`` of the thread ids keeps or drops whole warp
 from __future__ import annotations
 
 from tirxpy.scope import Scope, ThreadSet
+from tirxpy.errors import shown
 
 from . import expr as E
 from . import stmt as St
@@ -54,7 +55,7 @@ class ActiveThreads:
     def __getitem__(self, stmt) -> ThreadSet:
         ent = self._sets.get(id(stmt))
         if ent is None or ent[0] is not stmt:
-            raise IRError(f"statement {stmt!r} is not part of kernel {self.kernel.name}")
+            raise IRError(f"statement {shown(stmt)} is not part of kernel {self.kernel.name}")
         return ent[1]
 
     def get(self, stmt, default=None):

@@ -29,6 +29,7 @@ from math import prod
 from tirxpy.layout import Iter, Layout, LayoutError, TileLayout
 from tirxpy.target import MAX_REGISTERS, TMEM_COLUMNS
 from tirxpy.target import MAX_SMEM_PER_CTA as SMEM_LIMIT
+from tirxpy.errors import shown
 
 from .dtype import DataType
 from .errors import IRError
@@ -46,7 +47,7 @@ def check_storage(storage) -> str:
     """Canonical storage scope name (``"registers"`` -> ``"local"``)."""
     s = _STORAGE_ALIASES.get(storage, storage)
     if s not in STORAGE_SCOPES:
-        raise IRError(f"unknown storage scope {storage!r}; use one of {', '.join(STORAGE_SCOPES)}")
+        raise IRError(f"unknown storage scope {shown(storage)}; use one of {', '.join(STORAGE_SCOPES)}")
     return s
 
 
@@ -62,7 +63,7 @@ def _check_shape(shape) -> tuple:
     if isinstance(shape, int) and not isinstance(shape, bool):
         shape = (shape,)
     if not isinstance(shape, (tuple, list)) or not shape:
-        raise IRError(f"a tensor shape is a non-empty tuple of positive ints, got {shape!r:.100}",
+        raise IRError(f"a tensor shape is a non-empty tuple of positive ints, got {shown(shape, 100)}",
                       hint="write e.g. (128, 64)")
     if len(shape) > MAX_DIMS:
         raise IRError(f"a tensor shape has at most {MAX_DIMS} dimensions, got {len(shape)}",
@@ -76,7 +77,7 @@ def _check_shape(shape) -> tuple:
         except Exception:   # noqa: BLE001  (no __index__, or one of its own that raises)
             what = "the bool" if isinstance(n, bool) else "the non-static extent" if isinstance(n, Expr) else \
                 f"the {type(n).__name__}"
-            raise IRError(f"tensor shape {tuple(shape)!r:.100} has {what} {n!r:.40}; extents are ints >= 1",
+            raise IRError(f"tensor shape {tuple(shape)!r:.100} has {what} {shown(n, 40)}; extents are ints >= 1",
                           hint="tensor shapes are compile-time ints; specialize the kernel on them with @tirxpy.jit"
                           if isinstance(n, Expr) else "write the extent as a Python int, e.g. 128") from None
         if n < 1:
@@ -113,7 +114,7 @@ class Buffer(Node):
     def __init__(self, name: str, shape, dtype, storage: str = "global", layout=None, span=None):
         super().__init__(span)
         if not isinstance(name, str) or not name.isidentifier():
-            raise IRError(f"a tensor name must be a Python identifier, got {name!r}")
+            raise IRError(f"a tensor name must be a Python identifier, got {shown(name)}")
         self.name = name
         self.shape = _check_shape(shape)
         self.dtype = DataType.get(dtype)
@@ -121,13 +122,13 @@ class Buffer(Node):
         if layout is None:
             layout = default_layout(self.shape, self.dtype, self.storage)
         elif not isinstance(layout, Layout):
-            raise IRError(f"layout= takes a TileLayout or ComposeLayout, got {layout!r}",
+            raise IRError(f"layout= takes a TileLayout or ComposeLayout, got {shown(layout)}",
                           hint="build one with TileLayout(S[extents : strides]) from tirxpy.layout")
         if layout.size() != prod(self.shape):
             n, k = prod(self.shape), prod(self.shape) // max(layout.size(), 1)
             stacked = k > 1 and k * layout.size() == n
             raise IRError(
-                f"layout {layout!r} has {layout.size()} elements but tensor {name} has shape {self.shape} "
+                f"layout {shown(layout)} has {layout.size()} elements but tensor {name} has shape {self.shape} "
                 f"({n} elements)",
                 hint=f"the tensor holds {k} copies of the layout's tile (a stage dimension?): build the layout over "
                      "the whole shape, the stages outermost, e.g. ComposeLayout(swizzle_for(...), "
@@ -414,7 +415,7 @@ def _viewed_layout(view, region):
             and all(it.extent == n and it.axis.name == "m" for it, n in zip(lay.shard, shape))):
         d = next(d for d, (n, k) in enumerate(zip(shape, need)) if k > n)
         raise IRError(f"dimension {d} of {buf.name}: a view of {region[d][1]} elements is longer than the "
-                      f"{shape[d]} of {buf.name}, whose layout {lay!r} has no elements past its edge",
+                      f"{shape[d]} of {buf.name}, whose layout {shown(lay)} has no elements past its edge",
                       hint=f"view at most {shape[d]} elements of dimension {d} (a view larger than its tensor needs a "
                            "strided layout, one memory iterator per dimension)")
     grown = [Iter(k, it.stride, it.axis) for it, k in zip(lay.shard, need)]
@@ -427,4 +428,4 @@ def slice_layout(layout, region, shape):
     try:
         return layout.slice(tuple(region), shape)
     except LayoutError as e:
-        raise IRError(f"cannot view {region} of a tile {tuple(shape)} with layout {layout!r}: {e}") from None
+        raise IRError(f"cannot view {region} of a tile {tuple(shape)} with layout {shown(layout)}: {e}") from None

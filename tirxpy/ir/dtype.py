@@ -25,6 +25,7 @@ from __future__ import annotations
 import operator
 
 from tirxpy.dtype_table import ALIASES, SPECS, TF32_FORMAT
+from tirxpy.errors import shown
 
 from .errors import IRError
 
@@ -41,7 +42,7 @@ class DataType:
 
     def __init__(self, name: str, code: str, bits: int, *, is_tf32: bool = False, exp_bits=None, man_bits=None):
         if code not in _CODES:
-            raise IRError(f"dtype code must be one of {_CODES}, got {code!r}")
+            raise IRError(f"dtype code must be one of {_CODES}, got {shown(code)}")
         self.name = name
         self.code = code
         self.bits = bits
@@ -157,9 +158,12 @@ class DataType:
                 return ptr(el.strip(), st.strip() or "global")
         import difflib
 
-        close = difflib.get_close_matches(str(name), list(_TABLE), n=3)
+        try:
+            close = difflib.get_close_matches(str(name), list(_TABLE), n=3)
+        except Exception:   # noqa: BLE001  (a name whose own __str__ raises: no suggestion)
+            close = []
         extra = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
-        raise IRError(f"unknown dtype {name!r}{extra} Canonical names: {', '.join(CANONICAL)}")
+        raise IRError(f"unknown dtype {shown(name)}{extra} Canonical names: {', '.join(CANONICAL)}")
 
 
 class PointerType(DataType):

@@ -20,6 +20,7 @@ Python operators on expressions build folded, simplified nodes (see :mod:`tirxpy
     ('IntImm', int32)
 """
 from __future__ import annotations
+from tirxpy.errors import shown
 
 from .dtype import DataType, bool_
 from .errors import IRError
@@ -179,7 +180,7 @@ def _python_compare(e, op, o):
     """``e == o`` / ``e != o`` with a Python number, outside a kernel body (in a helper function called at
     parse time): Python would answer with object identity, never the device comparison; refuse."""
     raise IRError(
-        f"`{e} {op} {o!r}` compares a device value with a Python number at parse time: Python would answer "
+        f"`{e} {op} {shown(o)}` compares a device value with a Python number at parse time: Python would answer "
         "False / True by object identity, not compare on the device",
         hint="write the comparison in the kernel or macro body (it becomes an IR compare), or build it with "
         "T.select(...) and an ordering comparison (`<`, `>=`), which build device expressions anywhere",
@@ -252,7 +253,7 @@ class Var(Expr):
     def __init__(self, name: str, dtype="int32", span=None):
         super().__init__(span)
         if not isinstance(name, str) or not name.isidentifier():
-            raise IRError(f"a variable name must be a Python identifier, got {name!r}")
+            raise IRError(f"a variable name must be a Python identifier, got {shown(name)}")
         self.name = name
         self.dtype = DataType.get(dtype)
 
@@ -267,7 +268,7 @@ class BinaryOp(Expr):
     def __init__(self, a: Expr, b: Expr, span=None):
         super().__init__(span)
         if not isinstance(a, Expr) or not isinstance(b, Expr):
-            raise IRError(f"{type(self).__name__} takes two expressions, got {a!r} and {b!r}")
+            raise IRError(f"{type(self).__name__} takes two expressions, got {shown(a)} and {shown(b)}")
         self.a, self.b = a, b
         self.dtype = a.dtype
         self.depth, self.nodes = _measure(a, b)
@@ -502,11 +503,11 @@ class ScopeId(Expr):
     def __init__(self, kind: str, dim: int | None = None, span=None):
         super().__init__(span)
         if kind not in SCOPE_IDS:
-            raise IRError(f"unknown hardware id {kind!r}; known: {', '.join(SCOPE_IDS)}")
+            raise IRError(f"unknown hardware id {shown(kind)}; known: {', '.join(SCOPE_IDS)}")
         takes_dim = kind in ("cta_id", "cta_id_in_cluster")
         if takes_dim:
             if dim not in (0, 1, 2):
-                raise IRError(f"T.{kind}(dim) takes dim 0, 1 or 2 (x, y, z), got {dim!r}")
+                raise IRError(f"T.{kind}(dim) takes dim 0, 1 or 2 (x, y, z), got {shown(dim)}")
         elif dim is not None:
             raise IRError(f"T.{kind}() takes no argument")
         self.kind = kind

@@ -16,6 +16,7 @@ import difflib
 from dataclasses import dataclass, field
 
 from tirxpy.scope import Scope
+from tirxpy.errors import shown
 
 from .dtype import DataType
 from .errors import IRError
@@ -54,13 +55,13 @@ def register_intrinsic_signature(name: str, ret_dtype=None, n_args: int | None =
     """Register (or replace) the signature of intrinsic ``name``; returns it. ``params`` names the
     ``n_args`` arguments (for error messages), ``doc`` is the text ``help(T.ptx.<name>)`` prints."""
     if not isinstance(name, str) or not name:
-        raise IRError(f"an intrinsic name is a non-empty str, got {name!r}")
+        raise IRError(f"an intrinsic name is a non-empty str, got {shown(name)}")
     if n_args is not None and (not isinstance(n_args, int) or n_args < 0):
-        raise IRError(f"n_args is a non-negative int or None, got {n_args!r}")
+        raise IRError(f"n_args is a non-negative int or None, got {shown(n_args)}")
     if params is not None:
         params = tuple(params)
         if len(params) != n_args or not all(isinstance(x, str) for x in params):
-            raise IRError(f"params names the {n_args} argument(s) of {name} as strs, got {params!r:.80}")
+            raise IRError(f"params names the {n_args} argument(s) of {name} as strs, got {shown(params, 80)}")
     if not isinstance(doc, str):
         raise IRError(f"doc is a str, got {type(doc).__name__}")
     sig = IntrinsicSignature(name, None if ret_dtype is None else DataType.get(ret_dtype), n_args, Scope.get(scope),

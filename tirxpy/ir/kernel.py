@@ -8,6 +8,7 @@
         T.launch(grid=(1,), threads=32)
 """
 from __future__ import annotations
+from tirxpy.errors import shown
 
 from .errors import IRError
 from .expr import Expr, Var
@@ -33,19 +34,19 @@ class LaunchConfig(Node):
         if not isinstance(grid, (tuple, list)):
             grid = (grid,)
         if not 1 <= len(grid) <= 3:
-            raise IRError(f"grid has 1 to 3 dimensions, got {grid!r}")
+            raise IRError(f"grid has 1 to 3 dimensions, got {shown(grid)}")
         self.grid = tuple(ops.const(g) if not isinstance(g, Expr) else g for g in grid)
         self.threads = _static_int(threads, "threads")
         if cluster is not None:
             if not isinstance(cluster, (tuple, list)):
                 cluster = (cluster,)
             if not 1 <= len(cluster) <= 3:
-                raise IRError(f"cluster has 1 to 3 dimensions, got {cluster!r}")
+                raise IRError(f"cluster has 1 to 3 dimensions, got {shown(cluster)}")
             cluster = tuple(_static_int(c, "cluster") for c in cluster)
         self.cluster = cluster
         self.smem = None if smem is None else _static_int(smem, "smem")
         if not isinstance(pdl, bool):
-            raise IRError(f"T.launch pdl= must be True or False, got {pdl!r}",
+            raise IRError(f"T.launch pdl= must be True or False, got {shown(pdl)}",
                           hint="pass a Python bool (closure, global or @tirxpy.jit argument)")
         self.pdl = pdl
         self.may_alias = _alias_pairs(may_alias)
@@ -67,13 +68,15 @@ def _alias_pairs(pairs) -> tuple:
     """
     hint = 'pass pairs of tensor parameter names, e.g. T.launch(..., may_alias=(("A", "A_landing"),))'
     if not isinstance(pairs, (tuple, list)):
-        raise IRError(f"T.launch may_alias= must be a tuple of (name, name) pairs, got {pairs!r:.80}", hint=hint)
+        raise IRError(f"T.launch may_alias= must be a tuple of (name, name) pairs, got {shown(pairs, 80)}", hint=hint)
     out = set()
     for pair in pairs:
         if not (isinstance(pair, (tuple, list)) and len(pair) == 2 and all(isinstance(n, str) for n in pair)):
-            raise IRError(f"T.launch may_alias= holds {pair!r:.80}, which is not a pair of parameter names", hint=hint)
+            raise IRError(f"T.launch may_alias= holds {shown(pair, 80)}, which is not a pair of parameter "
+                          f"names", hint=hint)
         if pair[0] == pair[1]:
-            raise IRError(f"T.launch may_alias= pairs {pair[0]!r} with itself; a parameter is always its own memory",
+            raise IRError(f"T.launch may_alias= pairs {shown(pair[0])} with itself; a parameter is always its own "
+                          f"memory",
                           hint=hint)
         out.add(tuple(sorted(pair)))
     return tuple(sorted(out))
@@ -86,7 +89,7 @@ def _static_int(v, what):
         return v.value
     if isinstance(v, int) and not isinstance(v, bool):
         return v
-    raise IRError(f"T.launch {what}= must be a compile-time int, got {v!r}",
+    raise IRError(f"T.launch {what}= must be a compile-time int, got {shown(v)}",
                   hint="use a Python constant (closure, global or @tirxpy.jit argument)")
 
 
@@ -104,7 +107,7 @@ class Kernel(Node):
         self.params = tuple(params)
         for p in self.params:
             if not isinstance(p, (Buffer, Var)):
-                raise IRError(f"kernel parameters are tensors or scalar variables, got {p!r}")
+                raise IRError(f"kernel parameters are tensors or scalar variables, got {shown(p)}")
         if not isinstance(launch, LaunchConfig):
             raise IRError("a kernel needs a launch configuration: T.launch(grid=..., threads=...)")
         self.launch = launch

@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import inspect
 
+from tirxpy.errors import shown
+
 from . import trust
 from .errors import ParseError, Span
 
@@ -36,7 +38,7 @@ class Macro:
 
     def __init__(self, fn, outer: dict):
         if not callable(fn) or not hasattr(fn, "__code__"):
-            raise ParseError(f"@T.macro decorates a function, got {fn!r}")
+            raise ParseError(f"@T.macro decorates a function, got {shown(fn)}")
         self.fn = fn
         self.__name__ = fn.__name__
         self.__doc__ = fn.__doc__
@@ -72,7 +74,7 @@ class Macro:
         return self if obj is None else BoundMacro(self, obj)
 
     def __call__(self, *args, **kwargs):
-        raise ParseError(f"macro {self.__name__!r} only expands inside a @T.prim_func body (or another macro)",
+        raise ParseError(f"macro {shown(self.__name__)} only expands inside a @T.prim_func body (or another macro)",
                          hint=f"call {self.__name__}(...) as a statement in a kernel")
 
     def __repr__(self):
@@ -101,7 +103,7 @@ class BoundMacro:
         self.__name__ = macro.__name__
         params = list(macro.signature.parameters.values())
         if not params:
-            raise ParseError(f"macro {macro.__name__!r} is read as a method but takes no `self` parameter",
+            raise ParseError(f"macro {shown(macro.__name__)} is read as a method but takes no `self` parameter",
                              hint="give it a first parameter (self), or define it outside the class")
         self.signature = macro.signature.replace(parameters=params[1:])
 

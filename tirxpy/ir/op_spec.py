@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 from tirxpy.scope import Scope
 from tirxpy.scope.tx import set_doc_source
+from tirxpy.errors import shown
 
 from .buffer import check_storage
 from .errors import IRError
@@ -87,14 +88,15 @@ def _check_kwargs(name, kwargs):
     if kwargs is None:
         return None
     if not isinstance(kwargs, dict):
-        raise IRError(f"register_op_spec({name!r}): kwargs= maps each keyword argument to its meaning (a dict), "
+        raise IRError(f"register_op_spec({shown(name)}): kwargs= maps each keyword argument to its meaning (a dict), "
                       f"got {type(kwargs).__name__}")
     for k, v in kwargs.items():
         if not isinstance(k, str) or not k.isidentifier() or k == "dispatch":
-            raise IRError(f"register_op_spec({name!r}): keyword argument {k!r} is not an identifier other than "
+            raise IRError(f"register_op_spec({shown(name)}): keyword argument {shown(k)} is not an identifier other "
+                          f"than "
                           "'dispatch' (dispatch= is always accepted)")
         if not isinstance(v, str):
-            raise IRError(f"register_op_spec({name!r}): the meaning of {k}= is a str, got {type(v).__name__}")
+            raise IRError(f"register_op_spec({shown(name)}): the meaning of {k}= is a str, got {type(v).__name__}")
     return dict(kwargs)
 
 
@@ -103,7 +105,7 @@ def register_op_spec(name: str, *, min_scope="thread", max_scope="cluster", n_op
                      signature="") -> OpSpec:
     """Register (or replace) the entry of primitive ``name`` (see :class:`OpSpec` for the fields)."""
     if not isinstance(name, str) or not name.isidentifier():
-        raise IRError(f"a primitive name is an identifier, got {name!r}")
+        raise IRError(f"a primitive name is an identifier, got {shown(name)}")
     if isinstance(n_operands, int):
         n_operands = (n_operands, n_operands)
     st = {}
@@ -127,7 +129,7 @@ def accept_kwargs(name: str, kwargs=None) -> OpSpec:
 
     spec = _OPS.get(name)
     if spec is None:
-        raise IRError(f"primitive {name!r} has no op-spec entry; register it with register_op_spec first")
+        raise IRError(f"primitive {shown(name)} has no op-spec entry; register it with register_op_spec first")
     kwargs = _check_kwargs(name, kwargs)
     if spec.kwargs is None:
         return spec

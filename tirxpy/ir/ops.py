@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import operator
 
+from tirxpy.errors import shown
+
 from .dtype import DataType, bool_, int32, int64, float32, py_int_fits
 from .errors import IRError
 from .expr import (
@@ -56,17 +58,17 @@ def const(v, dtype=None) -> Expr:
         if dtype.is_float:
             return FloatImm(float(v), dtype)
         if not (dtype.is_int or dtype.is_handle):
-            raise IRError(f"cannot make a {dtype} constant from {v!r}")
+            raise IRError(f"cannot make a {dtype} constant from {shown(v)}")
         if dtype.is_int and not py_int_fits(v, dtype):
             raise IRError(f"constant {v} does not fit {dtype}", hint=f"cast to a wider type, e.g. T.int64({v})")
         return IntImm(v, dtype)
     if isinstance(v, float):
         dtype = dtype or float32
         if not dtype.is_float:
-            raise IRError(f"the float constant {v!r} meets an integer operand of type {dtype}",
+            raise IRError(f"the float constant {shown(v)} meets an integer operand of type {dtype}",
                           hint=f"write an int, or cast the other operand: T.cast(x, \"float32\")")
         return FloatImm(v, dtype)
-    raise IRError(f"expected an expression or a Python number, got {v!r} ({type(v).__name__})",
+    raise IRError(f"expected an expression or a Python number, got {shown(v)} ({type(v).__name__})",
                   hint="buffers are indexed (A[i]) to read one element; regions are only operands of primitives and intrinsics")
 
 

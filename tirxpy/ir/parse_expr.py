@@ -12,6 +12,7 @@ import operator
 
 from tirxpy.layout import LayoutError
 from tirxpy.scope import PrimitiveMarker
+from tirxpy.errors import shown
 
 from . import ops
 from . import script as Tmod
@@ -66,7 +67,7 @@ class ExprEvaluator:
             raise
         except AttributeError:
             what = "T" if obj is Tmod.T else type(obj).__name__
-            raise self.error(node, f"{what} has no attribute {node.attr!r}") from None
+            raise self.error(node, f"{what} has no attribute {shown(node.attr)}") from None
 
     def apply_binop(self, op, a, b, node):
         if not (_is_ir(a) or _is_ir(b)):
@@ -222,7 +223,7 @@ class ExprEvaluator:
         except TirxError:
             raise
         except (TypeError, IndexError, KeyError, ValueError) as e:
-            raise self.error(node, f"cannot index {trust.describe(obj)} with {key!r}: {e}") from None
+            raise self.error(node, f"cannot index {trust.describe(obj)} with {shown(key)}: {e}") from None
 
     def expr_Call(self, node, stmt=False):
         fn = self.eval(node.func)
@@ -235,12 +236,12 @@ class ExprEvaluator:
                 kwargs[kw.arg] = self.eval(kw.value)
         if getattr(type(fn), "__tirx_macro__", False):
             if not stmt:
-                raise self.error(node, f"macro {fn.__name__!r} expands to statements and has no value",
+                raise self.error(node, f"macro {shown(fn.__name__)} expands to statements and has no value",
                                  f"call it on its own line: {ast.unparse(node)}")
             return self.expand_macro(fn, args, kwargs, node)
         if isinstance(fn, PrimitiveMarker):
             if not stmt:
-                raise self.error(node, f"{fn!r}(...) is a statement and has no value",
+                raise self.error(node, f"{shown(fn)}(...) is a statement and has no value",
                                  "write the primitive call on its own line")
             return self.primitive(fn, args, kwargs, node)
         name = getattr(fn, "__tirx_intrinsic__", None)

@@ -23,6 +23,7 @@ import linecache
 import textwrap
 
 from tirxpy.layout import LayoutError
+from tirxpy.errors import shown
 
 from . import ops
 from . import script as Tmod
@@ -113,7 +114,7 @@ class Parser(ExprEvaluator):
         hint = (f"did you mean {', '.join(close)}?" if close else
                 f"define it before use (in the kernel, or as {where}); of Python's builtins a kernel sees only "
                 f"{', '.join(trust.SAFE_BUILTINS)}")
-        raise self.error(node, f"name {name!r} is not defined", hint)
+        raise self.error(node, f"name {shown(name)} is not defined", hint)
 
     def bind(self, name, value, node):
         cur = self.blocks[-1]
@@ -122,7 +123,8 @@ class Parser(ExprEvaluator):
             if name in b.names:
                 if crossed and (_is_ir(b.names[name]) or _is_ir(value)):
                     raise self.error(
-                        node, f"{name!r} is bound outside this device loop / branch and cannot be reassigned inside it",
+                        node, f"{shown(name)} is bound outside this device loop / branch and cannot be reassigned "
+                              f"inside it",
                         f"device variables are immutable; for a value updated in a loop use a local buffer: "
                         f"{name} = T.alloc_local((1,), \"int32\") before the loop, then {name}[0] = ... and read {name}[0]",
                     )
@@ -193,7 +195,7 @@ class Parser(ExprEvaluator):
 
     def set_launch(self, req, node):
         if self.macros:
-            raise self.error(node, f"T.launch(...) inside macro {self.macros[-1]!r}",
+            raise self.error(node, f"T.launch(...) inside macro {shown(self.macros[-1])}",
                              "the launch configuration belongs to the kernel: call T.launch(...) in the @T.prim_func body")
         if self.launch is not None:
             raise self.error(node, "T.launch(...) appears twice", "keep one T.launch(...) at the top of the kernel")
@@ -217,7 +219,7 @@ class Parser(ExprEvaluator):
         try:
             dt = DataType.get(ann)
         except TirxError:
-            raise self.error(node.annotation, f"annotation {ann!r} is not a scalar type",
+            raise self.error(node.annotation, f"annotation {shown(ann)} is not a scalar type",
                              "annotate scalars with T.int32, T.float32, ...") from None
         value = self.eval(node.value)
         if not isinstance(value, Expr):
@@ -287,7 +289,7 @@ class Parser(ExprEvaluator):
                              "to fill a region use a primitive: Tx.fill(A[a:b], value) or Tx.copy(dst, src)")
         load = buf[key]
         if isinstance(value, Tmod.AllocRequest) or not (isinstance(value, Expr) or isinstance(value, (bool, int, float))):
-            raise self.error(node, f"cannot store {value!r} into {buf.name}")
+            raise self.error(node, f"cannot store {shown(value)} into {buf.name}")
         if not isinstance(value, Expr):
             value = ops.const(value, buf.dtype)
         if value.dtype != buf.dtype:
@@ -332,7 +334,8 @@ class Parser(ExprEvaluator):
         try:
             items = iter(it)
         except TypeError:
-            raise self.error(node.iter, f"cannot iterate over {it!r}", "write: for i in T.serial(n): (device loop) "
+            raise self.error(node.iter, f"cannot iterate over "
+                                        f"{shown(it)}", "write: for i in T.serial(n): (device loop) "
                              "or for i in range(4): (unrolled at parse time)") from None
         for v in items:
             if not hasattr(it, "__len__"):
@@ -398,7 +401,8 @@ class Parser(ExprEvaluator):
         try:
             params = mac.bind(args, kwargs)
         except TypeError as e:
-            raise self.error(node, f"macro {mac.__name__!r}: {e}", f"its parameters are {mac.__name__}{mac.signature}") from None
+            raise self.error(node, f"macro {shown(mac.__name__)}: "
+                                   f"{e}", f"its parameters are {mac.__name__}{mac.signature}") from None
         self.count_iterations(1, node, f"expanding macro {mac.__name__!r} in")
         if len(self.macros) >= _MACRO_DEPTH_LIMIT:
             raise self.error(node, f"macro expansion is {_MACRO_DEPTH_LIMIT} levels deep ({' -> '.join(self.macros[-3:])} -> "
@@ -407,7 +411,7 @@ class Parser(ExprEvaluator):
         body, file, line_offset, col_offset, closure, globals_ = mac.parsed()
         for s in body:
             if isinstance(s, ast.Return):
-                raise ParseError(f"macro {mac.__name__!r} has a return statement",
+                raise ParseError(f"macro {shown(mac.__name__)} has a return statement",
                                  Span(file, s.lineno + line_offset, s.col_offset + col_offset),
                                  "a macro expands to statements and returns nothing; write results into a buffer")
         call_span = self.span(node)
@@ -443,7 +447,7 @@ class Parser(ExprEvaluator):
             elif isinstance(a, (bool, int, float)):
                 operands.append(ops.const(a))
             else:
-                raise self.error(node, f"operand {k} of {marker!r} is {a!r} ({type(a).__name__})",
+                raise self.error(node, f"operand {k} of {shown(marker)} is {shown(a)} ({type(a).__name__})",
                                  "operands are tensors, regions (A[a:b]) or scalar expressions; options go in keywords")
         attrs = {k: _attr_value(k, v, self, node) for k, v in kwargs.items()}
         return PrimitiveCall(marker.op, operands, marker.scope, attrs, dispatch, span=self.span(node))
@@ -461,7 +465,7 @@ class Parser(ExprEvaluator):
             params = []
             for arg in a.args:
                 if arg.annotation is None:
-                    raise self.error(arg, f"parameter {arg.arg!r} needs a type annotation",
+                    raise self.error(arg, f"parameter {shown(arg.arg)} needs a type annotation",
                                      f"write {arg.arg}: T.Tensor((M, N), \"float32\") or {arg.arg}: T.int32")
                 ann = self.eval(arg.annotation)
                 if ann is None:  # this specialization of a jit factory has no such parameter
@@ -472,7 +476,7 @@ class Parser(ExprEvaluator):
                     try:
                         p = Var(arg.arg, DataType.get(ann), span=self.span(arg))
                     except TirxError:
-                        raise self.error(arg.annotation, f"parameter {arg.arg!r} has annotation {ann!r}",
+                        raise self.error(arg.annotation, f"parameter {shown(arg.arg)} has annotation {shown(ann)}",
                                          "annotate with T.Tensor(shape, dtype) or a scalar type like T.int32") from None
                 self.blocks[-1].names[arg.arg] = p
                 params.append(p)
@@ -482,7 +486,7 @@ class Parser(ExprEvaluator):
                 self.visit_stmt(s, out)
             self.blocks.pop()
             if self.launch is None:
-                raise self.error(fdef, f"kernel {fdef.name!r} has no launch configuration",
+                raise self.error(fdef, f"kernel {shown(fdef.name)} has no launch configuration",
                                  "add T.launch(grid=(..., ), threads=...) as the first statement of the body")
             kernel = Kernel(fdef.name, params, self.launch, out, span=self.span(fdef))
         if verify:
@@ -532,7 +536,7 @@ def _attr_value(key, v, parser, node):
         return type(v)(_attr_value(key, x, parser, node) for x in v)
     if isinstance(v, dict):
         return {k: _attr_value(key, x, parser, node) for k, x in v.items()}
-    raise parser.error(node, f"attribute {key}={v!r} ({type(v).__name__}) cannot be printed or compared",
+    raise parser.error(node, f"attribute {key}={shown(v)} ({type(v).__name__}) cannot be printed or compared",
                        "attribute values are Python literals, dtypes, layouts, tensors or expressions")
 
 
@@ -561,7 +565,7 @@ def function_source(fn, what: str, hint: str):
         lines, first = inspect.getsourcelines(fn)
         file = inspect.getsourcefile(fn) or fn.__code__.co_filename
     except (OSError, TypeError):
-        raise ParseError(f"cannot read the source of {what!r}", hint=hint) from None
+        raise ParseError(f"cannot read the source of {shown(what)}", hint=hint) from None
     src = "".join(lines)
     dedented = textwrap.dedent(src)
     indent = len(lines[0]) - len(lines[0].lstrip())
@@ -569,7 +573,7 @@ def function_source(fn, what: str, hint: str):
         indent = 0
     fdef = _find_def(ast.parse(dedented), fn.__name__)
     if fdef is None:
-        raise ParseError(f"cannot find the definition of {what!r} in its source")
+        raise ParseError(f"cannot find the definition of {shown(what)} in its source")
     if linecache.getline(file, first) == "" and file.startswith("<"):
         linecache.cache[file] = (len(src), None, [""] * (first - 1) + lines, file)
     return fdef, file, first - 1, indent
@@ -588,7 +592,7 @@ def parse_function(fn, verify: bool = True, outer: dict | None = None) -> Kernel
     """Parse a Python function into a Kernel (what ``@T.prim_func`` does). ``outer``: the
     defining frame's locals (names used only in annotations are not in the closure)."""
     if not callable(fn) or not hasattr(fn, "__code__"):
-        raise ParseError(f"@T.prim_func decorates a function, got {fn!r}")
+        raise ParseError(f"@T.prim_func decorates a function, got {shown(fn)}")
     fdef, file, line_offset, indent = function_source(
         fn, fn.__name__, "define kernels in a .py file (or parse text with T.parse_script)")
     closure = dict(outer or {})

@@ -31,6 +31,8 @@ from __future__ import annotations
 
 import difflib
 
+from tirxpy.errors import shown
+
 from . import ops
 from .dtype import CANONICAL, DataType
 from .errors import IRError, ParseError
@@ -52,7 +54,7 @@ class DTypeCtor:
             try:
                 value = float(value)
             except ValueError:
-                raise IRError(f"T.{self.dtype.name}({value!r}): give a number or 'inf' / 'nan'") from None
+                raise IRError(f"T.{self.dtype.name}({shown(value)}): give a number or 'inf' / 'nan'") from None
         return ops.cast(value, self.dtype)
 
     def __repr__(self):
@@ -312,7 +314,7 @@ def address_of(target):
     if isinstance(target, Buffer):
         target = target.full()
     if not isinstance(target, (BufferLoad, BufferRegion)):
-        raise IRError(f"T.address_of takes a buffer element or region, got {target!r}",
+        raise IRError(f"T.address_of takes a buffer element or region, got {shown(target)}",
                       hint="write T.address_of(buf[i]) or T.address_of(smem[stage])")
     return AddressOf(target)
 
@@ -324,7 +326,7 @@ def _intrinsic_arg(a, name, k):
         return a
     if isinstance(a, (bool, int, float)):
         return ops.const(a)
-    raise IRError(f"argument {k} of intrinsic {name} is {a!r} ({type(a).__name__})",
+    raise IRError(f"argument {k} of intrinsic {name} is {shown(a)} ({type(a).__name__})",
                   hint="pass expressions, buffer elements or regions (smem[stage]); compile-time options go in the intrinsic's name")
 
 
@@ -427,7 +429,7 @@ class _TNamespace:
             raise AttributeError(name)
         close = difflib.get_close_matches(name, [k for k in self.__dict__ if not k.startswith("_")], n=3)
         hint = f"did you mean {', '.join('T.' + c for c in close)}?" if close else "see help(tirxpy.ir.script) for the T namespace"
-        raise ParseError(f"T has no member {name!r}", hint=hint)
+        raise ParseError(f"T has no member {shown(name)}", hint=hint)
 
     def __repr__(self):
         return "T"

@@ -13,6 +13,7 @@ after them in the same sequence, the way ``x = ...`` does in Python.
 from __future__ import annotations
 
 from tirxpy.scope import Scope
+from tirxpy.errors import shown
 
 from .errors import IRError
 from .expr import Expr, Var
@@ -37,7 +38,7 @@ class SeqStmt(Stmt):
             elif isinstance(s, Stmt):
                 flat.append(s)
             else:
-                raise IRError(f"a statement sequence holds statements, got {s!r}")
+                raise IRError(f"a statement sequence holds statements, got {shown(s)}")
         self.stmts = tuple(flat)
 
     def __iter__(self):
@@ -69,7 +70,7 @@ class For(Stmt):
     def __init__(self, var: Var, start: Expr, stop: Expr, kind: str, body, span=None):
         super().__init__(span)
         if kind not in FOR_KINDS:
-            raise IRError(f"loop kind must be one of {FOR_KINDS}, got {kind!r}",
+            raise IRError(f"loop kind must be one of {FOR_KINDS}, got {shown(kind)}",
                           hint="pass \"serial\" (T.serial), \"unroll\" (T.unroll) or \"rolled\" (T.rolled)")
         self.var, self.start, self.stop, self.kind = var, start, stop, kind
         self.body = as_seq(body)
@@ -152,11 +153,11 @@ class PrimitiveCall(Stmt):
     def __init__(self, op: str, operands, scope=Scope.THREAD, attrs=None, dispatch=None, span=None):
         super().__init__(span)
         if not isinstance(op, str) or not op.isidentifier():
-            raise IRError(f"a primitive name is an identifier, got {op!r}")
+            raise IRError(f"a primitive name is an identifier, got {shown(op)}")
         self.op = op
         self.operands = tuple(operands)
         self.scope = Scope.get(scope)
         self.attrs = dict(attrs or {})
         if dispatch is not None and not isinstance(dispatch, str):
-            raise IRError(f"dispatch= names an implementation variant (a str), got {dispatch!r}")
+            raise IRError(f"dispatch= names an implementation variant (a str), got {shown(dispatch)}")
         self.dispatch = dispatch

@@ -47,6 +47,8 @@ import tokenize
 import types
 import warnings
 
+from tirxpy.errors import shown
+
 from .errors import ParseError, Span
 from .expr import MAX_EXPR_DEPTH
 
@@ -137,7 +139,7 @@ def check_script_names(fdef: ast.FunctionDef, namespace: dict, span_of) -> None:
     for n in (n for r in roots for n in ast.walk(r)):
         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id not in bound \
                 and n.id not in namespace and n.id not in SAFE_BUILTINS:
-            raise ParseError(f"name {n.id!r} is not defined", span_of(n),
+            raise ParseError(f"name {shown(n.id)} is not defined", span_of(n),
                              f"a script sees its own names, T, Tx, the layout library, constants passed in env= and "
                              f"the builtins {', '.join(SAFE_BUILTINS)}")
         if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id not in bound:
@@ -527,7 +529,7 @@ SAFE_BUILTINS = {s.__name__: s for s in (
 
 
 def _bad(name, x):
-    raise BuiltinError(f"{name}: {x!r} is not a valid argument in a kernel")
+    raise BuiltinError(f"{name}: {shown(x)} is not a valid argument in a kernel")
 
 
 def check_env(env) -> dict:
@@ -540,10 +542,11 @@ def check_env(env) -> dict:
                          hint="T.parse_script(text, env={\"TILE\": 64})")
     for k, v in env.items():
         if not isinstance(k, str) or not k.isidentifier() or k.startswith("__"):
-            raise ParseError(f"env key {k!r} is not a usable name", hint="keys are identifiers not starting with '__'")
+            raise ParseError(f"env key {shown(k)} is not a usable "
+                             f"name", hint="keys are identifiers not starting with '__'")
         why = _constant_fault(v, 0)
         if why is not None:
-            raise ParseError(f"env[{k!r}] is {why}: env holds constants only (numbers, strings, None, tuples / "
+            raise ParseError(f"env[{shown(k)}] is {why}: env holds constants only (numbers, strings, None, tuples / "
                              "lists / dicts of them, layouts, dtypes and other tirxpy values)",
                              hint="a script cannot call your functions; compute values before parsing")
     return dict(env)

@@ -58,6 +58,7 @@ from tirxpy.ir import T
 from tirxpy.ir.buffer import Buffer
 from tirxpy.ir.expr import Expr
 from tirxpy.target import MAX_CLUSTER
+from tirxpy.errors import shown
 
 from .errors import LangError
 
@@ -131,11 +132,11 @@ def _check_barriers(name, bar, stages):
         raise LangError(f"StageRing: {name} must be a shared uint64 buffer of mbarriers (T.alloc_shared((stages,), "
                         f"\"uint64\")), got {type(bar).__name__}")
     if bar.dtype.name != "uint64" or bar.storage not in ("shared", "shared::cluster") or len(bar.shape) != 1:
-        raise LangError(f"StageRing: {name} {bar.name!r} is a {bar.storage} {bar.dtype.name} buffer of shape "
+        raise LangError(f"StageRing: {name} {shown(bar.name)} is a {bar.storage} {bar.dtype.name} buffer of shape "
                         f"{tuple(bar.shape)}; mbarriers are a 1-D shared uint64 buffer: "
                         f"T.alloc_shared(({stages},), \"uint64\")")
     if isinstance(bar.shape[0], int) and bar.shape[0] < stages:
-        raise LangError(f"StageRing: {name} {bar.name!r} holds {bar.shape[0]} barriers, fewer than the ring's "
+        raise LangError(f"StageRing: {name} {shown(bar.name)} holds {bar.shape[0]} barriers, fewer than the ring's "
                         f"{stages} stages")
 
 
@@ -166,7 +167,7 @@ class StageRing:
         _check_barriers("full", full, stages)
         _check_barriers("empty", empty, stages)
         if full is empty:
-            raise LangError(f"StageRing: full and empty are the same buffer {full.name!r}; allocate two: "
+            raise LangError(f"StageRing: full and empty are the same buffer {shown(full.name)}; allocate two: "
                             f"T.alloc_shared(({stages},), \"uint64\") each")
         launched = _launch_cluster()
         if cluster > 1 and launched is not None and launched != cluster:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from tirxpy.ir import T
 from tirxpy.target import MAX_CLUSTER
+from tirxpy.errors import shown
 
 from .errors import LangError
 from .pipeline import _launch_cluster, _py_int, _show, check_count
@@ -30,7 +31,7 @@ def register_split(threads: int, dec: int, inc: int, kernel: str = "kernel") -> 
     are multiples of 8 in [24, 256]; the split must fit the CTA's launch allocation (module docstring)."""
     for name, v in (("threads", threads), ("dec", dec), ("inc", inc)):
         if isinstance(v, bool) or not isinstance(v, int):
-            raise LangError(f"{kernel}: setmaxnreg {name} must be an int, got {v!r}")
+            raise LangError(f"{kernel}: setmaxnreg {name} must be an int, got {shown(v)}")
     if threads % 128 or threads < 256 or threads > 1024:
         raise LangError(f"{kernel}: a producer / consumer register split needs whole warpgroups, two to eight; "
                         f"got {threads} threads")
@@ -67,7 +68,8 @@ class WarpRoles:
 
         launch = current_launch()
         if launch is not None and launch.threads != self.threads:
-            raise LangError(f"{self!r} in a kernel launched with {launch.threads} threads: the roles are one producer "
+            raise LangError(f"{shown(self)} in a kernel launched with {launch.threads} threads: the roles are one "
+                            f"producer "
                             f"and {self.consumers} consumer warpgroups ({self.threads} threads); build them for the "
                             f"launch (WarpRoles({launch.threads}, ...)) or launch {self.threads} threads")
 
@@ -94,24 +96,26 @@ def _init_groups(rings, cluster):
     an mbarrier cannot take, a barrier buffer listed twice and a cluster ring that ``cluster`` does not sync."""
     if not isinstance(rings, (list, tuple)):
         raise LangError(f"setup_barriers: rings is a list of (ring, full_arrivals, empty_arrivals) triples (or lists "
-                        f"of such triples sharing one init loop); got {rings!r:.80}: write [(ring, 1, 2)]")
+                        f"of such triples sharing one init loop); got {shown(rings, 80)}: write [(ring, 1, 2)]")
     groups, seen = [], set()
     for item in rings:
         members = list(item) if isinstance(item, list) else [item]
         for m in members:
             if not (isinstance(m, tuple) and len(m) == 3 and hasattr(m[0], "stages")):
                 raise LangError(f"setup_barriers: each ring is given as (ring, full_arrivals, empty_arrivals), or a "
-                                f"list of such triples sharing one init loop; got {m!r}")
+                                f"list of such triples sharing one init loop; got {shown(m)}")
             ring = m[0]
             check_count(f"setup_barriers: ring {ring!r}", "full_arrivals", m[1])
             check_count(f"setup_barriers: ring {ring!r}", "empty_arrivals", m[2])
             for bar in (ring.full, ring.empty):
                 if id(bar) in seen:
-                    raise LangError(f"setup_barriers: barrier buffer {bar.name!r} is listed twice (a ring given twice, "
+                    raise LangError(f"setup_barriers: barrier buffer {shown(bar.name)} is listed twice (a ring given "
+                                    f"twice, "
                                     "or two rings sharing a buffer); each mbarrier is initialised once")
                 seen.add(id(bar))
             if ring.cluster > 1 and ring.cluster != cluster:
-                raise LangError(f"setup_barriers: ring {ring!r} is released across a cluster of {ring.cluster} CTAs; "
+                raise LangError(f"setup_barriers: ring {shown(ring)} is released across a cluster of {ring.cluster} "
+                                f"CTAs; "
                                 f"pass cluster={ring.cluster}, so the cluster syncs before any CTA arrives on "
                                 "another's barriers")
         counts = {m[0].stages for m in members}

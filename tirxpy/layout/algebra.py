@@ -16,6 +16,8 @@ from __future__ import annotations
 import builtins
 from math import prod
 
+from tirxpy.errors import shown
+
 from .canonical import fuse_shard, pinned_offset, rewrap as _rewrap
 from .coords import check_shape, is_int, unflatten
 from .errors import LayoutError, LayoutTypeError
@@ -33,9 +35,10 @@ def split_iter(it: Iter, f: int) -> tuple[Iter, Iter]:
         (Iter(2, 8, laneid), Iter(4, 2, laneid))
     """
     if not isinstance(it, Iter):
-        raise LayoutTypeError(f"split_iter splits an Iter(extent, stride, axis), got {it!r} ({type(it).__name__})")
+        raise LayoutTypeError(f"split_iter splits an Iter(extent, stride, axis), got {shown(it)} ({type(it).__name__})")
     if not is_int(f) or f < 1 or it.extent % f:
-        raise LayoutError(f"cannot split {it!r} with inner extent {f!r}: the inner extent must be a positive divisor of {it.extent}")
+        raise LayoutError(f"cannot split {shown(it)} with inner extent {shown(f)}: the inner extent must be a "
+                          f"positive divisor of {it.extent}")
     return Iter(it.extent // f, it.stride * f, it.axis), Iter(f, it.stride, it.axis)
 
 
@@ -96,7 +99,8 @@ def check_region(region, shape) -> list[tuple[int, int]]:
     if one_pair or not isinstance(region, (tuple, list)):
         region = (region,)
     if len(region) != len(shape):
-        raise LayoutError(f"region {region!r} has {len(region)} entries but shape {shape} has {len(shape)} dimensions; give one (start, stop) per dimension")
+        raise LayoutError(f"region {shown(region)} has {len(region)} entries but shape {shape} has {len(shape)} "
+                          f"dimensions; give one (start, stop) per dimension")
     out = []
     for d, (r, n) in enumerate(zip(region, shape)):
         if isinstance(r, builtins.slice):
@@ -106,9 +110,9 @@ def check_region(region, shape) -> list[tuple[int, int]]:
         elif isinstance(r, (tuple, list)) and len(r) == 2:
             a, b = r
         else:
-            raise LayoutTypeError(f"dimension {d}: region entry {r!r} must be a (start, stop) pair or a slice")
+            raise LayoutTypeError(f"dimension {d}: region entry {shown(r)} must be a (start, stop) pair or a slice")
         if not (is_int(a) and is_int(b)):
-            raise LayoutTypeError(f"dimension {d}: region bounds {a!r}:{b!r} must be ints")
+            raise LayoutTypeError(f"dimension {d}: region bounds {shown(a)}:{shown(b)} must be ints")
         if not 0 <= a < b <= n:
             raise LayoutError(f"dimension {d}: region [{a}, {b}) is empty or outside [0, {n}); need 0 <= start < stop <= {n}")
         out.append((int(a), int(b)))
@@ -207,7 +211,7 @@ def slice_layout(L: Layout, region, shape) -> Layout | None:
 
 def _check_perm(perm, rank):
     if not isinstance(perm, (tuple, list)) or not all(map(is_int, perm)) or sorted(perm) != list(range(rank)):
-        raise LayoutError(f"perm {perm!r} must be a permutation of 0..{rank - 1} (one entry per dimension)")
+        raise LayoutError(f"perm {shown(perm)} must be a permutation of 0..{rank - 1} (one entry per dimension)")
     return tuple(perm)
 
 

@@ -8,6 +8,7 @@
     True
 """
 from __future__ import annotations
+from tirxpy.errors import shown
 
 from .axis import Axis
 from .canonical import fuse_shard, pinned_offset
@@ -57,7 +58,7 @@ def pack(L: TileLayout, factor: int) -> TileLayout:
     if last is None or last.axis is not _M or last.stride != 1:
         raise LayoutError(
             f"pack({f}) needs the innermost elements contiguous on m (stride 1), but the innermost shard iterator is "
-            f"{last!r}; make the packed elements the fastest-varying stride-1 m digit"
+            f"{shown(last)}; make the packed elements the fastest-varying stride-1 m digit"
         )
     if last.extent % f:
         raise LayoutError(
@@ -72,7 +73,8 @@ def pack(L: TileLayout, factor: int) -> TileLayout:
             if it.axis is _M:
                 if it.stride % f:
                     raise LayoutError(
-                        f"pack({f}): m stride {it.stride} of {what} iterator {k} ({it!r}) is not divisible by {f}; "
+                        f"pack({f}): m stride {it.stride} of {what} iterator {k} ({shown(it)}) is not divisible by "
+                        f"{f}; "
                         "packed elements would straddle two wide elements"
                     )
                 it = Iter(it.extent, it.stride // f, _M)

@@ -22,6 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from tirxpy.errors import shown
+
 from .coords import as_int
 from .errors import MAX_COORD, LayoutError, LayoutTypeError
 
@@ -68,15 +70,16 @@ class Axis:
         if isinstance(name, Axis):
             return name
         if not isinstance(name, str):
-            raise LayoutTypeError(f"an axis is named by a string or an Axis, got {name!r} ({type(name).__name__}); "
+            raise LayoutTypeError(f"an axis is named by a string or an Axis, got {shown(name)} "
+                                  f"({type(name).__name__}); "
                                   "write e.g. 'laneid' or laneid")
         try:
             return cls._registry[name]
         except KeyError:
             known = ", ".join(sorted(cls._registry))
             raise LayoutError(
-                f"unknown axis {name!r}; known axes: {known}. "
-                f"Register new hardware axes with Axis.register({name!r}, kind=...)"
+                f"unknown axis {shown(name)}; known axes: {known}. "
+                f"Register new hardware axes with Axis.register({shown(name)}, kind=...)"
             ) from None
 
     @classmethod
@@ -88,28 +91,30 @@ class Axis:
             32
         """
         if not isinstance(name, str) or not name.isidentifier():
-            raise LayoutError(f"axis name must be a Python identifier, got {name!r}")
+            raise LayoutError(f"axis name must be a Python identifier, got {shown(name)}")
         if kind not in KINDS:
-            raise LayoutError(f"axis kind must be one of {KINDS}, got {kind!r}")
+            raise LayoutError(f"axis kind must be one of {KINDS}, got {shown(kind)}")
         if scope is not None:
             if not isinstance(scope, (tuple, list)) or not all(isinstance(s, str) for s in scope):
                 raise LayoutTypeError(f"axis scope must be an (outer, inner) pair of names from {SCOPES}, got "
-                                      f"{scope!r} ({type(scope).__name__}); e.g. scope=('warp', 'thread')")
+                                      f"{shown(scope)} ({type(scope).__name__}); e.g. scope=('warp', 'thread')")
             if (len(scope) != 2 or any(s not in SCOPES for s in scope)
                     or SCOPES.index(scope[0]) <= SCOPES.index(scope[1])):
                 raise LayoutError(
-                    f"axis scope must be an (outer, inner) pair of {SCOPES} with outer wider than inner, got {scope!r}"
+                    f"axis scope must be an (outer, inner) pair of {SCOPES} with outer wider than inner, got "
+                    f"{shown(scope)}"
                 )
             scope = tuple(scope)
         if bound is not None:
             bound = as_int(bound, "axis bound (None for an unbounded axis)")
             if not 1 <= bound < MAX_COORD:
-                raise LayoutError(f"axis bound must be a positive int below 2**64 or None, got {bound!r}")
+                raise LayoutError(f"axis bound must be a positive int below 2**64 or None, got {shown(bound)}")
         ax = cls(name, kind, scope, bound)
         old = cls._registry.get(name)
         if old is not None:
             if old != ax:
-                raise LayoutError(f"axis {name!r} is already registered as {old.kind} {old.scope} bound={old.bound}; pick another name")
+                raise LayoutError(f"axis {shown(name)} is already registered as {old.kind} {old.scope} "
+                                  f"bound={old.bound}; pick another name")
             return old
         cls._registry[name] = ax
         return ax

@@ -15,6 +15,8 @@ import math
 import operator
 import sys
 
+from tirxpy.errors import shown
+
 from . import atoms
 from .axis import Axis
 from .errors import MAX_TABLE, LayoutError
@@ -58,13 +60,14 @@ def _eval(node, names):
     if isinstance(node, ast.Constant):
         if isinstance(node.value, (int, str, bool)) or node.value is None:
             return node.value
-        raise SpecError(f"constant {node.value!r} is not allowed in a layout spec; use integers")
+        raise SpecError(f"constant {shown(node.value)} is not allowed in a layout spec; use integers")
     if isinstance(node, ast.Name):
         if node.id in names:
             return names[node.id]
         if node.id in CALLABLES:
             raise SpecError(f"{node.id} must be called, e.g. {node.id}(...)")
-        raise SpecError(f"name {node.id!r} is not allowed in a layout spec; use axis names ({', '.join(sorted(Axis.all()))}), S, R or {', '.join(sorted(CALLABLES))}")
+        raise SpecError(f"name {shown(node.id)} is not allowed in a layout spec; use axis names "
+                        f"({', '.join(sorted(Axis.all()))}), S, R or {', '.join(sorted(CALLABLES))}")
     if isinstance(node, ast.Tuple):
         return tuple(_eval(e, names) for e in node.elts)
     if isinstance(node, ast.Slice):
@@ -87,7 +90,8 @@ def _eval(node, names):
     if isinstance(node, ast.Call):
         if not isinstance(node.func, ast.Name) or node.func.id not in CALLABLES:
             what = node.func.id if isinstance(node.func, ast.Name) else ast.unparse(node.func)
-            raise SpecError(f"calling {what!r} is not allowed in a layout spec; allowed calls: {', '.join(sorted(CALLABLES))}")
+            raise SpecError(f"calling {shown(what)} is not allowed in a layout spec; allowed calls: "
+                            f"{', '.join(sorted(CALLABLES))}")
         args = []
         for a in node.args:
             if isinstance(a, ast.Starred):
@@ -132,7 +136,7 @@ def parse_spec(text: str) -> Layout:
     if hasattr(value, "shard") and not isinstance(value, Layout):
         value = TileLayout(value)
     if not isinstance(value, Layout):
-        raise SpecError(f"the spec evaluates to {value!r} ({type(value).__name__}), not a layout")
+        raise SpecError(f"the spec evaluates to {shown(value)} ({type(value).__name__}), not a layout")
     return value
 
 
@@ -140,9 +144,9 @@ def _ints(text, what):
     try:
         vals = tuple(int(v) for v in text.replace("(", "").replace(")", "").split(",") if v.strip())
     except ValueError:
-        raise LayoutError(f"{what} must be comma-separated integers like 8,16; got {text!r}") from None
+        raise LayoutError(f"{what} must be comma-separated integers like 8,16; got {shown(text)}") from None
     if not vals:
-        raise LayoutError(f"{what} must be comma-separated integers like 8,16; got {text!r}")
+        raise LayoutError(f"{what} must be comma-separated integers like 8,16; got {shown(text)}")
     return vals
 
 

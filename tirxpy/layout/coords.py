@@ -12,6 +12,8 @@ from math import prod
 
 import sympy
 
+from tirxpy.errors import shown
+
 from .errors import MAX_COORD, LayoutError, LayoutTypeError
 
 
@@ -41,8 +43,8 @@ def as_int(v, what: str) -> int:
     """
     if not is_int(v):
         if isinstance(v, bool) or type(v).__name__ == "bool_":
-            raise LayoutTypeError(f"{what} must be an integer, got {v!r} (bool); write 1 or 0, not True / False")
-        raise LayoutTypeError(f"{what} must be an integer, got {v!r} ({type(v).__name__})")
+            raise LayoutTypeError(f"{what} must be an integer, got {shown(v)} (bool); write 1 or 0, not True / False")
+        raise LayoutTypeError(f"{what} must be an integer, got {shown(v)} ({type(v).__name__})")
     return int(operator.index(v))
 
 
@@ -68,10 +70,10 @@ def check_shape(shape, size: int | None, what: str = "shape") -> tuple:
     if is_int(shape):
         shape = (shape,)
     if not isinstance(shape, (tuple, list)) or not shape:
-        raise LayoutTypeError(f"{what} {shape!r} must be a non-empty tuple of positive ints, e.g. (8, 16)")
+        raise LayoutTypeError(f"{what} {shown(shape)} must be a non-empty tuple of positive ints, e.g. (8, 16)")
     for d, n in enumerate(shape):
         if not is_int(n):
-            raise LayoutTypeError(f"{what} {tuple(shape)!r} must be a tuple of positive ints: entry {d} is {n!r} "
+            raise LayoutTypeError(f"{what} {tuple(shape)!r} must be a tuple of positive ints: entry {d} is {shown(n)} "
                                   f"({type(n).__name__})")
         if not 1 <= operator.index(n) < MAX_COORD:
             raise LayoutError(f"{what} {tuple(shape)!r} must be a tuple of positive ints below 2**64: entry {d} is {n}")
@@ -99,17 +101,17 @@ def to_coord(v, what="coordinate"):
         return int(operator.index(v))
     if isinstance(v, str):
         if not v.isidentifier():
-            raise LayoutError(f"{what} {v!r} is neither an int nor a symbol name; a symbolic coordinate is named "
+            raise LayoutError(f"{what} {shown(v)} is neither an int nor a symbol name; a symbolic coordinate is named "
                               "by a Python identifier, e.g. 'i'")
         return sympy.Symbol(v, integer=True, nonnegative=True)
     if isinstance(v, sympy.Expr) and v.is_integer is not False and not v.has(sympy.nan):
         return v
     if isinstance(v, sympy.Basic):
-        raise LayoutTypeError(f"{what} must be an int or an integer-valued sympy expression, got {v!r} "
+        raise LayoutTypeError(f"{what} must be an int or an integer-valued sympy expression, got {shown(v)} "
                               f"({type(v).__name__}), which is not an integer: give an int for a "
                               "number, and declare symbols integer, e.g. sympy.Symbol('i', integer=True, "
                               "nonnegative=True) or the name 'i'")
-    raise LayoutTypeError(f"{what} must be an int or a sympy expression, got {v!r} ({type(v).__name__})")
+    raise LayoutTypeError(f"{what} must be an int or a sympy expression, got {shown(v)} ({type(v).__name__})")
 
 
 def normalize(coord, shape, size: int):

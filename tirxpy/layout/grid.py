@@ -21,6 +21,8 @@ from __future__ import annotations
 
 from math import prod
 
+from tirxpy.errors import shown
+
 from .axis import Axis
 from .coords import check_shape
 from .errors import LayoutError, LayoutTypeError
@@ -59,12 +61,13 @@ def _axes(layout, show):
     if isinstance(show, str):
         show = (show,)
     if not isinstance(show, (list, tuple)):
-        raise LayoutTypeError(f"show must be an axis name or a list of axis names, got {show!r} ({type(show).__name__})")
+        raise LayoutTypeError(f"show must be an axis name or a list of axis names, got {shown(show)} "
+                              f"({type(show).__name__})")
     out = []
     for a in show:
         name = Axis.get(a).name
         if name not in used:
-            raise LayoutError(f"show names axis {name!r}, which this layout does not use; its axes: "
+            raise LayoutError(f"show names axis {shown(name)}, which this layout does not use; its axes: "
                               f"{', '.join(used) or 'none'} (show=None draws them all)")
         if name not in out:
             out.append(name)

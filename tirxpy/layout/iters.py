@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from tirxpy.errors import shown
+
 from .axis import Axis
 from .coords import as_int, bounded_int  # noqa: F401  (re-exported: the int checks live in coords)
 from .errors import MAX_COORD, MAX_ITERS, LayoutError
@@ -162,6 +164,6 @@ class LayoutSpec:
             for k, v in other.items():
                 spec = spec + AxisStride(v, k)
             return spec
-        raise LayoutError(f"cannot add {other!r} to a layout spec; add S[...], R[...] or k@axis")
+        raise LayoutError(f"cannot add {shown(other)} to a layout spec; add S[...], R[...] or k@axis")
 
     __radd__ = __add__

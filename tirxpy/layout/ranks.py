@@ -26,6 +26,8 @@ from __future__ import annotations
 
 from math import prod
 
+from tirxpy.errors import shown
+
 from .axis import Axis
 from .coords import check_shape
 from .errors import MAX_ANSWER, LayoutError, LayoutTypeError
@@ -89,7 +91,7 @@ def replicated(shape, world) -> TileLayout:
 
 def _tile(layout, op) -> TileLayout:
     if not isinstance(layout, Layout):
-        raise LayoutTypeError(f"{op} takes a layout, got {layout!r} ({type(layout).__name__})")
+        raise LayoutTypeError(f"{op} takes a layout, got {shown(layout)} ({type(layout).__name__})")
     return getattr(layout, "tile_layout", layout)
 
 

@@ -19,6 +19,7 @@ import numpy as np
 import sympy
 
 from tirxpy.dtype_table import SPECS, bits_of
+from tirxpy.errors import shown
 
 from .axis import Axis
 from .coords import is_int, to_coord
@@ -56,7 +57,7 @@ class SwizzleLayout:
         for name, v in (("per_element", per_element), ("swizzle_len", swizzle_len), ("atom_len", atom_len)):
             v = as_int(v, f"swizzle {name}")
             if v < 0:
-                raise LayoutError(f"swizzle {name} must be a non-negative int, got {v!r}")
+                raise LayoutError(f"swizzle {name} must be a non-negative int, got {shown(v)}")
             if v > MAX_SWIZZLE_BITS:
                 raise LayoutError(f"swizzle {name} is {v} bits; per_element + atom_len + swizzle_len is at most "
                                   f"{MAX_SWIZZLE_BITS} (the limit MAX_SWIZZLE_BITS: a swizzle acts on 64-bit addresses)")
@@ -73,7 +74,7 @@ class SwizzleLayout:
         ax = Axis.get(axis)
         if ax.kind != "memory":
             raise LayoutError(
-                f"a swizzle permutes a memory address, but {ax.name!r} is a {ax.kind} axis; swizzle 'm' instead"
+                f"a swizzle permutes a memory address, but {shown(ax.name)} is a {ax.kind} axis; swizzle 'm' instead"
             )
         self.axis = ax
 
@@ -151,7 +152,7 @@ class ComposeLayout(Layout):
         if not isinstance(swz, SwizzleLayout):
             raise LayoutTypeError(f"ComposeLayout's swizzle must be a SwizzleLayout, got {type(swz).__name__}")
         if not isinstance(swizzle_inner, bool):
-            raise LayoutTypeError(f"swizzle_inner must be True or False, got {swizzle_inner!r}")
+            raise LayoutTypeError(f"swizzle_inner must be True or False, got {shown(swizzle_inner)}")
         self.swizzle = swz
         self.tile_layout = tile
         self.swizzle_inner = swizzle_inner
@@ -159,7 +160,8 @@ class ComposeLayout(Layout):
         if self.swizzle_inner:
             if ax not in tile.axes():
                 raise LayoutError(
-                    f"the swizzle permutes {ax!r}, but {tile!r} places nothing on {ax!r}; a swizzle needs a "
+                    f"the swizzle permutes {shown(ax)}, but {shown(tile)} places nothing on {shown(ax)}; a swizzle "
+                    f"needs a "
                     "layout with a memory component"
                 )
         elif tile.size() % swz.period and tile.size() > 1 << (swz.per_element + swz.atom_len):
@@ -274,7 +276,7 @@ def dtype_bits(dtype) -> int:
     else:
         bits = bits_of(str(dtype))
         if bits is None:
-            raise LayoutError(f"unknown dtype {dtype!r}; give the element size in bits (e.g. 16) or one of "
+            raise LayoutError(f"unknown dtype {shown(dtype)}; give the element size in bits (e.g. 16) or one of "
                               f"{', '.join(n for n, *_ in SPECS)}")
     if bits not in (4, 6, 8, 16, 32, 64):
         raise LayoutError(f"element size {bits} bits is not supported by the shared-memory swizzles")
@@ -293,7 +295,7 @@ def swizzle_for(swizzle_bytes: int, dtype) -> SwizzleLayout:
     """
     if not is_int(swizzle_bytes) or swizzle_bytes not in _SWIZZLE_BYTES:
         err = LayoutError if is_int(swizzle_bytes) else LayoutTypeError
-        raise err(f"swizzle mode must be 32, 64 or 128 bytes (an int), got {swizzle_bytes!r}")
+        raise err(f"swizzle mode must be 32, 64 or 128 bytes (an int), got {shown(swizzle_bytes)}")
     bits = dtype_bits(dtype)
     if bits < 8:
         raise LayoutError("sub-byte element types are swizzled in bytes: pass dtype=8 with packed columns")
@@ -309,7 +311,7 @@ def hardware_swizzle_bytes(swizzle: SwizzleLayout, dtype) -> int | None:
         (128, None)
     """
     if not isinstance(swizzle, SwizzleLayout):
-        raise LayoutTypeError(f"hardware_swizzle_bytes takes a SwizzleLayout, got {swizzle!r} "
+        raise LayoutTypeError(f"hardware_swizzle_bytes takes a SwizzleLayout, got {shown(swizzle)} "
                               f"({type(swizzle).__name__})")
     if swizzle.swizzle_len == 0:
         return 0

@@ -24,6 +24,8 @@ from math import prod
 
 import numpy as np
 
+from tirxpy.errors import shown
+
 from .axis import Axis
 from .coords import check_shape, normalize, split, unflatten
 from .errors import MAX_ANSWER, MAX_COORD, MAX_ITERS, MAX_TABLE, LayoutError, LayoutTypeError
@@ -96,7 +98,7 @@ class Layout:
         """Validate an elements_at query: ``{axis name: int >= 0}`` over axes the layout names."""
         if coord is not None and not isinstance(coord, dict):
             raise LayoutTypeError(f"{op}: coord must be a dict {{axis: value}} or keyword arguments "
-                                  f"(elements_at(laneid=3)), got {coord!r} ({type(coord).__name__})")
+                                  f"(elements_at(laneid=3)), got {shown(coord)} ({type(coord).__name__})")
         want = {}
         named = self.axes()
         for k, v in list((coord or {}).items()) + list(axes.items()):
@@ -301,10 +303,11 @@ def _iter_tuple(its, what):
     if its is None:
         return ()
     if isinstance(its, Iter) or not isinstance(its, (list, tuple)):
-        raise LayoutTypeError(f"{what} must be a list of Iter(extent, stride, axis), got {its!r} ({type(its).__name__})")
+        raise LayoutTypeError(f"{what} must be a list of Iter(extent, stride, axis), got {shown(its)} "
+                              f"({type(its).__name__})")
     for it in its:
         if not isinstance(it, Iter):
-            raise LayoutTypeError(f"{what} iterators must be Iter(extent, stride, axis), got {it!r}")
+            raise LayoutTypeError(f"{what} iterators must be Iter(extent, stride, axis), got {shown(it)}")
     return tuple(its)
 
 
@@ -333,13 +336,13 @@ class TileLayout(Layout):
                 shard, replica, offset = spec.shard, spec.replica, spec.offset
             else:
                 raise LayoutTypeError(
-                    f"TileLayout takes S[extents : strides] (+ R[...] + k@axis), got {spec!r}; "
+                    f"TileLayout takes S[extents : strides] (+ R[...] + k@axis), got {shown(spec)}; "
                     "for iterator lists use TileLayout.from_iters(shard, replica, offset)"
                 )
         shard = _iter_tuple(shard, "shard")
         replica = _iter_tuple(replica, "replica")
         if offset is not None and not isinstance(offset, dict):
-            raise LayoutTypeError(f"offset must be a dict {{axis: int}}, got {offset!r} ({type(offset).__name__})")
+            raise LayoutTypeError(f"offset must be a dict {{axis: int}}, got {shown(offset)} ({type(offset).__name__})")
         off = {}
         for k, v in dict(offset or {}).items():
             name = Axis.get(k).name
@@ -377,7 +380,7 @@ class TileLayout(Layout):
                     )
                 if it.stride < 0:
                     raise LayoutError(
-                        f"{what} iterator {k} ({it!r}) has negative stride {it.stride}; strides must be >= 0"
+                        f"{what} iterator {k} ({shown(it)}) has negative stride {it.stride}; strides must be >= 0"
                     )
         for name, v in self._offset:
             if v < 0:

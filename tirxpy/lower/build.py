@@ -28,6 +28,7 @@ import numpy as np
 from tirxpy.ir import Buffer, Kernel, verify
 from tirxpy.scope import Scope
 from tirxpy.target import supported_target
+from tirxpy.errors import shown
 
 from .codegen.errors import CodegenError
 from .codegen.kernel import CudaUnit, first_primitive_call, generate, unlowered
@@ -179,7 +180,7 @@ def check_grid(grid, cluster=None) -> None:
 
     for d, (g, hi) in enumerate(zip(grid, MAX_GRID)):
         if not isinstance(g, int) or not 1 <= g <= hi:
-            raise LaunchError("grid", f"the arguments give grid extent {g!r} in dimension {'xyz'[d]}, outside "
+            raise LaunchError("grid", f"the arguments give grid extent {shown(g)} in dimension {'xyz'[d]}, outside "
                                       f"[1, {hi}] — check the scalar arguments the grid is computed from")
         if cluster is not None and g % cluster[d]:
             raise LaunchError("grid", f"the arguments give grid extent {g} in dimension {'xyz'[d]}, not a multiple of "

@@ -36,6 +36,8 @@ import secrets
 import stat
 import struct
 
+from tirxpy.errors import shown
+
 from .errors import CacheError
 
 _FORMAT = 2
@@ -69,15 +71,15 @@ def _expand(value: str) -> str:
     if not value.strip():
         raise CacheError(f"{ENV} is set but blank; set it to a directory, or to 'off' to disable the disk cache")
     if "\x00" in value:
-        raise CacheError(f"{ENV}={value!r} contains a NUL character; set it to a directory path")
+        raise CacheError(f"{ENV}={shown(value)} contains a NUL character; set it to a directory path")
     path = os.path.expanduser(value)
     if path.startswith("~"):
-        raise CacheError(f"{ENV}={value!r}: {value.split(os.sep)[0]!r} names no user's home directory; "
+        raise CacheError(f"{ENV}={shown(value)}: {value.split(os.sep)[0]!r} names no user's home directory; "
                          f"give an absolute path or '~/...'")
     path = os.path.expandvars(path)
     left = _UNEXPANDED.search(path)
     if left:
-        raise CacheError(f"{ENV}={value!r}: the environment variable {left.group(0)} is not set; "
+        raise CacheError(f"{ENV}={shown(value)}: the environment variable {left.group(0)} is not set; "
                          f"set it or give the directory literally")
     return os.path.abspath(path)
 
@@ -94,7 +96,7 @@ def make_key(source: str, options, names, emit_ptx: bool, nvrtc_version) -> str:
 
 def _check_key(key) -> str:
     if not isinstance(key, str) or not _KEY.fullmatch(key):
-        raise CacheError(f"a cache key is 64 lowercase hex digits (make_key's output), got {key!r:.80}")
+        raise CacheError(f"a cache key is 64 lowercase hex digits (make_key's output), got {shown(key, 80)}")
     return key
 
 

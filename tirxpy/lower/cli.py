@@ -23,6 +23,7 @@ import sys
 
 from tirxpy.jit import JitFunction
 from tirxpy.scope.errors import TirxError
+from tirxpy.errors import shown
 
 from .errors import LowerError
 
@@ -101,7 +102,7 @@ def _load(target: str):
             mod = importlib.import_module(name)
             where = getattr(mod, "__file__", None)
             if not where or not os.path.samefile(where, target):
-                raise ImportError(f"{target} is module {name!r} of its package, but that name imports {where} "
+                raise ImportError(f"{target} is module {shown(name)} of its package, but that name imports {where} "
                                   "(another copy of the package is imported first): compile it by module name")
             return mod
         name = "_tirxpy_compile_" + os.path.splitext(os.path.basename(target))[0].replace("-", "_")

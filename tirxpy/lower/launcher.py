@@ -11,6 +11,8 @@ import ctypes
 import operator
 from typing import TYPE_CHECKING, Sequence
 
+from tirxpy.errors import shown
+
 from .device import _check, _driver, ensure_context, libcuda
 from .errors import LaunchError
 from .packer import ArgPacker
@@ -30,18 +32,18 @@ def _dim3(v, what) -> tuple:
     if is_int(v):
         v = (v,)
     if not isinstance(v, (tuple, list)) or not all(map(is_int, v)):
-        raise LaunchError(what, f"must be an int or a tuple of up to 3 ints, got {type(v).__name__} {v!r:.80}; "
+        raise LaunchError(what, f"must be an int or a tuple of up to 3 ints, got {type(v).__name__} {shown(v, 80)}; "
                                 f"write e.g. (128,) or (4, 2, 1)")
     v = tuple(operator.index(x) for x in v)
     if not 1 <= len(v) <= 3 or any(x < 1 for x in v):
-        raise LaunchError(what, f"must be 1-3 positive ints, got {v!r:.80}")
+        raise LaunchError(what, f"must be 1-3 positive ints, got {shown(v, 80)}")
     return v + (1,) * (3 - len(v))
 
 
 def _smem(v) -> int:
     """Dynamic shared-memory bytes: an int in ``[0, 2**32)`` (LaunchError naming ``smem_bytes`` otherwise)."""
     if not is_int(v) or not 0 <= operator.index(v) < 1 << 32:
-        raise LaunchError("smem_bytes", f"must be an int of bytes in [0, 2**32), got {type(v).__name__} {v!r:.80}")
+        raise LaunchError("smem_bytes", f"must be an int of bytes in [0, 2**32), got {type(v).__name__} {shown(v, 80)}")
     return operator.index(v)
 
 
@@ -110,7 +112,7 @@ class Launcher:
 
     def __init__(self, kernel: Kernel, packer: ArgPacker, backend: str | None = None):
         if backend not in (None, "ctypes", "bindings"):
-            raise LaunchError("backend", f"must be 'ctypes' or 'bindings', got {backend!r}")
+            raise LaunchError("backend", f"must be 'ctypes' or 'bindings', got {shown(backend)}")
         self.kernel, self.packer = kernel, packer
         self._dims: dict = {}
         self._cfgs: dict = {}
@@ -193,7 +195,7 @@ class Launcher:
             stream = getattr(stream, "cuda_stream", stream)
             if not is_int(stream):
                 raise LaunchError("stream", f"must be a torch.cuda.Stream or a CUstream handle (int), got "
-                                            f"{type(stream).__name__} {stream!r:.60}")
+                                            f"{type(stream).__name__} {shown(stream, 60)}")
             stream = operator.index(stream)
         fn = self._fn
         if fn is not None:

@@ -9,6 +9,8 @@ from __future__ import annotations
 import ctypes
 from typing import Sequence
 
+from tirxpy.errors import shown
+
 from .device import _check, _driver, stream_getter, arch_for, cubin_runs_on, ensure_context
 from .errors import DriverError, LaunchError
 from .launcher import Launcher
@@ -35,7 +37,7 @@ class Module:
             err, h = _driver().cuModuleGetFunction(self.handle, sym.encode())
             if err != _driver().CUresult.CUDA_SUCCESS:
                 known = sorted(self.compiled.resources) if self.compiled is not None else []
-                raise DriverError(f"no kernel {name!r} in the module (cuModuleGetFunction: {err.name}); "
+                raise DriverError(f"no kernel {shown(name)} in the module (cuModuleGetFunction: {err.name}); "
                                   f"kernels: {known} — declare it extern \"C\" or pass name_expressions")
             k = self._functions[name] = Kernel(self, name, h)
         return k

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from tirxpy.target import supported_target
+from tirxpy.errors import shown
 
 from . import cache as _cache
 from .errors import CompileError, CompileOptionError, ToolchainError
@@ -61,7 +62,7 @@ class CompiledModule:
     def resources_of(self, name: str) -> KernelResources:
         sym = self.kernel_name(name)
         if sym not in self.resources:
-            raise KeyError(f"no kernel {name!r} in this module; kernels: {sorted(self.resources)}")
+            raise KeyError(f"no kernel {shown(name)} in this module; kernels: {sorted(self.resources)}")
         return self.resources[sym]
 
 
@@ -189,20 +190,20 @@ def check_options(options) -> tuple:
     """
     if isinstance(options, (str, bytes)) or not isinstance(options, (tuple, list)):
         raise CompileOptionError(f"options= takes a list of NVRTC option strings, got {type(options).__name__} "
-                                 f"{options!r:.60}; e.g. options=['-lineinfo']")
+                                 f"{shown(options, 60)}; e.g. options=['-lineinfo']")
     out = []
     for o in options:
         if not isinstance(o, str) or not o.startswith("-") or "\x00" in o:
-            raise CompileOptionError(f"NVRTC option {o!r:.60} is not an option string; write e.g. '-lineinfo' or "
+            raise CompileOptionError(f"NVRTC option {shown(o, 60)} is not an option string; write e.g. '-lineinfo' or "
                                      f"'--maxrregcount=128'")
         name = o.split("=", 1)[0]
         if o[:2] in _ATTACHED:
             if not o[2:].strip():
-                raise CompileOptionError(f"NVRTC option {o!r} needs its value attached, e.g. '-DTILE=64' or "
+                raise CompileOptionError(f"NVRTC option {shown(o)} needs its value attached, e.g. '-DTILE=64' or "
                                          f"'-I/path/to/headers'")
         elif name not in OPTIONS:
             hint = " (the target is build(..., arch=...))" if name in ("--gpu-architecture", "-arch") else ""
-            raise CompileOptionError(f"unknown or unsupported NVRTC option {name!r:.60}{hint}; valid: "
+            raise CompileOptionError(f"unknown or unsupported NVRTC option {shown(name, 60)}{hint}; valid: "
                                      f"{', '.join(OPTIONS)}")
         out.append(o)
     return tuple(out)

@@ -15,6 +15,8 @@ import operator
 import struct
 from typing import Sequence
 
+from tirxpy.errors import shown
+
 from .errors import LaunchError
 from .overlap import overlaps
 from .params import _SCALAR_FMT, ParamSpec, _fmt_dims, _int_range, _torch_dtype, torch_dtype_name
@@ -176,8 +178,9 @@ class ArgPacker:
             if overlaps(args[w], args[j]):
                 sw, sj = self.specs[w], self.specs[j]
                 what = "also writes" if sj.written else "reads"
-                raise LaunchError(sw.name, f"shares memory with parameter {sj.name!r}, which the kernel {what} "
-                                           f"while it writes {sw.name!r} (kernel parameters must not alias) — pass "
+                raise LaunchError(sw.name, f"shares memory with parameter {shown(sj.name)}, which the kernel {what} "
+                                           f"while it writes {shown(sw.name)} (kernel parameters must not alias) — "
+                                           f"pass "
                                            f"separate tensors: a fresh output, or a .clone() of the input")
 
     def _tensor(self, i, s, t, seen=None):
@@ -334,13 +337,13 @@ def scalar_value(s, v):
         except (TypeError, ValueError, RuntimeError):
             iv = None
         if iv not in (0, 1):
-            raise LaunchError(s.name, f"expects a bool, got {type(v).__name__} {v!r:.80}; pass True / False "
+            raise LaunchError(s.name, f"expects a bool, got {type(v).__name__} {shown(v, 80)}; pass True / False "
                                       f"(or 0 / 1)")
         return bool(iv)
     if s.dtype.startswith(("int", "uint")):
         if isinstance(v, bool) or not isinstance(v, int):
             if isinstance(v, bool) or not hasattr(v, "__index__"):
-                raise LaunchError(s.name, f"expects an integer ({s.dtype}), got {type(v).__name__} {v!r:.80}")
+                raise LaunchError(s.name, f"expects an integer ({s.dtype}), got {type(v).__name__} {shown(v, 80)}")
             v = _convert(s, v, operator.index, "an integer")
         lo, hi = _int_range(s.dtype)
         if not lo <= v <= hi:
@@ -353,7 +356,7 @@ def scalar_value(s, v):
     try:
         struct.pack("<" + _SCALAR_FMT[s.dtype], v)
     except (OverflowError, struct.error):
-        raise LaunchError(s.name, f"value {v!r} does not fit {s.dtype}") from None
+        raise LaunchError(s.name, f"value {shown(v)} does not fit {s.dtype}") from None
     return v
 
 

@@ -15,6 +15,7 @@ from typing import Any
 from tirxpy.ir.dtype import TORCH_NAMES, from_torch, to_torch
 from tirxpy.ir.errors import IRError
 from tirxpy.layout.coords import is_int
+from tirxpy.errors import shown
 
 from .errors import LaunchError
 
@@ -70,26 +71,27 @@ class ParamSpec:
         if not isinstance(self.name, str):
             raise LaunchError(repr(self.name), f"a parameter's name is a str, got {type(self.name).__name__}")
         if not isinstance(self.kind, str) or self.kind not in KINDS:
-            raise LaunchError(self.name, f"kind must be one of {KINDS}, got {self.kind!r:.60}")
+            raise LaunchError(self.name, f"kind must be one of {KINDS}, got {shown(self.kind, 60)}")
         if self.dtype is not None and not isinstance(self.dtype, str):
             raise LaunchError(self.name, f"dtype must be a dtype name such as 'float32' (or None), got "
-                                         f"{type(self.dtype).__name__} {self.dtype!r:.60}")
+                                         f"{type(self.dtype).__name__} {shown(self.dtype, 60)}")
         if self.kind == "scalar" and self.dtype not in _SCALAR_FMT:
-            raise LaunchError(self.name, f"a scalar parameter needs a dtype among {sorted(_SCALAR_FMT)}, got {self.dtype!r}")
+            raise LaunchError(self.name, f"a scalar parameter needs a dtype among {sorted(_SCALAR_FMT)}, got "
+                                         f"{shown(self.dtype)}")
         if self.kind == "tensormap" and self.box is None:
             raise LaunchError(self.name, "a tensormap parameter needs box=(shared tile shape, outermost first)")
         for field, lo in (("shape", 0), ("strides", 0), ("box", 1)):
             object.__setattr__(self, field, _dims(self.name, field, getattr(self, field), lo, field != "box"))
         align = self.align
         if not is_int(align) or align < 1 or align & (align - 1):
-            raise LaunchError(self.name, f"align must be a power of two (an int of bytes), got {align!r:.60}")
+            raise LaunchError(self.name, f"align must be a power of two (an int of bytes), got {shown(align, 60)}")
         object.__setattr__(self, "align", operator.index(align))
         if not isinstance(self.written, bool) or (self.written and self.kind != "tensor"):
             raise LaunchError(self.name, f"written= says a tensor parameter is written: True or False (only for kind "
-                                         f"'tensor'), got {self.written!r:.60} for kind {self.kind!r}")
+                                         f"'tensor'), got {shown(self.written, 60)} for kind {shown(self.kind)}")
         if not isinstance(self.may_alias, (frozenset, set, tuple, list)) or not all(
                 isinstance(n, str) for n in self.may_alias):
-            raise LaunchError(self.name, f"may_alias= is a set of parameter names, got {self.may_alias!r:.60}")
+            raise LaunchError(self.name, f"may_alias= is a set of parameter names, got {shown(self.may_alias, 60)}")
         object.__setattr__(self, "may_alias", frozenset(self.may_alias))
 
 
@@ -100,7 +102,7 @@ def _dims(param: str, field: str, v, lo: int, wild: bool):
     if not isinstance(v, (tuple, list)) or not all(
             (d is None and wild) or (is_int(d) and lo <= operator.index(d) < 1 << 63) for d in v):
         what = f"ints >= {lo}" + (" or None (any)" if wild else "")
-        raise LaunchError(param, f"{field} must be a tuple of {what}, got {type(v).__name__} {v!r:.80}")
+        raise LaunchError(param, f"{field} must be a tuple of {what}, got {type(v).__name__} {shown(v, 80)}")
     return tuple(None if d is None else operator.index(d) for d in v)
 
 
@@ -113,7 +115,8 @@ def _torch_dtype(name: str, param: str):
     try:
         return to_torch(name)
     except IRError:
-        raise LaunchError(param, f"dtype {name!r} has no torch dtype; use one of {sorted(TORCH_NAMES.values())}") from None
+        raise LaunchError(param, f"dtype {shown(name)} has no torch dtype; use one of "
+                                 f"{sorted(TORCH_NAMES.values())}") from None
 
 
 def _infer_specs(args) -> tuple:
@@ -133,6 +136,6 @@ def _infer_specs(args) -> tuple:
         elif isinstance(a, (bytes, bytearray)) and len(a) == 128:
             specs.append(ParamSpec(name, "tensormap", box=(1,)))
         else:
-            raise LaunchError(name, f"cannot tell the C type of {type(a).__name__} {a!r} without specs; pass "
+            raise LaunchError(name, f"cannot tell the C type of {type(a).__name__} {shown(a)} without specs; pass "
                                     f"specs=[ParamSpec(...)] or a ctypes scalar such as ctypes.c_int32(5)")
     return tuple(specs)

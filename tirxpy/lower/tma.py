@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tirxpy.ir.dtype import DataType
+from tirxpy.errors import shown
 
 from .errors import TmaError
 
@@ -59,7 +60,7 @@ def _ints(xs, what) -> tuple:
     try:
         xs = tuple(int(x) for x in xs)
     except (TypeError, ValueError):
-        raise TmaError(f"{what} must be a sequence of ints, got {xs!r}") from None
+        raise TmaError(f"{what} must be a sequence of ints, got {shown(xs)}") from None
     return xs
 
 
@@ -73,7 +74,7 @@ def tma_params(shape, strides, dtype: str, box, *, swizzle: int = 0, data_ptr: i
     16 bytes and at most the swizzle width. Errors name ``param``.
     """
     if dtype not in DTYPE_ENUM:
-        raise TmaError(f"{param}: TMA cannot move dtype {dtype!r}; supported: {sorted(DTYPE_ENUM)}")
+        raise TmaError(f"{param}: TMA cannot move dtype {shown(dtype)}; supported: {sorted(DTYPE_ENUM)}")
     shape, strides, box = _ints(shape, "shape"), _ints(strides, "strides"), _ints(box, "box")
     rank = len(shape)
     if not 1 <= rank <= 5:
@@ -107,15 +108,15 @@ def tma_params(shape, strides, dtype: str, box, *, swizzle: int = 0, data_ptr: i
     if inner % 16:
         raise TmaError(f"{param}: the inner box dimension is {inner} bytes; it must be a multiple of 16 bytes")
     if swizzle not in SWIZZLE_ENUM:
-        raise TmaError(f"{param}: swizzle must be 0, 32, 64 or 128 bytes, got {swizzle!r}")
+        raise TmaError(f"{param}: swizzle must be 0, 32, 64 or 128 bytes, got {shown(swizzle)}")
     if swizzle and inner > swizzle:
         raise TmaError(f"{param}: a {swizzle}B swizzle needs the inner box dimension <= {swizzle} bytes, got "
                        f"{box[-1]} x {nbytes} = {inner} bytes; split the tile into boxes of "
                        f"{swizzle // nbytes} elements")
     if l2_promotion not in L2_ENUM:
-        raise TmaError(f"{param}: l2_promotion must be 0, 64, 128 or 256 bytes, got {l2_promotion!r}")
+        raise TmaError(f"{param}: l2_promotion must be 0, 64, 128 or 256 bytes, got {shown(l2_promotion)}")
     if oob_fill not in OOB_ENUM:
-        raise TmaError(f"{param}: oob_fill must be 'zero' or 'nan', got {oob_fill!r}")
+        raise TmaError(f"{param}: oob_fill must be 'zero' or 'nan', got {shown(oob_fill)}")
     if oob_fill == "nan" and not dtype.startswith(("float", "bfloat")):
         raise TmaError(f"{param}: oob_fill='nan' needs a floating-point dtype, got {dtype}")
     return TmaParams(dtype, DTYPE_ENUM[dtype], rank, tuple(reversed(shape)), gstrides, tuple(reversed(box)),
@@ -137,7 +138,7 @@ def swizzle_of_layout(layout, dtype: str, box) -> int:
     if isinstance(layout, ComposeLayout):
         mode = hardware_swizzle_bytes(layout.swizzle, dtype)
         if mode is None:
-            raise TmaError(f"the shared tile's swizzle {layout.swizzle!r} is not a TMA swizzle for {dtype} "
+            raise TmaError(f"the shared tile's swizzle {shown(layout.swizzle)} is not a TMA swizzle for {dtype} "
                            f"(those are {[swizzle_for(m, dtype) for m in (32, 64, 128)]})")
     elif isinstance(layout, TileLayout):
         mode = 0

@@ -51,6 +51,7 @@ from typing import Callable, Sequence
 
 from tirxpy.ir.errors import render
 from tirxpy.scope.errors import TirxError
+from tirxpy.errors import shown
 
 
 class ImplRejected(Exception):
@@ -151,25 +152,29 @@ def register_impl(op: str, target=_ANY, *, variant: str, priority: int = 0, when
     primitive's own; the verifier then accepts them. An implementation from outside tirxpy without
     ``kwargs=`` makes the verifier accept any keyword argument of ``op``."""
     if not isinstance(op, str) or not op.isidentifier():
-        raise DispatchError(f"register_impl: a primitive name is an identifier, got {op!r}")
+        raise DispatchError(f"register_impl: a primitive name is an identifier, got {shown(op)}")
     if not isinstance(variant, str) or not variant.isidentifier():
-        raise DispatchError(f"register_impl({op!r}): variant must be an identifier, got {variant!r}",
+        raise DispatchError(f"register_impl({shown(op)}): variant must be an identifier, got {shown(variant)}",
                             hint="name it after the instruction family, e.g. variant='tma_load'")
     if not isinstance(priority, int) or isinstance(priority, bool):
-        raise DispatchError(f"register_impl({op!r}, variant={variant!r}): priority must be an int, got {priority!r}")
+        raise DispatchError(f"register_impl({shown(op)}, variant={shown(variant)}): priority must be an int, got "
+                            f"{shown(priority)}")
     when = tuple(when)
     for p in when:
         if not callable(p):
-            raise DispatchError(f"register_impl({op!r}, variant={variant!r}): predicate {p!r} is not callable",
+            raise DispatchError(f"register_impl({shown(op)}, variant={shown(variant)}): predicate {shown(p)} is not "
+                                f"callable",
                                 hint="a predicate is fn(ctx) -> None | reason string")
     try:
         req = _requirement(target)
     except TirxError as e:
-        raise DispatchError(f"register_impl({op!r}, variant={variant!r}): bad target {target!r}: {e}") from None
+        raise DispatchError(f"register_impl({shown(op)}, variant={shown(variant)}): bad target {shown(target)}: "
+                            f"{e}") from None
 
     def deco(fn):
         if not callable(fn):
-            raise DispatchError(f"register_impl({op!r}, variant={variant!r}) decorates a function fn(ctx) -> Stmt")
+            raise DispatchError(f"register_impl({shown(op)}, variant={shown(variant)}) decorates a function fn(ctx) "
+                                f"-> Stmt")
         _ensure_op_spec(op, fn, kwargs)
         impl = Impl(op, variant, fn, target, priority, when, doc or (fn.__doc__ or "").strip().split("\n")[0],
                     next(_ORDER), req)
@@ -193,7 +198,7 @@ def unregister_impl(op: str, variant: str) -> None:
     """Remove implementation ``variant`` of ``op`` (DispatchError when there is none)."""
     impls = _REGISTRY.get(op, {})
     if variant not in impls:
-        raise DispatchError(f"primitive {op!r} has no implementation {variant!r}; it has {sorted(impls)}")
+        raise DispatchError(f"primitive {shown(op)} has no implementation {shown(variant)}; it has {sorted(impls)}")
     del impls[variant]
 
 
@@ -263,14 +268,14 @@ def dispatch_call(ctx) -> Choice:
         import difflib
 
         close = difflib.get_close_matches(call.op, known, n=3)
-        raise DispatchError(f"{what}: no implementation of primitive {call.op!r} is registered"
+        raise DispatchError(f"{what}: no implementation of primitive {shown(call.op)} is registered"
                             + (f"; did you mean {', '.join(close)}?" if close else ""), call.span,
                             hint="register one with tirxpy.primitives.register_impl(op, target, variant=..., when=[...])")
     if call.dispatch is not None:
         pick = [c for c in cands if c.variant == call.dispatch]
         if not pick:
-            raise DispatchError(f"{what}(..., dispatch={call.dispatch!r}): {call.op} has no implementation "
-                                f"{call.dispatch!r}", call.span,
+            raise DispatchError(f"{what}(..., dispatch={shown(call.dispatch)}): {call.op} has no implementation "
+                                f"{shown(call.dispatch)}", call.span,
                                 hint="known variants: " + ", ".join(c.variant for c in cands))
         cands = pick
     rejected = []
@@ -292,7 +297,8 @@ def dispatch_call(ctx) -> Choice:
                                          "to work around it") from e
             else:
                 if not isinstance(stmt, Stmt):
-                    raise DispatchError(f"{what}: implementation {impl.variant!r} returned {stmt!r}, not a statement",
+                    raise DispatchError(f"{what}: implementation {shown(impl.variant)} returned {shown(stmt)}, not a "
+                                        f"statement",
                                         call.span, hint="an implementation returns native IR (a tirxpy.ir Stmt) or calls fail(reason)")
                 return Choice(impl, stmt, rejected)
         rejected.append((impl, reason))

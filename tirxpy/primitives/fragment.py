@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from math import prod
 
-from tirxpy.errors import TirxError
+from tirxpy.errors import TirxError, shown
 from tirxpy.ir import ops
 from tirxpy.ir.expr import ScopeId
 from tirxpy.layout import ComposeLayout, TileLayout, group
@@ -153,7 +153,7 @@ def thread_fragment(layout, shape, threads, pinned=None) -> Fragment:
     if isinstance(layout, ComposeLayout):
         raise FragmentError("a register tile cannot be swizzled")
     if not isinstance(layout, TileLayout):
-        raise FragmentError(f"layout {layout!r} is not a TileLayout")
+        raise FragmentError(f"layout {shown(layout)} is not a TileLayout")
     shape = tuple(shape)
     axes = set(layout.axes())
     bad = axes - set(THREAD_AXES) - {"m"}
@@ -162,12 +162,12 @@ def thread_fragment(layout, shape, threads, pinned=None) -> Fragment:
                             f"m and the thread axes {sorted(THREAD_AXES)} only")
     for it in layout.shard:
         if it.axis.name in THREAD_AXES and it.extent > 1 and it.stride == 0:
-            raise FragmentError(f"the layout's iterator {it!r} puts {it.extent} elements on one {it.axis.name} at "
+            raise FragmentError(f"the layout's iterator {shown(it)} puts {it.extent} elements on one {it.axis.name} at "
                                 "stride 0 without a register digit between them; give it a stride, or move the "
                                 "copies to a replica iterator R[...]")
     g = group(layout, shape)
     if g is None:
-        raise FragmentError(f"layout {layout!r} does not split along the tile shape {shape}")
+        raise FragmentError(f"layout {shown(layout)} does not split along the tile shape {shape}")
     G, ranges = g
     shard = G.shard
     off = G.offset

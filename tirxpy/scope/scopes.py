@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import enum
 
+from tirxpy.errors import shown
+
 from .errors import ScopeError
 
 
@@ -46,7 +48,7 @@ class Scope(enum.IntEnum):
         if key in _ALIASES:
             return _ALIASES[key]
         raise ScopeError(
-            f"unknown execution scope {name!r}; use one of thread, warp, warpgroup (wg), cta, cluster, kernel"
+            f"unknown execution scope {shown(name)}; use one of thread, warp, warpgroup (wg), cta, cluster, kernel"
         )
 
     def threads(self, threads_per_cta: int | None = None) -> int | None:

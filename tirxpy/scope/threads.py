@@ -19,6 +19,7 @@ whole (:meth:`ThreadSet.scope`), which is what a primitive at that scope needs.
 from __future__ import annotations
 
 from tirxpy.layout import TileLayout
+from tirxpy.errors import shown
 
 from .errors import ScopeError
 from .scopes import Scope
@@ -62,7 +63,7 @@ class ThreadSet:
     def __init__(self, threads_per_cta: int, tids, exact: bool = True, cta_narrowed: bool = False,
                  grain: Scope = Scope.THREAD):
         if not isinstance(threads_per_cta, int) or not 1 <= threads_per_cta <= 1024:
-            raise ScopeError(f"threads per CTA must be an int in [1, 1024], got {threads_per_cta!r}")
+            raise ScopeError(f"threads per CTA must be an int in [1, 1024], got {shown(threads_per_cta)}")
         self.threads_per_cta = threads_per_cta
         self.tids = frozenset(tids)
         self.exact = bool(exact)

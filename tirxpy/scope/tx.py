@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import difflib
 
+from tirxpy.errors import shown
+
 from .errors import ScopeAttributeError, ScopeError
 from .scopes import Scope
 
@@ -74,7 +76,7 @@ class PrimitiveMarker:
                                       f"{self._spelling()}(...) or, for another scope, {_SCOPE_LIST}")
         near = difflib.get_close_matches(self.op, _SCOPE_NAMES, n=1)
         guess = f"; did you mean Tx.{near[0]}.{name}?" if near else ""
-        raise ScopeAttributeError(f"Tx.{self.op}.{name}: {self.op!r} is not an execution scope (the scopes are "
+        raise ScopeAttributeError(f"Tx.{self.op}.{name}: {shown(self.op)} is not an execution scope (the scopes are "
                                   f"{_SCOPE_LIST}){guess}")
 
 

@@ -36,7 +36,7 @@ import sys
 
 import numpy as np
 
-from tirxpy.errors import ArgumentError as _BaseArgumentError
+from tirxpy.errors import ArgumentError as _BaseArgumentError, shown
 from tirxpy.ir.dtype import from_torch
 from tirxpy.target import MAX_GRID, MAX_THREADS
 
@@ -113,14 +113,14 @@ def check_scalar(p, v):
     if dt == "bool":
         if isinstance(v, (bool, np.bool_)) or (isinstance(v, numbers.Integral) and int(v) in (0, 1)):
             return bool(v)
-        raise ArgumentError(f"parameter {p.name} (bool): pass True or False, got {v!r}")
+        raise ArgumentError(f"parameter {p.name} (bool): pass True or False, got {shown(v)}")
     if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Real):
         raise ArgumentError(f"parameter {p.name} ({dt}): pass {'an int' if dt[0] in 'iu' else 'a number'}, "
-                            f"got {type(v).__name__} {v!r:.60}")
+                            f"got {type(v).__name__} {shown(v, 60)}")
     st = storage_dtype(p.dtype)
     if st.kind in "iu":
         if not isinstance(v, numbers.Integral):
-            raise ArgumentError(f"parameter {p.name} ({dt}): pass an int, got {type(v).__name__} {v!r}")
+            raise ArgumentError(f"parameter {p.name} ({dt}): pass an int, got {type(v).__name__} {shown(v)}")
         info = np.iinfo(st)
         if not info.min <= int(v) <= info.max:
             raise ArgumentError(f"parameter {p.name} ({dt}): {int(v)} is outside {dt}'s range "
@@ -129,17 +129,17 @@ def check_scalar(p, v):
     f = float(v)
     big = float(np.finfo(np.float32 if dt in _NARROW else st).max)
     if math.isfinite(f) and abs(f) > big:
-        raise ArgumentError(f"parameter {p.name} ({dt}): {v!r} overflows {dt} (largest finite {big:g})")
+        raise ArgumentError(f"parameter {p.name} ({dt}): {shown(v)} overflows {dt} (largest finite {big:g})")
     return f
 
 
 def check_options(seed, check, max_steps):
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or int(seed) < 0:
-        raise ArgumentError(f"seed= picks the interleaving and is a non-negative int, got {seed!r}")
+        raise ArgumentError(f"seed= picks the interleaving and is a non-negative int, got {shown(seed)}")
     if not isinstance(check, (bool, np.bool_)):
-        raise ArgumentError(f"check= is True (raise SimReportError on problems) or False, got {check!r}")
+        raise ArgumentError(f"check= is True (raise SimReportError on problems) or False, got {shown(check)}")
     if isinstance(max_steps, bool) or not isinstance(max_steps, numbers.Integral) or int(max_steps) < 1:
-        raise ArgumentError(f"max_steps= is the positive step budget of the run, got {max_steps!r}")
+        raise ArgumentError(f"max_steps= is the positive step budget of the run, got {shown(max_steps)}")
 
 
 def check_launch(kernel, grid, cluster, target):
@@ -184,16 +184,16 @@ def check_ctas(ctas, grid, nctas_total, warps_per_cta=1):
                                 "some of them")
         return None
     if isinstance(ctas, (str, bytes)) or not hasattr(ctas, "__iter__"):
-        raise ArgumentError(f"ctas= is a list of CTA ids (ints or tuples of up to 3 ints), got {ctas!r:.80}")
+        raise ArgumentError(f"ctas= is a list of CTA ids (ints or tuples of up to 3 ints), got {shown(ctas, 80)}")
     out = set()
     for c in ctas:
         t = (c,) if isinstance(c, numbers.Integral) and not isinstance(c, bool) else c
         if not isinstance(t, (tuple, list)) or not 1 <= len(t) <= 3 or \
                 any(isinstance(x, bool) or not isinstance(x, numbers.Integral) for x in t):
-            raise ArgumentError(f"ctas= entry {c!r:.60} is not a CTA id (an int or a tuple of up to 3 ints)")
+            raise ArgumentError(f"ctas= entry {shown(c, 60)} is not a CTA id (an int or a tuple of up to 3 ints)")
         t = tuple(int(x) for x in t) + (0,) * (3 - len(t))
         if any(not 0 <= x < g for x, g in zip(t, grid)):
-            raise ArgumentError(f"ctas= entry {c!r} is outside the grid {tuple(grid)}")
+            raise ArgumentError(f"ctas= entry {shown(c)} is outside the grid {tuple(grid)}")
         out.add(t)
         if len(out) > MAX_CTAS or len(out) * warps_per_cta > MAX_WARPS:
             raise ArgumentError(f"ctas= names more than {MAX_CTAS} CTAs (MAX_CTAS) or {MAX_WARPS} warps (MAX_WARPS), "

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tirxpy.errors import shown
+
 from .args import ArgumentError
 from .races import sorted_unique
 
@@ -38,7 +40,7 @@ def _ints(name, x):
     except (TypeError, ValueError, OverflowError):
         a = None
     if a is None or a.dtype.kind not in "iu" or a.ndim > 1:
-        raise ArgumentError(f"wavefronts: {name} must be a sequence of ints (int64 range), got {x!r:.60}")
+        raise ArgumentError(f"wavefronts: {name} must be a sequence of ints (int64 range), got {shown(x, 60)}")
     return a.astype(np.int64).ravel()
 
 
@@ -53,7 +55,7 @@ def wavefronts(lanes, offsets, width: int) -> tuple:
     """
     if type(width) is not int or width not in (4, 8, 16):
         raise ArgumentError("wavefronts: width must be 4, 8 or 16 bytes (a vector of 1, 2 or 4 words), got "
-                            f"{width!r:.40}")
+                            f"{shown(width, 40)}")
     lanes, off = _ints("lanes", lanes), _ints("offsets", offsets)
     if lanes.shape != off.shape or ((lanes < 0) | (lanes >= 32)).any() or np.unique(lanes).size != lanes.size:
         raise ArgumentError(f"wavefronts: lanes must be distinct lane ids 0 .. 31, one per offset; got {lanes.size} "

@@ -23,6 +23,7 @@ from tirxpy.ir import expr as E
 from tirxpy.ir.buffer import Buffer, BufferRegion
 from tirxpy.layout import ComposeLayout, LayoutError
 from tirxpy.layout.swizzle import swizzle_for
+from tirxpy.errors import shown
 
 from . import access
 from .errors import UnsupportedError
@@ -135,13 +136,13 @@ def swizzle_bytes(layout, dtype) -> int:
     for b in (32, 64, 128):
         if swizzle_for(b, dtype) == layout.swizzle:
             return b
-    raise UnsupportedError(f"swizzle {layout.swizzle!r} is not a TMA swizzle mode for {dtype}")
+    raise UnsupportedError(f"swizzle {shown(layout.swizzle)} is not a TMA swizzle mode for {dtype}")
 
 
 def tensor_map(call, entry, node):
     buf, _ = target_of(node)
     if buf is None or buf.storage != "global":
-        raise UnsupportedError(f"{call.name}: the tensormap operand must be a global tensor region, got {node!r}")
+        raise UnsupportedError(f"{call.name}: the tensormap operand must be a global tensor region, got {shown(node)}")
     reg = node if isinstance(node, BufferRegion) else buf.full()
     box = tuple(reg.extents)
     sw = 0

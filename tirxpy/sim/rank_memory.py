@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from tirxpy.errors import shown
+
 from .args import ArgumentError
 from .memory import Bytes
 from .values import from_bits, nbytes, storage_dtype, to_bits
@@ -126,7 +128,7 @@ class Symmetric:
         from tirxpy.ir.dtype import DataType
 
         if not isinstance(world, int) or isinstance(world, bool) or world < 1:
-            raise ArgumentError(f"Symmetric {name!r}: world must be a positive int, got {world!r}")
+            raise ArgumentError(f"Symmetric {shown(name)}: world must be a positive int, got {shown(world)}")
         self.name, self.shape, self.dtype, self.world = name, tuple(int(n) for n in shape), str(DataType.get(dtype)), world
         n = int(np.prod(self.shape)) * nbytes(self.dtype)
         self.mems = [Bytes(n, f"{name}@rank{r}") for r in range(world)]
@@ -136,14 +138,15 @@ class Symmetric:
 
     def _rank(self, r):
         if not isinstance(r, int) or isinstance(r, bool) or not 0 <= r < self.world:
-            raise ArgumentError(f"Symmetric {self.name!r} has ranks 0 .. {self.world - 1}, got {r!r}")
+            raise ArgumentError(f"Symmetric {shown(self.name)} has ranks 0 .. {self.world - 1}, got {shown(r)}")
         return r
 
     def set(self, rank: int, values) -> None:
         rank = self._rank(rank)
         arr = np.asarray(values)
         if arr.shape != self.shape:
-            raise ArgumentError(f"Symmetric {self.name!r}: values of shape {arr.shape}, the buffer is {self.shape}")
+            raise ArgumentError(f"Symmetric {shown(self.name)}: values of shape {arr.shape}, the buffer is "
+                                f"{self.shape}")
         raw = to_bits(arr.reshape(-1), self.dtype) if arr.dtype != storage_dtype(self.dtype) else arr.reshape(-1)
         np.asarray(self.mems[rank].data)[:] = np.ascontiguousarray(raw).view(np.uint8)
         self.host[rank] = True

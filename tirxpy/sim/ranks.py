@@ -45,6 +45,7 @@ from __future__ import annotations
 import numpy as np
 
 from tirxpy.ir.buffer import Buffer
+from tirxpy.errors import shown
 
 from . import rank_flags  # noqa: F401  (registers the peer signal models)
 from .access import GPTR_SHIFT
@@ -90,7 +91,7 @@ def _bind_rank(kernel, args, rank, watch):
             s = a.sym
             if tuple(p.shape) != s.shape or str(p.dtype) != s.dtype:
                 raise ArgumentError(f"rank {rank}: parameter {p.name} is {tuple(p.shape)} {p.dtype}, the symmetric "
-                                    f"buffer {s.name!r} is {s.shape} {s.dtype}")
+                                    f"buffer {shown(s.name)} is {s.shape} {s.dtype}")
             mem = s.mems[a.rank]
             if id(mem.data) not in watch.mems:
                 watch.add(mem.data, s, a.rank)
@@ -171,7 +172,8 @@ def run_ranks(kernel, args_per_rank, *, arch: str | None = None, seed: int = 0, 
     late = dict(late or {})
     for r, s in late.items():
         if not (isinstance(r, int) and 0 <= r < n and isinstance(s, int) and s >= 0):
-            raise ArgumentError(f"late={{rank: steps}} needs ranks in 0 .. {n - 1} and steps >= 0, got {r!r}: {s!r}")
+            raise ArgumentError(f"late={{rank: steps}} needs ranks in 0 .. {n - 1} and steps >= 0, got {shown(r)}: "
+                                f"{shown(s)}")
     side = _side_launches(side, n)
     watch, world = _Watch(), _World()
     ms, views, extra = [], [], []
@@ -216,11 +218,12 @@ def _side_launches(side, n):
     if side is None:
         return [None] * n
     if not isinstance(side, (list, tuple)) or len(side) != n:
-        raise ArgumentError(f"side= takes one (kernel, args) pair (or None) per rank: {n} entries, got {side!r:.80}")
+        raise ArgumentError(f"side= takes one (kernel, args) pair (or None) per rank: {n} entries, got "
+                            f"{shown(side, 80)}")
     for r, launch in enumerate(side):
         if launch is not None and not (isinstance(launch, (list, tuple)) and len(launch) == 2
                                        and isinstance(launch[0], Kernel) and isinstance(launch[1], (list, tuple))):
-            raise ArgumentError(f"side[{r}] must be a (kernel, args) pair or None, got {launch!r:.80}")
+            raise ArgumentError(f"side[{r}] must be a (kernel, args) pair or None, got {shown(launch, 80)}")
     return list(side)
 
 

@@ -16,7 +16,7 @@ import re
 
 import numpy as np
 
-from tirxpy.errors import TirxError
+from tirxpy.errors import TirxError, shown
 from tirxpy.intrinsics import lookup
 
 from . import operands as O
@@ -294,7 +294,7 @@ def execute_call(w, call, mask):
     if r is None and entry.ret is not None:
         if not unsupported:
             raise ModelError(f"{call.span}: the simulator model of T.ptx.{call.name} returned None, but the "
-                             f"instruction returns its operand {entry.ret!r}: return its value in every lane (32 "
+                             f"instruction returns its operand {shown(entry.ret)}: return its value in every lane (32 "
                              "values, or one for all)")
         r = np.zeros(WARP, np.uint32)
     if r is not None:

@@ -24,6 +24,7 @@ from tirxpy.ir import stmt as St
 from tirxpy.ir.buffer import Buffer
 from tirxpy.ir.visitor import walk_exprs, walk_stmts
 from tirxpy.target import TargetError, as_target
+from tirxpy.errors import shown
 
 from .args import ArgumentError
 
@@ -65,14 +66,15 @@ def choose_arch(kernel, arch):
     if arch is not None:
         if not isinstance(arch, str):
             raise ArgumentError(f"arch= is a target name such as 'sm_90a' or 'sm_100a' (or None: taken from the "
-                                f"kernel), got {type(arch).__name__} {arch!r:.40}")
+                                f"kernel), got {type(arch).__name__} {shown(arch, 40)}")
         try:
             as_target(arch)
         except TargetError as e:
-            raise ArgumentError(f"arch={arch!r}: {e}") from None
+            raise ArgumentError(f"arch={shown(arch)}: {e}") from None
         lack = _lacks(arch, names, bufs)
         if lack is not None:
-            raise ArgumentError(f"arch={arch!r} cannot run {kernel.name}: {lack[0]}; pass arch='{lack[1]}' or leave "
+            raise ArgumentError(f"arch={shown(arch)} cannot run {kernel.name}: {lack[0]}; pass arch='{lack[1]}' or "
+                                f"leave "
                                 "arch= out to take the target from the kernel")
         return arch
     reasons = []

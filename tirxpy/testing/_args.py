@@ -14,6 +14,7 @@ from __future__ import annotations
 from tirxpy.layout import Axis, TileLayout
 from tirxpy.layout.coords import bounded_int, check_shape
 from tirxpy.layout.errors import MAX_ITERS, LayoutError, LayoutTypeError
+from tirxpy.errors import shown
 
 
 def count(v, fn: str, arg: str, lo: int = 0, hi: int | None = None) -> int:
@@ -28,7 +29,7 @@ def count(v, fn: str, arg: str, lo: int = 0, hi: int | None = None) -> int:
 def flag(v, fn: str, arg: str) -> bool:
     """``v`` when it is a bool (``True`` / ``False``), else a LayoutTypeError."""
     if not isinstance(v, bool):
-        raise LayoutTypeError(f"{fn}: {arg} must be True or False, got {v!r} ({type(v).__name__})")
+        raise LayoutTypeError(f"{fn}: {arg} must be True or False, got {shown(v)} ({type(v).__name__})")
     return v
 
 
@@ -40,7 +41,7 @@ def shape(v, fn: str, arg: str = "shape") -> tuple:
 def tile_layout(v, fn: str, arg: str = "L") -> TileLayout:
     """``v`` when it is a :class:`~tirxpy.layout.TileLayout`, else a LayoutTypeError."""
     if not isinstance(v, TileLayout):
-        raise LayoutTypeError(f"{fn}: {arg} must be a TileLayout, got {v!r} ({type(v).__name__}); draw one with "
+        raise LayoutTypeError(f"{fn}: {arg} must be a TileLayout, got {shown(v)} ({type(v).__name__}); draw one with "
                               "tile_layouts() or build one with TileLayout(S[...])")
     return v
 
@@ -49,10 +50,10 @@ def names(v, fn: str, arg: str, check) -> tuple:
     """``v`` as a non-empty tuple of strings, each passed to ``check`` (its LayoutError for an unknown name is
     raised again naming ``fn`` and ``arg``)."""
     if isinstance(v, str) or not isinstance(v, (tuple, list)) or not v:
-        raise LayoutTypeError(f"{fn}: {arg} must be a non-empty tuple of names, got {v!r} ({type(v).__name__})")
+        raise LayoutTypeError(f"{fn}: {arg} must be a non-empty tuple of names, got {shown(v)} ({type(v).__name__})")
     for x in v:
         if not isinstance(x, str):
-            raise LayoutTypeError(f"{fn}: {arg} holds {x!r} ({type(x).__name__}); give names (strings)")
+            raise LayoutTypeError(f"{fn}: {arg} holds {shown(x)} ({type(x).__name__}); give names (strings)")
         try:
             check(x)
         except LayoutError as e:

@@ -30,7 +30,7 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import strategies as st
 
-from tirxpy.errors import TirxTypeError, TirxValueError
+from tirxpy.errors import TirxTypeError, TirxValueError, shown
 
 _DEFAULT_VALUES = tuple(x / 2 for x in range(-4, 5))
 _NUMPY = {"float16": np.float16, "float32": np.float32, "float64": np.float64, "bool": np.bool_}
@@ -74,7 +74,7 @@ def _check_values(values):
     try:
         vals = tuple(float(v) for v in values)
     except (TypeError, ValueError):
-        raise TirxValueError(f"kernel_args(values=...) takes a sequence of numbers, got {values!r}") from None
+        raise TirxValueError(f"kernel_args(values=...) takes a sequence of numbers, got {shown(values)}") from None
     if not vals:
         raise TirxValueError("kernel_args(values=...) is empty; give at least one value")
     return vals

@@ -45,6 +45,7 @@ from tirxpy.layout import (
     wgmma_a_fragment, wgmma_accumulator, wgmma_smem_layout,
 )
 from tirxpy.layout.errors import MAX_ITERS, LayoutTypeError
+from tirxpy.errors import shown
 
 from . import _args
 
@@ -76,7 +77,7 @@ def iter_lists(n_max, reach, axes, max_size):
     fn = "iter_lists"
     n_max = _args.count(n_max, fn, "n_max", 0, MAX_ITERS)
     if not isinstance(reach, dict):
-        raise LayoutTypeError(f"iter_lists: reach must be a dict (axis -> highest coordinate), got {reach!r}")
+        raise LayoutTypeError(f"iter_lists: reach must be a dict (axis -> highest coordinate), got {shown(reach)}")
     start = {}
     for a, v in reach.items():
         (name,) = _args.axes((a,), fn, "reach")
@@ -126,7 +127,7 @@ def tile_layouts(axes=AXES, max_shard=4, max_replica=2, max_size=256, offsets=Tr
     """
     fn = "tile_layouts"
     if isinstance(extents, (str, bytes)) or not isinstance(extents, (tuple, list)) or not extents:
-        raise LayoutTypeError(f"{fn}: extents must be a non-empty tuple of positive ints, got {extents!r}")
+        raise LayoutTypeError(f"{fn}: extents must be a non-empty tuple of positive ints, got {shown(extents)}")
     extents = tuple(_args.count(e, fn, "extents", 1) for e in extents)
     return _tile_layouts(_args.axes(axes, fn), _args.count(max_shard, fn, "max_shard", 0, MAX_ITERS),
                          _args.count(max_replica, fn, "max_replica", 0, MAX_ITERS),
@@ -154,7 +155,7 @@ def memory_layouts(max_shard=4, max_replica=2, max_size=256, offsets=True, repli
     but for ``axes``."""
     if "axes" in kw:
         raise LayoutTypeError(f"memory_layouts draws on the axis m only, so it takes no axes= (got "
-                              f"{kw['axes']!r:.60}); use tile_layouts(axes=...) for other axes")
+                              f"{shown(kw['axes'], 60)}); use tile_layouts(axes=...) for other axes")
     return tile_layouts(("m",), max_shard, max_replica, max_size, offsets, replicas, **kw)
 
 
@@ -173,7 +174,7 @@ def compose_layouts(tiles=None, swizzle_inner=True):
     """
     if tiles is not None and not isinstance(tiles, st.SearchStrategy):
         raise LayoutTypeError(f"compose_layouts: tiles must be a strategy of TileLayouts (e.g. tile_layouts()), "
-                              f"got {tiles!r} ({type(tiles).__name__})")
+                              f"got {shown(tiles)} ({type(tiles).__name__})")
     if swizzle_inner is not None:
         _args.flag(swizzle_inner, "compose_layouts", "swizzle_inner")
     return _compose_layouts(tiles, swizzle_inner)
@@ -194,7 +195,7 @@ def _compose_layouts(draw, tiles, swizzle_inner):
         return ComposeLayout(SwizzleLayout(P, B, A), TileLayout.from_iters(shard), swizzle_inner=inner)
     tile = draw(tiles)
     if not isinstance(tile, TileLayout):
-        raise LayoutTypeError(f"compose_layouts: tiles drew {tile!r} ({type(tile).__name__}), not a TileLayout")
+        raise LayoutTypeError(f"compose_layouts: tiles drew {shown(tile)} ({type(tile).__name__}), not a TileLayout")
     if inner and "m" not in tile.axes():
         tile = TileLayout.from_iters(tile.shard + (Iter(1, 1, "m"),), tile.replica, tile.offset)
     B = draw(st.integers(0, 4))
@@ -343,7 +344,7 @@ def bad_queries(L):
     """``(coord, shape, fragment)``: an ``apply`` / ``owners`` call on the layout ``L`` that must raise
     ``LayoutError`` whose message contains ``fragment``."""
     if not isinstance(L, Layout):
-        raise LayoutTypeError(f"bad_queries: L must be a layout, got {L!r} ({type(L).__name__})")
+        raise LayoutTypeError(f"bad_queries: L must be a layout, got {shown(L)} ({type(L).__name__})")
     return _bad_queries(L)
 
 

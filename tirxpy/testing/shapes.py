@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from tirxpy.layout.coords import unflatten
 from tirxpy.layout.errors import MAX_ITERS, LayoutError, LayoutTypeError
+from tirxpy.errors import shown
 
 from . import _args
 
@@ -86,7 +87,7 @@ def domain(shape):
 def _owner_list(owners, fn):
     if not isinstance(owners, (list, tuple)) or not all(isinstance(d, dict) for d in owners):
         raise LayoutTypeError(f"{fn}: owners must be a list of owner dicts (what L.owners(...) returns), got "
-                              f"{owners!r} ({type(owners).__name__})")
+                              f"{shown(owners)} ({type(owners).__name__})")
     return owners
 
 
@@ -101,4 +102,4 @@ def owner_set(owners):
         return {tuple(sorted(d.items())) for d in norm(_owner_list(owners, "owner_set"))}
     except TypeError:       # an owner that is not axis name -> int: unhashable or unsortable
         raise LayoutTypeError(f"owner_set: owners must map axis names to ints (what L.owners(...) returns), got "
-                              f"{owners!r:.100}") from None
+                              f"{shown(owners, 100)}") from None

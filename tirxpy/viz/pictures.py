@@ -20,6 +20,7 @@ import numpy as np
 from tirxpy.layout.coords import is_int
 from tirxpy.layout.errors import LayoutError, LayoutTypeError
 from tirxpy.layout.grid import owners_grid
+from tirxpy.errors import shown
 
 from .font import GLYPH_H, draw_text, text_width
 from .png import encode_png
@@ -64,7 +65,7 @@ def owner_color(owner: dict) -> tuple:
     """
     if not isinstance(owner, dict) or not all(isinstance(a, str) and is_int(v) for a, v in owner.items()):
         raise LayoutTypeError(f"owner_color takes one owner: a dict of axis name -> int (an entry of what "
-                              f"L.owners(...) returns), got {owner!r:.80}")
+                              f"L.owners(...) returns), got {shown(owner, 80)}")
     lane, warp = _thread_key({a: int(v) for a, v in owner.items()})
     hue = (lane * 0.381966) % 1.0
     r, g, b = colorsys.hls_to_rgb(hue, _LIGHT[warp % 4], 0.8)
@@ -183,12 +184,12 @@ def plot(layout, path, shape=None, show=None) -> list:
     """Write the plot to ``path``: PNG for ``*.png``, SVG for ``*.svg``, both (``path.png`` and
     ``path.svg``) for a path with neither suffix; a directory is refused. Returns the paths written."""
     if not isinstance(path, (str, os.PathLike)):
-        raise LayoutTypeError(f"plot path must be a file name (str or path), got {path!r} ({type(path).__name__})")
+        raise LayoutTypeError(f"plot path must be a file name (str or path), got {shown(path)} ({type(path).__name__})")
     path = os.fspath(path)
     if not isinstance(path, str) or "\x00" in path or not path:
-        raise LayoutError(f"plot path {path!r} is not a usable file name; give e.g. 'layout.png'")
+        raise LayoutError(f"plot path {shown(path)} is not a usable file name; give e.g. 'layout.png'")
     if path.endswith(("/", os.sep)) or os.path.isdir(path):
-        raise LayoutError(f"plot path {path!r} is a directory; give a file name in it, e.g. "
+        raise LayoutError(f"plot path {shown(path)} is a directory; give a file name in it, e.g. "
                           f"{os.path.join(path, 'layout.png')!r}")
     low = path.lower()
     if low.endswith(".png"):
@@ -201,13 +202,13 @@ def plot(layout, path, shape=None, show=None) -> list:
     for p, kind in targets:
         d = os.path.dirname(p)
         if d and not os.path.isdir(d):
-            raise LayoutError(f"cannot write {p!r}: directory {d!r} does not exist")
+            raise LayoutError(f"cannot write {shown(p)}: directory {shown(d)} does not exist")
         data = (encode_png(render_image(layout, shape=shape, show=show)) if kind == "png"
                 else render_svg(layout, shape=shape, show=show).encode("utf-8"))
         try:
             with open(p, "wb") as f:
                 f.write(data)
         except OSError as e:
-            raise LayoutError(f"cannot write {p!r}: {e.strerror or e}; pick a writable path") from None
+            raise LayoutError(f"cannot write {shown(p)}: {e.strerror or e}; pick a writable path") from None
         written.append(p)
     return written

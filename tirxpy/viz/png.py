@@ -19,6 +19,7 @@ import zlib
 import numpy as np
 
 from tirxpy.layout.errors import LayoutError, LayoutTypeError
+from tirxpy.errors import shown
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 MAX_PNG_PIXELS = 1 << 28
@@ -59,12 +60,12 @@ def read_chunks(data: bytes) -> list:
         (n,) = struct.unpack(">I", data[pos : pos + 4])
         kind = data[pos + 4 : pos + 8]
         if pos + 12 + n > len(data):
-            raise LayoutError(f"truncated PNG: chunk {kind!r} claims {n} bytes, the data ends after "
+            raise LayoutError(f"truncated PNG: chunk {shown(kind)} claims {n} bytes, the data ends after "
                               f"{max(len(data) - pos - 12, 0)}")
         payload = data[pos + 8 : pos + 8 + n]
         (crc,) = struct.unpack(">I", data[pos + 8 + n : pos + 12 + n])
         if zlib.crc32(kind + payload) & 0xFFFFFFFF != crc:
-            raise LayoutError(f"PNG chunk {kind!r} has a bad CRC")
+            raise LayoutError(f"PNG chunk {shown(kind)} has a bad CRC")
         out.append((kind, payload))
         pos += 12 + n
     return out

@@ -1,5 +1,6 @@
 """Small argument checks shared by the hardware atoms."""
 from __future__ import annotations
+from tirxpy.errors import shown
 
 from ..coords import is_int
 from ..errors import LayoutError
@@ -17,13 +18,13 @@ def choice(value, options, what: str, hint: str = ""):
         if (is_int(value) and is_int(o) and int(value) == o) or (type(value) is type(o) and value == o):
             return o
     opts = ", ".join(repr(o) for o in options)
-    raise LayoutError(f"{what} must be one of {opts}, got {value!r}" + (f"; {hint}" if hint else ""))
+    raise LayoutError(f"{what} must be one of {opts}, got {shown(value)}" + (f"; {hint}" if hint else ""))
 
 
 def int_at_least(value, what: str, lo: int = 1) -> int:
     """``value`` as a Python int ``>= lo`` (numpy ints taken as ints), else a LayoutError naming ``what``."""
     if not is_int(value) or value < lo:
-        raise LayoutError(f"{what} must be a {'positive' if lo == 1 else 'non-negative'} int, got {value!r}")
+        raise LayoutError(f"{what} must be a {'positive' if lo == 1 else 'non-negative'} int, got {shown(value)}")
     return int(value)
 
 

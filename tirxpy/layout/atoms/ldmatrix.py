@@ -13,6 +13,7 @@ row-major; ``m`` counts 16-bit elements in the thread's registers (``m = 2 * q +
 ``q``, half ``j``).
 """
 from __future__ import annotations
+from tirxpy.errors import shown
 
 from ..axis import laneid, m
 from ..errors import LayoutError
@@ -38,11 +39,11 @@ def ldmatrix_layout(num: int = 1, trans: bool = False, grid=None) -> TileLayout:
     """
     num = choice(num, (1, 2, 4), "ldmatrix .num (matrix count)", "ldmatrix loads .x1, .x2 or .x4 matrices")
     if not isinstance(trans, bool):
-        raise LayoutError(f"ldmatrix trans must be True or False, got {trans!r}")
+        raise LayoutError(f"ldmatrix trans must be True or False, got {shown(trans)}")
     if grid is None:
         grid = (num, 1)
     if not isinstance(grid, (tuple, list)) or len(grid) != 2:
-        raise LayoutError(f"ldmatrix grid must be a pair (rows, cols) of matrix counts, got {grid!r}")
+        raise LayoutError(f"ldmatrix grid must be a pair (rows, cols) of matrix counts, got {shown(grid)}")
     gr, gc = (positive_int(g, f"ldmatrix grid {tuple(grid)!r} entry") for g in grid)
     if gr < 1 or gc < 1 or gr * gc != num:
         raise LayoutError(

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tirxpy.errors import shown
+
 from ..axis import m as m_axis
 from ..coords import check_shape
 from ..errors import LayoutError
@@ -58,7 +60,7 @@ def _params(dtype, swizzle, major):
     bits = dtype_bits(dtype)
     if bits not in (8, 16, 32):
         raise LayoutError(
-            f"tensor-core shared-memory operands have 8-, 16- or 32-bit elements; {dtype!r} has {bits} bits"
+            f"tensor-core shared-memory operands have 8-, 16- or 32-bit elements; {shown(dtype)} has {bits} bits"
         )
     choice(swizzle, SWIZZLE_MODES, "swizzle (bytes)", "use 0 (no swizzle), 32, 64 or 128")
     choice(major, MAJORS, "major", "'K' when K is contiguous in memory, 'MN' when M (or N) is")
@@ -119,7 +121,8 @@ def _mode_of(layout, dtype, T):
         return 0, layout
     if not isinstance(layout, ComposeLayout) or not layout.swizzle_inner:
         raise LayoutError(
-            f"expected a shared-memory operand layout (TileLayout or ComposeLayout with an inner swizzle), got {layout!r}"
+            f"expected a shared-memory operand layout (TileLayout or ComposeLayout with an inner swizzle), got "
+            f"{shown(layout)}"
         )
     sw = layout.swizzle
     if sw.swizzle_len == 0:
@@ -128,7 +131,7 @@ def _mode_of(layout, dtype, T):
         if swizzle_for(mode, dtype) == sw:
             return mode, layout.tile_layout
     raise LayoutError(
-        f"swizzle {sw!r} is not a hardware 32B/64B/128B swizzle for {dtype!r} "
+        f"swizzle {shown(sw)} is not a hardware 32B/64B/128B swizzle for {shown(dtype)} "
         f"(those are {[swizzle_for(b, dtype) for b in (32, 64, 128)]}); build the layout with mma_smem_layout"
     )
 
@@ -180,16 +183,16 @@ def _descriptor_strides(layout, dtype, major, shape) -> SmemStrides:
         if len(sizes) == 4:
             shape = (sizes[0] * sizes[1], sizes[2] * sizes[3])
         if shape is None:
-            raise LayoutError(f"cannot tell the (mn, k) shape of {layout!r}; {raise_hint}")
+            raise LayoutError(f"cannot tell the (mn, k) shape of {shown(layout)}; {raise_hint}")
     if not isinstance(shape, (tuple, list)) or len(shape) != 2:
-        raise LayoutError(f"shape must be the (mn, k) pair of the operand tile, got {shape!r}")
+        raise LayoutError(f"shape must be the (mn, k) pair of the operand tile, got {shown(shape)}")
     mn, k = check_shape(shape, tile.size())
     if mn * min(k, 128) > 1 << 17:
         raise LayoutError(f"shape ({mn}, {k}): the descriptor check reads {mn} rows x up to 128 columns, past "
                           f"{1 << 17} elements (no shared-memory operand is that large); pass the operand tile's "
                           "own (mn, k) shape")
     if m_axis.name not in tile.axes():
-        raise LayoutError(f"{layout!r} places nothing in memory (no 'm' axis); it is not a shared-memory operand")
+        raise LayoutError(f"{shown(layout)} places nothing in memory (no 'm' axis); it is not a shared-memory operand")
     W = (mode // 16) * T if mode else T
 
     def off(r, c):
@@ -233,14 +236,15 @@ def _descriptor_strides(layout, dtype, major, shape) -> SmemStrides:
     for what, v in (("LBO", lbo), ("SBO", sbo)):
         if v is not None and (v <= 0 or v % 16):
             raise LayoutError(
-                f"{what} = {v} bytes derived from {layout!r}; the descriptor needs a positive multiple of 16 bytes"
+                f"{what} = {v} bytes derived from {shown(layout)}; the descriptor needs a positive multiple of 16 bytes"
             )
     for r, c in window:
         got = off(r, c) - base
         want = expect(r, c)
         if got != want:
             raise LayoutError(
-                f"{layout!r} is not a canonical {major}-major {f'{mode}B' if mode else 'no'}-swizzle layout: element ({r}, {c}) sits at "
+                f"{shown(layout)} is not a canonical {major}-major {f'{mode}B' if mode else 'no'}-swizzle layout: "
+                f"element ({r}, {c}) sits at "
                 f"offset {got}, the descriptor (LBO={lbo}, SBO={sbo} bytes) would read offset {want}; "
                 "build it with mma_smem_layout"
             )

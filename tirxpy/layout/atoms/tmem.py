@@ -22,6 +22,7 @@
   scale factors of ``tcgen05.mma ... .block_scale`` live there.
 """
 from __future__ import annotations
+from tirxpy.errors import shown
 
 from ..axis import TCol, TLane, laneid, m, wid_in_wg
 from ..errors import LayoutError
@@ -90,7 +91,7 @@ def tmem_ld_tmem_layout(shape: str, num: int = 1, lane_base: int = 0, col: int =
     bases = (0,) if lanes == 32 else (0, 16)
     if lane_base not in bases or isinstance(lane_base, bool):
         raise LayoutError(
-            f"lane_base {lane_base!r} is not valid for .{shape}: a warp reaches 32 TMEM lanes, so a {lanes}-lane "
+            f"lane_base {shown(lane_base)} is not valid for .{shape}: a warp reaches 32 TMEM lanes, so a {lanes}-lane "
             f"access starts at lane offset {' or '.join(map(str, bases))} inside its warp's quarter"
         )
     col = int_at_least(col, "col", 0)
@@ -113,15 +114,17 @@ def tmem_accumulator(m: int, n: int, lane_base: int = 0, col: int = 0) -> TileLa
                "M = 256 needs cta_group::2, M = 32 the .ws variant")
     step = 8 if m == 64 else 16
     if not is_int(n) or not (step <= n <= 256 and n % step == 0):
-        raise LayoutError(f"tcgen05.mma with M = {m} takes N = {step}, {2 * step}, ..., 256 (multiples of {step}); got {n!r}")
+        raise LayoutError(f"tcgen05.mma with M = {m} takes N = {step}, {2 * step}, ..., 256 (multiples of {step}); "
+                          f"got {shown(n)}")
     n = int(n)
     col = int_at_least(col, "col", 0)
     if m == 128:
         if lane_base != 0:
-            raise LayoutError(f"M = 128 uses all 128 TMEM lanes; lane_base must be 0, got {lane_base!r}")
+            raise LayoutError(f"M = 128 uses all 128 TMEM lanes; lane_base must be 0, got {shown(lane_base)}")
         return TileLayout(S[(128, n) : (1 @ TLane, 1 @ TCol)] + col @ TCol)
     if lane_base not in (0, 16) or isinstance(lane_base, bool):
-        raise LayoutError(f"M = 64 (Layout F) uses 16 of each warp's 32 lanes; lane_base must be 0 or 16, got {lane_base!r}")
+        raise LayoutError(f"M = 64 (Layout F) uses 16 of each warp's 32 lanes; lane_base must be 0 or 16, got "
+                          f"{shown(lane_base)}")
     return TileLayout(S[(4, 16, n) : (32 @ TLane, 1 @ TLane, 1 @ TCol)] + lane_base @ TLane + col @ TCol)
 
 

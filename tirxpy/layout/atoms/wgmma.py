@@ -17,6 +17,7 @@ The ``m`` axis is the element index in the thread's fragment (32-bit accumulator
 D; 16-bit or 8-bit elements for A).
 """
 from __future__ import annotations
+from tirxpy.errors import shown
 
 from ..axis import laneid, m, wid_in_wg
 from ..coords import is_int
@@ -39,7 +40,7 @@ def wgmma_accumulator(n: int) -> TileLayout:
     """
     if not is_int(n) or n not in WGMMA_N:
         raise LayoutError(
-            f"wgmma m64nNk16 has no N = {n!r}; N must be a multiple of 8 in [8, 256] (8, 16, 24, ..., 256)"
+            f"wgmma m64nNk16 has no N = {shown(n)}; N must be a multiple of 8 in [8, 256] (8, 16, 24, ..., 256)"
         )
     n = int(n)
     return TileLayout(S[(4, 2, 8, n // 8, 4, 2) : (1 @ wid_in_wg, 2 @ m, 4 @ laneid, 4 @ m, 1 @ laneid, 1 @ m)])
@@ -67,5 +68,5 @@ def wgmma_a_fragment(dtype="f16") -> TileLayout:
         return TileLayout(S[(4, 2, 8, 2, 4, 4) : (1 @ wid_in_wg, 4 @ m, 4 @ laneid, 8 @ m, 1 @ laneid, 1 @ m)])
     raise LayoutError(
         f"wgmma A fragment in registers is provided for 16-bit (f16, bf16: k16) and 8-bit (e4m3, e5m2, int8, uint8: k32) "
-        f"types; {dtype!r} has {bits} bits"
+        f"types; {shown(dtype)} has {bits} bits"
     )

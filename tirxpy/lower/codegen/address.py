@@ -27,6 +27,7 @@ import sympy
 from tirxpy.ir.expr import Cast
 from tirxpy.ir.sym import SymTable, from_sympy, to_sympy
 from tirxpy.layout import ComposeLayout, TileLayout, bitxor
+from tirxpy.errors import shown
 
 from .errors import CodegenError
 
@@ -233,11 +234,12 @@ def element_m(layout, shape, indices, *, swizzle: bool = True, ranges=None, axis
     if len(indices) != len(shape):
         raise CodegenError(f"{len(indices)} indices for a tile of rank {len(shape)} {shape}", span)
     if layout.size() != prod(shape):
-        raise CodegenError(f"layout {layout!r} has {layout.size()} elements, the tile {shape} has {prod(shape)}", span)
+        raise CodegenError(f"layout {shown(layout)} has {layout.size()} elements, the tile {shape} has "
+                           f"{prod(shape)}", span)
     syms, b = _coords(shape)
     if isinstance(layout, ComposeLayout):
         if not layout.swizzle_inner:
-            raise CodegenError(f"layout {layout!r} swizzles the logical index (swizzle_inner=False); codegen "
+            raise CodegenError(f"layout {shown(layout)} swizzles the logical index (swizzle_inner=False); codegen "
                                "addresses swizzles of the memory coordinate only", span,
                                hint="build the ComposeLayout with swizzle_inner=True (the shared-memory swizzle)")
     elif not isinstance(layout, TileLayout):

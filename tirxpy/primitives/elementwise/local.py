@@ -23,6 +23,7 @@ from tirxpy.ir import ops
 from tirxpy.ir.dtype import DataType
 from tirxpy.ir.expr import Call, Cast, Expr
 from tirxpy.ir.stmt import BufferStore, IfThenElse
+from tirxpy.errors import shown
 
 from ..context import Tile
 from ..dispatch import fail, register_impl
@@ -74,7 +75,7 @@ FUNCTIONS = ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "abs", "tanh", "neg"
 def apply_fn(fn: str, xs):
     """The IR expression of ``fn`` on operands ``xs`` (all of one dtype)."""
     if fn not in FUNCTIONS:
-        raise ValueError(f"unknown element-wise function {fn!r}; use one of {', '.join(FUNCTIONS)}")
+        raise ValueError(f"unknown element-wise function {shown(fn)}; use one of {', '.join(FUNCTIONS)}")
     x = xs[0]
     dt = x.dtype
     if fn == "exp2" and _fast(x):

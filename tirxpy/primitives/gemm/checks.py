@@ -30,6 +30,7 @@ import numpy as np
 
 from tirxpy.layout import ComposeLayout, LayoutError, TileLayout, swizzle_for
 from tirxpy.layout.atoms import smem_descriptor_strides
+from tirxpy.errors import shown
 
 AXIS_WORDS = {
     "laneid": "lane", "wid_in_wg": "warp-in-warpgroup", "warpid": "warp", "wgid": "warpgroup", "m": "register slot",
@@ -69,7 +70,8 @@ def _user(coord, transposed):
 
 def _table(layout, user_shape):
     if layout.size() != prod(user_shape):
-        raise LayoutError(f"layout {layout!r} has {layout.size()} elements, the tile {tuple(user_shape)} has {prod(user_shape)}")
+        raise LayoutError(f"layout {shown(layout)} has {layout.size()} elements, the tile {tuple(user_shape)} has "
+                          f"{prod(user_shape)}")
     names, t = layout.owner_table()
     return list(names), t
 
