@@ -39,6 +39,7 @@ class JitError(TirxError, ValueError):
 _KEY_DEPTH = 32
 _KEY_ITEMS = 100_000
 _MISS = object()        # no cached kernel under a key
+_PLAIN = frozenset({int, bool, str, type(None)})   # scalars whose equality and hash are exact
 
 
 def _key(v, depth: int = 0, budget: list | None = None):
@@ -51,6 +52,8 @@ def _key(v, depth: int = 0, budget: list | None = None):
         raise JitError(f"@tirxpy.jit argument holds more than {_KEY_ITEMS} items (lists / tuples / dicts, shared "
                        "parts counted each time), so it cannot key the kernel cache: pass the few values the kernel "
                        "depends on")
+    if type(v) in _PLAIN:               # the common case, keyed as the general path below keys it
+        return (type(v).__name__, v)
     if depth > _KEY_DEPTH and isinstance(v, (list, tuple, dict)):
         raise JitError(f"@tirxpy.jit argument nests lists / tuples / dicts more than {_KEY_DEPTH} deep "
                        "(or contains itself), so it cannot key the kernel cache")
