@@ -72,8 +72,7 @@ class Target:
     def __post_init__(self):
         if type(self.sm) is not int or not 0 <= self.sm < 1000 or self.suffix not in ("", "a", "f"):
             raise TargetError(f"Target(sm={shown(self.sm, 30)}, suffix={shown(self.suffix, 30)}) is no target: sm is "
-                              f"an int in "
-                              "[0, 1000) and suffix is '', 'a' or 'f'; build one with as_target('sm_90a')")
+                              f"an int in [0, 1000) and suffix is '', 'a' or 'f'; build one with as_target('sm_90a')")
 
     def __str__(self) -> str:
         return f"sm_{self.sm}{self.suffix}"
@@ -151,8 +150,7 @@ def as_target(arch) -> Target:
         return arch
     if not isinstance(arch, str):
         raise TargetError(f"unknown target {shown(arch, 60)} ({type(arch).__name__}); write it as "
-                          f"'sm_<major><minor>[a]', "
-                          f"one of {', '.join(SUPPORTED_ARCHS)}")
+                          f"'sm_<major><minor>[a]', one of {', '.join(SUPPORTED_ARCHS)}")
     return _parse(arch)
 
 

@@ -274,9 +274,9 @@ def plan(B, H, HKV, SQ, SK, D, causal=False, dtype="bfloat16", deterministic=Fal
                                 "must be whole 64-column boxes: use DQ_SPLIT='keys'")
     dq_cols = D // NC if split == "cols" else D
     if kv_split == "keys" and dq_cols != BM:
-        raise KernelConfigError(f"{W}: DQ_SPLIT={shown(split)} gives each consumer a (64 x {dq_cols}) dQ accumulator; it must "
-                                f"reuse the (64 x {BM}) registers of S^T beside dK and dV (use DQ_SPLIT="
-                                f"{'cols' if split == 'keys' else 'keys'!r})")
+        raise KernelConfigError(f"{W}: DQ_SPLIT={shown(split)} gives each consumer a (64 x {dq_cols}) dQ accumulator; "
+                                f"it must reuse the (64 x {BM}) registers of S^T beside dK and dV (use "
+                                f"DQ_SPLIT={'cols' if split == 'keys' else 'keys'!r})")
     trail = default_trail(D, deterministic) if TRAIL is None else flag_option(W, "TRAIL", TRAIL)
     if trail and kv_split != "keys":
         raise KernelConfigError(f"{W}: TRAIL=True is for consumers of 64 keys each (head dims 64 and 128); at head "

@@ -382,16 +382,17 @@ def rs_gemm(M, N, K, me, world=2, BN=256, STAGES=None, b_major="MN", dtype="bflo
             raise KernelConfigError(f"rs_gemm: SPLIT = {shown(SPLIT)} tiles the copy-engine walk only; drop it with "
                                     f"transfer={shown(transfer)}")
         if not (isinstance(SPLIT, tuple) and len(SPLIT) == 3 and isinstance(SPLIT[0], int) and 1 <= SPLIT[0] <= tr):
-            raise KernelConfigError(f"rs_gemm: SPLIT = {shown(SPLIT)} must be (rows, wide, bn2) with rows in 1 .. {tr} (the "
-                                    "peer's tile rows, so every own tile stays wide); rs_split(M, N, K, BN) picks one")
+            raise KernelConfigError(f"rs_gemm: SPLIT = {shown(SPLIT)} must be (rows, wide, bn2) with rows in 1 .. {tr} "
+                                    f"(the peer's tile rows, so every own tile stays wide); rs_split(M, N, K, BN) "
+                                    f"picks one")
     try:
         P = rs_plan(M, N, K, world, BN, STAGES, b_major, dtype, sms, PDL, SPLIT)
     except KernelConfigError as e:
         raise KernelConfigError(f"rs_gemm: {e}") from None
     if SPLIT is not None and (tr - SPLIT[0]) % P.group:
-        raise KernelConfigError(f"rs_gemm: SPLIT = {shown(SPLIT)}: its rows must end a multiple of group = {P.group} rows "
-                                f"short of the peer's {tr} (so no band of the walk mixes the shards and every own "
-                                "tile comes after every peer tile); rs_split(M, N, K, BN) picks one")
+        raise KernelConfigError(f"rs_gemm: SPLIT = {shown(SPLIT)}: its rows must end a multiple of group = {P.group} "
+                                f"rows short of the peer's {tr} (so no band of the walk mixes the shards and every own "
+                                f"tile comes after every peer tile); rs_split(M, N, K, BN) picks one")
     if transfer == "copy_engine":
         if LAG is not None:
             raise KernelConfigError(f"rs_gemm: LAG = {shown(LAG)} applies to transfer='push'; the copy-engine transfer "
@@ -404,8 +405,9 @@ def rs_gemm(M, N, K, me, world=2, BN=256, STAGES=None, b_major="MN", dtype="bflo
     if LAG is None:
         LAG = rs_lag(tr, P.tile_cols, P.units, P.group)
     if type(LAG) is not int or not 0 <= LAG <= tr or (tr - LAG) % P.group:
-        raise KernelConfigError(f"rs_gemm: LAG = {shown(LAG)} must be an int in 0 .. {tr} (the shard's tile rows) leaving a "
-                                f"multiple of group = {P.group} rows to interleave (tr - LAG); e.g. LAG = {tr}")
+        raise KernelConfigError(f"rs_gemm: LAG = {shown(LAG)} must be an int in 0 .. {tr} (the shard's tile rows) "
+                                f"leaving a multiple of group = {P.group} rows to interleave (tr - LAG); e.g. LAG = "
+                                f"{tr}")
     return build(dataclasses.replace(P, drop=drop), M, me, world, LAG)
 
 def ce_model(M, N, BN, me, world=2, CHUNKS=8, drop=None, SPLIT=None):

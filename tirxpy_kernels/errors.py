@@ -107,5 +107,6 @@ def plain_ints(*values):
     return tuple(int(v) if is_int(v) else v for v in values)
 
 
-__all__ = ["KernelConfigError", "int_option", "flag_option", "choice_option", "is_flag", "plain_flags", "plain_ints"]
+__all__ = ["KernelConfigError", "int_option", "flag_option", "choice_option", "is_flag", "is_int", "plain_flags",
+           "plain_ints", "shown"]
 

@@ -87,8 +87,8 @@ def scales(a, b, scale_a, scale_b, scaling=None) -> str:
     got = f"scale_a {tuple(scale_a.shape)}, scale_b {tuple(scale_b.shape)}"
     if scaling is not None:
         sa, sb = _expected(scaling, M, N, K)
-        raise Fp8ArgumentError(f"gemm_fp8: scaling={shown(scaling)} for a ({M}, {K}) @ ({K}, {N}) product takes scale_a "
-                               f"of shape {sa} and scale_b {sb} (one element each: 'tensor'); got {got}")
+        raise Fp8ArgumentError(f"gemm_fp8: scaling={shown(scaling)} for a ({M}, {K}) @ ({K}, {N}) product takes "
+                               f"scale_a of shape {sa} and scale_b {sb} (one element each: 'tensor'); got {got}")
     raise Fp8ArgumentError(f"gemm_fp8: the scales' shapes ({got}) name no scaling of a ({M}, {K}) @ ({K}, {N}) "
                            f"product; one of {table}")
 

@@ -53,7 +53,8 @@ def block_part(BN, PART=None):
         fits = [p for p in (128, 64) if BN % p == 0]
         if BN <= WHOLE_PART_MAX and BN not in fits:
             fits.insert(0, BN)
-        raise KernelConfigError(f"gemm_sm90: PART = {shown(PART, 40)} must divide both BN = {BN} and {BLOCK_SCALE} (a part of a "
+        raise KernelConfigError(f"gemm_sm90: PART = {shown(PART, 40)} must divide both BN = {BN} and {BLOCK_SCALE} "
+                                f"(a part of a "
                                 f"block-scaled tile lies inside one {BLOCK_SCALE}-column block scale of B) and be at least 64, "
                                 f"or be BN up to {WHOLE_PART_MAX} (one whole-tile part): use PART = "
                                 + " or ".join(str(p) for p in fits))
@@ -109,13 +110,14 @@ def check_pass(scaling, BN, PART, k_blocks, PASS=None):
     """
     if scaling != "block":
         if PASS is not None:
-            raise KernelConfigError(f"gemm_sm90: PASS = {shown(PASS, 40)} applies to scaling='block' only: leave it unset")
+            raise KernelConfigError(f"gemm_sm90: PASS = {shown(PASS, 40)} applies to scaling='block' only: leave it "
+                                    f"unset")
         return None
     if PASS is None:
         return default_pass(PART, BN, k_blocks)
     if not (type(PASS) is int and 1 <= PASS <= PASS_MAX):
-        raise KernelConfigError(f"gemm_sm90: PASS = {shown(PASS, 40)} must be an int in [1, {PASS_MAX}] (k-blocks per pass "
-                                "of the block-scaled k-loop, each pass unrolled)")
+        raise KernelConfigError(f"gemm_sm90: PASS = {shown(PASS, 40)} must be an int in [1, {PASS_MAX}] (k-blocks per "
+                                f"pass of the block-scaled k-loop, each pass unrolled)")
     return PASS
 
 
@@ -175,8 +177,8 @@ def check_scaling(dtype, scaling, a_major="K", b_major="K", BN=256, CM=1, PINGPO
         raise KernelConfigError(f"gemm_sm90: scaling={shown(scaling)} applies to FP8 inputs {FP8_DTYPES}, not {dtype}")
     if scaling != "block":
         if PART is not None:
-            raise KernelConfigError(f"gemm_sm90: PART = {shown(PART, 40)} applies to scaling='block' only (got scaling={shown(scaling)}): "
-                                    "leave PART unset")
+            raise KernelConfigError(f"gemm_sm90: PART = {shown(PART, 40)} applies to scaling='block' only (got "
+                                    f"scaling={shown(scaling)}): leave PART unset")
         return
     if PINGPONG or CM != 1 or SPLIT is not None:
         raise KernelConfigError("gemm_sm90: scaling='block' runs the cooperative schedule without a cluster or a "

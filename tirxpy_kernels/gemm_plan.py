@@ -52,7 +52,8 @@ def plan(M, N, K, BM=128, BN=256, BK=None, STAGES=4, CM=1, sms=TARGET.sm_count, 
     ``split``: ``gemm_sm90``'s ``SPLIT = (rows, wide, bn2)`` (checked by the kernel). ``BK``:
     :func:`k_block` of ``dtype``."""
     if type(dtype) is not str or dtype not in IN_DTYPES + FP8_DTYPES:
-        raise KernelConfigError(f"gemm_sm90: dtype (the inputs') must be one of {IN_DTYPES + FP8_DTYPES}, got {shown(dtype)}")
+        raise KernelConfigError(f"gemm_sm90: dtype (the inputs') must be one of {IN_DTYPES + FP8_DTYPES}, got "
+                                f"{shown(dtype)}")
     if type(out_dtype) is not str or out_dtype not in OUT_DTYPES:
         raise KernelConfigError(f"gemm_sm90: out_dtype must be one of {OUT_DTYPES}, got {shown(out_dtype)}")
     if BM != 128:
@@ -339,7 +340,8 @@ def _split_checked(SPLIT, M, N, BN, EPI, wide_chunks, CM, PP, DEFER, b_major):
     if PP or CM != 1 or not DEFER or b_major != "K" or not wide_chunks:
         raise KernelConfigError("gemm_sm90: SPLIT is a tiling of the cooperative deferred schedule without a cluster, with a "
                                 "K-major B and 128-byte output chunks (PINGPONG=False, CM=1, DEFER, BN a multiple of 64 for a "
-                                f"16-bit output); got PINGPONG={PP}, CM={CM}, DEFER={DEFER}, b_major={shown(b_major)}, BN={BN}")
+                                f"16-bit output); got PINGPONG={PP}, CM={CM}, DEFER={DEFER}, "
+                                f"b_major={shown(b_major)}, BN={BN}")
     if not (bn2 % 16 == 0 and BN - EPI < bn2 < BN):
         raise KernelConfigError(f"gemm_sm90: SPLIT's narrow width {bn2} must be a multiple of 16 in ({BN - EPI}, {BN}): "
                                 f"narrower than BN = {BN}, with as many {EPI}-column output chunks")
@@ -415,17 +417,19 @@ def check_config(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", d
     flag_option("gemm_sm90", "bias", bias)
     flag_option("gemm_sm90", "gate", gate)
     if gate and scaling is not None:
-        raise KernelConfigError("gemm_sm90: a gate (ReLU's backward mask in the epilogue) takes 16-bit inputs; an FP8 "
-                                f"product (scaling={shown(scaling, 20)}) has no gated epilogue: apply the mask after it")
+        raise KernelConfigError(f"gemm_sm90: a gate (ReLU's backward mask in the epilogue) takes 16-bit inputs; an FP8 "
+                                f"product (scaling={shown(scaling, 20)}) has no gated epilogue: apply the mask after "
+                                f"it")
     activation = choice_option("gemm_sm90", "activation", activation, ACTIVATIONS)
     BM = 128
     if type(dtype) is not str or dtype not in IN_DTYPES + FP8_DTYPES:
-        raise KernelConfigError(f"gemm_sm90: dtype (the inputs') must be one of {IN_DTYPES + FP8_DTYPES}, got {shown(dtype, 60)}")
+        raise KernelConfigError(f"gemm_sm90: dtype (the inputs') must be one of {IN_DTYPES + FP8_DTYPES}, got "
+                                f"{shown(dtype, 60)}")
     BK = k_block(dtype)
     if b_dtype is not None and (type(b_dtype) is not str
                                 or b_dtype != dtype and not (dtype in FP8_DTYPES and b_dtype in FP8_DTYPES)):
-        raise KernelConfigError(f"gemm_sm90: b_dtype = {shown(b_dtype, 40)} (B's dtype) may differ from A's ({dtype}) only between the FP8 "
-                                f"formats {FP8_DTYPES}")
+        raise KernelConfigError(f"gemm_sm90: b_dtype = {shown(b_dtype, 40)} (B's dtype) may differ from A's ({dtype}) "
+                                f"only between the FP8 formats {FP8_DTYPES}")
     check_scaling(dtype, scaling, a_major, b_major, BN, CM, PINGPONG, SPLIT, PART)
     PP = bool(PINGPONG)
     if PP and BN > widest_bn(True):
@@ -436,7 +440,8 @@ def check_config(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", d
         STAGES = block_stages(BN) if scaling == "block" else default_stages(BN, PP)
     p = plan(M, N, K, BM, BN, BK, STAGES, CM, sms, group, dtype, out_dtype, PP, scaling=scaling)
     if not all(type(v) is str and v in ("K", "MN") for v in (a_major, b_major)):
-        raise KernelConfigError(f"gemm_sm90: a_major / b_major must be 'K' or 'MN', got {shown(a_major)}, {shown(b_major)}")
+        raise KernelConfigError(f"gemm_sm90: a_major / b_major must be 'K' or 'MN', got {shown(a_major)}, "
+                                f"{shown(b_major)}")
     if b_major == "MN" and BN % (64 * CM):
         raise KernelConfigError(f"gemm_sm90: BN = {BN}: an MN-major B is loaded in 64-column boxes, "
                                 + ("so BN must be a multiple of 64" if CM == 1 else
@@ -454,8 +459,9 @@ def check_config(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", d
         raise KernelConfigError("gemm_sm90: with PINGPONG each consumer stores its own tile while the other one's k-loop runs, "
                                 f"so DEFER does not apply (got DEFER={shown(DEFER)})")
     if DEFER and gate:
-        raise KernelConfigError("gemm_sm90: a gate is read chunk by chunk from global memory in the epilogue, which a "
-                                f"deferred tile has no registers for: use DEFER=False or None (got DEFER={shown(DEFER)})")
+        raise KernelConfigError(f"gemm_sm90: a gate is read chunk by chunk from global memory in the epilogue, which a "
+                                f"deferred tile has no registers for: use DEFER=False or None (got "
+                                f"DEFER={shown(DEFER)})")
     if DEFER and scaling == "block":
         raise KernelConfigError("gemm_sm90: scaling='block' keeps its k-block products next to the tile in registers, "
                                 f"which leaves no room for a deferred tile: use DEFER=False (got DEFER={shown(DEFER)})")

@@ -56,7 +56,8 @@ class LaunchCache:
 
     def __init__(self, name: str, max_entries: int = MAX_ENTRIES):
         if type(max_entries) is not int or max_entries < 1:
-            raise KernelConfigError(f"LaunchCache {shown(name)}: max_entries must be an int >= 1, got {shown(max_entries)}")
+            raise KernelConfigError(f"LaunchCache {shown(name)}: max_entries must be an int >= 1, got "
+                                    f"{shown(max_entries)}")
         self.name, self.max_entries = name, max_entries
         self._entries: OrderedDict = OrderedDict()
         CACHES.append(self)

@@ -60,7 +60,8 @@ def _check(x, granularity, dtype, pow2_scales):
         raise QuantizeArgumentError(f"{w}: granularity must be one of {GRANULARITIES} (one scale per row, per 1 x 128 "
                                     f"group along K, per 128 x 128 block), got {shown(granularity, 60)}")
     if not isinstance(dtype, torch.dtype) or dtype not in _FP8:
-        raise QuantizeArgumentError(f"{w}: dtype must be torch.float8_e4m3fn or torch.float8_e5m2, got {shown(dtype, 60)}")
+        raise QuantizeArgumentError(f"{w}: dtype must be torch.float8_e4m3fn or torch.float8_e5m2, got "
+                                    f"{shown(dtype, 60)}")
     if not isinstance(pow2_scales, bool):
         raise QuantizeArgumentError(f"{w}: pow2_scales must be True or False, got {shown(pow2_scales, 60)}")
     if not x.is_contiguous():
@@ -153,7 +154,8 @@ def _check_granularity(where, granularity):
     """:class:`QuantizeArgumentError` from ``where`` unless ``granularity`` is one of
     :data:`~tirxpy_kernels.quantize_sm90.GRANULARITIES`."""
     if not isinstance(granularity, str) or granularity not in GRANULARITIES:
-        raise QuantizeArgumentError(f"{where}: granularity must be one of {GRANULARITIES}, got {shown(granularity, 60)}")
+        raise QuantizeArgumentError(f"{where}: granularity must be one of {GRANULARITIES}, got "
+                                    f"{shown(granularity, 60)}")
 
 
 def _check_rule_args(where, x, granularity, dtype, flags=()):
@@ -208,8 +210,8 @@ def expand_scales(s, granularity, M, K):
     want = scales_shape(granularity, M, K)
     if not isinstance(s, torch.Tensor) or tuple(s.shape) != want:
         got = tuple(s.shape) if isinstance(s, torch.Tensor) else type(s).__name__
-        raise QuantizeArgumentError(f"expand_scales: s must be the {want} scales of a {shown(granularity)} quantization "
-                                    f"of an ({M}, {K}) input, got {got}")
+        raise QuantizeArgumentError(f"expand_scales: s must be the {want} scales of a {shown(granularity)} "
+                                    f"quantization of an ({M}, {K}) input, got {got}")
     gc = K if granularity == "token" else GROUP
     return s.repeat_interleave(gr, 0)[:M].repeat_interleave(gc, 1)[:, :K]
 

@@ -125,9 +125,8 @@ class Operand:
 
     def __post_init__(self):
         if not is_identifier(self.name):
-            raise OperandSpecError(f"operand name {shown(self.name, 60)} is not a C identifier (letters, digits, _; "
-                                   f"at most "
-                                   f"64 characters; no C++ keyword)")
+            raise OperandSpecError(f"operand name {shown(self.name, 60)} is not a C identifier (letters, digits, _; at "
+                                   f"most 64 characters; no C++ keyword)")
         if not isinstance(self.kind, str) or self.kind not in KINDS:
             raise OperandSpecError(f"operand {shown(self.name)}: unknown kind {shown(self.kind, 60)}; use one of "
                                    f"{sorted(KINDS)}")
@@ -140,8 +139,7 @@ class Operand:
                                    f"'float32'")
         if not isinstance(dt, str) or dt not in _REG_TYPES:
             raise OperandSpecError(f"operand {shown(self.name)}: dtype {shown(dt, 60)} has no register form; use one "
-                                   f"of "
-                                   f"{sorted(_REG_TYPES)}")
+                                   f"of {sorted(_REG_TYPES)}")
         object.__setattr__(self, "dtype", dt)
         if not is_int(self.count) or not 1 <= operator.index(self.count) <= MAX_COUNT:
             raise OperandSpecError(f"operand {shown(self.name)}: count must be an int in [1, {MAX_COUNT}], got "
@@ -155,8 +153,7 @@ class Operand:
         if not isinstance(self.values, (tuple, list, range)) or len(self.values) > MAX_VALUES or not all(
                 is_int(v) and IMM_MIN <= operator.index(v) <= IMM_MAX for v in self.values):
             raise OperandSpecError(f"operand {shown(self.name)}: values must be a tuple of at most {MAX_VALUES} ints "
-                                   f"in "
-                                   f"[-2**31, 2**31), got {shown(self.values, 60)}")
+                                   f"in [-2**31, 2**31), got {shown(self.values, 60)}")
         object.__setattr__(self, "values", tuple(operator.index(v) for v in self.values))
         if self.values and self.kind != "imm":
             raise OperandSpecError(f"operand {shown(self.name)}: values= applies to 'imm' operands only, not "
@@ -169,9 +166,8 @@ class Operand:
         if self.align is not None:
             if not is_int(self.align) or not 1 <= operator.index(self.align) <= MAX_ALIGN or \
                     operator.index(self.align) & (operator.index(self.align) - 1):
-                raise OperandSpecError(f"operand {shown(self.name)}: align must be a power of two in [1, "
-                                       f"{MAX_ALIGN}] (the "
-                                       f"bytes the instruction moves at the address), got {shown(self.align, 60)}")
+                raise OperandSpecError(f"operand {shown(self.name)}: align must be a power of two in [1, {MAX_ALIGN}] "
+                                       f"(the bytes the instruction moves at the address), got {shown(self.align, 60)}")
             if self.kind not in ALIGNED_KINDS:
                 raise OperandSpecError(f"operand {shown(self.name)}: align= applies to {' and '.join(ALIGNED_KINDS)} "
                                        f"operands (an address the instruction moves bytes at), not {shown(self.kind)}")
@@ -231,8 +227,7 @@ class Intrinsic:
     def __post_init__(self):
         if not is_identifier(self.name) or keyword.iskeyword(self.name):
             raise RegistrationError(f"intrinsic name {shown(self.name, 60)} must be a Python and C identifier of at "
-                                    f"most 64 "
-                                    f"characters (it is used as T.ptx.<name> and in the C++ helper tx_<name>)")
+                                    f"most 64 characters (it is used as T.ptx.<name> and in the C++ helper tx_<name>)")
         if not isinstance(self.template, str) or not self.template.strip():
             raise RegistrationError(f"intrinsic {self.name}: template must be a non-empty PTX string, got "
                                     f"{shown(self.template, 60)}")
@@ -259,9 +254,8 @@ class Intrinsic:
                 raise RegistrationError(f"intrinsic {self.name}: operands must be Operand objects, got {shown(o, 60)}")
         for c in self.checks:
             if not callable(c):
-                raise RegistrationError(f"intrinsic {self.name}: checks= holds {shown(c, 60)}, which is not "
-                                        f"callable; each "
-                                        f"check is a function of the known arguments returning None or a reason")
+                raise RegistrationError(f"intrinsic {self.name}: checks= holds {shown(c, 60)}, which is not callable; "
+                                        f"each check is a function of the known arguments returning None or a reason")
         names = [o.name for o in self.operands]
         if len(set(names)) != len(names):
             raise RegistrationError(f"intrinsic {self.name}: operand names repeat: {names}")
@@ -278,8 +272,8 @@ class Intrinsic:
             raise RegistrationError(f"intrinsic {self.name}: operands {unused} do not appear in the template")
         if self.ret is not None:
             if not isinstance(self.ret, str) or self.ret not in names:
-                raise RegistrationError(f"intrinsic {self.name}: ret={shown(self.ret, 60)} names no operand; "
-                                        f"operands: {names}")
+                raise RegistrationError(f"intrinsic {self.name}: ret={shown(self.ret, 60)} names no operand; operands: "
+                                        f"{names}")
             o = self.operand(self.ret)
             if not o.is_output or o.access != "w" or o.vector:
                 raise RegistrationError(f"intrinsic {self.name}: ret={shown(self.ret)} must name a scalar write "
@@ -290,9 +284,8 @@ class Intrinsic:
             v = getattr(self, f)
             if v is not None or f == "lowest":
                 if not isinstance(v, str) or v not in SUPPORTED_ARCHS:
-                    raise RegistrationError(f"intrinsic {self.name}: {f}={shown(v, 60)} is not a target NVRTC "
-                                            f"compiles for; "
-                                            f"use one of {', '.join(SUPPORTED_ARCHS)}")
+                    raise RegistrationError(f"intrinsic {self.name}: {f}={shown(v, 60)} is not a target NVRTC compiles "
+                                            f"for; use one of {', '.join(SUPPORTED_ARCHS)}")
         if self.highest is not None and parse_arch(self.highest).sm < parse_arch(self.lowest).sm:
             raise RegistrationError(f"intrinsic {self.name}: highest={shown(self.highest)} is below "
                                     f"lowest={shown(self.lowest)}")
@@ -300,9 +293,8 @@ class Intrinsic:
         guard = _bare_guard(self.template)
         if guard is not None:
             raise RegistrationError(f"intrinsic {self.name}: template statement {shown(guard, 60)} is a predicate "
-                                    f"guard "
-                                    "with no instruction after it; write the guarded instruction after it "
-                                    "('@p bra done;')")
+                                    f"guard with no instruction after it; write the guarded instruction after it ('@p "
+                                    f"bra done;')")
         code = _COMMENT.sub("", _PLACEHOLDER.sub("x", self.template)).rstrip()
         if code and not code.endswith((";", "}", ":")):
             last = _COMMENT.sub("", self.template).rstrip().replace(";", "\n").splitlines()[-1].strip()
@@ -417,9 +409,8 @@ class Intrinsic:
                 if v is None:
                     raise OperandError(f"{self.name}: operand {shown(o.name)} must be a compile-time integer constant")
                 if not is_int(v) or not IMM_MIN <= operator.index(v) <= IMM_MAX:
-                    raise OperandError(f"{self.name}: operand {shown(o.name)} must be an int in [-2**31, 2**31) (a "
-                                       f"C++ int "
-                                       f"template argument), got {shown(v, 60)}")
+                    raise OperandError(f"{self.name}: operand {shown(o.name)} must be an int in [-2**31, 2**31) (a C++ "
+                                       f"int template argument), got {shown(v, 60)}")
                 v = operator.index(v)
                 if o.values and v not in o.values:
                     raise OperandError(f"{self.name}: operand {shown(o.name)} = {v} is not one of {list(o.values)}")

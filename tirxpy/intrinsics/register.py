@@ -31,8 +31,7 @@ def _operand(k: int, spec) -> Operand:
         extra = [f for f in spec if f not in _OPERAND_FIELDS]
         if extra:
             raise RegistrationError(f"operand {k} {shown(spec, 80)}: unknown field(s) {shown(extra, 80)}; an operand "
-                                    f"has "
-                                    f"{', '.join(_OPERAND_FIELDS)}")
+                                    f"has {', '.join(_OPERAND_FIELDS)}")
         if "name" not in spec or "kind" not in spec:
             raise RegistrationError(f"operand {k} {shown(spec, 80)}: needs at least 'name' and 'kind'")
         return Operand(**spec)
@@ -40,8 +39,7 @@ def _operand(k: int, spec) -> Operand:
         return Operand(*spec)
     raise RegistrationError(
         f"operand {k} {shown(spec, 80)}: give an Operand, a dict of its fields, or a tuple (name, kind[, dtype[, "
-        f"access[, "
-        f"count]]]) such as ('x', 'reg', 'uint32') or ('d', 'reg', 'float32', 'w', 4)")
+        f"access[, count]]]) such as ('x', 'reg', 'uint32') or ('d', 'reg', 'float32', 'w', 4)")
 
 
 def _check_name(name, replace) -> None:
@@ -98,9 +96,9 @@ def register_intrinsic(name: str, template: str, operands: Sequence = (), *, ret
         raise RegistrationError(f"register_intrinsic({shown(name)}): {len(operands)} operands, at most {MAX_OPERANDS}")
     for f, v in kw.items():
         if f not in _EXTRA:
-            raise RegistrationError(f"register_intrinsic({shown(name)}): unknown keyword {shown(f, 60)}; the "
-                                    f"keywords are ret, "
-                                    f"lowest, highest, scope, checks, memory, doc, replace, {', '.join(_EXTRA)}")
+            raise RegistrationError(f"register_intrinsic({shown(name)}): unknown keyword {shown(f, 60)}; the keywords "
+                                    f"are ret, lowest, highest, scope, checks, memory, doc, replace, "
+                                    f"{', '.join(_EXTRA)}")
         if not isinstance(v, _EXTRA[f]) or isinstance(v, str) and f == "modifiers":
             raise RegistrationError(f"register_intrinsic({shown(name)}): {f}= has the wrong type {type(v).__name__}")
     ops = [_operand(k, s) for k, s in enumerate(operands)]

@@ -69,9 +69,8 @@ class WarpRoles:
         launch = current_launch()
         if launch is not None and launch.threads != self.threads:
             raise LangError(f"{shown(self)} in a kernel launched with {launch.threads} threads: the roles are one "
-                            f"producer "
-                            f"and {self.consumers} consumer warpgroups ({self.threads} threads); build them for the "
-                            f"launch (WarpRoles({launch.threads}, ...)) or launch {self.threads} threads")
+                            f"producer and {self.consumers} consumer warpgroups ({self.threads} threads); build them "
+                            f"for the launch (WarpRoles({launch.threads}, ...)) or launch {self.threads} threads")
 
     @T.macro
     def enter_producer(self):
@@ -110,14 +109,12 @@ def _init_groups(rings, cluster):
             for bar in (ring.full, ring.empty):
                 if id(bar) in seen:
                     raise LangError(f"setup_barriers: barrier buffer {shown(bar.name)} is listed twice (a ring given "
-                                    f"twice, "
-                                    "or two rings sharing a buffer); each mbarrier is initialised once")
+                                    f"twice, or two rings sharing a buffer); each mbarrier is initialised once")
                 seen.add(id(bar))
             if ring.cluster > 1 and ring.cluster != cluster:
                 raise LangError(f"setup_barriers: ring {shown(ring)} is released across a cluster of {ring.cluster} "
-                                f"CTAs; "
-                                f"pass cluster={ring.cluster}, so the cluster syncs before any CTA arrives on "
-                                "another's barriers")
+                                f"CTAs; pass cluster={ring.cluster}, so the cluster syncs before any CTA arrives on "
+                                f"another's barriers")
         counts = {m[0].stages for m in members}
         if len(counts) != 1:
             raise LangError(f"setup_barriers: rings initialised in one loop must have one stage count, got "

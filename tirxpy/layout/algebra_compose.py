@@ -74,8 +74,7 @@ def pack(L: TileLayout, factor: int) -> TileLayout:
                 if it.stride % f:
                     raise LayoutError(
                         f"pack({f}): m stride {it.stride} of {what} iterator {k} ({shown(it)}) is not divisible by "
-                        f"{f}; "
-                        "packed elements would straddle two wide elements"
+                        f"{f}; packed elements would straddle two wide elements"
                     )
                 it = Iter(it.extent, it.stride // f, _M)
             out.append(it)

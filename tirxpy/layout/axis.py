@@ -71,8 +71,7 @@ class Axis:
             return name
         if not isinstance(name, str):
             raise LayoutTypeError(f"an axis is named by a string or an Axis, got {shown(name)} "
-                                  f"({type(name).__name__}); "
-                                  "write e.g. 'laneid' or laneid")
+                                  f"({type(name).__name__}); write e.g. 'laneid' or laneid")
         try:
             return cls._registry[name]
         except KeyError:

@@ -173,8 +173,8 @@ def register_impl(op: str, target=_ANY, *, variant: str, priority: int = 0, when
 
     def deco(fn):
         if not callable(fn):
-            raise DispatchError(f"register_impl({shown(op)}, variant={shown(variant)}) decorates a function fn(ctx) "
-                                f"-> Stmt")
+            raise DispatchError(f"register_impl({shown(op)}, variant={shown(variant)}) decorates a function fn(ctx) -> "
+                                f"Stmt")
         _ensure_op_spec(op, fn, kwargs)
         impl = Impl(op, variant, fn, target, priority, when, doc or (fn.__doc__ or "").strip().split("\n")[0],
                     next(_ORDER), req)

@@ -114,8 +114,8 @@ def tmem_accumulator(m: int, n: int, lane_base: int = 0, col: int = 0) -> TileLa
                "M = 256 needs cta_group::2, M = 32 the .ws variant")
     step = 8 if m == 64 else 16
     if not is_int(n) or not (step <= n <= 256 and n % step == 0):
-        raise LayoutError(f"tcgen05.mma with M = {m} takes N = {step}, {2 * step}, ..., 256 (multiples of {step}); "
-                          f"got {shown(n)}")
+        raise LayoutError(f"tcgen05.mma with M = {m} takes N = {step}, {2 * step}, ..., 256 (multiples of {step}); got "
+                          f"{shown(n)}")
     n = int(n)
     col = int_at_least(col, "col", 0)
     if m == 128:
