@@ -72,7 +72,7 @@ class Target:
     def __post_init__(self):
         if type(self.sm) is not int or not 0 <= self.sm < 1000 or self.suffix not in ("", "a", "f"):
             raise TargetError(f"Target(sm={shown(self.sm, 30)}, suffix={shown(self.suffix, 30)}) is no target: sm is "
-                              f"an int in [0, 1000) and suffix is '', 'a' or 'f'; build one with as_target('sm_90a')")
+                              "an int in [0, 1000) and suffix is '', 'a' or 'f'; build one with as_target('sm_90a')")
 
     def __str__(self) -> str:
         return f"sm_{self.sm}{self.suffix}"

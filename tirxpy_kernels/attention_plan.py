@@ -238,7 +238,7 @@ def check_options(BN=None, STAGES=None, NC=None, PINGPONG=None, PERSIST=None, CH
         flag_option(w, name, v, none=True)
     if OSTAGE is not None and not (type(OSTAGE) is str and OSTAGE in ("own", "q", "kv")):
         raise KernelConfigError(f"attention_sm90: OSTAGE = {shown(OSTAGE, 60)}; use 'own' (O staged in its own "
-                                f"buffer), 'q' (over the tile's Q) or 'kv' (over the last key block's K / V stages)")
+                                "buffer), 'q' (over the tile's Q) or 'kv' (over the last key block's K / V stages)")
 
 
 def _check_problem(B, H, HKV, SQ, SK, D, dtype):

@@ -442,7 +442,7 @@ def ag_gemm(M, N, K, me, world=2, BN=256, STAGES=None, b_major="MN", dtype="bflo
         raise KernelConfigError(f"ag_gemm: unknown drop={shown(drop)}; one of {DROPS}")
     if type(DEPTH) is not int or not 1 <= DEPTH <= 16:
         raise KernelConfigError(f"ag_gemm: DEPTH = {shown(DEPTH)} must be an integer in 1 .. 16 (vectors in flight per "
-                                f"lane)")
+                                "lane)")
     per = len(chunk_rows(M // world, 1 - me, CHUNKS))       # (CHUNKS checked with either transfer)
     P = kernel_plan(M, N, K, BN, STAGES, 1, "K", b_major, dtype, "bfloat16", False, None, sms, GROUP, True, False,
                     None, PDL, SPLIT)

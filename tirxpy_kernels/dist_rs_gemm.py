@@ -383,8 +383,8 @@ def rs_gemm(M, N, K, me, world=2, BN=256, STAGES=None, b_major="MN", dtype="bflo
                                     f"transfer={shown(transfer)}")
         if not (isinstance(SPLIT, tuple) and len(SPLIT) == 3 and isinstance(SPLIT[0], int) and 1 <= SPLIT[0] <= tr):
             raise KernelConfigError(f"rs_gemm: SPLIT = {shown(SPLIT)} must be (rows, wide, bn2) with rows in 1 .. {tr} "
-                                    f"(the peer's tile rows, so every own tile stays wide); rs_split(M, N, K, BN) "
-                                    f"picks one")
+                                    "(the peer's tile rows, so every own tile stays wide); rs_split(M, N, K, BN) "
+                                    "picks one")
     try:
         P = rs_plan(M, N, K, world, BN, STAGES, b_major, dtype, sms, PDL, SPLIT)
     except KernelConfigError as e:
@@ -392,7 +392,7 @@ def rs_gemm(M, N, K, me, world=2, BN=256, STAGES=None, b_major="MN", dtype="bflo
     if SPLIT is not None and (tr - SPLIT[0]) % P.group:
         raise KernelConfigError(f"rs_gemm: SPLIT = {shown(SPLIT)}: its rows must end a multiple of group = {P.group} "
                                 f"rows short of the peer's {tr} (so no band of the walk mixes the shards and every own "
-                                f"tile comes after every peer tile); rs_split(M, N, K, BN) picks one")
+                                "tile comes after every peer tile); rs_split(M, N, K, BN) picks one")
     if transfer == "copy_engine":
         if LAG is not None:
             raise KernelConfigError(f"rs_gemm: LAG = {shown(LAG)} applies to transfer='push'; the copy-engine transfer "

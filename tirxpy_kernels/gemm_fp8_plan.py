@@ -54,7 +54,7 @@ def block_part(BN, PART=None):
         if BN <= WHOLE_PART_MAX and BN not in fits:
             fits.insert(0, BN)
         raise KernelConfigError(f"gemm_sm90: PART = {shown(PART, 40)} must divide both BN = {BN} and {BLOCK_SCALE} "
-                                f"(a part of a "
+                                "(a part of a "
                                 f"block-scaled tile lies inside one {BLOCK_SCALE}-column block scale of B) and be at least 64, "
                                 f"or be BN up to {WHOLE_PART_MAX} (one whole-tile part): use PART = "
                                 + " or ".join(str(p) for p in fits))
@@ -111,13 +111,13 @@ def check_pass(scaling, BN, PART, k_blocks, PASS=None):
     if scaling != "block":
         if PASS is not None:
             raise KernelConfigError(f"gemm_sm90: PASS = {shown(PASS, 40)} applies to scaling='block' only: leave it "
-                                    f"unset")
+                                    "unset")
         return None
     if PASS is None:
         return default_pass(PART, BN, k_blocks)
     if not (type(PASS) is int and 1 <= PASS <= PASS_MAX):
         raise KernelConfigError(f"gemm_sm90: PASS = {shown(PASS, 40)} must be an int in [1, {PASS_MAX}] (k-blocks per "
-                                f"pass of the block-scaled k-loop, each pass unrolled)")
+                                "pass of the block-scaled k-loop, each pass unrolled)")
     return PASS
 
 

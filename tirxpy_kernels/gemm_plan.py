@@ -417,9 +417,9 @@ def check_config(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", d
     flag_option("gemm_sm90", "bias", bias)
     flag_option("gemm_sm90", "gate", gate)
     if gate and scaling is not None:
-        raise KernelConfigError(f"gemm_sm90: a gate (ReLU's backward mask in the epilogue) takes 16-bit inputs; an FP8 "
+        raise KernelConfigError("gemm_sm90: a gate (ReLU's backward mask in the epilogue) takes 16-bit inputs; an FP8 "
                                 f"product (scaling={shown(scaling, 20)}) has no gated epilogue: apply the mask after "
-                                f"it")
+                                "it")
     activation = choice_option("gemm_sm90", "activation", activation, ACTIVATIONS)
     BM = 128
     if type(dtype) is not str or dtype not in IN_DTYPES + FP8_DTYPES:
@@ -459,8 +459,8 @@ def check_config(M, N, K, BN=256, STAGES=None, CM=1, a_major="K", b_major="K", d
         raise KernelConfigError("gemm_sm90: with PINGPONG each consumer stores its own tile while the other one's k-loop runs, "
                                 f"so DEFER does not apply (got DEFER={shown(DEFER)})")
     if DEFER and gate:
-        raise KernelConfigError(f"gemm_sm90: a gate is read chunk by chunk from global memory in the epilogue, which a "
-                                f"deferred tile has no registers for: use DEFER=False or None (got "
+        raise KernelConfigError("gemm_sm90: a gate is read chunk by chunk from global memory in the epilogue, which a "
+                                "deferred tile has no registers for: use DEFER=False or None (got "
                                 f"DEFER={shown(DEFER)})")
     if DEFER and scaling == "block":
         raise KernelConfigError("gemm_sm90: scaling='block' keeps its k-block products next to the tile in registers, "

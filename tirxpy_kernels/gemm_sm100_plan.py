@@ -152,7 +152,7 @@ def _check_shape(M, N, K, BN, EPI, cta_group, dtype):
         if not is_int(v):
             raise KernelConfigError(f"gemm_sm100: {name} must be an int, got {shown(v)} ({type(v).__name__})")
     if type(dtype) is not str or dtype not in DTYPES:
-        raise KernelConfigError(f"gemm_sm100: dtype (the inputs') must be bfloat16 or float16 (kind::f16) or "
+        raise KernelConfigError("gemm_sm100: dtype (the inputs') must be bfloat16 or float16 (kind::f16) or "
                                 f"float8_e4m3 / float8_e5m2 (block-scaled kind::mxf8f6f4), got {shown(dtype)}")
     if type(cta_group) is not int or cta_group not in (1, 2):
         raise KernelConfigError(f"gemm_sm100: cta_group must be 1 or 2, got {shown(cta_group)}")
@@ -185,14 +185,14 @@ def plan(M, N, K, BN=None, STAGES=None, EPI=32, ctas=TARGET.sm_count, cta_group=
     _check_shape(M, N, K, BN, EPI, cta_group, dtype)
     if type(ctas) is not int or ctas < 1:
         raise KernelConfigError(f"gemm_sm100: ctas = {shown(ctas)} must be an int >= 1 (the SMs the persistent grid "
-                                f"may use)")
+                                "may use)")
     if STAGES is None:
         STAGES = 1
         while _fits(Plan(M, N, K, BN, STAGES + 1, EPI, cta_group, dtype, ctas)):
             STAGES += 1
     elif type(STAGES) is not int or STAGES < 1:
         raise KernelConfigError(f"gemm_sm100: STAGES = {shown(STAGES)} must be an int >= 1 (or None: the deepest ring "
-                                f"that fits)")
+                                "that fits)")
     p = Plan(M, N, K, BN, STAGES, EPI, cta_group, dtype, ctas)
     if p.tmem_used > TARGET.tmem_columns:
         raise KernelConfigError(f"gemm_sm100: {p.tmem_used} TMEM columns (2 x BN = {2 * BN} + 8 x STAGES = {8 * STAGES} for the "

@@ -71,7 +71,7 @@ def prebuild_one(spec):
         k = kernel_for(M, N, K, scaling, sms=sms, **tuning)[0]
     else:
         raise KernelConfigError(f"prebuild: unknown kernel kind {shown(spec[0])}; 'gemm', 'gemm_fp8', 'attention' or "
-                                f"'factory'")
+                                "'factory'")
     tirxpy.compile(k, arch=target)
     return spec[0], time.time() - t0
 

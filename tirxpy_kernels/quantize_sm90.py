@@ -170,7 +170,7 @@ def plan(granularity: str, M: int, K: int, vecs: int | None = None, lanes: int |
         if lanes not in (4, 8, 16) or vecs % (16 // lanes):
             raise KernelConfigError(f"quantize_fp8: lanes = {shown(lanes, 20)} lanes to a group row hold 16 / lanes "
                                     f"vectors of it each; lanes must be 4, 8 or 16 and vecs = {vecs} a multiple of 16 "
-                                    f"/ lanes")
+                                    "/ lanes")
     elif lanes is not None:
         raise KernelConfigError(f"quantize_fp8: lanes = {shown(lanes, 20)} applies to the '1x128' and '128x128' "
                                 "granularities (a token row is spread over the whole CTA): leave it unset")

@@ -126,7 +126,7 @@ class Operand:
     def __post_init__(self):
         if not is_identifier(self.name):
             raise OperandSpecError(f"operand name {shown(self.name, 60)} is not a C identifier (letters, digits, _; at "
-                                   f"most 64 characters; no C++ keyword)")
+                                   "most 64 characters; no C++ keyword)")
         if not isinstance(self.kind, str) or self.kind not in KINDS:
             raise OperandSpecError(f"operand {shown(self.name)}: unknown kind {shown(self.kind, 60)}; use one of "
                                    f"{sorted(KINDS)}")
@@ -136,7 +136,7 @@ class Operand:
         dt = self.dtype if self.dtype is not None else _KIND_DTYPE.get(self.kind)
         if dt is None:
             raise OperandSpecError(f"operand {shown(self.name)} of kind 'reg' needs a dtype, e.g. 'uint32' or "
-                                   f"'float32'")
+                                   "'float32'")
         if not isinstance(dt, str) or dt not in _REG_TYPES:
             raise OperandSpecError(f"operand {shown(self.name)}: dtype {shown(dt, 60)} has no register form; use one "
                                    f"of {sorted(_REG_TYPES)}")
@@ -227,7 +227,7 @@ class Intrinsic:
     def __post_init__(self):
         if not is_identifier(self.name) or keyword.iskeyword(self.name):
             raise RegistrationError(f"intrinsic name {shown(self.name, 60)} must be a Python and C identifier of at "
-                                    f"most 64 characters (it is used as T.ptx.<name> and in the C++ helper tx_<name>)")
+                                    "most 64 characters (it is used as T.ptx.<name> and in the C++ helper tx_<name>)")
         if not isinstance(self.template, str) or not self.template.strip():
             raise RegistrationError(f"intrinsic {self.name}: template must be a non-empty PTX string, got "
                                     f"{shown(self.template, 60)}")
@@ -255,7 +255,7 @@ class Intrinsic:
         for c in self.checks:
             if not callable(c):
                 raise RegistrationError(f"intrinsic {self.name}: checks= holds {shown(c, 60)}, which is not callable; "
-                                        f"each check is a function of the known arguments returning None or a reason")
+                                        "each check is a function of the known arguments returning None or a reason")
         names = [o.name for o in self.operands]
         if len(set(names)) != len(names):
             raise RegistrationError(f"intrinsic {self.name}: operand names repeat: {names}")
@@ -277,7 +277,7 @@ class Intrinsic:
             o = self.operand(self.ret)
             if not o.is_output or o.access != "w" or o.vector:
                 raise RegistrationError(f"intrinsic {self.name}: ret={shown(self.ret)} must name a scalar write "
-                                        f"operand")
+                                        "operand")
         if self.cxx:
             self._check_cxx(names)
         for f in ("lowest", "highest"):
@@ -293,8 +293,8 @@ class Intrinsic:
         guard = _bare_guard(self.template)
         if guard is not None:
             raise RegistrationError(f"intrinsic {self.name}: template statement {shown(guard, 60)} is a predicate "
-                                    f"guard with no instruction after it; write the guarded instruction after it ('@p "
-                                    f"bra done;')")
+                                    "guard with no instruction after it; write the guarded instruction after it ('@p "
+                                    "bra done;')")
         code = _COMMENT.sub("", _PLACEHOLDER.sub("x", self.template)).rstrip()
         if code and not code.endswith((";", "}", ":")):
             last = _COMMENT.sub("", self.template).rstrip().replace(";", "\n").splitlines()[-1].strip()

@@ -39,7 +39,7 @@ def _operand(k: int, spec) -> Operand:
         return Operand(*spec)
     raise RegistrationError(
         f"operand {k} {shown(spec, 80)}: give an Operand, a dict of its fields, or a tuple (name, kind[, dtype[, "
-        f"access[, count]]]) such as ('x', 'reg', 'uint32') or ('d', 'reg', 'float32', 'w', 4)")
+        "access[, count]]]) such as ('x', 'reg', 'uint32') or ('d', 'reg', 'float32', 'w', 4)")
 
 
 def _check_name(name, replace) -> None:
@@ -97,7 +97,7 @@ def register_intrinsic(name: str, template: str, operands: Sequence = (), *, ret
     for f, v in kw.items():
         if f not in _EXTRA:
             raise RegistrationError(f"register_intrinsic({shown(name)}): unknown keyword {shown(f, 60)}; the keywords "
-                                    f"are ret, lowest, highest, scope, checks, memory, doc, replace, "
+                                    "are ret, lowest, highest, scope, checks, memory, doc, replace, "
                                     f"{', '.join(_EXTRA)}")
         if not isinstance(v, _EXTRA[f]) or isinstance(v, str) and f == "modifiers":
             raise RegistrationError(f"register_intrinsic({shown(name)}): {f}= has the wrong type {type(v).__name__}")

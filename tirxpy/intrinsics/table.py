@@ -28,7 +28,7 @@ def add(entry: Intrinsic, *, replace: bool = False) -> Intrinsic:
     if old is not None and old is not entry and not replace:
         raise RegistrationError(
             f"an intrinsic named {shown(entry.name)} already exists ({old.ptx}); pick another name or pass "
-            f"replace=True")
+            "replace=True")
     _TABLE[entry.name] = entry
     _announce(entry)
     return entry
@@ -83,7 +83,7 @@ def get(name: str) -> Intrinsic:
         close = [n for n in _TABLE if n.startswith(name.split("_")[0])][:8]
         hint = f"; similar: {close}" if close else ""
         raise IntrinsicError(f"no intrinsic named {shown(name)}{hint}. Add one with "
-                             f"tirxpy.intrinsics.register_intrinsic(...)")
+                             "tirxpy.intrinsics.register_intrinsic(...)")
     return e
 
 

@@ -73,10 +73,10 @@ def _alias_pairs(pairs) -> tuple:
     for pair in pairs:
         if not (isinstance(pair, (tuple, list)) and len(pair) == 2 and all(isinstance(n, str) for n in pair)):
             raise IRError(f"T.launch may_alias= holds {shown(pair, 80)}, which is not a pair of parameter "
-                          f"names", hint=hint)
+                          "names", hint=hint)
         if pair[0] == pair[1]:
             raise IRError(f"T.launch may_alias= pairs {shown(pair[0])} with itself; a parameter is always its own "
-                          f"memory",
+                          "memory",
                           hint=hint)
         out.add(tuple(sorted(pair)))
     return tuple(sorted(out))

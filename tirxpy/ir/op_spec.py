@@ -93,7 +93,7 @@ def _check_kwargs(name, kwargs):
     for k, v in kwargs.items():
         if not isinstance(k, str) or not k.isidentifier() or k == "dispatch":
             raise IRError(f"register_op_spec({shown(name)}): keyword argument {shown(k)} is not an identifier other "
-                          f"than 'dispatch' (dispatch= is always accepted)")
+                          "than 'dispatch' (dispatch= is always accepted)")
         if not isinstance(v, str):
             raise IRError(f"register_op_spec({shown(name)}): the meaning of {k}= is a str, got {type(v).__name__}")
     return dict(kwargs)

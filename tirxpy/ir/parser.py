@@ -124,7 +124,7 @@ class Parser(ExprEvaluator):
                 if crossed and (_is_ir(b.names[name]) or _is_ir(value)):
                     raise self.error(
                         node, f"{shown(name)} is bound outside this device loop / branch and cannot be reassigned "
-                              f"inside it",
+                              "inside it",
                         f"device variables are immutable; for a value updated in a loop use a local buffer: "
                         f"{name} = T.alloc_local((1,), \"int32\") before the loop, then {name}[0] = ... and read {name}[0]",
                     )
@@ -334,7 +334,7 @@ class Parser(ExprEvaluator):
         try:
             items = iter(it)
         except TypeError:
-            raise self.error(node.iter, f"cannot iterate over "
+            raise self.error(node.iter, "cannot iterate over "
                                         f"{shown(it)}", "write: for i in T.serial(n): (device loop) "
                              "or for i in range(4): (unrolled at parse time)") from None
         for v in items:

@@ -543,7 +543,7 @@ def check_env(env) -> dict:
     for k, v in env.items():
         if not isinstance(k, str) or not k.isidentifier() or k.startswith("__"):
             raise ParseError(f"env key {shown(k)} is not a usable "
-                             f"name", hint="keys are identifiers not starting with '__'")
+                             "name", hint="keys are identifiers not starting with '__'")
         why = _constant_fault(v, 0)
         if why is not None:
             raise ParseError(f"env[{shown(k)}] is {why}: env holds constants only (numbers, strings, None, tuples / "

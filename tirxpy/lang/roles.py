@@ -109,12 +109,12 @@ def _init_groups(rings, cluster):
             for bar in (ring.full, ring.empty):
                 if id(bar) in seen:
                     raise LangError(f"setup_barriers: barrier buffer {shown(bar.name)} is listed twice (a ring given "
-                                    f"twice, or two rings sharing a buffer); each mbarrier is initialised once")
+                                    "twice, or two rings sharing a buffer); each mbarrier is initialised once")
                 seen.add(id(bar))
             if ring.cluster > 1 and ring.cluster != cluster:
                 raise LangError(f"setup_barriers: ring {shown(ring)} is released across a cluster of {ring.cluster} "
                                 f"CTAs; pass cluster={ring.cluster}, so the cluster syncs before any CTA arrives on "
-                                f"another's barriers")
+                                "another's barriers")
         counts = {m[0].stages for m in members}
         if len(counts) != 1:
             raise LangError(f"setup_barriers: rings initialised in one loop must have one stage count, got "

@@ -100,7 +100,7 @@ def check_region(region, shape) -> list[tuple[int, int]]:
         region = (region,)
     if len(region) != len(shape):
         raise LayoutError(f"region {shown(region)} has {len(region)} entries but shape {shape} has {len(shape)} "
-                          f"dimensions; give one (start, stop) per dimension")
+                          "dimensions; give one (start, stop) per dimension")
     out = []
     for d, (r, n) in enumerate(zip(region, shape)):
         if isinstance(r, builtins.slice):

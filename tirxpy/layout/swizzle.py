@@ -161,7 +161,7 @@ class ComposeLayout(Layout):
             if ax not in tile.axes():
                 raise LayoutError(
                     f"the swizzle permutes {shown(ax)}, but {shown(tile)} places nothing on {shown(ax)}; a swizzle "
-                    f"needs a layout with a memory component"
+                    "needs a layout with a memory component"
                 )
         elif tile.size() % swz.period and tile.size() > 1 << (swz.per_element + swz.atom_len):
             raise LayoutError(

@@ -180,7 +180,7 @@ class ArgPacker:
                 what = "also writes" if sj.written else "reads"
                 raise LaunchError(sw.name, f"shares memory with parameter {shown(sj.name)}, which the kernel {what} "
                                            f"while it writes {shown(sw.name)} (kernel parameters must not alias) — "
-                                           f"pass separate tensors: a fresh output, or a .clone() of the input")
+                                           "pass separate tensors: a fresh output, or a .clone() of the input")
 
     def _tensor(self, i, s, t, seen=None):
         """``t``'s data pointer once it meets spec ``s`` of slot ``i`` (LaunchError otherwise).
@@ -337,7 +337,7 @@ def scalar_value(s, v):
             iv = None
         if iv not in (0, 1):
             raise LaunchError(s.name, f"expects a bool, got {type(v).__name__} {shown(v, 80)}; pass True / False (or 0 "
-                                      f"/ 1)")
+                                      "/ 1)")
         return bool(iv)
     if s.dtype.startswith(("int", "uint")):
         if isinstance(v, bool) or not isinstance(v, int):

@@ -163,7 +163,7 @@ def register_impl(op: str, target=_ANY, *, variant: str, priority: int = 0, when
     for p in when:
         if not callable(p):
             raise DispatchError(f"register_impl({shown(op)}, variant={shown(variant)}): predicate {shown(p)} is not "
-                                f"callable",
+                                "callable",
                                 hint="a predicate is fn(ctx) -> None | reason string")
     try:
         req = _requirement(target)
@@ -174,7 +174,7 @@ def register_impl(op: str, target=_ANY, *, variant: str, priority: int = 0, when
     def deco(fn):
         if not callable(fn):
             raise DispatchError(f"register_impl({shown(op)}, variant={shown(variant)}) decorates a function fn(ctx) -> "
-                                f"Stmt")
+                                "Stmt")
         _ensure_op_spec(op, fn, kwargs)
         impl = Impl(op, variant, fn, target, priority, when, doc or (fn.__doc__ or "").strip().split("\n")[0],
                     next(_ORDER), req)
@@ -298,7 +298,7 @@ def dispatch_call(ctx) -> Choice:
             else:
                 if not isinstance(stmt, Stmt):
                     raise DispatchError(f"{what}: implementation {shown(impl.variant)} returned {shown(stmt)}, not a "
-                                        f"statement",
+                                        "statement",
                                         call.span, hint="an implementation returns native IR (a tirxpy.ir Stmt) or calls fail(reason)")
                 return Choice(impl, stmt, rejected)
         rejected.append((impl, reason))

@@ -54,7 +54,7 @@ def wavefronts(lanes, offsets, width: int) -> tuple:
         tirxpy.sim.args.ArgumentError: wavefronts: width must be 4, 8 or 16 bytes (a vector of 1, 2 or 4 words), got 2
     """
     if type(width) is not int or width not in (4, 8, 16):
-        raise ArgumentError(f"wavefronts: width must be 4, 8 or 16 bytes (a vector of 1, 2 or 4 words), got "
+        raise ArgumentError("wavefronts: width must be 4, 8 or 16 bytes (a vector of 1, 2 or 4 words), got "
                             f"{shown(width, 40)}")
     lanes, off = _ints("lanes", lanes), _ints("offsets", offsets)
     if lanes.shape != off.shape or ((lanes < 0) | (lanes >= 32)).any() or np.unique(lanes).size != lanes.size:

@@ -295,7 +295,7 @@ def execute_call(w, call, mask):
         if not unsupported:
             raise ModelError(f"{call.span}: the simulator model of T.ptx.{call.name} returned None, but the "
                              f"instruction returns its operand {shown(entry.ret)}: return its value in every lane (32 "
-                             f"values, or one for all)")
+                             "values, or one for all)")
         r = np.zeros(WARP, np.uint32)
     if r is not None:
         try:

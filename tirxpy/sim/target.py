@@ -74,7 +74,7 @@ def choose_arch(kernel, arch):
         lack = _lacks(arch, names, bufs)
         if lack is not None:
             raise ArgumentError(f"arch={shown(arch)} cannot run {kernel.name}: {lack[0]}; pass arch='{lack[1]}' or "
-                                f"leave arch= out to take the target from the kernel")
+                                "leave arch= out to take the target from the kernel")
         return arch
     reasons = []
     for cand in CANDIDATES:

@@ -154,7 +154,7 @@ def memory_layouts(max_shard=4, max_replica=2, max_size=256, offsets=True, repli
     """TileLayouts on ``m`` only (e.g. the inner operand of ``compose``); arguments as :func:`tile_layouts`,
     but for ``axes``."""
     if "axes" in kw:
-        raise LayoutTypeError(f"memory_layouts draws on the axis m only, so it takes no axes= (got "
+        raise LayoutTypeError("memory_layouts draws on the axis m only, so it takes no axes= (got "
                               f"{shown(kw['axes'], 60)}); use tile_layouts(axes=...) for other axes")
     return tile_layouts(("m",), max_shard, max_replica, max_size, offsets, replicas, **kw)
 

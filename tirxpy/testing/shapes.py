@@ -101,5 +101,5 @@ def owner_set(owners):
     try:
         return {tuple(sorted(d.items())) for d in norm(_owner_list(owners, "owner_set"))}
     except TypeError:       # an owner that is not axis name -> int: unhashable or unsortable
-        raise LayoutTypeError(f"owner_set: owners must map axis names to ints (what L.owners(...) returns), got "
+        raise LayoutTypeError("owner_set: owners must map axis names to ints (what L.owners(...) returns), got "
                               f"{shown(owners, 100)}") from None

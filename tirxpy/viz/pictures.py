@@ -64,7 +64,7 @@ def owner_color(owner: dict) -> tuple:
         (236, 81, 81)
     """
     if not isinstance(owner, dict) or not all(isinstance(a, str) and is_int(v) for a, v in owner.items()):
-        raise LayoutTypeError(f"owner_color takes one owner: a dict of axis name -> int (an entry of what "
+        raise LayoutTypeError("owner_color takes one owner: a dict of axis name -> int (an entry of what "
                               f"L.owners(...) returns), got {shown(owner, 80)}")
     lane, warp = _thread_key({a: int(v) for a, v in owner.items()})
     hue = (lane * 0.381966) % 1.0

@@ -121,7 +121,7 @@ def _mode_of(layout, dtype, T):
         return 0, layout
     if not isinstance(layout, ComposeLayout) or not layout.swizzle_inner:
         raise LayoutError(
-            f"expected a shared-memory operand layout (TileLayout or ComposeLayout with an inner swizzle), got "
+            "expected a shared-memory operand layout (TileLayout or ComposeLayout with an inner swizzle), got "
             f"{shown(layout)}"
         )
     sw = layout.swizzle

@@ -123,7 +123,7 @@ def tmem_accumulator(m: int, n: int, lane_base: int = 0, col: int = 0) -> TileLa
             raise LayoutError(f"M = 128 uses all 128 TMEM lanes; lane_base must be 0, got {shown(lane_base)}")
         return TileLayout(S[(128, n) : (1 @ TLane, 1 @ TCol)] + col @ TCol)
     if lane_base not in (0, 16) or isinstance(lane_base, bool):
-        raise LayoutError(f"M = 64 (Layout F) uses 16 of each warp's 32 lanes; lane_base must be 0 or 16, got "
+        raise LayoutError("M = 64 (Layout F) uses 16 of each warp's 32 lanes; lane_base must be 0 or 16, got "
                           f"{shown(lane_base)}")
     return TileLayout(S[(4, 16, n) : (32 @ TLane, 1 @ TLane, 1 @ TCol)] + lane_base @ TLane + col @ TCol)
 
