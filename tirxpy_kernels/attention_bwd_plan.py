@@ -11,8 +11,8 @@ would take all of a thread's registers).
     >>> p = plan(2, 8, 2, 1000, 1000, 128, causal=True)
     >>> p.BM, p.BN, p.NC, p.STAGES, p.dq_split, p.grid, p.group
     (64, 128, 2, 2, 'cols', (8, 2, 2), 4)
-    >>> plan(1, 4, 4, 512, 512, 64).dq_split
-    'keys'
+    >>> plan(1, 4, 4, 512, 512, 64).dq_split, plan(1, 4, 4, 512, 512, 64, deterministic=True).dq_split
+    ('cols', 'keys')
     >>> p = plan(1, 4, 4, 512, 512, 256)
     >>> p.BN, p.kv_split, p.STAGES, p.dq_cols, p.grid
     (64, 'cols', 1, 128, (8, 4, 1))
@@ -91,6 +91,11 @@ class AttentionBwdPlan:
         return dq_lags(self.trail, self.dq_split)
 
     @property
+    def k_box(self):
+        """Columns of one swizzled box of ``K`` in shared memory (:func:`k_box`)."""
+        return k_box(self.dq_cols)
+
+    @property
     def ds_bufs(self):
         """``dS^T`` buffers in shared memory (:func:`ds_buffers`)."""
         return ds_buffers(self.lag)
@@ -109,17 +114,21 @@ class AttentionBwdPlan:
 _FIELDS = frozenset(f.name for f in fields(AttentionBwdPlan))
 
 
-def default_config(D):
+def default_config(D, deterministic=False):
     """``(BM, STAGES, dq_split)`` per head dim, with two consumers and 64-row query blocks. Head dims 64 and 128
-    (consumers of 64 keys each, ``BN = 128``): 2 stages; ``dQ`` split by columns at 128 (each consumer's half is
-    one 64-column box) and by keys at 64 (the accumulator of all 64 columns costs the same 32 registers as half
-    of head dim 128's). Head dim 256 (the consumers share 64 keys): 1 stage, since K, V and one stage of Q, dO
-    are already 128 KiB, and the float32 ``dQ`` staging of two 128-column halves another 64 KiB; ``dQ`` by columns.
+    (consumers of 64 keys each, ``BN = 128``): 2 stages; ``dQ`` split by columns (each consumer reduce-adds
+    ``D / 2`` columns of the block into ``dQacc``, half the bytes of a split by keys, where both add the whole
+    block), except at head dim 64 with ``deterministic``, whose consumers run in step (no ``trail``): there the
+    split by keys needs no meeting. Head dim 256 (the consumers share 64 keys): 1 stage, since K, V and one stage
+    of Q, dO are already 128 KiB, and the float32 ``dQ`` staging of two 128-column halves another 64 KiB; ``dQ``
+    by columns.
 
-        >>> default_config(128), default_config(64), default_config(256)
-        ((64, 2, 'cols'), (64, 2, 'keys'), (64, 1, 'cols'))
+        >>> default_config(128), default_config(64), default_config(256), default_config(64, deterministic=True)
+        ((64, 2, 'cols'), (64, 2, 'cols'), (64, 1, 'cols'), (64, 2, 'keys'))
     """
-    return {64: (64, 2, "keys"), 128: (64, 2, "cols"), 256: (64, 1, "cols")}[D]
+    if D == 64 and deterministic:
+        return 64, 2, "keys"
+    return {64: (64, 2, "cols"), 128: (64, 2, "cols"), 256: (64, 1, "cols")}[D]
 
 
 def kv_split_of(D):
@@ -141,6 +150,17 @@ def dq_lags(trail, dq_split):
         (True, False, False)
     """
     return trail and dq_split == "cols"
+
+
+def k_box(dq_cols):
+    """Columns of one swizzled box of the resident ``K`` (bf16 / f16): 64 (128-byte swizzle) unless a consumer's
+    ``dQ = dS K`` takes fewer columns of ``K`` than that (``dq_cols = 32``: head dim 64 with ``dQ`` split by
+    columns), whose wgmma ``B`` operand must then be whole swizzle atoms: 32 (64-byte swizzle).
+
+        >>> k_box(64), k_box(32), k_box(128)
+        (64, 32, 64)
+    """
+    return min(dq_cols, 64)
 
 
 def ds_buffers(lag):
@@ -192,8 +212,8 @@ def tail_heads(B, HKV, kv_blocks, causal, packed, waves, sms):
 def default_rotate(D, causal, deterministic, packed):
     """Whether a CTA's query walk starts at its own diagonal block by default (``rotate`` of
     :class:`AttentionBwdPlan`): for the dense, non-causal, non-deterministic kernel at head dims 64 and 256, where
-    more adds meet in one ``dQacc`` block at a time (at 64 both consumers add a whole block per step; at 256 a head
-    has a CTA per 64 keys); not at head dim 128 or in the packed kernel, where it does not pay.
+    more adds meet in one ``dQacc`` block at a time (at 64 a step is short; at 256 a head has a CTA per 64 keys);
+    not at head dim 128 or in the packed kernel, where it does not pay.
 
         >>> default_rotate(64, False, False, False), default_rotate(128, False, False, False)
         (True, False)
@@ -202,18 +222,17 @@ def default_rotate(D, causal, deterministic, packed):
 
 
 def default_trail(D, deterministic=False):
-    """Whether consumer 1 trails consumer 0 by default (``trail`` of :class:`AttentionBwdPlan`): at head dim 128,
-    where the consumers otherwise meet once a step at the same point (before the ``dQ`` product, which reads both
-    consumers' ``dS``: ``dQ`` split by columns) and so run their exponentials at the same time while the tensor
-    cores wait, and their matrix products at the same time. Off at head dim 64 (``dQ`` by keys), whose consumers
-    need not meet (``TRAIL=True`` makes them meet once a step, at points half a step apart), and at head dim 256,
-    whose consumers share their keys (``kv_split="cols"``). Not with ``deterministic`` (its ordered ``dQ`` adds
-    keep the consumers in step).
+    """Whether consumer 1 trails consumer 0 by default (``trail`` of :class:`AttentionBwdPlan`): at head dims 64
+    and 128, where the consumers otherwise meet once a step at the same point (before the ``dQ`` product, which
+    reads both consumers' ``dS``: ``dQ`` split by columns) and so run their exponentials at the same time while
+    the tensor cores wait, and their matrix products at the same time. Off at head dim 256, whose consumers share
+    their keys (``kv_split="cols"``), and with ``deterministic`` (its ordered ``dQ`` adds keep the consumers in
+    step).
 
         >>> default_trail(128), default_trail(64), default_trail(256), default_trail(128, deterministic=True)
-        (True, False, False, False)
+        (True, True, False, False)
     """
-    return D == 128 and not deterministic
+    return D in (64, 128) and not deterministic
 
 
 def check_problem(B, H, HKV, SQ, SK, D, dtype):
@@ -236,7 +255,7 @@ def plan(B, H, HKV, SQ, SK, D, causal=False, dtype="bfloat16", deterministic=Fal
          TRAIL=None) -> AttentionBwdPlan:
     """The checked :class:`AttentionBwdPlan` of one problem; options left ``None`` take :func:`default_config`.
     ``BM`` must be 64 (one wgmma row block of ``dQ``), ``STAGES`` at least 1, ``DQ_SPLIT`` ``"cols"`` (head dim
-    128: 64 columns per consumer; 256: 128) or ``"keys"`` (head dims 64 and 128: 64 keys per consumer).
+    64: 32 columns per consumer; 128: 64; 256: 128) or ``"keys"`` (head dim 64: 64 keys per consumer).
     ``PACKED``: ``B`` sequences of at most ``SQ`` / ``SK`` rows packed one after another, with ``cu_seqlens`` offsets
     (:func:`~tirxpy_kernels.attention_bwd_sm90.attention_bwd_sm90`). ``FOLD`` (default ``True``): the
     ``wgmma_folded`` variant of the matrix products. ``TAIL`` (default :data:`TAIL_WAVES`): rounds of ``sms`` CTAs
@@ -255,7 +274,7 @@ def plan(B, H, HKV, SQ, SK, D, causal=False, dtype="bfloat16", deterministic=Fal
     if rotate and (causal or deterministic):
         raise KernelConfigError(f"{W}: ROTATE=True is for a non-causal, non-deterministic kernel (a causal walk "
                                 "already starts at its diagonal block; ordered dQ adds go in key-block order)")
-    bm, st, split = default_config(D)
+    bm, st, split = default_config(D, deterministic)
     BM = bm if BM is None else int_option(W, "BM", BM)
     STAGES = st if STAGES is None else int_option(W, "STAGES", STAGES, lo=1, hi=4)
     split = split if DQ_SPLIT is None else DQ_SPLIT
@@ -269,14 +288,10 @@ def plan(B, H, HKV, SQ, SK, D, causal=False, dtype="bfloat16", deterministic=Fal
     if kv_split == "cols" and split != "cols":
         raise KernelConfigError(f"{W}: head dim {D}: the consumers share 64 keys and own {D // NC} columns of dK, dV "
                                 "and dQ each; use DQ_SPLIT='cols'")
-    if split == "cols" and D // NC % 64:
-        raise KernelConfigError(f"{W}: DQ_SPLIT='cols' gives each of {NC} consumers {D // NC} columns of dQ, which "
-                                "must be whole 64-column boxes: use DQ_SPLIT='keys'")
     dq_cols = D // NC if split == "cols" else D
-    if kv_split == "keys" and dq_cols != BM:
-        raise KernelConfigError(f"{W}: DQ_SPLIT={shown(split)} gives each consumer a (64 x {dq_cols}) dQ accumulator; "
-                                f"it must reuse the (64 x {BM}) registers of S^T beside dK and dV (use "
-                                f"DQ_SPLIT={'cols' if split == 'keys' else 'keys'!r})")
+    if split == "keys" and dq_cols != BM:
+        raise KernelConfigError(f"{W}: DQ_SPLIT='keys' gives each consumer a (64 x {dq_cols}) dQ accumulator; it must "
+                                f"reuse the (64 x {BM}) registers of S^T beside dK and dV (use DQ_SPLIT='cols')")
     trail = default_trail(D, deterministic) if TRAIL is None else flag_option(W, "TRAIL", TRAIL)
     if trail and kv_split != "keys":
         raise KernelConfigError(f"{W}: TRAIL=True is for consumers of 64 keys each (head dims 64 and 128); at head "

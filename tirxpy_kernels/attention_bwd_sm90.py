@@ -27,9 +27,11 @@ The kernel is built from an :class:`~tirxpy_kernels.attention_bwd_plan.Attention
   no store reads the A fragment of a wgmma in flight); and ``dQ = dS K`` (wgmma, A = ``dS`` read transposed).
   ``dq_split="cols"``: the consumers meet at a named barrier once both wrote ``dS`` (two buffers, by step
   parity, so no second barrier guards the overwrite) and consumer ``c`` computes ``dQ``'s columns
-  ``c D / NC ..``; ``"keys"``: consumer ``c`` computes all columns over its own 64 keys.
-- **trail** (the plan's ``trail``, head dim 128 without ``deterministic`` by default): consumer 1 runs about half a
-  step behind consumer 0, so that one's exponentials overlap the other's matrix products. Their one meeting a
+  ``c D / NC ..`` (at head dim 64, 32 columns: ``K`` is then held in 64-byte-swizzled boxes of 32 columns, since
+  a wgmma ``B`` operand is made of whole swizzle atoms, :func:`~tirxpy_kernels.attention_bwd_plan.k_box`);
+  ``"keys"``: consumer ``c`` computes all columns over its own 64 keys.
+- **trail** (the plan's ``trail``, head dims 64 and 128 without ``deterministic`` by default): consumer 1 runs
+  about half a step behind consumer 0, so that one's exponentials overlap the other's matrix products. Their one meeting a
   step (named barrier 3) is at different points of the step: consumer 0 meets after storing its ``dS^T(t)``,
   consumer 1 before starting step ``t``. With ``dQ`` by columns (the plan's ``lag``) each ``dQ`` product then
   reads the ``dS`` of the step before (both halves are stored by the time either consumer is past the meeting),
@@ -102,13 +104,13 @@ def transposed_accumulator(n):
     return TileLayout(S[(n // 8, 4, 2, 4, 2, 8) : (4 @ m, 1 @ laneid, 1 @ m, 1 @ wid_in_wg, 2 @ m, 4 @ laneid)])
 
 
-def tile_layout(rows, cols, stages=None, dtype="bf16"):
-    """``(rows, cols)`` tiles (``(stages, rows, cols)``) of dense 128B-swizzled boxes of 128-byte rows one after
-    another (64 columns of bf16 / f16, 32 of float32)."""
-    w = 128 * 8 // (32 if dtype == "float32" else 16)
+def tile_layout(rows, cols, stages=None, dtype="bf16", swizzle=128):
+    """``(rows, cols)`` tiles (``(stages, rows, cols)``) of dense ``swizzle``-byte-swizzled boxes of ``swizzle``-byte
+    rows one after another (at 128: 64 columns of bf16 / f16, 32 of float32)."""
+    w = swizzle * 8 // (32 if dtype == "float32" else 16)
     inner = S[(rows, cols // w, w) : (w, rows * w, 1)] if stages is None else \
         S[(stages, rows, cols // w, w) : (rows * cols, w, rows * w, 1)]
-    return ComposeLayout(swizzle_for(128, dtype), TileLayout(inner))
+    return ComposeLayout(swizzle_for(swizzle, dtype), TileLayout(inner))
 
 
 class Tiles:
@@ -246,8 +248,8 @@ def division_free_walk(p):
     """Whether :func:`query_walk` takes step ``t`` as block ``first + t`` of the CTA's own head, with no division by
     the blocks walked per head: under MHA (``group == 1``) without ``rotate``, where that count is known only at
     run time (causal or packed; a compile-time count divides by a multiply), and with ``dQ`` split by columns
-    (head dims 128 and 256). With ``dq_split="keys"`` (head dim 64) the walk keeps the division (why:
-    ``docs/performance.md``, "the division-free walk")."""
+    (every head dim's default but head dim 64's with ``deterministic``). With ``dq_split="keys"`` the walk keeps
+    the division (why: ``docs/performance.md``, "the division-free walk")."""
     return p.group == 1 and not p.rotate and (p.causal or p.packed) and p.dq_split == "cols"
 
 
@@ -339,8 +341,9 @@ def producer_part(p):
 
     @T.macro
     def produce(Q, K, V, dO, LSE, DL, sm, n0, hk, b, ln, n_steps):
-        for j in range(DC):
-            Tx.copy_async(sm.Ks[:, j * 64:j * 64 + 64], k_rows(p, K, b, ln, n0, BN, hk, j * 64, 64), mbar=sm.kv[0],
+        KB = p.k_box
+        for j in range(p.D // KB):
+            Tx.copy_async(sm.Ks[:, j * KB:j * KB + KB], k_rows(p, K, b, ln, n0, BN, hk, j * KB, KB), mbar=sm.kv[0],
                           arrive=False)
         for j in range(DC):
             Tx.copy_async(sm.Vs[:, j * 64:j * 64 + 64], k_rows(p, V, b, ln, n0, BN, hk, j * 64, 64), mbar=sm.kv[0],
@@ -493,9 +496,11 @@ def consumer_part(p, scale):
         for cc in range(NC):                         # one issuing thread per call site
             if T.thread_id() == 128 * (cc + 1):
                 r0 = n0 + cc * 64
+                for j in range(D // p.k_box):
+                    KB = p.k_box
+                    Tx.copy_async(k_out(p, dK, b, ln, r0, 64, hk, j * KB, KB),
+                                  sm.Ks[cc * 64:cc * 64 + 64, j * KB:j * KB + KB])
                 for j in range(DC):
-                    Tx.copy_async(k_out(p, dK, b, ln, r0, 64, hk, j * 64, 64),
-                                  sm.Ks[cc * 64:cc * 64 + 64, j * 64:j * 64 + 64])
                     Tx.copy_async(k_out(p, dV, b, ln, r0, 64, hk, j * 64, 64),
                                   sm.Vs[cc * 64:cc * 64 + 64, j * 64:j * 64 + 64])
                 T.ptx.bulk_wait_group(0)
@@ -658,7 +663,7 @@ def build_kernel(p, scale, SQT, SKT, strides=None, grad_strides=None, pdl=False)
 
     @T.macro
     def body(Q, K, V, dO, LSE, DL, dK, dV, dQacc, SEM, CU):
-        Ks = T.alloc_shared((BN, D), dtype, layout=tile_layout(BN, D))
+        Ks = T.alloc_shared((BN, D), dtype, layout=tile_layout(BN, D, swizzle=2 * p.k_box))
         Vs = T.alloc_shared((BN, D), dtype, layout=tile_layout(BN, D))
         Qs = T.alloc_shared((ST, BM, D), dtype, layout=tile_layout(BM, D, ST))
         dOs = T.alloc_shared((ST, BM, D), dtype, layout=tile_layout(BM, D, ST))
@@ -686,9 +691,12 @@ def build_kernel(p, scale, SQT, SKT, strides=None, grad_strides=None, pdl=False)
             och = T.alloc_local((64, 64), dtype, layout=OCH)
         lcol = T.alloc_local((SW,), "float32", layout=col_vector(SW))
         dcol = lcol                                  # D's columns, read once LSE's are used up
-        dq = dpacc                                   # dQ (64 x dq_cols, dq_cols == BM) reuses dP^T's registers
         if KVC:                                      # kv_split="cols": dQ (64 x dq_cols) is wider than S^T
             dq = T.alloc_local((64, DQC), "float32", layout=wgmma_accumulator(DQC))
+        elif DQC == SW:                              # dQ (64 x dq_cols) reuses dP^T's registers ...
+            dq = dpacc
+        else:                                        # ... or their first dq_cols columns (head dim 64, by columns)
+            dq = dpacc[:, 0:DQC]
         rg = Tiles(sacc=sacc, dpacc=dpacc, pfr=pfr, dsfr=dsfr, dvacc=dvacc, dkacc=dkacc, och=och, lcol=lcol,
                    dcol=dcol, dq=dq)
         if pdl:         # the previous kernel's stores (D, the zeroed dQacc) are visible past this wait

@@ -146,8 +146,6 @@ def test_plan_refuses_what_it_cannot_build():
         attention_bwd_sm90(2, 2, 1, 100, 100, 64, SQT=40, SKT=300, PACKED=True)
     with pytest.raises(KernelConfigError, match="BM=64"):
         plan(1, 2, 2, 256, 256, 128, BM=128)
-    with pytest.raises(KernelConfigError, match="whole 64-column boxes"):
-        plan(1, 2, 2, 256, 256, 64, DQ_SPLIT="cols")
     with pytest.raises(KernelConfigError, match="use DQ_SPLIT='cols'"):
         plan(1, 2, 2, 256, 256, 128, DQ_SPLIT="keys")
     with pytest.raises(KernelConfigError, match="shared memory"):
@@ -177,9 +175,17 @@ def test_plan_refuses_what_it_cannot_build():
         plan(1, 2, 2, 256, 256, 256, TRAIL=True)
     with pytest.raises(KernelConfigError, match="TRAIL=True is for the unordered dQ adds"):
         plan(1, 2, 2, 256, 256, 128, TRAIL=True, deterministic=True)
-    assert plan(1, 2, 2, 256, 256, 128).trail and not plan(1, 2, 2, 256, 256, 64).trail
-    p64 = plan(1, 2, 2, 256, 256, 64, TRAIL=True)     # meetings half a step apart; dQ by keys needs no lag
+    assert plan(1, 2, 2, 256, 256, 128).trail and plan(1, 2, 2, 256, 256, 64).trail
+    assert not plan(1, 2, 2, 256, 256, 256).trail
+    p64 = plan(1, 2, 2, 256, 256, 64, DQ_SPLIT="keys", TRAIL=True)  # meetings half a step apart; by keys: no lag
     assert p64.trail and not p64.lag and p64.ds_bufs == 2 and plan(1, 2, 2, 256, 256, 128).lag
+    # head dim 64, dQ by columns: 32 columns a consumer, K in 64-byte-swizzled boxes of 32 columns (a wgmma B
+    # operand is whole swizzle atoms); with deterministic (no trail) dQ goes by keys, K in 128-byte boxes
+    p64 = plan(1, 2, 2, 256, 256, 64)
+    assert (p64.dq_split, p64.dq_cols, p64.k_box, p64.lag, p64.ds_bufs) == ("cols", 32, 32, True, 3)
+    p64 = plan(1, 2, 2, 256, 256, 64, deterministic=True)
+    assert (p64.dq_split, p64.dq_cols, p64.k_box, p64.trail) == ("keys", 64, 64, False)
+    assert plan(1, 2, 2, 256, 256, 128).k_box == plan(1, 2, 2, 256, 256, 256).k_box == 64
     assert not plan(1, 2, 2, 256, 256, 128, deterministic=True).trail
     with pytest.raises(KernelConfigError, match="3 stages need .* use fewer stages or TRAIL=False"):
         plan(1, 2, 2, 256, 256, 128, STAGES=3)

@@ -47,6 +47,7 @@ def sim_backward(B, H, HKV, SQ, SK, D, causal, dtype, **kw):
 
 @pytest.mark.parametrize("B,H,HKV,SQ,SK,D,causal,dtype,kw", [
     (1, 4, 2, 130, 140, 64, True, torch.bfloat16, {}),      # GQA, 2 key blocks (one ragged), 3 query blocks
+    (1, 4, 2, 130, 140, 64, True, torch.bfloat16, dict(DQ_SPLIT="keys", TRAIL=False)),  # head dim 64, dQ by keys
     (1, 2, 1, 130, 90, 128, False, torch.float16, {}),      # dQ split by columns over the shared dS
     (1, 1, 1, 150, 130, 64, False, torch.bfloat16, dict(ROTATE=True)),  # key blocks start at query blocks 0, 2
     (1, 1, 1, 100, 140, 128, True, torch.bfloat16, {}),     # MHA causal: the walk without divisions
@@ -55,7 +56,8 @@ def sim_backward(B, H, HKV, SQ, SK, D, causal, dtype, **kw):
     (1, 1, 1, 70, 100, 256, False, torch.float16, dict(deterministic=True)),  # head dim 256, ordered dQ adds
     (1, 2, 1, 200, 150, 128, False, torch.bfloat16, dict(TRAIL=False)),  # head dim 128, consumers in step
     (1, 1, 1, 64, 250, 128, True, torch.bfloat16, {}),      # trail: a CTA with no step, one with one step
-    (1, 4, 2, 200, 150, 64, False, torch.bfloat16, dict(TRAIL=True)),  # head dim 64 with the consumers apart
+    (1, 4, 2, 200, 150, 64, False, torch.bfloat16, dict(DQ_SPLIT="keys", TRAIL=True)),  # by keys, consumers apart
+    (1, 1, 1, 130, 200, 64, False, torch.float16, dict(deterministic=True, DQ_SPLIT="cols")),  # 32-column dQ, ordered
     (1, 2, 1, 130, 150, 128, True, torch.float16, dict(deterministic=True, STAGES=1)),  # head dim 128, ordered adds
 ])
 def test_backward_sim_matches_float64(B, H, HKV, SQ, SK, D, causal, dtype, kw):
@@ -116,7 +118,7 @@ def _product_magnitudes(q, k, v, do, scale):
     (64, True, [(41, 41), (100, 100), (70, 70)], False, True, (2, 1), None),       # q, k, v, dO read in place
     (128, True, [(70, 150), (30, 20)], False, False, (2, 2), None),  # MHA: the walk without divisions; full key blocks
     (128, True, [(100, 130), (70, 90)], False, False, (2, 1), False),  # (no column bound) beside ragged ones; head dim
-    (64, False, [(100, 130), (1, 3), (70, 90)], False, False, (2, 1), True),  # 128 with the consumers in step; 64 apart
+    (64, False, [(100, 130), (1, 3), (70, 90)], False, False, (2, 1), False),  # 128 and 64 with the consumers in step
 ])
 def test_packed_sequences_match_each_sequence_alone(D, causal, lens, det, fused, heads, trail):
     """``PACKED``: sequences packed row after row (``cu_seqlens``), NaN in the rows past the last one (a block past a
