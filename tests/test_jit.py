@@ -153,3 +153,19 @@ def test_a_factory_returning_none_is_cached():
     f, calls = _counting()
     g = tirxpy.jit(lambda x: calls.append(x))
     assert g(1) is None and g(1) is None and calls == [1] and g.builds == 1
+
+
+def test_tensors_key_by_shape_strides_dtype_and_device_not_values():
+    """A factory may read a tensor's layout (a strided view's kernel differs from a contiguous one's): tensors of one
+    shape and dtype but other strides or another device get their own build; equal layouts share one, whatever the
+    values."""
+    torch = pytest.importorskip("torch")
+    seen = []
+    f = tirxpy.jit(lambda t: seen.append(t.stride()) or t.stride())
+    a = torch.zeros(4, 6)
+    assert f(a) == (6, 1) and f(torch.ones(4, 6)) == (6, 1) and f.builds == 1
+    assert f(torch.zeros(6, 4).t()) == (1, 4) and f.builds == 2
+    assert f(torch.zeros(4, 6, dtype=torch.float16)) == (6, 1) and f.builds == 3
+    assert f(torch.zeros(4, 6, device="meta")) == (6, 1) and f.builds == 4
+    assert f(a[:, :6]) == (6, 1) and f.builds == 4           # a view of the same layout
+    assert seen == [(6, 1), (1, 4), (6, 1), (6, 1)]

@@ -20,6 +20,9 @@ Calling it twice with the same arguments builds once:
     (True, 1)
     >>> make_scale(2048, "float16").params[0].dtype, make_scale.builds
     (float16, 2)
+
+Arguments key the cache by value and type (floats bit for bit); a torch tensor by its shape, strides, dtype and
+device, never by its values: a factory that reads a tensor's contents must take them as plain values instead.
 """
 from __future__ import annotations
 
@@ -61,10 +64,10 @@ def _key(v, depth: int = 0, budget: list | None = None):
         return (type(v).__name__, tuple(_key(x, depth + 1, budget) for x in v))
     if isinstance(v, dict):
         return ("dict", frozenset((_key(k, depth + 1, budget), _key(x, depth + 1, budget)) for k, x in v.items()))
-    if type(v).__name__ == "Tensor":      # a torch tensor: its signature
-        shape, dtype = getattr(v, "shape", None), getattr(v, "dtype", None)
-        if shape is not None and dtype is not None:
-            return ("tensor", tuple(shape), str(dtype))
+    if type(v).__name__ == "Tensor":      # a torch tensor: its signature (what a factory may read but its values)
+        sig = _tensor_signature(v)
+        if sig is not None:
+            return sig
     try:
         hash(v)
         if isinstance(v, numbers.Complex) and not isinstance(v, numbers.Rational):   # float / complex, numpy's too
@@ -74,6 +77,17 @@ def _key(v, depth: int = 0, budget: list | None = None):
         raise JitError(f"@tirxpy.jit argument of type {type(v).__name__:.60} does not hash ({type(e).__name__}), so "
                        "it cannot key the kernel cache: pass a plain value (an int, a str, a tuple of them)") from None
     return (type(v).__name__, v)
+
+
+def _tensor_signature(t):
+    """``("tensor", shape, strides, dtype, device)`` of a torch tensor, or None when it has no such attributes. A
+    factory given a tensor is keyed by its layout, not its values: two tensors of one shape, strides, dtype and
+    device get one kernel."""
+    try:
+        return ("tensor", tuple(int(n) for n in t.shape), tuple(int(n) for n in t.stride()), str(t.dtype),
+                str(t.device))
+    except Exception:       # a tensor-like without strides (or whose attributes raise): keyed as any other value
+        return None
 
 
 class JitFunction:
