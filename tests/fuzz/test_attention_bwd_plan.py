@@ -43,12 +43,14 @@ def test_one_bad_option_is_named(data):
 
 
 @SETTINGS
-@given(st.data(), st.booleans())
-def test_good_options_give_a_plan_that_follows_them(data, causal):
+@given(st.data(), st.booleans(), st.sampled_from([64, 128]))
+def test_good_options_give_a_plan_that_follows_them(data, causal, D):
     kw = {n: data.draw(s) for n, s in GOOD.items() if data.draw(st.booleans())}
-    if kw.get("STAGES") == 3:       # three stages fit only beside two dS buffers
+    if D == 64 and data.draw(st.booleans()):     # head dim 64 also splits dQ by keys (its own 64 keys a consumer)
+        kw["DQ_SPLIT"] = "keys"
+    if kw.get("STAGES") == 3 and D == 128:       # three stages fit only beside two dS buffers
         kw["TRAIL"] = False
-    B, H, HKV, SQ, SK, D = PROBLEM
+    B, H, HKV, SQ, SK, _ = PROBLEM
 
     def check(p):
         rotate = default_rotate(D, causal, False, False) if kw.get("ROTATE") is None else bool(kw["ROTATE"])
@@ -56,5 +58,7 @@ def test_good_options_give_a_plan_that_follows_them(data, causal):
         tail = min(B * HKV, -(-waves * sms // p.kv_blocks)) if causal and waves else 0
         return (p.rotate == rotate and p.tail_heads == tail and p.causal == causal
                 and p.STAGES == (kw.get("STAGES") or 2) and p.fold == (kw.get("FOLD") is None or bool(kw["FOLD"]))
-                and p.trail == (kw.get("TRAIL") is None or bool(kw["TRAIL"])))
-    accept(AREA, lambda: plan(*PROBLEM, causal=causal, **kw), check)
+                and p.trail == (kw.get("TRAIL") is None or bool(kw["TRAIL"]))
+                and p.dq_split == (kw.get("DQ_SPLIT") or "cols") and p.dq_cols == (D // 2 if p.dq_split == "cols" else D)
+                and p.k_box == min(p.dq_cols, 64) and p.smem <= 227 * 1024)
+    accept(AREA, lambda: plan(B, H, HKV, SQ, SK, D, causal=causal, **kw), check)
