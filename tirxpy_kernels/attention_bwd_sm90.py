@@ -31,8 +31,8 @@ The kernel is built from an :class:`~tirxpy_kernels.attention_bwd_plan.Attention
   a wgmma ``B`` operand is made of whole swizzle atoms, :func:`~tirxpy_kernels.attention_bwd_plan.k_box`);
   ``"keys"``: consumer ``c`` computes all columns over its own 64 keys.
 - **trail** (the plan's ``trail``, head dims 64 and 128 without ``deterministic`` by default): consumer 1 runs
-  about half a step behind consumer 0, so that one's exponentials overlap the other's matrix products. Their one meeting a
-  step (named barrier 3) is at different points of the step: consumer 0 meets after storing its ``dS^T(t)``,
+  about half a step behind consumer 0, so that one's exponentials overlap the other's matrix products. Their one
+  meeting a step (named barrier 3) is at different points of the step: consumer 0 meets after storing its ``dS^T(t)``,
   consumer 1 before starting step ``t``. With ``dQ`` by columns (the plan's ``lag``) each ``dQ`` product then
   reads the ``dS`` of the step before (both halves are stored by the time either consumer is past the meeting),
   from three buffers, so a buffer is rewritten only after both consumers' products that read it are done; the

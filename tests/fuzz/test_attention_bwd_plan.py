@@ -59,6 +59,7 @@ def test_good_options_give_a_plan_that_follows_them(data, causal, D):
         return (p.rotate == rotate and p.tail_heads == tail and p.causal == causal
                 and p.STAGES == (kw.get("STAGES") or 2) and p.fold == (kw.get("FOLD") is None or bool(kw["FOLD"]))
                 and p.trail == (kw.get("TRAIL") is None or bool(kw["TRAIL"]))
-                and p.dq_split == (kw.get("DQ_SPLIT") or "cols") and p.dq_cols == (D // 2 if p.dq_split == "cols" else D)
+                and p.dq_split == (kw.get("DQ_SPLIT") or "cols")
+                and p.dq_cols == (D // 2 if p.dq_split == "cols" else D)
                 and p.k_box == min(p.dq_cols, 64) and p.smem <= 227 * 1024)
     accept(AREA, lambda: plan(B, H, HKV, SQ, SK, D, causal=causal, **kw), check)
