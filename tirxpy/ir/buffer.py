@@ -77,11 +77,11 @@ def _check_shape(shape) -> tuple:
         except Exception:   # noqa: BLE001  (no __index__, or one of its own that raises)
             what = "the bool" if isinstance(n, bool) else "the non-static extent" if isinstance(n, Expr) else \
                 f"the {type(n).__name__}"
-            raise IRError(f"tensor shape {tuple(shape)!r:.100} has {what} {shown(n, 40)}; extents are ints >= 1",
+            raise IRError(f"tensor shape {shown(tuple(shape), 100)} has {what} {shown(n, 40)}; extents are ints >= 1",
                           hint="tensor shapes are compile-time ints; specialize the kernel on them with @tirxpy.jit"
                           if isinstance(n, Expr) else "write the extent as a Python int, e.g. 128") from None
         if n < 1:
-            raise IRError(f"tensor shape {tuple(shape)} has extent {n}; extents must be >= 1")
+            raise IRError(f"tensor shape {shown(tuple(shape), 100)} has extent {n}; extents must be >= 1")
         out.append(n)
     if prod(out) > MAX_ELEMENTS:
         raise IRError(f"tensor shape {tuple(out)} has {prod(out)} elements, over the {MAX_ELEMENTS} (2**62) any "
