@@ -70,7 +70,8 @@ class Target:
     suffix: str = ""
 
     def __post_init__(self):
-        if type(self.sm) is not int or not 0 <= self.sm < 1000 or self.suffix not in ("", "a", "f"):
+        if type(self.sm) is not int or not 0 <= self.sm < 1000 or type(self.suffix) is not str \
+                or self.suffix not in ("", "a", "f"):
             raise TargetError(f"Target(sm={shown(self.sm, 30)}, suffix={shown(self.suffix, 30)}) is no target: sm is "
                               "an int in [0, 1000) and suffix is '', 'a' or 'f'; build one with as_target('sm_90a')")
 

@@ -102,6 +102,7 @@ def to_coord(v, what="coordinate"):
     if is_int(v):
         return int(operator.index(v))
     if isinstance(v, str):
+        v = str.__str__(v)      # (a str subclass as the plain str it holds: its own methods are its code)
         if not v.isidentifier():
             raise LayoutError(f"{what} {shown(v)} is neither an int nor a symbol name; a symbolic coordinate is named "
                               "by a Python identifier, e.g. 'i'")
