@@ -67,6 +67,25 @@ class Hostile:
 HOSTILE = st.builds(Hostile)       # the strategy every fuzz file's bad values include
 
 
+class UnprintableInt(int):
+    """An int whose str, repr and format raise (its comparisons, arithmetic and index are int's): a value of a type
+    an argument takes, whose refusal (out of range, say) must show it without running its own formatting."""
+
+    def _raise(self, *args):
+        raise HostileError("an UnprintableInt was formatted")
+
+    __str__ = __repr__ = __format__ = _raise
+
+
+class UnprintableStr(str):
+    """A str whose str, repr and format raise."""
+
+    def _raise(self, *args):
+        raise HostileError("an UnprintableStr was formatted")
+
+    __str__ = __repr__ = __format__ = _raise
+
+
 def _shown(v, width: int = 200) -> str:
     """``repr(v)`` cut to ``width``, or ``<T object>`` when it raises (a value the harness reports may be hostile)."""
     try:

@@ -13,7 +13,7 @@ arguments a caller gives them: not the names and bounds the library passes its o
 import numpy as np
 import pytest
 import torch
-from harness import Hostile, HostileError, refuse
+from harness import Hostile, UnprintableInt, UnprintableStr, refuse
 
 import tirxpy
 import tirxpy.layout as L
@@ -25,24 +25,6 @@ from tirxpy import T
 from tirxpy.layout import Iter, S, TileLayout, laneid
 
 AREA = "public entry points, hostile arguments"
-
-
-class _UnprintableInt(int):
-    """An int whose str, repr and format raise (its comparisons, arithmetic and index are int's)."""
-
-    def _raise(self, *args):
-        raise HostileError("an _UnprintableInt was formatted")
-
-    __str__ = __repr__ = __format__ = _raise
-
-
-class _UnprintableStr(str):
-    """A str whose str, repr and format raise."""
-
-    def _raise(self, *args):
-        raise HostileError("an _UnprintableStr was formatted")
-
-    __str__ = __repr__ = __format__ = _raise
 
 
 @T.prim_func
@@ -213,8 +195,8 @@ def test_a_hostile_argument_is_refused_by_type(name, tmp_path):
 @pytest.mark.parametrize("name", [n for n in _NAMES if n not in _REGISTERS])
 def test_an_int_or_str_whose_formatting_raises_is_taken_or_refused(name, tmp_path):
     case = next(c for c in _cases(tmp_path) if c[0] == name)
-    for make in (lambda: _UnprintableInt(-7), lambda: _UnprintableInt(3), lambda: _UnprintableInt(10 ** 12),
-                 lambda: _UnprintableStr("nosuch")):
+    for make in (lambda: UnprintableInt(-7), lambda: UnprintableInt(3), lambda: UnprintableInt(10 ** 12),
+                 lambda: UnprintableStr("nosuch")):
         for slot, call in _calls(case, make):
             refuse(AREA, call, allow=lambda v: True, seconds=20)
 
@@ -223,7 +205,7 @@ def test_the_model_registry_refuses_a_hostile_name_or_model():
     """(Apart from the table above: a call these take registers its model for the rest of the process.)"""
     for call in (lambda: SIM.register_model(Hostile(), lambda ctx: None),
                  lambda: SIM.register_model("zz_fuzz_hostile_model", Hostile()),
-                 lambda: SIM.register_model(_UnprintableInt(3), lambda ctx: None),
+                 lambda: SIM.register_model(UnprintableInt(3), lambda ctx: None),
                  lambda: SIM.register_family(Hostile(), lambda ctx: None),
                  lambda: SIM.register_family("zz_fuzz_hostile_.*", Hostile())):
         refuse(AREA, call, names=["register_"])

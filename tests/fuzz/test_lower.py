@@ -4,7 +4,7 @@ import os
 
 import pytest
 import torch
-from harness import EXAMPLES, HOSTILE, Hostile, accept, refuse
+from harness import EXAMPLES, HOSTILE, Hostile, UnprintableInt, accept, refuse
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -150,6 +150,14 @@ def test_random_register_intrinsic_specs(spec):
            names=_FIELDS, allow=lambda v: isinstance(v, Intrinsic))
 
 
+def test_register_intrinsic_fields_holding_a_hostile_value_are_named():
+    for field in ("doc", "cxx", "why_highest", "checks", "modifiers", "ret", "lowest", "highest", "scope", "memory"):
+        refuse("register_intrinsic, arch, options",
+               lambda: register_intrinsic("fz_hostile", "trap;", [], replace=True, **{field: Hostile()}), names=[field])
+    refuse("register_intrinsic, arch, options", lambda: register_intrinsic("fz_hostile", "trap;", Hostile()),
+           names=["operands"])
+
+
 @FUZZ
 @given(arch=st.one_of(st.text(max_size=10), st.integers(), st.sampled_from(["sm_91", "sm_9", "sm_101a", "sm_90a ",
                                                                           "compute_90", "sm_70", "SM_90A"]),
@@ -261,7 +269,7 @@ _BAD_TENSORS = [
     lambda: __import__("numpy").zeros(4096, dtype="float32"), Hostile,
 ]
 _BAD_SCALARS = [1e300, "a", None, [1], torch.zeros(3), __import__("numpy").arange(3), 1j, Hostile()]
-_BAD_N = [0, -5, 2**40, 2**31, 4.5, "n", None, True, torch.zeros(2), Hostile()]
+_BAD_N = [0, -5, 2**40, 2**31, 4.5, "n", None, True, torch.zeros(2), Hostile(), UnprintableInt(2**40)]
 
 
 @FUZZ
@@ -276,6 +284,18 @@ def test_random_bad_kernel_arguments(kernel, slot, pick, extra):
         if extra:
             args = args[:4 + extra] if extra < 0 else args + [0]
         refuse("launch config", lambda: kernel(*args), names=["parameter"])
+    finally:
+        kernel._checker = None
+
+
+def test_hostile_and_unprintable_scalars_are_refused(kernel):
+    """Each scalar slot with a Hostile, and the int slot with ints out of int32 whose own formatting raises."""
+    kernel._checker = ArgPacker(kernel.specs, "cpu")
+    try:
+        for slot, bad in ((2, Hostile()), (3, Hostile()), (3, UnprintableInt(2**40)), (3, UnprintableInt(-2**40))):
+            args = [torch.zeros(4096), torch.zeros(4096), 1.0, 4096]
+            args[slot] = bad
+            refuse("launch config", lambda: kernel(*args), names=["parameter"])
     finally:
         kernel._checker = None
 

@@ -421,7 +421,11 @@ class Intrinsic:
             except KeyError:  # the check needs a value that is not known at build time
                 reason = None
             except Exception as e:  # noqa: BLE001 - a registered check is user code: its failure is named as such
-                raise OperandError(f"{self.name}: the check {shown(getattr(chk, '__name__', chk), 60)} raised "
+                try:
+                    label = getattr(chk, "__name__", chk)
+                except Exception:   # noqa: BLE001  (a __getattr__ of its own that raises)
+                    label = chk
+                raise OperandError(f"{self.name}: the check {shown(label, 60)} raised "
                                    f"{type(e).__name__}: {e} on the arguments {shown(dict(known), 120)}; fix the check "
                                    f"(return None or a reason string)") from e
             if reason:
