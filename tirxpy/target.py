@@ -152,7 +152,7 @@ def as_target(arch) -> Target:
     if not isinstance(arch, str):
         raise TargetError(f"unknown target {shown(arch, 60)} ({type(arch).__name__}); write it as "
                           f"'sm_<major><minor>[a]', one of {', '.join(SUPPORTED_ARCHS)}")
-    return _parse(arch)
+    return _parse(arch if type(arch) is str else str.__str__(arch))    # (a str subclass as the plain str it holds)
 
 
 def supported_target(arch) -> Target:

@@ -13,7 +13,7 @@ arguments a caller gives them: not the names and bounds the library passes its o
 import numpy as np
 import pytest
 import torch
-from harness import Hostile, UnprintableInt, UnprintableStr, refuse
+from harness import Hostile, UnprintableInt, UnprintableStr, accept, refuse
 
 import tirxpy
 import tirxpy.layout as L
@@ -112,7 +112,8 @@ def _cases(tmp):
         ("jit", tirxpy.jit, (lambda n: 0,), {}),
         ("jit factory", tirxpy.jit(lambda n, d="x": n), (3,), {"d": "y"}),
         ("compile", tirxpy.compile, (axpy, "sm_90a"), {"options": ["-lineinfo"]}),
-        ("T.Tensor", T.Tensor, ((4, 8), "float32"), {}),
+        ("T.Tensor", T.Tensor, ((4, 8), "float32"), {"scope": "global", "layout": None}),
+        ("T.float32", T.float32, (1.0,), {}),
         ("T.parse_script", T.parse_script, ("x",), {"env": None, "verify": True}),
         # simulator
         ("sim.run", SIM.run, (axpy, np.zeros(64, np.float32), np.zeros(64, np.float32), 1.0, 64),
@@ -209,3 +210,22 @@ def test_the_model_registry_refuses_a_hostile_name_or_model():
                  lambda: SIM.register_family(Hostile(), lambda ctx: None),
                  lambda: SIM.register_family("zz_fuzz_hostile_.*", Hostile())):
         refuse(AREA, call, names=["register_"])
+
+
+def test_a_value_of_a_taken_type_is_shown_as_the_plain_value_it_holds():
+    """Refusals past the type check (out of range, inconsistent) format the plain int / str, not the subclass."""
+    refuse(AREA, lambda: TG.as_target(UnprintableStr("sm_70")), names=["older than sm_80"])
+    refuse(AREA, lambda: L.ldmatrix_layout(4, grid=(UnprintableInt(2), UnprintableInt(3))), names=["grid (2, 3)"])
+    refuse(AREA, lambda: L.ldmatrix_layout(4, grid=(Hostile(), 2)), names=["ldmatrix grid"])
+    refuse(AREA, lambda: L.ldmatrix_layout(4, grid=(UnprintableInt(0), 4)), names=["ldmatrix grid"])
+    refuse(AREA, lambda: T.float32(UnprintableStr("x")), names=["T.float32"])
+    refuse(AREA, lambda: T.Tensor((4,), "float32", scope=UnprintableStr("nosuch")), names=["storage scope"])
+
+
+def test_an_intrinsic_named_by_a_str_subclass_is_registered_under_the_plain_str():
+    from tirxpy.intrinsics import register_intrinsic
+
+    accept(AREA, lambda: register_intrinsic(UnprintableStr("fz_unprintable_name"), UnprintableStr("popc.b32 {r}, {x};"),
+                                            [("r", "reg", "uint32", "w"), ("x", "reg", "uint32")], ret="r",
+                                            replace=True),
+           lambda e: type(e.name) is str and type(e.template) is str and "T.ptx.fz_unprintable_name" in e.help_text())
