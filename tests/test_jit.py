@@ -47,7 +47,7 @@ def test_unhashable_and_bad_arguments():
     def f(x):
         return x
 
-    with pytest.raises(JitError, match=r"argument of type set does not hash \(TypeError\)"):
+    with pytest.raises(JitError, match=r"argument x of type set does not hash \(TypeError\)"):
         f({1, 2})
 
     class Bomb(int):        # a __hash__ (and repr) of its own that raise: named by type
@@ -57,7 +57,7 @@ def test_unhashable_and_bad_arguments():
         def __repr__(self):
             raise ZeroDivisionError
 
-    with pytest.raises(JitError, match=r"argument of type Bomb does not hash \(ZeroDivisionError\)"):
+    with pytest.raises(JitError, match=r"argument x of type Bomb does not hash \(ZeroDivisionError\)"):
         f(Bomb(3))
     with pytest.raises(JitError, match="missing a required argument"):
         f()

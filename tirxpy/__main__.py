@@ -11,7 +11,11 @@ COMMANDS = {
 
 
 def main(argv=None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+    from tirxpy._argv import checked_argv
+
+    argv = checked_argv(argv, "tirxpy")
+    if argv is None:
+        return 2
     if not argv or argv[0] in ("-h", "--help"):     # asked for: stdout, 0; no command: a usage error on stderr, 2
         out = sys.stdout if argv else sys.stderr
         print("usage: python -m tirxpy <command> [args]\n\ncommands:", file=out)

@@ -14,6 +14,7 @@ import tempfile
 from .layout import R, S, TileLayout, laneid, warpid
 from .layout.errors import LayoutError
 from .lower.errors import LowerError
+from ._argv import checked_argv
 from .scope.errors import TirxError
 
 DESIGN_SPEC = "S[(8, 2, 4, 2) : (4@laneid, 1@warpid, 1@laneid, 1)] + R[2 : 4@warpid] + 5@warpid"
@@ -203,7 +204,9 @@ def out_error(out: str):
 
 
 def main(argv=None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+    argv = checked_argv(argv, "tirxpy demo")
+    if argv is None:
+        return 2
     parser = argparse.ArgumentParser(prog="python -m tirxpy demo", description="A short tour of tirxpy.")
     parser.add_argument("--out", default=".", help="directory for the pictures (default: current directory)")
     try:

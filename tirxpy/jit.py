@@ -45,25 +45,32 @@ _MISS = object()        # no cached kernel under a key
 _PLAIN = frozenset({int, bool, str, type(None)})   # scalars whose equality and hash are exact
 
 
-def _key(v, depth: int = 0, budget: list | None = None):
+def _argument(name: str) -> str:
+    """How an error names the factory's parameter ``name``: ``@tirxpy.jit argument n``."""
+    return f"@tirxpy.jit argument {name}" if name else "@tirxpy.jit argument"
+
+
+def _key(v, depth: int = 0, budget: list | None = None, name: str = ""):
     """A hashable, type-tagged cache key for one argument: two arguments share a key only if they are equal and
     of one type, floats and complex numbers bit for bit (-0.0 and 0.0 differ; NaN keys itself). Lists / tuples /
-    dicts nest at most 32 deep and hold at most 100,000 items in all (shared parts counted each time they occur)."""
+    dicts nest at most 32 deep and hold at most 100,000 items in all (shared parts counted each time they occur).
+    ``name``: the factory's parameter the value was passed to (or is part of), named by the errors."""
     budget = [_KEY_ITEMS] if budget is None else budget
     budget[0] -= 1
     if budget[0] < 0:
-        raise JitError(f"@tirxpy.jit argument holds more than {_KEY_ITEMS} items (lists / tuples / dicts, shared "
-                       "parts counted each time), so it cannot key the kernel cache: pass the few values the kernel "
-                       "depends on")
+        raise JitError(f"{_argument(name)} holds more than {_KEY_ITEMS} items (lists / tuples / dicts, shared parts "
+                       "counted each time), so it cannot key the kernel cache: pass the few values the kernel depends "
+                       "on")
     if type(v) in _PLAIN:               # the common case, keyed as the general path below keys it
         return (type(v).__name__, v)
     if depth > _KEY_DEPTH and isinstance(v, (list, tuple, dict)):
-        raise JitError(f"@tirxpy.jit argument nests lists / tuples / dicts more than {_KEY_DEPTH} deep "
-                       "(or contains itself), so it cannot key the kernel cache")
+        raise JitError(f"{_argument(name)} nests lists / tuples / dicts more than {_KEY_DEPTH} deep (or contains "
+                       "itself), so it cannot key the kernel cache")
     if isinstance(v, (list, tuple)):
-        return (type(v).__name__, tuple(_key(x, depth + 1, budget) for x in v))
+        return (type(v).__name__, tuple(_key(x, depth + 1, budget, name) for x in v))
     if isinstance(v, dict):
-        return ("dict", frozenset((_key(k, depth + 1, budget), _key(x, depth + 1, budget)) for k, x in v.items()))
+        return ("dict", frozenset((_key(k, depth + 1, budget, name), _key(x, depth + 1, budget, name))
+                                  for k, x in v.items()))
     if type(v).__name__ == "Tensor":      # a torch tensor: its signature (what a factory may read but its values)
         sig = _tensor_signature(v)
         if sig is not None:
@@ -74,8 +81,8 @@ def _key(v, depth: int = 0, budget: list | None = None):
             c = complex(v)
             return (type(v).__name__, c.real.hex(), c.imag.hex()) + ((v,) if v == v else ())
     except Exception as e:      # unhashable, or a __hash__ of its own that raises: named by type, not by its repr
-        raise JitError(f"@tirxpy.jit argument of type {type(v).__name__:.60} does not hash ({type(e).__name__}), so "
-                       "it cannot key the kernel cache: pass a plain value (an int, a str, a tuple of them)") from None
+        raise JitError(f"{_argument(name)} of type {type(v).__name__:.60} does not hash ({type(e).__name__}), so it "
+                       "cannot key the kernel cache: pass a plain value (an int, a str, a tuple of them)") from None
     return (type(v).__name__, v)
 
 
@@ -107,7 +114,7 @@ class JitFunction:
         except TypeError as e:
             raise JitError(f"{self.factory.__name__}{self.signature}: {e}") from None
         bound.apply_defaults()
-        return tuple((name, _key(v)) for name, v in bound.arguments.items())
+        return tuple((name, _key(v, 0, None, name)) for name, v in bound.arguments.items())
 
     def _lookup(self, k, put=_MISS):
         """The cached kernel of key ``k`` (``_MISS`` if absent), or ``put`` stored under it; JitError when an

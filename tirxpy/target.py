@@ -70,7 +70,8 @@ class Target:
     suffix: str = ""
 
     def __post_init__(self):
-        if type(self.sm) is not int or not 0 <= self.sm < 1000 or self.suffix not in ("", "a", "f"):
+        if type(self.sm) is not int or not 0 <= self.sm < 1000 or type(self.suffix) is not str \
+                or self.suffix not in ("", "a", "f"):
             raise TargetError(f"Target(sm={shown(self.sm, 30)}, suffix={shown(self.suffix, 30)}) is no target: sm is "
                               "an int in [0, 1000) and suffix is '', 'a' or 'f'; build one with as_target('sm_90a')")
 
@@ -151,7 +152,7 @@ def as_target(arch) -> Target:
     if not isinstance(arch, str):
         raise TargetError(f"unknown target {shown(arch, 60)} ({type(arch).__name__}); write it as "
                           f"'sm_<major><minor>[a]', one of {', '.join(SUPPORTED_ARCHS)}")
-    return _parse(arch)
+    return _parse(arch if type(arch) is str else str.__str__(arch))    # (a str subclass as the plain str it holds)
 
 
 def supported_target(arch) -> Target:

@@ -67,6 +67,8 @@ def check_dtype(where, name, t):
         ...
         tirxpy_kernels.attention_api.AttentionArgumentError: attention_qkvpacked: qkv has dtype torch.float32; the kernel takes torch.bfloat16 or torch.float16 (convert with qkv.to(torch.bfloat16))
     """
+    if not isinstance(t, torch.Tensor):
+        raise AttentionArgumentError(f"{where}: {name} must be a tensor, got {shown(t, 60)} ({type(t).__name__})")
     if from_torch(t.dtype) not in DTYPES:
         raise AttentionArgumentError(f"{where}: {name} has dtype {t.dtype}; the kernel takes torch.bfloat16 or "
                                      f"torch.float16 (convert with {name}.to(torch.bfloat16))")
@@ -158,7 +160,10 @@ def check_tuning(tuning: dict) -> None:
         ...
         tirxpy_kernels.attention_api.AttentionArgumentError: attention: STAGES must be an int or None, got '3' (str)
     """
-    unknown = sorted(map(str, set(tuning) - set(TUNING)))
+    if not isinstance(tuning, dict):
+        raise AttentionArgumentError(f"attention: tuning must be a dict of option names to values, got "
+                                     f"{shown(tuning, 60)}")
+    unknown = sorted(k if type(k) is str else shown(k, 40) for k in set(tuning) - set(TUNING))
     if unknown:
         raise AttentionArgumentError(f"attention: unknown tuning argument(s) {unknown}; the kernel takes {TUNING}")
     opts = {n: x for n, x in tuning.items() if n != "PDL" and not (n == "sms" and x is None)}

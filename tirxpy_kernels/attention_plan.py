@@ -326,10 +326,10 @@ def plan(B, H, HKV, SQ, SK, D, dtype="bfloat16", BN=None, STAGES=None, NC=None, 
                                 "sequence's start and length), not persistent CTAs; pass PERSIST=False or None")
     if VARLEN:
         PERSIST = False
-    B, H, HKV, SQ, SK, D, BN, STAGES, NC, sms = plain_ints(B, H, HKV, SQ, SK, D, BN, STAGES, NC, sms)
-    bn, st, nc = default_config(D, causal, SK) if D in HEAD_DIMS else (None, None, None)
-    BN, NC = (bn if BN is None else BN), (nc if NC is None else NC)
     _check_problem(B, H, HKV, SQ, SK, D, dtype)
+    B, H, HKV, SQ, SK, D, BN, STAGES, NC, sms = plain_ints(B, H, HKV, SQ, SK, D, BN, STAGES, NC, sms)
+    bn, st, nc = default_config(D, causal, SK)
+    BN, NC = (bn if BN is None else BN), (nc if NC is None else NC)
     STAGES = default_stages(D, causal, SK, BN, st) if STAGES is None else STAGES
     BM = 64 * NC
     smem = (BM * D + 2 * STAGES * BN * D) * 2 + 1024 + 8 * (2 + 4 * STAGES)

@@ -134,6 +134,12 @@ def check_lengths(cu_q, cu_k, total_q, total_k, max_seqlen_q, max_seqlen_k) -> N
     """
     for name, cu, total, mx in (("cu_seqlens_q", cu_q, total_q, max_seqlen_q),
                                 ("cu_seqlens_k", cu_k, total_k, max_seqlen_k)):
+        if not (isinstance(cu, (list, tuple)) and cu and all(type(x) is int for x in cu)):
+            raise VarlenArgumentError(f"attention_varlen: {name} must be a non-empty list of ints here (the offsets' "
+                                      f"values), got {shown(cu, 60)}")
+        if not is_int(mx):
+            raise VarlenArgumentError(f"attention_varlen: max_seqlen_{name[-1]} must be an int, got {shown(mx, 60)}")
+        mx = int(mx)
         if cu[0] != 0:
             raise VarlenArgumentError(f"attention_varlen: {name}[0] is {cu[0]}; the offsets start at 0")
         for b in range(len(cu) - 1):

@@ -66,6 +66,8 @@ def check_dtype(where, name, t):
         ...
         tirxpy_kernels.gemm_api.GemmArgumentError: mlp: x has dtype torch.int32; the kernel takes torch.bfloat16 or torch.float16 inputs (convert with x.to(torch.bfloat16))
     """
+    if not isinstance(t, torch.Tensor):
+        raise GemmArgumentError(f"{where}: {name} must be a tensor, got {shown(t, 60)} ({type(t).__name__})")
     if from_torch(t.dtype) not in IN_DTYPES:
         raise GemmArgumentError(f"{where}: {name} has dtype {t.dtype}; the kernel takes torch.bfloat16 or "
                                 f"torch.float16 inputs (convert with {name}.to(torch.bfloat16))")
@@ -149,7 +151,9 @@ def check_tuning(tuning: dict) -> None:
         ...
         tirxpy_kernels.gemm_api.GemmArgumentError: gemm: unknown tuning argument(s) ['BM']; the kernel takes ('BN', 'STAGES', 'CM', 'group', 'DEFER', 'PINGPONG', 'PDL', 'SPLIT', 'sms')
     """
-    unknown = sorted(map(str, set(tuning) - set(TUNING)))
+    if not isinstance(tuning, dict):
+        raise GemmArgumentError(f"gemm: tuning must be a dict of option names to values, got {shown(tuning, 60)}")
+    unknown = sorted(k if type(k) is str else shown(k, 40) for k in set(tuning) - set(TUNING))
     if unknown:
         raise GemmArgumentError(f"gemm: unknown tuning argument(s) {unknown}; the kernel takes {TUNING}")
     opts = dict(tuning)

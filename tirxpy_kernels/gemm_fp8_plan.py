@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from tirxpy.lang.schedule import cdiv, persistent_units
 
-from .errors import KernelConfigError, shown
+from .errors import KernelConfigError, flag_option, int_option, shown
 
 FP8_DTYPES = ("float8_e4m3", "float8_e5m2")
 # how an FP8 product is scaled (gemm_sm90's ``scaling``): one scale per tensor, per row of A and column of
@@ -44,6 +44,7 @@ def block_part(BN, PART=None):
         ...
         tirxpy_kernels.errors.KernelConfigError: gemm_sm90: PART = 256 must divide both BN = 256 and 128 (a part of a block-scaled tile lies inside one 128-column block scale of B) and be at least 64, or be BN up to 192 (one whole-tile part): use PART = 128 or 64
     """
+    BN = int_option("gemm_sm90", "BN", BN)
     if BN % 64:
         raise KernelConfigError(f"gemm_sm90: scaling='block' takes BN = 64, 128, 192 or 256 (whole 64-column parts), "
                                 f"got BN = {BN}")
@@ -108,13 +109,15 @@ def check_pass(scaling, BN, PART, k_blocks, PASS=None):
         ...
         tirxpy_kernels.errors.KernelConfigError: gemm_sm90: PASS = 65 must be an int in [1, 64] (k-blocks per pass of the block-scaled k-loop, each pass unrolled)
     """
-    if scaling != "block":
+    if not (type(scaling) is str and scaling == "block"):
         if PASS is not None:
             raise KernelConfigError(f"gemm_sm90: PASS = {shown(PASS, 40)} applies to scaling='block' only: leave it "
                                     "unset")
         return None
     if PASS is None:
-        return default_pass(PART, BN, k_blocks)
+        for name, v in (("BN", BN), ("PART", PART), ("k_blocks", k_blocks)):
+            int_option("gemm_sm90", name, v, lo=1)
+        return default_pass(int(PART), int(BN), int(k_blocks))
     if not (type(PASS) is int and 1 <= PASS <= PASS_MAX):
         raise KernelConfigError(f"gemm_sm90: PASS = {shown(PASS, 40)} must be an int in [1, {PASS_MAX}] (k-blocks per "
                                 "pass of the block-scaled k-loop, each pass unrolled)")
@@ -167,10 +170,12 @@ def check_scaling(dtype, scaling, a_major="K", b_major="K", BN=256, CM=1, PINGPO
     """
     if not any(type(scaling) is type(x) and scaling == x for x in SCALINGS):
         raise KernelConfigError(f"gemm_sm90: scaling must be one of {SCALINGS}, got {shown(scaling, 60)}")
+    if type(dtype) is not str:
+        raise KernelConfigError(f"gemm_sm90: dtype (the inputs') must be a str, got {shown(dtype, 60)}")
     if dtype in FP8_DTYPES:
         if scaling is None:
             raise KernelConfigError(f"gemm_sm90: {dtype} inputs need a scaling: 'tensor', 'row' or 'block'")
-        if (a_major, b_major) != ("K", "K"):
+        if not (type(a_major) is str and a_major == "K" and type(b_major) is str and b_major == "K"):
             raise KernelConfigError(f"gemm_sm90: FP8 wgmma reads both operands K-major; got a_major={shown(a_major)}, "
                                     f"b_major={shown(b_major)} (pass A as (M, K) row-major and B as (N, K) row-major)")
     elif scaling is not None:
@@ -180,7 +185,9 @@ def check_scaling(dtype, scaling, a_major="K", b_major="K", BN=256, CM=1, PINGPO
             raise KernelConfigError(f"gemm_sm90: PART = {shown(PART, 40)} applies to scaling='block' only (got "
                                     f"scaling={shown(scaling)}): leave PART unset")
         return
+    PINGPONG, CM = flag_option("gemm_sm90", "PINGPONG", PINGPONG), int_option("gemm_sm90", "CM", CM)
     if PINGPONG or CM != 1 or SPLIT is not None:
         raise KernelConfigError("gemm_sm90: scaling='block' runs the cooperative schedule without a cluster or a "
-                                f"split (PINGPONG=False, CM=1, SPLIT=None); got PINGPONG={PINGPONG}, CM={CM}, SPLIT={SPLIT}")
+                                f"split (PINGPONG=False, CM=1, SPLIT=None); got PINGPONG={PINGPONG}, CM={CM}, "
+                                f"SPLIT={shown(SPLIT, 60)}")
     block_part(BN, PART)

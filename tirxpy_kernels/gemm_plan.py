@@ -56,6 +56,9 @@ def plan(M, N, K, BM=128, BN=256, BK=None, STAGES=4, CM=1, sms=TARGET.sm_count, 
                                 f"{shown(dtype)}")
     if type(out_dtype) is not str or out_dtype not in OUT_DTYPES:
         raise KernelConfigError(f"gemm_sm90: out_dtype must be one of {OUT_DTYPES}, got {shown(out_dtype)}")
+    M, N, K, BM, STAGES, sms, group = (int_option("gemm_sm90", name, v) for name, v in (
+        ("M", M), ("N", N), ("K", K), ("BM", BM), ("STAGES", STAGES), ("sms", sms), ("group", group)))
+    BK = int_option("gemm_sm90", "BK", BK, none=True)
     if BM != 128:
         raise KernelConfigError(f"gemm_sm90: BM = {BM}; the kernel has two consumer warpgroups of 64 rows (BM = 128)")
     BK = k_block(dtype) if BK is None else BK

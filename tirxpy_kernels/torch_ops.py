@@ -72,12 +72,13 @@ def needs_op(*tensors) -> bool:
         return True
     if not _grad_enabled():
         return False
-    try:
-        for t in tensors:
-            if t is not None and t.requires_grad:
-                return True
-    except AttributeError:      # not a tensor: the kernel API names it
-        return False
+    for t in tensors:
+        if t is None:
+            continue
+        if not isinstance(t, torch.Tensor):     # not a tensor (judged by its type, not its attributes): the kernel
+            return False                        # API names it
+        if t.requires_grad:
+            return True
     return False
 
 

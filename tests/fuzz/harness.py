@@ -5,6 +5,7 @@ A *refusal case* feeds bad input and passes only if tirxpy raises one of its own
 the given words appears in it). Anything else is a finding:
 
 - ``crash``: an exception that is not a TirxError (``KeyError``, ``MemoryError``, ``RecursionError``, ...);
+  a :class:`HostileError` (the own code of a :class:`Hostile` argument ran, and its failure escaped) among them;
 - ``hang``: the case ran past its time cap;
 - ``wrong``: bad input was accepted (or good input gave a wrong answer, for ``accept`` cases);
 - ``executed``: a payload ran code (it touched :data:`SENTINEL`);
@@ -28,12 +29,79 @@ import resource
 import signal
 import time
 
+from hypothesis import strategies as st
+
 from tirxpy.errors import TirxError
 
 TALLY: collections.Counter = collections.Counter()   # (area, outcome) -> count
 FINDINGS: list = []                                   # (area, outcome, detail) of every non-pass
 EXAMPLES = int(os.environ.get("TIRXPY_FUZZ_EXAMPLES", "40"))
 SENTINEL = "_tirxpy_fuzz_payload_ran"                 # payloads set builtins.<SENTINEL>; nothing may
+
+
+class HostileError(Exception):
+    """Raised by every method of a :class:`Hostile` value: private to the fuzz suite, so the library never catches
+    it by type (an ``except Exception`` that turns it into a typed error is fine). Its escape is a crash."""
+
+
+class Hostile:
+    """A bad value whose own code raises wherever a check could run it: its ``str``, ``repr`` and ``format``, its
+    truth value, its conversions to int / float / index, its comparisons, hash, arithmetic, length, iteration,
+    indexing, and any attribute it lacks. The library must judge it by its type (it is none of the types an
+    argument takes) before anything formats, compares or hashes it, and show it with :func:`tirxpy.errors.shown`
+    (``<Hostile object>``)."""
+
+    def _raise(self, *args, **kwargs):
+        raise HostileError("a Hostile value's own code ran")
+
+    __str__ = __repr__ = __format__ = __bool__ = __index__ = __int__ = __float__ = __complex__ = _raise
+    __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = __hash__ = _raise
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __floordiv__ = __mod__ = _raise
+    __neg__ = __abs__ = __round__ = __trunc__ = __len__ = __iter__ = __contains__ = __getitem__ = _raise
+    __getattr__ = _raise
+
+    def _repr_pretty_(self, p, cycle):      # how hypothesis prints a drawn one (its repr raises)
+        p.text("Hostile()")
+
+
+HOSTILE = st.builds(Hostile)       # the strategy every fuzz file's bad values include
+
+
+class UnprintableInt(int):
+    """An int whose str, repr and format raise (its comparisons, arithmetic and index are int's): a value of a type
+    an argument takes, whose refusal (out of range, say) must show it without running its own formatting."""
+
+    def _raise(self, *args):
+        raise HostileError("an UnprintableInt was formatted")
+
+    __str__ = __repr__ = __format__ = _raise
+
+
+class UnprintableStr(str):
+    """A str whose str, repr and format raise."""
+
+    def _raise(self, *args):
+        raise HostileError("an UnprintableStr was formatted")
+
+    __str__ = __repr__ = __format__ = _raise
+
+
+def _shown(v, width: int = 200) -> str:
+    """``repr(v)`` cut to ``width``, or ``<T object>`` when it raises (a value the harness reports may be hostile)."""
+    try:
+        return repr(v)[:width]
+    except Exception:  # noqa: BLE001
+        return f"<{type(v).__name__} object>"
+
+
+def _what(e: BaseException) -> str:
+    """An exception as ``Type: message`` for a finding; a :class:`HostileError` says whose code ran."""
+    if isinstance(e, HostileError):
+        return f"HostileError (a Hostile argument's own method ran and its failure escaped): {e}"
+    try:
+        return f"{type(e).__name__}: {str(e)[:300]}"
+    except Exception:  # noqa: BLE001
+        return f"{type(e).__name__}: <its str raised>"
 
 
 class Hang(BaseException):
@@ -101,9 +169,9 @@ def classify(area: str, fn, *, names=(), seconds: float = 5.0, mem: int = 2 << 3
     if kind == "returned":
         if allow is not None and allow(v):
             return _record(area, "accepted")
-        return _record(area, "wrong", f"accepted, returned {v!r:.200}")
-    if not isinstance(v, TirxError):
-        return _record(area, "crash", f"{type(v).__name__}: {v!s:.300}")
+        return _record(area, "wrong", f"accepted, returned {_shown(v)}")
+    if isinstance(v, HostileError) or not isinstance(v, TirxError):
+        return _record(area, "crash", _what(v))
     msg = str(v)
     if names and not any(n.lower() in msg.lower() for n in names):
         return _record(area, "unhelpful", f"{type(v).__name__}: {msg:.300} (names none of {list(names)})")
@@ -127,10 +195,9 @@ def accept(area: str, fn, check, *, seconds: float = 5.0, mem: int = 2 << 30) ->
     elif kind == "hang":
         out = _record(area, "hang", "")
     elif kind == "raised":
-        out = _record(area, "crash" if not isinstance(v, TirxError) else "wrong",
-                      f"good input raised {type(v).__name__}: {v!s:.300}")
+        out = _record(area, "crash" if not isinstance(v, TirxError) else "wrong", f"good input raised {_what(v)}")
     elif not check(v):
-        out = _record(area, "wrong", f"returned {v!r:.200}")
+        out = _record(area, "wrong", f"returned {_shown(v)}")
     else:
         out = _record(area, "accepted")
     assert out == "accepted", f"{area}: {out}: {FINDINGS[-1][2]}"

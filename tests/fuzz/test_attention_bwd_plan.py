@@ -1,7 +1,7 @@
 """Fuzz: the attention backward kernel's options (:func:`tirxpy_kernels.attention_bwd_plan.plan`, which
 ``attention_bwd_sm90`` checks first). One bad option among defaults is refused with a
 :class:`~tirxpy_kernels.errors.KernelConfigError` naming it; good values give a plan that follows them."""
-from harness import EXAMPLES, accept, refuse
+from harness import EXAMPLES, HOSTILE, accept, refuse
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -11,7 +11,7 @@ AREA = "tirxpy_kernels attention backward options"
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
 PROBLEM = (2, 8, 4, 1000, 900, 128)       # B, H, HKV, SQ, SK, D: GQA, ragged, head dim 128
 JUNK = st.one_of(st.none(), st.floats(allow_nan=True), st.text(max_size=4), st.lists(st.integers(0, 3), max_size=2),
-                 st.just(object()), st.complex_numbers(max_magnitude=4))
+                 st.just(object()), st.complex_numbers(max_magnitude=4), HOSTILE)
 NOT_INT = st.one_of(JUNK.filter(lambda v: v is not None), st.booleans())
 NOT_FLAG = st.one_of(JUNK.filter(lambda v: v is not None), st.integers().filter(lambda i: i not in (0, 1)))
 BAD = {

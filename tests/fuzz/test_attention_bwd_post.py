@@ -1,7 +1,7 @@
 """Fuzz: the dQ store kernel's arguments (:func:`tirxpy_kernels.attention_bwd_post.attention_bwd_dq_store`). One bad
 argument among good ones is refused with a :class:`~tirxpy_kernels.errors.KernelConfigError` naming it; good ones
 give a kernel whose grid covers the rows and head columns."""
-from harness import EXAMPLES, accept, refuse
+from harness import EXAMPLES, HOSTILE, accept, refuse
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -12,7 +12,7 @@ SETTINGS = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=
 NAMES = ("B", "S_", "H", "D", "dtype", "sb", "ss", "PDL")
 GOOD = dict(B=2, S_=300, H=4, D=128, dtype="bfloat16", sb=None, ss=None, PDL=True)
 JUNK = st.one_of(st.floats(allow_nan=True), st.text(max_size=4), st.lists(st.integers(0, 3), max_size=2),
-                 st.just(object()), st.complex_numbers(max_magnitude=4), st.booleans())
+                 st.just(object()), st.complex_numbers(max_magnitude=4), st.booleans(), HOSTILE)
 BAD = {
     "B": st.one_of(JUNK, st.none(), st.integers(max_value=0), st.integers(min_value=65536)),
     "H": st.one_of(JUNK, st.none(), st.integers(max_value=0), st.integers(min_value=1 << 20 + 1)),

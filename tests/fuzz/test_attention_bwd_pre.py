@@ -1,7 +1,7 @@
 """Fuzz: the preprocessing kernels' arguments (:func:`tirxpy_kernels.attention_bwd_pre.attention_bwd_preprocess` and
 ``attention_bwd_preprocess_packed``). One bad argument among good ones is refused with a
 :class:`~tirxpy_kernels.errors.KernelConfigError` naming it; good ones give a kernel whose grid covers the rows."""
-from harness import EXAMPLES, accept, refuse
+from harness import EXAMPLES, HOSTILE, accept, refuse
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -12,7 +12,7 @@ SETTINGS = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=
 NAMES = ("B", "H", "SQ", "D", "dtype", "SQT", "PDL")
 GOOD = dict(B=2, H=4, SQ=300, D=128, dtype="bfloat16", SQT=None, PDL=True)
 JUNK = st.one_of(st.floats(allow_nan=True), st.text(max_size=4), st.lists(st.integers(0, 3), max_size=2),
-                 st.just(object()), st.complex_numbers(max_magnitude=4))
+                 st.just(object()), st.complex_numbers(max_magnitude=4), HOSTILE)
 BAD = {
     "B": st.one_of(JUNK, st.booleans(), st.none(), st.integers(max_value=0), st.integers(min_value=65536)),
     "H": st.one_of(JUNK, st.booleans(), st.none(), st.integers(max_value=0), st.integers(min_value=65536)),

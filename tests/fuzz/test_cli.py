@@ -9,7 +9,7 @@ import io
 import os
 
 import pytest
-from harness import EXAMPLES, classify
+from harness import EXAMPLES, Hostile, classify
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -135,6 +135,14 @@ def test_dispatcher_argv(cmd, rest):
 ])
 def test_known_bench_cases(argv):
     cli_case(bench.main, argv)
+
+
+@pytest.mark.parametrize("main", [bench.main, compile_main, tirxpy_main], ids=["bench", "compile", "tirxpy"])
+@pytest.mark.parametrize("argv", [[Hostile()], ["gemm", Hostile()], ["compile", Hostile()], [None], [b"gemm"],
+                                  ["gemm", "--shapes", 3]], ids=lambda v: type(v).__name__)
+def test_argv_that_is_no_list_of_str_is_refused(main, argv):
+    """``main(argv)`` called from Python with a token that is no str: exit status 2 and a message naming argv."""
+    cli_case(main, argv)
 
 
 @pytest.mark.parametrize("argv", [

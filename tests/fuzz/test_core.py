@@ -5,7 +5,7 @@ import struct
 import zlib
 
 import numpy as np
-from harness import EXAMPLES, refuse
+from harness import EXAMPLES, HOSTILE, Hostile, refuse
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -54,8 +54,9 @@ def test_mutated_pngs_decode_or_are_refused(data):
 
 
 # ---------------------------------------------------------------------- targets
-_JUNK = st.one_of(st.none(), st.booleans(), st.floats(allow_nan=True), st.text(max_size=4), st.integers(-5, 120),
-                  st.sampled_from([np.int64(9), np.float32(9.0), np.bool_(True), b"9"]))
+_KEYS = st.one_of(st.none(), st.booleans(), st.floats(allow_nan=True), st.text(max_size=4), st.integers(-5, 120),
+                  st.sampled_from([np.int64(9), np.float32(9.0), np.bool_(True), b"9"]))    # (hashable)
+_JUNK = st.one_of(_KEYS, HOSTILE)
 
 
 @FUZZ
@@ -140,7 +141,7 @@ def test_jit_builds_once_per_distinct_argument(a, other):
 # ---------------------------------------------------------------------- pictures of layouts
 @FUZZ
 @given(owner=st.one_of(_JUNK, st.dictionaries(st.one_of(st.sampled_from(["laneid", "warpid", "m", "tx", "TLane"]),
-                                                         _JUNK), st.one_of(_JUNK, st.integers(0, 2**70)), max_size=3)))
+                                                         _KEYS), st.one_of(_JUNK, st.integers(0, 2**70)), max_size=3)))
 def test_random_owners_get_a_colour_or_are_refused(owner):
     from tirxpy.viz import owner_color
 
@@ -174,15 +175,16 @@ class _Unprintable:
 
 def test_an_unprintable_value_is_refused_by_the_core_entry_points():
     """The refusal names the value as ``<_Unprintable object>`` (:func:`tirxpy.errors.shown`) instead of letting its
-    own ``__repr__`` replace the error."""
+    own ``__repr__`` replace the error; so for the harness's :class:`~harness.Hostile`, whose every method raises."""
     from tirxpy import T
     from tirxpy.intrinsics import register_intrinsic
     from tirxpy.layout import S, TileLayout, laneid
 
-    bad = _Unprintable()
     lay = TileLayout(S[(8, 4):(4 @ laneid, 1 @ laneid)])
-    for fn in (lambda: TileLayout(bad), lambda: as_target(bad), lambda: lay.elements_at(bad), lambda: lay.owners(bad),
-               lambda: S[bad], lambda: tirxpy.compile(bad), lambda: T.Tensor(bad, "float32"),
-               lambda: T.Tensor((4,), bad), lambda: register_intrinsic(bad, "mov.b32 {r}, 0;", []),
-               lambda: tirxpy.jit(bad)):
-        refuse("core unprintable values", fn, names=["_Unprintable"])
+    for bad in (_Unprintable(), Hostile()):
+        for fn in (lambda: TileLayout(bad), lambda: as_target(bad), lambda: lay.elements_at(bad),
+                   lambda: lay.owners(bad), lambda: S[bad], lambda: tirxpy.compile(bad),
+                   lambda: T.Tensor(bad, "float32"), lambda: T.Tensor((4,), bad),
+                   lambda: register_intrinsic(bad, "mov.b32 {r}, 0;", []), lambda: tirxpy.jit(bad)):
+            refuse("core unprintable values", fn, names=[type(bad).__name__])
+        refuse("core unprintable values", lambda: T.Tensor((-1, bad), "float32"), names=["extent -1"])

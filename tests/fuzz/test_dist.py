@@ -5,7 +5,7 @@ deadlock; one dropped wait is a race. Bad ``run_ranks`` / ``Symmetric`` calls ar
 from __future__ import annotations
 
 import numpy as np
-from harness import EXAMPLES, accept, refuse
+from harness import EXAMPLES, HOSTILE, Hostile, accept, refuse
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -105,6 +105,20 @@ def test_bad_calls_are_refused():
     refuse(A, lambda: run_ranks(k, "x"), names=["one argument tuple per rank"])
     refuse(A, lambda: run_ranks([k], [(), ()]), names=["list of 2 kernels"])
     refuse(A, lambda: run_ranks(k, [(s.on(0),) * 6, (s.on(1),) * 6]), names=["parameter", "scalar"])
+    h = Hostile()
+    for fn, names in ((lambda: Symmetric(h, (2,), "uint32", 2), ["name"]), (lambda: Symmetric("x", h, "uint32", 2),
+                                                                           ["shape"]),
+                      (lambda: Symmetric("x", (h,), "uint32", 2), ["shape"]),
+                      (lambda: Symmetric("x", (2,), h, 2), ["dtype"]), (lambda: Symmetric("x", (2,), "uint32", h),
+                                                                       ["world"]),
+                      (lambda: s.on(h), ["rank"]), (lambda: s.set(h, np.zeros(32, np.uint32)), ["rank"]),
+                      (lambda: s.set(0, h), ["shape", "array"]), (lambda: run_ranks(h, [(), ()]), ["kernel"]),
+                      (lambda: run_ranks(k, h), ["one argument tuple per rank"]),
+                      (lambda: run_ranks(k, [h, h]), ["one argument tuple per rank"]),
+                      (lambda: run_ranks(k, [(s.on(0), h), (s.on(1), h)]), ["argument", "parameter"]),
+                      (lambda: run_ranks(k, [(s.on(r), s.on(1 - r), s.on(r), s.on(1 - r), s.on(r), 7)
+                                             for r in range(2)], seed=h), ["seed"])):
+        refuse(A, fn, names=names)
 
 
 # ---- a second launch per rank (side=): a copy stream's copies and flag writes beside a kernel that waits ----
@@ -184,6 +198,10 @@ def test_bad_side_launches_are_refused():
     refuse(A, lambda: run_ranks(k, main, side=[None]), names=["side="])
     refuse(A, lambda: run_ranks(k, main, side=[None, (k,)]), names=["side[1]"])
     refuse(A, lambda: run_ranks(k, main, side=[None, (k, [(s.on(0),)])]), names=["argument"])
+    refuse(A, lambda: run_ranks(k, main, side=Hostile()), names=["side="])
+    refuse(A, lambda: run_ranks(k, main, side=[None, Hostile()]), names=["side[1]"])
+    refuse(A, lambda: run_ranks(k, main, late=Hostile()), names=["late="])
+    refuse(A, lambda: run_ranks(k, main, late=[(0, 5)]), names=["late="])
 
 
 # ---- the dist kernels' options: a kernel or a typed error naming the option ----
@@ -191,8 +209,8 @@ def test_bad_side_launches_are_refused():
 @SETTINGS
 @given(st.integers(1, 40).map(lambda x: 64 * x),
        st.sampled_from([64, 128, 136, 200]), st.sampled_from([64, 104, 256]), st.integers(-1, 2),
-       st.sampled_from(["movers", "copy_engine", "nccl", None, 3]), st.one_of(st.integers(-2, 12), st.none(),
-                                                                               st.just(2.5)))
+       st.one_of(st.sampled_from(["movers", "copy_engine", "nccl", None, 3]), HOSTILE),
+       st.one_of(st.integers(-2, 12), st.none(), st.just(2.5), HOSTILE))
 def test_all_gather_options_build_or_refuse(M, N, K, me, transfer, chunks):
     from tirxpy_kernels.dist_ag_gemm import ag_gemm
 
@@ -202,7 +220,8 @@ def test_all_gather_options_build_or_refuse(M, N, K, me, transfer, chunks):
 
 
 @SETTINGS
-@given(st.integers(2, 40).map(lambda x: 64 * x), st.integers(-2, 24), st.sampled_from([64, 128]))
+@given(st.integers(2, 40).map(lambda x: 64 * x), st.one_of(st.integers(-2, 24), HOSTILE),
+       st.sampled_from([64, 128]))
 def test_reduce_scatter_lags_build_or_refuse(M, lag, BN):
     from tirxpy_kernels.dist_rs_gemm import rs_gemm
 
@@ -212,9 +231,9 @@ def test_reduce_scatter_lags_build_or_refuse(M, lag, BN):
 
 @SETTINGS
 @given(st.integers(1, 40).map(lambda x: 64 * x), st.sampled_from([64, 128, 136, 200]),
-       st.sampled_from(["copy_engine", "push", "nccl", None, 1]),
-       st.one_of(st.integers(-2, 40), st.none(), st.just(True)),
-       st.one_of(st.none(), st.integers(-1, 12)))
+       st.one_of(st.sampled_from(["copy_engine", "push", "nccl", None, 1]), HOSTILE),
+       st.one_of(st.integers(-2, 40), st.none(), st.just(True), HOSTILE),
+       st.one_of(st.none(), st.integers(-1, 12), HOSTILE))
 def test_reduce_scatter_transfers_and_chunks_build_or_refuse(M, N, transfer, chunks, lag):
     from tirxpy_kernels.dist_rs_gemm import rs_gemm
 
@@ -228,7 +247,8 @@ def test_reduce_scatter_transfers_and_chunks_build_or_refuse(M, N, transfer, chu
        st.sampled_from(["copy_engine", "copy_engine", "push"]),
        st.one_of(st.tuples(st.sampled_from([0, 0, 4, 1, 2, -1, -20]), st.integers(-1, 3),
                            st.sampled_from([80, 112, 176, 208, 240, 250])),
-                 st.just([4, 1, 240]), st.just((4, 1)), st.none()))
+                 st.just([4, 1, 240]), st.just((4, 1)), st.none(), HOSTILE,
+                 HOSTILE.map(lambda h: [h, 1, 240])))
 def test_reduce_scatter_splits_build_or_refuse(M, N, major, transfer, split):
     # split rows drawn as an offset below the shard's tile rows (0 and 4 fit, the others do not)
     from tirxpy_kernels.dist_rs_gemm import rs_gemm

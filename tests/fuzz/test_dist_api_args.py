@@ -6,7 +6,7 @@ process group (it names ``init_process_group``), and past the group check (a sta
 first fault found is named. The two-GPU runs are tests/kernels/test_dist_gpu.py."""
 import pytest
 import torch
-from harness import EXAMPLES, refuse
+from harness import EXAMPLES, HOSTILE, refuse
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -46,7 +46,8 @@ class _Thing:
 
 TENSORS = st.sampled_from(_tensors())
 JUNK = st.one_of(st.none(), st.integers(-3, 1 << 40), st.floats(allow_nan=True), st.text(max_size=6),
-                 st.lists(st.integers(), max_size=2), st.builds(_Thing), st.booleans(), st.just(Ellipsis))
+                 st.lists(st.integers(), max_size=2), st.builds(_Thing), st.booleans(), st.just(Ellipsis),
+                 HOSTILE)
 ARGS = st.one_of(TENSORS, JUNK)
 OPTIONS = st.fixed_dictionaries({}, optional={"out": ARGS, "sms": JUNK, "transfer": st.one_of(
     st.sampled_from(["copy_engine", "movers", "push", "nccl", ""]), JUNK), "group": JUNK})

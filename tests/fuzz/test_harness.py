@@ -2,9 +2,9 @@
 import builtins
 
 import pytest
-from harness import SENTINEL, classify
+from harness import FINDINGS, SENTINEL, Hostile, HostileError, classify
 
-from tirxpy.errors import TirxError, TirxValueError
+from tirxpy.errors import TirxError, TirxValueError, shown
 
 
 def _raise(e):
@@ -52,3 +52,22 @@ def test_the_root_error_is_a_base_of_the_builtins_it_stands_for():
     with pytest.raises(ValueError):
         _raise(TirxValueError("x"))
     assert issubclass(TirxValueError, TirxError)
+
+
+def test_a_hostile_value_runs_no_code_of_its_own_unnoticed():
+    h = Hostile()
+    for use in (str, repr, bool, int, float, hash, len, iter, lambda v: f"{v}", lambda v: f"{v:>4}", lambda v: v == 1,
+                lambda v: 1 == v, lambda v: v < 1, lambda v: v + 1, lambda v: v[0], lambda v: 1 in v,
+                lambda v: v.shape, lambda v: __import__("operator").index(v)):
+        with pytest.raises(HostileError):
+            use(h)
+    assert shown(h) == "<Hostile object>"
+
+
+def test_an_escaped_hostile_error_is_a_crash_and_says_so():
+    def escape():
+        raise TirxValueError(f"bad option {Hostile()}")      # the message's own formatting runs the value's code
+    assert classify("_harness", escape) == "crash"
+    assert "Hostile" in FINDINGS[-1][2]
+    assert classify("_harness", lambda: Hostile()) == "wrong"       # (a hostile value returned is reported, safely)
+    assert "<Hostile object>" in FINDINGS[-1][2]

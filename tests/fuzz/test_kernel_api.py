@@ -7,7 +7,7 @@ import math
 
 import pytest
 import torch
-from harness import EXAMPLES, refuse
+from harness import EXAMPLES, HOSTILE, refuse
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -51,7 +51,7 @@ JUNK = st.one_of(st.lists(st.integers(), max_size=3), st.dictionaries(st.text(ma
                  st.sets(st.integers(), max_size=2), st.builds(_Thing), st.just(object()), st.just(torch.zeros(2)),
                  st.floats(allow_nan=True, allow_infinity=True).filter(lambda x: not float(x).is_integer()),
                  st.just(float("nan")), st.complex_numbers(max_magnitude=10), st.binary(max_size=3),
-                 st.just(Ellipsis))
+                 st.just(Ellipsis), HOSTILE)
 NOT_INT = st.one_of(JUNK, st.text(max_size=5), st.booleans(), st.just(torch.bfloat16))
 NOT_FLAG = st.one_of(JUNK, st.text(max_size=5), st.integers().filter(lambda i: i not in (0, 1)), st.just(torch.bool))
 

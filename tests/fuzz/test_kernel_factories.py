@@ -4,11 +4,12 @@ one option of a kind no option takes.
 
 Each call either builds a kernel (a value the option may take, such as a number-like ``scale``) or is refused
 with the library's typed error naming the option. The pool holds objects whose own methods raise: an ``int``
-subclass whose comparisons, arithmetic and repr raise, and an object whose ``__eq__`` and ``__repr__`` raise.
+subclass whose comparisons, arithmetic and repr raise, an object whose ``__eq__`` and ``__repr__`` raise, and the
+harness's :class:`~harness.Hostile` (every method raises).
 Their code must not run in the checks, and their failure must not replace the library's error."""
 import numpy as np
 import pytest
-from harness import refuse
+from harness import Hostile, refuse
 
 from tirxpy_kernels.attention_bwd_post import attention_bwd_dq_store
 from tirxpy_kernels.attention_bwd_pre import attention_bwd_preprocess
@@ -47,7 +48,7 @@ class _HostileObject:
 
 
 HUGE = 10 ** 30     # an int: an option with no upper bound may take it
-POOL = [_HostileInt(128), _HostileObject(), "128", (1, 2), [1], float("nan"), 1.5, np.float32(2.0), HUGE]
+POOL = [_HostileInt(128), _HostileObject(), Hostile(), "128", (1, 2), [1], float("nan"), 1.5, np.float32(2.0), HUGE]
 
 # factory, its required arguments, its options
 FACTORIES = {

@@ -1,7 +1,7 @@
 """Fuzz cases for tirxpy.lang: rings, warp roles, barrier set-up and schedulers given bad arguments inside
 and outside a kernel get a typed error naming the argument; good arguments near the edges give the
 right walk."""
-from harness import EXAMPLES, accept, refuse
+from harness import EXAMPLES, HOSTILE, accept, refuse
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -10,7 +10,7 @@ from tirxpy.lang import StageRing, WarpRoles, grouped_tile, register_split, setu
 
 FUZZ = settings(max_examples=EXAMPLES, deadline=None)
 JUNK = st.one_of(st.none(), st.booleans(), st.floats(allow_nan=True), st.text(max_size=4),
-                 st.integers(-2**70, 2**70), st.lists(st.integers(0, 3), max_size=3))
+                 st.integers(-2**70, 2**70), st.lists(st.integers(0, 3), max_size=3), HOSTILE)
 
 
 def _ring_kernel(full_shape, full_dtype, stages, cluster):

@@ -17,7 +17,7 @@ from math import prod
 
 import numpy as np
 import pytest
-from harness import EXAMPLES, accept, refuse
+from harness import EXAMPLES, HOSTILE, Hostile, accept, refuse
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -98,11 +98,12 @@ BAD_INTS = st.one_of(
     st.just(True), st.just(False), st.floats(allow_nan=True), st.text(max_size=3), st.none(),
     st.just([2]), st.just((2,)), st.just({"m": 1}), st.complex_numbers(), st.just(object()),
     st.integers(-(2**70), 0), st.integers(2**64, 2**200), st.sampled_from([np.float32(2.0), np.bool_(True)]),
-    st.builds(_RaisingIndex),
+    st.builds(_RaisingIndex), HOSTILE, st.tuples(st.integers(-1, 4), HOSTILE),
 )
 GOOD_INTS = st.one_of(st.integers(1, 64), st.sampled_from([np.int64(4), np.uint8(2), np.int32(8)]))
 BAD_AXES = st.one_of(st.text(min_size=1, max_size=6).filter(lambda s: s not in AXES and s not in (
-    "P", "F", "Bank", "by", "bz", "cbx", "cby", "cbz")), st.integers(), st.none(), st.just(["m"]), st.just(1.5))
+    "P", "F", "Bank", "by", "bz", "cbx", "cby", "cbz")), st.integers(), st.none(), st.just(["m"]), st.just(1.5),
+    HOSTILE)
 
 
 @st.composite
@@ -458,11 +459,12 @@ def test_bad_arguments_refused(q, bad, L):
         allow = lambda v: True  # noqa: E731  (a valid index / stride / offset)
     if isinstance(bad, str) and bad.isidentifier() and name in ("apply", "owners", "apply2"):
         allow = lambda v: True  # noqa: E731  (a symbolic coordinate: index expressions come back)
-    if isinstance(bad, (tuple, list)) and name in ("apply", "owners") and 0 <= bad[0] < L.size():
+    ints = isinstance(bad, (tuple, list)) and all(type(x) is int for x in bad)
+    if ints and name in ("apply", "owners") and 0 <= bad[0] < L.size():
         allow = lambda v: True  # noqa: E731  (apply([i]) is apply(i))
     if isinstance(bad, tuple) and name in ("S_extent", "R_extent"):
         allow = lambda v: True  # noqa: E731  (S[(2,) : 1] is S[2 : 1])
-    if isinstance(bad, (tuple, list)) and name in SHAPED and prod(bad) == L.size():
+    if ints and name in SHAPED and prod(bad) == L.size():
         allow = lambda v: True  # noqa: E731  ((2,) is a valid shape of a 2-element layout)
     if name == "elements_at" and "m" not in L.axes():
         names = ["m"]
@@ -474,6 +476,14 @@ def test_bad_arguments_refused(q, bad, L):
 @pytest.mark.parametrize("q", QUERIES, ids=[q[0] for q in QUERIES])
 def test_an_index_that_raises_is_refused_by_every_query(q):
     refuse(A, lambda: q[1](L8, _RaisingIndex()))
+
+
+@pytest.mark.parametrize("q", QUERIES, ids=[q[0] for q in QUERIES])
+def test_a_hostile_value_is_refused_by_every_query(q):
+    """A value whose every method raises (str, format, hash, ==, index, ...), alone or in a tuple beside an int in or
+    out of range: judged by its type, shown safely."""
+    for bad in (Hostile(), (2, Hostile()), (-1, Hostile()), [Hostile()]):
+        refuse(A, lambda: q[1](L8, bad))
 
 
 @SETTINGS
@@ -498,7 +508,7 @@ def run_cli(argv):
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
-            rc = cli_main(list(argv))
+            rc = cli_main(list(argv) if isinstance(argv, (list, tuple)) else argv)
         except SystemExit as e:
             rc = e.code
     text = err.getvalue()
@@ -547,6 +557,12 @@ CLI_BAD = [
 def test_cli_known_bad(k):
     argv, names = CLI_BAD[k]
     refuse(CLI, lambda: run_cli(argv), names=names)
+
+
+@pytest.mark.parametrize("argv", [[Hostile()], ["S[4 : 1]", Hostile()], ["S[4 : 1]", "--owners", Hostile()], [None],
+                                  [b"S[4 : 1]"], Hostile(), "S[4 : 1]"], ids=lambda v: type(v).__name__)
+def test_cli_argv_that_is_no_list_of_str_is_refused(argv):
+    refuse(CLI, lambda: run_cli(argv), names=["argv"])
 
 
 CLI_TOKENS = st.sampled_from([

@@ -4,7 +4,7 @@ import os
 
 import pytest
 import torch
-from harness import EXAMPLES, accept, refuse
+from harness import EXAMPLES, HOSTILE, Hostile, UnprintableInt, accept, refuse
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -113,7 +113,7 @@ def test_bad_cache_dir_values(monkeypatch, value):
 
 
 @FUZZ
-@given(key=st.one_of(st.text(max_size=80), st.integers(), st.none(), st.binary(max_size=64)))
+@given(key=st.one_of(st.text(max_size=80), st.integers(), st.none(), st.binary(max_size=64), HOSTILE))
 def test_malformed_cache_keys(key):
     refuse("disk cache", lambda: C.get(key), names=["cache key"])
 
@@ -127,7 +127,7 @@ _FIELDS = ["operand", "template", "name", "ret", "scope", "lowest", "highest", "
 
 @st.composite
 def _registration(draw):
-    odd = st.sampled_from(_ODD)
+    odd = st.one_of(st.sampled_from(_ODD), HOSTILE)     # (sampled_from hashes its values)
     name = draw(st.one_of(odd, st.text(max_size=12), st.just("fz_ok")))
     template = draw(st.one_of(odd, st.text(max_size=30), st.text(st.characters(blacklist_categories=()), max_size=30),
                               st.sampled_from(["popc.b32 {r}, {x};", "trap;", "x {y};", "@p", "@!p ;", "trap; \u00e9"])))
@@ -150,18 +150,28 @@ def test_random_register_intrinsic_specs(spec):
            names=_FIELDS, allow=lambda v: isinstance(v, Intrinsic))
 
 
+def test_register_intrinsic_fields_holding_a_hostile_value_are_named():
+    for field in ("doc", "cxx", "why_highest", "checks", "modifiers", "ret", "lowest", "highest", "scope", "memory"):
+        refuse("register_intrinsic, arch, options",
+               lambda: register_intrinsic("fz_hostile", "trap;", [], replace=True, **{field: Hostile()}), names=[field])
+    refuse("register_intrinsic, arch, options", lambda: register_intrinsic("fz_hostile", "trap;", Hostile()),
+           names=["operands"])
+
+
 @FUZZ
 @given(arch=st.one_of(st.text(max_size=10), st.integers(), st.sampled_from(["sm_91", "sm_9", "sm_101a", "sm_90a ",
-                                                                          "compute_90", "sm_70", "SM_90A"])))
+                                                                          "compute_90", "sm_70", "SM_90A"]),
+                         HOSTILE))
 def test_random_arch_strings(arch):
     from tirxpy.intrinsics.target import SUPPORTED_ARCHS
 
     refuse("register_intrinsic, arch, options", lambda: tirxpy.compile(_saxpy(), arch=arch), names=["target"],
-           allow=lambda k: arch in SUPPORTED_ARCHS, seconds=20)
+           allow=lambda k: isinstance(arch, str) and arch in SUPPORTED_ARCHS, seconds=20)
 
 
 @pytest.mark.parametrize("options", ["-lineinfo", ["--foo"], ["-arch=sm_80"], ["--gpu-architecture=sm_80"], [None],
-                                     [b"-lineinfo"], {"-lineinfo": 1}, ["-I"], ["-D"]])
+                                     [b"-lineinfo"], {"-lineinfo": 1}, ["-I"], ["-D"], Hostile(), [Hostile()]],
+                         ids=lambda v: type(v).__name__)
 def test_bad_options(options):
     refuse("register_intrinsic, arch, options", lambda: tirxpy.compile(_saxpy(), arch="sm_90a", options=options),
            names=["option"])
@@ -256,10 +266,10 @@ _BAD_TENSORS = [
     lambda: torch.zeros(4096, dtype=torch.float64), lambda: torch.zeros(4095), lambda: torch.zeros(8192)[::2],
     lambda: torch.zeros(64, 64), lambda: torch.zeros(4096).to_sparse(), lambda: torch.zeros(4096, requires_grad=True),
     lambda: "x", lambda: None, lambda: 3.0, lambda: torch.zeros(4096, device="meta"), lambda: [0.0] * 4096,
-    lambda: __import__("numpy").zeros(4096, dtype="float32"),
+    lambda: __import__("numpy").zeros(4096, dtype="float32"), Hostile,
 ]
-_BAD_SCALARS = [1e300, "a", None, [1], torch.zeros(3), __import__("numpy").arange(3), 1j]
-_BAD_N = [0, -5, 2**40, 2**31, 4.5, "n", None, True, torch.zeros(2)]
+_BAD_SCALARS = [1e300, "a", None, [1], torch.zeros(3), __import__("numpy").arange(3), 1j, Hostile()]
+_BAD_N = [0, -5, 2**40, 2**31, 4.5, "n", None, True, torch.zeros(2), Hostile(), UnprintableInt(2**40)]
 
 
 @FUZZ
@@ -274,6 +284,18 @@ def test_random_bad_kernel_arguments(kernel, slot, pick, extra):
         if extra:
             args = args[:4 + extra] if extra < 0 else args + [0]
         refuse("launch config", lambda: kernel(*args), names=["parameter"])
+    finally:
+        kernel._checker = None
+
+
+def test_hostile_and_unprintable_scalars_are_refused(kernel):
+    """Each scalar slot with a Hostile, and the int slot with ints out of int32 whose own formatting raises."""
+    kernel._checker = ArgPacker(kernel.specs, "cpu")
+    try:
+        for slot, bad in ((2, Hostile()), (3, Hostile()), (3, UnprintableInt(2**40)), (3, UnprintableInt(-2**40))):
+            args = [torch.zeros(4096), torch.zeros(4096), 1.0, 4096]
+            args[slot] = bad
+            refuse("launch config", lambda: kernel(*args), names=["parameter"])
     finally:
         kernel._checker = None
 

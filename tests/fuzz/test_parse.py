@@ -12,7 +12,7 @@ from __future__ import annotations
 import builtins
 import os
 
-from harness import EXAMPLES, SENTINEL, accept, classify, refuse
+from harness import EXAMPLES, SENTINEL, Hostile, accept, classify, refuse
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -222,6 +222,11 @@ def test_bad_arguments_and_envs_are_refused():
     refuse(A, lambda: T.parse_script(VALID, env={"os": os}), names=["env"])
     refuse(A, lambda: T.parse_script(VALID, env={"x": [[[]]] * 3 + [object()]}), names=["env"])
     refuse(A, lambda: T.parse_script(VALID, env={"x": 1 << 5000}), names=["env"])
+    refuse(A, lambda: T.parse_script(Hostile()), names=["str"])
+    refuse(A, lambda: T.parse_script(VALID, env=Hostile()), names=["env"])
+    refuse(A, lambda: T.parse_script(VALID, env={"x": Hostile()}), names=["env"])
+    refuse(A, lambda: T.parse_script(VALID, env={"x": [1, (Hostile(),)]}), names=["env"])
+    refuse(A, lambda: T.parse_script(VALID, verify=Hostile()), names=["verify"])
     refuse(A, lambda: T.parse_script(""), names=["exactly one"])
     refuse(A, lambda: T.parse_script(HEAD + "    pass\n" + HEAD + "    pass\n"), names=["exactly one"])
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from harness import EXAMPLES, accept, refuse
+from harness import EXAMPLES, HOSTILE, Hostile, accept, refuse
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -59,11 +59,12 @@ def _bad_tensor(draw_kind, shape, dtype):
                        ["grad", "dtype"]),
         "torch-dtype": (torch.zeros(shape, dtype=torch.float64), ["dtype"]),
         "torch-complex": (torch.zeros(shape, dtype=torch.complex64), ["complex"]),
+        "hostile": (Hostile(), ["Hostile"]),
     }[draw_kind]
 
 
 TENSOR_FAULTS = ["dtype", "int-dtype", "shape", "reshape", "complex", "list", "none", "str", "scalar", "object",
-                 "torch-grad", "torch-dtype", "torch-complex"]
+                 "torch-grad", "torch-dtype", "torch-complex", "hostile"]
 
 
 @SETTINGS
@@ -85,6 +86,7 @@ SCALAR_FAULTS = st.one_of(
     st.sampled_from([np.array([1]), np.zeros((2, 2)), torch.ones(1)]).map(lambda v: (v, "n", ["scalar"])),
     st.floats(min_value=3.5e38, max_value=1e308).map(lambda v: (v, "a", ["overflows"])),
     st.sampled_from(["1.0", None, 1j, [1.0], True]).map(lambda v: (v, "a", ["parameter a"])),
+    HOSTILE.map(lambda v: (v, "n", ["parameter n"])), HOSTILE.map(lambda v: (v, "a", ["parameter a"])),
 )
 
 
@@ -107,6 +109,9 @@ OPTION_FAULTS = st.one_of(
     st.sampled_from([0, -5, 1.0, "10", None, True]).map(lambda v: ({"max_steps": v}, ["max_steps="])),
     st.sampled_from(["yes", None, 1, 0.0]).map(lambda v: ({"check": v}, ["check="])),
     st.sampled_from(["sm_100a"]).map(lambda v: ({"arch": v, "_kernel": "hopper"}, ["arch=", "wgmma"])),
+    st.tuples(st.sampled_from(["ctas", "arch", "seed", "max_steps", "check"]), HOSTILE).map(
+        lambda c: ({c[0]: c[1]}, [c[0] + "="])),
+    HOSTILE.map(lambda v: ({"ctas": [v]}, ["ctas="])),
 )
 
 HOPPER = T.parse_script('''
@@ -416,7 +421,8 @@ def k(A: T.Tensor((32,), "uint32"), B: T.Tensor((32,), "uint32")):
 
 
 junk = st.one_of(st.none(), st.booleans(), st.floats(allow_nan=True), st.text(max_size=3),
-                 st.integers(-2**70, 2**70), st.lists(st.integers(-40, 40), max_size=40))
+                 st.integers(-2**70, 2**70), st.lists(st.integers(-40, 40), max_size=40), HOSTILE,
+                 st.lists(HOSTILE, min_size=1, max_size=2))
 
 
 @st.composite

@@ -168,3 +168,28 @@ def test_a_check_that_raises_and_a_name_that_is_no_str_are_named():
     with pytest.raises(I.IntrinsicError, match="an intrinsic is named by a str, got int"):
         I.get(5)
     assert I.lookup(None) is None
+
+
+class _Unprintable:
+    def __repr__(self):
+        raise ZeroDivisionError("the value's own __repr__ ran")
+
+    __str__ = __format__ = __repr__
+
+
+class _OpaqueCheck:
+    """A check that is a callable object whose attribute lookups (``__name__`` among them) raise."""
+
+    def __call__(self, known):
+        raise ValueError("no")
+
+    def __getattr__(self, name):
+        raise ZeroDivisionError("the check's own __getattr__ ran")
+
+
+def test_a_failing_check_is_named_without_running_its_arguments_or_its_own_code():
+    e = register_intrinsic("t_chk_opaque", "mov.b32 {r}, {x};", [("r", "reg", "uint32", "w"), ("x", "reg", "uint32")],
+                           ret="r", checks=[_OpaqueCheck()], replace=True)
+    with pytest.raises(I.OperandError, match=r"the check <[\w.]*_OpaqueCheck object at \w* raised ValueError: no on "
+                                             r"the arguments <dict object>"):
+        e.check_args([_Unprintable()])

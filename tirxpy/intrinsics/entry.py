@@ -240,13 +240,14 @@ class Intrinsic:
                                     f"{shown(self.scope, 60)}")
         for f in ("ptx", "doc", "cxx", "why_highest"):
             if not isinstance(getattr(self, f), str):
-                raise RegistrationError(f"intrinsic {self.name}: {f}= must be a str, got {getattr(self, f)!r:.60}")
+                raise RegistrationError(f"intrinsic {self.name}: {f}= must be a str, got {shown(getattr(self, f), 60)}")
         if not isinstance(self.memory, bool):
             raise RegistrationError(f"intrinsic {self.name}: memory= must be True or False, got "
                                     f"{shown(self.memory, 60)}")
         for f in ("operands", "checks", "modifiers"):
             if isinstance(getattr(self, f), (str, bytes, dict)) or not isinstance(getattr(self, f), (tuple, list)):
-                raise RegistrationError(f"intrinsic {self.name}: {f}= must be a list, got {getattr(self, f)!r:.60}")
+                raise RegistrationError(f"intrinsic {self.name}: {f}= must be a list, got "
+                                        f"{shown(getattr(self, f), 60)}")
         self.operands = tuple(self.operands)
         self.checks = tuple(self.checks)
         for o in self.operands:
@@ -420,8 +421,12 @@ class Intrinsic:
             except KeyError:  # the check needs a value that is not known at build time
                 reason = None
             except Exception as e:  # noqa: BLE001 - a registered check is user code: its failure is named as such
-                raise OperandError(f"{self.name}: the check {getattr(chk, '__name__', chk)!r:.60} raised "
-                                   f"{type(e).__name__}: {e} on the arguments {dict(known)!r:.120}; fix the check "
+                try:
+                    label = getattr(chk, "__name__", chk)
+                except Exception:   # noqa: BLE001  (a __getattr__ of its own that raises)
+                    label = chk
+                raise OperandError(f"{self.name}: the check {shown(label, 60)} raised "
+                                   f"{type(e).__name__}: {e} on the arguments {shown(dict(known), 120)}; fix the check "
                                    f"(return None or a reason string)") from e
             if reason:
                 raise OperandError(f"{self.name}: {reason}")

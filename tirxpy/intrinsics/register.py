@@ -86,6 +86,8 @@ def register_intrinsic(name: str, template: str, operands: Sequence = (), *, ret
         >>> add.render_helper().splitlines()[1]
         '  return (unsigned)(x + y);'
     """
+    # str subclasses as the plain str they hold (their own methods are their code)
+    name, template = (str.__str__(v) if isinstance(v, str) else v for v in (name, template))
     _check_name(name, replace)
     if not isinstance(template, str) or not template.strip():
         raise RegistrationError(f"register_intrinsic({shown(name)}): template must be a non-empty PTX string")

@@ -45,7 +45,8 @@ _STORAGE_ALIASES = {
 
 def check_storage(storage) -> str:
     """Canonical storage scope name (``"registers"`` -> ``"local"``)."""
-    s = _STORAGE_ALIASES.get(storage, storage)
+    name = str.__str__(storage) if isinstance(storage, str) else None     # (a str subclass as the plain str it holds)
+    s = _STORAGE_ALIASES.get(name, name)
     if s not in STORAGE_SCOPES:
         raise IRError(f"unknown storage scope {shown(storage)}; use one of {', '.join(STORAGE_SCOPES)}")
     return s
@@ -77,16 +78,24 @@ def _check_shape(shape) -> tuple:
         except Exception:   # noqa: BLE001  (no __index__, or one of its own that raises)
             what = "the bool" if isinstance(n, bool) else "the non-static extent" if isinstance(n, Expr) else \
                 f"the {type(n).__name__}"
-            raise IRError(f"tensor shape {tuple(shape)!r:.100} has {what} {shown(n, 40)}; extents are ints >= 1",
+            raise IRError(f"tensor shape {shown(tuple(shape), 100)} has {what} {shown(n, 40)}; extents are ints >= 1",
                           hint="tensor shapes are compile-time ints; specialize the kernel on them with @tirxpy.jit"
                           if isinstance(n, Expr) else "write the extent as a Python int, e.g. 128") from None
         if n < 1:
-            raise IRError(f"tensor shape {tuple(shape)} has extent {n}; extents must be >= 1")
+            raise IRError(f"tensor shape {shown(tuple(shape), 100)} has extent {n}; extents must be >= 1")
         out.append(n)
     if prod(out) > MAX_ELEMENTS:
         raise IRError(f"tensor shape {tuple(out)} has {prod(out)} elements, over the {MAX_ELEMENTS} (2**62) any "
                       f"tensor may have")
     return tuple(out)
+
+
+def _check_layout(layout):
+    """``layout`` when it is None or a :class:`~tirxpy.layout.Layout`; IRError otherwise."""
+    if layout is not None and not isinstance(layout, Layout):
+        raise IRError(f"layout= takes a TileLayout or ComposeLayout, got {shown(layout)}",
+                      hint="build one with TileLayout(S[extents : strides]) from tirxpy.layout")
+    return layout
 
 
 def default_layout(shape, dtype, storage) -> Layout:
@@ -119,11 +128,8 @@ class Buffer(Node):
         self.shape = _check_shape(shape)
         self.dtype = DataType.get(dtype)
         self.storage = check_storage(storage)
-        if layout is None:
+        if _check_layout(layout) is None:
             layout = default_layout(self.shape, self.dtype, self.storage)
-        elif not isinstance(layout, Layout):
-            raise IRError(f"layout= takes a TileLayout or ComposeLayout, got {shown(layout)}",
-                          hint="build one with TileLayout(S[extents : strides]) from tirxpy.layout")
         if layout.size() != prod(self.shape):
             n, k = prod(self.shape), prod(self.shape) // max(layout.size(), 1)
             stacked = k > 1 and k * layout.size() == n

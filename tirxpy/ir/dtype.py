@@ -146,7 +146,10 @@ class DataType:
         """Look a dtype up by canonical name or alias (a DataType passes through)."""
         if isinstance(name, DataType):
             return name
-        cons = getattr(name, "__tirx_dtype__", None)
+        try:
+            cons = getattr(name, "__tirx_dtype__", None)
+        except Exception:   # noqa: BLE001  (a __getattr__ of its own that raises: no dtype constructor)
+            cons = None
         if cons is not None:
             return DataType.get(cons)
         if isinstance(name, str):

@@ -588,11 +588,17 @@ def body_without_docstring(fdef) -> list:
     return body
 
 
+def _check_verify(verify) -> None:
+    if type(verify) is not bool:
+        raise ParseError(f"verify= is True (run the verifier on the kernel) or False, got {shown(verify, 60)}")
+
+
 def parse_function(fn, verify: bool = True, outer: dict | None = None) -> Kernel:
     """Parse a Python function into a Kernel (what ``@T.prim_func`` does). ``outer``: the
     defining frame's locals (names used only in annotations are not in the closure)."""
     if not callable(fn) or not hasattr(fn, "__code__"):
         raise ParseError(f"@T.prim_func decorates a function, got {shown(fn)}")
+    _check_verify(verify)
     fdef, file, line_offset, indent = function_source(
         fn, fn.__name__, "define kernels in a .py file (or parse text with T.parse_script)")
     closure = dict(outer or {})
@@ -666,6 +672,7 @@ def _tirxpy_module(name) -> bool:
 def parse_text(text: str, env: dict | None = None, verify: bool = True) -> Kernel:
     """Parse script text: one ``@T.prim_func`` def (tirxpy import lines are ignored), evaluating nothing
     from the text beyond what :mod:`tirxpy.ir.trust` allows a script."""
+    _check_verify(verify)
     env = trust.check_env(env)
     fname = f"<tirxpy-script-{next(_script_counter)}>"
     if isinstance(text, str):

@@ -52,7 +52,7 @@ class DTypeCtor:
     def __call__(self, value):
         if isinstance(value, str) and self.dtype.is_float:
             try:
-                value = float(value)
+                value = float(str.__str__(value))   # (a str subclass as the plain str it holds)
             except ValueError:
                 raise IRError(f"T.{self.dtype.name}({shown(value)}): give a number or 'inf' / 'nan'") from None
         return ops.cast(value, self.dtype)
@@ -65,12 +65,12 @@ class TensorSpec:
     """``T.Tensor(shape, dtype, scope="global", layout=None)``: a tensor parameter's type."""
 
     def __init__(self, shape, dtype, scope: str = "global", layout=None):
-        from .buffer import _check_shape, check_storage
+        from .buffer import _check_layout, _check_shape, check_storage
 
         self.shape = _check_shape(shape)
         self.dtype = DataType.get(dtype)
         self.scope = check_storage(scope)
-        self.layout = layout
+        self.layout = _check_layout(layout)
 
     def make(self, name: str, span=None):
         from .buffer import Buffer

@@ -77,7 +77,7 @@ def _py_int(v):
 
 def _show(v):
     """``v`` and its type for an error message: ``1.5 (float)``."""
-    return f"{v!r:.60} ({type(v).__name__})"
+    return f"{shown(v, 60)} ({type(v).__name__})"
 
 
 def check_count(where, name, v):

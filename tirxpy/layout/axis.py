@@ -91,7 +91,7 @@ class Axis:
         """
         if not isinstance(name, str) or not name.isidentifier():
             raise LayoutError(f"axis name must be a Python identifier, got {shown(name)}")
-        if kind not in KINDS:
+        if type(kind) is not str or kind not in KINDS:
             raise LayoutError(f"axis kind must be one of {KINDS}, got {shown(kind)}")
         if scope is not None:
             if not isinstance(scope, (tuple, list)) or not all(isinstance(s, str) for s in scope):

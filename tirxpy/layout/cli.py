@@ -16,6 +16,7 @@ import operator
 import sys
 
 from tirxpy.errors import shown
+from tirxpy._argv import checked_argv
 
 from . import atoms
 from .axis import Axis
@@ -165,7 +166,9 @@ def _build_parser():
 
 
 def main(argv=None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+    argv = checked_argv(argv, "tirxpy layout")
+    if argv is None:
+        return 2
     parser = _build_parser()
     try:
         args = parser.parse_args(argv)

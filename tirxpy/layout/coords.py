@@ -73,10 +73,12 @@ def check_shape(shape, size: int | None, what: str = "shape") -> tuple:
         raise LayoutTypeError(f"{what} {shown(shape)} must be a non-empty tuple of positive ints, e.g. (8, 16)")
     for d, n in enumerate(shape):
         if not is_int(n):
-            raise LayoutTypeError(f"{what} {tuple(shape)!r} must be a tuple of positive ints: entry {d} is {shown(n)} "
-                                  f"({type(n).__name__})")
-        if not 1 <= operator.index(n) < MAX_COORD:
-            raise LayoutError(f"{what} {tuple(shape)!r} must be a tuple of positive ints below 2**64: entry {d} is {n}")
+            raise LayoutTypeError(f"{what} {shown(tuple(shape))} must be a tuple of positive ints: entry {d} is "
+                                  f"{shown(n)} ({type(n).__name__})")
+        i = operator.index(n)
+        if not 1 <= i < MAX_COORD:
+            raise LayoutError(f"{what} {shown(tuple(shape))} must be a tuple of positive ints below 2**64: entry {d} "
+                              f"is {i}")
     shape = tuple(int(operator.index(n)) for n in shape)
     if size is not None and prod(shape) != size:
         raise LayoutError(f"{what} {shape} has {prod(shape)} elements but the layout has {size}; "
@@ -100,6 +102,7 @@ def to_coord(v, what="coordinate"):
     if is_int(v):
         return int(operator.index(v))
     if isinstance(v, str):
+        v = str.__str__(v)      # (a str subclass as the plain str it holds: its own methods are its code)
         if not v.isidentifier():
             raise LayoutError(f"{what} {shown(v)} is neither an int nor a symbol name; a symbolic coordinate is named "
                               "by a Python identifier, e.g. 'i'")

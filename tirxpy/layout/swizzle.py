@@ -34,6 +34,13 @@ class bitxor(sympy.Function):
     is_integer = True
     is_nonnegative = True
 
+    def __new__(cls, a, b, **options):
+        for v in (a, b):    # judged by type before sympy converts it (which would run the value's own code)
+            if not (isinstance(v, sympy.Basic) or is_int(v)):
+                raise LayoutTypeError(f"bitxor takes ints or sympy integer expressions, got {shown(v, 60)} "
+                                      f"({type(v).__name__})")
+        return super().__new__(cls, a, b, **options)
+
     @classmethod
     def eval(cls, a, b):
         if a.is_Integer and b.is_Integer:
@@ -273,7 +280,10 @@ def dtype_bits(dtype) -> int:
     if is_int(dtype):
         bits = operator.index(dtype)
     else:
-        bits = bits_of(str(dtype))
+        try:
+            bits = bits_of(str(dtype))
+        except Exception:   # noqa: BLE001  (a __str__ of its own that raises: no dtype name)
+            bits = None
         if bits is None:
             raise LayoutError(f"unknown dtype {shown(dtype)}; give the element size in bits (e.g. 16) or one of "
                               f"{', '.join(n for n, *_ in SPECS)}")

@@ -351,8 +351,12 @@ def build(kernel, arch: str = "sm_90a", *, options=()) -> CompiledKernel:
     from .nvrtc import check_options, compile_cuda
 
     if not isinstance(kernel, Kernel):
+        try:
+            jitted = hasattr(kernel, "factory")
+        except Exception:   # noqa: BLE001  (a __getattr__ of its own that raises: not a factory)
+            jitted = False
         hint = ("call the @tirxpy.jit factory with its arguments first: build(make_kernel(...))"
-                if hasattr(kernel, "factory") else "decorate the kernel function with @T.prim_func")
+                if jitted else "decorate the kernel function with @T.prim_func")
         raise CodegenError(f"build() takes a kernel (a @T.prim_func), got {type(kernel).__name__}", None, hint=hint)
     target = supported_target(arch)
     arch = str(target)

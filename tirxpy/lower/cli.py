@@ -24,6 +24,7 @@ import sys
 from tirxpy.jit import JitFunction
 from tirxpy.scope.errors import TirxError
 from tirxpy.errors import shown
+from tirxpy._argv import checked_argv
 
 from .errors import LowerError
 
@@ -168,7 +169,9 @@ def table(rows) -> str:
 
 
 def main(argv=None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+    argv = checked_argv(argv, "tirxpy compile")
+    if argv is None:
+        return 2
     ap = argparse.ArgumentParser(prog="python -m tirxpy compile",
                                  description="Build every kernel in a file or module and print its resources.")
     ap.add_argument("target", help="a .py file or a dotted module name (a package too: tirxpy_kernels)")

@@ -183,10 +183,21 @@ def check_ctas(ctas, grid, nctas_total, warps_per_cta=1):
                                 "(MAX_WARPS) per run: shrink the problem or pass ctas=[(x, y), ...] to simulate "
                                 "some of them")
         return None
-    if isinstance(ctas, (str, bytes)) or not hasattr(ctas, "__iter__"):
-        raise ArgumentError(f"ctas= is a list of CTA ids (ints or tuples of up to 3 ints), got {shown(ctas, 80)}")
+    what = "ctas= is a list of CTA ids (ints or tuples of up to 3 ints), got {}"
+    try:
+        entries = None if isinstance(ctas, (str, bytes)) else iter(ctas)
+    except Exception:   # noqa: BLE001  (not iterable, or an __iter__ of its own that raises)
+        entries = None
+    if entries is None:
+        raise ArgumentError(what.format(shown(ctas, 80)))
     out = set()
-    for c in ctas:
+    while True:
+        try:
+            c = next(entries)
+        except StopIteration:
+            break
+        except Exception:   # noqa: BLE001  (an iterator of its own code that raises)
+            raise ArgumentError(what.format(shown(ctas, 80))) from None
         t = (c,) if isinstance(c, numbers.Integral) and not isinstance(c, bool) else c
         if not isinstance(t, (tuple, list)) or not 1 <= len(t) <= 3 or \
                 any(isinstance(x, bool) or not isinstance(x, numbers.Integral) for x in t):

@@ -37,7 +37,7 @@ def _ints(name, x):
     """``x`` as a flat int64 array, or :class:`~tirxpy.sim.args.ArgumentError` when it is not integers in range."""
     try:
         a = np.asarray(x)
-    except (TypeError, ValueError, OverflowError):
+    except Exception:   # noqa: BLE001  (not numbers, ragged, or an object whose own array protocol raises)
         a = None
     if a is None or a.dtype.kind not in "iu" or a.ndim > 1:
         raise ArgumentError(f"wavefronts: {name} must be a sequence of ints (int64 range), got {shown(x, 60)}")

@@ -127,8 +127,14 @@ class Symmetric:
     def __init__(self, name: str, shape, dtype: str, world: int):
         from tirxpy.ir.dtype import DataType
 
+        if not isinstance(name, str):
+            raise ArgumentError(f"Symmetric: name must be a str, got {shown(name, 60)} ({type(name).__name__})")
         if not isinstance(world, int) or isinstance(world, bool) or world < 1:
             raise ArgumentError(f"Symmetric {shown(name)}: world must be a positive int, got {shown(world)}")
+        if not isinstance(shape, (tuple, list)) or not all(
+                isinstance(n, (int, np.integer)) and not isinstance(n, bool) and n >= 0 for n in shape):
+            raise ArgumentError(f"Symmetric {shown(name)}: shape must be a tuple of non-negative ints, got "
+                                f"{shown(shape, 80)}")
         self.name, self.shape, self.dtype, self.world = name, tuple(int(n) for n in shape), str(DataType.get(dtype)), world
         n = int(np.prod(self.shape)) * nbytes(self.dtype)
         self.mems = [Bytes(n, f"{name}@rank{r}") for r in range(world)]
@@ -143,7 +149,11 @@ class Symmetric:
 
     def set(self, rank: int, values) -> None:
         rank = self._rank(rank)
-        arr = np.asarray(values)
+        try:
+            arr = np.asarray(values)
+        except Exception:   # noqa: BLE001  (ragged, or an object whose own array protocol raises)
+            raise ArgumentError(f"Symmetric {shown(self.name)}: values must be an array of shape {self.shape}, got "
+                                f"{shown(values, 80)}") from None
         if arr.shape != self.shape:
             raise ArgumentError(f"Symmetric {shown(self.name)}: values of shape {arr.shape}, the buffer is "
                                 f"{self.shape}")

@@ -164,11 +164,17 @@ def run_ranks(kernel, args_per_rank, *, arch: str | None = None, seed: int = 0, 
 
     if not isinstance(args_per_rank, (list, tuple)) or not args_per_rank:
         raise ArgumentError("run_ranks takes a non-empty list with one argument tuple per rank")
+    for r, args in enumerate(args_per_rank):
+        if not isinstance(args, (list, tuple)):
+            raise ArgumentError(f"run_ranks takes a non-empty list with one argument tuple per rank; rank {r}'s is "
+                                f"{shown(args, 60)}")
     n = len(args_per_rank)
     kernels = list(kernel) if isinstance(kernel, (list, tuple)) else [kernel] * n
     if len(kernels) != n or not all(isinstance(k, Kernel) for k in kernels):
         raise ArgumentError(f"run_ranks takes one kernel or a list of {n} kernels (one per rank)")
     check_options(seed, check, max_steps)
+    if late is not None and not isinstance(late, dict):
+        raise ArgumentError(f"late= takes a dict {{rank: steps}}, got {shown(late, 60)}")
     late = dict(late or {})
     for r, s in late.items():
         if not (isinstance(r, int) and 0 <= r < n and isinstance(s, int) and s >= 0):

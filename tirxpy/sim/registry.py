@@ -29,15 +29,33 @@ WARP = 32
 
 def register_model(name: str, fn=None):
     """Attach simulator model ``fn(ctx)`` to intrinsic ``name`` (usable as a decorator)."""
+    _check_name("register_model", "name", name)
     if fn is None:
         return lambda f: register_model(name, f)
+    _check_model("register_model", fn)
     _MODELS[name] = fn
     return fn
 
 
 def register_family(pattern: str, fn):
+    _check_name("register_family", "pattern", pattern)
+    _check_model("register_family", fn)
     _FAMILIES.append((re.compile(pattern), fn))
     return fn
+
+
+def _check_name(where, what, name):
+    if not isinstance(name, str):
+        from .args import ArgumentError
+
+        raise ArgumentError(f"{where}: {what} must be a str (an intrinsic name), got {shown(name, 60)}")
+
+
+def _check_model(where, fn):
+    if not callable(fn):
+        from .args import ArgumentError
+
+        raise ArgumentError(f"{where}: the model must be a function fn(ctx), got {shown(fn, 60)}")
 
 
 def model_of(name: str):
@@ -52,6 +70,7 @@ def model_of(name: str):
 
 
 def has_model(name: str) -> bool:
+    _check_name("has_model", "name", name)
     _load()
     return model_of(name)[0] is not None
 

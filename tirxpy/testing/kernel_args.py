@@ -37,8 +37,11 @@ _NUMPY = {"float16": np.float16, "float32": np.float32, "float64": np.float64, "
 
 
 def _params(kernel):
-    params = getattr(kernel, "params", None)
-    if params is None or not hasattr(kernel, "launch"):
+    try:
+        params = getattr(kernel, "params", None) if hasattr(kernel, "launch") else None
+    except Exception:   # noqa: BLE001  (a __getattr__ of its own that raises: no kernel)
+        params = None
+    if params is None:
         raise TirxTypeError(f"kernel_args takes a kernel (a @T.prim_func or T.parse_script result), got "
                             f"{type(kernel).__name__}")
     return params
@@ -73,7 +76,7 @@ def _check_values(values):
         return _DEFAULT_VALUES
     try:
         vals = tuple(float(v) for v in values)
-    except (TypeError, ValueError):
+    except Exception:   # noqa: BLE001  (not numbers, or a value whose own __iter__ / __float__ raises)
         raise TirxValueError(f"kernel_args(values=...) takes a sequence of numbers, got {shown(values)}") from None
     if not vals:
         raise TirxValueError("kernel_args(values=...) is empty; give at least one value")
@@ -87,6 +90,9 @@ def kernel_args(kernel, values=None, scalars=None):
 
     params = _params(kernel)
     vals = _check_values(values)
+    if scalars is not None and not isinstance(scalars, dict):
+        raise TirxTypeError(f"kernel_args(scalars=...) takes a dict of scalar parameter names to values or "
+                            f"strategies, got {shown(scalars, 60)}")
     scalars = dict(scalars or {})
     names = {p.name for p in params if not isinstance(p, Buffer)}
     extra = sorted(set(scalars) - names)

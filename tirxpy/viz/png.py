@@ -33,7 +33,10 @@ def _chunk(kind: bytes, data: bytes) -> bytes:
 
 def encode_png(image) -> bytes:
     """PNG bytes of an (H, W, 3) uint8 RGB image (every scanline with filter type 0)."""
-    img = np.asarray(image)
+    try:
+        img = np.asarray(image)
+    except Exception:   # noqa: BLE001  (ragged, or an object whose own array protocol raises)
+        raise LayoutError(f"encode_png takes an (H, W, 3) uint8 array, got {shown(image, 60)}") from None
     if img.ndim != 3 or img.shape[2] != 3 or img.dtype != np.uint8:
         raise LayoutError(f"encode_png takes an (H, W, 3) uint8 array, got shape {img.shape} dtype {img.dtype}")
     h, w = img.shape[:2]

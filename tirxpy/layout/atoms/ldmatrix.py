@@ -16,6 +16,7 @@ from __future__ import annotations
 from tirxpy.errors import shown
 
 from ..axis import laneid, m
+from ..coords import is_int
 from ..errors import LayoutError
 from ..iters import S
 from ..tile import TileLayout
@@ -44,10 +45,13 @@ def ldmatrix_layout(num: int = 1, trans: bool = False, grid=None) -> TileLayout:
         grid = (num, 1)
     if not isinstance(grid, (tuple, list)) or len(grid) != 2:
         raise LayoutError(f"ldmatrix grid must be a pair (rows, cols) of matrix counts, got {shown(grid)}")
-    gr, gc = (positive_int(g, f"ldmatrix grid {tuple(grid)!r} entry") for g in grid)
-    if gr < 1 or gc < 1 or gr * gc != num:
+    if not all(is_int(g) and int(g) >= 1 for g in grid):    # (the message is built only for a bad grid)
+        for g in grid:
+            positive_int(g, f"ldmatrix grid {shown(tuple(grid))} entry")
+    gr, gc = (int(g) for g in grid)
+    if gr * gc != num:
         raise LayoutError(
-            f"ldmatrix grid {tuple(grid)} holds {gr * gc} matrices but .x{num} loads {num}; "
+            f"ldmatrix grid {(gr, gc)} holds {gr * gc} matrices but .x{num} loads {num}; "
             f"give a grid whose product is {num}, e.g. ({num}, 1)"
         )
     if not trans:

@@ -157,9 +157,9 @@ def smem_descriptor_strides(layout, dtype, major: str = "K", shape=None) -> Smem
     immutable, and a kernel asks for the same few operand tiles' strides at every descriptor.
     """
     try:
-        key = (type(layout), layout, dtype, major, None if shape is None else tuple(shape))
+        key = (type(layout), layout, type(dtype), dtype, type(major), major, None if shape is None else tuple(shape))
         hit = _STRIDES.get(key)
-    except TypeError:       # an unhashable argument: checked (and refused) below
+    except Exception:       # noqa: BLE001  (unhashable, or a hash / == of its own that raises: refused below)
         key = hit = None
     if hit is not None:
         return hit

@@ -89,12 +89,12 @@ def tmem_ld_tmem_layout(shape: str, num: int = 1, lane_base: int = 0, col: int =
     lanes = TMEM_LD_SHAPES[shape][0]
     rows, cols = tmem_ld_tile(shape, num)
     bases = (0,) if lanes == 32 else (0, 16)
-    if lane_base not in bases or isinstance(lane_base, bool):
+    if not is_int(lane_base) or int(lane_base) not in bases:     # (the type first: the value's own == is its code)
         raise LayoutError(
             f"lane_base {shown(lane_base)} is not valid for .{shape}: a warp reaches 32 TMEM lanes, so a {lanes}-lane "
             f"access starts at lane offset {' or '.join(map(str, bases))} inside its warp's quarter"
         )
-    col = int_at_least(col, "col", 0)
+    col, lane_base = int_at_least(col, "col", 0), int(lane_base)
     return TileLayout(S[(4, lanes, cols) : (32 @ TLane, 1 @ TLane, 1 @ TCol)] + lane_base @ TLane + col @ TCol)
 
 
@@ -118,11 +118,14 @@ def tmem_accumulator(m: int, n: int, lane_base: int = 0, col: int = 0) -> TileLa
                           f"{shown(n)}")
     n = int(n)
     col = int_at_least(col, "col", 0)
+    if not is_int(lane_base):
+        raise LayoutError(f"lane_base must be an int (0, or 16 for M = 64), got {shown(lane_base)}")
+    lane_base = int(lane_base)
     if m == 128:
         if lane_base != 0:
             raise LayoutError(f"M = 128 uses all 128 TMEM lanes; lane_base must be 0, got {shown(lane_base)}")
         return TileLayout(S[(128, n) : (1 @ TLane, 1 @ TCol)] + col @ TCol)
-    if lane_base not in (0, 16) or isinstance(lane_base, bool):
+    if lane_base not in (0, 16):
         raise LayoutError("M = 64 (Layout F) uses 16 of each warp's 32 lanes; lane_base must be 0 or 16, got "
                           f"{shown(lane_base)}")
     return TileLayout(S[(4, 16, n) : (32 @ TLane, 1 @ TLane, 1 @ TCol)] + lane_base @ TLane + col @ TCol)
