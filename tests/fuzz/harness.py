@@ -97,7 +97,7 @@ def _shown(v, width: int = 200) -> str:
 def _what(e: BaseException) -> str:
     """An exception as ``Type: message`` for a finding; a :class:`HostileError` says whose code ran."""
     if isinstance(e, HostileError):
-        return f"HostileError (a Hostile argument's own method ran and its failure escaped): {e}"
+        return f"HostileError (an argument's own method ran and its failure escaped): {e}"
     try:
         return f"{type(e).__name__}: {str(e)[:300]}"
     except Exception:  # noqa: BLE001
