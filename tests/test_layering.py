@@ -5,8 +5,8 @@ types' sizes; it imports nothing), ``tirxpy/target.py`` (the compile target; it 
 root), then the packages ``layout < viz < scope < ir < intrinsics
 < primitives < lang < lower < sim``. A module may import its own layer and any layer below it, at
 the top of the file or inside a function alike. The application layer sits above them all: the
-package root ``tirxpy/__init__.py``, the other top-level modules (``__main__``, ``demo``, ``jit``),
-the ``python -m tirxpy`` commands (any ``cli.py``) and ``tirxpy.testing``. The kernel library
+package root ``tirxpy/__init__.py``, the other top-level modules (``__main__``, ``demo``, ``jit``,
+``command_line``), the ``python -m tirxpy`` commands (any ``cli.py``) and ``tirxpy.testing``. The kernel library
 (``tirxpy_kernels/``) uses the public API only: it imports no private module and no private name
 (``_name``) of tirxpy.
 """

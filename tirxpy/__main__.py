@@ -11,7 +11,7 @@ COMMANDS = {
 
 
 def main(argv=None) -> int:
-    from tirxpy._argv import checked_argv
+    from tirxpy.command_line import checked_argv
 
     argv = checked_argv(argv, "tirxpy")
     if argv is None:

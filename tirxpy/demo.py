@@ -14,7 +14,7 @@ import tempfile
 from .layout import R, S, TileLayout, laneid, warpid
 from .layout.errors import LayoutError
 from .lower.errors import LowerError
-from ._argv import checked_argv
+from .command_line import checked_argv
 from .scope.errors import TirxError
 
 DESIGN_SPEC = "S[(8, 2, 4, 2) : (4@laneid, 1@warpid, 1@laneid, 1)] + R[2 : 4@warpid] + 5@warpid"

@@ -29,11 +29,11 @@ import argparse
 import sys
 import time
 
+from tirxpy.command_line import checked_argv
 from tirxpy.errors import TirxError
 
 from . import bench_attention, bench_attention_bwd, bench_dist, bench_fp8, bench_quantize, bench_rmsnorm, bench_train
-from .bench_tools import (BenchArgumentError, add_common_arguments, argv_error, check_sim_args, environment,
-                          gemm_inputs,
+from .bench_tools import (BenchArgumentError, add_common_arguments, check_sim_args, environment, gemm_inputs,
                           median_ms, meta_tensor, parse_shapes, positive, parse_tunings, print_table, relative_error, seed_of,
                           sim_verdict, warm_gpu)
 
@@ -231,9 +231,8 @@ def main(argv=None, prog="python -m tirxpy_kernels.bench"):
     """``python -m tirxpy_kernels.bench NAME [options]``; returns the exit status: 0, 1 for a result past its
     tolerance, or 2 for a bad argument or a machine without a CUDA GPU (for a run without ``--sim``), with the
     message on stderr and no traceback."""
-    why = argv_error(argv)
-    if why is not None:
-        print(f"{prog}: error: {why}", file=sys.stderr)
+    argv = checked_argv(argv, prog)
+    if argv is None:
         return 2
     try:
         args = parser(prog).parse_args(argv)

@@ -16,31 +16,11 @@ import statistics
 import sys
 import time
 
-from tirxpy.errors import TirxError, shown
+from tirxpy.errors import TirxError
 
 
 class BenchArgumentError(TirxError, ValueError):
     """A malformed command-line value of ``python -m tirxpy_kernels.bench`` (``--shapes``, ``--tune``)."""
-
-
-def argv_error(argv):
-    """Why ``argv`` (what a command's ``main(argv)`` was given) is not a command line's words, or None when it is:
-    a list or tuple of str, or None (``sys.argv[1:]``). A word that is no str is judged by its type, never formatted
-    by its own code.
-
-        >>> argv_error(["gemm", 3])
-        "argv must be a list of str (the command line's words); argv[1] is 3 (int)"
-    """
-    if argv is None:
-        return None
-    if isinstance(argv, (list, tuple)):
-        bad = next((i for i, w in enumerate(argv) if not isinstance(w, str)), None)
-        if bad is None:
-            return None
-        what = f"argv[{bad}] is {shown(argv[bad], 60)} ({type(argv[bad]).__name__})"
-    else:
-        what = f"argv is {shown(argv, 60)} ({type(argv).__name__})"
-    return f"argv must be a list of str (the command line's words); {what}"
 
 
 def parse_tunings(text, names=None):

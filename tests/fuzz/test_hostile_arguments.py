@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 import torch
 from harness import Hostile, UnprintableInt, UnprintableStr, accept, refuse
+from test_sim import axpy       # the simulator fuzz's kernel: X, Y, a float32 a and an int32 n
 
 import tirxpy
 import tirxpy.layout as L
@@ -27,12 +28,6 @@ from tirxpy.layout import Iter, S, TileLayout, laneid
 AREA = "public entry points, hostile arguments"
 
 
-@T.prim_func
-def axpy(X: T.Tensor((64,), "float32"), Y: T.Tensor((64,), "float32"), a: T.float32, n: T.int32):
-    T.launch(grid=(2,), threads=32)
-    i = T.cta_id(0) * 32 + T.thread_id()
-    if i < n:
-        Y[i] = a * X[i] + Y[i]
 
 
 L8 = TileLayout(S[(8, 16):(16, 1)])

@@ -16,7 +16,7 @@ import operator
 import sys
 
 from tirxpy.errors import shown
-from tirxpy._argv import checked_argv
+from tirxpy.command_line import checked_argv
 
 from . import atoms
 from .axis import Axis

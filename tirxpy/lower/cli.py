@@ -24,7 +24,7 @@ import sys
 from tirxpy.jit import JitFunction
 from tirxpy.scope.errors import TirxError
 from tirxpy.errors import shown
-from tirxpy._argv import checked_argv
+from tirxpy.command_line import checked_argv
 
 from .errors import LowerError
 

@@ -1,7 +1,7 @@
-"""tirxpy._argv: the command lines' check of main(argv)'s argument (the CLIs' cases: tests/fuzz/test_cli.py)."""
+"""tirxpy.command_line: the command lines' check of main(argv)'s argument (the CLIs' cases: tests/fuzz/test_cli.py)."""
 import sys
 
-from tirxpy._argv import checked_argv
+from tirxpy.command_line import checked_argv
 
 
 def test_words_pass_as_a_new_list_and_none_reads_sys_argv(monkeypatch):
