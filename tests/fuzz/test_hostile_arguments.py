@@ -181,7 +181,8 @@ def _calls(case, make):
 
 
 @pytest.mark.parametrize("name", _NAMES)
-def test_a_hostile_argument_is_refused_by_type(name, tmp_path):
+def test_a_hostile_argument_is_refused_by_type(name, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)     # (a taken value can name a file: plot's path as a str subclass)
     case = next(c for c in _cases(tmp_path) if c[0] == name)
     for slot, call in _calls(case, Hostile):
         allow = (lambda v: True) if (name, slot) in _UNUSED else None
@@ -189,7 +190,8 @@ def test_a_hostile_argument_is_refused_by_type(name, tmp_path):
 
 
 @pytest.mark.parametrize("name", [n for n in _NAMES if n not in _REGISTERS])
-def test_an_int_or_str_whose_formatting_raises_is_taken_or_refused(name, tmp_path):
+def test_an_int_or_str_whose_formatting_raises_is_taken_or_refused(name, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)     # (plot's path "nosuch" as a str subclass is taken: it writes nosuch.png / .svg)
     case = next(c for c in _cases(tmp_path) if c[0] == name)
     for make in (lambda: UnprintableInt(-7), lambda: UnprintableInt(3), lambda: UnprintableInt(10 ** 12),
                  lambda: UnprintableStr("nosuch")):
