@@ -18,6 +18,8 @@ lowest layer (``tirxpy.layout``) can use it.
 """
 from __future__ import annotations
 
+import reprlib
+
 
 class TirxError(Exception):
     """Base of every error tirxpy raises; each subclass also derives from a matching built-in."""
@@ -36,15 +38,44 @@ class ArgumentError(TirxError, ValueError, TypeError):
     callers that test with ``except ValueError`` or ``except TypeError`` both keep working."""
 
 
+class _BoundedRepr(reprlib.Repr):
+    """:mod:`reprlib` with roomy limits, whose objects of other types show as ``<T object>`` when their repr
+    raises (reprlib's own fallback names their address, which would make messages differ run to run)."""
+
+    def __init__(self):
+        super().__init__()
+        self.maxlevel = 6
+        self.maxtuple = self.maxlist = self.maxarray = self.maxdict = self.maxset = self.maxfrozenset = 32
+        self.maxdeque = 32
+        self.maxstring = self.maxlong = self.maxother = 400
+
+    def repr_instance(self, x, level):
+        try:
+            s = repr(x)
+        except Exception:
+            return f"<{type(x).__name__} object>"
+        if len(s) > self.maxother:
+            i = (self.maxother - 3) // 2
+            s = s[:i] + "..." + s[len(s) - (self.maxother - 3 - i):]
+        return s
+
+
+_REPR = _BoundedRepr()
+
+
 def shown(v, width: int | None = None) -> str:
     """``repr(v)`` (cut to ``width`` characters, when given) for an error message, or ``<T object>`` when that repr
     raises: an argument's own ``__repr__`` is its code, and its failure must not replace the error being reported.
+    Built-in containers show their first 32 items, 6 levels deep, and long strings and numbers their ends
+    (:mod:`reprlib`), so a huge argument gives a short message in a short time.
 
         >>> shown("x" * 100, 8), shown(type("T", (), {"__repr__": lambda s: 1 / 0})())
         ("'xxxxxxx", '<T object>')
+        >>> shown(list(range(10 ** 6)))[-12:], shown((1, 2, 3))
+        ('30, 31, ...]', '(1, 2, 3)')
     """
     try:
-        text = repr(v)
+        text = _REPR.repr(v)
     except Exception:
         return f"<{type(v).__name__} object>"
     return text if width is None else text[:width]

@@ -188,3 +188,25 @@ def test_an_unprintable_value_is_refused_by_the_core_entry_points():
                    lambda: register_intrinsic(bad, "mov.b32 {r}, 0;", []), lambda: tirxpy.jit(bad)):
             refuse("core unprintable values", fn, names=[type(bad).__name__])
         refuse("core unprintable values", lambda: T.Tensor((-1, bad), "float32"), names=["extent -1"])
+
+
+def test_a_huge_argument_is_shown_in_a_short_message():
+    """:func:`tirxpy.errors.shown` bounds what it shows of built-in containers, strings and numbers (the first 32
+    items, 6 levels, 400 characters of a str or int), so a refusal of a huge argument is short and quick; an item
+    whose repr raises is named by its type in place."""
+    from tirxpy.errors import shown
+    from tirxpy.layout import LayoutError, S, TileLayout
+
+    assert len(shown(list(range(10 ** 6)))) < 300 and shown(list(range(40))).endswith("31, ...]")
+    assert len(shown("x" * 10 ** 6)) == 400 and len(shown(10 ** 1000)) == 400
+    assert shown(10 ** 5000) == "<int object>"      # (past Python's own limit on an int's digits: its repr raises)
+    assert shown([1, _Unprintable(), "a"]) == "[1, <_Unprintable object>, 'a']"
+    assert shown((8, 16)) == "(8, 16)" and shown({"m": 1}) == "{'m': 1}"
+    nested = [[[[[[[[1]]]]]]]]
+    assert shown(nested) == "[[[[[[[...]]]]]]]"
+    try:
+        TileLayout(S[(8, 4):(4, 1)]).elements_at(m=list(range(10 ** 6)))
+    except LayoutError as e:
+        assert len(str(e)) < 1000, len(str(e))
+    else:
+        raise AssertionError("elements_at took a list as a coordinate")
