@@ -191,5 +191,5 @@ def test_a_failing_check_is_named_without_running_its_arguments_or_its_own_code(
     e = register_intrinsic("t_chk_opaque", "mov.b32 {r}, {x};", [("r", "reg", "uint32", "w"), ("x", "reg", "uint32")],
                            ret="r", checks=[_OpaqueCheck()], replace=True)
     with pytest.raises(I.OperandError, match=r"the check <[\w.]*_OpaqueCheck object at \w* raised ValueError: no on "
-                                             r"the arguments <dict object>"):
+                                             r"the arguments \{'x': <_Unprintable object>\}"):
         e.check_args([_Unprintable()])

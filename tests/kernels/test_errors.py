@@ -57,7 +57,7 @@ def test_an_integral_of_another_type_is_refused_before_its_code_runs():
                     (lambda: attention_options(BN=v), "attention_sm90: BN must be an int or None"),
                     (lambda: attention_options(sms=v), "attention_sm90: sms = <_Hostile object> must be"),
                     (lambda: check_options(SPLIT=(v, 1, 240)), "gemm_sm90: SPLIT must be a tuple (rows, wide, bn2) of "
-                     "ints, got <tuple object>"),
+                     "ints, got (<_Hostile object>, 1, 240)"),
                     (lambda: LaunchCache("k", v), "LaunchCache 'k': max_entries must be an int >= 1, got <_Hostile")):
         with pytest.raises(KernelConfigError) as e:
             fn()
