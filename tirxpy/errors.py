@@ -3,7 +3,7 @@
 Every exception tirxpy raises on purpose derives from :class:`TirxError` and also from the
 built-in it matches (``ValueError`` for a bad value, ``TypeError`` for a wrong kind of argument,
 ``RuntimeError`` for a failure outside the caller's input), so ``except TirxError`` catches all of
-them and existing ``except ValueError`` clauses keep working. This module imports nothing, so the
+them and existing ``except ValueError`` clauses keep working. This module imports no other tirxpy module, so the
 lowest layer (``tirxpy.layout``) can use it.
 
     >>> from tirxpy.errors import TirxError
