@@ -90,20 +90,23 @@ def _counting():
     return f, calls
 
 
+class Key:
+    """A dict key that prints alike whatever its value (tests/fuzz/test_core.py draws it too)."""
+
+    def __init__(self, v):
+        self.v = v
+
+    def __repr__(self):
+        return "Key"
+
+    def __hash__(self):
+        return hash(self.v)
+
+    def __eq__(self, other):
+        return isinstance(other, Key) and other.v == self.v
+
+
 def test_dict_keys_that_print_alike_are_different_arguments():
-    class Key:
-        def __init__(self, v):
-            self.v = v
-
-        def __repr__(self):
-            return "Key"
-
-        def __hash__(self):
-            return hash(self.v)
-
-        def __eq__(self, other):
-            return isinstance(other, Key) and other.v == self.v
-
     f, calls = _counting()
     assert f({Key(1): 0}) != f({Key(2): 0}) and len(calls) == 2
     assert f({Key(1): 0, "a": 1}) is f({"a": 1, Key(1): 0}) and len(calls) == 3     # dict order: one key

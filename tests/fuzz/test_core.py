@@ -8,6 +8,7 @@ import numpy as np
 from harness import EXAMPLES, HOSTILE, Hostile, refuse
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_jit import Key as _Key        # a dict key that prints alike whatever its value
 
 import tirxpy
 from tirxpy.target import SUPPORTED_ARCHS, as_target, for_capability, supported_target
@@ -82,22 +83,6 @@ def test_random_arch_names(arch):
 # ---------------------------------------------------------------------- the @tirxpy.jit cache key
 _SCALARS = st.one_of(st.integers(-3, 3), st.booleans(), st.sampled_from([0.0, -0.0, float("nan"), 1.0, 1, 0j, -0j]),
                      st.text(max_size=2), st.none(), st.sampled_from([np.float32(0.0), np.float32(-0.0), np.int64(1)]))
-
-
-class _Key:
-    """A dict key that prints alike whatever its value."""
-
-    def __init__(self, v):
-        self.v = v
-
-    def __repr__(self):
-        return "Key"
-
-    def __hash__(self):
-        return hash(self.v)
-
-    def __eq__(self, other):
-        return isinstance(other, _Key) and other.v == self.v
 
 
 _ARGS = st.recursive(_SCALARS, lambda inner: st.one_of(
