@@ -7,9 +7,11 @@ Tensors are those of the forward: ``q``, ``out``, ``dout`` ``(B, SQ, H, D)``, ``
 ``(B, H, SQ)`` float32, the natural log-sum-exp ``attention(..., return_lse=True)`` returns. ``causal`` and
 ``scale`` must be the forward's. Three steps: ``D = rowsum(dout * out)`` in float32 (the preprocessing
 kernel :func:`~tirxpy_kernels.attention_bwd_pre.attention_bwd_preprocess`, which also zeroes the float32 ``dQ``
-accumulator; torch zeroes the turn counters of ``deterministic``), the main kernel (which accumulates
-``scale * dS K`` into ``dQacc``), and ``dq`` = ``dQacc`` converted to the input dtype (torch; into ``grads``'
-``dq`` by :func:`~tirxpy_kernels.attention_bwd_post.attention_bwd_dq_store` where its layout allows).
+accumulator; torch zeroes the counters of ``deterministic`` and of the conversion in the kernel), the main kernel
+(which accumulates ``scale * dS K`` into ``dQacc``), and ``dq`` = ``dQacc`` converted to the input dtype (torch;
+into ``grads``' ``dq`` by :func:`~tirxpy_kernels.attention_bwd_post.attention_bwd_dq_store` where its layout
+allows). Under a causal mask at head dims 128 and 256 the main kernel converts ``dq`` itself
+(:func:`~tirxpy_kernels.attention_bwd_plan.default_fuse_dq`), and no third step runs.
 ``deterministic=True`` adds each key block's ``dQ`` share in key-block order, so that equal inputs give bit-equal
 ``dq``; otherwise the order of the float32 adds varies from run to run.
 
@@ -27,9 +29,9 @@ from tirxpy.errors import ArgumentError
 from tirxpy.ir.dtype import from_torch
 
 from .attention_api import _sm_count
-from .attention_bwd_plan import DTYPES, HEAD_DIMS, TARGET, plan
+from .attention_bwd_plan import DTYPES, HEAD_DIMS, TARGET, default_fuse_dq, fuses_dq, plan
 from .attention_plan import check_scale
-from .attention_bwd_post import dq_store
+from .attention_bwd_post import dq_store, dq_strides
 from .attention_bwd_pre import attention_bwd_preprocess, attention_bwd_preprocess_packed
 from .attention_bwd_sm90 import attention_bwd_sm90
 from .attention_varlen_api import (VarlenArgumentError, check_copied, check_cu_device, check_lengths, clipped_view,
@@ -166,10 +168,27 @@ def _check_grads(grads, q, k, v, out, dout, lse):
                        "separate tensors")
 
 
-def _counters(deterministic):
-    """How the kernel's turn counters ``SEM`` are made: zeroed where ``deterministic`` reads them, else left unset
-    (the kernel never touches them), which saves a fill kernel."""
-    return torch.zeros if deterministic else torch.empty
+def _counters(deterministic, fused=False):
+    """How the kernel's counters ``SEM`` are made: zeroed where the kernel reads them (``deterministic``'s turns, or
+    the counts of adds of a kernel that converts ``dQ`` itself, ``fused``), else left unset (the kernel never touches
+    them), which saves a fill kernel."""
+    return torch.zeros if deterministic or fused else torch.empty
+
+
+def _fused_dq(B, H, HKV, SQ, SK, D, causal, dtype, deterministic, q, grads):
+    """``(dq, (sb, ss))``: the tensor the backward kernel writes ``dQ`` into and its batch and token strides, when
+    the kernel converts ``dQ`` itself by default (:func:`~tirxpy_kernels.attention_bwd_plan.default_fuse_dq`), can
+    (:func:`~tirxpy_kernels.attention_bwd_plan.fuses_dq`) and can write it there
+    (``grads``' ``dq`` where :func:`~tirxpy_kernels.attention_bwd_post.dq_strides` takes its layout, else a fresh
+    ``(B, SQ, H, D)`` tensor); ``(None, None)`` where ``dQacc`` is converted after the kernel."""
+    if not (default_fuse_dq(D, causal) and fuses_dq(B, H, HKV, SQ, SK, D, causal, dtype, deterministic)):
+        return None, None
+    if grads is None:
+        dq = torch.empty((B, SQ, H, D), dtype=q.dtype, device=q.device)
+    else:
+        dq = grads[0]
+    st = dq_strides(dq, rows=1)
+    return (None, None) if st is None else (dq, st)
 
 
 def prepare(q, k, v, out, dout, lse, causal=False, scale=None, deterministic=False, grads=None):
@@ -195,17 +214,18 @@ def prepare(q, k, v, out, dout, lse, causal=False, scale=None, deterministic=Fal
         if dk is None or dv is None:        # the kernel writes fresh buffers (then copied into grads, if given)
             dk, dv = (torch.empty((B, SKT, HKV, D), dtype=q.dtype, device=q.device) for _ in range(2))
             dks = dvs = None
+        dq, dqs = _fused_dq(B, H, HKV, SQ, SK, D, causal, p.dtype, deterministic, q, grads)
         kern = attention_bwd_sm90(B, H, HKV, SQ, SK, D, causal=causal, scale=sc, dtype=p.dtype,
                                   deterministic=deterministic, SQT=SQT, SKT=SKT, strides=strides,
                                   grad_strides=None if dks is None and dvs is None else (dks, dvs),
-                                  sms=_sm_count(q.device))
+                                  sms=_sm_count(q.device), FUSE_DQ=dq is not None, dq_strides=dqs)
         if SQ == SQP and lse.is_contiguous() and not misalignment("attention_backward", "lse", lse,
                                                                    AttentionBwdArgumentError):
             lp = lse                        # already whole 64-row blocks: the kernel reads it as it is
         else:
             lp = torch.zeros((B, H, SQP), dtype=torch.float32, device=q.device)
             lp[:, :, :SQ] = lse
-        sem = _counters(deterministic)((B, H, p.q_blocks, 2), dtype=torch.int32, device=q.device)
+        sem = _counters(deterministic, dq is not None)((B, H, p.q_blocks, 2), dtype=torch.int32, device=q.device)
         dl = torch.empty((B, H, SQP), dtype=torch.float32, device=q.device)
         dqa = torch.empty((B, SQT, H, D), dtype=torch.float32, device=q.device)     # zeroed by the preprocessing
         pre = compiled(attention_bwd_preprocess(B, H, SQ, D, p.dtype, SQT), TARGET)
@@ -215,8 +235,10 @@ def prepare(q, k, v, out, dout, lse, causal=False, scale=None, deterministic=Fal
     def finish():
         with torch.cuda.device(q.device):
             if grads is not None:
-                st = dq_store(grads[0], p.dtype) if SQT == SQ else None
-                if st is None:
+                st = dq_store(grads[0], p.dtype) if SQT == SQ and dq is None else None
+                if dq is not None:
+                    pass                    # the kernel wrote grads' dq
+                elif st is None:
                     grads[0].copy_(dqa[:, :SQ])
                 else:
                     st(dqa, grads[0])
@@ -224,12 +246,12 @@ def prepare(q, k, v, out, dout, lse, causal=False, scale=None, deterministic=Fal
                     if t.data_ptr() != g.data_ptr():
                         g.copy_(t[:, :SK])
                 return tuple(grads)
-            dq = dqa[:, :SQ].to(q.dtype)
+            dqo = dqa[:, :SQ].to(q.dtype) if dq is None else dq
         if SKT != SK:
-            return dq, dk[:, :SK].contiguous(), dv[:, :SK].contiguous()
-        return dq, dk, dv
+            return dqo, dk[:, :SK].contiguous(), dv[:, :SK].contiguous()
+        return dqo, dk, dv
 
-    return ck, (qp, kp, vp, dop, lp, dl, dk, dv, dqa, sem), finish
+    return ck, (qp, kp, vp, dop, lp, dl, dk, dv, dqa, sem) + (() if dq is None else (dq,)), finish
 
 
 def attention_backward(q, k, v, out, dout, lse, causal=False, scale=None, deterministic=False, grads=None):
@@ -247,7 +269,8 @@ def attention_backward(q, k, v, out, dout, lse, causal=False, scale=None, determ
     ck, args, finish = prepare(q, k, v, out, dout, lse, causal, scale, deterministic, grads)
     with torch.cuda.device(q.device):
         ck(*args)
-    qp, kp, vp, dop, lp, dl, dk, dv, dqa, sem = args
+    qp, kp, vp, dop, lp, dl, dk, dv, dqa, sem = args[:10]
+    fused = len(args) == 11
     in_place = all(a is b for a, b in zip((qp, kp, vp, dop, lp), (q, k, v, dout, lse)))
     # the fast path hands the preprocessing out.contiguous(), which is out itself where out is contiguous: that must
     # be on the 16-byte boundary its vector loads need (prepare read a copy of a misaligned out)
@@ -259,8 +282,8 @@ def attention_backward(q, k, v, out, dout, lse, causal=False, scale=None, determ
         B, H = q.shape[0], q.shape[2]
         pre = compiled(attention_bwd_preprocess(B, H, q.shape[1], q.shape[3], from_torch(q.dtype).name, q.shape[1]),
                        TARGET)
-        st = None if grads is None else dq_store(grads[0], from_torch(q.dtype).name)
-        _FAST.put(key, (ck, pre, st, dl.shape, sem.shape, _counters(deterministic)))
+        st = None if grads is None or fused else dq_store(grads[0], from_torch(q.dtype).name)
+        _FAST.put(key, (ck, pre, st, dl.shape, sem.shape, _counters(deterministic, fused), fused))
     return finish()
 
 
@@ -285,7 +308,7 @@ def _fast_backward(key, hit, q, k, v, out, dout, lse, grads=None):
     """:func:`attention_backward` for a call like a checked one that read every input (and wrote ``grads``' ``dk``,
     ``dv``) in place: the same three steps, each kernel through its bound launch. The key fixed every layout; an
     overlap of ``grads`` with an input is refused once per addresses, before the bound launch is made."""
-    ck, pre, st, dl_shape, sem_shape, new_sem = hit
+    ck, pre, st, dl_shape, sem_shape, new_sem, fused = hit
     with torch.cuda.device(q.device):
         sem = new_sem(sem_shape, dtype=torch.int32, device=q.device)
         dl = torch.empty(dl_shape, dtype=torch.float32, device=q.device)
@@ -296,8 +319,11 @@ def _fast_backward(key, hit, q, k, v, out, dout, lse, grads=None):
             dv = torch.empty_like(dk)
         else:
             dk, dv = tma_view(grads[1])[0], tma_view(grads[2])[0]
-        launch_bound(_BOUND, key, ck, q, k, v, dout, lse, dl, dk, dv, dqa, sem,
+        dq = () if not fused else (torch.empty_like(q) if grads is None else grads[0],)
+        launch_bound(_BOUND, key, ck, q, k, v, dout, lse, dl, dk, dv, dqa, sem, *dq,
                      check=None if grads is None else lambda: _check_grads(grads, q, k, v, out, dout, lse))
+        if fused:
+            return (dq[0], dk, dv) if grads is None else grads
         if grads is None:
             return dqa.to(q.dtype), dk, dv
         if st is None:
@@ -308,7 +334,7 @@ def _fast_backward(key, hit, q, k, v, out, dout, lse, grads=None):
 
 
 # _fast_key -> (main kernel, preprocessing kernel, grads' dq store or None, D's and the counters' shapes, the counters'
-# allocator) of a checked call read in place
+# allocator, whether the main kernel writes dq) of a checked call read in place
 _FAST = LaunchCache("attention_backward")
 # (_fast_key, addresses) -> bound launches of those kernels (tirxpy_kernels.launch_cache.launch_bound)
 _BOUND = LaunchCache("attention_backward bound launches")
@@ -388,20 +414,30 @@ def prepare_varlen(q, k, v, out, dout, lse, cu_seqlens_q, cu_seqlens_k, max_seql
         # that is), or here while a graph is captured; the XK rows in front are never read
         dkb, dvb = ((torch.zeros if capturing else torch.empty)((XK + TK, HKV, D), dtype=q.dtype, device=q.device)
                     for _ in range(2))
-        sem = _counters(deterministic)((B, H, p.q_blocks, 2), dtype=torch.int32, device=q.device)
+        fuse = default_fuse_dq(D, causal) and fuses_dq(B, H, HKV, SQ, SK, D, causal, dtype, deterministic, packed=True)
+        sem = _counters(deterministic, fuse)((B, H, p.q_blocks, 2), dtype=torch.int32, device=q.device)
         kern = attention_bwd_sm90(B, H, HKV, SQ, SK, D, causal=causal, scale=sc, dtype=dtype,
                                   deterministic=deterministic, SQT=TQ, SKT=TK, PACKED=True, strides=strides,
-                                  sms=_sm_count(q.device))
+                                  sms=_sm_count(q.device), FUSE_DQ=fuse)
+        # the kernel that converts dQ writes each sequence's rows (clipped as dQacc's); the rows of a sequence
+        # without keys, which no CTA visits, and past the last sequence are zeroed by finish() (or here, capturing)
+        dqo = (torch.zeros if capturing else torch.empty)((XQ + TQ, H, D), dtype=q.dtype, device=q.device) \
+            if fuse else None
         args = (qp, kp, vp, dop, lp, dlp, clipped_view(dkb[XK:], XK), clipped_view(dvb[XK:], XK),
-                clipped_view(dqb[XQ:], XQ), sem, cu_seqlens_q, cu_seqlens_k)
+                clipped_view(dqb[XQ:], XQ), sem) + ((clipped_view(dqo[XQ:], XQ),) if fuse else ()) \
+            + (cu_seqlens_q, cu_seqlens_k)
         kfn = compiled(kern, TARGET)
 
     def finish():
         with torch.cuda.device(q.device):
-            dq = dqb[XQ:XQ + NQ].to(q.dtype)
+            dq = dqb[XQ:XQ + NQ].to(q.dtype) if dqo is None else dqo[XQ:XQ + NQ]
             if copied is not None:
                 cq, ck = check_copied(copied, NQ, NK, max_seqlen_q, max_seqlen_k)
                 dq[cq[-1]:].zero_()
+                if dqo is not None:
+                    for i in range(B):
+                        if ck[i + 1] == ck[i] and cq[i + 1] > cq[i]:
+                            dq[cq[i]:cq[i + 1]].zero_()
                 dkb[XK + ck[-1]:].zero_()
                 dvb[XK + ck[-1]:].zero_()
             return dq, dkb[XK:XK + NK], dvb[XK:XK + NK]

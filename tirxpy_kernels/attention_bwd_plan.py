@@ -54,7 +54,11 @@ class AttentionBwdPlan:
     block ``n0 / BM`` on, wrapping around (the CTAs of a head then add into different blocks of ``dQacc`` at a
     time); off when ``deterministic``, whose adds into a block go in key-block order; ``trail``: consumer 1 runs
     about half a step behind consumer 0 (:func:`default_trail`); with ``dQ`` split by columns (``lag``) each
-    step's ``dQ`` product is then issued one step later, from ``ds_bufs`` (3) ``dS^T`` buffers."""
+    step's ``dQ`` product is then issued one step later, from ``ds_bufs`` (3) ``dS^T`` buffers; ``fuse_dq``: the
+    kernel converts each block of ``dQacc`` into the output ``dQ`` once its last add has landed (a count of adds per
+    block in ``SEM``, :func:`~tirxpy_kernels.attention_bwd_sm90.adds_per_block`), so that no conversion pass
+    follows it; ``count_slots``: 16-bit slots of shared memory per consumer, one per step of a CTA's walk, for the
+    count each of its adds found (:func:`count_slots`)."""
     B: int
     H: int
     HKV: int
@@ -84,6 +88,7 @@ class AttentionBwdPlan:
     tail_heads: int = 0
     rotate: bool = False
     trail: bool = False
+    fuse_dq: bool = False
 
     @property
     def lag(self):
@@ -99,6 +104,12 @@ class AttentionBwdPlan:
     def ds_bufs(self):
         """``dS^T`` buffers in shared memory (:func:`ds_buffers`)."""
         return ds_buffers(self.lag)
+
+    @property
+    def count_slots(self):
+        """16-bit slots of shared memory per consumer for the counts its ``dQ`` adds found (:func:`count_slots`);
+        0 without ``fuse_dq``."""
+        return count_slots(self.q_blocks, self.group) if self.fuse_dq else 0
 
     @property
     def dispatch(self):
@@ -174,19 +185,31 @@ def ds_buffers(lag):
     return 3 if lag else 2
 
 
-def smem_bytes(BM, BN, D, STAGES, dq_cols, NC, kv_split="keys", ds_bufs=2):
+def count_slots(q_blocks, group):
+    """16-bit slots, one per step of a CTA's walk (at most ``q_blocks`` query blocks of each of the ``group`` query
+    heads), rounded up to 8 (16 bytes): the count of adds each step's ``dQ`` add found in its block's counter
+    (``fuse_dq`` of :class:`AttentionBwdPlan`).
+
+        >>> count_slots(64, 1), count_slots(64, 8), count_slots(1, 1)
+        (64, 512, 8)
+    """
+    return cdiv(q_blocks * group, 8) * 8
+
+
+def smem_bytes(BM, BN, D, STAGES, dq_cols, NC, kv_split="keys", ds_bufs=2, slots=0):
     """Shared memory of a plan: K and V (``BN x D``), ``STAGES`` stages of Q and dO (``BM x D``) and of LSE and
     D (``BM`` floats each), ``ds_bufs`` ``dS`` buffers (``BN x BM``; ``kv_split="cols"``: two ``P`` buffers more),
-    each consumer's ``dQ`` staging (``64 x dq_cols`` float32 for ``BM = 64``), the barriers and 1 KiB of alignment.
+    each consumer's ``dQ`` staging (``64 x dq_cols`` float32 for ``BM = 64``) and ``slots`` count slots
+    (:func:`count_slots`), the barriers and 1 KiB of alignment.
 
         >>> smem_bytes(64, 128, 128, 2, 64, 2), smem_bytes(64, 64, 256, 1, 128, 2, "cols")
-        (198696, 230936)
-        >>> smem_bytes(64, 128, 128, 2, 64, 2, ds_bufs=3)
-        215080
+        (198728, 230968)
+        >>> smem_bytes(64, 128, 128, 2, 64, 2, ds_bufs=3), smem_bytes(64, 128, 128, 2, 64, 2, ds_bufs=3, slots=8)
+        (215112, 215144)
     """
     ps = 2 * BN * BM if kv_split == "cols" else 0
     return (2 * BN * D + 2 * STAGES * BM * D + ds_bufs * BN * BM + ps) * 2 + 8 * STAGES * BM \
-        + NC * 4 * BM * dq_cols + 1024 + 8 * (1 + 2 * STAGES)
+        + NC * (4 * BM * dq_cols + 2 * slots) + 1024 + 8 * (1 + 2 * STAGES + 2 * NC)
 
 
 def tail_heads(B, HKV, kv_blocks, causal, packed, waves, sms):
@@ -252,7 +275,7 @@ def check_problem(B, H, HKV, SQ, SK, D, dtype):
 
 def plan(B, H, HKV, SQ, SK, D, causal=False, dtype="bfloat16", deterministic=False, BM=None, STAGES=None,
          DQ_SPLIT=None, PACKED=False, FOLD=None, TAIL=None, sms=TARGET.sm_count, ROTATE=None,
-         TRAIL=None) -> AttentionBwdPlan:
+         TRAIL=None, FUSE_DQ=False) -> AttentionBwdPlan:
     """The checked :class:`AttentionBwdPlan` of one problem; options left ``None`` take :func:`default_config`.
     ``BM`` must be 64 (one wgmma row block of ``dQ``), ``STAGES`` at least 1, ``DQ_SPLIT`` ``"cols"`` (head dim
     64: 32 columns per consumer; 128: 64; 256: 128) or ``"keys"`` (head dim 64: 64 keys per consumer).
@@ -262,7 +285,8 @@ def plan(B, H, HKV, SQ, SK, D, causal=False, dtype="bfloat16", deterministic=Fal
     (the device's SMs) at the end of a causal grid ordered by key block (:func:`tail_heads`); 0 keeps the grid
     order. ``ROTATE`` (default: :func:`default_rotate`; never with ``causal`` or ``deterministic``): the rotated
     query walk (:class:`AttentionBwdPlan`'s ``rotate``). ``TRAIL`` (default: :func:`default_trail`): consumer 1
-    behind consumer 0 (``trail``); for consumers of 64 keys each (head dims 64 and 128), not with ``deterministic``."""
+    behind consumer 0 (``trail``); for consumers of 64 keys each (head dims 64 and 128), not with ``deterministic``.
+    ``FUSE_DQ`` (default ``False``: the caller converts ``dQacc``): the kernel converts ``dQ`` itself (``fuse_dq``)."""
     check_problem(B, H, HKV, SQ, SK, D, dtype)
     causal = flag_option(W, "causal", causal)
     deterministic = flag_option(W, "deterministic", deterministic)
@@ -299,16 +323,48 @@ def plan(B, H, HKV, SQ, SK, D, causal=False, dtype="bfloat16", deterministic=Fal
     if trail and deterministic:
         raise KernelConfigError(f"{W}: TRAIL=True is for the unordered dQ adds; deterministic=True runs the consumers "
                                 "in step: use TRAIL=False (the default there)")
+    fuse = flag_option(W, "FUSE_DQ", FUSE_DQ)
     lag = dq_lags(trail, split)
-    smem = smem_bytes(BM, BN, D, STAGES, dq_cols, NC, kv_split, ds_buffers(lag))
+    slots = count_slots(cdiv(SQ, BM), H // HKV) if fuse else 0
+    smem = smem_bytes(BM, BN, D, STAGES, dq_cols, NC, kv_split, ds_buffers(lag), slots)
     if smem > SMEM_LIMIT:
         more = f" or TRAIL=False (its third dS buffer takes {BN * BM * 2} bytes)" if lag else ""
+        more += f" or FUSE_DQ=False (its counts of adds take {NC * 2 * slots} bytes)" if fuse else ""
         raise KernelConfigError(f"{W}: {STAGES} stages need {smem} bytes of shared memory, over the {SMEM_LIMIT} "
                                 f"a CTA may have: use fewer stages{more}")
     NKV = cdiv(SK, BN)
+    if fuse and NKV * NC > 0xFFFF:
+        raise KernelConfigError(f"{W}: FUSE_DQ=True counts the adds into a dQ block in 16 bits; {NKV} key blocks of "
+                                f"{BN} add up to {NKV * NC} times: use FUSE_DQ=False")
     return AttentionBwdPlan(
         B=B, H=H, HKV=HKV, SQ=SQ, SK=SK, D=D, causal=bool(causal), dtype=dtype, deterministic=bool(deterministic),
         BM=BM, BN=BN, NC=NC, STAGES=STAGES, dq_split=split, kv_split=kv_split, q_blocks=cdiv(SQ, BM), kv_blocks=NKV, group=H // HKV,
         d_chunks=D // 64, dq_cols=dq_cols, grid=(NKV, HKV, B), threads=128 * (1 + NC), smem=smem, regs=(24, 240),
         packed=bool(PACKED), fold=bool(fold), tail_heads=tail_heads(B, HKV, NKV, causal, PACKED, waves, sms),
-        rotate=rotate, trail=trail)
+        rotate=rotate, trail=trail, fuse_dq=fuse)
+
+
+def default_fuse_dq(D, causal):
+    """Whether :func:`tirxpy_kernels.attention_backward` (and the varlen backward) let the kernel convert ``dQ`` itself
+    (``fuse_dq`` of :class:`AttentionBwdPlan`) where it can (:func:`fuses_dq`): under a causal mask at head dims 128
+    and 256. There the conversion pass it saves costs more than the kernel's own conversion; elsewhere the kernel's
+    conversion costs more than it saves (figures: ``docs/performance.md``, "dQ converted in the kernel").
+
+        >>> default_fuse_dq(128, True), default_fuse_dq(128, False), default_fuse_dq(64, True)
+        (True, False, False)
+    """
+    return causal and D >= 128
+
+
+def fuses_dq(B, H, HKV, SQ, SK, D, causal=False, dtype="bfloat16", deterministic=False, packed=False):
+    """Whether the backward kernel of this problem (default options) can convert ``dQ`` itself: :func:`plan` with
+    ``FUSE_DQ=True`` fits (the count slots in shared memory, the adds per block in 16 bits).
+
+        >>> fuses_dq(1, 16, 16, 4096, 4096, 128), fuses_dq(1, 8, 1, 65536, 65536, 256)
+        (True, False)
+    """
+    try:
+        plan(B, H, HKV, SQ, SK, D, causal, dtype, deterministic, PACKED=packed, FUSE_DQ=True)
+    except KernelConfigError:
+        return False
+    return True

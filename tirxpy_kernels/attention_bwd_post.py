@@ -21,7 +21,7 @@ from tirxpy.layout import S, TileLayout, m, tx
 from tirxpy.target import MAX_GRID
 
 from .attention_bwd_plan import DTYPES, TARGET
-from .errors import KernelConfigError, choice_option, flag_option, int_option
+from .errors import KernelConfigError, choice_option, flag_option, int_option, shown
 from .launch_cache import compiled
 from .views import tensor
 
@@ -46,8 +46,6 @@ def attention_bwd_dq_store(B, S_, H, D, dtype="bfloat16", sb=None, ss=None, PDL=
     S_ = int_option(W, "S_", S_, 1, MAX_GRID[1] * ROWS)
     H, D = (int_option(W, n, v, 1, 1 << 20) for n, v in (("H", H), ("D", D)))
     dtype = choice_option(W, "dtype", dtype, DTYPES)
-    ss = H * D if ss is None else int_option(W, "ss", ss, 0, 1 << 40)
-    sb = S_ * ss if sb is None else int_option(W, "sb", sb, 0, 1 << 40)
     if D % 64:
         raise KernelConfigError(f"{W}: head dim D = {D} must be a multiple of 64")
     if H * D // 64 > MAX_GRID[0]:
@@ -56,9 +54,9 @@ def attention_bwd_dq_store(B, S_, H, D, dtype="bfloat16", sb=None, ss=None, PDL=
     if S_ < ROWS:
         raise KernelConfigError(f"{W}: S_ = {S_} rows are fewer than one tile of {ROWS}; convert them with torch "
                                 "(dq.copy_(dqacc))")
-    if ss % 8 or sb % 8 or ss < H * D:
-        raise KernelConfigError(f"{W}: token / batch strides ss = {ss} / sb = {sb} must be multiples of 8 and the "
-                                f"token stride at least H * D = {H * D}")
+    ss = H * D if ss is None else int_option(W, "ss", ss, 0, 1 << 40)
+    sb = S_ * ss if sb is None else int_option(W, "sb", sb, 0, 1 << 40)
+    sb, ss = check_dq_strides(W, H, D, (sb, ss))
     DC = D // 64
 
     @T.prim_func
@@ -78,13 +76,34 @@ def attention_bwd_dq_store(B, S_, H, D, dtype="bfloat16", sb=None, ss=None, PDL=
     return attention_bwd_dq_store_kernel
 
 
-def dq_strides(dq):
+def check_dq_strides(where, H, D, strides):
+    """``(sb, ss)``, the batch and token element strides of a ``(B, S, H, D)`` ``dq`` written with 16-byte stores,
+    checked: ints in ``[0, 2^40]``, multiples of 8 (a row's stores stay aligned), the token stride at least ``H *
+    D`` (rows do not overlap); :class:`KernelConfigError` naming the strides otherwise.
+
+        >>> check_dq_strides("k", 2, 64, (1024, 129))
+        Traceback (most recent call last):
+        ...
+        tirxpy_kernels.errors.KernelConfigError: k: token / batch strides ss = 129 / sb = 1024 must be multiples of 8 \
+and the token stride at least H * D = 128
+    """
+    if not isinstance(strides, tuple) or len(strides) != 2:
+        raise KernelConfigError(f"{where}: dq strides must be a (batch, token) pair of ints, got {shown(strides, 60)}")
+    sb, ss = (int_option(where, n, v, 0, 1 << 40) for n, v in (("sb", strides[0]), ("ss", strides[1])))
+    if ss % 8 or sb % 8 or ss < H * D:
+        raise KernelConfigError(f"{where}: token / batch strides ss = {ss} / sb = {sb} must be multiples of 8 and the "
+                                f"token stride at least H * D = {H * D}")
+    return sb, ss
+
+
+def dq_strides(dq, rows=ROWS):
     """``(sb, ss)`` of ``dq`` ``(B, S, H, D)`` when :func:`attention_bwd_dq_store` can write it (each head's ``D``
     elements dense and next to the next head's (head stride ``D`` even for one head: the kernel's strides must be
-    the tensor's), token and batch strides multiples of 8, 16-byte aligned, at least 64 rows), else None."""
+    the tensor's), token and batch strides multiples of 8, 16-byte aligned, at least ``rows`` rows: its 64, 1 for
+    the backward kernel that converts ``dQ`` itself), else None."""
     B, S_, H, D = dq.shape
     sb, ss, sh, sd = dq.stride()
-    if S_ < ROWS or sd != 1 or sh != D or ss % 8 or sb % 8 or dq.data_ptr() % 16 or D % 64:
+    if S_ < rows or sd != 1 or sh != D or ss % 8 or sb % 8 or dq.data_ptr() % 16 or D % 64:
         return None
     if ss < H * D or (B > 1 and sb < S_ * ss):      # (rows of one tensor must not overlap)
         return None

@@ -38,13 +38,15 @@ The kernel is built from an :class:`~tirxpy_kernels.attention_bwd_plan.Attention
   from three buffers, so a buffer is rewritten only after both consumers' products that read it are done; the
   last step's ``dQ`` follows the loop. In a packed kernel consumer 0 alone zeroes a partial query block's rows
   (:func:`zero_tails`).
-- **dQ accumulation**: the consumer's ``dQ`` block (float32) goes to its staging buffer (128-byte-swizzled boxes
-  of 32 floats: each 8-byte store of the accumulator fragment takes 4 shared-memory wavefronts, against 8 in
-  unswizzled 256-byte rows and 2 without conflicts, as rows ``r`` and ``r ^ 1`` of a half-warp share banks) and
-  one thread reduce-adds it into the float32 ``dQacc`` with TMA stores (``cp.reduce.async.bulk.tensor .add``).
-  ``deterministic``: the reduce-adds into one block of ``dQacc`` go in key-block order: before its add a
-  consumer spins (``ld.acquire``) until the block's counter in ``SEM`` reaches its turn, waits for the add
-  to complete and bumps the counter (``red.release``).
+- **dQ accumulation** (:func:`dq_part`, :func:`dq_writer_part`): the consumer stages its float32 ``dQ`` block
+  (128-byte-swizzled boxes of 32 floats: each 8-byte store of the accumulator fragment takes 4 shared-memory
+  wavefronts, against 8 in unswizzled 256-byte rows and 2 without conflicts, as rows ``r`` and ``r ^ 1`` of a
+  half-warp share banks) and hands it to its writer, a warp of the producer warpgroup, which reduce-adds it into the
+  float32 ``dQacc`` with TMA stores (``cp.reduce.async.bulk.tensor .add``), so that no consumer waits on an add.
+  ``deterministic``: the reduce-adds into one block of ``dQacc`` go in key-block order: the writer spins
+  (``ld.acquire``) until the block's counter in ``SEM`` reaches its turn, waits for the add to land and bumps the
+  counter (release). ``fuse_dq``: the writers count every landed add; the consumers convert each block whose
+  count was the last into ``dQ`` after their epilogue.
 - **epilogue**: ``dK`` and ``dV`` converted and staged over the CTA's own K / V rows once both
   consumers are past their last product, then stored with TMA (rows past ``SK`` dropped).
 - **head dim 256** (``kv_split="cols"``, :func:`consumer_cols_part`): the consumers share the CTA's 64 keys and
@@ -55,7 +57,7 @@ The kernel is built from an :class:`~tirxpy_kernels.attention_bwd_plan.Attention
 ``D`` (``rowsum(O * dO)`` in float32) comes from :mod:`tirxpy_kernels.attention_bwd_pre`, which also zeroes
 ``dQacc``.
 ``dQacc`` receives ``scale * dS K`` summed over key blocks; the caller converts it
-(:func:`tirxpy_kernels.attention_bwd_api.attention_backward`).
+(:func:`tirxpy_kernels.attention_bwd_api.attention_backward`), or with ``FUSE_DQ`` the kernel does.
 
     >>> k = attention_bwd_sm90(1, 2, 1, 100, 80, 64, causal=True, SKT=128)
     >>> k.launch.threads, k.launch.grid
@@ -73,6 +75,7 @@ from tirxpy.layout import ComposeLayout, R, S, TileLayout, laneid, m, swizzle_fo
 from tirxpy.layout.atoms import wgmma_accumulator
 
 from .attention_bwd_plan import TARGET, plan
+from .attention_bwd_post import check_dq_strides
 from .attention_plan import MAX_SIZE
 from .attention_plan import check_scale
 from .attention_walk import sequence
@@ -125,7 +128,8 @@ class Tiles:
 @tirxpy.jit
 def attention_bwd_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bfloat16", deterministic=False,
                        SQT=None, SKT=None, BM=None, STAGES=None, DQ_SPLIT=None, PACKED=False, FOLD=None,
-                       strides=None, grad_strides=None, TAIL=None, sms=None, ROTATE=None, PDL=True, TRAIL=None):
+                       strides=None, grad_strides=None, TAIL=None, sms=None, ROTATE=None, PDL=True, TRAIL=None,
+                       FUSE_DQ=False, dq_strides=None):
     """The kernel for one problem: ``k(Q, K, V, dO, LSE, DL, dK, dV, dQacc, SEM)`` with ``Q, dO: (B, SQT, H, D)``,
     ``K, V, dK, dV: (B, SKT, HKV, D)`` in ``dtype``, ``LSE, DL: (B, H, SQP)`` float32 (natural log-sum-exp and
     ``rowsum(dO * O)``; ``SQP`` the query blocks' rows, ``ceil(SQ / 64) * 64``), ``dQacc: (B, SQT, H, D)``
@@ -151,9 +155,14 @@ def attention_bwd_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bf
     :func:`tirxpy_kernels.attention_sm90.attention_sm90`: the kernel may start while the previous kernel in the
     stream (the preprocessing) finishes, and every thread waits for it (``griddepcontrol.wait``) before any global
     load or store.
+    ``FUSE_DQ=True``: the kernel also writes ``dQ`` in ``dtype`` (:func:`dq_writer_part`), taken after ``SEM``:
+    ``k(..., dQacc, SEM, dQ)`` with ``dQ: (B, SQ, H, D)``, batch and token strides ``dq_strides = (sb, ss)`` (default
+    dense; multiples of 8, :func:`~tirxpy_kernels.attention_bwd_post.check_dq_strides`), and ``SEM`` zeroed whatever
+    ``deterministic``; packed, ``k(..., dQacc, SEM, dQ, CUQ, CUK)`` with ``dQ`` a clipped view like ``dQacc``'s, in
+    ``dtype``.
     Options: :func:`tirxpy_kernels.attention_bwd_plan.plan`."""
     p = plan(B, H, HKV, SQ, SK, D, causal, dtype, deterministic, BM, STAGES, DQ_SPLIT, PACKED, FOLD, TAIL,
-             TARGET.sm_count if sms is None else sms, ROTATE, TRAIL)
+             TARGET.sm_count if sms is None else sms, ROTATE, TRAIL, FUSE_DQ)
     SQT = SQ if SQT is None else int_option("attention_bwd_sm90", "SQT", SQT, lo=1, hi=MAX_SIZE)
     SKT = SK if SKT is None else int_option("attention_bwd_sm90", "SKT", SKT, lo=1, hi=MAX_SIZE)
     if p.packed:
@@ -170,8 +179,14 @@ def attention_bwd_sm90(B, H, HKV, SQ, SK, D, causal=False, scale=None, dtype="bf
     if grad_strides is not None and p.packed:
         raise KernelConfigError("attention_bwd_sm90: grad_strides is for the dense kernel; PACKED=True writes dK and "
                                 "dV through its clipped views")
+    if dq_strides is not None:
+        if not p.fuse_dq or p.packed:
+            raise KernelConfigError("attention_bwd_sm90: dq_strides is for the dense kernel with FUSE_DQ=True, the one "
+                                    "that writes dQ; leave it None")
+        dq_strides = check_dq_strides("attention_bwd_sm90", H, D, dq_strides)
     scale = 1.0 / math.sqrt(D) if scale is None else check_scale("attention_bwd_sm90", scale)
-    return build_kernel(p, scale, SQT, SKT, strides, grad_strides, flag_option("attention_bwd_sm90", "PDL", PDL))
+    return build_kernel(p, scale, SQT, SKT, strides, grad_strides, flag_option("attention_bwd_sm90", "PDL", PDL),
+                        dq_strides)
 
 
 def lengths(p, CU, b, SQT, SKT):
@@ -270,6 +285,23 @@ def query_walk(p, n0, hk, t, ln):
     return first, nq, hk * p.group + t // T.max(nq, 1), first + j
 
 
+def adds_per_block(p, mi, lk):
+    """The adds into one counter of ``dQacc`` block ``mi`` of a query head (of a sequence with ``lk`` keys): one
+    per key block whose CTA's walk visits the block (not causal: every key block; causal: those whose first query
+    block ``n0 // BM`` is at most ``mi``), times ``NC`` when ``dQ`` is split by keys (both consumers add the whole
+    block, into counter 0), else once (consumer ``c`` adds its columns, into counter ``c``). ``mi`` and ``lk`` may be
+    device expressions (``lk`` a Python int for the dense kernel: its ``SK``).
+
+        >>> p = plan(1, 1, 1, 512, 512, 128, causal=True)
+        >>> [int(adds_per_block(p, mi, 512)) for mi in range(8)]
+        [1, 1, 2, 2, 3, 3, 4, 4]
+    """
+    NK = T.ceildiv(lk, p.BN) if p.packed else p.kv_blocks
+    n = T.min(NK, ((mi + 1) * p.BM - 1) // p.BN + 1) if p.causal else NK
+    return n * p.NC if p.dq_split == "keys" else n
+
+
+
 def ragged_keys(p):
     """Whether a CTA's keys can run past the real ones: packed sequences, or ``SK`` not a multiple of ``BN``."""
     return p.packed or p.SK % p.BN != 0
@@ -366,8 +398,10 @@ def producer_part(p):
 
 def dq_part(p):
     """The consumer's macros ``dq_product(sm, rg, c, t)`` (``dQ`` of the step's query block from ``dS^T`` in
-    shared memory) and ``dq_add(dQacc, SEM, sm, rg, c, b, ln, hq, mi, kb)`` (staged, then reduce-added by TMA)."""
-    BM, NC, DQC = p.BM, p.NC, p.dq_cols
+    shared memory) and ``dq_stage(sm, rg, c, t)``: step ``t``'s ``dQ`` block into consumer ``c``'s staging buffer,
+    once its writer (:func:`dq_writer_part`) has read the block before out of it, then handed to the writer: a
+    one-stage ring per consumer (``dqr[c]``), position ``t`` for step ``t``."""
+    NC, DQC = p.NC, p.dq_cols
 
     @T.macro
     def dq_product(sm, rg, c, t):
@@ -380,51 +414,120 @@ def dq_part(p):
                              transpose_a=True, accumulate=False, dispatch=p.dispatch)
 
     @T.macro
-    def issue_add(dQacc, SEM, sm, cc, b, ln, hq, mi, kb):
-        """Consumer ``cc``'s issuing thread: (``deterministic``: wait for its turn,) reduce-add its staged block."""
-        m0 = mi * BM
-        col0 = cc * DQC if p.dq_split == "cols" else 0
-        if p.deterministic:
-            si = cc if p.dq_split == "cols" else 0
-            turn = kb if p.dq_split == "cols" else kb * NC + cc
-            while T.ptx.ld_acquire_gpu_u32(T.address_of(SEM[b, hq, mi, si])) != T.uint32(turn):
-                T.ptx.nanosleep(T.uint32(32))
-            T.ptx.fence_proxy_async_global()
-        for j in range(DQC // 32):                   # one 128-byte-swizzled box of 32 floats at a time
-            Tx.copy_async(q_out(p, dQacc, b, ln, m0, hq, col0 + j * 32, 32), sm.dQs[cc, :, j * 32:j * 32 + 32],
-                          reduce="add")
-        if p.deterministic:
-            T.ptx.bulk_wait_group(0)
-            T.ptx.fence_proxy_async_global()
-            T.ptx.red_global_add_release_gpu_u32(T.address_of(SEM[b, hq, mi, si]), T.uint32(1))
-
-    @T.macro
-    def dq_add(dQacc, SEM, sm, rg, c, b, ln, hq, mi, kb):
-        T.ptx.bulk_wait_group_read(0)                # the previous add has read the staging buffer (every thread
-                                                     # waits: a no-op but on the thread that issued it)
-        T.ptx.barrier_sync(1 + c, 128)
+    def dq_stage(sm, rg, c, t):
+        for cc in range(NC):                         # (a ring's barriers are picked at build time)
+            if c == cc:
+                sm.dqr[cc].wait_empty(t)
         Tx.wg.copy(sm.dQs[c, :, :], rg.dq)
         T.ptx.fence_proxy_async()
         T.ptx.barrier_sync(1 + c, 128)
-        for cc in range(NC):                         # one issuing thread per call site
-            if T.thread_id() == 128 * (cc + 1):
-                issue_add(dQacc, SEM, sm, cc, b, ln, hq, mi, kb)
+        for cc in range(NC):
+            if T.thread_id() == 128 * (1 + cc):
+                sm.dqr[cc].arrive_full(t)
 
-    return dq_product, dq_add
+    return dq_product, dq_stage
+
+
+def convert_layout(w):
+    """A ``(64, w)`` float32 register tile over a warpgroup for :func:`dq_writer_part`'s conversion: 4 consecutive
+    floats of a row per thread (one 16-byte load), ``w / 4`` lanes along a row, the warps' rows stacked, then
+    repeated down the 64 rows.
+
+        >>> convert_layout(64).apply(5, 13, shape=(64, 64))
+        {'m': 1, 'wid_in_wg': 2, 'laneid': 19}
+    """
+    lanes = w // 4
+    per_warp = 32 // lanes
+    return TileLayout(S[(64 // (4 * per_warp), 4, per_warp, lanes, 4) :
+                        (4 @ m, 1 @ wid_in_wg, lanes @ laneid, 1 @ laneid, 1 @ m)])
+
+
+def dq_writer_part(p):
+    """The macros of ``dQ``'s accumulation: ``write(dQacc, SEM, sm, c, b, ln, n0, hk, n_steps)``, run by one thread
+    of warp ``1 + c`` of the producer warpgroup (consumer ``c``'s writer), and ``convert(dQacc, dQ, sm, rg, c, b,
+    ln, n0, hk, n_steps)``, run by consumer ``c`` after its epilogue when ``fuse_dq``.
+
+    Per step the writer waits for the consumer's staged block (:func:`dq_part`), reduce-adds it into ``dQacc``
+    (``cp.reduce.async.bulk.tensor .add``, 128-byte-swizzled boxes of 32 floats) and hands the buffer back once the
+    add has read it. ``deterministic``: before its add it spins (``ld.acquire``) until the block's counter in ``SEM``
+    reaches its turn (key-block order), and after its add it waits for the add to land and counts it in ``SEM`` (a
+    release). ``fuse_dq``: it counts every add once it has landed (without ``deterministic``, step ``t``'s after
+    issuing step ``t + 1``'s, so that no wait for an add to land stands between two adds), with an ``atom.acq_rel``
+    whose old value it keeps in the step's count slot, and once its walk is done it meets the consumer (named
+    barrier ``5 + c``). The consumer then converts the blocks
+    whose count was the last (:func:`adds_per_block`: every other add had landed) from ``dQacc`` into ``dQ`` (rows
+    past a sequence's end clipped, as the adds are). Keeping the count rather than comparing it keeps the writer
+    within the producer's 24 registers."""
+    BM, NC, DQC = p.BM, p.NC, p.dq_cols
+
+    @T.macro
+    def count(SEM, sm, c, b, hq, mi, si, t):
+        """Count step ``t``'s landed add in its block's counter; keep the count it found in slot ``t``."""
+        T.ptx.fence_proxy_async_global()
+        old = T.ptx.atom_acq_rel_gpu_add_u32(T.address_of(SEM[b, hq, mi, si]), T.uint32(1))
+        sm.counts[c, t] = T.cast(old, "uint16")
+
+    @T.macro
+    def write(dQacc, SEM, sm, c, b, ln, n0, hk, n_steps):
+        kb = n0 // p.BN
+        col0, si = (c * DQC, c) if p.dq_split == "cols" else (0, 0)
+        for t in T.serial(n_steps):
+            _, _, hq, mi = query_walk(p, n0, hk, t, ln)
+            sm.dqr[c].wait_full(t)
+            if p.deterministic:
+                turn = kb if p.dq_split == "cols" else kb * NC + c
+                while T.ptx.ld_acquire_gpu_u32(T.address_of(SEM[b, hq, mi, si])) != T.cast(turn, "uint32"):
+                    T.ptx.nanosleep(T.uint32(32))
+                T.ptx.fence_proxy_async_global()
+            for j in range(DQC // 32):               # one 128-byte-swizzled box of 32 floats at a time
+                Tx.copy_async(q_out(p, dQacc, b, ln, mi * BM, hq, col0 + j * 32, 32),
+                              sm.dQs[c, :, j * 32:j * 32 + 32], reduce="add")
+            T.ptx.bulk_wait_group_read(0)
+            sm.dqr[c].release(t)
+            if p.deterministic:                      # the next turn waits for this add to land
+                T.ptx.bulk_wait_group(0)
+                if p.fuse_dq:
+                    count(SEM, sm, c, b, hq, mi, si, t)
+                else:
+                    T.ptx.fence_proxy_async_global()
+                    T.ptx.red_global_add_release_gpu_u32(T.address_of(SEM[b, hq, mi, si]), T.uint32(1))
+            elif p.fuse_dq:                          # the add before this one has landed: count it
+                if t > 0:
+                    T.ptx.bulk_wait_group(1)
+                    wp = query_walk(p, n0, hk, t - 1, ln)
+                    count(SEM, sm, c, b, wp[2], wp[3], si, t - 1)
+        T.ptx.bulk_wait_group(0)
+        if p.fuse_dq and not p.deterministic:
+            if n_steps > 0:
+                wl = query_walk(p, n0, hk, n_steps - 1, ln)
+                count(SEM, sm, c, b, wl[2], wl[3], si, n_steps - 1)
+
+    @T.macro
+    def convert(dQacc, dQ, sm, rg, c, b, ln, n0, hk, n_steps):
+        T.ptx.barrier_sync(5 + c, 128 + 32)          # writer c has counted every add
+        col0 = c * DQC if p.dq_split == "cols" else 0
+        for t in T.serial(n_steps):
+            _, _, hq, mi = query_walk(p, n0, hk, t, ln)
+            if T.cast(sm.counts[c, t], "int32") + 1 == adds_per_block(p, mi, ln[1]):   # the block's last add
+                Tx.wg.copy(rg.cv, q_out(p, dQacc, b, ln, mi * BM, hq, col0, DQC))
+                Tx.wg.cast(rg.cvo, rg.cv)
+                Tx.wg.copy(q_out(p, dQ, b, ln, mi * BM, hq, col0, DQC), rg.cvo)
+
+    return write, convert
 
 
 def consumer_part(p, scale):
-    """The consumer's macro ``consume(dK, dV, dQacc, SEM, sm, rg, c, n0, hk, b, ln, n_steps)``: the steps of the
+    """The consumer's macro ``consume(dK, dV, sm, rg, c, n0, hk, b, ln, n_steps)``: the steps of the
     module docstring, then the epilogue."""
     BM, BN, D, NC, DC = p.BM, p.BN, p.D, p.NC, p.d_chunks
     sl2 = scale * LOG2E
-    dq_product, dq_add = dq_part(p)
+    dq_product, dq_stage = dq_part(p)
     KW = 16                                      # dS^T's columns per store / dK wgmma (one k-step)
     NB = p.ds_bufs
     LAG = 1 if p.lag else 0                      # steps between a dS^T and its dQ product
 
     @T.macro
-    def step(dQacc, SEM, sm, rg, c, n0, hk, b, ln, t, ragged):
+    def step(sm, rg, c, n0, hk, b, ln, t, ragged):
         m0 = query_walk(p, n0, hk, t, ln)[3] * BM
         s = sm.qr.stage(t)
         sm.qr.wait_full(t)
@@ -441,8 +544,7 @@ def consumer_part(p, scale):
         Tx.wg.gemm_async(rg.sacc, sm.Ks[c * 64:c * 64 + 64, :], sm.Qs[s], transpose_b=True, accumulate=False,
                          dispatch=p.dispatch)
         if t > LAG:                                  # the dQ in dP^T's registers (issued last step) under S^T
-            wp = query_walk(p, n0, hk, t - 1 - LAG, ln)
-            dq_add(dQacc, SEM, sm, rg, c, b, ln, wp[2], wp[3], n0 // BN)
+            dq_stage(sm, rg, c, t - 1 - LAG)
         Tx.wg.gemm_async(rg.dpacc, sm.Vs[c * 64:c * 64 + 64, :], sm.dOs[s], transpose_b=True, accumulate=False,
                          dispatch=p.dispatch)
         Tx.wg.copy(rg.lcol, sm.Ls[s, :])
@@ -506,7 +608,7 @@ def consumer_part(p, scale):
                 T.ptx.bulk_wait_group(0)
 
     @T.macro
-    def consume(dK, dV, dQacc, SEM, sm, rg, c, n0, hk, b, ln, n_steps):
+    def consume(dK, dV, sm, rg, c, n0, hk, b, ln, n_steps):
         Tx.wg.fill(rg.dvacc, T.float32(0))
         Tx.wg.fill(rg.dkacc, T.float32(0))
         # dQ's registers (dP^T's) get a plain definition ahead of the loop: defined by wgmmas alone, ptxas would wait
@@ -520,25 +622,23 @@ def consumer_part(p, scale):
             Tx.wg.fill(rg.dsfr, T.cast(0, rg.dsfr.dtype))
             Tx.wg.copy(sm.dSs[NB - 1, c * 64:c * 64 + 64, :], rg.dsfr)
             T.ptx.fence_proxy_async()
-        walk(p, step, (dQacc, SEM, sm, rg, c, n0, hk, b, ln), n0, ln, n_steps)
+        walk(p, step, (sm, rg, c, n0, hk, b, ln), n0, ln, n_steps)
         if p.lag:
             if n_steps > 0:                          # the last two steps' dQ
                 T.ptx.barrier_sync(3, 128 * NC)      # both consumers' last dS^T is in shared memory
                 if n_steps > 1:
-                    wl = query_walk(p, n0, hk, n_steps - 2, ln)
-                    dq_add(dQacc, SEM, sm, rg, c, b, ln, wl[2], wl[3], n0 // BN)
+                    dq_stage(sm, rg, c, n_steps - 2)
                 dq_product(sm, rg, c, n_steps - 1)
                 Tx.wg.gemm_wait(0, rg.dq)
         if n_steps > 0:                              # the last step's dQ
-            wl = query_walk(p, n0, hk, n_steps - 1, ln)
-            dq_add(dQacc, SEM, sm, rg, c, b, ln, wl[2], wl[3], n0 // BN)
+            dq_stage(sm, rg, c, n_steps - 1)
         epilogue(dK, dV, sm, rg, c, n0, hk, b, ln)
 
     return consume
 
 
 def consumer_cols_part(p, scale):
-    """The consumer's macro ``consume(dK, dV, dQacc, SEM, sm, rg, c, n0, hk, b, ln, n_steps)`` for
+    """The consumer's macro ``consume(dK, dV, sm, rg, c, n0, hk, b, ln, n_steps)`` for
     ``kv_split="cols"`` (head dim 256): both consumers share the CTA's 64 keys; consumer ``c`` computes ``S^T``
     and ``dP^T`` for the query columns ``c BM / NC ..`` of the block, writes its ``P^T`` and ``dS^T`` columns to
     shared memory, and after a named barrier (both halves written) accumulates the columns ``c D / NC ..`` of
@@ -548,10 +648,10 @@ def consumer_cols_part(p, scale):
     BM, BN, NC, DQC = p.BM, p.BN, p.NC, p.dq_cols
     HQ = BM // NC
     sl2 = scale * LOG2E
-    _, dq_add = dq_part(p)
+    _, dq_stage = dq_part(p)
 
     @T.macro
-    def step(dQacc, SEM, sm, rg, c, n0, hk, b, ln, t, ragged):
+    def step(sm, rg, c, n0, hk, b, ln, t, ragged):
         wq = query_walk(p, n0, hk, t, ln)
         m0 = wq[3] * BM
         s = sm.qr.stage(t)
@@ -592,7 +692,7 @@ def consumer_cols_part(p, scale):
         Tx.wg.gemm_wait(0, rg.dq, rg.dvacc, rg.dkacc)
         if T.lane_id() == 0:
             sm.qr.release(t)
-        dq_add(dQacc, SEM, sm, rg, c, b, ln, wq[2], wq[3], n0 // BN)
+        dq_stage(sm, rg, c, t)
 
     @T.macro
     def epilogue(dK, dV, sm, rg, c, n0, hk, b, ln):
@@ -613,23 +713,24 @@ def consumer_cols_part(p, scale):
                 T.ptx.bulk_wait_group(0)
 
     @T.macro
-    def consume(dK, dV, dQacc, SEM, sm, rg, c, n0, hk, b, ln, n_steps):
+    def consume(dK, dV, sm, rg, c, n0, hk, b, ln, n_steps):
         Tx.wg.fill(rg.dvacc, T.float32(0))
         Tx.wg.fill(rg.dkacc, T.float32(0))
         T.ptx.mbarrier_wait_parity(sm.kv[0], 0)
         if p.packed:
             if ln[1] - n0 < BN:                      # keys past the sequence's end (its neighbour's)
                 zero_tails(p, [sm.Ks, sm.Vs], False, 0, ln[1] - n0)
-        walk(p, step, (dQacc, SEM, sm, rg, c, n0, hk, b, ln), n0, ln, n_steps)
+        walk(p, step, (sm, rg, c, n0, hk, b, ln), n0, ln, n_steps)
         epilogue(dK, dV, sm, rg, c, n0, hk, b, ln)
 
     return consume
 
 
-def build_kernel(p, scale, SQT, SKT, strides=None, grad_strides=None, pdl=False):
+def build_kernel(p, scale, SQT, SKT, strides=None, grad_strides=None, pdl=False, dq_strides=None):
     """The ``@T.prim_func`` of plan ``p`` for tensors of ``SQT`` / ``SKT`` rows and softmax scale ``scale``
     (``strides``: the checked strides of ``Q``, ``K``, ``V``, ``dO``, or None; ``grad_strides``: those of ``dK``,
-    ``dV``, or None; ``pdl``: launched with programmatic dependent launch)."""
+    ``dV``, or None; ``pdl``: launched with programmatic dependent launch; ``dq_strides``: the checked batch and
+    token strides of ``dQ`` with ``fuse_dq``, or None for a dense one)."""
     B, H, HKV, D, dtype = p.B, p.H, p.HKV, p.D, p.dtype
     qs, ks, vs, ds = strides or (None,) * 4
     dks, dvs = grad_strides or (None,) * 2
@@ -643,6 +744,7 @@ def build_kernel(p, scale, SQT, SKT, strides=None, grad_strides=None, pdl=False)
     produce = producer_part(p)
     KVC = p.kv_split == "cols"
     consume = consumer_cols_part(p, scale) if KVC else consumer_part(p, scale)
+    write, convert = dq_writer_part(p)
     SW = BM // NC if KVC else BM                 # columns of a consumer's S^T / dP^T
     DW = D // NC if KVC else D                   # columns of a consumer's dK / dV
     ACC, DACC, OCH = wgmma_accumulator(SW), wgmma_accumulator(DW), wgmma_accumulator(64)
@@ -650,19 +752,34 @@ def build_kernel(p, scale, SQT, SKT, strides=None, grad_strides=None, pdl=False)
     DQL = tile_layout(64, DQC, NC, dtype="float32")
 
     @T.macro
-    def run_roles(Q, K, V, dO, LSE, DL, dK, dV, dQacc, SEM, sm, rg, n0, hk, b, ln, n_steps):
+    def writer(dQacc, SEM, sm, c, b, ln, n0, hk, n_steps):
+        if T.elect_one():
+            write(dQacc, SEM, sm, c, b, ln, n0, hk, n_steps)
+        if p.fuse_dq:
+            T.ptx.bar_warp_sync(T.uint32(0xFFFFFFFF))
+            T.ptx.barrier_arrive(5 + c, 128 + 32)
+
+    @T.macro
+    def run_roles(Q, K, V, dO, LSE, DL, dK, dV, dQacc, SEM, dQ, sm, rg, n0, hk, b, ln, n_steps):
         wg = T.warpgroup_id()
         if wg == 0:
             roles.enter_producer()
+            # one if / else chain, so that no role's values are live through another's code (24 registers)
             if T.warp_id_in_wg() == 0:
                 if T.elect_one():
                     produce(Q, K, V, dO, LSE, DL, sm, n0, hk, b, ln, n_steps)
+            elif T.warp_id_in_wg() == 1:             # warp 1 + c: consumer c's dQ writer (NC = 2)
+                writer(dQacc, SEM, sm, 0, b, ln, n0, hk, n_steps)
+            elif T.warp_id_in_wg() == 2:
+                writer(dQacc, SEM, sm, 1, b, ln, n0, hk, n_steps)
         else:
             roles.enter_consumer()
-            consume(dK, dV, dQacc, SEM, sm, rg, wg - 1, n0, hk, b, ln, n_steps)
+            consume(dK, dV, sm, rg, wg - 1, n0, hk, b, ln, n_steps)
+            if p.fuse_dq:
+                convert(dQacc, dQ, sm, rg, wg - 1, b, ln, n0, hk, n_steps)
 
     @T.macro
-    def body(Q, K, V, dO, LSE, DL, dK, dV, dQacc, SEM, CU):
+    def body(Q, K, V, dO, LSE, DL, dK, dV, dQacc, SEM, dQ, CU):
         Ks = T.alloc_shared((BN, D), dtype, layout=tile_layout(BN, D, swizzle=2 * p.k_box))
         Vs = T.alloc_shared((BN, D), dtype, layout=tile_layout(BN, D))
         Qs = T.alloc_shared((ST, BM, D), dtype, layout=tile_layout(BM, D, ST))
@@ -675,11 +792,19 @@ def build_kernel(p, scale, SQT, SKT, strides=None, grad_strides=None, pdl=False)
         q_empty = T.alloc_shared((ST,), "uint64")
         kv = T.alloc_shared((1,), "uint64")
         kv_empty = T.alloc_shared((1,), "uint64")
+        dq_full0 = T.alloc_shared((1,), "uint64")
+        dq_empty0 = T.alloc_shared((1,), "uint64")
+        dq_full1 = T.alloc_shared((1,), "uint64")
+        dq_empty1 = T.alloc_shared((1,), "uint64")
+        dqr = (StageRing(dq_full0, dq_empty0, 1), StageRing(dq_full1, dq_empty1, 1))    # (NC = 2)
+        counts = None
+        if p.fuse_dq:
+            counts = T.alloc_shared((NC, p.count_slots), "uint16")
         Ps = dSs                                     # P^T goes through shared memory only when kv_split="cols"
         if KVC:
             Ps = T.alloc_shared((2, BN, BM), dtype, layout=tile_layout(BN, BM, 2))
         sm = Tiles(Ks=Ks, Vs=Vs, Qs=Qs, dOs=dOs, dSs=dSs, dQs=dQs, Ls=Ls, Ds=Ds, qr=StageRing(q_full, q_empty, ST),
-                   kv=kv, kvr=StageRing(kv, kv_empty, 1), Ps=Ps)
+                   kv=kv, kvr=StageRing(kv, kv_empty, 1), Ps=Ps, dqr=dqr, counts=counts)
         sacc = T.alloc_local((64, SW), "float32", layout=ACC)
         dpacc = T.alloc_local((64, SW), "float32", layout=ACC)
         pfr = T.alloc_local((64, SW), dtype, layout=ACC)
@@ -697,8 +822,11 @@ def build_kernel(p, scale, SQT, SKT, strides=None, grad_strides=None, pdl=False)
             dq = dpacc
         else:                                        # ... or their first dq_cols columns (head dim 64, by columns)
             dq = dpacc[:, 0:DQC]
+        # the conversion's tiles (float32, then dtype) over dV's and dK's registers: used past the epilogue
+        cv = dvacc.alias((64, DQC), layout=convert_layout(DQC))
+        cvo = dkacc.alias((64, DQC), dtype, layout=convert_layout(DQC))
         rg = Tiles(sacc=sacc, dpacc=dpacc, pfr=pfr, dsfr=dsfr, dvacc=dvacc, dkacc=dkacc, och=och, lcol=lcol,
-                   dcol=dcol, dq=dq)
+                   dcol=dcol, dq=dq, cv=cv, cvo=cvo)
         if pdl:         # the previous kernel's stores (D, the zeroed dQacc) are visible past this wait
             T.ptx.griddepcontrol_wait()
         kb, hk, b = cta_block(p)
@@ -709,39 +837,59 @@ def build_kernel(p, scale, SQT, SKT, strides=None, grad_strides=None, pdl=False)
             ln = (lq, lk, q0, k0)
         _, nq, _, _ = query_walk(p, n0, hk, 0, ln)
         n_steps = nq * p.group
-        setup_barriers([(sm.qr, 1, 4 * NC), (sm.kvr, 1, 1)], 1, False)
+        setup_barriers([(sm.qr, 1, 4 * NC), [(sm.kvr, 1, 1), (dqr[0], 1, 1), (dqr[1], 1, 1)]], 1, False)
         if p.packed:
             if n0 < ln[1]:                           # (a CTA past its sequence's keys has nothing to do)
-                run_roles(Q, K, V, dO, LSE, DL, dK, dV, dQacc, SEM, sm, rg, n0, hk, b, ln, n_steps)
+                run_roles(Q, K, V, dO, LSE, DL, dK, dV, dQacc, SEM, dQ, sm, rg, n0, hk, b, ln, n_steps)
         else:
-            run_roles(Q, K, V, dO, LSE, DL, dK, dV, dQacc, SEM, sm, rg, n0, hk, b, ln, n_steps)
+            run_roles(Q, K, V, dO, LSE, DL, dK, dV, dQacc, SEM, dQ, sm, rg, n0, hk, b, ln, n_steps)
 
     if p.packed:
         XQ, XK = p.q_blocks * BM, p.kv_blocks * BN
         QV = TileLayout(S[(SQT + 1, XQ, H, D) : (H * D, H * D, D, 1)])
         KV = TileLayout(S[(SKT + 1, XK, HKV, D) : (HKV * D, HKV * D, D, 1)])
+        LT = T.Tensor((H, B, XQ), "float32")
+        KVT = T.Tensor((SKT + 1, XK, HKV, D), dtype, layout=KV)
+        QAT = T.Tensor((SQT + 1, XQ, H, D), "float32", layout=QV)
+        SEMT, CUT = T.Tensor((B, H, p.q_blocks, 2), "int32"), T.Tensor((B + 1,), "int32")
+        if p.fuse_dq:
+            @T.prim_func
+            def attention_bwd_packed_fused_sm90_kernel(Q: QT, K: KT, V: VT, dO: DT, LSE: LT, DL: LT, dK: KVT, dV: KVT,
+                                                       dQacc: QAT, SEM: SEMT,
+                                                       dQ: T.Tensor((SQT + 1, XQ, H, D), dtype, layout=QV),
+                                                       CUQ: CUT, CUK: CUT):
+                T.launch(grid=p.grid, threads=p.threads, pdl=pdl)
+                body(Q, K, V, dO, LSE, DL, dK, dV, dQacc, SEM, dQ, (CUQ, CUK))
+
+            return attention_bwd_packed_fused_sm90_kernel
 
         @T.prim_func
-        def attention_bwd_packed_sm90_kernel(Q: QT, K: KT, V: VT, dO: DT,
-                                             LSE: T.Tensor((H, B, XQ), "float32"), DL: T.Tensor((H, B, XQ), "float32"),
-                                             dK: T.Tensor((SKT + 1, XK, HKV, D), dtype, layout=KV),
-                                             dV: T.Tensor((SKT + 1, XK, HKV, D), dtype, layout=KV),
-                                             dQacc: T.Tensor((SQT + 1, XQ, H, D), "float32", layout=QV),
-                                             SEM: T.Tensor((B, H, p.q_blocks, 2), "int32"),
-                                             CUQ: T.Tensor((B + 1,), "int32"), CUK: T.Tensor((B + 1,), "int32")):
+        def attention_bwd_packed_sm90_kernel(Q: QT, K: KT, V: VT, dO: DT, LSE: LT, DL: LT, dK: KVT, dV: KVT,
+                                             dQacc: QAT, SEM: SEMT, CUQ: CUT, CUK: CUT):
             T.launch(grid=p.grid, threads=p.threads, pdl=pdl)
-            body(Q, K, V, dO, LSE, DL, dK, dV, dQacc, SEM, (CUQ, CUK))
+            body(Q, K, V, dO, LSE, DL, dK, dV, dQacc, SEM, None, (CUQ, CUK))
 
         return attention_bwd_packed_sm90_kernel
 
+    LT = T.Tensor((B, H, SQP), "float32")
+    QAT, SEMT = T.Tensor((B, SQT, H, D), "float32"), T.Tensor((B, H, p.q_blocks, 2), "int32")
+    if p.fuse_dq:
+        sb, ss = dq_strides or (p.SQ * H * D, H * D)
+        DQT = tensor((B, p.SQ, H, D), dtype, (sb, ss, D, 1))
+
+        @T.prim_func
+        def attention_bwd_fused_sm90_kernel(Q: QT, K: KT, V: VT, dO: DT, LSE: LT, DL: LT, dK: DKT, dV: DVT,
+                                            dQacc: QAT, SEM: SEMT, dQ: DQT):
+            T.launch(grid=p.grid, threads=p.threads, pdl=pdl)
+            body(Q, K, V, dO, LSE, DL, dK, dV, dQacc, SEM, dQ, None)
+
+        return attention_bwd_fused_sm90_kernel
+
     @T.prim_func
-    def attention_bwd_sm90_kernel(Q: QT, K: KT, V: VT, dO: DT,
-                                  LSE: T.Tensor((B, H, SQP), "float32"), DL: T.Tensor((B, H, SQP), "float32"),
-                                  dK: DKT, dV: DVT,
-                                  dQacc: T.Tensor((B, SQT, H, D), "float32"),
-                                  SEM: T.Tensor((B, H, p.q_blocks, 2), "int32")):
+    def attention_bwd_sm90_kernel(Q: QT, K: KT, V: VT, dO: DT, LSE: LT, DL: LT, dK: DKT, dV: DVT, dQacc: QAT,
+                                  SEM: SEMT):
         T.launch(grid=p.grid, threads=p.threads, pdl=pdl)
-        body(Q, K, V, dO, LSE, DL, dK, dV, dQacc, SEM, None)
+        body(Q, K, V, dO, LSE, DL, dK, dV, dQacc, SEM, None, None)
 
     return attention_bwd_sm90_kernel
 

@@ -19,7 +19,7 @@ import time
 from .bench_tools import (BenchArgumentError, add_common_arguments, check_sim_args, environment, median_ms,
                           meta_tensor, parse_tunings, print_table, relative_error, seed_of, sim_verdict, warm_gpu, worst)
 
-TUNING = ("BM", "STAGES", "DQ_SPLIT", "FOLD", "TAIL", "ROTATE", "TRAIL")
+TUNING = ("BM", "STAGES", "DQ_SPLIT", "FOLD", "TAIL", "ROTATE", "TRAIL", "FUSE_DQ")
 CELLS = ((4096, 128, False), (4096, 128, True), (8192, 128, True), (2048, 64, True), (4096, 64, False),
          (4096, 256, False), (4096, 256, True))
 TOKENS, HEADS = 32768, 16
@@ -93,11 +93,22 @@ def _tag(t):
 def _kernel(B, S, D, causal, t, sms):
     """``(module, factory, args, kwargs)`` of the backward kernel that
     :func:`tirxpy_kernels.attention_bwd_api.prepare` builds for a cell's contiguous inputs, with tuning ``t``."""
-    from .attention_bwd_plan import plan
+    from .attention_bwd_plan import default_fuse_dq, fuses_dq, plan
 
+    t = {"FUSE_DQ": default_fuse_dq(D, causal) and fuses_dq(B, HEADS, HEADS, S, S, D, causal), **t}
     p = plan(B, HEADS, HEADS, S, S, D, causal, **t)
     return ("tirxpy_kernels.attention_bwd_sm90", "attention_bwd_sm90", (B, HEADS, HEADS, S, S, D),
             dict(causal=causal, scale=D ** -0.5, SQT=max(S, p.BM), SKT=max(S, p.BN), sms=sms, **t))
+
+
+def _args_for(kargs, fused):
+    """The prepared tensors ``kargs`` (the defaults' kernel's) as a kernel that does (``fused``) or does not convert
+    ``dQ`` itself takes them: ``dQ`` dropped, or a fresh one appended."""
+    import torch
+
+    if fused == (len(kargs) == 11):
+        return kargs
+    return kargs[:10] if not fused else kargs + (torch.empty_like(kargs[0]),)
 
 
 def _cudnn(q, k, v, causal):
@@ -156,11 +167,12 @@ def bench_attention_bwd(args):
                   file=sys.stderr)
             return 1
         _, kargs, _ = prepare(q, k, v, out, do, lse, causal=causal)
-        kerns = {}
+        kerns, kas = {}, {}
         for t in tunings:
             mod, fac, a, kw = _kernel(B, S, D, causal, t, sms)
             kerns[_tag(t)] = kk = compiled(getattr(importlib.import_module(mod), fac)(*a, **kw), TARGET)
-            err = _tuned_error(kk, kargs, mine)
+            kas[_tag(t)] = ka = _args_for(kargs, kw["FUSE_DQ"])
+            err = _tuned_error(kk, ka, mine)
             if not err < GPU_TOLERANCE:
                 print(f"FAILED: S={S} D={D} causal={causal} [{_tag(t)}]: gradients {err:.1e} from the defaults'",
                       file=sys.stderr)
@@ -168,7 +180,7 @@ def bench_attention_bwd(args):
         fns = {"cudnn": lambda *a: grad()}
         if {} in tunings:       # end to end: the defaults' three steps
             fns["tirxpy"] = lambda *a: tirxpy_kernels.attention_backward(q, k, v, out, do, lse, causal=causal)
-        fns.update({tag: (lambda *a, kk=kk: kk(*kargs)) for tag, kk in kerns.items()})
+        fns.update({tag: (lambda *a, kk=kk, ka=kas[tag]: kk(*ka)) for tag, kk in kerns.items()})
         ms = median_ms(fns, [()], args.reps)
         tf = {n: flop / ms[n] / 1e9 for n in fns}
         for t in tunings:
@@ -188,18 +200,20 @@ def bench_attention_bwd(args):
 
 def _tuned_error(kk, kargs, mine):
     """The largest relative error of kernel ``kk``'s gradients, launched on the prepared tensors ``kargs`` (the
-    accumulator zeroed, dK / dV NaN-poisoned first), against the defaults' ``mine``."""
+    accumulator and counters zeroed, dK / dV and a ``dQ`` the kernel writes NaN-poisoned first), against the
+    defaults' ``mine``."""
     import torch
 
-    *_, dk, dv, dqa, sem = kargs
+    dk, dv, dqa, sem = kargs[6:10]
     dqa.zero_()
     sem.zero_()
-    dk.fill_(float("nan"))
-    dv.fill_(float("nan"))
+    for t in (dk, dv) + tuple(kargs[10:]):
+        t.fill_(float("nan"))
     kk(*kargs)
     torch.cuda.synchronize()
     S = mine[0].shape[1]
-    return worst(relative_error(a, r.float()) for a, r in zip((dqa[:, :S], dk[:, :S], dv[:, :S]), mine))
+    dq = kargs[10] if len(kargs) == 11 else dqa[:, :S]
+    return worst(relative_error(a, r.float()) for a, r in zip((dq, dk[:, :S], dv[:, :S]), mine))
 
 
 def sim_attention_bwd(args):

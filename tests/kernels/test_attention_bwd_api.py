@@ -154,8 +154,25 @@ def test_plan_refuses_what_it_cannot_build():
         attention_bwd_sm90(1, 2, 2, 100, 100, 64)
     with pytest.raises(KernelConfigError, match="head dim 256: the consumers share 64 keys"):
         plan(1, 2, 2, 256, 256, 256, DQ_SPLIT="keys")
-    with pytest.raises(KernelConfigError, match="2 stages need 297000 bytes"):
+    # K, V; 2 stages of Q, dO; 2 dS^T and 2 P^T buffers; LSE and D; two 64 x 128 float32 dQ stagings; alignment;
+    # the barriers (K and V's, two a stage, two a consumer's dQ staging)
+    need = 2 * 64 * 256 * 2 + 2 * 2 * 64 * 256 * 2 + 4 * 64 * 64 * 2 + 2 * 2 * 64 * 4 + 2 * 64 * 128 * 4 + 1024 + 9 * 8
+    with pytest.raises(KernelConfigError, match=f"2 stages need {need} bytes"):
         plan(1, 2, 2, 256, 256, 256, STAGES=2)
+    for bad in (2, "yes", None):
+        with pytest.raises(KernelConfigError, match="FUSE_DQ must be True or False"):
+            plan(1, 2, 2, 256, 256, 128, FUSE_DQ=bad)
+    # 65536 / 64 query blocks of 64 query heads a CTA: a 16-bit count per step, per consumer, past shared memory
+    with pytest.raises(KernelConfigError, match=r"FUSE_DQ=False \(its counts of adds take 262144 bytes\)"):
+        plan(1, 64, 1, 65536, 256, 256, FUSE_DQ=True)
+    with pytest.raises(KernelConfigError, match="counts the adds into a dQ block in 16 bits"):
+        plan(1, 1, 1, 64, 64 * 65536, 256, FUSE_DQ=True)
+    with pytest.raises(KernelConfigError, match="dq_strides is for the dense kernel with FUSE_DQ=True"):
+        attention_bwd_sm90(1, 2, 2, 256, 256, 128, dq_strides=(256 * 256, 256))
+    with pytest.raises(KernelConfigError, match="must be multiples of 8"):
+        attention_bwd_sm90(1, 2, 2, 256, 256, 128, FUSE_DQ=True, dq_strides=(256 * 260, 260))
+    with pytest.raises(KernelConfigError, match="a \\(batch, token\\) pair"):
+        attention_bwd_sm90(1, 2, 2, 256, 256, 128, FUSE_DQ=True, dq_strides=[0, 256])
     with pytest.raises(KernelConfigError, match="shorter than one block"):
         attention_bwd_sm90(1, 2, 2, 100, 50, 256)
     for bad in (-1, 65, 1.5, "3", True):
@@ -193,14 +210,18 @@ def test_plan_refuses_what_it_cannot_build():
     assert plan(1, 2, 2, 256, 256, 128).smem - plan(1, 2, 2, 256, 256, 128, TRAIL=False).smem == 128 * 64 * 2
 
 
-@pytest.mark.parametrize("D,causal,det,packed", [(64, True, False, False), (128, False, False, False),
-                                                 (128, True, True, False), (256, True, True, False),
-                                                 (128, False, False, True)])
-def test_compiles_for_sm90a(D, causal, det, packed):
+@pytest.mark.parametrize("D,causal,det,packed,fuse", [(64, True, False, False, False), (128, False, False, False, False),
+                                                      (128, True, True, False, False), (256, True, True, False, False),
+                                                      (128, False, False, True, False), (128, True, False, False, True),
+                                                      (128, True, False, True, True)])
+def test_compiles_for_sm90a(D, causal, det, packed, fuse):
     kw = dict(SQT=32768, SKT=32768, PACKED=True) if packed else {}
+    kw["FUSE_DQ"] = fuse
     c = tirxpy.compile(attention_bwd_sm90(2, 16, 4, 4096, 4096, D, causal=causal, deterministic=det, **kw),
                        arch="sm_90a")
-    assert c.resources.spill_stores <= (16 if D == 64 else 0)
+    # FUSE_DQ: the dQ writer's count (an atom at 24 registers a thread, in one producer thread, off the consumers'
+    # path) spills a few words; the same kernel without the count spills nothing
+    assert c.resources.spill_stores <= (64 if fuse else 16 if D == 64 else 0)
     # no remark from ptxas: the wgmmas stay pipelined, and no warpgroup.wait is injected before the dQ staging
     # reads its registers under the next step's S^T (C7517)
     assert c.resources.perf_warnings == ()

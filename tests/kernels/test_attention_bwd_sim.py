@@ -38,10 +38,12 @@ def sim_backward(B, H, HKV, SQ, SK, D, causal, dtype, **kw):
     sem = torch.zeros(B, H, SQP // 64, 2, dtype=torch.int32)
     kern = attention_bwd_sm90(B, H, HKV, SQ, SK, D, causal=causal, dtype=str(dtype).removeprefix("torch."),
                               SQT=SQT, SKT=SKT, **kw)
-    res = run(kern, _pad(q, SQT), _pad(k, SKT), _pad(v, SKT), _pad(do, SQT), lp, dl, dk, dv, dqa, sem,
+    fused = (torch.full((B, SQ, H, D), float("nan")).to(dtype),) if kw.get("FUSE_DQ") else ()
+    res = run(kern, _pad(q, SQT), _pad(k, SKT), _pad(v, SKT), _pad(do, SQT), lp, dl, dk, dv, dqa, sem, *fused,
               seed=int(torch.randint(0, 1000, (1,))))
     assert res.problems == []
-    got = (dqa[:, :SQ].double(), dk[:, :SK].double(), dv[:, :SK].double())
+    dq = fused[0] if fused else dqa[:, :SQ]
+    got = (dq.double(), dk[:, :SK].double(), dv[:, :SK].double())
     return got, reference_grads(q, k, v, do, causal, scale), sem
 
 
@@ -59,6 +61,12 @@ def sim_backward(B, H, HKV, SQ, SK, D, causal, dtype, **kw):
     (1, 4, 2, 200, 150, 64, False, torch.bfloat16, dict(DQ_SPLIT="keys", TRAIL=True)),  # by keys, consumers apart
     (1, 1, 1, 130, 200, 64, False, torch.float16, dict(deterministic=True, DQ_SPLIT="cols")),  # 32-column dQ, ordered
     (1, 2, 1, 130, 150, 128, True, torch.float16, dict(deterministic=True, STAGES=1)),  # head dim 128, ordered adds
+    (1, 4, 2, 200, 140, 64, True, torch.bfloat16, dict(FUSE_DQ=True)),  # dQ converted in the kernel: GQA, causal
+    (1, 2, 1, 150, 250, 128, False, torch.float16, dict(FUSE_DQ=True)),  # ... not causal, 2 adds per block
+    (1, 1, 1, 200, 70, 256, True, torch.bfloat16, dict(FUSE_DQ=True)),  # ... head dim 256
+    (1, 2, 1, 130, 200, 64, False, torch.bfloat16, dict(FUSE_DQ=True, DQ_SPLIT="keys", TRAIL=False)),  # ... by keys
+    (1, 1, 1, 130, 150, 128, True, torch.bfloat16, dict(FUSE_DQ=True, deterministic=True)),  # ... ordered adds
+    (1, 1, 1, 200, 150, 64, False, torch.bfloat16, dict(FUSE_DQ=True, ROTATE=True)),  # ... the rotated walk
 ])
 def test_backward_sim_matches_float64(B, H, HKV, SQ, SK, D, causal, dtype, kw):
     got, ref, sem = sim_backward(B, H, HKV, SQ, SK, D, causal, dtype, **kw)
@@ -67,7 +75,15 @@ def test_backward_sim_matches_float64(B, H, HKV, SQ, SK, D, causal, dtype, kw):
         err = ((a - r).norm() / r.norm()).item()
         # P and dS are rounded to 16 bits before their products: bf16 ~ 2**-9, f16 ~ 2**-12 relative
         assert err < (1e-2 if dtype == torch.bfloat16 else 2e-3), (name, err)
-    if kw.get("deterministic"):
+    if kw.get("FUSE_DQ"):           # every add into a block was counted: NC a key block by keys, 1 by columns
+        p = plan(B, H, HKV, SQ, SK, D, causal, **kw)
+        first = [min(n * p.BN // 64, sem.shape[2]) if causal else 0 for n in range(p.kv_blocks)]
+        seen = torch.tensor([sum(1 for f in first if f <= mi) for mi in range(sem.shape[2])], dtype=torch.int32)
+        if p.dq_split == "keys":
+            assert torch.equal(sem[..., 0], (2 * seen).expand_as(sem[..., 0])) and not sem[..., 1].any()
+        else:
+            assert torch.equal(sem, seen[:, None].expand_as(sem))
+    elif kw.get("deterministic"):
         # dQ split by keys (head dim 64): both consumers of every key block take a turn on counter 0 of each
         # query block they add into (counter 1 is unused); by columns: consumer c takes one on counter c
         p = plan(B, H, HKV, SQ, SK, D, causal, **kw)
@@ -110,24 +126,38 @@ def _product_magnitudes(q, k, v, do, scale):
     return (m[None, :, None] for m in (scale * dS.abs() @ K.abs(), scale * dS.abs().T @ Q.abs(), P.T @ dO.abs()))
 
 
-@pytest.mark.parametrize("D,causal,lens,det,fused,heads,trail", [
-    (64, True, [(41, 50), (100, 150), (70, 45), (0, 0), (64, 130)], False, False, (2, 1), None),  # a first sequence
-    (128, False, [(100, 130), (1, 3), (70, 1), (77, 77)], False, False, (2, 1), None),  # under one block; one query row
-    (256, True, [(90, 100), (100, 70)], False, False, (2, 1), None),               # head dim 256 (64 keys shared)
-    (64, False, [(100, 200), (0, 20), (70, 100)], True, False, (2, 1), None),      # ordered dQ adds, CTAs skipped
-    (64, True, [(41, 41), (100, 100), (70, 70)], False, True, (2, 1), None),       # q, k, v, dO read in place
-    (128, True, [(70, 150), (30, 20)], False, False, (2, 2), None),  # MHA: the walk without divisions; full key blocks
-    (128, True, [(100, 130), (70, 90)], False, False, (2, 1), False),  # (no column bound) beside ragged ones; head dim
-    (64, False, [(100, 130), (1, 3), (70, 90)], False, False, (2, 1), False),  # 128 and 64 with the consumers in step
+@pytest.mark.parametrize("D,causal,lens,det,fused,heads,trail,fuse", [
+    # a first sequence
+    (64, True, [(41, 50), (100, 150), (70, 45), (0, 0), (64, 130)], False, False, (2, 1), None, False),
+    # under one block; one query row
+    (128, False, [(100, 130), (1, 3), (70, 1), (77, 77)], False, False, (2, 1), None, False),
+    # head dim 256 (64 keys shared)
+    (256, True, [(90, 100), (100, 70)], False, False, (2, 1), None, False),
+    # ordered dQ adds, CTAs skipped
+    (64, False, [(100, 200), (0, 20), (70, 100)], True, False, (2, 1), None, False),
+    (64, True, [(41, 41), (100, 100), (70, 70)], False, True, (2, 1), None, False),       # q, k, v, dO read in place
+    # MHA: the walk without divisions; full key blocks (no column bound) beside ragged ones
+    (128, True, [(70, 150), (30, 20)], False, False, (2, 2), None, False),
+    # head dims 128 and 64 with the consumers in step
+    (128, True, [(100, 130), (70, 90)], False, False, (2, 1), False, False),
+    (64, False, [(100, 130), (1, 3), (70, 90)], False, False, (2, 1), False, False),
+    # dQ converted in the kernel, by the CTA of each block's last add (a sequence without keys: its rows unwritten);
+    # head dims 64, 128, 256; ordered adds counted alike
+    (64, True, [(41, 50), (100, 150), (50, 0), (0, 0), (64, 130)], False, False, (2, 1), None, True),
+    (128, False, [(100, 130), (1, 3), (70, 1), (77, 77)], False, False, (2, 1), None, True),
+    (256, True, [(90, 100), (100, 70)], False, False, (2, 1), None, True),
+    (64, False, [(100, 200), (0, 20), (70, 100)], True, False, (2, 1), None, True),
 ])
-def test_packed_sequences_match_each_sequence_alone(D, causal, lens, det, fused, heads, trail):
+def test_packed_sequences_match_each_sequence_alone(D, causal, lens, det, fused, heads, trail, fuse):
     """``PACKED``: sequences packed row after row (``cu_seqlens``), NaN in the rows past the last one (a block past a
     sequence's end loads its neighbour's rows, or these): each sequence's gradients are the float64 ones of the
     sequence alone, and the stores write each sequence's rows only; ``deterministic``: every query block's turns
     are taken by the key blocks that see it, none by a CTA past its sequence's keys. (The overlapping output views
     are passed as arrays of their logical shape; the simulator addresses them through the views' strides, as the
     GPU does, so packed row ``r`` is storage row ``X + r``: :func:`_storage_rows`.) ``fused``: ``q``, ``k``, ``v`` are
-    slices of one packed projection and ``dO`` the first half of wider rows, passed with ``strides=``."""
+    slices of one packed projection and ``dO`` the first half of wider rows, passed with ``strides=``. ``fuse``: the
+    kernel converts ``dQ`` itself (``FUSE_DQ``) into a NaN-poisoned view, writing each sequence's rows that have keys
+    and nothing else."""
     (H, HKV), extra = heads, 5
     SQ, SK = max(l for l, _ in lens), max(l for _, l in lens)
     g = torch.Generator().manual_seed(int(torch.randint(0, 2**31 - 1, (1,))))
@@ -163,15 +193,23 @@ def test_packed_sequences_match_each_sequence_alone(D, causal, lens, det, fused,
             refs.append(None)
     kern = attention_bwd_sm90(len(lens), H, HKV, SQ, SK, D, causal=causal, deterministic=det, SQT=TQ, SKT=TK,
                               PACKED=True, strides=tuple(t.stride() for t in (q, k, v, do)) if fused else None,
-                              TRAIL=trail)
+                              TRAIL=trail, FUSE_DQ=fuse)
     dK, dV = (torch.full((TK + 1, XK, HKV, D), float("nan")).to(torch.bfloat16) for _ in range(2))
     dQ = torch.zeros(TQ + 1, XQ, H, D)
     sem = torch.zeros(len(lens), H, p.q_blocks, 2, dtype=torch.int32)
-    res = run(kern, q, k, v, do, lp, dl, dK, dV, dQ, sem, cuq, cuk, seed=int(torch.randint(0, 1000, (1,))))
+    dQo = (torch.full((TQ + 1, XQ, H, D), float("nan")).to(torch.bfloat16),) if fuse else ()
+    res = run(kern, q, k, v, do, lp, dl, dK, dV, dQ, sem, *dQo, cuq, cuk, seed=int(torch.randint(0, 1000, (1,))))
     assert res.problems == []
     dQr, dKr, dVr = _storage_rows(dQ, XQ), _storage_rows(dK, XK), _storage_rows(dV, XK)
     nq_, nk_ = int(cuq[-1]), int(cuk[-1])
     assert not dQr[:XQ].any() and not dQr[XQ + nq_:].any()         # no add outside the sequences' rows
+    if fuse:                        # dQ's rows are the converted ones; nothing outside the sequences is written
+        dQs = _storage_rows(dQo[0], XQ)
+        assert torch.isnan(dQs[:XQ]).all() and torch.isnan(dQs[XQ + nq_:]).all()
+        for b, (lq, lk) in enumerate(lens):
+            rows = dQs[XQ + int(cuq[b]):XQ + int(cuq[b + 1])]
+            assert torch.isnan(rows).all() if lk == 0 else torch.equal(rows, dQr[XQ + int(cuq[b]):XQ + int(cuq[b + 1])]
+                                                                           .to(torch.bfloat16)), b
     for t in (dKr, dVr):                                             # nor a store
         assert torch.isnan(t[:XK]).all() and torch.isnan(t[XK + nk_:]).all()
     for b, (lq, lk) in enumerate(lens):
