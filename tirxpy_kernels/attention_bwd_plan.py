@@ -286,7 +286,8 @@ def plan(B, H, HKV, SQ, SK, D, causal=False, dtype="bfloat16", deterministic=Fal
     order. ``ROTATE`` (default: :func:`default_rotate`; never with ``causal`` or ``deterministic``): the rotated
     query walk (:class:`AttentionBwdPlan`'s ``rotate``). ``TRAIL`` (default: :func:`default_trail`): consumer 1
     behind consumer 0 (``trail``); for consumers of 64 keys each (head dims 64 and 128), not with ``deterministic``.
-    ``FUSE_DQ`` (default ``False``: the caller converts ``dQacc``): the kernel converts ``dQ`` itself (``fuse_dq``)."""
+    ``FUSE_DQ`` (default ``False`` or None: the caller converts ``dQacc``): the kernel converts ``dQ`` itself
+    (``fuse_dq``)."""
     check_problem(B, H, HKV, SQ, SK, D, dtype)
     causal = flag_option(W, "causal", causal)
     deterministic = flag_option(W, "deterministic", deterministic)
@@ -323,7 +324,7 @@ def plan(B, H, HKV, SQ, SK, D, causal=False, dtype="bfloat16", deterministic=Fal
     if trail and deterministic:
         raise KernelConfigError(f"{W}: TRAIL=True is for the unordered dQ adds; deterministic=True runs the consumers "
                                 "in step: use TRAIL=False (the default there)")
-    fuse = flag_option(W, "FUSE_DQ", FUSE_DQ)
+    fuse = False if FUSE_DQ is None else flag_option(W, "FUSE_DQ", FUSE_DQ)
     lag = dq_lags(trail, split)
     slots = count_slots(cdiv(SQ, BM), H // HKV) if fuse else 0
     smem = smem_bytes(BM, BN, D, STAGES, dq_cols, NC, kv_split, ds_buffers(lag), slots)

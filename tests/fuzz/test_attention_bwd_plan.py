@@ -22,13 +22,13 @@ BAD = {
     "FOLD": NOT_FLAG, "PACKED": NOT_FLAG, "ROTATE": st.one_of(NOT_FLAG, st.just(True)),
     "TAIL": st.one_of(NOT_INT, st.integers(max_value=-1), st.integers(min_value=65)),
     "sms": st.one_of(JUNK, st.booleans(), st.integers(max_value=0), st.integers(min_value=4097)),
-    "causal": NOT_FLAG, "deterministic": NOT_FLAG, "TRAIL": NOT_FLAG,
+    "causal": NOT_FLAG, "deterministic": NOT_FLAG, "TRAIL": NOT_FLAG, "FUSE_DQ": NOT_FLAG,
 }
 GOOD = {
     "BM": st.sampled_from([None, 64]), "STAGES": st.sampled_from([None, 1, 2, 3]),
     "DQ_SPLIT": st.sampled_from([None, "cols"]), "FOLD": st.sampled_from([None, True, False, 0, 1]),
     "ROTATE": st.sampled_from([None, False, 0]), "TAIL": st.integers(0, 64), "sms": st.integers(1, 4096),
-    "TRAIL": st.sampled_from([None, True, False, 0, 1]),
+    "TRAIL": st.sampled_from([None, True, False, 0, 1]), "FUSE_DQ": st.sampled_from([None, True, False, 0, 1]),
 }
 
 
@@ -59,6 +59,8 @@ def test_good_options_give_a_plan_that_follows_them(data, causal, D):
         return (p.rotate == rotate and p.tail_heads == tail and p.causal == causal
                 and p.STAGES == (kw.get("STAGES") or 2) and p.fold == (kw.get("FOLD") is None or bool(kw["FOLD"]))
                 and p.trail == (kw.get("TRAIL") is None or bool(kw["TRAIL"]))
+                and p.fuse_dq == bool(kw.get("FUSE_DQ"))
+                and p.count_slots == (-(-p.q_blocks * p.group // 8) * 8 if p.fuse_dq else 0)
                 and p.dq_split == (kw.get("DQ_SPLIT") or "cols")
                 and p.dq_cols == (D // 2 if p.dq_split == "cols" else D)
                 and p.k_box == min(p.dq_cols, 64) and p.smem <= 227 * 1024)
