@@ -159,7 +159,7 @@ def test_plan_refuses_what_it_cannot_build():
     need = 2 * 64 * 256 * 2 + 2 * 2 * 64 * 256 * 2 + 4 * 64 * 64 * 2 + 2 * 2 * 64 * 4 + 2 * 64 * 128 * 4 + 1024 + 9 * 8
     with pytest.raises(KernelConfigError, match=f"2 stages need {need} bytes"):
         plan(1, 2, 2, 256, 256, 256, STAGES=2)
-    for bad in (2, "yes", None):
+    for bad in (2, "yes", 1.5):
         with pytest.raises(KernelConfigError, match="FUSE_DQ must be True or False"):
             plan(1, 2, 2, 256, 256, 128, FUSE_DQ=bad)
     # 65536 / 64 query blocks of 64 query heads a CTA: a 16-bit count per step, per consumer, past shared memory
