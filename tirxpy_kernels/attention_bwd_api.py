@@ -319,7 +319,9 @@ def _fast_backward(key, hit, q, k, v, out, dout, lse, grads=None):
             dv = torch.empty_like(dk)
         else:
             dk, dv = tma_view(grads[1])[0], tma_view(grads[2])[0]
-        dq = () if not fused else (torch.empty_like(q) if grads is None else grads[0],)
+        # a fresh dq is dense, as prepare() made it for the kernel (empty_like would keep a permuted q's order)
+        fresh = grads is None and fused
+        dq = (torch.empty(q.shape, dtype=q.dtype, device=q.device),) if fresh else (grads[0],) if fused else ()
         launch_bound(_BOUND, key, ck, q, k, v, dout, lse, dl, dk, dv, dqa, sem, *dq,
                      check=None if grads is None else lambda: _check_grads(grads, q, k, v, out, dout, lse))
         if fused:

@@ -17,7 +17,8 @@ The kernel is built from an :class:`~tirxpy_kernels.attention_bwd_plan.Attention
 - **roles** (:class:`tirxpy.lang.WarpRoles`): warpgroup 0 is the producer: one thread loads K and V once,
   then per step the query block's Q, dO (``D / 64`` boxes each), LSE and D (``BM`` floats) into a
   :class:`tirxpy.lang.StageRing` of ``STAGES`` stages (one ``full`` barrier per stage, 4 arrivals per
-  consumer free it). Warpgroups ``1 .. NC`` are consumers; consumer ``c`` owns keys ``n0 + 64 c ..``.
+  consumer free it); one thread of its warp ``1 + c`` is consumer ``c``'s ``dQ`` writer (**dQ accumulation**).
+  Warpgroups ``1 .. NC`` are consumers; consumer ``c`` owns keys ``n0 + 64 c ..``.
 - **per step** (consumer ``c``), everything transposed so that the key rows are the wgmma ``M``:
   ``S^T = K_c Q^T`` and ``dP^T = V_c dO^T`` (wgmma SS, ``(64, BM)`` float32); ``P^T = exp2(S^T * scale *
   log2 e - LSE * log2 e)`` (the causal mask on a transposed view of the fragment); ``dV += P^T dO`` (wgmma
@@ -456,8 +457,8 @@ def dq_writer_part(p):
     whose old value it keeps in the step's count slot, and once its walk is done it meets the consumer (named
     barrier ``5 + c``). The consumer then converts the blocks
     whose count was the last (:func:`adds_per_block`: every other add had landed) from ``dQacc`` into ``dQ`` (rows
-    past a sequence's end clipped, as the adds are). Keeping the count rather than comparing it keeps the writer
-    within the producer's 24 registers."""
+    past a sequence's end clipped, as the adds are). The writer keeps the count and the consumers compare it: they
+    have registers to spare after their epilogue, the writer has the producer's 24."""
     BM, NC, DQC = p.BM, p.NC, p.dq_cols
 
     @T.macro

@@ -143,6 +143,21 @@ def test_repeated_calls_take_the_checked_fast_path(deterministic):
         tirxpy_kernels.attention_backward(q, k, v, out, do, lse, causal=1)
 
 
+def test_fast_path_of_permuted_inputs_gives_their_gradients():
+    """Inputs that are ``(B, H, S, D)`` tensors viewed as ``(B, S, H, D)`` (read in place) on the repeated (fast) call
+    of a kernel that converts ``dq`` itself (causal, head dim 128): the fresh ``dq`` it writes has the layout the
+    kernel was built for, whatever the order of ``q``'s strides."""
+    attention_bwd_api._FAST.clear()
+    B, S, H, D = 2, 384, 4, 128
+    for _ in range(3):
+        q, k, v, do = (torch.randn(B, H, S, D, device="cuda").to(torch.bfloat16).transpose(1, 2) for _ in range(4))
+        out, lse = tirxpy_kernels.attention(q, k, v, causal=True, return_lse=True)
+        torch.full((64 << 20,), float("nan"), device="cuda")       # poison what the fresh buffers get
+        grads = tirxpy_kernels.attention_backward(q, k, v, out, do, lse, causal=True)
+        _check(grads, q, k, v, do, True, D ** -0.5)
+    assert len(attention_bwd_api._FAST) == 1
+
+
 @pytest.mark.parametrize("S,causal", [(700, True), (40, False)])
 def test_grads_fill_given_tensors(S, causal):
     """``grads=(dq, dk, dv)``: the slices of one NaN-poisoned packed buffer receive the gradients (``dk``, ``dv``
