@@ -302,7 +302,6 @@ def adds_per_block(p, mi, lk):
     return n * p.NC if p.dq_split == "keys" else n
 
 
-
 def ragged_keys(p):
     """Whether a CTA's keys can run past the real ones: packed sequences, or ``SK`` not a multiple of ``BN``."""
     return p.packed or p.SK % p.BN != 0
@@ -455,10 +454,10 @@ def dq_writer_part(p):
     release). ``fuse_dq``: it counts every add once it has landed (without ``deterministic``, step ``t``'s after
     issuing step ``t + 1``'s, so that no wait for an add to land stands between two adds), with an ``atom.acq_rel``
     whose old value it keeps in the step's count slot, and once its walk is done it meets the consumer (named
-    barrier ``5 + c``). The consumer then converts the blocks
-    whose count was the last (:func:`adds_per_block`: every other add had landed) from ``dQacc`` into ``dQ`` (rows
-    past a sequence's end clipped, as the adds are). The writer keeps the count and the consumers compare it: they
-    have registers to spare after their epilogue, the writer has the producer's 24."""
+    barrier ``5 + c``). The consumer then converts the blocks whose count was the last (:func:`adds_per_block`:
+    every other add had landed) from ``dQacc`` into ``dQ`` (rows past a sequence's end clipped, as the adds are).
+    The writer keeps the count and the consumers compare it: they have registers to spare after their epilogue, the
+    writer has the producer's 24."""
     BM, NC, DQC = p.BM, p.NC, p.dq_cols
 
     @T.macro
