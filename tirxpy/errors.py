@@ -49,6 +49,12 @@ class _BoundedRepr(reprlib.Repr):
         self.maxdeque = 32
         self.maxstring = self.maxlong = self.maxother = 400
 
+    def repr_int(self, x, level):
+        try:
+            return super().repr_int(x, level)
+        except ValueError:                              # past the digits str() converts (sys.get_int_max_str_digits)
+            return f"<int of about {round(x.bit_length() * 0.30103)} digits>"
+
     def repr_instance(self, x, level):
         try:
             s = repr(x)
@@ -67,10 +73,11 @@ def shown(v, width: int | None = None) -> str:
     """``repr(v)`` (cut to ``width`` characters, when given) for an error message, or ``<T object>`` when that repr
     raises: an argument's own ``__repr__`` is its code, and its failure must not replace the error being reported.
     Built-in containers show their first 32 items, 6 levels deep, and long strings and numbers their ends
-    (:mod:`reprlib`), so a huge argument gives a short message in a short time.
+    (:mod:`reprlib`), an int too long for ``str()`` its size, so a huge argument gives a short message in a short
+    time.
 
-        >>> shown("x" * 100, 8), shown(type("T", (), {"__repr__": lambda s: 1 / 0})())
-        ("'xxxxxxx", '<T object>')
+        >>> shown("x" * 100, 8), shown(type("T", (), {"__repr__": lambda s: 1 / 0})()), shown(10 ** 5000)
+        ("'xxxxxxx", '<T object>', '<int of about 5000 digits>')
         >>> shown(list(range(10 ** 6)))[-12:], shown((1, 2, 3))
         ('30, 31, ...]', '(1, 2, 3)')
     """

@@ -49,7 +49,7 @@ def int_option(where: str, name: str, v, lo=None, hi=None, none: bool = False):
     v = int(v)
     if (lo is not None and v < lo) or (hi is not None and v > hi):
         bound = f"in [{lo}, {hi}]" if lo is not None and hi is not None else f">= {lo}" if lo is not None else f"<= {hi}"
-        raise KernelConfigError(f"{where}: {name} = {v} is out of range; it must be {bound}")
+        raise KernelConfigError(f"{where}: {name} = {shown(v, 60)} is out of range; it must be {bound}")
     return v
 
 

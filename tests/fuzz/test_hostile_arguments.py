@@ -199,6 +199,25 @@ def test_an_int_or_str_whose_formatting_raises_is_taken_or_refused(name, tmp_pat
             refuse(AREA, call, allow=lambda v: True, seconds=20)
 
 
+def test_an_int_too_long_to_print_is_refused_by_type():
+    """An int of 5000 digits, past the 4300 that ``str()`` converts, as a tensor extent, a kernel option, a layout
+    extent or coordinate: the refusal shows its size (formatting it would raise Python's own ``ValueError`` in place
+    of the typed error)."""
+    from tirxpy_kernels.attention_bwd_plan import plan
+    from tirxpy_kernels.attention_bwd_sm90 import attention_bwd_sm90
+
+    huge = 10 ** 5000
+    lay = L.TileLayout(L.S[(4, 8) : (1 @ L.m, 1 @ L.laneid)])
+    for call, named in ((lambda: T.Tensor((huge,), "float32"), "int of about 5000 digits"),
+                        (lambda: T.Tensor((2, -huge), "float32"), "int of about 5000 digits"),
+                        (lambda: attention_bwd_sm90(1, 2, 2, 256, 256, 64, sms=huge), "sms = <int of about"),
+                        (lambda: plan(1, 2, 2, 256, 256, 64, TAIL=-huge), "TAIL = <int of about"),
+                        (lambda: lay.apply(huge), "coordinate <int of about 5000 digits>"),
+                        (lambda: L.TileLayout(L.S[(huge, 8) : (1 @ L.m, 1 @ L.laneid)]), "int of about 5000"),
+                        (lambda: L.TileLayout(L.S[(4, 8) : (-huge @ L.m, 1 @ L.laneid)]), "int of about 5000")):
+        refuse(AREA, call, names=[named])
+
+
 def test_the_model_registry_refuses_a_hostile_name_or_model():
     """(Apart from the table above: a call these take registers its model for the rest of the process.)"""
     for call in (lambda: SIM.register_model(Hostile(), lambda ctx: None),

@@ -82,11 +82,11 @@ def _check_shape(shape) -> tuple:
                           hint="tensor shapes are compile-time ints; specialize the kernel on them with @tirxpy.jit"
                           if isinstance(n, Expr) else "write the extent as a Python int, e.g. 128") from None
         if n < 1:
-            raise IRError(f"tensor shape {shown(tuple(shape), 100)} has extent {n}; extents must be >= 1")
+            raise IRError(f"tensor shape {shown(tuple(shape), 100)} has extent {shown(n, 60)}; extents must be >= 1")
         out.append(n)
     if prod(out) > MAX_ELEMENTS:
-        raise IRError(f"tensor shape {tuple(out)} has {prod(out)} elements, over the {MAX_ELEMENTS} (2**62) any "
-                      f"tensor may have")
+        raise IRError(f"tensor shape {shown(tuple(out), 100)} has {shown(prod(out), 60)} elements, over the "
+                      f"{MAX_ELEMENTS} (2**62) any tensor may have")
     return tuple(out)
 
 

@@ -53,9 +53,10 @@ def bounded_int(v, what: str, lo: int = 0) -> int:
     v = as_int(v, what)
     if v < lo:
         need = "a positive integer" if lo == 1 else f"an integer >= {lo}"
-        raise LayoutError(f"{what} is {v}; it must be {need}")
+        raise LayoutError(f"{what} is {shown(v, 60)}; it must be {need}")
     if v >= MAX_COORD:
-        raise LayoutError(f"{what} is {v}, past the limit of layout coordinates (2**64); use values below 2**64")
+        raise LayoutError(f"{what} is {shown(v, 60)}, past the limit of layout coordinates (2**64); use values below "
+                          "2**64")
     return v
 
 
@@ -127,16 +128,19 @@ def normalize(coord, shape, size: int):
     if shape is None:
         if len(coord) != 1:
             raise LayoutError(
-                f"{len(coord)}-d coordinate {coord} needs shape=...: pass the logical tile shape, e.g. shape=(8, 16)"
+                f"{len(coord)}-d coordinate {shown(coord, 100)} needs shape=...: pass the logical tile shape, e.g. "
+                "shape=(8, 16)"
             )
         shape = (size,)
     else:
         shape = check_shape(shape, size)
         if len(coord) != len(shape):
-            raise LayoutError(f"coordinate {coord} has rank {len(coord)} but shape {shape} has rank {len(shape)}")
+            raise LayoutError(f"coordinate {shown(coord, 100)} has rank {len(coord)} but shape {shown(shape, 100)} has "
+                              f"rank {len(shape)}")
     for d, (c, n) in enumerate(zip(coord, shape)):
         if (not 0 <= c < n) if is_int(c) else (c.is_negative or (c - n).is_nonnegative):   # symbolic: when sympy knows
-            raise LayoutError(f"coordinate {c} in dimension {d} is out of range [0, {n}) for shape {shape}")
+            raise LayoutError(f"coordinate {shown(c, 60)} in dimension {d} is out of range [0, {shown(n, 60)}) for "
+                              f"shape {shown(shape, 100)}")
     return coord, shape
 
 

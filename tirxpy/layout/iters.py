@@ -40,14 +40,15 @@ class Iter:
     def __init__(self, extent, stride, axis="m"):
         e = as_int(extent, "iterator extent")
         if e < 1:
-            raise LayoutError(f"iterator extent {e} is not positive; every extent must be a positive integer "
-                              "(drop the iterator or give it extent >= 1)")
+            raise LayoutError(f"iterator extent {shown(e, 60)} is not positive; every extent must be a positive "
+                              "integer (drop the iterator or give it extent >= 1)")
         s = as_int(stride, "iterator stride")
         if s < 0:
-            raise LayoutError(f"iterator Iter({e}, {s}) has negative stride {s}; strides must be >= 0")
+            raise LayoutError(f"iterator Iter({shown(e, 60)}, {shown(s, 60)}) has negative stride {shown(s, 60)}; "
+                              "strides must be >= 0")
         for what, v in (("extent", e), ("stride", s)):
             if v >= MAX_COORD:
-                raise LayoutError(f"iterator {what} {v} is past the limit of layout coordinates (2**64); "
+                raise LayoutError(f"iterator {what} {shown(v, 60)} is past the limit of layout coordinates (2**64); "
                                   "use values below 2**64")
         object.__setattr__(self, "extent", e)
         object.__setattr__(self, "stride", s)
@@ -70,7 +71,7 @@ class AxisStride:
     def __init__(self, value, axis):
         v = as_int(value, "stride or offset (k in k@axis)")
         if abs(v) >= MAX_COORD:
-            raise LayoutError(f"{v}@{Axis.get(axis).name} is past the limit of layout coordinates (2**64); "
+            raise LayoutError(f"{shown(v, 60)}@{Axis.get(axis).name} is past the limit of layout coordinates (2**64); "
                               "use values below 2**64")
         object.__setattr__(self, "value", v)
         object.__setattr__(self, "axis", Axis.get(axis))
