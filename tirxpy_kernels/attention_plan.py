@@ -226,11 +226,11 @@ def check_options(BN=None, STAGES=None, NC=None, PINGPONG=None, PERSIST=None, CH
     for name, v in (("BN", BN), ("STAGES", STAGES), ("NC", NC)):
         int_option(w, name, v, none=True)
     if BN is not None and not (16 <= BN <= 256 and BN % 16 == 0):
-        raise KernelConfigError(f"attention_sm90: BN = {BN} must be a multiple of 16 in [16, 256] (the k of P V)")
+        raise KernelConfigError(f"attention_sm90: BN = {shown(BN, 60)} must be a multiple of 16 in [16, 256] (the k of P V)")
     if NC is not None and NC not in (1, 2):
-        raise KernelConfigError(f"attention_sm90: NC = {NC} consumer warpgroups; use 1 or 2")
+        raise KernelConfigError(f"attention_sm90: NC = {shown(NC, 60)} consumer warpgroups; use 1 or 2")
     if STAGES is not None and STAGES < 1:
-        raise KernelConfigError(f"attention_sm90: STAGES = {STAGES} must be at least 1")
+        raise KernelConfigError(f"attention_sm90: STAGES = {shown(STAGES, 60)} must be at least 1")
     if not is_int(sms) or sms < 1:
         raise KernelConfigError(f"attention_sm90: sms = {shown(sms, 60)} must be the GPU's SM count (a positive int)")
     for name, v in (("PINGPONG", PINGPONG), ("PERSIST", PERSIST), ("CHAIN", CHAIN), ("LAZY", LAZY), ("TRIM", TRIM),
@@ -247,9 +247,9 @@ def _check_problem(B, H, HKV, SQ, SK, D, dtype):
     for name, x in (("B", B), ("H", H), ("HKV", HKV), ("SQ", SQ), ("SK", SK), ("D", D)):
         int_option("attention_sm90", name, x, hi=MAX_SIZE)     # (a size past it would wrap a 32-bit coordinate)
     if D not in HEAD_DIMS:
-        raise KernelConfigError(f"attention_sm90: head dim {D} is not supported; use one of {HEAD_DIMS}")
+        raise KernelConfigError(f"attention_sm90: head dim {shown(D, 60)} is not supported; use one of {HEAD_DIMS}")
     if min(B, H, HKV, SQ, SK) <= 0:
-        raise KernelConfigError(f"attention_sm90: B, H, HKV, SQ, SK must be positive, got {(B, H, HKV, SQ, SK)}")
+        raise KernelConfigError(f"attention_sm90: B, H, HKV, SQ, SK must be positive, got {shown((B, H, HKV, SQ, SK))}")
     if H % HKV:
         raise KernelConfigError(f"attention_sm90: {H} query heads do not split into {HKV} key / value head groups "
                                 "(grouped-query attention needs H % HKV == 0)")

@@ -148,8 +148,8 @@ def check_lengths(cu_q, cu_k, total_q, total_k, max_seqlen_q, max_seqlen_k) -> N
                 raise VarlenArgumentError(f"attention_varlen: {name} decreases at {b + 1} ({cu[b]} -> {cu[b + 1]}); "
                                           "offsets are cumulative lengths")
             if n > mx:
-                raise VarlenArgumentError(f"attention_varlen: sequence {b} has length {n} in {name}, over "
-                                          f"max_seqlen_{name[-1]} = {mx}; pass the longest length")
+                raise VarlenArgumentError(f"attention_varlen: sequence {b} has length {shown(n, 60)} in {name}, over "
+                                          f"max_seqlen_{name[-1]} = {shown(mx, 60)}; pass the longest length")
         if cu[-1] > total:
             raise VarlenArgumentError(f"attention_varlen: {name}[-1] = {cu[-1]} is past the {total} packed rows")
     for b in range(len(cu_q) - 1):

@@ -71,16 +71,16 @@ def plan(M, N, K, BM=128, BN=256, BK=None, STAGES=4, CM=1, sms=TARGET.sm_count, 
         epi //= 2
     check_cluster(CM)
     if STAGES < 2:
-        raise KernelConfigError(f"gemm_sm90: STAGES = {STAGES}; a pipeline needs at least 2 stages")
+        raise KernelConfigError(f"gemm_sm90: STAGES = {shown(STAGES, 60)}; a pipeline needs at least 2 stages")
     if min(M, N, K) <= 0:
-        raise KernelConfigError(f"gemm_sm90: M, N, K must be positive, got {(M, N, K)}")
+        raise KernelConfigError(f"gemm_sm90: M, N, K must be positive, got {shown((M, N, K))}")
     stage = (BM + BN) * 128 + scale_bytes(BM, scaling)
     # two 128-byte-wide staging buffers; with PINGPONG two per consumer, each as wide as one output chunk
     staging = 2 * 2 * BM * epi * DataType.get(out_dtype).itemsize if PINGPONG else 2 * BM * 128
     smem = STAGES * stage + staging + 1024 + 2 * STAGES * 8
     if smem > SMEM_LIMIT:
-        raise KernelConfigError(f"gemm_sm90: {STAGES} stages of {stage} bytes plus the epilogue ({staging} bytes) need "
-                                f"{smem} bytes of shared memory, over the {SMEM_LIMIT} a CTA may have: use fewer stages or a smaller BN")
+        raise KernelConfigError(f"gemm_sm90: {shown(STAGES, 60)} stages of {shown(stage, 60)} bytes plus the epilogue ({shown(staging, 60)} bytes) need "
+                                f"{shown(smem, 60)} bytes of shared memory, over the {SMEM_LIMIT} a CTA may have: use fewer stages or a smaller BN")
     tm, tn = cdiv(M, BM), cdiv(N, BN)
     tmc = cdiv(tm, CM)
     if split is None:
@@ -89,7 +89,7 @@ def plan(M, N, K, BM=128, BN=256, BK=None, STAGES=4, CM=1, sms=TARGET.sm_count, 
         rows, wide, bn2 = split
         tiles = rows * (wide + cdiv(N - wide * BN, bn2)) + (tmc - rows) * tn
     if tiles > MAX_SIZE:
-        raise KernelConfigError(f"gemm_sm90: a {M} x {N} output is {tiles} tiles of {BM} x {BN}, past the {MAX_SIZE} "
+        raise KernelConfigError(f"gemm_sm90: a {shown(M, 60)} x {shown(N, 60)} output is {shown(tiles, 60)} tiles of {BM} x {BN}, past the {MAX_SIZE} "
                                 "the kernel's 32-bit tile index reaches: split the product")
     units = persistent_units(tiles, sms, CM)
     return {"tiles_m": tm, "tiles_n": tn, "cluster_tiles_m": tmc, "tiles": tiles, "units": units,

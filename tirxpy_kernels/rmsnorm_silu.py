@@ -178,7 +178,7 @@ def check_eps(eps) -> float:
         tirxpy_kernels.errors.KernelConfigError: rmsnorm_silu: eps must be a finite float >= 0 ..., got nan
     """
     real = type(eps) in (int, float) or isinstance(eps, (np.integer, np.floating))
-    if not (real and math.isfinite(float(eps)) and 0 <= float(eps) <= FLOAT32_MAX):
+    if not (real and abs(eps) <= FLOAT32_MAX and math.isfinite(float(eps)) and 0 <= float(eps)):
         raise KernelConfigError("rmsnorm_silu: eps must be a finite float >= 0 in float32's range, got "
                                 f"{shown(eps, 60)}")
     return float(eps)

@@ -245,3 +245,14 @@ def test_an_intrinsic_named_by_a_str_subclass_is_registered_under_the_plain_str(
                                             [("r", "reg", "uint32", "w"), ("x", "reg", "uint32")], ret="r",
                                             replace=True),
            lambda e: type(e.name) is str and type(e.template) is str and "T.ptx.fz_unprintable_name" in e.help_text())
+
+
+@pytest.mark.parametrize("name", [n for n in _NAMES if n not in _REGISTERS])
+def test_every_entry_point_takes_or_refuses_an_int_too_long_to_print(name, tmp_path, monkeypatch):
+    """Plus and minus ``10 ** 5000`` in every argument of every entry point of the table: taken, or refused by a
+    typed error (not Python's ``ValueError`` from formatting it, nor its ``OverflowError`` from making it a float)."""
+    monkeypatch.chdir(tmp_path)
+    case = next(c for c in _cases(tmp_path) if c[0] == name)
+    for make in (lambda: 10 ** 5000, lambda: -10 ** 5000):
+        for slot, call in _calls(case, make):
+            refuse(AREA, call, allow=lambda v: True, seconds=20)

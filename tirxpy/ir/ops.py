@@ -56,11 +56,16 @@ def const(v, dtype=None) -> Expr:
         if dtype is None:
             dtype = int32 if py_int_fits(v, int32) else int64
         if dtype.is_float:
-            return FloatImm(float(v), dtype)
+            try:
+                fv = float(v)
+            except OverflowError:                   # past every float's range
+                raise IRError(f"constant {shown(v, 60)} is past the range of {dtype}") from None
+            return FloatImm(fv, dtype)
         if not (dtype.is_int or dtype.is_handle):
             raise IRError(f"cannot make a {dtype} constant from {shown(v)}")
         if dtype.is_int and not py_int_fits(v, dtype):
-            raise IRError(f"constant {v} does not fit {dtype}", hint=f"cast to a wider type, e.g. T.int64({v})")
+            raise IRError(f"constant {shown(v, 60)} does not fit {dtype}",
+                          hint=f"cast to a wider type, e.g. T.int64({shown(v, 60)})")
         return IntImm(v, dtype)
     if isinstance(v, float):
         dtype = dtype or float32

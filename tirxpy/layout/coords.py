@@ -79,7 +79,7 @@ def check_shape(shape, size: int | None, what: str = "shape") -> tuple:
         i = operator.index(n)
         if not 1 <= i < MAX_COORD:
             raise LayoutError(f"{what} {shown(tuple(shape))} must be a tuple of positive ints below 2**64: entry {d} "
-                              f"is {i}")
+                              f"is {shown(i, 60)}")
     shape = tuple(int(operator.index(n)) for n in shape)
     if size is not None and prod(shape) != size:
         raise LayoutError(f"{what} {shape} has {prod(shape)} elements but the layout has {size}; "

@@ -40,7 +40,7 @@ rank = Axis.get("rank")
 def _world(world) -> int:
     w = as_int(world, "world (the number of ranks)")
     if w < 1:
-        raise LayoutError(f"world = {w}: a process group has at least one rank")
+        raise LayoutError(f"world = {shown(w, 60)}: a process group has at least one rank")
     return w
 
 
@@ -62,9 +62,9 @@ def sharded(shape, world, dim: int = 0) -> TileLayout:
     shape = _shape(shape)
     d = as_int(dim, "dim")
     if not 0 <= d < len(shape):
-        raise LayoutError(f"dim {d} is not a dimension of shape {shape} (0 .. {len(shape) - 1})")
+        raise LayoutError(f"dim {shown(d, 60)} is not a dimension of shape {shown(shape)} (0 .. {len(shape) - 1})")
     if shape[d] % w:
-        raise LayoutError(f"dimension {d} of shape {shape} has {shape[d]} entries, not a multiple of world = {w}; "
+        raise LayoutError(f"dimension {d} of shape {shown(shape, 60)} has {shown(shape[d], 60)} entries, not a multiple of world = {shown(w, 60)}; "
                           "pad it to a multiple of the number of ranks or shard another dimension")
     local = list(shape)
     local[d] //= w

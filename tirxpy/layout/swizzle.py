@@ -66,8 +66,9 @@ class SwizzleLayout:
             if v < 0:
                 raise LayoutError(f"swizzle {name} must be a non-negative int, got {shown(v)}")
             if v > MAX_SWIZZLE_BITS:
-                raise LayoutError(f"swizzle {name} is {v} bits; per_element + atom_len + swizzle_len is at most "
-                                  f"{MAX_SWIZZLE_BITS} (the limit MAX_SWIZZLE_BITS: a swizzle acts on 64-bit addresses)")
+                raise LayoutError(f"swizzle {name} is {shown(v, 60)} bits; per_element + atom_len + swizzle_len is at "
+                                  f"most {MAX_SWIZZLE_BITS} (the limit MAX_SWIZZLE_BITS: a swizzle acts on 64-bit "
+                                  "addresses)")
             vals.append(v)
         self.per_element, self.swizzle_len, self.atom_len = vals
         if sum(vals) > MAX_SWIZZLE_BITS:
@@ -288,7 +289,7 @@ def dtype_bits(dtype) -> int:
             raise LayoutError(f"unknown dtype {shown(dtype)}; give the element size in bits (e.g. 16) or one of "
                               f"{', '.join(n for n, *_ in SPECS)}")
     if bits not in (4, 6, 8, 16, 32, 64):
-        raise LayoutError(f"element size {bits} bits is not supported by the shared-memory swizzles")
+        raise LayoutError(f"element size {shown(bits, 60)} bits is not supported by the shared-memory swizzles")
     return bits
 
 

@@ -105,7 +105,7 @@ class Layout:
             name = Axis.get(k).name
             v = as_int(v, f"{op}: coordinate on {name}")
             if v < 0:
-                raise LayoutError(f"{op}: coordinate {v} on {name} is negative; coordinates are >= 0")
+                raise LayoutError(f"{op}: coordinate {shown(v, 60)} on {name} is negative; coordinates are >= 0")
             bound = Axis.get(name).bound
             if bound is not None and v >= bound:
                 raise LayoutError(f"{op}: coordinate {v} on {name} is out of range: the hardware has {bound} values "

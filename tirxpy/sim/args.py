@@ -123,13 +123,16 @@ def check_scalar(p, v):
             raise ArgumentError(f"parameter {p.name} ({dt}): pass an int, got {type(v).__name__} {shown(v)}")
         info = np.iinfo(st)
         if not info.min <= int(v) <= info.max:
-            raise ArgumentError(f"parameter {p.name} ({dt}): {int(v)} is outside {dt}'s range "
+            raise ArgumentError(f"parameter {p.name} ({dt}): {shown(int(v), 60)} is outside {dt}'s range "
                                 f"[{info.min}, {info.max}]")
         return int(v)
-    f = float(v)
     big = float(np.finfo(np.float32 if dt in _NARROW else st).max)
-    if math.isfinite(f) and abs(f) > big:
-        raise ArgumentError(f"parameter {p.name} ({dt}): {shown(v)} overflows {dt} (largest finite {big:g})")
+    try:
+        f = float(v)
+    except OverflowError:                           # an int past every float's range
+        f = None
+    if f is None or math.isfinite(f) and abs(f) > big:
+        raise ArgumentError(f"parameter {p.name} ({dt}): {shown(v, 60)} overflows {dt} (largest finite {big:g})")
     return f
 
 

@@ -90,7 +90,8 @@ def mma_smem_layout(mn: int, k: int, dtype, major: str = "K", swizzle: int = 128
     mn = positive_int(mn, "mn (rows of the operand tile)")
     k = positive_int(k, "k (columns of the operand tile)")
     if mn * k * bits > 8 * MAX_OPERAND_BYTES:
-        raise LayoutError(f"an ({mn}, {k}) operand tile of {bits}-bit elements takes {mn * k * bits // 8} bytes; a "
+        raise LayoutError(f"an {shown((mn, k))} operand tile of {bits}-bit elements takes "
+                          f"{shown(mn * k * bits // 8, 60)} bytes; a "
                           f"shared-memory operand holds at most {MAX_OPERAND_BYTES} (the limit MAX_OPERAND_BYTES: one "
                           "SM has 228 KiB of shared memory): shrink mn or k")
     W = (swizzle // 16) * T if swizzle else T  # elements of the contiguous run of one atom row

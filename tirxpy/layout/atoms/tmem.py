@@ -144,6 +144,6 @@ def tmem_warpx4_layout(ncols: int = 4, col: int = 0) -> TileLayout:
     ncols = int_at_least(ncols, "ncols", 1)
     col = int_at_least(col, "col", 0)
     if col + ncols > TCol.bound:
-        raise LayoutError(f"columns col {col} .. col + ncols - 1 = {col + ncols - 1} pass the {TCol.bound} TMEM "
-                          f"columns (TCol < {TCol.bound}); use col + ncols <= {TCol.bound}")
+        raise LayoutError(f"columns col {shown(col, 60)} .. col + ncols - 1 = {shown(col + ncols - 1, 60)} pass the "
+                          f"{TCol.bound} TMEM columns (TCol < {TCol.bound}); use col + ncols <= {TCol.bound}")
     return TileLayout(S[(32, ncols) : (1 @ TLane, 1 @ TCol)] + R[4 : 32 @ TLane] + col @ TCol)
