@@ -265,11 +265,13 @@ def check_problem(B, H, HKV, SQ, SK, D, dtype):
     for name, x in (("B", B), ("H", H), ("HKV", HKV), ("SQ", SQ), ("SK", SK), ("D", D)):
         int_option(W, name, x)
     if D not in HEAD_DIMS:
-        raise KernelConfigError(f"{W}: head dim {shown(D, 60)} is not supported by the backward kernel; use one of {HEAD_DIMS}")
+        raise KernelConfigError(f"{W}: head dim {shown(D, 60)} is not supported by the backward kernel; use one "
+                                f"of {HEAD_DIMS}")
     if min(B, H, HKV, SQ, SK) <= 0:
         raise KernelConfigError(f"{W}: B, H, HKV, SQ, SK must be positive, got {shown((B, H, HKV, SQ, SK))}")
     if H % HKV:
-        raise KernelConfigError(f"{W}: {shown(H, 60)} query heads do not split into {shown(HKV, 60)} key / value head groups "
+        raise KernelConfigError(f"{W}: {shown(H, 60)} query heads do not split into {shown(HKV, 60)} key / "
+                                "value head groups "
                                 "(grouped-query attention needs H % HKV == 0)")
 
 

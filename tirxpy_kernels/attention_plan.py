@@ -226,7 +226,8 @@ def check_options(BN=None, STAGES=None, NC=None, PINGPONG=None, PERSIST=None, CH
     for name, v in (("BN", BN), ("STAGES", STAGES), ("NC", NC)):
         int_option(w, name, v, none=True)
     if BN is not None and not (16 <= BN <= 256 and BN % 16 == 0):
-        raise KernelConfigError(f"attention_sm90: BN = {shown(BN, 60)} must be a multiple of 16 in [16, 256] (the k of P V)")
+        raise KernelConfigError(f"attention_sm90: BN = {shown(BN, 60)} must be a multiple of 16 in [16, 256] "
+                                "(the k of P V)")
     if NC is not None and NC not in (1, 2):
         raise KernelConfigError(f"attention_sm90: NC = {shown(NC, 60)} consumer warpgroups; use 1 or 2")
     if STAGES is not None and STAGES < 1:

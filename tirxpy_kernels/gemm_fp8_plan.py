@@ -188,6 +188,7 @@ def check_scaling(dtype, scaling, a_major="K", b_major="K", BN=256, CM=1, PINGPO
     PINGPONG, CM = flag_option("gemm_sm90", "PINGPONG", PINGPONG), int_option("gemm_sm90", "CM", CM)
     if PINGPONG or CM != 1 or SPLIT is not None:
         raise KernelConfigError("gemm_sm90: scaling='block' runs the cooperative schedule without a cluster or a "
-                                f"split (PINGPONG=False, CM=1, SPLIT=None); got PINGPONG={shown(PINGPONG, 60)}, CM={shown(CM, 60)}, "
+                                f"split (PINGPONG=False, CM=1, SPLIT=None); got PINGPONG={shown(PINGPONG, 60)}, "
+                                f"CM={shown(CM, 60)}, "
                                 f"SPLIT={shown(SPLIT, 60)}")
     block_part(BN, PART)

@@ -79,8 +79,10 @@ def plan(M, N, K, BM=128, BN=256, BK=None, STAGES=4, CM=1, sms=TARGET.sm_count, 
     staging = 2 * 2 * BM * epi * DataType.get(out_dtype).itemsize if PINGPONG else 2 * BM * 128
     smem = STAGES * stage + staging + 1024 + 2 * STAGES * 8
     if smem > SMEM_LIMIT:
-        raise KernelConfigError(f"gemm_sm90: {shown(STAGES, 60)} stages of {shown(stage, 60)} bytes plus the epilogue ({shown(staging, 60)} bytes) need "
-                                f"{shown(smem, 60)} bytes of shared memory, over the {SMEM_LIMIT} a CTA may have: use fewer stages or a smaller BN")
+        raise KernelConfigError(f"gemm_sm90: {shown(STAGES, 60)} stages of {shown(stage, 60)} bytes plus the "
+                                f"epilogue ({shown(staging, 60)} bytes) need "
+                                f"{shown(smem, 60)} bytes of shared memory, over the {SMEM_LIMIT} a CTA may "
+                                "have: use fewer stages or a smaller BN")
     tm, tn = cdiv(M, BM), cdiv(N, BN)
     tmc = cdiv(tm, CM)
     if split is None:
@@ -89,7 +91,8 @@ def plan(M, N, K, BM=128, BN=256, BK=None, STAGES=4, CM=1, sms=TARGET.sm_count, 
         rows, wide, bn2 = split
         tiles = rows * (wide + cdiv(N - wide * BN, bn2)) + (tmc - rows) * tn
     if tiles > MAX_SIZE:
-        raise KernelConfigError(f"gemm_sm90: a {shown(M, 60)} x {shown(N, 60)} output is {shown(tiles, 60)} tiles of {BM} x {BN}, past the {MAX_SIZE} "
+        raise KernelConfigError(f"gemm_sm90: a {shown(M, 60)} x {shown(N, 60)} output is {shown(tiles, 60)} "
+                                f"tiles of {BM} x {BN}, past the {MAX_SIZE} "
                                 "the kernel's 32-bit tile index reaches: split the product")
     units = persistent_units(tiles, sms, CM)
     return {"tiles_m": tm, "tiles_n": tn, "cluster_tiles_m": tmc, "tiles": tiles, "units": units,

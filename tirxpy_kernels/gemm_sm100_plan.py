@@ -162,7 +162,8 @@ def _check_shape(M, N, K, BN, EPI, cta_group, dtype):
                                 f"cta_group={cta_group}, BN={BN}")
     step = 16 * cta_group
     if not (step <= BN <= 256 and BN % step == 0):
-        raise KernelConfigError(f"gemm_sm100: BN = {shown(BN, 60)} must be a multiple of {step} in [{step}, 256] for cta_group={cta_group}"
+        raise KernelConfigError(f"gemm_sm100: BN = {shown(BN, 60)} must be a multiple of {step} in [{step}, "
+                                f"256] for cta_group={cta_group}"
                                 " (tcgen05.mma N, split over the pair for cta_group=2)")
     if EPI < 4 or EPI > 128 or EPI & (EPI - 1) or BN % EPI:
         raise KernelConfigError(f"gemm_sm100: EPI = {EPI} (epilogue chunk columns) must be a power of two <= 128 dividing "
@@ -198,7 +199,8 @@ def plan(M, N, K, BN=None, STAGES=None, EPI=32, ctas=TARGET.sm_count, cta_group=
         raise KernelConfigError(f"gemm_sm100: {p.tmem_used} TMEM columns (2 x BN = {2 * BN} + 8 x STAGES = {8 * STAGES} for the "
                                 f"scales) exceed {TARGET.tmem_columns}; use fewer stages")
     if p.smem > TARGET.smem_per_cta:
-        raise KernelConfigError(f"gemm_sm100: {shown(p.smem, 60)} bytes of shared memory (STAGES = {shown(STAGES, 60)}, BN = {shown(BN, 60)}) exceed the "
+        raise KernelConfigError(f"gemm_sm100: {shown(p.smem, 60)} bytes of shared memory (STAGES = "
+                                f"{shown(STAGES, 60)}, BN = {shown(BN, 60)}) exceed the "
                                 f"{TARGET.smem_per_cta}-byte {TARGET} limit; use fewer stages")
     return p
 

@@ -64,7 +64,8 @@ def sharded(shape, world, dim: int = 0) -> TileLayout:
     if not 0 <= d < len(shape):
         raise LayoutError(f"dim {shown(d, 60)} is not a dimension of shape {shown(shape)} (0 .. {len(shape) - 1})")
     if shape[d] % w:
-        raise LayoutError(f"dimension {d} of shape {shown(shape, 60)} has {shown(shape[d], 60)} entries, not a multiple of world = {shown(w, 60)}; "
+        raise LayoutError(f"dimension {d} of shape {shown(shape, 60)} has {shown(shape[d], 60)} entries, not a "
+                          f"multiple of world = {shown(w, 60)}; "
                           "pad it to a multiple of the number of ranks or shard another dimension")
     local = list(shape)
     local[d] //= w
