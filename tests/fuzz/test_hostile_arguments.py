@@ -203,6 +203,7 @@ def test_an_int_too_long_to_print_is_refused_by_type():
     """An int of 5000 digits, past the 4300 that ``str()`` converts, as a tensor extent, a kernel option, a layout
     extent or coordinate: the refusal shows its size (formatting it would raise Python's own ``ValueError`` in place
     of the typed error)."""
+    import tirxpy_kernels.rmsnorm_silu as RS
     from tirxpy_kernels.attention_bwd_plan import plan
     from tirxpy_kernels.attention_bwd_sm90 import attention_bwd_sm90
 
@@ -214,7 +215,12 @@ def test_an_int_too_long_to_print_is_refused_by_type():
                         (lambda: plan(1, 2, 2, 256, 256, 64, TAIL=-huge), "TAIL = <int of about"),
                         (lambda: lay.apply(huge), "coordinate <int of about 5000 digits>"),
                         (lambda: L.TileLayout(L.S[(huge, 8) : (1 @ L.m, 1 @ L.laneid)]), "int of about 5000"),
-                        (lambda: L.TileLayout(L.S[(4, 8) : (-huge @ L.m, 1 @ L.laneid)]), "int of about 5000")):
+                        (lambda: L.TileLayout(L.S[(4, 8) : (-huge @ L.m, 1 @ L.laneid)]), "int of about 5000"),
+                        # past every float's range: refused where it would become a float
+                        (lambda: T.float32(huge), "past the range of float32"),
+                        (lambda: SIM.run(axpy, np.zeros(64, np.float32), np.zeros(64, np.float32), -huge, 3),
+                         "overflows float32"),
+                        (lambda: RS.check_eps(huge), "eps must be a finite float")):
         refuse(AREA, call, names=[named])
 
 
