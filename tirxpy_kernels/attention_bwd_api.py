@@ -29,7 +29,7 @@ from tirxpy.errors import ArgumentError
 from tirxpy.ir.dtype import from_torch
 
 from .attention_api import _sm_count
-from .attention_bwd_plan import DTYPES, HEAD_DIMS, TARGET, default_fuse_dq, fuses_dq, plan
+from .attention_bwd_plan import DTYPES, HEAD_DIMS, TARGET, fused_by_default, plan
 from .attention_plan import check_scale
 from .attention_bwd_post import dq_store, dq_strides
 from .attention_bwd_pre import attention_bwd_preprocess, attention_bwd_preprocess_packed
@@ -177,11 +177,11 @@ def _counters(deterministic, fused=False):
 
 def _fused_dq(B, H, HKV, SQ, SK, D, causal, dtype, deterministic, q, grads):
     """``(dq, (sb, ss))``: the tensor the backward kernel writes ``dQ`` into and its batch and token strides, when
-    the kernel converts ``dQ`` itself by default (:func:`~tirxpy_kernels.attention_bwd_plan.default_fuse_dq`), can
-    (:func:`~tirxpy_kernels.attention_bwd_plan.fuses_dq`) and can write it there
+    the kernel converts ``dQ`` itself by default (:func:`~tirxpy_kernels.attention_bwd_plan.fused_by_default`) and
+    can write it there
     (``grads``' ``dq`` where :func:`~tirxpy_kernels.attention_bwd_post.dq_strides` takes its layout, else a fresh
     ``(B, SQ, H, D)`` tensor); ``(None, None)`` where ``dQacc`` is converted after the kernel."""
-    if not (default_fuse_dq(D, causal) and fuses_dq(B, H, HKV, SQ, SK, D, causal, dtype, deterministic)):
+    if not fused_by_default(B, H, HKV, SQ, SK, D, causal, dtype, deterministic):
         return None, None
     if grads is None:
         dq = torch.empty((B, SQ, H, D), dtype=q.dtype, device=q.device)
@@ -235,13 +235,12 @@ def prepare(q, k, v, out, dout, lse, causal=False, scale=None, deterministic=Fal
     def finish():
         with torch.cuda.device(q.device):
             if grads is not None:
-                st = dq_store(grads[0], p.dtype) if SQT == SQ and dq is None else None
-                if dq is not None:
-                    pass                    # the kernel wrote grads' dq
-                elif st is None:
-                    grads[0].copy_(dqa[:, :SQ])
-                else:
-                    st(dqa, grads[0])
+                if dq is None:              # (else the kernel wrote grads' dq)
+                    st = dq_store(grads[0], p.dtype) if SQT == SQ else None
+                    if st is None:
+                        grads[0].copy_(dqa[:, :SQ])
+                    else:
+                        st(dqa, grads[0])
                 for g, t in zip(grads[1:], (dk, dv)):
                     if t.data_ptr() != g.data_ptr():
                         g.copy_(t[:, :SK])
@@ -416,7 +415,7 @@ def prepare_varlen(q, k, v, out, dout, lse, cu_seqlens_q, cu_seqlens_k, max_seql
         # that is), or here while a graph is captured; the XK rows in front are never read
         dkb, dvb = ((torch.zeros if capturing else torch.empty)((XK + TK, HKV, D), dtype=q.dtype, device=q.device)
                     for _ in range(2))
-        fuse = default_fuse_dq(D, causal) and fuses_dq(B, H, HKV, SQ, SK, D, causal, dtype, deterministic, packed=True)
+        fuse = fused_by_default(B, H, HKV, SQ, SK, D, causal, dtype, deterministic, packed=True)
         sem = _counters(deterministic, fuse)((B, H, p.q_blocks, 2), dtype=torch.int32, device=q.device)
         kern = attention_bwd_sm90(B, H, HKV, SQ, SK, D, causal=causal, scale=sc, dtype=dtype,
                                   deterministic=deterministic, SQT=TQ, SKT=TK, PACKED=True, strides=strides,

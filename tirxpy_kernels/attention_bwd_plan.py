@@ -371,3 +371,13 @@ def fuses_dq(B, H, HKV, SQ, SK, D, causal=False, dtype="bfloat16", deterministic
     except KernelConfigError:
         return False
     return True
+
+
+def fused_by_default(B, H, HKV, SQ, SK, D, causal=False, dtype="bfloat16", deterministic=False, packed=False):
+    """Whether the backward's callers (:func:`tirxpy_kernels.attention_backward`, the varlen backward, the bench)
+    build the kernel with ``FUSE_DQ=True``: where :func:`default_fuse_dq` wants it and :func:`fuses_dq` can.
+
+        >>> fused_by_default(1, 16, 16, 4096, 4096, 128, causal=True), fused_by_default(1, 16, 16, 4096, 4096, 128)
+        (True, False)
+    """
+    return default_fuse_dq(D, causal) and fuses_dq(B, H, HKV, SQ, SK, D, causal, dtype, deterministic, packed)

@@ -93,9 +93,9 @@ def _tag(t):
 def _kernel(B, S, D, causal, t, sms):
     """``(module, factory, args, kwargs)`` of the backward kernel that
     :func:`tirxpy_kernels.attention_bwd_api.prepare` builds for a cell's contiguous inputs, with tuning ``t``."""
-    from .attention_bwd_plan import default_fuse_dq, fuses_dq, plan
+    from .attention_bwd_plan import fused_by_default, plan
 
-    t = {"FUSE_DQ": default_fuse_dq(D, causal) and fuses_dq(B, HEADS, HEADS, S, S, D, causal), **t}
+    t = {"FUSE_DQ": fused_by_default(B, HEADS, HEADS, S, S, D, causal), **t}
     p = plan(B, HEADS, HEADS, S, S, D, causal, **t)
     return ("tirxpy_kernels.attention_bwd_sm90", "attention_bwd_sm90", (B, HEADS, HEADS, S, S, D),
             dict(causal=causal, scale=D ** -0.5, SQT=max(S, p.BM), SKT=max(S, p.BN), sms=sms, **t))

@@ -75,17 +75,10 @@ def test_backward_sim_matches_float64(B, H, HKV, SQ, SK, D, causal, dtype, kw):
         err = ((a - r).norm() / r.norm()).item()
         # P and dS are rounded to 16 bits before their products: bf16 ~ 2**-9, f16 ~ 2**-12 relative
         assert err < (1e-2 if dtype == torch.bfloat16 else 2e-3), (name, err)
-    if kw.get("FUSE_DQ"):           # every add into a block was counted: NC a key block by keys, 1 by columns
-        p = plan(B, H, HKV, SQ, SK, D, causal, **kw)
-        first = [min(n * p.BN // 64, sem.shape[2]) if causal else 0 for n in range(p.kv_blocks)]
-        seen = torch.tensor([sum(1 for f in first if f <= mi) for mi in range(sem.shape[2])], dtype=torch.int32)
-        if p.dq_split == "keys":
-            assert torch.equal(sem[..., 0], (2 * seen).expand_as(sem[..., 0])) and not sem[..., 1].any()
-        else:
-            assert torch.equal(sem, seen[:, None].expand_as(sem))
-    elif kw.get("deterministic"):
-        # dQ split by keys (head dim 64): both consumers of every key block take a turn on counter 0 of each
-        # query block they add into (counter 1 is unused); by columns: consumer c takes one on counter c
+    if kw.get("FUSE_DQ") or kw.get("deterministic"):
+        # every add into a block is counted (FUSE_DQ) or takes a turn (deterministic): dQ split by keys (head dim 64),
+        # both consumers of every key block on counter 0 of each query block they add into (counter 1 unused); by
+        # columns, consumer c once on counter c
         p = plan(B, H, HKV, SQ, SK, D, causal, **kw)
         first = [min(n * p.BN // 64, sem.shape[2]) if causal else 0 for n in range(p.kv_blocks)]
         seen = torch.tensor([sum(1 for f in first if f <= mi) for mi in range(sem.shape[2])], dtype=torch.int32)
